@@ -1,0 +1,31 @@
+/**
+ * `npm run bench`: every benchmark, each figure beside its floor measured in the same run.
+ * `npm run bench -- decisions` runs only the named ones. Results: bench/results.json.
+ */
+import { mkdirSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { benchmarkDecisions } from './decisions.js';
+import { renderTable, writeResults, type BenchRow } from './report.js';
+
+const BENCHES: Record<string, (workDir: string) => BenchRow[] | Promise<BenchRow[]>> = {
+  decisions: benchmarkDecisions,
+};
+
+const root = resolve(fileURLToPath(import.meta.url), '../../..');
+const workDir = join(root, 'bench/.work');
+mkdirSync(workDir, { recursive: true });
+const wanted = process.argv.slice(2);
+const unknown = wanted.filter((w) => !(w in BENCHES));
+if (unknown.length > 0) {
+  process.stderr.write(`unknown benchmark(s): ${unknown.join(', ')}; known: ${Object.keys(BENCHES).join(', ')}\n`);
+  process.exit(2);
+}
+const rows: BenchRow[] = [];
+for (const name of wanted.length > 0 ? wanted : Object.keys(BENCHES)) {
+  process.stdout.write(`running ${name}...\n`);
+  rows.push(...(await BENCHES[name]!(workDir)));
+}
+process.stdout.write(`\n${renderTable(rows)}\n`);
+writeResults(join(root, 'bench/results.json'), rows);
+process.stdout.write(`\nwritten to bench/results.json\n`);

@@ -1,0 +1,81 @@
+import { z } from 'zod';
+import { parseServiceTime } from '../core/schedule.js';
+
+/**
+ * Bodies of the access-control service (access-control-api.md), as the agent receives them from a sync, a
+ * snapshot file or MQTT. Unknown fields are tolerated; a known field of the wrong type is rejected.
+ */
+
+export const serviceTime = z.string().refine((s) => parseServiceTime(s) !== null, {
+  message: 'expected a UTC date "YYYY-MM-DD hh:mm:ss"',
+});
+
+/** "a string holding an integer" (smartcard and PIN numbers). */
+export const integerString = z.string().regex(/^[0-9]{1,40}$/, 'expected a string holding an integer');
+
+export const smartcardSchema = z.object({
+  number: integerString,
+  label: z.string().nullish(),
+});
+
+const nameMatrix = z.array(z.array(z.string()));
+
+export const userListItemSchema = z.object({
+  email_id: z.number().int().nonnegative(),
+  ad_status: z.string(),
+  groups: nameMatrix.default([]),
+  user_tag: z.enum(['USER', 'GUEST']).optional(),
+  user_id: z.number().int().nullish(),
+  email: z.string().nullish(),
+  email_status: z.string().nullish(),
+  name: z.string().nullish(),
+  first_name: z.string().nullish(),
+  last_name: z.string().nullish(),
+  username: z.string().nullish(),
+  unique_id: z.union([z.string(), z.number()]).nullish(),
+  active_date: serviceTime.nullish(),
+  confirmed: serviceTime.nullish(),
+  created: serviceTime.nullish(),
+  device_added: serviceTime.nullish(),
+});
+export type UserListItem = z.output<typeof userListItemSchema>;
+
+export const userDetailSchema = z.object({
+  policies: nameMatrix.default([]),
+  computer_usernames: z.array(z.union([z.string(), z.object({ computer_username: z.string() })])).default([]),
+  smartcards: z.array(smartcardSchema).default([]),
+});
+export type UserDetail = z.output<typeof userDetailSchema>;
+
+const hour = z.number().int().min(0, 'hours run from 0 to 24').max(24, 'hours run from 0 to 24');
+export const timeMappingSchema = z
+  .array(
+    z.array(
+      z
+        .tuple([hour, hour])
+        .refine(([start, end]) => start < end, { message: 'a range [start, end] needs start < end' }),
+    ),
+  )
+  .length(7, 'expected exactly 7 elements, one per weekday starting on Sunday');
+
+/** A guest link as POST /magiclinkadmin creates it: its parameters plus the creation result. */
+export const guestLinkSchema = z
+  .object({
+    magic_link_id: z.union([z.string().min(1).max(128), z.number().int().nonnegative()]).transform(String),
+    magic_token: z.string().regex(/^[\x21-\x7e]{16,128}$/, 'expected 16-128 printable characters'),
+    name: z.string(),
+    email_list: z.array(z.string()).default([]),
+    resource_id_list: z.array(z.number().int().nonnegative()),
+    start_time: serviceTime.nullish(),
+    end_time: serviceTime.nullish(),
+    time_mapping: timeMappingSchema.nullish(),
+    smartcards: z.array(smartcardSchema).nullish(),
+    config_id: z.union([z.string(), z.number()]).nullish(),
+    email_ids: z.record(z.string(), z.number().int()).nullish(),
+  })
+  .superRefine((link, ctx) => {
+    if (link.start_time && link.end_time && parseServiceTime(link.end_time)! <= parseServiceTime(link.start_time)!) {
+      ctx.addIssue({ code: 'custom', path: ['end_time'], message: 'is not after start_time' });
+    }
+  });
+export type GuestLink = z.output<typeof guestLinkSchema>;

@@ -1,0 +1,114 @@
+#!/usr/bin/env node
+import { parseArgs, type ParseArgsConfig } from 'node:util';
+import { readFileSync } from 'node:fs';
+import { runCheck } from './commands/check.js';
+import { runConfigCheck } from './commands/configCheck.js';
+import type { CommandContext } from './commands/context.js';
+import { runImport } from './commands/import.js';
+import { runRelock } from './commands/relock.js';
+import { systemClock } from './util/clock.js';
+import { DoorAgentError, UsageError } from './util/errors.js';
+
+const HELP = `door-agent: door controller with offline access decisions
+
+Usage: door-agent <command> [options]
+
+Commands:
+  check CREDENTIAL [--kind card|pin|token] [--door UUID] [--at ISO] [--config F]
+        the offline decision from the cache, as JSON; exit 0 granted, 1 denied
+  import FILE [--allow-mass-removal] [--json] [--config F]
+        load a snapshot file into the cache, atomically (offline provisioning)
+  relock [--config F]
+        drive every configured relay to its locked level and exit
+  config check [--config F]
+        validate the configuration; print every problem with its key path
+
+Config: --config, else $DOOR_AGENT_CONFIG, else /etc/door-agent/config.yaml
+Exit codes: 0 ok/granted, 1 denied or failed, 2 usage, 78 invalid configuration
+`;
+
+type Options = NonNullable<ParseArgsConfig['options']>;
+
+function parse(argv: string[], options: Options, positionals: string[]) {
+  let parsed;
+  try {
+    parsed = parseArgs({ args: argv, options: { ...options, config: { type: 'string' } }, allowPositionals: true, strict: true });
+  } catch (err) {
+    throw new UsageError((err as Error).message.replace(/\. To specify.*$/s, ''));
+  }
+  if (parsed.positionals.length !== positionals.length) {
+    const expected = positionals.length === 0 ? 'no arguments' : positionals.join(' ');
+    throw new UsageError(`expected ${expected}, got ${parsed.positionals.length} argument(s)`);
+  }
+  return { values: parsed.values as Record<string, string | boolean | undefined>, positionals: parsed.positionals };
+}
+
+const str = (v: string | boolean | undefined) => (typeof v === 'string' ? v : undefined);
+
+export function main(argv: string[], ctx: CommandContext): number {
+  const [command, ...rest] = argv;
+  switch (command) {
+    case 'check': {
+      const { values, positionals } = parse(
+        rest,
+        { kind: { type: 'string' }, door: { type: 'string' }, at: { type: 'string' } },
+        ['CREDENTIAL'],
+      );
+      return runCheck(
+        { credential: positionals[0]!, kind: str(values.kind), door: str(values.door), at: str(values.at), config: str(values.config) },
+        ctx,
+      );
+    }
+    case 'import': {
+      const { values, positionals } = parse(
+        rest,
+        { 'allow-mass-removal': { type: 'boolean' }, json: { type: 'boolean' } },
+        ['FILE'],
+      );
+      return runImport(
+        { file: positionals[0]!, config: str(values.config), allowMassRemoval: values['allow-mass-removal'] === true, json: values.json === true },
+        ctx,
+      );
+    }
+    case 'relock':
+      return runRelock({ config: str(parse(rest, {}, []).values.config) }, ctx);
+    case 'config': {
+      const [sub, ...configArgs] = rest;
+      if (sub !== 'check') throw new UsageError('usage: door-agent config check [--config F]');
+      return runConfigCheck({ config: str(parse(configArgs, {}, []).values.config) }, ctx);
+    }
+    case 'version':
+    case '--version': {
+      const pkg = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string };
+      ctx.stdout.write(`${pkg.version}\n`);
+      return 0;
+    }
+    case undefined:
+    case 'help':
+    case '--help':
+    case '-h':
+      ctx.stdout.write(HELP);
+      return command === undefined ? 2 : 0;
+    default:
+      throw new UsageError(`unknown command ${JSON.stringify(command)}; run door-agent --help`);
+  }
+}
+
+function run(): void {
+  const ctx: CommandContext = { env: process.env, stdout: process.stdout, stderr: process.stderr, clock: systemClock };
+  let code: number;
+  try {
+    code = main(process.argv.slice(2), ctx);
+  } catch (err) {
+    if (err instanceof DoorAgentError) {
+      process.stderr.write(`door-agent: ${err.message}\n`);
+      code = err.exitCode;
+    } else {
+      process.stderr.write(`door-agent: unexpected error: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
+      code = 1;
+    }
+  }
+  process.exitCode = code;
+}
+
+run();

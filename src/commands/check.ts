@@ -1,0 +1,74 @@
+import type { DoorConfig } from '../config/schema.js';
+import type { CredentialKind } from '../core/credentials.js';
+import { AccessChecker } from '../door/accessChecker.js';
+import { CredentialCache } from '../store/credentialCache.js';
+import { cachePath, openDatabase } from '../store/database.js';
+import { UsageError } from '../util/errors.js';
+import { loadConfigFor, type CommandContext } from './context.js';
+
+export interface CheckArgs {
+  credential: string;
+  kind: string | undefined;
+  door: string | undefined;
+  at: string | undefined;
+  config: string | undefined;
+}
+
+const KINDS: readonly CredentialKind[] = ['card', 'pin', 'token'];
+
+const KIND_FORMAT: Record<CredentialKind, string> = {
+  card: 'digits only (or hex digits for a door whose reader has cardFormat: hex)',
+  pin: '1-16 digits',
+  token: '16-128 printable characters without spaces',
+};
+
+export function selectDoor(doors: readonly DoorConfig[], uuid: string | undefined): DoorConfig {
+  const list = () => doors.map((d) => `  ${d.uuid}  ${d.name}`).join('\n');
+  if (uuid === undefined) {
+    if (doors.length === 1) return doors[0]!;
+    throw new UsageError(`${doors.length} doors are configured: name one with --door UUID\n${list()}`);
+  }
+  const door = doors.find((d) => d.uuid.toLowerCase() === uuid.toLowerCase());
+  if (!door) throw new UsageError(`--door ${uuid} is not a configured door; configured doors:\n${list()}`);
+  return door;
+}
+
+function parseAt(at: string | undefined, now: number): number {
+  if (at === undefined) return now;
+  // Require a date with a time zone or Z, so the instant is unambiguous.
+  if (!/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:\d{2})$/.test(at) || Number.isNaN(Date.parse(at))) {
+    throw new UsageError(`--at ${JSON.stringify(at)} is not an ISO 8601 instant such as 2026-03-29T09:30:00+02:00 or 2026-03-29T07:30:00Z`);
+  }
+  return Date.parse(at);
+}
+
+/** `door-agent check`: the offline decision from the cache, as JSON. Exit 0 granted, 1 denied. */
+export function runCheck(args: CheckArgs, ctx: CommandContext): number {
+  const kind = (args.kind ?? 'card') as CredentialKind;
+  if (!KINDS.includes(kind)) throw new UsageError(`--kind must be card, pin or token (got ${JSON.stringify(args.kind)})`);
+  const at = parseAt(args.at, ctx.clock.wallNow());
+  const config = loadConfigFor(args.config, ctx);
+  const door = selectDoor(config.doors, args.door);
+  const db = openDatabase(cachePath(config.agent.dataDir), { readonly: true });
+  try {
+    const checker = new AccessChecker(new CredentialCache(db), config);
+    const result = checker.check({ door, kind, credential: args.credential, now: at });
+    if (result === null) {
+      // Never echo the credential: it may be a PIN or a card number.
+      throw new UsageError(`the ${kind} given is malformed: expected ${KIND_FORMAT[kind]} (${args.credential.length} characters given)`);
+    }
+    const output = {
+      granted: result.granted,
+      reason: result.reason,
+      holders: result.holders.map((h) => ({ ...h.holder, granted: h.reason === null, reason: h.reason })),
+      door: result.door,
+      kind: result.kind,
+      hint: result.hint,
+      at: new Date(at).toISOString(),
+    };
+    ctx.stdout.write(`${JSON.stringify(output)}\n`);
+    return result.granted ? 0 : 1;
+  } finally {
+    db.close();
+  }
+}

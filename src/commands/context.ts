@@ -1,0 +1,24 @@
+import type { Env } from '../config/secrets.js';
+import { DEFAULT_CONFIG_PATH, loadConfig } from '../config/load.js';
+import type { Config } from '../config/schema.js';
+import type { Clock } from '../util/clock.js';
+
+export interface Output {
+  write(text: string): unknown;
+}
+
+/** What a command may use of the outside world; cli.ts builds it from the process. */
+export interface CommandContext {
+  env: Env;
+  stdout: Output;
+  stderr: Output;
+  clock: Clock;
+}
+
+export function configPath(flag: string | undefined, env: Env): string {
+  return flag ?? env.DOOR_AGENT_CONFIG ?? DEFAULT_CONFIG_PATH;
+}
+
+export function loadConfigFor(flag: string | undefined, ctx: CommandContext): Config {
+  return loadConfig(configPath(flag, ctx.env));
+}

@@ -1,0 +1,45 @@
+import { importSnapshot } from '../snapshot/importSnapshot.js';
+import type { RowCounts } from '../store/snapshotMerge.js';
+import { cachePath, openDatabase } from '../store/database.js';
+import { loadConfigFor, type CommandContext } from './context.js';
+
+export interface ImportArgs {
+  file: string;
+  config: string | undefined;
+  allowMassRemoval: boolean;
+  json: boolean;
+}
+
+const DEFAULT_MAX_REMOVAL_RATIO = 0.5;
+
+function line(name: string, c: RowCounts): string {
+  return `  ${name.padEnd(12)} ${c.added} added, ${c.changed} changed, ${c.removed} removed, ${c.unchanged} unchanged`;
+}
+
+/** `door-agent import FILE`: offline provisioning from a snapshot, atomically. */
+export function runImport(args: ImportArgs, ctx: CommandContext): number {
+  const config = loadConfigFor(args.config, ctx);
+  const db = openDatabase(cachePath(config.agent.dataDir));
+  try {
+    const result = importSnapshot(db, args.file, {
+      maxRemovalRatio: args.allowMassRemoval ? null : (config.service?.maxRemovalRatio ?? DEFAULT_MAX_REMOVAL_RATIO),
+      now: ctx.clock.wallNow(),
+    });
+    if (args.json) {
+      ctx.stdout.write(`${JSON.stringify(result)}\n`);
+    } else {
+      ctx.stdout.write(
+        [
+          `imported ${result.file} in ${(result.durationMs / 1000).toFixed(1)} s (${result.rowsWritten} rows written)`,
+          line('users', result.users),
+          line('credentials', result.credentials),
+          line('guest links', result.guestLinks),
+          '',
+        ].join('\n'),
+      );
+    }
+    return 0;
+  } finally {
+    db.close();
+  }
+}

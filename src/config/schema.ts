@@ -1,0 +1,174 @@
+import { z } from 'zod';
+
+/** Exit code for an invalid configuration (sysexits EX_CONFIG); systemd: RestartPreventExitStatus=78. */
+export const EXIT_INVALID_CONFIG = 78;
+
+const bcmPin = z.number().int().min(0).max(63);
+const seconds = (min: number, max: number) => z.number().int().min(min).max(max);
+
+function isValidTimeZone(zone: string): boolean {
+  try {
+    new Intl.DateTimeFormat('en-US', { timeZone: zone });
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+const agentSchema = z.strictObject({
+  // Appears in MQTT topics and event ids, so it must be topic-safe.
+  id: z.string().regex(/^[A-Za-z0-9_-]{1,64}$/, 'must be 1-64 letters, digits, "-" or "_"'),
+  dataDir: z.string().min(1).default('/var/lib/door-agent'),
+  timezone: z
+    .string()
+    .refine(isValidTimeZone, 'not an IANA time zone (e.g. Europe/Berlin)')
+    .default('UTC'),
+});
+
+const serviceSchema = z.strictObject({
+  baseUrl: z.url({ protocol: /^https?$/, error: 'must be an http:// or https:// URL' }),
+  apiKeyFile: z.string().min(1).optional(),
+  apiKeyIn: z.enum(['header', 'query']).default('header'),
+  syncIntervalSeconds: seconds(10, 86_400).default(300),
+  concurrency: z.number().int().min(1).max(64).default(8),
+  maxRemovalRatio: z.number().min(0).max(1).default(0.5),
+});
+
+const accessSchema = z
+  .strictObject({
+    groups: z.array(z.string().min(1)).default([]),
+    policies: z.array(z.string().min(1)).default([]),
+  })
+  .refine((a) => a.groups.length + a.policies.length > 0, {
+    message: 'list at least one group or policy whose members may open these doors',
+  });
+
+const mqttSchema = z.strictObject({
+  url: z.url({ protocol: /^(mqtts?|wss?)$/, error: 'must be an mqtt://, mqtts://, ws:// or wss:// URL' }),
+  username: z.string().min(1).optional(),
+  passwordFile: z.string().min(1).optional(),
+  caFile: z.string().min(1).optional(),
+  certFile: z.string().min(1).optional(),
+  keyFile: z.string().min(1).optional(),
+  topicPrefix: z
+    .string()
+    .regex(/^[^#+\s]+$/, 'must not contain MQTT wildcards or spaces')
+    .refine((p) => !p.startsWith('/') && !p.endsWith('/'), 'must not start or end with "/"')
+    .default('door-agent'),
+  commandSecretFile: z.string().min(1).optional(),
+  commandMaxAgeSeconds: seconds(1, 3600).default(30),
+  keepaliveSeconds: seconds(5, 600).default(15),
+  homeAssistant: z
+    .strictObject({
+      discovery: z.boolean().default(true),
+      prefix: z.string().min(1).default('homeassistant'),
+    })
+    .prefault({}),
+});
+
+const gpioSchema = z.discriminatedUnion('driver', [
+  z.strictObject({
+    driver: z.literal('onoff'),
+    chipBase: z.union([z.literal('auto'), z.number().int().min(0)]).default('auto'),
+  }),
+  z.strictObject({
+    driver: z.literal('simulated'),
+    simulatedDir: z.string().min(1).default('/run/door-agent/gpio'),
+  }),
+]);
+
+const doorSchema = z.strictObject({
+  uuid: z.uuid({ error: 'must be the door resource UUID' }),
+  resourceId: z.number().int().min(0),
+  name: z.string().min(1).max(100).optional(),
+  relay: z.strictObject({ pin: bcmPin, activeLow: z.boolean().default(false) }),
+  failMode: z.enum(['secure', 'safe']).default('secure'),
+  unlockSeconds: seconds(1, 3600).default(5),
+  maxUnlockSeconds: seconds(0, 604_800).default(0),
+  contact: z.strictObject({ pin: bcmPin, openLevel: z.union([z.literal(0), z.literal(1)]).default(1) }).optional(),
+  exitButton: z.strictObject({ pin: bcmPin, activeLevel: z.union([z.literal(0), z.literal(1)]).default(0) }).optional(),
+  heldOpenSeconds: seconds(1, 86_400).default(30),
+  reader: z
+    .strictObject({
+      path: z.string().min(1),
+      baudRate: z.number().int().positive().default(9600),
+      cardFormat: z.enum(['decimal', 'hex']).default('decimal'),
+    })
+    .optional(),
+  mode: z.enum(['card_or_pin', 'card_and_pin']).default('card_or_pin'),
+  keypadLockout: z
+    .strictObject({
+      failures: z.number().int().min(1).max(100).default(5),
+      windowSeconds: seconds(1, 86_400).default(60),
+      lockoutSeconds: seconds(1, 86_400).default(60),
+    })
+    .prefault({}),
+});
+
+export const configSchema = z
+  .strictObject({
+    agent: agentSchema,
+    service: serviceSchema.optional(),
+    access: accessSchema,
+    mqtt: mqttSchema.optional(),
+    gpio: gpioSchema.prefault({ driver: 'onoff' }),
+    doors: z.array(doorSchema).min(1, 'configure at least one door'),
+  })
+  .superRefine((config, ctx) => {
+    const uuids = new Map<string, number>();
+    const resourceIds = new Map<number, number>();
+    const pins = new Map<number, string>();
+    const readers = new Map<string, number>();
+    config.doors.forEach((door, i) => {
+      const seenUuid = uuids.get(door.uuid.toLowerCase());
+      if (seenUuid !== undefined) {
+        ctx.addIssue({ code: 'custom', path: ['doors', i, 'uuid'], message: `same uuid as doors[${seenUuid}]` });
+      } else uuids.set(door.uuid.toLowerCase(), i);
+      const seenResource = resourceIds.get(door.resourceId);
+      if (seenResource !== undefined) {
+        ctx.addIssue({
+          code: 'custom',
+          path: ['doors', i, 'resourceId'],
+          message: `same resourceId as doors[${seenResource}]`,
+        });
+      } else resourceIds.set(door.resourceId, i);
+      const doorPins: Array<[string, number | undefined]> = [
+        ['relay', door.relay.pin],
+        ['contact', door.contact?.pin],
+        ['exitButton', door.exitButton?.pin],
+      ];
+      for (const [role, pin] of doorPins) {
+        if (pin === undefined) continue;
+        const owner = pins.get(pin);
+        if (owner !== undefined) {
+          ctx.addIssue({
+            code: 'custom',
+            path: ['doors', i, role, 'pin'],
+            message: `GPIO ${pin} is already used by ${owner}`,
+          });
+        } else pins.set(pin, `doors[${i}].${role}.pin`);
+      }
+      if (door.reader) {
+        const seenReader = readers.get(door.reader.path);
+        if (seenReader !== undefined) {
+          ctx.addIssue({
+            code: 'custom',
+            path: ['doors', i, 'reader', 'path'],
+            message: `reader ${door.reader.path} is already used by doors[${seenReader}]`,
+          });
+        } else readers.set(door.reader.path, i);
+      }
+      if (door.maxUnlockSeconds > 0 && door.unlockSeconds > door.maxUnlockSeconds) {
+        ctx.addIssue({
+          code: 'custom',
+          path: ['doors', i, 'unlockSeconds'],
+          message: `is longer than maxUnlockSeconds (${door.maxUnlockSeconds})`,
+        });
+      }
+    });
+  });
+
+type ParsedConfig = z.output<typeof configSchema>;
+export type DoorConfig = ParsedConfig['doors'][number] & { name: string };
+export type GpioConfig = ParsedConfig['gpio'];
+export type Config = Omit<ParsedConfig, 'doors'> & { doors: DoorConfig[] };

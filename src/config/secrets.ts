@@ -1,0 +1,76 @@
+import { accessSync, constants, readFileSync } from 'node:fs';
+import type { Config } from './schema.js';
+import { DoorAgentError, describeFsError } from '../util/errors.js';
+import type { Problem } from '../util/issues.js';
+
+export type Env = Readonly<Record<string, string | undefined>>;
+
+/** Where a secret comes from: a file named in the config, or an environment variable that overrides it. */
+interface SecretRef {
+  keyPath: string;
+  file: string | undefined;
+  envName?: string;
+  required: boolean;
+}
+
+function secretRefs(config: Config): SecretRef[] {
+  const refs: SecretRef[] = [];
+  if (config.service) {
+    refs.push({ keyPath: 'service.apiKeyFile', file: config.service.apiKeyFile, envName: 'DOOR_AGENT_API_KEY', required: true });
+  }
+  if (config.mqtt) {
+    refs.push({
+      keyPath: 'mqtt.passwordFile',
+      file: config.mqtt.passwordFile,
+      envName: 'DOOR_AGENT_MQTT_PASSWORD',
+      required: false,
+    });
+    refs.push({ keyPath: 'mqtt.commandSecretFile', file: config.mqtt.commandSecretFile, required: false });
+    for (const key of ['caFile', 'certFile', 'keyFile'] as const) {
+      refs.push({ keyPath: `mqtt.${key}`, file: config.mqtt[key], required: false });
+    }
+  }
+  return refs;
+}
+
+/**
+ * Reads a secret: the environment variable wins, else the file's content without its trailing newline.
+ * The secret itself never appears in an error message.
+ */
+export function readSecret(keyPath: string, file: string | undefined, env: Env, envName?: string): string | undefined {
+  const fromEnv = envName ? env[envName] : undefined;
+  if (fromEnv !== undefined && fromEnv !== '') return fromEnv;
+  if (file === undefined) return undefined;
+  let value: string;
+  try {
+    value = readFileSync(file, 'utf8').replace(/\r?\n$/, '');
+  } catch (err) {
+    throw new DoorAgentError(`${keyPath}: cannot read ${file}: ${describeFsError(err)}`, { cause: err });
+  }
+  if (value === '') throw new DoorAgentError(`${keyPath}: ${file} is empty`);
+  return value;
+}
+
+/** Every secret or certificate file the config names, checked for readability (config check). */
+export function checkReferencedFiles(config: Config, env: Env): Problem[] {
+  const problems: Problem[] = [];
+  for (const ref of secretRefs(config)) {
+    const overridden = ref.envName !== undefined && (env[ref.envName] ?? '') !== '';
+    if (overridden) continue;
+    if (ref.file === undefined) {
+      if (ref.required) {
+        problems.push({
+          path: ref.keyPath,
+          message: `required (or set ${ref.envName ?? 'the environment variable'})`,
+        });
+      }
+      continue;
+    }
+    try {
+      accessSync(ref.file, constants.R_OK);
+    } catch (err) {
+      problems.push({ path: ref.keyPath, message: `cannot read ${ref.file}: ${describeFsError(err)}` });
+    }
+  }
+  return problems;
+}

@@ -1,0 +1,60 @@
+/** Credential kinds presented at a door. PINs and card numbers share one table (the service stores PINs as smartcards). */
+export type CredentialKind = 'card' | 'pin' | 'token';
+export type CardFormat = 'decimal' | 'hex';
+
+const DECIMAL = /^[0-9]{1,40}$/;
+const HEX = /^[0-9A-Fa-f]{1,32}$/;
+const PIN = /^[0-9]{1,16}$/;
+// QR guest tokens: printable ASCII without spaces, as the reader frames them.
+const TOKEN = /^[\x21-\x7e]{16,128}$/;
+
+/** Drops leading zeros from a string of decimal digits ("000" -> "0"). */
+export function stripLeadingZeros(digits: string): string {
+  const stripped = digits.replace(/^0+/, '');
+  return stripped === '' ? '0' : stripped;
+}
+
+/** A card number as the reader or operator gives it, normalized to its decimal integer string; null if malformed. */
+export function normalizeCardNumber(raw: string, format: CardFormat): string | null {
+  if (format === 'hex') {
+    if (!HEX.test(raw)) return null;
+    return BigInt(`0x${raw}`).toString(10);
+  }
+  return DECIMAL.test(raw) ? stripLeadingZeros(raw) : null;
+}
+
+export function normalizePin(raw: string): string | null {
+  return PIN.test(raw) ? stripLeadingZeros(raw) : null;
+}
+
+export function isWellFormedToken(raw: string): boolean {
+  return TOKEN.test(raw);
+}
+
+/** A smartcard/PIN number as the service stores it ("a string holding an integer"); null if it is not one. */
+export function normalizeStoredNumber(number: string): string | null {
+  return DECIMAL.test(number) ? stripLeadingZeros(number) : null;
+}
+
+/** Normalizes a presented credential of any kind; null when it is malformed for that kind. */
+export function normalizeCredential(raw: string, kind: CredentialKind, format: CardFormat = 'decimal'): string | null {
+  switch (kind) {
+    case 'card':
+      return normalizeCardNumber(raw, format);
+    case 'pin':
+      return normalizePin(raw);
+    case 'token':
+      return isWellFormedToken(raw) ? raw : null;
+  }
+}
+
+/**
+ * What logs and events may show of a credential: the last 4 digits of a card number (2 for numbers shorter
+ * than 8 digits, so a short number is never shown whole), nothing of a PIN or a token.
+ */
+export function credentialHint(normalized: string, kind: CredentialKind): string {
+  if (kind === 'pin') return 'PIN';
+  if (kind === 'token') return 'token';
+  const shown = normalized.length >= 8 ? 4 : Math.min(2, normalized.length - 1);
+  return shown > 0 ? `…${normalized.slice(-shown)}` : '…';
+}

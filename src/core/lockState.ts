@@ -1,0 +1,110 @@
+import type { LockStateName } from './relay.js';
+
+/**
+ * The lock state machine of one door. Pure: every function takes the current state and the time, and returns
+ * the next state. Times in LockState are monotonic milliseconds; PersistedLock holds wall-clock milliseconds
+ * so that a deadline survives a restart.
+ */
+export interface LockState {
+  state: LockStateName;
+  /** When the door relocks (monotonic ms); null while locked, or while held open with no cap. */
+  relockAt: number | null;
+  /** When the current unlocked period began (monotonic ms); null while locked. Bounds maxUnlockSeconds. */
+  unlockedSince: number | null;
+  cause: string;
+}
+
+export interface LockLimits {
+  /** Cap on any continuous unlock, timed or held; 0 = none. */
+  maxUnlockSeconds: number;
+}
+
+export interface PersistedLock {
+  state: LockStateName;
+  /** Wall-clock ms; null with state UNLOCKED means held open. */
+  relockAt: number | null;
+  unlockedSince: number | null;
+  cause: string;
+}
+
+export function lockedState(cause: string): LockState {
+  return { state: 'LOCKED', relockAt: null, unlockedSince: null, cause };
+}
+
+/**
+ * Unlocks for `seconds`, or holds open when `seconds` is null. maxUnlockSeconds caps each unlock, measured
+ * from the request (a hold-open becomes an unlock of maxUnlockSeconds). A later unlock extends the deadline,
+ * never shortens it, and never turns a hold-open into a timed unlock.
+ */
+export function unlock(
+  current: LockState,
+  request: { now: number; seconds: number | null; cause: string },
+  limits: LockLimits,
+): LockState {
+  const { now, seconds, cause } = request;
+  let relockAt: number | null = seconds === null ? null : now + seconds * 1000;
+  if (limits.maxUnlockSeconds > 0) {
+    const cap = now + limits.maxUnlockSeconds * 1000;
+    relockAt = relockAt === null ? cap : Math.min(relockAt, cap);
+  }
+  if (current.state === 'UNLOCKED') {
+    if (current.relockAt === null) relockAt = null;
+    else if (relockAt !== null) relockAt = Math.max(relockAt, current.relockAt);
+  }
+  const unlockedSince = current.state === 'UNLOCKED' ? (current.unlockedSince ?? now) : now;
+  return { state: 'UNLOCKED', relockAt, unlockedSince, cause };
+}
+
+export function lock(cause: string): LockState {
+  return lockedState(cause);
+}
+
+/** Relocks when the deadline has passed; otherwise returns the state unchanged. */
+export function expire(current: LockState, now: number): LockState {
+  if (current.state === 'UNLOCKED' && current.relockAt !== null && now >= current.relockAt) {
+    return lockedState('timer');
+  }
+  return current;
+}
+
+/** Milliseconds until the deadline (0 if due), or null when no timer is needed. */
+export function msUntilRelock(current: LockState, now: number): number | null {
+  if (current.state !== 'UNLOCKED' || current.relockAt === null) return null;
+  return Math.max(0, current.relockAt - now);
+}
+
+export function toPersisted(current: LockState, wallNow: number, monoNow: number): PersistedLock {
+  const toWall = (mono: number | null) => (mono === null ? null : wallNow + (mono - monoNow));
+  return {
+    state: current.state,
+    relockAt: toWall(current.relockAt),
+    unlockedSince: toWall(current.unlockedSince),
+    cause: current.cause,
+  };
+}
+
+/**
+ * The state to resume after a restart. A hold-open resumes; a timed unlock resumes until its deadline when the
+ * wall clock can be trusted; anything else starts LOCKED. A clock that went backwards never lengthens an unlock
+ * beyond its planned duration, and maxUnlockSeconds (as configured now) caps what remains.
+ */
+export function resume(
+  persisted: PersistedLock | undefined,
+  clock: { wallNow: number; monoNow: number; wallTrusted: boolean },
+  limits: LockLimits,
+): LockState {
+  if (!persisted || persisted.state !== 'UNLOCKED') return lockedState('start');
+  const { wallNow, monoNow, wallTrusted } = clock;
+  const cap = limits.maxUnlockSeconds > 0 ? limits.maxUnlockSeconds * 1000 : Infinity;
+  const elapsed = persisted.unlockedSince === null ? 0 : Math.max(0, wallNow - persisted.unlockedSince);
+  const since = monoNow - elapsed;
+  if (persisted.relockAt === null) {
+    const relockAt = cap === Infinity ? null : monoNow + cap;
+    return { state: 'UNLOCKED', relockAt, unlockedSince: since, cause: persisted.cause };
+  }
+  if (!wallTrusted) return lockedState('clock untrusted at start');
+  const planned = persisted.unlockedSince === null ? Infinity : persisted.relockAt - persisted.unlockedSince;
+  const remaining = Math.min(persisted.relockAt - wallNow, planned, cap);
+  if (!(remaining > 0)) return lockedState('expired while stopped');
+  return { state: 'UNLOCKED', relockAt: monoNow + remaining, unlockedSince: since, cause: persisted.cause };
+}

@@ -1,0 +1,50 @@
+import type { Config, DoorConfig } from '../config/schema.js';
+import { credentialHint, normalizeCredential, type CredentialKind } from '../core/credentials.js';
+import { decide, type Decision, type DecisionContext } from '../core/decision.js';
+import { localTimeIn } from '../core/schedule.js';
+import type { CredentialCache } from '../store/credentialCache.js';
+
+export interface AccessRequest {
+  door: DoorConfig;
+  kind: CredentialKind;
+  /** As presented: a card number in the door reader's format, PIN digits, or a QR token. */
+  credential: string;
+  now: number;
+  keypadLockedOut?: boolean;
+}
+
+export interface AccessResult extends Decision {
+  door: string;
+  kind: CredentialKind;
+  /** What may be shown of the credential (never a whole card number). */
+  hint: string;
+}
+
+/** The decision path at the door: normalize, look up the holders in the cache, decide. */
+export class AccessChecker {
+  private readonly context: DecisionContext;
+
+  constructor(
+    private readonly cache: CredentialCache,
+    config: Pick<Config, 'access' | 'agent'>,
+  ) {
+    this.context = {
+      access: { groups: new Set(config.access.groups), policies: new Set(config.access.policies) },
+      localTime: localTimeIn(config.agent.timezone),
+    };
+  }
+
+  /** Returns null when the credential is malformed for its kind (the caller reports that, not a denial). */
+  check(request: AccessRequest): AccessResult | null {
+    const { door, kind } = request;
+    const normalized = normalizeCredential(request.credential, kind, door.reader?.cardFormat ?? 'decimal');
+    if (normalized === null) return null;
+    const holders = kind === 'token' ? this.cache.holdersOfToken(normalized) : this.cache.holdersOfNumber(normalized);
+    const decision = decide(
+      { kind, doorResourceId: door.resourceId, now: request.now, keypadLockedOut: request.keypadLockedOut ?? false },
+      holders,
+      this.context,
+    );
+    return { ...decision, door: door.uuid, kind, hint: credentialHint(normalized, kind) };
+  }
+}

@@ -1,0 +1,139 @@
+import type { DoorConfig } from '../config/schema.js';
+import { isClockTrusted } from '../core/decision.js';
+import * as machine from '../core/lockState.js';
+import type { LockState } from '../core/lockState.js';
+import { relayLevel, type LockStateName } from '../core/relay.js';
+import type { GpioOutput } from '../hardware/gpio.js';
+import type { PersistedLock } from '../core/lockState.js';
+import type { Clock, Timers } from '../util/clock.js';
+
+export interface LockStatePersistence {
+  load(doorUuid: string): PersistedLock | undefined;
+  save(doorUuid: string, state: PersistedLock, changedAt: number): void;
+}
+
+/** A door's lock state as reported to people and programs: wall-clock times. */
+export interface LockSnapshot {
+  door: string;
+  state: LockStateName;
+  /** Wall-clock ms of the relock; null when locked or held open. */
+  relockAt: number | null;
+  changedAt: number;
+  cause: string;
+}
+
+export interface LockControllerDeps {
+  clock: Clock;
+  timers: Timers;
+  persistence: LockStatePersistence;
+  /** Called after the relay has moved and persisting was attempted (a failure goes to onPersistError). */
+  onChange?: (snapshot: LockSnapshot, previous: LockStateName) => void;
+  /** Called when persisting fails: the door still acts, the failure is reported. */
+  onPersistError?: (err: unknown) => void;
+}
+
+/**
+ * Drives one door's relay from the pure lock state machine: relay first, then persistence, then the relock
+ * timer (monotonic). The relay output must already be at the locked level when this is constructed.
+ */
+export class LockController {
+  private state: LockState = machine.lockedState('start');
+  private changedAt: number;
+  private timer: unknown = null;
+  private readonly limits: machine.LockLimits;
+
+  constructor(
+    private readonly door: DoorConfig,
+    private readonly relay: GpioOutput,
+    private readonly deps: LockControllerDeps,
+  ) {
+    this.limits = { maxUnlockSeconds: door.maxUnlockSeconds };
+    this.changedAt = deps.clock.wallNow();
+    this.relay.write(this.levelFor('LOCKED'));
+  }
+
+  private levelFor(state: LockStateName) {
+    return relayLevel(state, this.door.failMode, this.door.relay.activeLow);
+  }
+
+  /** Resumes a persisted hold-open or unexpired timed unlock; anything else stays LOCKED. */
+  resume(): LockSnapshot {
+    const { clock } = this.deps;
+    const wallNow = clock.wallNow();
+    const persisted = this.deps.persistence.load(this.door.uuid);
+    const next = machine.resume(
+      persisted,
+      { wallNow, monoNow: clock.monoNow(), wallTrusted: isClockTrusted(wallNow) },
+      this.limits,
+    );
+    // A persisted unlock that does not resume is recorded as ended (with why), so it is not retried.
+    if (next.state === 'UNLOCKED' || persisted?.state === 'UNLOCKED') this.apply(next, true);
+    return this.snapshot();
+  }
+
+  /** Unlocks for `seconds`, or holds open when null. Returns the resulting state. */
+  unlock(seconds: number | null, cause: string): LockSnapshot {
+    this.apply(machine.unlock(this.state, { now: this.deps.clock.monoNow(), seconds, cause }, this.limits));
+    return this.snapshot();
+  }
+
+  lock(cause: string): LockSnapshot {
+    this.apply(machine.lock(cause));
+    return this.snapshot();
+  }
+
+  snapshot(): LockSnapshot {
+    const { clock } = this.deps;
+    const relockAt = this.state.relockAt === null ? null : clock.wallNow() + (this.state.relockAt - clock.monoNow());
+    return { door: this.door.uuid, state: this.state.state, relockAt, changedAt: this.changedAt, cause: this.state.cause };
+  }
+
+  /** Drives the relay to its locked level and stops the timer, leaving the persisted state for the next start. */
+  shutdown(): void {
+    this.clearTimer();
+    this.relay.write(this.levelFor('LOCKED'));
+  }
+
+  private apply(next: LockState, forcePersist = false): void {
+    const previous = this.state;
+    if (next === previous) return;
+    this.state = next;
+    if (next.state !== previous.state) {
+      this.relay.write(this.levelFor(next.state));
+      this.changedAt = this.deps.clock.wallNow();
+    }
+    this.schedule();
+    const changed =
+      forcePersist ||
+      next.state !== previous.state ||
+      next.relockAt !== previous.relockAt ||
+      next.unlockedSince !== previous.unlockedSince;
+    if (!changed) return;
+    try {
+      const { clock } = this.deps;
+      this.deps.persistence.save(this.door.uuid, machine.toPersisted(next, clock.wallNow(), clock.monoNow()), this.changedAt);
+    } catch (err) {
+      this.deps.onPersistError?.(err);
+    }
+    if (next.state !== previous.state || next.relockAt !== previous.relockAt) {
+      this.deps.onChange?.(this.snapshot(), previous.state);
+    }
+  }
+
+  private clearTimer(): void {
+    if (this.timer !== null) this.deps.timers.clearTimeout(this.timer);
+    this.timer = null;
+  }
+
+  private schedule(): void {
+    this.clearTimer();
+    const delay = machine.msUntilRelock(this.state, this.deps.clock.monoNow());
+    if (delay === null) return;
+    this.timer = this.deps.timers.setTimeout(() => {
+      this.timer = null;
+      const next = machine.expire(this.state, this.deps.clock.monoNow());
+      if (next === this.state) this.schedule(); // woke early: wait for the rest
+      else this.apply(next);
+    }, delay);
+  }
+}

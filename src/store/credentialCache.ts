@@ -1,0 +1,103 @@
+import type { Statement } from 'better-sqlite3';
+import type { Holder, LinkHolder } from '../core/decision.js';
+import type { TimeMapping } from '../core/schedule.js';
+import type { Db } from './database.js';
+import { tokenDigest } from './tokens.js';
+
+// Column order of the holder queries (raw rows: no object per row on the hot path).
+type HolderRow = [
+  kind: 'user' | 'link',
+  id: string,
+  tag: 'USER' | 'GUEST' | null,
+  adStatus: string | null,
+  groups: string | null,
+  policies: string | null,
+  resourceIds: string | null,
+  startAt: number | null,
+  endAt: number | null,
+  timeMapping: string | null,
+];
+
+type LinkRow = [id: string, resourceIds: string, startAt: number | null, endAt: number | null, timeMapping: string];
+
+const PARSED_CACHE_LIMIT = 4096;
+
+export interface CacheCounts {
+  users: number;
+  credentials: number;
+  guestLinks: number;
+}
+
+/**
+ * Read side of the cache: who holds a credential, in the shapes the access decision takes. One indexed
+ * lookup per decision; the JSON lists (groups, schedules) repeat across holders, so their parsed form is
+ * memoized (frozen, shared).
+ */
+export class CredentialCache {
+  private readonly byNumber: Statement<[string], HolderRow>;
+  private readonly byToken: Statement<[string], LinkRow>;
+  private readonly parsed = new Map<string, unknown>();
+
+  constructor(private readonly db: Db) {
+    this.byNumber = db
+      .prepare(
+        `SELECT holder_kind, holder_id, tag, ad_status, groups, policies, resource_ids, start_at, end_at, time_mapping
+           FROM credentials WHERE number = ?`,
+      )
+      .raw(true) as unknown as Statement<[string], HolderRow>;
+    this.byToken = db
+      .prepare('SELECT magic_link_id, resource_ids, start_at, end_at, time_mapping FROM guest_links WHERE token_digest = ?')
+      .raw(true) as unknown as Statement<[string], LinkRow>;
+  }
+
+  private json<T>(text: string): T {
+    let value = this.parsed.get(text);
+    if (value === undefined) {
+      if (this.parsed.size >= PARSED_CACHE_LIMIT) this.parsed.clear();
+      value = Object.freeze(JSON.parse(text) as object);
+      this.parsed.set(text, value);
+    }
+    return value as T;
+  }
+
+  private link(id: string, resourceIds: string, startAt: number | null, endAt: number | null, timeMapping: string): LinkHolder {
+    return {
+      kind: 'link',
+      magicLinkId: id,
+      resourceIds: this.json<number[]>(resourceIds),
+      startAt,
+      endAt,
+      timeMapping: this.json<TimeMapping>(timeMapping),
+    };
+  }
+
+  /** Holders of a normalized card or PIN number (duplicates are legal: several holders may be returned). */
+  holdersOfNumber(number: string): Holder[] {
+    const holders: Holder[] = [];
+    for (const [kind, id, tag, adStatus, groups, policies, resourceIds, startAt, endAt, timeMapping] of this.byNumber.all(number)) {
+      if (kind === 'user') {
+        holders.push({
+          kind: 'user',
+          emailId: Number(id),
+          tag: tag!,
+          adStatus: adStatus!,
+          groups: this.json<string[]>(groups!),
+          policies: this.json<string[]>(policies!),
+        });
+      } else {
+        holders.push(this.link(id, resourceIds!, startAt, endAt, timeMapping!));
+      }
+    }
+    return holders;
+  }
+
+  /** Guest links whose magic_token is this token. */
+  holdersOfToken(token: string): Holder[] {
+    return this.byToken.all(tokenDigest(token)).map((row) => this.link(...row));
+  }
+
+  counts(): CacheCounts {
+    const count = (table: string) => this.db.prepare(`SELECT count(*) FROM ${table}`).pluck().get() as number;
+    return { users: count('users'), credentials: count('credentials'), guestLinks: count('guest_links') };
+  }
+}

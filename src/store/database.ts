@@ -1,0 +1,86 @@
+import { chmodSync, existsSync, mkdirSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import Database from 'better-sqlite3';
+import { MIGRATIONS } from './migrations.js';
+import { DoorAgentError, describeFsError, errorCode } from '../util/errors.js';
+
+export type Db = Database.Database;
+
+export function cachePath(dataDir: string): string {
+  return join(dataDir, 'cache.db');
+}
+
+function notADatabase(file: string, err: unknown): DoorAgentError {
+  return new DoorAgentError(
+    `${file} is not a door-agent cache (not a SQLite database). It was left untouched: ` +
+      'move it aside, then run door-agent import or door-agent sync to rebuild the cache.',
+    { cause: err },
+  );
+}
+
+/**
+ * Opens (creating if needed) the agent's SQLite cache: WAL, synchronous=FULL so that a committed door state or
+ * event survives a power cut, then brings the schema up to date.
+ */
+export function openDatabase(file: string, options: { readonly?: boolean } = {}): Db {
+  const readonly = options.readonly ?? false;
+  const isNew = !existsSync(file);
+  if (readonly && isNew) {
+    throw new DoorAgentError(`no cache at ${file}: run door-agent import or door-agent sync first`);
+  }
+  if (!readonly) {
+    try {
+      mkdirSync(dirname(file), { recursive: true, mode: 0o750 });
+    } catch (err) {
+      throw new DoorAgentError(`cannot create the data directory ${dirname(file)}: ${describeFsError(err)}`, { cause: err });
+    }
+  }
+  let db: Db;
+  try {
+    db = new Database(file, { readonly, fileMustExist: readonly });
+  } catch (err) {
+    throw new DoorAgentError(`cannot open the cache ${file}: ${describeFsError(err)}`, { cause: err });
+  }
+  try {
+    // The first statement reads the header: a file that is not SQLite fails here, before anything is written.
+    const version = db.pragma('user_version', { simple: true }) as number;
+    if (version > MIGRATIONS.length) {
+      throw new DoorAgentError(
+        `the cache ${file} has schema version ${version}, newer than this door-agent knows (${MIGRATIONS.length}): ` +
+          'upgrade door-agent, or move the cache aside and sync again',
+      );
+    }
+    if (!readonly) {
+      db.pragma('journal_mode = WAL');
+      db.pragma('synchronous = FULL');
+    }
+    // Bounded page caches (8 MB main, 2 MB temp for import staging): the agent lives on a Pi-class board.
+    db.pragma('cache_size = -8000');
+    db.pragma('temp.cache_size = -2000');
+    db.pragma('foreign_keys = ON');
+    db.pragma('busy_timeout = 5000');
+    if (!readonly) migrate(db);
+    else if (version < MIGRATIONS.length) {
+      throw new DoorAgentError(`the cache ${file} is from an older door-agent: run any writing command to upgrade it`);
+    }
+  } catch (err) {
+    db.close();
+    if (err instanceof DoorAgentError) throw err;
+    if (errorCode(err) === 'SQLITE_NOTADB' || errorCode(err) === 'SQLITE_CORRUPT') throw notADatabase(file, err);
+    throw new DoorAgentError(`cannot use the cache ${file}: ${err instanceof Error ? err.message : String(err)}`, {
+      cause: err,
+    });
+  }
+  if (isNew) chmodSync(file, 0o600);
+  return db;
+}
+
+function migrate(db: Db): void {
+  const current = db.pragma('user_version', { simple: true }) as number;
+  MIGRATIONS.slice(current).forEach((sql, i) => {
+    db.transaction(() => {
+      db.exec(sql);
+      db.pragma(`user_version = ${current + i + 1}`);
+    })();
+  });
+}

@@ -1,0 +1,73 @@
+/**
+ * Schema migrations, applied in order by PRAGMA user_version, each in its own transaction.
+ * Card numbers are TEXT (decimal integer strings can exceed 2^53); JSON columns hold arrays.
+ */
+export const MIGRATIONS: readonly string[] = [
+  `
+  CREATE TABLE users (
+    email_id  INTEGER PRIMARY KEY,
+    user_id   INTEGER,
+    name      TEXT NOT NULL,
+    email     TEXT,
+    tag       TEXT NOT NULL CHECK (tag IN ('USER', 'GUEST')),
+    ad_status TEXT NOT NULL,
+    groups    TEXT NOT NULL,  -- JSON array of group names, flattened
+    policies  TEXT NOT NULL   -- JSON array of policy names, flattened
+  ) STRICT;
+
+  CREATE TABLE guest_links (
+    magic_link_id TEXT PRIMARY KEY,
+    name          TEXT NOT NULL,
+    token_digest  TEXT NOT NULL,  -- SHA-256 of magic_token: the token itself is a bearer secret
+    resource_ids  TEXT NOT NULL,  -- JSON array of resource ids
+    start_at      INTEGER,        -- epoch ms UTC; NULL = no lower bound
+    end_at        INTEGER,        -- epoch ms UTC; NULL = never expires
+    time_mapping  TEXT NOT NULL,  -- JSON, 7 weekdays from Sunday
+    email_list    TEXT NOT NULL,  -- JSON array
+    source        TEXT NOT NULL CHECK (source IN ('snapshot', 'mqtt'))
+  ) STRICT;
+  CREATE INDEX guest_links_by_token ON guest_links (token_digest);
+
+  -- One row per (number, holder), carrying the holder facts a decision needs, so that deciding is one
+  -- index lookup. The merge keeps these copies in step with users and guest_links.
+  CREATE TABLE credentials (
+    number       TEXT NOT NULL,
+    holder_kind  TEXT NOT NULL CHECK (holder_kind IN ('user', 'link')),
+    holder_id    TEXT NOT NULL,  -- email_id or magic_link_id
+    label        TEXT,
+    tag          TEXT,           -- user holders: users.tag, ad_status, groups, policies
+    ad_status    TEXT,
+    groups       TEXT,
+    policies     TEXT,
+    resource_ids TEXT,           -- link holders: guest_links.resource_ids, start_at, end_at, time_mapping
+    start_at     INTEGER,
+    end_at       INTEGER,
+    time_mapping TEXT,
+    PRIMARY KEY (number, holder_kind, holder_id)
+  ) STRICT, WITHOUT ROWID;
+  CREATE INDEX credentials_by_holder ON credentials (holder_kind, holder_id);
+
+  CREATE TABLE door_state (
+    door_uuid      TEXT PRIMARY KEY,
+    state          TEXT NOT NULL CHECK (state IN ('LOCKED', 'UNLOCKED')),
+    relock_at      INTEGER,  -- wall-clock epoch ms; NULL while locked or held open
+    unlocked_since INTEGER,
+    cause          TEXT NOT NULL,
+    changed_at     INTEGER NOT NULL
+  ) STRICT;
+
+  CREATE TABLE events (
+    seq          INTEGER PRIMARY KEY AUTOINCREMENT,
+    at           INTEGER NOT NULL,
+    door_uuid    TEXT,
+    type         TEXT NOT NULL,
+    payload      TEXT NOT NULL,  -- JSON; never holds a whole card number
+    published_at INTEGER
+  ) STRICT;
+
+  CREATE TABLE meta (
+    key   TEXT PRIMARY KEY,
+    value TEXT NOT NULL
+  ) STRICT;
+  `,
+];

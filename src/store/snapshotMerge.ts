@@ -1,0 +1,133 @@
+import type { Db } from './database.js';
+import { DoorAgentError } from '../util/errors.js';
+
+export interface RowCounts {
+  added: number;
+  changed: number;
+  removed: number;
+  unchanged: number;
+}
+
+export interface MergeSummary {
+  users: RowCounts;
+  /** A credential counts as changed when its label or its holder's facts (status, groups, schedule) changed. */
+  credentials: RowCounts;
+  guestLinks: RowCounts;
+  /** Rows inserted, updated or deleted in the cache tables: 0 when nothing changed. */
+  rowsWritten: number;
+}
+
+/** Refused: the new data would remove more credentials than config `service.maxRemovalRatio` allows. */
+export class MassRemovalError extends DoorAgentError {
+  constructor(
+    readonly removed: number,
+    readonly current: number,
+    readonly maxRatio: number,
+  ) {
+    super(
+      `refused: this would remove ${removed} of ${current} credentials (${((removed / current) * 100).toFixed(1)} %), ` +
+        `more than service.maxRemovalRatio ${maxRatio} allows. The cache is unchanged. ` +
+        'If the removal is intended, repeat with --allow-mass-removal.',
+    );
+    this.name = 'MassRemovalError';
+  }
+}
+
+const count = (db: Db, sql: string): number => db.prepare(sql).pluck().get() as number;
+
+// Credentials a snapshot owns: all user credentials, and those of links that came from a snapshot or are in
+// this one. Links pushed over MQTT keep their credentials until revoked over MQTT.
+const MANAGED_CREDENTIAL = `(c.holder_kind = 'user' OR c.holder_id IN
+  (SELECT magic_link_id FROM guest_links WHERE source = 'snapshot' UNION SELECT magic_link_id FROM temp.stage_links))`;
+const STAGED_CREDENTIAL = `EXISTS (SELECT 1 FROM temp.stage_credentials s
+  WHERE s.number = c.number AND s.holder_kind = c.holder_kind AND s.holder_id = c.holder_id)`;
+
+/**
+ * Replaces the cache's users, credentials and snapshot guest links with the staged ones. Rows that did not
+ * change are not rewritten. Must run inside the caller's transaction; throws MassRemovalError before writing.
+ */
+export function mergeStage(db: Db, options: { maxRemovalRatio: number | null }): MergeSummary {
+  const credentialsBefore = count(db, 'SELECT count(*) FROM credentials');
+  const credentialsRemoved = count(db, `SELECT count(*) FROM credentials c WHERE ${MANAGED_CREDENTIAL} AND NOT ${STAGED_CREDENTIAL}`);
+  if (
+    options.maxRemovalRatio !== null &&
+    credentialsBefore > 0 &&
+    credentialsRemoved / credentialsBefore > options.maxRemovalRatio
+  ) {
+    throw new MassRemovalError(credentialsRemoved, credentialsBefore, options.maxRemovalRatio);
+  }
+  const credentialsAdded = count(db, `SELECT count(*) FROM temp.stage_credentials c WHERE NOT EXISTS
+    (SELECT 1 FROM credentials l WHERE l.number = c.number AND l.holder_kind = c.holder_kind AND l.holder_id = c.holder_id)`);
+  const usersAdded = count(db, 'SELECT count(*) FROM temp.stage_users WHERE email_id NOT IN (SELECT email_id FROM users)');
+  const linksAdded = count(db, 'SELECT count(*) FROM temp.stage_links WHERE magic_link_id NOT IN (SELECT magic_link_id FROM guest_links)');
+
+  const run = (sql: string) => db.prepare(sql).run().changes;
+  const deletedCredentials = run(`DELETE FROM credentials AS c WHERE ${MANAGED_CREDENTIAL} AND NOT ${STAGED_CREDENTIAL}`);
+  const deletedLinks = run(`DELETE FROM guest_links WHERE source = 'snapshot'
+    AND magic_link_id NOT IN (SELECT magic_link_id FROM temp.stage_links)`);
+  const deletedUsers = run('DELETE FROM users WHERE email_id NOT IN (SELECT email_id FROM temp.stage_users)');
+
+  const upsertedUsers = run(`
+    INSERT INTO users (email_id, user_id, name, email, tag, ad_status, groups, policies)
+    SELECT s.email_id, s.user_id, s.name, s.email, s.tag, s.ad_status, s.groups, d.policies
+      FROM temp.stage_users s JOIN temp.stage_details d USING (email_id) WHERE true
+    ON CONFLICT (email_id) DO UPDATE SET user_id = excluded.user_id, name = excluded.name, email = excluded.email,
+      tag = excluded.tag, ad_status = excluded.ad_status, groups = excluded.groups, policies = excluded.policies
+    WHERE users.user_id IS NOT excluded.user_id OR users.name IS NOT excluded.name OR users.email IS NOT excluded.email
+       OR users.tag IS NOT excluded.tag OR users.ad_status IS NOT excluded.ad_status
+       OR users.groups IS NOT excluded.groups OR users.policies IS NOT excluded.policies`);
+  const upsertedLinks = run(`
+    INSERT INTO guest_links (magic_link_id, name, token_digest, resource_ids, start_at, end_at, time_mapping, email_list, source)
+    SELECT magic_link_id, name, token_digest, resource_ids, start_at, end_at, time_mapping, email_list, 'snapshot'
+      FROM temp.stage_links WHERE true
+    ON CONFLICT (magic_link_id) DO UPDATE SET name = excluded.name, token_digest = excluded.token_digest,
+      resource_ids = excluded.resource_ids, start_at = excluded.start_at, end_at = excluded.end_at,
+      time_mapping = excluded.time_mapping, email_list = excluded.email_list, source = excluded.source
+    WHERE guest_links.name IS NOT excluded.name OR guest_links.token_digest IS NOT excluded.token_digest
+       OR guest_links.resource_ids IS NOT excluded.resource_ids OR guest_links.start_at IS NOT excluded.start_at
+       OR guest_links.end_at IS NOT excluded.end_at OR guest_links.time_mapping IS NOT excluded.time_mapping
+       OR guest_links.email_list IS NOT excluded.email_list OR guest_links.source IS NOT excluded.source`);
+  const upsertedCredentials = run(`
+    INSERT INTO credentials (number, holder_kind, holder_id, label, tag, ad_status, groups, policies,
+                             resource_ids, start_at, end_at, time_mapping)
+    SELECT * FROM (
+      SELECT c.number, c.holder_kind, c.holder_id, c.label, u.tag, u.ad_status, u.groups, d.policies,
+             NULL, NULL, NULL, NULL
+        FROM temp.stage_credentials c
+        JOIN temp.stage_users u ON c.holder_kind = 'user' AND u.email_id = CAST(c.holder_id AS INTEGER)
+        JOIN temp.stage_details d ON d.email_id = u.email_id
+      UNION ALL
+      SELECT c.number, c.holder_kind, c.holder_id, c.label, NULL, NULL, NULL, NULL,
+             l.resource_ids, l.start_at, l.end_at, l.time_mapping
+        FROM temp.stage_credentials c
+        JOIN temp.stage_links l ON c.holder_kind = 'link' AND l.magic_link_id = c.holder_id
+    ) WHERE true
+    ON CONFLICT (number, holder_kind, holder_id) DO UPDATE SET label = excluded.label, tag = excluded.tag,
+      ad_status = excluded.ad_status, groups = excluded.groups, policies = excluded.policies,
+      resource_ids = excluded.resource_ids, start_at = excluded.start_at, end_at = excluded.end_at,
+      time_mapping = excluded.time_mapping
+    WHERE credentials.label IS NOT excluded.label OR credentials.tag IS NOT excluded.tag
+       OR credentials.ad_status IS NOT excluded.ad_status OR credentials.groups IS NOT excluded.groups
+       OR credentials.policies IS NOT excluded.policies OR credentials.resource_ids IS NOT excluded.resource_ids
+       OR credentials.start_at IS NOT excluded.start_at OR credentials.end_at IS NOT excluded.end_at
+       OR credentials.time_mapping IS NOT excluded.time_mapping`);
+
+  const counts = (staged: number, added: number, upserted: number, removed: number): RowCounts => ({
+    added,
+    changed: upserted - added,
+    removed,
+    unchanged: staged - upserted,
+  });
+  return {
+    users: counts(count(db, 'SELECT count(*) FROM temp.stage_users'), usersAdded, upsertedUsers, deletedUsers),
+    credentials: counts(
+      count(db, 'SELECT count(*) FROM temp.stage_credentials'),
+      credentialsAdded,
+      upsertedCredentials,
+      deletedCredentials,
+    ),
+    guestLinks: counts(count(db, 'SELECT count(*) FROM temp.stage_links'), linksAdded, upsertedLinks, deletedLinks),
+    rowsWritten:
+      deletedCredentials + deletedLinks + deletedUsers + upsertedUsers + upsertedLinks + upsertedCredentials,
+  };
+}

@@ -1,0 +1,166 @@
+import { chmodSync, mkdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { DOOR_UUID, runCli, tempDir, writeConfig } from '../support/cli.js';
+
+const tmp = tempDir();
+afterAll(tmp.cleanup);
+
+function configFile(name: string, text: string): string {
+  const path = join(tmp.path, name);
+  writeFileSync(path, text);
+  return path;
+}
+
+const BASE = `agent: { id: t1, dataDir: ${tmp.path}/data }
+access: { groups: [Staff] }
+gpio: { driver: simulated, simulatedDir: ${tmp.path}/gpio }
+`;
+
+describe('door-agent config check', () => {
+  it('passes on the documented example configuration', () => {
+    const r = runCli(['config', 'check', '--config', 'config/door-agent.example.yaml']);
+    expect(r.stderr).toBe('');
+    expect(r.status).toBe(0);
+    expect(r.stdout).toContain('Front door (GPIO 17, reader /dev/ttyUSB0)');
+    expect(r.stdout).toContain('time zone Europe/Berlin');
+  });
+
+  it('reads the path from DOOR_AGENT_CONFIG when --config is absent', () => {
+    const r = runCli(['config', 'check'], { env: { DOOR_AGENT_CONFIG: writeConfig(tmp.path) } });
+    expect(r.status).toBe(0);
+    expect(r.stdout).toContain('config.yaml: ok');
+  });
+
+  it('names a missing file, how to fix it, and exits 78', () => {
+    const missing = join(tmp.path, 'nope.yaml');
+    const r = runCli(['config', 'check', '--config', missing]);
+    expect(r.status).toBe(78);
+    expect(r.stderr).toContain(`cannot read configuration ${missing}: no such file`);
+    expect(r.stderr).toContain('door-agent.example.yaml');
+  });
+
+  it('reports an unreadable path (a directory) with exit 78', () => {
+    const dir = join(tmp.path, 'a-dir.yaml');
+    mkdirSync(dir);
+    const r = runCli(['config', 'check', '--config', dir]);
+    expect(r.status).toBe(78);
+    expect(r.stderr).toContain('is a directory');
+  });
+
+  it('lists every problem with its key path: unknown keys, missing relay pin, wrong types', () => {
+    const path = configFile(
+      'bad.yaml',
+      `${BASE}colour: blue
+doors:
+  - uuid: ${DOOR_UUID}
+    resourceId: 12
+    relay: { activeLow: true }
+    unlockSecs: 5
+  - uuid: not-a-uuid
+    resourceId: "13"
+    relay: { pin: 4.5 }
+    failMode: sideways
+`,
+    );
+    const r = runCli(['config', 'check', '--config', path]);
+    expect(r.status).toBe(78);
+    const lines = r.stderr.split('\n');
+    const has = (text: string) => expect(lines.some((l) => l.includes(text)), `${text}\n${r.stderr}`).toBe(true);
+    has('colour: unknown key');
+    has('doors[0].relay.pin: required (expected number)');
+    has('doors[0].unlockSecs: unknown key');
+    has('doors[1].uuid: must be the door resource UUID');
+    has('doors[1].resourceId: expected number, received string');
+    has('doors[1].relay.pin: expected integer');
+    has('doors[1].failMode: expected one of "secure"|"safe"');
+  });
+
+  it('refuses two doors on one GPIO pin, naming both', () => {
+    const path = configFile(
+      'dup.yaml',
+      `${BASE}doors:
+  - { uuid: ${DOOR_UUID}, resourceId: 12, relay: { pin: 17 } }
+  - { uuid: 0b7a1e55-3c2d-4e8f-9a10-22334455aabb, resourceId: 13, relay: { pin: 18 }, contact: { pin: 17 } }
+`,
+    );
+    const r = runCli(['config', 'check', '--config', path]);
+    expect(r.status).toBe(78);
+    expect(r.stderr).toContain('doors[1].contact.pin: GPIO 17 is already used by doors[0].relay.pin');
+  });
+
+  it('refuses a bad time zone, an empty access list and a missing door list', () => {
+    const path = configFile(
+      'tz.yaml',
+      `agent: { id: t1, timezone: Mars/Olympus }
+access: { groups: [] }
+`,
+    );
+    const r = runCli(['config', 'check', '--config', path]);
+    expect(r.status).toBe(78);
+    expect(r.stderr).toContain('agent.timezone: not an IANA time zone');
+    expect(r.stderr).toContain('access: list at least one group or policy');
+    expect(r.stderr).toContain('doors: required');
+  });
+
+  it('reports YAML syntax errors with line and column', () => {
+    const path = configFile('syntax.yaml', 'agent: { id: t1\ndoors: [\n');
+    const r = runCli(['config', 'check', '--config', path]);
+    expect(r.status).toBe(78);
+    expect(r.stderr).toMatch(/is not valid YAML:\n {2}line \d+, column \d+: /);
+  });
+
+  it('reports an empty file', () => {
+    const r = runCli(['config', 'check', '--config', configFile('empty.yaml', '')]);
+    expect(r.status).toBe(78);
+    expect(r.stderr).toContain('the file is empty');
+  });
+
+  it('checks secret files exist, accepts an environment override, and never prints the secret', () => {
+    const keyFile = join(tmp.path, 'api-key');
+    const path = writeConfig(tmp.path, {
+      extra: `service: { baseUrl: "https://access.example.org", apiKeyFile: ${keyFile} }
+mqtt: { url: "mqtts://door:s3cret-pass@broker.lan:8883", commandSecretFile: ${tmp.path}/missing-secret }`,
+    });
+    let r = runCli(['config', 'check', '--config', path]);
+    expect(r.status).toBe(78);
+    expect(r.stderr).toContain(`service.apiKeyFile: cannot read ${keyFile}: no such file`);
+    expect(r.stderr).toContain('mqtt.commandSecretFile: cannot read');
+
+    writeFileSync(keyFile, 'k-123456\n');
+    chmodSync(keyFile, 0o600);
+    writeFileSync(join(tmp.path, 'missing-secret'), 'shh\n');
+    r = runCli(['config', 'check', '--config', path]);
+    expect(r.status).toBe(0);
+    expect(r.stdout).not.toContain('s3cret-pass');
+    expect(r.stdout).toContain('mqtts://***@broker.lan:8883');
+
+    const noKeyPath = writeConfig(join(tmp.path), { extra: 'service: { baseUrl: "https://access.example.org" }' });
+    r = runCli(['config', 'check', '--config', noKeyPath]);
+    expect(r.status).toBe(78);
+    expect(r.stderr).toContain('service.apiKeyFile: required (or set DOOR_AGENT_API_KEY)');
+    r = runCli(['config', 'check', '--config', noKeyPath], { env: { DOOR_AGENT_API_KEY: 'from-env' } });
+    expect(r.status).toBe(0);
+    expect(r.stdout + r.stderr).not.toContain('from-env');
+  });
+});
+
+describe('command line', () => {
+  it('exits 2 with a clear message for an unknown command or option', () => {
+    let r = runCli(['frobnicate']);
+    expect(r.status).toBe(2);
+    expect(r.stderr).toContain('unknown command "frobnicate"');
+    r = runCli(['check', '123', '--colour', 'red']);
+    expect(r.status).toBe(2);
+    expect(r.stderr).toContain("Unknown option '--colour'");
+    r = runCli(['import']);
+    expect(r.status).toBe(2);
+    expect(r.stderr).toContain('expected FILE');
+  });
+
+  it('prints help listing the commands', () => {
+    const r = runCli(['--help']);
+    expect(r.status).toBe(0);
+    for (const command of ['check CREDENTIAL', 'import FILE', 'relock', 'config check']) expect(r.stdout).toContain(command);
+  });
+});

@@ -1,0 +1,230 @@
+import { describe, it, expect } from 'vitest';
+import {
+  CLOCK_TRUSTED_FROM,
+  DENY_REASONS,
+  decide,
+  isClockTrusted,
+  type DecisionContext,
+  type DecisionRequest,
+  type DenyReason,
+  type Holder,
+  type LinkHolder,
+  type UserHolder,
+} from '../../src/core/decision.js';
+import type { CredentialKind } from '../../src/core/credentials.js';
+import { ALL_WEEK, localTimeIn, type TimeMapping } from '../../src/core/schedule.js';
+
+const DOOR = 12;
+const OTHER_DOOR = 13;
+const utc = (iso: string) => Date.parse(iso);
+// Wednesday 2026-07-01 14:00 in Berlin (CEST).
+const NOW = utc('2026-07-01T12:00:00Z');
+
+const ctx: DecisionContext = {
+  access: { groups: new Set(['Staff']), policies: new Set(['Cleaning']) },
+  localTime: localTimeIn('Europe/Berlin'),
+};
+
+function user(over: Partial<UserHolder> = {}): UserHolder {
+  return { kind: 'user', emailId: 1, tag: 'USER', adStatus: 'ACTIVE', groups: ['Staff'], policies: [], ...over };
+}
+
+function link(over: Partial<LinkHolder> = {}): LinkHolder {
+  return {
+    kind: 'link',
+    magicLinkId: 'ml-1',
+    resourceIds: [DOOR],
+    startAt: utc('2026-06-01T00:00:00Z'),
+    endAt: utc('2026-08-01T00:00:00Z'),
+    timeMapping: ALL_WEEK,
+    ...over,
+  };
+}
+
+function req(over: Partial<DecisionRequest> = {}): DecisionRequest {
+  return { kind: 'card', doorResourceId: DOOR, now: NOW, ...over };
+}
+
+// Weekdays 9-17 local time only.
+const WORKDAYS_9_17: TimeMapping = [[], [[9, 17]], [[9, 17]], [[9, 17]], [[9, 17]], [[9, 17]], []];
+
+type Row = [string, Partial<DecisionRequest>, Holder[], DenyReason | null];
+
+const rules: Row[] = [
+  // Users (rule 3)
+  ['active USER in an access group', {}, [user()], null],
+  ['active USER holding an access policy', {}, [user({ groups: ['Visitors'], policies: ['Cleaning'] })], null],
+  ['active USER in several groups, one matching', {}, [user({ groups: ['Visitors', 'Staff'] })], null],
+  ['SUSPENDED user in an access group', {}, [user({ adStatus: 'SUSPENDED' })], 'user_suspended'],
+  ['INACTIVE user', {}, [user({ adStatus: 'INACTIVE' })], 'user_suspended'],
+  ['lower-case "active" is not ACTIVE', {}, [user({ adStatus: 'active' })], 'user_suspended'],
+  ['empty status', {}, [user({ adStatus: '' })], 'user_suspended'],
+  ['SUSPENDED user with no group either', {}, [user({ adStatus: 'SUSPENDED', groups: [] })], 'user_suspended'],
+  ['GUEST tag user in an access group', {}, [user({ tag: 'GUEST' })], 'not_authorized'],
+  ['GUEST tag user holding an access policy', {}, [user({ tag: 'GUEST', groups: [], policies: ['Cleaning'] })], 'not_authorized'],
+  ['USER with no matching group or policy', {}, [user({ groups: ['Visitors'], policies: ['Parking'] })], 'not_authorized'],
+  ['USER with no groups and no policies', {}, [user({ groups: [], policies: [] })], 'not_authorized'],
+  ['group name is case sensitive', {}, [user({ groups: ['staff'] })], 'not_authorized'],
+  ['a policy name is not a group name', {}, [user({ groups: ['Cleaning'], policies: [] })], 'not_authorized'],
+  // No holders
+  ['no holders', {}, [], 'unknown_credential'],
+  ['no holders for a PIN', { kind: 'pin' }, [], 'unknown_credential'],
+  ['no holders for a token', { kind: 'token' }, [], 'unknown_credential'],
+  // Keypad lockout (rule 6) applies to PINs only
+  ['PIN while the keypad is locked out', { kind: 'pin', keypadLockedOut: true }, [user()], 'keypad_locked_out'],
+  ['unknown PIN while locked out', { kind: 'pin', keypadLockedOut: true }, [], 'keypad_locked_out'],
+  ['PIN when not locked out', { kind: 'pin', keypadLockedOut: false }, [user()], null],
+  ['card while the keypad is locked out', { kind: 'card', keypadLockedOut: true }, [user()], null],
+  ['denied card while locked out keeps its own reason', { kind: 'card', keypadLockedOut: true }, [user({ tag: 'GUEST' })], 'not_authorized'],
+  ['unknown card while locked out', { kind: 'card', keypadLockedOut: true }, [], 'unknown_credential'],
+  ['token while the keypad is locked out', { kind: 'token', keypadLockedOut: true }, [link()], null],
+  // Guest links (rule 4)
+  ['link valid for this door now', {}, [link()], null],
+  ['link for another door', {}, [link({ resourceIds: [OTHER_DOOR] })], 'wrong_door'],
+  ['link for several doors including this one', {}, [link({ resourceIds: [OTHER_DOOR, DOOR] })], null],
+  ['link with no doors', {}, [link({ resourceIds: [] })], 'wrong_door'],
+  ['link before its start', { now: utc('2026-05-31T23:59:59Z') }, [link()], 'link_not_yet_valid'],
+  ['link one ms before its start', { now: utc('2026-06-01T00:00:00Z') - 1 }, [link()], 'link_not_yet_valid'],
+  ['link exactly at its start (inclusive)', { now: utc('2026-06-01T00:00:00Z') }, [link()], null],
+  ['link one ms before its end', { now: utc('2026-08-01T00:00:00Z') - 1 }, [link()], null],
+  ['link exactly at its end (exclusive)', { now: utc('2026-08-01T00:00:00Z') }, [link()], 'link_expired'],
+  ['link after its end', { now: utc('2027-01-01T00:00:00Z') }, [link()], 'link_expired'],
+  ['link with null end never expires', { now: utc('2099-01-01T00:00:00Z') }, [link({ endAt: null })], null],
+  ['link with null start is valid from any time', { now: utc('2025-01-01T00:00:00Z') }, [link({ startAt: null })], null],
+  ['link inside its schedule (Wed 14:00 local)', {}, [link({ timeMapping: WORKDAYS_9_17 })], null],
+  ['link outside its schedule (Wed 17:00 local)', { now: utc('2026-07-01T15:00:00Z') }, [link({ timeMapping: WORKDAYS_9_17 })], 'outside_schedule'],
+  ['link at schedule start (Wed 09:00 local)', { now: utc('2026-07-01T07:00:00Z') }, [link({ timeMapping: WORKDAYS_9_17 })], null],
+  ['link before schedule start (Wed 08:59 local)', { now: utc('2026-07-01T06:59:59Z') }, [link({ timeMapping: WORKDAYS_9_17 })], 'outside_schedule'],
+  // 2026-07-04 23:30 UTC is Sunday 01:30 in Berlin, Saturday in UTC: the local weekday decides.
+  ['link on a local Sunday that is Saturday in UTC', { now: utc('2026-07-04T23:30:00Z') }, [link({ timeMapping: [[], [], [], [], [], [], [[0, 24]]] })], 'outside_schedule'],
+  ['link on local Sunday allowed by element 0', { now: utc('2026-07-04T23:30:00Z') }, [link({ timeMapping: [[[0, 24]], [], [], [], [], [], []] })], null],
+  ['link with an empty schedule', {}, [link({ timeMapping: [[], [], [], [], [], [], []] })], 'outside_schedule'],
+  ['link by token', { kind: 'token' }, [link()], null],
+  // Clock trust (rule 5): only time-bound grants are refused
+  ['link with the clock before 2024', { now: utc('2023-12-31T23:59:59Z') }, [link({ startAt: null, endAt: null })], 'clock_untrusted'],
+  ['link with the clock at epoch 0', { now: 0 }, [link({ startAt: null, endAt: null })], 'clock_untrusted'],
+  ['link with the clock at 2024-01-01 exactly', { now: CLOCK_TRUSTED_FROM }, [link({ startAt: null, endAt: null })], null],
+  ['user with an untrusted clock', { now: 0 }, [user()], null],
+  ['user and link with an untrusted clock', { now: 0 }, [link(), user()], null],
+  ['denied user and link with an untrusted clock', { now: 0 }, [user({ tag: 'GUEST' }), link()], 'clock_untrusted'],
+  // Duplicates (rule 2)
+  ['suspended user and a valid link', {}, [user({ adStatus: 'SUSPENDED' }), link()], null],
+  ['expired link and a qualifying user', {}, [link({ endAt: NOW }), user()], null],
+  ['two denied users', {}, [user({ emailId: 1, groups: [] }), user({ emailId: 2, adStatus: 'SUSPENDED' })], 'user_suspended'],
+  ['wrong-door link and outside-schedule link', { now: utc('2026-07-01T15:00:00Z') }, [link({ magicLinkId: 'a', timeMapping: WORKDAYS_9_17 }), link({ magicLinkId: 'b', resourceIds: [OTHER_DOOR] })], 'wrong_door'],
+];
+
+describe('decide: one rule per row', () => {
+  it.each(rules)('%s', (_name, reqOver, holders, expected) => {
+    const d = decide(req(reqOver), holders, ctx);
+    expect(d.granted).toBe(expected === null);
+    expect(d.reason).toBe(expected);
+  });
+});
+
+describe('decide: holders reported', () => {
+  it('lists every holder with its own reason, by email_id / magic_link_id, in input order', () => {
+    const holders: Holder[] = [
+      user({ emailId: 7, adStatus: 'SUSPENDED' }),
+      link({ magicLinkId: 'ml-wrong', resourceIds: [OTHER_DOOR] }),
+      user({ emailId: 8 }),
+      link({ magicLinkId: 'ml-ok' }),
+      user({ emailId: 9, tag: 'GUEST' }),
+    ];
+    const d = decide(req(), holders, ctx);
+    expect(d).toEqual({
+      granted: true,
+      reason: null,
+      holders: [
+        { holder: { email_id: 7 }, reason: 'user_suspended' },
+        { holder: { magic_link_id: 'ml-wrong' }, reason: 'wrong_door' },
+        { holder: { email_id: 8 }, reason: null },
+        { holder: { magic_link_id: 'ml-ok' }, reason: null },
+        { holder: { email_id: 9 }, reason: 'not_authorized' },
+      ],
+    });
+  });
+
+  it('a single granted holder is listed with reason null', () => {
+    expect(decide(req(), [user({ emailId: 42 })], ctx).holders).toEqual([{ holder: { email_id: 42 }, reason: null }]);
+  });
+
+  it('no holders are listed when there are none or the keypad is locked out', () => {
+    expect(decide(req(), [], ctx).holders).toEqual([]);
+    expect(decide(req({ kind: 'pin', keypadLockedOut: true }), [user()], ctx).holders).toEqual([]);
+  });
+
+  it('a user holder reference carries only email_id and a link only magic_link_id', () => {
+    const d = decide(req(), [user({ emailId: 3 }), link({ magicLinkId: 'x' })], ctx);
+    expect(Object.keys(d.holders[0]!.holder)).toEqual(['email_id']);
+    expect(Object.keys(d.holders[1]!.holder)).toEqual(['magic_link_id']);
+  });
+});
+
+describe('decide: reason precedence when every holder is denied', () => {
+  // One holder producing each holder-level reason, at NOW = Wednesday 14:00 local.
+  const byReason: Array<[DenyReason, Holder, Partial<DecisionRequest>?]> = [
+    ['user_suspended', user({ emailId: 1, adStatus: 'SUSPENDED' })],
+    ['not_authorized', user({ emailId: 2, groups: [] })],
+    ['wrong_door', link({ magicLinkId: 'w', resourceIds: [OTHER_DOOR] })],
+    ['link_not_yet_valid', link({ magicLinkId: 'n', startAt: NOW + 1 })],
+    ['link_expired', link({ magicLinkId: 'e', endAt: NOW })],
+    ['outside_schedule', link({ magicLinkId: 'o', timeMapping: [[], [], [], [], [], [], []] })],
+  ];
+
+  it('each prepared holder alone yields its reason', () => {
+    for (const [reason, holder] of byReason) expect(decide(req(), [holder], ctx).reason).toBe(reason);
+  });
+
+  const pairs: Array<[DenyReason, DenyReason]> = [];
+  for (const [a] of byReason) for (const [b] of byReason) if (a !== b) pairs.push([a, b]);
+
+  it.each(pairs)('%s with %s reports the earlier one in DENY_REASONS', (a, b) => {
+    const ha = byReason.find((r) => r[0] === a)![1];
+    const hb = byReason.find((r) => r[0] === b)![1];
+    const d = decide(req(), [ha, hb], ctx);
+    const expected = DENY_REASONS.indexOf(a) < DENY_REASONS.indexOf(b) ? a : b;
+    expect(d.granted).toBe(false);
+    expect(d.reason).toBe(expected);
+    expect(d.holders.map((h) => h.reason)).toEqual([a, b]);
+  });
+
+  it('all six denied holders in any rotation report user_suspended', () => {
+    const holders = byReason.map((r) => r[1]);
+    for (let i = 0; i < holders.length; i++) {
+      const rotated = [...holders.slice(i), ...holders.slice(0, i)];
+      expect(decide(req(), rotated, ctx).reason).toBe('user_suspended');
+    }
+  });
+
+  it('DENY_REASONS is the order of the contract', () => {
+    expect([...DENY_REASONS]).toEqual([
+      'clock_untrusted',
+      'keypad_locked_out',
+      'unknown_credential',
+      'user_suspended',
+      'not_authorized',
+      'wrong_door',
+      'link_not_yet_valid',
+      'link_expired',
+      'outside_schedule',
+    ]);
+  });
+});
+
+describe('isClockTrusted', () => {
+  it.each([
+    [0, false],
+    [utc('2023-12-31T23:59:59.999Z'), false],
+    [utc('2024-01-01T00:00:00Z'), true],
+    [NOW, true],
+  ])('%i -> %s', (t, trusted) => {
+    expect(isClockTrusted(t)).toBe(trusted);
+  });
+});
+
+describe('decide: every credential kind', () => {
+  it.each<[CredentialKind]>([['card'], ['pin'], ['token']])('%s held by a qualifying user is granted', (kind) => {
+    expect(decide(req({ kind }), [user()], ctx).granted).toBe(true);
+  });
+});

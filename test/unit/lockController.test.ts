@@ -1,0 +1,281 @@
+import { describe, it, expect } from 'vitest';
+import { LockController, type LockSnapshot, type LockStatePersistence } from '../../src/door/lockController.js';
+import type { DoorConfig } from '../../src/config/schema.js';
+import type { PersistedLock } from '../../src/core/lockState.js';
+import type { FailMode, Level, LockStateName } from '../../src/core/relay.js';
+import type { GpioOutput } from '../../src/hardware/gpio.js';
+import type { Clock, Timers } from '../../src/util/clock.js';
+
+const UUID = '6f1c2a0e-8d0b-4a57-9d43-1f2e3a4b5c6d';
+const WALL0 = Date.parse('2026-07-01T12:00:00Z');
+
+/** A manual clock: wall and monotonic time advance together, timers fire in due order when advanced. */
+class ManualTime implements Clock, Timers {
+  wall = WALL0;
+  mono = 1_000;
+  /** Below 1, timers fire early (at ceil(ms * earlyFactor)), as a timer on another clock may. */
+  earlyFactor = 1;
+  private nextId = 1;
+  private pending = new Map<number, { due: number; callback: () => void }>();
+
+  wallNow(): number {
+    return this.wall;
+  }
+  monoNow(): number {
+    return this.mono;
+  }
+  setTimeout(callback: () => void, ms: number): unknown {
+    const id = this.nextId++;
+    this.pending.set(id, { due: this.mono + Math.ceil(Math.max(0, ms) * this.earlyFactor), callback });
+    return id;
+  }
+  clearTimeout(handle: unknown): void {
+    this.pending.delete(handle as number);
+  }
+  get pendingCount(): number {
+    return this.pending.size;
+  }
+  advance(ms: number): void {
+    const target = this.mono + ms;
+    for (let fired = 0; ; fired++) {
+      if (fired > 10_000) throw new Error('timers keep firing without time passing');
+      let next: [number, { due: number; callback: () => void }] | undefined;
+      for (const entry of this.pending) if (entry[1].due <= target && (!next || entry[1].due < next[1].due)) next = entry;
+      if (!next) break;
+      this.pending.delete(next[0]);
+      this.wall += next[1].due - this.mono;
+      this.mono = next[1].due;
+      next[1].callback();
+    }
+    this.wall += target - this.mono;
+    this.mono = target;
+  }
+}
+
+class RecordingGpio implements GpioOutput {
+  readonly pin = 17;
+  writes: Level[] = [];
+  constructor(private readonly log: string[] = []) {}
+  write(level: Level): void {
+    this.writes.push(level);
+    this.log.push(`relay ${level}`);
+  }
+  read(): Level {
+    const last = this.writes[this.writes.length - 1];
+    if (last === undefined) throw new Error('never written');
+    return last;
+  }
+}
+
+class MemoryPersistence implements LockStatePersistence {
+  saved = new Map<string, { state: PersistedLock; changedAt: number }>();
+  failWith: Error | null = null;
+  constructor(
+    initial?: PersistedLock,
+    private readonly log: string[] = [],
+  ) {
+    if (initial) this.saved.set(UUID, { state: initial, changedAt: 0 });
+  }
+  load(doorUuid: string): PersistedLock | undefined {
+    return this.saved.get(doorUuid)?.state;
+  }
+  save(doorUuid: string, state: PersistedLock, changedAt: number): void {
+    this.log.push(`save ${state.state}`);
+    if (this.failWith) throw this.failWith;
+    this.saved.set(doorUuid, { state, changedAt });
+  }
+}
+
+function door(failMode: FailMode = 'secure', activeLow = false, maxUnlockSeconds = 0): DoorConfig {
+  return {
+    uuid: UUID,
+    resourceId: 12,
+    name: 'Front door',
+    relay: { pin: 17, activeLow },
+    failMode,
+    unlockSeconds: 5,
+    maxUnlockSeconds,
+    heldOpenSeconds: 30,
+    mode: 'card_or_pin',
+    keypadLockout: { failures: 5, windowSeconds: 60, lockoutSeconds: 60 },
+  };
+}
+
+function setup(opts: { failMode?: FailMode; activeLow?: boolean; persisted?: PersistedLock; maxUnlockSeconds?: number } = {}) {
+  const log: string[] = [];
+  const time = new ManualTime();
+  const gpio = new RecordingGpio(log);
+  const persistence = new MemoryPersistence(opts.persisted, log);
+  const changes: Array<[LockSnapshot, LockStateName]> = [];
+  const persistErrors: unknown[] = [];
+  const controller = new LockController(door(opts.failMode, opts.activeLow, opts.maxUnlockSeconds), gpio, {
+    clock: time,
+    timers: time,
+    persistence,
+    onChange: (snapshot, previous) => changes.push([snapshot, previous]),
+    onPersistError: (err) => persistErrors.push(err),
+  });
+  return { log, time, gpio, persistence, changes, persistErrors, controller };
+}
+
+describe('LockController', () => {
+  it.each<[FailMode, boolean, Level]>([
+    ['secure', false, 0],
+    ['secure', true, 1],
+    ['safe', false, 1],
+    ['safe', true, 0],
+  ])('drives the locked level at construction (fail-%s, activeLow %s -> %i)', (failMode, activeLow, locked) => {
+    const { gpio, controller } = setup({ failMode, activeLow });
+    expect(gpio.writes).toEqual([locked]);
+    expect(controller.snapshot()).toMatchObject({ door: UUID, state: 'LOCKED', relockAt: null });
+  });
+
+  it('unlock(5) moves the relay at once and back after 5 s', () => {
+    const { gpio, time, controller, persistence } = setup();
+    const snap = controller.unlock(5, 'card');
+    expect(gpio.writes).toEqual([0, 1]);
+    expect(snap).toEqual({ door: UUID, state: 'UNLOCKED', relockAt: WALL0 + 5000, changedAt: WALL0, cause: 'card' });
+    expect(persistence.load(UUID)).toMatchObject({ state: 'UNLOCKED', relockAt: WALL0 + 5000 });
+
+    time.advance(4999);
+    expect(gpio.writes).toEqual([0, 1]);
+    expect(controller.snapshot().state).toBe('UNLOCKED');
+
+    time.advance(1);
+    expect(gpio.writes).toEqual([0, 1, 0]);
+    expect(controller.snapshot()).toMatchObject({ state: 'LOCKED', relockAt: null, changedAt: WALL0 + 5000, cause: 'timer' });
+    expect(persistence.load(UUID)).toMatchObject({ state: 'LOCKED', relockAt: null });
+    expect(time.pendingCount).toBe(0);
+  });
+
+  it('drives the fail-safe levels (energize to lock)', () => {
+    const { gpio, time, controller } = setup({ failMode: 'safe' });
+    controller.unlock(5, 'card');
+    time.advance(5000);
+    expect(gpio.writes).toEqual([1, 0, 1]);
+  });
+
+  it('a second unlock extends the deadline without another relay write', () => {
+    const { gpio, time, controller } = setup();
+    controller.unlock(5, 'card');
+    time.advance(3000);
+    expect(controller.unlock(5, 'card').relockAt).toBe(WALL0 + 8000);
+    time.advance(4000); // 7 s after the first unlock
+    expect(gpio.writes).toEqual([0, 1]);
+    time.advance(1000);
+    expect(gpio.writes).toEqual([0, 1, 0]);
+  });
+
+  it('a timer that fires early does not relock before the deadline, and relocks at it', () => {
+    const { gpio, time, controller } = setup();
+    time.earlyFactor = 0.9;
+    controller.unlock(5, 'card');
+    time.advance(4500); // the first timer fires here, 500 ms early
+    expect(gpio.writes).toEqual([0, 1]);
+    time.advance(499);
+    expect(gpio.writes).toEqual([0, 1]);
+    expect(controller.snapshot().state).toBe('UNLOCKED');
+    time.advance(1);
+    expect(gpio.writes).toEqual([0, 1, 0]);
+  });
+
+  it('hold-open (null) stays unlocked until lock()', () => {
+    const { gpio, time, controller } = setup();
+    expect(controller.unlock(null, 'OPEN')).toMatchObject({ state: 'UNLOCKED', relockAt: null });
+    time.advance(86_400_000);
+    expect(gpio.writes).toEqual([0, 1]);
+    expect(controller.lock('CLOSE')).toMatchObject({ state: 'LOCKED', cause: 'CLOSE' });
+    expect(gpio.writes).toEqual([0, 1, 0]);
+  });
+
+  it('moves the relay before persisting', () => {
+    const { log, controller } = setup();
+    log.length = 0;
+    controller.unlock(5, 'card');
+    expect(log).toEqual(['relay 1', 'save UNLOCKED']);
+  });
+
+  it('calls onChange with the snapshot and the previous state', () => {
+    const { time, controller, changes } = setup();
+    controller.unlock(5, 'card');
+    expect(changes).toEqual([
+      [{ door: UUID, state: 'UNLOCKED', relockAt: WALL0 + 5000, changedAt: WALL0, cause: 'card' }, 'LOCKED'],
+    ]);
+    time.advance(5000);
+    expect(changes).toHaveLength(2);
+    expect(changes[1]).toEqual([
+      { door: UUID, state: 'LOCKED', relockAt: null, changedAt: WALL0 + 5000, cause: 'timer' },
+      'UNLOCKED',
+    ]);
+  });
+
+  it('a persistence failure does not stop the relay from moving and is reported', () => {
+    const { gpio, time, controller, persistence, persistErrors, changes } = setup();
+    const boom = new Error('disk full');
+    persistence.failWith = boom;
+    expect(() => controller.unlock(5, 'card')).not.toThrow();
+    expect(gpio.writes).toEqual([0, 1]);
+    expect(persistErrors).toEqual([boom]);
+    expect(changes).toHaveLength(1);
+    time.advance(5000);
+    expect(gpio.writes).toEqual([0, 1, 0]);
+    expect(persistErrors).toEqual([boom, boom]);
+  });
+
+  it('resume() of an unexpired persisted unlock unlocks for the remaining time', () => {
+    const persisted: PersistedLock = { state: 'UNLOCKED', relockAt: WALL0 + 3000, unlockedSince: WALL0 - 2000, cause: 'remote' };
+    const { gpio, time, controller, changes } = setup({ persisted });
+    const snap = controller.resume();
+    expect(snap).toMatchObject({ state: 'UNLOCKED', relockAt: WALL0 + 3000, cause: 'remote' });
+    expect(gpio.writes).toEqual([0, 1]);
+    expect(changes).toHaveLength(1);
+    time.advance(2999);
+    expect(gpio.writes).toEqual([0, 1]);
+    time.advance(1);
+    expect(gpio.writes).toEqual([0, 1, 0]);
+    expect(controller.snapshot().state).toBe('LOCKED');
+  });
+
+  it('resume() of a persisted hold-open holds the door open', () => {
+    const persisted: PersistedLock = { state: 'UNLOCKED', relockAt: null, unlockedSince: WALL0 - 60_000, cause: 'OPEN' };
+    const { gpio, time, controller } = setup({ persisted });
+    expect(controller.resume()).toMatchObject({ state: 'UNLOCKED', relockAt: null });
+    time.advance(3_600_000);
+    expect(gpio.writes).toEqual([0, 1]);
+  });
+
+  it('resume() of an expired unlock stays LOCKED and records it', () => {
+    const persisted: PersistedLock = { state: 'UNLOCKED', relockAt: WALL0 - 1, unlockedSince: WALL0 - 5001, cause: 'card' };
+    const { gpio, controller, persistence, changes } = setup({ persisted });
+    expect(controller.resume()).toMatchObject({ state: 'LOCKED', relockAt: null });
+    expect(gpio.writes).toEqual([0]);
+    expect(persistence.load(UUID)).toMatchObject({ state: 'LOCKED' });
+    expect(changes).toHaveLength(0);
+  });
+
+  it('resume() with nothing persisted stays LOCKED without writing', () => {
+    const { gpio, controller, persistence } = setup();
+    expect(controller.resume().state).toBe('LOCKED');
+    expect(gpio.writes).toEqual([0]);
+    expect(persistence.saved.size).toBe(0);
+  });
+
+  it('shutdown() drives the locked level, stops the timer and keeps the persisted unlock', () => {
+    const { gpio, time, controller, persistence, changes } = setup({ failMode: 'safe' });
+    controller.unlock(5, 'card');
+    controller.shutdown();
+    expect(gpio.writes).toEqual([1, 0, 1]);
+    expect(time.pendingCount).toBe(0);
+    time.advance(10_000);
+    expect(gpio.writes).toEqual([1, 0, 1]);
+    expect(changes).toHaveLength(1);
+    expect(persistence.load(UUID)).toMatchObject({ state: 'UNLOCKED', relockAt: WALL0 + 5000 });
+  });
+
+  it('maxUnlockSeconds relocks a hold-open', () => {
+    const { gpio, time, controller } = setup({ maxUnlockSeconds: 60 });
+    expect(controller.unlock(null, 'OPEN').relockAt).toBe(WALL0 + 60_000);
+    time.advance(60_000);
+    expect(gpio.writes).toEqual([0, 1, 0]);
+  });
+});

@@ -1,0 +1,12 @@
+import { defineConfig } from 'vitest/config';
+
+export default defineConfig({
+  test: {
+    include: ['test/**/*.test.ts'],
+    testTimeout: 30_000,
+    hookTimeout: 60_000,
+    // Integration tests spawn the built CLI and real processes; two cores, so keep the pool small.
+    maxWorkers: 2,
+    reporters: ['default'],
+  },
+});
