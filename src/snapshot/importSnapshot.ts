@@ -5,7 +5,7 @@ import type { Db } from '../store/database.js';
 import { writeMeta } from '../store/meta.js';
 import { mergeStage, type MergeSummary } from '../store/snapshotMerge.js';
 import { SnapshotStage } from '../store/snapshotStage.js';
-import { DoorAgentError, InputError, describeFsError } from '../util/errors.js';
+import { DoorAgentError, InputError, describeFsError, errorCode } from '../util/errors.js';
 import { formatPath, problemsFromZod, type Problem } from '../util/issues.js';
 import { JsonMemberStream, JsonSyntaxError } from './jsonStream.js';
 import { toStagedDetail, toStagedLink, toStagedUser } from './toStaged.js';
@@ -98,6 +98,15 @@ export function importSnapshot(db: Db, file: string, options: ImportOptions): Im
       })
       .immediate();
     return { ...summary, file, durationMs: performance.now() - started };
+  } catch (err) {
+    if (err instanceof DoorAgentError) throw err;
+    // SQLite failures (busy, disk full, I/O): the transaction was rolled back.
+    const code = errorCode(err);
+    const hint = code === 'SQLITE_BUSY' ? ' (another door-agent process is writing the cache: try again)' : '';
+    throw new DoorAgentError(
+      `snapshot ${file} was not imported, the cache is unchanged: ${(err as Error).message}${hint}`,
+      { cause: err },
+    );
   } finally {
     closeSync(fd);
   }

@@ -175,6 +175,25 @@ describe('door-agent import', () => {
     });
   });
 
+  it('a cache locked by another writer: refused after the busy timeout, nothing half-applied', () => {
+    importExample();
+    const before = dumpCache(cache);
+    const holder = new Database(cache);
+    holder.exec('BEGIN IMMEDIATE');
+    try {
+      const changed = exampleSnapshot();
+      changed.users[0]!.ad_status = 'SUSPENDED';
+      const r = importFile(writeSnapshot(dir, 'busy.json', changed));
+      expect(r.status).toBe(1);
+      expect(r.stderr).toContain('the cache is unchanged: database is locked');
+      expect(r.stderr).toContain('another door-agent process is writing the cache');
+    } finally {
+      holder.exec('ROLLBACK');
+      holder.close();
+    }
+    expect(dumpCache(cache)).toBe(before);
+  });
+
   it('a missing snapshot file is named', () => {
     prepare();
     const r = importFile(join(dir, 'nope.json'));
