@@ -5,7 +5,10 @@ import { runCheck } from './commands/check.js';
 import { runConfigCheck } from './commands/configCheck.js';
 import type { CommandContext } from './commands/context.js';
 import { runImport } from './commands/import.js';
+import { runEvents } from './commands/events.js';
 import { runRelock } from './commands/relock.js';
+import { runDaemon, type ProcessHooks } from './commands/run.js';
+import { runStatus } from './commands/status.js';
 import { systemClock } from './util/clock.js';
 import { DoorAgentError, UsageError } from './util/errors.js';
 
@@ -14,6 +17,12 @@ const HELP = `door-agent: door controller with offline access decisions
 Usage: door-agent <command> [options]
 
 Commands:
+  run [--config F]
+        the daemon: relays locked first, then the cache, inputs and readers; SIGTERM locks and stops
+  status [--json] [--config F]
+        door states, relock deadlines, readers, cache counts, event log, clock trust
+  events [--since SEQ] [--follow] [--config F]
+        the local audit log as JSON lines
   check CREDENTIAL [--kind card|pin|token] [--door UUID] [--at ISO] [--config F]
         the offline decision from the cache, as JSON; exit 0 granted, 1 denied
   import FILE [--allow-mass-removal] [--json] [--config F]
@@ -45,9 +54,39 @@ function parse(argv: string[], options: Options, positionals: string[]) {
 
 const str = (v: string | boolean | undefined) => (typeof v === 'string' ? v : undefined);
 
-export function main(argv: string[], ctx: CommandContext): number {
+const stopSignals: ProcessHooks['onStopSignal'] = (handler) => {
+  for (const signal of ['SIGTERM', 'SIGINT'] as const) process.once(signal, () => handler(signal));
+};
+
+const processHooks: ProcessHooks = {
+  onStopSignal: stopSignals,
+  onFatal: (handler) => {
+    const die = (err: unknown) => {
+      try {
+        handler(err);
+      } finally {
+        process.exit(1);
+      }
+    };
+    process.on('uncaughtException', die);
+    process.on('unhandledRejection', die);
+  },
+};
+
+export async function main(argv: string[], ctx: CommandContext): Promise<number> {
   const [command, ...rest] = argv;
   switch (command) {
+    case 'run':
+      return runDaemon({ config: str(parse(rest, {}, []).values.config) }, ctx, processHooks);
+    case 'status': {
+      const { values } = parse(rest, { json: { type: 'boolean' } }, []);
+      return runStatus({ json: values.json === true, config: str(values.config) }, ctx);
+    }
+    case 'events': {
+      const { values } = parse(rest, { since: { type: 'string' }, follow: { type: 'boolean' } }, []);
+      const stopped = new Promise<void>((resolve) => stopSignals(() => resolve()));
+      return runEvents({ since: str(values.since), follow: values.follow === true, config: str(values.config) }, ctx, stopped);
+    }
     case 'check': {
       const { values, positionals } = parse(
         rest,
@@ -94,11 +133,11 @@ export function main(argv: string[], ctx: CommandContext): number {
   }
 }
 
-function run(): void {
+async function run(): Promise<void> {
   const ctx: CommandContext = { env: process.env, stdout: process.stdout, stderr: process.stderr, clock: systemClock };
   let code: number;
   try {
-    code = main(process.argv.slice(2), ctx);
+    code = await main(process.argv.slice(2), ctx);
   } catch (err) {
     if (err instanceof DoorAgentError) {
       process.stderr.write(`door-agent: ${err.message}\n`);
@@ -109,6 +148,13 @@ function run(): void {
     }
   }
   process.exitCode = code;
+  // The daemon's and --follow's timers are gone once they return; anything left would be a bug, not work.
+  if (argv0IsLongRunning()) process.exit(code);
 }
 
-run();
+function argv0IsLongRunning(): boolean {
+  const command = process.argv[2];
+  return command === 'run' || command === 'events';
+}
+
+await run();

@@ -3,6 +3,7 @@ import type { CredentialKind } from '../core/credentials.js';
 import { AccessChecker } from '../door/accessChecker.js';
 import { CredentialCache } from '../store/credentialCache.js';
 import { cachePath, openDatabase } from '../store/database.js';
+import { parseServiceTime } from '../core/schedule.js';
 import { UsageError } from '../util/errors.js';
 import { loadConfigFor, type CommandContext } from './context.js';
 
@@ -36,7 +37,10 @@ export function selectDoor(doors: readonly DoorConfig[], uuid: string | undefine
 function parseAt(at: string | undefined, now: number): number {
   if (at === undefined) return now;
   // Require a date with a time zone or Z, so the instant is unambiguous.
-  if (!/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:\d{2})$/.test(at) || Number.isNaN(Date.parse(at))) {
+  const m = /^(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2})(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:\d{2})$/.exec(at);
+  // The date part must exist as written (no 2026-02-30 rolled over into March).
+  const real = m !== null && parseServiceTime(`${m[1]}-${m[2]}-${m[3]} ${m[4]}:${m[5]}:00`) !== null;
+  if (!real || Number.isNaN(Date.parse(at))) {
     throw new UsageError(`--at ${JSON.stringify(at)} is not an ISO 8601 instant such as 2026-03-29T09:30:00+02:00 or 2026-03-29T07:30:00Z`);
   }
   return Date.parse(at);

@@ -16,7 +16,7 @@ export interface CommandContext {
 }
 
 export function configPath(flag: string | undefined, env: Env): string {
-  return flag ?? env.DOOR_AGENT_CONFIG ?? DEFAULT_CONFIG_PATH;
+  return flag ?? (env.DOOR_AGENT_CONFIG || undefined) ?? DEFAULT_CONFIG_PATH;
 }
 
 export function loadConfigFor(flag: string | undefined, ctx: CommandContext): Config {

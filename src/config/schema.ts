@@ -19,10 +19,14 @@ const agentSchema = z.strictObject({
   // Appears in MQTT topics and event ids, so it must be topic-safe.
   id: z.string().regex(/^[A-Za-z0-9_-]{1,64}$/, 'must be 1-64 letters, digits, "-" or "_"'),
   dataDir: z.string().min(1).default('/var/lib/door-agent'),
+  // Default: the system's zone (/etc/localtime), as an installer set it; config check prints the zone in use.
   timezone: z
     .string()
     .refine(isValidTimeZone, 'not an IANA time zone (e.g. Europe/Berlin)')
-    .default('UTC'),
+    .default(() => new Intl.DateTimeFormat().resolvedOptions().timeZone),
+  /** The audit log / event outbox keeps at most this many events; the oldest are evicted and counted. */
+  maxEvents: z.number().int().min(1000).max(10_000_000).default(100_000),
+  logLevel: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace']).default('info'),
 });
 
 const serviceSchema = z.strictObject({
@@ -77,6 +81,11 @@ const gpioSchema = z.discriminatedUnion('driver', [
   }),
 ]);
 
+const level = z.literal([0, 1], { error: 'expected 0 or 1' });
+const BAUD_RATES = [1200, 2400, 4800, 9600, 19200, 38400, 57600, 115200, 230400] as const;
+// An input level must hold this long before it counts (contact bounce, button chatter).
+const debounce = z.number().int().min(0).max(5000).default(50);
+
 const doorSchema = z.strictObject({
   uuid: z.uuid({ error: 'must be the door resource UUID' }),
   resourceId: z.number().int().min(0),
@@ -85,13 +94,22 @@ const doorSchema = z.strictObject({
   failMode: z.enum(['secure', 'safe']).default('secure'),
   unlockSeconds: seconds(1, 3600).default(5),
   maxUnlockSeconds: seconds(0, 604_800).default(0),
-  contact: z.strictObject({ pin: bcmPin, openLevel: z.union([z.literal(0), z.literal(1)]).default(1) }).optional(),
-  exitButton: z.strictObject({ pin: bcmPin, activeLevel: z.union([z.literal(0), z.literal(1)]).default(0) }).optional(),
+  contact: z
+    .strictObject({ pin: bcmPin, openLevel: level.default(1), debounceMs: debounce })
+    .optional(),
+  exitButton: z
+    .strictObject({ pin: bcmPin, activeLevel: level.default(0), debounceMs: debounce })
+    .optional(),
+  /** With a contact: a timed unlock ends as soon as the door has opened and closed again. */
+  relockOnClose: z.boolean().default(true),
   heldOpenSeconds: seconds(1, 86_400).default(30),
   reader: z
     .strictObject({
       path: z.string().min(1),
-      baudRate: z.number().int().positive().default(9600),
+      baudRate: z
+        .number()
+        .refine((b) => (BAUD_RATES as readonly number[]).includes(b), `expected one of ${BAUD_RATES.join(', ')}`)
+        .default(9600),
       cardFormat: z.enum(['decimal', 'hex']).default('decimal'),
     })
     .optional(),

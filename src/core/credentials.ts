@@ -49,12 +49,12 @@ export function normalizeCredential(raw: string, kind: CredentialKind, format: C
 }
 
 /**
- * What logs and events may show of a credential: the last 4 digits of a card number (2 for numbers shorter
- * than 8 digits, so a short number is never shown whole), nothing of a PIN or a token.
+ * What logs and events may show of a credential: the last 4 digits of a card number of 8 or more digits, 2 of
+ * one of 6 or 7, nothing of a shorter number (it could be a PIN presented as a card), a PIN or a token.
  */
 export function credentialHint(normalized: string, kind: CredentialKind): string {
   if (kind === 'pin') return 'PIN';
   if (kind === 'token') return 'token';
-  const shown = normalized.length >= 8 ? 4 : Math.min(2, normalized.length - 1);
-  return shown > 0 ? `…${normalized.slice(-shown)}` : '…';
+  const shown = normalized.length >= 8 ? 4 : normalized.length >= 6 ? 2 : 0;
+  return `…${normalized.slice(normalized.length - shown)}`;
 }

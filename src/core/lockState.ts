@@ -27,6 +27,9 @@ export interface PersistedLock {
   cause: string;
 }
 
+/** The longest timed unlock (7 days, design section 5); a longer hold is an unlock without a duration. */
+export const MAX_UNLOCK_SECONDS = 604_800;
+
 export function lockedState(cause: string): LockState {
   return { state: 'LOCKED', relockAt: null, unlockedSince: null, cause };
 }
@@ -42,6 +45,9 @@ export function unlock(
   limits: LockLimits,
 ): LockState {
   const { now, seconds, cause } = request;
+  if (seconds !== null && !(Number.isInteger(seconds) && seconds >= 1 && seconds <= MAX_UNLOCK_SECONDS)) {
+    throw new RangeError(`unlock seconds must be an integer from 1 to ${MAX_UNLOCK_SECONDS} (got ${seconds})`);
+  }
   let relockAt: number | null = seconds === null ? null : now + seconds * 1000;
   if (limits.maxUnlockSeconds > 0) {
     const cap = now + limits.maxUnlockSeconds * 1000;

@@ -66,19 +66,24 @@ export class LockController {
       { wallNow, monoNow: clock.monoNow(), wallTrusted: isClockTrusted(wallNow) },
       this.limits,
     );
-    // A persisted unlock that does not resume is recorded as ended (with why), so it is not retried.
-    if (next.state === 'UNLOCKED' || persisted?.state === 'UNLOCKED') this.apply(next, true);
+    // The relay was locked at start, so a resumed unlock moves it again: recorded as such. A persisted unlock
+    // that does not resume is recorded as ended (with why), so it is not retried.
+    if (next.state === 'UNLOCKED') this.apply({ ...next, cause: 'resumed after restart' }, true);
+    else if (persisted?.state === 'UNLOCKED') this.apply(next, true);
     return this.snapshot();
   }
 
-  /** Unlocks for `seconds`, or holds open when null. Returns the resulting state. */
-  unlock(seconds: number | null, cause: string): LockSnapshot {
-    this.apply(machine.unlock(this.state, { now: this.deps.clock.monoNow(), seconds, cause }, this.limits));
+  /**
+   * Unlocks for `seconds`, or holds open when null. `afterRelay` runs right after the relay has moved and before
+   * anything else (the place to record what caused it). Returns the resulting state.
+   */
+  unlock(seconds: number | null, cause: string, afterRelay?: () => void): LockSnapshot {
+    this.apply(machine.unlock(this.state, { now: this.deps.clock.monoNow(), seconds, cause }, this.limits), false, afterRelay);
     return this.snapshot();
   }
 
-  lock(cause: string): LockSnapshot {
-    this.apply(machine.lock(cause));
+  lock(cause: string, afterRelay?: () => void): LockSnapshot {
+    this.apply(machine.lock(cause), false, afterRelay);
     return this.snapshot();
   }
 
@@ -94,14 +99,16 @@ export class LockController {
     this.relay.write(this.levelFor('LOCKED'));
   }
 
-  private apply(next: LockState, forcePersist = false): void {
+  private apply(next: LockState, forcePersist = false, afterRelay?: () => void): void {
     const previous = this.state;
-    if (next === previous) return;
+    // The relay first, and the state is committed only once the relay has taken it: a failed write throws
+    // (the process then dies locked, see cli.ts) and never leaves the state claiming a level the relay lacks.
+    // The locked level is always re-driven, so a lock also repairs a relay that was set behind our back.
+    if (next.state !== previous.state || next.state === 'LOCKED') this.relay.write(this.levelFor(next.state));
     this.state = next;
-    if (next.state !== previous.state) {
-      this.relay.write(this.levelFor(next.state));
-      this.changedAt = this.deps.clock.wallNow();
-    }
+    if (next.state !== previous.state) this.changedAt = this.deps.clock.wallNow();
+    afterRelay?.();
+    if (next === previous) return;
     this.schedule();
     const changed =
       forcePersist ||
@@ -127,8 +134,10 @@ export class LockController {
 
   private schedule(): void {
     this.clearTimer();
-    const delay = machine.msUntilRelock(this.state, this.deps.clock.monoNow());
-    if (delay === null) return;
+    const due = machine.msUntilRelock(this.state, this.deps.clock.monoNow());
+    if (due === null) return;
+    // Node timers hold at most 2^31-1 ms (24.8 days); a longer wait wakes early and re-arms.
+    const delay = Math.min(due, 2 ** 31 - 1);
     this.timer = this.deps.timers.setTimeout(() => {
       this.timer = null;
       const next = machine.expire(this.state, this.deps.clock.monoNow());

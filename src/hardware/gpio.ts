@@ -7,11 +7,23 @@ export interface GpioOutput {
   read(): Level;
 }
 
+/** One GPIO input pin; changes are reported raw (not debounced) to the callback given at open. */
+export interface GpioInput {
+  readonly pin: number;
+  read(): Level;
+  close(): void;
+}
+
 /** A GPIO backend (sysfs through onoff, or the simulated tree). Pins are BCM numbers. */
 export interface GpioDriver {
   readonly name: string;
   /** Claims `pin` as an output already driven to `initial`, so there is no glitch at start. */
   openOutput(pin: number, initial: Level): GpioOutput;
+  /**
+   * Claims `pin` as an input and calls `onChange` with each new level. `idleLevel` is what a simulated pin
+   * starts at when nothing has set it yet (the contact closed, the button released).
+   */
+  openInput(pin: number, onChange: (level: Level) => void, idleLevel: Level): GpioInput;
   /** Releases file handles; outputs keep their last level (a relay never floats at stop). */
   close(): void;
 }

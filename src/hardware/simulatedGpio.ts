@@ -1,8 +1,11 @@
-import { closeSync, mkdirSync, openSync, readSync, writeFileSync, writeSync } from 'node:fs';
+import { closeSync, existsSync, mkdirSync, openSync, readSync, writeFileSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Level } from '../core/relay.js';
 import { DoorAgentError, describeFsError } from '../util/errors.js';
-import type { GpioDriver, GpioOutput } from './gpio.js';
+import type { GpioDriver, GpioInput, GpioOutput } from './gpio.js';
+
+/** How often a simulated input's value file is read: changes written from outside are seen within 50 ms. */
+export const SIMULATED_INPUT_POLL_MS = 10;
 
 /**
  * GPIO without hardware, mirroring sysfs under `dir`: `gpio<N>/value` holds "0" or "1" and is rewritten on
@@ -12,6 +15,7 @@ import type { GpioDriver, GpioOutput } from './gpio.js';
 export class SimulatedGpio implements GpioDriver {
   readonly name = 'simulated';
   private readonly fds: number[] = [];
+  private readonly timers: NodeJS.Timeout[] = [];
 
   constructor(private readonly dir: string) {}
 
@@ -47,7 +51,40 @@ export class SimulatedGpio implements GpioDriver {
     };
   }
 
+  openInput(pin: number, onChange: (level: Level) => void, idleLevel: Level): GpioInput {
+    const pinDir = join(this.dir, `gpio${pin}`);
+    const valueFile = join(pinDir, 'value');
+    let fd: number;
+    try {
+      mkdirSync(pinDir, { recursive: true });
+      writeFileSync(join(pinDir, 'direction'), 'in\n');
+      if (!existsSync(valueFile)) writeFileSync(valueFile, `${idleLevel}\n`);
+      fd = openSync(valueFile, 'r');
+    } catch (err) {
+      throw new DoorAgentError(`simulated GPIO ${pin}: cannot use ${pinDir}: ${describeFsError(err)}`, { cause: err });
+    }
+    this.fds.push(fd);
+    const buf = Buffer.alloc(1);
+    // Whatever is not "1" reads as 0, as sysfs would never hold anything else.
+    const read = (): Level => (readSync(fd, buf, 0, 1, 0) === 1 && buf[0] === 0x31 ? 1 : 0);
+    let last = read();
+    const poll = setInterval(() => {
+      const level = read();
+      if (level !== last) {
+        last = level;
+        onChange(level);
+      }
+    }, SIMULATED_INPUT_POLL_MS);
+    this.timers.push(poll);
+    return {
+      pin,
+      read,
+      close: () => clearInterval(poll),
+    };
+  }
+
   close(): void {
+    for (const timer of this.timers.splice(0)) clearInterval(timer);
     for (const fd of this.fds.splice(0)) closeSync(fd);
   }
 }

@@ -1,5 +1,5 @@
 import { closeSync, fstatSync, openSync } from 'node:fs';
-import type { z } from 'zod';
+import { z } from 'zod';
 import { guestLinkSchema, userDetailSchema, userListItemSchema } from '../api/shapes.js';
 import type { Db } from '../store/database.js';
 import { writeMeta } from '../store/meta.js';
@@ -49,7 +49,9 @@ function parseMember<T>(
   try {
     value = JSON.parse(raw);
   } catch (err) {
-    problems.add({ path: formatPath(path, '$'), message: `not valid JSON (${(err as Error).message})` });
+    // Only the position: V8's message quotes the text around it, which may be a card number or a token.
+    const position = /position (\d+)/.exec((err as Error).message)?.[1];
+    problems.add({ path: formatPath(path, '$'), message: `not valid JSON${position ? ` (at character ${position} of this value)` : ''}` });
     return undefined;
   }
   const result = schema.safeParse(value);
@@ -125,7 +127,9 @@ function streamIntoStage(fd: number, file: string, stage: SnapshotStage): void {
         } else if (SECTIONS.objects.has(member.section)) {
           problems.add({ path: `$.${member.section}`, message: 'expected an object keyed by email_id' });
         }
-        continue; // unknown top-level members are tolerated
+        // Unknown top-level members are tolerated, but must still be JSON.
+        else parseMember(member.raw, z.unknown(), [member.section], problems);
+        continue;
       }
       if (member.kind === 'element' && member.section === 'users') {
         const path = ['users', member.index];
@@ -149,7 +153,9 @@ function streamIntoStage(fd: number, file: string, stage: SnapshotStage): void {
           continue;
         }
         const detail = parseMember(member.raw, userDetailSchema, path, problems);
-        if (detail && !problems.any) stage.addDetail(toStagedDetail(Number(member.key), detail));
+        if (detail && !problems.any && !stage.addDetail(toStagedDetail(Number(member.key), detail))) {
+          problems.add({ path: formatPath(path, '$'), message: `a second entry for email_id ${Number(member.key)}` });
+        }
       }
     }
   } catch (err) {

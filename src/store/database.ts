@@ -1,4 +1,4 @@
-import { chmodSync, existsSync, mkdirSync } from 'node:fs';
+import { closeSync, existsSync, mkdirSync, openSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import Database from 'better-sqlite3';
 import { MIGRATIONS } from './migrations.js';
@@ -13,7 +13,7 @@ export function cachePath(dataDir: string): string {
 function notADatabase(file: string, err: unknown): DoorAgentError {
   return new DoorAgentError(
     `${file} is not a door-agent cache (not a SQLite database). It was left untouched: ` +
-      'move it aside, then run door-agent import or door-agent sync to rebuild the cache.',
+      'move it aside, then run door-agent import to rebuild the cache.',
     { cause: err },
   );
 }
@@ -26,7 +26,7 @@ export function openDatabase(file: string, options: { readonly?: boolean } = {})
   const readonly = options.readonly ?? false;
   const isNew = !existsSync(file);
   if (readonly && isNew) {
-    throw new DoorAgentError(`no cache at ${file}: run door-agent import or door-agent sync first`);
+    throw new DoorAgentError(`no cache at ${file}: provision it with door-agent import first`);
   }
   if (!readonly) {
     try {
@@ -37,6 +37,8 @@ export function openDatabase(file: string, options: { readonly?: boolean } = {})
   }
   let db: Db;
   try {
+    // Created 0600 before SQLite opens it: the -wal and -shm files then get the same mode (they hold card numbers).
+    if (isNew) closeSync(openSync(file, 'a', 0o600));
     db = new Database(file, { readonly, fileMustExist: readonly });
   } catch (err) {
     throw new DoorAgentError(`cannot open the cache ${file}: ${describeFsError(err)}`, { cause: err });
@@ -47,7 +49,7 @@ export function openDatabase(file: string, options: { readonly?: boolean } = {})
     if (version > MIGRATIONS.length) {
       throw new DoorAgentError(
         `the cache ${file} has schema version ${version}, newer than this door-agent knows (${MIGRATIONS.length}): ` +
-          'upgrade door-agent, or move the cache aside and sync again',
+          'upgrade door-agent, or move the cache aside and import again',
       );
     }
     if (!readonly) {
@@ -71,7 +73,6 @@ export function openDatabase(file: string, options: { readonly?: boolean } = {})
       cause: err,
     });
   }
-  if (isNew) chmodSync(file, 0o600);
   return db;
 }
 

@@ -112,6 +112,8 @@ describe('door-agent check: usage errors (exit 2)', () => {
     expect([r.status, r.stderr]).toEqual([2, expect.stringContaining('is not an ISO 8601 instant')]);
     r = runCli(['check', '1', '--at', '2026-11-23T10:00:00', '--config', config]);
     expect(r.status).toBe(2);
+    r = runCli(['check', '1', '--at', '2026-02-30T10:00:00Z', '--config', config]); // no rollover into March
+    expect([r.status, r.stderr]).toEqual([2, expect.stringContaining('is not an ISO 8601 instant')]);
     r = runCli(['check', '1', '--door', SECOND_DOOR_UUID, '--config', config]);
     expect([r.status, r.stderr]).toEqual([2, expect.stringContaining('is not a configured door')]);
     r = runCli(['check', '1', '--config', twoDoorConfig]);
@@ -125,6 +127,6 @@ describe('door-agent check: usage errors (exit 2)', () => {
     mkdirSync(empty);
     const r = runCli(['check', '4213578', '--config', writeConfig(empty)]);
     expect(r.status).toBe(1);
-    expect(r.stderr).toContain('run door-agent import or door-agent sync first');
+    expect(r.stderr).toContain('provision it with door-agent import first');
   });
 });

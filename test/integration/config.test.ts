@@ -76,6 +76,36 @@ doors:
     has('doors[1].failMode: expected one of "secure"|"safe"');
   });
 
+  it('refuses a non-standard baud rate and an input level other than 0 or 1', () => {
+    const path = configFile(
+      'levels.yaml',
+      `${BASE}doors:
+  - uuid: ${DOOR_UUID}
+    resourceId: 12
+    relay: { pin: 17 }
+    contact: { pin: 27, openLevel: 2 }
+    reader: { path: /dev/ttyUSB0, baudRate: 3 }
+`,
+    );
+    const r = runCli(['config', 'check', '--config', path]);
+    expect(r.status).toBe(78);
+    expect(r.stderr).toContain('doors[0].contact.openLevel: expected 0 or 1');
+    expect(r.stderr).toContain('doors[0].reader.baudRate: expected one of 1200, 2400, 4800, 9600');
+  });
+
+  it('an empty DOOR_AGENT_CONFIG falls back to the default path rather than ""', () => {
+    const r = runCli(['config', 'check'], { env: { DOOR_AGENT_CONFIG: '' } });
+    expect(r.status).toBe(78);
+    expect(r.stderr).toContain('cannot read configuration /etc/door-agent/config.yaml');
+  });
+
+  it('defaults the time zone to the system zone and says which', () => {
+    const path = configFile('notz.yaml', `${BASE}doors: [ { uuid: ${DOOR_UUID}, resourceId: 12, relay: { pin: 17 } } ]\n`);
+    const r = runCli(['config', 'check', '--config', path], { env: { TZ: 'America/New_York' } });
+    expect(r.status).toBe(0);
+    expect(r.stdout).toContain('time zone America/New_York');
+  });
+
   it('refuses two doors on one GPIO pin, naming both', () => {
     const path = configFile(
       'dup.yaml',

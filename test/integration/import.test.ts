@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { afterAll, beforeEach, describe, expect, it } from 'vitest';
@@ -167,6 +167,28 @@ describe('door-agent import', () => {
       expectRefused(file, 'not a valid snapshot: expected a JSON object');
     });
 
+    it('the same email_id twice in details (a later entry must not be silently ignored)', () => {
+      const text = JSON.stringify(exampleSnapshot()).replace(
+        '"details":{',
+        '"details":{"101":{"smartcards":[{"number":"555"}]},',
+      );
+      expectRefused(writeSnapshot(tmp.path, 'dupdetail.json', text), '$.details["101"]: a second entry for email_id 101');
+    });
+
+    it('broken JSON inside a value is located without quoting the value (it may hold a card number)', () => {
+      const text = JSON.stringify(exampleSnapshot()).replace('{"number":"4213580"', "{\"number\":'42135809'");
+      importExample();
+      const r = importFile(writeSnapshot(tmp.path, 'quote.json', text));
+      expect(r.status).toBe(1);
+      expect(r.stderr).toMatch(/\$\.details\["104"\]: not valid JSON/);
+      expect(r.stderr).not.toContain('4213580');
+    });
+
+    it('an unknown top-level member that is not valid JSON', () => {
+      const text = JSON.stringify(exampleSnapshot()).replace('"users":', '"junk": {"a": tru},"users":');
+      expectRefused(writeSnapshot(tmp.path, 'junk.json', text), '$.junk: not valid JSON');
+    });
+
     it('JSON that is not a snapshot', () => {
       expectRefused(writeSnapshot(tmp.path, 'array.json', '[1, 2, 3]'), 'expected a JSON object');
       expectRefused(writeSnapshot(tmp.path, 'nousers.json', '{"details": {}}'), '$.users: required');
@@ -192,6 +214,17 @@ describe('door-agent import', () => {
       holder.close();
     }
     expect(dumpCache(cache)).toBe(before);
+  });
+
+  it('creates the cache and its WAL files readable by the owner only (they hold card numbers)', () => {
+    importExample();
+    const db = new Database(cache); // keeps the WAL open while we look
+    try {
+      db.prepare('SELECT count(*) FROM users').get();
+      for (const file of [cache, `${cache}-wal`, `${cache}-shm`]) expect((statSync(file).mode & 0o777).toString(8), file).toBe('600');
+    } finally {
+      db.close();
+    }
   });
 
   it('a missing snapshot file is named', () => {

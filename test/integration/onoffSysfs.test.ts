@@ -23,6 +23,8 @@ interface Pin {
   number: number;
   value: string;
   direction?: string;
+  /** active_low file content; default "0\n" */
+  activeLow?: string;
 }
 interface NsResult {
   /** exit status of the command under test (not of the whole script) */
@@ -90,7 +92,7 @@ function inNamespace(setup: { chips: Chip[]; pins?: Pin[]; noGpioClass?: boolean
       `mkdir ${p}`,
       `printf '%s' ${sh(pin.value)} > ${p}/value`,
       `printf '%s' ${sh(pin.direction ?? 'in\n')} > ${p}/direction`,
-      `printf '0\\n' > ${p}/active_low`,
+      `printf '%s' ${sh(pin.activeLow ?? '0\n')} > ${p}/active_low`,
       `printf 'none\\n' > ${p}/edge`,
     );
   }
@@ -218,7 +220,7 @@ describe('onoff driver against a fake /sys/class/gpio (unshare -m, tmpfs)', () =
     expect(ns.stdout).toBe(`Front door (${DOOR_UUID}): relay GPIO 17 set to 0 (locked)\n`);
     expect(ns.tree['gpio529/value']).toBe('0\n');
     expect(ns.tree['gpio529/direction']).toBe('low');
-    expect(ns.tree['gpio529/active_low']).toBe('0\n'); // onoff's activeLow is not used
+    expect(ns.tree['gpio529/active_low']?.trim()).toBe('0'); // never inverted in sysfs: levels are physical
     expect(ns.tree['gpio17/value']).toBe('1\n');
     expect(ns.tree['gpio17/direction']).toBe('in\n');
     expect(ns.tree['export']).toBe(''); // already exported: onoff must not write export
@@ -240,7 +242,17 @@ describe('onoff driver against a fake /sys/class/gpio (unshare -m, tmpfs)', () =
     expect(ns.tree['gpio529/value']).toBe(`${locked}\n`);
     // Direction and level in one write ("high"/"low"), so the pin never glitches through the other level.
     expect(ns.tree['gpio529/direction']).toBe(locked === 1 ? 'high' : 'low');
-    expect(ns.tree['gpio529/active_low']).toBe('0\n');
+    expect(ns.tree['gpio529/active_low']?.trim()).toBe('0');
+  });
+
+  it('resets an active_low left at 1 by another program, so "locked" is the physical locked level', () => {
+    requireUnshare();
+    const config = writeOnoffConfig('auto', { pin: 17 });
+    const ns = inNamespace({ chips: PI4_CHIPS, pins: [{ number: 529, value: '1\n', activeLow: '1\n' }] }, relockCommand(config));
+    expect(ns.stderr).toBe('');
+    expect(ns.status).toBe(0);
+    expect(ns.tree['gpio529/active_low']?.trim()).toBe('0');
+    expect(ns.tree['gpio529/value']).toBe('0\n');
   });
 
   it('uses gpio17 for BCM 17 when gpio.chipBase is 0, even though a pinctrl chip says 512', () => {

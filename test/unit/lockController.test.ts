@@ -96,6 +96,7 @@ function door(failMode: FailMode = 'secure', activeLow = false, maxUnlockSeconds
     unlockSeconds: 5,
     maxUnlockSeconds,
     heldOpenSeconds: 30,
+    relockOnClose: true,
     mode: 'card_or_pin',
     keypadLockout: { failures: 5, windowSeconds: 60, lockoutSeconds: 60 },
   };
@@ -119,6 +120,37 @@ function setup(opts: { failMode?: FailMode; activeLow?: boolean; persisted?: Per
 }
 
 describe('LockController', () => {
+  it('a relay write that fails at relock throws, keeps the state UNLOCKED, and a later lock() retries it', () => {
+    const { gpio, time, controller, changes } = setup();
+    controller.unlock(5, 'card');
+    const broken = gpio.write.bind(gpio);
+    gpio.write = () => {
+      throw new Error('EIO');
+    };
+    expect(() => time.advance(5000)).toThrow('EIO');
+    expect(controller.snapshot().state).toBe('UNLOCKED'); // never claims a level the relay did not take
+    gpio.write = broken;
+    expect(controller.lock('retry').state).toBe('LOCKED');
+    expect(gpio.writes.at(-1)).toBe(0);
+    expect(changes.at(-1)?.[0]).toMatchObject({ state: 'LOCKED', cause: 'retry' });
+  });
+
+  it('lock() while already LOCKED drives the locked level again (repairs a relay set behind its back)', () => {
+    const { gpio, controller } = setup();
+    gpio.writes = [];
+    controller.lock('command');
+    expect(gpio.writes).toEqual([0]);
+  });
+
+  it('refuses an unlock duration that is not an integer from 1 to 604800 s, leaving the door locked', () => {
+    const { gpio, controller } = setup();
+    for (const bad of [0, -1, 1.5, Number.NaN, Number.POSITIVE_INFINITY, 604_801]) {
+      expect(() => controller.unlock(bad, 'x')).toThrow(RangeError);
+    }
+    expect(gpio.writes).toEqual([0]);
+    expect(controller.snapshot().state).toBe('LOCKED');
+  });
+
   it.each<[FailMode, boolean, Level]>([
     ['secure', false, 0],
     ['secure', true, 1],
@@ -226,7 +258,7 @@ describe('LockController', () => {
     const persisted: PersistedLock = { state: 'UNLOCKED', relockAt: WALL0 + 3000, unlockedSince: WALL0 - 2000, cause: 'remote' };
     const { gpio, time, controller, changes } = setup({ persisted });
     const snap = controller.resume();
-    expect(snap).toMatchObject({ state: 'UNLOCKED', relockAt: WALL0 + 3000, cause: 'remote' });
+    expect(snap).toMatchObject({ state: 'UNLOCKED', relockAt: WALL0 + 3000, cause: 'resumed after restart' });
     expect(gpio.writes).toEqual([0, 1]);
     expect(changes).toHaveLength(1);
     time.advance(2999);
@@ -248,7 +280,7 @@ describe('LockController', () => {
     const persisted: PersistedLock = { state: 'UNLOCKED', relockAt: WALL0 - 1, unlockedSince: WALL0 - 5001, cause: 'card' };
     const { gpio, controller, persistence, changes } = setup({ persisted });
     expect(controller.resume()).toMatchObject({ state: 'LOCKED', relockAt: null });
-    expect(gpio.writes).toEqual([0]);
+    expect(gpio.writes).toEqual([0, 0]); // the locked level is re-driven, never anything else
     expect(persistence.load(UUID)).toMatchObject({ state: 'LOCKED' });
     expect(changes).toHaveLength(0);
   });

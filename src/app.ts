@@ -1,0 +1,195 @@
+import type { Logger } from 'pino';
+import type { Config, DoorConfig } from './config/schema.js';
+import { relayLevel, type Level } from './core/relay.js';
+import { AccessChecker } from './door/accessChecker.js';
+import { DebouncedInput } from './door/debouncedInput.js';
+import { DoorRuntime } from './door/doorRuntime.js';
+import { LockController, type LockSnapshot } from './door/lockController.js';
+import { createGpioDriver } from './hardware/createGpio.js';
+import type { GpioDriver, GpioOutput } from './hardware/gpio.js';
+import { SerialReader, type PortFactory } from './hardware/serialReader.js';
+import { CredentialCache } from './store/credentialCache.js';
+import { cachePath, openDatabase, type Db } from './store/database.js';
+import { DoorStateStore } from './store/doorState.js';
+import { EventLog } from './store/eventLog.js';
+import { writeRuntimeStatus, type RuntimeStatus } from './store/runtimeStatus.js';
+import type { Clock, Timers } from './util/clock.js';
+
+export interface AgentDeps {
+  logger: Logger;
+  clock: Clock;
+  timers: Timers;
+  /** Defaults to the driver named in the config. */
+  gpio?: GpioDriver;
+  openPort?: PortFactory;
+  pid?: number;
+}
+
+interface DoorParts {
+  door: DoorConfig;
+  relay: GpioOutput;
+  controller?: LockController;
+  runtime?: DoorRuntime;
+  inputs: DebouncedInput[];
+  reader?: SerialReader;
+}
+
+export interface Agent {
+  readonly db: Db;
+  lockState(doorUuid: string): LockSnapshot | undefined;
+  /** Graceful stop, in reverse order of start: readers, inputs, relays locked, database closed. */
+  stop(): Promise<void>;
+  /** Last resort on a fatal error: every relay to its locked level, synchronously, nothing else. */
+  lockAllNow(): void;
+}
+
+const lockedLevel = (door: DoorConfig): Level => relayLevel('LOCKED', door.failMode, door.relay.activeLow);
+
+/**
+ * The composition root. Start order (design section 7): every relay driven to its locked level first, then the
+ * store, the lock controllers (resuming persisted unlocks), the inputs, the readers. Any failure during start
+ * leaves every relay locked and what was opened closed.
+ */
+export async function startAgent(config: Config, deps: AgentDeps): Promise<Agent> {
+  const { logger, clock, timers } = deps;
+  const gpio = deps.gpio ?? createGpioDriver(config.gpio);
+  const parts: DoorParts[] = [];
+  let db: Db | undefined;
+  const runtime: RuntimeStatus = { pid: deps.pid ?? process.pid, startedAt: new Date(clock.wallNow()).toISOString(), stoppedAt: null, readers: {} };
+  const saveRuntime = () => {
+    try {
+      if (db?.open) writeRuntimeStatus(db, runtime);
+    } catch (err) {
+      logger.warn({ err }, 'cannot record runtime status');
+    }
+  };
+
+  const lockAllNow = () => {
+    for (const part of parts) {
+      try {
+        part.relay.write(lockedLevel(part.door));
+      } catch (err) {
+        logger.error({ err, door: part.door.uuid }, 'cannot drive relay to locked');
+      }
+    }
+  };
+
+  let stopped = false;
+  const stop = async () => {
+    if (stopped) return;
+    stopped = true;
+    for (const part of parts) await part.reader?.stop();
+    for (const part of parts) for (const input of part.inputs) input.close();
+    for (const part of parts) {
+      part.runtime?.stop();
+      part.controller?.shutdown();
+    }
+    lockAllNow();
+    runtime.stoppedAt = new Date(clock.wallNow()).toISOString();
+    saveRuntime();
+    db?.close();
+    gpio.close();
+  };
+
+  try {
+    for (const door of config.doors) parts.push({ door, relay: gpio.openOutput(door.relay.pin, lockedLevel(door)), inputs: [] });
+    logger.info({ doors: parts.length, driver: gpio.name }, 'relays locked');
+
+    db = openDatabase(cachePath(config.agent.dataDir));
+    const events = new EventLog(db, { agentId: config.agent.id, maxEvents: config.agent.maxEvents });
+    const checker = new AccessChecker(new CredentialCache(db), config);
+    const persistence = new DoorStateStore(db);
+
+    for (const part of parts) {
+      const { door } = part;
+      const doorLog = logger.child({ door: door.uuid, name: door.name });
+      part.controller = new LockController(door, part.relay, {
+        clock,
+        timers,
+        persistence,
+        onPersistError: (err) => doorLog.error({ err }, 'cannot persist lock state'),
+        onChange: (snapshot, previous) => {
+          if (snapshot.state === previous) return;
+          const relockAt = snapshot.relockAt === null ? null : new Date(snapshot.relockAt).toISOString();
+          try {
+            events.append({
+              type: snapshot.state === 'UNLOCKED' ? 'unlocked' : 'locked',
+              door: door.uuid,
+              at: snapshot.changedAt,
+              data: snapshot.state === 'UNLOCKED' ? { cause: snapshot.cause, relock_at: relockAt } : { cause: snapshot.cause },
+            });
+          } catch (err) {
+            doorLog.error({ err }, 'cannot record lock event');
+          }
+          doorLog.info({ state: snapshot.state, cause: snapshot.cause, relockAt }, snapshot.state === 'UNLOCKED' ? 'unlocked' : 'locked');
+        },
+      });
+      const resumed = part.controller.resume();
+      if (resumed.state === 'UNLOCKED') doorLog.info({ relockAt: resumed.relockAt }, 'resumed an unlock from before the restart');
+      part.runtime = new DoorRuntime(door, { controller: part.controller, checker, events, clock, timers, logger: doorLog });
+    }
+
+    for (const part of parts) {
+      const { door, runtime: doorRuntime } = part;
+      if (door.contact) {
+        const { openLevel, pin, debounceMs } = door.contact;
+        const contact = new DebouncedInput(gpio, {
+          pin,
+          debounceMs,
+          timers,
+          idleLevel: openLevel === 1 ? 0 : 1,
+          onLevel: (level) => doorRuntime!.onContact(level === openLevel),
+        });
+        part.inputs.push(contact);
+        doorRuntime!.initialContact(contact.level === openLevel);
+      }
+      if (door.exitButton) {
+        const { activeLevel, pin, debounceMs } = door.exitButton;
+        part.inputs.push(
+          new DebouncedInput(gpio, {
+            pin,
+            debounceMs,
+            timers,
+            idleLevel: activeLevel === 1 ? 0 : 1,
+            onLevel: (level) => doorRuntime!.onExitButton(level === activeLevel),
+          }),
+        );
+      }
+    }
+
+    for (const part of parts) {
+      const { door } = part;
+      if (!door.reader) continue;
+      runtime.readers[door.uuid] = false;
+      part.reader = new SerialReader({
+        ...door.reader,
+        logger: logger.child({ door: door.uuid }),
+        clock,
+        timers,
+        openPort: deps.openPort,
+        onFrame: (frame) => part.runtime!.onReaderFrame(frame),
+        onConnectionChange: (connected) => {
+          runtime.readers[door.uuid] = connected;
+          saveRuntime();
+        },
+      });
+      part.reader.start();
+    }
+    saveRuntime();
+  } catch (err) {
+    await stop().catch((stopErr: unknown) => logger.error({ err: stopErr }, 'error while cleaning up a failed start'));
+    throw err;
+  }
+
+  const openDb = db;
+  logger.info(
+    { doors: config.doors.map((d) => d.uuid), cache: cachePath(config.agent.dataDir) },
+    'door-agent ready',
+  );
+  return {
+    db: openDb,
+    lockState: (uuid) => parts.find((p) => p.door.uuid === uuid)?.controller?.snapshot(),
+    stop,
+    lockAllNow,
+  };
+}

@@ -1,0 +1,48 @@
+import { cachePath, openDatabase } from '../store/database.js';
+import { EventLog } from '../store/eventLog.js';
+import { UsageError } from '../util/errors.js';
+import { loadConfigFor, type CommandContext } from './context.js';
+
+const FOLLOW_POLL_MS = 250;
+
+/**
+ * `door-agent events [--since SEQ] [--follow]`: the local audit log as JSON lines, oldest first. With
+ * --follow, keeps printing new events until interrupted (`stopSignal` resolves).
+ */
+export async function runEvents(
+  args: { since: string | undefined; follow: boolean; config: string | undefined },
+  ctx: CommandContext,
+  stopSignal: Promise<void>,
+): Promise<number> {
+  let since = 0;
+  if (args.since !== undefined) {
+    if (!/^\d{1,15}$/.test(args.since)) throw new UsageError(`--since must be an event sequence number (got ${JSON.stringify(args.since)})`);
+    since = Number(args.since);
+  }
+  const config = loadConfigFor(args.config, ctx);
+  const db = openDatabase(cachePath(config.agent.dataDir), { readonly: true });
+  try {
+    const log = new EventLog(db, { agentId: config.agent.id, maxEvents: config.agent.maxEvents });
+    const drain = () => {
+      for (;;) {
+        const batch = log.since(since, 1000);
+        for (const event of batch) ctx.stdout.write(`${JSON.stringify(event)}\n`);
+        if (batch.length > 0) since = batch[batch.length - 1]!.seq;
+        if (batch.length < 1000) return;
+      }
+    };
+    drain();
+    if (!args.follow) return 0;
+    let stopped = false;
+    void stopSignal.then(() => {
+      stopped = true;
+    });
+    while (!stopped) {
+      await Promise.race([new Promise((r) => setTimeout(r, FOLLOW_POLL_MS)), stopSignal]);
+      if (!stopped) drain();
+    }
+    return 0;
+  } finally {
+    db.close();
+  }
+}

@@ -1,0 +1,85 @@
+import { isClockTrusted } from '../core/decision.js';
+import { CredentialCache } from '../store/credentialCache.js';
+import { cachePath, openDatabase } from '../store/database.js';
+import { DoorStateStore } from '../store/doorState.js';
+import { EventLog } from '../store/eventLog.js';
+import { readMeta } from '../store/meta.js';
+import { readRuntimeStatus } from '../store/runtimeStatus.js';
+import { loadConfigFor, type CommandContext } from './context.js';
+
+function processAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
+
+/** `door-agent status [--json]`: door states, relock deadlines, readers, cache counts, outbox depth, clock trust. */
+export function runStatus(args: { json: boolean; config: string | undefined }, ctx: CommandContext): number {
+  const config = loadConfigFor(args.config, ctx);
+  const file = cachePath(config.agent.dataDir);
+  const db = openDatabase(file, { readonly: true });
+  try {
+    const now = ctx.clock.wallNow();
+    const runtime = readRuntimeStatus(db);
+    const running = runtime !== undefined && runtime.stoppedAt === null && processAlive(runtime.pid);
+    const states = new DoorStateStore(db);
+    const doors = config.doors.map((door) => {
+      const stored = states.load(door.uuid);
+      const state = running ? (stored?.state ?? 'LOCKED') : 'LOCKED';
+      return {
+        uuid: door.uuid,
+        name: door.name,
+        state,
+        relockAt: running && state === 'UNLOCKED' ? iso(stored?.relockAt ?? null) : null,
+        heldOpen: running && state === 'UNLOCKED' && stored?.relockAt === null,
+        changedAt: iso(stored?.changedAt ?? null),
+        cause: stored?.cause ?? null,
+        reader: door.reader ? { path: door.reader.path, connected: running ? (runtime?.readers[door.uuid] ?? false) : false } : null,
+      };
+    });
+    const status = {
+      agent: config.agent.id,
+      cache: file,
+      daemon: running ? { running: true, pid: runtime!.pid, since: runtime!.startedAt } : { running: false, stoppedAt: runtime?.stoppedAt ?? null },
+      clock: { now: iso(now), trusted: isClockTrusted(now) },
+      doors,
+      counts: new CredentialCache(db).counts(),
+      lastImport: readMeta<{ at: string; file: string }>(db, 'last_import') ?? null,
+      events: new EventLog(db, { agentId: config.agent.id, maxEvents: config.agent.maxEvents }).stats(),
+    };
+    if (args.json) {
+      ctx.stdout.write(`${JSON.stringify(status)}\n`);
+      return 0;
+    }
+    const lines = [
+      `agent ${status.agent}, cache ${status.cache}`,
+      status.daemon.running
+        ? `daemon: running (pid ${runtime!.pid}, since ${runtime!.startedAt})`
+        : `daemon: not running${runtime?.stoppedAt ? ` (stopped ${runtime.stoppedAt})` : ''}; relays are left locked`,
+      `clock: ${status.clock.now} ${status.clock.trusted ? '(trusted)' : '(NOT trusted: before 2024-01-01, guest links are refused)'}`,
+      'doors:',
+      ...doors.flatMap((d) => {
+        const state =
+          d.state === 'LOCKED'
+            ? 'LOCKED'
+            : d.heldOpen
+              ? 'UNLOCKED (held open)'
+              : `UNLOCKED until ${d.relockAt} (relock in ${Math.max(0, Math.ceil((Date.parse(d.relockAt!) - now) / 1000))} s)`;
+        const reader = d.reader ? `reader ${d.reader.path} ${d.reader.connected ? 'connected' : 'NOT connected'}` : 'no reader';
+        return [`  ${d.name} (${d.uuid}): ${state}; ${reader}`];
+      }),
+      `cache: ${status.counts.users} users, ${status.counts.credentials} credentials, ${status.counts.guestLinks} guest links` +
+        (status.lastImport ? `; last import ${status.lastImport.at} from ${status.lastImport.file}` : '; never imported or synced'),
+      `events: ${status.events.total} in the log (last seq ${status.events.lastSeq}), ${status.events.unpublished} not yet published, ${status.events.evicted} evicted`,
+    ];
+    ctx.stdout.write(`${lines.join('\n')}\n`);
+    return 0;
+  } finally {
+    db.close();
+  }
+}

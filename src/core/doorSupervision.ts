@@ -1,0 +1,69 @@
+import type { LockStateName } from './relay.js';
+
+/**
+ * Door position supervision from the contact (design section 4, issue "door at work"): opened and closed
+ * events, door_forced when the door opens while locked without a recent grant or exit request, door_held_open
+ * when it stays open too long. Pure: the caller feeds contact changes and ticks, and runs the timer.
+ */
+export type SupervisionEvent = 'door_opened' | 'door_closed' | 'door_forced' | 'door_held_open';
+
+export interface SupervisionState {
+  /** null until the contact has been read. */
+  open: boolean | null;
+  openedAt: number | null;
+  heldOpenReported: boolean;
+  /** Last grant or exit request (monotonic ms). */
+  lastAuthorizedAt: number;
+}
+
+export interface SupervisionSettings {
+  /** A grant or exit request this recent excuses an opening while locked (the door's unlockSeconds). */
+  unlockWindowMs: number;
+  heldOpenMs: number;
+}
+
+export const SUPERVISION_START: SupervisionState = {
+  open: null,
+  openedAt: null,
+  heldOpenReported: false,
+  lastAuthorizedAt: Number.NEGATIVE_INFINITY,
+};
+
+export function authorized(state: SupervisionState, now: number): SupervisionState {
+  return { ...state, lastAuthorizedAt: now };
+}
+
+/** The first reading at start sets the state without events: nobody knows how the door came to be open. */
+export function initialContact(state: SupervisionState, open: boolean, now: number): SupervisionState {
+  return { ...state, open, openedAt: open ? now : null, heldOpenReported: false };
+}
+
+export function contactChanged(
+  state: SupervisionState,
+  open: boolean,
+  context: { now: number; lock: LockStateName },
+  settings: SupervisionSettings,
+): { state: SupervisionState; events: SupervisionEvent[] } {
+  if (state.open === null) return { state: initialContact(state, open, context.now), events: [] };
+  if (open === state.open) return { state, events: [] };
+  if (!open) return { state: { ...state, open: false, openedAt: null, heldOpenReported: false }, events: ['door_closed'] };
+  const events: SupervisionEvent[] = ['door_opened'];
+  if (context.lock === 'LOCKED' && context.now - state.lastAuthorizedAt > settings.unlockWindowMs) events.push('door_forced');
+  return { state: { ...state, open: true, openedAt: context.now, heldOpenReported: false }, events };
+}
+
+/** When door_held_open falls due (monotonic ms), or null when no timer is needed. */
+export function heldOpenDueAt(state: SupervisionState, settings: SupervisionSettings): number | null {
+  if (!state.open || state.openedAt === null || state.heldOpenReported) return null;
+  return state.openedAt + settings.heldOpenMs;
+}
+
+export function tick(
+  state: SupervisionState,
+  now: number,
+  settings: SupervisionSettings,
+): { state: SupervisionState; events: SupervisionEvent[] } {
+  const due = heldOpenDueAt(state, settings);
+  if (due === null || now < due) return { state, events: [] };
+  return { state: { ...state, heldOpenReported: true }, events: ['door_held_open'] };
+}

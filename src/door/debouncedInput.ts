@@ -1,0 +1,51 @@
+import type { Level } from '../core/relay.js';
+import type { GpioDriver, GpioInput } from '../hardware/gpio.js';
+import type { Timers } from '../util/clock.js';
+
+/**
+ * A GPIO input whose level counts only after it has held for `debounceMs` (contact bounce, button chatter).
+ * Reports the initial level once at open, then each settled change.
+ */
+export class DebouncedInput {
+  private readonly input: GpioInput;
+  private stable: Level;
+  private pending: unknown = null;
+
+  constructor(
+    driver: GpioDriver,
+    options: { pin: number; idleLevel: Level; debounceMs: number; timers: Timers; onLevel: (level: Level) => void },
+  ) {
+    const { timers, debounceMs, onLevel } = options;
+    this.input = driver.openInput(
+      options.pin,
+      () => {
+        if (this.pending !== null) timers.clearTimeout(this.pending);
+        const settle = () => {
+          this.pending = null;
+          const level = this.input.read();
+          if (level !== this.stable) {
+            this.stable = level;
+            onLevel(level);
+          }
+        };
+        if (debounceMs === 0) settle();
+        else this.pending = timers.setTimeout(settle, debounceMs);
+      },
+      options.idleLevel,
+    );
+    this.stable = this.input.read();
+    this.timers = timers;
+  }
+
+  private readonly timers: Timers;
+
+  get level(): Level {
+    return this.stable;
+  }
+
+  close(): void {
+    if (this.pending !== null) this.timers.clearTimeout(this.pending);
+    this.pending = null;
+    this.input.close();
+  }
+}

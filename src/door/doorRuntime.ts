@@ -1,0 +1,199 @@
+import type { Logger } from 'pino';
+import type { DoorConfig } from '../config/schema.js';
+import type { CredentialKind } from '../core/credentials.js';
+import * as supervision from '../core/doorSupervision.js';
+import { KEYPAD_IDLE, PIN_AFTER_CARD_MS, isLockedOut, recordFailure, type PendingCard } from '../core/keypad.js';
+import type { ReaderFrame } from '../hardware/readerFrames.js';
+import type { EventLog, EventType } from '../store/eventLog.js';
+import type { Clock, Timers } from '../util/clock.js';
+import type { AccessChecker, AccessResult } from './accessChecker.js';
+import type { LockController } from './lockController.js';
+
+export interface DoorRuntimeDeps {
+  controller: LockController;
+  checker: AccessChecker;
+  events: EventLog;
+  clock: Clock;
+  timers: Timers;
+  /** A child logger that already names the door. */
+  logger: Logger;
+}
+
+/**
+ * One door at work: reader frames become decisions, grants unlock the relay, the exit button and the door
+ * contact are supervised, and every decision and door event is recorded (after the relay has acted).
+ */
+export class DoorRuntime {
+  private keypad = KEYPAD_IDLE;
+  private pending: PendingCard | null = null;
+  private pendingTimer: unknown = null;
+  private door_ = supervision.SUPERVISION_START;
+  private heldTimer: unknown = null;
+  private openedWhileUnlocked = false;
+  private readonly settings: supervision.SupervisionSettings;
+
+  constructor(
+    private readonly door: DoorConfig,
+    private readonly deps: DoorRuntimeDeps,
+  ) {
+    this.settings = { unlockWindowMs: door.unlockSeconds * 1000, heldOpenMs: door.heldOpenSeconds * 1000 };
+  }
+
+  private record(type: EventType, data: Record<string, unknown> = {}): void {
+    try {
+      this.deps.events.append({ type, door: this.door.uuid, at: this.deps.clock.wallNow(), data });
+    } catch (err) {
+      // The door has already acted; a failing disk must not stop it. The log line keeps the trace.
+      this.deps.logger.error({ err, type }, 'cannot record event');
+    }
+  }
+
+  private decisionData(result: AccessResult, extra: Record<string, unknown> = {}) {
+    return {
+      kind: result.kind,
+      hint: result.hint,
+      reason: result.reason,
+      holders: result.holders.map((h) => ({ ...h.holder, reason: h.reason })),
+      ...extra,
+    };
+  }
+
+  private grant(result: AccessResult, extra: Record<string, unknown> = {}): void {
+    const now = this.deps.clock.monoNow();
+    this.door_ = supervision.authorized(this.door_, now);
+    this.deps.controller.unlock(this.door.unlockSeconds, `${result.kind} ${result.hint}`, () =>
+      this.record('access_granted', this.decisionData(result, extra)),
+    );
+    this.deps.logger.info({ kind: result.kind, hint: result.hint }, 'access granted');
+  }
+
+  private deny(result: AccessResult, extra: Record<string, unknown> = {}): void {
+    this.record('access_denied', this.decisionData(result, extra));
+    this.deps.logger.info({ kind: result.kind, hint: result.hint, reason: result.reason }, 'access denied');
+  }
+
+  private check(kind: CredentialKind, credential: string): AccessResult | null {
+    const now = this.deps.clock.monoNow();
+    const result = this.deps.checker.check({
+      door: this.door,
+      kind,
+      credential,
+      now: this.deps.clock.wallNow(),
+      keypadLockedOut: isLockedOut(this.keypad, now),
+    });
+    if (result === null) this.deps.logger.warn({ kind }, 'malformed credential from the reader dropped');
+    return result;
+  }
+
+  private pinFailed(): void {
+    const { state, lockoutStarted } = recordFailure(this.keypad, this.deps.clock.monoNow(), this.door.keypadLockout);
+    this.keypad = state;
+    if (lockoutStarted) {
+      this.record('keypad_locked_out', { seconds: this.door.keypadLockout.lockoutSeconds });
+      this.deps.logger.warn('keypad locked out after repeated wrong PINs');
+    }
+  }
+
+  onReaderFrame(frame: ReaderFrame): void {
+    if (frame.kind === 'noise' || frame.kind === 'keypad_cleared') return;
+    const result = this.check(frame.kind, frame.value);
+    if (result === null) return;
+    if (frame.kind === 'pin') return this.onPin(result);
+    if (frame.kind === 'card' && this.door.mode === 'card_and_pin') return this.onCardNeedingPin(result);
+    if (result.granted) this.grant(result);
+    else this.deny(result);
+  }
+
+  private onCardNeedingPin(result: AccessResult): void {
+    this.clearPending();
+    if (!result.granted) return this.deny(result);
+    // Guest links carry no PIN: a guest card qualifies on its own. Users must add their PIN.
+    if (result.holders.some((h) => 'magic_link_id' in h.holder && h.reason === null)) return this.grant(result);
+    const emailIds = result.holders.flatMap((h) => ('email_id' in h.holder && h.reason === null ? [h.holder.email_id] : []));
+    this.pending = { emailIds, hint: result.hint, expiresAt: this.deps.clock.monoNow() + PIN_AFTER_CARD_MS };
+    this.pendingTimer = this.deps.timers.setTimeout(() => {
+      this.pendingTimer = null;
+      this.pending = null;
+      this.deny({ ...result, granted: false, reason: 'not_authorized' }, { factor: 'pin_timeout' });
+    }, PIN_AFTER_CARD_MS);
+    this.deps.logger.info({ hint: result.hint }, 'card accepted, waiting for PIN');
+  }
+
+  private onPin(result: AccessResult): void {
+    if (result.reason === 'keypad_locked_out') return this.deny(result);
+    const pending = this.pending;
+    if (this.door.mode === 'card_and_pin') {
+      if (!pending || this.deps.clock.monoNow() >= pending.expiresAt) {
+        this.clearPending();
+        return this.deny({ ...result, granted: false, reason: result.reason ?? 'not_authorized' }, { factor: 'card_first' });
+      }
+      this.clearPending();
+      const matches = result.holders.some((h) => 'email_id' in h.holder && h.reason === null && pending.emailIds.includes(h.holder.email_id));
+      if (matches) return this.grant(result, { kind: 'card_and_pin', card_hint: pending.hint });
+      this.pinFailed();
+      return this.deny({ ...result, granted: false, reason: result.reason ?? 'not_authorized' }, { factor: 'pin_mismatch', card_hint: pending.hint });
+    }
+    if (result.granted) return this.grant(result);
+    this.pinFailed();
+    this.deny(result);
+  }
+
+  private clearPending(): void {
+    if (this.pendingTimer !== null) this.deps.timers.clearTimeout(this.pendingTimer);
+    this.pendingTimer = null;
+    this.pending = null;
+  }
+
+  onExitButton(pressed: boolean): void {
+    if (!pressed) return;
+    this.door_ = supervision.authorized(this.door_, this.deps.clock.monoNow());
+    this.deps.controller.unlock(this.door.unlockSeconds, 'exit button', () => this.record('exit_request'));
+  }
+
+  /** The contact's first reading at start: no events, but a door already open is timed for held-open. */
+  initialContact(open: boolean): void {
+    this.door_ = supervision.initialContact(this.door_, open, this.deps.clock.monoNow());
+    this.scheduleHeldOpen();
+  }
+
+  onContact(open: boolean): void {
+    const lock = this.deps.controller.snapshot();
+    const { state, events } = supervision.contactChanged(
+      this.door_,
+      open,
+      { now: this.deps.clock.monoNow(), lock: lock.state },
+      this.settings,
+    );
+    this.door_ = state;
+    for (const type of events) this.record(type);
+    if (events.includes('door_forced')) this.deps.logger.warn('door forced open');
+    if (open) this.openedWhileUnlocked = lock.state === 'UNLOCKED' && lock.relockAt !== null;
+    else if (this.openedWhileUnlocked && this.door.relockOnClose && lock.state === 'UNLOCKED' && lock.relockAt !== null) {
+      // Someone went through: relock now rather than leaving the door unlocked behind them.
+      this.openedWhileUnlocked = false;
+      this.deps.controller.lock('door closed');
+    }
+    this.scheduleHeldOpen();
+  }
+
+  private scheduleHeldOpen(): void {
+    if (this.heldTimer !== null) this.deps.timers.clearTimeout(this.heldTimer);
+    this.heldTimer = null;
+    const due = supervision.heldOpenDueAt(this.door_, this.settings);
+    if (due === null) return;
+    this.heldTimer = this.deps.timers.setTimeout(() => {
+      this.heldTimer = null;
+      const { state, events } = supervision.tick(this.door_, this.deps.clock.monoNow(), this.settings);
+      this.door_ = state;
+      for (const type of events) this.record(type, { seconds: this.door.heldOpenSeconds });
+      if (events.length > 0) this.deps.logger.warn('door held open');
+      this.scheduleHeldOpen();
+    }, Math.max(0, due - this.deps.clock.monoNow()));
+  }
+
+  stop(): void {
+    this.clearPending();
+    if (this.heldTimer !== null) this.deps.timers.clearTimeout(this.heldTimer);
+    this.heldTimer = null;
+  }
+}

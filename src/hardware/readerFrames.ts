@@ -1,0 +1,180 @@
+import type { CardFormat } from '../core/credentials.js';
+
+/**
+ * What a door reader sent, framed: a card line, a keypad PIN, a QR token, a keypad clear, or a burst of noise
+ * that was dropped (reported once per burst, never per byte). Pure: time comes in with each call.
+ */
+export type ReaderFrame =
+  | { kind: 'card'; value: string }
+  | { kind: 'pin'; value: string }
+  | { kind: 'token'; value: string }
+  | { kind: 'keypad_cleared' }
+  | { kind: 'noise'; bytes: number; reasons: NoiseReason[] };
+
+export type NoiseReason = 'binary' | 'too_long' | 'unrecognized';
+
+export interface FrameParserOptions {
+  cardFormat: CardFormat;
+  /** Keypad entry is abandoned when the next key comes later than this (design: 10 s). */
+  keyTimeoutMs?: number;
+  /** A partial line idle this long is over: digits are taken as key presses, anything else is noise. */
+  lineGapMs?: number;
+  /** A line longer than this without a newline is noise (design: 256 bytes). */
+  maxLineBytes?: number;
+}
+
+const CR = 0x0d;
+const LF = 0x0a;
+const HASH = 0x23;
+const STAR = 0x2a;
+const MAX_PIN_DIGITS = 16;
+
+const isDigit = (b: number) => b >= 0x30 && b <= 0x39;
+const isHexDigit = (b: number) => isDigit(b) || (b >= 0x41 && b <= 0x46) || (b >= 0x61 && b <= 0x66);
+const isPrintable = (b: number) => b >= 0x20 && b <= 0x7e;
+
+/**
+ * Frames the byte stream of a serial reader (design section 4, Reader):
+ * - a CR/LF-terminated line of digits (hex digits for cardFormat hex) is a card;
+ * - keypad keys come either one per line or raw; `#` submits the digits typed so far as a PIN, `*` clears
+ *   them, and more than keyTimeoutMs between keys starts over;
+ * - another printable line of 16-128 characters is a QR token;
+ * - binary bytes, unrecognized lines and lines over maxLineBytes are dropped, reported as one noise frame per
+ *   burst (emitted with the next good frame, or by idle() once the line has gone quiet).
+ */
+export class ReaderFrameParser {
+  private line: number[] = [];
+  private lineBinary = false;
+  private discarding = false; // inside an over-long line, until its newline
+  private lastByteAt = Number.NEGATIVE_INFINITY;
+  private keys = '';
+  private lastKeyAt = Number.NEGATIVE_INFINITY;
+  private noise: { bytes: number; reasons: Set<NoiseReason> } | null = null;
+  private readonly keyTimeoutMs: number;
+  private readonly lineGapMs: number;
+  private readonly maxLineBytes: number;
+
+  constructor(private readonly options: FrameParserOptions) {
+    this.keyTimeoutMs = options.keyTimeoutMs ?? 10_000;
+    this.lineGapMs = options.lineGapMs ?? 200;
+    this.maxLineBytes = options.maxLineBytes ?? 256;
+  }
+
+  /** Frames the bytes received at `now` (ms, any monotonic clock). */
+  feed(chunk: Uint8Array, now: number): ReaderFrame[] {
+    const out: ReaderFrame[] = [];
+    if (now - this.lastByteAt > this.lineGapMs) this.endPartialLine(out);
+    this.lastByteAt = now;
+    for (const b of chunk) this.byte(b, now, out);
+    return out;
+  }
+
+  /** Called when the reader has been quiet for a while: settles a partial line and reports pending noise. */
+  idle(now: number): ReaderFrame[] {
+    const out: ReaderFrame[] = [];
+    if (now - this.lastByteAt > this.lineGapMs) this.endPartialLine(out);
+    this.flushNoise(out);
+    return out;
+  }
+
+  private byte(b: number, now: number, out: ReaderFrame[]): void {
+    if (b === CR || b === LF) {
+      if (this.discarding) this.discarding = false;
+      else this.endLine(now, out);
+      return;
+    }
+    if (this.discarding) {
+      this.addNoise(1, 'too_long');
+      return;
+    }
+    if ((b === HASH || b === STAR) && !this.lineBinary && this.line.every(isDigit)) {
+      this.keypadTerminator(b, now, out);
+      return;
+    }
+    if (!isPrintable(b)) this.lineBinary = true;
+    this.line.push(b);
+    if (this.line.length > this.maxLineBytes) {
+      this.addNoise(this.line.length, 'too_long');
+      this.resetLine();
+      this.discarding = true;
+    }
+  }
+
+  private keypadTerminator(b: number, now: number, out: ReaderFrame[]): void {
+    for (const digit of this.line) this.key(String.fromCharCode(digit), now);
+    this.resetLine();
+    if (b === STAR) {
+      this.keys = '';
+      this.emit(out, { kind: 'keypad_cleared' });
+      return;
+    }
+    const pin = this.keys;
+    this.keys = '';
+    if (pin !== '' && now - this.lastKeyAt <= this.keyTimeoutMs) this.emit(out, { kind: 'pin', value: pin });
+  }
+
+  private key(digit: string, now: number): void {
+    if (now - this.lastKeyAt > this.keyTimeoutMs) this.keys = '';
+    this.lastKeyAt = now;
+    // Past the longest PIN this is not keypad entry: keep only the latest digits.
+    this.keys = (this.keys + digit).slice(-MAX_PIN_DIGITS);
+  }
+
+  private endLine(now: number, out: ReaderFrame[]): void {
+    const bytes = this.line;
+    const binary = this.lineBinary;
+    this.resetLine();
+    if (bytes.length === 0) return;
+    if (binary) return this.addNoise(bytes.length, 'binary');
+    const text = String.fromCharCode(...bytes);
+    if (bytes.length === 1 && isDigit(bytes[0]!)) {
+      this.key(text, now);
+      return;
+    }
+    const cardLike = this.options.cardFormat === 'hex' ? bytes.every(isHexDigit) : bytes.every(isDigit);
+    if (cardLike) {
+      this.keys = ''; // a card starts a new interaction
+      this.emit(out, { kind: 'card', value: text });
+    } else if (bytes.length >= 16 && bytes.length <= 128 && !text.includes(' ')) {
+      this.emit(out, { kind: 'token', value: text });
+    } else {
+      this.addNoise(bytes.length, 'unrecognized');
+    }
+  }
+
+  /** A line that stopped mid-way: digits were key presses, anything else was noise. */
+  private endPartialLine(out: ReaderFrame[]): void {
+    if (this.line.length > 0) {
+      if (!this.lineBinary && this.line.every(isDigit) && this.line.length <= MAX_PIN_DIGITS) {
+        for (const digit of this.line) this.key(String.fromCharCode(digit), this.lastByteAt);
+      } else {
+        this.addNoise(this.line.length, this.lineBinary ? 'binary' : 'unrecognized');
+      }
+      this.resetLine();
+    }
+    this.discarding = false;
+    this.flushNoise(out);
+  }
+
+  private resetLine(): void {
+    this.line = [];
+    this.lineBinary = false;
+  }
+
+  private addNoise(bytes: number, reason: NoiseReason): void {
+    this.noise ??= { bytes: 0, reasons: new Set() };
+    this.noise.bytes += bytes;
+    this.noise.reasons.add(reason);
+  }
+
+  private flushNoise(out: ReaderFrame[]): void {
+    if (!this.noise) return;
+    out.push({ kind: 'noise', bytes: this.noise.bytes, reasons: [...this.noise.reasons] });
+    this.noise = null;
+  }
+
+  private emit(out: ReaderFrame[], frame: ReaderFrame): void {
+    this.flushNoise(out);
+    out.push(frame);
+  }
+}

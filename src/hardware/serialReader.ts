@@ -1,0 +1,177 @@
+import { SerialPort } from 'serialport';
+import type { Logger } from 'pino';
+import type { CardFormat } from '../core/credentials.js';
+import { backoffDelay, type BackoffOptions } from '../util/backoff.js';
+import type { Clock, Timers } from '../util/clock.js';
+import { ReaderFrameParser, type ReaderFrame } from './readerFrames.js';
+
+/** The part of a serial port the reader uses (serialport's SerialPort; a fake in unit tests). */
+export interface PortLike {
+  open(callback: (err: Error | null) => void): void;
+  close(callback?: (err: Error | null) => void): void;
+  on(event: 'data', listener: (chunk: Buffer) => void): unknown;
+  on(event: 'close', listener: (err?: Error | null) => void): unknown;
+  on(event: 'error', listener: (err: Error) => void): unknown;
+  removeAllListeners(): unknown;
+  readonly isOpen: boolean;
+}
+
+export type PortFactory = (path: string, baudRate: number) => PortLike;
+
+export const openSerialPort: PortFactory = (path, baudRate) =>
+  new SerialPort({ path, baudRate, autoOpen: false, lock: true }) as unknown as PortLike;
+
+// First retry within a second, then doubling up to 30 s (design: an unplugged reader is reopened with backoff).
+export const READER_BACKOFF: BackoffOptions = { initialMs: 500, maxMs: 30_000, jitter: 0.2 };
+const IDLE_CHECK_MS = 250;
+const NOISE_WARNING_INTERVAL_MS = 1000;
+
+export interface SerialReaderOptions {
+  path: string;
+  baudRate: number;
+  cardFormat: CardFormat;
+  onFrame: (frame: ReaderFrame) => void;
+  onConnectionChange?: (connected: boolean) => void;
+  logger: Logger;
+  clock: Clock;
+  timers: Timers;
+  openPort?: PortFactory;
+}
+
+/**
+ * A door's serial reader: opens the configured device (no udev enumeration), frames what it sends, and reopens
+ * it with backoff whenever it fails to open, errors or disappears (unplugged), until stopped.
+ */
+export class SerialReader {
+  private port: PortLike | null = null;
+  private parser: ReaderFrameParser;
+  private attempt = 0;
+  private retryTimer: unknown = null;
+  private idleTimer: unknown = null;
+  private stopped = false;
+  private connectedFlag = false;
+  private outageReported = false;
+  private noise: { bytes: number; reasons: Set<string>; bursts: number } | null = null;
+  private noiseTimer: unknown = null;
+
+  constructor(private readonly options: SerialReaderOptions) {
+    this.parser = new ReaderFrameParser({ cardFormat: options.cardFormat });
+  }
+
+  get connected(): boolean {
+    return this.connectedFlag;
+  }
+
+  start(): void {
+    this.stopped = false;
+    this.open();
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    this.clearTimers();
+    const port = this.port;
+    this.port = null;
+    this.setConnected(false);
+    if (port?.isOpen) await new Promise<void>((resolve) => port.close(() => resolve()));
+    port?.removeAllListeners();
+  }
+
+  private open(): void {
+    if (this.stopped) return;
+    const { path, baudRate, logger } = this.options;
+    const port = (this.options.openPort ?? openSerialPort)(path, baudRate);
+    this.port = port;
+    port.on('data', (chunk) => this.receive(chunk));
+    port.on('error', (err) => logger.warn({ err, path }, 'reader error'));
+    port.on('close', (err) => {
+      if (this.port !== port) return;
+      this.setConnected(false);
+      if (!this.stopped) {
+        logger.warn({ path, reason: err?.message }, 'reader disconnected; reopening');
+        this.scheduleReopen();
+      }
+    });
+    port.open((err) => {
+      if (this.stopped || this.port !== port) {
+        // Stopped (or replaced) while opening: release the device, or its lock would outlive us.
+        if (!err) port.close();
+        return;
+      }
+      if (err) {
+        if (!this.outageReported) logger.warn({ path, reason: err.message }, 'cannot open reader; retrying with backoff');
+        this.outageReported = true;
+        this.scheduleReopen();
+        return;
+      }
+      this.attempt = 0;
+      this.outageReported = false;
+      this.parser = new ReaderFrameParser({ cardFormat: this.options.cardFormat });
+      this.setConnected(true);
+      logger.info({ path, baudRate }, 'reader connected');
+    });
+  }
+
+  private scheduleReopen(): void {
+    const old = this.port;
+    this.port = null;
+    old?.removeAllListeners();
+    if (this.stopped || this.retryTimer !== null) return;
+    const delay = backoffDelay(this.attempt++, READER_BACKOFF);
+    this.retryTimer = this.options.timers.setTimeout(() => {
+      this.retryTimer = null;
+      this.open();
+    }, delay);
+  }
+
+  private receive(chunk: Buffer): void {
+    for (const frame of this.parser.feed(chunk, this.options.clock.monoNow())) this.deliver(frame);
+    if (this.idleTimer !== null) this.options.timers.clearTimeout(this.idleTimer);
+    this.idleTimer = this.options.timers.setTimeout(() => {
+      this.idleTimer = null;
+      for (const frame of this.parser.idle(this.options.clock.monoNow())) this.deliver(frame);
+    }, IDLE_CHECK_MS);
+  }
+
+  private deliver(frame: ReaderFrame): void {
+    if (frame.kind !== 'noise') {
+      this.options.onFrame(frame);
+      return;
+    }
+    // One warning per second at most, however the noise trickles in: a bad cable must not flood the journal.
+    this.noise ??= { bytes: 0, reasons: new Set(), bursts: 0 };
+    this.noise.bytes += frame.bytes;
+    this.noise.bursts += 1;
+    for (const reason of frame.reasons) this.noise.reasons.add(reason);
+    if (this.noiseTimer === null) {
+      this.noiseTimer = this.options.timers.setTimeout(() => {
+        this.noiseTimer = null;
+        this.flushNoise();
+      }, NOISE_WARNING_INTERVAL_MS);
+    }
+  }
+
+  private flushNoise(): void {
+    const noise = this.noise;
+    this.noise = null;
+    if (!noise) return;
+    this.options.logger.warn(
+      { path: this.options.path, bytes: noise.bytes, bursts: noise.bursts, reasons: [...noise.reasons] },
+      'reader noise dropped',
+    );
+  }
+
+  private setConnected(connected: boolean): void {
+    if (connected === this.connectedFlag) return;
+    this.connectedFlag = connected;
+    this.options.onConnectionChange?.(connected);
+  }
+
+  private clearTimers(): void {
+    for (const timer of [this.retryTimer, this.idleTimer, this.noiseTimer]) if (timer !== null) this.options.timers.clearTimeout(timer);
+    this.retryTimer = null;
+    this.idleTimer = null;
+    this.noiseTimer = null;
+    this.flushNoise();
+  }
+}

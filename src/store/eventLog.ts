@@ -1,0 +1,109 @@
+import type { Statement } from 'better-sqlite3';
+import type { Db } from './database.js';
+import { readMeta, writeMeta } from './meta.js';
+
+export type EventType =
+  | 'access_granted'
+  | 'access_denied'
+  | 'unlocked'
+  | 'locked'
+  | 'door_opened'
+  | 'door_closed'
+  | 'door_forced'
+  | 'door_held_open'
+  | 'exit_request'
+  | 'keypad_locked_out'
+  | 'command_rejected';
+
+export interface NewEvent {
+  type: EventType;
+  door: string | null;
+  /** Wall-clock ms. */
+  at: number;
+  /** Type-specific fields; never a whole card number, PIN or token (use hints). */
+  data?: Record<string, unknown>;
+}
+
+/** An event as published and printed (design section 5, `P/doors/<uuid>/events`). */
+export interface WireEvent {
+  id: string;
+  seq: number;
+  at: string;
+  door: string | null;
+  type: EventType;
+  [field: string]: unknown;
+}
+
+interface EventRow {
+  seq: number;
+  at: number;
+  door_uuid: string | null;
+  type: EventType;
+  payload: string;
+  published_at: number | null;
+}
+
+export interface EventLogStats {
+  total: number;
+  unpublished: number;
+  evicted: number;
+  lastSeq: number;
+}
+
+const EVICTED_KEY = 'events_evicted';
+
+/**
+ * The audit log and MQTT outbox: every decision and door event with a sequence number, written with
+ * synchronous=FULL so it survives a crash. Bounded: past `maxEvents` the oldest are evicted and counted.
+ */
+export class EventLog {
+  private readonly insert: Statement<[number, string | null, string, string]>;
+  private readonly evict: Statement<[number]>;
+  private readonly after: Statement<[number, number], EventRow>;
+
+  constructor(
+    private readonly db: Db,
+    private readonly options: { agentId: string; maxEvents: number },
+  ) {
+    this.insert = db.prepare('INSERT INTO events (at, door_uuid, type, payload) VALUES (?, ?, ?, ?)');
+    this.evict = db.prepare('DELETE FROM events WHERE seq <= ?');
+    this.after = db.prepare('SELECT * FROM events WHERE seq > ? ORDER BY seq LIMIT ?');
+  }
+
+  append(event: NewEvent): WireEvent {
+    const payload = JSON.stringify(event.data ?? {});
+    const seq = this.db.transaction(() => {
+      const inserted = Number(this.insert.run(event.at, event.door, event.type, payload).lastInsertRowid);
+      const evicted = this.evict.run(inserted - this.options.maxEvents).changes;
+      if (evicted > 0) writeMeta(this.db, EVICTED_KEY, (readMeta<number>(this.db, EVICTED_KEY) ?? 0) + evicted);
+      return inserted;
+    })();
+    return this.toWire({ seq, at: event.at, door_uuid: event.door, type: event.type, payload, published_at: null });
+  }
+
+  /** Events with seq > `since`, oldest first. */
+  since(since: number, limit = 1000): WireEvent[] {
+    return this.after.all(since, limit).map((row) => this.toWire(row));
+  }
+
+  stats(): EventLogStats {
+    const row = this.db
+      .prepare(
+        'SELECT count(*) AS total, count(*) FILTER (WHERE published_at IS NULL) AS unpublished, coalesce(max(seq), 0) AS lastSeq FROM events',
+      )
+      .get() as { total: number; unpublished: number; lastSeq: number };
+    return { ...row, evicted: readMeta<number>(this.db, EVICTED_KEY) ?? 0 };
+  }
+
+  private toWire(row: EventRow): WireEvent {
+    const data = JSON.parse(row.payload) as Record<string, unknown>;
+    return {
+      ...data,
+      id: `${this.options.agentId}-${row.seq}`,
+      seq: row.seq,
+      at: new Date(row.at).toISOString(),
+      door: row.door_uuid,
+      type: row.type,
+    };
+  }
+}

@@ -1,0 +1,21 @@
+import type { Db } from './database.js';
+import { readMeta, writeMeta } from './meta.js';
+
+/** What the running daemon reports about itself for `door-agent status` (another process). */
+export interface RuntimeStatus {
+  pid: number;
+  startedAt: string;
+  stoppedAt: string | null;
+  /** Per door uuid: whether its reader is connected (absent: no reader configured). */
+  readers: Record<string, boolean>;
+}
+
+const KEY = 'runtime';
+
+export function readRuntimeStatus(db: Db): RuntimeStatus | undefined {
+  return readMeta<RuntimeStatus>(db, KEY);
+}
+
+export function writeRuntimeStatus(db: Db, status: RuntimeStatus): void {
+  writeMeta(db, KEY, status);
+}

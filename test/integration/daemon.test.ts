@@ -1,0 +1,302 @@
+import { spawn } from 'node:child_process';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import { CLI, DOOR_UUID, ROOT, runCli, tempDir } from '../support/cli.js';
+import { Daemon, readLevel, waitUntil } from '../support/daemon.js';
+import { PtyPair } from '../support/socat.js';
+
+// The real `door-agent run` on the simulated GPIO driver, a socat pty as the reader and a real SQLite file.
+// Cards of examples/snapshot.json: 4213578 Alice (Staff, PIN 1234), 4213579 Bob (suspended).
+
+const tmp = tempDir('door-agent-daemon-');
+afterAll(tmp.cleanup);
+
+const running: Array<{ daemon: Daemon; pty: PtyPair }> = [];
+afterEach(async () => {
+  for (const { daemon, pty } of running.splice(0)) {
+    await daemon.stop('SIGKILL');
+    await pty.unplug();
+  }
+});
+
+let n = 0;
+interface Setup {
+  dir: string;
+  config: string;
+  pty: PtyPair;
+  relay: string;
+  contact: string;
+  exit: string;
+}
+
+async function setup(doorExtra = ''): Promise<Setup> {
+  const dir = join(tmp.path, `d${n++}`);
+  mkdirSync(dir);
+  const config = join(dir, 'config.yaml');
+  writeFileSync(
+    config,
+    `agent: { id: it, dataDir: ${dir}/data, timezone: Europe/Berlin }
+access: { groups: [Staff] }
+gpio: { driver: simulated, simulatedDir: ${dir}/gpio }
+doors:
+  - uuid: ${DOOR_UUID}
+    resourceId: 12
+    name: Front door
+    relay: { pin: 17 }
+    unlockSeconds: 1
+    heldOpenSeconds: 1
+    contact: { pin: 27, debounceMs: 20 }
+    exitButton: { pin: 22, debounceMs: 20 }
+    reader: { path: ${dir}/reader }
+${doorExtra}`,
+  );
+  expect(runCli(['import', 'examples/snapshot.json', '--config', config]).status).toBe(0);
+  const pty = new PtyPair(join(dir, 'reader'), join(dir, 'terminal'));
+  await pty.plugIn();
+  return {
+    dir,
+    config,
+    pty,
+    relay: join(dir, 'gpio/gpio17/value'),
+    contact: join(dir, 'gpio/gpio27/value'),
+    exit: join(dir, 'gpio/gpio22/value'),
+  };
+}
+
+async function start(s: Setup): Promise<Daemon> {
+  const daemon = new Daemon(s.config);
+  running.push({ daemon, pty: s.pty });
+  await daemon.waitForMessage('door-agent ready');
+  await daemon.waitForMessage('reader connected');
+  return daemon;
+}
+
+function events(s: Setup, since = 0): Array<Record<string, unknown>> {
+  const r = runCli(['events', '--since', String(since), '--config', s.config]);
+  expect(r.status, r.stderr).toBe(0);
+  return r.stdout
+    .trim()
+    .split('\n')
+    .filter(Boolean)
+    .map((l) => JSON.parse(l) as Record<string, unknown>);
+}
+
+const relayIs = (s: Setup, level: string) => () => readLevel(s.relay) === level;
+
+describe('door-agent run', () => {
+  it('locks the relay before anything else, then a granted card opens and recloses it', async () => {
+    const s = await setup();
+    mkdirSync(join(s.dir, 'gpio/gpio17'), { recursive: true });
+    writeFileSync(s.relay, '1\n'); // left energized by whatever ran before
+    const daemon = await start(s);
+    const order = daemon.logs.map((l) => l.msg);
+    expect(order.indexOf('relays locked')).toBeLessThan(order.indexOf('door-agent ready'));
+    expect(readLevel(s.relay)).toBe('0');
+
+    s.pty.write('0004213578\r\n');
+    await waitUntil(relayIs(s, '1'), 2000, 'relay unlocked');
+    await waitUntil(relayIs(s, '0'), 3000, 'relay relocked after unlockSeconds');
+    const log = events(s);
+    expect(log.map((e) => e.type)).toEqual(['access_granted', 'unlocked', 'locked']);
+    expect(log[0]).toMatchObject({ id: 'it-1', seq: 1, door: DOOR_UUID, kind: 'card', hint: '…78', holders: [{ email_id: 101 }] });
+    expect(log[2]).toMatchObject({ cause: 'timer' });
+    // The card number appears whole neither in the audit log nor in the daemon's log.
+    expect(JSON.stringify(log)).not.toContain('4213578');
+    expect(daemon.rawOutput.join('\n')).not.toContain('4213578');
+  });
+
+  it('a denied card never touches the relay, and is recorded with its reason', async () => {
+    const s = await setup();
+    await start(s);
+    s.pty.write('4213579\r\n99999999\r\n');
+    await waitUntil(() => events(s).length === 2, 3000, 'two decisions recorded');
+    expect(readLevel(s.relay)).toBe('0');
+    expect(events(s).map((e) => [e.type, e.reason])).toEqual([
+      ['access_denied', 'user_suspended'],
+      ['access_denied', 'unknown_credential'],
+    ]);
+  });
+
+  it('keypad PIN, and lockout after repeated wrong PINs', async () => {
+    const s = await setup('    keypadLockout: { failures: 3, windowSeconds: 60, lockoutSeconds: 2 }\n');
+    await start(s);
+    s.pty.write('12');
+    await new Promise((r) => setTimeout(r, 300)); // keys typed with pauses
+    s.pty.write('34#');
+    await waitUntil(relayIs(s, '1'), 2000, 'PIN opens');
+    await waitUntil(relayIs(s, '0'), 3000, 'relock');
+    s.pty.write('1111#');
+    s.pty.write('2222#');
+    s.pty.write('3333#');
+    await waitUntil(() => events(s).some((e) => e.type === 'keypad_locked_out'), 3000, 'lockout event');
+    s.pty.write('1234#');
+    await waitUntil(() => events(s).some((e) => e.reason === 'keypad_locked_out'), 3000, 'locked-out PIN refused');
+    expect(readLevel(s.relay)).toBe('0');
+    await new Promise((r) => setTimeout(r, 2100));
+    s.pty.write('1234#');
+    await waitUntil(relayIs(s, '1'), 2000, 'PIN accepted after the lockout');
+    expect(JSON.stringify(events(s))).not.toContain('1234');
+  });
+
+  it('card_and_pin: the card alone does not open; the same user\'s PIN within 10 s does; another PIN does not', async () => {
+    const s = await setup('    mode: card_and_pin\n');
+    const daemon = await start(s);
+    s.pty.write('4213578\r\n');
+    await daemon.waitForMessage('card accepted, waiting for PIN');
+    expect(readLevel(s.relay)).toBe('0');
+    s.pty.write('1234#');
+    await waitUntil(relayIs(s, '1'), 2000, 'card + PIN opens');
+    await waitUntil(relayIs(s, '0'), 3000, 'relock');
+    s.pty.write('4213578\r\n');
+    await daemon.waitForMessage('card accepted, waiting for PIN', 5000, daemon.logs.length);
+    s.pty.write('9999#');
+    await waitUntil(() => events(s).some((e) => e.factor === 'pin_mismatch'), 3000, 'mismatch recorded');
+    expect(readLevel(s.relay)).toBe('0');
+    expect(events(s).find((e) => e.type === 'access_granted')).toMatchObject({ kind: 'card_and_pin', card_hint: '…78' });
+  });
+
+  it('exit button unlocks; the contact reports opened, closed, forced and held open; closing relocks', async () => {
+    const s = await setup();
+    await start(s);
+    writeFileSync(s.exit, '0\n'); // pressed (activeLevel 0)
+    await waitUntil(relayIs(s, '1'), 2000, 'exit button opens');
+    writeFileSync(s.exit, '1\n');
+    writeFileSync(s.contact, '1\n'); // door opened during the unlock
+    await new Promise((r) => setTimeout(r, 150));
+    writeFileSync(s.contact, '0\n'); // and closed: relock at once
+    await waitUntil(relayIs(s, '0'), 1000, 'relock on close');
+    // An opening while locked is excused within the unlock window (1 s) after a grant or exit request.
+    await new Promise((r) => setTimeout(r, 1100));
+    writeFileSync(s.contact, '1\n'); // opened while locked, nobody authorized: forced
+    await waitUntil(() => events(s).some((e) => e.type === 'door_held_open'), 3000, 'held open after 1 s');
+    writeFileSync(s.contact, '0\n');
+    await waitUntil(() => events(s).filter((e) => e.type === 'door_closed').length === 2, 2000, 'closed');
+    expect(events(s).map((e) => [e.type, e.cause])).toEqual([
+      ['exit_request', undefined],
+      ['unlocked', 'exit button'],
+      ['door_opened', undefined],
+      ['door_closed', undefined],
+      ['locked', 'door closed'],
+      ['door_opened', undefined],
+      ['door_forced', undefined],
+      ['door_held_open', undefined],
+      ['door_closed', undefined],
+    ]);
+  });
+
+  it('survives noise, an over-long line, a half frame and an unplugged reader, with one warning per burst', async () => {
+    const s = await setup();
+    const daemon = await start(s);
+    const noiseWarnings = () => daemon.logs.filter((l) => l.msg === 'reader noise dropped').length;
+    const grantedCount = () => events(s).filter((e) => e.type === 'access_granted').length;
+    const tapAndWait = async (expected: number) => {
+      s.pty.write('4213578\r\n');
+      await waitUntil(() => grantedCount() === expected, 3000, `grant #${expected}`);
+    };
+
+    s.pty.write(Buffer.from(Array.from({ length: 2000 }, (_, i) => (i * 7919) % 256)));
+    await waitUntil(() => noiseWarnings() === 1, 3000, 'one warning for the binary burst');
+    await tapAndWait(1);
+    s.pty.write('x'.repeat(10_000));
+    await new Promise((r) => setTimeout(r, 400));
+    await tapAndWait(2);
+    await waitUntil(() => noiseWarnings() === 2, 3000, 'one warning for the over-long line');
+    expect(daemon.logs.find((l) => l.msg === 'reader noise dropped' && (l.reasons as string[]).includes('too_long'))).toBeDefined();
+    s.pty.write('4213');
+    await new Promise((r) => setTimeout(r, 500));
+    await tapAndWait(3); // the stale half frame does not merge into this card
+    await new Promise((r) => setTimeout(r, 1200));
+    expect(noiseWarnings()).toBe(2); // no more warnings than bursts
+
+    await s.pty.unplug();
+    await daemon.waitForMessage('reader disconnected; reopening');
+    expect(JSON.parse(runCli(['status', '--json', '--config', s.config]).stdout).doors[0].reader).toEqual({
+      path: join(s.dir, 'reader'),
+      connected: false,
+    });
+    await new Promise((r) => setTimeout(r, 1500)); // a few failed reopen attempts
+    const reconnects = daemon.logs.length;
+    await s.pty.plugIn();
+    await daemon.waitForMessage('reader connected', 35_000, reconnects);
+    await tapAndWait(4);
+    expect(daemon.logs.filter((l) => l.level >= 50)).toEqual([]); // no error or fatal lines
+  });
+
+  it('crash safety: SIGKILLed mid-unlock, the restarted agent relocks at the deadline and the unlock stays logged', async () => {
+    const s = await setup();
+    const config = s.config;
+    writeFileSync(config, readFileSync(config, 'utf8').replace('unlockSeconds: 1', 'unlockSeconds: 3'));
+    const first = await start(s);
+    s.pty.write('4213578\r\n');
+    await waitUntil(relayIs(s, '1'), 2000, 'unlocked');
+    const unlockedAt = Date.now();
+    await first.stop('SIGKILL');
+    expect(readLevel(s.relay)).toBe('1'); // nobody relocked it: the process is gone
+
+    // What systemd's ExecStopPost does after any exit:
+    const relock = runCli(['relock', '--config', config]);
+    expect(relock.status).toBe(0);
+    expect(readLevel(s.relay)).toBe('0');
+
+    const second = new Daemon(config);
+    running.push({ daemon: second, pty: s.pty });
+    await second.waitForMessage('door-agent ready');
+    expect(second.logs.find((l) => l.msg === 'resumed an unlock from before the restart')).toBeDefined();
+    expect(readLevel(s.relay)).toBe('1'); // the unexpired unlock resumed...
+    await waitUntil(relayIs(s, '0'), 4000, 'relocked at the deadline');
+    const relockedAfter = Date.now() - unlockedAt;
+    expect(relockedAfter).toBeGreaterThan(2500); // ...until its original deadline, not a fresh one
+    expect(relockedAfter).toBeLessThan(4500);
+    const log = events(s);
+    expect(log.map((e) => [e.type, e.cause])).toEqual([
+      ['access_granted', undefined],
+      ['unlocked', 'card …78'],
+      ['unlocked', 'resumed after restart'],
+      ['locked', 'timer'],
+    ]);
+  });
+
+  it('status and events show what happened; SIGTERM locks and exits 0', async () => {
+    const s = await setup();
+    const daemon = await start(s);
+    s.pty.write('4213578\r\n');
+    await waitUntil(relayIs(s, '1'), 2000, 'unlocked');
+    const status = runCli(['status', '--config', s.config]);
+    expect(status.status).toBe(0);
+    expect(status.stdout).toMatch(/Front door \(.*\): UNLOCKED until .* \(relock in [01] s\); reader .* connected/);
+    expect(status.stdout).toContain('cache: 5 users, 7 credentials, 1 guest links');
+    expect(status.stdout).toMatch(/events: 2 in the log \(last seq 2\), 2 not yet published, 0 evicted/);
+
+    const follow = runCliFollow(s.config, '1');
+    s.pty.write('4213579\r\n');
+    const followed = await follow.next((e) => e.type === 'access_denied');
+    expect(followed.seq).toBeGreaterThan(1);
+    follow.stop();
+
+    expect(await daemon.stop('SIGTERM')).toEqual({ code: 0, signal: null });
+    expect(readLevel(s.relay)).toBe('0');
+    expect(daemon.logs.map((l) => l.msg)).toContain('stopped');
+    expect(runCli(['status', '--config', s.config]).stdout).toMatch(/daemon: not running \(stopped .*\); relays are left locked/);
+  });
+});
+
+/** `door-agent events --since N --follow`, read line by line. */
+function runCliFollow(config: string, since: string) {
+  const child = spawn(process.execPath, [CLI, 'events', '--since', since, '--follow', '--config', config], { cwd: ROOT });
+  const seen: Array<Record<string, unknown>> = [];
+  let buffer = '';
+  child.stdout.on('data', (chunk: Buffer) => {
+    buffer += chunk.toString();
+    const lines = buffer.split('\n');
+    buffer = lines.pop()!;
+    for (const line of lines) if (line) seen.push(JSON.parse(line) as Record<string, unknown>);
+  });
+  return {
+    async next(predicate: (e: Record<string, unknown>) => boolean) {
+      await waitUntil(() => seen.some(predicate), 5000, 'followed event');
+      return seen.find(predicate)!;
+    },
+    stop: () => child.kill('SIGINT'),
+  };
+}

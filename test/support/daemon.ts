@@ -1,0 +1,80 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { CLI, ROOT } from './cli.js';
+
+export interface LogLine {
+  level: number;
+  msg: string;
+  [key: string]: unknown;
+}
+
+/** The real `door-agent run` as a child process, with its JSON log lines collected. */
+export class Daemon {
+  readonly logs: LogLine[] = [];
+  readonly rawOutput: string[] = [];
+  private readonly child: ChildProcess;
+  readonly exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+
+  constructor(configPath: string) {
+    this.child = spawn(process.execPath, [CLI, 'run', '--config', configPath], {
+      cwd: ROOT,
+      env: { PATH: process.env.PATH ?? '/usr/bin:/bin' },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let buffered = '';
+    this.child.stdout!.on('data', (chunk: Buffer) => {
+      buffered += chunk.toString('utf8');
+      let newline;
+      while ((newline = buffered.indexOf('\n')) >= 0) {
+        const line = buffered.slice(0, newline);
+        buffered = buffered.slice(newline + 1);
+        this.rawOutput.push(line);
+        try {
+          this.logs.push(JSON.parse(line) as LogLine);
+        } catch {
+          // not JSON: kept in rawOutput
+        }
+      }
+    });
+    this.child.stderr!.on('data', (chunk: Buffer) => this.rawOutput.push(chunk.toString('utf8')));
+    this.exited = new Promise((resolve) => this.child.once('exit', (code, signal) => resolve({ code, signal })));
+  }
+
+  get pid(): number {
+    return this.child.pid!;
+  }
+
+  async waitForLog(predicate: (line: LogLine) => boolean, timeoutMs = 10_000, from = 0): Promise<LogLine> {
+    const started = Date.now();
+    for (;;) {
+      const found = this.logs.slice(from).find(predicate);
+      if (found) return found;
+      if (this.child.exitCode !== null) throw new Error(`door-agent exited (${this.child.exitCode}):\n${this.rawOutput.join('\n')}`);
+      if (Date.now() - started > timeoutMs) throw new Error(`no matching log line within ${timeoutMs} ms:\n${this.rawOutput.join('\n')}`);
+      await new Promise((r) => setTimeout(r, 10));
+    }
+  }
+
+  waitForMessage(msg: string, timeoutMs?: number, from = 0): Promise<LogLine> {
+    return this.waitForLog((l) => l.msg === msg, timeoutMs, from);
+  }
+
+  async stop(signal: NodeJS.Signals = 'SIGTERM'): Promise<{ code: number | null; signal: NodeJS.Signals | null }> {
+    if (this.child.exitCode === null && this.child.signalCode === null) this.child.kill(signal);
+    return this.exited;
+  }
+}
+
+export function readLevel(valueFile: string): string {
+  return readFileSync(valueFile, 'utf8').trim();
+}
+
+/** Polls until `predicate` holds; returns the ms it took. */
+export async function waitUntil(predicate: () => boolean, timeoutMs: number, what: string): Promise<number> {
+  const started = performance.now();
+  while (!predicate()) {
+    if (performance.now() - started > timeoutMs) throw new Error(`${what}: not within ${timeoutMs} ms`);
+    await new Promise((r) => setTimeout(r, 5));
+  }
+  return performance.now() - started;
+}
