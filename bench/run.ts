@@ -6,10 +6,12 @@ import { mkdirSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { benchmarkDecisions } from './decisions.js';
+import { benchmarkTapToRelay } from './tapToRelay.js';
 import { renderTable, writeResults, type BenchRow } from './report.js';
 
 const BENCHES: Record<string, (workDir: string) => BenchRow[] | Promise<BenchRow[]>> = {
   decisions: benchmarkDecisions,
+  'tap-to-relay': benchmarkTapToRelay,
 };
 
 const root = resolve(fileURLToPath(import.meta.url), '../../..');

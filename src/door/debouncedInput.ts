@@ -8,6 +8,7 @@ import type { Timers } from '../util/clock.js';
  */
 export class DebouncedInput {
   private readonly input: GpioInput;
+  private readonly timers: Timers;
   private stable: Level;
   private pending: unknown = null;
 
@@ -16,6 +17,7 @@ export class DebouncedInput {
     options: { pin: number; idleLevel: Level; debounceMs: number; timers: Timers; onLevel: (level: Level) => void },
   ) {
     const { timers, debounceMs, onLevel } = options;
+    this.timers = timers;
     this.input = driver.openInput(
       options.pin,
       () => {
@@ -34,10 +36,7 @@ export class DebouncedInput {
       options.idleLevel,
     );
     this.stable = this.input.read();
-    this.timers = timers;
   }
-
-  private readonly timers: Timers;
 
   get level(): Level {
     return this.stable;

@@ -231,6 +231,9 @@ describe('door-agent run', () => {
     s.pty.write('4213578\r\n');
     await waitUntil(relayIs(s, '1'), 2000, 'unlocked');
     const unlockedAt = Date.now();
+    // The relay acts first and the state and events are committed right after: kill once they are (a kill
+    // inside that sub-millisecond window restarts locked, the safe side).
+    await waitUntil(() => events(s).some((e) => e.type === 'unlocked'), 2000, 'unlock recorded');
     await first.stop('SIGKILL');
     expect(readLevel(s.relay)).toBe('1'); // nobody relocked it: the process is gone
 
@@ -242,7 +245,7 @@ describe('door-agent run', () => {
     const second = new Daemon(config);
     running.push({ daemon: second, pty: s.pty });
     await second.waitForMessage('door-agent ready');
-    expect(second.logs.find((l) => l.msg === 'resumed an unlock from before the restart')).toBeDefined();
+    expect(second.logs.find((l) => l.msg === 'resumed an unlock from before the restart'), second.rawOutput.join('\n')).toBeDefined();
     expect(readLevel(s.relay)).toBe('1'); // the unexpired unlock resumed...
     await waitUntil(relayIs(s, '0'), 4000, 'relocked at the deadline');
     const relockedAfter = Date.now() - unlockedAt;

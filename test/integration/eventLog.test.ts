@@ -1,0 +1,108 @@
+import { join } from 'node:path';
+import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import { openDatabase, type Db } from '../../src/store/database.js';
+import { EventLog } from '../../src/store/eventLog.js';
+import { DOOR_UUID, tempDir } from '../support/cli.js';
+
+const tmp = tempDir('door-agent-eventlog-');
+afterAll(tmp.cleanup);
+
+const AT0 = Date.parse('2026-11-24T09:00:00.000Z');
+let n = 0;
+const opened: Db[] = [];
+afterEach(() => {
+  for (const db of opened.splice(0)) if (db.open) db.close();
+});
+
+function open(file: string, maxEvents = 1000): { db: Db; log: EventLog } {
+  const db = openDatabase(file);
+  opened.push(db);
+  return { db, log: new EventLog(db, { agentId: 'front-agent', maxEvents }) };
+}
+
+const freshFile = () => join(tmp.path, `events-${n++}.db`);
+
+describe('EventLog on a SQLite file', () => {
+  it('append returns the wire event: id <agent>-<seq>, ISO time, door, type and the data fields', () => {
+    const { log } = open(freshFile());
+    const first = log.append({ type: 'access_granted', door: DOOR_UUID, at: AT0, data: { kind: 'card', hint: '…78', reason: null } });
+    expect(first).toEqual({
+      id: 'front-agent-1',
+      seq: 1,
+      at: '2026-11-24T09:00:00.000Z',
+      door: DOOR_UUID,
+      type: 'access_granted',
+      kind: 'card',
+      hint: '…78',
+      reason: null,
+    });
+    const second = log.append({ type: 'command_rejected', door: null, at: AT0 + 1500 });
+    expect(second).toEqual({ id: 'front-agent-2', seq: 2, at: '2026-11-24T09:00:01.500Z', door: null, type: 'command_rejected' });
+  });
+
+  it('data cannot overwrite the id, seq, time, door or type of an event', () => {
+    const { log } = open(freshFile());
+    const event = log.append({ type: 'locked', door: DOOR_UUID, at: AT0, data: { id: 'x', seq: 99, at: 'then', door: 'other', type: 'unlocked', cause: 'timer' } });
+    expect(event).toMatchObject({ id: 'front-agent-1', seq: 1, at: '2026-11-24T09:00:00.000Z', door: DOOR_UUID, type: 'locked', cause: 'timer' });
+    expect(log.since(0)).toEqual([event]);
+  });
+
+  it('since(n) returns the events after n in order, a page at a time, as append returned them', () => {
+    const { log } = open(freshFile());
+    const appended = Array.from({ length: 7 }, (_, i) =>
+      log.append({ type: i % 2 === 0 ? 'door_opened' : 'door_closed', door: DOOR_UUID, at: AT0 + i * 1000, data: { i } }),
+    );
+    expect(log.since(0)).toEqual(appended);
+    const pages: number[][] = [];
+    let cursor = 0;
+    for (;;) {
+      const page = log.since(cursor, 3);
+      if (page.length === 0) break;
+      pages.push(page.map((e) => e.seq));
+      cursor = page.at(-1)!.seq;
+    }
+    expect(pages).toEqual([[1, 2, 3], [4, 5, 6], [7]]);
+    expect(log.since(5).map((e) => e.i)).toEqual([5, 6]);
+    expect(log.since(7)).toEqual([]);
+  });
+
+  it('keeps the events across closing and reopening the database, and continues the sequence', () => {
+    const file = freshFile();
+    const first = open(file);
+    first.log.append({ type: 'exit_request', door: DOOR_UUID, at: AT0 });
+    first.log.append({ type: 'unlocked', door: DOOR_UUID, at: AT0, data: { cause: 'exit button' } });
+    first.db.close();
+    const again = open(file);
+    expect(again.log.since(0).map((e) => e.type)).toEqual(['exit_request', 'unlocked']);
+    expect(again.log.append({ type: 'locked', door: DOOR_UUID, at: AT0 + 5000 }).id).toBe('front-agent-3');
+  });
+
+  it('stats().unpublished counts events not yet published', () => {
+    const { db, log } = open(freshFile());
+    expect(log.stats()).toEqual({ total: 0, unpublished: 0, evicted: 0, lastSeq: 0 });
+    for (let i = 0; i < 3; i++) log.append({ type: 'door_opened', door: DOOR_UUID, at: AT0 + i });
+    expect(log.stats()).toEqual({ total: 3, unpublished: 3, evicted: 0, lastSeq: 3 });
+    // Marked as a PUBACK would mark it (no API for it yet at this layer).
+    db.prepare('UPDATE events SET published_at = ? WHERE seq = 1').run(AT0 + 10);
+    expect(log.stats()).toMatchObject({ total: 3, unpublished: 2 });
+  });
+
+  it('is bounded: past maxEvents the oldest are evicted and counted, and the count survives a reopen', () => {
+    const file = freshFile();
+    const { db, log } = open(file, 1000);
+    for (let i = 1; i <= 1500; i++) log.append({ type: 'access_denied', door: DOOR_UUID, at: AT0 + i, data: { i } });
+    expect(log.stats()).toEqual({ total: 1000, unpublished: 1000, evicted: 500, lastSeq: 1500 });
+    const kept = [...log.since(0, 600), ...log.since(1100, 600)];
+    expect(kept).toHaveLength(1000);
+    expect(kept[0]).toMatchObject({ seq: 501, i: 501, id: 'front-agent-501' });
+    expect(kept.at(-1)).toMatchObject({ seq: 1500, i: 1500 });
+    expect(kept.map((e) => e.seq)).toEqual(Array.from({ length: 1000 }, (_, k) => 501 + k));
+    db.close();
+
+    const again = open(file, 1000);
+    expect(again.log.stats()).toEqual({ total: 1000, unpublished: 1000, evicted: 500, lastSeq: 1500 });
+    again.log.append({ type: 'locked', door: DOOR_UUID, at: AT0 + 2000 });
+    expect(again.log.stats()).toEqual({ total: 1000, unpublished: 1000, evicted: 501, lastSeq: 1501 });
+    expect(again.log.since(0, 1)[0]?.seq).toBe(502);
+  });
+});
