@@ -14,6 +14,13 @@ import { DoorStateStore } from './store/doorState.js';
 import { EventLog } from './store/eventLog.js';
 import { writeRuntimeStatus, type RuntimeStatus } from './store/runtimeStatus.js';
 import type { Clock, Timers } from './util/clock.js';
+import { readSecret, type Env } from './config/secrets.js';
+import { MqttBridge } from './mqtt/bridge.js';
+import { connectBroker } from './mqtt/connection.js';
+import { Topics } from './mqtt/topics.js';
+import { GuestLinkStore } from './store/guestLinkStore.js';
+import { ReplayCache } from './store/replayCache.js';
+import { VERSION } from './version.js';
 
 export interface AgentDeps {
   logger: Logger;
@@ -23,6 +30,8 @@ export interface AgentDeps {
   gpio?: GpioDriver;
   openPort?: PortFactory;
   pid?: number;
+  /** For secrets given in the environment (DOOR_AGENT_MQTT_PASSWORD). */
+  env?: Env;
 }
 
 interface DoorParts {
@@ -74,10 +83,12 @@ export async function startAgent(config: Config, deps: AgentDeps): Promise<Agent
     }
   };
 
+  let bridge: MqttBridge | undefined;
   let stopped = false;
   const stop = async () => {
     if (stopped) return;
     stopped = true;
+    await bridge?.stop();
     for (const part of parts) await part.reader?.stop();
     for (const part of parts) for (const input of part.inputs) input.close();
     for (const part of parts) {
@@ -96,7 +107,11 @@ export async function startAgent(config: Config, deps: AgentDeps): Promise<Agent
     logger.info({ doors: parts.length, driver: gpio.name }, 'relays locked');
 
     db = openDatabase(cachePath(config.agent.dataDir));
-    const events = new EventLog(db, { agentId: config.agent.id, maxEvents: config.agent.maxEvents });
+    const events = new EventLog(db, {
+      agentId: config.agent.id,
+      maxEvents: config.agent.maxEvents,
+      onAppend: () => bridge?.eventAppended(),
+    });
     const checker = new AccessChecker(new CredentialCache(db), config);
     const persistence = new DoorStateStore(db);
 
@@ -109,6 +124,7 @@ export async function startAgent(config: Config, deps: AgentDeps): Promise<Agent
         persistence,
         onPersistError: (err) => doorLog.error({ err }, 'cannot persist lock state'),
         onChange: (snapshot, previous) => {
+          bridge?.publishState(door.uuid);
           if (snapshot.state === previous) return;
           const relockAt = snapshot.relockAt === null ? null : new Date(snapshot.relockAt).toISOString();
           try {
@@ -126,7 +142,15 @@ export async function startAgent(config: Config, deps: AgentDeps): Promise<Agent
       });
       const resumed = part.controller.resume();
       if (resumed.state === 'UNLOCKED') doorLog.info({ relockAt: resumed.relockAt }, 'resumed an unlock from before the restart');
-      part.runtime = new DoorRuntime(door, { controller: part.controller, checker, events, clock, timers, logger: doorLog });
+      part.runtime = new DoorRuntime(door, {
+        controller: part.controller,
+        checker,
+        events,
+        clock,
+        timers,
+        logger: doorLog,
+        onDoorChange: () => bridge?.publishState(door.uuid),
+      });
     }
 
     for (const part of parts) {
@@ -174,6 +198,27 @@ export async function startAgent(config: Config, deps: AgentDeps): Promise<Agent
         },
       });
       part.reader.start();
+    }
+
+    if (config.mqtt) {
+      const mqtt = config.mqtt;
+      const topics = new Topics(mqtt.topicPrefix, config.agent.id);
+      const replay = new ReplayCache(db);
+      replay.prune(clock.wallNow() - 2 * mqtt.commandMaxAgeSeconds * 1000);
+      bridge = new MqttBridge({
+        client: connectBroker(mqtt, topics, deps.env ?? {}, logger.child({ component: 'mqtt' })),
+        topics,
+        doors: parts.map((p) => ({ door: p.door, controller: p.controller!, contact: () => p.runtime!.contactState() })),
+        events,
+        guestLinks: new GuestLinkStore(db, new Set(config.doors.map((d) => d.resourceId))),
+        replay,
+        secret: readSecret('mqtt.commandSecretFile', mqtt.commandSecretFile, {}) ?? null,
+        maxAgeSeconds: mqtt.commandMaxAgeSeconds,
+        homeAssistant: mqtt.homeAssistant,
+        version: VERSION,
+        clock,
+        logger: logger.child({ component: 'mqtt' }),
+      });
     }
     saveRuntime();
   } catch (err) {

@@ -1,6 +1,5 @@
 #!/usr/bin/env node
 import { parseArgs, type ParseArgsConfig } from 'node:util';
-import { readFileSync } from 'node:fs';
 import { runCheck } from './commands/check.js';
 import { runConfigCheck } from './commands/configCheck.js';
 import type { CommandContext } from './commands/context.js';
@@ -11,6 +10,7 @@ import { runDaemon, type ProcessHooks } from './commands/run.js';
 import { runStatus } from './commands/status.js';
 import { systemClock } from './util/clock.js';
 import { DoorAgentError, UsageError } from './util/errors.js';
+import { VERSION } from './version.js';
 
 const HELP = `door-agent: door controller with offline access decisions
 
@@ -118,8 +118,7 @@ export async function main(argv: string[], ctx: CommandContext): Promise<number>
     }
     case 'version':
     case '--version': {
-      const pkg = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string };
-      ctx.stdout.write(`${pkg.version}\n`);
+      ctx.stdout.write(`${VERSION}\n`);
       return 0;
     }
     case undefined:

@@ -22,7 +22,7 @@ export async function runDaemon(args: { config: string | undefined }, ctx: Comma
     agent?.lockAllNow();
   });
   try {
-    agent = await startAgent(config, { logger, clock: ctx.clock, timers: systemTimers });
+    agent = await startAgent(config, { logger, clock: ctx.clock, timers: systemTimers, env: ctx.env });
   } catch (err) {
     logger.fatal({ err }, 'cannot start');
     throw err;

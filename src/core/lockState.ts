@@ -9,8 +9,10 @@ export interface LockState {
   state: LockStateName;
   /** When the door relocks (monotonic ms); null while locked, or while held open with no cap. */
   relockAt: number | null;
-  /** When the current unlocked period began (monotonic ms); null while locked. Bounds maxUnlockSeconds. */
+  /** When the current unlocked period began (monotonic ms); null while locked. */
   unlockedSince: number | null;
+  /** Unlocked without a duration (hold-open), even if maxUnlockSeconds gave it a relock time. */
+  held: boolean;
   cause: string;
 }
 
@@ -31,7 +33,7 @@ export interface PersistedLock {
 export const MAX_UNLOCK_SECONDS = 604_800;
 
 export function lockedState(cause: string): LockState {
-  return { state: 'LOCKED', relockAt: null, unlockedSince: null, cause };
+  return { state: 'LOCKED', relockAt: null, unlockedSince: null, held: false, cause };
 }
 
 /**
@@ -58,7 +60,8 @@ export function unlock(
     else if (relockAt !== null) relockAt = Math.max(relockAt, current.relockAt);
   }
   const unlockedSince = current.state === 'UNLOCKED' ? (current.unlockedSince ?? now) : now;
-  return { state: 'UNLOCKED', relockAt, unlockedSince, cause };
+  const held = seconds === null || (current.state === 'UNLOCKED' && current.held);
+  return { state: 'UNLOCKED', relockAt, unlockedSince, held, cause };
 }
 
 export function lock(cause: string): LockState {
@@ -106,11 +109,11 @@ export function resume(
   const since = monoNow - elapsed;
   if (persisted.relockAt === null) {
     const relockAt = cap === Infinity ? null : monoNow + cap;
-    return { state: 'UNLOCKED', relockAt, unlockedSince: since, cause: persisted.cause };
+    return { state: 'UNLOCKED', relockAt, unlockedSince: since, held: true, cause: persisted.cause };
   }
   if (!wallTrusted) return lockedState('clock untrusted at start');
   const planned = persisted.unlockedSince === null ? Infinity : persisted.relockAt - persisted.unlockedSince;
   const remaining = Math.min(persisted.relockAt - wallNow, planned, cap);
   if (!(remaining > 0)) return lockedState('expired while stopped');
-  return { state: 'UNLOCKED', relockAt: monoNow + remaining, unlockedSince: since, cause: persisted.cause };
+  return { state: 'UNLOCKED', relockAt: monoNow + remaining, unlockedSince: since, held: false, cause: persisted.cause };
 }

@@ -4,7 +4,7 @@ import type { Timers } from '../util/clock.js';
 
 /**
  * A GPIO input whose level counts only after it has held for `debounceMs` (contact bounce, button chatter).
- * Reports the initial level once at open, then each settled change.
+ * The level at open is available as `level`; each settled change after that is reported to `onLevel`.
  */
 export class DebouncedInput {
   private readonly input: GpioInput;

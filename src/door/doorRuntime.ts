@@ -17,6 +17,8 @@ export interface DoorRuntimeDeps {
   timers: Timers;
   /** A child logger that already names the door. */
   logger: Logger;
+  /** The contact changed (for the published door state). */
+  onDoorChange?: () => void;
 }
 
 /**
@@ -27,6 +29,7 @@ export class DoorRuntime {
   private keypad = KEYPAD_IDLE;
   private pending: PendingCard | null = null;
   private pendingTimer: unknown = null;
+  private pendingCard: AccessResult | null = null;
   private door_ = supervision.SUPERVISION_START;
   private heldTimer: unknown = null;
   private openedWhileUnlocked = false;
@@ -111,20 +114,24 @@ export class DoorRuntime {
     if (result.holders.some((h) => 'magic_link_id' in h.holder && h.reason === null)) return this.grant(result);
     const emailIds = result.holders.flatMap((h) => ('email_id' in h.holder && h.reason === null ? [h.holder.email_id] : []));
     this.pending = { emailIds, hint: result.hint, expiresAt: this.deps.clock.monoNow() + PIN_AFTER_CARD_MS };
-    this.pendingTimer = this.deps.timers.setTimeout(() => {
-      this.pendingTimer = null;
-      this.pending = null;
-      this.deny({ ...result, granted: false, reason: 'not_authorized' }, { factor: 'pin_timeout' });
-    }, PIN_AFTER_CARD_MS);
+    this.pendingCard = result;
+    this.pendingTimer = this.deps.timers.setTimeout(() => this.expirePending(), PIN_AFTER_CARD_MS);
     this.deps.logger.info({ hint: result.hint }, 'card accepted, waiting for PIN');
   }
 
+  /** The card's wait for its PIN is over: recorded once, whether the timer or a late PIN noticed first. */
+  private expirePending(): void {
+    const card = this.pendingCard;
+    this.clearPending();
+    if (card) this.deny({ ...card, granted: false, reason: 'not_authorized' }, { factor: 'pin_timeout' });
+  }
+
   private onPin(result: AccessResult): void {
+    if (this.pending && this.deps.clock.monoNow() >= this.pending.expiresAt) this.expirePending();
     if (result.reason === 'keypad_locked_out') return this.deny(result);
     const pending = this.pending;
     if (this.door.mode === 'card_and_pin') {
-      if (!pending || this.deps.clock.monoNow() >= pending.expiresAt) {
-        this.clearPending();
+      if (!pending) {
         return this.deny({ ...result, granted: false, reason: result.reason ?? 'not_authorized' }, { factor: 'card_first' });
       }
       this.clearPending();
@@ -142,12 +149,18 @@ export class DoorRuntime {
     if (this.pendingTimer !== null) this.deps.timers.clearTimeout(this.pendingTimer);
     this.pendingTimer = null;
     this.pending = null;
+    this.pendingCard = null;
   }
 
   onExitButton(pressed: boolean): void {
     if (!pressed) return;
     this.door_ = supervision.authorized(this.door_, this.deps.clock.monoNow());
     this.deps.controller.unlock(this.door.unlockSeconds, 'exit button', () => this.record('exit_request'));
+  }
+
+  /** The door position from the contact, null without a contact (or before its first reading). */
+  contactState(): 'OPEN' | 'CLOSED' | null {
+    return this.door_.open === null ? null : this.door_.open ? 'OPEN' : 'CLOSED';
   }
 
   /** The contact's first reading at start: no events, but a door already open is timed for held-open. */
@@ -166,9 +179,11 @@ export class DoorRuntime {
     );
     this.door_ = state;
     for (const type of events) this.record(type);
+    if (events.length > 0) this.deps.onDoorChange?.();
     if (events.includes('door_forced')) this.deps.logger.warn('door forced open');
-    if (open) this.openedWhileUnlocked = lock.state === 'UNLOCKED' && lock.relockAt !== null;
-    else if (this.openedWhileUnlocked && this.door.relockOnClose && lock.state === 'UNLOCKED' && lock.relockAt !== null) {
+    const timedUnlock = lock.state === 'UNLOCKED' && !lock.heldOpen;
+    if (open) this.openedWhileUnlocked = timedUnlock;
+    else if (this.openedWhileUnlocked && this.door.relockOnClose && timedUnlock) {
       // Someone went through: relock now rather than leaving the door unlocked behind them.
       this.openedWhileUnlocked = false;
       this.deps.controller.lock('door closed');

@@ -16,8 +16,10 @@ export interface LockStatePersistence {
 export interface LockSnapshot {
   door: string;
   state: LockStateName;
-  /** Wall-clock ms of the relock; null when locked or held open. */
+  /** Wall-clock ms of the relock; null when locked or held open without a cap. */
   relockAt: number | null;
+  /** Unlocked on request without a duration (a hold-open), even when maxUnlockSeconds caps it. */
+  heldOpen: boolean;
   changedAt: number;
   cause: string;
 }
@@ -90,7 +92,8 @@ export class LockController {
   snapshot(): LockSnapshot {
     const { clock } = this.deps;
     const relockAt = this.state.relockAt === null ? null : clock.wallNow() + (this.state.relockAt - clock.monoNow());
-    return { door: this.door.uuid, state: this.state.state, relockAt, changedAt: this.changedAt, cause: this.state.cause };
+    const heldOpen = this.state.state === 'UNLOCKED' && this.state.held;
+    return { door: this.door.uuid, state: this.state.state, relockAt, heldOpen, changedAt: this.changedAt, cause: this.state.cause };
   }
 
   /** Drives the relay to its locked level and stops the timer, leaving the persisted state for the next start. */

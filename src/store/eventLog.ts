@@ -63,7 +63,7 @@ export class EventLog {
 
   constructor(
     private readonly db: Db,
-    private readonly options: { agentId: string; maxEvents: number },
+    private readonly options: { agentId: string; maxEvents: number; onAppend?: () => void },
   ) {
     this.insert = db.prepare('INSERT INTO events (at, door_uuid, type, payload) VALUES (?, ?, ?, ?)');
     this.evict = db.prepare('DELETE FROM events WHERE seq <= ?');
@@ -78,7 +78,27 @@ export class EventLog {
       if (evicted > 0) writeMeta(this.db, EVICTED_KEY, (readMeta<number>(this.db, EVICTED_KEY) ?? 0) + evicted);
       return inserted;
     })();
-    return this.toWire({ seq, at: event.at, door_uuid: event.door, type: event.type, payload, published_at: null });
+    const wire = this.toWire({ seq, at: event.at, door_uuid: event.door, type: event.type, payload, published_at: null });
+    this.options.onAppend?.();
+    return wire;
+  }
+
+  /** Events not yet published (PUBACK not received), oldest first, after `afterSeq`. */
+  unpublished(afterSeq: number, limit: number): WireEvent[] {
+    return (
+      this.db
+        .prepare('SELECT * FROM events WHERE published_at IS NULL AND seq > ? ORDER BY seq LIMIT ?')
+        .all(afterSeq, limit) as EventRow[]
+    ).map((row) => this.toWire(row));
+  }
+
+  /** Marks events as published, in one transaction (one fsync for a whole batch of PUBACKs). */
+  markPublished(seqs: readonly number[], at: number): void {
+    if (seqs.length === 0) return;
+    const mark = this.db.prepare('UPDATE events SET published_at = ? WHERE seq = ?');
+    this.db.transaction(() => {
+      for (const seq of seqs) mark.run(at, seq);
+    })();
   }
 
   /** Events with seq > `since`, oldest first. */

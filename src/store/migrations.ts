@@ -70,4 +70,14 @@ export const MIGRATIONS: readonly string[] = [
     value TEXT NOT NULL
   ) STRICT;
   `,
+  `
+  -- request_ids of executed signed commands: a replayed command is refused even after a restart.
+  CREATE TABLE command_requests (
+    request_id TEXT PRIMARY KEY,
+    door_uuid  TEXT NOT NULL,
+    seen_at    INTEGER NOT NULL  -- wall-clock ms
+  ) STRICT;
+  CREATE INDEX command_requests_by_age ON command_requests (seen_at);
+  CREATE INDEX events_unpublished ON events (seq) WHERE published_at IS NULL;
+  `,
 ];

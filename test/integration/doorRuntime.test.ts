@@ -1,132 +1,7 @@
-import { join } from 'node:path';
-import { pino } from 'pino';
-import { afterAll, afterEach, describe, expect, it } from 'vitest';
-import { parseConfig } from '../../src/config/load.js';
-import type { DoorConfig } from '../../src/config/schema.js';
-import type { Level } from '../../src/core/relay.js';
-import { AccessChecker } from '../../src/door/accessChecker.js';
-import { DoorRuntime } from '../../src/door/doorRuntime.js';
-import { LockController } from '../../src/door/lockController.js';
-import type { GpioOutput } from '../../src/hardware/gpio.js';
-import { importSnapshot } from '../../src/snapshot/importSnapshot.js';
-import { CredentialCache } from '../../src/store/credentialCache.js';
-import { openDatabase, type Db } from '../../src/store/database.js';
-import { DoorStateStore } from '../../src/store/doorState.js';
-import { EventLog, type EventType, type WireEvent } from '../../src/store/eventLog.js';
-import type { Clock, Timers } from '../../src/util/clock.js';
-import { DOOR_UUID, ROOT, tempDir } from '../support/cli.js';
+import { describe, expect, it } from 'vitest';
+import { ALICE_CARD, ALICE_PIN, BOB_CARD, GUEST_CARD, DOOR_UUID, GUEST_TOKEN, WALL0, useDoorRuntime } from './doorRuntimeHarness.js';
 
-// A Tuesday, 10:00 in Europe/Berlin: inside guest link 501's schedule (Mon-Fri 9-17).
-const WALL0 = Date.parse('2026-11-24T10:00:00+01:00');
-const SNAPSHOT = join(ROOT, 'examples/snapshot.json');
-const ALICE_CARD = '4213578';
-const ALICE_PIN = '1234';
-const BOB_CARD = '4213579';
-const GUEST_CARD = '7700001';
-const GUEST_TOKEN = 'guest-token-carol-0001';
-
-/** Manual wall + monotonic clock; timers fire in due order as time is advanced. */
-class ManualTime implements Clock, Timers {
-  wall = WALL0;
-  mono = 1_000;
-  private nextId = 1;
-  private pending = new Map<number, { due: number; callback: () => void }>();
-  wallNow = () => this.wall;
-  monoNow = () => this.mono;
-  setTimeout(callback: () => void, ms: number): unknown {
-    const id = this.nextId++;
-    this.pending.set(id, { due: this.mono + Math.max(0, ms), callback });
-    return id;
-  }
-  clearTimeout(handle: unknown): void {
-    this.pending.delete(handle as number);
-  }
-  advance(ms: number): void {
-    const target = this.mono + ms;
-    for (;;) {
-      let next: [number, { due: number; callback: () => void }] | undefined;
-      for (const entry of this.pending) if (entry[1].due <= target && (!next || entry[1].due < next[1].due)) next = entry;
-      if (!next) break;
-      this.pending.delete(next[0]);
-      this.wall += next[1].due - this.mono;
-      this.mono = next[1].due;
-      next[1].callback();
-    }
-    this.wall += target - this.mono;
-    this.mono = target;
-  }
-}
-
-class MemoryRelay implements GpioOutput {
-  readonly pin = 17;
-  writes: Level[] = [];
-  write(level: Level): void {
-    this.writes.push(level);
-  }
-  read(): Level {
-    return this.writes.at(-1) ?? 0;
-  }
-}
-
-const tmp = tempDir('door-agent-runtime-');
-afterAll(tmp.cleanup);
-let n = 0;
-const cleanups: Array<() => void> = [];
-afterEach(() => {
-  for (const c of cleanups.splice(0)) c();
-});
-
-function setup(overrides: Partial<DoorConfig> = {}) {
-  const base = parseConfig(
-    `agent: { id: test-agent, timezone: Europe/Berlin, dataDir: ${tmp.path} }
-access: { groups: [Staff], policies: [Night shift] }
-doors: [ { uuid: ${DOOR_UUID}, resourceId: 12, relay: { pin: 17 }, unlockSeconds: 5, heldOpenSeconds: 30 } ]`,
-    'test',
-  );
-  const door: DoorConfig = { ...base.doors[0]!, ...overrides };
-  const db: Db = openDatabase(join(tmp.path, `cache-${n++}.db`));
-  importSnapshot(db, SNAPSHOT, { maxRemovalRatio: null, now: WALL0 });
-  const time = new ManualTime();
-  const relay = new MemoryRelay();
-  const events = new EventLog(db, { agentId: 'test-agent', maxEvents: 1000 });
-  const logs: string[] = [];
-  const logger = pino({ level: 'debug', base: undefined, timestamp: false }, { write: (line: string) => void logs.push(line) });
-  // Wired as src/app.ts does: lock state changes become unlocked/locked events.
-  const controller = new LockController(door, relay, {
-    clock: time,
-    timers: time,
-    persistence: new DoorStateStore(db),
-    onChange: (snapshot, previous) => {
-      if (snapshot.state === previous) return;
-      const relockAt = snapshot.relockAt === null ? null : new Date(snapshot.relockAt).toISOString();
-      events.append({
-        type: snapshot.state === 'UNLOCKED' ? 'unlocked' : 'locked',
-        door: door.uuid,
-        at: snapshot.changedAt,
-        data: snapshot.state === 'UNLOCKED' ? { cause: snapshot.cause, relock_at: relockAt } : { cause: snapshot.cause },
-      });
-    },
-  });
-  const runtime = new DoorRuntime(door, {
-    controller,
-    checker: new AccessChecker(new CredentialCache(db), base),
-    events,
-    clock: time,
-    timers: time,
-    logger,
-  });
-  cleanups.push(() => {
-    runtime.stop();
-    controller.shutdown();
-    db.close();
-  });
-  const all = (): WireEvent[] => events.since(0);
-  const types = (): EventType[] => all().map((e) => e.type);
-  const last = (type: EventType): WireEvent | undefined => all().filter((e) => e.type === type).at(-1);
-  const card = (value: string) => runtime.onReaderFrame({ kind: 'card', value });
-  const pin = (value: string) => runtime.onReaderFrame({ kind: 'pin', value });
-  return { door, db, time, relay, events, controller, runtime, logs, all, types, last, card, pin };
-}
+const setup = useDoorRuntime();
 
 describe('DoorRuntime decisions (card_or_pin)', () => {
   it('a granted card unlocks for unlockSeconds: access_granted, unlocked, then locked by the timer', () => {
@@ -223,6 +98,16 @@ describe('DoorRuntime card_and_pin', () => {
     expect(t.relay.writes).toEqual([0]);
   });
 
+  it('a PIN at 10 s is refused even when the wait timer has not fired yet', () => {
+    const t = setup({ mode: 'card_and_pin' });
+    t.time.lateMs = 50;
+    t.card(ALICE_CARD);
+    t.time.advance(10_000);
+    t.pin(ALICE_PIN);
+    expect(t.relay.writes).toEqual([0]);
+    expect(t.types()).not.toContain('access_granted');
+  });
+
   it('a PIN with no card first is refused with factor card_first', () => {
     const t = setup({ mode: 'card_and_pin' });
     t.pin(ALICE_PIN);
@@ -243,7 +128,9 @@ describe('DoorRuntime card_and_pin', () => {
     expect(t.types()).toContain('keypad_locked_out');
     t.card(ALICE_CARD);
     t.pin(ALICE_PIN);
-    expect(t.last('access_denied')).toMatchObject({ reason: 'keypad_locked_out' });
+    const refused = t.last('access_denied');
+    expect(refused).toMatchObject({ kind: 'pin', reason: 'keypad_locked_out' });
+    expect(refused?.factor).not.toBe('pin_mismatch'); // not compared, so not a mismatch
     expect(t.relay.writes).toEqual([0]);
   });
 
@@ -258,101 +145,6 @@ describe('DoorRuntime card_and_pin', () => {
     t.card(GUEST_CARD);
     expect(t.last('access_denied')?.holders).toContainEqual({ magic_link_id: '501', reason: 'outside_schedule' });
     expect(t.relay.writes).toEqual([0, 1, 0]);
-  });
-});
-
-describe('DoorRuntime door contact', () => {
-  it('the initial reading gives no event; opening while LOCKED with no grant is door_opened + door_forced', () => {
-    const t = setup();
-    t.runtime.initialContact(false);
-    expect(t.all()).toEqual([]);
-    t.time.advance(1000);
-    t.runtime.onContact(true);
-    expect(t.types()).toEqual(['door_opened', 'door_forced']);
-    t.runtime.onContact(false);
-    expect(t.types()).toEqual(['door_opened', 'door_forced', 'door_closed']);
-  });
-
-  it('a grant excuses an opening for unlockSeconds (even after an early relock), not after', () => {
-    const t = setup({ relockOnClose: false });
-    t.runtime.initialContact(false);
-    t.card(ALICE_CARD);
-    t.time.advance(1000);
-    t.runtime.onContact(true);
-    t.runtime.onContact(false);
-    t.controller.lock('remote'); // relocked early: an opening within the window is still not forced
-    t.time.advance(3000);
-    t.runtime.onContact(true);
-    t.runtime.onContact(false);
-    expect(t.types().filter((x) => x.startsWith('door_'))).toEqual(['door_opened', 'door_closed', 'door_opened', 'door_closed']);
-    t.time.advance(2000); // 6 s after the grant
-    t.runtime.onContact(true);
-    expect(t.types().slice(-2)).toEqual(['door_opened', 'door_forced']);
-  });
-
-  it('held open past heldOpenSeconds gives door_held_open exactly once per opening', () => {
-    const t = setup();
-    t.runtime.initialContact(false);
-    t.runtime.onExitButton(true);
-    t.runtime.onContact(true);
-    t.time.advance(29_999);
-    expect(t.types()).not.toContain('door_held_open');
-    t.time.advance(1);
-    expect(t.last('door_held_open')).toMatchObject({ seconds: 30 });
-    t.time.advance(600_000);
-    expect(t.types().filter((x) => x === 'door_held_open')).toHaveLength(1);
-    t.runtime.onContact(false);
-    t.runtime.onContact(true); // forced (locked long ago) and timed again
-    t.time.advance(30_000);
-    expect(t.types().filter((x) => x === 'door_held_open')).toHaveLength(2);
-  });
-
-  it('a door already open at start gives door_held_open after heldOpenSeconds', () => {
-    const t = setup();
-    t.runtime.initialContact(true);
-    expect(t.all()).toEqual([]);
-    t.time.advance(30_000);
-    expect(t.types()).toEqual(['door_held_open']);
-  });
-
-  it('relockOnClose: a door opened and closed during a timed unlock relocks at once', () => {
-    const t = setup();
-    t.runtime.initialContact(false);
-    t.card(ALICE_CARD);
-    t.time.advance(1000);
-    t.runtime.onContact(true);
-    t.time.advance(1000);
-    t.runtime.onContact(false);
-    expect(t.relay.writes).toEqual([0, 1, 0]);
-    expect(t.controller.snapshot().state).toBe('LOCKED');
-    expect(t.last('locked')).toMatchObject({ cause: 'door closed' });
-    t.time.advance(10_000);
-    expect(t.types().filter((x) => x === 'locked')).toHaveLength(1);
-  });
-
-  it('relockOnClose does not end a hold-open', () => {
-    const t = setup();
-    t.runtime.initialContact(false);
-    t.controller.unlock(null, 'OPEN');
-    t.runtime.onContact(true);
-    t.runtime.onContact(false);
-    t.time.advance(3600_000);
-    expect(t.controller.snapshot()).toMatchObject({ state: 'UNLOCKED', relockAt: null });
-    expect(t.relay.writes).toEqual([0, 1]);
-    expect(t.types()).not.toContain('locked');
-  });
-
-  it('relockOnClose: false keeps the timer after the door closes', () => {
-    const t = setup({ relockOnClose: false });
-    t.runtime.initialContact(false);
-    t.card(ALICE_CARD);
-    t.runtime.onContact(true);
-    t.time.advance(1000);
-    t.runtime.onContact(false);
-    expect(t.relay.writes).toEqual([0, 1]);
-    t.time.advance(4000);
-    expect(t.relay.writes).toEqual([0, 1, 0]);
-    expect(t.last('locked')).toMatchObject({ cause: 'timer' });
   });
 });
 

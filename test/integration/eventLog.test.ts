@@ -78,13 +78,12 @@ describe('EventLog on a SQLite file', () => {
   });
 
   it('stats().unpublished counts events not yet published', () => {
-    const { db, log } = open(freshFile());
+    const { log } = open(freshFile());
     expect(log.stats()).toEqual({ total: 0, unpublished: 0, evicted: 0, lastSeq: 0 });
     for (let i = 0; i < 3; i++) log.append({ type: 'door_opened', door: DOOR_UUID, at: AT0 + i });
     expect(log.stats()).toEqual({ total: 3, unpublished: 3, evicted: 0, lastSeq: 3 });
-    // Marked as a PUBACK would mark it (no API for it yet at this layer).
-    db.prepare('UPDATE events SET published_at = ? WHERE seq = 1').run(AT0 + 10);
-    expect(log.stats()).toMatchObject({ total: 3, unpublished: 2 });
+    log.markPublished([1], AT0 + 10); // its PUBACK came
+    expect(log.stats()).toEqual({ total: 3, unpublished: 2, evicted: 0, lastSeq: 3 });
   });
 
   it('is bounded: past maxEvents the oldest are evicted and counted, and the count survives a reopen', () => {

@@ -26,7 +26,8 @@ class ManualTimers implements Timers {
   }
   advance(ms: number): void {
     const target = this.now + ms;
-    for (;;) {
+    for (let fired = 0; ; fired++) {
+      if (fired > 10_000) throw new Error('timers keep firing without time passing');
       let next: [number, { due: number; callback: () => void }] | undefined;
       for (const entry of this.pending) if (entry[1].due <= target && (!next || entry[1].due < next[1].due)) next = entry;
       if (!next) break;

@@ -166,7 +166,7 @@ describe('LockController', () => {
     const { gpio, time, controller, persistence } = setup();
     const snap = controller.unlock(5, 'card');
     expect(gpio.writes).toEqual([0, 1]);
-    expect(snap).toEqual({ door: UUID, state: 'UNLOCKED', relockAt: WALL0 + 5000, changedAt: WALL0, cause: 'card' });
+    expect(snap).toEqual({ door: UUID, state: 'UNLOCKED', relockAt: WALL0 + 5000, heldOpen: false, changedAt: WALL0, cause: 'card' });
     expect(persistence.load(UUID)).toMatchObject({ state: 'UNLOCKED', relockAt: WALL0 + 5000 });
 
     time.advance(4999);
@@ -231,12 +231,12 @@ describe('LockController', () => {
     const { time, controller, changes } = setup();
     controller.unlock(5, 'card');
     expect(changes).toEqual([
-      [{ door: UUID, state: 'UNLOCKED', relockAt: WALL0 + 5000, changedAt: WALL0, cause: 'card' }, 'LOCKED'],
+      [{ door: UUID, state: 'UNLOCKED', relockAt: WALL0 + 5000, heldOpen: false, changedAt: WALL0, cause: 'card' }, 'LOCKED'],
     ]);
     time.advance(5000);
     expect(changes).toHaveLength(2);
     expect(changes[1]).toEqual([
-      { door: UUID, state: 'LOCKED', relockAt: null, changedAt: WALL0 + 5000, cause: 'timer' },
+      { door: UUID, state: 'LOCKED', relockAt: null, heldOpen: false, changedAt: WALL0 + 5000, cause: 'timer' },
       'UNLOCKED',
     ]);
   });

@@ -23,14 +23,14 @@ function timed(now: number, seconds: number | null, from: LockState = start, lim
 describe('unlock and expire', () => {
   it('a timed unlock sets relockAt seconds after now', () => {
     const s = unlock(start, { now: 1000, seconds: 5, cause: 'card' }, NO_CAP);
-    expect(s).toEqual({ state: 'UNLOCKED', relockAt: 6000, unlockedSince: 1000, cause: 'card' });
+    expect(s).toEqual({ state: 'UNLOCKED', relockAt: 6000, unlockedSince: 1000, held: false, cause: 'card' });
     expect(msUntilRelock(s, 1000)).toBe(5000);
   });
 
   it('stays unlocked before the deadline and relocks at and after it', () => {
     const s = timed(1000, 5);
     expect(expire(s, 5999)).toBe(s);
-    expect(expire(s, 6000)).toEqual({ state: 'LOCKED', relockAt: null, unlockedSince: null, cause: 'timer' });
+    expect(expire(s, 6000)).toEqual({ state: 'LOCKED', relockAt: null, unlockedSince: null, held: false, cause: 'timer' });
     expect(expire(s, 60_000).state).toBe('LOCKED');
   });
 
@@ -74,9 +74,9 @@ describe('unlock and expire', () => {
 describe('hold open', () => {
   it('stays unlocked until locked', () => {
     const held = unlock(start, { now: 1000, seconds: null, cause: 'OPEN' }, NO_CAP);
-    expect(held).toEqual({ state: 'UNLOCKED', relockAt: null, unlockedSince: 1000, cause: 'OPEN' });
+    expect(held).toEqual({ state: 'UNLOCKED', relockAt: null, unlockedSince: 1000, held: true, cause: 'OPEN' });
     expect(expire(held, 1000 + 365 * 86_400_000)).toBe(held);
-    expect(lock('CLOSE')).toEqual({ state: 'LOCKED', relockAt: null, unlockedSince: null, cause: 'CLOSE' });
+    expect(lock('CLOSE')).toEqual({ state: 'LOCKED', relockAt: null, unlockedSince: null, held: false, cause: 'CLOSE' });
   });
 
   it('a timed unlock during hold-open does not turn it into a timed unlock', () => {

@@ -1,0 +1,229 @@
+import type { IPublishPacket, MqttClient } from 'mqtt';
+import type { Logger } from 'pino';
+import { guestLinkSchema } from '../api/shapes.js';
+import type { DoorConfig } from '../config/schema.js';
+import type { LockController, LockSnapshot } from '../door/lockController.js';
+import type { EventLog, WireEvent } from '../store/eventLog.js';
+import type { GuestLinkStore } from '../store/guestLinkStore.js';
+import type { ReplayCache } from '../store/replayCache.js';
+import type { Clock } from '../util/clock.js';
+import { problemsFromZod } from '../util/issues.js';
+import { isCommandError, parseCommand, type CommandError, type LockAction } from './commands.js';
+import { discoveryMessages } from './discovery.js';
+import { OutboxPublisher } from './outboxPublisher.js';
+import type { Topics } from './topics.js';
+
+export interface BridgedDoor {
+  door: DoorConfig;
+  controller: LockController;
+  contact: () => 'OPEN' | 'CLOSED' | null;
+}
+
+export interface BridgeDeps {
+  client: MqttClient;
+  topics: Topics;
+  doors: readonly BridgedDoor[];
+  events: EventLog;
+  guestLinks: GuestLinkStore;
+  replay: ReplayCache;
+  /** The command secret when commands must be signed (mqtt.commandSecretFile). */
+  secret: string | null;
+  maxAgeSeconds: number;
+  homeAssistant: { discovery: boolean; prefix: string };
+  version: string;
+  clock: Clock;
+  logger: Logger;
+  onSyncRequest?: () => void;
+}
+
+const MAX_LINK_BYTES = 64 * 1024;
+const RECENT_MESSAGE_IDS = 256;
+
+/**
+ * The agent on the broker: commands in (replied to, never from a retained message, never twice), retained
+ * door state and availability out, the event outbox drained, guest links in, Home Assistant discovery.
+ */
+export class MqttBridge {
+  private readonly byUuid = new Map<string, BridgedDoor>();
+  private readonly outbox: OutboxPublisher;
+  private readonly executedMessageIds: number[] = [];
+
+  constructor(private readonly deps: BridgeDeps) {
+    for (const d of deps.doors) this.byUuid.set(d.door.uuid.toLowerCase(), d);
+    this.outbox = new OutboxPublisher(deps.events, (event) => this.publishEvent(event), { logger: deps.logger, clock: deps.clock });
+    const { client } = deps;
+    client.on('connect', () => void this.onConnect());
+    client.on('close', () => this.outbox.stop());
+    client.on('message', (topic, payload, packet) => this.onMessage(topic, payload, packet));
+  }
+
+  /** An event was appended to the log. */
+  eventAppended(): void {
+    this.outbox.kick();
+  }
+
+  private async onConnect(): Promise<void> {
+    const { client, topics, logger } = this.deps;
+    try {
+      await client.subscribeAsync(
+        [...this.byUuid.values()].map((d) => topics.set(d.door.uuid)).concat(topics.sync, topics.guestLinks),
+        { qos: 1 },
+      );
+      if (this.deps.homeAssistant.discovery) {
+        const messages = discoveryMessages({ haPrefix: this.deps.homeAssistant.prefix, topics, doors: this.deps.doors.map((d) => d.door), version: this.deps.version });
+        for (const m of messages) await client.publishAsync(m.topic, JSON.stringify(m.payload), { qos: 1, retain: true });
+      }
+      for (const d of this.byUuid.values()) this.publishState(d.door.uuid);
+      await client.publishAsync(topics.status, 'online', { qos: 1, retain: true });
+      logger.info({ doors: this.byUuid.size }, 'connected to the broker');
+      this.outbox.start();
+    } catch (err) {
+      logger.warn({ err }, 'broker session setup interrupted; retrying on reconnect');
+    }
+  }
+
+  /** Retained `P/doors/<uuid>/state`; only the controller's own state is published, never a guess. */
+  publishState(uuid: string): void {
+    const d = this.byUuid.get(uuid.toLowerCase());
+    if (!d || !this.deps.client.connected) return;
+    const s: LockSnapshot = d.controller.snapshot();
+    const payload = {
+      state: s.state,
+      relock_at: s.relockAt === null ? null : new Date(s.relockAt).toISOString(),
+      door: d.contact(),
+      changed_at: new Date(s.changedAt).toISOString(),
+      cause: s.cause,
+    };
+    this.deps.client.publish(this.deps.topics.state(d.door.uuid), JSON.stringify(payload), { qos: 1, retain: true });
+  }
+
+  private publishEvent(event: WireEvent): Promise<void> {
+    if (!this.deps.client.connected) return Promise.reject(new Error('not connected'));
+    return this.deps.client.publishAsync(this.deps.topics.events(event.door ?? 'agent'), JSON.stringify(event), { qos: 1 }).then(() => undefined);
+  }
+
+  private onMessage(topic: string, payload: Buffer, packet: IPublishPacket): void {
+    const { topics, logger } = this.deps;
+    try {
+      const door = topics.doorOfCommand(topic);
+      if (door !== null) return this.onCommand(door, payload, packet);
+      const linkId = topics.guestLinkOf(topic);
+      if (linkId !== null) return this.onGuestLink(linkId, payload);
+      if (topic === topics.sync) {
+        if (packet.retain) return;
+        if (this.deps.onSyncRequest) this.deps.onSyncRequest();
+        else logger.info('sync requested over MQTT, but no service is configured: nothing to sync');
+      }
+    } catch (err) {
+      logger.error({ err, topic }, 'cannot handle MQTT message');
+    }
+  }
+
+  private reject(doorUuid: string, error: CommandError, packet: IPublishPacket, reply: boolean): void {
+    const { logger, events, clock } = this.deps;
+    logger.warn({ door: doorUuid, status: error.status, error: error.error, requestId: error.requestId }, 'command rejected');
+    try {
+      events.append({
+        type: 'command_rejected',
+        door: doorUuid,
+        at: clock.wallNow(),
+        data: { status: error.status, error: error.error, request_id: error.requestId },
+      });
+    } catch (err) {
+      logger.error({ err }, 'cannot record command_rejected');
+    }
+    if (reply) this.reply(doorUuid, packet, { status: error.status, error: error.error }, error.requestId);
+  }
+
+  private reply(doorUuid: string, packet: IPublishPacket, body: Record<string, unknown>, requestId: string | null): void {
+    const responseTopic = packet.properties?.responseTopic;
+    const correlationData = packet.properties?.correlationData;
+    const message = JSON.stringify(requestId === null ? body : { ...body, request_id: requestId });
+    this.deps.client.publish(responseTopic ?? this.deps.topics.reply(doorUuid), message, {
+      qos: 1,
+      properties: correlationData ? { correlationData } : undefined,
+    });
+  }
+
+  private onCommand(uuid: string, payload: Buffer, packet: IPublishPacket): void {
+    const d = this.byUuid.get(uuid.toLowerCase());
+    if (!d) return; // only this agent's doors are subscribed
+    if (packet.retain) {
+      // A retained command is old by definition (published before we subscribed): never act on it.
+      return this.reject(d.door.uuid, { status: 409, error: 'retained command ignored', requestId: null }, packet, false);
+    }
+    if (packet.dup && packet.messageId !== undefined && this.executedMessageIds.includes(packet.messageId)) {
+      this.deps.logger.info({ door: d.door.uuid, messageId: packet.messageId }, 'QoS 1 redelivery of an executed command ignored');
+      return;
+    }
+    const { clock } = this.deps;
+    const parsed = parseCommand(payload, {
+      doorUuid: d.door.uuid,
+      secret: this.deps.secret,
+      maxAgeSeconds: this.deps.maxAgeSeconds,
+      nowSeconds: Math.floor(clock.wallNow() / 1000),
+      seen: (id) => this.deps.replay.seen(id),
+    });
+    if (isCommandError(parsed)) return this.reject(d.door.uuid, parsed, packet, true);
+    const cause = `remote command${parsed.requestId ? ` ${parsed.requestId}` : ''}`;
+    const result = this.execute(d, parsed.action, cause);
+    if (parsed.signed && parsed.requestId) {
+      this.deps.replay.remember(parsed.requestId, d.door.uuid, clock.wallNow());
+      // Ids older than twice the maximum age can only come with a stale command: no need to keep them.
+      this.deps.replay.prune(clock.wallNow() - 2 * this.deps.maxAgeSeconds * 1000);
+    }
+    if (packet.messageId !== undefined) {
+      this.executedMessageIds.push(packet.messageId);
+      if (this.executedMessageIds.length > RECENT_MESSAGE_IDS) this.executedMessageIds.shift();
+    }
+    this.reply(d.door.uuid, packet, { status: 200, success: result }, parsed.requestId);
+  }
+
+  /** Moves the relay and returns the reply message naming the door and its resulting state. */
+  private execute(d: BridgedDoor, action: LockAction, cause: string): string {
+    const { door, controller } = d;
+    if (action.lock) {
+      controller.lock(cause);
+      return `${door.name} locked`;
+    }
+    const seconds = action.seconds === 'default' ? door.unlockSeconds : action.seconds;
+    const s = controller.unlock(seconds, cause);
+    if (s.relockAt === null) return `${door.name} unlocked until locked (held open)`;
+    const remaining = Math.max(1, Math.round((s.relockAt - this.deps.clock.wallNow()) / 1000));
+    return `${door.name} unlocked for ${remaining} s`;
+  }
+
+  private onGuestLink(id: string, payload: Buffer): void {
+    const { logger, guestLinks } = this.deps;
+    if (payload.length === 0) {
+      logger.info({ guestLink: id, result: guestLinks.revoke(id) }, 'guest link revoked');
+      return;
+    }
+    if (payload.length > MAX_LINK_BYTES) return void logger.warn({ guestLink: id, bytes: payload.length }, 'guest link refused: too large');
+    let data: unknown;
+    try {
+      data = JSON.parse(payload.toString('utf8'));
+    } catch {
+      return void logger.warn({ guestLink: id }, 'guest link refused: not JSON');
+    }
+    const parsed = guestLinkSchema.safeParse(data);
+    if (!parsed.success) {
+      const problems = problemsFromZod(parsed.error.issues).map((p) => `${p.path}: ${p.message}`);
+      return void logger.warn({ guestLink: id, problems }, 'guest link refused: invalid');
+    }
+    if (parsed.data.magic_link_id !== id) {
+      return void logger.warn({ guestLink: id, magicLinkId: parsed.data.magic_link_id }, 'guest link refused: magic_link_id does not match its topic');
+    }
+    logger.info({ guestLink: id, result: guestLinks.store(parsed.data) }, 'guest link received');
+  }
+
+  /** Graceful: retained offline, then disconnect (the last will covers a crash). */
+  async stop(): Promise<void> {
+    this.outbox.stop();
+    const { client, topics } = this.deps;
+    if (client.connected) {
+      await Promise.race([client.publishAsync(topics.status, 'offline', { qos: 1, retain: true }), new Promise((r) => setTimeout(r, 1000))]).catch(() => undefined);
+    }
+    await client.endAsync(false).catch(() => undefined);
+  }
+}

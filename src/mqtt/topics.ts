@@ -1,0 +1,45 @@
+/** MQTT topics of design section 5 (P = mqtt.topicPrefix). */
+export class Topics {
+  constructor(
+    readonly prefix: string,
+    readonly agentId: string,
+  ) {}
+
+  set(door: string): string {
+    return `${this.prefix}/doors/${door}/set`;
+  }
+  reply(door: string): string {
+    return `${this.prefix}/doors/${door}/reply`;
+  }
+  state(door: string): string {
+    return `${this.prefix}/doors/${door}/state`;
+  }
+  events(door: string): string {
+    return `${this.prefix}/doors/${door}/events`;
+  }
+  get status(): string {
+    return `${this.prefix}/agents/${this.agentId}/status`;
+  }
+  get sync(): string {
+    return `${this.prefix}/agents/${this.agentId}/sync`;
+  }
+  get guestLinks(): string {
+    return `${this.prefix}/guest-links/+`;
+  }
+
+  /** The door uuid of a `.../doors/<uuid>/set` topic, or null. */
+  doorOfCommand(topic: string): string | null {
+    const head = `${this.prefix}/doors/`;
+    if (!topic.startsWith(head) || !topic.endsWith('/set')) return null;
+    const uuid = topic.slice(head.length, -'/set'.length);
+    return uuid === '' || uuid.includes('/') ? null : uuid;
+  }
+
+  /** The magic_link_id of a `.../guest-links/<id>` topic, or null. */
+  guestLinkOf(topic: string): string | null {
+    const head = `${this.prefix}/guest-links/`;
+    if (!topic.startsWith(head)) return null;
+    const id = topic.slice(head.length);
+    return id === '' || id.includes('/') ? null : id;
+  }
+}

@@ -1,0 +1,75 @@
+import type { GuestLink } from '../api/shapes.js';
+import { toStagedLink } from '../snapshot/toStaged.js';
+import type { Db } from './database.js';
+
+export type GuestLinkChange = 'stored' | 'unchanged' | 'revoked' | 'not_here';
+
+/**
+ * Guest links pushed over MQTT (retained `P/guest-links/<id>`): stored with their cards and token digest, in
+ * one transaction, only when they name one of this agent's doors; an empty payload revokes.
+ */
+export class GuestLinkStore {
+  constructor(
+    private readonly db: Db,
+    private readonly resourceIds: ReadonlySet<number>,
+  ) {}
+
+  private remove(id: string): boolean {
+    const credentials = this.db.prepare("DELETE FROM credentials WHERE holder_kind = 'link' AND holder_id = ?").run(id).changes;
+    const links = this.db.prepare('DELETE FROM guest_links WHERE magic_link_id = ?').run(id).changes;
+    return credentials + links > 0;
+  }
+
+  revoke(id: string): GuestLinkChange {
+    return this.db.transaction(() => (this.remove(id) ? 'revoked' : 'unchanged'))();
+  }
+
+  store(link: GuestLink): GuestLinkChange {
+    const staged = toStagedLink(link);
+    return this.db.transaction((): GuestLinkChange => {
+      if (!staged.resourceIds.some((r) => this.resourceIds.has(r))) {
+        return this.remove(staged.magicLinkId) ? 'revoked' : 'not_here';
+      }
+      const row = {
+        id: staged.magicLinkId,
+        name: staged.name,
+        digest: staged.tokenDigest,
+        resources: JSON.stringify(staged.resourceIds),
+        start: staged.startAt,
+        end: staged.endAt,
+        mapping: JSON.stringify(staged.timeMapping),
+        emails: JSON.stringify(staged.emailList),
+      };
+      const cards = [...new Map(staged.smartcards.map((c) => [c.number, c.label])).entries()].sort();
+      const existing = this.db
+        .prepare(
+          `SELECT name, token_digest, resource_ids, start_at, end_at, time_mapping, email_list, source FROM guest_links WHERE magic_link_id = ?`,
+        )
+        .raw()
+        .get(row.id) as unknown[] | undefined;
+      const existingCards = this.db
+        .prepare("SELECT number, label, resource_ids, start_at, end_at, time_mapping FROM credentials WHERE holder_kind = 'link' AND holder_id = ? ORDER BY number")
+        .raw()
+        .all(row.id) as unknown[][];
+      const sameLink =
+        existing !== undefined &&
+        JSON.stringify(existing) === JSON.stringify([row.name, row.digest, row.resources, row.start, row.end, row.mapping, row.emails, 'mqtt']);
+      const sameCards =
+        JSON.stringify(existingCards) === JSON.stringify(cards.map(([n, l]) => [n, l, row.resources, row.start, row.end, row.mapping]));
+      if (sameLink && sameCards) return 'unchanged';
+      this.remove(row.id);
+      this.db
+        .prepare(
+          `INSERT INTO guest_links (magic_link_id, name, token_digest, resource_ids, start_at, end_at, time_mapping, email_list, source)
+           VALUES (@id, @name, @digest, @resources, @start, @end, @mapping, @emails, 'mqtt')`,
+        )
+        .run(row);
+      const insert = this.db.prepare(
+        `INSERT INTO credentials (number, holder_kind, holder_id, label, resource_ids, start_at, end_at, time_mapping)
+         VALUES (?, 'link', ?, ?, ?, ?, ?, ?)`,
+      );
+      for (const [number, label] of cards) insert.run(number, row.id, label, row.resources, row.start, row.end, row.mapping);
+      return 'stored';
+    })();
+  }
+}

@@ -1,0 +1,126 @@
+import { describe, expect, it } from 'vitest';
+import { ALICE_CARD, useDoorRuntime } from './doorRuntimeHarness.js';
+
+// Door contact supervision at work (decisions, keypad and exit button: doorRuntime.test.ts).
+
+const setup = useDoorRuntime();
+
+describe('DoorRuntime door contact', () => {
+  it('the initial reading gives no event; opening while LOCKED with no grant is door_opened + door_forced', () => {
+    const t = setup();
+    t.runtime.initialContact(false);
+    expect(t.all()).toEqual([]);
+    t.time.advance(1000);
+    t.runtime.onContact(true);
+    expect(t.types()).toEqual(['door_opened', 'door_forced']);
+    t.runtime.onContact(false);
+    expect(t.types()).toEqual(['door_opened', 'door_forced', 'door_closed']);
+  });
+
+  it('a grant excuses an opening for unlockSeconds (even after an early relock), not after', () => {
+    const t = setup({ relockOnClose: false });
+    t.runtime.initialContact(false);
+    t.card(ALICE_CARD);
+    t.time.advance(1000);
+    t.runtime.onContact(true);
+    t.runtime.onContact(false);
+    t.controller.lock('remote'); // relocked early: an opening within the window is still not forced
+    t.time.advance(3000);
+    t.runtime.onContact(true);
+    t.runtime.onContact(false);
+    expect(t.types().filter((x) => x.startsWith('door_'))).toEqual(['door_opened', 'door_closed', 'door_opened', 'door_closed']);
+    t.time.advance(2000); // 6 s after the grant
+    t.runtime.onContact(true);
+    expect(t.types().slice(-2)).toEqual(['door_opened', 'door_forced']);
+  });
+
+  it('held open past heldOpenSeconds gives door_held_open exactly once per opening', () => {
+    const t = setup();
+    t.runtime.initialContact(false);
+    t.runtime.onExitButton(true);
+    t.runtime.onContact(true);
+    t.time.advance(29_999);
+    expect(t.types()).not.toContain('door_held_open');
+    t.time.advance(1);
+    expect(t.last('door_held_open')).toMatchObject({ seconds: 30 });
+    t.time.advance(600_000);
+    expect(t.types().filter((x) => x === 'door_held_open')).toHaveLength(1);
+    t.runtime.onContact(false);
+    t.runtime.onContact(true); // forced (locked long ago) and timed again
+    t.time.advance(30_000);
+    expect(t.types().filter((x) => x === 'door_held_open')).toHaveLength(2);
+  });
+
+  it('a door already open at start gives door_held_open after heldOpenSeconds', () => {
+    const t = setup();
+    t.runtime.initialContact(true);
+    expect(t.all()).toEqual([]);
+    t.time.advance(30_000);
+    expect(t.types()).toEqual(['door_held_open']);
+  });
+
+  it('relockOnClose: a door opened and closed during a timed unlock relocks at once', () => {
+    const t = setup();
+    t.runtime.initialContact(false);
+    t.card(ALICE_CARD);
+    t.time.advance(1000);
+    t.runtime.onContact(true);
+    t.time.advance(1000);
+    t.runtime.onContact(false);
+    expect(t.relay.writes).toEqual([0, 1, 0]);
+    expect(t.controller.snapshot().state).toBe('LOCKED');
+    expect(t.last('locked')).toMatchObject({ cause: 'door closed' });
+    t.time.advance(10_000);
+    expect(t.types().filter((x) => x === 'locked')).toHaveLength(1);
+  });
+
+  it('relockOnClose does not end a hold-open', () => {
+    const t = setup();
+    t.runtime.initialContact(false);
+    t.controller.unlock(null, 'OPEN');
+    t.runtime.onContact(true);
+    t.runtime.onContact(false);
+    t.time.advance(3600_000);
+    expect(t.controller.snapshot()).toMatchObject({ state: 'UNLOCKED', relockAt: null });
+    expect(t.relay.writes).toEqual([0, 1]);
+    expect(t.types()).not.toContain('locked');
+  });
+
+  it('relockOnClose does not end a hold-open that maxUnlockSeconds caps; the cap does', () => {
+    const t = setup({ maxUnlockSeconds: 3600 });
+    t.runtime.initialContact(false);
+    t.controller.unlock(null, 'OPEN');
+    t.runtime.onContact(true);
+    t.runtime.onContact(false);
+    t.time.advance(3599_000);
+    expect(t.controller.snapshot()).toMatchObject({ state: 'UNLOCKED', heldOpen: true });
+    t.time.advance(1000);
+    expect(t.controller.snapshot()).toMatchObject({ state: 'LOCKED', cause: 'timer' });
+  });
+
+  it('relockOnClose does not end a hold-open set while the door stood open during a timed unlock', () => {
+    const t = setup();
+    t.runtime.initialContact(false);
+    t.card(ALICE_CARD);
+    t.runtime.onContact(true);
+    t.controller.unlock(null, 'OPEN');
+    t.time.advance(1000);
+    t.runtime.onContact(false);
+    t.time.advance(60_000);
+    expect(t.controller.snapshot()).toMatchObject({ state: 'UNLOCKED', relockAt: null });
+    expect(t.relay.writes).toEqual([0, 1]);
+  });
+
+  it('relockOnClose: false keeps the timer after the door closes', () => {
+    const t = setup({ relockOnClose: false });
+    t.runtime.initialContact(false);
+    t.card(ALICE_CARD);
+    t.runtime.onContact(true);
+    t.time.advance(1000);
+    t.runtime.onContact(false);
+    expect(t.relay.writes).toEqual([0, 1]);
+    t.time.advance(4000);
+    expect(t.relay.writes).toEqual([0, 1, 0]);
+    expect(t.last('locked')).toMatchObject({ cause: 'timer' });
+  });
+});

@@ -1,0 +1,141 @@
+import { join } from 'node:path';
+import { pino } from 'pino';
+import { afterAll, afterEach } from 'vitest';
+import { parseConfig } from '../../src/config/load.js';
+import type { DoorConfig } from '../../src/config/schema.js';
+import type { Level } from '../../src/core/relay.js';
+import { AccessChecker } from '../../src/door/accessChecker.js';
+import { DoorRuntime } from '../../src/door/doorRuntime.js';
+import { LockController } from '../../src/door/lockController.js';
+import type { GpioOutput } from '../../src/hardware/gpio.js';
+import { importSnapshot } from '../../src/snapshot/importSnapshot.js';
+import { CredentialCache } from '../../src/store/credentialCache.js';
+import { openDatabase, type Db } from '../../src/store/database.js';
+import { DoorStateStore } from '../../src/store/doorState.js';
+import { EventLog, type EventType, type WireEvent } from '../../src/store/eventLog.js';
+import type { Clock, Timers } from '../../src/util/clock.js';
+import { DOOR_UUID, ROOT, tempDir } from '../support/cli.js';
+
+export { DOOR_UUID };
+
+// A Tuesday, 10:00 in Europe/Berlin: inside guest link 501's schedule (Mon-Fri 9-17).
+export const WALL0 = Date.parse('2026-11-24T10:00:00+01:00');
+const SNAPSHOT = join(ROOT, 'examples/snapshot.json');
+export const ALICE_CARD = '4213578';
+export const ALICE_PIN = '1234';
+export const BOB_CARD = '4213579';
+export const GUEST_CARD = '7700001';
+export const GUEST_TOKEN = 'guest-token-carol-0001';
+
+/** Manual wall + monotonic clock; timers fire in due order as time is advanced. */
+export class ManualTime implements Clock, Timers {
+  wall = WALL0;
+  mono = 1_000;
+  /** Timers fire this much later than asked, as real timers may. */
+  lateMs = 0;
+  private nextId = 1;
+  private pending = new Map<number, { due: number; callback: () => void }>();
+  wallNow = () => this.wall;
+  monoNow = () => this.mono;
+  setTimeout(callback: () => void, ms: number): unknown {
+    const id = this.nextId++;
+    this.pending.set(id, { due: this.mono + Math.max(0, ms) + this.lateMs, callback });
+    return id;
+  }
+  clearTimeout(handle: unknown): void {
+    this.pending.delete(handle as number);
+  }
+  advance(ms: number): void {
+    const target = this.mono + ms;
+    for (let fired = 0; ; fired++) {
+      if (fired > 10_000) throw new Error('timers keep firing without time passing');
+      let next: [number, { due: number; callback: () => void }] | undefined;
+      for (const entry of this.pending) if (entry[1].due <= target && (!next || entry[1].due < next[1].due)) next = entry;
+      if (!next) break;
+      this.pending.delete(next[0]);
+      this.wall += next[1].due - this.mono;
+      this.mono = next[1].due;
+      next[1].callback();
+    }
+    this.wall += target - this.mono;
+    this.mono = target;
+  }
+}
+
+export class MemoryRelay implements GpioOutput {
+  readonly pin = 17;
+  writes: Level[] = [];
+  write(level: Level): void {
+    this.writes.push(level);
+  }
+  read(): Level {
+    return this.writes.at(-1) ?? 0;
+  }
+}
+
+/**
+ * A real DoorRuntime over a real SQLite cache (examples/snapshot.json imported), EventLog, AccessChecker and
+ * LockController on an in-memory relay, driven by a manual clock. Call at the top level of a test file.
+ */
+export function useDoorRuntime() {
+  const tmp = tempDir('door-agent-runtime-');
+  afterAll(tmp.cleanup);
+  let n = 0;
+  const cleanups: Array<() => void> = [];
+  afterEach(() => {
+    for (const c of cleanups.splice(0)) c();
+  });
+  return (overrides: Partial<DoorConfig> = {}) => setup(tmp.path, `cache-${n++}.db`, overrides, cleanups);
+}
+
+function setup(dir: string, name: string, overrides: Partial<DoorConfig>, cleanups: Array<() => void>) {
+  const base = parseConfig(
+    `agent: { id: test-agent, timezone: Europe/Berlin, dataDir: ${dir} }
+access: { groups: [Staff], policies: [Night shift] }
+doors: [ { uuid: ${DOOR_UUID}, resourceId: 12, relay: { pin: 17 }, unlockSeconds: 5, heldOpenSeconds: 30 } ]`,
+    'test',
+  );
+  const door: DoorConfig = { ...base.doors[0]!, ...overrides };
+  const db: Db = openDatabase(join(dir, name));
+  importSnapshot(db, SNAPSHOT, { maxRemovalRatio: null, now: WALL0 });
+  const time = new ManualTime();
+  const relay = new MemoryRelay();
+  const events = new EventLog(db, { agentId: 'test-agent', maxEvents: 1000 });
+  const logs: string[] = [];
+  const logger = pino({ level: 'debug', base: undefined, timestamp: false }, { write: (line: string) => void logs.push(line) });
+  // Wired as src/app.ts does: lock state changes become unlocked/locked events.
+  const controller = new LockController(door, relay, {
+    clock: time,
+    timers: time,
+    persistence: new DoorStateStore(db),
+    onChange: (snapshot, previous) => {
+      if (snapshot.state === previous) return;
+      const relockAt = snapshot.relockAt === null ? null : new Date(snapshot.relockAt).toISOString();
+      events.append({
+        type: snapshot.state === 'UNLOCKED' ? 'unlocked' : 'locked',
+        door: door.uuid,
+        at: snapshot.changedAt,
+        data: snapshot.state === 'UNLOCKED' ? { cause: snapshot.cause, relock_at: relockAt } : { cause: snapshot.cause },
+      });
+    },
+  });
+  const runtime = new DoorRuntime(door, {
+    controller,
+    checker: new AccessChecker(new CredentialCache(db), base),
+    events,
+    clock: time,
+    timers: time,
+    logger,
+  });
+  cleanups.push(() => {
+    runtime.stop();
+    controller.shutdown();
+    db.close();
+  });
+  const all = (): WireEvent[] => events.since(0);
+  const types = (): EventType[] => all().map((e) => e.type);
+  const last = (type: EventType): WireEvent | undefined => all().filter((e) => e.type === type).at(-1);
+  const card = (value: string) => runtime.onReaderFrame({ kind: 'card', value });
+  const pin = (value: string) => runtime.onReaderFrame({ kind: 'pin', value });
+  return { door, db, time, relay, events, controller, runtime, logs, all, types, last, card, pin };
+}

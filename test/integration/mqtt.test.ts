@@ -1,0 +1,332 @@
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import { sign, signedString } from '../../src/mqtt/commands.js';
+import { DOOR_UUID, runCli, tempDir } from '../support/cli.js';
+import { Daemon, readLevel, waitUntil } from '../support/daemon.js';
+import { Mosquitto, makeTlsFiles } from '../support/mosquitto.js';
+import { Operator } from '../support/operator.js';
+
+// The real daemon against a real mosquitto on a free loopback port.
+const tmp = tempDir('door-agent-mqtt-');
+afterAll(tmp.cleanup);
+
+const cleanups: Array<() => Promise<unknown>> = [];
+afterEach(async () => {
+  for (const c of cleanups.splice(0).reverse()) await c().catch(() => undefined);
+});
+
+const P = 'da';
+const SET = `${P}/doors/${DOOR_UUID}/set`;
+const REPLY = `${P}/doors/${DOOR_UUID}/reply`;
+const STATE = `${P}/doors/${DOOR_UUID}/state`;
+const STATUS = `${P}/agents/mq/status`;
+const SECRET = 'test-command-secret-0123456789';
+
+let n = 0;
+interface Site {
+  dir: string;
+  config: string;
+  broker: Mosquitto;
+  relay: string;
+  exit: string;
+}
+
+async function site(options: { signed?: boolean; extraMqtt?: string; tls?: boolean } = {}): Promise<Site> {
+  const dir = join(tmp.path, `s${n++}`);
+  mkdirSync(dir);
+  const broker = new Mosquitto(join(dir, 'broker'), options.tls ? makeTlsFiles(join(dir, 'tls'), 'broker') : undefined);
+  await broker.start();
+  cleanups.push(() => broker.stop());
+  if (options.signed) writeFileSync(join(dir, 'secret'), `${SECRET}\n`);
+  const config = join(dir, 'config.yaml');
+  writeFileSync(
+    config,
+    `agent: { id: mq, dataDir: ${dir}/data, timezone: Europe/Berlin }
+access: { groups: [Staff] }
+gpio: { driver: simulated, simulatedDir: ${dir}/gpio }
+mqtt:
+  url: "${broker.url}"
+  topicPrefix: ${P}
+  keepaliveSeconds: 5
+${options.signed ? `  commandSecretFile: ${dir}/secret\n` : ''}${options.extraMqtt ?? ''}
+doors:
+  - uuid: ${DOOR_UUID}
+    resourceId: 12
+    name: Front door
+    relay: { pin: 17 }
+    unlockSeconds: 1
+    contact: { pin: 27, debounceMs: 20 }
+    exitButton: { pin: 22, debounceMs: 20 }
+`,
+  );
+  expect(runCli(['import', 'examples/snapshot.json', '--config', config]).status).toBe(0);
+  return { dir, config, broker, relay: join(dir, 'gpio/gpio17/value'), exit: join(dir, 'gpio/gpio22/value') };
+}
+
+async function agent(s: Site, waitConnected = true): Promise<Daemon> {
+  const daemon = new Daemon(s.config);
+  cleanups.push(() => daemon.stop('SIGKILL'));
+  await daemon.waitForMessage('door-agent ready');
+  if (waitConnected) await daemon.waitForMessage('connected to the broker');
+  return daemon;
+}
+
+async function operator(s: Site, ...topics: string[]): Promise<Operator> {
+  const op = await Operator.connect(s.broker.url);
+  cleanups.push(() => op.end());
+  if (topics.length > 0) await op.subscribe(...topics);
+  return op;
+}
+
+const events = (s: Site) =>
+  runCli(['events', '--config', s.config])
+    .stdout.trim()
+    .split('\n')
+    .filter(Boolean)
+    .map((l) => JSON.parse(l) as Record<string, unknown>);
+
+describe('MQTT commands and replies', () => {
+  it('unlocks, holds, opens and locks; replies name the door and its resulting state; state is retained', async () => {
+    const s = await site();
+    await agent(s);
+    const op = await operator(s, REPLY, STATE, STATUS);
+    await op.waitFor((m) => m.topic === STATUS && m.text === 'online' && m.retain, 5000, 'retained online');
+    await op.waitFor((m) => m.topic === STATE && (m.json as { state: string }).state === 'LOCKED', 5000, 'retained state');
+
+    expect(await op.command(REPLY, SET, { lock_state: false, unlock_time: 1 }, 'r1')).toEqual({
+      status: 200,
+      success: 'Front door unlocked for 1 s',
+      request_id: 'r1',
+    });
+    expect(readLevel(s.relay)).toBe('1');
+    await op.waitFor((m) => m.topic === STATE && (m.json as { state: string; cause: string }).cause === 'remote command r1');
+    await waitUntil(() => readLevel(s.relay) === '0', 3000, 'relock after 1 s');
+    await op.waitFor((m) => m.topic === STATE && (m.json as { cause: string }).cause === 'timer', 3000, 'state after relock');
+
+    op.clear();
+    await op.publish(SET, 'UNLOCK');
+    expect((await op.waitFor((m) => m.topic === REPLY)).json).toEqual({ status: 200, success: 'Front door unlocked until locked (held open)' });
+    op.clear();
+    await op.publish(SET, 'LOCK');
+    expect((await op.waitFor((m) => m.topic === REPLY)).json).toEqual({ status: 200, success: 'Front door locked' });
+    expect(readLevel(s.relay)).toBe('0');
+    op.clear();
+    await op.publish(SET, 'OPEN');
+    expect((await op.waitFor((m) => m.topic === REPLY)).json).toEqual({ status: 200, success: 'Front door unlocked for 1 s' });
+
+    // MQTT 5 request/response: the reply goes to the response topic with the correlation data.
+    await op.subscribe('ops/answers');
+    await op.publish(SET, JSON.stringify({ lock_state: true }), {
+      properties: { responseTopic: 'ops/answers', correlationData: Buffer.from('corr-42') },
+    });
+    const answer = await op.waitFor((m) => m.topic === 'ops/answers');
+    expect(answer.json).toEqual({ status: 200, success: 'Front door locked' });
+    expect(answer.correlationData?.toString()).toBe('corr-42');
+
+    // A late subscriber gets the current state at once (retained), with the door position.
+    const late = await operator(s, STATE);
+    const state = (await late.waitFor((m) => m.topic === STATE && m.retain)).json as Record<string, unknown>;
+    expect(state).toMatchObject({ state: 'LOCKED', relock_at: null, door: 'CLOSED', cause: 'remote command' });
+  });
+
+  it('bad commands get a 400 reply, never move the relay, and the next good command is answered', async () => {
+    const s = await site();
+    const daemon = await agent(s);
+    const op = await operator(s, REPLY);
+    const bad: Array<[string, string]> = [
+      ['not json', 'neither JSON nor LOCK, UNLOCK or OPEN'],
+      ['{"lock_state":"false"}', 'lock_state: expected boolean'],
+      ['{"lock_state":false,"unlock_time":-5,"request_id":"b1"}', 'unlock_time: must be from 1 to 604800 s'],
+      ['{"lock_state":false,"unlock_time":0}', 'unlock_time: must be from 1'],
+      ['{"lock_state":false,"unlock_time":1.5}', 'unlock_time: must be a whole number of seconds'],
+      ['{"lock_state":false,"unlock_time":1000000000000}', 'unlock_time: must be from 1'],
+      ['{"lock_state":false,"unlock_time":"5"}', 'unlock_time: must be a whole number of seconds'],
+      [`{"lock_state":false,"uuid":"0b7a1e55-3c2d-4e8f-9a10-22334455aabb"}`, 'does not match the door of this topic'],
+      [JSON.stringify({ lock_state: false, pad: 'x'.repeat(1024 * 1024) }), 'bytes refused'],
+    ];
+    for (const [payload, message] of bad) {
+      op.clear();
+      await op.publish(SET, payload);
+      const reply = (await op.waitFor((m) => m.topic === REPLY)).json as { status: number; error: string };
+      expect(reply.status, payload.slice(0, 60)).toBe(400);
+      expect(reply.error).toContain(message);
+      expect(readLevel(s.relay)).toBe('0');
+    }
+    // A door this agent does not have: nobody here subscribes to it, nothing moves.
+    await op.publish(`${P}/doors/0b7a1e55-3c2d-4e8f-9a10-22334455aabb/set`, '{"lock_state":false}');
+    expect(await op.command(REPLY, SET, { lock_state: false, unlock_time: 1 }, 'good')).toMatchObject({ status: 200 });
+    expect(events(s).filter((e) => e.type === 'command_rejected')).toHaveLength(bad.length);
+    expect(daemon.logs.filter((l) => l.level >= 50)).toEqual([]);
+  });
+
+  it('never acts on a retained command that was waiting before the agent subscribed', async () => {
+    const s = await site();
+    const op = await operator(s);
+    await op.publish(SET, '{"lock_state":false,"unlock_time":60}', { retain: true });
+    const daemon = await agent(s);
+    await daemon.waitForLog((l) => l.msg === 'command rejected' && l.error === 'retained command ignored');
+    expect(readLevel(s.relay)).toBe('0');
+  });
+});
+
+describe('signed commands', () => {
+  const signed = (fields: { lock_state: boolean; unlock_time?: number; request_id: string; issued_at: number }, secret = SECRET) => ({
+    ...fields,
+    signature: sign(
+      secret,
+      signedString({ uuid: DOOR_UUID, lockState: fields.lock_state, unlockTime: fields.unlock_time, requestId: fields.request_id, issuedAt: fields.issued_at }),
+    ),
+  });
+  const now = () => Math.floor(Date.now() / 1000);
+
+  it('accepts a good signature once; refuses missing, wrong, stale and replayed ones, also after a restart', async () => {
+    const s = await site({ signed: true });
+    const first = await agent(s);
+    const op = await operator(s, REPLY);
+    const good = signed({ lock_state: false, unlock_time: 1, request_id: 's1', issued_at: now() });
+    expect(await op.command(REPLY, SET, JSON.stringify(good), 's1')).toMatchObject({ status: 200 });
+    expect(await op.command(REPLY, SET, JSON.stringify(good), 's1')).toMatchObject({ status: 409, error: 'request_id s1 was already executed' });
+    expect(await op.command(REPLY, SET, { lock_state: false, unlock_time: 1 }, 's2')).toMatchObject({ status: 401 });
+    const wrong = signed({ lock_state: false, unlock_time: 1, request_id: 's3', issued_at: now() }, 'another secret');
+    expect(await op.command(REPLY, SET, JSON.stringify(wrong), 's3')).toMatchObject({ status: 401, error: 'signature does not match' });
+    const tampered = { ...signed({ lock_state: false, unlock_time: 1, request_id: 's4', issued_at: now() }), unlock_time: 3600 };
+    expect(await op.command(REPLY, SET, JSON.stringify(tampered), 's4')).toMatchObject({ status: 401 });
+    const stale = signed({ lock_state: false, unlock_time: 1, request_id: 's5', issued_at: now() - 120 });
+    expect(await op.command(REPLY, SET, JSON.stringify(stale), 's5')).toMatchObject({ status: 409 });
+    op.clear();
+    await op.publish(SET, 'UNLOCK');
+    expect((await op.waitFor((m) => m.topic === REPLY)).json).toMatchObject({ status: 401 });
+
+    await first.stop('SIGTERM');
+    await waitUntil(() => readLevel(s.relay) === '0', 3000, 'locked');
+    await agent(s);
+    expect(await op.command(REPLY, SET, JSON.stringify(good), 's1')).toMatchObject({ status: 409 });
+    expect(readLevel(s.relay)).toBe('0');
+  });
+});
+
+describe('availability, durable events, TLS', () => {
+  it('retained online; offline on a graceful stop and, by the last will, on a crash', async () => {
+    const s = await site();
+    const op = await operator(s, STATUS);
+    const first = await agent(s);
+    await op.waitFor((m) => m.topic === STATUS && m.text === 'online');
+    op.clear();
+    await first.stop('SIGTERM');
+    await op.waitFor((m) => m.topic === STATUS && m.text === 'offline', 5000, 'offline on stop');
+    const second = await agent(s);
+    await op.waitFor((m) => m.topic === STATUS && m.text === 'online');
+    op.clear();
+    await second.stop('SIGKILL');
+    await op.waitFor((m) => m.topic === STATUS && m.text === 'offline', 15_000, 'last will after a crash');
+  });
+
+  it('events decided while the broker is down, and across a SIGKILL, are all delivered in order', async () => {
+    const s = await site();
+    const first = await agent(s);
+    const press = async () => {
+      writeFileSync(s.exit, '0\n');
+      await new Promise((r) => setTimeout(r, 80));
+      writeFileSync(s.exit, '1\n');
+      await new Promise((r) => setTimeout(r, 80));
+    };
+    await s.broker.stop();
+    await first.waitForLog((l) => l.msg === 'broker connection lost; doors keep working, events are kept');
+    for (let i = 0; i < 3; i++) await press(); // the door keeps working meanwhile
+    await waitUntil(() => events(s).filter((e) => e.type === 'exit_request').length === 3, 3000, 'decided offline');
+    await first.stop('SIGKILL');
+    await s.broker.start();
+    const op = await operator(s, `${P}/doors/+/events`);
+    const second = await agent(s);
+    await press();
+    const expected = events(s).map((e) => e.id);
+    await waitUntil(() => new Set(op.received.map((m) => (m.json as { id: string }).id)).size >= expected.length, 10_000, 'all events');
+    const firstSeen = [...new Set(op.received.map((m) => (m.json as { id: string }).id))];
+    expect(firstSeen).toEqual(expected); // every event, in order, none lost (a QoS 1 duplicate keeps its id)
+    await waitUntil(() => JSON.parse(runCli(['status', '--json', '--config', s.config]).stdout).events.unpublished === 0, 5000, 'outbox drained');
+    expect(second.logs.filter((l) => l.level >= 50)).toEqual([]);
+  });
+});
+
+describe('TLS', () => {
+  it('refuses a broker whose certificate it does not trust, with a clear log line and no plaintext retry', async () => {
+    const trusted = makeTlsFiles(join(tmp.path, 'other-ca'), 'other');
+    const s = await site({ tls: true, extraMqtt: `  caFile: ${trusted.ca}\n` });
+    const daemon = await agent(s, false);
+    await daemon.waitForLog((l) => l.msg === 'broker certificate not trusted: refusing to connect (set mqtt.caFile to the CA that signed it)', 10_000);
+    await new Promise((r) => setTimeout(r, 1500));
+    expect(daemon.logs.some((l) => l.msg === 'connected to the broker')).toBe(false);
+    // The door works regardless.
+    writeFileSync(s.exit, '0\n');
+    await waitUntil(() => readLevel(s.relay) === '1', 2000, 'exit button without a broker');
+  });
+
+  it('connects over TLS with the right CA', async () => {
+    const s = await site({ tls: true });
+    const config = join(s.dir, 'config.yaml');
+    const { readFileSync } = await import('node:fs');
+    writeFileSync(config, readFileSync(config, 'utf8').replace('  keepaliveSeconds: 5', `  keepaliveSeconds: 5\n  caFile: ${join(s.dir, 'tls/broker-ca.crt')}`));
+    await agent(s);
+  });
+});
+
+describe('guest links, sync trigger, Home Assistant discovery', () => {
+  const link = (over: Record<string, unknown> = {}) =>
+    JSON.stringify({
+      magic_link_id: '900',
+      magic_token: 'mqtt-guest-token-0001',
+      name: 'Visitor',
+      email_list: ['v@example.org'],
+      resource_id_list: [12],
+      start_time: '2026-01-01 00:00:00',
+      end_time: null,
+      smartcards: [{ number: '5550001', label: 'visitor' }],
+      ...over,
+    });
+
+  it('a retained guest link is stored and its card and token work; invalid ones are refused; empty revokes', async () => {
+    const s = await site();
+    const op = await operator(s);
+    await op.publish(`${P}/guest-links/900`, link(), { retain: true });
+    await op.publish(`${P}/guest-links/901`, link({ magic_link_id: '901', time_mapping: [[], [], [], [], [], []] }), { retain: true });
+    await op.publish(`${P}/guest-links/902`, link({ magic_link_id: '902', start_time: '2026-13-01 00:00:00' }), { retain: true });
+    const daemon = await agent(s);
+    await daemon.waitForLog((l) => l.msg === 'guest link received' && l.guestLink === '900');
+    const refused = await daemon.waitForLog((l) => l.msg === 'guest link refused: invalid' && l.guestLink === '901');
+    expect(JSON.stringify(refused.problems)).toContain('time_mapping: expected exactly 7 elements');
+    await daemon.waitForLog((l) => l.msg === 'guest link refused: invalid' && l.guestLink === '902');
+    expect(runCli(['check', '5550001', '--config', s.config]).status).toBe(0);
+    expect(runCli(['check', 'mqtt-guest-token-0001', '--kind', 'token', '--config', s.config]).status).toBe(0);
+
+    await op.publish(`${P}/guest-links/900`, '', { retain: true });
+    await daemon.waitForLog((l) => l.msg === 'guest link revoked' && l.guestLink === '900');
+    const denied = runCli(['check', '5550001', '--config', s.config]);
+    expect([denied.status, JSON.parse(denied.stdout).reason]).toEqual([1, 'unknown_credential']);
+  });
+
+  it('a sync request is logged while no service is configured', async () => {
+    const s = await site();
+    const daemon = await agent(s);
+    const op = await operator(s);
+    await op.publish(`${P}/agents/mq/sync`, 'now');
+    await daemon.waitForLog((l) => l.msg === 'sync requested over MQTT, but no service is configured: nothing to sync');
+  });
+
+  it('publishes retained Home Assistant discovery for the lock and the door contact', async () => {
+    const s = await site();
+    await agent(s);
+    const op = await operator(s, 'homeassistant/#');
+    const lock = await op.waitFor((m) => m.topic === `homeassistant/lock/mq_${DOOR_UUID}/config` && m.retain);
+    expect(lock.json).toMatchObject({
+      name: 'Front door',
+      command_topic: SET,
+      state_topic: STATE,
+      value_template: '{{ value_json.state }}',
+      payload_open: 'OPEN',
+      availability_topic: STATUS,
+    });
+    const contact = await op.waitFor((m) => m.topic === `homeassistant/binary_sensor/mq_${DOOR_UUID}_door/config`);
+    expect(contact.json).toMatchObject({ device_class: 'door', payload_on: 'OPEN', payload_off: 'CLOSED' });
+  });
+});

@@ -1,0 +1,95 @@
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { userInfo } from 'node:os';
+import { join } from 'node:path';
+
+const MOSQUITTO = ['/usr/sbin/mosquitto', '/usr/bin/mosquitto'].find((p) => existsSync(p));
+
+/** A free TCP port on the loopback interface. */
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as { port: number };
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+async function waitForPort(port: number, timeoutMs: number): Promise<void> {
+  const { connect } = await import('node:net');
+  const started = Date.now();
+  for (;;) {
+    const ok = await new Promise<boolean>((resolve) => {
+      const socket = connect(port, '127.0.0.1', () => {
+        socket.end();
+        resolve(true);
+      });
+      socket.once('error', () => resolve(false));
+    });
+    if (ok) return;
+    if (Date.now() - started > timeoutMs) throw new Error(`mosquitto did not listen on 127.0.0.1:${port} within ${timeoutMs} ms`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+export interface TlsFiles {
+  ca: string;
+  cert: string;
+  key: string;
+}
+
+/** A CA and a server certificate for 127.0.0.1, made with openssl. */
+export function makeTlsFiles(dir: string, name: string): TlsFiles {
+  mkdirSync(dir, { recursive: true });
+  const f = (n: string) => join(dir, `${name}-${n}`);
+  const run = (args: string[]) => {
+    const r = spawnSync('openssl', args, { encoding: 'utf8' });
+    if (r.error || r.status !== 0) throw new Error(`openssl ${args[0]} failed (apt-get install openssl): ${r.stderr ?? r.error}`);
+  };
+  run(['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-days', '2', '-subj', `/CN=${name} test CA`, '-keyout', f('ca.key'), '-out', f('ca.crt')]);
+  run(['req', '-newkey', 'rsa:2048', '-nodes', '-subj', '/CN=127.0.0.1', '-keyout', f('server.key'), '-out', f('server.csr')]);
+  writeFileSync(f('ext.cnf'), 'subjectAltName=IP:127.0.0.1,DNS:localhost\n');
+  run(['x509', '-req', '-in', f('server.csr'), '-CA', f('ca.crt'), '-CAkey', f('ca.key'), '-CAcreateserial', '-days', '2', '-extfile', f('ext.cnf'), '-out', f('server.crt')]);
+  return { ca: f('ca.crt'), cert: f('server.crt'), key: f('server.key') };
+}
+
+/** A real mosquitto broker on a free loopback port, started and stopped by the test. */
+export class Mosquitto {
+  private process: ChildProcess | null = null;
+  port = 0;
+
+  constructor(
+    private readonly dir: string,
+    private readonly tls?: TlsFiles,
+  ) {
+    if (!MOSQUITTO) throw new Error('mosquitto is required for the MQTT tests: apt-get install mosquitto mosquitto-clients (npm test installs them when run as root)');
+    mkdirSync(dir, { recursive: true });
+  }
+
+  get url(): string {
+    return `${this.tls ? 'mqtts' : 'mqtt'}://127.0.0.1:${this.port}`;
+  }
+
+  async start(): Promise<void> {
+    if (this.port === 0) this.port = await freePort();
+    const conf = join(this.dir, 'mosquitto.conf');
+    // Run as ourselves: as root, mosquitto would switch to its own user and could not read the test's key files.
+    const lines = [`user ${userInfo().username}`, `listener ${this.port} 127.0.0.1`, 'allow_anonymous true', 'persistence false'];
+    if (this.tls) lines.push(`cafile ${this.tls.ca}`, `certfile ${this.tls.cert}`, `keyfile ${this.tls.key}`);
+    writeFileSync(conf, `${lines.join('\n')}\n`);
+    this.process = spawn(MOSQUITTO!, ['-c', conf], { stdio: 'ignore' });
+    await waitForPort(this.port, 5000);
+  }
+
+  async stop(): Promise<void> {
+    const proc = this.process;
+    this.process = null;
+    if (!proc || proc.exitCode !== null) return;
+    const exited = new Promise((r) => proc.once('exit', r));
+    proc.kill('SIGTERM');
+    await exited;
+  }
+}
