@@ -6,12 +6,14 @@ import { mkdirSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { benchmarkDecisions } from './decisions.js';
+import { benchmarkMqtt } from './mqttBench.js';
 import { benchmarkTapToRelay } from './tapToRelay.js';
 import { renderTable, writeResults, type BenchRow } from './report.js';
 
 const BENCHES: Record<string, (workDir: string) => BenchRow[] | Promise<BenchRow[]>> = {
   decisions: benchmarkDecisions,
   'tap-to-relay': benchmarkTapToRelay,
+  mqtt: benchmarkMqtt,
 };
 
 const root = resolve(fileURLToPath(import.meta.url), '../../..');

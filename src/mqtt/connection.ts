@@ -59,6 +59,8 @@ export function connectBroker(config: MqttConfig, topics: Topics, env: Env, logg
   let attempt = 0;
   let down = false;
   client.on('connect', () => {
+    // Commands are small and latency matters: no Nagle delay on our side of the connection.
+    (client.stream as { setNoDelay?: (on: boolean) => void } | undefined)?.setNoDelay?.(true);
     attempt = 0;
     client.options.reconnectPeriod = MQTT_BACKOFF.initialMs;
     if (down) logger.info({ broker: redactUrl(config.url) }, 'broker connection restored');

@@ -77,14 +77,24 @@ export class Mosquitto {
     if (this.port === 0) this.port = await freePort();
     const conf = join(this.dir, 'mosquitto.conf');
     // Run as ourselves: as root, mosquitto would switch to its own user and could not read the test's key files.
-    const lines = [`user ${userInfo().username}`, `listener ${this.port} 127.0.0.1`, 'allow_anonymous true', 'persistence false'];
+    const lines = [`user ${userInfo().username}`, `listener ${this.port} 127.0.0.1`, 'allow_anonymous true', 'persistence false', 'set_tcp_nodelay true'];
     if (this.tls) lines.push(`cafile ${this.tls.ca}`, `certfile ${this.tls.cert}`, `keyfile ${this.tls.key}`);
     writeFileSync(conf, `${lines.join('\n')}\n`);
     this.process = spawn(MOSQUITTO!, ['-c', conf], { stdio: 'ignore' });
     await waitForPort(this.port, 5000);
   }
 
+  /** Freezes the broker (SIGSTOP): the TCP connection stays open but nothing answers, like a dead host. */
+  freeze(): void {
+    this.process?.kill('SIGSTOP');
+  }
+
+  thaw(): void {
+    this.process?.kill('SIGCONT');
+  }
+
   async stop(): Promise<void> {
+    this.process?.kill('SIGCONT');
     const proc = this.process;
     this.process = null;
     if (!proc || proc.exitCode !== null) return;

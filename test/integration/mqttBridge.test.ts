@@ -1,0 +1,106 @@
+import { EventEmitter } from 'node:events';
+import { join } from 'node:path';
+import type { IPublishPacket, MqttClient } from 'mqtt';
+import { pino } from 'pino';
+import { afterAll, describe, expect, it } from 'vitest';
+import { parseConfig } from '../../src/config/load.js';
+import type { Level } from '../../src/core/relay.js';
+import { LockController } from '../../src/door/lockController.js';
+import { MqttBridge } from '../../src/mqtt/bridge.js';
+import { Topics } from '../../src/mqtt/topics.js';
+import { openDatabase } from '../../src/store/database.js';
+import { DoorStateStore } from '../../src/store/doorState.js';
+import { EventLog } from '../../src/store/eventLog.js';
+import { GuestLinkStore } from '../../src/store/guestLinkStore.js';
+import { ReplayCache } from '../../src/store/replayCache.js';
+import { systemClock, systemTimers } from '../../src/util/clock.js';
+import { DOOR_UUID, tempDir } from '../support/cli.js';
+
+// The bridge with a scripted client: what the broker may do that a real mosquitto will not do on request
+// (redeliver a QoS 1 command with the dup flag after a lost PUBACK).
+
+const tmp = tempDir('door-agent-bridge-');
+afterAll(tmp.cleanup);
+
+class ScriptedClient extends EventEmitter {
+  connected = true;
+  readonly published: Array<{ topic: string; message: string }> = [];
+  publish(topic: string, message: string | Buffer): this {
+    this.published.push({ topic, message: message.toString() });
+    return this;
+  }
+  async publishAsync(topic: string, message: string | Buffer) {
+    this.publish(topic, message);
+    return undefined;
+  }
+  async subscribeAsync() {
+    return [];
+  }
+  async endAsync() {
+    this.connected = false;
+  }
+}
+
+function setup() {
+  const door = parseConfig(
+    `agent: { id: b }
+access: { groups: [Staff] }
+doors: [ { uuid: ${DOOR_UUID}, resourceId: 12, name: Front door, relay: { pin: 17 }, unlockSeconds: 5 } ]`,
+    'test',
+  ).doors[0]!;
+  const db = openDatabase(join(tmp.path, `c${Math.random()}.db`));
+  const writes: Level[] = [];
+  const controller = new LockController(door, { pin: 17, write: (l) => void writes.push(l), read: () => writes.at(-1) ?? 0 }, {
+    clock: systemClock,
+    timers: systemTimers,
+    persistence: new DoorStateStore(db),
+  });
+  const client = new ScriptedClient();
+  const events = new EventLog(db, { agentId: 'b', maxEvents: 1000 });
+  new MqttBridge({
+    client: client as unknown as MqttClient,
+    topics: new Topics('da', 'b'),
+    doors: [{ door, controller, contact: () => null }],
+    events,
+    guestLinks: new GuestLinkStore(db, new Set([12])),
+    replay: new ReplayCache(db),
+    secret: null,
+    maxAgeSeconds: 30,
+    homeAssistant: { discovery: false, prefix: 'homeassistant' },
+    version: 'test',
+    clock: systemClock,
+    logger: pino({ level: 'silent' }),
+  });
+  const command = (payload: string, packet: Partial<IPublishPacket>) =>
+    client.emit('message', `da/doors/${DOOR_UUID}/set`, Buffer.from(payload), { cmd: 'publish', qos: 1, retain: false, dup: false, ...packet });
+  const replies = () => client.published.filter((p) => p.topic.endsWith('/reply')).map((p) => JSON.parse(p.message) as Record<string, unknown>);
+  return { controller, writes, command, replies, events, db };
+}
+
+describe('MqttBridge commands', () => {
+  it('does not execute a QoS 1 redelivery (dup) of a command it already executed', () => {
+    const t = setup();
+    t.command('{"lock_state":false,"unlock_time":5}', { messageId: 7 });
+    expect(t.writes).toEqual([0, 1]);
+    t.command('LOCK', { messageId: 8 });
+    expect(t.writes).toEqual([0, 1, 0]);
+    t.command('{"lock_state":false,"unlock_time":5}', { messageId: 7, dup: true }); // PUBACK was lost, broker resends
+    expect(t.writes).toEqual([0, 1, 0]);
+    expect(t.replies()).toHaveLength(2);
+    // A dup of a message it never executed (the first delivery was lost) is executed.
+    t.command('OPEN', { messageId: 9, dup: true });
+    expect(t.writes).toEqual([0, 1, 0, 1]);
+    t.controller.shutdown();
+    t.db.close();
+  });
+
+  it('records a retained command as command_rejected without replying or moving the relay', () => {
+    const t = setup();
+    t.command('UNLOCK', { messageId: 1, retain: true });
+    expect(t.writes).toEqual([0]);
+    expect(t.replies()).toEqual([]);
+    expect(t.events.since(0).map((e) => [e.type, e.error])).toEqual([['command_rejected', 'retained command ignored']]);
+    t.controller.shutdown();
+    t.db.close();
+  });
+});
