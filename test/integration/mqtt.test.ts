@@ -6,6 +6,7 @@ import { DOOR_UUID, runCli, tempDir } from '../support/cli.js';
 import { Daemon, readLevel, waitUntil } from '../support/daemon.js';
 import { Mosquitto, makeTlsFiles } from '../support/mosquitto.js';
 import { Operator } from '../support/operator.js';
+import { PtyPair } from '../support/socat.js';
 
 // The real daemon against a real mosquitto on a free loopback port.
 const tmp = tempDir('door-agent-mqtt-');
@@ -32,7 +33,7 @@ interface Site {
   exit: string;
 }
 
-async function site(options: { signed?: boolean; extraMqtt?: string; tls?: boolean } = {}): Promise<Site> {
+async function site(options: { signed?: boolean; extraMqtt?: string; tls?: boolean; reader?: boolean } = {}): Promise<Site> {
   const dir = join(tmp.path, `s${n++}`);
   mkdirSync(dir);
   const broker = new Mosquitto(join(dir, 'broker'), options.tls ? makeTlsFiles(join(dir, 'tls'), 'broker') : undefined);
@@ -58,7 +59,7 @@ doors:
     unlockSeconds: 1
     contact: { pin: 27, debounceMs: 20 }
     exitButton: { pin: 22, debounceMs: 20 }
-`,
+${options.reader ? `    reader: { path: ${dir}/reader }\n` : ''}`,
   );
   expect(runCli(['import', 'examples/snapshot.json', '--config', config]).status).toBe(0);
   return { dir, config, broker, relay: join(dir, 'gpio/gpio17/value'), exit: join(dir, 'gpio/gpio22/value') };
@@ -235,28 +236,31 @@ describe('availability, durable events, TLS', () => {
     s.broker.thaw();
   });
 
-  it('events decided while the broker is down, and across a SIGKILL, are all delivered in order', async () => {
-    const s = await site();
+  it('cards decided while the broker is down, and events across a SIGKILL, are all delivered in order', async () => {
+    const s = await site({ reader: true });
+    const pty = new PtyPair(join(s.dir, 'reader'), join(s.dir, 'terminal'));
+    await pty.plugIn();
+    cleanups.push(() => pty.unplug());
     const first = await agent(s);
-    const press = async () => {
-      writeFileSync(s.exit, '0\n');
-      await new Promise((r) => setTimeout(r, 80));
-      writeFileSync(s.exit, '1\n');
-      await new Promise((r) => setTimeout(r, 80));
-    };
+    await first.waitForMessage('reader connected');
     await s.broker.stop();
     await first.waitForLog((l) => l.msg === 'broker connection lost; doors keep working, events are kept');
-    for (let i = 0; i < 3; i++) await press(); // the door keeps working meanwhile
-    await waitUntil(() => events(s).filter((e) => e.type === 'exit_request').length === 3, 3000, 'decided offline');
-    await first.stop('SIGKILL');
+    pty.write('4213578\r\n4213579\r\n99999999\r\n'); // the door keeps deciding meanwhile
+    await waitUntil(() => events(s).filter((e) => String(e.type).startsWith('access_')).length === 3, 5000, 'decided offline');
+    writeFileSync(s.exit, '0\n');
+    await waitUntil(() => events(s).some((e) => e.type === 'exit_request'), 5000, 'exit request offline');
+    await first.stop('SIGKILL'); // with all of it unpublished
     await s.broker.start();
     const op = await operator(s, `${P}/doors/+/events`);
     const second = await agent(s);
-    await press();
+    writeFileSync(s.exit, '1\n');
+    pty.write('4213578\r\n');
+    await waitUntil(() => events(s).filter((e) => e.type === 'access_granted').length === 2, 5000, 'a card after the restart');
     const expected = events(s).map((e) => e.id);
     await waitUntil(() => new Set(op.received.map((m) => (m.json as { id: string }).id)).size >= expected.length, 10_000, 'all events');
     const firstSeen = [...new Set(op.received.map((m) => (m.json as { id: string }).id))];
     expect(firstSeen).toEqual(expected); // every event, in order, none lost (a QoS 1 duplicate keeps its id)
+    expect(op.received.map((m) => (m.json as { reason?: string }).reason)).toContain('user_suspended');
     await waitUntil(() => JSON.parse(runCli(['status', '--json', '--config', s.config]).stdout).events.unpublished === 0, 5000, 'outbox drained');
     expect(second.logs.filter((l) => l.level >= 50)).toEqual([]);
   });
