@@ -7,6 +7,7 @@ import { runImport } from './commands/import.js';
 import { runEvents } from './commands/events.js';
 import { runRelock } from './commands/relock.js';
 import { runDaemon, type ProcessHooks } from './commands/run.js';
+import { runService, runServiceKeyCreate } from './commands/service.js';
 import { runStatus } from './commands/status.js';
 import { systemClock } from './util/clock.js';
 import { DoorAgentError, UsageError } from './util/errors.js';
@@ -31,6 +32,10 @@ Commands:
         drive every configured relay to its locked level and exit
   config check [--config F]
         validate the configuration; print every problem with its key path
+  service [--config F]
+        the reference access-control service (HTTP API), from the file's server section
+  service key create --rank REGULAR|ADMIN|SUPER [--expires-days N] [--config F]
+        create an API key for the service and print it once
 
 Config: --config, else $DOOR_AGENT_CONFIG, else /etc/door-agent/config.yaml
 Exit codes: 0 ok/granted, 1 denied or failed, 2 usage, 78 invalid configuration
@@ -111,6 +116,15 @@ export async function main(argv: string[], ctx: CommandContext): Promise<number>
     }
     case 'relock':
       return runRelock({ config: str(parse(rest, {}, []).values.config) }, ctx);
+    case 'service': {
+      if (rest[0] === 'key') {
+        const [, sub, ...keyArgs] = rest;
+        if (sub !== 'create') throw new UsageError('usage: door-agent service key create --rank REGULAR|ADMIN|SUPER [--expires-days N]');
+        const { values } = parse(keyArgs, { rank: { type: 'string' }, 'expires-days': { type: 'string' } }, []);
+        return runServiceKeyCreate({ rank: str(values.rank), expiresDays: str(values['expires-days']), config: str(values.config) }, ctx);
+      }
+      return runService({ config: str(parse(rest, {}, []).values.config) }, ctx, processHooks);
+    }
     case 'config': {
       const [sub, ...configArgs] = rest;
       if (sub !== 'check') throw new UsageError('usage: door-agent config check [--config F]');
@@ -153,7 +167,7 @@ async function run(): Promise<void> {
 
 function argv0IsLongRunning(): boolean {
   const command = process.argv[2];
-  return command === 'run' || command === 'events';
+  return command === 'run' || command === 'events' || (command === 'service' && process.argv[3] !== 'key');
 }
 
 await run();

@@ -1,13 +1,12 @@
 import { readFileSync } from 'node:fs';
 import { parseDocument } from 'yaml';
-import { EXIT_INVALID_CONFIG, configSchema, type Config } from './schema.js';
+import { EXIT_INVALID_CONFIG, configSchema, serviceConfigSchema, type Config, type ServiceConfig } from './schema.js';
 import { DoorAgentError, InputError, describeFsError } from '../util/errors.js';
 import { problemsFromZod, type Problem } from '../util/issues.js';
 
 export const DEFAULT_CONFIG_PATH = '/etc/door-agent/config.yaml';
 
-/** Parses and validates configuration text; throws InputError (exit 78) listing every problem. */
-export function parseConfig(text: string, source: string): Config {
+function parseYaml(text: string, source: string): unknown {
   const doc = parseDocument(text, { prettyErrors: true, uniqueKeys: true });
   if (doc.errors.length > 0) {
     const problems: Problem[] = doc.errors.map((e) => {
@@ -20,6 +19,12 @@ export function parseConfig(text: string, source: string): Config {
   if (data === null || data === undefined) {
     throw new InputError(`${source} is invalid`, [{ path: '(top level)', message: 'the file is empty' }], EXIT_INVALID_CONFIG);
   }
+  return data;
+}
+
+/** Parses and validates configuration text; throws InputError (exit 78) listing every problem. */
+export function parseConfig(text: string, source: string): Config {
+  const data = parseYaml(text, source);
   const result = configSchema.safeParse(data);
   if (!result.success) {
     throw new InputError(`${source} is invalid`, problemsFromZod(result.error.issues), EXIT_INVALID_CONFIG);
@@ -31,8 +36,25 @@ export function parseConfig(text: string, source: string): Config {
   };
 }
 
+/** The reference service's view of a configuration file (its `server` and `mqtt` sections). */
+export function parseServiceConfig(text: string, source: string): ServiceConfig {
+  const result = serviceConfigSchema.safeParse(parseYaml(text, source));
+  if (!result.success) {
+    throw new InputError(`${source} is invalid`, problemsFromZod(result.error.issues), EXIT_INVALID_CONFIG);
+  }
+  return result.data;
+}
+
+export function loadServiceConfig(path: string): ServiceConfig {
+  return parseServiceConfig(readConfigText(path), path);
+}
+
 /** Reads and validates a configuration file. */
 export function loadConfig(path: string): Config {
+  return parseConfig(readConfigText(path), path);
+}
+
+function readConfigText(path: string): string {
   let text: string;
   try {
     text = readFileSync(path, 'utf8');
@@ -43,5 +65,5 @@ export function loadConfig(path: string): Config {
       { cause: err, exitCode: EXIT_INVALID_CONFIG },
     );
   }
-  return parseConfig(text, path);
+  return text;
 }

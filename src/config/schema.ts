@@ -123,12 +123,62 @@ const doorSchema = z.strictObject({
     .prefault({}),
 });
 
+/** The reference service's own section (`door-agent service`); it shares the file and the mqtt section. */
+export const serverSchema = z
+  .strictObject({
+    listen: z
+      .string()
+      .regex(/^[A-Za-z0-9.\-\[\]:]+:\d{1,5}$/, 'expected HOST:PORT, e.g. 127.0.0.1:8080')
+      .default('127.0.0.1:8080'),
+    dataDir: z.string().min(1).default('/var/lib/door-agent-service'),
+    lockReplyTimeoutSeconds: seconds(1, 120).default(5),
+    resources: z
+      .array(
+        z.strictObject({
+          resourceId: z.number().int().min(0),
+          uuid: z.uuid({ error: 'must be the resource UUID' }),
+          type: z.enum(['DOOR', 'COMPUTER']),
+          name: z.string().min(1).max(100),
+        }),
+      )
+      .default([]),
+    smtp: z.strictObject({ url: z.url({ protocol: /^smtps?$/ }), from: z.string().min(3) }).optional(),
+  })
+  .superRefine((server, ctx) => {
+    const ids = new Map<number, number>();
+    const uuids = new Map<string, number>();
+    server.resources.forEach((r, i) => {
+      const id = ids.get(r.resourceId);
+      if (id !== undefined) ctx.addIssue({ code: 'custom', path: ['resources', i, 'resourceId'], message: `same resourceId as resources[${id}]` });
+      else ids.set(r.resourceId, i);
+      const u = uuids.get(r.uuid.toLowerCase());
+      if (u !== undefined) ctx.addIssue({ code: 'custom', path: ['resources', i, 'uuid'], message: `same uuid as resources[${u}]` });
+      else uuids.set(r.uuid.toLowerCase(), i);
+    });
+  });
+
+/**
+ * The file as the reference service reads it: its `server` section and `mqtt`; the agent's sections may be
+ * present (one file for a door that also runs the service) and are validated by the agent.
+ */
+export const serviceConfigSchema = z.strictObject({
+  server: serverSchema,
+  mqtt: mqttSchema.optional(),
+  agent: z.unknown().optional(),
+  service: z.unknown().optional(),
+  access: z.unknown().optional(),
+  gpio: z.unknown().optional(),
+  doors: z.unknown().optional(),
+});
+export type ServiceConfig = z.output<typeof serviceConfigSchema>;
+
 export const configSchema = z
   .strictObject({
     agent: agentSchema,
     service: serviceSchema.optional(),
     access: accessSchema,
     mqtt: mqttSchema.optional(),
+    server: serverSchema.optional(),
     gpio: gpioSchema.prefault({ driver: 'onoff' }),
     doors: z.array(doorSchema).min(1, 'configure at least one door'),
   })

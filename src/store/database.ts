@@ -22,8 +22,12 @@ function notADatabase(file: string, err: unknown): DoorAgentError {
  * Opens (creating if needed) the agent's SQLite cache: WAL, synchronous=FULL so that a committed door state or
  * event survives a power cut, then brings the schema up to date.
  */
-export function openDatabase(file: string, options: { readonly?: boolean } = {}): Db {
+export function openDatabase(
+  file: string,
+  options: { readonly?: boolean; migrations?: readonly string[] } = {},
+): Db {
   const readonly = options.readonly ?? false;
+  const migrations = options.migrations ?? MIGRATIONS;
   const isNew = !existsSync(file);
   if (readonly && isNew) {
     throw new DoorAgentError(`no cache at ${file}: provision it with door-agent import first`);
@@ -46,9 +50,9 @@ export function openDatabase(file: string, options: { readonly?: boolean } = {})
   try {
     // The first statement reads the header: a file that is not SQLite fails here, before anything is written.
     const version = db.pragma('user_version', { simple: true }) as number;
-    if (version > MIGRATIONS.length) {
+    if (version > migrations.length) {
       throw new DoorAgentError(
-        `the cache ${file} has schema version ${version}, newer than this door-agent knows (${MIGRATIONS.length}): ` +
+        `the database ${file} has schema version ${version}, newer than this door-agent knows (${migrations.length}): ` +
           'upgrade door-agent, or move the cache aside and import again',
       );
     }
@@ -61,8 +65,8 @@ export function openDatabase(file: string, options: { readonly?: boolean } = {})
     db.pragma('temp.cache_size = -2000');
     db.pragma('foreign_keys = ON');
     db.pragma('busy_timeout = 5000');
-    if (!readonly) migrate(db);
-    else if (version < MIGRATIONS.length) {
+    if (!readonly) migrate(db, migrations);
+    else if (version < migrations.length) {
       throw new DoorAgentError(`the cache ${file} is from an older door-agent: run any writing command to upgrade it`);
     }
   } catch (err) {
@@ -76,9 +80,9 @@ export function openDatabase(file: string, options: { readonly?: boolean } = {})
   return db;
 }
 
-function migrate(db: Db): void {
+function migrate(db: Db, migrations: readonly string[]): void {
   const current = db.pragma('user_version', { simple: true }) as number;
-  MIGRATIONS.slice(current).forEach((sql, i) => {
+  migrations.slice(current).forEach((sql, i) => {
     db.transaction(() => {
       db.exec(sql);
       db.pragma(`user_version = ${current + i + 1}`);

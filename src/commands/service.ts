@@ -1,0 +1,71 @@
+import { join } from 'node:path';
+import { loadServiceConfig } from '../config/load.js';
+import { ApiKeys, RANKS, type Rank } from '../service/apiKeys.js';
+import { SERVICE_MIGRATIONS } from '../service/migrations.js';
+import { buildService } from '../service/server.js';
+import { openDatabase } from '../store/database.js';
+import { UsageError } from '../util/errors.js';
+import { createLogger } from '../util/logger.js';
+import { configPath, type CommandContext } from './context.js';
+import type { ProcessHooks } from './run.js';
+
+function openServiceDb(config: ReturnType<typeof loadServiceConfig>) {
+  return openDatabase(join(config.server.dataDir, 'service.db'), { migrations: SERVICE_MIGRATIONS });
+}
+
+/**
+ * `door-agent service key create --rank R [--expires-days N]`: prints the new key alone on one line of stdout,
+ * the only time it is shown (only its hash is stored). Works whether or not the service is running.
+ */
+export function runServiceKeyCreate(
+  args: { rank: string | undefined; expiresDays: string | undefined; config: string | undefined },
+  ctx: CommandContext,
+): number {
+  if (!args.rank || !(RANKS as readonly string[]).includes(args.rank)) {
+    throw new UsageError(`--rank must be one of ${RANKS.join(', ')}`);
+  }
+  let days = 0;
+  if (args.expiresDays !== undefined) {
+    if (!/^\d{1,5}$/.test(args.expiresDays)) throw new UsageError('--expires-days must be a whole number of days (0 = never)');
+    days = Number(args.expiresDays);
+  }
+  const config = loadServiceConfig(configPath(args.config, ctx.env));
+  const db = openServiceDb(config);
+  try {
+    const key = new ApiKeys(db).create(args.rank as Rank, days, ctx.clock.wallNow());
+    ctx.stdout.write(`${key}\n`);
+    const expiry = days > 0 ? `expires in ${days} day(s)` : 'never expires';
+    ctx.stderr.write(`created a ${args.rank} API key that ${expiry}; it is shown only this once\n`);
+    return 0;
+  } finally {
+    db.close();
+  }
+}
+
+/** `door-agent service`: the reference access-control service, until SIGTERM/SIGINT. */
+export async function runService(args: { config: string | undefined }, ctx: CommandContext, hooks: ProcessHooks): Promise<number> {
+  const config = loadServiceConfig(configPath(args.config, ctx.env));
+  const logger = createLogger({ level: 'info', agentId: 'service' });
+  const db = openServiceDb(config);
+  const app = buildService({ db, clock: ctx.clock, logger, resources: config.server.resources });
+  const separator = config.server.listen.lastIndexOf(':');
+  const host = config.server.listen.slice(0, separator).replace(/^\[|\]$/g, '');
+  const port = Number(config.server.listen.slice(separator + 1));
+  try {
+    await app.listen({ host, port });
+  } catch (err) {
+    db.close();
+    throw new UsageError(`cannot listen on ${config.server.listen}: ${(err as Error).message}`);
+  }
+  const address = app.addresses()[0];
+  logger.info({ listen: address && typeof address !== 'string' ? `${address.address}:${address.port}` : config.server.listen }, 'service ready');
+  return new Promise<number>((resolve) => {
+    hooks.onStopSignal(() => {
+      void app.close().then(() => {
+        db.close();
+        logger.info('service stopped');
+        resolve(0);
+      });
+    });
+  });
+}

@@ -1,0 +1,30 @@
+import { createHash, randomBytes } from 'node:crypto';
+import type { Db } from '../store/database.js';
+
+export type Rank = 'REGULAR' | 'ADMIN' | 'SUPER';
+export const RANKS: readonly Rank[] = ['REGULAR', 'ADMIN', 'SUPER'];
+
+const digest = (key: string) => createHash('sha256').update(key, 'utf8').digest('hex');
+
+/** API keys: only a SHA-256 is stored; 0 or no expiry means never (access-control-api.md, Authentication). */
+export class ApiKeys {
+  constructor(private readonly db: Db) {}
+
+  /** Creates a key and returns it: the only time it is ever visible. */
+  create(rank: Rank, expiresDays: number, now: number): string {
+    const key = `dak_${randomBytes(32).toString('base64url')}`;
+    const expiresAt = expiresDays > 0 ? now + expiresDays * 86_400_000 : null;
+    this.db.prepare('INSERT INTO api_keys (key_hash, rank, created_at, expires_at) VALUES (?, ?, ?, ?)').run(digest(key), rank, now, expiresAt);
+    return key;
+  }
+
+  /** The rank of a valid, unexpired key, or null. */
+  verify(key: string, now: number): Rank | null {
+    if (!/^dak_[A-Za-z0-9_-]{43}$/.test(key)) return null;
+    const row = this.db.prepare('SELECT rank, expires_at FROM api_keys WHERE key_hash = ?').get(digest(key)) as
+      | { rank: Rank; expires_at: number | null }
+      | undefined;
+    if (!row || (row.expires_at !== null && now >= row.expires_at)) return null;
+    return row.rank;
+  }
+}

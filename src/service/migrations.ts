@@ -1,0 +1,77 @@
+/** Schema of the reference service's database (server.dataDir/service.db), by PRAGMA user_version. */
+export const SERVICE_MIGRATIONS: readonly string[] = [
+  `
+  CREATE TABLE api_keys (
+    key_id     INTEGER PRIMARY KEY,
+    key_hash   TEXT NOT NULL UNIQUE,  -- SHA-256 of the key: the key itself is shown once and never stored
+    rank       TEXT NOT NULL CHECK (rank IN ('REGULAR', 'ADMIN', 'SUPER')),
+    created_at INTEGER NOT NULL,
+    expires_at INTEGER                -- NULL = never
+  ) STRICT;
+
+  CREATE TABLE users (
+    email_id     INTEGER PRIMARY KEY,
+    user_id      INTEGER NOT NULL UNIQUE,
+    email        TEXT NOT NULL UNIQUE COLLATE NOCASE,
+    first_name   TEXT NOT NULL DEFAULT '',
+    last_name    TEXT NOT NULL DEFAULT '',
+    username     TEXT NOT NULL,
+    rank         TEXT NOT NULL DEFAULT 'REGULAR' CHECK (rank IN ('REGULAR', 'ADMIN', 'SUPER')),
+    tag          TEXT NOT NULL DEFAULT 'USER' CHECK (tag IN ('USER', 'GUEST')),
+    suspended    INTEGER NOT NULL DEFAULT 0,
+    email_status TEXT NOT NULL DEFAULT 'CONFIRMED',
+    unique_id    TEXT NOT NULL,
+    created      TEXT NOT NULL,   -- 'YYYY-MM-DD hh:mm:ss' UTC, as the API reports dates
+    removed_at   TEXT            -- DELETE /user keeps the record
+  ) STRICT;
+
+  CREATE TABLE smartcards (
+    email_id INTEGER NOT NULL REFERENCES users (email_id),
+    position INTEGER NOT NULL,
+    number   TEXT NOT NULL,
+    label    TEXT,
+    PRIMARY KEY (email_id, position)
+  ) STRICT;
+  CREATE INDEX smartcards_by_number ON smartcards (number);
+
+  CREATE TABLE computer_usernames (
+    email_id INTEGER NOT NULL REFERENCES users (email_id),
+    position INTEGER NOT NULL,
+    computer_username TEXT NOT NULL,
+    PRIMARY KEY (email_id, position)
+  ) STRICT;
+
+  CREATE TABLE groups (
+    group_id      INTEGER PRIMARY KEY,
+    type          TEXT NOT NULL CHECK (type IN ('users', 'resources')),
+    name          TEXT NOT NULL,
+    resource_type TEXT CHECK (resource_type IN ('COMPUTER', 'DOOR'))
+  ) STRICT;
+
+  CREATE TABLE group_members (
+    group_id  INTEGER NOT NULL REFERENCES groups (group_id) ON DELETE CASCADE,
+    member_id INTEGER NOT NULL,   -- email_id for user groups, resource_id for resource groups
+    PRIMARY KEY (group_id, member_id)
+  ) STRICT;
+
+  CREATE TABLE policies (
+    policy_id INTEGER PRIMARY KEY,
+    name      TEXT NOT NULL
+  ) STRICT;
+
+  CREATE TABLE policy_members (
+    policy_id INTEGER NOT NULL REFERENCES policies (policy_id) ON DELETE CASCADE,
+    email_id  INTEGER NOT NULL,
+    PRIMARY KEY (policy_id, email_id)
+  ) STRICT;
+
+  CREATE TABLE mail_outbox (
+    mail_id    INTEGER PRIMARY KEY,
+    recipient  TEXT NOT NULL,
+    subject    TEXT NOT NULL,
+    body       TEXT NOT NULL,
+    created_at INTEGER NOT NULL,
+    sent_at    INTEGER
+  ) STRICT;
+  `,
+];

@@ -1,0 +1,53 @@
+import { z } from 'zod';
+import { problemsFromZod } from '../util/issues.js';
+
+/**
+ * Request parameters of the service: accepted in the query string, a form or a JSON body (the API document does
+ * not say which), so every scalar also accepts its string form, and "serialized JSON array" parameters accept a
+ * string holding the array as well as the array itself.
+ */
+export const intParam = z.union([
+  z.number().int(),
+  z
+    .string()
+    .regex(/^-?\d{1,15}$/, 'expected an integer')
+    .transform(Number),
+]);
+
+export const boolParam = z.union([
+  z.boolean(),
+  z.enum(['true', 'false', '1', '0']).transform((v) => v === 'true' || v === '1'),
+]);
+
+export function jsonArrayParam<T extends z.ZodType>(item: T) {
+  return z.preprocess((value) => {
+    if (typeof value !== 'string') return value;
+    try {
+      return JSON.parse(value) as unknown;
+    } catch {
+      return value; // reported as "expected array" below
+    }
+  }, z.array(item));
+}
+
+/** An e-mail address as users type them; the check is deliberately plain (one @, a dot in the domain). */
+export const emailParam = z.string().trim().regex(/^[^\s@]+@[^\s@]+\.[^\s@]+$/, 'not an e-mail address');
+
+export class BadRequest extends Error {
+  constructor(
+    message: string,
+    readonly status = 400,
+  ) {
+    super(message);
+  }
+}
+
+/** Merges query and body and validates them; a problem becomes a 400 naming the parameter. */
+export function parseParams<T extends z.ZodType>(schema: T, query: unknown, body: unknown): z.output<T> {
+  const merged = { ...(query as object | undefined), ...(typeof body === 'object' && body !== null && !Array.isArray(body) ? body : {}) };
+  const result = schema.safeParse(merged);
+  if (!result.success) {
+    throw new BadRequest(problemsFromZod(result.error.issues).map((p) => `${p.path}: ${p.message}`).join('; '));
+  }
+  return result.data;
+}

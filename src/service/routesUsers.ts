@@ -1,0 +1,105 @@
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import { z } from 'zod';
+import { RANKS } from './apiKeys.js';
+import { BadRequest, boolParam, emailParam, intParam, jsonArrayParam, parseParams } from './params.js';
+import type { RouteContext } from './server.js';
+
+const smartcard = z.object({
+  number: z.string().regex(/^[0-9]{1,40}$/, 'a smartcard number must be a string holding an integer'),
+  label: z.string().max(200).nullish(),
+});
+
+/** Users, their cards and usernames, ranks, tags, suspension and removal (access-control-api.md, Endpoints). */
+export function registerUserRoutes(app: FastifyInstance, ctx: RouteContext): void {
+  const { users } = ctx;
+  const params = <T extends z.ZodType>(schema: T, request: FastifyRequest) => parseParams(schema, request.query, request.body);
+  // GET /user answers "any non-200" for an unknown user (404 here); the simple PUT calls answer 400.
+  const userOr = (emailId: number, status = 400) => {
+    const user = users.get(emailId);
+    if (!user) throw new BadRequest(`no user with email_id ${emailId}`, status);
+    return user;
+  };
+
+  app.get('/multipleusers', async (request) => {
+    const p = params(z.object({ email: boolParam.optional(), user_tag: z.enum(['GUEST', 'USER']).optional() }), request);
+    return users.list(p.user_tag).map((u) => users.listItem(u, p.email ?? false));
+  });
+
+  app.get('/user', async (request) => {
+    const p = params(z.object({ email_id: intParam }), request);
+    return users.detail(userOr(p.email_id, 404));
+  });
+
+  app.delete('/user', async (request) => {
+    ctx.requireRank(request, 'ADMIN');
+    const p = params(z.object({ email_id: intParam.optional(), email: emailParam.optional() }), request);
+    if (p.email_id === undefined && p.email === undefined) throw new BadRequest('give email_id or email');
+    // email_id takes precedence when both are given.
+    const user = p.email_id !== undefined ? users.get(p.email_id) : users.byEmail(p.email!);
+    if (!user) throw new BadRequest(`no user with ${p.email_id !== undefined ? `email_id ${p.email_id}` : `e-mail ${p.email}`}`);
+    users.remove(user.email_id, ctx.clock.wallNow());
+    return { success: `removed ${user.email} (${user.username}) from the organization` };
+  });
+
+  app.get('/modifysmartcard', async (request) => {
+    const p = params(z.object({ email_id: intParam }), request);
+    userOr(p.email_id, 404);
+    return { email_id: p.email_id, smartcards: users.detail(users.get(p.email_id)!).smartcards };
+  });
+
+  const modifySmartcards = async (request: FastifyRequest) => {
+    ctx.requireRank(request, 'ADMIN');
+    const p = params(
+      z.object({ email_id: intParam, smartcards: jsonArrayParam(smartcard), allow_duplicates: boolParam.optional() }),
+      request,
+    );
+    const user = userOr(p.email_id);
+    const numbers = p.smartcards.map((c) => c.number);
+    const repeated = numbers.filter((n, i) => numbers.indexOf(n) !== i);
+    if (!p.allow_duplicates) {
+      const taken = [...new Set([...repeated, ...users.numbersHeldByOthers(user.email_id, numbers)])];
+      if (taken.length > 0) {
+        throw new BadRequest(`smartcard number(s) already in use: ${taken.map((n) => `…${n.slice(-4)}`).join(', ')} (set allow_duplicates to allow)`);
+      }
+    }
+    users.replaceSmartcards(user.email_id, p.smartcards);
+    return { success: `${p.smartcards.length} smartcard(s) set for ${user.email}` };
+  };
+  app.put('/modifysmartcard', modifySmartcards);
+  app.put('/modifysmartcards', modifySmartcards);
+
+  app.put('/modifyallusernames', async (request) => {
+    ctx.requireRank(request, 'ADMIN');
+    const p = params(
+      z.object({ email_id: intParam, computer_usernames: jsonArrayParam(z.object({ computer_username: z.string().min(1).max(100) })) }),
+      request,
+    );
+    const user = userOr(p.email_id);
+    users.replaceComputerUsernames(user.email_id, p.computer_usernames.map((c) => c.computer_username));
+    return { success: `${p.computer_usernames.length} computer username(s) set for ${user.email}` };
+  });
+
+  app.put('/modifyrank', async (request) => {
+    ctx.requireRank(request, 'SUPER');
+    const p = params(z.object({ admin_user_id: intParam, rank: z.enum(RANKS as [string, ...string[]]) }), request);
+    if (!users.setRank(p.admin_user_id, p.rank as (typeof RANKS)[number])) throw new BadRequest(`no user with user_id ${p.admin_user_id}`);
+    return { success: `user ${p.admin_user_id} is now ${p.rank}` };
+  });
+
+  app.put('/promoteguest', async (request) => {
+    ctx.requireRank(request, 'ADMIN');
+    const p = params(z.object({ email_id: intParam }), request);
+    const user = userOr(p.email_id);
+    if (user.tag === 'USER') throw new BadRequest(`${user.email} is not a guest`);
+    users.promote(user.email_id);
+    return { success: `${user.email} promoted from GUEST to USER` };
+  });
+
+  app.put('/togglesuspension', async (request) => {
+    ctx.requireRank(request, 'ADMIN');
+    const p = params(z.object({ email_id: intParam }), request);
+    const user = userOr(p.email_id);
+    const suspended = users.toggleSuspension(user.email_id);
+    return { success: `${user.email} is now ${suspended ? 'SUSPENDED' : 'ACTIVE'}` };
+  });
+}

@@ -1,0 +1,90 @@
+import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
+import type { Logger } from 'pino';
+import type { Db } from '../store/database.js';
+import type { Clock } from '../util/clock.js';
+import { ApiKeys, type Rank } from './apiKeys.js';
+import { BadRequest } from './params.js';
+import { registerGroupRoutes } from './routesGroups.js';
+import { registerUserRoutes } from './routesUsers.js';
+import type { ServiceConfig } from '../config/schema.js';
+import { UserStore } from './users.js';
+
+export interface ServiceDeps {
+  db: Db;
+  clock: Clock;
+  logger: Logger;
+  /** Doors and computers of the organization (config server.resources). */
+  resources: ServiceConfig['server']['resources'];
+}
+
+export interface RouteContext extends ServiceDeps {
+  users: UserStore;
+  /** Refuses the request (403) unless the key's rank is at least `rank`. */
+  requireRank(request: FastifyRequest, rank: Rank): void;
+}
+
+const RANK_ORDER: Record<Rank, number> = { REGULAR: 0, ADMIN: 1, SUPER: 2 };
+const BODY_LIMIT = 1024 * 1024;
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    rank?: Rank;
+  }
+}
+
+function apiKeyOf(request: FastifyRequest): string | undefined {
+  const auth = request.headers.authorization;
+  if (auth?.startsWith('Bearer ')) return auth.slice('Bearer '.length).trim();
+  const header = request.headers['x-api-key'];
+  if (typeof header === 'string') return header;
+  const fromQuery = (request.query as Record<string, unknown> | undefined)?.api_key;
+  if (typeof fromQuery === 'string') return fromQuery;
+  const fromBody = (request.body as Record<string, unknown> | undefined)?.api_key;
+  return typeof fromBody === 'string' ? fromBody : undefined;
+}
+
+/**
+ * The reference access-control service (access-control-api.md) on fastify. Every endpoint needs an API key;
+ * bodies may be JSON or a form; every error is `{"error": message}` with a 4xx status, never a 500 for bad input.
+ */
+export function buildService(deps: ServiceDeps): FastifyInstance {
+  const app = Fastify({ bodyLimit: BODY_LIMIT, logger: false });
+  const keys = new ApiKeys(deps.db);
+
+  app.addContentTypeParser('application/x-www-form-urlencoded', { parseAs: 'string' }, (_req, body, done) => {
+    done(null, Object.fromEntries(new URLSearchParams(body as string)));
+  });
+
+  app.addHook('preHandler', async (request, reply) => {
+    const key = apiKeyOf(request);
+    const rank = key === undefined ? null : keys.verify(key, deps.clock.wallNow());
+    if (rank === null) {
+      return reply.code(401).send({ error: key === undefined ? 'an API key is required' : 'API key not valid or expired' });
+    }
+    request.rank = rank;
+  });
+
+  app.setErrorHandler((err: Error & { statusCode?: number; code?: string }, request, reply: FastifyReply) => {
+    if (err instanceof BadRequest) return reply.code(err.status).send({ error: err.message });
+    if (err.code === 'FST_ERR_CTP_BODY_TOO_LARGE') return reply.code(413).send({ error: `request body over ${BODY_LIMIT} bytes` });
+    if (err.statusCode !== undefined && err.statusCode >= 400 && err.statusCode < 500) {
+      return reply.code(err.statusCode).send({ error: err.message });
+    }
+    deps.logger.error({ err, url: request.url }, 'request failed');
+    return reply.code(500).send({ error: 'internal error' });
+  });
+  app.setNotFoundHandler((request, reply) => reply.code(404).send({ error: `no endpoint ${request.method} ${request.url.split('?')[0]}` }));
+
+  const context: RouteContext = {
+    ...deps,
+    users: new UserStore(deps.db),
+    requireRank(request, rank) {
+      if (RANK_ORDER[request.rank ?? 'REGULAR'] < RANK_ORDER[rank]) {
+        throw new BadRequest(`this needs an API key of rank ${rank} or higher (this key: ${request.rank})`, 403);
+      }
+    },
+  };
+  registerUserRoutes(app, context);
+  registerGroupRoutes(app, context);
+  return app;
+}

@@ -1,0 +1,180 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { CLI, DOOR_UUID, ROOT, runCli, tempDir } from '../support/cli.js';
+import { freePort } from '../support/mosquitto.js';
+
+// The reference service as a real process on a free loopback port, driven over HTTP.
+const tmp = tempDir('door-agent-service-');
+let service: ChildProcess;
+let base: string;
+let config: string;
+const keys: Record<'REGULAR' | 'ADMIN' | 'SUPER', string> = { REGULAR: '', ADMIN: '', SUPER: '' };
+
+beforeAll(async () => {
+  const port = await freePort();
+  mkdirSync(join(tmp.path, 'svc'));
+  config = join(tmp.path, 'svc', 'config.yaml');
+  writeFileSync(
+    config,
+    `server:
+  listen: 127.0.0.1:${port}
+  dataDir: ${tmp.path}/svc/data
+  resources:
+    - { resourceId: 12, uuid: ${DOOR_UUID}, type: DOOR, name: Front door }
+    - { resourceId: 40, uuid: 0b7a1e55-3c2d-4e8f-9a10-22334455aabb, type: COMPUTER, name: Kiosk }
+`,
+  );
+  for (const rank of ['REGULAR', 'ADMIN', 'SUPER'] as const) {
+    const r = runCli(['service', 'key', 'create', '--rank', rank, '--config', config]);
+    expect(r.status, r.stderr).toBe(0);
+    expect(r.stdout).toMatch(/^dak_[A-Za-z0-9_-]{43}\n$/);
+    keys[rank] = r.stdout.trim();
+  }
+  service = spawn(process.execPath, [CLI, 'service', '--config', config], { cwd: ROOT, stdio: ['ignore', 'pipe', 'inherit'] });
+  base = `http://127.0.0.1:${port}`;
+  await new Promise<void>((resolve, reject) => {
+    service.stdout!.on('data', (d: Buffer) => d.toString().includes('service ready') && resolve());
+    service.once('exit', (code) => reject(new Error(`service exited ${code}`)));
+  });
+});
+afterAll(async () => {
+  service.kill('SIGTERM');
+  await new Promise((r) => service.once('exit', r));
+  tmp.cleanup();
+});
+
+async function call(method: string, path: string, body?: unknown, key: string | null = keys.ADMIN, form = false) {
+  const headers: Record<string, string> = {};
+  if (key) headers.authorization = `Bearer ${key}`;
+  let payload: string | undefined;
+  if (body !== undefined) {
+    headers['content-type'] = form ? 'application/x-www-form-urlencoded' : 'application/json';
+    payload = form ? new URLSearchParams(body as Record<string, string>).toString() : JSON.stringify(body);
+  }
+  const res = await fetch(`${base}${path}`, { method, headers, body: payload });
+  return { status: res.status, body: (await res.json()) as Record<string, unknown> & Array<Record<string, unknown>> };
+}
+
+describe('API keys and ranks', () => {
+  it('every endpoint needs a valid key, given as Bearer, X-API-Key or api_key', async () => {
+    expect(await call('GET', '/multipleusers', undefined, null)).toEqual({ status: 401, body: { error: 'an API key is required' } });
+    expect((await call('GET', '/multipleusers', undefined, 'dak_not-a-key')).status).toBe(401);
+    expect((await fetch(`${base}/multipleusers`, { headers: { 'x-api-key': keys.REGULAR } })).status).toBe(200);
+    expect((await fetch(`${base}/multipleusers?api_key=${keys.REGULAR}`)).status).toBe(200);
+  });
+
+  it('REGULAR reads only; ADMIN manages users; only SUPER changes ranks', async () => {
+    expect((await call('POST', '/invites', { emails: ['r@example.org'] }, keys.REGULAR)).status).toBe(403);
+    const invited = await call('POST', '/invites', { emails: ['ranked@example.org'], no_email: true });
+    const userId = (await call('GET', '/multipleusers')).body.find((u) => u.email === 'ranked@example.org')!.user_id;
+    expect((await call('PUT', '/modifyrank', { admin_user_id: userId, rank: 'ADMIN' })).status).toBe(403);
+    expect(await call('PUT', '/modifyrank', { admin_user_id: userId, rank: 'ADMIN' }, keys.SUPER)).toMatchObject({ status: 200 });
+    expect((await call('PUT', '/modifyrank', { admin_user_id: userId, rank: 'KING' }, keys.SUPER)).status).toBe(400);
+    expect(invited.status).toBe(200);
+  });
+});
+
+describe('users, cards, groups', () => {
+  it('invites users with their cards and groups, reports invalid and existing addresses', async () => {
+    const group = await call('POST', '/groups', { type: 'users', name: 'Staff', add_ids: [] });
+    expect(group.status).toBe(200);
+    const r = await call('POST', '/invites', {
+      emails: ['alice@example.org', 'not-an-address', 'bob@example.org'],
+      smartcards: [[{ number: '0004213578', label: 'badge' }, { number: '1234', label: 'PIN' }], [], [{ number: '4213579' }]],
+      groups: [{ id: group.body.group_id, name: 'Staff' }],
+    });
+    expect(r.status).toBe(200);
+    expect(r.body).toMatchObject({ added: ['alice@example.org', 'bob@example.org'], invalid: ['not-an-address'], exists: [], group_names: ['Staff'], send_email: true });
+    expect((await call('POST', '/invites', { emails: ['alice@example.org'] })).body.exists).toEqual(['alice@example.org']);
+    const alice = (await call('GET', '/multipleusers')).body.find((u) => u.email === 'alice@example.org')!;
+    expect(alice).toMatchObject({ ad_status: 'ACTIVE', groups: [['Staff']], user_tag: 'USER' });
+    expect((await call('GET', `/user?email_id=${alice.email_id}`)).body).toEqual({
+      policies: [],
+      computer_usernames: [],
+      smartcards: [{ number: '0004213578', label: 'badge' }, { number: '1234', label: 'PIN' }],
+    });
+  });
+
+  it('smartcards as a serialized JSON array, in a form; duplicates only with allow_duplicates', async () => {
+    const { body } = await call('POST', '/invites', { emails: ['carol@example.org'], no_email: true });
+    const id = String((body.add_ids as number[])[0]);
+    const set = (cards: string, extra: Record<string, string> = {}) =>
+      call('PUT', '/modifysmartcards', { email_id: id, smartcards: cards, ...extra }, keys.ADMIN, true);
+    expect((await set('[{"number":"7700001","label":"visitor"}]')).status).toBe(200);
+    const dup = await set('[{"number":"4213579"}]');
+    expect(dup.status).toBe(400);
+    expect(dup.body.error).toContain('already in use: …3579');
+    expect((await set('[{"number":"4213579"}]', { allow_duplicates: 'true' })).status).toBe(200);
+    expect((await set('[{"number":"12ab"}]')).status).toBe(400);
+    expect((await set('not json')).body.error).toContain('smartcards: expected array');
+    expect((await call('GET', `/modifysmartcard?email_id=${id}`)).body).toEqual({ email_id: Number(id), smartcards: [{ number: '4213579' }] });
+    expect((await call('PUT', '/modifysmartcard', { email_id: 99999, smartcards: [] })).status).toBe(400);
+  });
+
+  it('suspension, promotion, computer usernames, groups and removal', async () => {
+    const list = async () => (await call('GET', '/multipleusers')).body;
+    const bob = (await list()).find((u) => u.email === 'bob@example.org')!;
+    expect((await call('PUT', '/togglesuspension', { email_id: bob.email_id })).body.success).toContain('SUSPENDED');
+    expect((await list()).find((u) => u.email === 'bob@example.org')!.ad_status).toBe('SUSPENDED');
+    expect((await call('PUT', '/promoteguest', { email_id: bob.email_id })).status).toBe(400); // not a guest
+    expect((await call('PUT', '/modifyallusernames', { email_id: bob.email_id, computer_usernames: '[{"computer_username":"bob"}]' })).status).toBe(200);
+    expect((await call('GET', `/user?email_id=${bob.email_id}`)).body.computer_usernames).toEqual(['bob']);
+
+    const doors = await call('POST', '/groups', { type: 'resources', name: 'Doors', add_ids: [12], resource_type: 'DOOR' });
+    expect(doors.status).toBe(200);
+    expect((await call('POST', '/groups', { type: 'resources', name: 'X', add_ids: [40], resource_type: 'DOOR' })).status).toBe(400);
+    expect((await call('PUT', '/groups', { type: 'users', group_id: 9999, add_ids: [1] })).status).toBe(404);
+    const staff = await call('POST', '/groups', { type: 'users', name: 'Night', add_ids: [bob.email_id] });
+    expect((await call('PUT', '/groups', { type: 'users', group_id: staff.body.group_id, add_ids: [123456] })).status).toBe(400);
+
+    expect((await call('DELETE', `/user?email_id=${bob.email_id}`)).body.success).toContain('bob@example.org');
+    expect((await list()).some((u) => u.email === 'bob@example.org')).toBe(false);
+    expect((await call('GET', `/user?email_id=${bob.email_id}`)).status).toBe(404);
+    expect((await call('DELETE', '/user', {})).status).toBe(400);
+  });
+
+  it('bad input never gets a 500: wrong types, missing parameters, a 10 MB body', async () => {
+    for (const [method, path, body] of [
+      ['GET', '/user', undefined],
+      ['GET', '/user?email_id=abc', undefined],
+      ['PUT', '/togglesuspension', { email_id: [1] }],
+      ['POST', '/groups', { type: 'rooms', name: 'x', add_ids: [] }],
+      ['POST', '/invites', { emails: [] }],
+    ] as const) {
+      const r = await call(method, path, body);
+      expect(r.status, `${method} ${path}`).toBe(400);
+      expect(typeof r.body.error).toBe('string');
+    }
+    const huge = await fetch(`${base}/invites`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${keys.ADMIN}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ emails: ['x'.repeat(10 * 1024 * 1024)] }),
+    });
+    expect(huge.status).toBe(413);
+    expect(((await huge.json()) as { error: string }).error).toContain('request body over');
+  });
+});
+
+describe('a door provisioned from the service', () => {
+  it('the service list and details, written as a snapshot, decide at the door', async () => {
+    const list = (await call('GET', '/multipleusers', undefined, keys.REGULAR)).body;
+    const details: Record<string, unknown> = {};
+    for (const u of list) details[String(u.email_id)] = (await call('GET', `/user?email_id=${u.email_id}`, undefined, keys.REGULAR)).body;
+    const snapshot = join(tmp.path, 'from-service.json');
+    writeFileSync(snapshot, JSON.stringify({ users: list, details, guest_links: [] }));
+    const agentConfig = join(tmp.path, 'agent.yaml');
+    writeFileSync(
+      agentConfig,
+      `agent: { id: s, dataDir: ${tmp.path}/agent, timezone: Europe/Berlin }
+access: { groups: [Staff] }
+gpio: { driver: simulated, simulatedDir: ${tmp.path}/gpio }
+doors: [ { uuid: ${DOOR_UUID}, resourceId: 12, relay: { pin: 17 } } ]`,
+    );
+    expect(runCli(['import', snapshot, '--config', agentConfig]).status).toBe(0);
+    expect(runCli(['check', '4213578', '--config', agentConfig]).status).toBe(0); // Alice, Staff
+    expect(runCli(['check', '1234', '--kind', 'pin', '--config', agentConfig]).status).toBe(0);
+    expect(JSON.parse(runCli(['check', '4213579', '--config', agentConfig]).stdout).reason).toBe('not_authorized'); // carol: not Staff
+  });
+});
