@@ -7,6 +7,7 @@ import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { benchmarkDecisions } from './decisions.js';
 import { benchmarkMqtt } from './mqttBench.js';
+import { benchmarkService } from './serviceBench.js';
 import { benchmarkTapToRelay } from './tapToRelay.js';
 import { renderTable, writeResults, type BenchRow } from './report.js';
 
@@ -14,6 +15,7 @@ const BENCHES: Record<string, (workDir: string) => BenchRow[] | Promise<BenchRow
   decisions: benchmarkDecisions,
   'tap-to-relay': benchmarkTapToRelay,
   mqtt: benchmarkMqtt,
+  service: benchmarkService,
 };
 
 const root = resolve(fileURLToPath(import.meta.url), '../../..');

@@ -7,7 +7,7 @@ import { runImport } from './commands/import.js';
 import { runEvents } from './commands/events.js';
 import { runRelock } from './commands/relock.js';
 import { runDaemon, type ProcessHooks } from './commands/run.js';
-import { runService, runServiceKeyCreate } from './commands/service.js';
+import { runService, runServiceKeyCreate, runServiceOutbox } from './commands/service.js';
 import { runStatus } from './commands/status.js';
 import { systemClock } from './util/clock.js';
 import { DoorAgentError, UsageError } from './util/errors.js';
@@ -36,6 +36,8 @@ Commands:
         the reference access-control service (HTTP API), from the file's server section
   service key create --rank REGULAR|ADMIN|SUPER [--expires-days N] [--config F]
         create an API key for the service and print it once
+  service outbox [--config F]
+        the e-mail the service queued (invitations, guest links), as JSON lines
 
 Config: --config, else $DOOR_AGENT_CONFIG, else /etc/door-agent/config.yaml
 Exit codes: 0 ok/granted, 1 denied or failed, 2 usage, 78 invalid configuration
@@ -123,6 +125,7 @@ export async function main(argv: string[], ctx: CommandContext): Promise<number>
         const { values } = parse(keyArgs, { rank: { type: 'string' }, 'expires-days': { type: 'string' } }, []);
         return runServiceKeyCreate({ rank: str(values.rank), expiresDays: str(values['expires-days']), config: str(values.config) }, ctx);
       }
+      if (rest[0] === 'outbox') return runServiceOutbox({ config: str(parse(rest.slice(1), {}, []).values.config) }, ctx);
       return runService({ config: str(parse(rest, {}, []).values.config) }, ctx, processHooks);
     }
     case 'config': {
@@ -167,7 +170,7 @@ async function run(): Promise<void> {
 
 function argv0IsLongRunning(): boolean {
   const command = process.argv[2];
-  return command === 'run' || command === 'events' || (command === 'service' && process.argv[3] !== 'key');
+  return command === 'run' || command === 'events' || (command === 'service' && process.argv[3] !== 'key' && process.argv[3] !== 'outbox');
 }
 
 await run();

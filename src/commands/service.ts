@@ -2,6 +2,9 @@ import { join } from 'node:path';
 import { loadServiceConfig } from '../config/load.js';
 import { ApiKeys, RANKS, type Rank } from '../service/apiKeys.js';
 import { SERVICE_MIGRATIONS } from '../service/migrations.js';
+import { ServiceMqtt } from '../service/doorsMqtt.js';
+import { Mailer } from '../service/mailer.js';
+import { storedLinks } from '../service/routesLinks.js';
 import { buildService } from '../service/server.js';
 import { openDatabase } from '../store/database.js';
 import { UsageError } from '../util/errors.js';
@@ -47,13 +50,25 @@ export async function runService(args: { config: string | undefined }, ctx: Comm
   const config = loadServiceConfig(configPath(args.config, ctx.env));
   const logger = createLogger({ level: 'info', agentId: 'service' });
   const db = openServiceDb(config);
-  const app = buildService({ db, clock: ctx.clock, logger, resources: config.server.resources });
+  const doors = config.mqtt ? new ServiceMqtt(config.mqtt, ctx.env, logger.child({ component: 'mqtt' }), () => storedLinks(db)) : undefined;
+  const mailer = new Mailer(db, config.server.smtp, logger.child({ component: 'mail' }));
+  const app = buildService({
+    db,
+    clock: ctx.clock,
+    logger,
+    resources: config.server.resources,
+    doors,
+    mailer,
+    lockReplyTimeoutMs: config.server.lockReplyTimeoutSeconds * 1000,
+  });
+  void mailer.flush();
   const separator = config.server.listen.lastIndexOf(':');
   const host = config.server.listen.slice(0, separator).replace(/^\[|\]$/g, '');
   const port = Number(config.server.listen.slice(separator + 1));
   try {
     await app.listen({ host, port });
   } catch (err) {
+    await doors?.close();
     db.close();
     throw new UsageError(`cannot listen on ${config.server.listen}: ${(err as Error).message}`);
   }
@@ -61,11 +76,36 @@ export async function runService(args: { config: string | undefined }, ctx: Comm
   logger.info({ listen: address && typeof address !== 'string' ? `${address.address}:${address.port}` : config.server.listen }, 'service ready');
   return new Promise<number>((resolve) => {
     hooks.onStopSignal(() => {
-      void app.close().then(() => {
+      void app.close().then(async () => {
+        await doors?.close();
         db.close();
         logger.info('service stopped');
         resolve(0);
       });
     });
   });
+}
+
+/** `door-agent service outbox`: the e-mail the service queued (sent or not), as JSON lines. */
+export function runServiceOutbox(args: { config: string | undefined }, ctx: CommandContext): number {
+  const config = loadServiceConfig(configPath(args.config, ctx.env));
+  const db = openServiceDb(config);
+  try {
+    const rows = db.prepare('SELECT mail_id, recipient, subject, body, created_at, sent_at FROM mail_outbox ORDER BY mail_id').all() as Array<{
+      mail_id: number;
+      recipient: string;
+      subject: string;
+      body: string;
+      created_at: number;
+      sent_at: number | null;
+    }>;
+    for (const r of rows) {
+      ctx.stdout.write(
+        `${JSON.stringify({ id: r.mail_id, to: r.recipient, subject: r.subject, body: r.body, queued_at: new Date(r.created_at).toISOString(), sent_at: r.sent_at === null ? null : new Date(r.sent_at).toISOString() })}\n`,
+      );
+    }
+    return 0;
+  } finally {
+    db.close();
+  }
 }

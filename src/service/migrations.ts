@@ -74,4 +74,12 @@ export const SERVICE_MIGRATIONS: readonly string[] = [
     sent_at    INTEGER
   ) STRICT;
   `,
+  `
+  CREATE TABLE guest_links (
+    magic_link_id INTEGER PRIMARY KEY,
+    policy_id     INTEGER REFERENCES policies (policy_id) ON DELETE SET NULL,
+    link          TEXT NOT NULL,   -- JSON: the POST /magiclinkadmin parameters plus magic_token, email_ids, config_id
+    created_at    INTEGER NOT NULL
+  ) STRICT;
+  `,
 ];

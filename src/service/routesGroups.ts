@@ -123,6 +123,7 @@ export function registerGroupRoutes(app: FastifyInstance, ctx: RouteContext): vo
         }
       });
     })();
+    if (sendEmail) ctx.mailQueued();
     return {
       success: `${result.added.length} user(s) added, ${result.exists.length} already there, ${result.invalid.length} invalid`,
       ...result,

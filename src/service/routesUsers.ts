@@ -22,7 +22,8 @@ export function registerUserRoutes(app: FastifyInstance, ctx: RouteContext): voi
 
   app.get('/multipleusers', async (request) => {
     const p = params(z.object({ email: boolParam.optional(), user_tag: z.enum(['GUEST', 'USER']).optional() }), request);
-    return users.list(p.user_tag).map((u) => users.listItem(u, p.email ?? false));
+    const groups = users.allGroups();
+    return users.list(p.user_tag).map((u) => users.listItem(u, p.email ?? false, groups));
   });
 
   app.get('/user', async (request) => {

@@ -4,7 +4,11 @@ import type { Db } from '../store/database.js';
 import type { Clock } from '../util/clock.js';
 import { ApiKeys, type Rank } from './apiKeys.js';
 import { BadRequest } from './params.js';
+import type { ServiceMqtt } from './doorsMqtt.js';
+import type { Mailer } from './mailer.js';
+import { registerDoorRoutes } from './routesDoors.js';
 import { registerGroupRoutes } from './routesGroups.js';
+import { registerLinkRoutes, type StoredLink } from './routesLinks.js';
 import { registerUserRoutes } from './routesUsers.js';
 import type { ServiceConfig } from '../config/schema.js';
 import { UserStore } from './users.js';
@@ -15,12 +19,19 @@ export interface ServiceDeps {
   logger: Logger;
   /** Doors and computers of the organization (config server.resources). */
   resources: ServiceConfig['server']['resources'];
+  /** Lock commands and guest links to the doors; absent without an mqtt section. */
+  doors?: ServiceMqtt;
+  lockReplyTimeoutMs: number;
+  mailer?: Mailer;
 }
 
 export interface RouteContext extends ServiceDeps {
   users: UserStore;
   /** Refuses the request (403) unless the key's rank is at least `rank`. */
   requireRank(request: FastifyRequest, rank: Rank): void;
+  publishGuestLink(link: StoredLink): void;
+  /** New mail is in the outbox. */
+  mailQueued(): void;
 }
 
 const RANK_ORDER: Record<Rank, number> = { REGULAR: 0, ADMIN: 1, SUPER: 2 };
@@ -66,7 +77,8 @@ export function buildService(deps: ServiceDeps): FastifyInstance {
 
   app.setErrorHandler((err: Error & { statusCode?: number; code?: string }, request, reply: FastifyReply) => {
     if (err instanceof BadRequest) return reply.code(err.status).send({ error: err.message });
-    if (err.code === 'FST_ERR_CTP_BODY_TOO_LARGE') return reply.code(413).send({ error: `request body over ${BODY_LIMIT} bytes` });
+    // 400, the document's status for a refused request, with the reason (HTTP would also allow 413).
+    if (err.code === 'FST_ERR_CTP_BODY_TOO_LARGE') return reply.code(400).send({ error: `request body over ${BODY_LIMIT} bytes` });
     if (err.statusCode !== undefined && err.statusCode >= 400 && err.statusCode < 500) {
       return reply.code(err.statusCode).send({ error: err.message });
     }
@@ -83,8 +95,12 @@ export function buildService(deps: ServiceDeps): FastifyInstance {
         throw new BadRequest(`this needs an API key of rank ${rank} or higher (this key: ${request.rank})`, 403);
       }
     },
+    publishGuestLink: (link) => deps.doors?.publishGuestLink(link),
+    mailQueued: () => void deps.mailer?.flush().catch((err: unknown) => deps.logger.warn({ err }, 'mail delivery failed')),
   };
   registerUserRoutes(app, context);
   registerGroupRoutes(app, context);
+  registerLinkRoutes(app, context);
+  registerDoorRoutes(app, context);
   return app;
 }

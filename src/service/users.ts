@@ -141,8 +141,25 @@ export class UserStore {
     })();
   }
 
+  /** Every user's group names in one query (GET /multipleusers lists thousands of users). */
+  allGroups(): Map<number, string[][]> {
+    const rows = this.db
+      .prepare(
+        `SELECT m.member_id AS email_id, g.name FROM groups g JOIN group_members m ON m.group_id = g.group_id
+          WHERE g.type = 'users' ORDER BY g.group_id`,
+      )
+      .all() as Array<{ email_id: number; name: string }>;
+    const byUser = new Map<number, string[][]>();
+    for (const r of rows) {
+      const list = byUser.get(r.email_id) ?? [];
+      list.push([r.name]);
+      byUser.set(r.email_id, list);
+    }
+    return byUser;
+  }
+
   /** The list form of GET /multipleusers. */
-  listItem(user: UserRow, withEmailInName: boolean): Record<string, unknown> {
+  listItem(user: UserRow, withEmailInName: boolean, groups?: Map<number, string[][]>): Record<string, unknown> {
     const name = `${user.first_name} ${user.last_name}`.trim() || user.username;
     return {
       ad_status: user.suspended ? 'SUSPENDED' : 'ACTIVE',
@@ -155,7 +172,7 @@ export class UserStore {
       email_status: user.email_status,
       first_name: user.first_name,
       last_name: user.last_name,
-      groups: this.groupsOf(user.email_id),
+      groups: groups ? (groups.get(user.email_id) ?? []) : this.groupsOf(user.email_id),
       name: withEmailInName ? `${name} <${user.email}>` : name,
       user_id: user.user_id,
       username: user.username,

@@ -152,8 +152,75 @@ describe('users, cards, groups', () => {
       headers: { authorization: `Bearer ${keys.ADMIN}`, 'content-type': 'application/json' },
       body: JSON.stringify({ emails: ['x'.repeat(10 * 1024 * 1024)] }),
     });
-    expect(huge.status).toBe(413);
+    expect(huge.status).toBe(400);
     expect(((await huge.json()) as { error: string }).error).toContain('request body over');
+  });
+});
+
+describe('guest links, doors without MQTT, the mail outbox', () => {
+  const link = (over: Record<string, unknown> = {}) => ({
+    email_list: ['visitor@example.org'],
+    resource_id_list: [12],
+    name: 'Visitor',
+    start_time: '2026-01-01 00:00:00',
+    end_time: '2027-01-01 00:00:00',
+    time_mapping: [[], [[9, 17]], [[9, 17]], [[9, 17]], [[9, 17]], [[9, 17]], []],
+    smartcards: [{ number: '7700099', label: 'visitor' }],
+    ...over,
+  });
+
+  it('creates a guest link: token, email_ids, config_id, magic_link_id; new e-mails become GUEST users', async () => {
+    const r = await call('POST', '/magiclinkadmin', link());
+    expect(r.status, JSON.stringify(r.body)).toBe(200);
+    expect(r.body).toMatchObject({ config_id: 1, magic_link_id: expect.any(String) });
+    expect(String(r.body.magic_token)).toMatch(/^[A-Za-z0-9_-]{32}$/);
+    const guests = (await call('GET', '/multipleusers?user_tag=GUEST')).body;
+    expect(guests.map((g) => g.email)).toContain('visitor@example.org');
+    const guest = guests.find((g) => g.email === 'visitor@example.org')!;
+    expect((r.body.email_ids as Record<string, number>)['visitor@example.org']).toBe(guest.email_id);
+    expect((await call('GET', `/user?email_id=${guest.email_id}`)).body.policies).toEqual([['Visitor']]);
+    expect((await call('PUT', '/promoteguest', { email_id: guest.email_id })).status).toBe(200);
+    expect((await call('GET', '/multipleusers?user_tag=GUEST')).body.some((g) => g.email === 'visitor@example.org')).toBe(false);
+  });
+
+  it('refuses bad guest links with a 400 naming the parameter, and creates nothing', async () => {
+    const before = (await call('GET', '/multipleusers')).body.length;
+    const cases: Array<[Record<string, unknown>, string]> = [
+      [{ time_mapping: [[], [], [], [], [], []] }, 'time_mapping: expected exactly 7 elements'],
+      [{ time_mapping: [[], [[9, 25]], [], [], [], [], []] }, 'time_mapping[1][0][1]: hours run from 0 to 24'],
+      [{ end_time: '2025-01-01 00:00:00' }, 'end_time: is not after start_time'],
+      [{ resource_id_list: [40] }, 'not doors of this organization: 40'],
+      [{ email_list: ['nobody'] }, 'email_list[0]: not an e-mail address'],
+      [{ start_time: '2026-02-30 10:00:00', email_list: ['new-guest@example.org'] }, 'start_time: expected a UTC date'],
+      [{ smartcards: [{ number: '0004213578' }], email_list: ['other-guest@example.org'] }, 'already in use'],
+    ];
+    for (const [over, message] of cases) {
+      const r = await call('POST', '/magiclinkadmin', link(over));
+      expect(r.status, message).toBe(400);
+      expect(r.body.error).toContain(message);
+    }
+    expect((await call('GET', '/multipleusers')).body.length).toBe(before);
+  });
+
+  it('POST /setlockstatus answers 503 without MQTT, 404 for an unknown door, 400 for a computer', async () => {
+    expect((await call('POST', '/setlockstatus', { uuid: DOOR_UUID, lock_state: false, unlock_time: 5 })).status).toBe(503);
+    expect((await call('POST', '/setlockstatus', { uuid: '11111111-2222-4333-8444-555555555555', lock_state: true })).status).toBe(404);
+    expect((await call('POST', '/setlockstatus', { uuid: '0b7a1e55-3c2d-4e8f-9a10-22334455aabb', lock_state: true })).status).toBe(400);
+    expect((await call('POST', '/setlockstatus', { uuid: DOOR_UUID, lock_state: false }, keys.REGULAR)).status).toBe(403);
+  });
+
+  it('without SMTP, invitations and guest links wait in the outbox the CLI lists; no_email and send_email false are honoured', async () => {
+    await call('POST', '/invites', { emails: ['mail-me@example.org'] });
+    await call('POST', '/invites', { emails: ['quiet@example.org'], no_email: true });
+    await call('POST', '/magiclinkadmin', { ...link(), email_list: ['quiet-guest@example.org'], smartcards: [], send_email: false });
+    const r = runCli(['service', 'outbox', '--config', config]);
+    expect(r.status).toBe(0);
+    const mails = r.stdout.trim().split('\n').map((l) => JSON.parse(l) as { to: string; sent_at: string | null });
+    expect(mails.map((m) => m.to)).toContain('mail-me@example.org');
+    expect(mails.map((m) => m.to)).toContain('visitor@example.org'); // the guest link above
+    expect(mails.map((m) => m.to)).not.toContain('quiet@example.org');
+    expect(mails.map((m) => m.to)).not.toContain('quiet-guest@example.org');
+    expect(mails.every((m) => m.sent_at === null)).toBe(true);
   });
 });
 

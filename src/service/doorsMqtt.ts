@@ -1,0 +1,103 @@
+import { randomBytes, randomUUID } from 'node:crypto';
+import { connect, type MqttClient } from 'mqtt';
+import type { Logger } from 'pino';
+import type { ServiceConfig } from '../config/schema.js';
+import { readSecret, type Env } from '../config/secrets.js';
+import { sign, signedString } from '../mqtt/commands.js';
+import { clientOptions } from '../mqtt/connection.js';
+import { Topics } from '../mqtt/topics.js';
+import type { StoredLink } from './routesLinks.js';
+
+export interface DoorReply {
+  status: number;
+  body: Record<string, unknown>;
+}
+
+/**
+ * The service's side of MQTT: lock commands to the doors (signed when the file names a command secret), with
+ * MQTT 5 request/response to wait for each door's reply, and guest links published retained.
+ */
+export class ServiceMqtt {
+  private readonly client: MqttClient;
+  private readonly topics: Topics;
+  private readonly replyTopic: string;
+  private readonly pending = new Map<string, (reply: DoorReply) => void>();
+  private readonly secret: string | null;
+
+  constructor(
+    config: NonNullable<ServiceConfig['mqtt']>,
+    env: Env,
+    private readonly logger: Logger,
+    private readonly links: () => StoredLink[],
+  ) {
+    this.topics = new Topics(config.topicPrefix, 'access-service');
+    this.replyTopic = `${config.topicPrefix}/service/replies/${randomBytes(6).toString('hex')}`;
+    this.secret = readSecret('mqtt.commandSecretFile', config.commandSecretFile, env) ?? null;
+    const options = clientOptions(config, this.topics, env);
+    this.client = connect(config.url, { ...options, clientId: `door-agent-service-${randomBytes(4).toString('hex')}`, will: undefined });
+    this.client.on('connect', () => void this.onConnect());
+    this.client.on('error', (err) => logger.warn({ err }, 'broker connection error'));
+    this.client.on('message', (_topic, payload, packet) => {
+      const id = packet.properties?.correlationData?.toString('hex');
+      const resolve = id ? this.pending.get(id) : undefined;
+      if (!resolve) return;
+      try {
+        const body = JSON.parse(payload.toString('utf8')) as Record<string, unknown>;
+        resolve({ status: typeof body.status === 'number' ? body.status : 502, body });
+      } catch {
+        resolve({ status: 502, body: { error: 'the door sent a reply that is not JSON' } });
+      }
+    });
+  }
+
+  private async onConnect(): Promise<void> {
+    try {
+      await this.client.subscribeAsync(this.replyTopic, { qos: 1 });
+      // Links stored while the broker was away (or before MQTT was configured) reach the doors now.
+      for (const link of this.links()) this.publishGuestLink(link);
+      this.logger.info('connected to the broker');
+    } catch (err) {
+      this.logger.warn({ err }, 'broker session setup interrupted');
+    }
+  }
+
+  publishGuestLink(link: StoredLink): void {
+    if (!this.client.connected) return; // published at the next connect
+    this.client.publish(`${this.topics.prefix}/guest-links/${link.magic_link_id}`, JSON.stringify(link), { qos: 1, retain: true });
+  }
+
+  /** Sends a lock command to a door and waits for its reply; 504 when it does not answer in time. */
+  async command(uuid: string, lockState: boolean, unlockTime: number | undefined, timeoutMs: number): Promise<DoorReply> {
+    if (!this.client.connected) return { status: 503, body: { error: 'the MQTT broker is not reachable: no command can reach the door' } };
+    const correlation = randomBytes(16);
+    const requestId = randomUUID();
+    const issuedAt = Math.floor(Date.now() / 1000);
+    const payload: Record<string, unknown> = { uuid, lock_state: lockState, request_id: requestId };
+    if (unlockTime !== undefined) payload.unlock_time = unlockTime;
+    if (this.secret !== null) {
+      payload.issued_at = issuedAt;
+      payload.signature = sign(this.secret, signedString({ uuid, lockState, unlockTime, requestId, issuedAt }));
+    }
+    const id = correlation.toString('hex');
+    const reply = new Promise<DoorReply>((resolve) => {
+      const timer = setTimeout(() => {
+        this.pending.delete(id);
+        resolve({ status: 504, body: { error: `the door did not answer within ${timeoutMs / 1000} s` } });
+      }, timeoutMs);
+      this.pending.set(id, (r) => {
+        clearTimeout(timer);
+        this.pending.delete(id);
+        resolve(r);
+      });
+    });
+    await this.client.publishAsync(this.topics.set(uuid), JSON.stringify(payload), {
+      qos: 1,
+      properties: { responseTopic: this.replyTopic, correlationData: correlation },
+    });
+    return reply;
+  }
+
+  async close(): Promise<void> {
+    await this.client.endAsync().catch(() => undefined);
+  }
+}

@@ -1,0 +1,32 @@
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { z } from 'zod';
+import { boolParam, BadRequest, intParam, parseParams } from './params.js';
+import type { RouteContext } from './server.js';
+
+/** POST /setlockstatus: the command goes to the door over MQTT; the answer is the door's own reply. */
+export function registerDoorRoutes(app: FastifyInstance, ctx: RouteContext): void {
+  app.post('/setlockstatus', async (request: FastifyRequest, reply: FastifyReply) => {
+    ctx.requireRank(request, 'ADMIN');
+    const p = parseParams(
+      z.object({
+        uuid: z.string().min(1),
+        lock_state: boolParam,
+        unlock_time: intParam.optional(),
+      }),
+      request.query,
+      request.body,
+    );
+    const door = ctx.resources.find((r) => r.uuid.toLowerCase() === p.uuid.toLowerCase());
+    if (!door) throw new BadRequest(`no resource with uuid ${p.uuid}`, 404);
+    if (door.type !== 'DOOR') throw new BadRequest(`${door.name} is a ${door.type}, not a door`);
+    if (p.unlock_time !== undefined && (p.lock_state || p.unlock_time < 1 || p.unlock_time > 604_800)) {
+      throw new BadRequest('unlock_time: a whole number from 1 to 604800 s, with lock_state false');
+    }
+    if (!ctx.doors) {
+      return reply.code(503).send({ error: 'no MQTT broker is configured for the service (mqtt section): commands cannot reach the doors' });
+    }
+    const answer = await ctx.doors.command(door.uuid, p.lock_state, p.unlock_time, ctx.lockReplyTimeoutMs);
+    const { request_id: _requestId, status: _status, ...body } = answer.body;
+    return reply.code(answer.status).send(answer.status === 200 ? { success: body.success } : { error: body.error ?? 'the door refused the command' });
+  });
+}

@@ -1,0 +1,110 @@
+import { randomBytes } from 'node:crypto';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import { z } from 'zod';
+import { parseServiceTime } from '../core/schedule.js';
+import { timeMappingSchema } from '../api/shapes.js';
+import { BadRequest, boolParam, emailParam, intParam, jsonArrayParam, parseParams } from './params.js';
+import type { RouteContext } from './server.js';
+import { serviceTimestamp } from './users.js';
+
+const serviceTime = z.string().refine((s) => parseServiceTime(s) !== null, 'expected a UTC date "YYYY-MM-DD hh:mm:ss"');
+const smartcard = z.object({
+  number: z.string().regex(/^[0-9]{1,40}$/, 'a smartcard number must be a string holding an integer'),
+  label: z.string().max(200).nullish(),
+});
+
+/** A stored guest link as published to the doors (the agent's guestLinkSchema). */
+export type StoredLink = Record<string, unknown> & { magic_link_id: string; resource_id_list: number[] };
+
+/** Guest links (POST /magiclinkadmin): a temporary policy for the guests and a magic link for the doors. */
+export function registerLinkRoutes(app: FastifyInstance, ctx: RouteContext): void {
+  const { db, users } = ctx;
+  const params = <T extends z.ZodType>(schema: T, request: FastifyRequest) => parseParams(schema, request.query, request.body);
+
+  app.post('/magiclinkadmin', async (request) => {
+    ctx.requireRank(request, 'ADMIN');
+    const p = params(
+      z.object({
+        email_list: jsonArrayParam(emailParam).refine((a) => a.length > 0, 'list at least one e-mail address'),
+        resource_id_list: jsonArrayParam(intParam).refine((a) => a.length > 0, 'list at least one door'),
+        name: z.string().trim().min(1).max(200),
+        end_time: serviceTime.nullish(),
+        start_time: serviceTime.nullish(),
+        send_email: boolParam.optional(),
+        config_id: z.union([intParam, z.string().min(1).max(64)]).optional(),
+        smartcards: jsonArrayParam(smartcard).optional(),
+        allow_duplicates: boolParam.optional(),
+        time_mapping: z.preprocess((v) => (typeof v === 'string' ? safeJson(v) : v), timeMappingSchema).optional(),
+      }),
+      request,
+    );
+    const now = ctx.clock.wallNow();
+    const start = p.start_time ?? serviceTimestamp(now);
+    if (p.end_time && parseServiceTime(p.end_time)! <= parseServiceTime(start)!) throw new BadRequest('end_time: is not after start_time');
+    const notDoors = p.resource_id_list.filter((id) => ctx.resources.find((r) => r.resourceId === id)?.type !== 'DOOR');
+    if (notDoors.length > 0) throw new BadRequest(`resource_id_list: not doors of this organization: ${notDoors.join(', ')}`);
+    const cards = p.smartcards ?? [];
+    if (cards.length > p.email_list.length) throw new BadRequest('smartcards: more cards than e-mail addresses (they are mapped one to one)');
+    if (!p.allow_duplicates) {
+      const taken = users.numbersHeldByOthers(-1, cards.map((c) => c.number));
+      if (taken.length > 0) throw new BadRequest(`smartcard number(s) already in use: ${taken.map((n) => `…${n.slice(-4)}`).join(', ')} (set allow_duplicates to allow)`);
+    }
+    const link = db.transaction(() => {
+      const emailIds: Record<string, number> = {};
+      p.email_list.forEach((raw, i) => {
+        const email = raw.toLowerCase();
+        // People who are not users yet come in as guests (promotable with PUT /promoteguest).
+        const { user } = users.ensure(email, 'GUEST', now);
+        emailIds[email] = user.email_id;
+        const card = cards[i];
+        if (card) users.replaceSmartcards(user.email_id, [...users.smartcards(user.email_id).filter((c) => c.number !== card.number), card]);
+      });
+      const policyId = Number(db.prepare('INSERT INTO policies (name) VALUES (?)').run(p.name).lastInsertRowid);
+      const member = db.prepare('INSERT OR IGNORE INTO policy_members (policy_id, email_id) VALUES (?, ?)');
+      for (const id of Object.values(emailIds)) member.run(policyId, id);
+      const id = Number(db.prepare('INSERT INTO guest_links (policy_id, link, created_at) VALUES (?, ?, ?)').run(policyId, '{}', now).lastInsertRowid);
+      const stored: StoredLink = {
+        magic_link_id: String(id),
+        magic_token: randomBytes(24).toString('base64url'),
+        name: p.name,
+        email_list: p.email_list.map((e) => e.toLowerCase()),
+        resource_id_list: p.resource_id_list,
+        start_time: start,
+        end_time: p.end_time ?? null,
+        time_mapping: p.time_mapping ?? Array.from({ length: 7 }, () => [[0, 24]]),
+        smartcards: cards,
+        config_id: p.config_id ?? 1,
+        email_ids: emailIds,
+      };
+      db.prepare('UPDATE guest_links SET link = ? WHERE magic_link_id = ?').run(JSON.stringify(stored), id);
+      return stored;
+    })();
+    ctx.publishGuestLink(link);
+    if (p.send_email !== false) {
+      const insert = db.prepare('INSERT INTO mail_outbox (recipient, subject, body, created_at) VALUES (?, ?, ?, ?)');
+      for (const email of link.email_list as string[]) {
+        insert.run(email, `Your access: ${p.name}`, `Hello,\n\nshow this code at the door: ${String(link.magic_token)}\n`, now);
+      }
+      ctx.mailQueued();
+    }
+    return {
+      success: `guest link ${link.magic_link_id} created for ${p.email_list.length} guest(s)`,
+      magic_token: link.magic_token,
+      email_ids: link.email_ids,
+      config_id: link.config_id,
+      magic_link_id: link.magic_link_id,
+    };
+  });
+}
+
+function safeJson(text: string): unknown {
+  try {
+    return JSON.parse(text) as unknown;
+  } catch {
+    return text;
+  }
+}
+
+export function storedLinks(db: RouteContext['db']): StoredLink[] {
+  return (db.prepare('SELECT link FROM guest_links ORDER BY magic_link_id').pluck().all() as string[]).map((l) => JSON.parse(l) as StoredLink);
+}

@@ -1,0 +1,147 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { SMTPServer } from 'smtp-server';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { CLI, DOOR_UUID, ROOT, runCli, tempDir } from '../support/cli.js';
+import { Daemon, readLevel, waitUntil } from '../support/daemon.js';
+import { Mosquitto, freePort } from '../support/mosquitto.js';
+import { PtyPair } from '../support/socat.js';
+
+// The whole system on one machine with real processes: mosquitto, the reference service (with an SMTP
+// server receiving its mail), and a door agent with a socat reader on simulated GPIO.
+const tmp = tempDir('door-agent-e2e-');
+const mail: Array<{ to: string; text: string }> = [];
+let smtp: SMTPServer;
+let broker: Mosquitto;
+let service: ChildProcess;
+let pty: PtyPair;
+let agent: Daemon | undefined;
+let base: string;
+let key: string;
+let serviceConfig: string;
+let agentConfig: string;
+const relay = join(tmp.path, 'gpio/gpio17/value');
+
+beforeAll(async () => {
+  const smtpPort = await freePort();
+  smtp = new SMTPServer({
+    authOptional: true,
+    disabledCommands: ['STARTTLS'],
+    onData(stream, session, callback) {
+      let text = '';
+      stream.on('data', (d: Buffer) => (text += d.toString()));
+      stream.on('end', () => {
+        for (const rcpt of session.envelope.rcptTo) mail.push({ to: rcpt.address, text });
+        callback();
+      });
+    },
+  });
+  await new Promise<void>((r) => smtp.listen(smtpPort, '127.0.0.1', () => r()));
+  broker = new Mosquitto(join(tmp.path, 'broker'));
+  await broker.start();
+  const port = await freePort();
+  base = `http://127.0.0.1:${port}`;
+  mkdirSync(join(tmp.path, 'svc'), { recursive: true });
+  serviceConfig = join(tmp.path, 'svc', 'config.yaml');
+  writeFileSync(
+    serviceConfig,
+    `server:
+  listen: 127.0.0.1:${port}
+  dataDir: ${tmp.path}/svc/data
+  lockReplyTimeoutSeconds: 2
+  resources: [ { resourceId: 12, uuid: ${DOOR_UUID}, type: DOOR, name: Front door } ]
+  smtp: { url: "smtp://127.0.0.1:${smtpPort}", from: doors@example.org }
+mqtt: { url: "${broker.url}", topicPrefix: site }
+`,
+  );
+  key = runCli(['service', 'key', 'create', '--rank', 'ADMIN', '--config', serviceConfig]).stdout.trim();
+  service = spawn(process.execPath, [CLI, 'service', '--config', serviceConfig], { cwd: ROOT, stdio: ['ignore', 'pipe', 'inherit'] });
+  await new Promise<void>((resolve) => service.stdout!.on('data', (d: Buffer) => d.toString().includes('connected to the broker') && resolve()));
+  pty = new PtyPair(join(tmp.path, 'reader'), join(tmp.path, 'terminal'));
+  await pty.plugIn();
+  agentConfig = join(tmp.path, 'agent.yaml');
+  writeFileSync(
+    agentConfig,
+    `agent: { id: front, dataDir: ${tmp.path}/agent, timezone: Europe/Berlin }
+access: { groups: [Staff] }
+gpio: { driver: simulated, simulatedDir: ${tmp.path}/gpio }
+mqtt: { url: "${broker.url}", topicPrefix: site }
+doors:
+  - { uuid: ${DOOR_UUID}, resourceId: 12, name: Front door, relay: { pin: 17 }, unlockSeconds: 1, reader: { path: ${tmp.path}/reader } }
+`,
+  );
+});
+
+afterAll(async () => {
+  await agent?.stop('SIGKILL');
+  service.kill('SIGTERM');
+  await pty.unplug();
+  await broker.stop();
+  await new Promise((r) => smtp.close(() => r(undefined)));
+  tmp.cleanup();
+});
+
+async function call(method: string, path: string, body?: unknown) {
+  const res = await fetch(`${base}${path}`, {
+    method,
+    headers: { authorization: `Bearer ${key}`, ...(body ? { 'content-type': 'application/json' } : {}) },
+    body: body ? JSON.stringify(body) : undefined,
+  });
+  return { status: res.status, body: (await res.json()) as Record<string, unknown> & Array<Record<string, unknown>> };
+}
+
+async function provisionDoor(): Promise<void> {
+  const users = (await call('GET', '/multipleusers')).body;
+  const details: Record<string, unknown> = {};
+  for (const u of users) details[String(u.email_id)] = (await call('GET', `/user?email_id=${u.email_id}`)).body;
+  const file = join(tmp.path, 'snapshot.json');
+  writeFileSync(file, JSON.stringify({ users, details, guest_links: [] }));
+  const r = runCli(['import', file, '--config', agentConfig, '--allow-mass-removal']);
+  expect(r.status, r.stderr).toBe(0);
+}
+
+describe('the whole system', () => {
+  it('invite, card, provision, tap; unlock over POST /setlockstatus; a guest link at the door; 504 without the door', async () => {
+    const staff = await call('POST', '/groups', { type: 'users', name: 'Staff', add_ids: [] });
+    const invite = await call('POST', '/invites', {
+      emails: ['alice@example.org'],
+      smartcards: [[{ number: '4213578', label: 'badge' }]],
+      groups: [{ id: staff.body.group_id, name: 'Staff' }],
+    });
+    expect(invite.body.added).toEqual(['alice@example.org']);
+    await waitUntil(() => mail.some((m) => m.to === 'alice@example.org'), 5000, 'the invitation e-mail over SMTP');
+
+    await provisionDoor();
+    agent = new Daemon(agentConfig);
+    await agent.waitForMessage('connected to the broker');
+    await agent.waitForMessage('reader connected');
+
+    pty.write('4213578\r\n');
+    await waitUntil(() => readLevel(relay) === '1', 5000, 'Alice taps: granted');
+    await waitUntil(() => readLevel(relay) === '0', 5000, 'relock');
+
+    const unlock = await call('POST', '/setlockstatus', { uuid: DOOR_UUID, lock_state: false, unlock_time: 3 });
+    expect(unlock).toEqual({ status: 200, body: { success: 'Front door unlocked for 3 s' } });
+    expect(readLevel(relay)).toBe('1');
+    await waitUntil(() => readLevel(relay) === '0', 6000, 'relock after 3 s');
+
+    const link = await call('POST', '/magiclinkadmin', {
+      email_list: ['visitor@example.org'],
+      resource_id_list: [12],
+      name: 'Visitor',
+      smartcards: [{ number: '7700001', label: 'visitor' }],
+    });
+    expect(link.status).toBe(200);
+    await agent.waitForLog((l) => l.msg === 'guest link received' && l.guestLink === link.body.magic_link_id);
+    pty.write('7700001\r\n');
+    await waitUntil(() => readLevel(relay) === '1', 5000, 'the guest card opens');
+    await waitUntil(() => mail.some((m) => m.to === 'visitor@example.org' && m.text.includes(String(link.body.magic_token))), 5000, 'guest mail');
+
+    await agent.stop('SIGTERM');
+    agent = undefined;
+    const noDoor = await call('POST', '/setlockstatus', { uuid: DOOR_UUID, lock_state: true });
+    expect(noDoor.status).toBe(504);
+    expect(noDoor.body.error).toContain('did not answer within 2 s');
+  });
+});
