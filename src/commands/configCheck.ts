@@ -3,10 +3,35 @@ import { EXIT_INVALID_CONFIG } from '../config/schema.js';
 import { InputError } from '../util/errors.js';
 import { redactUrl } from '../util/redact.js';
 import { configPath, loadConfigFor, type CommandContext } from './context.js';
+import { loadServiceConfig } from '../config/load.js';
+import { readFileSync } from 'node:fs';
+import { parse as parseYaml } from 'yaml';
+
+function loadServiceConfigIfServiceOnly(path: string) {
+  let data: unknown;
+  try {
+    data = parseYaml(readFileSync(path, 'utf8'));
+  } catch {
+    return undefined; // the agent loader reports unreadable or broken files
+  }
+  if (typeof data !== 'object' || data === null || !('server' in data) || 'doors' in data || 'agent' in data) return undefined;
+  return loadServiceConfig(path);
+}
 
 /** `door-agent config check`: validates the file and every file it names; prints each problem with its key path. */
 export function runConfigCheck(args: { config: string | undefined }, ctx: CommandContext): number {
   const path = configPath(args.config, ctx.env);
+  // A file for the reference service alone (a server section, no door): checked as the service reads it.
+  const service = loadServiceConfigIfServiceOnly(path);
+  if (service) {
+    ctx.stdout.write(
+      `${path}: ok (reference service)\n` +
+        `  listen ${service.server.listen}, data in ${service.server.dataDir}, ${service.server.resources.length} resource(s)\n` +
+        `  mqtt ${service.mqtt ? redactUrl(service.mqtt.url) : 'not configured (POST /setlockstatus answers 503)'}; ` +
+        `smtp ${service.server.smtp ? redactUrl(service.server.smtp.url) : 'not configured (mail waits in the outbox)'}\n`,
+    );
+    return 0;
+  }
   const config = loadConfigFor(args.config, ctx);
   const problems = checkReferencedFiles(config, ctx.env);
   if (problems.length > 0) throw new InputError(`${path} is invalid`, problems, EXIT_INVALID_CONFIG);

@@ -175,6 +175,27 @@ mqtt: { url: "mqtts://door:s3cret-pass@broker.lan:8883", commandSecretFile: ${tm
   });
 });
 
+describe('config check of a reference service file', () => {
+  it('checks the server section and names each problem', () => {
+    const ok = configFile(
+      'service.yaml',
+      'server: { listen: 127.0.0.1:8080, dataDir: /tmp/svc, resources: [ { resourceId: 12, uuid: 6f1c2a0e-8d0b-4a57-9d43-1f2e3a4b5c6d, type: DOOR, name: Front } ] }\n',
+    );
+    let r = runCli(['config', 'check', '--config', ok]);
+    expect(r.status).toBe(0);
+    expect(r.stdout).toContain('ok (reference service)');
+    const bad = configFile(
+      'service-bad.yaml',
+      'server: { listen: nope, resources: [ { resourceId: 12, uuid: x, type: GATE, name: Front }, { resourceId: 12, uuid: 6f1c2a0e-8d0b-4a57-9d43-1f2e3a4b5c6d, type: DOOR, name: B } ] }\n',
+    );
+    r = runCli(['config', 'check', '--config', bad]);
+    expect(r.status).toBe(78);
+    expect(r.stderr).toContain('server.listen: expected HOST:PORT');
+    expect(r.stderr).toContain('server.resources[0].type: expected one of "DOOR"|"COMPUTER"');
+    expect(r.stderr).toContain('server.resources[1].resourceId: same resourceId as resources[0]');
+  });
+});
+
 describe('command line', () => {
   it('exits 2 with a clear message for an unknown command or option', () => {
     let r = runCli(['frobnicate']);
