@@ -186,12 +186,18 @@ describe('config check of a reference service file', () => {
     expect(r.stdout).toContain('ok (reference service)');
     const bad = configFile(
       'service-bad.yaml',
-      'server: { listen: nope, resources: [ { resourceId: 12, uuid: x, type: GATE, name: Front }, { resourceId: 12, uuid: 6f1c2a0e-8d0b-4a57-9d43-1f2e3a4b5c6d, type: DOOR, name: B } ] }\n',
+      'server: { listen: nope, resources: [ { resourceId: 12, uuid: x, type: GATE, name: Front } ] }\n',
     );
     r = runCli(['config', 'check', '--config', bad]);
     expect(r.status).toBe(78);
     expect(r.stderr).toContain('server.listen: expected HOST:PORT');
     expect(r.stderr).toContain('server.resources[0].type: expected one of "DOOR"|"COMPUTER"');
+    const dup = configFile(
+      'service-dup.yaml',
+      'server: { resources: [ { resourceId: 12, uuid: 0b7a1e55-3c2d-4e8f-9a10-22334455aabb, type: DOOR, name: A }, { resourceId: 12, uuid: 6f1c2a0e-8d0b-4a57-9d43-1f2e3a4b5c6d, type: DOOR, name: B } ] }\n',
+    );
+    r = runCli(['config', 'check', '--config', dup]);
+    expect(r.status).toBe(78);
     expect(r.stderr).toContain('server.resources[1].resourceId: same resourceId as resources[0]');
   });
 });
