@@ -21,6 +21,9 @@ import { Topics } from './mqtt/topics.js';
 import { GuestLinkStore } from './store/guestLinkStore.js';
 import { ReplayCache } from './store/replayCache.js';
 import { VERSION } from './version.js';
+import { SyncScheduler } from './sync/scheduler.js';
+import { ServiceClient } from './sync/serviceClient.js';
+import { syncOnce } from './sync/sync.js';
 
 export interface AgentDeps {
   logger: Logger;
@@ -84,10 +87,12 @@ export async function startAgent(config: Config, deps: AgentDeps): Promise<Agent
   };
 
   let bridge: MqttBridge | undefined;
+  let scheduler: SyncScheduler | undefined;
   let stopped = false;
   const stop = async () => {
     if (stopped) return;
     stopped = true;
+    scheduler?.stop();
     await bridge?.stop();
     for (const part of parts) await part.reader?.stop();
     for (const part of parts) for (const input of part.inputs) input.close();
@@ -218,7 +223,26 @@ export async function startAgent(config: Config, deps: AgentDeps): Promise<Agent
         version: VERSION,
         clock,
         logger: logger.child({ component: 'mqtt' }),
+        onSyncRequest: config.service ? () => scheduler?.trigger() : undefined,
       });
+    }
+
+    if (config.service) {
+      const service = config.service;
+      const client = new ServiceClient({
+        baseUrl: service.baseUrl,
+        apiKey: readSecret('service.apiKeyFile', service.apiKeyFile, deps.env ?? {}, 'DOOR_AGENT_API_KEY') ?? '',
+        apiKeyIn: service.apiKeyIn,
+        timeoutMs: service.timeoutSeconds * 1000,
+      });
+      const syncDb = db;
+      scheduler = new SyncScheduler({
+        run: () => syncOnce(syncDb, client, { concurrency: service.concurrency, maxRemovalRatio: service.maxRemovalRatio, now: () => clock.wallNow() }),
+        intervalMs: service.syncIntervalSeconds * 1000,
+        timers,
+        logger: logger.child({ component: 'sync' }),
+      });
+      scheduler.start();
     }
     saveRuntime();
   } catch (err) {

@@ -9,6 +9,7 @@ import { runRelock } from './commands/relock.js';
 import { runDaemon, type ProcessHooks } from './commands/run.js';
 import { runService, runServiceKeyCreate, runServiceOutbox } from './commands/service.js';
 import { runStatus } from './commands/status.js';
+import { runSync } from './commands/sync.js';
 import { systemClock } from './util/clock.js';
 import { DoorAgentError, UsageError } from './util/errors.js';
 import { VERSION } from './version.js';
@@ -28,6 +29,8 @@ Commands:
         the offline decision from the cache, as JSON; exit 0 granted, 1 denied
   import FILE [--allow-mass-removal] [--json] [--config F]
         load a snapshot file into the cache, atomically (offline provisioning)
+  sync [--allow-mass-removal] [--config F]
+        one sync from the access-control service, with a summary
   relock [--config F]
         drive every configured relay to its locked level and exit
   config check [--config F]
@@ -113,6 +116,13 @@ export async function main(argv: string[], ctx: CommandContext): Promise<number>
       );
       return runImport(
         { file: positionals[0]!, config: str(values.config), allowMassRemoval: values['allow-mass-removal'] === true, json: values.json === true },
+        ctx,
+      );
+    }
+    case 'sync': {
+      const { values } = parse(rest, { 'allow-mass-removal': { type: 'boolean' } }, []);
+      return runSync(
+        { config: str(values.config), allowMassRemoval: values['allow-mass-removal'] === true, isTty: process.stderr.isTTY === true },
         ctx,
       );
     }

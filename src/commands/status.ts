@@ -5,6 +5,7 @@ import { DoorStateStore } from '../store/doorState.js';
 import { EventLog } from '../store/eventLog.js';
 import { readMeta } from '../store/meta.js';
 import { readRuntimeStatus } from '../store/runtimeStatus.js';
+import { readSyncStatus, type SyncStatus } from '../sync/sync.js';
 import { loadConfigFor, type CommandContext } from './context.js';
 
 function processAlive(pid: number): boolean {
@@ -14,6 +15,11 @@ function processAlive(pid: number): boolean {
   } catch (err) {
     return (err as NodeJS.ErrnoException).code === 'EPERM';
   }
+}
+
+function syncView(s: SyncStatus, now: number, warnAfterSeconds: number) {
+  const age = s.lastSuccessAt ? (now - Date.parse(s.lastSuccessAt)) / 1000 : null;
+  return { ...s, cacheAgeSeconds: age, stale: age === null || age > warnAfterSeconds };
 }
 
 const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
@@ -50,6 +56,7 @@ export function runStatus(args: { json: boolean; config: string | undefined }, c
       doors,
       counts: new CredentialCache(db).counts(),
       lastImport: readMeta<{ at: string; file: string }>(db, 'last_import') ?? null,
+      sync: config.service ? syncView(readSyncStatus(db), now, config.service.warnCacheAgeSeconds) : null,
       events: new EventLog(db, { agentId: config.agent.id, maxEvents: config.agent.maxEvents }).stats(),
     };
     if (args.json) {
@@ -75,6 +82,14 @@ export function runStatus(args: { json: boolean; config: string | undefined }, c
       }),
       `cache: ${status.counts.users} users, ${status.counts.credentials} credentials, ${status.counts.guestLinks} guest links` +
         (status.lastImport ? `; last import ${status.lastImport.at} from ${status.lastImport.file}` : '; never imported or synced'),
+      ...(status.sync
+        ? [
+            `sync: last success ${status.sync.lastSuccessAt ?? 'never'}` +
+              (status.sync.cacheAgeSeconds !== null ? ` (${Math.round(status.sync.cacheAgeSeconds / 60)} min ago)` : '') +
+              (status.sync.lastError ? `; last error: ${status.sync.lastError}` : ''),
+            ...(status.sync.stale ? [`WARNING: the cache is older than ${config.service!.warnCacheAgeSeconds} s: check the service and the network`] : []),
+          ]
+        : ['sync: no service configured (offline cache)']),
       `events: ${status.events.total} in the log (last seq ${status.events.lastSeq}), ${status.events.unpublished} not yet published, ${status.events.evicted} evicted`,
     ];
     ctx.stdout.write(`${lines.join('\n')}\n`);

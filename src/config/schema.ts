@@ -36,6 +36,10 @@ const serviceSchema = z.strictObject({
   syncIntervalSeconds: seconds(10, 86_400).default(300),
   concurrency: z.number().int().min(1).max(64).default(8),
   maxRemovalRatio: z.number().min(0).max(1).default(0.5),
+  /** Each request to the service must answer within this. */
+  timeoutSeconds: seconds(1, 300).default(10),
+  /** `status` warns when the last successful sync is older than this. */
+  warnCacheAgeSeconds: seconds(60, 30 * 86_400).default(3600),
 });
 
 const accessSchema = z

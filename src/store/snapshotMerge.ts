@@ -36,9 +36,11 @@ export class MassRemovalError extends DoorAgentError {
 const count = (db: Db, sql: string): number => db.prepare(sql).pluck().get() as number;
 
 // Credentials a snapshot owns: all user credentials, and those of links that came from a snapshot or are in
-// this one. Links pushed over MQTT keep their credentials until revoked over MQTT.
-const MANAGED_CREDENTIAL = `(c.holder_kind = 'user' OR c.holder_id IN
+// this one. Links pushed over MQTT keep their credentials until revoked over MQTT. A sync (users only) owns
+// only the users' credentials.
+const SNAPSHOT_CREDENTIAL = `(c.holder_kind = 'user' OR c.holder_id IN
   (SELECT magic_link_id FROM guest_links WHERE source = 'snapshot' UNION SELECT magic_link_id FROM temp.stage_links))`;
+const USER_CREDENTIAL = `(c.holder_kind = 'user')`;
 const STAGED_CREDENTIAL = `EXISTS (SELECT 1 FROM temp.stage_credentials s
   WHERE s.number = c.number AND s.holder_kind = c.holder_kind AND s.holder_id = c.holder_id)`;
 
@@ -46,7 +48,9 @@ const STAGED_CREDENTIAL = `EXISTS (SELECT 1 FROM temp.stage_credentials s
  * Replaces the cache's users, credentials and snapshot guest links with the staged ones. Rows that did not
  * change are not rewritten. Must run inside the caller's transaction; throws MassRemovalError before writing.
  */
-export function mergeStage(db: Db, options: { maxRemovalRatio: number | null }): MergeSummary {
+export function mergeStage(db: Db, options: { maxRemovalRatio: number | null; includeLinks?: boolean }): MergeSummary {
+  const includeLinks = options.includeLinks ?? true;
+  const MANAGED_CREDENTIAL = includeLinks ? SNAPSHOT_CREDENTIAL : USER_CREDENTIAL;
   const credentialsBefore = count(db, 'SELECT count(*) FROM credentials');
   const credentialsRemoved = count(db, `SELECT count(*) FROM credentials c WHERE ${MANAGED_CREDENTIAL} AND NOT ${STAGED_CREDENTIAL}`);
   if (
@@ -63,8 +67,9 @@ export function mergeStage(db: Db, options: { maxRemovalRatio: number | null }):
 
   const run = (sql: string) => db.prepare(sql).run().changes;
   const deletedCredentials = run(`DELETE FROM credentials AS c WHERE ${MANAGED_CREDENTIAL} AND NOT ${STAGED_CREDENTIAL}`);
-  const deletedLinks = run(`DELETE FROM guest_links WHERE source = 'snapshot'
-    AND magic_link_id NOT IN (SELECT magic_link_id FROM temp.stage_links)`);
+  const deletedLinks = includeLinks
+    ? run(`DELETE FROM guest_links WHERE source = 'snapshot' AND magic_link_id NOT IN (SELECT magic_link_id FROM temp.stage_links)`)
+    : 0;
   const deletedUsers = run('DELETE FROM users WHERE email_id NOT IN (SELECT email_id FROM temp.stage_users)');
 
   const upsertedUsers = run(`
@@ -76,7 +81,7 @@ export function mergeStage(db: Db, options: { maxRemovalRatio: number | null }):
     WHERE users.user_id IS NOT excluded.user_id OR users.name IS NOT excluded.name OR users.email IS NOT excluded.email
        OR users.tag IS NOT excluded.tag OR users.ad_status IS NOT excluded.ad_status
        OR users.groups IS NOT excluded.groups OR users.policies IS NOT excluded.policies`);
-  const upsertedLinks = run(`
+  const upsertedLinks = !includeLinks ? 0 : run(`
     INSERT INTO guest_links (magic_link_id, name, token_digest, resource_ids, start_at, end_at, time_mapping, email_list, source)
     SELECT magic_link_id, name, token_digest, resource_ids, start_at, end_at, time_mapping, email_list, 'snapshot'
       FROM temp.stage_links WHERE true

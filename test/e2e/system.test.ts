@@ -58,6 +58,7 @@ mqtt: { url: "${broker.url}", topicPrefix: site }
   key = runCli(['service', 'key', 'create', '--rank', 'ADMIN', '--config', serviceConfig]).stdout.trim();
   service = spawn(process.execPath, [CLI, 'service', '--config', serviceConfig], { cwd: ROOT, stdio: ['ignore', 'pipe', 'inherit'] });
   await new Promise<void>((resolve) => service.stdout!.on('data', (d: Buffer) => d.toString().includes('connected to the broker') && resolve()));
+  writeFileSync(join(tmp.path, 'api-key'), `${key}\n`);
   pty = new PtyPair(join(tmp.path, 'reader'), join(tmp.path, 'terminal'));
   await pty.plugIn();
   agentConfig = join(tmp.path, 'agent.yaml');
@@ -67,6 +68,7 @@ mqtt: { url: "${broker.url}", topicPrefix: site }
 access: { groups: [Staff] }
 gpio: { driver: simulated, simulatedDir: ${tmp.path}/gpio }
 mqtt: { url: "${broker.url}", topicPrefix: site }
+service: { baseUrl: "${base}", apiKeyFile: ${tmp.path}/api-key, syncIntervalSeconds: 3600 }
 doors:
   - { uuid: ${DOOR_UUID}, resourceId: 12, name: Front door, relay: { pin: 17 }, unlockSeconds: 1, reader: { path: ${tmp.path}/reader } }
 `,
@@ -91,13 +93,8 @@ async function call(method: string, path: string, body?: unknown) {
   return { status: res.status, body: (await res.json()) as Record<string, unknown> & Array<Record<string, unknown>> };
 }
 
-async function provisionDoor(): Promise<void> {
-  const users = (await call('GET', '/multipleusers')).body;
-  const details: Record<string, unknown> = {};
-  for (const u of users) details[String(u.email_id)] = (await call('GET', `/user?email_id=${u.email_id}`)).body;
-  const file = join(tmp.path, 'snapshot.json');
-  writeFileSync(file, JSON.stringify({ users, details, guest_links: [] }));
-  const r = runCli(['import', file, '--config', agentConfig, '--allow-mass-removal']);
+async function syncDoor(): Promise<void> {
+  const r = runCli(['sync', '--config', agentConfig]);
   expect(r.status, r.stderr).toBe(0);
 }
 
@@ -112,7 +109,7 @@ describe('the whole system', () => {
     expect(invite.body.added).toEqual(['alice@example.org']);
     await waitUntil(() => mail.some((m) => m.to === 'alice@example.org'), 5000, 'the invitation e-mail over SMTP');
 
-    await provisionDoor();
+    await syncDoor();
     agent = new Daemon(agentConfig);
     await agent.waitForMessage('connected to the broker');
     await agent.waitForMessage('reader connected');
@@ -120,6 +117,14 @@ describe('the whole system', () => {
     pty.write('4213578\r\n');
     await waitUntil(() => readLevel(relay) === '1', 5000, 'Alice taps: granted');
     await waitUntil(() => readLevel(relay) === '0', 5000, 'relock');
+
+    // Suspended at the service: after a sync the door refuses her.
+    const alice = (await call('GET', '/multipleusers')).body.find((u) => u.email === 'alice@example.org')!;
+    await call('PUT', '/togglesuspension', { email_id: alice.email_id });
+    await syncDoor();
+    pty.write('4213578\r\n');
+    await waitUntil(() => runCli(['events', '--config', agentConfig]).stdout.includes('user_suspended'), 5000, 'denied after suspension');
+    expect(readLevel(relay)).toBe('0');
 
     const unlock = await call('POST', '/setlockstatus', { uuid: DOOR_UUID, lock_state: false, unlock_time: 3 });
     expect(unlock).toEqual({ status: 200, body: { success: 'Front door unlocked for 3 s' } });

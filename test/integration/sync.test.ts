@@ -1,0 +1,224 @@
+import { spawn } from 'node:child_process';
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { join } from 'node:path';
+import Database from 'better-sqlite3';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { CLI, DOOR_UUID, ROOT, runCli, runCliAsync, tempDir } from '../support/cli.js';
+import { dumpCache, installWriteCounter } from '../support/db.js';
+import { Daemon } from '../support/daemon.js';
+import { freePort } from '../support/mosquitto.js';
+
+const tmp = tempDir('door-agent-sync-');
+afterAll(tmp.cleanup);
+let n = 0;
+
+/** A test double of the service that answers as scripted: the faults a real service or network produce. */
+class HostileService {
+  requests: string[] = [];
+  users: Array<Record<string, unknown>> = [];
+  details = new Map<number, unknown>();
+  handler: ((req: IncomingMessage, res: ServerResponse) => boolean) | null = null;
+  private server: Server | null = null;
+  port = 0;
+
+  seed(count: number): void {
+    this.users = Array.from({ length: count }, (_, i) => ({ email_id: i + 1, ad_status: 'ACTIVE', groups: [['Staff']], user_tag: 'USER', email: `u${i}@example.org` }));
+    for (let i = 1; i <= count; i++) this.details.set(i, { policies: [], smartcards: [{ number: String(5_000_000 + i) }] });
+  }
+
+  async start(): Promise<void> {
+    this.port = await freePort();
+    this.server = createServer((req, res) => {
+      this.requests.push(req.url ?? '');
+      if (this.handler?.(req, res)) return;
+      const url = new URL(req.url ?? '/', 'http://x');
+      res.setHeader('content-type', 'application/json');
+      if (url.pathname === '/multipleusers') return void res.end(JSON.stringify(this.users));
+      if (url.pathname === '/user') return void res.end(JSON.stringify(this.details.get(Number(url.searchParams.get('email_id')))));
+      res.statusCode = 404;
+      res.end('{"error":"no"}');
+    });
+    await new Promise<void>((r) => this.server!.listen(this.port, '127.0.0.1', () => r()));
+  }
+
+  async stop(): Promise<void> {
+    await new Promise((r) => this.server?.close(r));
+    this.server?.closeAllConnections();
+  }
+}
+
+function agentConfig(baseUrl: string, extra = ''): { dir: string; config: string; cache: string } {
+  const dir = join(tmp.path, `a${n++}`);
+  mkdirSync(dir);
+  writeFileSync(join(dir, 'api-key'), 'dak_test-key\n');
+  const config = join(dir, 'config.yaml');
+  writeFileSync(
+    config,
+    `agent: { id: sy, dataDir: ${dir}/data, timezone: Europe/Berlin }
+access: { groups: [Staff] }
+gpio: { driver: simulated, simulatedDir: ${dir}/gpio }
+service: { baseUrl: "${baseUrl}", apiKeyFile: ${dir}/api-key, concurrency: 4, timeoutSeconds: 1${extra} }
+doors: [ { uuid: ${DOOR_UUID}, resourceId: 12, relay: { pin: 17 } } ]
+`,
+  );
+  return { dir, config, cache: join(dir, 'data', 'cache.db') };
+}
+
+const sync = (config: string, ...flags: string[]) => runCliAsync(['sync', '--config', config, ...flags]);
+
+describe('door-agent sync against a scripted service', () => {
+  const svc = new HostileService();
+  beforeAll(async () => {
+    svc.seed(50);
+    await svc.start();
+  });
+  afterAll(() => svc.stop());
+
+  it('applies the service in one go; a second sync with no change writes nothing but its status', async () => {
+    svc.handler = null;
+    const a = agentConfig(`http://127.0.0.1:${svc.port}`);
+    let r = await sync(a.config);
+    expect(r.status, r.stderr).toBe(0);
+    expect(r.stdout).toContain('users        50 added');
+    expect(runCli(['check', '5000007', '--config', a.config]).status).toBe(0);
+    const writes = installWriteCounter(a.cache);
+    r = await sync(a.config);
+    expect(r.stdout).toContain('(0 rows written)');
+    expect(writes()).toBe(0);
+    expect(svc.requests.some((u) => u.includes('api_key'))).toBe(false); // apiKeyIn: header
+  });
+
+  it.each([
+    ['a 500 on some GET /user', (req: IncomingMessage, res: ServerResponse) => {
+      if (!req.url?.includes('email_id=17')) return false;
+      res.statusCode = 500;
+      res.end('{"error":"database on fire"}');
+      return true;
+    }, 'GET /user: HTTP 500: database on fire'],
+    ['a body truncated mid-JSON', (req: IncomingMessage, res: ServerResponse) => {
+      if (!req.url?.startsWith('/multipleusers')) return false;
+      res.end('[{"email_id":1,"ad_status":"ACT');
+      return true;
+    }, 'GET /multipleusers: the body is not complete JSON'],
+    ['a smartcard that is not an integer', (req: IncomingMessage, res: ServerResponse) => {
+      if (!req.url?.includes('email_id=3')) return false;
+      res.end('{"policies":[],"smartcards":[{"number":"12ab"}]}');
+      return true;
+    }, 'GET /user: $.smartcards[0].number: expected a string holding an integer'],
+    ['a slow service', (req: IncomingMessage, res: ServerResponse) => {
+      if (!req.url?.includes('email_id=5')) return false;
+      setTimeout(() => res.end('{}'), 3000);
+      return true;
+    }, 'GET /user: no answer within 1 s'],
+    ['a refused API key', (_req: IncomingMessage, res: ServerResponse) => {
+      res.statusCode = 401;
+      res.end('{"error":"API key not valid or expired"}');
+      return true;
+    }, 'HTTP 401: API key not valid or expired (check service.apiKeyFile)'],
+  ])('%s: a clear error, exit 1, the cache unchanged', async (_name, handler, message) => {
+    svc.handler = null;
+    const a = agentConfig(`http://127.0.0.1:${svc.port}`);
+    expect((await sync(a.config)).status).toBe(0);
+    const before = dumpCache(a.cache);
+    svc.handler = handler as (req: IncomingMessage, res: ServerResponse) => boolean;
+    const r = await sync(a.config);
+    svc.handler = null;
+    expect(r.status).toBe(1);
+    expect(r.stderr).toContain('sync failed, the cache is unchanged');
+    expect(r.stderr).toContain(message);
+    expect(dumpCache(a.cache)).toBe(before);
+    const status = runCli(['status', '--config', a.config]).stdout;
+    expect(status).toMatch(/sync: last success \S+ \(\d+ min ago\); last error: /);
+    expect(status).toContain(message);
+  });
+
+  it('the service down: refused connection, cache unchanged', async () => {
+    const a = agentConfig('http://127.0.0.1:9');
+    const r = await sync(a.config);
+    expect(r.status).toBe(1);
+    expect(r.stderr).toContain('GET /multipleusers: fetch failed');
+    const status = runCli(['status', '--config', a.config]).stdout;
+    expect(status).toContain('sync: last success never');
+    expect(status).toContain('WARNING: the cache is older than 3600 s');
+  });
+
+  it('an empty user list trips the mass-removal guard; --allow-mass-removal applies it', async () => {
+    svc.handler = null;
+    const a = agentConfig(`http://127.0.0.1:${svc.port}`);
+    expect((await sync(a.config)).status).toBe(0);
+    const before = dumpCache(a.cache);
+    svc.handler = (req, res) => (req.url?.startsWith('/multipleusers') ? (res.end('[]'), true) : false);
+    let r = await sync(a.config);
+    expect(r.status).toBe(1);
+    expect(r.stderr).toContain('would remove 50 of 50 credentials');
+    expect(dumpCache(a.cache)).toBe(before);
+    expect(runCli(['status', '--config', a.config]).stdout).toMatch(/last error: refused: this would remove 50 of 50/);
+    r = await sync(a.config, '--allow-mass-removal');
+    svc.handler = null;
+    expect(r.status).toBe(0);
+    expect(r.stdout).toContain('50 removed');
+  });
+
+  it('SIGKILLed at any moment of a sync, the cache passes integrity_check and holds the old or the new data', async () => {
+    const big = new HostileService();
+    big.seed(3000);
+    await big.start();
+    try {
+      const a = agentConfig(`http://127.0.0.1:${big.port}`);
+      expect((await sync(a.config)).status).toBe(0);
+      for (let round = 0; round < 4; round++) {
+        big.users = big.users.map((u) => ({ ...u, groups: round % 2 === 0 ? [['Visitors']] : [['Staff']] }));
+        const child = spawn(process.execPath, [CLI, 'sync', '--config', a.config], { cwd: ROOT, stdio: 'ignore' });
+        await new Promise((r) => setTimeout(r, 150 + round * 150));
+        child.kill('SIGKILL');
+        await new Promise((r) => child.once('exit', r));
+        const db = new Database(a.cache);
+        expect(db.pragma('integrity_check', { simple: true })).toBe('ok');
+        const groups = db.prepare('SELECT DISTINCT groups FROM users').pluck().all();
+        expect(groups.length).toBe(1); // all old or all new, never a mix
+        expect(db.prepare('SELECT count(*) FROM users').pluck().get()).toBe(3000);
+        db.close();
+      }
+    } finally {
+      await big.stop();
+    }
+  });
+});
+
+describe('the daemon syncs on its own and on request', () => {
+  it('syncs at start, on P/agents/<id>/sync, and backs off on a refused key without a retry storm', async () => {
+    const svc = new HostileService();
+    svc.seed(5);
+    await svc.start();
+    const { Mosquitto } = await import('../support/mosquitto.js');
+    const { Operator } = await import('../support/operator.js');
+    const broker = new Mosquitto(join(tmp.path, 'sync-broker'));
+    await broker.start();
+    const a = agentConfig(`http://127.0.0.1:${svc.port}`, ', syncIntervalSeconds: 60');
+    writeFileSync(a.config, `${a.config ? '' : ''}${(await import('node:fs')).readFileSync(a.config, 'utf8')}mqtt: { url: "${broker.url}", topicPrefix: sy }\n`);
+    const daemon = new Daemon(a.config);
+    try {
+      await daemon.waitForMessage('sync done', 10_000);
+      const op = await Operator.connect(broker.url);
+      await daemon.waitForMessage('connected to the broker');
+      svc.details.set(2, { policies: [], smartcards: [{ number: '7777777' }] });
+      const from = daemon.logs.length;
+      await op.publish('sy/agents/sy/sync', 'now');
+      await daemon.waitForMessage('sync done', 5000, from);
+      expect(runCli(['check', '7777777', '--config', a.config]).status).toBe(0);
+
+      svc.handler = (_req, res) => ((res.statusCode = 401), res.end('{"error":"API key not valid or expired"}'), true);
+      const before = svc.requests.length;
+      await op.publish('sy/agents/sy/sync', 'now');
+      await daemon.waitForLog((l) => String(l.msg).includes('the API key was refused'), 5000);
+      await new Promise((r) => setTimeout(r, 3000));
+      expect(svc.requests.length - before).toBe(1); // one refused request, then it waits a whole interval
+      await op.end();
+    } finally {
+      await daemon.stop('SIGKILL');
+      await broker.stop();
+      await svc.stop();
+    }
+  });
+});
