@@ -8,6 +8,7 @@ import { fileURLToPath } from 'node:url';
 import { benchmarkDecisions } from './decisions.js';
 import { benchmarkMqtt } from './mqttBench.js';
 import { benchmarkService } from './serviceBench.js';
+import { benchmarkSync } from './syncBench.js';
 import { benchmarkTapToRelay } from './tapToRelay.js';
 import { renderTable, writeResults, type BenchRow } from './report.js';
 
@@ -16,6 +17,7 @@ const BENCHES: Record<string, (workDir: string) => BenchRow[] | Promise<BenchRow
   'tap-to-relay': benchmarkTapToRelay,
   mqtt: benchmarkMqtt,
   service: benchmarkService,
+  sync: benchmarkSync,
 };
 
 const root = resolve(fileURLToPath(import.meta.url), '../../..');

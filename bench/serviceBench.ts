@@ -9,11 +9,8 @@ import { createServer } from 'node:net';
 import { createRequire } from 'node:module';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { ApiKeys } from '../src/service/apiKeys.js';
-import { SERVICE_MIGRATIONS } from '../src/service/migrations.js';
-import { UserStore } from '../src/service/users.js';
-import { openDatabase } from '../src/store/database.js';
 import type { BenchRow } from './report.js';
+import { seedService } from './serviceSeed.js';
 
 const USERS = 10_000;
 const root = resolve(fileURLToPath(import.meta.url), '../../..');
@@ -50,19 +47,7 @@ export async function benchmarkService(workDir: string): Promise<BenchRow[]> {
   const dir = join(workDir, 'service');
   rmSync(dir, { recursive: true, force: true });
   mkdirSync(dir, { recursive: true });
-  const db = openDatabase(join(dir, 'data', 'service.db'), { migrations: SERVICE_MIGRATIONS });
-  const users = new UserStore(db);
-  const now = Date.now();
-  db.prepare("INSERT INTO groups (type, name) VALUES ('users', 'Staff')").run();
-  db.transaction(() => {
-    for (let i = 0; i < USERS; i++) {
-      const { user } = users.ensure(`user${i}@example.org`, 'USER', now);
-      users.replaceSmartcards(user.email_id, [{ number: String(1_000_000 + 2 * i), label: 'badge' }, { number: String(1_000_001 + 2 * i), label: 'PIN' }]);
-      db.prepare('INSERT INTO group_members (group_id, member_id) VALUES (1, ?)').run(user.email_id);
-    }
-  })();
-  const key = new ApiKeys(db).create('REGULAR', 0, now);
-  db.close();
+  const key = seedService(join(dir, 'data'), USERS);
   const port = await freePort();
   const config = join(dir, 'config.yaml');
   writeFileSync(config, `server: { listen: 127.0.0.1:${port}, dataDir: ${dir}/data }\n`);
