@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs what `npm test` and `npm start` need on a fresh Debian 12 + Node 20 machine:
-# the npm dependencies (npm ci), and mosquitto, mosquitto-clients and socat from Debian when running as root.
+# the npm dependencies (npm ci), and the test peers from Debian when running as root: mosquitto,
+# mosquitto-clients, socat, tmux (the demo test), openssl (the TLS tests).
 # --warn-only: report missing Debian packages instead of failing (npm start does not need them).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -22,6 +23,8 @@ missing=()
 command -v mosquitto >/dev/null 2>&1 || [ -x /usr/sbin/mosquitto ] || missing+=(mosquitto)
 command -v mosquitto_pub >/dev/null 2>&1 || missing+=(mosquitto-clients)
 command -v socat >/dev/null 2>&1 || missing+=(socat)
+command -v tmux >/dev/null 2>&1 || missing+=(tmux)
+command -v openssl >/dev/null 2>&1 || missing+=(openssl)
 if [ ${#missing[@]} -gt 0 ]; then
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
     echo "Installing Debian packages: ${missing[*]}"

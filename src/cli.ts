@@ -4,6 +4,7 @@ import { runCheck } from './commands/check.js';
 import { runConfigCheck } from './commands/configCheck.js';
 import type { CommandContext } from './commands/context.js';
 import { runImport } from './commands/import.js';
+import { runDemo } from './commands/demo.js';
 import { runEvents } from './commands/events.js';
 import { runRelock } from './commands/relock.js';
 import { runDaemon, type ProcessHooks } from './commands/run.js';
@@ -19,6 +20,8 @@ const HELP = `door-agent: door controller with offline access decisions
 Usage: door-agent <command> [options]
 
 Commands:
+  demo [--dir D]
+        everything on this machine: broker, reference service, a door on simulated GPIO; type cards (npm start)
   run [--config F]
         the daemon: relays locked first, then the cache, inputs and readers; SIGTERM locks and stops
   status [--json] [--config F]
@@ -86,6 +89,10 @@ const processHooks: ProcessHooks = {
 export async function main(argv: string[], ctx: CommandContext): Promise<number> {
   const [command, ...rest] = argv;
   switch (command) {
+    case 'demo': {
+      const { values } = parse(rest, { dir: { type: 'string' } }, []);
+      return runDemo({ dir: str(values.dir) }, ctx, processHooks, process.stdin);
+    }
     case 'run':
       return runDaemon({ config: str(parse(rest, {}, []).values.config) }, ctx, processHooks);
     case 'status': {
@@ -180,7 +187,7 @@ async function run(): Promise<void> {
 
 function argv0IsLongRunning(): boolean {
   const command = process.argv[2];
-  return command === 'run' || command === 'events' || (command === 'service' && process.argv[3] !== 'key' && process.argv[3] !== 'outbox');
+  return command === 'run' || command === 'events' || command === 'demo' || (command === 'service' && process.argv[3] !== 'key' && process.argv[3] !== 'outbox');
 }
 
 await run();

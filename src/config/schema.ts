@@ -66,6 +66,8 @@ const mqttSchema = z.strictObject({
   commandSecretFile: z.string().min(1).optional(),
   commandMaxAgeSeconds: seconds(1, 3600).default(30),
   keepaliveSeconds: seconds(5, 600).default(15),
+  /** 5 (default) or 4 (MQTT 3.1.1, for brokers without MQTT 5: replies then go to P/doors/<uuid>/reply). */
+  protocolVersion: z.union([z.literal(4), z.literal(5)], { error: 'expected 4 or 5' }).default(5),
   homeAssistant: z
     .strictObject({
       discovery: z.boolean().default(true),

@@ -24,7 +24,7 @@ function readFileFor(keyPath: string, file: string | undefined): Buffer | undefi
 /** Client options from the `mqtt` config: MQTT 5, TLS files, password from a file or the environment, last will. */
 export function clientOptions(config: MqttConfig, topics: Topics, env: Env): IClientOptions {
   return {
-    protocolVersion: 5,
+    protocolVersion: config.protocolVersion,
     clientId: `door-agent-${topics.agentId}`,
     clean: true,
     keepalive: config.keepaliveSeconds,

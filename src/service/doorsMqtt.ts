@@ -23,6 +23,7 @@ export class ServiceMqtt {
   private readonly replyTopic: string;
   private readonly pending = new Map<string, (reply: DoorReply) => void>();
   private readonly secret: string | null;
+  private readonly protocolVersion: 4 | 5;
 
   constructor(
     config: NonNullable<ServiceConfig['mqtt']>,
@@ -33,26 +34,28 @@ export class ServiceMqtt {
     this.topics = new Topics(config.topicPrefix, 'access-service');
     this.replyTopic = `${config.topicPrefix}/service/replies/${randomBytes(6).toString('hex')}`;
     this.secret = readSecret('mqtt.commandSecretFile', config.commandSecretFile, env) ?? null;
+    this.protocolVersion = config.protocolVersion;
     const options = clientOptions(config, this.topics, env);
     this.client = connect(config.url, { ...options, clientId: `door-agent-service-${randomBytes(4).toString('hex')}`, will: undefined });
     this.client.on('connect', () => void this.onConnect());
     this.client.on('error', (err) => logger.warn({ err }, 'broker connection error'));
-    this.client.on('message', (_topic, payload, packet) => {
-      const id = packet.properties?.correlationData?.toString('hex');
-      const resolve = id ? this.pending.get(id) : undefined;
-      if (!resolve) return;
+    // Replies are matched by the request_id the door echoes (MQTT 5 also carries correlation data; with MQTT
+    // 3.1.1 the replies come on P/doors/<uuid>/reply).
+    this.client.on('message', (_topic, payload) => {
+      let body: Record<string, unknown>;
       try {
-        const body = JSON.parse(payload.toString('utf8')) as Record<string, unknown>;
-        resolve({ status: typeof body.status === 'number' ? body.status : 502, body });
+        body = JSON.parse(payload.toString('utf8')) as Record<string, unknown>;
       } catch {
-        resolve({ status: 502, body: { error: 'the door sent a reply that is not JSON' } });
+        return;
       }
+      const resolve = typeof body.request_id === 'string' ? this.pending.get(body.request_id) : undefined;
+      resolve?.({ status: typeof body.status === 'number' ? body.status : 502, body });
     });
   }
 
   private async onConnect(): Promise<void> {
     try {
-      await this.client.subscribeAsync(this.replyTopic, { qos: 1 });
+      await this.client.subscribeAsync([this.replyTopic, `${this.topics.prefix}/doors/+/reply`], { qos: 1 });
       // Links stored while the broker was away (or before MQTT was configured) reach the doors now.
       for (const link of this.links()) this.publishGuestLink(link);
       this.logger.info('connected to the broker');
@@ -78,7 +81,7 @@ export class ServiceMqtt {
       payload.issued_at = issuedAt;
       payload.signature = sign(this.secret, signedString({ uuid, lockState, unlockTime, requestId, issuedAt }));
     }
-    const id = correlation.toString('hex');
+    const id = requestId;
     const reply = new Promise<DoorReply>((resolve) => {
       const timer = setTimeout(() => {
         this.pending.delete(id);
@@ -92,7 +95,7 @@ export class ServiceMqtt {
     });
     await this.client.publishAsync(this.topics.set(uuid), JSON.stringify(payload), {
       qos: 1,
-      properties: { responseTopic: this.replyTopic, correlationData: correlation },
+      properties: this.protocolVersion === 5 ? { responseTopic: this.replyTopic, correlationData: correlation } : undefined,
     });
     return reply;
   }

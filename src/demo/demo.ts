@@ -1,0 +1,188 @@
+import { mkdirSync, rmSync } from 'node:fs';
+import { createServer, type AddressInfo, type Server } from 'node:net';
+import { join, resolve } from 'node:path';
+import { Writable } from 'node:stream';
+import { Aedes } from 'aedes';
+import { pino } from 'pino';
+import { startAgent, type Agent } from '../app.js';
+import { parseConfig } from '../config/load.js';
+import type { PortFactory, PortLike } from '../hardware/serialReader.js';
+import { ApiKeys } from '../service/apiKeys.js';
+import { ServiceMqtt } from '../service/doorsMqtt.js';
+import { Mailer } from '../service/mailer.js';
+import { SERVICE_MIGRATIONS } from '../service/migrations.js';
+import { storedLinks } from '../service/routesLinks.js';
+import { buildService } from '../service/server.js';
+import { cachePath, openDatabase } from '../store/database.js';
+import { ServiceClient } from '../sync/serviceClient.js';
+import { syncOnce } from '../sync/sync.js';
+import type { Clock, Timers } from '../util/clock.js';
+import { formatEvent } from './narrator.js';
+
+export const DEMO_DOOR = '6f1c2a0e-8d0b-4a57-9d43-1f2e3a4b5c6d';
+
+export interface DemoHandle {
+  stop(): Promise<void>;
+}
+
+/** stdin as the door's serial reader: what is typed goes through the real frame parser (Enter ends a line). */
+function stdinReader(input: NodeJS.ReadableStream): PortFactory {
+  return () => {
+    const listeners: Array<[string, (...args: never[]) => void]> = [];
+    const port: PortLike = {
+      isOpen: false,
+      open(callback) {
+        (port as { isOpen: boolean }).isOpen = true;
+        callback(null);
+      },
+      close(callback) {
+        for (const [event, listener] of listeners) input.removeListener(event, listener as never);
+        (port as { isOpen: boolean }).isOpen = false;
+        callback?.(null);
+      },
+      on(event: string, listener: (...args: never[]) => void) {
+        if (event === 'data') {
+          listeners.push(['data', listener]);
+          input.on('data', listener as never);
+        }
+        return port;
+      },
+      removeAllListeners() {
+        return port;
+      },
+    } as PortLike;
+    return port;
+  };
+}
+
+function listen(server: Server, port: number): Promise<number> {
+  return new Promise((res, rej) => {
+    server.once('error', rej);
+    server.listen(port, '127.0.0.1', () => res((server.address() as AddressInfo).port));
+  });
+}
+
+async function freeOr(preferred: number): Promise<number> {
+  const probe = createServer();
+  try {
+    return await listen(probe, preferred);
+  } catch {
+    return listen(createServer(), 0).then((p) => p);
+  } finally {
+    probe.close();
+  }
+}
+
+/**
+ * `door-agent demo`: everything on one machine, no hardware, no cloud. An embedded MQTT broker (aedes), the
+ * reference service seeded with a demo organization, a door agent on simulated GPIO synced from it, and the
+ * terminal as the card reader.
+ */
+export async function startDemo(options: { dir: string; out: (text: string) => void; input: NodeJS.ReadableStream; clock: Clock; timers: Timers }): Promise<DemoHandle> {
+  const { out } = options;
+  const dir = resolve(options.dir);
+  rmSync(dir, { recursive: true, force: true });
+  mkdirSync(dir, { recursive: true });
+
+  // 1. The broker, on loopback, with TCP no-delay on both sides (or QoS 1 round trips wait for Nagle).
+  const broker = await Aedes.createBroker();
+  const brokerServer = createServer((socket) => {
+    socket.setNoDelay(true);
+    broker.handle(socket);
+  });
+  const mqttPort = await listen(brokerServer, await freeOr(1883));
+  const mqttUrl = `mqtt://127.0.0.1:${mqttPort}`;
+
+  // 2. The reference service with a demo organization.
+  const quiet = pino({ level: 'warn' }, pino.destination({ dest: join(dir, 'demo.log'), sync: true }));
+  const serviceDb = openDatabase(join(dir, 'service', 'service.db'), { migrations: SERVICE_MIGRATIONS });
+  const key = new ApiKeys(serviceDb).create('ADMIN', 0, options.clock.wallNow());
+  // aedes speaks MQTT 3.1.1.
+  const serviceConfig = { url: mqttUrl, topicPrefix: 'door-agent', commandMaxAgeSeconds: 30, keepaliveSeconds: 15, protocolVersion: 4 as const, homeAssistant: { discovery: true, prefix: 'homeassistant' } };
+  const doors = new ServiceMqtt(serviceConfig, {}, quiet, () => storedLinks(serviceDb));
+  const resources = [{ resourceId: 12, uuid: DEMO_DOOR, type: 'DOOR' as const, name: 'Front door' }];
+  const app = buildService({ db: serviceDb, clock: options.clock, logger: quiet, resources, doors, lockReplyTimeoutMs: 5000, mailer: new Mailer(serviceDb, undefined, quiet) });
+  const httpPort = await freeOr(8080);
+  await app.listen({ host: '127.0.0.1', port: httpPort });
+  const base = `http://127.0.0.1:${httpPort}`;
+  const call = async (method: string, path: string, body: unknown) => {
+    const res = await fetch(`${base}${path}`, { method, headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' }, body: JSON.stringify(body) });
+    return (await res.json()) as Record<string, unknown>;
+  };
+  const staff = await call('POST', '/groups', { type: 'users', name: 'Staff', add_ids: [] });
+  await call('POST', '/groups', { type: 'users', name: 'Contractors', add_ids: [] });
+  const invited = await call('POST', '/invites', {
+    emails: ['alice@example.org', 'bob@example.org'],
+    smartcards: [[{ number: '4213578', label: 'badge' }, { number: '1234', label: 'PIN' }], [{ number: '4213579', label: 'badge' }]],
+    groups: [{ id: staff.group_id, name: 'Staff' }],
+    no_email: true,
+  });
+  await call('POST', '/invites', { emails: ['dave@example.org'], smartcards: [[{ number: '4213580', label: 'badge' }]], no_email: true });
+  await call('PUT', '/togglesuspension', { email_id: (invited.add_ids as number[])[1] });
+  const weekdays = [[], [[9, 17]], [[9, 17]], [[9, 17]], [[9, 17]], [[9, 17]], []];
+  const link = await call('POST', '/magiclinkadmin', {
+    email_list: ['carol@example.org'], resource_id_list: [12], name: 'Carol visiting', time_mapping: weekdays,
+    smartcards: [{ number: '7700001', label: 'visitor card' }], send_email: false,
+  });
+
+  // 3. The door agent on simulated GPIO, synced from the service, the terminal as its reader.
+  const config = parseConfig(
+    `agent: { id: demo, dataDir: ${dir}/agent, logLevel: info }
+access: { groups: [Staff] }
+gpio: { driver: simulated, simulatedDir: ${dir}/gpio }
+service: { baseUrl: "${base}", syncIntervalSeconds: 300 }
+mqtt: { url: "${mqttUrl}", topicPrefix: door-agent, protocolVersion: 4 }
+doors:
+  - { uuid: ${DEMO_DOOR}, resourceId: 12, name: Front door, relay: { pin: 17 }, unlockSeconds: 5,
+      contact: { pin: 27 }, exitButton: { pin: 22 }, reader: { path: stdin } }
+`,
+    'demo',
+  );
+  const env = { DOOR_AGENT_API_KEY: key };
+  const agentDb = openDatabase(cachePath(config.agent.dataDir));
+  await syncOnce(agentDb, new ServiceClient({ baseUrl: base, apiKey: key, apiKeyIn: 'header', timeoutMs: 10_000 }), {
+    concurrency: 4, maxRemovalRatio: null, now: () => options.clock.wallNow(),
+  });
+  agentDb.close();
+  const narrator = new Writable({
+    write(chunk: Buffer, _enc, done) {
+      for (const line of chunk.toString().split('\n')) {
+        const text = line ? formatEvent(line) : null;
+        if (text) out(`${text}\n`);
+      }
+      done();
+    },
+  });
+  const logger = pino({ level: 'info' }, narrator);
+  const agent: Agent = await startAgent(config, { logger, clock: options.clock, timers: options.timers, env, openPort: stdinReader(options.input) });
+
+  out(`
+door-agent demo: a door on simulated GPIO, synced from the reference service, commanded over MQTT.
+Type a card number or a PIN and press Enter (the terminal is the card reader):
+  4213578      Alice, Staff: granted          1234#   Alice's PIN (keys end with #)
+  4213579      Bob: suspended                 4213580 Dave: not in Staff
+  7700001      Carol's visitor card: Mon-Fri 9-17 (${config.agent.timezone})
+  ${String(link.magic_token)}   Carol's QR token
+The relay is the file ${dir}/gpio/gpio17/value (1 = unlocked); open the door: echo 1 > ${dir}/gpio/gpio27/value
+
+From another terminal:
+  mosquitto_pub -p ${mqttPort} -t door-agent/doors/${DEMO_DOOR}/set -m '{"lock_state":false,"unlock_time":5}'
+  mosquitto_sub -p ${mqttPort} -t 'door-agent/#' -v
+  curl -s -H 'Authorization: Bearer ${key}' -X POST ${base}/setlockstatus -d 'uuid=${DEMO_DOOR}&lock_state=false&unlock_time=5'
+  curl -s -H 'Authorization: Bearer ${key}' -H 'Content-Type: application/json' -X POST ${base}/magiclinkadmin \\
+    -d '{"email_list":["eve@example.org"],"resource_id_list":[12],"name":"Eve","smartcards":[{"number":"7700002"}],"send_email":false}'
+  curl -s -H 'Authorization: Bearer ${key}' ${base}/multipleusers
+Ctrl-C stops everything.
+`);
+
+  return {
+    async stop() {
+      await agent.stop();
+      await app.close();
+      await doors.close();
+      serviceDb.close();
+      await new Promise<void>((r) => broker.close(() => r()));
+      await new Promise<void>((r) => brokerServer.close(() => r()));
+    },
+  };
+}

@@ -1,0 +1,43 @@
+import { spawnSync } from 'node:child_process';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { CLI, ROOT, tempDir } from '../support/cli.js';
+import { waitUntil } from '../support/daemon.js';
+
+// `npm start` as a newcomer sees it: the demo in a real terminal (tmux), cards typed at the keyboard.
+const tmp = tempDir('door-agent-demo-');
+const session = `door-agent-demo-${process.pid}`;
+const tmux = (...args: string[]) => {
+  const r = spawnSync('tmux', args, { encoding: 'utf8' });
+  if (r.error) throw new Error(`tmux is needed for the demo test: apt-get install tmux (${r.error.message})`);
+  return r.stdout;
+};
+afterAll(() => {
+  tmux('kill-session', '-t', session);
+  tmp.cleanup();
+});
+
+describe('door-agent demo (npm start)', () => {
+  it('starts everything, decides typed cards and PINs, answers a remote unlock, and stops cleanly on Ctrl-C', async () => {
+    tmux('new-session', '-d', '-s', session, '-x', '220', '-y', '60', `cd ${ROOT} && node ${CLI} demo --dir ${join(tmp.path, 'demo')}; echo DEMO-EXITED $?; sleep 60`);
+    const screen = () => tmux('capture-pane', '-t', session, '-p', '-J', '-S', '-200');
+    await waitUntil(() => screen().includes('Ctrl-C stops everything.'), 30_000, 'the demo is ready');
+    await waitUntil(() => screen().includes('guest link 1 received'), 10_000, 'the guest link reached the door over MQTT');
+    tmux('send-keys', '-t', session, '4213578', 'Enter');
+    await waitUntil(() => screen().includes('GRANTED  card …78'), 5000, 'Alice granted');
+    expect(screen()).toMatch(/door UNLOCKED \(card …78\), relocks at/);
+    tmux('send-keys', '-t', session, '4213579', 'Enter');
+    await waitUntil(() => screen().includes('DENIED   card …79: user_suspended'), 5000, 'Bob denied');
+    tmux('send-keys', '-t', session, '1234#', 'Enter');
+    await waitUntil(() => screen().includes('GRANTED  pin PIN'), 5000, 'the PIN');
+
+    // The printed curl line works as printed.
+    const curl = screen().split('\n').find((l) => l.includes('/setlockstatus'))!.trim();
+    const r = spawnSync('sh', ['-c', curl], { encoding: 'utf8' });
+    expect(r.stdout).toBe('{"success":"Front door unlocked for 5 s"}');
+
+    tmux('send-keys', '-t', session, 'C-c');
+    await waitUntil(() => screen().includes('DEMO-EXITED 0'), 10_000, 'a clean exit');
+    expect(screen()).toContain('stopping the demo: door locked, broker and service closed');
+  });
+});
