@@ -14,7 +14,9 @@ import { DoorStateStore } from './store/doorState.js';
 import { EventLog } from './store/eventLog.js';
 import { writeRuntimeStatus, type RuntimeStatus } from './store/runtimeStatus.js';
 import type { Clock, Timers } from './util/clock.js';
-import { readSecret, type Env } from './config/secrets.js';
+import { checkReferencedFiles, readSecret, type Env } from './config/secrets.js';
+import { EXIT_INVALID_CONFIG } from './config/schema.js';
+import { InputError } from './util/errors.js';
 import { MqttBridge } from './mqtt/bridge.js';
 import { connectBroker } from './mqtt/connection.js';
 import { Topics } from './mqtt/topics.js';
@@ -92,24 +94,34 @@ export async function startAgent(config: Config, deps: AgentDeps): Promise<Agent
   const stop = async () => {
     if (stopped) return;
     stopped = true;
-    scheduler?.stop();
-    await bridge?.stop();
-    for (const part of parts) await part.reader?.stop();
-    for (const part of parts) for (const input of part.inputs) input.close();
+    // The doors first: nothing after this (a dead broker, a stuck reader) may keep a door unlocked.
     for (const part of parts) {
       part.runtime?.stop();
       part.controller?.shutdown();
     }
     lockAllNow();
-    runtime.stoppedAt = new Date(clock.wallNow()).toISOString();
-    saveRuntime();
-    db?.close();
-    gpio.close();
+    try {
+      scheduler?.stop();
+      await bridge?.stop();
+      for (const part of parts) await part.reader?.stop();
+      for (const part of parts) for (const input of part.inputs) input.close();
+    } finally {
+      lockAllNow();
+      runtime.stoppedAt = new Date(clock.wallNow()).toISOString();
+      saveRuntime();
+      db?.close();
+      gpio.close();
+    }
   };
 
   try {
     for (const door of config.doors) parts.push({ door, relay: gpio.openOutput(door.relay.pin, lockedLevel(door)), inputs: [] });
     logger.info({ doors: parts.length, driver: gpio.name }, 'relays locked');
+
+    // Secrets and certificates are checked before anything can move a relay: a missing file is a
+    // configuration error (exit 78, no restart loop), never a brief unlock followed by a crash.
+    const missing = checkReferencedFiles(config, deps.env ?? {});
+    if (missing.length > 0) throw new InputError('the configuration names files that cannot be used', missing, EXIT_INVALID_CONFIG);
 
     db = openDatabase(cachePath(config.agent.dataDir));
     const events = new EventLog(db, {

@@ -36,7 +36,8 @@ export function runStatus(args: { json: boolean; config: string | undefined }, c
     const states = new DoorStateStore(db);
     const doors = config.doors.map((door) => {
       const stored = states.load(door.uuid);
-      const state = running ? (stored?.state ?? 'LOCKED') : 'LOCKED';
+      // Not running: locked if it stopped cleanly (it locks on the way out); after a crash nobody knows.
+      const state = running ? (stored?.state ?? 'LOCKED') : runtime === undefined || runtime.stoppedAt ? 'LOCKED' : 'UNKNOWN';
       return {
         uuid: door.uuid,
         name: door.name,
@@ -67,13 +68,15 @@ export function runStatus(args: { json: boolean; config: string | undefined }, c
       `agent ${status.agent}, cache ${status.cache}`,
       status.daemon.running
         ? `daemon: running (pid ${runtime!.pid}, since ${runtime!.startedAt})`
-        : `daemon: not running${runtime?.stoppedAt ? ` (stopped ${runtime.stoppedAt})` : ''}; relays are left locked`,
+        : runtime?.stoppedAt
+          ? `daemon: not running (stopped ${runtime.stoppedAt}); it locked every relay when it stopped`
+          : `daemon: not running${runtime ? ' (it did not stop cleanly: run door-agent relock, as systemd ExecStopPost does)' : ''}`,
       `clock: ${status.clock.now} ${status.clock.trusted ? '(trusted)' : '(NOT trusted: before 2024-01-01, guest links are refused)'}`,
       'doors:',
       ...doors.flatMap((d) => {
         const state =
-          d.state === 'LOCKED'
-            ? 'LOCKED'
+          d.state === 'LOCKED' || d.state === 'UNKNOWN'
+            ? d.state
             : d.heldOpen
               ? 'UNLOCKED (held open)'
               : `UNLOCKED until ${d.relockAt} (relock in ${Math.max(0, Math.ceil((Date.parse(d.relockAt!) - now) / 1000))} s)`;

@@ -1,6 +1,6 @@
 import type { Logger } from 'pino';
 import type { DoorConfig } from '../config/schema.js';
-import type { CredentialKind } from '../core/credentials.js';
+import { normalizeCredential, type CredentialKind } from '../core/credentials.js';
 import * as supervision from '../core/doorSupervision.js';
 import { KEYPAD_IDLE, PIN_AFTER_CARD_MS, isLockedOut, recordFailure, type PendingCard } from '../core/keypad.js';
 import type { ReaderFrame } from '../hardware/readerFrames.js';
@@ -30,6 +30,7 @@ export class DoorRuntime {
   private pending: PendingCard | null = null;
   private pendingTimer: unknown = null;
   private pendingCard: AccessResult | null = null;
+  private pendingNumber: string | null = null;
   private door_ = supervision.SUPERVISION_START;
   private heldTimer: unknown = null;
   private openedWhileUnlocked = false;
@@ -101,8 +102,12 @@ export class DoorRuntime {
     if (frame.kind === 'noise' || frame.kind === 'keypad_cleared') return;
     const result = this.check(frame.kind, frame.value);
     if (result === null) return;
-    if (frame.kind === 'pin') return this.onPin(result);
-    if (frame.kind === 'card' && this.door.mode === 'card_and_pin') return this.onCardNeedingPin(result);
+    if (frame.kind === 'pin') return this.onPin(result, frame.value);
+    if (frame.kind === 'card' && this.door.mode === 'card_and_pin') {
+      this.onCardNeedingPin(result);
+      if (this.pending) this.pendingNumber = normalizeCredential(frame.value, 'card', this.door.reader?.cardFormat ?? 'decimal');
+      return;
+    }
     if (result.granted) this.grant(result);
     else this.deny(result);
   }
@@ -126,7 +131,7 @@ export class DoorRuntime {
     if (card) this.deny({ ...card, granted: false, reason: 'not_authorized' }, { factor: 'pin_timeout' });
   }
 
-  private onPin(result: AccessResult): void {
+  private onPin(result: AccessResult, pinDigits: string): void {
     if (this.pending && this.deps.clock.monoNow() >= this.pending.expiresAt) this.expirePending();
     if (result.reason === 'keypad_locked_out') return this.deny(result);
     const pending = this.pending;
@@ -134,8 +139,12 @@ export class DoorRuntime {
       if (!pending) {
         return this.deny({ ...result, granted: false, reason: result.reason ?? 'not_authorized' }, { factor: 'card_first' });
       }
+      const cardNumber = this.pendingNumber;
       this.clearPending();
-      const matches = result.holders.some((h) => 'email_id' in h.holder && h.reason === null && pending.emailIds.includes(h.holder.email_id));
+      // The card's own number typed on the keypad is not a second factor (cards and PINs share one table).
+      const matches =
+        normalizeCredential(pinDigits, 'pin') !== cardNumber &&
+        result.holders.some((h) => 'email_id' in h.holder && h.reason === null && pending.emailIds.includes(h.holder.email_id));
       if (matches) return this.grant(result, { kind: 'card_and_pin', card_hint: pending.hint });
       this.pinFailed();
       return this.deny({ ...result, granted: false, reason: result.reason ?? 'not_authorized' }, { factor: 'pin_mismatch', card_hint: pending.hint });
@@ -150,6 +159,7 @@ export class DoorRuntime {
     this.pendingTimer = null;
     this.pending = null;
     this.pendingCard = null;
+    this.pendingNumber = null;
   }
 
   onExitButton(pressed: boolean): void {
@@ -181,7 +191,9 @@ export class DoorRuntime {
     for (const type of events) this.record(type);
     if (events.length > 0) this.deps.onDoorChange?.();
     if (events.includes('door_forced')) this.deps.logger.warn('door forced open');
-    const timedUnlock = lock.state === 'UNLOCKED' && !lock.heldOpen;
+    // Relock on close ends the unlocks this door granted itself (card, PIN, token, exit button); a remote
+    // unlock_time was asked for explicitly and runs its course.
+    const timedUnlock = lock.state === 'UNLOCKED' && !lock.heldOpen && !lock.cause.startsWith('remote command');
     if (open) this.openedWhileUnlocked = timedUnlock;
     else if (this.openedWhileUnlocked && this.door.relockOnClose && timedUnlock) {
       // Someone went through: relock now rather than leaving the door unlocked behind them.

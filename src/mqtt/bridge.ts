@@ -38,6 +38,7 @@ export interface BridgeDeps {
 
 const MAX_LINK_BYTES = 64 * 1024;
 const RECENT_MESSAGE_IDS = 256;
+const LINK_SETTLE_MS = 3000;
 
 /**
  * The agent on the broker: commands in (replied to, never from a retained message, never twice), retained
@@ -62,8 +63,14 @@ export class MqttBridge {
     this.outbox.kick();
   }
 
+  private session = 0;
+  private linksThisSession = new Set<string>();
+  private reconcileTimer: NodeJS.Timeout | null = null;
+
   private async onConnect(): Promise<void> {
     const { client, topics, logger } = this.deps;
+    const session = ++this.session;
+    this.linksThisSession = new Set();
     try {
       await client.subscribeAsync(
         [...this.byUuid.values()].map((d) => topics.set(d.door.uuid)).concat(topics.sync, topics.guestLinks),
@@ -75,11 +82,29 @@ export class MqttBridge {
       }
       for (const d of this.byUuid.values()) this.publishState(d.door.uuid);
       await client.publishAsync(topics.status, 'online', { qos: 1, retain: true });
+      if (session !== this.session) return; // a newer connection took over while this one was set up
       logger.info({ doors: this.byUuid.size }, 'connected to the broker');
       this.outbox.start();
+      this.scheduleReconcile(session);
     } catch (err) {
       logger.warn({ err }, 'broker session setup interrupted; retrying on reconnect');
     }
+  }
+
+  /**
+   * A revocation (empty retained payload) made while the agent was away is never delivered later: the broker
+   * just has no retained link any more. So once the retained links of this connection have arrived (3 s
+   * without another one), links received over MQTT earlier that the broker no longer holds are removed.
+   */
+  private scheduleReconcile(session: number): void {
+    if (this.reconcileTimer) clearTimeout(this.reconcileTimer);
+    this.reconcileTimer = setTimeout(() => {
+      this.reconcileTimer = null;
+      if (session !== this.session || !this.deps.client.connected) return;
+      const removed = this.deps.guestLinks.removeMqttLinksExcept(this.linksThisSession);
+      if (removed.length > 0) this.deps.logger.info({ guestLinks: removed }, 'guest links revoked while the agent was away removed');
+    }, LINK_SETTLE_MS);
+    this.reconcileTimer.unref();
   }
 
   /** Retained `P/doors/<uuid>/state`; only the controller's own state is published, never a guess. */
@@ -168,7 +193,9 @@ export class MqttBridge {
     const cause = `remote command${parsed.requestId ? ` ${parsed.requestId}` : ''}`;
     const result = this.execute(d, parsed.action, cause);
     if (parsed.signed && parsed.requestId) {
-      this.deps.replay.remember(parsed.requestId, d.door.uuid, clock.wallNow());
+      // Remembered as of the later of now and issued_at: a command signed ahead of our clock stays acceptable
+      // that much longer, so its id must be kept that much longer too.
+      this.deps.replay.remember(parsed.requestId, d.door.uuid, Math.max(clock.wallNow(), (parsed.issuedAt ?? 0) * 1000));
       // Ids older than twice the maximum age can only come with a stale command: no need to keep them.
       this.deps.replay.prune(clock.wallNow() - 2 * this.deps.maxAgeSeconds * 1000);
     }
@@ -196,9 +223,12 @@ export class MqttBridge {
   private onGuestLink(id: string, payload: Buffer): void {
     const { logger, guestLinks } = this.deps;
     if (payload.length === 0) {
+      this.linksThisSession.delete(id);
       logger.info({ guestLink: id, result: guestLinks.revoke(id) }, 'guest link revoked');
       return;
     }
+    this.linksThisSession.add(id);
+    if (this.reconcileTimer) this.scheduleReconcile(this.session); // still arriving: wait for the burst to end
     if (payload.length > MAX_LINK_BYTES) return void logger.warn({ guestLink: id, bytes: payload.length }, 'guest link refused: too large');
     let data: unknown;
     try {
@@ -217,13 +247,23 @@ export class MqttBridge {
     logger.info({ guestLink: id, result: guestLinks.store(parsed.data) }, 'guest link received');
   }
 
-  /** Graceful: retained offline, then disconnect (the last will covers a crash). */
+  /**
+   * Graceful, and bounded: the doors (already locked by the caller) are published LOCKED, then retained
+   * offline; a broker that does not answer within 2 s is dropped (the last will covers it).
+   */
   async stop(): Promise<void> {
     this.outbox.stop();
+    if (this.reconcileTimer) clearTimeout(this.reconcileTimer);
     const { client, topics } = this.deps;
+    const within = <T>(promise: Promise<T>, ms: number) =>
+      Promise.race([promise.then(() => true, () => false), new Promise<boolean>((r) => setTimeout(() => r(false), ms))]);
     if (client.connected) {
-      await Promise.race([client.publishAsync(topics.status, 'offline', { qos: 1, retain: true }), new Promise((r) => setTimeout(r, 1000))]).catch(() => undefined);
+      for (const d of this.byUuid.values()) {
+        const locked = { state: 'LOCKED', relock_at: null, door: d.contact(), changed_at: new Date(this.deps.clock.wallNow()).toISOString(), cause: 'agent stopped' };
+        client.publish(topics.state(d.door.uuid), JSON.stringify(locked), { qos: 1, retain: true });
+      }
+      await within(client.publishAsync(topics.status, 'offline', { qos: 1, retain: true }), 1000);
     }
-    await client.endAsync(false).catch(() => undefined);
+    if (!(await within(client.endAsync(false), 1000))) await within(client.endAsync(true), 500);
   }
 }

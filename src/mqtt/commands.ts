@@ -9,6 +9,8 @@ export type LockAction = { lock: true } | { lock: false; seconds: number | null 
 export interface ParsedCommand {
   action: LockAction;
   requestId: string | null;
+  /** issued_at of a signed command (unix seconds). */
+  issuedAt?: number;
   /** For signed commands: used for the replay cache. */
   signed: boolean;
 }
@@ -129,7 +131,7 @@ export function parseCommand(payload: Buffer, ctx: CommandContext): ParsedComman
     return { status: 409, error: `command issued ${ctx.nowSeconds - cmd.issued_at} s ago: older than ${ctx.maxAgeSeconds} s (or the clocks differ)`, requestId };
   }
   if (ctx.seen(cmd.request_id)) return { status: 409, error: `request_id ${cmd.request_id} was already executed`, requestId };
-  return { action, requestId, signed: true };
+  return { action, requestId, signed: true, issuedAt: cmd.issued_at };
 }
 
 export function isCommandError(value: ParsedCommand | CommandError): value is CommandError {

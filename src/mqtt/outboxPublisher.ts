@@ -12,7 +12,8 @@ const WINDOW = 100;
  */
 export class OutboxPublisher {
   private running = false;
-  private wake: (() => void) | null = null;
+  /** Loops waiting for new events; each waits on its own resolver, so a restart never strands one. */
+  private readonly waiters = new Set<() => void>();
   private generation = 0;
 
   constructor(
@@ -23,7 +24,9 @@ export class OutboxPublisher {
 
   /** New events were appended. */
   kick(): void {
-    this.wake?.();
+    const waiting = [...this.waiters];
+    this.waiters.clear();
+    for (const wake of waiting) wake();
   }
 
   /** Starts (or restarts after a reconnect) draining from the oldest unpublished event. */
@@ -46,10 +49,7 @@ export class OutboxPublisher {
     while (live()) {
       const batch = this.events.unpublished(after, BATCH);
       if (batch.length === 0) {
-        await new Promise<void>((resolve) => {
-          this.wake = resolve;
-        });
-        this.wake = null;
+        await new Promise<void>((resolve) => this.waiters.add(resolve));
         continue;
       }
       const acked: number[] = [];

@@ -20,6 +20,15 @@ export class GuestLinkStore {
     return credentials + links > 0;
   }
 
+  /** Removes the links received over MQTT whose ids are not in `keep`; returns the removed ids. */
+  removeMqttLinksExcept(keep: ReadonlySet<string>): string[] {
+    return this.db.transaction(() => {
+      const ids = (this.db.prepare("SELECT magic_link_id FROM guest_links WHERE source = 'mqtt'").pluck().all() as string[]).filter((id) => !keep.has(id));
+      for (const id of ids) this.remove(id);
+      return ids;
+    })();
+  }
+
   revoke(id: string): GuestLinkChange {
     return this.db.transaction(() => (this.remove(id) ? 'revoked' : 'unchanged'))();
   }

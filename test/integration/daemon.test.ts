@@ -236,6 +236,9 @@ describe('door-agent run', () => {
     await waitUntil(() => events(s).some((e) => e.type === 'unlocked'), 5000, 'unlock recorded');
     await first.stop('SIGKILL');
     expect(readLevel(s.relay)).toBe('1'); // nobody relocked it: the process is gone
+    const afterCrash = runCli(['status', '--config', config]).stdout;
+    expect(afterCrash).toContain('it did not stop cleanly: run door-agent relock');
+    expect(afterCrash).toMatch(/Front door \(.*\): UNKNOWN/);
 
     // What systemd's ExecStopPost does after any exit:
     const relock = runCli(['relock', '--config', config]);
@@ -284,7 +287,7 @@ describe('door-agent run', () => {
     expect(await daemon.stop('SIGTERM')).toEqual({ code: 0, signal: null });
     expect(readLevel(s.relay)).toBe('0');
     expect(daemon.logs.map((l) => l.msg)).toContain('stopped');
-    expect(runCli(['status', '--config', s.config]).stdout).toMatch(/daemon: not running \(stopped .*\); relays are left locked/);
+    expect(runCli(['status', '--config', s.config]).stdout).toMatch(/daemon: not running \(stopped .*\); it locked every relay when it stopped/);
   });
 });
 

@@ -86,6 +86,14 @@ describe('DoorRuntime card_and_pin', () => {
     expect(t.types()).toEqual(['access_granted', 'unlocked', 'locked']);
   });
 
+  it("the card's own number typed on the keypad is not its PIN", () => {
+    const t = setup({ mode: 'card_and_pin' });
+    t.card(ALICE_CARD);
+    t.pin(ALICE_CARD.replace(/^0+/, ''));
+    expect(t.relay.writes).toEqual([0]);
+    expect(t.last('access_denied')).toMatchObject({ factor: 'pin_mismatch' });
+  });
+
   it('after 10 s the card wait ends with pin_timeout and a later PIN is refused', () => {
     const t = setup({ mode: 'card_and_pin' });
     t.card(ALICE_CARD);

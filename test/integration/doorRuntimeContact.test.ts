@@ -74,6 +74,15 @@ describe('DoorRuntime door contact', () => {
     expect(t.types().filter((x) => x === 'locked')).toHaveLength(1);
   });
 
+  it('relockOnClose does not cut short a remote unlock_time (it was asked for explicitly)', () => {
+    const t = setup();
+    t.runtime.initialContact(false);
+    t.controller.unlock(3600, 'remote command r1');
+    t.runtime.onContact(true);
+    t.runtime.onContact(false);
+    expect(t.controller.snapshot()).toMatchObject({ state: 'UNLOCKED' });
+  });
+
   it('relockOnClose does not end a hold-open', () => {
     const t = setup();
     t.runtime.initialContact(false);

@@ -266,6 +266,71 @@ describe('availability, durable events, TLS', () => {
   });
 });
 
+describe('stopping and starting safely', () => {
+  it('SIGTERM with a broker that stopped answering: the door is locked at once and the agent exits 0', async () => {
+    const s = await site();
+    const daemon = await agent(s);
+    const op = await operator(s, REPLY);
+    await op.publish(SET, 'UNLOCK');
+    await waitUntil(() => readLevel(s.relay) === '1', 5000, 'held open');
+    s.broker.freeze();
+    const stoppedAt = Date.now();
+    const exit = daemon.stop('SIGTERM');
+    await waitUntil(() => readLevel(s.relay) === '0', 1000, 'locked at once');
+    expect(await exit).toEqual({ code: 0, signal: null });
+    expect(Date.now() - stoppedAt).toBeLessThan(6000);
+    s.broker.thaw();
+  });
+
+  it('a graceful stop leaves the retained state LOCKED', async () => {
+    const s = await site();
+    const daemon = await agent(s);
+    const op = await operator(s, REPLY);
+    await op.publish(SET, 'UNLOCK');
+    await waitUntil(() => readLevel(s.relay) === '1', 5000, 'held open');
+    await daemon.stop('SIGTERM');
+    const late = await operator(s, STATE);
+    const state = (await late.waitFor((m) => m.topic === STATE && m.retain)).json as Record<string, unknown>;
+    expect(state).toMatchObject({ state: 'LOCKED', cause: 'agent stopped' });
+  });
+
+  it('a missing TLS file is a configuration error (exit 78) before a persisted hold-open could resume', async () => {
+    const s = await site();
+    const first = await agent(s);
+    const op = await operator(s, REPLY);
+    await op.publish(SET, 'UNLOCK');
+    await waitUntil(() => readLevel(s.relay) === '1', 5000, 'held open');
+    await first.stop('SIGKILL');
+    writeFileSync(s.relay, '0\n');
+    const { readFileSync } = await import('node:fs');
+    writeFileSync(s.config, readFileSync(s.config, 'utf8').replace('  keepaliveSeconds: 5', `  keepaliveSeconds: 5\n  caFile: ${s.dir}/no-such-ca.crt`));
+    const second = new Daemon(s.config);
+    cleanups.push(() => second.stop('SIGKILL'));
+    const levels: string[] = [];
+    const watch = setInterval(() => levels.push(readLevel(s.relay)), 2);
+    const exited = await second.exited;
+    clearInterval(watch);
+    expect(exited.code).toBe(78);
+    expect(levels).not.toContain('1');
+    expect(second.rawOutput.join('\n')).toContain('mqtt.caFile: cannot read');
+  });
+
+  it('a guest link revoked while the agent was away is removed when it reconnects', async () => {
+    const s = await site();
+    const op = await operator(s);
+    const link = JSON.stringify({ magic_link_id: '950', magic_token: 'offline-revoke-token-01', name: 'x', resource_id_list: [12], smartcards: [{ number: '5550950' }] });
+    await op.publish(`${P}/guest-links/950`, link, { retain: true });
+    const first = await agent(s);
+    await first.waitForLog((l) => l.msg === 'guest link received' && l.guestLink === '950');
+    await first.stop('SIGTERM');
+    await op.publish(`${P}/guest-links/950`, '', { retain: true }); // revoked while the agent is away
+    expect(runCli(['check', '5550950', '--config', s.config]).status).toBe(0);
+    const second = await agent(s);
+    await second.waitForLog((l) => l.msg === 'guest links revoked while the agent was away removed', 8000);
+    expect(runCli(['check', '5550950', '--config', s.config]).status).toBe(1);
+  });
+});
+
 describe('TLS', () => {
   it('refuses a broker whose certificate it does not trust, with a clear log line and no plaintext retry', async () => {
     const trusted = makeTlsFiles(join(tmp.path, 'other-ca'), 'other');

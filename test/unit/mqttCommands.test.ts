@@ -156,7 +156,7 @@ describe('signed commands: format', () => {
 describe('parseCommand, signed (command secret set)', () => {
   it('accepts a correctly signed timed unlock', () => {
     const cmd = ok(parse(signedPayload(base), signedCtx));
-    expect(cmd).toEqual({ action: { lock: false, seconds: 5 }, requestId: 'req-0001', signed: true });
+    expect(cmd).toEqual({ action: { lock: false, seconds: 5 }, requestId: 'req-0001', signed: true, issuedAt: NOW - 2 });
   });
 
   it('accepts a signature made with the exported sign()', () => {
