@@ -17,6 +17,7 @@ interface MailRow {
 export class Mailer {
   private readonly transport: nodemailer.Transporter | null;
   private sending = false;
+  private again = false;
 
   constructor(
     private readonly db: Db,
@@ -28,7 +29,11 @@ export class Mailer {
 
   /** Sends what is waiting (when SMTP is configured); failures stay in the outbox for the next try. */
   async flush(): Promise<void> {
-    if (!this.transport || !this.smtp || this.sending) return;
+    if (!this.transport || !this.smtp) return;
+    if (this.sending) {
+      this.again = true; // mail queued during a delivery round: one more round afterwards
+      return;
+    }
     this.sending = true;
     try {
       const waiting = this.db.prepare('SELECT mail_id, recipient, subject, body FROM mail_outbox WHERE sent_at IS NULL ORDER BY mail_id').all() as MailRow[];
@@ -43,6 +48,10 @@ export class Mailer {
       }
     } finally {
       this.sending = false;
+    }
+    if (this.again) {
+      this.again = false;
+      await this.flush();
     }
   }
 }

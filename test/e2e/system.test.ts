@@ -7,6 +7,8 @@ import { CLI, DOOR_UUID, ROOT, runCli, tempDir } from '../support/cli.js';
 import { Daemon, readLevel, waitUntil } from '../support/daemon.js';
 import { Mosquitto, freePort } from '../support/mosquitto.js';
 import { PtyPair } from '../support/socat.js';
+import { Operator } from '../support/operator.js';
+import { localTimeIn } from '../../src/core/schedule.js';
 
 // The whole system on one machine with real processes: mosquitto, the reference service (with an SMTP
 // server receiving its mail), and a door agent with a socat reader on simulated GPIO.
@@ -131,17 +133,45 @@ describe('the whole system', () => {
     expect(readLevel(relay)).toBe('1');
     await waitUntil(() => readLevel(relay) === '0', 6000, 'relock after 3 s');
 
+    // Two guest links: one whose schedule allows this very hour (Berlin time), one that allows nothing today.
+    const { weekday, hour } = localTimeIn('Europe/Berlin')(Date.now());
+    const mapping = (open: boolean) => Array.from({ length: 7 }, (_, d) => (d === weekday && open ? [[hour, hour + 1]] : []));
+    const closed = await call('POST', '/magiclinkadmin', {
+      email_list: ['late@example.org'], resource_id_list: [12], name: 'Late visitor', time_mapping: mapping(false),
+      smartcards: [{ number: '7700002' }],
+    });
     const link = await call('POST', '/magiclinkadmin', {
       email_list: ['visitor@example.org'],
       resource_id_list: [12],
       name: 'Visitor',
+      time_mapping: mapping(true),
       smartcards: [{ number: '7700001', label: 'visitor' }],
     });
     expect(link.status).toBe(200);
     await agent.waitForLog((l) => l.msg === 'guest link received' && l.guestLink === link.body.magic_link_id);
+    await agent.waitForLog((l) => l.msg === 'guest link received' && l.guestLink === closed.body.magic_link_id);
+    pty.write('7700002\r\n');
+    await waitUntil(() => runCli(['events', '--config', agentConfig]).stdout.includes('outside_schedule'), 5000, 'outside its schedule: denied');
+    expect(readLevel(relay)).toBe('0');
     pty.write('7700001\r\n');
-    await waitUntil(() => readLevel(relay) === '1', 5000, 'the guest card opens');
+    await waitUntil(() => readLevel(relay) === '1', 5000, 'inside its schedule: the guest card opens');
     await waitUntil(() => mail.some((m) => m.to === 'visitor@example.org' && m.text.includes(String(link.body.magic_token))), 5000, 'guest mail');
+
+    // The broker restarts while the door keeps deciding: no event is lost.
+    const watcher = await Operator.connect(broker.url);
+    await watcher.subscribe('site/doors/+/events');
+    const seenBefore = JSON.parse(runCli(['status', '--json', '--config', agentConfig]).stdout).events.lastSeq as number;
+    await broker.stop();
+    await agent.waitForLog((l) => l.msg === 'broker connection lost; doors keep working, events are kept');
+    pty.write('4213579\r\n7700001\r\n');
+    await waitUntil(() => runCli(['events', '--config', agentConfig]).stdout.split('\n').filter(Boolean).length >= 2, 5000, 'decided offline');
+    await broker.start();
+    const all = () =>
+      runCli(['events', '--since', String(seenBefore), '--config', agentConfig]).stdout.trim().split('\n').map((l) => (JSON.parse(l) as { id: string }).id);
+    await waitUntil(() => JSON.parse(runCli(['status', '--json', '--config', agentConfig]).stdout).events.unpublished === 0, 20_000, 'outbox drained after the restart');
+    await waitUntil(() => all().every((id) => watcher.received.some((m) => (m.json as { id: string }).id === id)), 10_000, 'every event delivered');
+    expect(all().length).toBeGreaterThanOrEqual(2);
+    await watcher.end();
 
     await agent.stop('SIGTERM');
     agent = undefined;
