@@ -8,7 +8,7 @@
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdirSync, openSync, readSync, rmSync, watch, writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
+import { freePort } from './net.js';
 import { userInfo } from 'node:os';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -25,16 +25,6 @@ const root = resolve(fileURLToPath(import.meta.url), '../../..');
 const cli = join(root, 'dist/src/cli.js');
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-function freePort(): Promise<number> {
-  return new Promise((res, rej) => {
-    const server = createServer();
-    server.once('error', rej);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => res(port));
-    });
-  });
-}
 
 async function waitFor(predicate: () => boolean, timeoutMs: number, what: string): Promise<void> {
   const started = Date.now();

@@ -5,7 +5,7 @@
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
+import { freePort } from './net.js';
 import { createRequire } from 'node:module';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -16,16 +16,6 @@ const USERS = 10_000;
 const root = resolve(fileURLToPath(import.meta.url), '../../..');
 const autocannon = join(createRequire(import.meta.url).resolve('autocannon/package.json'), '..', 'autocannon.js');
 
-function freePort(): Promise<number> {
-  return new Promise((res, rej) => {
-    const s = createServer();
-    s.once('error', rej);
-    s.listen(0, '127.0.0.1', () => {
-      const { port } = s.address() as { port: number };
-      s.close(() => res(port));
-    });
-  });
-}
 
 async function waitReady(child: ChildProcess, marker: string): Promise<void> {
   await new Promise<void>((res, rej) => {

@@ -5,7 +5,7 @@
  */
 import { spawn, spawnSync } from 'node:child_process';
 import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
+import { freePort } from './net.js';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { AGENT_NODE_OPTIONS, type BenchRow } from './report.js';
@@ -15,16 +15,6 @@ const USERS = 10_000;
 const CONCURRENCY = 8;
 const root = resolve(fileURLToPath(import.meta.url), '../../..');
 
-function freePort(): Promise<number> {
-  return new Promise((res, rej) => {
-    const s = createServer();
-    s.once('error', rej);
-    s.listen(0, '127.0.0.1', () => {
-      const { port } = s.address() as { port: number };
-      s.close(() => res(port));
-    });
-  });
-}
 
 function phase<T>(args: string[]): T {
   const r = spawnSync(process.execPath, [...AGENT_NODE_OPTIONS, join(root, 'dist/bench/syncPhase.js'), ...args], { encoding: 'utf8' });

@@ -40,7 +40,7 @@ beforeAll(async () => {
     },
   });
   await new Promise<void>((r) => smtp.listen(smtpPort, '127.0.0.1', () => r()));
-  broker = new Mosquitto(join(tmp.path, 'broker'));
+  broker = new Mosquitto(join(tmp.path, 'broker'), undefined, true);
   await broker.start();
   const port = await freePort();
   base = `http://127.0.0.1:${port}`;
@@ -103,12 +103,10 @@ async function syncDoor(): Promise<void> {
 describe('the whole system', () => {
   it('invite, card, provision, tap; unlock over POST /setlockstatus; a guest link at the door; 504 without the door', async () => {
     const staff = await call('POST', '/groups', { type: 'users', name: 'Staff', add_ids: [] });
-    const invite = await call('POST', '/invites', {
-      emails: ['alice@example.org'],
-      smartcards: [[{ number: '4213578', label: 'badge' }]],
-      groups: [{ id: staff.body.group_id, name: 'Staff' }],
-    });
+    const invite = await call('POST', '/invites', { emails: ['alice@example.org'], groups: [{ id: staff.body.group_id, name: 'Staff' }] });
     expect(invite.body.added).toEqual(['alice@example.org']);
+    const cards = await call('PUT', '/modifysmartcard', { email_id: (invite.body.add_ids as number[])[0], smartcards: '[{"number":"4213578","label":"badge"}]' });
+    expect(cards.status).toBe(200);
     await waitUntil(() => mail.some((m) => m.to === 'alice@example.org'), 5000, 'the invitation e-mail over SMTP');
 
     await syncDoor();
@@ -158,7 +156,7 @@ describe('the whole system', () => {
     await waitUntil(() => mail.some((m) => m.to === 'visitor@example.org' && m.text.includes(String(link.body.magic_token))), 5000, 'guest mail');
 
     // The broker restarts while the door keeps deciding: no event is lost.
-    const watcher = await Operator.connect(broker.url);
+    const watcher = await Operator.connect(broker.url, { clientId: 'e2e-watcher' });
     await watcher.subscribe('site/doors/+/events');
     const seenBefore = JSON.parse(runCli(['status', '--json', '--config', agentConfig]).stdout).events.lastSeq as number;
     await broker.stop();

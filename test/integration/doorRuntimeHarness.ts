@@ -13,7 +13,8 @@ import { CredentialCache } from '../../src/store/credentialCache.js';
 import { openDatabase, type Db } from '../../src/store/database.js';
 import { DoorStateStore } from '../../src/store/doorState.js';
 import { EventLog, type EventType, type WireEvent } from '../../src/store/eventLog.js';
-import type { Clock, Timers } from '../../src/util/clock.js';
+import { ManualTime } from '../support/manualTime.js';
+export { ManualTime };
 import { DOOR_UUID, ROOT, tempDir } from '../support/cli.js';
 
 export { DOOR_UUID };
@@ -27,40 +28,6 @@ export const BOB_CARD = '4213579';
 export const GUEST_CARD = '7700001';
 export const GUEST_TOKEN = 'guest-token-carol-0001';
 
-/** Manual wall + monotonic clock; timers fire in due order as time is advanced. */
-export class ManualTime implements Clock, Timers {
-  wall = WALL0;
-  mono = 1_000;
-  /** Timers fire this much later than asked, as real timers may. */
-  lateMs = 0;
-  private nextId = 1;
-  private pending = new Map<number, { due: number; callback: () => void }>();
-  wallNow = () => this.wall;
-  monoNow = () => this.mono;
-  setTimeout(callback: () => void, ms: number): unknown {
-    const id = this.nextId++;
-    this.pending.set(id, { due: this.mono + Math.max(0, ms) + this.lateMs, callback });
-    return id;
-  }
-  clearTimeout(handle: unknown): void {
-    this.pending.delete(handle as number);
-  }
-  advance(ms: number): void {
-    const target = this.mono + ms;
-    for (let fired = 0; ; fired++) {
-      if (fired > 10_000) throw new Error('timers keep firing without time passing');
-      let next: [number, { due: number; callback: () => void }] | undefined;
-      for (const entry of this.pending) if (entry[1].due <= target && (!next || entry[1].due < next[1].due)) next = entry;
-      if (!next) break;
-      this.pending.delete(next[0]);
-      this.wall += next[1].due - this.mono;
-      this.mono = next[1].due;
-      next[1].callback();
-    }
-    this.wall += target - this.mono;
-    this.mono = target;
-  }
-}
 
 export class MemoryRelay implements GpioOutput {
   readonly pin = 17;
@@ -98,7 +65,7 @@ doors: [ { uuid: ${DOOR_UUID}, resourceId: 12, relay: { pin: 17 }, unlockSeconds
   const door: DoorConfig = { ...base.doors[0]!, ...overrides };
   const db: Db = openDatabase(join(dir, name));
   importSnapshot(db, SNAPSHOT, { maxRemovalRatio: null, now: WALL0 });
-  const time = new ManualTime();
+  const time = new ManualTime({ wall: WALL0, mono: 1_000 });
   const relay = new MemoryRelay();
   const events = new EventLog(db, { agentId: 'test-agent', maxEvents: 1000 });
   const logs: string[] = [];

@@ -64,6 +64,8 @@ export class Mosquitto {
   constructor(
     private readonly dir: string,
     private readonly tls?: TlsFiles,
+    /** Keep sessions and queued QoS 1 messages across a restart (persistence to `dir`). */
+    private readonly persistent = false,
   ) {
     if (!MOSQUITTO) throw new Error('mosquitto is required for the MQTT tests: apt-get install mosquitto mosquitto-clients (npm test installs them when run as root)');
     mkdirSync(dir, { recursive: true });
@@ -77,7 +79,8 @@ export class Mosquitto {
     if (this.port === 0) this.port = await freePort();
     const conf = join(this.dir, 'mosquitto.conf');
     // Run as ourselves: as root, mosquitto would switch to its own user and could not read the test's key files.
-    const lines = [`user ${userInfo().username}`, `listener ${this.port} 127.0.0.1`, 'allow_anonymous true', 'persistence false', 'set_tcp_nodelay true'];
+    const lines = [`user ${userInfo().username}`, `listener ${this.port} 127.0.0.1`, 'allow_anonymous true', 'set_tcp_nodelay true'];
+    lines.push(...(this.persistent ? ['persistence true', `persistence_location ${this.dir}/`] : ['persistence false']));
     if (this.tls) lines.push(`cafile ${this.tls.ca}`, `certfile ${this.tls.cert}`, `keyfile ${this.tls.key}`);
     writeFileSync(conf, `${lines.join('\n')}\n`);
     this.process = spawn(MOSQUITTO!, ['-c', conf], { stdio: 'ignore' });

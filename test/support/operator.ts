@@ -25,8 +25,18 @@ export class Operator {
     });
   }
 
-  static async connect(url: string, options: { ca?: Buffer } = {}): Promise<Operator> {
-    const client = await connectAsync(url, { protocolVersion: 5, reconnectPeriod: 200, ca: options.ca, clean: true });
+  static async connect(url: string, options: { ca?: Buffer; clientId?: string } = {}): Promise<Operator> {
+    // With a clientId the session persists (clean: false, MQTT 5 session expiry): QoS 1 messages published while
+    // this client is reconnecting are queued for it by the broker.
+    const persistent = options.clientId !== undefined;
+    const client = await connectAsync(url, {
+      protocolVersion: 5,
+      reconnectPeriod: 200,
+      ca: options.ca,
+      clean: !persistent,
+      clientId: options.clientId,
+      properties: persistent ? { sessionExpiryInterval: 600 } : undefined,
+    });
     return new Operator(client);
   }
 

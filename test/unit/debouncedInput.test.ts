@@ -6,38 +6,9 @@ import { DebouncedInput } from '../../src/door/debouncedInput.js';
 import type { GpioDriver, GpioInput, GpioOutput } from '../../src/hardware/gpio.js';
 import { SimulatedGpio } from '../../src/hardware/simulatedGpio.js';
 import type { Timers } from '../../src/util/clock.js';
+import { ManualTime } from '../support/manualTime.js';
 import { tempDir } from '../support/cli.js';
 
-/** Manual timers: callbacks fire in due order as time is advanced. */
-class ManualTimers implements Timers {
-  now = 0;
-  private nextId = 1;
-  private pending = new Map<number, { due: number; callback: () => void }>();
-  setTimeout(callback: () => void, ms: number): unknown {
-    const id = this.nextId++;
-    this.pending.set(id, { due: this.now + Math.max(0, ms), callback });
-    return id;
-  }
-  clearTimeout(handle: unknown): void {
-    this.pending.delete(handle as number);
-  }
-  get pendingCount(): number {
-    return this.pending.size;
-  }
-  advance(ms: number): void {
-    const target = this.now + ms;
-    for (let fired = 0; ; fired++) {
-      if (fired > 10_000) throw new Error('timers keep firing without time passing');
-      let next: [number, { due: number; callback: () => void }] | undefined;
-      for (const entry of this.pending) if (entry[1].due <= target && (!next || entry[1].due < next[1].due)) next = entry;
-      if (!next) break;
-      this.pending.delete(next[0]);
-      this.now = next[1].due;
-      next[1].callback();
-    }
-    this.now = target;
-  }
-}
 
 /** A raw input pin the test sets by hand; set() reports the change as a driver would (not debounced). */
 class FakeDriver implements GpioDriver {
@@ -66,7 +37,7 @@ class FakeDriver implements GpioDriver {
 }
 
 function fakeSetup(debounceMs: number, initial: Level = 0) {
-  const timers = new ManualTimers();
+  const timers = new ManualTime({ mono: 0 });
   const driver = new FakeDriver(initial);
   const reported: Level[] = [];
   const input = new DebouncedInput(driver, { pin: 27, idleLevel: 0, debounceMs, timers, onLevel: (l) => reported.push(l) });

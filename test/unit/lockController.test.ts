@@ -4,53 +4,11 @@ import type { DoorConfig } from '../../src/config/schema.js';
 import type { PersistedLock } from '../../src/core/lockState.js';
 import type { FailMode, Level, LockStateName } from '../../src/core/relay.js';
 import type { GpioOutput } from '../../src/hardware/gpio.js';
-import type { Clock, Timers } from '../../src/util/clock.js';
+import { ManualTime } from '../support/manualTime.js';
 
 const UUID = '6f1c2a0e-8d0b-4a57-9d43-1f2e3a4b5c6d';
 const WALL0 = Date.parse('2026-07-01T12:00:00Z');
 
-/** A manual clock: wall and monotonic time advance together, timers fire in due order when advanced. */
-class ManualTime implements Clock, Timers {
-  wall = WALL0;
-  mono = 1_000;
-  /** Below 1, timers fire early (at ceil(ms * earlyFactor)), as a timer on another clock may. */
-  earlyFactor = 1;
-  private nextId = 1;
-  private pending = new Map<number, { due: number; callback: () => void }>();
-
-  wallNow(): number {
-    return this.wall;
-  }
-  monoNow(): number {
-    return this.mono;
-  }
-  setTimeout(callback: () => void, ms: number): unknown {
-    const id = this.nextId++;
-    this.pending.set(id, { due: this.mono + Math.ceil(Math.max(0, ms) * this.earlyFactor), callback });
-    return id;
-  }
-  clearTimeout(handle: unknown): void {
-    this.pending.delete(handle as number);
-  }
-  get pendingCount(): number {
-    return this.pending.size;
-  }
-  advance(ms: number): void {
-    const target = this.mono + ms;
-    for (let fired = 0; ; fired++) {
-      if (fired > 10_000) throw new Error('timers keep firing without time passing');
-      let next: [number, { due: number; callback: () => void }] | undefined;
-      for (const entry of this.pending) if (entry[1].due <= target && (!next || entry[1].due < next[1].due)) next = entry;
-      if (!next) break;
-      this.pending.delete(next[0]);
-      this.wall += next[1].due - this.mono;
-      this.mono = next[1].due;
-      next[1].callback();
-    }
-    this.wall += target - this.mono;
-    this.mono = target;
-  }
-}
 
 class RecordingGpio implements GpioOutput {
   readonly pin = 17;
@@ -104,7 +62,7 @@ function door(failMode: FailMode = 'secure', activeLow = false, maxUnlockSeconds
 
 function setup(opts: { failMode?: FailMode; activeLow?: boolean; persisted?: PersistedLock; maxUnlockSeconds?: number } = {}) {
   const log: string[] = [];
-  const time = new ManualTime();
+  const time = new ManualTime({ wall: WALL0, mono: 1_000 });
   const gpio = new RecordingGpio(log);
   const persistence = new MemoryPersistence(opts.persisted, log);
   const changes: Array<[LockSnapshot, LockStateName]> = [];

@@ -4,43 +4,8 @@ import { pino } from 'pino';
 import { SerialReader, type PortLike } from '../../src/hardware/serialReader.js';
 import type { ReaderFrame } from '../../src/hardware/readerFrames.js';
 import { backoffDelay } from '../../src/util/backoff.js';
-import type { Clock, Timers } from '../../src/util/clock.js';
+import { ManualTime } from '../support/manualTime.js';
 
-/** A manual monotonic clock whose timers fire, in due order, only when the test advances time. */
-class ManualTime implements Clock, Timers {
-  mono = 5_000;
-  private nextId = 1;
-  private pending = new Map<number, { due: number; callback: () => void }>();
-  wallNow(): number {
-    return Date.parse('2026-07-01T12:00:00Z') + this.mono;
-  }
-  monoNow(): number {
-    return this.mono;
-  }
-  setTimeout(callback: () => void, ms: number): unknown {
-    const id = this.nextId++;
-    this.pending.set(id, { due: this.mono + Math.max(0, ms), callback });
-    return id;
-  }
-  clearTimeout(handle: unknown): void {
-    this.pending.delete(handle as number);
-  }
-  get pendingCount(): number {
-    return this.pending.size;
-  }
-  advance(ms: number): void {
-    const target = this.mono + ms;
-    for (;;) {
-      let next: [number, { due: number; callback: () => void }] | undefined;
-      for (const entry of this.pending) if (entry[1].due <= target && (!next || entry[1].due < next[1].due)) next = entry;
-      if (!next) break;
-      this.pending.delete(next[0]);
-      this.mono = next[1].due;
-      next[1].callback();
-    }
-    this.mono = target;
-  }
-}
 
 type OpenOutcome = 'ok' | 'fail' | 'later';
 
@@ -87,7 +52,7 @@ interface LogLine {
 }
 
 function setup(script: OpenOutcome[] = [], rest: OpenOutcome = 'ok') {
-  const time = new ManualTime();
+  const time = new ManualTime({ wall: Date.parse('2026-07-01T12:00:00Z') + 5_000, mono: 5_000 });
   const ports: FakePort[] = [];
   const frames: ReaderFrame[] = [];
   const connection: boolean[] = [];
