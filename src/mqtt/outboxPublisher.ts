@@ -61,6 +61,14 @@ export class OutboxPublisher {
           this.publish(event).then(
             () => void acked.push(event.seq),
             (err: unknown) => {
+              const reason = (err as { code?: unknown }).code;
+              if (typeof reason === 'number' && reason >= 0x80) {
+                // The broker refused this one (an ACL, a quota): resending will not help, and waiting for it
+                // would stop every later event. It stays in the local audit log.
+                this.deps.logger.error({ seq: event.seq, id: event.id, reasonCode: reason }, 'broker refused an event; it stays in the local audit log only');
+                acked.push(event.seq);
+                return;
+              }
               if (!failed) this.deps.logger.warn({ err }, 'event publish interrupted; will resume after reconnect');
               failed = true;
             },

@@ -48,6 +48,21 @@ describe('OutboxPublisher', () => {
     t.db.close();
   });
 
+  it('an event the broker refuses (PUBACK reason code >= 0x80) does not stop the later ones', async () => {
+    const sent: number[] = [];
+    const t = setup(async (e) => {
+      if (e.seq === 2) throw Object.assign(new Error('Not authorized'), { code: 0x87 });
+      sent.push(e.seq);
+    });
+    for (let i = 0; i < 4; i++) t.append();
+    t.publisher.start();
+    await waitUntil(() => t.log.stats().unpublished === 0, 2000, 'drained past the refused one');
+    expect(sent).toEqual([1, 3, 4]);
+    expect(t.log.since(0).map((e) => e.seq)).toEqual([1, 2, 3, 4]); // still in the audit log
+    t.publisher.stop();
+    t.db.close();
+  });
+
   it('a failed publish leaves the event unpublished for the next start', async () => {
     let fail = true;
     const t = setup(async () => {
