@@ -93,6 +93,10 @@ chmod 0755 "$BIN"
 install -m 0644 "$SRC/systemd/door-agent.service" "$UNITS/door-agent.service"
 if $WITH_SERVICE; then install -m 0644 "$SRC/systemd/door-agent-service.service" "$UNITS/door-agent-service.service"; fi
 
+if $WITH_SERVICE && [ ! -e "$ETC/service.yaml" ]; then
+  install -m 0640 "$SRC/config/service.example.yaml" "$ETC/service.yaml"
+  say "wrote $ETC/service.yaml from the example (the reference service's configuration)"
+fi
 if [ -e "$ETC/config.yaml" ]; then
   say "kept the existing $ETC/config.yaml"
 else
@@ -109,6 +113,8 @@ if $REAL_ROOT; then
   fi
   usermod -a -G gpio,dialout door-agent
   chgrp door-agent "$ETC" "$ETC/config.yaml"
+  if [ -e "$ETC/service.yaml" ]; then chgrp door-agent "$ETC/service.yaml"; fi
+  mkdir -p "$R/var/lib/door-agent-service" && chown door-agent:door-agent "$R/var/lib/door-agent-service"
   chown door-agent:door-agent "$DATA"
 else
   say "(test root: users, groups and systemctl skipped)"

@@ -1,3 +1,4 @@
+import { chownSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { loadServiceConfig } from '../config/load.js';
 import { ApiKeys, RANKS, type Rank } from '../service/apiKeys.js';
@@ -11,6 +12,19 @@ import { UsageError } from '../util/errors.js';
 import { createLogger } from '../util/logger.js';
 import { configPath, type CommandContext } from './context.js';
 import type { ProcessHooks } from './run.js';
+
+/** Created by root (sudo) before the service ever ran: hand the files to the data directory's owner. */
+function giveToDataDirOwner(dataDir: string): void {
+  if (process.getuid?.() !== 0) return;
+  const { uid, gid } = statSync(dataDir);
+  for (const file of ['service.db', 'service.db-wal', 'service.db-shm']) {
+    try {
+      chownSync(join(dataDir, file), uid, gid);
+    } catch {
+      // absent
+    }
+  }
+}
 
 function openServiceDb(config: ReturnType<typeof loadServiceConfig>) {
   return openDatabase(join(config.server.dataDir, 'service.db'), { migrations: SERVICE_MIGRATIONS });
@@ -36,6 +50,7 @@ export function runServiceKeyCreate(
   const db = openServiceDb(config);
   try {
     const key = new ApiKeys(db).create(args.rank as Rank, days, ctx.clock.wallNow());
+    giveToDataDirOwner(config.server.dataDir);
     ctx.stdout.write(`${key}\n`);
     const expiry = days > 0 ? `expires in ${days} day(s)` : 'never expires';
     ctx.stderr.write(`created a ${args.rank} API key that ${expiry}; it is shown only this once\n`);

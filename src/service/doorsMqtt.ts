@@ -69,6 +69,11 @@ export class ServiceMqtt {
     this.client.publish(`${this.topics.prefix}/guest-links/${link.magic_link_id}`, JSON.stringify(link), { qos: 1, retain: true });
   }
 
+  revokeGuestLink(id: string): void {
+    // Retained too, so that a broker that kept the old link forgets it; agents away now reconcile on reconnect.
+    if (this.client.connected) this.client.publish(`${this.topics.prefix}/guest-links/${id}`, '', { qos: 1, retain: true });
+  }
+
   /** Sends a lock command to a door and waits for its reply; 504 when it does not answer in time. */
   async command(uuid: string, lockState: boolean, unlockTime: number | undefined, timeoutMs: number): Promise<DoorReply> {
     if (!this.client.connected) return { status: 503, body: { error: 'the MQTT broker is not reachable: no command can reach the door' } };

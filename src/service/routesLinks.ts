@@ -108,3 +108,37 @@ function safeJson(text: string): unknown {
 export function storedLinks(db: RouteContext['db']): StoredLink[] {
   return (db.prepare('SELECT link FROM guest_links ORDER BY magic_link_id').pluck().all() as string[]).map((l) => JSON.parse(l) as StoredLink);
 }
+
+/**
+ * A removed or suspended user loses the guest links naming them: their e-mail and card leave each link (cards
+ * are mapped one to one to e-mails), and a link left with nobody is deleted and revoked at the doors.
+ */
+export function dropUserFromLinks(ctx: Pick<RouteContext, 'db' | 'publishGuestLink' | 'revokeGuestLink'>, email: string): void {
+  const changed: StoredLink[] = [];
+  const revoked: string[] = [];
+  ctx.db.transaction(() => {
+    for (const link of storedLinks(ctx.db)) {
+      const emails = link.email_list as string[];
+      const index = emails.indexOf(email.toLowerCase());
+      if (index < 0) continue;
+      const cards = (link.smartcards as unknown[] | undefined) ?? [];
+      const ids = { ...(link.email_ids as Record<string, number>) };
+      delete ids[email.toLowerCase()];
+      const next: StoredLink = {
+        ...link,
+        email_list: emails.filter((_e, i) => i !== index),
+        smartcards: cards.filter((_c, i) => i !== index),
+        email_ids: ids,
+      };
+      if ((next.email_list as string[]).length === 0) {
+        ctx.db.prepare('DELETE FROM guest_links WHERE magic_link_id = ?').run(Number(link.magic_link_id));
+        revoked.push(link.magic_link_id);
+      } else {
+        ctx.db.prepare('UPDATE guest_links SET link = ? WHERE magic_link_id = ?').run(JSON.stringify(next), Number(link.magic_link_id));
+        changed.push(next);
+      }
+    }
+  })();
+  for (const link of changed) ctx.publishGuestLink(link);
+  for (const id of revoked) ctx.revokeGuestLink(id);
+}

@@ -2,6 +2,7 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import { RANKS } from './apiKeys.js';
 import { BadRequest, boolParam, emailParam, intParam, jsonArrayParam, parseParams } from './params.js';
+import { dropUserFromLinks } from './routesLinks.js';
 import type { RouteContext } from './server.js';
 
 const smartcard = z.object({
@@ -39,6 +40,7 @@ export function registerUserRoutes(app: FastifyInstance, ctx: RouteContext): voi
     const user = p.email_id !== undefined ? users.get(p.email_id) : users.byEmail(p.email!);
     if (!user) throw new BadRequest(`no user with ${p.email_id !== undefined ? `email_id ${p.email_id}` : `e-mail ${p.email}`}`);
     users.remove(user.email_id, ctx.clock.wallNow());
+    dropUserFromLinks(ctx, user.email);
     return { success: `removed ${user.email} (${user.username}) from the organization` };
   });
 
@@ -101,6 +103,8 @@ export function registerUserRoutes(app: FastifyInstance, ctx: RouteContext): voi
     const p = params(z.object({ email_id: intParam }), request);
     const user = userOr(p.email_id);
     const suspended = users.toggleSuspension(user.email_id);
+    // A suspended guest's card leaves their guest links (it does not come back when unsuspended: make a new link).
+    if (suspended) dropUserFromLinks(ctx, user.email);
     return { success: `${user.email} is now ${suspended ? 'SUSPENDED' : 'ACTIVE'}` };
   });
 }

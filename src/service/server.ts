@@ -30,6 +30,8 @@ export interface RouteContext extends ServiceDeps {
   /** Refuses the request (403) unless the key's rank is at least `rank`. */
   requireRank(request: FastifyRequest, rank: Rank): void;
   publishGuestLink(link: StoredLink): void;
+  /** An empty retained message on P/guest-links/<id>: the doors forget the link. */
+  revokeGuestLink(id: string): void;
   /** New mail is in the outbox. */
   mailQueued(): void;
 }
@@ -82,7 +84,8 @@ export function buildService(deps: ServiceDeps): FastifyInstance {
     if (err.statusCode !== undefined && err.statusCode >= 400 && err.statusCode < 500) {
       return reply.code(err.statusCode).send({ error: err.message });
     }
-    deps.logger.error({ err, url: request.url }, 'request failed');
+    // The path only: a query string may carry api_key.
+    deps.logger.error({ err, url: request.url.split('?')[0] }, 'request failed');
     return reply.code(500).send({ error: 'internal error' });
   });
   app.setNotFoundHandler((request, reply) => reply.code(404).send({ error: `no endpoint ${request.method} ${request.url.split('?')[0]}` }));
@@ -96,6 +99,7 @@ export function buildService(deps: ServiceDeps): FastifyInstance {
       }
     },
     publishGuestLink: (link) => deps.doors?.publishGuestLink(link),
+    revokeGuestLink: (id) => deps.doors?.revokeGuestLink(id),
     mailQueued: () => void deps.mailer?.flush().catch((err: unknown) => deps.logger.warn({ err }, 'mail delivery failed')),
   };
   registerUserRoutes(app, context);

@@ -51,7 +51,9 @@ const STAGED_CREDENTIAL = `EXISTS (SELECT 1 FROM temp.stage_credentials s
 export function mergeStage(db: Db, options: { maxRemovalRatio: number | null; includeLinks?: boolean }): MergeSummary {
   const includeLinks = options.includeLinks ?? true;
   const MANAGED_CREDENTIAL = includeLinks ? SNAPSHOT_CREDENTIAL : USER_CREDENTIAL;
-  const credentialsBefore = count(db, 'SELECT count(*) FROM credentials');
+  // The ratio is taken over the credentials this merge may remove: guest-link cards that arrived over MQTT
+  // must not dilute it (a sync that empties every user would otherwise pass).
+  const credentialsBefore = count(db, `SELECT count(*) FROM credentials c WHERE ${MANAGED_CREDENTIAL}`);
   const credentialsRemoved = count(db, `SELECT count(*) FROM credentials c WHERE ${MANAGED_CREDENTIAL} AND NOT ${STAGED_CREDENTIAL}`);
   if (
     options.maxRemovalRatio !== null &&

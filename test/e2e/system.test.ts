@@ -155,6 +155,13 @@ describe('the whole system', () => {
     await waitUntil(() => readLevel(relay) === '1', 5000, 'inside its schedule: the guest card opens');
     await waitUntil(() => mail.some((m) => m.to === 'visitor@example.org' && m.text.includes(String(link.body.magic_token))), 5000, 'guest mail');
 
+    // The guest is removed at the service: the link is revoked at the door, the card no longer opens.
+    const visitor = (await call('GET', '/multipleusers?user_tag=GUEST')).body.find((u) => u.email === 'visitor@example.org')!;
+    expect((await call('DELETE', `/user?email_id=${visitor.email_id}`)).status).toBe(200);
+    await agent.waitForLog((l) => l.msg === 'guest link revoked' && l.guestLink === link.body.magic_link_id);
+    await waitUntil(() => readLevel(relay) === '0', 5000, 'relocked');
+    expect(JSON.parse(runCli(['check', '7700001', '--config', agentConfig]).stdout).reason).toBe('unknown_credential');
+
     // The broker restarts while the door keeps deciding: no event is lost.
     const watcher = await Operator.connect(broker.url, { clientId: 'e2e-watcher' });
     await watcher.subscribe('site/doors/+/events');

@@ -18,6 +18,7 @@ describe('scripts/install.sh (into a throwaway root)', () => {
     expect(mode('usr/local/bin/door-agent')).toBe('755');
     expect(readFileSync(join(tmp.path, 'etc/systemd/system/door-agent.service'), 'utf8')).toContain('ExecStopPost=/usr/local/bin/door-agent relock');
     expect(existsSync(join(tmp.path, 'etc/systemd/system/door-agent-service.service'))).toBe(true);
+    expect(mode('etc/door-agent/service.yaml')).toBe('640'); // the reference service's unit has its config
     expect(mode('etc/door-agent/config.yaml')).toBe('640');
     expect(mode('etc/door-agent')).toBe('750');
 

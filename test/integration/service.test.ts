@@ -1,6 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import Database from 'better-sqlite3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CLI, DOOR_UUID, ROOT, runCli, tempDir } from '../support/cli.js';
 import { freePort } from '../support/mosquitto.js';
@@ -193,6 +194,25 @@ describe('guest links, doors without MQTT, the mail outbox', () => {
     expect((await call('GET', `/user?email_id=${guest.email_id}`)).body.policies).toEqual([['Visitor']]);
     expect((await call('PUT', '/promoteguest', { email_id: guest.email_id })).status).toBe(200);
     expect((await call('GET', '/multipleusers?user_tag=GUEST')).body.some((g) => g.email === 'visitor@example.org')).toBe(false);
+  });
+
+  it('a removed or suspended guest leaves the link: their card goes; a link left with nobody is deleted', async () => {
+    const r = await call('POST', '/magiclinkadmin', link({ email_list: ['g1@example.org', 'g2@example.org'], smartcards: [{ number: '7711001' }, { number: '7711002' }] }));
+    expect(r.status).toBe(200);
+    const stored = () => {
+      const db = new Database(join(tmp.path, 'svc', 'data', 'service.db'), { readonly: true });
+      try {
+        const row = db.prepare('SELECT link FROM guest_links WHERE magic_link_id = ?').pluck().get(Number(r.body.magic_link_id)) as string | undefined;
+        return row ? (JSON.parse(row) as { email_list: string[]; smartcards: Array<{ number: string }> }) : undefined;
+      } finally {
+        db.close();
+      }
+    };
+    const ids = r.body.email_ids as Record<string, number>;
+    expect((await call('PUT', '/togglesuspension', { email_id: ids['g1@example.org'] })).status).toBe(200);
+    expect(stored()).toMatchObject({ email_list: ['g2@example.org'], smartcards: [{ number: '7711002' }] });
+    expect((await call('DELETE', `/user?email_id=${ids['g2@example.org']}`)).status).toBe(200);
+    expect(stored()).toBeUndefined();
   });
 
   it('refuses bad guest links with a 400 naming the parameter, and creates nothing', async () => {

@@ -160,6 +160,30 @@ describe('door-agent sync against a scripted service', () => {
     expect(r.stdout).toContain('50 removed');
   });
 
+  it('guest-link cards from MQTT do not dilute the guard: a sync that would empty every user is still refused', async () => {
+    const small = new HostileService();
+    small.seed(4);
+    await small.start();
+    try {
+      const a = agentConfig(`http://127.0.0.1:${small.port}`);
+      expect((await sync(a.config)).status).toBe(0);
+      const { openDatabase } = await import('../../src/store/database.js');
+      const { GuestLinkStore } = await import('../../src/store/guestLinkStore.js');
+      const db = openDatabase(a.cache);
+      const links = new GuestLinkStore(db, new Set([12]));
+      for (let i = 0; i < 6; i++) {
+        links.store({ magic_link_id: `g${i}`, magic_token: `guest-token-dilute-${i}0000`, name: 'g', email_list: [], resource_id_list: [12], smartcards: [{ number: String(880000 + i) }] });
+      }
+      db.close();
+      small.users = [];
+      const r = await sync(a.config);
+      expect(r.status).toBe(1);
+      expect(r.stderr).toContain('would remove 4 of 4 credentials');
+    } finally {
+      await small.stop();
+    }
+  });
+
   it('SIGKILLed at any moment of a sync, the cache passes integrity_check and holds the old or the new data', async () => {
     const big = new HostileService();
     big.seed(3000);
