@@ -7,7 +7,7 @@
  *   lost events; floor: a bare mqtt.js client publishing as many QoS 1 messages with the same window.
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdirSync, openSync, readSync, rmSync, watch, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, openSync, rmSync, writeFileSync } from 'node:fs';
 import { freePort } from './net.js';
 import { userInfo } from 'node:os';
 import { join, resolve } from 'node:path';
@@ -16,7 +16,7 @@ import { connectAsync, type MqttClient } from 'mqtt';
 import { cachePath, openDatabase } from '../src/store/database.js';
 import { EventLog } from '../src/store/eventLog.js';
 import { AGENT_NODE_OPTIONS, type BenchRow } from './report.js';
-import { percentile } from './stats.js';
+import { p50p99, timeUntilLevel } from './valueFile.js';
 
 const COMMANDS = 1000;
 const EVENTS = 100_000;
@@ -73,44 +73,10 @@ function startAgent(config: string): ChildProcess {
   return spawn(process.execPath, [...AGENT_NODE_OPTIONS, cli, 'run', '--config', config], { stdio: ['ignore', 'ignore', 'inherit'] });
 }
 
-function level(fd: number): string {
-  const buf = Buffer.alloc(1);
-  readSync(fd, buf, 0, 1, 0);
-  return buf.toString();
-}
-
-/** Times `act` until the value file reads `want`. */
-function timeUntil(valueFile: string, fd: number, want: string, act: () => void): Promise<number> {
-  return new Promise((res, rej) => {
-    let done = false;
-    const watcher = watch(valueFile, () => check());
-    const timer = setTimeout(() => finish(new Error(`relay did not become ${want}`)), 3000);
-    const started = performance.now();
-    function finish(err: Error | null, ms = 0) {
-      if (done) return;
-      done = true;
-      clearTimeout(timer);
-      watcher.close();
-      if (err) rej(err);
-      else res(ms);
-    }
-    function check() {
-      if (level(fd) === want) finish(null, performance.now() - started);
-    }
-    act();
-    check();
-  });
-}
-
 /** Small messages, measured for latency: no Nagle delay on the benchmark's own clients either. */
 function noDelay(client: MqttClient): void {
   (client.stream as { setNoDelay?: (on: boolean) => void }).setNoDelay?.(true);
 }
-
-const stats = (samples: number[]) => {
-  const sorted = Float64Array.from(samples).sort();
-  return { p50: percentile(sorted, 50), p99: percentile(sorted, 99) };
-};
 
 async function roundTripFloor(url: string): Promise<number[]> {
   const sub = await connectAsync(url);
@@ -146,9 +112,9 @@ async function commandToRelay(dir: string, url: string, config: string): Promise
     const set = `bench/doors/${DOOR}/set`;
     const samples: number[] = [];
     for (let i = 0; i < COMMANDS + 20; i++) {
-      const ms = await timeUntil(relayFile, fd, '1', () => void op.publishAsync(set, '{"lock_state":false,"unlock_time":5}', { qos: 1 }));
+      const ms = await timeUntilLevel(relayFile, fd, '1', () => void op.publishAsync(set, '{"lock_state":false,"unlock_time":5}', { qos: 1 }));
       if (i >= 20) samples.push(ms);
-      await timeUntil(relayFile, fd, '0', () => void op.publishAsync(set, 'LOCK', { qos: 1 }));
+      await timeUntilLevel(relayFile, fd, '0', () => void op.publishAsync(set, 'LOCK', { qos: 1 }));
       // Commands come one at a time, not back to back: let the agent finish recording the last one
       // (state, events, their publication), as the tap benchmark's pacing does.
       await sleep(25);
@@ -219,8 +185,8 @@ export async function benchmarkMqtt(workDir: string): Promise<BenchRow[]> {
   const url = `mqtt://127.0.0.1:${port}`;
   try {
     const config = writeConfig(dir, port);
-    const floor = stats(await roundTripFloor(url));
-    const command = stats(await commandToRelay(dir, url, config));
+    const floor = p50p99(await roundTripFloor(url));
+    const command = p50p99(await commandToRelay(dir, url, config));
     const drain = await outboxDrain(dir, url, config, port);
     const b = 'mqtt';
     return [

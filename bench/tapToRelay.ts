@@ -5,11 +5,11 @@
  * Between taps the door is relocked by opening and closing its contact (relockOnClose).
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { closeSync, existsSync, mkdirSync, openSync, readSync, rmSync, watch, writeFileSync, writeSync } from 'node:fs';
+import { closeSync, existsSync, mkdirSync, openSync, rmSync, writeFileSync, writeSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { AGENT_NODE_OPTIONS, type BenchRow } from './report.js';
-import { percentile } from './stats.js';
+import { level, p50p99, timeUntilLevel } from './valueFile.js';
 
 const TAPS = 1000;
 const WARMUP = 20;
@@ -30,42 +30,6 @@ async function ptyPair(a: string, b: string): Promise<ChildProcess> {
   socat.on('error', () => undefined);
   await waitFor(() => existsSync(a) && existsSync(b), 5000, 'socat pty pair (apt-get install socat)');
   return socat;
-}
-
-/** Reads a value file's first byte ('0' or '1'). */
-function level(fd: number): string {
-  const buf = Buffer.alloc(1);
-  readSync(fd, buf, 0, 1, 0);
-  return buf.toString();
-}
-
-/** Writes `line` into the terminal side and resolves with the ms until `valueFd` reads `want`. */
-function timeTap(terminalFd: number, line: Buffer, valueFile: string, valueFd: number, want: () => string): Promise<number> {
-  return new Promise((resolvePromise, reject) => {
-    const target = want();
-    let done = false;
-    const watcher = watch(valueFile, () => check());
-    const timeout = setTimeout(() => finish(new Error(`relay file did not become ${target} within 2 s`)), 2000);
-    const started = performance.now();
-    function finish(err: Error | null, ms = 0) {
-      if (done) return;
-      done = true;
-      clearTimeout(timeout);
-      watcher.close();
-      if (err) reject(err);
-      else resolvePromise(ms);
-    }
-    function check() {
-      if (level(valueFd) === target) finish(null, performance.now() - started);
-    }
-    writeSync(terminalFd, line);
-    check();
-  });
-}
-
-function summarize(samples: number[]) {
-  const sorted = Float64Array.from(samples).sort();
-  return { p50: percentile(sorted, 50), p99: percentile(sorted, 99) };
 }
 
 async function measureAgent(dir: string): Promise<number[]> {
@@ -99,7 +63,7 @@ doors:
     const samples: number[] = [];
     try {
       for (let i = 0; i < TAPS + WARMUP; i++) {
-        const ms = await timeTap(terminal, Buffer.from('4213578\r\n'), relayFile, relay, () => '1');
+        const ms = await timeUntilLevel(relayFile, relay, '1', () => writeSync(terminal, Buffer.from('4213578\r\n')));
         if (i >= WARMUP) samples.push(ms);
         // Somebody walks through: the contact opens, then closes, and the door relocks at once.
         writeFileSync(contactFile, '1\n');
@@ -133,7 +97,7 @@ async function measureFloor(dir: string): Promise<number[]> {
     try {
       for (let i = 0; i < TAPS + WARMUP; i++) {
         const next = level(value) === '1' ? '0' : '1';
-        const ms = await timeTap(terminal, Buffer.from('4213578\r\n'), valueFile, value, () => next);
+        const ms = await timeUntilLevel(valueFile, value, next, () => writeSync(terminal, Buffer.from('4213578\r\n')));
         if (i >= WARMUP) samples.push(ms);
         await sleep(25); // the same pacing as the agent's taps
       }
@@ -152,8 +116,8 @@ export async function benchmarkTapToRelay(workDir: string): Promise<BenchRow[]> 
   const dir = join(workDir, 'tap');
   rmSync(dir, { recursive: true, force: true });
   mkdirSync(dir, { recursive: true });
-  const floor = summarize(await measureFloor(dir));
-  const agent = summarize(await measureAgent(dir));
+  const floor = p50p99(await measureFloor(dir));
+  const agent = p50p99(await measureAgent(dir));
   rmSync(dir, { recursive: true, force: true });
   const b = 'tap-to-relay';
   return [
