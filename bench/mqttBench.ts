@@ -17,22 +17,15 @@ import { cachePath, openDatabase } from '../src/store/database.js';
 import { EventLog } from '../src/store/eventLog.js';
 import { AGENT_NODE_OPTIONS, type BenchRow } from './report.js';
 import { p50p99, timeUntilLevel } from './valueFile.js';
+import { sleep, waitFor } from './wait.js';
 
 const COMMANDS = 1000;
 const EVENTS = 100_000;
 const DOOR = '6f1c2a0e-8d0b-4a57-9d43-1f2e3a4b5c6d';
 const root = resolve(fileURLToPath(import.meta.url), '../../..');
 const cli = join(root, 'dist/src/cli.js');
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 
-async function waitFor(predicate: () => boolean, timeoutMs: number, what: string): Promise<void> {
-  const started = Date.now();
-  while (!predicate()) {
-    if (Date.now() - started > timeoutMs) throw new Error(`mqtt benchmark: ${what} not within ${timeoutMs} ms`);
-    await sleep(5);
-  }
-}
 
 async function startBroker(dir: string, port: number): Promise<ChildProcess> {
   const binary = ['/usr/sbin/mosquitto', '/usr/bin/mosquitto'].find((p) => existsSync(p));
@@ -105,7 +98,7 @@ async function commandToRelay(dir: string, url: string, config: string): Promise
   noDelay(op);
   try {
     const relayFile = join(dir, 'gpio/gpio17/value');
-    await waitFor(() => existsSync(relayFile), 10_000, 'agent start');
+    await waitFor('mqtt', () => existsSync(relayFile), 10_000, 'agent start');
     await op.subscribeAsync(`bench/agents/bench/status`, { qos: 1 });
     await new Promise<void>((res) => op.on('message', (_t, p) => p.toString() === 'online' && res()));
     const fd = openSync(relayFile, 'r');
@@ -154,7 +147,7 @@ async function outboxDrain(dir: string, url: string, config: string, port: numbe
   await sub.subscribeAsync(`bench/doors/${DOOR}/events`, { qos: 1 });
   const agent = startAgent(config);
   try {
-    await waitFor(() => seen.size === EVENTS, 180_000, `all ${EVENTS} events`);
+    await waitFor('mqtt', () => seen.size === EVENTS, 180_000, `all ${EVENTS} events`);
   } finally {
     agent.kill('SIGTERM');
     await new Promise((r) => agent.once('exit', r));

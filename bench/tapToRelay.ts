@@ -10,25 +10,18 @@ import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { AGENT_NODE_OPTIONS, type BenchRow } from './report.js';
 import { level, p50p99, timeUntilLevel } from './valueFile.js';
+import { sleep, waitFor } from './wait.js';
 
 const TAPS = 1000;
 const WARMUP = 20;
 const root = resolve(fileURLToPath(import.meta.url), '../../..');
 const cli = join(root, 'dist/src/cli.js');
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-async function waitFor(predicate: () => boolean, timeoutMs: number, what: string): Promise<void> {
-  const started = Date.now();
-  while (!predicate()) {
-    if (Date.now() - started > timeoutMs) throw new Error(`tap-to-relay benchmark: ${what} not within ${timeoutMs} ms`);
-    await sleep(5);
-  }
-}
 
 async function ptyPair(a: string, b: string): Promise<ChildProcess> {
   const socat = spawn('socat', [`pty,raw,echo=0,link=${a}`, `pty,raw,echo=0,link=${b}`], { stdio: 'ignore' });
   socat.on('error', () => undefined);
-  await waitFor(() => existsSync(a) && existsSync(b), 5000, 'socat pty pair (apt-get install socat)');
+  await waitFor('tap-to-relay', () => existsSync(a) && existsSync(b), 5000, 'socat pty pair (apt-get install socat)');
   return socat;
 }
 
@@ -56,7 +49,7 @@ doors:
   try {
     const relayFile = join(dir, 'gpio/gpio17/value');
     const contactFile = join(dir, 'gpio/gpio27/value');
-    await waitFor(() => existsSync(relayFile) && existsSync(contactFile), 10_000, 'agent start');
+    await waitFor('tap-to-relay', () => existsSync(relayFile) && existsSync(contactFile), 10_000, 'agent start');
     await sleep(500); // reader open
     const terminal = openSync(join(dir, 'terminal'), 'w');
     const relay = openSync(relayFile, 'r');
@@ -69,7 +62,7 @@ doors:
         writeFileSync(contactFile, '1\n');
         await sleep(25);
         writeFileSync(contactFile, '0\n');
-        await waitFor(() => level(relay) === '0', 3000, 'relock on close');
+        await waitFor('tap-to-relay', () => level(relay) === '0', 3000, 'relock on close');
       }
     } finally {
       closeSync(terminal);
