@@ -2,6 +2,7 @@ import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { userInfo } from 'node:os';
+import { stopChild } from './process.js';
 import { join } from 'node:path';
 
 const MOSQUITTO = ['/usr/sbin/mosquitto', '/usr/bin/mosquitto'].find((p) => existsSync(p));
@@ -97,12 +98,9 @@ export class Mosquitto {
   }
 
   async stop(): Promise<void> {
-    this.process?.kill('SIGCONT');
+    this.process?.kill('SIGCONT'); // a frozen broker cannot act on SIGTERM
     const proc = this.process;
     this.process = null;
-    if (!proc || proc.exitCode !== null) return;
-    const exited = new Promise((r) => proc.once('exit', r));
-    proc.kill('SIGTERM');
-    await exited;
+    await stopChild(proc);
   }
 }

@@ -1,5 +1,6 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { closeSync, existsSync, openSync, writeSync } from 'node:fs';
+import { stopChild } from './process.js';
 
 function requireSocat(): void {
   const probe = spawnSync('socat', ['-V'], { encoding: 'utf8' });
@@ -41,10 +42,7 @@ export class PtyPair {
   async unplug(): Promise<void> {
     const proc = this.process;
     this.process = null;
-    if (!proc || proc.exitCode !== null) return;
-    const exited = new Promise((r) => proc.once('exit', r));
-    proc.kill('SIGTERM');
-    await exited;
+    await stopChild(proc);
   }
 
   /** Writes bytes as the reader would send them. */
