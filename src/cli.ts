@@ -180,14 +180,9 @@ async function run(): Promise<void> {
       code = 1;
     }
   }
-  process.exitCode = code;
-  // The daemon's and --follow's timers are gone once they return; anything left would be a bug, not work.
-  if (argv0IsLongRunning()) process.exit(code);
-}
-
-function argv0IsLongRunning(): boolean {
-  const command = process.argv[2];
-  return command === 'run' || command === 'events' || command === 'demo' || (command === 'service' && process.argv[3] !== 'key' && process.argv[3] !== 'outbox');
+  // Every command has finished its work when main returns (stdout and the sync logger are written
+  // synchronously on Linux); exiting here also ends what a long-running command left open (sockets, timers).
+  process.exit(code);
 }
 
 await run();
