@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs what `npm test` and `npm start` need on a fresh Debian 12 + Node 20 machine:
 # the npm dependencies (npm ci), and the test peers from Debian when running as root: mosquitto,
-# mosquitto-clients, socat, tmux (the demo test), openssl (the TLS tests).
+# mosquitto-clients, socat, tmux (the demo test), openssl (the TLS tests), faketime (a board booting with its
+# clock behind).
 # --warn-only: report missing Debian packages instead of failing (npm start does not need them).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -25,6 +26,7 @@ command -v mosquitto_pub >/dev/null 2>&1 || missing+=(mosquitto-clients)
 command -v socat >/dev/null 2>&1 || missing+=(socat)
 command -v tmux >/dev/null 2>&1 || missing+=(tmux)
 command -v openssl >/dev/null 2>&1 || missing+=(openssl)
+command -v faketime >/dev/null 2>&1 || missing+=(faketime)
 if [ ${#missing[@]} -gt 0 ]; then
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
     echo "Installing Debian packages: ${missing[*]}"

@@ -10,8 +10,10 @@ import type { GpioDriver, GpioOutput } from './hardware/gpio.js';
 import { SerialReader, type PortFactory } from './hardware/serialReader.js';
 import { CredentialCache } from './store/credentialCache.js';
 import { cachePath, openDatabase, type Db } from './store/database.js';
-import { DoorStateStore } from './store/doorState.js';
+import { DoorStateStore, doorStateDir } from './store/doorState.js';
+import { isClockSynchronized } from './util/clockSync.js';
 import { EventLog } from './store/eventLog.js';
+import { PendingWrites } from './store/pendingWrites.js';
 import { writeRuntimeStatus, type RuntimeStatus } from './store/runtimeStatus.js';
 import type { Clock, Timers } from './util/clock.js';
 import { checkReferencedFiles, readSecret, type Env } from './config/secrets.js';
@@ -37,6 +39,8 @@ export interface AgentDeps {
   pid?: number;
   /** For secrets given in the environment (DOOR_AGENT_MQTT_PASSWORD). */
   env?: Env;
+  /** Defaults to asking the system (see util/clockSync.ts). */
+  clockSynchronized?: () => boolean;
 }
 
 interface DoorParts {
@@ -57,6 +61,9 @@ export interface Agent {
   lockAllNow(): void;
 }
 
+/** How long the daemon's connection waits for another process's write lock before queueing the write. */
+const DAEMON_BUSY_TIMEOUT_MS = 20;
+
 const lockedLevel = (door: DoorConfig): Level => relayLevel('LOCKED', door.failMode, door.relay.activeLow);
 
 /**
@@ -69,13 +76,13 @@ export async function startAgent(config: Config, deps: AgentDeps): Promise<Agent
   const gpio = deps.gpio ?? createGpioDriver(config.gpio);
   const parts: DoorParts[] = [];
   let db: Db | undefined;
+  const writes = new PendingWrites({ timers, logger: logger.child({ component: 'store' }) });
   const runtime: RuntimeStatus = { pid: deps.pid ?? process.pid, startedAt: new Date(clock.wallNow()).toISOString(), stoppedAt: null, readers: {} };
   const saveRuntime = () => {
-    try {
-      if (db?.open) writeRuntimeStatus(db, runtime);
-    } catch (err) {
-      logger.warn({ err }, 'cannot record runtime status');
-    }
+    const snapshot = structuredClone(runtime);
+    writes.run('runtime', () => {
+      if (db?.open) writeRuntimeStatus(db, snapshot);
+    });
   };
 
   const lockAllNow = () => {
@@ -109,6 +116,8 @@ export async function startAgent(config: Config, deps: AgentDeps): Promise<Agent
       lockAllNow();
       runtime.stoppedAt = new Date(clock.wallNow()).toISOString();
       saveRuntime();
+      writes.flush();
+      writes.stop();
       db?.close();
       gpio.close();
     }
@@ -123,14 +132,19 @@ export async function startAgent(config: Config, deps: AgentDeps): Promise<Agent
     const missing = checkReferencedFiles(config, deps.env ?? {});
     if (missing.length > 0) throw new InputError('the configuration names files that cannot be used', missing, EXIT_INVALID_CONFIG);
 
-    db = openDatabase(cachePath(config.agent.dataDir));
+    // A short busy timeout: while another process (door-agent import, sync) holds the write lock, a write
+    // fails at once and waits in `writes` instead of freezing the event loop with a relay energized.
+    db = openDatabase(cachePath(config.agent.dataDir), { busyTimeoutMs: DAEMON_BUSY_TIMEOUT_MS });
     const events = new EventLog(db, {
       agentId: config.agent.id,
       maxEvents: config.agent.maxEvents,
       onAppend: () => bridge?.eventAppended(),
+      writes,
+      keepUnpublished: config.mqtt !== undefined,
     });
     const checker = new AccessChecker(new CredentialCache(db), config);
-    const persistence = new DoorStateStore(db);
+    const persistence = new DoorStateStore(doorStateDir(config.agent.dataDir));
+    const clockSynchronized = deps.clockSynchronized ?? (() => isClockSynchronized({ rtc: config.agent.rtc }));
 
     for (const part of parts) {
       const { door } = part;
@@ -139,7 +153,9 @@ export async function startAgent(config: Config, deps: AgentDeps): Promise<Agent
         clock,
         timers,
         persistence,
-        onPersistError: (err) => doorLog.error({ err }, 'cannot persist lock state'),
+        clockSynchronized,
+        onPersistError: (err) => doorLog.error({ err }, 'cannot save the lock state: retrying (the relay has moved)'),
+        onPersistRecovered: () => doorLog.info('lock state saved again'),
         onChange: (snapshot, previous) => {
           bridge?.publishState(door.uuid);
           if (snapshot.state === previous) return;
@@ -220,20 +236,22 @@ export async function startAgent(config: Config, deps: AgentDeps): Promise<Agent
     if (config.mqtt) {
       const mqtt = config.mqtt;
       const topics = new Topics(mqtt.topicPrefix, config.agent.id);
-      const replay = new ReplayCache(db);
+      const replay = new ReplayCache(db, writes);
       replay.prune(clock.wallNow() - 2 * mqtt.commandMaxAgeSeconds * 1000);
       bridge = new MqttBridge({
         client: connectBroker(mqtt, topics, deps.env ?? {}, logger.child({ component: 'mqtt' })),
         topics,
         doors: parts.map((p) => ({ door: p.door, controller: p.controller!, contact: () => p.runtime!.contactState() })),
         events,
-        guestLinks: new GuestLinkStore(db, new Set(config.doors.map((d) => d.resourceId))),
+        guestLinks: new GuestLinkStore(db, new Set(config.doors.map((d) => d.resourceId)), mqtt.maxGuestLinks),
         replay,
+        writes,
         secret: readSecret('mqtt.commandSecretFile', mqtt.commandSecretFile, {}) ?? null,
         maxAgeSeconds: mqtt.commandMaxAgeSeconds,
         homeAssistant: mqtt.homeAssistant,
         version: VERSION,
         clock,
+        timers,
         logger: logger.child({ component: 'mqtt' }),
         onSyncRequest: config.service ? () => scheduler?.trigger() : undefined,
       });

@@ -180,9 +180,20 @@ async function run(): Promise<void> {
       code = 1;
     }
   }
-  // Every command has finished its work when main returns (stdout and the sync logger are written
-  // synchronously on Linux); exiting here also ends what a long-running command left open (sockets, timers).
+  // Every command has finished its work when main returns, but a pipe (door-agent events | cat) may still
+  // hold output in Node's buffer: wait for it to drain. Exiting then also ends what a long-running command
+  // left open (sockets, timers).
+  await Promise.all([drained(process.stdout), drained(process.stderr)]);
   process.exit(code);
+}
+
+/** Resolves once everything written to `stream` so far has been handed to the OS (or the reader went away). */
+function drained(stream: NodeJS.WriteStream): Promise<void> {
+  return new Promise((resolve) => {
+    if (stream.destroyed || stream.writableEnded) return resolve();
+    stream.once('error', () => resolve());
+    stream.write('', () => resolve());
+  });
 }
 
 await run();

@@ -1,4 +1,5 @@
-import { checkReferencedFiles } from '../config/secrets.js';
+import { readRawConfig } from '../config/lenient.js';
+import { checkReferencedFiles, type FileReferences } from '../config/secrets.js';
 import { EXIT_INVALID_CONFIG } from '../config/schema.js';
 import { InputError } from '../util/errors.js';
 import { redactUrl } from '../util/redact.js';
@@ -32,7 +33,18 @@ export function runConfigCheck(args: { config: string | undefined }, ctx: Comman
     );
     return 0;
   }
-  const config = loadConfigFor(args.config, ctx);
+  let config;
+  try {
+    config = loadConfigFor(args.config, ctx);
+  } catch (err) {
+    // Report every problem at once: the schema's, and the files the file names (where they can be read).
+    if (!(err instanceof InputError) || err.exitCode !== EXIT_INVALID_CONFIG) throw err;
+    const raw = readRawConfig(path);
+    const fileProblems = raw ? checkReferencedFiles(raw as FileReferences, ctx.env) : [];
+    const known = new Set(err.problems.map((p) => p.path));
+    const problems = [...err.problems, ...fileProblems.filter((p) => !known.has(p.path))];
+    throw new InputError(err.what, problems, EXIT_INVALID_CONFIG);
+  }
   const problems = checkReferencedFiles(config, ctx.env);
   if (problems.length > 0) throw new InputError(`${path} is invalid`, problems, EXIT_INVALID_CONFIG);
   const doors = config.doors.map((d) => `${d.name} (GPIO ${d.relay.pin}${d.reader ? `, reader ${d.reader.path}` : ''})`);

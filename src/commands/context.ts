@@ -4,7 +4,9 @@ import type { Config } from '../config/schema.js';
 import type { Clock } from '../util/clock.js';
 
 export interface Output {
+  /** false: buffered past the high-water mark; wait for 'drain' (as a Node stream). */
   write(text: string): unknown;
+  once?(event: 'drain', listener: () => void): unknown;
 }
 
 /** What a command may use of the outside world; cli.ts builds it from the process. */

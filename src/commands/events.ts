@@ -1,9 +1,16 @@
 import { cachePath, openDatabase } from '../store/database.js';
 import { EventLog } from '../store/eventLog.js';
 import { UsageError } from '../util/errors.js';
-import { loadConfigFor, type CommandContext } from './context.js';
+import { loadConfigFor, type CommandContext, type Output } from './context.js';
 
 const FOLLOW_POLL_MS = 250;
+
+function waitForDrain(out: Output): Promise<void> {
+  return new Promise((resolve) => {
+    if (typeof out.once !== 'function') return resolve();
+    out.once('drain', () => resolve());
+  });
+}
 
 /**
  * `door-agent events [--since SEQ] [--follow]`: the local audit log as JSON lines, oldest first. With
@@ -23,15 +30,18 @@ export async function runEvents(
   const db = openDatabase(cachePath(config.agent.dataDir), { readonly: true });
   try {
     const log = new EventLog(db, { agentId: config.agent.id, maxEvents: config.agent.maxEvents });
-    const drain = () => {
+    // Respects back-pressure: a slow reader (door-agent events | less) gets every event, without the whole log
+    // piling up in memory first.
+    const drain = async () => {
       for (;;) {
         const batch = log.since(since, 1000);
-        for (const event of batch) ctx.stdout.write(`${JSON.stringify(event)}\n`);
+        const text = batch.map((event) => `${JSON.stringify(event)}\n`).join('');
         if (batch.length > 0) since = batch[batch.length - 1]!.seq;
+        if (text !== '' && ctx.stdout.write(text) === false) await waitForDrain(ctx.stdout);
         if (batch.length < 1000) return;
       }
     };
-    drain();
+    await drain();
     if (!args.follow) return 0;
     let stopped = false;
     void stopSignal.then(() => {
@@ -39,7 +49,7 @@ export async function runEvents(
     });
     while (!stopped) {
       await Promise.race([new Promise((r) => setTimeout(r, FOLLOW_POLL_MS)), stopSignal]);
-      if (!stopped) drain();
+      if (!stopped) await drain();
     }
     return 0;
   } finally {

@@ -1,7 +1,9 @@
 import { isClockTrusted } from '../core/decision.js';
 import { CredentialCache } from '../store/credentialCache.js';
 import { cachePath, openDatabase } from '../store/database.js';
-import { DoorStateStore } from '../store/doorState.js';
+import { relayLevel } from '../core/relay.js';
+import { readOutputLevel } from '../hardware/createGpio.js';
+import { DoorStateStore, doorStateDir } from '../store/doorState.js';
 import { EventLog } from '../store/eventLog.js';
 import { readMeta } from '../store/meta.js';
 import { readRuntimeStatus } from '../store/runtimeStatus.js';
@@ -33,19 +35,27 @@ export function runStatus(args: { json: boolean; config: string | undefined }, c
     const now = ctx.clock.wallNow();
     const runtime = readRuntimeStatus(db);
     const running = runtime !== undefined && runtime.stoppedAt === null && processAlive(runtime.pid);
-    const states = new DoorStateStore(db);
+    const states = new DoorStateStore(doorStateDir(config.agent.dataDir));
     const doors = config.doors.map((door) => {
       const stored = states.load(door.uuid);
-      // Not running: locked if it stopped cleanly (it locks on the way out); after a crash nobody knows.
-      const state = running ? (stored?.state ?? 'LOCKED') : runtime === undefined || runtime.stoppedAt ? 'LOCKED' : 'UNKNOWN';
+      // The relay's own level is the truth; the saved state only explains it (deadline, cause). A saved state
+      // that disagrees (a save still being retried) is reported, never shown in place of the relay.
+      const level = readOutputLevel(config.gpio, door.relay.pin);
+      const relay = level === null ? null : level === relayLevel('LOCKED', door.failMode, door.relay.activeLow) ? 'LOCKED' : 'UNLOCKED';
+      const saved = stored?.state ?? 'LOCKED';
+      // Without a readable relay: locked if it stopped cleanly (it locks on the way out); after a crash nobody knows.
+      const state = relay ?? (running ? saved : runtime === undefined || runtime.stoppedAt ? 'LOCKED' : 'UNKNOWN');
+      const explained = state === saved;
       return {
         uuid: door.uuid,
         name: door.name,
         state,
-        relockAt: running && state === 'UNLOCKED' ? iso(stored?.relockAt ?? null) : null,
-        heldOpen: running && state === 'UNLOCKED' && stored?.relockAt === null,
-        changedAt: iso(stored?.changedAt ?? null),
-        cause: stored?.cause ?? null,
+        relay: level === null ? null : { pin: door.relay.pin, level },
+        savedState: explained ? null : saved,
+        relockAt: running && state === 'UNLOCKED' && explained ? iso(stored?.relockAt ?? null) : null,
+        heldOpen: running && state === 'UNLOCKED' && explained && stored?.relockAt === null,
+        changedAt: explained ? iso(stored?.changedAt ?? null) : null,
+        cause: explained ? (stored?.cause ?? null) : null,
         reader: door.reader ? { path: door.reader.path, connected: running ? (runtime?.readers[door.uuid] ?? false) : false } : null,
       };
     });
@@ -79,9 +89,13 @@ export function runStatus(args: { json: boolean; config: string | undefined }, c
             ? d.state
             : d.heldOpen
               ? 'UNLOCKED (held open)'
-              : `UNLOCKED until ${d.relockAt} (relock in ${Math.max(0, Math.ceil((Date.parse(d.relockAt!) - now) / 1000))} s)`;
+              : d.relockAt
+                ? `UNLOCKED until ${d.relockAt} (relock in ${Math.max(0, Math.ceil((Date.parse(d.relockAt) - now) / 1000))} s)`
+                : 'UNLOCKED';
+        const relay = d.relay ? ` (relay GPIO ${d.relay.pin} = ${d.relay.level})` : '';
         const reader = d.reader ? `reader ${d.reader.path} ${d.reader.connected ? 'connected' : 'NOT connected'}` : 'no reader';
-        return [`  ${d.name} (${d.uuid}): ${state}; ${reader}`];
+        const unsaved = d.savedState ? [`    WARNING: the saved state says ${d.savedState}; the daemon is still retrying to save the relay's state`] : [];
+        return [`  ${d.name} (${d.uuid}): ${state}${relay}; ${reader}`, ...unsaved];
       }),
       `cache: ${status.counts.users} users, ${status.counts.credentials} credentials, ${status.counts.guestLinks} guest links` +
         (status.lastImport ? `; last import ${status.lastImport.at} from ${status.lastImport.file}` : '; never imported or synced'),

@@ -1,10 +1,14 @@
-import { readFileSync } from 'node:fs';
+import { closeSync, fstatSync, openSync, readSync } from 'node:fs';
 import { parseDocument } from 'yaml';
 import { EXIT_INVALID_CONFIG, configSchema, serviceConfigSchema, type Config, type ServiceConfig } from './schema.js';
 import { DoorAgentError, InputError, describeFsError } from '../util/errors.js';
 import { problemsFromZod, type Problem } from '../util/issues.js';
 
 export const DEFAULT_CONFIG_PATH = '/etc/door-agent/config.yaml';
+
+/** A configuration is a few kilobytes; a larger file is refused before it is parsed (parsing costs memory). */
+export const MAX_CONFIG_BYTES = 1024 * 1024;
+const MAX_ALIAS_COUNT = 100;
 
 function parseYaml(text: string, source: string): unknown {
   const doc = parseDocument(text, { prettyErrors: true, uniqueKeys: true });
@@ -15,7 +19,13 @@ function parseYaml(text: string, source: string): unknown {
     });
     throw new InputError(`${source} is not valid YAML`, problems, EXIT_INVALID_CONFIG);
   }
-  const data: unknown = doc.toJS();
+  let data: unknown;
+  try {
+    // yaml refuses documents that expand aliases past a limit (an "alias bomb"): a configuration error too.
+    data = doc.toJS({ maxAliasCount: MAX_ALIAS_COUNT });
+  } catch (err) {
+    throw new InputError(`${source} is not valid YAML`, [{ path: 'YAML', message: (err as Error).message }], EXIT_INVALID_CONFIG);
+  }
   if (data === null || data === undefined) {
     throw new InputError(`${source} is invalid`, [{ path: '(top level)', message: 'the file is empty' }], EXIT_INVALID_CONFIG);
   }
@@ -54,11 +64,33 @@ export function loadConfig(path: string): Config {
   return parseConfig(readConfigText(path), path);
 }
 
-function readConfigText(path: string): string {
+/** The file's text, refusing one over MAX_CONFIG_BYTES (exit 78) without reading it whole. */
+export function readConfigText(path: string): string {
   let text: string;
   try {
-    text = readFileSync(path, 'utf8');
+    const fd = openSync(path, 'r');
+    try {
+      const size = fstatSync(fd).size;
+      if (size > MAX_CONFIG_BYTES) {
+        throw new InputError(
+          `${path} is not a door-agent configuration`,
+          [{ path: '(file)', message: `${size} bytes; a configuration is at most ${MAX_CONFIG_BYTES} bytes` }],
+          EXIT_INVALID_CONFIG,
+        );
+      }
+      const buffer = Buffer.alloc(size);
+      let read = 0;
+      while (read < size) {
+        const n = readSync(fd, buffer, read, size - read, read);
+        if (n === 0) break;
+        read += n;
+      }
+      text = buffer.subarray(0, read).toString('utf8');
+    } finally {
+      closeSync(fd);
+    }
   } catch (err) {
+    if (err instanceof InputError) throw err;
     throw new DoorAgentError(
       `cannot read configuration ${path}: ${describeFsError(err)}. ` +
         'Pass --config FILE or set DOOR_AGENT_CONFIG; config/door-agent.example.yaml is a documented starting point.',

@@ -27,6 +27,12 @@ const agentSchema = z.strictObject({
   /** The audit log / event outbox keeps at most this many events; the oldest are evicted and counted. */
   maxEvents: z.number().int().min(1000).max(10_000_000).default(100_000),
   logLevel: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace']).default('info'),
+  /**
+   * The board keeps the time across power cuts (a battery-backed RTC). Without it, a timed unlock is resumed
+   * after a restart only once the clock is known to be synchronized (NTP): a board that boots hours behind
+   * would otherwise take an expired unlock for a current one.
+   */
+  rtc: z.boolean().default(false),
 });
 
 const serviceSchema = z.strictObject({
@@ -46,6 +52,11 @@ const accessSchema = z
   .strictObject({
     groups: z.array(z.string().min(1)).default([]),
     policies: z.array(z.string().min(1)).default([]),
+    /**
+     * Smartcard entries with one of these labels (case-insensitive) are PINs: they open only from the keypad,
+     * and the other entries only from a card read. The service stores PINs as smartcard entries.
+     */
+    pinLabels: z.array(z.string().trim().min(1)).min(1).default(['PIN']),
   })
   .refine((a) => a.groups.length + a.policies.length > 0, {
     message: 'list at least one group or policy whose members may open these doors',
@@ -65,6 +76,8 @@ const mqttSchema = z.strictObject({
     .default('door-agent'),
   commandSecretFile: z.string().min(1).optional(),
   commandMaxAgeSeconds: seconds(1, 3600).default(30),
+  /** Guest links kept from MQTT at most (each at most 16 KiB): a broker client cannot fill the disk. */
+  maxGuestLinks: z.number().int().min(1).max(100_000).default(500),
   keepaliveSeconds: seconds(5, 600).default(15),
   /** 5 (default) or 4 (MQTT 3.1.1, for brokers without MQTT 5: replies then go to P/doors/<uuid>/reply). */
   protocolVersion: z.union([z.literal(4), z.literal(5)], { error: 'expected 4 or 5' }).default(5),
@@ -76,7 +89,7 @@ const mqttSchema = z.strictObject({
     .prefault({}),
 });
 
-const gpioSchema = z.discriminatedUnion('driver', [
+export const gpioSchema = z.discriminatedUnion('driver', [
   z.strictObject({
     driver: z.literal('onoff'),
     chipBase: z.union([z.literal('auto'), z.number().int().min(0)]).default('auto'),
@@ -123,6 +136,14 @@ const doorSchema = z.strictObject({
   keypadLockout: z
     .strictObject({
       failures: z.number().int().min(1).max(100).default(5),
+      windowSeconds: seconds(1, 86_400).default(60),
+      lockoutSeconds: seconds(1, 86_400).default(60),
+    })
+    .prefault({}),
+  /** After `failures` unknown cards or tokens within `windowSeconds`, the reader refuses them for `lockoutSeconds`. */
+  cardLockout: z
+    .strictObject({
+      failures: z.number().int().min(1).max(1000).default(10),
       windowSeconds: seconds(1, 86_400).default(60),
       lockoutSeconds: seconds(1, 86_400).default(60),
     })

@@ -1,5 +1,4 @@
 import { accessSync, constants, readFileSync } from 'node:fs';
-import type { Config } from './schema.js';
 import { DoorAgentError, describeFsError } from '../util/errors.js';
 import type { Problem } from '../util/issues.js';
 
@@ -13,21 +12,30 @@ interface SecretRef {
   required: boolean;
 }
 
-function secretRefs(config: Config): SecretRef[] {
+/** The parts of a configuration that name files: a validated Config, or the raw data of one that is not. */
+export interface FileReferences {
+  service?: { apiKeyFile?: unknown } | null;
+  mqtt?: { passwordFile?: unknown; commandSecretFile?: unknown; caFile?: unknown; certFile?: unknown; keyFile?: unknown } | null;
+}
+
+const asFile = (value: unknown) => (typeof value === 'string' && value !== '' ? value : undefined);
+
+function secretRefs(config: FileReferences): SecretRef[] {
   const refs: SecretRef[] = [];
-  if (config.service) {
-    refs.push({ keyPath: 'service.apiKeyFile', file: config.service.apiKeyFile, envName: 'DOOR_AGENT_API_KEY', required: true });
+  if (config.service && typeof config.service === 'object') {
+    refs.push({ keyPath: 'service.apiKeyFile', file: asFile(config.service.apiKeyFile), envName: 'DOOR_AGENT_API_KEY', required: true });
   }
-  if (config.mqtt) {
+  const mqtt = config.mqtt;
+  if (mqtt && typeof mqtt === 'object') {
     refs.push({
       keyPath: 'mqtt.passwordFile',
-      file: config.mqtt.passwordFile,
+      file: asFile(mqtt.passwordFile),
       envName: 'DOOR_AGENT_MQTT_PASSWORD',
       required: false,
     });
-    refs.push({ keyPath: 'mqtt.commandSecretFile', file: config.mqtt.commandSecretFile, required: false });
+    refs.push({ keyPath: 'mqtt.commandSecretFile', file: asFile(mqtt.commandSecretFile), required: false });
     for (const key of ['caFile', 'certFile', 'keyFile'] as const) {
-      refs.push({ keyPath: `mqtt.${key}`, file: config.mqtt[key], required: false });
+      refs.push({ keyPath: `mqtt.${key}`, file: asFile(mqtt[key]), required: false });
     }
   }
   return refs;
@@ -52,7 +60,7 @@ export function readSecret(keyPath: string, file: string | undefined, env: Env, 
 }
 
 /** Every secret or certificate file the config names, checked for readability (config check). */
-export function checkReferencedFiles(config: Config, env: Env): Problem[] {
+export function checkReferencedFiles(config: FileReferences, env: Env): Problem[] {
   const problems: Problem[] = [];
   for (const ref of secretRefs(config)) {
     const overridden = ref.envName !== undefined && (env[ref.envName] ?? '') !== '';

@@ -58,3 +58,20 @@ export function credentialHint(normalized: string, kind: CredentialKind): string
   const shown = normalized.length >= 8 ? 4 : normalized.length >= 6 ? 2 : 0;
   return `…${normalized.slice(normalized.length - shown)}`;
 }
+
+/** The labels that mark a smartcard entry as a PIN by default (config `access.pinLabels`). */
+export const DEFAULT_PIN_LABELS = ['PIN'] as const;
+
+/** Normalizes configured PIN labels for isPinLabel: trimmed, lower case. */
+export function pinLabelSet(labels: readonly string[]): ReadonlySet<string> {
+  return new Set(labels.map((l) => l.trim().toLowerCase()));
+}
+
+/**
+ * Whether a smartcard entry is a PIN. The service stores PINs as smartcard entries, so the entry's label
+ * says which it is. A PIN matches only keypad entry and a card only a card read: a PIN sent as a card line
+ * (or a badge number typed on the keypad) is an unknown credential, and cannot dodge the keypad lockout.
+ */
+export function isPinLabel(label: string | null, pinLabels: ReadonlySet<string>): boolean {
+  return label !== null && pinLabels.has(label.trim().toLowerCase());
+}

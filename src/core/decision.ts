@@ -5,6 +5,7 @@ import { scheduleAllows, type LocalTime, type TimeMapping } from './schedule.js'
 export const DENY_REASONS = [
   'clock_untrusted',
   'keypad_locked_out',
+  'card_locked_out',
   'unknown_credential',
   'user_suspended',
   'not_authorized',
@@ -64,6 +65,8 @@ export interface DecisionRequest {
   now: number;
   /** The door's keypad is in lockout after too many wrong PINs (only affects kind pin). */
   keypadLockedOut?: boolean;
+  /** The door's reader is in lockout after too many unknown cards or tokens (affects kinds card and token). */
+  cardLockedOut?: boolean;
 }
 
 export type HolderRef = { email_id: number } | { magic_link_id: string };
@@ -104,6 +107,9 @@ function linkVerdict(link: LinkHolder, req: DecisionRequest, ctx: DecisionContex
 export function decide(req: DecisionRequest, holders: readonly Holder[], ctx: DecisionContext): Decision {
   if (req.kind === 'pin' && req.keypadLockedOut) {
     return { granted: false, reason: 'keypad_locked_out', holders: [] };
+  }
+  if (req.kind !== 'pin' && req.cardLockedOut) {
+    return { granted: false, reason: 'card_locked_out', holders: [] };
   }
   if (holders.length === 0) return { granted: false, reason: 'unknown_credential', holders: [] };
 

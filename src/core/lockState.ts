@@ -94,12 +94,13 @@ export function toPersisted(current: LockState, wallNow: number, monoNow: number
 
 /**
  * The state to resume after a restart. A hold-open resumes; a timed unlock resumes until its deadline when the
- * wall clock can be trusted; anything else starts LOCKED. A clock that went backwards never lengthens an unlock
+ * wall clock can be trusted and is known to be synchronized (a board without an RTC may boot hours behind, and
+ * an expired unlock would then look unexpired); anything else starts LOCKED. A clock that went backwards never lengthens an unlock
  * beyond its planned duration, and maxUnlockSeconds (as configured now) caps what remains.
  */
 export function resume(
   persisted: PersistedLock | undefined,
-  clock: { wallNow: number; monoNow: number; wallTrusted: boolean },
+  clock: { wallNow: number; monoNow: number; wallTrusted: boolean; synchronized: boolean },
   limits: LockLimits,
 ): LockState {
   if (!persisted || persisted.state !== 'UNLOCKED') return lockedState('start');
@@ -112,6 +113,7 @@ export function resume(
     return { state: 'UNLOCKED', relockAt, unlockedSince: since, held: true, cause: persisted.cause };
   }
   if (!wallTrusted) return lockedState('clock untrusted at start');
+  if (!clock.synchronized) return lockedState('clock not synchronized at start');
   const planned = persisted.unlockedSince === null ? Infinity : persisted.relockAt - persisted.unlockedSince;
   const remaining = Math.min(persisted.relockAt - wallNow, planned, cap);
   if (!(remaining > 0)) return lockedState('expired while stopped');

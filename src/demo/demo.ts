@@ -98,7 +98,7 @@ export async function startDemo(options: { dir: string; out: (text: string) => v
   const serviceDb = openDatabase(join(dir, 'service', 'service.db'), { migrations: SERVICE_MIGRATIONS });
   const key = new ApiKeys(serviceDb).create('ADMIN', 0, options.clock.wallNow());
   // aedes speaks MQTT 3.1.1.
-  const serviceConfig = { url: mqttUrl, topicPrefix: 'door-agent', commandMaxAgeSeconds: 30, keepaliveSeconds: 15, protocolVersion: 4 as const, homeAssistant: { discovery: true, prefix: 'homeassistant' } };
+  const serviceConfig = { url: mqttUrl, topicPrefix: 'door-agent', commandMaxAgeSeconds: 30, maxGuestLinks: 500, keepaliveSeconds: 15, protocolVersion: 4 as const, homeAssistant: { discovery: true, prefix: 'homeassistant' } };
   const doors = new ServiceMqtt(serviceConfig, {}, quiet, () => storedLinks(serviceDb));
   const resources = [{ resourceId: 12, uuid: DEMO_DOOR, type: 'DOOR' as const, name: 'Front door' }];
   const app = buildService({ db: serviceDb, clock: options.clock, logger: quiet, resources, doors, lockReplyTimeoutMs: 5000, mailer: new Mailer(serviceDb, undefined, quiet) });

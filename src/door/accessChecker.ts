@@ -1,8 +1,9 @@
 import type { Config, DoorConfig } from '../config/schema.js';
-import { credentialHint, normalizeCredential, type CredentialKind } from '../core/credentials.js';
+import { credentialHint, normalizeCredential, pinLabelSet, type CredentialKind } from '../core/credentials.js';
 import { decide, type Decision, type DecisionContext } from '../core/decision.js';
 import { localTimeIn } from '../core/schedule.js';
 import type { CredentialCache } from '../store/credentialCache.js';
+import { CacheUnreadableError } from '../store/database.js';
 
 export interface AccessRequest {
   door: DoorConfig;
@@ -11,6 +12,7 @@ export interface AccessRequest {
   credential: string;
   now: number;
   keypadLockedOut?: boolean;
+  cardLockedOut?: boolean;
 }
 
 export interface AccessResult extends Decision {
@@ -23,25 +25,41 @@ export interface AccessResult extends Decision {
 /** The decision path at the door: normalize, look up the holders in the cache, decide. */
 export class AccessChecker {
   private readonly context: DecisionContext;
+  private readonly pinLabels: ReadonlySet<string>;
 
   constructor(
     private readonly cache: CredentialCache,
     config: Pick<Config, 'access' | 'agent'>,
   ) {
+    this.pinLabels = pinLabelSet(config.access.pinLabels);
     this.context = {
       access: { groups: new Set(config.access.groups), policies: new Set(config.access.policies) },
       localTime: localTimeIn(config.agent.timezone),
     };
   }
 
-  /** Returns null when the credential is malformed for its kind (the caller reports that, not a denial). */
+  /**
+   * Returns null when the credential is malformed for its kind (the caller reports that, not a denial).
+   * Throws CacheUnreadableError when the cache cannot be read (a damaged page, an I/O error).
+   */
   check(request: AccessRequest): AccessResult | null {
     const { door, kind } = request;
     const normalized = normalizeCredential(request.credential, kind, door.reader?.cardFormat ?? 'decimal');
     if (normalized === null) return null;
-    const holders = kind === 'token' ? this.cache.holdersOfToken(normalized) : this.cache.holdersOfNumber(normalized);
+    let holders;
+    try {
+      holders = kind === 'token' ? this.cache.holdersOfToken(normalized) : this.cache.holdersOfNumber(normalized, kind, this.pinLabels);
+    } catch (err) {
+      throw new CacheUnreadableError(err);
+    }
     const decision = decide(
-      { kind, doorResourceId: door.resourceId, now: request.now, keypadLockedOut: request.keypadLockedOut ?? false },
+      {
+        kind,
+        doorResourceId: door.resourceId,
+        now: request.now,
+        keypadLockedOut: request.keypadLockedOut ?? false,
+        cardLockedOut: request.cardLockedOut ?? false,
+      },
       holders,
       this.context,
     );

@@ -27,6 +27,14 @@ export interface DoorRuntimeDeps {
  */
 export class DoorRuntime {
   private keypad = KEYPAD_IDLE;
+  /** Unknown cards and tokens, counted like wrong PINs: a card emulator cannot try numbers at serial speed. */
+  private cards = KEYPAD_IDLE;
+  /**
+   * Attempts refused during a lockout: the first is recorded, the rest counted and recorded as one summary
+   * (with `count`) when the lockout ends, so a flood cannot fill the audit log.
+   */
+  private refusedInLockout = { pin: 0, card: 0 };
+  private lockoutTimers: { pin: unknown; card: unknown } = { pin: null, card: null };
   private pending: PendingCard | null = null;
   private pendingTimer: unknown = null;
   private pendingCard: AccessResult | null = null;
@@ -78,12 +86,24 @@ export class DoorRuntime {
 
   private check(kind: CredentialKind, credential: string): AccessResult | null {
     const now = this.deps.clock.monoNow();
+    try {
+      return this.checkCache(kind, credential, now);
+    } catch (err) {
+      // The door stays locked and the daemon keeps running (a restart would not mend the file).
+      this.deps.logger.error({ err, kind }, err instanceof Error ? err.message : 'the cache cannot be read');
+      this.record('access_denied', { kind, reason: 'cache_unreadable', holders: [] });
+      return null;
+    }
+  }
+
+  private checkCache(kind: CredentialKind, credential: string, now: number): AccessResult | null {
     const result = this.deps.checker.check({
       door: this.door,
       kind,
       credential,
       now: this.deps.clock.wallNow(),
       keypadLockedOut: isLockedOut(this.keypad, now),
+      cardLockedOut: isLockedOut(this.cards, now),
     });
     if (result === null) this.deps.logger.warn({ kind }, 'malformed credential from the reader dropped');
     return result;
@@ -95,21 +115,53 @@ export class DoorRuntime {
     if (lockoutStarted) {
       this.record('keypad_locked_out', { seconds: this.door.keypadLockout.lockoutSeconds });
       this.deps.logger.warn('keypad locked out after repeated wrong PINs');
+      this.summarizeAfterLockout('pin', this.door.keypadLockout.lockoutSeconds);
     }
+  }
+
+  private cardFailed(): void {
+    const { state, lockoutStarted } = recordFailure(this.cards, this.deps.clock.monoNow(), this.door.cardLockout);
+    this.cards = state;
+    if (lockoutStarted) {
+      this.record('card_locked_out', { seconds: this.door.cardLockout.lockoutSeconds });
+      this.deps.logger.warn('reader locked out after repeated unknown cards');
+      this.summarizeAfterLockout('card', this.door.cardLockout.lockoutSeconds);
+    }
+  }
+
+  /** When a lockout ends, the attempts refused during it are recorded as one event with their count. */
+  private summarizeAfterLockout(which: 'pin' | 'card', seconds: number): void {
+    this.lockoutTimers[which] = this.deps.timers.setTimeout(() => {
+      this.lockoutTimers[which] = null;
+      this.flushLockoutSummary(which);
+    }, seconds * 1000);
+  }
+
+  private flushLockoutSummary(which: 'pin' | 'card'): void {
+    const count = this.refusedInLockout[which] - 1; // the first one was recorded on its own
+    this.refusedInLockout[which] = 0;
+    if (count <= 0) return;
+    const reason = which === 'pin' ? 'keypad_locked_out' : 'card_locked_out';
+    this.record('access_denied', { kind: which, hint: which === 'pin' ? 'PIN' : '…', reason, holders: [], count });
   }
 
   onReaderFrame(frame: ReaderFrame): void {
     if (frame.kind === 'noise' || frame.kind === 'keypad_cleared') return;
     const result = this.check(frame.kind, frame.value);
     if (result === null) return;
+    if (result.reason === 'keypad_locked_out' || result.reason === 'card_locked_out') {
+      const which = result.reason === 'keypad_locked_out' ? 'pin' : 'card';
+      if (this.refusedInLockout[which]++ === 0) this.deny(result);
+      return;
+    }
     if (frame.kind === 'pin') return this.onPin(result, frame.value);
     if (frame.kind === 'card' && this.door.mode === 'card_and_pin') {
       this.onCardNeedingPin(result);
       if (this.pending) this.pendingNumber = normalizeCredential(frame.value, 'card', this.door.reader?.cardFormat ?? 'decimal');
-      return;
-    }
-    if (result.granted) this.grant(result);
+    } else if (result.granted) this.grant(result);
     else this.deny(result);
+    // An unknown card or token is a guess: counted after its denial is recorded.
+    if (result.reason === 'unknown_credential') this.cardFailed();
   }
 
   private onCardNeedingPin(result: AccessResult): void {
@@ -133,7 +185,6 @@ export class DoorRuntime {
 
   private onPin(result: AccessResult, pinDigits: string): void {
     if (this.pending && this.deps.clock.monoNow() >= this.pending.expiresAt) this.expirePending();
-    if (result.reason === 'keypad_locked_out') return this.deny(result);
     const pending = this.pending;
     if (this.door.mode === 'card_and_pin') {
       if (!pending) {
@@ -220,6 +271,11 @@ export class DoorRuntime {
 
   stop(): void {
     this.clearPending();
+    for (const which of ['pin', 'card'] as const) {
+      if (this.lockoutTimers[which] !== null) this.deps.timers.clearTimeout(this.lockoutTimers[which]);
+      this.lockoutTimers[which] = null;
+      this.flushLockoutSummary(which);
+    }
     if (this.heldTimer !== null) this.deps.timers.clearTimeout(this.heldTimer);
     this.heldTimer = null;
   }

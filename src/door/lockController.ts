@@ -30,9 +30,20 @@ export interface LockControllerDeps {
   persistence: LockStatePersistence;
   /** Called after the relay has moved and persisting was attempted (a failure goes to onPersistError). */
   onChange?: (snapshot: LockSnapshot, previous: LockStateName) => void;
-  /** Called when persisting fails: the door still acts, the failure is reported. */
+  /** Called when persisting fails: the door still acts, the failure is reported, and saving is retried. */
   onPersistError?: (err: unknown) => void;
+  /** Called once a save succeeds after failures. */
+  onPersistRecovered?: () => void;
+  /**
+   * Whether the wall clock is known to be synchronized (NTP, or a battery-backed RTC). A timed unlock is resumed
+   * after a restart only then: a board without an RTC may boot with its clock hours behind.
+   */
+  clockSynchronized?: () => boolean;
 }
+
+/** Retries of a failed save: 1 s, doubling, at most 30 s apart, until it succeeds. */
+const PERSIST_RETRY_MS = 1000;
+const PERSIST_RETRY_MAX_MS = 30_000;
 
 /**
  * Drives one door's relay from the pure lock state machine: relay first, then persistence, then the relock
@@ -42,6 +53,8 @@ export class LockController {
   private state: LockState = machine.lockedState('start');
   private changedAt: number;
   private timer: unknown = null;
+  private persistRetry: unknown = null;
+  private persistFailures = 0;
   private readonly limits: machine.LockLimits;
 
   constructor(
@@ -65,7 +78,12 @@ export class LockController {
     const persisted = this.deps.persistence.load(this.door.uuid);
     const next = machine.resume(
       persisted,
-      { wallNow, monoNow: clock.monoNow(), wallTrusted: isClockTrusted(wallNow) },
+      {
+        wallNow,
+        monoNow: clock.monoNow(),
+        wallTrusted: isClockTrusted(wallNow),
+        synchronized: this.deps.clockSynchronized?.() ?? false,
+      },
       this.limits,
     );
     // The relay was locked at start, so a resumed unlock moves it again: recorded as such. A persisted unlock
@@ -96,9 +114,15 @@ export class LockController {
     return { door: this.door.uuid, state: this.state.state, relockAt, heldOpen, changedAt: this.changedAt, cause: this.state.cause };
   }
 
-  /** Drives the relay to its locked level and stops the timer, leaving the persisted state for the next start. */
+  /** Whether the current state has been saved (false while a failed save is being retried). */
+  get persisted(): boolean {
+    return this.persistFailures === 0;
+  }
+
+  /** Drives the relay to its locked level and stops the timers, leaving the persisted state for the next start. */
   shutdown(): void {
     this.clearTimer();
+    this.clearPersistRetry();
     this.relay.write(this.levelFor('LOCKED'));
   }
 
@@ -119,15 +143,40 @@ export class LockController {
       next.relockAt !== previous.relockAt ||
       next.unlockedSince !== previous.unlockedSince;
     if (!changed) return;
-    try {
-      const { clock } = this.deps;
-      this.deps.persistence.save(this.door.uuid, machine.toPersisted(next, clock.wallNow(), clock.monoNow()), this.changedAt);
-    } catch (err) {
-      this.deps.onPersistError?.(err);
-    }
+    this.persist();
     if (next.state !== previous.state || next.relockAt !== previous.relockAt) {
       this.deps.onChange?.(this.snapshot(), previous.state);
     }
+  }
+
+  /**
+   * Saves the current state. A failure (disk full, I/O error) is reported and retried with backoff, always with
+   * the state current at the retry: the last relay move is what must survive a restart.
+   */
+  private persist(): void {
+    this.clearPersistRetry();
+    const { clock } = this.deps;
+    try {
+      this.deps.persistence.save(this.door.uuid, machine.toPersisted(this.state, clock.wallNow(), clock.monoNow()), this.changedAt);
+    } catch (err) {
+      this.persistFailures++;
+      this.deps.onPersistError?.(err);
+      const delay = Math.min(PERSIST_RETRY_MS * 2 ** (this.persistFailures - 1), PERSIST_RETRY_MAX_MS);
+      this.persistRetry = this.deps.timers.setTimeout(() => {
+        this.persistRetry = null;
+        this.persist();
+      }, delay);
+      return;
+    }
+    if (this.persistFailures > 0) {
+      this.persistFailures = 0;
+      this.deps.onPersistRecovered?.();
+    }
+  }
+
+  private clearPersistRetry(): void {
+    if (this.persistRetry !== null) this.deps.timers.clearTimeout(this.persistRetry);
+    this.persistRetry = null;
   }
 
   private clearTimer(): void {

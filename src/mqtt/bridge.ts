@@ -1,15 +1,16 @@
 import type { IPublishPacket, MqttClient } from 'mqtt';
 import type { Logger } from 'pino';
-import { guestLinkSchema } from '../api/shapes.js';
 import type { DoorConfig } from '../config/schema.js';
 import type { LockController, LockSnapshot } from '../door/lockController.js';
 import type { EventLog, WireEvent } from '../store/eventLog.js';
 import type { GuestLinkStore } from '../store/guestLinkStore.js';
+import type { PendingWrites } from '../store/pendingWrites.js';
 import type { ReplayCache } from '../store/replayCache.js';
-import type { Clock } from '../util/clock.js';
-import { problemsFromZod } from '../util/issues.js';
+import { systemTimers, type Clock, type Timers } from '../util/clock.js';
 import { isCommandError, parseCommand, type CommandError, type LockAction } from './commands.js';
 import { discoveryMessages } from './discovery.js';
+import { isRefusal, parseGuestLinkMessage } from './guestLinkMessages.js';
+import { RejectionLog } from './rejections.js';
 import { OutboxPublisher } from './outboxPublisher.js';
 import type { Topics } from './topics.js';
 
@@ -26,18 +27,22 @@ export interface BridgeDeps {
   events: EventLog;
   guestLinks: GuestLinkStore;
   replay: ReplayCache;
+  /** Where cache writes wait while the database is busy or full (absent: written directly). */
+  writes?: PendingWrites;
   /** The command secret when commands must be signed (mqtt.commandSecretFile). */
   secret: string | null;
   maxAgeSeconds: number;
   homeAssistant: { discovery: boolean; prefix: string };
   version: string;
   clock: Clock;
+  timers?: Timers;
   logger: Logger;
   onSyncRequest?: () => void;
 }
 
-const MAX_LINK_BYTES = 64 * 1024;
 const RECENT_MESSAGE_IDS = 256;
+/** Refused commands are recorded at most once per door per minute (the rest counted in a summary). */
+const REJECTION_WINDOW_MS = 60_000;
 const LINK_SETTLE_MS = 3000;
 
 /**
@@ -48,8 +53,21 @@ export class MqttBridge {
   private readonly byUuid = new Map<string, BridgedDoor>();
   private readonly outbox: OutboxPublisher;
   private readonly executedMessageIds: number[] = [];
+  private readonly rejections: RejectionLog;
 
   constructor(private readonly deps: BridgeDeps) {
+    this.rejections = new RejectionLog({
+      windowMs: REJECTION_WINDOW_MS,
+      timers: deps.timers ?? systemTimers,
+      wallNow: () => deps.clock.wallNow(),
+      record: (door, data) => {
+        try {
+          deps.events.append({ type: 'command_rejected', door, at: deps.clock.wallNow(), data: { ...data } });
+        } catch (err) {
+          deps.logger.error({ err }, 'cannot record command_rejected');
+        }
+      },
+    });
     for (const d of deps.doors) this.byUuid.set(d.door.uuid.toLowerCase(), d);
     this.outbox = new OutboxPublisher(deps.events, (event) => this.publishEvent(event), { logger: deps.logger, clock: deps.clock });
     const { client } = deps;
@@ -74,7 +92,9 @@ export class MqttBridge {
     try {
       await client.subscribeAsync(
         [...this.byUuid.values()].map((d) => topics.set(d.door.uuid)).concat(topics.sync, topics.guestLinks),
-        { qos: 1 },
+        // Retain as published (MQTT 5): a retained command published while we are connected still says retain,
+        // so it is refused like one delivered at subscribe time.
+        { qos: 1, rap: true },
       );
       if (this.deps.homeAssistant.discovery) {
         const messages = discoveryMessages({ haPrefix: this.deps.homeAssistant.prefix, topics, doors: this.deps.doors.map((d) => d.door), version: this.deps.version });
@@ -98,11 +118,17 @@ export class MqttBridge {
    */
   private scheduleReconcile(session: number): void {
     if (this.reconcileTimer) clearTimeout(this.reconcileTimer);
+    // Signed mode: revocations are signed retained tombstones, and the absence of a retained link proves nothing
+    // (any client can clear one), so nothing is removed on that ground.
+    if (this.deps.secret !== null) return;
     this.reconcileTimer = setTimeout(() => {
       this.reconcileTimer = null;
       if (session !== this.session || !this.deps.client.connected) return;
-      const removed = this.deps.guestLinks.removeMqttLinksExcept(this.linksThisSession);
-      if (removed.length > 0) this.deps.logger.info({ guestLinks: removed }, 'guest links revoked while the agent was away removed');
+      const keep = new Set(this.linksThisSession);
+      this.write('guest-links-reconcile', () => {
+        const removed = this.deps.guestLinks.removeMqttLinksExcept(keep);
+        if (removed.length > 0) this.deps.logger.info({ guestLinks: removed }, 'guest links revoked while the agent was away removed');
+      });
     }, LINK_SETTLE_MS);
     this.reconcileTimer.unref();
   }
@@ -144,19 +170,15 @@ export class MqttBridge {
     }
   }
 
+  /** A cache write that waits in memory while the database is busy or full (when the daemon gave a queue). */
+  private write(key: string, write: () => void): void {
+    if (this.deps.writes) this.deps.writes.run(key, write);
+    else write();
+  }
+
   private reject(doorUuid: string, error: CommandError, packet: IPublishPacket, reply: boolean): void {
-    const { logger, events, clock } = this.deps;
-    logger.warn({ door: doorUuid, status: error.status, error: error.error, requestId: error.requestId }, 'command rejected');
-    try {
-      events.append({
-        type: 'command_rejected',
-        door: doorUuid,
-        at: clock.wallNow(),
-        data: { status: error.status, error: error.error, request_id: error.requestId },
-      });
-    } catch (err) {
-      logger.error({ err }, 'cannot record command_rejected');
-    }
+    this.deps.logger.warn({ door: doorUuid, status: error.status, error: error.error, requestId: error.requestId }, 'command rejected');
+    this.rejections.reject(doorUuid, error);
     if (reply) this.reply(doorUuid, packet, { status: error.status, error: error.error }, error.requestId);
   }
 
@@ -222,29 +244,24 @@ export class MqttBridge {
 
   private onGuestLink(id: string, payload: Buffer): void {
     const { logger, guestLinks } = this.deps;
-    if (payload.length === 0) {
+    const message = parseGuestLinkMessage(id, payload, this.deps.secret);
+    if (isRefusal(message)) {
+      // Still counts as present on the broker: an unreadable retained link is not proof of a revocation.
+      if (payload.length > 0) this.linksThisSession.add(id);
+      return void logger.warn({ guestLink: id, reason: message.refused }, 'guest link refused');
+    }
+    if (message.kind === 'revoke') {
       this.linksThisSession.delete(id);
-      logger.info({ guestLink: id, result: guestLinks.revoke(id) }, 'guest link revoked');
+      this.write(`guest-link-${id}`, () => logger.info({ guestLink: id, result: guestLinks.revoke(id, message.issuedAt) }, 'guest link revoked'));
       return;
     }
     this.linksThisSession.add(id);
     if (this.reconcileTimer) this.scheduleReconcile(this.session); // still arriving: wait for the burst to end
-    if (payload.length > MAX_LINK_BYTES) return void logger.warn({ guestLink: id, bytes: payload.length }, 'guest link refused: too large');
-    let data: unknown;
-    try {
-      data = JSON.parse(payload.toString('utf8'));
-    } catch {
-      return void logger.warn({ guestLink: id }, 'guest link refused: not JSON');
-    }
-    const parsed = guestLinkSchema.safeParse(data);
-    if (!parsed.success) {
-      const problems = problemsFromZod(parsed.error.issues).map((p) => `${p.path}: ${p.message}`);
-      return void logger.warn({ guestLink: id, problems }, 'guest link refused: invalid');
-    }
-    if (parsed.data.magic_link_id !== id) {
-      return void logger.warn({ guestLink: id, magicLinkId: parsed.data.magic_link_id }, 'guest link refused: magic_link_id does not match its topic');
-    }
-    logger.info({ guestLink: id, result: guestLinks.store(parsed.data) }, 'guest link received');
+    this.write(`guest-link-${id}`, () => {
+      const result = guestLinks.store(message.link, message.issuedAt);
+      if (result === 'over_budget') logger.warn({ guestLink: id }, 'guest link refused: the cache holds the most guest links allowed (mqtt.maxGuestLinks)');
+      else logger.info({ guestLink: id, result }, 'guest link received');
+    });
   }
 
   /**
@@ -253,6 +270,7 @@ export class MqttBridge {
    */
   async stop(): Promise<void> {
     this.outbox.stop();
+    this.rejections.flush();
     if (this.reconcileTimer) clearTimeout(this.reconcileTimer);
     const { client, topics } = this.deps;
     const within = <T>(promise: Promise<T>, ms: number) =>

@@ -23,6 +23,13 @@ export interface CommandError {
 
 export const MAX_COMMAND_BYTES = 16 * 1024;
 
+// A Map, not an object literal: "constructor" or "__proto__" must not find something on a prototype.
+const PLAIN_COMMANDS = new Map<string, LockAction>([
+  ['LOCK', { lock: true }],
+  ['UNLOCK', { lock: false, seconds: null }],
+  ['OPEN', { lock: false, seconds: 'default' }],
+]);
+
 /** POST /setlockstatus as JSON, plus the signing fields of design section 5. */
 const jsonCommandSchema = z.object({
   lock_state: z.boolean(),
@@ -78,12 +85,7 @@ export function parseCommand(payload: Buffer, ctx: CommandContext): ParsedComman
     return { status: 400, error: `command of ${payload.length} bytes refused (at most ${MAX_COMMAND_BYTES})`, requestId: null };
   }
   const text = payload.toString('utf8').trim();
-  const plain: Record<string, LockAction> = {
-    LOCK: { lock: true },
-    UNLOCK: { lock: false, seconds: null },
-    OPEN: { lock: false, seconds: 'default' },
-  };
-  const plainAction = plain[text];
+  const plainAction = PLAIN_COMMANDS.get(text);
   if (plainAction) {
     if (ctx.secret !== null) {
       return { status: 401, error: `commands must be signed at this door; a plain ${text} is refused`, requestId: null };

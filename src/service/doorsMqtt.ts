@@ -4,6 +4,7 @@ import type { Logger } from 'pino';
 import type { ServiceConfig } from '../config/schema.js';
 import { readSecret, type Env } from '../config/secrets.js';
 import { sign, signedString } from '../mqtt/commands.js';
+import { guestLinkPayload, guestLinkRevocationPayload } from '../mqtt/guestLinkMessages.js';
 import { clientOptions } from '../mqtt/connection.js';
 import { Topics } from '../mqtt/topics.js';
 import type { StoredLink } from './routesLinks.js';
@@ -66,12 +67,15 @@ export class ServiceMqtt {
 
   publishGuestLink(link: StoredLink): void {
     if (!this.client.connected) return; // published at the next connect
-    this.client.publish(`${this.topics.prefix}/guest-links/${link.magic_link_id}`, JSON.stringify(link), { qos: 1, retain: true });
+    const payload = guestLinkPayload({ ...link }, this.secret, Math.floor(Date.now() / 1000));
+    this.client.publish(`${this.topics.prefix}/guest-links/${link.magic_link_id}`, payload, { qos: 1, retain: true });
   }
 
   revokeGuestLink(id: string): void {
-    // Retained too, so that a broker that kept the old link forgets it; agents away now reconcile on reconnect.
-    if (this.client.connected) this.client.publish(`${this.topics.prefix}/guest-links/${id}`, '', { qos: 1, retain: true });
+    // Retained too, so that a broker that kept the old link forgets it. Without a secret it is the empty payload
+    // (agents away now reconcile on reconnect); with one, a signed tombstone the doors can believe.
+    const payload = guestLinkRevocationPayload(id, this.secret, Math.floor(Date.now() / 1000));
+    if (this.client.connected) this.client.publish(`${this.topics.prefix}/guest-links/${id}`, payload, { qos: 1, retain: true });
   }
 
   /** Sends a lock command to a door and waits for its reply; 504 when it does not answer in time. */

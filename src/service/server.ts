@@ -45,16 +45,18 @@ declare module 'fastify' {
   }
 }
 
-function apiKeyOf(request: FastifyRequest): string | undefined {
+/** The key from the header or the query string: what can be checked before a body is read. */
+function apiKeyBeforeBody(request: FastifyRequest): string | undefined {
   const auth = request.headers.authorization;
   if (auth?.startsWith('Bearer ')) return auth.slice('Bearer '.length).trim();
   const header = request.headers['x-api-key'];
   if (typeof header === 'string') return header;
   const fromQuery = (request.query as Record<string, unknown> | undefined)?.api_key;
-  if (typeof fromQuery === 'string') return fromQuery;
-  const fromBody = (request.body as Record<string, unknown> | undefined)?.api_key;
-  return typeof fromBody === 'string' ? fromBody : undefined;
+  return typeof fromQuery === 'string' ? fromQuery : undefined;
 }
+
+// The one call the API document gives the key as a body parameter (api_key on the /modifysmartcards form).
+const BODY_KEY_ROUTES = new Set(['PUT /modifysmartcard', 'PUT /modifysmartcards']);
 
 /**
  * The reference access-control service (access-control-api.md) on fastify. Every endpoint needs an API key;
@@ -68,13 +70,24 @@ export function buildService(deps: ServiceDeps): FastifyInstance {
     done(null, Object.fromEntries(new URLSearchParams(body as string)));
   });
 
-  app.addHook('preHandler', async (request, reply) => {
-    const key = apiKeyOf(request);
+  const authenticate = (key: string | undefined, request: FastifyRequest, reply: FastifyReply) => {
     const rank = key === undefined ? null : keys.verify(key, deps.clock.wallNow());
     if (rank === null) {
       return reply.code(401).send({ error: key === undefined ? 'an API key is required' : 'API key not valid or expired' });
     }
     request.rank = rank;
+  };
+  // The key is checked before the body is read or parsed: without a valid key, no request costs more than
+  // its headers. Only the calls that may carry the key in their body wait for the (size-limited) body.
+  app.addHook('onRequest', async (request, reply) => {
+    const key = apiKeyBeforeBody(request);
+    if (key === undefined && BODY_KEY_ROUTES.has(`${request.method} ${request.url.split('?')[0]}`)) return;
+    return authenticate(key, request, reply);
+  });
+  app.addHook('preHandler', async (request, reply) => {
+    if (request.rank !== undefined) return;
+    const fromBody = (request.body as Record<string, unknown> | undefined)?.api_key;
+    return authenticate(typeof fromBody === 'string' ? fromBody : undefined, request, reply);
   });
 
   app.setErrorHandler((err: Error & { statusCode?: number; code?: string }, request, reply: FastifyReply) => {

@@ -79,24 +79,23 @@ export function importSnapshot(db: Db, file: string, options: ImportOptions): Im
   } catch (err) {
     throw new DoorAgentError(`cannot read snapshot ${file}: ${describeFsError(err)}`, { cause: err });
   }
+  const stage = new SnapshotStage(db);
   try {
+    // The file is streamed into temporary tables first, in a transaction that touches only the connection's
+    // own temp database: the cache's write lock is not taken while the file is read and validated, so a
+    // running daemon is never kept waiting for a large import. Only the merge below holds the write lock.
+    db.transaction(() => streamIntoStage(fd, file, stage))();
     const summary = db
       .transaction(() => {
-        const stage = new SnapshotStage(db);
-        try {
-          streamIntoStage(fd, file, stage);
-          const result = mergeStage(db, { maxRemovalRatio: options.maxRemovalRatio });
-          writeMeta(db, 'last_import', {
-            at: new Date(options.now).toISOString(),
-            file,
-            users: result.users,
-            credentials: result.credentials,
-            guestLinks: result.guestLinks,
-          });
-          return result;
-        } finally {
-          stage.drop();
-        }
+        const result = mergeStage(db, { maxRemovalRatio: options.maxRemovalRatio });
+        writeMeta(db, 'last_import', {
+          at: new Date(options.now).toISOString(),
+          file,
+          users: result.users,
+          credentials: result.credentials,
+          guestLinks: result.guestLinks,
+        });
+        return result;
       })
       .immediate();
     return { ...summary, file, durationMs: performance.now() - started };
@@ -110,6 +109,7 @@ export function importSnapshot(db: Db, file: string, options: ImportOptions): Im
       { cause: err },
     );
   } finally {
+    stage.drop();
     closeSync(fd);
   }
 }

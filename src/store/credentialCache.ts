@@ -1,4 +1,5 @@
 import type { Statement } from 'better-sqlite3';
+import { isPinLabel } from '../core/credentials.js';
 import type { Holder, LinkHolder } from '../core/decision.js';
 import type { TimeMapping } from '../core/schedule.js';
 import type { Db } from './database.js';
@@ -16,6 +17,7 @@ type HolderRow = [
   startAt: number | null,
   endAt: number | null,
   timeMapping: string | null,
+  label: string | null,
 ];
 
 type LinkRow = [id: string, resourceIds: string, startAt: number | null, endAt: number | null, timeMapping: string];
@@ -41,7 +43,7 @@ export class CredentialCache {
   constructor(private readonly db: Db) {
     this.byNumber = db
       .prepare(
-        `SELECT holder_kind, holder_id, tag, ad_status, groups, policies, resource_ids, start_at, end_at, time_mapping
+        `SELECT holder_kind, holder_id, tag, ad_status, groups, policies, resource_ids, start_at, end_at, time_mapping, label
            FROM credentials WHERE number = ?`,
       )
       .raw(true) as unknown as Statement<[string], HolderRow>;
@@ -71,10 +73,14 @@ export class CredentialCache {
     };
   }
 
-  /** Holders of a normalized card or PIN number (duplicates are legal: several holders may be returned). */
-  holdersOfNumber(number: string): Holder[] {
+  /**
+   * Holders of a normalized number presented as `presented` (duplicates are legal: several holders may be
+   * returned). Entries labelled as PINs (see isPinLabel) answer only a PIN, the others only a card.
+   */
+  holdersOfNumber(number: string, presented: 'card' | 'pin', pinLabels: ReadonlySet<string>): Holder[] {
     const holders: Holder[] = [];
-    for (const [kind, id, tag, adStatus, groups, policies, resourceIds, startAt, endAt, timeMapping] of this.byNumber.all(number)) {
+    for (const [kind, id, tag, adStatus, groups, policies, resourceIds, startAt, endAt, timeMapping, label] of this.byNumber.all(number)) {
+      if (isPinLabel(label, pinLabels) !== (presented === 'pin')) continue;
       if (kind === 'user') {
         holders.push({
           kind: 'user',

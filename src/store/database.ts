@@ -10,6 +10,22 @@ export function cachePath(dataDir: string): string {
   return join(dataDir, 'cache.db');
 }
 
+/**
+ * The cache could not be read for a decision (a damaged page, an I/O error). The door stays locked; the
+ * message says how to rebuild the cache, which is a copy of the service's data and safe to rebuild.
+ */
+export class CacheUnreadableError extends DoorAgentError {
+  constructor(cause: unknown) {
+    const reason = cause instanceof Error ? cause.message : String(cause);
+    super(
+      `the cache cannot be read (${reason}); the door stays locked. Rebuild the cache: stop door-agent, move ` +
+        'cache.db (and its -wal and -shm files) out of agent.dataDir, then run door-agent sync (or door-agent import FILE) and start door-agent again',
+      { cause },
+    );
+    this.name = 'CacheUnreadableError';
+  }
+}
+
 function notADatabase(file: string, err: unknown): DoorAgentError {
   return new DoorAgentError(
     `${file} is not a door-agent cache (not a SQLite database). It was left untouched: ` +
@@ -24,7 +40,7 @@ function notADatabase(file: string, err: unknown): DoorAgentError {
  */
 export function openDatabase(
   file: string,
-  options: { readonly?: boolean; migrations?: readonly string[] } = {},
+  options: { readonly?: boolean; migrations?: readonly string[]; busyTimeoutMs?: number } = {},
 ): Db {
   const readonly = options.readonly ?? false;
   const migrations = options.migrations ?? MIGRATIONS;
@@ -64,11 +80,13 @@ export function openDatabase(
     db.pragma('cache_size = -8000');
     db.pragma('temp.cache_size = -2000');
     db.pragma('foreign_keys = ON');
+    // Migrations may wait for another writer; the daemon then shortens the wait (see app.ts).
     db.pragma('busy_timeout = 5000');
     if (!readonly) migrate(db, migrations);
     else if (version < migrations.length) {
       throw new DoorAgentError(`the cache ${file} is from an older door-agent: run any writing command to upgrade it`);
     }
+    if (options.busyTimeoutMs !== undefined) db.pragma(`busy_timeout = ${Math.max(0, Math.floor(options.busyTimeoutMs))}`);
   } catch (err) {
     db.close();
     if (err instanceof DoorAgentError) throw err;

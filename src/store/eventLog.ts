@@ -1,6 +1,7 @@
 import type { Statement } from 'better-sqlite3';
 import type { Db } from './database.js';
 import { readMeta, writeMeta } from './meta.js';
+import type { PendingWrites } from './pendingWrites.js';
 
 export type EventType =
   | 'access_granted'
@@ -13,6 +14,7 @@ export type EventType =
   | 'door_held_open'
   | 'exit_request'
   | 'keypad_locked_out'
+  | 'card_locked_out'
   | 'command_rejected';
 
 export interface NewEvent {
@@ -52,34 +54,58 @@ export interface EventLogStats {
 
 const EVICTED_KEY = 'events_evicted';
 
+export interface EventLogOptions {
+  agentId: string;
+  maxEvents: number;
+  /** Called once an event is written (the outbox then publishes it). */
+  onAppend?: () => void;
+  /** The daemon's retry queue: an event that cannot be written now waits in memory, in order, never lost. */
+  writes?: PendingWrites;
+  /** Events go out over MQTT: an event not yet published is never evicted, whatever maxEvents says. */
+  keepUnpublished?: boolean;
+}
+
 /**
  * The audit log and MQTT outbox: every decision and door event with a sequence number, written with
- * synchronous=FULL so it survives a crash. Bounded: past `maxEvents` the oldest are evicted and counted.
+ * synchronous=FULL so it survives a crash. Bounded: past `maxEvents` the oldest (published) are evicted and
+ * counted.
  */
 export class EventLog {
   private readonly insert: Statement<[number, string | null, string, string]>;
   private readonly evict: Statement<[number]>;
   private readonly after: Statement<[number, number], EventRow>;
+  private nextKey = 0;
 
   constructor(
     private readonly db: Db,
-    private readonly options: { agentId: string; maxEvents: number; onAppend?: () => void },
+    private readonly options: EventLogOptions,
   ) {
     this.insert = db.prepare('INSERT INTO events (at, door_uuid, type, payload) VALUES (?, ?, ?, ?)');
-    this.evict = db.prepare('DELETE FROM events WHERE seq <= ?');
+    this.evict = db.prepare(
+      options.keepUnpublished ? 'DELETE FROM events WHERE seq <= ? AND published_at IS NOT NULL' : 'DELETE FROM events WHERE seq <= ?',
+    );
     this.after = db.prepare('SELECT * FROM events WHERE seq > ? ORDER BY seq LIMIT ?');
   }
 
-  append(event: NewEvent): WireEvent {
+  /**
+   * Records an event. Returns it as written, or null when it had to wait for the database (it is then
+   * written, in order, as soon as the database takes it).
+   */
+  append(event: NewEvent): WireEvent | null {
     const payload = JSON.stringify(event.data ?? {});
-    const seq = this.db.transaction(() => {
-      const inserted = Number(this.insert.run(event.at, event.door, event.type, payload).lastInsertRowid);
-      const evicted = this.evict.run(inserted - this.options.maxEvents).changes;
-      if (evicted > 0) writeMeta(this.db, EVICTED_KEY, (readMeta<number>(this.db, EVICTED_KEY) ?? 0) + evicted);
-      return inserted;
-    })();
-    const wire = this.toWire({ seq, at: event.at, door_uuid: event.door, type: event.type, payload, published_at: null });
-    this.options.onAppend?.();
+    let wire: WireEvent | null = null;
+    const write = () => {
+      const seq = this.db.transaction(() => {
+        const inserted = Number(this.insert.run(event.at, event.door, event.type, payload).lastInsertRowid);
+        const evicted = this.evict.run(inserted - this.options.maxEvents).changes;
+        if (evicted > 0) writeMeta(this.db, EVICTED_KEY, (readMeta<number>(this.db, EVICTED_KEY) ?? 0) + evicted);
+        return inserted;
+      })();
+      wire = this.toWire({ seq, at: event.at, door_uuid: event.door, type: event.type, payload, published_at: null });
+      this.options.onAppend?.();
+    };
+    if (this.options.writes) this.options.writes.run(`event-${this.nextKey++}`, write);
+    else write();
     return wire;
   }
 

@@ -2,17 +2,34 @@ import type { GuestLink } from '../api/shapes.js';
 import { toStagedLink } from '../snapshot/toStaged.js';
 import type { Db } from './database.js';
 
-export type GuestLinkChange = 'stored' | 'unchanged' | 'revoked' | 'not_here';
+export type GuestLinkChange = 'stored' | 'unchanged' | 'revoked' | 'not_here' | 'over_budget' | 'stale';
+
+/** How many links received over MQTT the cache keeps at most (each at most MAX_GUEST_LINK_BYTES). */
+export const DEFAULT_MAX_MQTT_LINKS = 500;
 
 /**
  * Guest links pushed over MQTT (retained `P/guest-links/<id>`): stored with their cards and token digest, in
- * one transaction, only when they name one of this agent's doors; an empty payload revokes.
+ * one transaction, only when they name one of this agent's doors; a revocation removes them. At most
+ * `maxLinks` are kept, so a broker client cannot fill the disk. With `issuedAt` (signed messages), a message
+ * older than the newest applied for that id is refused as stale: a replay cannot undo a revocation.
  */
 export class GuestLinkStore {
   constructor(
     private readonly db: Db,
     private readonly resourceIds: ReadonlySet<number>,
+    private readonly maxLinks = DEFAULT_MAX_MQTT_LINKS,
   ) {}
+
+  /** Whether `issuedAt` is older than the newest message applied for `id`; records it otherwise. */
+  private isStale(id: string, issuedAt: number | null): boolean {
+    if (issuedAt === null) return false;
+    const newest = this.db.prepare('SELECT issued_at FROM guest_link_versions WHERE magic_link_id = ?').pluck().get(id) as number | undefined;
+    if (newest !== undefined && issuedAt < newest) return true;
+    this.db
+      .prepare('INSERT INTO guest_link_versions (magic_link_id, issued_at) VALUES (?, ?) ON CONFLICT DO UPDATE SET issued_at = excluded.issued_at')
+      .run(id, issuedAt);
+    return false;
+  }
 
   private remove(id: string): boolean {
     const credentials = this.db.prepare("DELETE FROM credentials WHERE holder_kind = 'link' AND holder_id = ?").run(id).changes;
@@ -29,15 +46,23 @@ export class GuestLinkStore {
     })();
   }
 
-  revoke(id: string): GuestLinkChange {
-    return this.db.transaction(() => (this.remove(id) ? 'revoked' : 'unchanged'))();
+  revoke(id: string, issuedAt: number | null = null): GuestLinkChange {
+    return this.db.transaction((): GuestLinkChange => {
+      if (this.isStale(id, issuedAt)) return 'stale';
+      return this.remove(id) ? 'revoked' : 'unchanged';
+    })();
   }
 
-  store(link: GuestLink): GuestLinkChange {
+  store(link: GuestLink, issuedAt: number | null = null): GuestLinkChange {
     const staged = toStagedLink(link);
     return this.db.transaction((): GuestLinkChange => {
+      if (this.isStale(staged.magicLinkId, issuedAt)) return 'stale';
       if (!staged.resourceIds.some((r) => this.resourceIds.has(r))) {
         return this.remove(staged.magicLinkId) ? 'revoked' : 'not_here';
+      }
+      const known = this.db.prepare('SELECT 1 FROM guest_links WHERE magic_link_id = ?').get(staged.magicLinkId) !== undefined;
+      if (!known && (this.db.prepare("SELECT count(*) FROM guest_links WHERE source = 'mqtt'").pluck().get() as number) >= this.maxLinks) {
+        return 'over_budget';
       }
       const row = {
         id: staged.magicLinkId,

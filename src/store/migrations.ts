@@ -80,4 +80,15 @@ export const MIGRATIONS: readonly string[] = [
   CREATE INDEX command_requests_by_age ON command_requests (seen_at);
   CREATE INDEX events_unpublished ON events (seq) WHERE published_at IS NULL;
   `,
+  `
+  -- The lock state moved to one file per door (store/doorState.ts): a lock must be savable on a full disk and
+  -- while another process holds the database's write lock. An unlock saved here is not resumed (safe).
+  DROP TABLE door_state;
+  -- The newest issued_at applied per guest link received over MQTT (signed mode), kept after a revocation, so
+  -- that an older message replayed later cannot bring a link back or roll it back.
+  CREATE TABLE guest_link_versions (
+    magic_link_id TEXT PRIMARY KEY,
+    issued_at     INTEGER NOT NULL
+  ) STRICT;
+  `,
 ];

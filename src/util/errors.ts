@@ -22,7 +22,11 @@ export class UsageError extends DoorAgentError {
 /** An input (config, snapshot) with problems, each located by its path. */
 export class InputError extends DoorAgentError {
   readonly problems: Problem[];
-  constructor(what: string, problems: Problem[], exitCode = 1) {
+  constructor(
+    readonly what: string,
+    problems: Problem[],
+    exitCode = 1,
+  ) {
     super(`${what}:\n${renderProblems(problems)}`, { exitCode });
     this.name = 'InputError';
     this.problems = problems;

@@ -1,4 +1,4 @@
-import { chmodSync, mkdirSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { DOOR_UUID, runCli, tempDir, writeConfig } from '../support/cli.js';
@@ -140,6 +140,33 @@ access: { groups: [] }
     expect(r.stderr).toMatch(/is not valid YAML:\n {2}line \d+, column \d+: /);
   });
 
+  it('a YAML alias bomb is a configuration error (exit 78), not a crash', () => {
+    const levels = ['a: &a [x, x, x, x, x, x, x, x, x]'];
+    for (let i = 1; i < 9; i++) levels.push(`${String.fromCharCode(97 + i)}: &${String.fromCharCode(97 + i)} [${Array(9).fill(`*${String.fromCharCode(96 + i)}`).join(', ')}]`);
+    const r = runCli(['config', 'check', '--config', configFile('bomb.yaml', `${levels.join('\n')}\n`)]);
+    expect(r.status).toBe(78);
+    expect(r.stderr).toMatch(/is not valid YAML:\n {2}YAML: Excessive alias count/);
+  });
+
+  it('a configuration over 1 MiB is refused before it is parsed', () => {
+    const r = runCli(['config', 'check', '--config', configFile('huge.yaml', `${BASE}# ${'x'.repeat(2 * 1024 * 1024)}\n`)]);
+    expect(r.status).toBe(78);
+    expect(r.stderr).toMatch(/is not a door-agent configuration:\n {2}\(file\): \d+ bytes; a configuration is at most 1048576 bytes/);
+  });
+
+  it('reports the schema problems and the unreadable files in one run', () => {
+    const path = configFile(
+      'stages.yaml',
+      `${BASE}service: { baseUrl: "https://access.example.org", apiKeyFile: ${tmp.path}/no-such-key }
+doors: [ { uuid: ${DOOR_UUID}, resourceId: 12, relay: { pin: 99 } } ]
+`,
+    );
+    const r = runCli(['config', 'check', '--config', path]);
+    expect(r.status).toBe(78);
+    expect(r.stderr).toContain('doors[0].relay.pin');
+    expect(r.stderr).toContain(`service.apiKeyFile: cannot read ${tmp.path}/no-such-key: no such file`);
+  });
+
   it('reports an empty file', () => {
     const r = runCli(['config', 'check', '--config', configFile('empty.yaml', '')]);
     expect(r.status).toBe(78);
@@ -172,6 +199,36 @@ mqtt: { url: "mqtts://door:s3cret-pass@broker.lan:8883", commandSecretFile: ${tm
     r = runCli(['config', 'check', '--config', noKeyPath], { env: { DOOR_AGENT_API_KEY: 'from-env' } });
     expect(r.status).toBe(0);
     expect(r.stdout + r.stderr).not.toContain('from-env');
+  });
+});
+
+describe('door-agent relock with a configuration that does not validate', () => {
+  it('locks every relay it can read, names the ones it cannot, and exits 78 with the problems', () => {
+    const gpio = join(tmp.path, 'relock-gpio');
+    mkdirSync(join(gpio, 'gpio17'), { recursive: true });
+    mkdirSync(join(gpio, 'gpio18'), { recursive: true });
+    writeFileSync(join(gpio, 'gpio17/value'), '1\n'); // left energized by a crashed daemon
+    writeFileSync(join(gpio, 'gpio18/value'), '0\n'); // a maglock (failMode safe): locked is energized, 1
+    const path = configFile(
+      'relock-invalid.yaml',
+      `agent: { id: t1, dataDir: ${tmp.path}/data, timezon: typo }
+access: { groups: [Staff] }
+gpio: { driver: simulated, simulatedDir: ${gpio} }
+doors:
+  - { uuid: not-a-uuid, resourceId: 12, name: Front door, relay: { pin: 17 } }
+  - { uuid: ${DOOR_UUID}, resourceId: 13, name: Back door, relay: { pin: 18 }, failMode: safe }
+  - { uuid: ${DOOR_UUID}, resourceId: 14, name: Side door, relay: { pin: 19 }, failMode: sometimes }
+`,
+    );
+    const r = runCli(['relock', '--config', path]);
+    expect(r.status).toBe(78);
+    expect(r.stdout).toContain('Front door (doors[0]): relay GPIO 17 set to 0 (locked)');
+    expect(r.stdout).toContain('Back door (doors[1]): relay GPIO 18 set to 1 (locked)');
+    expect(r.stderr).toContain('agent.timezon: unknown key');
+    expect(r.stderr).toContain('2 locked');
+    expect(r.stderr).toContain('Side door (doors[2]): failMode is neither secure nor safe');
+    expect(readFileSync(join(gpio, 'gpio17/value'), 'utf8')).toBe('0\n');
+    expect(readFileSync(join(gpio, 'gpio18/value'), 'utf8')).toBe('1\n');
   });
 });
 

@@ -1,4 +1,5 @@
 import { spawn } from 'node:child_process';
+import Database from 'better-sqlite3';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
@@ -30,13 +31,14 @@ interface Setup {
   exit: string;
 }
 
-async function setup(doorExtra = ''): Promise<Setup> {
+/** `rtc: true` (a board that keeps time) lets a timed unlock resume after a restart on this machine without NTP. */
+async function setup(doorExtra = '', rtc = true): Promise<Setup> {
   const dir = join(tmp.path, `d${n++}`);
   mkdirSync(dir);
   const config = join(dir, 'config.yaml');
   writeFileSync(
     config,
-    `agent: { id: it, dataDir: ${dir}/data, timezone: Europe/Berlin }
+    `agent: { id: it, dataDir: ${dir}/data, timezone: Europe/Berlin, rtc: ${rtc} }
 access: { groups: [Staff] }
 gpio: { driver: simulated, simulatedDir: ${dir}/gpio }
 doors:
@@ -238,7 +240,7 @@ describe('door-agent run', () => {
     expect(readLevel(s.relay)).toBe('1'); // nobody relocked it: the process is gone
     const afterCrash = runCli(['status', '--config', config]).stdout;
     expect(afterCrash).toContain('it did not stop cleanly: run door-agent relock');
-    expect(afterCrash).toMatch(/Front door \(.*\): UNKNOWN/);
+    expect(afterCrash).toMatch(/Front door \(.*\): UNLOCKED \(relay GPIO 17 = 1\)/); // the relay's own level
 
     // What systemd's ExecStopPost does after any exit:
     const relock = runCli(['relock', '--config', config]);
@@ -267,6 +269,46 @@ describe('door-agent run', () => {
     expect(Date.now() - unlockedAt).toBeGreaterThan(2500);
   });
 
+  it('another process holding the cache write lock (an import) never delays the door; the events wait and are not lost', async () => {
+    const s = await setup();
+    await start(s);
+    const writer = new Database(join(s.dir, 'data/cache.db'));
+    try {
+      writer.exec('BEGIN IMMEDIATE'); // what door-agent import or a sync in another process holds
+      s.pty.write('4213578\r\n');
+      await waitUntil(relayIs(s, '1'), 5000, 'unlocked while the cache is locked');
+      // unlockSeconds is 1: each write that waited for the lock used to add its 5 s busy timeout.
+      const unlockedFor = await waitUntil(relayIs(s, '0'), 15_000, 'relocked');
+      expect(unlockedFor).toBeLessThan(3500);
+      expect(events(s)).toEqual([]); // nothing could be written yet...
+      writer.exec('COMMIT');
+      // ...and nothing was lost: written in order once the lock is free.
+      await waitUntil(() => events(s).map((e) => e.type).join() === 'access_granted,unlocked,locked', 15_000, 'events written');
+    } finally {
+      if (writer.inTransaction) writer.exec('ROLLBACK');
+      writer.close();
+    }
+  });
+
+  it('after a boot with the clock behind and no time sync, an expired timed unlock is not resumed', async () => {
+    const s = await setup('', false);
+    const first = await start(s);
+    s.pty.write('4213578\r\n');
+    await waitUntil(() => events(s).some((e) => e.type === 'unlocked'), 5000, 'unlock recorded');
+    await first.stop('SIGKILL');
+    await new Promise((r) => setTimeout(r, 1500)); // the 1 s unlock is over
+    expect(runCli(['relock', '--config', s.config]).status).toBe(0);
+    // The board boots without an RTC: fake-hwclock sets the clock 30 s behind, NTP has not answered yet, so
+    // the expired unlock looks 28 s from its deadline.
+    const second = new Daemon(s.config, { command: ['faketime', '-f', '-30s'] });
+    running.push({ daemon: second, pty: s.pty });
+    await second.waitForMessage('door-agent ready');
+    expect(second.logs.find((l) => l.msg === 'resumed an unlock from before the restart')).toBeUndefined();
+    expect(readLevel(s.relay)).toBe('0');
+    const saved = JSON.parse(readFileSync(join(s.dir, `data/doors/${DOOR_UUID}.json`), 'utf8')) as { state: string; cause: string };
+    expect(saved).toMatchObject({ state: 'LOCKED', cause: 'clock not synchronized at start' });
+  });
+
   it('status and events show what happened; SIGTERM locks and exits 0', async () => {
     const s = await setup();
     const daemon = await start(s);
@@ -274,7 +316,7 @@ describe('door-agent run', () => {
     await waitUntil(relayIs(s, '1'), 5000, 'unlocked');
     const status = runCli(['status', '--config', s.config]);
     expect(status.status).toBe(0);
-    expect(status.stdout).toMatch(/Front door \(.*\): UNLOCKED until .* \(relock in [01] s\); reader .* connected/);
+    expect(status.stdout).toMatch(/Front door \(.*\): UNLOCKED until .* \(relock in [01] s\) \(relay GPIO 17 = 1\); reader .* connected/);
     expect(status.stdout).toContain('cache: 5 users, 7 credentials, 1 guest links');
     expect(status.stdout).toMatch(/events: 2 in the log \(last seq 2\), 2 not yet published, 0 evicted/);
 

@@ -40,6 +40,50 @@ describe('DoorRuntime decisions (card_or_pin)', () => {
     expect(denied[1]).toMatchObject({ reason: 'unknown_credential', holders: [] });
   });
 
+  it('a PIN sent as a card line never opens, even while the keypad is locked out; a badge number typed as a PIN neither', () => {
+    const t = setup({ keypadLockout: { failures: 3, windowSeconds: 60, lockoutSeconds: 30 } });
+    for (const wrong of ['9999', '8888', '7777']) t.pin(wrong);
+    expect(t.types()).toContain('keypad_locked_out');
+    // The attack: a card emulator sends the PIN as a card frame to get round the keypad lockout.
+    t.card(ALICE_PIN);
+    expect(t.last('access_denied')).toMatchObject({ kind: 'card', reason: 'unknown_credential', holders: [] });
+    t.time.advance(30_000);
+    t.pin(ALICE_CARD); // the reverse: a badge number typed on the keypad
+    expect(t.last('access_denied')).toMatchObject({ kind: 'pin', reason: 'unknown_credential', holders: [] });
+    expect(t.relay.writes).toEqual([0]);
+    t.pin(ALICE_PIN); // each still works the way it was issued
+    t.card(ALICE_CARD);
+    expect(t.all().filter((e) => e.type === 'access_granted').map((e) => e.kind)).toEqual(['pin', 'card']);
+  });
+
+  it('unknown cards are rate-limited: after `failures` in the window the reader refuses cards, and the flood is counted', () => {
+    const t = setup({ cardLockout: { failures: 5, windowSeconds: 60, lockoutSeconds: 30 } });
+    for (let i = 0; i < 5; i++) t.card(String(9_000_000 + i));
+    expect(t.types()).toEqual(['access_denied', 'access_denied', 'access_denied', 'access_denied', 'access_denied', 'card_locked_out']);
+    expect(t.last('card_locked_out')).toMatchObject({ seconds: 30 });
+    // During the lockout even a valid card is refused; 1000 guesses leave one event, then one summary.
+    t.card(ALICE_CARD);
+    for (let i = 0; i < 1000; i++) t.card(String(8_000_000 + i));
+    expect(t.relay.writes).toEqual([0]);
+    expect(t.all()).toHaveLength(7);
+    expect(t.last('access_denied')).toMatchObject({ kind: 'card', reason: 'card_locked_out' });
+    t.time.advance(30_000);
+    expect(t.last('access_denied')).toMatchObject({ kind: 'card', reason: 'card_locked_out', count: 1000 });
+    t.card(ALICE_CARD);
+    expect(t.last('access_granted')).toMatchObject({ kind: 'card' });
+    t.pin(ALICE_PIN); // the keypad has a lockout of its own, untouched by the cards
+    expect(t.all().filter((e) => e.type === 'access_granted')).toHaveLength(2);
+  });
+
+  it('a cache that cannot be read keeps the door locked, records the refusal and says how to rebuild', () => {
+    const t = setup();
+    t.db.close(); // what a damaged page or an I/O error does to every lookup
+    t.card(ALICE_CARD);
+    expect(t.relay.writes).toEqual([0]);
+    const line = t.logs.map((l) => JSON.parse(l) as { msg: string }).find((l) => l.msg.startsWith('the cache cannot be read'));
+    expect(line?.msg).toContain('the door stays locked. Rebuild the cache');
+  });
+
   it('after `failures` wrong PINs the keypad locks out, refusing even the right PIN until lockoutSeconds pass', () => {
     const t = setup({ keypadLockout: { failures: 3, windowSeconds: 60, lockoutSeconds: 30 } });
     for (const wrong of ['9999', '8888', '7777']) t.pin(wrong);

@@ -74,7 +74,7 @@ doors: [ { uuid: ${DOOR_UUID}, resourceId: 12, relay: { pin: 17 }, unlockSeconds
   const controller = new LockController(door, relay, {
     clock: time,
     timers: time,
-    persistence: new DoorStateStore(db),
+    persistence: new DoorStateStore(join(dir, `${name}-doors`)),
     onChange: (snapshot, previous) => {
       if (snapshot.state === previous) return;
       const relockAt = snapshot.relockAt === null ? null : new Date(snapshot.relockAt).toISOString();

@@ -74,7 +74,7 @@ describe('EventLog on a SQLite file', () => {
     first.db.close();
     const again = open(file);
     expect(again.log.since(0).map((e) => e.type)).toEqual(['exit_request', 'unlocked']);
-    expect(again.log.append({ type: 'locked', door: DOOR_UUID, at: AT0 + 5000 }).id).toBe('front-agent-3');
+    expect(again.log.append({ type: 'locked', door: DOOR_UUID, at: AT0 + 5000 })?.id).toBe('front-agent-3');
   });
 
   it('stats().unpublished counts events not yet published', () => {

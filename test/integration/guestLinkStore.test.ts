@@ -2,6 +2,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { guestLinkSchema, type GuestLink } from '../../src/api/shapes.js';
+import { pinLabelSet } from '../../src/core/credentials.js';
 import { CredentialCache } from '../../src/store/credentialCache.js';
 import { openDatabase, type Db } from '../../src/store/database.js';
 import { GuestLinkStore } from '../../src/store/guestLinkStore.js';
@@ -23,11 +24,12 @@ const freshFile = () => join(tmp.path, `cache-${n++}.db`);
 /** This agent's doors have resource ids 12 and 13. */
 const OURS = new Set([12, 13]);
 const TOKEN = 'GuestToken-0123456789abcdef';
+const PIN_LABELS = pinLabelSet(['PIN']);
 
-function open(file = freshFile()) {
+function open(file = freshFile(), maxLinks?: number) {
   const db = openDatabase(file);
   opened.push(db);
-  return { file, db, store: new GuestLinkStore(db, OURS), cache: new CredentialCache(db) };
+  return { file, db, store: new GuestLinkStore(db, OURS, maxLinks), cache: new CredentialCache(db) };
 }
 
 /** A guest link as POST /magiclinkadmin creates it, validated as the MQTT bridge validates it. */
@@ -58,13 +60,36 @@ const linkHolder = (id = 'ml-1', resourceIds = [12]) => ({
 });
 
 describe('GuestLinkStore on a SQLite file', () => {
+  it('keeps at most maxLinks links from MQTT: a new one past the budget is refused, a known one still updates', () => {
+    const { store, cache } = open(freshFile(), 2);
+    expect(store.store(link({ magic_link_id: 'a', smartcards: [{ number: '1001' }] }))).toBe('stored');
+    expect(store.store(link({ magic_link_id: 'b', smartcards: [{ number: '1002' }] }))).toBe('stored');
+    expect(store.store(link({ magic_link_id: 'c', smartcards: [{ number: '1003' }] }))).toBe('over_budget');
+    expect(cache.holdersOfNumber('1003', 'card', PIN_LABELS)).toEqual([]);
+    expect(store.store(link({ magic_link_id: 'b', smartcards: [{ number: '2002' }] }))).toBe('stored');
+    expect(cache.holdersOfNumber('2002', 'card', PIN_LABELS)).toHaveLength(1);
+    expect(store.revoke('a')).toBe('revoked');
+    expect(store.store(link({ magic_link_id: 'c', smartcards: [{ number: '1003' }] }))).toBe('stored');
+  });
+
+  it('with issued_at (signed messages), an older message replayed after a revocation cannot bring the link back', () => {
+    const { store, cache } = open();
+    expect(store.store(link(), 1000)).toBe('stored');
+    expect(store.revoke('ml-1', 2000)).toBe('revoked');
+    expect(store.store(link(), 1000)).toBe('stale');
+    expect(cache.holdersOfNumber('12345', 'card', PIN_LABELS)).toEqual([]);
+    expect(store.store(link(), 3000)).toBe('stored');
+    expect(store.revoke('ml-1', 2500)).toBe('stale');
+    expect(cache.holdersOfNumber('12345', 'card', PIN_LABELS)).toHaveLength(1);
+  });
+
   it("stores a link for one of this agent's doors: its card and token then find the link", () => {
     const { store, cache } = open();
     expect(store.store(link())).toBe('stored');
-    expect(cache.holdersOfNumber('12345')).toEqual([linkHolder()]);
+    expect(cache.holdersOfNumber('12345', 'card', PIN_LABELS)).toEqual([linkHolder()]);
     expect(cache.holdersOfToken(TOKEN)).toEqual([linkHolder()]);
     expect(cache.holdersOfToken('GuestToken-0123456789abcdeX')).toEqual([]);
-    expect(cache.holdersOfNumber('54321')).toEqual([]);
+    expect(cache.holdersOfNumber('54321', 'card', PIN_LABELS)).toEqual([]);
     expect(cache.counts()).toEqual({ users: 0, credentials: 1, guestLinks: 1 });
   });
 
@@ -88,7 +113,7 @@ describe('GuestLinkStore on a SQLite file', () => {
     const { store, cache } = open();
     const bare = link({ start_time: undefined, end_time: undefined, time_mapping: undefined });
     expect(store.store(bare)).toBe('stored');
-    const [holder] = cache.holdersOfNumber('12345');
+    const [holder] = cache.holdersOfNumber('12345', 'card', PIN_LABELS);
     expect(holder).toMatchObject({ kind: 'link', startAt: null, endAt: null });
     expect(holder?.kind === 'link' ? holder.timeMapping : null).toEqual(Array.from({ length: 7 }, () => [[0, 24]]));
   });
@@ -103,7 +128,7 @@ describe('GuestLinkStore on a SQLite file', () => {
     expect(store.store(again)).toBe('unchanged');
     expect(store.store(again)).toBe('unchanged');
     expect(writes()).toBe(0);
-    for (const number of ['9', '10', '11', '100']) expect(cache.holdersOfNumber(number)).toHaveLength(1);
+    for (const number of ['9', '10', '11', '100']) expect(cache.holdersOfNumber(number, 'card', PIN_LABELS)).toHaveLength(1);
     // The counter does see writes: a real change is counted.
     expect(store.store(link({ name: 'Electrician' }))).toBe('stored');
     expect(writes()).toBeGreaterThan(0);
@@ -113,8 +138,8 @@ describe('GuestLinkStore on a SQLite file', () => {
     const { store, cache } = open();
     store.store(link());
     expect(store.store(link({ smartcards: [{ number: '777', label: 'New card' }] }))).toBe('stored');
-    expect(cache.holdersOfNumber('12345')).toEqual([]);
-    expect(cache.holdersOfNumber('777')).toEqual([linkHolder()]);
+    expect(cache.holdersOfNumber('12345', 'card', PIN_LABELS)).toEqual([]);
+    expect(cache.holdersOfNumber('777', 'card', PIN_LABELS)).toEqual([linkHolder()]);
     expect(cache.counts()).toEqual({ users: 0, credentials: 1, guestLinks: 1 });
   });
 
@@ -124,7 +149,7 @@ describe('GuestLinkStore on a SQLite file', () => {
     const newToken = 'AnotherToken-0123456789abcdef';
     expect(store.store(link({ end_time: '2026-12-02 12:00:00', magic_token: newToken }))).toBe('stored');
     const endAt = Date.UTC(2026, 11, 2, 12);
-    expect(cache.holdersOfNumber('12345')).toEqual([{ ...linkHolder(), endAt }]);
+    expect(cache.holdersOfNumber('12345', 'card', PIN_LABELS)).toEqual([{ ...linkHolder(), endAt }]);
     expect(cache.holdersOfToken(newToken)).toEqual([{ ...linkHolder(), endAt }]);
     expect(cache.holdersOfToken(TOKEN)).toEqual([]);
   });
@@ -134,7 +159,7 @@ describe('GuestLinkStore on a SQLite file', () => {
     const writes = installWriteCounter(file);
     expect(store.store(link({ resource_id_list: [99] }))).toBe('not_here');
     expect(store.store(link({ resource_id_list: [] }))).toBe('not_here');
-    expect(cache.holdersOfNumber('12345')).toEqual([]);
+    expect(cache.holdersOfNumber('12345', 'card', PIN_LABELS)).toEqual([]);
     expect(cache.holdersOfToken(TOKEN)).toEqual([]);
     expect(writes()).toBe(0);
   });
@@ -143,7 +168,7 @@ describe('GuestLinkStore on a SQLite file', () => {
     const { store, cache } = open();
     store.store(link());
     expect(store.store(link({ resource_id_list: [99] }))).toBe('revoked');
-    expect(cache.holdersOfNumber('12345')).toEqual([]);
+    expect(cache.holdersOfNumber('12345', 'card', PIN_LABELS)).toEqual([]);
     expect(cache.holdersOfToken(TOKEN)).toEqual([]);
     expect(cache.counts()).toEqual({ users: 0, credentials: 0, guestLinks: 0 });
     expect(store.store(link({ resource_id_list: [99] }))).toBe('not_here');
@@ -153,8 +178,8 @@ describe('GuestLinkStore on a SQLite file', () => {
     const { store, cache } = open();
     store.store(link({ smartcards: [{ number: '1' }, { number: '2' }] }));
     expect(store.revoke('ml-1')).toBe('revoked');
-    expect(cache.holdersOfNumber('1')).toEqual([]);
-    expect(cache.holdersOfNumber('2')).toEqual([]);
+    expect(cache.holdersOfNumber('1', 'card', PIN_LABELS)).toEqual([]);
+    expect(cache.holdersOfNumber('2', 'card', PIN_LABELS)).toEqual([]);
     expect(cache.holdersOfToken(TOKEN)).toEqual([]);
     expect(store.revoke('ml-1')).toBe('unchanged');
     expect(store.revoke('never-existed')).toBe('unchanged');
@@ -164,9 +189,9 @@ describe('GuestLinkStore on a SQLite file', () => {
     const { store, cache } = open();
     store.store(link());
     store.store(link({ magic_link_id: 'ml-2', magic_token: 'SecondToken-0123456789abcdef', resource_id_list: [13] }));
-    expect(cache.holdersOfNumber('12345').map((h) => (h.kind === 'link' ? h.magicLinkId : null)).sort()).toEqual(['ml-1', 'ml-2']);
+    expect(cache.holdersOfNumber('12345', 'card', PIN_LABELS).map((h) => (h.kind === 'link' ? h.magicLinkId : null)).sort()).toEqual(['ml-1', 'ml-2']);
     store.revoke('ml-1');
-    expect(cache.holdersOfNumber('12345')).toEqual([linkHolder('ml-2', [13])]);
+    expect(cache.holdersOfNumber('12345', 'card', PIN_LABELS)).toEqual([linkHolder('ml-2', [13])]);
     expect(cache.holdersOfToken('SecondToken-0123456789abcdef')).toHaveLength(1);
   });
 
@@ -216,18 +241,18 @@ describe('ReplayCache on a SQLite file', () => {
     expect(new ReplayCache(open(first.file).db).seen('req-persist')).toBe(true);
   });
 
-  it('prune forgets only ids seen before the cutoff and returns how many', () => {
+  it('prune forgets only ids seen before the cutoff, in memory and in the database', () => {
     const { db } = open();
     const replay = new ReplayCache(db);
     replay.remember('old-1', DOOR_UUID, T0 - 120_000);
     replay.remember('old-2', SECOND_DOOR_UUID, T0 - 60_001);
     replay.remember('edge', DOOR_UUID, T0 - 60_000);
     replay.remember('new', DOOR_UUID, T0);
-    expect(replay.prune(T0 - 60_000)).toBe(2);
+    replay.prune(T0 - 60_000);
     expect(replay.seen('old-1')).toBe(false);
     expect(replay.seen('old-2')).toBe(false);
     expect(replay.seen('edge')).toBe(true);
     expect(replay.seen('new')).toBe(true);
-    expect(replay.prune(T0 - 60_000)).toBe(0);
+    expect(db.prepare('SELECT request_id FROM command_requests ORDER BY request_id').pluck().all()).toEqual(['edge', 'new']);
   });
 });

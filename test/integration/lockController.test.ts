@@ -5,7 +5,6 @@ import { parseConfig } from '../../src/config/load.js';
 import { relayLevel } from '../../src/core/relay.js';
 import { LockController } from '../../src/door/lockController.js';
 import { SimulatedGpio } from '../../src/hardware/simulatedGpio.js';
-import { openDatabase, type Db } from '../../src/store/database.js';
 import { DoorStateStore } from '../../src/store/doorState.js';
 import { systemClock, systemTimers, type Clock } from '../../src/util/clock.js';
 import { DOOR_UUID, tempDir } from '../support/cli.js';
@@ -14,12 +13,11 @@ const tmp = tempDir();
 afterAll(tmp.cleanup);
 
 let n = 0;
-const open: Array<{ db: Db; gpio: SimulatedGpio; controller: LockController }> = [];
+const open: Array<{ gpio: SimulatedGpio; controller: LockController }> = [];
 afterEach(() => {
   for (const o of open.splice(0)) {
     o.controller.shutdown();
     o.gpio.close();
-    o.db.close();
   }
 });
 
@@ -37,16 +35,16 @@ function start(dir: string, doorConfig = door(), clock: Clock = systemClock) {
   const gpio = new SimulatedGpio(join(dir, 'gpio'));
   const relay = gpio.openOutput(17, relayLevel('LOCKED', doorConfig.failMode, doorConfig.relay.activeLow));
   const valueAtStart = readFileSync(join(dir, 'gpio/gpio17/value'), 'utf8');
-  const db = openDatabase(join(dir, 'cache.db'));
   const controller = new LockController(doorConfig, relay, {
     clock,
     timers: systemTimers,
-    persistence: new DoorStateStore(db),
+    persistence: new DoorStateStore(join(dir, 'doors')),
+    clockSynchronized: () => true,
     onPersistError: (err) => {
       throw err;
     },
   });
-  const handle = { db, gpio, controller };
+  const handle = { gpio, controller };
   open.push(handle);
   return Object.assign(handle, { valueAtStart, resumed: controller.resume() });
 }
@@ -55,11 +53,10 @@ function start(dir: string, doorConfig = door(), clock: Clock = systemClock) {
  * Ends a controller as a crash would for what matters here: its timers stop, the persisted state stays as
  * it was. (The relay is driven locked too, which the next start does anyway.)
  */
-function crash(handle: { db: Db; gpio: SimulatedGpio; controller: LockController }): void {
+function crash(handle: { gpio: SimulatedGpio; controller: LockController }): void {
   open.splice(open.indexOf(handle), 1);
   handle.controller.shutdown();
   handle.gpio.close();
-  handle.db.close();
 }
 
 function newDir(): string {
@@ -79,7 +76,7 @@ async function waitFor(predicate: () => boolean, timeoutMs: number): Promise<num
   return performance.now() - started;
 }
 
-describe('lock controller on simulated GPIO with a real SQLite file', () => {
+describe('lock controller on simulated GPIO with its state in real files', () => {
   it('unlocks for 1 s and relocks by itself', async () => {
     const dir = newDir();
     const { controller } = start(dir);

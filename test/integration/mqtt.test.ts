@@ -2,6 +2,7 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { sign, signedString } from '../../src/mqtt/commands.js';
+import { guestLinkPayload, guestLinkRevocationPayload } from '../../src/mqtt/guestLinkMessages.js';
 import { DOOR_UUID, runCli, tempDir } from '../support/cli.js';
 import { Daemon, readLevel, waitUntil } from '../support/daemon.js';
 import { Mosquitto, makeTlsFiles } from '../support/mosquitto.js';
@@ -145,6 +146,10 @@ describe('MQTT commands and replies', () => {
       ['{"lock_state":false,"unlock_time":"5"}', 'unlock_time: must be a whole number of seconds'],
       [`{"lock_state":false,"uuid":"0b7a1e55-3c2d-4e8f-9a10-22334455aabb"}`, 'does not match the door of this topic'],
       [JSON.stringify({ lock_state: false, pad: 'x'.repeat(1024 * 1024) }), 'bytes refused'],
+      // Words that name properties of every JavaScript object: not commands either.
+      ['constructor', 'neither JSON nor LOCK, UNLOCK or OPEN'],
+      ['__proto__', 'neither JSON nor LOCK, UNLOCK or OPEN'],
+      ['toString', 'neither JSON nor LOCK, UNLOCK or OPEN'],
     ];
     for (const [payload, message] of bad) {
       op.clear();
@@ -157,8 +162,25 @@ describe('MQTT commands and replies', () => {
     // A door this agent does not have: nobody here subscribes to it, nothing moves.
     await op.publish(`${P}/doors/0b7a1e55-3c2d-4e8f-9a10-22334455aabb/set`, '{"lock_state":false}');
     expect(await op.command(REPLY, SET, { lock_state: false, unlock_time: 1 }, 'good')).toMatchObject({ status: 200 });
-    expect(events(s).filter((e) => e.type === 'command_rejected')).toHaveLength(bad.length);
     expect(daemon.logs.filter((l) => l.level >= 50)).toEqual([]);
+    // Refusals are counted, not stored one by one: the first in full, the rest as one summary (at the end of
+    // the minute, or at stop), so a flood of forged commands cannot push real events out of the audit log.
+    const rejected = () => events(s).filter((e) => e.type === 'command_rejected');
+    expect(rejected()).toHaveLength(1);
+    expect(rejected()[0]).toMatchObject({ status: 400, error: expect.stringContaining('neither JSON') });
+    expect(await daemon.stop('SIGTERM')).toEqual({ code: 0, signal: null });
+    expect(rejected()).toHaveLength(2);
+    expect(rejected()[1]).toMatchObject({ count: bad.length - 1, by_status: { 400: bad.length - 1 } });
+  });
+
+  it('a retained command published while the agent is connected is refused too (retain as published)', async () => {
+    const s = await site();
+    const daemon = await agent(s);
+    const op = await operator(s, REPLY);
+    await op.publish(SET, '{"lock_state":false,"unlock_time":60}', { retain: true });
+    await daemon.waitForLog((l) => l.msg === 'command rejected' && l.error === 'retained command ignored');
+    expect(readLevel(s.relay)).toBe('0');
+    await op.publish(SET, '', { retain: true }); // clears the retained message for the tests after this one
   });
 
   it('never acts on a retained command that was waiting before the agent subscribed', async () => {
@@ -375,9 +397,9 @@ describe('guest links, sync trigger, Home Assistant discovery', () => {
     await op.publish(`${P}/guest-links/902`, link({ magic_link_id: '902', start_time: '2026-13-01 00:00:00' }), { retain: true });
     const daemon = await agent(s);
     await daemon.waitForLog((l) => l.msg === 'guest link received' && l.guestLink === '900');
-    const refused = await daemon.waitForLog((l) => l.msg === 'guest link refused: invalid' && l.guestLink === '901');
-    expect(JSON.stringify(refused.problems)).toContain('time_mapping: expected exactly 7 elements');
-    await daemon.waitForLog((l) => l.msg === 'guest link refused: invalid' && l.guestLink === '902');
+    const refused = await daemon.waitForLog((l) => l.msg === 'guest link refused' && l.guestLink === '901');
+    expect(String(refused.reason)).toContain('time_mapping: expected exactly 7 elements');
+    await daemon.waitForLog((l) => l.msg === 'guest link refused' && l.guestLink === '902');
     expect(runCli(['check', '5550001', '--config', s.config]).status).toBe(0);
     expect(runCli(['check', 'mqtt-guest-token-0001', '--kind', 'token', '--config', s.config]).status).toBe(0);
 
@@ -385,6 +407,57 @@ describe('guest links, sync trigger, Home Assistant discovery', () => {
     await daemon.waitForLog((l) => l.msg === 'guest link revoked' && l.guestLink === '900');
     const denied = runCli(['check', '5550001', '--config', s.config]);
     expect([denied.status, JSON.parse(denied.stdout).reason]).toEqual([1, 'unknown_credential']);
+  });
+
+  it('a guest link over 16 KiB is refused in any mode, and a cache full of links (mqtt.maxGuestLinks) takes no new one', async () => {
+    const s = await site({ extraMqtt: '  maxGuestLinks: 2\n' });
+    const daemon = await agent(s);
+    const op = await operator(s);
+    await op.publish(`${P}/guest-links/960`, link({ magic_link_id: '960', name: 'x'.repeat(17 * 1024) }), { retain: true });
+    const big = await daemon.waitForLog((l) => l.msg === 'guest link refused' && l.guestLink === '960');
+    expect(String(big.reason)).toMatch(/bytes, more than 16384/);
+    for (const id of ['961', '962', '963']) {
+      await op.publish(`${P}/guest-links/${id}`, link({ magic_link_id: id, smartcards: [{ number: `555${id}` }] }), { retain: true });
+    }
+    await daemon.waitForLog((l) => l.msg === 'guest link refused: the cache holds the most guest links allowed (mqtt.maxGuestLinks)' && l.guestLink === '963');
+    expect(runCli(['check', '555962', '--config', s.config]).status).toBe(0);
+    expect(runCli(['check', '555963', '--config', s.config]).status).toBe(1);
+    for (const id of ['960', '961', '962', '963']) await op.publish(`${P}/guest-links/${id}`, '', { retain: true });
+  });
+
+  it('signed mode: an anonymous client cannot add, rewrite or revoke a guest link; signed links and tombstones work', async () => {
+    const s = await site({ signed: true });
+    const daemon = await agent(s);
+    const op = await operator(s);
+    const topic = `${P}/guest-links/900`;
+    const now = Math.floor(Date.now() / 1000);
+    const body = JSON.parse(link()) as Record<string, unknown>;
+
+    // An attacker on the broker publishes a link with their own card: unsigned, then with a guessed signature.
+    await op.publish(topic, link(), { retain: true });
+    expect(String((await daemon.waitForLog((l) => l.msg === 'guest link refused' && l.guestLink === '900')).reason)).toContain('unsigned');
+    const forged = guestLinkPayload(body, 'not-the-secret', now);
+    const mark = daemon.logs.length;
+    await op.publish(topic, forged, { retain: true });
+    await daemon.waitForLog((l) => l.msg === 'guest link refused' && l.reason === 'signature does not match', 10_000, mark);
+    expect(runCli(['check', '5550001', '--config', s.config]).status).toBe(1);
+
+    // The service's signed link is taken; an unsigned empty payload does not revoke it.
+    const genuine = guestLinkPayload(body, SECRET, now);
+    await op.publish(topic, genuine, { retain: true });
+    await daemon.waitForLog((l) => l.msg === 'guest link received' && l.result === 'stored');
+    expect(runCli(['check', '5550001', '--config', s.config]).status).toBe(0);
+    await op.publish(topic, '', { retain: true });
+    await daemon.waitForLog((l) => l.msg === 'guest link refused' && String(l.reason).includes('revocations must be signed'));
+    expect(runCli(['check', '5550001', '--config', s.config]).status).toBe(0);
+
+    // A signed tombstone revokes; replaying the older signed link afterwards does not bring it back.
+    await op.publish(topic, guestLinkRevocationPayload('900', SECRET, now + 1), { retain: true });
+    await daemon.waitForLog((l) => l.msg === 'guest link revoked' && l.result === 'revoked');
+    await op.publish(topic, genuine, { retain: true });
+    await daemon.waitForLog((l) => l.msg === 'guest link received' && l.result === 'stale');
+    expect(runCli(['check', '5550001', '--config', s.config]).status).toBe(1);
+    await op.publish(topic, '', { retain: true });
   });
 
   it('a sync request is logged while no service is configured', async () => {

@@ -53,7 +53,7 @@ doors: [ { uuid: ${DOOR_UUID}, resourceId: 12, name: Front door, relay: { pin: 1
   const controller = new LockController(door, { pin: 17, write: (l) => void writes.push(l), read: () => writes.at(-1) ?? 0 }, {
     clock: systemClock,
     timers: systemTimers,
-    persistence: new DoorStateStore(db),
+    persistence: new DoorStateStore(join(tmp.path, `doors${Math.random()}`)),
   });
   const client = new ScriptedClient();
   const events = new EventLog(db, { agentId: 'b', maxEvents: 1000 });

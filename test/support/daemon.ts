@@ -15,10 +15,12 @@ export class Daemon {
   private readonly child: ChildProcess;
   readonly exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
 
-  constructor(configPath: string) {
-    this.child = spawn(process.execPath, [CLI, 'run', '--config', configPath], {
+  /** `command`: what to run the CLI under (e.g. ['faketime', '-f', '-30s']); `env` is added to a minimal one. */
+  constructor(configPath: string, options: { command?: string[]; env?: Record<string, string> } = {}) {
+    const [program, ...prefix] = [...(options.command ?? []), process.execPath];
+    this.child = spawn(program!, [...prefix, CLI, 'run', '--config', configPath], {
       cwd: ROOT,
-      env: { PATH: process.env.PATH ?? '/usr/bin:/bin' },
+      env: { PATH: process.env.PATH ?? '/usr/bin:/bin', ...options.env },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     let buffered = '';

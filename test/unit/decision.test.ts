@@ -78,6 +78,10 @@ const rules: Row[] = [
   ['denied card while locked out keeps its own reason', { kind: 'card', keypadLockedOut: true }, [user({ tag: 'GUEST' })], 'not_authorized'],
   ['unknown card while locked out', { kind: 'card', keypadLockedOut: true }, [], 'unknown_credential'],
   ['token while the keypad is locked out', { kind: 'token', keypadLockedOut: true }, [link()], null],
+  // Card lockout (unknown cards and tokens) applies to cards and tokens, never to PINs
+  ['valid card while the reader is locked out', { kind: 'card', cardLockedOut: true }, [user()], 'card_locked_out'],
+  ['token while the reader is locked out', { kind: 'token', cardLockedOut: true }, [link()], 'card_locked_out'],
+  ['PIN while the reader is locked out for cards', { kind: 'pin', cardLockedOut: true }, [user()], null],
   // Guest links (rule 4)
   ['link valid for this door now', {}, [link()], null],
   ['link for another door', {}, [link({ resourceIds: [OTHER_DOOR] })], 'wrong_door'],
@@ -201,6 +205,7 @@ describe('decide: reason precedence when every holder is denied', () => {
     expect([...DENY_REASONS]).toEqual([
       'clock_untrusted',
       'keypad_locked_out',
+      'card_locked_out',
       'unknown_credential',
       'user_suspended',
       'not_authorized',

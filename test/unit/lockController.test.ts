@@ -57,10 +57,13 @@ function door(failMode: FailMode = 'secure', activeLow = false, maxUnlockSeconds
     relockOnClose: true,
     mode: 'card_or_pin',
     keypadLockout: { failures: 5, windowSeconds: 60, lockoutSeconds: 60 },
+    cardLockout: { failures: 10, windowSeconds: 60, lockoutSeconds: 60 },
   };
 }
 
-function setup(opts: { failMode?: FailMode; activeLow?: boolean; persisted?: PersistedLock; maxUnlockSeconds?: number } = {}) {
+function setup(
+  opts: { failMode?: FailMode; activeLow?: boolean; persisted?: PersistedLock; maxUnlockSeconds?: number; synchronized?: boolean } = {},
+) {
   const log: string[] = [];
   const time = new ManualTime({ wall: WALL0, mono: 1_000 });
   const gpio = new RecordingGpio(log);
@@ -73,6 +76,7 @@ function setup(opts: { failMode?: FailMode; activeLow?: boolean; persisted?: Per
     persistence,
     onChange: (snapshot, previous) => changes.push([snapshot, previous]),
     onPersistError: (err) => persistErrors.push(err),
+    clockSynchronized: () => opts.synchronized ?? true,
   });
   return { log, time, gpio, persistence, changes, persistErrors, controller };
 }
@@ -199,17 +203,43 @@ describe('LockController', () => {
     ]);
   });
 
-  it('a persistence failure does not stop the relay from moving and is reported', () => {
+  it('a persistence failure does not stop the relay from moving, is reported and retried', () => {
     const { gpio, time, controller, persistence, persistErrors, changes } = setup();
     const boom = new Error('disk full');
     persistence.failWith = boom;
     expect(() => controller.unlock(5, 'card')).not.toThrow();
     expect(gpio.writes).toEqual([0, 1]);
     expect(persistErrors).toEqual([boom]);
+    expect(controller.persisted).toBe(false);
     expect(changes).toHaveLength(1);
     time.advance(5000);
     expect(gpio.writes).toEqual([0, 1, 0]);
-    expect(persistErrors).toEqual([boom, boom]);
+    expect(persistErrors.length).toBeGreaterThanOrEqual(2);
+  });
+
+  it('a LOCK that cannot be saved is retried until it is, and never comes back as the hold-open', () => {
+    const { gpio, time, controller, persistence } = setup();
+    controller.unlock(null, 'UNLOCK');
+    expect(persistence.load(UUID)).toMatchObject({ state: 'UNLOCKED', relockAt: null });
+    persistence.failWith = new Error('database is locked');
+    controller.lock('LOCK');
+    expect(gpio.writes).toEqual([0, 1, 0]);
+    expect(controller.persisted).toBe(false);
+    time.advance(1000); // first retry: still failing
+    time.advance(2000); // second retry: still failing
+    expect(persistence.load(UUID)).toMatchObject({ state: 'UNLOCKED' });
+    persistence.failWith = null;
+    time.advance(4000);
+    expect(persistence.load(UUID)).toMatchObject({ state: 'LOCKED', cause: 'LOCK' });
+    expect(controller.persisted).toBe(true);
+    expect(time.pendingCount).toBe(0);
+  });
+
+  it('resume() does not resume a timed unlock while the clock is not known to be synchronized', () => {
+    const persisted: PersistedLock = { state: 'UNLOCKED', relockAt: WALL0 + 3000, unlockedSince: WALL0 - 2000, cause: 'remote' };
+    const { gpio, controller } = setup({ persisted, synchronized: false });
+    expect(controller.resume()).toMatchObject({ state: 'LOCKED', cause: 'clock not synchronized at start' });
+    expect(gpio.writes).toEqual([0, 0]);
   });
 
   it('resume() of an unexpired persisted unlock unlocks for the remaining time', () => {

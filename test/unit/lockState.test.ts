@@ -131,7 +131,7 @@ describe('maxUnlockSeconds', () => {
 
 describe('toPersisted / resume', () => {
   const W = Date.parse('2026-07-01T12:00:00Z');
-  const trusted = (wallNow: number, monoNow: number) => ({ wallNow, monoNow, wallTrusted: true });
+  const trusted = (wallNow: number, monoNow: number) => ({ wallNow, monoNow, wallTrusted: true, synchronized: true });
 
   it('toPersisted converts monotonic times to wall-clock times', () => {
     const s = timed(1000, 10); // mono relock 11000
@@ -147,7 +147,7 @@ describe('toPersisted / resume', () => {
   it('a hold-open resumes, even with an untrusted wall clock', () => {
     const p = toPersisted(timed(1000, null), W, 2000);
     for (const wallTrusted of [true, false]) {
-      const r = resume(p, { wallNow: 0, monoNow: 50, wallTrusted }, NO_CAP);
+      const r = resume(p, { wallNow: 0, monoNow: 50, wallTrusted, synchronized: false }, NO_CAP);
       expect(r).toMatchObject({ state: 'UNLOCKED', relockAt: null, cause: 'test' });
       expect(expire(r, 1e12).state).toBe('UNLOCKED');
     }
@@ -180,7 +180,18 @@ describe('toPersisted / resume', () => {
 
   it('a timed unlock with an untrusted wall clock starts LOCKED', () => {
     const p = toPersisted(timed(1000, 10), W, 3000);
-    expect(resume(p, { wallNow: W + 1000, monoNow: 0, wallTrusted: false }, NO_CAP).state).toBe('LOCKED');
+    expect(resume(p, { wallNow: W + 1000, monoNow: 0, wallTrusted: false, synchronized: true }, NO_CAP).state).toBe('LOCKED');
+  });
+
+  it('a timed unlock is not resumed while the clock is not known to be synchronized (no RTC, no NTP yet)', () => {
+    // Unlocked for 10 s; the board boots with its clock restored from fake-hwclock, 2 s after the unlock began,
+    // although hours have passed: without synchronization the deadline cannot be believed.
+    const p = toPersisted(timed(10_000, 10), W, 0);
+    expect(resume(p, { wallNow: W + 2000, monoNow: 0, wallTrusted: true, synchronized: false }, NO_CAP)).toMatchObject({
+      state: 'LOCKED',
+      cause: 'clock not synchronized at start',
+    });
+    expect(resume(p, { wallNow: W + 2000, monoNow: 0, wallTrusted: true, synchronized: true }, NO_CAP).state).toBe('UNLOCKED');
   });
 
   it('a wall clock that went backwards never lengthens the unlock beyond its planned duration', () => {
@@ -224,7 +235,7 @@ describe('toPersisted / resume', () => {
   it('records why a persisted unlock did not resume', () => {
     const p: PersistedLock = { state: 'UNLOCKED', relockAt: W + 10_000, unlockedSince: W, cause: 'card' };
     expect(resume(p, trusted(W + 20_000, 0), NO_CAP)).toMatchObject({ state: 'LOCKED', cause: 'expired while stopped' });
-    expect(resume(p, { wallNow: 1000, monoNow: 0, wallTrusted: false }, NO_CAP)).toMatchObject({
+    expect(resume(p, { wallNow: 1000, monoNow: 0, wallTrusted: false, synchronized: false }, NO_CAP)).toMatchObject({
       state: 'LOCKED',
       cause: 'clock untrusted at start',
     });

@@ -1,0 +1,54 @@
+import { parse as parseYaml } from 'yaml';
+import { relayLevel, type Level } from '../core/relay.js';
+import { gpioSchema, type GpioConfig } from './schema.js';
+import { readConfigText } from './load.js';
+
+/** A relay to drive locked, read from a configuration that may not validate as a whole. */
+export interface RelayTarget {
+  label: string;
+  pin: number;
+  level: Level;
+}
+
+export interface LenientRelays {
+  gpio: GpioConfig;
+  relays: RelayTarget[];
+  /** Doors whose relay could not be read, with why. */
+  skipped: string[];
+}
+
+/** The file as plain data when it is readable YAML at all; undefined otherwise. */
+export function readRawConfig(path: string): Record<string, unknown> | undefined {
+  try {
+    const data: unknown = parseYaml(readConfigText(path), { maxAliasCount: 100 });
+    return typeof data === 'object' && data !== null && !Array.isArray(data) ? (data as Record<string, unknown>) : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * Every relay whose pin, fail mode and polarity can be read from a configuration that does not validate
+ * (a typo elsewhere must not stop `door-agent relock` from locking the doors it can). A relay whose locked
+ * level is ambiguous (an unreadable failMode or activeLow) is skipped and named.
+ */
+export function relaysFromInvalidConfig(raw: Record<string, unknown> | undefined): LenientRelays {
+  const gpioParsed = gpioSchema.safeParse(raw?.gpio ?? { driver: 'onoff' });
+  const gpio: GpioConfig = gpioParsed.success ? gpioParsed.data : { driver: 'onoff', chipBase: 'auto' };
+  const relays: RelayTarget[] = [];
+  const skipped: string[] = [];
+  const doors = Array.isArray(raw?.doors) ? (raw.doors as unknown[]) : [];
+  doors.forEach((door, i) => {
+    const d = (typeof door === 'object' && door !== null ? door : {}) as Record<string, unknown>;
+    const relay = (typeof d.relay === 'object' && d.relay !== null ? d.relay : {}) as Record<string, unknown>;
+    const label = typeof d.name === 'string' ? `${d.name} (doors[${i}])` : `doors[${i}]`;
+    const pin = relay.pin;
+    const failMode = d.failMode ?? 'secure';
+    const activeLow = relay.activeLow ?? false;
+    if (typeof pin !== 'number' || !Number.isInteger(pin) || pin < 0 || pin > 63) return void skipped.push(`${label}: relay.pin is not a BCM pin number`);
+    if (failMode !== 'secure' && failMode !== 'safe') return void skipped.push(`${label}: failMode is neither secure nor safe, so its locked level is unknown`);
+    if (typeof activeLow !== 'boolean') return void skipped.push(`${label}: relay.activeLow is not true or false, so its locked level is unknown`);
+    relays.push({ label, pin, level: relayLevel('LOCKED', failMode, activeLow) });
+  });
+  return { gpio, relays, skipped };
+}

@@ -1,0 +1,98 @@
+import { timingSafeEqual } from 'node:crypto';
+import { z } from 'zod';
+import { guestLinkSchema, type GuestLink } from '../api/shapes.js';
+import { problemsFromZod } from '../util/issues.js';
+import { sign } from './commands.js';
+
+/**
+ * Messages on `P/guest-links/<magic_link_id>` (retained). A link is the guest link as POST /magiclinkadmin
+ * created it; a revocation is an empty payload or a tombstone `{"magic_link_id", "revoked": true}`. When the
+ * doors require signed commands (mqtt.commandSecretFile), every message must carry `issued_at` (unix seconds)
+ * and `signature`: hex HMAC-SHA256, with the command secret, over "guest-link\n" followed by the canonical
+ * JSON of the message without `signature` (keys sorted at every level, no white space). An empty payload
+ * cannot be signed and is then ignored.
+ */
+
+/** At most this many bytes per message, in any mode: a link with a few cards and addresses is far smaller. */
+export const MAX_GUEST_LINK_BYTES = 16 * 1024;
+
+export type GuestLinkMessage =
+  | { kind: 'link'; link: GuestLink; issuedAt: number | null }
+  | { kind: 'revoke'; issuedAt: number | null };
+
+export interface GuestLinkRefusal {
+  refused: string;
+}
+
+const envelopeSchema = z.object({
+  issued_at: z.number().int().nonnegative().optional(),
+  signature: z.string().regex(/^[0-9a-fA-F]{64}$/, 'must be 64 hex digits (HMAC-SHA256)').optional(),
+});
+const tombstoneSchema = z.object({ magic_link_id: z.union([z.string(), z.number()]).transform(String), revoked: z.literal(true) });
+
+/** JSON with object keys sorted at every level and no white space: what a signature covers. */
+export function canonicalJson(value: unknown): string {
+  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`;
+  if (value !== null && typeof value === 'object') {
+    const entries = Object.entries(value as Record<string, unknown>)
+      .filter(([, v]) => v !== undefined)
+      .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+    return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${canonicalJson(v)}`).join(',')}}`;
+  }
+  return JSON.stringify(value);
+}
+
+function signedText(message: Record<string, unknown>): string {
+  const { signature: _ignored, ...rest } = message;
+  return `guest-link\n${canonicalJson(rest)}`;
+}
+
+/** The message to publish for `body` (a link, or a tombstone), signed when a secret is given. */
+export function guestLinkPayload(body: Record<string, unknown>, secret: string | null, issuedAt: number): string {
+  if (secret === null) return JSON.stringify(body);
+  const message = { ...body, issued_at: issuedAt };
+  return JSON.stringify({ ...message, signature: sign(secret, signedText(message)) });
+}
+
+/** A signed revocation (with a secret), else the empty payload that clears the retained link. */
+export function guestLinkRevocationPayload(id: string, secret: string | null, issuedAt: number): string {
+  return secret === null ? '' : guestLinkPayload({ magic_link_id: id, revoked: true }, secret, issuedAt);
+}
+
+/** Parses, validates and (with a secret) authenticates a message of `P/guest-links/<topicId>`. */
+export function parseGuestLinkMessage(topicId: string, payload: Buffer, secret: string | null): GuestLinkMessage | GuestLinkRefusal {
+  if (payload.length > MAX_GUEST_LINK_BYTES) return { refused: `${payload.length} bytes, more than ${MAX_GUEST_LINK_BYTES}` };
+  if (payload.length === 0) {
+    return secret === null ? { kind: 'revoke', issuedAt: null } : { refused: 'an unsigned (empty) revocation; revocations must be signed here' };
+  }
+  let data: unknown;
+  try {
+    data = JSON.parse(payload.toString('utf8'));
+  } catch {
+    return { refused: 'not JSON' };
+  }
+  if (typeof data !== 'object' || data === null || Array.isArray(data)) return { refused: 'not a JSON object' };
+  const envelope = envelopeSchema.safeParse(data);
+  if (!envelope.success) return { refused: problemsFromZod(envelope.error.issues).map((p) => `${p.path}: ${p.message}`).join('; ') };
+  const issuedAt = envelope.data.issued_at ?? null;
+  if (secret !== null) {
+    const { signature } = envelope.data;
+    if (signature === undefined || issuedAt === null) return { refused: 'unsigned: issued_at and signature are required here' };
+    const expected = Buffer.from(sign(secret, signedText(data as Record<string, unknown>)), 'hex');
+    const given = Buffer.from(signature, 'hex');
+    if (given.length !== expected.length || !timingSafeEqual(given, expected)) return { refused: 'signature does not match' };
+  }
+  const tombstone = tombstoneSchema.safeParse(data);
+  if (tombstone.success) {
+    if (tombstone.data.magic_link_id !== topicId) return { refused: 'magic_link_id does not match its topic' };
+    return { kind: 'revoke', issuedAt };
+  }
+  const parsed = guestLinkSchema.safeParse(data);
+  if (!parsed.success) return { refused: problemsFromZod(parsed.error.issues).map((p) => `${p.path}: ${p.message}`).join('; ') };
+  if (parsed.data.magic_link_id !== topicId) return { refused: 'magic_link_id does not match its topic' };
+  return { kind: 'link', link: parsed.data, issuedAt };
+}
+
+export function isRefusal(value: GuestLinkMessage | GuestLinkRefusal): value is GuestLinkRefusal {
+  return 'refused' in value;
+}
