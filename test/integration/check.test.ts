@@ -1,4 +1,4 @@
-import { mkdirSync } from 'node:fs';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DOOR_UUID, SECOND_DOOR_UUID, runCli, tempDir, writeConfig } from '../support/cli.js';
@@ -128,5 +128,22 @@ describe('door-agent check: usage errors (exit 2)', () => {
     const r = runCli(['check', '4213578', '--config', writeConfig(empty)]);
     expect(r.status).toBe(1);
     expect(r.stderr).toContain('provision it with door-agent import first');
+  });
+
+  it('a cache with damaged pages: refused with what to do, not a raw SQLite message', () => {
+    const damaged = join(tmp.path, 'damaged');
+    mkdirSync(damaged);
+    const cfg = writeConfig(damaged);
+    expect(runCli(['import', 'examples/snapshot.json', '--config', cfg]).status).toBe(0);
+    // Everything after the first page (the header) overwritten, as a failing SD card might.
+    const file = join(damaged, 'data/cache.db');
+    const bytes = readFileSync(file);
+    const pageSize = bytes.readUInt16BE(16);
+    bytes.fill(0x5a, pageSize);
+    writeFileSync(file, bytes);
+    const r = runCli(['check', '4213578', '--config', cfg]);
+    expect(r.status).toBe(1);
+    expect(r.stdout).toBe('');
+    expect(r.stderr).toContain('the cache cannot be read (database disk image is malformed); the door stays locked. Rebuild the cache');
   });
 });

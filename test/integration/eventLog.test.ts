@@ -1,8 +1,10 @@
+import { spawnSync } from 'node:child_process';
+import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { openDatabase, type Db } from '../../src/store/database.js';
 import { EventLog } from '../../src/store/eventLog.js';
-import { DOOR_UUID, tempDir } from '../support/cli.js';
+import { CLI, DOOR_UUID, tempDir, writeConfig } from '../support/cli.js';
 
 const tmp = tempDir('door-agent-eventlog-');
 afterAll(tmp.cleanup);
@@ -103,5 +105,29 @@ describe('EventLog on a SQLite file', () => {
     again.log.append({ type: 'locked', door: DOOR_UUID, at: AT0 + 2000 });
     expect(again.log.stats()).toEqual({ total: 1000, unpublished: 1000, evicted: 501, lastSeq: 1501 });
     expect(again.log.since(0, 1)[0]?.seq).toBe(502);
+  });
+});
+
+describe('door-agent events into a pipe', () => {
+  it('a slow reader (door-agent events | cat) gets every event: nothing is lost when the CLI exits', () => {
+    const dir = join(tmp.path, 'pipe');
+    mkdirSync(dir);
+    const config = writeConfig(dir);
+    const db = openDatabase(join(dir, 'data/cache.db'));
+    const log = new EventLog(db, { agentId: 'test-agent', maxEvents: 100_000 });
+    db.transaction(() => {
+      for (let i = 1; i <= 30_000; i++) log.append({ type: 'access_denied', door: DOOR_UUID, at: AT0 + i, data: { kind: 'card', hint: '…', reason: 'unknown_credential', i } });
+    })();
+    db.close();
+    // The reader starts a second late, so the pipe fills and Node has to buffer the rest.
+    const r = spawnSync('sh', ['-c', `"$1" "$2" events --config "$3" | (sleep 1; cat)`, 'sh', process.execPath, CLI, config], {
+      encoding: 'utf8',
+      maxBuffer: 64 * 1024 * 1024,
+      timeout: 60_000,
+    });
+    expect(r.status, r.stderr).toBe(0);
+    const lines = r.stdout.trim().split('\n');
+    expect(lines).toHaveLength(30_000);
+    expect(JSON.parse(lines.at(-1)!)).toMatchObject({ seq: 30_000, i: 30_000 });
   });
 });

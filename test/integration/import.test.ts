@@ -3,7 +3,7 @@ import { mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { afterAll, beforeEach, describe, expect, it } from 'vitest';
-import { runCli, tempDir, writeConfig } from '../support/cli.js';
+import { runCli, runCliAsync, tempDir, writeConfig } from '../support/cli.js';
 import { dumpCache, installWriteCounter, sha256File } from '../support/db.js';
 import { exampleSnapshot, writeSnapshot } from '../support/snapshot.js';
 
@@ -214,6 +214,43 @@ describe('door-agent import', () => {
       holder.close();
     }
     expect(dumpCache(cache)).toBe(before);
+  });
+
+  it('holds the write lock only for the merge, not while the file is read and checked (a daemon keeps writing)', async () => {
+    importExample();
+    const users = [];
+    const details: Record<string, unknown> = {};
+    for (let i = 1; i <= 30_000; i++) {
+      users.push({ email_id: i, ad_status: 'ACTIVE', groups: [['Staff']], name: `User ${i}`, email: `u${i}@example.org` });
+      details[i] = { policies: [], smartcards: [{ number: String(10_000_000 + i), label: 'badge' }, { number: String(1000 + i), label: 'PIN' }] };
+    }
+    const file = writeSnapshot(dir, 'large.json', JSON.stringify({ users, details }));
+    const watcher = new Database(cache);
+    watcher.pragma('busy_timeout = 0');
+    let lockedSince: number | null = null;
+    let longestLocked = 0;
+    let done = false;
+    const importing = runCliAsync(['import', file, '--json', '--allow-mass-removal', '--config', config]).finally(() => (done = true));
+    try {
+      while (!done) {
+        try {
+          watcher.exec('BEGIN IMMEDIATE');
+          watcher.exec('ROLLBACK');
+          if (lockedSince !== null) longestLocked = Math.max(longestLocked, performance.now() - lockedSince);
+          lockedSince = null;
+        } catch {
+          lockedSince ??= performance.now();
+        }
+        await new Promise((r) => setTimeout(r, 2));
+      }
+    } finally {
+      watcher.close();
+    }
+    const r = await importing;
+    expect(r.status, r.stderr).toBe(0);
+    const { durationMs } = JSON.parse(r.stdout) as { durationMs: number };
+    // Reading and validating 30,000 users is most of the work; only the merge may hold the lock.
+    expect(longestLocked).toBeLessThan(durationMs * 0.5);
   });
 
   it('creates the cache and its WAL files readable by the owner only (they hold card numbers)', () => {

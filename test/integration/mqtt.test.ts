@@ -1,3 +1,4 @@
+import Database from 'better-sqlite3';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
@@ -171,6 +172,31 @@ describe('MQTT commands and replies', () => {
     expect(await daemon.stop('SIGTERM')).toEqual({ code: 0, signal: null });
     expect(rejected()).toHaveLength(2);
     expect(rejected()[1]).toMatchObject({ count: bad.length - 1, by_status: { 400: bad.length - 1 } });
+  });
+
+  it('a LOCK sent while another process holds the cache write lock is saved, and a restart does not resume the hold-open', async () => {
+    const s = await site();
+    const daemon = await agent(s);
+    const op = await operator(s, REPLY);
+    await op.publish(SET, 'UNLOCK');
+    expect((await op.waitFor((m) => m.topic === REPLY)).json).toMatchObject({ status: 200 });
+    const writer = new Database(join(s.dir, 'data/cache.db'));
+    try {
+      writer.exec('BEGIN IMMEDIATE'); // door-agent import holding the write lock
+      op.clear();
+      await op.publish(SET, 'LOCK');
+      expect((await op.waitFor((m) => m.topic === REPLY)).json).toEqual({ status: 200, success: 'Front door locked' });
+      expect(readLevel(s.relay)).toBe('0');
+      const status = runCli(['status', '--config', s.config]);
+      expect(status.stdout).toMatch(/Front door \(.*\): LOCKED \(relay GPIO 17 = 0\)/);
+      await daemon.stop('SIGKILL');
+    } finally {
+      if (writer.inTransaction) writer.exec('ROLLBACK');
+      writer.close();
+    }
+    const again = await agent(s);
+    expect(again.logs.find((l) => l.msg === 'resumed an unlock from before the restart')).toBeUndefined();
+    expect(readLevel(s.relay)).toBe('0');
   });
 
   it('a retained command published while the agent is connected is refused too (retain as published)', async () => {

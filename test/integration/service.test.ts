@@ -66,6 +66,23 @@ describe('API keys and ranks', () => {
     expect((await fetch(`${base}/multipleusers?api_key=${keys.REGULAR}`)).status).toBe(200);
   });
 
+  it('a request without a valid key is refused before its body is read or parsed', async () => {
+    const raw = (body: string, headers: Record<string, string> = {}) =>
+      fetch(`${base}/invites`, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body }).then(async (r) => ({
+        status: r.status,
+        body: (await r.json()) as Record<string, unknown>,
+      }));
+    // Broken JSON: without a key, the answer is 401, never a parse error.
+    expect(await raw('{"emails": [')).toEqual({ status: 401, body: { error: 'an API key is required' } });
+    expect((await raw('{"emails": [', { authorization: 'Bearer dak_not-a-key' })).status).toBe(401);
+    // With a key, the same broken body is a 400 naming the problem.
+    expect((await raw('{"emails": [', { authorization: `Bearer ${keys.ADMIN}` })).status).toBe(400);
+    // The smartcard form, whose key may come in the body, still works that way.
+    const form = new URLSearchParams({ api_key: keys.ADMIN, email_id: '999999', smartcards: '[]' }).toString();
+    const r = await fetch(`${base}/modifysmartcards`, { method: 'PUT', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: form });
+    expect(r.status).not.toBe(401);
+  });
+
   it('REGULAR reads only; ADMIN manages users; only SUPER changes ranks', async () => {
     expect((await call('POST', '/invites', { emails: ['r@example.org'] }, keys.REGULAR)).status).toBe(403);
     const invited = await call('POST', '/invites', { emails: ['ranked@example.org'], no_email: true });
