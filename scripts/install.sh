@@ -73,15 +73,17 @@ fi
 
 say "installing into ${R:-/}"
 mkdir -p "$APP" "$(dirname "$BIN")" "$UNITS" "$ETC" "$DATA"
-# The program: built code, manifest, examples and units. Replaced as a whole on upgrade.
-rm -rf "$APP/dist" "$APP/config" "$APP/systemd"
-cp -R "$SRC/dist" "$SRC/config" "$SRC/systemd" "$APP/"
-cp "$SRC/package.json" "$SRC/package-lock.json" "$SRC/.npmrc" "$SRC/README.md" "$APP/"
+# The program: built code, manifest, examples, units and the sd_notify addon's source (npm ci builds it).
+# Replaced as a whole on upgrade.
+rm -rf "$APP/dist" "$APP/config" "$APP/systemd" "$APP/native" "$APP/build"
+cp -R "$SRC/dist" "$SRC/config" "$SRC/systemd" "$SRC/native" "$APP/"
+cp "$SRC/package.json" "$SRC/package-lock.json" "$SRC/.npmrc" "$SRC/README.md" "$SRC/binding.gyp" "$APP/"
 if $NPM; then
   (cd "$APP" && npm ci --omit=dev --no-audit --no-fund)
 else
   rm -rf "$APP/node_modules"
   cp -R "$SRC/node_modules" "$APP/node_modules"
+  cp -R "$SRC/build" "$APP/build"
 fi
 
 cat > "$BIN" <<'WRAPPER'

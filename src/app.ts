@@ -12,6 +12,8 @@ import { CredentialCache } from './store/credentialCache.js';
 import { cachePath, openDatabase, type Db } from './store/database.js';
 import { DoorStateStore, doorStateDir } from './store/doorState.js';
 import { isClockSynchronized } from './util/clockSync.js';
+import type { Notify } from './system/sdNotify.js';
+import { SystemdWatchdog } from './system/watchdog.js';
 import { EventLog } from './store/eventLog.js';
 import { PendingWrites } from './store/pendingWrites.js';
 import { writeRuntimeStatus, type RuntimeStatus } from './store/runtimeStatus.js';
@@ -41,6 +43,10 @@ export interface AgentDeps {
   env?: Env;
   /** Defaults to asking the system (see util/clockSync.ts). */
   clockSynchronized?: () => boolean;
+  /** sd_notify to systemd (Type=notify), null or absent outside systemd. */
+  notify?: Notify | null;
+  /** WATCHDOG_USEC for this process, null without WatchdogSec=. */
+  watchdogUsec?: number | null;
 }
 
 interface DoorParts {
@@ -98,6 +104,7 @@ export async function startAgent(config: Config, deps: AgentDeps): Promise<Agent
   let bridge: MqttBridge | undefined;
   let scheduler: SyncScheduler | undefined;
   let stopped = false;
+  const watchdog = deps.notify ? new SystemdWatchdog({ notify: deps.notify, watchdogUsec: deps.watchdogUsec ?? null, logger }) : null;
   const stop = async () => {
     if (stopped) return;
     stopped = true;
@@ -107,6 +114,7 @@ export async function startAgent(config: Config, deps: AgentDeps): Promise<Agent
       part.controller?.shutdown();
     }
     lockAllNow();
+    watchdog?.stopping();
     try {
       scheduler?.stop();
       await bridge?.stop();
@@ -285,6 +293,7 @@ export async function startAgent(config: Config, deps: AgentDeps): Promise<Agent
     { doors: config.doors.map((d) => d.uuid), cache: cachePath(config.agent.dataDir) },
     'door-agent ready',
   );
+  watchdog?.ready();
   return {
     db: openDb,
     lockState: (uuid) => parts.find((p) => p.door.uuid === uuid)?.controller?.snapshot(),

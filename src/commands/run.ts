@@ -1,4 +1,6 @@
 import { startAgent, type Agent } from '../app.js';
+import { systemdNotifier } from '../system/sdNotify.js';
+import { watchdogUsecFrom } from '../system/watchdog.js';
 import { systemTimers } from '../util/clock.js';
 import { createLogger } from '../util/logger.js';
 import { loadConfigFor, type CommandContext } from './context.js';
@@ -22,7 +24,14 @@ export async function runDaemon(args: { config: string | undefined }, ctx: Comma
     agent?.lockAllNow();
   });
   try {
-    agent = await startAgent(config, { logger, clock: ctx.clock, timers: systemTimers, env: ctx.env });
+    agent = await startAgent(config, {
+      logger,
+      clock: ctx.clock,
+      timers: systemTimers,
+      env: ctx.env,
+      notify: systemdNotifier(ctx.env.NOTIFY_SOCKET),
+      watchdogUsec: watchdogUsecFrom(ctx.env, process.pid),
+    });
   } catch (err) {
     logger.fatal({ err }, 'cannot start');
     throw err;

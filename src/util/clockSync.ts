@@ -13,7 +13,12 @@ export function isClockSynchronized(options: { rtc: boolean; flagFile?: string }
   if (options.rtc) return true;
   if (existsSync(options.flagFile ?? TIMESYNC_FLAG)) return true;
   try {
-    const result = spawnSync('timedatectl', ['show', '--property=NTPSynchronized', '--value'], { encoding: 'utf8', timeout: 2000 });
+    // A clean environment: NOTIFY_SOCKET must not reach it (systemd tools report their own errors there).
+    const result = spawnSync('timedatectl', ['show', '--property=NTPSynchronized', '--value'], {
+      encoding: 'utf8',
+      timeout: 2000,
+      env: { PATH: '/usr/local/bin:/usr/bin:/bin', LC_ALL: 'C' },
+    });
     return result.status === 0 && result.stdout.trim() === 'yes';
   } catch {
     return false;

@@ -1,0 +1,9 @@
+{
+  "targets": [
+    {
+      "target_name": "sd_notify",
+      "sources": ["native/sd_notify.c"],
+      "cflags": ["-Wall", "-Wextra", "-O2"]
+    }
+  ]
+}
