@@ -8,7 +8,7 @@ import { Mailer } from '../service/mailer.js';
 import { storedLinks } from '../service/routesLinks.js';
 import { buildService } from '../service/server.js';
 import { openDatabase } from '../store/database.js';
-import { UsageError } from '../util/errors.js';
+import { DoorAgentError, UsageError } from '../util/errors.js';
 import { createLogger } from '../util/logger.js';
 import { configPath, type CommandContext } from './context.js';
 import type { ProcessHooks } from './run.js';
@@ -85,7 +85,17 @@ export async function runService(args: { config: string | undefined }, ctx: Comm
   } catch (err) {
     await doors?.close();
     db.close();
-    throw new UsageError(`cannot listen on ${config.server.listen}: ${(err as Error).message}`);
+    // An operator's problem (address in use, not on this host, no permission), not a usage error: exit 1.
+    const code = (err as NodeJS.ErrnoException).code;
+    const hint =
+      code === 'EADDRINUSE'
+        ? ': another program already listens there (stop it, or change server.listen)'
+        : code === 'EADDRNOTAVAIL'
+          ? ': this machine has no such address (change server.listen)'
+          : code === 'EACCES'
+            ? ': permission denied (ports below 1024 need privileges; use a higher port)'
+            : '';
+    throw new DoorAgentError(`cannot listen on ${config.server.listen} (server.listen): ${(err as Error).message}${hint}`, { cause: err });
   }
   const address = app.addresses()[0];
   logger.info({ listen: address && typeof address !== 'string' ? `${address.address}:${address.port}` : config.server.listen }, 'service ready');

@@ -29,7 +29,8 @@ export function clientOptions(config: MqttConfig, topics: Topics, env: Env): ICl
     clean: true,
     keepalive: config.keepaliveSeconds,
     connectTimeout: 10_000,
-    reconnectPeriod: MQTT_BACKOFF.initialMs,
+    // mqtt.js's own reconnection has a fixed period; connectBroker schedules reconnects itself (backoff, jitter).
+    reconnectPeriod: 0,
     username: config.username,
     password: readSecret('mqtt.passwordFile', config.passwordFile, env, 'DOOR_AGENT_MQTT_PASSWORD'),
     ca: readFileFor('mqtt.caFile', config.caFile),
@@ -51,36 +52,51 @@ const TLS_CODES = new Set([
 ]);
 
 /**
- * Connects with reconnection backoff (exponential with jitter, reset once connected) and logs each outage once,
- * with a clear line for a broker certificate that is not trusted.
+ * Connects, and reconnects after every loss with exponential backoff and jitter (reset once connected),
+ * scheduled here with mqtt.js's documented `reconnectPeriod: 0` and `client.reconnect()`. Each outage is logged
+ * once, with a clear line for a broker certificate that is not trusted.
  */
 export function connectBroker(config: MqttConfig, topics: Topics, env: Env, logger: Logger): MqttClient {
-  const client = connect(config.url, clientOptions(config, topics, env));
+  return connectWithBackoff(config.url, clientOptions(config, topics, env), logger);
+}
+
+/** connect() with the reconnection and logging of connectBroker, for any client options (the service's too). */
+export function connectWithBackoff(url: string, options: IClientOptions, logger: Logger, random: () => number = Math.random): MqttClient {
+  const client = connect(url, { ...options, reconnectPeriod: 0 });
   let attempt = 0;
   let down = false;
+  let retry: NodeJS.Timeout | null = null;
   client.on('connect', () => {
     // Commands are small and latency matters: no Nagle delay on our side of the connection.
     (client.stream as { setNoDelay?: (on: boolean) => void } | undefined)?.setNoDelay?.(true);
     attempt = 0;
-    client.options.reconnectPeriod = MQTT_BACKOFF.initialMs;
-    if (down) logger.info({ broker: redactUrl(config.url) }, 'broker connection restored');
+    if (down) logger.info({ broker: redactUrl(url) }, 'broker connection restored');
     down = false;
   });
   client.on('close', () => {
-    if (client.disconnecting) return; // our own graceful stop
-    client.options.reconnectPeriod = backoffDelay(attempt++, MQTT_BACKOFF);
-    if (!down) logger.warn({ broker: redactUrl(config.url) }, 'broker connection lost; doors keep working, events are kept');
+    if (client.disconnecting || client.disconnected) return; // our own graceful stop
+    if (!down) logger.warn({ broker: redactUrl(url) }, 'broker connection lost; doors keep working, events are kept');
     down = true;
+    if (retry !== null) return;
+    retry = setTimeout(() => {
+      retry = null;
+      if (!client.disconnecting && !client.disconnected && !client.connected) client.reconnect();
+    }, backoffDelay(attempt++, MQTT_BACKOFF, random));
+    retry.unref();
+  });
+  client.on('end', () => {
+    if (retry !== null) clearTimeout(retry);
+    retry = null;
   });
   client.on('error', (error) => {
     const err = error as Error & { code?: string };
     if (err.code && TLS_CODES.has(err.code)) {
       logger.error(
-        { broker: redactUrl(config.url), code: err.code },
+        { broker: redactUrl(url), code: err.code },
         'broker certificate not trusted: refusing to connect (set mqtt.caFile to the CA that signed it)',
       );
     } else {
-      logger.warn({ broker: redactUrl(config.url), err }, 'broker connection error');
+      logger.warn({ broker: redactUrl(url), err }, 'broker connection error');
     }
   });
   return client;

@@ -1,11 +1,11 @@
 import { randomBytes, randomUUID } from 'node:crypto';
-import { connect, type MqttClient } from 'mqtt';
+import type { MqttClient } from 'mqtt';
 import type { Logger } from 'pino';
 import type { ServiceConfig } from '../config/schema.js';
 import { readSecret, type Env } from '../config/secrets.js';
 import { sign, signedString } from '../mqtt/commands.js';
 import { guestLinkPayload, guestLinkRevocationPayload } from '../mqtt/guestLinkMessages.js';
-import { clientOptions } from '../mqtt/connection.js';
+import { clientOptions, connectWithBackoff } from '../mqtt/connection.js';
 import { Topics } from '../mqtt/topics.js';
 import type { StoredLink } from './routesLinks.js';
 
@@ -37,9 +37,8 @@ export class ServiceMqtt {
     this.secret = readSecret('mqtt.commandSecretFile', config.commandSecretFile, env) ?? null;
     this.protocolVersion = config.protocolVersion;
     const options = clientOptions(config, this.topics, env);
-    this.client = connect(config.url, { ...options, clientId: `door-agent-service-${randomBytes(4).toString('hex')}`, will: undefined });
+    this.client = connectWithBackoff(config.url, { ...options, clientId: `door-agent-service-${randomBytes(4).toString('hex')}`, will: undefined }, logger);
     this.client.on('connect', () => void this.onConnect());
-    this.client.on('error', (err) => logger.warn({ err }, 'broker connection error'));
     // Replies are matched by the request_id the door echoes (MQTT 5 also carries correlation data; with MQTT
     // 3.1.1 the replies come on P/doors/<uuid>/reply).
     this.client.on('message', (_topic, payload) => {
