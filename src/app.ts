@@ -47,11 +47,19 @@ export interface AgentDeps {
   notify?: Notify | null;
   /** WATCHDOG_USEC for this process, null without WatchdogSec=. */
   watchdogUsec?: number | null;
+  /**
+   * A relay write failed, on whatever path (reader, exit button, timer, MQTT, resume). Every relay has already
+   * been driven locked; the caller ends the process with a failure so that systemd restarts the agent.
+   */
+  onRelayFailure?: (err: unknown) => void;
 }
 
 interface DoorParts {
   door: DoorConfig;
+  /** The relay as the door uses it (a failed write triggers the error policy). */
   relay: GpioOutput;
+  /** The bare output, for locking on every path (never re-enters the policy). */
+  rawRelay: GpioOutput;
   controller?: LockController;
   runtime?: DoorRuntime;
   inputs: DebouncedInput[];
@@ -94,7 +102,7 @@ export async function startAgent(config: Config, deps: AgentDeps): Promise<Agent
   const lockAllNow = () => {
     for (const part of parts) {
       try {
-        part.relay.write(lockedLevel(part.door));
+        part.rawRelay.write(lockedLevel(part.door));
       } catch (err) {
         logger.error({ err, door: part.door.uuid }, 'cannot drive relay to locked');
       }
@@ -110,8 +118,12 @@ export async function startAgent(config: Config, deps: AgentDeps): Promise<Agent
     stopped = true;
     // The doors first: nothing after this (a dead broker, a stuck reader) may keep a door unlocked.
     for (const part of parts) {
-      part.runtime?.stop();
-      part.controller?.shutdown();
+      try {
+        part.runtime?.stop();
+        part.controller?.shutdown();
+      } catch (err) {
+        logger.error({ err, door: part.door.uuid }, 'error while stopping a door; its relay is driven locked next');
+      }
     }
     lockAllNow();
     watchdog?.stopping();
@@ -131,8 +143,27 @@ export async function startAgent(config: Config, deps: AgentDeps): Promise<Agent
     }
   };
 
+  // One error policy for the relay: a write that fails anywhere locks every relay and ends the agent.
+  const guard = (door: DoorConfig, relay: GpioOutput): GpioOutput => ({
+    pin: relay.pin,
+    read: () => relay.read(),
+    write: (level) => {
+      try {
+        relay.write(level);
+      } catch (err) {
+        logger.fatal({ err, door: door.uuid, pin: relay.pin }, 'relay write failed: locking every relay and stopping the agent');
+        lockAllNow();
+        deps.onRelayFailure?.(err);
+        throw err;
+      }
+    },
+  });
+
   try {
-    for (const door of config.doors) parts.push({ door, relay: gpio.openOutput(door.relay.pin, lockedLevel(door)), inputs: [] });
+    for (const door of config.doors) {
+      const rawRelay = gpio.openOutput(door.relay.pin, lockedLevel(door));
+      parts.push({ door, relay: guard(door, rawRelay), rawRelay, inputs: [] });
+    }
     logger.info({ doors: parts.length, driver: gpio.name }, 'relays locked');
 
     // Secrets and certificates are checked before anything can move a relay: a missing file is a

@@ -71,19 +71,23 @@ const stopSignals: ProcessHooks['onStopSignal'] = (handler) => {
   for (const signal of ['SIGTERM', 'SIGINT'] as const) process.once(signal, () => handler(signal));
 };
 
+let fatalHandler: ((err: unknown) => void) | null = null;
+const die = (err: unknown) => {
+  try {
+    fatalHandler?.(err);
+  } finally {
+    process.exit(1);
+  }
+};
+
 const processHooks: ProcessHooks = {
   onStopSignal: stopSignals,
   onFatal: (handler) => {
-    const die = (err: unknown) => {
-      try {
-        handler(err);
-      } finally {
-        process.exit(1);
-      }
-    };
+    fatalHandler = handler;
     process.on('uncaughtException', die);
     process.on('unhandledRejection', die);
   },
+  raiseFatal: die,
 };
 
 export async function main(argv: string[], ctx: CommandContext): Promise<number> {

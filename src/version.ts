@@ -1,6 +1,9 @@
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 
-/** door-agent's version, from package.json (dist/src/version.js -> ../../package.json). */
-export const VERSION: string = (
-  JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string }
-).version;
+// dist/src/version.js -> ../../package.json; src/version.ts (in-process tests) -> ../package.json.
+const manifest = [new URL('../../package.json', import.meta.url), new URL('../package.json', import.meta.url)].find(
+  (url) => existsSync(url) && (JSON.parse(readFileSync(url, 'utf8')) as { name?: string }).name === 'door-agent',
+);
+
+/** door-agent's version, from its package.json. */
+export const VERSION: string = manifest ? (JSON.parse(readFileSync(manifest, 'utf8')) as { version: string }).version : 'unknown';

@@ -9,6 +9,8 @@ import { loadConfigFor, type CommandContext } from './context.js';
 export interface ProcessHooks {
   onStopSignal(handler: (signal: string) => void): void;
   onFatal(handler: (err: unknown) => void): void;
+  /** Ends the process as a fatal error would (the onFatal handler runs, exit code 1). */
+  raiseFatal(err: unknown): void;
 }
 
 /**
@@ -31,6 +33,7 @@ export async function runDaemon(args: { config: string | undefined }, ctx: Comma
       env: ctx.env,
       notify: systemdNotifier(ctx.env.NOTIFY_SOCKET),
       watchdogUsec: watchdogUsecFrom(ctx.env, process.pid),
+      onRelayFailure: (err) => hooks.raiseFatal(err),
     });
   } catch (err) {
     logger.fatal({ err }, 'cannot start');
