@@ -1,12 +1,11 @@
 import { join } from 'node:path';
 import { ApiKeys } from '../src/service/apiKeys.js';
-import { SERVICE_MIGRATIONS } from '../src/service/migrations.js';
 import { UserStore } from '../src/service/users.js';
-import { openDatabase } from '../src/store/database.js';
+import { openServiceDatabase } from '../src/service/database.js';
 
 /** A reference-service database with `count` Staff users holding two cards each; returns a REGULAR key. */
 export function seedService(dataDir: string, count: number): string {
-  const db = openDatabase(join(dataDir, 'service.db'), { migrations: SERVICE_MIGRATIONS });
+  const db = openServiceDatabase(join(dataDir, 'service.db'));
   const users = new UserStore(db);
   const now = Date.now();
   db.prepare("INSERT INTO groups (type, name) VALUES ('users', 'Staff')").run();

@@ -23,7 +23,7 @@ import { EXIT_INVALID_CONFIG } from './config/schema.js';
 import { InputError } from './util/errors.js';
 import { MqttBridge } from './mqtt/bridge.js';
 import { connectBroker } from './mqtt/connection.js';
-import { Topics } from './mqtt/topics.js';
+import { Topics } from './protocol/topics.js';
 import { GuestLinkStore } from './store/guestLinkStore.js';
 import { ReplayCache } from './store/replayCache.js';
 import { VERSION } from './version.js';

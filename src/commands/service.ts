@@ -2,12 +2,11 @@ import { chownSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { loadServiceConfig } from '../config/load.js';
 import { ApiKeys, RANKS, type Rank } from '../service/apiKeys.js';
-import { SERVICE_MIGRATIONS } from '../service/migrations.js';
 import { ServiceMqtt } from '../service/doorsMqtt.js';
 import { Mailer } from '../service/mailer.js';
 import { storedLinks } from '../service/routesLinks.js';
 import { buildService } from '../service/server.js';
-import { openDatabase } from '../store/database.js';
+import { openServiceDatabase } from '../service/database.js';
 import { DoorAgentError, UsageError } from '../util/errors.js';
 import { createLogger } from '../util/logger.js';
 import { configPath, type CommandContext } from './context.js';
@@ -27,7 +26,7 @@ function giveToDataDirOwner(dataDir: string): void {
 }
 
 function openServiceDb(config: ReturnType<typeof loadServiceConfig>) {
-  return openDatabase(join(config.server.dataDir, 'service.db'), { migrations: SERVICE_MIGRATIONS });
+  return openServiceDatabase(join(config.server.dataDir, 'service.db'));
 }
 
 /**

@@ -10,7 +10,7 @@ import type { PortFactory, PortLike } from '../hardware/serialReader.js';
 import { ApiKeys } from '../service/apiKeys.js';
 import { ServiceMqtt } from '../service/doorsMqtt.js';
 import { Mailer } from '../service/mailer.js';
-import { SERVICE_MIGRATIONS } from '../service/migrations.js';
+import { openServiceDatabase } from '../service/database.js';
 import { storedLinks } from '../service/routesLinks.js';
 import { buildService } from '../service/server.js';
 import { cachePath, openDatabase } from '../store/database.js';
@@ -95,7 +95,7 @@ export async function startDemo(options: { dir: string; out: (text: string) => v
 
   // 2. The reference service with a demo organization.
   const quiet = pino({ level: 'warn' }, pino.destination({ dest: join(dir, 'demo.log'), sync: true }));
-  const serviceDb = openDatabase(join(dir, 'service', 'service.db'), { migrations: SERVICE_MIGRATIONS });
+  const serviceDb = openServiceDatabase(join(dir, 'service', 'service.db'));
   const key = new ApiKeys(serviceDb).create('ADMIN', 0, options.clock.wallNow());
   // aedes speaks MQTT 3.1.1.
   const serviceConfig = { url: mqttUrl, topicPrefix: 'door-agent', commandMaxAgeSeconds: 30, maxGuestLinks: 500, keepaliveSeconds: 15, protocolVersion: 4 as const, homeAssistant: { discovery: true, prefix: 'homeassistant' } };

@@ -9,10 +9,10 @@ import type { ReplayCache } from '../store/replayCache.js';
 import { systemTimers, type Clock, type Timers } from '../util/clock.js';
 import { isCommandError, parseCommand, type CommandError, type LockAction } from './commands.js';
 import { discoveryMessages } from './discovery.js';
-import { isRefusal, parseGuestLinkMessage } from './guestLinkMessages.js';
+import { isRefusal, parseGuestLinkMessage } from '../protocol/guestLinks.js';
 import { RejectionLog } from './rejections.js';
 import { OutboxPublisher } from './outboxPublisher.js';
-import type { Topics } from './topics.js';
+import type { Topics } from '../protocol/topics.js';
 
 export interface BridgedDoor {
   door: DoorConfig;

@@ -1,6 +1,6 @@
-import { createHmac, timingSafeEqual } from 'node:crypto';
 import { z } from 'zod';
 import { MAX_UNLOCK_SECONDS } from '../core/lockState.js';
+import { signatureMatches, signedString } from '../protocol/signing.js';
 import { problemsFromZod } from '../util/issues.js';
 
 /** What a command asks of the door: lock, or unlock for `seconds` (null = hold open; 'default' = unlockSeconds). */
@@ -44,27 +44,6 @@ const jsonCommandSchema = z.object({
   issued_at: z.number().int().nonnegative().optional(),
   signature: z.string().regex(/^[0-9a-fA-F]{64}$/, 'must be 64 hex digits (HMAC-SHA256)').optional(),
 });
-
-/** The string the signature covers: `<uuid>\n<lock_state>\n<unlock_time or empty>\n<request_id>\n<issued_at>`. */
-export function signedString(fields: {
-  uuid: string;
-  lockState: boolean;
-  unlockTime: number | undefined;
-  requestId: string;
-  issuedAt: number;
-}): string {
-  return `${fields.uuid}\n${fields.lockState}\n${fields.unlockTime ?? ''}\n${fields.requestId}\n${fields.issuedAt}`;
-}
-
-export function sign(secret: string, text: string): string {
-  return createHmac('sha256', secret).update(text, 'utf8').digest('hex');
-}
-
-function signatureMatches(secret: string, text: string, signature: string): boolean {
-  const expected = Buffer.from(sign(secret, text), 'hex');
-  const given = Buffer.from(signature, 'hex');
-  return given.length === expected.length && timingSafeEqual(given, expected);
-}
 
 export interface CommandContext {
   doorUuid: string;

@@ -6,7 +6,7 @@ import { readSecret, type Env } from '../config/secrets.js';
 import { backoffDelay, type BackoffOptions } from '../util/backoff.js';
 import { DoorAgentError, describeFsError } from '../util/errors.js';
 import { redactUrl } from '../util/redact.js';
-import type { Topics } from './topics.js';
+import type { Topics } from '../protocol/topics.js';
 
 export const MQTT_BACKOFF: BackoffOptions = { initialMs: 1000, maxMs: 60_000, jitter: 0.3 };
 
@@ -21,11 +21,14 @@ function readFileFor(keyPath: string, file: string | undefined): Buffer | undefi
   }
 }
 
-/** Client options from the `mqtt` config: MQTT 5, TLS files, password from a file or the environment, last will. */
-export function clientOptions(config: MqttConfig, topics: Topics, env: Env): IClientOptions {
+/**
+ * Client options from an `mqtt` config section: MQTT 5 (or 3.1.1), TLS files, a password from a file or the
+ * environment; the client id and last will are the caller's (the agent's availability, or none).
+ */
+export function clientOptions(config: MqttConfig, env: Env, identity: { clientId: string; will?: IClientOptions['will'] }): IClientOptions {
   return {
     protocolVersion: config.protocolVersion,
-    clientId: `door-agent-${topics.agentId}`,
+    clientId: identity.clientId,
     clean: true,
     keepalive: config.keepaliveSeconds,
     connectTimeout: 10_000,
@@ -38,7 +41,7 @@ export function clientOptions(config: MqttConfig, topics: Topics, env: Env): ICl
     key: readFileFor('mqtt.keyFile', config.keyFile),
     // Never downgrade: a broker whose certificate is not trusted is refused, there is no plaintext retry.
     rejectUnauthorized: true,
-    will: { topic: topics.status, payload: Buffer.from('offline'), qos: 1, retain: true },
+    will: identity.will,
   };
 }
 
@@ -57,7 +60,8 @@ const TLS_CODES = new Set([
  * once, with a clear line for a broker certificate that is not trusted.
  */
 export function connectBroker(config: MqttConfig, topics: Topics, env: Env, logger: Logger): MqttClient {
-  return connectWithBackoff(config.url, clientOptions(config, topics, env), logger);
+  const will = { topic: topics.status, payload: Buffer.from('offline'), qos: 1 as const, retain: true };
+  return connectWithBackoff(config.url, clientOptions(config, env, { clientId: `door-agent-${topics.agentId}`, will }), logger);
 }
 
 /** connect() with the reconnection and logging of connectBroker, for any client options (the service's too). */

@@ -1,5 +1,5 @@
 import type { DoorConfig } from '../config/schema.js';
-import type { Topics } from './topics.js';
+import type { Topics } from '../protocol/topics.js';
 
 export interface DiscoveryMessage {
   topic: string;

@@ -1,5 +1,5 @@
 import { createHash, randomBytes } from 'node:crypto';
-import type { Db } from '../store/database.js';
+import type { ServiceDb as Db } from './database.js';
 
 export type Rank = 'REGULAR' | 'ADMIN' | 'SUPER';
 export const RANKS: readonly Rank[] = ['REGULAR', 'ADMIN', 'SUPER'];

@@ -3,10 +3,10 @@ import type { MqttClient } from 'mqtt';
 import type { Logger } from 'pino';
 import type { ServiceConfig } from '../config/schema.js';
 import { readSecret, type Env } from '../config/secrets.js';
-import { sign, signedString } from '../mqtt/commands.js';
-import { guestLinkPayload, guestLinkRevocationPayload } from '../mqtt/guestLinkMessages.js';
+import { sign, signedString } from '../protocol/signing.js';
+import { guestLinkPayload, guestLinkRevocationPayload } from '../protocol/guestLinks.js';
 import { clientOptions, connectWithBackoff } from '../mqtt/connection.js';
-import { Topics } from '../mqtt/topics.js';
+import { DoorTopics } from '../protocol/topics.js';
 import type { StoredLink } from './routesLinks.js';
 
 export interface DoorReply {
@@ -20,7 +20,7 @@ export interface DoorReply {
  */
 export class ServiceMqtt {
   private readonly client: MqttClient;
-  private readonly topics: Topics;
+  private readonly topics: DoorTopics;
   private readonly replyTopic: string;
   private readonly pending = new Map<string, (reply: DoorReply) => void>();
   private readonly secret: string | null;
@@ -32,12 +32,12 @@ export class ServiceMqtt {
     private readonly logger: Logger,
     private readonly links: () => StoredLink[],
   ) {
-    this.topics = new Topics(config.topicPrefix, 'access-service');
+    this.topics = new DoorTopics(config.topicPrefix);
     this.replyTopic = `${config.topicPrefix}/service/replies/${randomBytes(6).toString('hex')}`;
     this.secret = readSecret('mqtt.commandSecretFile', config.commandSecretFile, env) ?? null;
     this.protocolVersion = config.protocolVersion;
-    const options = clientOptions(config, this.topics, env);
-    this.client = connectWithBackoff(config.url, { ...options, clientId: `door-agent-service-${randomBytes(4).toString('hex')}`, will: undefined }, logger);
+    const options = clientOptions(config, env, { clientId: `door-agent-service-${randomBytes(4).toString('hex')}` });
+    this.client = connectWithBackoff(config.url, options, logger);
     this.client.on('connect', () => void this.onConnect());
     // Replies are matched by the request_id the door echoes (MQTT 5 also carries correlation data; with MQTT
     // 3.1.1 the replies come on P/doors/<uuid>/reply).
@@ -55,7 +55,7 @@ export class ServiceMqtt {
 
   private async onConnect(): Promise<void> {
     try {
-      await this.client.subscribeAsync([this.replyTopic, `${this.topics.prefix}/doors/+/reply`], { qos: 1 });
+      await this.client.subscribeAsync([this.replyTopic, this.topics.allReplies], { qos: 1 });
       // Links stored while the broker was away (or before MQTT was configured) reach the doors now.
       for (const link of this.links()) this.publishGuestLink(link);
       this.logger.info('connected to the broker');
@@ -67,14 +67,14 @@ export class ServiceMqtt {
   publishGuestLink(link: StoredLink): void {
     if (!this.client.connected) return; // published at the next connect
     const payload = guestLinkPayload({ ...link }, this.secret, Math.floor(Date.now() / 1000));
-    this.client.publish(`${this.topics.prefix}/guest-links/${link.magic_link_id}`, payload, { qos: 1, retain: true });
+    this.client.publish(this.topics.guestLink(link.magic_link_id), payload, { qos: 1, retain: true });
   }
 
   revokeGuestLink(id: string): void {
     // Retained too, so that a broker that kept the old link forgets it. Without a secret it is the empty payload
     // (agents away now reconcile on reconnect); with one, a signed tombstone the doors can believe.
     const payload = guestLinkRevocationPayload(id, this.secret, Math.floor(Date.now() / 1000));
-    if (this.client.connected) this.client.publish(`${this.topics.prefix}/guest-links/${id}`, payload, { qos: 1, retain: true });
+    if (this.client.connected) this.client.publish(this.topics.guestLink(id), payload, { qos: 1, retain: true });
   }
 
   /** Sends a lock command to a door and waits for its reply; 504 when it does not answer in time. */

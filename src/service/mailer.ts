@@ -1,7 +1,7 @@
 import nodemailer from 'nodemailer';
 import type { Logger } from 'pino';
 import type { ServiceConfig } from '../config/schema.js';
-import type { Db } from '../store/database.js';
+import type { ServiceDb as Db } from './database.js';
 
 interface MailRow {
   mail_id: number;

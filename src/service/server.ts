@@ -1,6 +1,6 @@
 import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import type { Logger } from 'pino';
-import type { Db } from '../store/database.js';
+import type { ServiceDb as Db } from './database.js';
 import type { Clock } from '../util/clock.js';
 import { ApiKeys, type Rank } from './apiKeys.js';
 import { BadRequest } from './params.js';

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import type { Db } from '../store/database.js';
+import type { ServiceDb as Db } from './database.js';
 import type { Rank } from './apiKeys.js';
 
 /** Service time format: UTC `YYYY-MM-DD hh:mm:ss`. */

@@ -40,10 +40,10 @@ function notADatabase(file: string, err: unknown): DoorAgentError {
  */
 export function openDatabase(
   file: string,
-  options: { readonly?: boolean; migrations?: readonly string[]; busyTimeoutMs?: number } = {},
+  options: { readonly?: boolean; busyTimeoutMs?: number } = {},
 ): Db {
   const readonly = options.readonly ?? false;
-  const migrations = options.migrations ?? MIGRATIONS;
+  const migrations = MIGRATIONS;
   const isNew = !existsSync(file);
   if (readonly && isNew) {
     throw new DoorAgentError(`no cache at ${file}: provision it with door-agent import first`);

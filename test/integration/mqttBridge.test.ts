@@ -7,7 +7,7 @@ import { parseConfig } from '../../src/config/load.js';
 import type { Level } from '../../src/core/relay.js';
 import { LockController } from '../../src/door/lockController.js';
 import { MqttBridge } from '../../src/mqtt/bridge.js';
-import { Topics } from '../../src/mqtt/topics.js';
+import { Topics } from '../../src/protocol/topics.js';
 import { openDatabase } from '../../src/store/database.js';
 import { DoorStateStore } from '../../src/store/doorState.js';
 import { EventLog } from '../../src/store/eventLog.js';

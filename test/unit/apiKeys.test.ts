@@ -1,8 +1,7 @@
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { ApiKeys } from '../../src/service/apiKeys.js';
-import { SERVICE_MIGRATIONS } from '../../src/service/migrations.js';
-import { openDatabase } from '../../src/store/database.js';
+import { openServiceDatabase } from '../../src/service/database.js';
 import { tempDir } from '../support/cli.js';
 
 const tmp = tempDir('door-agent-keys-');
@@ -11,7 +10,7 @@ const DAY = 86_400_000;
 
 describe('ApiKeys', () => {
   it('verifies a key by its hash only, with its rank; expiry 0 means never; expired keys are refused', () => {
-    const db = openDatabase(join(tmp.path, 'service.db'), { migrations: SERVICE_MIGRATIONS });
+    const db = openServiceDatabase(join(tmp.path, 'service.db'));
     const keys = new ApiKeys(db);
     const now = Date.parse('2026-11-22T10:00:00Z');
     const forever = keys.create('ADMIN', 0, now);

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { parseConfig } from '../../src/config/load.js';
 import type { DoorConfig } from '../../src/config/schema.js';
 import { discoveryMessages, type DiscoveryMessage } from '../../src/mqtt/discovery.js';
-import { Topics } from '../../src/mqtt/topics.js';
+import { Topics } from '../../src/protocol/topics.js';
 
 const FRONT = '6f1c2a0e-8d0b-4a57-9d43-1f2e3a4b5c6d';
 const BACK = '0b7a1e55-3c2d-4e8f-9a10-22334455aabb';

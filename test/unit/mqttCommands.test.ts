@@ -4,13 +4,12 @@ import {
   MAX_COMMAND_BYTES,
   isCommandError,
   parseCommand,
-  sign,
-  signedString,
   type CommandContext,
   type CommandError,
   type LockAction,
   type ParsedCommand,
 } from '../../src/mqtt/commands.js';
+import { sign, signedString } from '../../src/protocol/signing.js';
 
 const DOOR = '6f1c2a0e-8d0b-4a57-9d43-1f2e3a4b5c6d';
 const OTHER_DOOR = '0b7a1e55-3c2d-4e8f-9a10-22334455aabb';

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { Topics } from '../../src/mqtt/topics.js';
+import { Topics } from '../../src/protocol/topics.js';
 
 const DOOR = '6f1c2a0e-8d0b-4a57-9d43-1f2e3a4b5c6d';
 const t = new Topics('acme/site-1', 'agent-7');

@@ -1,9 +1,9 @@
-/** MQTT topics of design section 5 (P = mqtt.topicPrefix). */
-export class Topics {
-  constructor(
-    readonly prefix: string,
-    readonly agentId: string,
-  ) {}
+/**
+ * MQTT topics of design section 5 (P = mqtt.topicPrefix), shared by the agent and the reference service: the
+ * door and guest-link topics here, the agent's own ones in AgentTopics.
+ */
+export class DoorTopics {
+  constructor(readonly prefix: string) {}
 
   set(door: string): string {
     return `${this.prefix}/doors/${door}/set`;
@@ -17,11 +17,12 @@ export class Topics {
   events(door: string): string {
     return `${this.prefix}/doors/${door}/events`;
   }
-  get status(): string {
-    return `${this.prefix}/agents/${this.agentId}/status`;
+  /** Every door's reply topic (the service's subscription). */
+  get allReplies(): string {
+    return `${this.prefix}/doors/+/reply`;
   }
-  get sync(): string {
-    return `${this.prefix}/agents/${this.agentId}/sync`;
+  guestLink(id: string): string {
+    return `${this.prefix}/guest-links/${id}`;
   }
   get guestLinks(): string {
     return `${this.prefix}/guest-links/+`;
@@ -41,5 +42,22 @@ export class Topics {
     if (!topic.startsWith(head)) return null;
     const id = topic.slice(head.length);
     return id === '' || id.includes('/') ? null : id;
+  }
+}
+
+/** The topics of one agent: the door topics plus its availability and sync trigger. */
+export class Topics extends DoorTopics {
+  constructor(
+    prefix: string,
+    readonly agentId: string,
+  ) {
+    super(prefix);
+  }
+
+  get status(): string {
+    return `${this.prefix}/agents/${this.agentId}/status`;
+  }
+  get sync(): string {
+    return `${this.prefix}/agents/${this.agentId}/sync`;
   }
 }

@@ -1,8 +1,7 @@
-import { timingSafeEqual } from 'node:crypto';
 import { z } from 'zod';
 import { guestLinkSchema, type GuestLink } from '../api/shapes.js';
 import { problemsFromZod } from '../util/issues.js';
-import { sign } from './commands.js';
+import { sign, signatureMatches } from './signing.js';
 
 /**
  * Messages on `P/guest-links/<magic_link_id>` (retained). A link is the guest link as POST /magiclinkadmin
@@ -78,9 +77,7 @@ export function parseGuestLinkMessage(topicId: string, payload: Buffer, secret: 
   if (secret !== null) {
     const { signature } = envelope.data;
     if (signature === undefined || issuedAt === null) return { refused: 'unsigned: issued_at and signature are required here' };
-    const expected = Buffer.from(sign(secret, signedText(data as Record<string, unknown>)), 'hex');
-    const given = Buffer.from(signature, 'hex');
-    if (given.length !== expected.length || !timingSafeEqual(given, expected)) return { refused: 'signature does not match' };
+    if (!signatureMatches(secret, signedText(data as Record<string, unknown>), signature)) return { refused: 'signature does not match' };
   }
   const tombstone = tombstoneSchema.safeParse(data);
   if (tombstone.success) {
