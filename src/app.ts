@@ -1,5 +1,6 @@
 import type { Logger } from 'pino';
-import type { Config, DoorConfig } from './config/schema.js';
+import type { AgentOptions } from './config/options.js';
+import type { DoorOptions } from './door/options.js';
 import { relayLevel, type Level } from './core/relay.js';
 import { AccessChecker } from './door/accessChecker.js';
 import { DebouncedInput } from './door/debouncedInput.js';
@@ -22,7 +23,7 @@ import { checkReferencedFiles, readSecret, type Env } from './config/secrets.js'
 import { EXIT_INVALID_CONFIG } from './config/schema.js';
 import { InputError } from './util/errors.js';
 import { MqttBridge } from './mqtt/bridge.js';
-import { connectBroker } from './mqtt/connection.js';
+import { connectBroker } from './protocol/connection.js';
 import { Topics } from './protocol/topics.js';
 import { GuestLinkStore } from './store/guestLinkStore.js';
 import { ReplayCache } from './store/replayCache.js';
@@ -55,7 +56,7 @@ export interface AgentDeps {
 }
 
 interface DoorParts {
-  door: DoorConfig;
+  door: DoorOptions;
   /** The relay as the door uses it (a failed write triggers the error policy). */
   relay: GpioOutput;
   /** The bare output, for locking on every path (never re-enters the policy). */
@@ -78,14 +79,14 @@ export interface Agent {
 /** How long the daemon's connection waits for another process's write lock before queueing the write. */
 const DAEMON_BUSY_TIMEOUT_MS = 20;
 
-const lockedLevel = (door: DoorConfig): Level => relayLevel('LOCKED', door.failMode, door.relay.activeLow);
+const lockedLevel = (door: DoorOptions): Level => relayLevel('LOCKED', door.failMode, door.relay.activeLow);
 
 /**
  * The composition root. Start order (design section 7): every relay driven to its locked level first, then the
  * store, the lock controllers (resuming persisted unlocks), the inputs, the readers. Any failure during start
  * leaves every relay locked and what was opened closed.
  */
-export async function startAgent(config: Config, deps: AgentDeps): Promise<Agent> {
+export async function startAgent(config: AgentOptions, deps: AgentDeps): Promise<Agent> {
   const { logger, clock, timers } = deps;
   const gpio = deps.gpio ?? createGpioDriver(config.gpio);
   const parts: DoorParts[] = [];
@@ -144,7 +145,7 @@ export async function startAgent(config: Config, deps: AgentDeps): Promise<Agent
   };
 
   // One error policy for the relay: a write that fails anywhere locks every relay and ends the agent.
-  const guard = (door: DoorConfig, relay: GpioOutput): GpioOutput => ({
+  const guard = (door: DoorOptions, relay: GpioOutput): GpioOutput => ({
     pin: relay.pin,
     read: () => relay.read(),
     write: (level) => {

@@ -1,4 +1,4 @@
-import type { DoorConfig } from '../config/schema.js';
+import type { DoorOptions } from '../door/options.js';
 import type { CredentialKind } from '../core/credentials.js';
 import { AccessChecker } from '../door/accessChecker.js';
 import { CredentialCache } from '../store/credentialCache.js';
@@ -23,13 +23,13 @@ const KIND_FORMAT: Record<CredentialKind, string> = {
   token: '16-128 printable characters without spaces',
 };
 
-export function selectDoor(doors: readonly DoorConfig[], uuid: string | undefined): DoorConfig {
+export function selectDoor(doors: readonly DoorOptions[], uuid: string | undefined): DoorOptions {
   const list = () => doors.map((d) => `  ${d.uuid}  ${d.name}`).join('\n');
   if (uuid === undefined) {
     if (doors.length === 1) return doors[0]!;
     throw new UsageError(`${doors.length} doors are configured: name one with --door UUID\n${list()}`);
   }
-  const door = doors.find((d) => d.uuid.toLowerCase() === uuid.toLowerCase());
+  const door = doors.find((d) => d.uuid === uuid.toLowerCase());
   if (!door) throw new UsageError(`--door ${uuid} is not a configured door; configured doors:\n${list()}`);
   return door;
 }

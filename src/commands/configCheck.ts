@@ -47,13 +47,17 @@ export function runConfigCheck(args: { config: string | undefined }, ctx: Comman
   }
   const problems = checkReferencedFiles(config, ctx.env);
   if (problems.length > 0) throw new InputError(`${path} is invalid`, problems, EXIT_INVALID_CONFIG);
+  // One file for a door that also runs the reference service: its server section is checked as the service reads it.
+  const raw = readRawConfig(path);
+  const sharedService = raw && 'server' in raw ? loadServiceConfig(path) : undefined;
   const doors = config.doors.map((d) => `${d.name} (GPIO ${d.relay.pin}${d.reader ? `, reader ${d.reader.path}` : ''})`);
   ctx.stdout.write(
     `${path}: ok\n` +
       `  agent ${config.agent.id}, time zone ${config.agent.timezone}, data in ${config.agent.dataDir}\n` +
       `  gpio driver ${config.gpio.driver}; ${config.doors.length} door(s): ${doors.join(', ')}\n` +
       `  service ${config.service ? redactUrl(config.service.baseUrl) : 'not configured (offline)'}; ` +
-      `mqtt ${config.mqtt ? redactUrl(config.mqtt.url) : 'not configured'}\n`,
+      `mqtt ${config.mqtt ? redactUrl(config.mqtt.url) : 'not configured'}\n` +
+      (sharedService ? `  reference service: listen ${sharedService.server.listen}, ${sharedService.server.resources.length} resource(s)\n` : ''),
   );
   return 0;
 }

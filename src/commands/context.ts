@@ -1,6 +1,6 @@
 import type { Env } from '../config/secrets.js';
 import { DEFAULT_CONFIG_PATH, loadConfig } from '../config/load.js';
-import type { Config } from '../config/schema.js';
+import type { AgentOptions } from '../config/options.js';
 import type { Clock } from '../util/clock.js';
 
 export interface Output {
@@ -21,6 +21,6 @@ export function configPath(flag: string | undefined, env: Env): string {
   return flag ?? (env.DOOR_AGENT_CONFIG || undefined) ?? DEFAULT_CONFIG_PATH;
 }
 
-export function loadConfigFor(flag: string | undefined, ctx: CommandContext): Config {
+export function loadConfigFor(flag: string | undefined, ctx: CommandContext): AgentOptions {
   return loadConfig(configPath(flag, ctx.env));
 }

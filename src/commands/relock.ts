@@ -1,6 +1,6 @@
 import { loadConfig } from '../config/load.js';
 import { readRawConfig, relaysFromInvalidConfig, type RelayTarget } from '../config/lenient.js';
-import type { GpioConfig } from '../config/schema.js';
+import type { GpioOptions } from '../hardware/gpio.js';
 import { relayLevel } from '../core/relay.js';
 import { createGpioDriver } from '../hardware/createGpio.js';
 import { DoorAgentError } from '../util/errors.js';
@@ -14,7 +14,7 @@ import { configPath, type CommandContext } from './context.js';
  */
 export function runRelock(args: { config: string | undefined }, ctx: CommandContext): number {
   const path = configPath(args.config, ctx.env);
-  let gpio: GpioConfig;
+  let gpio: GpioOptions;
   let relays: RelayTarget[];
   let configError: DoorAgentError | undefined;
   const failures: string[] = [];

@@ -1,6 +1,7 @@
 import { parse as parseYaml } from 'yaml';
 import { relayLevel, type Level } from '../core/relay.js';
-import { gpioSchema, type GpioConfig } from './schema.js';
+import type { GpioOptions } from '../hardware/gpio.js';
+import { gpioSchema } from './schema.js';
 import { readConfigText } from './load.js';
 
 /** A relay to drive locked, read from a configuration that may not validate as a whole. */
@@ -11,7 +12,7 @@ export interface RelayTarget {
 }
 
 export interface LenientRelays {
-  gpio: GpioConfig;
+  gpio: GpioOptions;
   relays: RelayTarget[];
   /** Doors whose relay could not be read, with why. */
   skipped: string[];
@@ -34,7 +35,7 @@ export function readRawConfig(path: string): Record<string, unknown> | undefined
  */
 export function relaysFromInvalidConfig(raw: Record<string, unknown> | undefined): LenientRelays {
   const gpioParsed = gpioSchema.safeParse(raw?.gpio ?? { driver: 'onoff' });
-  const gpio: GpioConfig = gpioParsed.success ? gpioParsed.data : { driver: 'onoff', chipBase: 'auto' };
+  const gpio: GpioOptions = gpioParsed.success ? gpioParsed.data : { driver: 'onoff', chipBase: 'auto' };
   const relays: RelayTarget[] = [];
   const skipped: string[] = [];
   const doors = Array.isArray(raw?.doors) ? (raw.doors as unknown[]) : [];

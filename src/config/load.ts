@@ -1,6 +1,7 @@
 import { closeSync, fstatSync, openSync, readSync } from 'node:fs';
 import { parseDocument } from 'yaml';
 import { EXIT_INVALID_CONFIG, configSchema, serviceConfigSchema, type Config, type ServiceConfig } from './schema.js';
+import type { AgentOptions, ServiceOptions } from './options.js';
 import { DoorAgentError, InputError, describeFsError } from '../util/errors.js';
 import { problemsFromZod, type Problem } from '../util/issues.js';
 
@@ -32,35 +33,52 @@ function parseYaml(text: string, source: string): unknown {
   return data;
 }
 
-/** Parses and validates configuration text; throws InputError (exit 78) listing every problem. */
-export function parseConfig(text: string, source: string): Config {
+/** The normalized options of a validated agent configuration: names given, UUIDs in lower case. */
+function agentOptions(parsed: Config): AgentOptions {
+  const { agent, access, gpio, doors, mqtt, service } = parsed;
+  return {
+    agent,
+    access,
+    gpio,
+    doors: doors.map((door) => ({ ...door, uuid: door.uuid.toLowerCase(), name: door.name ?? `Door ${door.resourceId}` })),
+    ...(mqtt ? { mqtt } : {}),
+    ...(service ? { service } : {}),
+  };
+}
+
+function serviceOptions(parsed: ServiceConfig): ServiceOptions {
+  const { server, mqtt } = parsed;
+  return {
+    server: { ...server, resources: server.resources.map((r) => ({ ...r, uuid: r.uuid.toLowerCase() })) },
+    ...(mqtt ? { mqtt } : {}),
+  };
+}
+
+/** Parses, validates and normalizes configuration text; throws InputError (exit 78) listing every problem. */
+export function parseConfig(text: string, source: string): AgentOptions {
   const data = parseYaml(text, source);
   const result = configSchema.safeParse(data);
   if (!result.success) {
     throw new InputError(`${source} is invalid`, problemsFromZod(result.error.issues), EXIT_INVALID_CONFIG);
   }
-  const parsed = result.data;
-  return {
-    ...parsed,
-    doors: parsed.doors.map((door) => ({ ...door, name: door.name ?? `Door ${door.resourceId}` })),
-  };
+  return agentOptions(result.data);
 }
 
 /** The reference service's view of a configuration file (its `server` and `mqtt` sections). */
-export function parseServiceConfig(text: string, source: string): ServiceConfig {
+export function parseServiceConfig(text: string, source: string): ServiceOptions {
   const result = serviceConfigSchema.safeParse(parseYaml(text, source));
   if (!result.success) {
     throw new InputError(`${source} is invalid`, problemsFromZod(result.error.issues), EXIT_INVALID_CONFIG);
   }
-  return result.data;
+  return serviceOptions(result.data);
 }
 
-export function loadServiceConfig(path: string): ServiceConfig {
+export function loadServiceConfig(path: string): ServiceOptions {
   return parseServiceConfig(readConfigText(path), path);
 }
 
-/** Reads and validates a configuration file. */
-export function loadConfig(path: string): Config {
+/** Reads, validates and normalizes a configuration file. */
+export function loadConfig(path: string): AgentOptions {
   return parseConfig(readConfigText(path), path);
 }
 

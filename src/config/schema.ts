@@ -205,7 +205,8 @@ export const configSchema = z
     service: serviceSchema.optional(),
     access: accessSchema,
     mqtt: mqttSchema.optional(),
-    server: serverSchema.optional(),
+    // The reference service's section, when one file serves both: validated by the service's schema.
+    server: z.unknown().optional(),
     gpio: gpioSchema.prefault({ driver: 'onoff' }),
     doors: z.array(doorSchema).min(1, 'configure at least one door'),
   })
@@ -263,7 +264,5 @@ export const configSchema = z
     });
   });
 
-type ParsedConfig = z.output<typeof configSchema>;
-export type DoorConfig = ParsedConfig['doors'][number] & { name: string };
-export type GpioConfig = ParsedConfig['gpio'];
-export type Config = Omit<ParsedConfig, 'doors'> & { doors: DoorConfig[] };
+/** The file as validated, before normalization (config/load.ts turns it into AgentOptions). */
+export type Config = z.output<typeof configSchema>;

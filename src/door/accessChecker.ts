@@ -1,4 +1,4 @@
-import type { Config, DoorConfig } from '../config/schema.js';
+import type { AccessOptions, DoorOptions } from './options.js';
 import { credentialHint, normalizeCredential, pinLabelSet, type CredentialKind } from '../core/credentials.js';
 import { decide, type Decision, type DecisionContext } from '../core/decision.js';
 import { localTimeIn } from '../core/schedule.js';
@@ -6,7 +6,7 @@ import type { CredentialCache } from '../store/credentialCache.js';
 import { CacheUnreadableError } from '../store/database.js';
 
 export interface AccessRequest {
-  door: DoorConfig;
+  door: DoorOptions;
   kind: CredentialKind;
   /** As presented: a card number in the door reader's format, PIN digits, or a QR token. */
   credential: string;
@@ -29,7 +29,7 @@ export class AccessChecker {
 
   constructor(
     private readonly cache: CredentialCache,
-    config: Pick<Config, 'access' | 'agent'>,
+    config: { access: AccessOptions; agent: { timezone: string } },
   ) {
     this.pinLabels = pinLabelSet(config.access.pinLabels);
     this.context = {

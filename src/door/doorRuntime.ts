@@ -1,5 +1,5 @@
 import type { Logger } from 'pino';
-import type { DoorConfig } from '../config/schema.js';
+import type { DoorOptions } from './options.js';
 import { normalizeCredential, type CredentialKind } from '../core/credentials.js';
 import * as supervision from '../core/doorSupervision.js';
 import { KEYPAD_IDLE, PIN_AFTER_CARD_MS, isLockedOut, recordFailure, type PendingCard } from '../core/keypad.js';
@@ -45,7 +45,7 @@ export class DoorRuntime {
   private readonly settings: supervision.SupervisionSettings;
 
   constructor(
-    private readonly door: DoorConfig,
+    private readonly door: DoorOptions,
     private readonly deps: DoorRuntimeDeps,
   ) {
     this.settings = { unlockWindowMs: door.unlockSeconds * 1000, heldOpenMs: door.heldOpenSeconds * 1000 };

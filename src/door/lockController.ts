@@ -1,4 +1,4 @@
-import type { DoorConfig } from '../config/schema.js';
+import type { DoorOptions } from './options.js';
 import { isClockTrusted } from '../core/decision.js';
 import * as machine from '../core/lockState.js';
 import type { LockState } from '../core/lockState.js';
@@ -58,7 +58,7 @@ export class LockController {
   private readonly limits: machine.LockLimits;
 
   constructor(
-    private readonly door: DoorConfig,
+    private readonly door: DoorOptions,
     private readonly relay: GpioOutput,
     private readonly deps: LockControllerDeps,
   ) {

@@ -1,13 +1,12 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import type { GpioConfig } from '../config/schema.js';
 import type { Level } from '../core/relay.js';
 import { detectChipBase } from './chipBase.js';
-import type { GpioDriver } from './gpio.js';
+import type { GpioDriver, GpioOptions } from './gpio.js';
 import { OnoffGpio, SYSFS_GPIO_DIR } from './onoffGpio.js';
 import { SimulatedGpio } from './simulatedGpio.js';
 
-export function createGpioDriver(config: GpioConfig): GpioDriver {
+export function createGpioDriver(config: GpioOptions): GpioDriver {
   return config.driver === 'simulated' ? new SimulatedGpio(config.simulatedDir) : new OnoffGpio({ chipBase: config.chipBase });
 }
 
@@ -15,7 +14,7 @@ export function createGpioDriver(config: GpioConfig): GpioDriver {
  * The level an output pin has now, read from its value file without claiming the pin (for `status`, another
  * process than the daemon). Null when it cannot be read: not exported yet, no permission, no GPIO here.
  */
-export function readOutputLevel(config: GpioConfig, pin: number): Level | null {
+export function readOutputLevel(config: GpioOptions, pin: number): Level | null {
   try {
     const file =
       config.driver === 'simulated'

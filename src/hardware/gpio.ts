@@ -27,3 +27,6 @@ export interface GpioDriver {
   /** Releases file handles; outputs keep their last level (a relay never floats at stop). */
   close(): void;
 }
+
+/** Which driver (design section 3, `gpio`): sysfs through onoff, or the simulated tree of files. */
+export type GpioOptions = { driver: 'onoff'; chipBase: number | 'auto' } | { driver: 'simulated'; simulatedDir: string };

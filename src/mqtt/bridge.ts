@@ -1,6 +1,6 @@
 import type { IPublishPacket, MqttClient } from 'mqtt';
 import type { Logger } from 'pino';
-import type { DoorConfig } from '../config/schema.js';
+import type { DoorOptions } from '../door/options.js';
 import type { LockController, LockSnapshot } from '../door/lockController.js';
 import type { EventLog, WireEvent } from '../store/eventLog.js';
 import type { GuestLinkStore } from '../store/guestLinkStore.js';
@@ -15,7 +15,7 @@ import { OutboxPublisher } from './outboxPublisher.js';
 import type { Topics } from '../protocol/topics.js';
 
 export interface BridgedDoor {
-  door: DoorConfig;
+  door: DoorOptions;
   controller: LockController;
   contact: () => 'OPEN' | 'CLOSED' | null;
 }
@@ -68,7 +68,7 @@ export class MqttBridge {
         }
       },
     });
-    for (const d of deps.doors) this.byUuid.set(d.door.uuid.toLowerCase(), d);
+    for (const d of deps.doors) this.byUuid.set(d.door.uuid, d); // configured UUIDs are lower case
     this.outbox = new OutboxPublisher(deps.events, (event) => this.publishEvent(event), { logger: deps.logger, clock: deps.clock });
     const { client } = deps;
     client.on('connect', () => void this.onConnect());

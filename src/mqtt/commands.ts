@@ -46,6 +46,7 @@ const jsonCommandSchema = z.object({
 });
 
 export interface CommandContext {
+  /** Lower case, as configured UUIDs are normalized. */
   doorUuid: string;
   /** The command secret when commands must be signed. */
   secret: string | null;
@@ -88,7 +89,7 @@ export function parseCommand(payload: Buffer, ctx: CommandContext): ParsedComman
   }
   const cmd = result.data;
   const requestId = cmd.request_id ?? null;
-  if (cmd.uuid !== undefined && cmd.uuid.toLowerCase() !== ctx.doorUuid.toLowerCase()) {
+  if (cmd.uuid !== undefined && cmd.uuid.toLowerCase() !== ctx.doorUuid) {
     return { status: 400, error: `uuid ${cmd.uuid} does not match the door of this topic`, requestId };
   }
   if (cmd.lock_state && cmd.unlock_time !== undefined) {

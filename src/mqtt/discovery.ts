@@ -1,4 +1,4 @@
-import type { DoorConfig } from '../config/schema.js';
+import type { DoorOptions } from '../door/options.js';
 import type { Topics } from '../protocol/topics.js';
 
 export interface DiscoveryMessage {
@@ -14,7 +14,7 @@ export interface DiscoveryMessage {
 export function discoveryMessages(options: {
   haPrefix: string;
   topics: Topics;
-  doors: readonly DoorConfig[];
+  doors: readonly DoorOptions[];
   version: string;
 }): DiscoveryMessage[] {
   const { haPrefix, topics, doors, version } = options;

@@ -1,11 +1,11 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import type { MqttClient } from 'mqtt';
 import type { Logger } from 'pino';
-import type { ServiceConfig } from '../config/schema.js';
+import type { MqttOptions } from '../protocol/options.js';
 import { readSecret, type Env } from '../config/secrets.js';
 import { sign, signedString } from '../protocol/signing.js';
 import { guestLinkPayload, guestLinkRevocationPayload } from '../protocol/guestLinks.js';
-import { clientOptions, connectWithBackoff } from '../mqtt/connection.js';
+import { clientOptions, connectWithBackoff } from '../protocol/connection.js';
 import { DoorTopics } from '../protocol/topics.js';
 import type { StoredLink } from './routesLinks.js';
 
@@ -27,7 +27,7 @@ export class ServiceMqtt {
   private readonly protocolVersion: 4 | 5;
 
   constructor(
-    config: NonNullable<ServiceConfig['mqtt']>,
+    config: MqttOptions,
     env: Env,
     private readonly logger: Logger,
     private readonly links: () => StoredLink[],

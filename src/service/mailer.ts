@@ -1,6 +1,6 @@
 import nodemailer from 'nodemailer';
 import type { Logger } from 'pino';
-import type { ServiceConfig } from '../config/schema.js';
+import type { SmtpOptions } from './options.js';
 import type { ServiceDb as Db } from './database.js';
 
 interface MailRow {
@@ -21,7 +21,7 @@ export class Mailer {
 
   constructor(
     private readonly db: Db,
-    private readonly smtp: ServiceConfig['server']['smtp'],
+    private readonly smtp: SmtpOptions | undefined,
     private readonly logger: Logger,
   ) {
     this.transport = smtp ? nodemailer.createTransport(smtp.url) : null;

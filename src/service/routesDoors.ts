@@ -16,7 +16,7 @@ export function registerDoorRoutes(app: FastifyInstance, ctx: RouteContext): voi
       request.query,
       request.body,
     );
-    const door = ctx.resources.find((r) => r.uuid.toLowerCase() === p.uuid.toLowerCase());
+    const door = ctx.resources.find((r) => r.uuid === p.uuid.toLowerCase());
     if (!door) throw new BadRequest(`no resource with uuid ${p.uuid}`, 404);
     if (door.type !== 'DOOR') throw new BadRequest(`${door.name} is a ${door.type}, not a door`);
     if (p.unlock_time !== undefined && (p.lock_state || p.unlock_time < 1 || p.unlock_time > 604_800)) {

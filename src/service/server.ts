@@ -10,7 +10,7 @@ import { registerDoorRoutes } from './routesDoors.js';
 import { registerGroupRoutes } from './routesGroups.js';
 import { registerLinkRoutes, type StoredLink } from './routesLinks.js';
 import { registerUserRoutes } from './routesUsers.js';
-import type { ServiceConfig } from '../config/schema.js';
+import type { ServiceResource } from './options.js';
 import { UserStore } from './users.js';
 
 export interface ServiceDeps {
@@ -18,7 +18,7 @@ export interface ServiceDeps {
   clock: Clock;
   logger: Logger;
   /** Doors and computers of the organization (config server.resources). */
-  resources: ServiceConfig['server']['resources'];
+  resources: ServiceResource[];
   /** Lock commands and guest links to the doors; absent without an mqtt section. */
   doors?: ServiceMqtt;
   lockReplyTimeoutMs: number;

@@ -32,7 +32,7 @@ export class DoorStateStore {
   constructor(private readonly dir: string) {}
 
   private file(doorUuid: string): string {
-    return join(this.dir, `${doorUuid.toLowerCase()}.json`);
+    return join(this.dir, `${doorUuid}.json`); // configured UUIDs are lower case
   }
 
   load(doorUuid: string): StoredDoorState | undefined {

@@ -2,7 +2,7 @@ import { join } from 'node:path';
 import { pino } from 'pino';
 import { afterAll, afterEach } from 'vitest';
 import { parseConfig } from '../../src/config/load.js';
-import type { DoorConfig } from '../../src/config/schema.js';
+import type { DoorOptions } from '../../src/door/options.js';
 import type { Level } from '../../src/core/relay.js';
 import { AccessChecker } from '../../src/door/accessChecker.js';
 import { DoorRuntime } from '../../src/door/doorRuntime.js';
@@ -52,17 +52,17 @@ export function useDoorRuntime() {
   afterEach(() => {
     for (const c of cleanups.splice(0)) c();
   });
-  return (overrides: Partial<DoorConfig> = {}) => setup(tmp.path, `cache-${n++}.db`, overrides, cleanups);
+  return (overrides: Partial<DoorOptions> = {}) => setup(tmp.path, `cache-${n++}.db`, overrides, cleanups);
 }
 
-function setup(dir: string, name: string, overrides: Partial<DoorConfig>, cleanups: Array<() => void>) {
+function setup(dir: string, name: string, overrides: Partial<DoorOptions>, cleanups: Array<() => void>) {
   const base = parseConfig(
     `agent: { id: test-agent, timezone: Europe/Berlin, dataDir: ${dir} }
 access: { groups: [Staff], policies: [Night shift] }
 doors: [ { uuid: ${DOOR_UUID}, resourceId: 12, relay: { pin: 17 }, unlockSeconds: 5, heldOpenSeconds: 30 } ]`,
     'test',
   );
-  const door: DoorConfig = { ...base.doors[0]!, ...overrides };
+  const door: DoorOptions = { ...base.doors[0]!, ...overrides };
   const db: Db = openDatabase(join(dir, name));
   importSnapshot(db, SNAPSHOT, { maxRemovalRatio: null, now: WALL0 });
   const time = new ManualTime({ wall: WALL0, mono: 1_000 });

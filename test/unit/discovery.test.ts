@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { parseConfig } from '../../src/config/load.js';
-import type { DoorConfig } from '../../src/config/schema.js';
+import type { DoorOptions } from '../../src/door/options.js';
 import { discoveryMessages, type DiscoveryMessage } from '../../src/mqtt/discovery.js';
 import { Topics } from '../../src/protocol/topics.js';
 
@@ -11,7 +11,7 @@ const P = 'acme/doors-v1';
 const HA = 'homeassistant';
 
 /** Doors as the real config parser produces them: Front door without a contact, Back door with one. */
-function doors(): DoorConfig[] {
+function doors(): DoorOptions[] {
   return parseConfig(
     `agent: { id: ${AGENT}, dataDir: /tmp/unused, timezone: Europe/Berlin }
 access: { groups: [Staff] }

@@ -1,6 +1,6 @@
 import { describe, it, expect } from 'vitest';
 import { LockController, type LockSnapshot, type LockStatePersistence } from '../../src/door/lockController.js';
-import type { DoorConfig } from '../../src/config/schema.js';
+import type { DoorOptions } from '../../src/door/options.js';
 import type { PersistedLock } from '../../src/core/lockState.js';
 import type { FailMode, Level, LockStateName } from '../../src/core/relay.js';
 import type { GpioOutput } from '../../src/hardware/gpio.js';
@@ -44,7 +44,7 @@ class MemoryPersistence implements LockStatePersistence {
   }
 }
 
-function door(failMode: FailMode = 'secure', activeLow = false, maxUnlockSeconds = 0): DoorConfig {
+function door(failMode: FailMode = 'secure', activeLow = false, maxUnlockSeconds = 0): DoorOptions {
   return {
     uuid: UUID,
     resourceId: 12,

@@ -1,16 +1,15 @@
 import { readFileSync } from 'node:fs';
 import { connect, type IClientOptions, type MqttClient } from 'mqtt';
 import type { Logger } from 'pino';
-import type { Config } from '../config/schema.js';
 import { readSecret, type Env } from '../config/secrets.js';
+import type { MqttOptions } from './options.js';
 import { backoffDelay, type BackoffOptions } from '../util/backoff.js';
 import { DoorAgentError, describeFsError } from '../util/errors.js';
 import { redactUrl } from '../util/redact.js';
-import type { Topics } from '../protocol/topics.js';
+import type { Topics } from './topics.js';
 
 export const MQTT_BACKOFF: BackoffOptions = { initialMs: 1000, maxMs: 60_000, jitter: 0.3 };
 
-type MqttConfig = NonNullable<Config['mqtt']>;
 
 function readFileFor(keyPath: string, file: string | undefined): Buffer | undefined {
   if (file === undefined) return undefined;
@@ -25,7 +24,7 @@ function readFileFor(keyPath: string, file: string | undefined): Buffer | undefi
  * Client options from an `mqtt` config section: MQTT 5 (or 3.1.1), TLS files, a password from a file or the
  * environment; the client id and last will are the caller's (the agent's availability, or none).
  */
-export function clientOptions(config: MqttConfig, env: Env, identity: { clientId: string; will?: IClientOptions['will'] }): IClientOptions {
+export function clientOptions(config: MqttOptions, env: Env, identity: { clientId: string; will?: IClientOptions['will'] }): IClientOptions {
   return {
     protocolVersion: config.protocolVersion,
     clientId: identity.clientId,
@@ -59,7 +58,7 @@ const TLS_CODES = new Set([
  * scheduled here with mqtt.js's documented `reconnectPeriod: 0` and `client.reconnect()`. Each outage is logged
  * once, with a clear line for a broker certificate that is not trusted.
  */
-export function connectBroker(config: MqttConfig, topics: Topics, env: Env, logger: Logger): MqttClient {
+export function connectBroker(config: MqttOptions, topics: Topics, env: Env, logger: Logger): MqttClient {
   const will = { topic: topics.status, payload: Buffer.from('offline'), qos: 1 as const, retain: true };
   return connectWithBackoff(config.url, clientOptions(config, env, { clientId: `door-agent-${topics.agentId}`, will }), logger);
 }

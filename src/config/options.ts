@@ -1,0 +1,35 @@
+import type { AccessOptions, DoorOptions } from '../door/options.js';
+import type { GpioOptions } from '../hardware/gpio.js';
+import type { MqttOptions } from '../protocol/options.js';
+import type { ServerOptions } from '../service/options.js';
+import type { SyncServiceOptions } from '../sync/options.js';
+
+/** The agent's own settings (the `agent` section). */
+export interface AgentSettings {
+  id: string;
+  dataDir: string;
+  timezone: string;
+  maxEvents: number;
+  logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace';
+  rtc: boolean;
+}
+
+/**
+ * The agent's configuration as the program uses it: parsed, validated and normalized once, at the edge
+ * (config/load.ts), into the option objects each component takes. Nothing outside config/ and the
+ * composition roots knows the file format.
+ */
+export interface AgentOptions {
+  agent: AgentSettings;
+  access: AccessOptions;
+  gpio: GpioOptions;
+  doors: DoorOptions[];
+  mqtt?: MqttOptions;
+  service?: SyncServiceOptions;
+}
+
+/** The reference service's configuration (its `server` section and the shared `mqtt` section). */
+export interface ServiceOptions {
+  server: ServerOptions;
+  mqtt?: MqttOptions;
+}

@@ -1,0 +1,17 @@
+/** A broker connection, as the agent and the reference service both take it (the `mqtt` section). */
+export interface MqttOptions {
+  url: string;
+  username?: string;
+  passwordFile?: string;
+  caFile?: string;
+  certFile?: string;
+  keyFile?: string;
+  topicPrefix: string;
+  commandSecretFile?: string;
+  commandMaxAgeSeconds: number;
+  maxGuestLinks: number;
+  keepaliveSeconds: number;
+  /** 5, or 4 (MQTT 3.1.1) for brokers without MQTT 5. */
+  protocolVersion: 4 | 5;
+  homeAssistant: { discovery: boolean; prefix: string };
+}
