@@ -1,6 +1,8 @@
 import { z } from 'zod';
 import { userDetailSchema, userListItemSchema, type UserDetail, type UserListItem } from '../api/shapes.js';
+import { readSecret, type Env } from '../config/secrets.js';
 import { DoorAgentError } from '../util/errors.js';
+import type { SyncServiceOptions } from './options.js';
 import { formatPath } from '../util/issues.js';
 
 export interface ServiceClientOptions {
@@ -82,4 +84,14 @@ export class ServiceClient {
   userDetail(emailId: number): Promise<UserDetail> {
     return this.get('/user', { email_id: String(emailId) }, userDetailSchema);
   }
+}
+
+/** The service client for the `service` section, its key from the file or DOOR_AGENT_API_KEY: built here only. */
+export function createServiceClient(options: SyncServiceOptions, env: Env): ServiceClient {
+  return new ServiceClient({
+    baseUrl: options.baseUrl,
+    apiKey: readSecret('service.apiKeyFile', options.apiKeyFile, env, 'DOOR_AGENT_API_KEY') ?? '',
+    apiKeyIn: options.apiKeyIn,
+    timeoutMs: options.timeoutSeconds * 1000,
+  });
 }

@@ -1,0 +1,111 @@
+import type { Logger } from 'pino';
+import type { Component } from '../lifecycle.js';
+import type { Timers } from '../util/clock.js';
+import { CredentialCache } from './credentialCache.js';
+import { cachePath, openDatabase, type Db } from './database.js';
+import { EventLog } from './eventLog.js';
+import { GuestLinkStore } from './guestLinkStore.js';
+import { PendingWrites } from './pendingWrites.js';
+import { ReplayCache } from './replayCache.js';
+import { writeRuntimeStatus, type RuntimeStatus } from './runtimeStatus.js';
+
+export interface AgentStoreOptions {
+  dataDir: string;
+  agentId: string;
+  maxEvents: number;
+  /** Events go out over MQTT: unpublished ones are never evicted. */
+  keepUnpublished: boolean;
+  /** For guest links received over MQTT. */
+  resourceIds: ReadonlySet<number>;
+  maxGuestLinks: number;
+  pid: number;
+  wallNow: () => number;
+  timers: Timers;
+  logger: Logger;
+}
+
+/** How long the daemon's connection waits for another process's write lock before queueing the write. */
+const DAEMON_BUSY_TIMEOUT_MS = 20;
+
+/**
+ * The daemon's cache: the SQLite file, the writes that wait while it is busy or full, the audit log, the replay
+ * cache, guest links from MQTT, and the daemon's status for `door-agent status`. A short busy timeout: while
+ * another process (door-agent import, sync) holds the write lock, a write fails at once and waits in `writes`
+ * instead of freezing the event loop with a relay energized.
+ */
+export class AgentStore implements Component {
+  readonly name = 'store';
+  readonly writes: PendingWrites;
+  private db_: Db | null = null;
+  private events_: EventLog | null = null;
+  private readonly eventListeners: Array<() => void> = [];
+  private readonly status: RuntimeStatus;
+
+  constructor(private readonly options: AgentStoreOptions) {
+    this.writes = new PendingWrites({ timers: options.timers, logger: options.logger });
+    this.status = { pid: options.pid, startedAt: new Date(options.wallNow()).toISOString(), stoppedAt: null, readers: {} };
+  }
+
+  start(): void {
+    this.db_ = openDatabase(cachePath(this.options.dataDir), { busyTimeoutMs: DAEMON_BUSY_TIMEOUT_MS });
+    this.events_ = new EventLog(this.db_, {
+      agentId: this.options.agentId,
+      maxEvents: this.options.maxEvents,
+      keepUnpublished: this.options.keepUnpublished,
+      writes: this.writes,
+      onAppend: () => {
+        for (const listener of this.eventListeners) listener();
+      },
+    });
+    this.saveStatus();
+  }
+
+  async stop(): Promise<void> {
+    this.status.stoppedAt = new Date(this.options.wallNow()).toISOString();
+    this.saveStatus();
+    this.writes.flush();
+    this.writes.stop();
+    this.db_?.close();
+    this.db_ = null;
+  }
+
+  get db(): Db {
+    if (!this.db_) throw new Error('the store is not started');
+    return this.db_;
+  }
+
+  get events(): EventLog {
+    if (!this.events_) throw new Error('the store is not started');
+    return this.events_;
+  }
+
+  /** Called once per event written (the MQTT outbox then publishes it). */
+  onEventWritten(listener: () => void): void {
+    this.eventListeners.push(listener);
+  }
+
+  credentials(): CredentialCache {
+    return new CredentialCache(this.db);
+  }
+
+  replayCache(): ReplayCache {
+    return new ReplayCache(this.db, this.writes);
+  }
+
+  guestLinks(): GuestLinkStore {
+    return new GuestLinkStore(this.db, this.options.resourceIds, this.options.maxGuestLinks);
+  }
+
+  /** A door's reader came or went (shown by `door-agent status`). */
+  setReaderConnected(doorUuid: string, connected: boolean): void {
+    this.status.readers[doorUuid] = connected;
+    this.saveStatus();
+  }
+
+  private saveStatus(): void {
+    const snapshot = structuredClone(this.status);
+    this.writes.run('runtime', () => {
+      if (this.db_?.open) writeRuntimeStatus(this.db_, snapshot);
+    });
+  }
+}
