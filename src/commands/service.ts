@@ -2,12 +2,9 @@ import { chownSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { loadServiceConfig } from '../config/load.js';
 import { ApiKeys, RANKS, type Rank } from '../service/apiKeys.js';
-import { ServiceMqtt } from '../service/doorsMqtt.js';
-import { Mailer } from '../service/mailer.js';
-import { storedLinks } from '../service/routesLinks.js';
-import { buildService } from '../service/server.js';
 import { openServiceDatabase } from '../service/database.js';
-import { DoorAgentError, UsageError } from '../util/errors.js';
+import { startService } from '../service/root.js';
+import { UsageError } from '../util/errors.js';
 import { createLogger } from '../util/logger.js';
 import { configPath, type CommandContext } from './context.js';
 import type { ProcessHooks } from './run.js';
@@ -63,46 +60,10 @@ export function runServiceKeyCreate(
 export async function runService(args: { config: string | undefined }, ctx: CommandContext, hooks: ProcessHooks): Promise<number> {
   const config = loadServiceConfig(configPath(args.config, ctx.env));
   const logger = createLogger({ level: 'info', agentId: 'service' });
-  const db = openServiceDb(config);
-  const doors = config.mqtt ? new ServiceMqtt(config.mqtt, ctx.env, logger.child({ component: 'mqtt' }), () => storedLinks(db)) : undefined;
-  const mailer = new Mailer(db, config.server.smtp, logger.child({ component: 'mail' }));
-  const app = buildService({
-    db,
-    clock: ctx.clock,
-    logger,
-    resources: config.server.resources,
-    doors,
-    mailer,
-    lockReplyTimeoutMs: config.server.lockReplyTimeoutSeconds * 1000,
-  });
-  void mailer.flush();
-  const separator = config.server.listen.lastIndexOf(':');
-  const host = config.server.listen.slice(0, separator).replace(/^\[|\]$/g, '');
-  const port = Number(config.server.listen.slice(separator + 1));
-  try {
-    await app.listen({ host, port });
-  } catch (err) {
-    await doors?.close();
-    db.close();
-    // An operator's problem (address in use, not on this host, no permission), not a usage error: exit 1.
-    const code = (err as NodeJS.ErrnoException).code;
-    const hint =
-      code === 'EADDRINUSE'
-        ? ': another program already listens there (stop it, or change server.listen)'
-        : code === 'EADDRNOTAVAIL'
-          ? ': this machine has no such address (change server.listen)'
-          : code === 'EACCES'
-            ? ': permission denied (ports below 1024 need privileges; use a higher port)'
-            : '';
-    throw new DoorAgentError(`cannot listen on ${config.server.listen} (server.listen): ${(err as Error).message}${hint}`, { cause: err });
-  }
-  const address = app.addresses()[0];
-  logger.info({ listen: address && typeof address !== 'string' ? `${address.address}:${address.port}` : config.server.listen }, 'service ready');
+  const service = await startService(config, { clock: ctx.clock, logger, env: ctx.env });
   return new Promise<number>((resolve) => {
     hooks.onStopSignal(() => {
-      void app.close().then(async () => {
-        await doors?.close();
-        db.close();
+      void service.stop().then(() => {
         logger.info('service stopped');
         resolve(0);
       });

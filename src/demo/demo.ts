@@ -8,13 +8,9 @@ import { startAgent, type Agent } from '../app.js';
 import { parseConfig } from '../config/load.js';
 import type { PortFactory, PortLike } from '../hardware/serialReader.js';
 import { ApiKeys } from '../service/apiKeys.js';
-import { ServiceMqtt } from '../service/doorsMqtt.js';
-import { Mailer } from '../service/mailer.js';
-import { openServiceDatabase } from '../service/database.js';
-import { storedLinks } from '../service/routesLinks.js';
-import { buildService } from '../service/server.js';
+import { startService } from '../service/root.js';
 import { cachePath, openDatabase } from '../store/database.js';
-import { ServiceClient } from '../sync/serviceClient.js';
+import { createServiceClient } from '../sync/serviceClient.js';
 import { syncOnce } from '../sync/sync.js';
 import type { Clock, Timers } from '../util/clock.js';
 import { formatEvent } from './narrator.js';
@@ -93,18 +89,19 @@ export async function startDemo(options: { dir: string; out: (text: string) => v
   const mqttPort = await listen(brokerServer, await freeOr(1883));
   const mqttUrl = `mqtt://127.0.0.1:${mqttPort}`;
 
-  // 2. The reference service with a demo organization.
+  // 2. The reference service with a demo organization (its own composition root, as `door-agent service`).
   const quiet = pino({ level: 'warn' }, pino.destination({ dest: join(dir, 'demo.log'), sync: true }));
-  const serviceDb = openServiceDatabase(join(dir, 'service', 'service.db'));
-  const key = new ApiKeys(serviceDb).create('ADMIN', 0, options.clock.wallNow());
   // aedes speaks MQTT 3.1.1.
-  const serviceConfig = { url: mqttUrl, topicPrefix: 'door-agent', commandMaxAgeSeconds: 30, maxGuestLinks: 500, keepaliveSeconds: 15, protocolVersion: 4 as const, homeAssistant: { discovery: true, prefix: 'homeassistant' } };
-  const doors = new ServiceMqtt(serviceConfig, {}, quiet, () => storedLinks(serviceDb));
-  const resources = [{ resourceId: 12, uuid: DEMO_DOOR, type: 'DOOR' as const, name: 'Front door' }];
-  const app = buildService({ db: serviceDb, clock: options.clock, logger: quiet, resources, doors, lockReplyTimeoutMs: 5000, mailer: new Mailer(serviceDb, undefined, quiet) });
-  const httpPort = await freeOr(8080);
-  await app.listen({ host: '127.0.0.1', port: httpPort });
-  const base = `http://127.0.0.1:${httpPort}`;
+  const mqttOptions = { url: mqttUrl, topicPrefix: 'door-agent', commandMaxAgeSeconds: 30, maxGuestLinks: 500, keepaliveSeconds: 15, protocolVersion: 4 as const, homeAssistant: { discovery: true, prefix: 'homeassistant' } };
+  const server = {
+    listen: `127.0.0.1:${await freeOr(8080)}`,
+    dataDir: join(dir, 'service'),
+    lockReplyTimeoutSeconds: 5,
+    resources: [{ resourceId: 12, uuid: DEMO_DOOR, type: 'DOOR' as const, name: 'Front door' }],
+  };
+  const service = await startService({ server, mqtt: mqttOptions }, { clock: options.clock, logger: quiet, env: {} });
+  const key = new ApiKeys(service.db).create('ADMIN', 0, options.clock.wallNow());
+  const base = service.url;
   const call = async (method: string, path: string, body: unknown) => {
     const res = await fetch(`${base}${path}`, { method, headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' }, body: JSON.stringify(body) });
     return (await res.json()) as Record<string, unknown>;
@@ -140,9 +137,7 @@ doors:
   );
   const env = { DOOR_AGENT_API_KEY: key };
   const agentDb = openDatabase(cachePath(config.agent.dataDir));
-  await syncOnce(agentDb, new ServiceClient({ baseUrl: base, apiKey: key, apiKeyIn: 'header', timeoutMs: 10_000 }), {
-    concurrency: 4, maxRemovalRatio: null, now: () => options.clock.wallNow(),
-  });
+  await syncOnce(agentDb, createServiceClient(config.service!, env), { concurrency: 4, maxRemovalRatio: null, now: () => options.clock.wallNow() });
   agentDb.close();
   const narrator = new Writable({
     write(chunk: Buffer, _enc, done) {
@@ -178,9 +173,7 @@ Ctrl-C stops everything.
   return {
     async stop() {
       await agent.stop();
-      await app.close();
-      await doors.close();
-      serviceDb.close();
+      await service.stop();
       await new Promise<void>((r) => broker.close(() => r()));
       await new Promise<void>((r) => brokerServer.close(() => r()));
     },

@@ -3,7 +3,7 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { CLI, DOOR_UUID, ROOT, runCli, tempDir } from '../support/cli.js';
+import { CLI, DOOR_UUID, ROOT, runCli, runCliAsync, tempDir } from '../support/cli.js';
 import { freePort } from '../support/mosquitto.js';
 
 // The reference service as a real process on a free loopback port, driven over HTTP.
@@ -11,10 +11,11 @@ const tmp = tempDir('door-agent-service-');
 let service: ChildProcess;
 let base: string;
 let config: string;
+let port: number;
 const keys: Record<'REGULAR' | 'ADMIN' | 'SUPER', string> = { REGULAR: '', ADMIN: '', SUPER: '' };
 
 beforeAll(async () => {
-  const port = await freePort();
+  port = await freePort();
   mkdirSync(join(tmp.path, 'svc'));
   config = join(tmp.path, 'svc', 'config.yaml');
   writeFileSync(
@@ -57,6 +58,15 @@ async function call(method: string, path: string, body?: unknown, key: string | 
   const res = await fetch(`${base}${path}`, { method, headers, body: payload });
   return { status: res.status, body: (await res.json()) as Record<string, unknown> & Array<Record<string, unknown>> };
 }
+
+describe('door-agent service', () => {
+  it('an address already in use is an operator error: exit 1, the address, the reason and what to do', async () => {
+    const r = await runCliAsync(['service', '--config', config]);
+    expect(r.status).toBe(1);
+    expect(r.stderr).toContain(`cannot listen on 127.0.0.1:${port} (server.listen)`);
+    expect(r.stderr).toContain('another program already listens there (stop it, or change server.listen)');
+  });
+});
 
 describe('API keys and ranks', () => {
   it('every endpoint needs a valid key, given as Bearer, X-API-Key or api_key', async () => {

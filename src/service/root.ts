@@ -1,0 +1,75 @@
+import type { Logger } from 'pino';
+import { join } from 'node:path';
+import type { Env } from '../config/secrets.js';
+import type { MqttOptions } from '../protocol/options.js';
+import type { Clock } from '../util/clock.js';
+import { DoorAgentError } from '../util/errors.js';
+import { openServiceDatabase, type ServiceDb } from './database.js';
+import { ServiceMqtt } from './doorsMqtt.js';
+import { Mailer } from './mailer.js';
+import type { ServerOptions } from './options.js';
+import { storedLinks } from './routesLinks.js';
+import { buildService } from './server.js';
+
+export interface RunningService {
+  /** The base URL it answers on (http://host:port). */
+  url: string;
+  db: ServiceDb;
+  stop(): Promise<void>;
+}
+
+/**
+ * The reference service's composition root: its database, the doors over MQTT (when configured), the mailer
+ * and the HTTP server, listening. Used by `door-agent service` and by the demo. Failing to listen is an
+ * operator's problem (exit 1), named with the address, the reason and what to do.
+ */
+export async function startService(
+  options: { server: ServerOptions; mqtt?: MqttOptions },
+  deps: { clock: Clock; logger: Logger; env: Env },
+): Promise<RunningService> {
+  const { server } = options;
+  const db = openServiceDatabase(join(server.dataDir, 'service.db'));
+  const doors = options.mqtt ? new ServiceMqtt(options.mqtt, deps.env, deps.logger.child({ component: 'mqtt' }), () => storedLinks(db)) : undefined;
+  const mailer = new Mailer(db, server.smtp, deps.logger.child({ component: 'mail' }));
+  const app = buildService({
+    db,
+    clock: deps.clock,
+    logger: deps.logger,
+    resources: server.resources,
+    doors,
+    mailer,
+    lockReplyTimeoutMs: server.lockReplyTimeoutSeconds * 1000,
+  });
+  void mailer.flush();
+  const separator = server.listen.lastIndexOf(':');
+  const host = server.listen.slice(0, separator).replace(/^\[|\]$/g, '');
+  const port = Number(server.listen.slice(separator + 1));
+  try {
+    await app.listen({ host, port });
+  } catch (err) {
+    await doors?.close();
+    db.close();
+    const code = (err as NodeJS.ErrnoException).code;
+    const hint =
+      code === 'EADDRINUSE'
+        ? ': another program already listens there (stop it, or change server.listen)'
+        : code === 'EADDRNOTAVAIL'
+          ? ': this machine has no such address (change server.listen)'
+          : code === 'EACCES'
+            ? ': permission denied (ports below 1024 need privileges; use a higher port)'
+            : '';
+    throw new DoorAgentError(`cannot listen on ${server.listen} (server.listen): ${(err as Error).message}${hint}`, { cause: err });
+  }
+  const address = app.addresses()[0];
+  const listening = address && typeof address !== 'string' ? `${address.family === 'IPv6' ? `[${address.address}]` : address.address}:${address.port}` : server.listen;
+  deps.logger.info({ listen: listening }, 'service ready');
+  return {
+    url: `http://${listening}`,
+    db,
+    async stop() {
+      await app.close();
+      await doors?.close();
+      db.close();
+    },
+  };
+}
