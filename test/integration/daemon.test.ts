@@ -3,9 +3,10 @@ import Database from 'better-sqlite3';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
-import { CLI, DOOR_UUID, ROOT, runCli, tempDir } from '../support/cli.js';
+import { CLI, DOOR_UUID, ROOT, runCli, tempDir, writeConfig } from '../support/cli.js';
 import { Daemon, readLevel, waitUntil } from '../support/daemon.js';
 import { PtyPair } from '../support/socat.js';
+import { sleep } from '../support/wait.js';
 
 // The real `door-agent run` on the simulated GPIO driver, a socat pty as the reader and a real SQLite file.
 // Cards of examples/snapshot.json: 4213578 Alice (Staff, PIN 1234), 4213579 Bob (suspended).
@@ -35,24 +36,17 @@ interface Setup {
 async function setup(doorExtra = '', rtc = true): Promise<Setup> {
   const dir = join(tmp.path, `d${n++}`);
   mkdirSync(dir);
-  const config = join(dir, 'config.yaml');
-  writeFileSync(
-    config,
-    `agent: { id: it, dataDir: ${dir}/data, timezone: Europe/Berlin, rtc: ${rtc} }
-access: { groups: [Staff] }
-gpio: { driver: simulated, simulatedDir: ${dir}/gpio }
-doors:
-  - uuid: ${DOOR_UUID}
-    resourceId: 12
-    name: Front door
-    relay: { pin: 17 }
-    unlockSeconds: 1
+  const config = writeConfig(dir, {
+    id: 'it',
+    agent: `rtc: ${rtc}`,
+    access: '{ groups: [Staff] }',
+    doorExtra: `    unlockSeconds: 1
     heldOpenSeconds: 1
     contact: { pin: 27, debounceMs: 20 }
     exitButton: { pin: 22, debounceMs: 20 }
     reader: { path: ${dir}/reader }
 ${doorExtra}`,
-  );
+  });
   expect(runCli(['import', 'examples/snapshot.json', '--config', config]).status).toBe(0);
   const pty = new PtyPair(join(dir, 'reader'), join(dir, 'terminal'));
   await pty.plugIn();
@@ -124,7 +118,7 @@ describe('door-agent run', () => {
     const s = await setup('    keypadLockout: { failures: 3, windowSeconds: 60, lockoutSeconds: 2 }\n');
     await start(s);
     s.pty.write('12');
-    await new Promise((r) => setTimeout(r, 300)); // keys typed with pauses
+    await sleep(300); // keys typed with pauses
     s.pty.write('34#');
     await waitUntil(relayIs(s, '1'), 5000, 'PIN opens');
     await waitUntil(relayIs(s, '0'), 6000, 'relock');
@@ -135,7 +129,7 @@ describe('door-agent run', () => {
     s.pty.write('1234#');
     await waitUntil(() => events(s).some((e) => e.reason === 'keypad_locked_out'), 6000, 'locked-out PIN refused');
     expect(readLevel(s.relay)).toBe('0');
-    await new Promise((r) => setTimeout(r, 2100));
+    await sleep(2100);
     s.pty.write('1234#');
     await waitUntil(relayIs(s, '1'), 5000, 'PIN accepted after the lockout');
     expect(JSON.stringify(events(s))).not.toContain('1234');
@@ -165,11 +159,11 @@ describe('door-agent run', () => {
     await waitUntil(relayIs(s, '1'), 5000, 'exit button opens');
     writeFileSync(s.exit, '1\n');
     writeFileSync(s.contact, '1\n'); // door opened during the unlock
-    await new Promise((r) => setTimeout(r, 150));
+    await sleep(150);
     writeFileSync(s.contact, '0\n'); // and closed: relock at once
     await waitUntil(relayIs(s, '0'), 1000, 'relock on close');
     // An opening while locked is excused within the unlock window (1 s) after a grant or exit request.
-    await new Promise((r) => setTimeout(r, 1100));
+    await sleep(1100);
     writeFileSync(s.contact, '1\n'); // opened while locked, nobody authorized: forced
     await waitUntil(() => events(s).some((e) => e.type === 'door_held_open'), 6000, 'held open after 1 s');
     writeFileSync(s.contact, '0\n');
@@ -201,14 +195,14 @@ describe('door-agent run', () => {
     await waitUntil(() => noiseWarnings() === 1, 6000, 'one warning for the binary burst');
     await tapAndWait(1);
     s.pty.write('x'.repeat(10_000));
-    await new Promise((r) => setTimeout(r, 400));
+    await sleep(400);
     await tapAndWait(2);
     await waitUntil(() => noiseWarnings() === 2, 6000, 'one warning for the over-long line');
     expect(daemon.logs.find((l) => l.msg === 'reader noise dropped' && (l.reasons as string[]).includes('too_long'))).toBeDefined();
     s.pty.write('4213');
-    await new Promise((r) => setTimeout(r, 500));
+    await sleep(500);
     await tapAndWait(3); // the stale half frame does not merge into this card
-    await new Promise((r) => setTimeout(r, 1200));
+    await sleep(1200);
     expect(noiseWarnings()).toBe(2); // no more warnings than bursts
 
     await s.pty.unplug();
@@ -217,7 +211,7 @@ describe('door-agent run', () => {
       path: join(s.dir, 'reader'),
       connected: false,
     });
-    await new Promise((r) => setTimeout(r, 1500)); // a few failed reopen attempts
+    await sleep(1500); // a few failed reopen attempts
     const reconnects = daemon.logs.length;
     await s.pty.plugIn();
     await daemon.waitForMessage('reader connected', 35_000, reconnects);
@@ -296,7 +290,7 @@ describe('door-agent run', () => {
     s.pty.write('4213578\r\n');
     await waitUntil(() => events(s).some((e) => e.type === 'unlocked'), 5000, 'unlock recorded');
     await first.stop('SIGKILL');
-    await new Promise((r) => setTimeout(r, 1500)); // the 1 s unlock is over
+    await sleep(1500); // the 1 s unlock is over
     expect(runCli(['relock', '--config', s.config]).status).toBe(0);
     // The board boots without an RTC: fake-hwclock sets the clock 30 s behind, NTP has not answered yet, so
     // the expired unlock looks 28 s from its deadline.

@@ -6,6 +6,7 @@ import { afterAll, beforeEach, describe, expect, it } from 'vitest';
 import { runCli, runCliAsync, tempDir, writeConfig } from '../support/cli.js';
 import { dumpCache, installWriteCounter, sha256File } from '../support/db.js';
 import { exampleSnapshot, writeSnapshot } from '../support/snapshot.js';
+import { sleep } from '../support/wait.js';
 
 const tmp = tempDir();
 afterAll(tmp.cleanup);
@@ -241,7 +242,7 @@ describe('door-agent import', () => {
         } catch {
           lockedSince ??= performance.now();
         }
-        await new Promise((r) => setTimeout(r, 2));
+        await sleep(2);
       }
     } finally {
       watcher.close();

@@ -8,6 +8,7 @@ import { SimulatedGpio } from '../../src/hardware/simulatedGpio.js';
 import { DoorStateStore } from '../../src/store/doorState.js';
 import { systemClock, systemTimers, type Clock } from '../../src/util/clock.js';
 import { DOOR_UUID, tempDir } from '../support/cli.js';
+import { waitUntil } from '../support/wait.js';
 
 const tmp = tempDir();
 afterAll(tmp.cleanup);
@@ -67,15 +68,6 @@ function newDir(): string {
 
 const relayValue = (dir: string) => readFileSync(join(dir, 'gpio/gpio17/value'), 'utf8').trim();
 
-async function waitFor(predicate: () => boolean, timeoutMs: number): Promise<number> {
-  const started = performance.now();
-  while (!predicate()) {
-    if (performance.now() - started > timeoutMs) throw new Error(`condition not met within ${timeoutMs} ms`);
-    await new Promise((r) => setTimeout(r, 10));
-  }
-  return performance.now() - started;
-}
-
 describe('lock controller on simulated GPIO with its state in real files', () => {
   it('unlocks for 1 s and relocks by itself', async () => {
     const dir = newDir();
@@ -85,7 +77,7 @@ describe('lock controller on simulated GPIO with its state in real files', () =>
     expect(relayValue(dir)).toBe('1');
     expect(snapshot.state).toBe('UNLOCKED');
     expect(snapshot.relockAt! - Date.now()).toBeGreaterThan(900);
-    const waited = await waitFor(() => relayValue(dir) === '0', 3000);
+    const waited = await waitUntil(() => relayValue(dir) === '0', 3000, 'relocked');
     expect(waited).toBeGreaterThan(800);
     expect(controller.snapshot().state).toBe('LOCKED');
   });
@@ -110,7 +102,7 @@ describe('lock controller on simulated GPIO with its state in real files', () =>
     expect(second.resumed.state).toBe('UNLOCKED');
     expect(Math.abs(second.resumed.relockAt! - relockAt!)).toBeLessThan(50);
     expect(relayValue(dir)).toBe('1');
-    await waitFor(() => relayValue(dir) === '0', 4000);
+    await waitUntil(() => relayValue(dir) === '0', 4000, 'relocked at the deadline');
     expect(Date.now()).toBeGreaterThanOrEqual(relockAt! - 20);
   });
 

@@ -4,11 +4,12 @@ import { join } from 'node:path';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { sign, signedString } from '../../src/protocol/signing.js';
 import { guestLinkPayload, guestLinkRevocationPayload } from '../../src/protocol/guestLinks.js';
-import { DOOR_UUID, runCli, tempDir } from '../support/cli.js';
+import { DOOR_UUID, runCli, tempDir, writeConfig } from '../support/cli.js';
 import { Daemon, readLevel, waitUntil } from '../support/daemon.js';
 import { Mosquitto, makeTlsFiles } from '../support/mosquitto.js';
 import { Operator } from '../support/operator.js';
 import { PtyPair } from '../support/socat.js';
+import { sleep } from '../support/wait.js';
 
 // The real daemon against a real mosquitto on a free loopback port.
 const tmp = tempDir('door-agent-mqtt-');
@@ -42,27 +43,19 @@ async function site(options: { signed?: boolean; extraMqtt?: string; tls?: boole
   await broker.start();
   cleanups.push(() => broker.stop());
   if (options.signed) writeFileSync(join(dir, 'secret'), `${SECRET}\n`);
-  const config = join(dir, 'config.yaml');
-  writeFileSync(
-    config,
-    `agent: { id: mq, dataDir: ${dir}/data, timezone: Europe/Berlin }
-access: { groups: [Staff] }
-gpio: { driver: simulated, simulatedDir: ${dir}/gpio }
-mqtt:
+  const config = writeConfig(dir, {
+    id: 'mq',
+    access: '{ groups: [Staff] }',
+    extra: `mqtt:
   url: "${broker.url}"
   topicPrefix: ${P}
   keepaliveSeconds: 5
-${options.signed ? `  commandSecretFile: ${dir}/secret\n` : ''}${options.extraMqtt ?? ''}
-doors:
-  - uuid: ${DOOR_UUID}
-    resourceId: 12
-    name: Front door
-    relay: { pin: 17 }
-    unlockSeconds: 1
+${options.signed ? `  commandSecretFile: ${dir}/secret\n` : ''}${options.extraMqtt ?? ''}`,
+    doorExtra: `    unlockSeconds: 1
     contact: { pin: 27, debounceMs: 20 }
     exitButton: { pin: 22, debounceMs: 20 }
 ${options.reader ? `    reader: { path: ${dir}/reader }\n` : ''}`,
-  );
+  });
   expect(runCli(['import', 'examples/snapshot.json', '--config', config]).status).toBe(0);
   return { dir, config, broker, relay: join(dir, 'gpio/gpio17/value'), exit: join(dir, 'gpio/gpio22/value') };
 }
@@ -385,7 +378,7 @@ describe('TLS', () => {
     const s = await site({ tls: true, extraMqtt: `  caFile: ${trusted.ca}\n` });
     const daemon = await agent(s, false);
     await daemon.waitForLog((l) => l.msg === 'broker certificate not trusted: refusing to connect (set mqtt.caFile to the CA that signed it)', 10_000);
-    await new Promise((r) => setTimeout(r, 1500));
+    await sleep(1500);
     expect(daemon.logs.some((l) => l.msg === 'connected to the broker')).toBe(false);
     // The door works regardless.
     writeFileSync(s.exit, '0\n');

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CLI, DOOR_UUID, ROOT, runCli, runCliAsync, tempDir } from '../support/cli.js';
-import { freePort } from '../support/mosquitto.js';
+import { freePort } from '../support/net.js';
 
 // The reference service as a real process on a free loopback port, driven over HTTP.
 const tmp = tempDir('door-agent-service-');

@@ -4,10 +4,11 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { CLI, DOOR_UUID, ROOT, runCli, runCliAsync, tempDir } from '../support/cli.js';
+import { CLI, DOOR_UUID, ROOT, runCli, runCliAsync, tempDir, writeConfig } from '../support/cli.js';
 import { dumpCache, installWriteCounter } from '../support/db.js';
 import { Daemon } from '../support/daemon.js';
-import { freePort } from '../support/mosquitto.js';
+import { freePort } from '../support/net.js';
+import { sleep } from '../support/wait.js';
 
 const tmp = tempDir('door-agent-sync-');
 afterAll(tmp.cleanup);
@@ -52,16 +53,11 @@ function agentConfig(baseUrl: string, extra = ''): { dir: string; config: string
   const dir = join(tmp.path, `a${n++}`);
   mkdirSync(dir);
   writeFileSync(join(dir, 'api-key'), 'dak_test-key\n');
-  const config = join(dir, 'config.yaml');
-  writeFileSync(
-    config,
-    `agent: { id: sy, dataDir: ${dir}/data, timezone: Europe/Berlin }
-access: { groups: [Staff] }
-gpio: { driver: simulated, simulatedDir: ${dir}/gpio }
-service: { baseUrl: "${baseUrl}", apiKeyFile: ${dir}/api-key, concurrency: 4, timeoutSeconds: 1${extra} }
-doors: [ { uuid: ${DOOR_UUID}, resourceId: 12, relay: { pin: 17 } } ]
-`,
-  );
+  const config = writeConfig(dir, {
+    id: 'sy',
+    access: '{ groups: [Staff] }',
+    extra: `service: { baseUrl: "${baseUrl}", apiKeyFile: ${dir}/api-key, concurrency: 4, timeoutSeconds: 1${extra} }`,
+  });
   return { dir, config, cache: join(dir, 'data', 'cache.db') };
 }
 
@@ -194,7 +190,7 @@ describe('door-agent sync against a scripted service', () => {
       for (let round = 0; round < 4; round++) {
         big.users = big.users.map((u) => ({ ...u, groups: round % 2 === 0 ? [['Visitors']] : [['Staff']] }));
         const child = spawn(process.execPath, [CLI, 'sync', '--config', a.config], { cwd: ROOT, stdio: 'ignore' });
-        await new Promise((r) => setTimeout(r, 150 + round * 150));
+        await sleep(150 + round * 150);
         child.kill('SIGKILL');
         await new Promise((r) => child.once('exit', r));
         const db = new Database(a.cache);
@@ -236,7 +232,7 @@ describe('the daemon syncs on its own and on request', () => {
       const before = svc.requests.length;
       await op.publish('sy/agents/sy/sync', 'now');
       await daemon.waitForLog((l) => String(l.msg).includes('the API key was refused'), 5000);
-      await new Promise((r) => setTimeout(r, 3000));
+      await sleep(3000);
       expect(svc.requests.length - before).toBe(1); // one refused request, then it waits a whole interval
       await op.end();
     } finally {

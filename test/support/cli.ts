@@ -51,8 +51,15 @@ export function tempDir(prefix = 'door-agent-test-'): { path: string; cleanup: (
 export const DOOR_UUID = '6f1c2a0e-8d0b-4a57-9d43-1f2e3a4b5c6d';
 export const SECOND_DOOR_UUID = '0b7a1e55-3c2d-4e8f-9a10-22334455aabb';
 
-/** Writes a config for a door (or two) on simulated GPIO with its data in `dir`; returns its path. */
-export function writeConfig(dir: string, options: { twoDoors?: boolean; extra?: string; doorExtra?: string } = {}): string {
+/**
+ * Writes an agent config for a door (or two) on simulated GPIO with its data in `dir`; returns its path. `agent`
+ * adds keys to the agent section, `extra` whole sections (mqtt, service), `doorExtra` keys of the first door
+ * (YAML lines indented by four spaces).
+ */
+export function writeConfig(
+  dir: string,
+  options: { id?: string; agent?: string; access?: string; twoDoors?: boolean; extra?: string; doorExtra?: string } = {},
+): string {
   const second = options.twoDoors
     ? `
   - uuid: ${SECOND_DOOR_UUID}
@@ -64,8 +71,8 @@ export function writeConfig(dir: string, options: { twoDoors?: boolean; extra?: 
   const path = join(dir, 'config.yaml');
   writeFileSync(
     path,
-    `agent: { id: test-agent, dataDir: ${join(dir, 'data')}, timezone: Europe/Berlin }
-access: { groups: [Staff], policies: [Night shift] }
+    `agent: { id: ${options.id ?? 'test-agent'}, dataDir: ${join(dir, 'data')}, timezone: Europe/Berlin${options.agent ? `, ${options.agent}` : ''} }
+access: ${options.access ?? '{ groups: [Staff], policies: [Night shift] }'}
 gpio: { driver: simulated, simulatedDir: ${join(dir, 'gpio')} }
 ${options.extra ?? ''}
 doors:

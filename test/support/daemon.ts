@@ -1,6 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { CLI, ROOT } from './cli.js';
+import { sleep } from './wait.js';
 
 export interface LogLine {
   level: number;
@@ -53,7 +54,7 @@ export class Daemon {
       if (found) return found;
       if (this.child.exitCode !== null) throw new Error(`door-agent exited (${this.child.exitCode}):\n${this.rawOutput.join('\n')}`);
       if (Date.now() - started > timeoutMs) throw new Error(`no matching log line within ${timeoutMs} ms:\n${this.rawOutput.join('\n')}`);
-      await new Promise((r) => setTimeout(r, 10));
+      await sleep(10);
     }
   }
 
@@ -71,12 +72,4 @@ export function readLevel(valueFile: string): string {
   return readFileSync(valueFile, 'utf8').trim();
 }
 
-/** Polls until `predicate` holds; returns the ms it took. */
-export async function waitUntil(predicate: () => boolean, timeoutMs: number, what: string): Promise<number> {
-  const started = performance.now();
-  while (!predicate()) {
-    if (performance.now() - started > timeoutMs) throw new Error(`${what}: not within ${timeoutMs} ms`);
-    await new Promise((r) => setTimeout(r, 5));
-  }
-  return performance.now() - started;
-}
+export { waitUntil } from './wait.js';

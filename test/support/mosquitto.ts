@@ -1,24 +1,14 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { userInfo } from 'node:os';
 import { stopChild } from './process.js';
 import { join } from 'node:path';
+import { freePort } from './net.js';
+import { sleep } from './wait.js';
 
 const MOSQUITTO = ['/usr/sbin/mosquitto', '/usr/bin/mosquitto'].find((p) => existsSync(p));
 
 /** A free TCP port on the loopback interface. */
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => resolve(port));
-    });
-  });
-}
-
 async function waitForPort(port: number, timeoutMs: number): Promise<void> {
   const { connect } = await import('node:net');
   const started = Date.now();
@@ -32,7 +22,7 @@ async function waitForPort(port: number, timeoutMs: number): Promise<void> {
     });
     if (ok) return;
     if (Date.now() - started > timeoutMs) throw new Error(`mosquitto did not listen on 127.0.0.1:${port} within ${timeoutMs} ms`);
-    await new Promise((r) => setTimeout(r, 50));
+    await sleep(50);
   }
 }
 

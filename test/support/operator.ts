@@ -1,4 +1,5 @@
 import { connectAsync, type IClientPublishOptions, type MqttClient } from 'mqtt';
+import { sleep } from './wait.js';
 
 export interface Received {
   topic: string;
@@ -56,7 +57,7 @@ export class Operator {
       if (Date.now() - started > timeoutMs) {
         throw new Error(`no ${what} within ${timeoutMs} ms; received:\n${this.received.map((m) => `${m.topic} ${m.text}`).join('\n')}`);
       }
-      await new Promise((r) => setTimeout(r, 10));
+      await sleep(10);
     }
   }
 

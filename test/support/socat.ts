@@ -1,6 +1,7 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { closeSync, existsSync, openSync, writeSync } from 'node:fs';
 import { stopChild } from './process.js';
+import { sleep } from './wait.js';
 
 function requireSocat(): void {
   const probe = spawnSync('socat', ['-V'], { encoding: 'utf8' });
@@ -13,7 +14,7 @@ async function waitForPath(path: string, timeoutMs: number): Promise<void> {
   const started = Date.now();
   while (!existsSync(path)) {
     if (Date.now() - started > timeoutMs) throw new Error(`socat did not create ${path} within ${timeoutMs} ms`);
-    await new Promise((r) => setTimeout(r, 20));
+    await sleep(20);
   }
 }
 

@@ -7,6 +7,7 @@ import { EventLog, type WireEvent } from '../../src/store/eventLog.js';
 import { systemClock } from '../../src/util/clock.js';
 import { tempDir } from '../support/cli.js';
 import { waitUntil } from '../support/daemon.js';
+import { sleep } from '../support/wait.js';
 
 const tmp = tempDir('door-agent-outbox-');
 afterAll(tmp.cleanup);
@@ -40,7 +41,7 @@ describe('OutboxPublisher', () => {
     const t = setup(async (e) => void sent.push(e.seq));
     t.publisher.start();
     t.publisher.start();
-    await new Promise((r) => setTimeout(r, 20));
+    await sleep(20);
     t.append();
     t.publisher.kick();
     await waitUntil(() => sent.includes(1), 2000, 'published after a double start');
@@ -70,7 +71,7 @@ describe('OutboxPublisher', () => {
     });
     t.append();
     t.publisher.start();
-    await new Promise((r) => setTimeout(r, 50));
+    await sleep(50);
     expect(t.log.stats().unpublished).toBe(1);
     fail = false;
     t.publisher.start();
