@@ -75,8 +75,9 @@ say "installing into ${R:-/}"
 mkdir -p "$APP" "$(dirname "$BIN")" "$UNITS" "$ETC" "$DATA"
 # The program: built code, manifest, examples, units and the sd_notify addon's source (npm ci builds it).
 # Replaced as a whole on upgrade.
-rm -rf "$APP/dist" "$APP/config" "$APP/systemd" "$APP/native" "$APP/build"
+rm -rf "$APP/dist" "$APP/config" "$APP/systemd" "$APP/native" "$APP/build" "$APP/scripts"
 cp -R "$SRC/dist" "$SRC/config" "$SRC/systemd" "$SRC/native" "$APP/"
+mkdir -p "$APP/scripts" && cp "$SRC/scripts/hw-selftest.sh" "$APP/scripts/"
 cp "$SRC/package.json" "$SRC/package-lock.json" "$SRC/.npmrc" "$SRC/README.md" "$SRC/binding.gyp" "$APP/"
 if $NPM; then
   (cd "$APP" && npm ci --omit=dev --no-audit --no-fund)

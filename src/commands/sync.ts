@@ -1,7 +1,6 @@
-import { readSecret } from '../config/secrets.js';
 import { cachePath, openDatabase } from '../store/database.js';
 import type { RowCounts } from '../store/snapshotMerge.js';
-import { ServiceClient } from '../sync/serviceClient.js';
+import { createServiceClient } from '../sync/serviceClient.js';
 import { syncOnce } from '../sync/sync.js';
 import { DoorAgentError } from '../util/errors.js';
 import { loadConfigFor, type CommandContext } from './context.js';
@@ -17,12 +16,7 @@ export async function runSync(
   const config = loadConfigFor(args.config, ctx);
   const service = config.service;
   if (!service) throw new DoorAgentError('no service section in the configuration: nothing to sync from (door-agent import provisions offline)');
-  const client = new ServiceClient({
-    baseUrl: service.baseUrl,
-    apiKey: readSecret('service.apiKeyFile', service.apiKeyFile, ctx.env, 'DOOR_AGENT_API_KEY') ?? '',
-    apiKeyIn: service.apiKeyIn,
-    timeoutMs: service.timeoutSeconds * 1000,
-  });
+  const client = createServiceClient(service, ctx.env);
   const db = openDatabase(cachePath(config.agent.dataDir));
   let lastDrawn = -1;
   const progress = (done: number, total: number) => {

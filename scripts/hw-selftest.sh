@@ -1,0 +1,83 @@
+#!/usr/bin/env bash
+# door-agent hardware self-test, for an installer at the door with the Raspberry Pi wired up. It checks what only
+# real hardware can show, through door-agent's own drivers and the installed configuration:
+#   1. the configuration is valid;
+#   2. each relay clicks: driven to its unlocked level for 2 s, then back to locked (listen for the strike);
+#   3. each door contact and exit button: for 20 s every level change is printed (open the door, press the button);
+#   4. each reader: for 20 s every frame is printed by kind (tap a card, type 1234#), card numbers masked.
+# Every relay is left at its locked level, whatever happens (door-agent relock runs at the end).
+#
+#   sudo systemctl stop door-agent        # the daemon must not hold the pins meanwhile
+#   sudo -u door-agent /opt/door-agent/scripts/hw-selftest.sh [/etc/door-agent/config.yaml]
+#   sudo systemctl start door-agent
+set -euo pipefail
+CONFIG="${1:-${DOOR_AGENT_CONFIG:-/etc/door-agent/config.yaml}}"
+APP="$(cd "$(dirname "$0")/.." && pwd)"
+CLI="$APP/dist/src/cli.js"
+[ -f "$CLI" ] || { echo "hw-selftest: $CLI is missing: run npm ci in $APP first" >&2; exit 1; }
+if command -v systemctl >/dev/null 2>&1 && systemctl is-active --quiet door-agent 2>/dev/null; then
+  echo "hw-selftest: door-agent is running and holds the pins: sudo systemctl stop door-agent, then run this again" >&2
+  exit 1
+fi
+trap 'node "$CLI" relock --config "$CONFIG" >/dev/null 2>&1 || echo "hw-selftest: door-agent relock failed: check the relays!" >&2' EXIT
+
+echo "== 1. configuration"
+node "$CLI" config check --config "$CONFIG"
+
+cd "$APP"
+APP="$APP" CONFIG="$CONFIG" SECONDS_TO_WATCH="${HW_SELFTEST_SECONDS:-20}" node --input-type=module <<'NODE'
+import { pino } from 'pino';
+const app = process.env.APP;
+const watchMs = Number(process.env.SECONDS_TO_WATCH) * 1000;
+const { loadConfig } = await import(`${app}/dist/src/config/load.js`);
+const { createGpioDriver } = await import(`${app}/dist/src/hardware/createGpio.js`);
+const { relayLevel } = await import(`${app}/dist/src/core/relay.js`);
+const { SerialReader } = await import(`${app}/dist/src/hardware/serialReader.js`);
+const { credentialHint, normalizeCredential } = await import(`${app}/dist/src/core/credentials.js`);
+const { systemClock, systemTimers } = await import(`${app}/dist/src/util/clock.js`);
+const config = loadConfig(process.env.CONFIG);
+const gpio = createGpioDriver(config.gpio);
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+const stamp = () => new Date().toISOString().slice(11, 23);
+
+console.log('== 2. relays: each is unlocked for 2 s, then locked again; listen for the strike or the maglock');
+for (const door of config.doors) {
+  const locked = relayLevel('LOCKED', door.failMode, door.relay.activeLow);
+  const relay = gpio.openOutput(door.relay.pin, locked);
+  console.log(`${door.name}: GPIO ${door.relay.pin} unlocked (level ${1 - locked}) ...`);
+  relay.write(relayLevel('UNLOCKED', door.failMode, door.relay.activeLow));
+  await sleep(2000);
+  relay.write(locked);
+  console.log(`${door.name}: GPIO ${door.relay.pin} locked (level ${locked}), reads back ${relay.read()}`);
+}
+
+const inputs = config.doors.flatMap((d) => [
+  ...(d.contact ? [{ door: d.name, what: 'door contact', pin: d.contact.pin, idle: 1 - d.contact.openLevel, meaning: (l) => (l === d.contact.openLevel ? 'OPEN' : 'CLOSED') }] : []),
+  ...(d.exitButton ? [{ door: d.name, what: 'exit button', pin: d.exitButton.pin, idle: 1 - d.exitButton.activeLevel, meaning: (l) => (l === d.exitButton.activeLevel ? 'PRESSED' : 'released') }] : []),
+]);
+const readers = config.doors.filter((d) => d.reader);
+console.log(`== 3 and 4. for ${watchMs / 1000} s: open and close the door, press the exit button, tap a card, type 1234#`);
+for (const input of inputs) {
+  const pin = gpio.openInput(input.pin, (level) => console.log(`${stamp()} ${input.door}: ${input.what} (GPIO ${input.pin}) ${input.meaning(level)}`), input.idle);
+  console.log(`${input.door}: ${input.what} (GPIO ${input.pin}) is ${input.meaning(pin.read())} now`);
+}
+const logger = pino({ level: 'warn' });
+const open = readers.map((d) => {
+  const reader = new SerialReader({
+    ...d.reader, logger, clock: systemClock, timers: systemTimers,
+    onConnectionChange: (up) => console.log(`${stamp()} ${d.name}: reader ${d.reader.path} ${up ? 'connected' : 'NOT connected'}`),
+    onFrame: (frame) => {
+      if (frame.kind === 'noise' || frame.kind === 'keypad_cleared') return console.log(`${stamp()} ${d.name}: ${frame.kind}`);
+      const normalized = normalizeCredential(frame.value, frame.kind, d.reader.cardFormat);
+      console.log(`${stamp()} ${d.name}: ${frame.kind} ${normalized === null ? '(malformed)' : credentialHint(normalized, frame.kind)}`);
+    },
+  });
+  reader.start();
+  return reader;
+});
+await sleep(watchMs);
+for (const reader of open) await reader.stop();
+gpio.close();
+console.log('== done: every relay is driven locked now (door-agent relock)');
+process.exit(0);
+NODE
