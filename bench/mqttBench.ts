@@ -13,7 +13,7 @@ import { userInfo } from 'node:os';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { connectAsync, type MqttClient } from 'mqtt';
-import { cachePath, openDatabase } from '../src/store/database.js';
+import { openStateDatabase, statePath } from '../src/store/database.js';
 import { EventLog } from '../src/store/eventLog.js';
 import { AGENT_NODE_OPTIONS, type BenchRow } from './report.js';
 import { p50p99, timeUntilLevel } from './valueFile.js';
@@ -122,7 +122,7 @@ async function commandToRelay(dir: string, url: string, config: string): Promise
 
 async function outboxDrain(dir: string, url: string, config: string, port: number): Promise<{ perSecond: number; lost: number; floorPerSecond: number }> {
   // Record the events as the agent would while the broker is away (one transaction: this is setup, not measured).
-  const db = openDatabase(cachePath(join(dir, 'data')));
+  const db = openStateDatabase(statePath(join(dir, 'data')));
   const log = new EventLog(db, { agentId: 'bench', maxEvents: 200_000 });
   db.prepare('UPDATE events SET published_at = 0').run();
   const firstSeq = log.stats().lastSeq + 1;

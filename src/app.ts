@@ -132,7 +132,7 @@ export async function startAgent(config: AgentOptions, deps: AgentDeps): Promise
       );
     }
     const sync = config.service
-      ? new SyncComponent({ options: config.service, store, env, clock, timers, logger: logger.child({ component: 'sync' }) })
+      ? new SyncComponent({ options: config.service, dataDir: config.agent.dataDir, env, clock, timers, logger: logger.child({ component: 'sync' }) })
       : null;
     const mqtt = config.mqtt
       ? new MqttComponent({

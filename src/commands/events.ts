@@ -1,4 +1,4 @@
-import { cachePath, openDatabase } from '../store/database.js';
+import { openStateDatabase, statePath } from '../store/database.js';
 import { EventLog } from '../store/eventLog.js';
 import { UsageError } from '../util/errors.js';
 import { loadConfigFor, type CommandContext, type Output } from './context.js';
@@ -27,7 +27,7 @@ export async function runEvents(
     since = Number(args.since);
   }
   const config = loadConfigFor(args.config, ctx);
-  const db = openDatabase(cachePath(config.agent.dataDir), { readonly: true });
+  const db = openStateDatabase(statePath(config.agent.dataDir), { readonly: true });
   try {
     const log = new EventLog(db, { agentId: config.agent.id, maxEvents: config.agent.maxEvents });
     // Respects back-pressure: a slow reader (door-agent events | less) gets every event, without the whole log

@@ -1,6 +1,7 @@
 import { isClockTrusted } from '../core/decision.js';
 import { CredentialCache } from '../store/credentialCache.js';
-import { cachePath, openDatabase } from '../store/database.js';
+import { existsSync } from 'node:fs';
+import { cachePath, openDatabase, openStateDatabase, statePath } from '../store/database.js';
 import { relayLevel } from '../core/relay.js';
 import { readOutputLevel } from '../hardware/createGpio.js';
 import { DoorStateStore, doorStateDir } from '../store/doorState.js';
@@ -31,9 +32,11 @@ export function runStatus(args: { json: boolean; config: string | undefined }, c
   const config = loadConfigFor(args.config, ctx);
   const file = cachePath(config.agent.dataDir);
   const db = openDatabase(file, { readonly: true });
+  // The daemon's state (status, audit log); absent until a daemon or a writing command has created it.
+  const state = existsSync(statePath(config.agent.dataDir)) ? openStateDatabase(statePath(config.agent.dataDir), { readonly: true }) : null;
   try {
     const now = ctx.clock.wallNow();
-    const runtime = readRuntimeStatus(db);
+    const runtime = state ? readRuntimeStatus(state) : undefined;
     const running = runtime !== undefined && runtime.stoppedAt === null && processAlive(runtime.pid);
     const states = new DoorStateStore(doorStateDir(config.agent.dataDir));
     const doors = config.doors.map((door) => {
@@ -68,7 +71,9 @@ export function runStatus(args: { json: boolean; config: string | undefined }, c
       counts: new CredentialCache(db).counts(),
       lastImport: readMeta<{ at: string; file: string }>(db, 'last_import') ?? null,
       sync: config.service ? syncView(readSyncStatus(db), now, config.service.warnCacheAgeSeconds) : null,
-      events: new EventLog(db, { agentId: config.agent.id, maxEvents: config.agent.maxEvents }).stats(),
+      events: state
+        ? new EventLog(state, { agentId: config.agent.id, maxEvents: config.agent.maxEvents }).stats()
+        : { total: 0, unpublished: 0, evicted: 0, lastSeq: 0 },
     };
     if (args.json) {
       ctx.stdout.write(`${JSON.stringify(status)}\n`);
@@ -112,6 +117,7 @@ export function runStatus(args: { json: boolean; config: string | undefined }, c
     ctx.stdout.write(`${lines.join('\n')}\n`);
     return 0;
   } finally {
+    state?.close();
     db.close();
   }
 }

@@ -2,7 +2,7 @@ import type { Logger } from 'pino';
 import type { Component } from '../lifecycle.js';
 import type { Timers } from '../util/clock.js';
 import { CredentialCache } from './credentialCache.js';
-import { cachePath, openDatabase, type Db } from './database.js';
+import { cachePath, openDatabase, openStateDatabase, statePath, type Db } from './database.js';
 import { EventLog } from './eventLog.js';
 import { GuestLinkStore } from './guestLinkStore.js';
 import { PendingWrites } from './pendingWrites.js';
@@ -28,15 +28,17 @@ export interface AgentStoreOptions {
 const DAEMON_BUSY_TIMEOUT_MS = 20;
 
 /**
- * The daemon's cache: the SQLite file, the writes that wait while it is busy or full, the audit log, the replay
- * cache, guest links from MQTT, and the daemon's status for `door-agent status`. A short busy timeout: while
- * another process (door-agent import, sync) holds the write lock, a write fails at once and waits in `writes`
- * instead of freezing the event loop with a relay energized.
+ * The daemon's databases. The cache (cache.db: users, credentials, guest links) is written by syncs and imports;
+ * the state (state.db: the audit log and outbox, the replay cache, the daemon's status) only by the daemon, so
+ * its frequent writes never wait for a sync or an import holding the cache's write lock. Both connections have a
+ * short busy timeout: a write that cannot be made at once (busy, disk full) waits in `writes` instead of
+ * freezing the event loop with a relay energized.
  */
 export class AgentStore implements Component {
   readonly name = 'store';
   readonly writes: PendingWrites;
   private db_: Db | null = null;
+  private state_: Db | null = null;
   private events_: EventLog | null = null;
   private readonly eventListeners: Array<() => void> = [];
   private readonly status: RuntimeStatus;
@@ -48,7 +50,8 @@ export class AgentStore implements Component {
 
   start(): void {
     this.db_ = openDatabase(cachePath(this.options.dataDir), { busyTimeoutMs: DAEMON_BUSY_TIMEOUT_MS });
-    this.events_ = new EventLog(this.db_, {
+    this.state_ = openStateDatabase(statePath(this.options.dataDir), { busyTimeoutMs: DAEMON_BUSY_TIMEOUT_MS });
+    this.events_ = new EventLog(this.state_, {
       agentId: this.options.agentId,
       maxEvents: this.options.maxEvents,
       keepUnpublished: this.options.keepUnpublished,
@@ -65,13 +68,22 @@ export class AgentStore implements Component {
     this.saveStatus();
     this.writes.flush();
     this.writes.stop();
+    this.state_?.close();
+    this.state_ = null;
     this.db_?.close();
     this.db_ = null;
   }
 
+  /** The cache (cache.db). */
   get db(): Db {
     if (!this.db_) throw new Error('the store is not started');
     return this.db_;
+  }
+
+  /** The daemon's state (state.db). */
+  get state(): Db {
+    if (!this.state_) throw new Error('the store is not started');
+    return this.state_;
   }
 
   get events(): EventLog {
@@ -89,7 +101,7 @@ export class AgentStore implements Component {
   }
 
   replayCache(): ReplayCache {
-    return new ReplayCache(this.db, this.writes);
+    return new ReplayCache(this.state, this.writes);
   }
 
   guestLinks(): GuestLinkStore {
@@ -105,7 +117,7 @@ export class AgentStore implements Component {
   private saveStatus(): void {
     const snapshot = structuredClone(this.status);
     this.writes.run('runtime', () => {
-      if (this.db_?.open) writeRuntimeStatus(this.db_, snapshot);
+      if (this.state_?.open) writeRuntimeStatus(this.state_, snapshot);
     });
   }
 }

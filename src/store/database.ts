@@ -1,7 +1,7 @@
 import { closeSync, existsSync, mkdirSync, openSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import Database from 'better-sqlite3';
-import { MIGRATIONS } from './migrations.js';
+import { MIGRATIONS, STATE_MIGRATIONS, type Migration } from './migrations.js';
 import { DoorAgentError, describeFsError, errorCode } from '../util/errors.js';
 
 export type Db = Database.Database;
@@ -9,6 +9,30 @@ export type Db = Database.Database;
 export function cachePath(dataDir: string): string {
   return join(dataDir, 'cache.db');
 }
+
+/** The daemon's often-written state (audit log and outbox, replay cache, its status), beside the cache. */
+export function statePath(dataDir: string): string {
+  return join(dataDir, 'state.db');
+}
+
+/** Which database a file is: the cache (a copy of the service's data) or the daemon's state. */
+interface Schema {
+  what: string;
+  migrations: readonly Migration[];
+  /** What to do with a file that is not a database of this kind. */
+  advice: string;
+}
+
+const CACHE: Schema = {
+  what: 'cache',
+  migrations: MIGRATIONS,
+  advice: 'move it aside, then run door-agent import (or sync) to rebuild the cache',
+};
+const STATE: Schema = {
+  what: 'state database',
+  migrations: STATE_MIGRATIONS,
+  advice: 'move it aside and start door-agent again (a new one is created; the events in it that were not yet published are lost)',
+};
 
 /**
  * The cache could not be read for a decision (a damaged page, an I/O error). The door stays locked; the
@@ -26,27 +50,33 @@ export class CacheUnreadableError extends DoorAgentError {
   }
 }
 
-function notADatabase(file: string, err: unknown): DoorAgentError {
-  return new DoorAgentError(
-    `${file} is not a door-agent cache (not a SQLite database). It was left untouched: ` +
-      'move it aside, then run door-agent import to rebuild the cache.',
-    { cause: err },
-  );
+function notADatabase(file: string, schema: Schema, err: unknown): DoorAgentError {
+  return new DoorAgentError(`${file} is not a door-agent ${schema.what} (not a SQLite database). It was left untouched: ${schema.advice}.`, {
+    cause: err,
+  });
 }
 
 /**
- * Opens (creating if needed) the agent's SQLite cache: WAL, synchronous=FULL so that a committed door state or
- * event survives a power cut, then brings the schema up to date.
+ * Opens (creating if needed) the agent's SQLite cache: WAL, synchronous=FULL so that a committed event survives
+ * a power cut, then brings the schema up to date.
  */
-export function openDatabase(
-  file: string,
-  options: { readonly?: boolean; busyTimeoutMs?: number } = {},
-): Db {
+export function openDatabase(file: string, options: { readonly?: boolean; busyTimeoutMs?: number } = {}): Db {
+  return openSchema(file, CACHE, options);
+}
+
+/** Opens (creating if needed) the daemon's state database, state.db: the audit log, the replay cache, its status. */
+export function openStateDatabase(file: string, options: { readonly?: boolean; busyTimeoutMs?: number } = {}): Db {
+  return openSchema(file, STATE, options);
+}
+
+function openSchema(file: string, schema: Schema, options: { readonly?: boolean; busyTimeoutMs?: number }): Db {
   const readonly = options.readonly ?? false;
-  const migrations = MIGRATIONS;
+  const migrations = schema.migrations;
   const isNew = !existsSync(file);
   if (readonly && isNew) {
-    throw new DoorAgentError(`no cache at ${file}: provision it with door-agent import first`);
+    throw new DoorAgentError(
+      schema === CACHE ? `no cache at ${file}: provision it with door-agent import first` : `no ${schema.what} at ${file} yet: door-agent run (or any writing command) creates it`,
+    );
   }
   if (!readonly) {
     try {
@@ -61,15 +91,15 @@ export function openDatabase(
     if (isNew) closeSync(openSync(file, 'a', 0o600));
     db = new Database(file, { readonly, fileMustExist: readonly });
   } catch (err) {
-    throw new DoorAgentError(`cannot open the cache ${file}: ${describeFsError(err)}`, { cause: err });
+    throw new DoorAgentError(`cannot open the ${schema.what} ${file}: ${describeFsError(err)}`, { cause: err });
   }
   try {
     // The first statement reads the header: a file that is not SQLite fails here, before anything is written.
     const version = db.pragma('user_version', { simple: true }) as number;
     if (version > migrations.length) {
       throw new DoorAgentError(
-        `the database ${file} has schema version ${version}, newer than this door-agent knows (${migrations.length}): ` +
-          'upgrade door-agent, or move the cache aside and import again',
+        `the ${schema.what} ${file} has schema version ${version}, newer than this door-agent knows (${migrations.length}): ` +
+          `upgrade door-agent, or ${schema.advice}`,
       );
     }
     if (!readonly) {
@@ -82,28 +112,35 @@ export function openDatabase(
     db.pragma('foreign_keys = ON');
     // Migrations may wait for another writer; the daemon then shortens the wait (see app.ts).
     db.pragma('busy_timeout = 5000');
-    if (!readonly) migrate(db, migrations);
+    if (!readonly) migrate(db, file, migrations);
     else if (version < migrations.length) {
-      throw new DoorAgentError(`the cache ${file} is from an older door-agent: run any writing command to upgrade it`);
+      throw new DoorAgentError(`the ${schema.what} ${file} is from an older door-agent: run any writing command to upgrade it`);
     }
     if (options.busyTimeoutMs !== undefined) db.pragma(`busy_timeout = ${Math.max(0, Math.floor(options.busyTimeoutMs))}`);
   } catch (err) {
     db.close();
     if (err instanceof DoorAgentError) throw err;
-    if (errorCode(err) === 'SQLITE_NOTADB' || errorCode(err) === 'SQLITE_CORRUPT') throw notADatabase(file, err);
-    throw new DoorAgentError(`cannot use the cache ${file}: ${err instanceof Error ? err.message : String(err)}`, {
+    if (errorCode(err) === 'SQLITE_NOTADB' || errorCode(err) === 'SQLITE_CORRUPT') throw notADatabase(file, schema, err);
+    throw new DoorAgentError(`cannot use the ${schema.what} ${file}: ${err instanceof Error ? err.message : String(err)}`, {
       cause: err,
     });
   }
   return db;
 }
 
-function migrate(db: Db, migrations: readonly string[]): void {
+/** Applies the migrations after user_version: SQL in one transaction each; a step in code runs its own. */
+function migrate(db: Db, file: string, migrations: readonly Migration[]): void {
   const current = db.pragma('user_version', { simple: true }) as number;
-  migrations.slice(current).forEach((sql, i) => {
+  migrations.slice(current).forEach((migration, i) => {
+    const version = current + i + 1;
+    if (typeof migration === 'function') {
+      migration(db, file, { openState: (path) => openStateDatabase(path) });
+      db.pragma(`user_version = ${version}`);
+      return;
+    }
     db.transaction(() => {
-      db.exec(sql);
-      db.pragma(`user_version = ${current + i + 1}`);
+      db.exec(migration);
+      db.pragma(`user_version = ${version}`);
     })();
   });
 }

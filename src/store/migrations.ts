@@ -1,8 +1,16 @@
+import { dirname, join } from 'node:path';
+import type Database from 'better-sqlite3';
+
+type Db = Database.Database;
+
+/** SQL run in one transaction, or a step in code that manages its own transactions (idempotent). */
+export type Migration = string | ((db: Db, file: string, tools: { openState: (file: string) => Db }) => void);
+
 /**
- * Schema migrations, applied in order by PRAGMA user_version, each in its own transaction.
+ * The cache's schema migrations, applied in order by PRAGMA user_version, each in its own transaction.
  * Card numbers are TEXT (decimal integer strings can exceed 2^53); JSON columns hold arrays.
  */
-export const MIGRATIONS: readonly string[] = [
+export const MIGRATIONS: readonly Migration[] = [
   `
   CREATE TABLE users (
     email_id  INTEGER PRIMARY KEY,
@@ -89,6 +97,66 @@ export const MIGRATIONS: readonly string[] = [
   CREATE TABLE guest_link_versions (
     magic_link_id TEXT PRIMARY KEY,
     issued_at     INTEGER NOT NULL
+  ) STRICT;
+  `,
+  moveStateOut,
+];
+
+const tableExists = (db: Db, name: string) =>
+  db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?").get(name) !== undefined;
+
+/**
+ * Migration 4: the audit log and outbox, the replay cache and the daemon's status move to state.db beside the
+ * cache, so that the daemon's frequent writes never wait for a sync or an import holding the cache's write lock.
+ * Copied first (committed in state.db), then dropped here: a crash in between only repeats the copy.
+ */
+function moveStateOut(db: Db, file: string, tools: { openState: (file: string) => Db }): void {
+  const state = tools.openState(join(dirname(file), 'state.db'));
+  try {
+    state.transaction(() => {
+      if (tableExists(db, 'events')) {
+        const insert = state.prepare('INSERT OR IGNORE INTO events (seq, at, door_uuid, type, payload, published_at) VALUES (?, ?, ?, ?, ?, ?)');
+        for (const row of db.prepare('SELECT seq, at, door_uuid, type, payload, published_at FROM events').raw().iterate()) insert.run(...(row as unknown[]));
+      }
+      if (tableExists(db, 'command_requests')) {
+        const insert = state.prepare('INSERT OR IGNORE INTO command_requests (request_id, door_uuid, seen_at) VALUES (?, ?, ?)');
+        for (const row of db.prepare('SELECT request_id, door_uuid, seen_at FROM command_requests').raw().iterate()) insert.run(...(row as unknown[]));
+      }
+      const insert = state.prepare('INSERT OR IGNORE INTO meta (key, value) VALUES (?, ?)');
+      for (const row of db.prepare("SELECT key, value FROM meta WHERE key IN ('runtime', 'events_evicted')").raw().iterate()) insert.run(...(row as unknown[]));
+    })();
+  } finally {
+    state.close();
+  }
+  db.transaction(() => {
+    db.exec("DROP TABLE IF EXISTS events; DROP TABLE IF EXISTS command_requests; DELETE FROM meta WHERE key IN ('runtime', 'events_evicted');");
+  })();
+}
+
+/** The daemon's state database (state.db): written often, by the daemon only; read by status and events. */
+export const STATE_MIGRATIONS: readonly Migration[] = [
+  `
+  CREATE TABLE events (
+    seq          INTEGER PRIMARY KEY AUTOINCREMENT,
+    at           INTEGER NOT NULL,
+    door_uuid    TEXT,
+    type         TEXT NOT NULL,
+    payload      TEXT NOT NULL,  -- JSON; never holds a whole card number
+    published_at INTEGER
+  ) STRICT;
+  CREATE INDEX events_unpublished ON events (seq) WHERE published_at IS NULL;
+
+  -- request_ids of executed signed commands: a replayed command is refused even after a restart.
+  CREATE TABLE command_requests (
+    request_id TEXT PRIMARY KEY,
+    door_uuid  TEXT NOT NULL,
+    seen_at    INTEGER NOT NULL  -- wall-clock ms
+  ) STRICT;
+  CREATE INDEX command_requests_by_age ON command_requests (seen_at);
+
+  CREATE TABLE meta (
+    key   TEXT PRIMARY KEY,
+    value TEXT NOT NULL
   ) STRICT;
   `,
 ];

@@ -86,12 +86,17 @@ export class ServiceClient {
   }
 }
 
-/** The service client for the `service` section, its key from the file or DOOR_AGENT_API_KEY: built here only. */
-export function createServiceClient(options: SyncServiceOptions, env: Env): ServiceClient {
-  return new ServiceClient({
+/** The client options for the `service` section, the key from its file or DOOR_AGENT_API_KEY: built here only. */
+export function serviceClientOptions(options: SyncServiceOptions, env: Env): ServiceClientOptions {
+  return {
     baseUrl: options.baseUrl,
     apiKey: readSecret('service.apiKeyFile', options.apiKeyFile, env, 'DOOR_AGENT_API_KEY') ?? '',
     apiKeyIn: options.apiKeyIn,
     timeoutMs: options.timeoutSeconds * 1000,
-  });
+  };
+}
+
+/** The service client for the `service` section (door-agent sync, the demo). */
+export function createServiceClient(options: SyncServiceOptions, env: Env): ServiceClient {
+  return new ServiceClient(serviceClientOptions(options, env));
 }

@@ -72,25 +72,29 @@ export async function syncOnce(db: Db, client: ServiceClient, options: SyncOptio
       options.onProgress?.(++done, list.length);
       return detail;
     });
-    const result = db
-      .transaction(() => {
-        const stage = new SnapshotStage(db);
-        try {
-          list.forEach((user, i) => {
-            if (!stage.addUser(toStagedUser(user, user.user_tag ?? (guests.has(user.email_id) ? 'GUEST' : 'USER')))) {
-              throw new ServiceError(`GET /multipleusers: email_id ${user.email_id} is listed twice`, '/multipleusers', 200);
-            }
-            stage.addDetail(toStagedDetail(user.email_id, details[i]!));
-          });
+    // Staged in the connection's own temp tables first; the cache's write lock is held only for the merge.
+    const stage = new SnapshotStage(db);
+    let result: MergeSummary;
+    try {
+      db.transaction(() => {
+        list.forEach((user, i) => {
+          if (!stage.addUser(toStagedUser(user, user.user_tag ?? (guests.has(user.email_id) ? 'GUEST' : 'USER')))) {
+            throw new ServiceError(`GET /multipleusers: email_id ${user.email_id} is listed twice`, '/multipleusers', 200);
+          }
+          stage.addDetail(toStagedDetail(user.email_id, details[i]!));
+        });
+      })();
+      result = db
+        .transaction(() => {
           const summary = mergeStage(db, { maxRemovalRatio: options.maxRemovalRatio, includeLinks: false });
           const { durationMs: _d, ...lastSummary } = { ...summary, durationMs: 0 };
           writeMeta(db, STATUS_KEY, { lastSuccessAt: attemptAt, lastAttemptAt: attemptAt, lastError: null, lastSummary } satisfies SyncStatus);
           return summary;
-        } finally {
-          stage.drop();
-        }
-      })
-      .immediate();
+        })
+        .immediate();
+    } finally {
+      stage.drop();
+    }
     return { ...result, durationMs: performance.now() - started };
   } catch (err) {
     try {

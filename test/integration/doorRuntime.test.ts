@@ -215,7 +215,7 @@ describe('DoorRuntime secrets', () => {
     t.pin('4711');
     t.time.advance(60_000);
     const wire = JSON.stringify(t.all());
-    const stored = JSON.stringify(t.db.prepare('SELECT payload FROM events').all());
+    const stored = JSON.stringify(t.state.prepare('SELECT payload FROM events').all());
     expect(t.all().map((e) => e.hint).filter(Boolean)).toEqual(expect.arrayContaining(['token', '…78', 'PIN', '…79', '…01']));
     expect(t.last('access_granted')).toBeDefined();
     for (const text of [wire, stored, t.logs.join('')]) {

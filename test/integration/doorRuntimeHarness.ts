@@ -10,7 +10,7 @@ import { LockController } from '../../src/door/lockController.js';
 import type { GpioOutput } from '../../src/hardware/gpio.js';
 import { importSnapshot } from '../../src/snapshot/importSnapshot.js';
 import { CredentialCache } from '../../src/store/credentialCache.js';
-import { openDatabase, type Db } from '../../src/store/database.js';
+import { openDatabase, openStateDatabase, type Db } from '../../src/store/database.js';
 import { DoorStateStore } from '../../src/store/doorState.js';
 import { EventLog, type EventType, type WireEvent } from '../../src/store/eventLog.js';
 import { ManualTime } from '../support/manualTime.js';
@@ -67,7 +67,8 @@ doors: [ { uuid: ${DOOR_UUID}, resourceId: 12, relay: { pin: 17 }, unlockSeconds
   importSnapshot(db, SNAPSHOT, { maxRemovalRatio: null, now: WALL0 });
   const time = new ManualTime({ wall: WALL0, mono: 1_000 });
   const relay = new MemoryRelay();
-  const events = new EventLog(db, { agentId: 'test-agent', maxEvents: 1000 });
+  const state = openStateDatabase(join(dir, `${name}-state.db`));
+  const events = new EventLog(state, { agentId: 'test-agent', maxEvents: 1000 });
   const logs: string[] = [];
   const logger = pino({ level: 'debug', base: undefined, timestamp: false }, { write: (line: string) => void logs.push(line) });
   // Wired as src/app.ts does: lock state changes become unlocked/locked events.
@@ -97,12 +98,13 @@ doors: [ { uuid: ${DOOR_UUID}, resourceId: 12, relay: { pin: 17 }, unlockSeconds
   cleanups.push(() => {
     runtime.stop();
     controller.shutdown();
-    db.close();
+    if (db.open) db.close();
+    state.close();
   });
   const all = (): WireEvent[] => events.since(0);
   const types = (): EventType[] => all().map((e) => e.type);
   const last = (type: EventType): WireEvent | undefined => all().filter((e) => e.type === type).at(-1);
   const card = (value: string) => runtime.onReaderFrame({ kind: 'card', value });
   const pin = (value: string) => runtime.onReaderFrame({ kind: 'pin', value });
-  return { door, db, time, relay, events, controller, runtime, logs, all, types, last, card, pin };
+  return { door, db, state, time, relay, events, controller, runtime, logs, all, types, last, card, pin };
 }

@@ -2,7 +2,10 @@ import { spawnSync } from 'node:child_process';
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
-import { openDatabase, type Db } from '../../src/store/database.js';
+import Database from 'better-sqlite3';
+import { openDatabase, openStateDatabase, type Db } from '../../src/store/database.js';
+import { MIGRATIONS } from '../../src/store/migrations.js';
+import { ReplayCache } from '../../src/store/replayCache.js';
 import { EventLog } from '../../src/store/eventLog.js';
 import { CLI, DOOR_UUID, tempDir, writeConfig } from '../support/cli.js';
 
@@ -17,7 +20,7 @@ afterEach(() => {
 });
 
 function open(file: string, maxEvents = 1000): { db: Db; log: EventLog } {
-  const db = openDatabase(file);
+  const db = openStateDatabase(file);
   opened.push(db);
   return { db, log: new EventLog(db, { agentId: 'front-agent', maxEvents }) };
 }
@@ -113,7 +116,7 @@ describe('door-agent events into a pipe', () => {
     const dir = join(tmp.path, 'pipe');
     mkdirSync(dir);
     const config = writeConfig(dir);
-    const db = openDatabase(join(dir, 'data/cache.db'));
+    const db = openStateDatabase(join(dir, 'data/state.db'));
     const log = new EventLog(db, { agentId: 'test-agent', maxEvents: 100_000 });
     db.transaction(() => {
       for (let i = 1; i <= 30_000; i++) log.append({ type: 'access_denied', door: DOOR_UUID, at: AT0 + i, data: { kind: 'card', hint: '…', reason: 'unknown_credential', i } });
@@ -129,5 +132,34 @@ describe('door-agent events into a pipe', () => {
     const lines = r.stdout.trim().split('\n');
     expect(lines).toHaveLength(30_000);
     expect(JSON.parse(lines.at(-1)!)).toMatchObject({ seq: 30_000, i: 30_000 });
+  });
+});
+
+describe('upgrade from a cache that held the audit log (before state.db)', () => {
+  it('moves the events (same seq), the replay cache and the daemon status into state.db, then drops them from the cache', () => {
+    const dir = join(tmp.path, 'upgrade');
+    mkdirSync(dir);
+    const cacheFile = join(dir, 'cache.db');
+    const old = new Database(cacheFile);
+    for (const sql of MIGRATIONS.slice(0, 3)) old.exec(sql as string);
+    old.pragma('user_version = 3');
+    const insert = old.prepare('INSERT INTO events (seq, at, door_uuid, type, payload, published_at) VALUES (?, ?, ?, ?, ?, ?)');
+    insert.run(41, AT0, DOOR_UUID, 'access_granted', '{"kind":"card","hint":"…78"}', AT0 + 5);
+    insert.run(42, AT0 + 1, DOOR_UUID, 'unlocked', '{"cause":"card …78"}', null);
+    old.prepare('INSERT INTO command_requests VALUES (?, ?, ?)').run('req-old', DOOR_UUID, AT0);
+    old.prepare('INSERT INTO meta VALUES (?, ?)').run('events_evicted', '7');
+    old.close();
+
+    openDatabase(cacheFile).close(); // what any writing command or the daemon does first
+    const state = openStateDatabase(join(dir, 'state.db'));
+    opened.push(state);
+    const log = new EventLog(state, { agentId: 'a', maxEvents: 1000 });
+    expect(log.since(0).map((e) => [e.seq, e.type])).toEqual([[41, 'access_granted'], [42, 'unlocked']]);
+    expect(log.stats()).toMatchObject({ unpublished: 1, evicted: 7, lastSeq: 42 });
+    expect(log.append({ type: 'locked', door: DOOR_UUID, at: AT0 + 2 })?.seq).toBe(43); // the sequence goes on
+    expect(new ReplayCache(state).seen('req-old')).toBe(true);
+    const cache = new Database(cacheFile, { readonly: true });
+    expect(cache.prepare("SELECT name FROM sqlite_master WHERE name IN ('events', 'command_requests')").all()).toEqual([]);
+    cache.close();
   });
 });

@@ -4,7 +4,7 @@ import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { guestLinkSchema, type GuestLink } from '../../src/api/shapes.js';
 import { pinLabelSet } from '../../src/core/credentials.js';
 import { CredentialCache } from '../../src/store/credentialCache.js';
-import { openDatabase, type Db } from '../../src/store/database.js';
+import { openDatabase, openStateDatabase, type Db } from '../../src/store/database.js';
 import { GuestLinkStore } from '../../src/store/guestLinkStore.js';
 import { ReplayCache } from '../../src/store/replayCache.js';
 import { DOOR_UUID, SECOND_DOOR_UUID, tempDir } from '../support/cli.js';
@@ -214,10 +214,15 @@ describe('GuestLinkStore on a SQLite file', () => {
 });
 
 describe('ReplayCache on a SQLite file', () => {
+  const openState = (file = freshFile()) => {
+    const db = openStateDatabase(file);
+    opened.push(db);
+    return { file, db };
+  };
   const T0 = Date.parse('2026-11-24T09:00:00.000Z');
 
   it('remembers executed request_ids', () => {
-    const { db } = open();
+    const { db } = openState();
     const replay = new ReplayCache(db);
     expect(replay.seen('req-1')).toBe(false);
     replay.remember('req-1', DOOR_UUID, T0);
@@ -227,7 +232,7 @@ describe('ReplayCache on a SQLite file', () => {
   });
 
   it('a request_id used at one door is seen at every door', () => {
-    const { db } = open();
+    const { db } = openState();
     const replay = new ReplayCache(db);
     replay.remember('shared', DOOR_UUID, T0);
     expect(() => replay.remember('shared', SECOND_DOOR_UUID, T0 + 1)).not.toThrow();
@@ -235,14 +240,14 @@ describe('ReplayCache on a SQLite file', () => {
   });
 
   it('keeps request_ids across a restart', () => {
-    const first = open();
+    const first = openState();
     new ReplayCache(first.db).remember('req-persist', DOOR_UUID, T0);
     first.db.close();
-    expect(new ReplayCache(open(first.file).db).seen('req-persist')).toBe(true);
+    expect(new ReplayCache(openState(first.file).db).seen('req-persist')).toBe(true);
   });
 
   it('prune forgets only ids seen before the cutoff, in memory and in the database', () => {
-    const { db } = open();
+    const { db } = openState();
     const replay = new ReplayCache(db);
     replay.remember('old-1', DOOR_UUID, T0 - 120_000);
     replay.remember('old-2', SECOND_DOOR_UUID, T0 - 60_001);

@@ -8,7 +8,7 @@ import type { Level } from '../../src/core/relay.js';
 import { LockController } from '../../src/door/lockController.js';
 import { MqttBridge } from '../../src/mqtt/bridge.js';
 import { Topics } from '../../src/protocol/topics.js';
-import { openDatabase } from '../../src/store/database.js';
+import { openDatabase, openStateDatabase } from '../../src/store/database.js';
 import { DoorStateStore } from '../../src/store/doorState.js';
 import { EventLog } from '../../src/store/eventLog.js';
 import { GuestLinkStore } from '../../src/store/guestLinkStore.js';
@@ -49,6 +49,7 @@ doors: [ { uuid: ${DOOR_UUID}, resourceId: 12, name: Front door, relay: { pin: 1
     'test',
   ).doors[0]!;
   const db = openDatabase(join(tmp.path, `c${Math.random()}.db`));
+  const state = openStateDatabase(join(tmp.path, `s${Math.random()}.db`));
   const writes: Level[] = [];
   const controller = new LockController(door, { pin: 17, write: (l) => void writes.push(l), read: () => writes.at(-1) ?? 0 }, {
     clock: systemClock,
@@ -56,14 +57,14 @@ doors: [ { uuid: ${DOOR_UUID}, resourceId: 12, name: Front door, relay: { pin: 1
     persistence: new DoorStateStore(join(tmp.path, `doors${Math.random()}`)),
   });
   const client = new ScriptedClient();
-  const events = new EventLog(db, { agentId: 'b', maxEvents: 1000 });
+  const events = new EventLog(state, { agentId: 'b', maxEvents: 1000 });
   new MqttBridge({
     client: client as unknown as MqttClient,
     topics: new Topics('da', 'b'),
     doors: [{ door, controller, contact: () => null }],
     events,
     guestLinks: new GuestLinkStore(db, new Set([12])),
-    replay: new ReplayCache(db),
+    replay: new ReplayCache(state),
     secret: null,
     maxAgeSeconds: 30,
     homeAssistant: { discovery: false, prefix: 'homeassistant' },

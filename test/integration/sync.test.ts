@@ -9,6 +9,9 @@ import { dumpCache, installWriteCounter } from '../support/db.js';
 import { Daemon } from '../support/daemon.js';
 import { freePort } from '../support/net.js';
 import { sleep } from '../support/wait.js';
+import { MassRemovalError } from '../../src/store/snapshotMerge.js';
+import { ServiceError } from '../../src/sync/serviceClient.js';
+import { SyncThread } from '../../src/sync/syncThread.js';
 
 const tmp = tempDir('door-agent-sync-');
 afterAll(tmp.cleanup);
@@ -239,6 +242,73 @@ describe('the daemon syncs on its own and on request', () => {
       await daemon.stop('SIGKILL');
       await broker.stop();
       await svc.stop();
+    }
+  });
+});
+
+describe('the sync worker thread (the daemon never runs a sync on its event loop)', () => {
+  const svc = new HostileService();
+  beforeAll(async () => {
+    svc.seed(2000);
+    await svc.start();
+  });
+  afterAll(() => svc.stop());
+
+  function thread(apiKey = 'dak_test-key') {
+    const { dir, cache } = agentConfig(`http://127.0.0.1:${svc.port}`);
+    mkdirSync(join(dir, 'data'), { recursive: true });
+    return { cache, worker: new SyncThread({ cacheFile: cache, client: { baseUrl: `http://127.0.0.1:${svc.port}`, apiKey, apiKeyIn: 'header', timeoutMs: 5000 } }) };
+  }
+
+  it('applies a sync in its own thread while this event loop stays free', async () => {
+    svc.handler = null;
+    const { cache, worker } = thread();
+    let longestLag = 0;
+    let last = performance.now();
+    const probe = setInterval(() => {
+      const now = performance.now();
+      longestLag = Math.max(longestLag, now - last - 5);
+      last = now;
+    }, 5);
+    try {
+      const result = await worker.run({ concurrency: 8, maxRemovalRatio: 0.5 });
+      expect(result.users).toMatchObject({ added: 2000 });
+      expect(result.credentials).toMatchObject({ added: 2000 });
+    } finally {
+      clearInterval(probe);
+      await worker.stop();
+    }
+    const db = new Database(cache, { readonly: true });
+    expect(db.prepare('SELECT count(*) FROM credentials').pluck().get()).toBe(2000);
+    db.close();
+    // Here only the scripted service's HTTP answers run; the JSON, the validation and the apply ran elsewhere.
+    expect(longestLag).toBeLessThan(250);
+  });
+
+  it('errors cross the thread as the scheduler knows them: a refused key, a mass removal', async () => {
+    const { worker } = thread();
+    try {
+      expect((await worker.run({ concurrency: 8, maxRemovalRatio: 0.5 })).users.added).toBe(2000);
+      svc.handler = (_req, res) => {
+        res.statusCode = 401;
+        res.end('{"error":"API key not valid or expired"}');
+        return true;
+      };
+      const refused = await worker.run({ concurrency: 8, maxRemovalRatio: 0.5 }).catch((err: unknown) => err);
+      expect(refused).toBeInstanceOf(ServiceError);
+      expect((refused as ServiceError).authRefused).toBe(true);
+      svc.handler = (req, res) => {
+        if (!req.url?.startsWith('/multipleusers')) return false;
+        res.setHeader('content-type', 'application/json');
+        res.end('[]');
+        return true;
+      };
+      const guarded = await worker.run({ concurrency: 8, maxRemovalRatio: 0.5 }).catch((err: unknown) => err);
+      expect(guarded).toBeInstanceOf(MassRemovalError);
+      expect(guarded).toMatchObject({ removed: 2000, current: 2000 });
+    } finally {
+      svc.handler = null;
+      await worker.stop();
     }
   });
 });

@@ -6,7 +6,7 @@ import Database from 'better-sqlite3';
 export function dumpCache(file: string): string {
   const db = new Database(file, { readonly: true });
   try {
-    const tables = ['users', 'credentials', 'guest_links', 'events'];
+    const tables = ['users', 'credentials', 'guest_links'];
     return JSON.stringify(tables.map((t) => db.prepare(`SELECT * FROM ${t} ORDER BY 1, 2`).all()));
   } finally {
     db.close();

@@ -6,7 +6,7 @@ import { pino } from 'pino';
 import { parseConfig } from '../../dist/src/config/load.js';
 import { LockController } from '../../dist/src/door/lockController.js';
 import { SimulatedGpio } from '../../dist/src/hardware/simulatedGpio.js';
-import { openDatabase } from '../../dist/src/store/database.js';
+import { openStateDatabase } from '../../dist/src/store/database.js';
 import { DoorStateStore } from '../../dist/src/store/doorState.js';
 import { EventLog } from '../../dist/src/store/eventLog.js';
 import { PendingWrites } from '../../dist/src/store/pendingWrites.js';
@@ -42,7 +42,7 @@ function start() {
   return { gpio, relay, controller, resumed: controller.resume() };
 }
 
-const db = openDatabase(join(dataDir, 'cache.db'), { busyTimeoutMs: 20 });
+const db = openStateDatabase(join(dataDir, 'state.db'), { busyTimeoutMs: 20 });
 const writes = new PendingWrites({ timers: systemTimers, logger });
 const log = new EventLog(db, { agentId: 't', maxEvents: 100_000, writes });
 const first = start();

@@ -2,7 +2,7 @@ import { join } from 'node:path';
 import { pino } from 'pino';
 import { afterAll, describe, expect, it } from 'vitest';
 import { OutboxPublisher } from '../../src/mqtt/outboxPublisher.js';
-import { openDatabase } from '../../src/store/database.js';
+import { openStateDatabase } from '../../src/store/database.js';
 import { EventLog, type WireEvent } from '../../src/store/eventLog.js';
 import { systemClock } from '../../src/util/clock.js';
 import { tempDir } from '../support/cli.js';
@@ -14,7 +14,7 @@ afterAll(tmp.cleanup);
 let n = 0;
 
 function setup(publish: (e: WireEvent) => Promise<void>) {
-  const db = openDatabase(join(tmp.path, `o${n++}.db`));
+  const db = openStateDatabase(join(tmp.path, `o${n++}.db`));
   const log = new EventLog(db, { agentId: 'o', maxEvents: 1000 });
   const publisher = new OutboxPublisher(log, publish, { logger: pino({ level: 'silent' }), clock: systemClock });
   const append = () => log.append({ type: 'exit_request', door: 'd', at: Date.now() });

@@ -1,0 +1,74 @@
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
+import { Worker } from 'node:worker_threads';
+import { MassRemovalError } from '../store/snapshotMerge.js';
+import { DoorAgentError } from '../util/errors.js';
+import { ServiceError, type ServiceClientOptions } from './serviceClient.js';
+import type { SyncResult } from './sync.js';
+import type { SyncFailure, SyncReply, SyncRequest, SyncWorkerData } from './syncWorker.js';
+
+// The worker runs the built module (dist/src/sync/syncWorker.js), also when this file runs from src/ in tests.
+const CANDIDATES = ['syncWorker.js', '../../dist/src/sync/syncWorker.js'].map((p) => join(import.meta.dirname, p));
+
+function rebuild(error: SyncFailure): Error {
+  switch (error.kind) {
+    case 'mass_removal':
+      return new MassRemovalError(error.removed, error.current, error.maxRatio);
+    case 'service':
+      return new ServiceError(error.message, error.endpoint, error.status);
+    default:
+      return new DoorAgentError(error.message);
+  }
+}
+
+/**
+ * The daemon's side of the sync worker (syncWorker.ts): one worker thread with its own connection to the cache.
+ * `run` sends one sync and resolves with its summary, or rejects with the same error kinds as syncOnce.
+ */
+export class SyncThread {
+  private worker: Worker | null = null;
+  private nextId = 1;
+  private readonly pending = new Map<number, { resolve: (r: SyncResult) => void; reject: (e: Error) => void }>();
+
+  constructor(private readonly data: SyncWorkerData) {}
+
+  start(): void {
+    const file = CANDIDATES.find((p) => existsSync(p));
+    if (!file) throw new DoorAgentError(`the sync worker is missing (${CANDIDATES[0]}): run npm run build`);
+    const worker = new Worker(file, { workerData: this.data });
+    worker.on('message', (reply: SyncReply) => {
+      const waiting = this.pending.get(reply.id);
+      this.pending.delete(reply.id);
+      if (!waiting) return;
+      if (reply.ok) waiting.resolve(reply.result);
+      else waiting.reject(rebuild(reply.error));
+    });
+    const failAll = (err: Error) => {
+      for (const waiting of this.pending.values()) waiting.reject(err);
+      this.pending.clear();
+      this.worker = null;
+    };
+    worker.on('error', (err) => failAll(new DoorAgentError(`the sync worker failed: ${err.message}`, { cause: err })));
+    worker.on('exit', (code) => failAll(new DoorAgentError(`the sync worker stopped (exit ${code})`)));
+    worker.unref();
+    this.worker = worker;
+  }
+
+  run(options: { concurrency: number; maxRemovalRatio: number | null }): Promise<SyncResult> {
+    if (!this.worker) this.start();
+    const id = this.nextId++;
+    return new Promise<SyncResult>((resolve, reject) => {
+      this.pending.set(id, { resolve, reject });
+      this.worker!.postMessage({ id, ...options } satisfies SyncRequest);
+    });
+  }
+
+  /** Ends the worker; a sync under way is abandoned (its transaction never commits: the cache stays as it was). */
+  async stop(): Promise<void> {
+    const worker = this.worker;
+    this.worker = null;
+    if (worker) await worker.terminate();
+  }
+}
+
+export type { ServiceClientOptions };

@@ -1,0 +1,50 @@
+/**
+ * The sync, in a worker thread with its own SQLite connection (see syncThread.ts): the HTTP calls, the JSON,
+ * the validation and the apply never run on the daemon's event loop, so a tap or a relock timer never waits for
+ * a sync. One sync at a time, on request from the main thread.
+ */
+import { parentPort, workerData } from 'node:worker_threads';
+import { openDatabase } from '../store/database.js';
+import { MassRemovalError } from '../store/snapshotMerge.js';
+import { ServiceClient, ServiceError, type ServiceClientOptions } from './serviceClient.js';
+import { syncOnce } from './sync.js';
+
+export interface SyncWorkerData {
+  cacheFile: string;
+  client: ServiceClientOptions;
+}
+
+export interface SyncRequest {
+  id: number;
+  concurrency: number;
+  maxRemovalRatio: number | null;
+}
+
+/** An error as it crosses the thread boundary, with what the scheduler needs to tell the kinds apart. */
+export type SyncFailure =
+  | { kind: 'mass_removal'; message: string; removed: number; current: number; maxRatio: number }
+  | { kind: 'service'; message: string; endpoint: string; status: number | null }
+  | { kind: 'other'; message: string };
+
+export type SyncReply = { id: number; ok: true; result: Awaited<ReturnType<typeof syncOnce>> } | { id: number; ok: false; error: SyncFailure };
+
+function failure(err: unknown): SyncFailure {
+  if (err instanceof MassRemovalError) return { kind: 'mass_removal', message: err.message, removed: err.removed, current: err.current, maxRatio: err.maxRatio };
+  if (err instanceof ServiceError) return { kind: 'service', message: err.message, endpoint: err.endpoint, status: err.status };
+  return { kind: 'other', message: err instanceof Error ? err.message : String(err) };
+}
+
+if (parentPort) {
+  const port = parentPort;
+  const data = workerData as SyncWorkerData;
+  // This thread may wait for another writer (an import): the daemon's event loop does not wait with it.
+  const db = openDatabase(data.cacheFile, { busyTimeoutMs: 5000 });
+  const client = new ServiceClient(data.client);
+  port.on('message', (request: SyncRequest) => {
+    syncOnce(db, client, { concurrency: request.concurrency, maxRemovalRatio: request.maxRemovalRatio, now: () => Date.now() }).then(
+      (result) => port.postMessage({ id: request.id, ok: true, result } satisfies SyncReply),
+      (err: unknown) => port.postMessage({ id: request.id, ok: false, error: failure(err) } satisfies SyncReply),
+    );
+  });
+  port.on('close', () => db.close());
+}
