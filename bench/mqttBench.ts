@@ -27,7 +27,7 @@ const cli = join(root, 'dist/src/cli.js');
 
 
 
-async function startBroker(dir: string, port: number): Promise<ChildProcess> {
+export async function startBroker(dir: string, port: number): Promise<ChildProcess> {
   const binary = ['/usr/sbin/mosquitto', '/usr/bin/mosquitto'].find((p) => existsSync(p));
   if (!binary) throw new Error('mosquitto is not installed: apt-get install mosquitto');
   const conf = join(dir, `mosquitto-${port}.conf`);

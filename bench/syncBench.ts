@@ -1,15 +1,21 @@
 /**
- * Sync benchmark (issue: sync): the reference service on loopback with 10,000 users holding 20,000 cards; a full
- * sync into an empty cache (wall time, peak RSS, bytes written), then a resync with no change (rows and bytes
- * written), beside the floor: the same N+1 requests by a bare client with the same concurrency, no database.
+ * Sync benchmark (issues: sync, and pushed changes): the reference service on loopback with 10,000 users holding
+ * 20,000 cards; a full sync into an empty cache through GET /directory (wall time, peak RSS, bytes written) beside
+ * a bare client fetching the same; a resync with no change (requests, bytes received, rows written); a sync after
+ * one user changed (requests, agent work); then the revocation latency of a running agent with MQTT: 20 changes
+ * through the HTTP API, each timed until the door's cache holds it.
  */
 import { spawn, spawnSync } from 'node:child_process';
-import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { freePort } from './net.js';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import Database from 'better-sqlite3';
+import { startBroker } from './mqttBench.js';
 import { AGENT_NODE_OPTIONS, type BenchRow } from './report.js';
 import { seedService } from './serviceSeed.js';
+import { p50p99 } from './valueFile.js';
+import { sleep, waitFor } from './wait.js';
 
 const USERS = 10_000;
 const CONCURRENCY = 8;
@@ -28,7 +34,6 @@ export async function benchmarkSync(workDir: string): Promise<BenchRow[]> {
   mkdirSync(dir, { recursive: true });
   const key = seedService(join(dir, 'svc'), USERS);
   const port = await freePort();
-  writeFileSync(join(dir, 'service.yaml'), `server: { listen: 127.0.0.1:${port}, dataDir: ${dir}/svc }\n`);
   writeFileSync(join(dir, 'api-key'), `${key}\n`);
   const agentConfig = join(dir, 'agent.yaml');
   writeFileSync(
@@ -40,24 +45,79 @@ service: { baseUrl: "http://127.0.0.1:${port}", apiKeyFile: ${dir}/api-key, conc
 doors: [ { uuid: 6f1c2a0e-8d0b-4a57-9d43-1f2e3a4b5c6d, resourceId: 12, relay: { pin: 17 } } ]
 `,
   );
+  const mqttPort = await freePort();
+  const broker = await startBroker(dir, mqttPort);
+  writeFileSync(join(dir, 'service.yaml'), `server: { listen: 127.0.0.1:${port}, dataDir: ${dir}/svc }\nmqtt: { url: "mqtt://127.0.0.1:${mqttPort}", topicPrefix: bench }\n`);
+  const admin = spawnSync(process.execPath, [join(root, 'dist/src/cli.js'), 'service', 'key', 'create', '--rank', 'ADMIN', '--config', join(dir, 'service.yaml')], { encoding: 'utf8' }).stdout.trim();
   const service = spawn(process.execPath, [join(root, 'dist/src/cli.js'), 'service', '--config', join(dir, 'service.yaml')], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const api = (method: string, path: string, body: unknown) =>
+    fetch(`http://127.0.0.1:${port}${path}`, { method, headers: { authorization: `Bearer ${admin}`, 'content-type': 'application/json' }, body: JSON.stringify(body) });
   try {
     await new Promise<void>((res) => service.stdout!.on('data', (d: Buffer) => d.toString().includes('service ready') && res()));
-    type SyncOut = { seconds: number; rowsWritten: number; rssMb: number; writeBytes: number; fileBytes: number };
-    const floor = phase<{ seconds: number }>(['bare', `http://127.0.0.1:${port}`, key, String(USERS), String(CONCURRENCY)]);
+    type SyncOut = { seconds: number; workMs: number; requests: number; bytesIn: number; mode: string; rowsWritten: number; rssMb: number; writeBytes: number; fileBytes: number };
+    const floor = phase<{ seconds: number }>(['bare-directory', `http://127.0.0.1:${port}`, key]);
     const full = phase<SyncOut>(['sync', agentConfig]);
     const again = phase<SyncOut>(['sync', agentConfig]);
+    await api('PUT', '/togglesuspension', { email_id: 1 });
+    const one = phase<SyncOut>(['sync', agentConfig]);
+    const revocation = await revocationLatency(dir, agentConfig, api);
     const b = 'sync';
+    const { p50, p99 } = p50p99(revocation);
     return [
-      { bench: b, metric: `full sync, ${USERS} users / ${2 * USERS} cards`, value: full.seconds, unit: 's', floor: floor.seconds, floorLabel: `bare client, same ${USERS + 1} requests`, ratio: full.seconds / floor.seconds, target: '< 15', met: full.seconds < 15 },
+      { bench: b, metric: `full sync, ${USERS} users / ${2 * USERS} cards (GET /directory)`, value: full.seconds, unit: 's', floor: floor.seconds, floorLabel: 'bare client, the same GET /directory', ratio: full.seconds / floor.seconds, target: '< 15', met: full.seconds < 15 },
       { bench: b, metric: 'peak RSS, full sync', value: full.rssMb, unit: 'MB', floor: null, floorLabel: '', ratio: null, target: '', met: null },
       { bench: b, metric: 'bytes written, full sync', value: full.writeBytes, unit: 'B', floor: null, floorLabel: '', ratio: null, target: '', met: null },
+      { bench: b, metric: 'resync, no change: requests', value: again.requests, unit: '', floor: null, floorLabel: '', ratio: null, target: '1', met: again.requests === 1 },
+      { bench: b, metric: 'resync, no change: bytes received', value: again.bytesIn, unit: 'B', floor: null, floorLabel: '', ratio: null, target: '< 1024', met: again.bytesIn < 1024 },
       { bench: b, metric: 'resync, no change: rows written', value: again.rowsWritten, unit: '', floor: null, floorLabel: '', ratio: null, target: '0', met: again.rowsWritten === 0 },
       { bench: b, metric: 'resync, no change: bytes written', value: again.writeBytes, unit: 'B', floor: null, floorLabel: '', ratio: null, target: '', met: null },
-      { bench: b, metric: 'resync, no change: wall time', value: again.seconds, unit: 's', floor: floor.seconds, floorLabel: 'bare client', ratio: again.seconds / floor.seconds, target: '', met: null },
+      { bench: b, metric: `one user changed of ${USERS}: requests`, value: one.requests, unit: '', floor: null, floorLabel: '', ratio: null, target: '1', met: one.requests === 1 },
+      { bench: b, metric: `one user changed of ${USERS}: agent work`, value: one.workMs, unit: 'ms', floor: null, floorLabel: '', ratio: null, target: '< 50', met: one.workMs < 50 },
+      { bench: b, metric: 'revocation latency p50 (20 changes, pushed)', value: p50, unit: 'ms', floor: null, floorLabel: '', ratio: null, target: '', met: null },
+      { bench: b, metric: 'revocation latency p99 (20 changes, pushed)', value: p99, unit: 'ms', floor: null, floorLabel: '', ratio: null, target: '< 2000', met: p99 < 2000 },
     ];
   } finally {
     service.kill('SIGTERM');
+    broker.kill('SIGTERM');
     rmSync(dir, { recursive: true, force: true });
   }
+}
+
+/**
+ * A running agent (MQTT, periodic sync hourly) and 20 suspensions through the HTTP API, each timed from the
+ * call until the door's cache holds the new status (read from the cache file, as the decision reads it).
+ */
+async function revocationLatency(dir: string, agentConfig: string, api: (m: string, p: string, b: unknown) => Promise<Response>): Promise<number[]> {
+  const config = readFileSync(agentConfig, 'utf8').replace('service: {', `mqtt: { url: "mqtt://127.0.0.1:${/mqtt:\/\/127.0.0.1:(\d+)/.exec(readFileSync(join(dir, 'service.yaml'), 'utf8'))![1]}", topicPrefix: bench }\nservice: { syncIntervalSeconds: 3600,`);
+  const pushedConfig = join(dir, 'agent-pushed.yaml');
+  writeFileSync(pushedConfig, config);
+  const agent = spawn(process.execPath, [...AGENT_NODE_OPTIONS, join(root, 'dist/src/cli.js'), 'run', '--config', pushedConfig], { stdio: ['ignore', 'pipe', 'inherit'] });
+  let log = '';
+  agent.stdout!.on('data', (d: Buffer) => (log += d.toString()));
+  const samples: number[] = [];
+  try {
+    await waitFor('sync', () => log.includes('directory revisions are pushed'), 30_000, 'the agent taking pushed revisions');
+    await waitFor('sync', () => log.includes('"msg":"sync done"'), 30_000, 'the first sync');
+    const cache = new Database(join(dir, 'agent', 'cache.db'), { readonly: true });
+    const status = cache.prepare('SELECT ad_status FROM credentials WHERE number = ?').pluck();
+    try {
+      for (let i = 0; i < 20; i++) {
+        const emailId = 100 + i;
+        const card = String(1_000_000 + 2 * (emailId - 1));
+        const before = status.get(card);
+        const started = performance.now();
+        await api('PUT', '/togglesuspension', { email_id: emailId });
+        while (status.get(card) === before) {
+          if (performance.now() - started > 30_000) throw new Error(`sync benchmark: change ${i} not at the door within 30 s`);
+          await sleep(5);
+        }
+        samples.push(performance.now() - started);
+      }
+    } finally {
+      cache.close();
+    }
+  } finally {
+    agent.kill('SIGTERM');
+  }
+  return samples;
 }

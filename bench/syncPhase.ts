@@ -28,6 +28,18 @@ function fileBytes(path: string): number {
   return total;
 }
 
+// Every request and every byte received, as the service sees the agent: counted around fetch.
+let requests = 0;
+let bytesIn = 0;
+const realFetch = globalThis.fetch;
+globalThis.fetch = async (input, init) => {
+  requests++;
+  const response = await realFetch(input, init);
+  const body = await response.arrayBuffer();
+  bytesIn += body.byteLength + [...response.headers].reduce((n, [k, v]) => n + k.length + v.length + 4, 17);
+  return new Response(response.status === 304 ? null : body, { status: response.status, headers: response.headers });
+};
+
 const [phase, ...args] = process.argv.slice(2);
 const started = performance.now();
 if (phase === 'sync') {
@@ -42,12 +54,14 @@ if (phase === 'sync') {
   const file = cachePath(config.agent.dataDir);
   const db = openDatabase(file);
   const bytesBefore = writeBytes();
+  const work = performance.now();
   const r = await syncOnce(db, client, { concurrency: service.concurrency, maxRemovalRatio: null, now: () => Date.now() });
+  const workMs = performance.now() - work;
   db.pragma('wal_checkpoint(TRUNCATE)');
   const written = writeBytes() - bytesBefore;
   db.close();
   process.stdout.write(
-    `${JSON.stringify({ seconds: (performance.now() - started) / 1000, rowsWritten: r.rowsWritten, users: r.users, rssMb: process.resourceUsage().maxRSS / 1024, writeBytes: written, fileBytes: fileBytes(file) })}\n`,
+    `${JSON.stringify({ seconds: (performance.now() - started) / 1000, workMs, requests, bytesIn, mode: r.mode, rowsWritten: r.rowsWritten, users: r.users, rssMb: process.resourceUsage().maxRSS / 1024, writeBytes: written, fileBytes: fileBytes(file) })}\n`,
   );
 } else if (phase === 'bare') {
   const [url, key, n, c] = args as [string, string, string, string];
@@ -64,6 +78,10 @@ if (phase === 'sync') {
   );
   void n;
   process.stdout.write(`${JSON.stringify({ seconds: (performance.now() - started) / 1000, requests: list.length + 1 })}\n`);
+} else if (phase === 'bare-directory') {
+  const [url, key] = args as [string, string];
+  const all = (await (await fetch(`${url}/directory`, { headers: { authorization: `Bearer ${key}` } })).json()) as { users: unknown[] };
+  process.stdout.write(`${JSON.stringify({ seconds: (performance.now() - started) / 1000, requests: 1, users: all.users.length })}\n`);
 } else {
-  throw new Error('usage: syncPhase.js sync CONFIG | bare URL KEY N C');
+  throw new Error('usage: syncPhase.js sync CONFIG | bare URL KEY N C | bare-directory URL KEY');
 }

@@ -15,6 +15,7 @@ import { MqttComponent } from './mqtt/mqttComponent.js';
 import { AgentStore } from './store/agentStore.js';
 import { cachePath } from './store/database.js';
 import { DoorStateStore, doorStateDir } from './store/doorState.js';
+import { readHeldRevision } from './sync/sync.js';
 import { SyncComponent } from './sync/syncComponent.js';
 import type { Notify } from './system/sdNotify.js';
 import { SystemdWatchdog } from './system/watchdog.js';
@@ -132,7 +133,16 @@ export async function startAgent(config: AgentOptions, deps: AgentDeps): Promise
       );
     }
     const sync = config.service
-      ? new SyncComponent({ options: config.service, dataDir: config.agent.dataDir, env, clock, timers, logger: logger.child({ component: 'sync' }) })
+      ? new SyncComponent({
+          options: config.service,
+          dataDir: config.agent.dataDir,
+          env,
+          clock,
+          timers,
+          logger: logger.child({ component: 'sync' }),
+          heldRevision: () => readHeldRevision(store.db),
+          onPush: (revision) => store.setDirectoryPush(revision),
+        })
       : null;
     const mqtt = config.mqtt
       ? new MqttComponent({
@@ -147,6 +157,7 @@ export async function startAgent(config: AgentOptions, deps: AgentDeps): Promise
           logger: logger.child({ component: 'mqtt' }),
           version: VERSION,
           onSyncRequest: sync ? () => sync.trigger() : undefined,
+          onDirectoryRevision: sync ? (payload) => sync.onRevision(payload) : undefined,
         })
       : null;
     const watchdog = deps.notify ? new SystemdWatchdog({ notify: deps.notify, watchdogUsec: deps.watchdogUsec ?? null, logger }) : null;

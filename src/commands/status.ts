@@ -8,7 +8,7 @@ import { DoorStateStore, doorStateDir } from '../store/doorState.js';
 import { EventLog } from '../store/eventLog.js';
 import { readMeta } from '../store/meta.js';
 import { readRuntimeStatus } from '../store/runtimeStatus.js';
-import { readSyncStatus, type SyncStatus } from '../sync/sync.js';
+import { readHeldRevision, readSyncStatus, type SyncStatus } from '../sync/sync.js';
 import { loadConfigFor, type CommandContext } from './context.js';
 
 function processAlive(pid: number): boolean {
@@ -71,6 +71,9 @@ export function runStatus(args: { json: boolean; config: string | undefined }, c
       counts: new CredentialCache(db).counts(),
       lastImport: readMeta<{ at: string; file: string }>(db, 'last_import') ?? null,
       sync: config.service ? syncView(readSyncStatus(db), now, config.service.warnCacheAgeSeconds) : null,
+      directory: config.service
+        ? { revision: readHeldRevision(db), push: config.mqtt ? (running ? (runtime?.push ?? null) : null) : null, pushConfigured: config.mqtt !== undefined }
+        : null,
       events: state
         ? new EventLog(state, { agentId: config.agent.id, maxEvents: config.agent.maxEvents }).stats()
         : { total: 0, unpublished: 0, evicted: 0, lastSeq: 0 },
@@ -109,6 +112,12 @@ export function runStatus(args: { json: boolean; config: string | undefined }, c
             `sync: last success ${status.sync.lastSuccessAt ?? 'never'}` +
               (status.sync.cacheAgeSeconds !== null ? ` (${Math.round(status.sync.cacheAgeSeconds / 60)} min ago)` : '') +
               (status.sync.lastError ? `; last error: ${status.sync.lastError}` : ''),
+            `directory: revision ${status.directory?.revision ?? 'none (the service offers no GET /directory)'} held; ` +
+              (status.directory?.push
+                ? `push active (last revision ${status.directory.push.lastRevision ?? 'not understood'} at ${status.directory.push.at})`
+                : status.directory?.pushConfigured
+                  ? 'push: no revision received yet (periodic sync meanwhile)'
+                  : 'push off (no mqtt section): periodic sync only'),
             ...(status.sync.stale ? [`WARNING: the cache is older than ${config.service!.warnCacheAgeSeconds} s: check the service and the network`] : []),
           ]
         : ['sync: no service configured (offline cache)']),

@@ -167,6 +167,8 @@ From another terminal:
   curl -s -H 'Authorization: Bearer ${key}' -H 'Content-Type: application/json' -X POST ${base}/magiclinkadmin \\
     -d '{"email_list":["eve@example.org"],"resource_id_list":[12],"name":"Eve","smartcards":[{"number":"7700002"}],"send_email":false}'
   curl -s -H 'Authorization: Bearer ${key}' ${base}/multipleusers
+  curl -s -H 'Authorization: Bearer ${key}' -X PUT ${base}/togglesuspension -d 'email_id=${(invited.add_ids as number[])[0]}'
+      (suspends Alice at the service: the door refuses 4213578 within 2 s, pushed over MQTT; again to undo)
 Ctrl-C stops everything.
 `);
 

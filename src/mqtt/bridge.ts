@@ -38,6 +38,8 @@ export interface BridgeDeps {
   timers?: Timers;
   logger: Logger;
   onSyncRequest?: () => void;
+  /** A `P/directory/revision` message (only subscribed when given: with a service configured). */
+  onDirectoryRevision?: (payload: Buffer) => void;
 }
 
 const RECENT_MESSAGE_IDS = 256;
@@ -91,7 +93,9 @@ export class MqttBridge {
     this.linksThisSession = new Set();
     try {
       await client.subscribeAsync(
-        [...this.byUuid.values()].map((d) => topics.set(d.door.uuid)).concat(topics.sync, topics.guestLinks),
+        [...this.byUuid.values()]
+          .map((d) => topics.set(d.door.uuid))
+          .concat(topics.sync, topics.guestLinks, this.deps.onDirectoryRevision ? [topics.directoryRevision] : []),
         // Retain as published (MQTT 5): a retained command published while we are connected still says retain,
         // so it is refused like one delivered at subscribe time.
         { qos: 1, rap: true },
@@ -160,6 +164,7 @@ export class MqttBridge {
       if (door !== null) return this.onCommand(door, payload, packet);
       const linkId = topics.guestLinkOf(topic);
       if (linkId !== null) return this.onGuestLink(linkId, payload);
+      if (topic === topics.directoryRevision) return this.deps.onDirectoryRevision?.(payload);
       if (topic === topics.sync) {
         if (packet.retain) return;
         if (this.deps.onSyncRequest) this.deps.onSyncRequest();

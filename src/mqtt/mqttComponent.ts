@@ -24,6 +24,7 @@ export interface MqttComponentDeps {
   version: string;
   /** `P/agents/<id>/sync` arrived (absent without a service). */
   onSyncRequest?: () => void;
+  onDirectoryRevision?: (payload: Buffer) => void;
 }
 
 /** The agent on the broker (see MqttBridge): started after the doors, stopped before them. */
@@ -55,6 +56,7 @@ export class MqttComponent implements Component {
       timers: this.deps.timers,
       logger,
       onSyncRequest: this.deps.onSyncRequest,
+      onDirectoryRevision: this.deps.onDirectoryRevision,
     });
     this.bridge = bridge;
     this.unsubscribe.push(

@@ -21,6 +21,10 @@ export class DoorTopics {
   get allReplies(): string {
     return `${this.prefix}/doors/+/reply`;
   }
+  /** Retained `{"revision":N,"at":ISO}`: the service's directory revision (issue 11). */
+  get directoryRevision(): string {
+    return `${this.prefix}/directory/revision`;
+  }
   guestLink(id: string): string {
     return `${this.prefix}/guest-links/${id}`;
   }

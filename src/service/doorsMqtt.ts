@@ -25,6 +25,7 @@ export class ServiceMqtt {
   private readonly pending = new Map<string, (reply: DoorReply) => void>();
   private readonly secret: string | null;
   private readonly protocolVersion: 4 | 5;
+  private latestRevision: { revision: number; at: string } | null = null;
 
   constructor(
     config: MqttOptions,
@@ -58,6 +59,7 @@ export class ServiceMqtt {
       await this.client.subscribeAsync([this.replyTopic, this.topics.allReplies], { qos: 1 });
       // Links stored while the broker was away (or before MQTT was configured) reach the doors now.
       for (const link of this.links()) this.publishGuestLink(link);
+      if (this.latestRevision) this.publishRevision(this.latestRevision);
       this.logger.info('connected to the broker');
     } catch (err) {
       this.logger.warn({ err }, 'broker session setup interrupted');
@@ -68,6 +70,12 @@ export class ServiceMqtt {
     if (!this.client.connected) return; // published at the next connect
     const payload = guestLinkPayload({ ...link }, this.secret, Math.floor(Date.now() / 1000));
     this.client.publish(this.topics.guestLink(link.magic_link_id), payload, { qos: 1, retain: true });
+  }
+
+  /** Retained, so an agent connecting later compares at once; the latest only. */
+  publishRevision(revision: { revision: number; at: string }): void {
+    this.latestRevision = revision;
+    if (this.client.connected) this.client.publish(this.topics.directoryRevision, JSON.stringify(revision), { qos: 1, retain: true });
   }
 
   revokeGuestLink(id: string): void {

@@ -82,4 +82,20 @@ export const SERVICE_MIGRATIONS: readonly string[] = [
     created_at    INTEGER NOT NULL
   ) STRICT;
   `,
+  `
+  -- The directory revision (extension endpoint GET /directory): each user's list item and detail as the doors see
+  -- them, fingerprinted; a user whose fingerprint changes, or who is removed, gets the next revision.
+  CREATE TABLE directory_entries (
+    email_id INTEGER PRIMARY KEY,
+    hash     TEXT NOT NULL,
+    rev      INTEGER NOT NULL,
+    removed  INTEGER NOT NULL DEFAULT 0
+  ) STRICT;
+  CREATE INDEX directory_entries_by_rev ON directory_entries (rev);
+  CREATE TABLE directory_revision (
+    id       INTEGER PRIMARY KEY CHECK (id = 1),
+    revision INTEGER NOT NULL,
+    at       TEXT NOT NULL
+  ) STRICT;
+  `,
 ];

@@ -6,6 +6,8 @@ import { ApiKeys, type Rank } from './apiKeys.js';
 import { BadRequest } from './params.js';
 import type { ServiceMqtt } from './doorsMqtt.js';
 import type { Mailer } from './mailer.js';
+import { Directory } from './directory.js';
+import { registerDirectoryRoutes } from './routesDirectory.js';
 import { registerDoorRoutes } from './routesDoors.js';
 import { registerGroupRoutes } from './routesGroups.js';
 import { registerLinkRoutes, type StoredLink } from './routesLinks.js';
@@ -27,6 +29,7 @@ export interface ServiceDeps {
 
 export interface RouteContext extends ServiceDeps {
   users: UserStore;
+  directory: Directory;
   /** Refuses the request (403) unless the key's rank is at least `rank`. */
   requireRank(request: FastifyRequest, rank: Rank): void;
   publishGuestLink(link: StoredLink): void;
@@ -38,6 +41,7 @@ export interface RouteContext extends ServiceDeps {
 
 const RANK_ORDER: Record<Rank, number> = { REGULAR: 0, ADMIN: 1, SUPER: 2 };
 const BODY_LIMIT = 1024 * 1024;
+const REVISION_BATCH_MS = 200;
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -65,6 +69,27 @@ const BODY_KEY_ROUTES = new Set(['PUT /modifysmartcard', 'PUT /modifysmartcards'
 export function buildService(deps: ServiceDeps): FastifyInstance {
   const app = Fastify({ bodyLimit: BODY_LIMIT, logger: false });
   const keys = new ApiKeys(deps.db);
+  const users = new UserStore(deps.db);
+  const directory = new Directory(deps.db, users);
+  // After a change that went through (any successful non-GET call), the directory revision is brought up to date
+  // and, when it moved, published retained on MQTT: changes within 200 ms share one revision.
+  let pending: NodeJS.Timeout | null = null;
+  const publishRevision = () => {
+    pending = null;
+    try {
+      if (directory.refresh(deps.clock.wallNow()).changed) deps.doors?.publishRevision(directory.revision());
+    } catch (err) {
+      deps.logger.error({ err }, 'cannot update the directory revision');
+    }
+  };
+  deps.doors?.publishRevision(directory.revision());
+  app.addHook('onResponse', async (request, reply) => {
+    if (request.method === 'GET' || reply.statusCode >= 300 || pending !== null) return;
+    pending = setTimeout(publishRevision, REVISION_BATCH_MS);
+  });
+  app.addHook('onClose', async () => {
+    if (pending !== null) clearTimeout(pending);
+  });
 
   app.addContentTypeParser('application/x-www-form-urlencoded', { parseAs: 'string' }, (_req, body, done) => {
     done(null, Object.fromEntries(new URLSearchParams(body as string)));
@@ -105,7 +130,8 @@ export function buildService(deps: ServiceDeps): FastifyInstance {
 
   const context: RouteContext = {
     ...deps,
-    users: new UserStore(deps.db),
+    users,
+    directory,
     requireRank(request, rank) {
       if (RANK_ORDER[request.rank ?? 'REGULAR'] < RANK_ORDER[rank]) {
         throw new BadRequest(`this needs an API key of rank ${rank} or higher (this key: ${request.rank})`, 403);
@@ -119,5 +145,6 @@ export function buildService(deps: ServiceDeps): FastifyInstance {
   registerGroupRoutes(app, context);
   registerLinkRoutes(app, context);
   registerDoorRoutes(app, context);
+  registerDirectoryRoutes(app, context);
   return app;
 }

@@ -108,6 +108,13 @@ export class AgentStore implements Component {
     return new GuestLinkStore(this.db, this.options.resourceIds, this.options.maxGuestLinks);
   }
 
+  /** A directory revision arrived over MQTT (push is active; shown by `door-agent status`). */
+  setDirectoryPush(revision: number | null): void {
+    if (this.status.push && this.status.push.lastRevision === revision) return; // a flood of the same revision writes nothing
+    this.status.push = { lastRevision: revision, at: new Date(this.options.wallNow()).toISOString() };
+    this.saveStatus();
+  }
+
   /** A door's reader came or went (shown by `door-agent status`). */
   setReaderConnected(doorUuid: string, connected: boolean): void {
     this.status.readers[doorUuid] = connected;

@@ -61,7 +61,7 @@ export class SyncScheduler {
       const r = await this.deps.run();
       this.attempt = 0;
       logger.info(
-        { users: r.users, credentials: r.credentials, rowsWritten: r.rowsWritten, ms: Math.round(r.durationMs) },
+        { mode: r.mode, revision: r.revision, users: r.users, credentials: r.credentials, rowsWritten: r.rowsWritten, ms: Math.round(r.durationMs) },
         'sync done',
       );
     } catch (err) {

@@ -33,14 +33,40 @@ export class ServiceError extends DoorAgentError {
 
 const listSchema = z.array(userListItemSchema);
 
+/** GET /directory: changed users (list and detail shapes), removed ids, the revision; `full` lists everyone. */
+export const directorySchema = z
+  .object({
+    revision: z.number().int().nonnegative(),
+    full: z.boolean(),
+    users: z.array(userListItemSchema),
+    details: z.record(z.string().regex(/^[0-9]{1,15}$/, 'expected an email_id as the key'), userDetailSchema),
+    removed: z.array(z.number().int().nonnegative()),
+  })
+  .superRefine((d, ctx) => {
+    const listed = new Set(d.users.map((u) => u.email_id));
+    for (const key of Object.keys(d.details)) {
+      if (!listed.has(Number(key))) ctx.addIssue({ code: 'custom', path: ['details', key], message: `no user with email_id ${key} in users` });
+    }
+    for (const u of d.users) {
+      if (d.details[String(u.email_id)] === undefined) ctx.addIssue({ code: 'custom', path: ['details', String(u.email_id)], message: 'missing' });
+    }
+  });
+export type DirectoryAnswer = z.output<typeof directorySchema>;
+
 /** The two calls a sync makes (access-control-api.md: GET /multipleusers, GET /user), validated with zod. */
 export class ServiceClient {
   constructor(private readonly options: ServiceClientOptions) {}
 
-  private async get<T>(endpoint: string, query: Record<string, string>, schema: z.ZodType<T>): Promise<T> {
+  private async get<T>(
+    endpoint: string,
+    query: Record<string, string>,
+    schema: z.ZodType<T>,
+    extra: { ifNoneMatch?: string; passStatuses?: readonly number[] } = {},
+  ): Promise<T | { status: number }> {
     const url = new URL(endpoint.replace(/^\//, ''), this.options.baseUrl.endsWith('/') ? this.options.baseUrl : `${this.options.baseUrl}/`);
     for (const [k, v] of Object.entries(query)) url.searchParams.set(k, v);
     const headers: Record<string, string> = { accept: 'application/json' };
+    if (extra.ifNoneMatch) headers['if-none-match'] = extra.ifNoneMatch;
     if (this.options.apiKeyIn === 'header') headers.authorization = `Bearer ${this.options.apiKey}`;
     else url.searchParams.set('api_key', this.options.apiKey);
     const where = `GET ${endpoint}`;
@@ -53,6 +79,7 @@ export class ServiceClient {
       const reason = (err as Error).name === 'TimeoutError' ? `no answer within ${this.options.timeoutMs / 1000} s` : (err as Error).message;
       throw new ServiceError(`${where}: ${reason}`, endpoint, null, { cause: err });
     }
+    if (extra.passStatuses?.includes(response.status)) return { status: response.status };
     if (response.status !== 200) {
       let detail = text.slice(0, 200);
       try {
@@ -78,11 +105,24 @@ export class ServiceClient {
   }
 
   listUsers(tag?: 'GUEST'): Promise<UserListItem[]> {
-    return this.get('/multipleusers', tag ? { user_tag: tag } : {}, listSchema);
+    return this.get('/multipleusers', tag ? { user_tag: tag } : {}, listSchema) as Promise<UserListItem[]>;
   }
 
   userDetail(emailId: number): Promise<UserDetail> {
-    return this.get('/user', { email_id: String(emailId) }, userDetailSchema);
+    return this.get('/user', { email_id: String(emailId) }, userDetailSchema) as Promise<UserDetail>;
+  }
+
+  /**
+   * The extension endpoint GET /directory?since=REV (the reference service's; docs/reference-service.md):
+   * 'unsupported' when the service answers 404 (the seed's API has no such call), 'unchanged' on 304.
+   */
+  async directory(since: number | undefined): Promise<DirectoryAnswer | 'unsupported' | 'unchanged'> {
+    const answer = await this.get('/directory', since === undefined ? {} : { since: String(since) }, directorySchema, {
+      ifNoneMatch: since === undefined ? undefined : `"dir-${since}"`,
+      passStatuses: [304, 404],
+    });
+    if ('status' in answer && !('revision' in answer)) return answer.status === 304 ? 'unchanged' : 'unsupported';
+    return answer as DirectoryAnswer;
   }
 }
 

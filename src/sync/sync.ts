@@ -4,7 +4,7 @@ import { readMeta, writeMeta } from '../store/meta.js';
 import { mergeStage, type MergeSummary } from '../store/snapshotMerge.js';
 import { SnapshotStage } from '../store/snapshotStage.js';
 import { toStagedDetail, toStagedUser } from '../snapshot/toStaged.js';
-import { ServiceError, type ServiceClient } from './serviceClient.js';
+import { ServiceError, type DirectoryAnswer, type ServiceClient } from './serviceClient.js';
 
 export interface SyncOptions {
   concurrency: number;
@@ -12,11 +12,17 @@ export interface SyncOptions {
   maxRemovalRatio: number | null;
   now: () => number;
   onProgress?: (done: number, total: number) => void;
+  /** Ask the service for everything, not the changes since the revision held (a revision that went backwards). */
+  full?: boolean;
 }
 
 export interface SyncResult extends MergeSummary {
   durationMs: number;
   users: MergeSummary['users'];
+  /** The service's directory revision now held (null: the service offers no GET /directory). */
+  revision: number | null;
+  /** How: GET /directory (everything, or the changes, or 304 unchanged), or the seed's GET /multipleusers + GET /user. */
+  mode: 'directory_full' | 'directory_delta' | 'unchanged' | 'lists';
 }
 
 export interface SyncStatus {
@@ -27,6 +33,14 @@ export interface SyncStatus {
 }
 
 const STATUS_KEY = 'sync_status';
+const REVISION_KEY = 'directory_revision';
+
+/** The service's directory revision this cache holds (null: never synced through GET /directory). */
+export function readHeldRevision(db: Db): number | null {
+  return readMeta<number>(db, REVISION_KEY) ?? null;
+}
+
+const NO_CHANGE = { added: 0, changed: 0, removed: 0, unchanged: 0 };
 
 export function readSyncStatus(db: Db): SyncStatus {
   return readMeta<SyncStatus>(db, STATUS_KEY) ?? { lastSuccessAt: null, lastAttemptAt: null, lastError: null, lastSummary: null };
@@ -62,6 +76,18 @@ export async function syncOnce(db: Db, client: ServiceClient, options: SyncOptio
   const attemptAt = new Date(options.now()).toISOString();
   const status = readSyncStatus(db);
   try {
+    // The extension endpoint first: one request, and only what changed; the seed's calls when it is absent (404).
+    const held = options.full ? null : readHeldRevision(db);
+    const answer = await client.directory(held ?? undefined);
+    if (answer === 'unchanged') {
+      const lastSummary = { users: NO_CHANGE, credentials: NO_CHANGE, guestLinks: NO_CHANGE, rowsWritten: 0, revision: held, mode: 'unchanged' as const };
+      writeMeta(db, STATUS_KEY, { lastSuccessAt: attemptAt, lastAttemptAt: attemptAt, lastError: null, lastSummary } satisfies SyncStatus);
+      return { ...lastSummary, durationMs: performance.now() - started };
+    }
+    if (answer !== 'unsupported') {
+      const result = applyDirectory(db, answer, options, attemptAt);
+      return { ...result, durationMs: performance.now() - started };
+    }
     const list = await client.listUsers();
     // Items without user_tag: the GUEST list says who is a guest (design section 4).
     const guests = list.some((u) => u.user_tag === undefined) ? new Set((await client.listUsers('GUEST')).map((u) => u.email_id)) : new Set<number>();
@@ -74,7 +100,7 @@ export async function syncOnce(db: Db, client: ServiceClient, options: SyncOptio
     });
     // Staged in the connection's own temp tables first; the cache's write lock is held only for the merge.
     const stage = new SnapshotStage(db);
-    let result: MergeSummary;
+    let result: Omit<SyncResult, 'durationMs'>;
     try {
       db.transaction(() => {
         list.forEach((user, i) => {
@@ -87,9 +113,9 @@ export async function syncOnce(db: Db, client: ServiceClient, options: SyncOptio
       result = db
         .transaction(() => {
           const summary = mergeStage(db, { maxRemovalRatio: options.maxRemovalRatio, includeLinks: false });
-          const { durationMs: _d, ...lastSummary } = { ...summary, durationMs: 0 };
+          const lastSummary = { ...summary, revision: null, mode: 'lists' as const };
           writeMeta(db, STATUS_KEY, { lastSuccessAt: attemptAt, lastAttemptAt: attemptAt, lastError: null, lastSummary } satisfies SyncStatus);
-          return summary;
+          return lastSummary;
         })
         .immediate();
     } finally {
@@ -103,5 +129,45 @@ export async function syncOnce(db: Db, client: ServiceClient, options: SyncOptio
       // the error itself is what matters to the caller
     }
     throw err;
+  }
+}
+
+/**
+ * Applies a GET /directory answer. A delta is applied to the users held: the unchanged ones are carried over from
+ * the cache into the stage, the changed ones replace theirs, the removed ones are left out; then the same merge as
+ * a full sync (one transaction, unchanged rows not rewritten, the mass-removal guard judged on the result).
+ */
+function applyDirectory(db: Db, answer: DirectoryAnswer, options: SyncOptions, attemptAt: string): Omit<SyncResult, 'durationMs'> {
+  const stage = new SnapshotStage(db);
+  try {
+    db.transaction(() => {
+      if (!answer.full) {
+        const replaced = JSON.stringify([...answer.users.map((u) => u.email_id), ...answer.removed]);
+        db.prepare('INSERT INTO temp.stage_users SELECT email_id, user_id, name, email, tag, ad_status, groups FROM users WHERE email_id NOT IN (SELECT value FROM json_each(?))').run(replaced);
+        db.prepare('INSERT INTO temp.stage_details SELECT email_id, policies FROM users WHERE email_id NOT IN (SELECT value FROM json_each(?))').run(replaced);
+        db.prepare(
+          `INSERT INTO temp.stage_credentials SELECT number, 'user', holder_id, label FROM credentials
+            WHERE holder_kind = 'user' AND CAST(holder_id AS INTEGER) NOT IN (SELECT value FROM json_each(?))`,
+        ).run(replaced);
+      }
+      answer.users.forEach((user, i) => {
+        if (user.user_tag === undefined) throw new ServiceError(`GET /directory: $.users[${i}].user_tag: required`, '/directory', 200);
+        if (!stage.addUser(toStagedUser(user, user.user_tag))) {
+          throw new ServiceError(`GET /directory: email_id ${user.email_id} is listed twice`, '/directory', 200);
+        }
+        stage.addDetail(toStagedDetail(user.email_id, answer.details[String(user.email_id)]!));
+      });
+    })();
+    return db
+      .transaction(() => {
+        const summary = mergeStage(db, { maxRemovalRatio: options.maxRemovalRatio, includeLinks: false });
+        const lastSummary = { ...summary, revision: answer.revision, mode: answer.full ? ('directory_full' as const) : ('directory_delta' as const) };
+        writeMeta(db, REVISION_KEY, answer.revision);
+        writeMeta(db, STATUS_KEY, { lastSuccessAt: attemptAt, lastAttemptAt: attemptAt, lastError: null, lastSummary } satisfies SyncStatus);
+        return lastSummary;
+      })
+      .immediate();
+  } finally {
+    stage.drop();
   }
 }

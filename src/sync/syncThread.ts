@@ -54,12 +54,12 @@ export class SyncThread {
     this.worker = worker;
   }
 
-  run(options: { concurrency: number; maxRemovalRatio: number | null }): Promise<SyncResult> {
+  run(options: { concurrency: number; maxRemovalRatio: number | null; full?: boolean }): Promise<SyncResult> {
     if (!this.worker) this.start();
     const id = this.nextId++;
     return new Promise<SyncResult>((resolve, reject) => {
       this.pending.set(id, { resolve, reject });
-      this.worker!.postMessage({ id, ...options } satisfies SyncRequest);
+      this.worker!.postMessage({ id, concurrency: options.concurrency, maxRemovalRatio: options.maxRemovalRatio, full: options.full ?? false } satisfies SyncRequest);
     });
   }
 

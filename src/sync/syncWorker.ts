@@ -18,6 +18,7 @@ export interface SyncRequest {
   id: number;
   concurrency: number;
   maxRemovalRatio: number | null;
+  full: boolean;
 }
 
 /** An error as it crosses the thread boundary, with what the scheduler needs to tell the kinds apart. */
@@ -41,7 +42,7 @@ if (parentPort) {
   const db = openDatabase(data.cacheFile, { busyTimeoutMs: 5000 });
   const client = new ServiceClient(data.client);
   port.on('message', (request: SyncRequest) => {
-    syncOnce(db, client, { concurrency: request.concurrency, maxRemovalRatio: request.maxRemovalRatio, now: () => Date.now() }).then(
+    syncOnce(db, client, { concurrency: request.concurrency, maxRemovalRatio: request.maxRemovalRatio, full: request.full, now: () => Date.now() }).then(
       (result) => port.postMessage({ id: request.id, ok: true, result } satisfies SyncReply),
       (err: unknown) => port.postMessage({ id: request.id, ok: false, error: failure(err) } satisfies SyncReply),
     );

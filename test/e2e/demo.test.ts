@@ -36,6 +36,18 @@ describe('door-agent demo (npm start)', () => {
     const r = spawnSync('sh', ['-c', curl], { encoding: 'utf8' });
     expect(r.stdout).toBe('{"success":"Front door unlocked for 5 s"}');
 
+    // The printed suspension line: Alice's card is refused within 2 s (the change is pushed, no 300 s wait).
+    const suspend = screen().split('\n').find((l) => l.includes('/togglesuspension'))!.trim();
+    expect(spawnSync('sh', ['-c', suspend], { encoding: 'utf8' }).status).toBe(0);
+    const suspendedAt = Date.now();
+    const refused = async () => {
+      tmux('send-keys', '-t', session, '4213578', 'Enter');
+      await new Promise((r) => setTimeout(r, 200));
+      return screen().includes('DENIED   card …78: user_suspended');
+    };
+    while (!(await refused())) if (Date.now() - suspendedAt > 10_000) throw new Error('Alice not refused within 10 s of the suspension');
+    expect(Date.now() - suspendedAt).toBeLessThan(5000);
+
     tmux('send-keys', '-t', session, 'C-c');
     await waitUntil(() => screen().includes('DEMO-EXITED 0'), 10_000, 'a clean exit');
     expect(screen()).toContain('stopping the demo: door locked, broker and service closed');

@@ -185,4 +185,42 @@ describe('the whole system', () => {
     expect(noDoor.status).toBe(504);
     expect(noDoor.body.error).toContain('did not answer within 2 s');
   });
+
+  it('pushed: suspend, delete, card removed, card added and group change reach a running door within seconds (periodic sync hourly)', async () => {
+    const staff = (await call('GET', '/multipleusers')).body; // the organization as the first test left it
+    expect(Array.isArray(staff)).toBe(true);
+    const group = await call('POST', '/groups', { type: 'users', name: 'Staff', add_ids: [] });
+    const invite = await call('POST', '/invites', { emails: ['pushed@example.org'], groups: [{ id: group.body.group_id, name: 'Staff' }], no_email: true });
+    const emailId = (invite.body.add_ids as number[])[0]!;
+    await call('PUT', '/modifysmartcard', { email_id: emailId, smartcards: '[{"number":"5550123","label":"badge"}]' });
+
+    agent = new Daemon(agentConfig);
+    await agent.waitForMessage('connected to the broker');
+    const decision = () => JSON.parse(runCli(['check', '5550123', '--config', agentConfig]).stdout) as { granted: boolean; reason: string | null };
+    const within = (what: string, expected: (d: { granted: boolean; reason: string | null }) => boolean) => waitUntil(() => expected(decision()), 10_000, what);
+    await within('the new user reaches the door', (d) => d.granted);
+    await agent.waitForLog((l) => l.msg === 'directory revisions are pushed: changes reach this door within seconds');
+
+    await call('PUT', '/modifysmartcard', { email_id: emailId, smartcards: '[]' });
+    await within('card removed', (d) => d.reason === 'unknown_credential');
+    await call('PUT', '/modifysmartcard', { email_id: emailId, smartcards: '[{"number":"5550123","label":"badge"}]' });
+    await within('card added', (d) => d.granted);
+    await call('PUT', '/groups', { type: 'users', group_id: group.body.group_id, del_ids: [emailId] });
+    await within('taken out of Staff', (d) => d.reason === 'not_authorized');
+    await call('PUT', '/groups', { type: 'users', group_id: group.body.group_id, add_ids: [emailId] });
+    await within('back in Staff', (d) => d.granted);
+    await call('PUT', '/togglesuspension', { email_id: emailId });
+    await within('suspended', (d) => d.reason === 'user_suspended');
+    await call('PUT', '/togglesuspension', { email_id: emailId });
+    await within('active again', (d) => d.granted);
+    await call('DELETE', `/user?email_id=${emailId}`);
+    await within('deleted', (d) => d.reason === 'unknown_credential');
+
+    const status = runCli(['status', '--config', agentConfig]).stdout;
+    expect(status).toMatch(/directory: revision \d+ held; push active/);
+    // Each change was fetched as a delta: one request, not 1 + N.
+    expect(agent.logs.some((l) => l.msg === 'sync done')).toBe(true);
+    await agent.stop('SIGTERM');
+    agent = undefined;
+  });
 });

@@ -104,6 +104,32 @@ describe('API keys and ranks', () => {
   });
 });
 
+describe('GET /directory (extension: incremental sync)', () => {
+  it('everything without since; then only the changes, the removed ids, and 304 when nothing changed', async () => {
+    const invited = await call('POST', '/invites', { emails: ['dir-a@example.org', 'dir-b@example.org'], no_email: true });
+    const [a, b] = invited.body.add_ids as number[];
+    const full = await call('GET', '/directory');
+    expect(full.status).toBe(200);
+    expect(full.body).toMatchObject({ full: true, removed: [] });
+    const revision = full.body.revision as number;
+    expect((full.body.users as Array<{ email_id: number }>).map((u) => u.email_id)).toEqual(expect.arrayContaining([a, b]));
+
+    const same = await fetch(`${base}/directory?since=${revision}`, { headers: { authorization: `Bearer ${keys.ADMIN}`, 'if-none-match': `"dir-${revision}"` } });
+    expect(same.status).toBe(304);
+    expect(await same.text()).toBe('');
+
+    await call('PUT', '/togglesuspension', { email_id: a });
+    await call('DELETE', `/user?email_id=${b}`);
+    const delta = await call('GET', `/directory?since=${revision}`);
+    expect(delta.body).toMatchObject({ full: false, removed: [b] });
+    expect(delta.body.revision as number).toBeGreaterThan(revision);
+    expect(delta.body.users).toEqual([expect.objectContaining({ email_id: a, ad_status: 'SUSPENDED', user_tag: 'USER' })]);
+    expect(Object.keys(delta.body.details as object)).toEqual([String(a)]);
+    // A revision this service never issued (an agent ahead of a service restored from a backup): everything.
+    expect((await call('GET', `/directory?since=${(delta.body.revision as number) + 100}`)).body).toMatchObject({ full: true });
+  });
+});
+
 describe('users, cards, groups', () => {
   it('invites users with their cards and groups, reports invalid and existing addresses', async () => {
     const group = await call('POST', '/groups', { type: 'users', name: 'Staff', add_ids: [] });

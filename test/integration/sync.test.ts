@@ -136,7 +136,7 @@ describe('door-agent sync against a scripted service', () => {
     const a = agentConfig('http://127.0.0.1:9');
     const r = await sync(a.config);
     expect(r.status).toBe(1);
-    expect(r.stderr).toContain('GET /multipleusers: fetch failed');
+    expect(r.stderr).toContain('GET /directory: fetch failed'); // the extension endpoint is asked first
     const status = runCli(['status', '--config', a.config]).stdout;
     expect(status).toContain('sync: last success never');
     expect(status).toContain('WARNING: the cache is older than 3600 s');
@@ -310,5 +310,69 @@ describe('the sync worker thread (the daemon never runs a sync on its event loop
       svc.handler = null;
       await worker.stop();
     }
+  });
+});
+
+describe('incremental sync through GET /directory (the extension), and bad deltas', () => {
+  const svc = new HostileService();
+  beforeAll(async () => {
+    svc.seed(10);
+    await svc.start();
+  });
+  afterAll(() => svc.stop());
+
+  const item = (id: number, status = 'ACTIVE') => ({ email_id: id, ad_status: status, groups: [['Staff']], user_tag: 'USER', email: `u${id}@example.org` });
+  const detail = (id: number) => ({ policies: [], smartcards: [{ number: String(5_000_000 + id) }] });
+  const directory = (body: (since: number | null) => unknown) => {
+    svc.handler = (req, res) => {
+      const url = new URL(req.url ?? '/', 'http://x');
+      if (url.pathname !== '/directory') return false;
+      const since = url.searchParams.get('since');
+      const answer = body(since === null ? null : Number(since));
+      res.setHeader('content-type', 'application/json');
+      if (answer === 304) {
+        res.statusCode = 304;
+        res.end();
+      } else res.end(typeof answer === 'string' ? answer : JSON.stringify(answer));
+      return true;
+    };
+  };
+  const full = { revision: 7, full: true, users: Array.from({ length: 10 }, (_, i) => item(i + 1)), details: Object.fromEntries(Array.from({ length: 10 }, (_, i) => [String(i + 1), detail(i + 1)])), removed: [] };
+
+  it('one request for a change, 304 for none; a truncated or inconsistent delta, or a mass removal, leaves the cache unchanged', async () => {
+    const a = agentConfig(`http://127.0.0.1:${svc.port}`);
+    directory(() => full);
+    expect((await sync(a.config)).status).toBe(0);
+    const before = dumpCache(a.cache);
+
+    svc.requests = [];
+    directory((since) => (since === 7 ? 304 : full));
+    expect((await sync(a.config)).status).toBe(0);
+    expect(svc.requests).toEqual(['/directory?since=7']);
+    expect(dumpCache(a.cache)).toBe(before);
+
+    const bad: Array<[string, unknown]> = [
+      ['truncated', JSON.stringify({ revision: 8, full: false, users: [item(3, 'SUSPENDED')], details: { '3': detail(3) }, removed: [] }).slice(0, 60)],
+      ['details for an id not listed', { revision: 8, full: false, users: [item(3, 'SUSPENDED')], details: { '3': detail(3), '99': detail(99) }, removed: [] }],
+      ['a user without details', { revision: 8, full: false, users: [item(3, 'SUSPENDED')], details: {}, removed: [] }],
+      ['a wrong type', { revision: '8', full: false, users: [], details: {}, removed: [] }],
+      ['a delta removing most users', { revision: 8, full: false, users: [], details: {}, removed: [1, 2, 3, 4, 5, 6, 7, 8] }],
+    ];
+    for (const [what, answer] of bad) {
+      directory(() => answer);
+      const r = await sync(a.config);
+      expect(r.status, what).toBe(1);
+      expect(dumpCache(a.cache), what).toBe(before);
+    }
+
+    svc.requests = [];
+    directory((since) => (since === 7 ? { revision: 8, full: false, users: [item(3, 'SUSPENDED')], details: { '3': detail(3) }, removed: [10] } : full));
+    expect((await sync(a.config)).status).toBe(0);
+    expect(svc.requests).toEqual(['/directory?since=7']);
+    const check = (card: string) => JSON.parse(runCli(['check', card, '--config', a.config]).stdout) as { reason: string | null };
+    expect(check('5000003').reason).toBe('user_suspended');
+    expect(check('5000010').reason).toBe('unknown_credential');
+    expect(check('5000004').reason).toBe(null);
+    svc.handler = null;
   });
 });

@@ -1,0 +1,96 @@
+import { createHash } from 'node:crypto';
+import type { ServiceDb } from './database.js';
+import type { UserStore } from './users.js';
+
+export interface DirectoryAnswer {
+  revision: number;
+  /** true: every user is listed (no `since`, or a `since` this service never issued); false: only changes. */
+  full: boolean;
+  users: Array<Record<string, unknown>>;
+  details: Record<string, Record<string, unknown>>;
+  removed: number[];
+}
+
+/**
+ * The directory revision of the reference service (an extension beside the seed's API, see
+ * docs/reference-service.md): every user as the doors see them (GET /multipleusers item with user_tag, GET /user
+ * detail), fingerprinted. `refresh` gives the users that changed, and the users removed, the next revision; the
+ * agents then fetch only those (GET /directory?since=REV).
+ */
+export class Directory {
+  constructor(
+    private readonly db: ServiceDb,
+    private readonly users: UserStore,
+  ) {}
+
+  revision(): { revision: number; at: string } {
+    const row = this.db.prepare('SELECT revision, at FROM directory_revision WHERE id = 1').get() as { revision: number; at: string } | undefined;
+    return row ?? { revision: 0, at: new Date(0).toISOString() };
+  }
+
+  private snapshot(): Map<number, { item: Record<string, unknown>; detail: Record<string, unknown>; hash: string }> {
+    const groups = this.users.allGroups();
+    const out = new Map<number, { item: Record<string, unknown>; detail: Record<string, unknown>; hash: string }>();
+    for (const user of this.users.list()) {
+      const item = this.users.listItem(user, false, groups);
+      const detail = this.users.detail(user);
+      // What a door decides on: status, tag, groups, policies, cards (names and dates do not open doors).
+      const seen = { ad_status: item.ad_status, user_tag: item.user_tag, groups: item.groups, user_id: item.user_id, email: item.email, name: item.name, policies: detail.policies, smartcards: detail.smartcards };
+      out.set(user.email_id, { item, detail, hash: createHash('sha256').update(JSON.stringify(seen)).digest('base64url') });
+    }
+    return out;
+  }
+
+  /** Brings the fingerprints up to date; returns the revision and whether it moved. */
+  refresh(now: number): { revision: number; changed: boolean } {
+    return this.db.transaction(() => {
+      const current = this.revision().revision;
+      const next = current + 1;
+      const known = new Map(
+        (this.db.prepare('SELECT email_id, hash, removed FROM directory_entries').all() as Array<{ email_id: number; hash: string; removed: number }>).map((r) => [r.email_id, r]),
+      );
+      const upsert = this.db.prepare(
+        'INSERT INTO directory_entries (email_id, hash, rev, removed) VALUES (?, ?, ?, 0) ON CONFLICT (email_id) DO UPDATE SET hash = excluded.hash, rev = excluded.rev, removed = 0',
+      );
+      let changed = false;
+      const present = this.snapshot();
+      for (const [emailId, entry] of present) {
+        const before = known.get(emailId);
+        if (before && before.hash === entry.hash && before.removed === 0) continue;
+        upsert.run(emailId, entry.hash, next);
+        changed = true;
+      }
+      const remove = this.db.prepare('UPDATE directory_entries SET removed = 1, rev = ? WHERE email_id = ?');
+      for (const [emailId, before] of known) {
+        if (present.has(emailId) || before.removed === 1) continue;
+        remove.run(next, emailId);
+        changed = true;
+      }
+      if (!changed) return { revision: current, changed: false };
+      this.db
+        .prepare('INSERT INTO directory_revision (id, revision, at) VALUES (1, ?, ?) ON CONFLICT (id) DO UPDATE SET revision = excluded.revision, at = excluded.at')
+        .run(next, new Date(now).toISOString());
+      return { revision: next, changed: true };
+    })();
+  }
+
+  /** Everything (since undefined, or a revision this service never reached), or the changes after `since`. */
+  answer(since: number | undefined, now: number): DirectoryAnswer {
+    const { revision } = this.refresh(now);
+    const full = since === undefined || since > revision;
+    const present = this.snapshot();
+    const changedIds = full
+      ? [...present.keys()]
+      : (this.db.prepare('SELECT email_id FROM directory_entries WHERE rev > ? AND removed = 0 ORDER BY email_id').pluck().all(since) as number[]);
+    const users: Array<Record<string, unknown>> = [];
+    const details: Record<string, Record<string, unknown>> = {};
+    for (const id of changedIds) {
+      const entry = present.get(id);
+      if (!entry) continue;
+      users.push(entry.item);
+      details[String(id)] = entry.detail;
+    }
+    const removed = full ? [] : (this.db.prepare('SELECT email_id FROM directory_entries WHERE rev > ? AND removed = 1 ORDER BY email_id').pluck().all(since) as number[]);
+    return { revision, full, users, details, removed };
+  }
+}

@@ -1,0 +1,62 @@
+import { pino } from 'pino';
+import { describe, expect, it } from 'vitest';
+import { SyncScheduler } from '../../src/sync/scheduler.js';
+import type { SyncResult } from '../../src/sync/sync.js';
+import { judgeRevision } from '../../src/sync/syncComponent.js';
+import { ManualTime } from '../support/manualTime.js';
+
+const msg = (text: string) => Buffer.from(text);
+const ZERO = { added: 0, changed: 0, removed: 0, unchanged: 0 };
+const RESULT: SyncResult = { users: ZERO, credentials: ZERO, guestLinks: ZERO, rowsWritten: 0, durationMs: 1, revision: 1, mode: 'unchanged' };
+
+describe('a pushed directory revision', () => {
+  it('syncs when it is ahead of the revision held (or none is held), not when it is the same', () => {
+    expect(judgeRevision(4, msg('{"revision":5,"at":"2026-11-22T10:00:00Z"}')).action).toBe('sync');
+    expect(judgeRevision(null, msg('{"revision":1,"at":"x"}')).action).toBe('sync');
+    expect(judgeRevision(5, msg('{"revision":5,"at":"x"}')).action).toBe('none');
+  });
+
+  it('a revision that is not JSON, has the wrong type, or goes backwards leads to a full sync', () => {
+    for (const bad of ['not json', '{"revision":"5","at":"x"}', '{"revision":-1,"at":"x"}', '{"revision":1.5,"at":"x"}', '[]', '']) {
+      expect(judgeRevision(5, msg(bad)), bad).toMatchObject({ action: 'full' });
+    }
+    expect(judgeRevision(9, msg('{"revision":3,"at":"x"}'))).toMatchObject({ action: 'full', why: expect.stringContaining('backwards') });
+  });
+
+  it('a flood of 1,000 revisions in a second leads to at most one sync in flight and one queued', async () => {
+    const time = new ManualTime();
+    let running = 0;
+    let most = 0;
+    let runs = 0;
+    const finish: Array<() => void> = [];
+    const scheduler = new SyncScheduler({
+      run: () => {
+        runs++;
+        running++;
+        most = Math.max(most, running);
+        return new Promise<SyncResult>((resolve) =>
+          finish.push(() => {
+            running--;
+            resolve(RESULT);
+          }),
+        );
+      },
+      intervalMs: 3_600_000,
+      timers: time,
+      logger: pino({ level: 'silent' }),
+    });
+    scheduler.trigger();
+    time.advance(0);
+    expect(runs).toBe(1);
+    for (let i = 0; i < 1000; i++) scheduler.trigger(); // while the first sync is under way
+    finish.shift()!();
+    await new Promise((r) => setImmediate(r));
+    time.advance(0);
+    expect(runs).toBe(2); // the queued one, once
+    finish.shift()!();
+    await new Promise((r) => setImmediate(r));
+    time.advance(1000);
+    expect([runs, most]).toEqual([2, 1]);
+    scheduler.stop();
+  });
+});
