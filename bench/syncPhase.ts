@@ -61,7 +61,7 @@ if (phase === 'sync') {
   const written = writeBytes() - bytesBefore;
   db.close();
   process.stdout.write(
-    `${JSON.stringify({ seconds: (performance.now() - started) / 1000, workMs, requests, bytesIn, mode: r.mode, rowsWritten: r.rowsWritten, users: r.users, rssMb: process.resourceUsage().maxRSS / 1024, writeBytes: written, fileBytes: fileBytes(file) })}\n`,
+    `${JSON.stringify({ seconds: (performance.now() - started) / 1000, workMs, applyMs: r.applyMs ?? null, requests, bytesIn, mode: r.mode, rowsWritten: r.rowsWritten, users: r.users, rssMb: process.resourceUsage().maxRSS / 1024, writeBytes: written, fileBytes: fileBytes(file) })}\n`,
   );
 } else if (phase === 'bare') {
   const [url, key, n, c] = args as [string, string, string, string];

@@ -18,6 +18,9 @@ export interface DirectoryAnswer {
  * agents then fetch only those (GET /directory?since=REV).
  */
 export class Directory {
+  /** A change went through since the last refresh (set by the server after each successful change). */
+  private dirty = true;
+
   constructor(
     private readonly db: ServiceDb,
     private readonly users: UserStore,
@@ -28,21 +31,44 @@ export class Directory {
     return row ?? { revision: 0, at: new Date(0).toISOString() };
   }
 
+  /** Every user as the doors see them, read in a handful of bulk queries (not a few per user). */
   private snapshot(): Map<number, { item: Record<string, unknown>; detail: Record<string, unknown>; hash: string }> {
     const groups = this.users.allGroups();
+    const byUser = <T>(sql: string, pick: (row: Record<string, unknown>) => T) => {
+      const map = new Map<number, T[]>();
+      for (const row of this.db.prepare(sql).all() as Array<Record<string, unknown>>) {
+        const id = row.email_id as number;
+        const list = map.get(id) ?? [];
+        list.push(pick(row));
+        map.set(id, list);
+      }
+      return map;
+    };
+    const policies = byUser('SELECT m.email_id, p.name FROM policies p JOIN policy_members m USING (policy_id) ORDER BY p.policy_id', (r) => [r.name as string]);
+    const cards = byUser('SELECT email_id, number, label FROM smartcards ORDER BY email_id, position', (r) =>
+      r.label === null ? { number: r.number as string } : { number: r.number as string, label: r.label as string },
+    );
+    const usernames = byUser('SELECT email_id, computer_username FROM computer_usernames ORDER BY email_id, position', (r) => r.computer_username as string);
     const out = new Map<number, { item: Record<string, unknown>; detail: Record<string, unknown>; hash: string }>();
     for (const user of this.users.list()) {
       const item = this.users.listItem(user, false, groups);
-      const detail = this.users.detail(user);
-      // What a door decides on: status, tag, groups, policies, cards (names and dates do not open doors).
+      const detail = { policies: policies.get(user.email_id) ?? [], computer_usernames: usernames.get(user.email_id) ?? [], smartcards: cards.get(user.email_id) ?? [] };
+      // What a door decides on: status, tag, groups, policies, cards (plus the names and e-mail it shows).
       const seen = { ad_status: item.ad_status, user_tag: item.user_tag, groups: item.groups, user_id: item.user_id, email: item.email, name: item.name, policies: detail.policies, smartcards: detail.smartcards };
       out.set(user.email_id, { item, detail, hash: createHash('sha256').update(JSON.stringify(seen)).digest('base64url') });
     }
     return out;
   }
 
-  /** Brings the fingerprints up to date; returns the revision and whether it moved. */
+  /** A change went through: the next refresh (or answer) recomputes the fingerprints. */
+  markChanged(): void {
+    this.dirty = true;
+  }
+
+  /** Brings the fingerprints up to date (when a change went through); returns the revision and whether it moved. */
   refresh(now: number): { revision: number; changed: boolean } {
+    if (!this.dirty) return { revision: this.revision().revision, changed: false };
+    this.dirty = false;
     return this.db.transaction(() => {
       const current = this.revision().revision;
       const next = current + 1;
@@ -78,17 +104,22 @@ export class Directory {
   answer(since: number | undefined, now: number): DirectoryAnswer {
     const { revision } = this.refresh(now);
     const full = since === undefined || since > revision;
-    const present = this.snapshot();
-    const changedIds = full
-      ? [...present.keys()]
-      : (this.db.prepare('SELECT email_id FROM directory_entries WHERE rev > ? AND removed = 0 ORDER BY email_id').pluck().all(since) as number[]);
     const users: Array<Record<string, unknown>> = [];
     const details: Record<string, Record<string, unknown>> = {};
-    for (const id of changedIds) {
-      const entry = present.get(id);
-      if (!entry) continue;
-      users.push(entry.item);
-      details[String(id)] = entry.detail;
+    if (full) {
+      for (const [id, entry] of this.snapshot()) {
+        users.push(entry.item);
+        details[String(id)] = entry.detail;
+      }
+    } else {
+      // Only the changed users are read: a delta of one costs one user's queries, not the whole directory.
+      const groups = this.users.allGroups();
+      for (const id of this.db.prepare('SELECT email_id FROM directory_entries WHERE rev > ? AND removed = 0 ORDER BY email_id').pluck().all(since) as number[]) {
+        const user = this.users.get(id);
+        if (!user || user.removed_at !== null) continue;
+        users.push(this.users.listItem(user, false, groups));
+        details[String(id)] = this.users.detail(user);
+      }
     }
     const removed = full ? [] : (this.db.prepare('SELECT email_id FROM directory_entries WHERE rev > ? AND removed = 1 ORDER BY email_id').pluck().all(since) as number[]);
     return { revision, full, users, details, removed };

@@ -84,8 +84,9 @@ export function buildService(deps: ServiceDeps): FastifyInstance {
   };
   deps.doors?.publishRevision(directory.revision());
   app.addHook('onResponse', async (request, reply) => {
-    if (request.method === 'GET' || reply.statusCode >= 300 || pending !== null) return;
-    pending = setTimeout(publishRevision, REVISION_BATCH_MS);
+    if (request.method === 'GET' || reply.statusCode >= 300) return;
+    directory.markChanged();
+    if (pending === null) pending = setTimeout(publishRevision, REVISION_BATCH_MS);
   });
   app.addHook('onClose', async () => {
     if (pending !== null) clearTimeout(pending);

@@ -23,6 +23,8 @@ export interface SyncResult extends MergeSummary {
   revision: number | null;
   /** How: GET /directory (everything, or the changes, or 304 unchanged), or the seed's GET /multipleusers + GET /user. */
   mode: 'directory_full' | 'directory_delta' | 'unchanged' | 'lists';
+  /** The agent's own work on the answer (staging and the apply), without the time waiting for the service. */
+  applyMs?: number;
 }
 
 export interface SyncStatus {
@@ -85,8 +87,9 @@ export async function syncOnce(db: Db, client: ServiceClient, options: SyncOptio
       return { ...lastSummary, durationMs: performance.now() - started };
     }
     if (answer !== 'unsupported') {
+      const applying = performance.now();
       const result = applyDirectory(db, answer, options, attemptAt);
-      return { ...result, durationMs: performance.now() - started };
+      return { ...result, durationMs: performance.now() - started, applyMs: performance.now() - applying };
     }
     const list = await client.listUsers();
     // Items without user_tag: the GUEST list says who is a guest (design section 4).
