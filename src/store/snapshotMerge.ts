@@ -48,13 +48,23 @@ const STAGED_CREDENTIAL = `EXISTS (SELECT 1 FROM temp.stage_credentials s
  * Replaces the cache's users, credentials and snapshot guest links with the staged ones. Rows that did not
  * change are not rewritten. Must run inside the caller's transaction; throws MassRemovalError before writing.
  */
-export function mergeStage(db: Db, options: { maxRemovalRatio: number | null; includeLinks?: boolean }): MergeSummary {
+export function mergeStage(
+  db: Db,
+  options: { maxRemovalRatio: number | null; includeLinks?: boolean; scoped?: boolean },
+): MergeSummary {
   const includeLinks = options.includeLinks ?? true;
+  // scoped (a delta): only the users listed in temp.stage_scope are replaced or removed; every other row stays.
+  const scoped = options.scoped ?? false;
   const MANAGED_CREDENTIAL = includeLinks ? SNAPSHOT_CREDENTIAL : USER_CREDENTIAL;
+  const IN_SCOPE = scoped
+    ? `(c.holder_kind = 'user' AND c.holder_id IN (SELECT CAST(email_id AS TEXT) FROM temp.stage_scope))`
+    : 'true';
+  const USER_IN_SCOPE = scoped ? 'email_id IN (SELECT email_id FROM temp.stage_scope)' : 'true';
   // The ratio is taken over the credentials this merge may remove: guest-link cards that arrived over MQTT
   // must not dilute it (a sync that empties every user would otherwise pass).
   const credentialsBefore = count(db, `SELECT count(*) FROM credentials c WHERE ${MANAGED_CREDENTIAL}`);
-  const credentialsRemoved = count(db, `SELECT count(*) FROM credentials c WHERE ${MANAGED_CREDENTIAL} AND NOT ${STAGED_CREDENTIAL}`);
+  // The guard is judged on the resulting set: what this merge removes, out of everything it manages.
+  const credentialsRemoved = count(db, `SELECT count(*) FROM credentials c WHERE ${MANAGED_CREDENTIAL} AND ${IN_SCOPE} AND NOT ${STAGED_CREDENTIAL}`);
   if (
     options.maxRemovalRatio !== null &&
     credentialsBefore > 0 &&
@@ -68,11 +78,11 @@ export function mergeStage(db: Db, options: { maxRemovalRatio: number | null; in
   const linksAdded = count(db, 'SELECT count(*) FROM temp.stage_links WHERE magic_link_id NOT IN (SELECT magic_link_id FROM guest_links)');
 
   const run = (sql: string) => db.prepare(sql).run().changes;
-  const deletedCredentials = run(`DELETE FROM credentials AS c WHERE ${MANAGED_CREDENTIAL} AND NOT ${STAGED_CREDENTIAL}`);
+  const deletedCredentials = run(`DELETE FROM credentials AS c WHERE ${MANAGED_CREDENTIAL} AND ${IN_SCOPE} AND NOT ${STAGED_CREDENTIAL}`);
   const deletedLinks = includeLinks
     ? run(`DELETE FROM guest_links WHERE source = 'snapshot' AND magic_link_id NOT IN (SELECT magic_link_id FROM temp.stage_links)`)
     : 0;
-  const deletedUsers = run('DELETE FROM users WHERE email_id NOT IN (SELECT email_id FROM temp.stage_users)');
+  const deletedUsers = run(`DELETE FROM users WHERE ${USER_IN_SCOPE} AND email_id NOT IN (SELECT email_id FROM temp.stage_users)`);
 
   const upsertedUsers = run(`
     INSERT INTO users (email_id, user_id, name, email, tag, ad_status, groups, policies)

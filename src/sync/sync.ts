@@ -145,13 +145,10 @@ function applyDirectory(db: Db, answer: DirectoryAnswer, options: SyncOptions, a
   try {
     db.transaction(() => {
       if (!answer.full) {
-        const replaced = JSON.stringify([...answer.users.map((u) => u.email_id), ...answer.removed]);
-        db.prepare('INSERT INTO temp.stage_users SELECT email_id, user_id, name, email, tag, ad_status, groups FROM users WHERE email_id NOT IN (SELECT value FROM json_each(?))').run(replaced);
-        db.prepare('INSERT INTO temp.stage_details SELECT email_id, policies FROM users WHERE email_id NOT IN (SELECT value FROM json_each(?))').run(replaced);
-        db.prepare(
-          `INSERT INTO temp.stage_credentials SELECT number, 'user', holder_id, label FROM credentials
-            WHERE holder_kind = 'user' AND CAST(holder_id AS INTEGER) NOT IN (SELECT value FROM json_each(?))`,
-        ).run(replaced);
+        // A delta replaces or removes exactly these users; everyone else is left as it is.
+        db.exec('CREATE TEMP TABLE IF NOT EXISTS stage_scope (email_id INTEGER PRIMARY KEY) STRICT; DELETE FROM temp.stage_scope;');
+        const scope = db.prepare('INSERT OR IGNORE INTO temp.stage_scope VALUES (?)');
+        for (const id of [...answer.users.map((u) => u.email_id), ...answer.removed]) scope.run(id);
       }
       answer.users.forEach((user, i) => {
         if (user.user_tag === undefined) throw new ServiceError(`GET /directory: $.users[${i}].user_tag: required`, '/directory', 200);
@@ -163,7 +160,7 @@ function applyDirectory(db: Db, answer: DirectoryAnswer, options: SyncOptions, a
     })();
     return db
       .transaction(() => {
-        const summary = mergeStage(db, { maxRemovalRatio: options.maxRemovalRatio, includeLinks: false });
+        const summary = mergeStage(db, { maxRemovalRatio: options.maxRemovalRatio, includeLinks: false, scoped: !answer.full });
         const lastSummary = { ...summary, revision: answer.revision, mode: answer.full ? ('directory_full' as const) : ('directory_delta' as const) };
         writeMeta(db, REVISION_KEY, answer.revision);
         writeMeta(db, STATUS_KEY, { lastSuccessAt: attemptAt, lastAttemptAt: attemptAt, lastError: null, lastSummary } satisfies SyncStatus);
@@ -172,5 +169,6 @@ function applyDirectory(db: Db, answer: DirectoryAnswer, options: SyncOptions, a
       .immediate();
   } finally {
     stage.drop();
+    db.exec('DROP TABLE IF EXISTS temp.stage_scope');
   }
 }
