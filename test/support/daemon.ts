@@ -21,6 +21,8 @@ export class Daemon {
     const [program, ...prefix] = [...(options.command ?? []), process.execPath];
     this.child = spawn(program!, [...prefix, CLI, 'run', '--config', configPath], {
       cwd: ROOT,
+      // Its own process group: a wrapper (faketime) forks the agent, and a stop must reach both.
+      detached: true,
       env: { PATH: process.env.PATH ?? '/usr/bin:/bin', ...options.env },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
@@ -63,7 +65,13 @@ export class Daemon {
   }
 
   async stop(signal: NodeJS.Signals = 'SIGTERM'): Promise<{ code: number | null; signal: NodeJS.Signals | null }> {
-    if (this.child.exitCode === null && this.child.signalCode === null) this.child.kill(signal);
+    if (this.child.exitCode === null && this.child.signalCode === null) {
+      try {
+        process.kill(-this.child.pid!, signal); // the whole group: the agent even under a wrapper
+      } catch {
+        this.child.kill(signal);
+      }
+    }
     return this.exited;
   }
 }
