@@ -9,6 +9,7 @@ import { benchmarkDecisions } from './decisions.js';
 import { benchmarkMqtt } from './mqttBench.js';
 import { benchmarkService } from './serviceBench.js';
 import { benchmarkSync } from './syncBench.js';
+import { benchmarkTapDuringSync } from './tapDuringSync.js';
 import { benchmarkTapToRelay } from './tapToRelay.js';
 import { renderTable, writeResults, type BenchRow } from './report.js';
 
@@ -18,6 +19,7 @@ const BENCHES: Record<string, (workDir: string) => BenchRow[] | Promise<BenchRow
   mqtt: benchmarkMqtt,
   service: benchmarkService,
   sync: benchmarkSync,
+  'tap-during-sync': benchmarkTapDuringSync,
 };
 
 const root = resolve(fileURLToPath(import.meta.url), '../../..');

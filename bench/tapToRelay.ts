@@ -25,11 +25,13 @@ async function ptyPair(a: string, b: string): Promise<ChildProcess> {
   return socat;
 }
 
-async function measureAgent(dir: string): Promise<number[]> {
+/** Taps at a running agent; `extra` adds configuration sections (a service to sync from, for tap-during-sync). */
+export async function measureAgent(dir: string, extra = '', onReady?: () => Promise<void>): Promise<number[]> {
   const config = join(dir, 'config.yaml');
   writeFileSync(
     config,
     `agent: { id: bench, dataDir: ${dir}/data, timezone: Europe/Berlin, logLevel: warn }
+${extra}
 access: { groups: [Staff] }
 gpio: { driver: simulated, simulatedDir: ${dir}/gpio }
 doors:
@@ -51,6 +53,7 @@ doors:
     const contactFile = join(dir, 'gpio/gpio27/value');
     await waitFor('tap-to-relay', () => existsSync(relayFile) && existsSync(contactFile), 10_000, 'agent start');
     await sleep(500); // reader open
+    await onReady?.();
     const terminal = openSync(join(dir, 'terminal'), 'w');
     const relay = openSync(relayFile, 'r');
     const samples: number[] = [];
