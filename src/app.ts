@@ -137,7 +137,6 @@ export async function startAgent(config: AgentOptions, deps: AgentDeps): Promise
           options: config.service,
           dataDir: config.agent.dataDir,
           env,
-          clock,
           timers,
           logger: logger.child({ component: 'sync' }),
           heldRevision: () => readHeldRevision(store.db),

@@ -3,7 +3,7 @@ import { z } from 'zod';
 import type { Env } from '../config/secrets.js';
 import type { Component } from '../lifecycle.js';
 import { cachePath } from '../store/database.js';
-import type { Clock, Timers } from '../util/clock.js';
+import type { Timers } from '../util/clock.js';
 import type { SyncServiceOptions } from './options.js';
 import { SyncScheduler } from './scheduler.js';
 import { serviceClientOptions } from './serviceClient.js';
@@ -45,7 +45,6 @@ export class SyncComponent implements Component {
       options: SyncServiceOptions;
       dataDir: string;
       env: Env;
-      clock: Clock;
       timers: Timers;
       logger: Logger;
       /** The revision the cache holds at start. */

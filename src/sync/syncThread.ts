@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { Worker } from 'node:worker_threads';
 import { MassRemovalError } from '../store/snapshotMerge.js';
 import { DoorAgentError } from '../util/errors.js';
-import { ServiceError, type ServiceClientOptions } from './serviceClient.js';
+import { ServiceError } from './serviceClient.js';
 import type { SyncResult } from './sync.js';
 import type { SyncFailure, SyncReply, SyncRequest, SyncWorkerData } from './syncWorker.js';
 
@@ -70,5 +70,3 @@ export class SyncThread {
     if (worker) await worker.terminate();
   }
 }
-
-export type { ServiceClientOptions };
