@@ -50,6 +50,7 @@ if (phase === 'sync') {
     apiKey: readSecret('service.apiKeyFile', service.apiKeyFile, process.env) ?? '',
     apiKeyIn: service.apiKeyIn,
     timeoutMs: service.timeoutSeconds * 1000,
+    spoolDir: config.agent.dataDir,
   });
   const file = cachePath(config.agent.dataDir);
   const db = openDatabase(file);

@@ -16,7 +16,7 @@ export async function runSync(
   const config = loadConfigFor(args.config, ctx);
   const service = config.service;
   if (!service) throw new DoorAgentError('no service section in the configuration: nothing to sync from (door-agent import provisions offline)');
-  const client = createServiceClient(service, ctx.env);
+  const client = createServiceClient(service, ctx.env, config.agent.dataDir);
   const db = openDatabase(cachePath(config.agent.dataDir));
   let lastDrawn = -1;
   const progress = (done: number, total: number) => {

@@ -137,7 +137,7 @@ doors:
   );
   const env = { DOOR_AGENT_API_KEY: key };
   const agentDb = openDatabase(cachePath(config.agent.dataDir));
-  await syncOnce(agentDb, createServiceClient(config.service!, env), { concurrency: 4, maxRemovalRatio: null, now: () => options.clock.wallNow() });
+  await syncOnce(agentDb, createServiceClient(config.service!, env, config.agent.dataDir), { concurrency: 4, maxRemovalRatio: null, now: () => options.clock.wallNow() });
   agentDb.close();
   const narrator = new Writable({
     write(chunk: Buffer, _enc, done) {

@@ -11,10 +11,22 @@ export class JsonSyntaxError extends Error {
   }
 }
 
+/** Where the bytes come from: fills `buf` from its start, returns how many (0 at the end). */
+export type ByteSource = (buf: Buffer) => number;
+
+/** The bytes of an open file, read from where it stands. */
+export function fileSource(fd: number): ByteSource {
+  return (buf) => readSync(fd, buf, 0, buf.length, null);
+}
+
 export type StreamedMember =
   | { kind: 'element'; section: string; index: number; raw: string; byteOffset: number }
   | { kind: 'entry'; section: string; key: string; raw: string; byteOffset: number }
-  | { kind: 'value'; section: string; raw: string; byteOffset: number };
+  | { kind: 'value'; section: string; raw: string; byteOffset: number }
+  /** A streamed array or object begins (so an empty one is still seen). */
+  | { kind: 'start'; section: string; byteOffset: number };
+
+export type StreamedElement = Extract<StreamedMember, { kind: 'element' }>;
 
 const QUOTE = 0x22;
 const BACKSLASH = 0x5c;
@@ -36,7 +48,7 @@ function show(b: number): string {
 }
 
 /**
- * Reads one top-level JSON object from a file in chunks, yielding the elements of the array members and the
+ * Reads one top-level JSON object (or array) from a file or any other byte source in chunks, yielding the elements of the array members and the
  * entries of the object members named by the caller one at a time as raw JSON text, so a snapshot of any size
  * is validated and applied with bounded memory. Other members are yielded whole. Structure is checked here;
  * each yielded text still has to pass JSON.parse.
@@ -47,12 +59,15 @@ export class JsonMemberStream {
   private end = 0;
   private consumed = 0; // file bytes before buf[0]
 
+  private readonly source: ByteSource;
+
   constructor(
-    private readonly fd: number,
+    source: number | ByteSource,
     private readonly options: { arrays: ReadonlySet<string>; objects: ReadonlySet<string>; maxValueBytes: number },
     chunkBytes = 1 << 20,
   ) {
     this.buf = Buffer.allocUnsafe(chunkBytes);
+    this.source = typeof source === 'number' ? fileSource(source) : source;
   }
 
   private offset(): number {
@@ -62,7 +77,7 @@ export class JsonMemberStream {
   private refill(): boolean {
     this.consumed += this.end;
     this.pos = 0;
-    this.end = readSync(this.fd, this.buf, 0, this.buf.length, null);
+    this.end = this.source(this.buf);
     return this.end > 0;
   }
 
@@ -192,8 +207,13 @@ export class JsonMemberStream {
         const section = this.readKey();
         this.expect(COLON, "':'");
         const next = this.skipWhitespace();
-        if (this.options.arrays.has(section) && next === OPEN_ARR) yield* this.arrayElements(section);
-        else if (this.options.objects.has(section) && next === OPEN_OBJ) yield* this.objectEntries(section);
+        if (this.options.arrays.has(section) && next === OPEN_ARR) {
+          yield { kind: 'start', section, byteOffset: this.offset() };
+          yield* this.arrayElements(section);
+        } else if (this.options.objects.has(section) && next === OPEN_OBJ) {
+          yield { kind: 'start', section, byteOffset: this.offset() };
+          yield* this.objectEntries(section);
+        }
         else yield { kind: 'value', section, ...this.captureValue() };
         const sep = this.skipWhitespace();
         this.pos++;
@@ -208,7 +228,16 @@ export class JsonMemberStream {
     if (trailing !== EOF) this.fail(`unexpected ${show(trailing)} after the end of the top-level object`);
   }
 
-  private *arrayElements(section: string): Generator<StreamedMember> {
+  /** Yields the elements of a top-level array (an HTTP list answer), named `section`. */
+  *elements(section: string): Generator<StreamedElement> {
+    const first = this.skipWhitespace();
+    if (first !== OPEN_ARR) this.fail(`expected a JSON array, found ${show(first)}`);
+    yield* this.arrayElements(section);
+    const trailing = this.skipWhitespace();
+    if (trailing !== EOF) this.fail(`unexpected ${show(trailing)} after the end of the top-level array`);
+  }
+
+  private *arrayElements(section: string): Generator<StreamedElement> {
     this.pos++; // '['
     if (this.skipWhitespace() === CLOSE_ARR) {
       this.pos++;

@@ -1,9 +1,11 @@
+import { tmpdir } from 'node:os';
 import { z } from 'zod';
-import { userDetailSchema, userListItemSchema, type UserDetail, type UserListItem } from '../api/shapes.js';
+import { userDetailSchema, type UserDetail } from '../api/shapes.js';
 import { readSecret, type Env } from '../config/secrets.js';
 import { DoorAgentError } from '../util/errors.js';
 import type { SyncServiceOptions } from './options.js';
 import { formatPath } from '../util/issues.js';
+import { ResponseSpool, SpoolLimitError } from './responseSpool.js';
 
 export interface ServiceClientOptions {
   baseUrl: string;
@@ -11,6 +13,8 @@ export interface ServiceClientOptions {
   /** header: "Authorization: Bearer KEY"; query: api_key=KEY. */
   apiKeyIn: 'header' | 'query';
   timeoutMs: number;
+  /** Where an answer larger than 1 MiB is spooled (an unlinked file): the data directory; the system's temp dir if unset. */
+  spoolDir?: string;
 }
 
 /** A failed call to the service, naming the endpoint, the status and the first offending field. */
@@ -31,100 +35,126 @@ export class ServiceError extends DoorAgentError {
   }
 }
 
-const listSchema = z.array(userListItemSchema);
+/** Answers read whole (GET /user) are small; a larger one is refused rather than parsed. */
+const MAX_WHOLE_BYTES = 16 << 20;
+/** Answers read member by member (the user list, the directory) are bounded by disk, not memory: up to this. */
+const MAX_STREAMED_BYTES = 1 << 30;
+/** Up to this much of an answer stays in memory; the rest goes to an unlinked file beside the cache. */
+const SPOOL_MEMORY_BYTES = 1 << 20;
 
-/** GET /directory: changed users (list and detail shapes), removed ids, the revision; `full` lists everyone. */
-export const directorySchema = z
-  .object({
-    revision: z.number().int().nonnegative(),
-    full: z.boolean(),
-    users: z.array(userListItemSchema),
-    details: z.record(z.string().regex(/^[0-9]{1,15}$/, 'expected an email_id as the key'), userDetailSchema),
-    removed: z.array(z.number().int().nonnegative()),
-  })
-  .superRefine((d, ctx) => {
-    const listed = new Set(d.users.map((u) => u.email_id));
-    for (const key of Object.keys(d.details)) {
-      if (!listed.has(Number(key))) ctx.addIssue({ code: 'custom', path: ['details', key], message: `no user with email_id ${key} in users` });
-    }
-    for (const u of d.users) {
-      if (d.details[String(u.email_id)] === undefined) ctx.addIssue({ code: 'custom', path: ['details', String(u.email_id)], message: 'missing' });
-    }
-  });
-export type DirectoryAnswer = z.output<typeof directorySchema>;
+/** A received answer: its status and its body, spooled (see ResponseSpool). */
+export interface SpooledAnswer {
+  status: number;
+  body: ResponseSpool;
+}
 
-/** The two calls a sync makes (access-control-api.md: GET /multipleusers, GET /user), validated with zod. */
+/**
+ * The calls a sync makes (access-control-api.md: GET /multipleusers, GET /user; the reference service's GET
+ * /directory). Small answers are validated whole with zod; the large ones come back spooled, to be validated
+ * member by member (streamedAnswers.ts), so a directory of any size is read with bounded memory.
+ */
 export class ServiceClient {
   constructor(private readonly options: ServiceClientOptions) {}
 
-  private async get<T>(
-    endpoint: string,
-    query: Record<string, string>,
-    schema: z.ZodType<T>,
-    extra: { ifNoneMatch?: string; passStatuses?: readonly number[] } = {},
-  ): Promise<T | { status: number }> {
+  /**
+   * One GET, its body spooled. The timeout is for silence: no answer, or an answer that stops for that long, not
+   * for the whole transfer (a large directory over a slow link keeps flowing).
+   */
+  private async request(endpoint: string, query: Record<string, string>, maxBytes: number, ifNoneMatch?: string): Promise<SpooledAnswer> {
     const url = new URL(endpoint.replace(/^\//, ''), this.options.baseUrl.endsWith('/') ? this.options.baseUrl : `${this.options.baseUrl}/`);
     for (const [k, v] of Object.entries(query)) url.searchParams.set(k, v);
     const headers: Record<string, string> = { accept: 'application/json' };
-    if (extra.ifNoneMatch) headers['if-none-match'] = extra.ifNoneMatch;
+    if (ifNoneMatch) headers['if-none-match'] = ifNoneMatch;
     if (this.options.apiKeyIn === 'header') headers.authorization = `Bearer ${this.options.apiKey}`;
     else url.searchParams.set('api_key', this.options.apiKey);
     const where = `GET ${endpoint}`;
-    let response: Response;
-    let text: string;
+    const seconds = this.options.timeoutMs / 1000;
+    const controller = new AbortController();
+    const timer = setTimeout(() => controller.abort(), this.options.timeoutMs);
+    const body = new ResponseSpool(this.options.spoolDir ?? tmpdir(), { memoryBytes: SPOOL_MEMORY_BYTES, maxBytes });
+    let status: number | null = null;
     try {
-      response = await fetch(url, { headers, signal: AbortSignal.timeout(this.options.timeoutMs) });
-      text = await response.text();
-    } catch (err) {
-      const reason = (err as Error).name === 'TimeoutError' ? `no answer within ${this.options.timeoutMs / 1000} s` : (err as Error).message;
-      throw new ServiceError(`${where}: ${reason}`, endpoint, null, { cause: err });
-    }
-    if (extra.passStatuses?.includes(response.status)) return { status: response.status };
-    if (response.status !== 200) {
-      let detail = text.slice(0, 200);
-      try {
-        detail = (JSON.parse(text) as { error?: string }).error ?? detail;
-      } catch {
-        // not JSON: keep the start of the text
+      const response = await fetch(url, { headers, signal: controller.signal });
+      status = response.status;
+      if (response.body) {
+        for await (const chunk of response.body) {
+          body.append(chunk);
+          timer.refresh();
+        }
       }
-      const hint = response.status === 401 || response.status === 403 ? ' (check service.apiKeyFile)' : '';
-      throw new ServiceError(`${where}: HTTP ${response.status}: ${detail}${hint}`, endpoint, response.status);
+      return { status, body };
+    } catch (err) {
+      const timedOut = controller.signal.aborted;
+      controller.abort();
+      body.dispose();
+      if (err instanceof SpoolLimitError) throw new ServiceError(`${where}: ${err.message}: not read`, endpoint, status, { cause: err });
+      const reason = !timedOut ? (err as Error).message : status === null ? `no answer within ${seconds} s` : `the answer stopped for ${seconds} s after ${body.size} bytes`;
+      throw new ServiceError(`${where}: ${reason}`, endpoint, status, { cause: err });
+    } finally {
+      clearTimeout(timer);
     }
+  }
+
+  /** A non-200 answer as an error naming the endpoint, the status and the service's own message. */
+  private refused(endpoint: string, answer: SpooledAnswer): ServiceError {
+    let detail = answer.body.head(200);
+    answer.body.dispose();
+    try {
+      detail = (JSON.parse(detail) as { error?: string }).error ?? detail;
+    } catch {
+      // not JSON (or cut at 200 bytes): keep the start of the text
+    }
+    const hint = answer.status === 401 || answer.status === 403 ? ' (check service.apiKeyFile)' : '';
+    return new ServiceError(`GET ${endpoint}: HTTP ${answer.status}: ${detail}${hint}`, endpoint, answer.status);
+  }
+
+  /** A 200 answer read whole and validated. */
+  private async getWhole<T>(endpoint: string, query: Record<string, string>, schema: z.ZodType<T>): Promise<T> {
+    const answer = await this.request(endpoint, query, MAX_WHOLE_BYTES);
+    if (answer.status !== 200) throw this.refused(endpoint, answer);
+    const text = answer.body.text();
+    answer.body.dispose();
     let data: unknown;
     try {
       data = JSON.parse(text);
     } catch {
-      throw new ServiceError(`${where}: the body is not complete JSON (${text.length} bytes)`, endpoint, 200);
+      throw new ServiceError(`GET ${endpoint}: the body is not complete JSON (${text.length} bytes)`, endpoint, 200);
     }
     const parsed = schema.safeParse(data);
     if (!parsed.success) {
       const first = parsed.error.issues[0]!;
-      throw new ServiceError(`${where}: ${formatPath(first.path, '$')}: ${first.message.replace(/^Invalid input: /, '')}`, endpoint, 200);
+      throw new ServiceError(`GET ${endpoint}: ${formatPath(first.path, '$')}: ${first.message.replace(/^Invalid input: /, '')}`, endpoint, 200);
     }
     return parsed.data;
   }
 
-  listUsers(tag?: 'GUEST'): Promise<UserListItem[]> {
-    return this.get('/multipleusers', tag ? { user_tag: tag } : {}, listSchema) as Promise<UserListItem[]>;
+  /** GET /multipleusers (all, or one user_tag), spooled: read it with streamedAnswers.stageUserList. The caller disposes it. */
+  async listUsers(tag?: 'GUEST'): Promise<ResponseSpool> {
+    const answer = await this.request('/multipleusers', tag ? { user_tag: tag } : {}, MAX_STREAMED_BYTES);
+    if (answer.status !== 200) throw this.refused('/multipleusers', answer);
+    return answer.body;
   }
 
   userDetail(emailId: number): Promise<UserDetail> {
-    return this.get('/user', { email_id: String(emailId) }, userDetailSchema) as Promise<UserDetail>;
+    return this.getWhole('/user', { email_id: String(emailId) }, userDetailSchema);
   }
 
   /**
-   * The extension endpoint GET /directory?since=REV (the reference service's; docs/reference-service.md):
-   * 'unsupported' when the service answers 404 (the seed's API has no such call), 'unchanged' on 304.
+   * The extension endpoint GET /directory?since=REV (the reference service's; docs/reference-service.md),
+   * spooled: read it with streamedAnswers.stageDirectory, then dispose it. 'unsupported' when the service
+   * answers 404 (the seed's API has no such call), 'unchanged' on 304.
    */
-  async directory(since: number | undefined): Promise<DirectoryAnswer | 'unsupported' | 'unchanged'> {
-    const answer = await this.get('/directory', since === undefined ? {} : { since: String(since) }, directorySchema, {
-      ifNoneMatch: since === undefined ? undefined : `"dir-${since}"`,
-      passStatuses: [304, 404],
-    });
-    if ('status' in answer && !('revision' in answer)) return answer.status === 304 ? 'unchanged' : 'unsupported';
-    return answer as DirectoryAnswer;
+  async directory(since: number | undefined): Promise<ResponseSpool | 'unsupported' | 'unchanged'> {
+    const answer = await this.request('/directory', since === undefined ? {} : { since: String(since) }, MAX_STREAMED_BYTES, since === undefined ? undefined : `"dir-${since}"`);
+    if (answer.status === 304 || answer.status === 404) {
+      answer.body.dispose();
+      return answer.status === 304 ? 'unchanged' : 'unsupported';
+    }
+    if (answer.status !== 200) throw this.refused('/directory', answer);
+    return answer.body;
   }
 }
+
 
 /** The client options for the `service` section, the key from its file or DOOR_AGENT_API_KEY: built here only. */
 export function serviceClientOptions(options: SyncServiceOptions, env: Env): ServiceClientOptions {
@@ -137,6 +167,6 @@ export function serviceClientOptions(options: SyncServiceOptions, env: Env): Ser
 }
 
 /** The service client for the `service` section (door-agent sync, the demo). */
-export function createServiceClient(options: SyncServiceOptions, env: Env): ServiceClient {
-  return new ServiceClient(serviceClientOptions(options, env));
+export function createServiceClient(options: SyncServiceOptions, env: Env, spoolDir: string): ServiceClient {
+  return new ServiceClient({ ...serviceClientOptions(options, env), spoolDir });
 }

@@ -1,10 +1,10 @@
-import type { UserDetail, UserListItem } from '../api/shapes.js';
 import type { Db } from '../store/database.js';
 import { readMeta, writeMeta } from '../store/meta.js';
 import { mergeStage, type MergeSummary } from '../store/snapshotMerge.js';
 import { SnapshotStage } from '../store/snapshotStage.js';
-import { toStagedDetail, toStagedUser } from '../snapshot/toStaged.js';
-import { ServiceError, type DirectoryAnswer, type ServiceClient } from './serviceClient.js';
+import type { ResponseSpool } from './responseSpool.js';
+import type { ServiceClient } from './serviceClient.js';
+import { dropDirectoryScope, stageDetails, stageDirectory, stageUserList } from './streamedAnswers.js';
 
 export interface SyncOptions {
   concurrency: number;
@@ -48,29 +48,10 @@ export function readSyncStatus(db: Db): SyncStatus {
   return readMeta<SyncStatus>(db, STATUS_KEY) ?? { lastSuccessAt: null, lastAttemptAt: null, lastError: null, lastSummary: null };
 }
 
-/** Runs `work` over `items` with at most `limit` at a time; the first failure stops new work and is thrown. */
-async function pool<T, R>(items: readonly T[], limit: number, work: (item: T) => Promise<R>): Promise<R[]> {
-  const results: R[] = new Array(items.length);
-  let next = 0;
-  let failed: unknown = null;
-  const worker = async () => {
-    while (failed === null && next < items.length) {
-      const i = next++;
-      try {
-        results[i] = await work(items[i]!);
-      } catch (err) {
-        failed ??= err;
-      }
-    }
-  };
-  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
-  if (failed !== null) throw failed;
-  return results;
-}
-
 /**
- * One sync (design section 6): GET /multipleusers, then GET /user per user with bounded concurrency, every body
- * validated; the whole result applied in one transaction, unchanged rows not rewritten, guest links untouched
+ * One sync (design section 6): GET /directory when the service offers it (the changes since the revision held),
+ * else GET /multipleusers, then GET /user per user with bounded concurrency. Every body is validated, the large
+ * ones member by member from a spool (streamedAnswers.ts), so memory stays bounded whatever the directory's size; the whole result applied in one transaction, unchanged rows not rewritten, guest links untouched
  * (they come over MQTT). Any failure, or the mass-removal guard, leaves the cache as it was.
  */
 export async function syncOnce(db: Db, client: ServiceClient, options: SyncOptions): Promise<SyncResult> {
@@ -88,32 +69,19 @@ export async function syncOnce(db: Db, client: ServiceClient, options: SyncOptio
     }
     if (answer !== 'unsupported') {
       const applying = performance.now();
-      const result = applyDirectory(db, answer, options, attemptAt);
-      return { ...result, durationMs: performance.now() - started, applyMs: performance.now() - applying };
+      try {
+        const result = applyDirectory(db, answer, options, attemptAt);
+        return { ...result, durationMs: performance.now() - started, applyMs: performance.now() - applying };
+      } finally {
+        answer.dispose();
+      }
     }
-    const list = await client.listUsers();
-    // Items without user_tag: the GUEST list says who is a guest (design section 4).
-    const guests = list.some((u) => u.user_tag === undefined) ? new Set((await client.listUsers('GUEST')).map((u) => u.email_id)) : new Set<number>();
-    let done = 0;
-    options.onProgress?.(0, list.length);
-    const details = await pool(list, options.concurrency, async (user: UserListItem): Promise<UserDetail> => {
-      const detail = await client.userDetail(user.email_id);
-      options.onProgress?.(++done, list.length);
-      return detail;
-    });
     // Staged in the connection's own temp tables first; the cache's write lock is held only for the merge.
     const stage = new SnapshotStage(db);
-    let result: Omit<SyncResult, 'durationMs'>;
     try {
-      db.transaction(() => {
-        list.forEach((user, i) => {
-          if (!stage.addUser(toStagedUser(user, user.user_tag ?? (guests.has(user.email_id) ? 'GUEST' : 'USER')))) {
-            throw new ServiceError(`GET /multipleusers: email_id ${user.email_id} is listed twice`, '/multipleusers', 200);
-          }
-          stage.addDetail(toStagedDetail(user.email_id, details[i]!));
-        });
-      })();
-      result = db
+      const total = await stageUserList(db, stage, () => client.listUsers(), () => client.listUsers('GUEST'));
+      await stageDetails(db, stage, (emailId) => client.userDetail(emailId), { concurrency: options.concurrency, total, onProgress: options.onProgress });
+      const result = db
         .transaction(() => {
           const summary = mergeStage(db, { maxRemovalRatio: options.maxRemovalRatio, includeLinks: false });
           const lastSummary = { ...summary, revision: null, mode: 'lists' as const };
@@ -121,10 +89,10 @@ export async function syncOnce(db: Db, client: ServiceClient, options: SyncOptio
           return lastSummary;
         })
         .immediate();
+      return { ...result, durationMs: performance.now() - started };
     } finally {
       stage.drop();
     }
-    return { ...result, durationMs: performance.now() - started };
   } catch (err) {
     try {
       writeMeta(db, STATUS_KEY, { ...status, lastAttemptAt: attemptAt, lastError: err instanceof Error ? err.message : String(err) } satisfies SyncStatus);
@@ -140,24 +108,10 @@ export async function syncOnce(db: Db, client: ServiceClient, options: SyncOptio
  * the cache into the stage, the changed ones replace theirs, the removed ones are left out; then the same merge as
  * a full sync (one transaction, unchanged rows not rewritten, the mass-removal guard judged on the result).
  */
-function applyDirectory(db: Db, answer: DirectoryAnswer, options: SyncOptions, attemptAt: string): Omit<SyncResult, 'durationMs'> {
+function applyDirectory(db: Db, body: ResponseSpool, options: SyncOptions, attemptAt: string): Omit<SyncResult, 'durationMs'> {
   const stage = new SnapshotStage(db);
   try {
-    db.transaction(() => {
-      if (!answer.full) {
-        // A delta replaces or removes exactly these users; everyone else is left as it is.
-        db.exec('CREATE TEMP TABLE IF NOT EXISTS stage_scope (email_id INTEGER PRIMARY KEY) STRICT; DELETE FROM temp.stage_scope;');
-        const scope = db.prepare('INSERT OR IGNORE INTO temp.stage_scope VALUES (?)');
-        for (const id of [...answer.users.map((u) => u.email_id), ...answer.removed]) scope.run(id);
-      }
-      answer.users.forEach((user, i) => {
-        if (user.user_tag === undefined) throw new ServiceError(`GET /directory: $.users[${i}].user_tag: required`, '/directory', 200);
-        if (!stage.addUser(toStagedUser(user, user.user_tag))) {
-          throw new ServiceError(`GET /directory: email_id ${user.email_id} is listed twice`, '/directory', 200);
-        }
-        stage.addDetail(toStagedDetail(user.email_id, answer.details[String(user.email_id)]!));
-      });
-    })();
+    const answer = stageDirectory(db, stage, body);
     return db
       .transaction(() => {
         const summary = mergeStage(db, { maxRemovalRatio: options.maxRemovalRatio, includeLinks: false, scoped: !answer.full });
@@ -169,6 +123,6 @@ function applyDirectory(db: Db, answer: DirectoryAnswer, options: SyncOptions, a
       .immediate();
   } finally {
     stage.drop();
-    db.exec('DROP TABLE IF EXISTS temp.stage_scope');
+    dropDirectoryScope(db);
   }
 }

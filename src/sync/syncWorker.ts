@@ -3,6 +3,7 @@
  * the validation and the apply never run on the daemon's event loop, so a tap or a relock timer never waits for
  * a sync. One sync at a time, on request from the main thread.
  */
+import { dirname } from 'node:path';
 import { parentPort, workerData } from 'node:worker_threads';
 import { openDatabase } from '../store/database.js';
 import { MassRemovalError } from '../store/snapshotMerge.js';
@@ -40,7 +41,7 @@ if (parentPort) {
   const data = workerData as SyncWorkerData;
   // This thread may wait for another writer (an import): the daemon's event loop does not wait with it.
   const db = openDatabase(data.cacheFile, { busyTimeoutMs: 5000 });
-  const client = new ServiceClient(data.client);
+  const client = new ServiceClient({ spoolDir: dirname(data.cacheFile), ...data.client });
   port.on('message', (request: SyncRequest) => {
     syncOnce(db, client, { concurrency: request.concurrency, maxRemovalRatio: request.maxRemovalRatio, full: request.full, now: () => Date.now() }).then(
       (result) => port.postMessage({ id: request.id, ok: true, result } satisfies SyncReply),

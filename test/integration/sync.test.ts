@@ -52,14 +52,14 @@ class HostileService {
   }
 }
 
-function agentConfig(baseUrl: string, extra = ''): { dir: string; config: string; cache: string } {
+function agentConfig(baseUrl: string, extra = '', timeoutSeconds = 1): { dir: string; config: string; cache: string } {
   const dir = join(tmp.path, `a${n++}`);
   mkdirSync(dir);
   writeFileSync(join(dir, 'api-key'), 'dak_test-key\n');
   const config = writeConfig(dir, {
     id: 'sy',
     access: '{ groups: [Staff] }',
-    extra: `service: { baseUrl: "${baseUrl}", apiKeyFile: ${dir}/api-key, concurrency: 4, timeoutSeconds: 1${extra} }`,
+    extra: `service: { baseUrl: "${baseUrl}", apiKeyFile: ${dir}/api-key, concurrency: 4, timeoutSeconds: ${timeoutSeconds}${extra} }`,
   });
   return { dir, config, cache: join(dir, 'data', 'cache.db') };
 }
@@ -374,5 +374,92 @@ describe('incremental sync through GET /directory (the extension), and bad delta
     expect(check('5000010').reason).toBe('unknown_credential');
     expect(check('5000004').reason).toBe(null);
     svc.handler = null;
+  });
+});
+
+describe('a directory larger than the agent heap (read member by member, never parsed whole)', () => {
+  // 60,000 users is ~13 MB of JSON: parsed whole it needs far more than the 32 MB of heap the sync gets here
+  // (the agent runs with 64 MB; 250,000 users are ~60 MB of JSON, see bench tap-during-sync).
+  const USERS = 60_000;
+  const LISTED = 8000;
+  const HEAP = { NODE_OPTIONS: '--max-old-space-size=32' };
+  const svc = new HostileService();
+  let directoryText = '';
+  let listText = '';
+  beforeAll(async () => {
+    const users = Array.from({ length: USERS }, (_, i) => ({ email_id: i + 1, ad_status: 'ACTIVE', groups: [['Staff']], user_tag: 'USER', email: `user${i + 1}@example.org`, name: `User number ${i + 1}` }));
+    const details = Object.fromEntries(users.map((u) => [String(u.email_id), { policies: [], smartcards: [{ number: String(5_000_000 + u.email_id), label: 'badge' }] }]));
+    directoryText = JSON.stringify({ revision: 3, full: true, users, details, removed: [] });
+    const groups = [['Staff'], ...Array.from({ length: 40 }, (_, g) => [`Department group number ${g}`])];
+    listText = JSON.stringify(users.slice(0, LISTED).map((u) => ({ ...u, groups })));
+    await svc.start();
+  });
+  afterAll(() => svc.stop());
+
+  it('GET /directory: a full answer of 60,000 users is applied by a sync with a 32 MB heap, and leaves no file behind', async () => {
+    svc.handler = (req, res) => (req.url?.startsWith('/directory') ? (res.end(directoryText), true) : false);
+    const a = agentConfig(`http://127.0.0.1:${svc.port}`, '', 30);
+    const r = await runCliAsync(['sync', '--config', a.config], { env: HEAP });
+    expect(r.status, r.stderr.slice(0, 2000)).toBe(0);
+    expect(r.stdout).toContain(`users        ${USERS} added`);
+    expect(runCli(['check', String(5_000_000 + USERS), '--config', a.config]).status).toBe(0);
+    const { readdirSync } = await import('node:fs');
+    expect(readdirSync(join(a.dir, 'data')).filter((f) => f.includes('sync-answer'))).toEqual([]);
+  });
+
+  it("the seed's GET /multipleusers: 11 MB for 8,000 users in 41 groups each, with a 32 MB heap (details staged as they arrive)", async () => {
+    svc.handler = (req, res) => {
+      if (req.url?.startsWith('/multipleusers')) return void res.end(listText), true;
+      if (req.url?.startsWith('/user')) {
+        const id = Number(new URL(req.url, 'http://x').searchParams.get('email_id'));
+        return void res.end(`{"policies":[],"smartcards":[{"number":"${5_000_000 + id}"}]}`), true;
+      }
+      return false;
+    };
+    const a = agentConfig(`http://127.0.0.1:${svc.port}`, '', 30);
+    const r = await runCliAsync(['sync', '--config', a.config], { env: HEAP });
+    svc.handler = null;
+    expect(r.status, r.stderr.slice(0, 2000)).toBe(0);
+    expect(r.stdout).toContain(`credentials  ${LISTED} added`);
+    expect(runCli(['check', String(5_000_000 + LISTED), '--config', a.config]).status).toBe(0);
+  });
+});
+
+describe('GET /directory answers that must leave the cache unchanged', () => {
+  const svc = new HostileService();
+  beforeAll(async () => {
+    svc.seed(10);
+    await svc.start();
+  });
+  afterAll(() => svc.stop());
+  const item = (id: number, status = 'ACTIVE') => ({ email_id: id, ad_status: status, groups: [['Staff']], user_tag: 'USER', email: `u${id}@example.org` });
+  const detail = (id: number) => ({ policies: [], smartcards: [{ number: String(5_000_000 + id) }] });
+  const full = { revision: 7, full: true, users: [1, 2, 3].map((id) => item(id)), details: Object.fromEntries([1, 2, 3].map((id) => [String(id), detail(id)])), removed: [] };
+
+  it.each([
+    ['a user both changed and removed', { revision: 8, full: false, users: [item(3, 'SUSPENDED')], details: { '3': detail(3) }, removed: [3] }, 'GET /directory: $.removed: email_id 3 is also listed in users'],
+    ['a removed id that is not a number', { revision: 8, full: false, users: [], details: {}, removed: ['3'] }, 'GET /directory: $.removed[0]: expected number'],
+    ['no revision', { full: false, users: [], details: {}, removed: [] }, 'GET /directory: $.revision: required'],
+    ['users not an array', { revision: 8, full: false, users: {}, details: {}, removed: [] }, 'GET /directory: $.users: expected an array'],
+    ['a user listed twice', { revision: 8, full: false, users: [item(3), item(3)], details: { '3': detail(3) }, removed: [] }, 'GET /directory: $.users[1].email_id: email_id 3 is listed twice'],
+    ['a body that stops half-way', 'stall', 'GET /directory: the answer stopped for 1 s after'],
+  ])('%s: refused with the path, the cache unchanged', async (_what, answer, message) => {
+    const a = agentConfig(`http://127.0.0.1:${svc.port}`);
+    svc.handler = (req, res) => (req.url?.startsWith('/directory') ? (res.end(JSON.stringify(full)), true) : false);
+    expect((await sync(a.config)).status).toBe(0);
+    const before = dumpCache(a.cache);
+    svc.handler = (req, res) => {
+      if (!req.url?.startsWith('/directory')) return false;
+      if (answer === 'stall') {
+        res.write(JSON.stringify(full).slice(0, 40)); // then nothing, for longer than timeoutSeconds (1 s)
+        setTimeout(() => res.end(), 3000);
+      } else res.end(JSON.stringify(answer));
+      return true;
+    };
+    const r = await sync(a.config);
+    svc.handler = null;
+    expect(r.status).toBe(1);
+    expect(r.stderr).toContain(message);
+    expect(dumpCache(a.cache)).toBe(before);
   });
 });

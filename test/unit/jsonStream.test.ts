@@ -24,7 +24,8 @@ function stream(text: string, chunkBytes: number, maxValueBytes = 1 << 20): Stre
 function rebuild(members: StreamedMember[]): Record<string, unknown> {
   const doc: Record<string, unknown> = {};
   for (const m of members) {
-    if (m.kind === 'element') ((doc[m.section] ??= []) as unknown[])[m.index] = JSON.parse(m.raw);
+    if (m.kind === 'start') doc[m.section] = m.section === 'users' ? [] : {};
+    else if (m.kind === 'element') ((doc[m.section] ??= []) as unknown[])[m.index] = JSON.parse(m.raw);
     else if (m.kind === 'entry') ((doc[m.section] ??= {}) as Record<string, unknown>)[m.key] = JSON.parse(m.raw);
     else doc[m.section] = JSON.parse(m.raw);
   }
@@ -95,4 +96,32 @@ describe('JsonMemberStream', () => {
     expect(() => stream(text, 256, 4096)).toThrow(/a value larger than 4096 bytes at byte 11/);
     expect(rebuild(stream(text, 256, 8192))).toEqual(JSON.parse(text));
   });
+
+  it('marks where each streamed section starts, so an empty array or object is still seen', () => {
+    const members = stream('{"users": [], "details": {}}', 3);
+    expect(members.map((m) => [m.kind, m.section])).toEqual([['start', 'users'], ['start', 'details']]);
+    expect(rebuild(members)).toEqual({ users: [], details: {} });
+  });
+
+  it('reads the elements of a top-level array from any byte source (an HTTP list answer)', () => {
+    const text = Buffer.from(JSON.stringify([{ email_id: 1 }, { email_id: 2, name: 'é]"' }, 3]));
+    let at = 0;
+    const source = (buf: Buffer) => {
+      const n = text.copy(buf, 0, at, at + 5); // five bytes at a time, whatever the buffer holds
+      at += n;
+      return n;
+    };
+    const elements = [...new JsonMemberStream(source, { arrays: new Set(), objects: new Set(), maxValueBytes: 1024 }, 64).elements('')];
+    expect(elements.map((e) => JSON.parse(e.raw))).toEqual([{ email_id: 1 }, { email_id: 2, name: 'é]"' }, 3]);
+    expect(elements.map((e) => e.index)).toEqual([0, 1, 2]);
+    const truncated = Buffer.from('[{"email_id":1},{"ema');
+    expect(() => [...new JsonMemberStream((buf) => (at < 1 ? ((at = 1), truncated.copy(buf)) : 0), { arrays: new Set(), objects: new Set(), maxValueBytes: 1024 }).elements('')]).toThrow(/truncated/);
+    expect(() => [...new JsonMemberStream(fileSourceOf('{"a":1}'), { arrays: new Set(), objects: new Set(), maxValueBytes: 1024 }).elements('')]).toThrow(/expected a JSON array/);
+  });
 });
+
+function fileSourceOf(text: string) {
+  const data = Buffer.from(text);
+  let done = false;
+  return (buf: Buffer) => (done ? 0 : ((done = true), data.copy(buf)));
+}

@@ -1,0 +1,219 @@
+import { z } from 'zod';
+import { userDetailSchema, userListItemSchema, type UserDetail } from '../api/shapes.js';
+import { JsonMemberStream, JsonSyntaxError, type StreamedMember } from '../snapshot/jsonStream.js';
+import { toStagedDetail, toStagedUser } from '../snapshot/toStaged.js';
+import type { Db } from '../store/database.js';
+import type { SnapshotStage } from '../store/snapshotStage.js';
+import { formatPath } from '../util/issues.js';
+import type { ResponseSpool } from './responseSpool.js';
+import { ServiceError } from './serviceClient.js';
+
+/**
+ * The service's large answers (GET /multipleusers, GET /directory) read member by member from their spool into
+ * the stage: every member validated with zod as it comes, never the whole answer parsed at once, so a directory
+ * of 250,000 users fits the agent's heap. The first problem is thrown as a ServiceError naming the endpoint and
+ * the JSON path; the caller then drops the stage and the cache stays as it was.
+ */
+
+const MAX_MEMBER_BYTES = 16 << 20;
+const NO_SECTIONS = { arrays: new Set<string>(), objects: new Set<string>() };
+const DIRECTORY_SECTIONS = { arrays: new Set(['users', 'removed']), objects: new Set(['details']) };
+const emailIdSchema = z.number().int().nonnegative();
+
+function invalid(endpoint: string, where: string, message: string): ServiceError {
+  return new ServiceError(`GET ${endpoint}: ${where}: ${message}`, endpoint, 200);
+}
+
+function parse<T>(endpoint: string, raw: string, schema: z.ZodType<T>, path: PropertyKey[]): T {
+  let value: unknown;
+  try {
+    value = JSON.parse(raw);
+  } catch {
+    throw invalid(endpoint, formatPath(path, '$'), 'not valid JSON');
+  }
+  const result = schema.safeParse(value);
+  if (!result.success) {
+    const first = result.error.issues[0]!;
+    throw invalid(endpoint, formatPath([...path, ...first.path], '$'), first.message.replace(/^Invalid input: /, ''));
+  }
+  return result.data;
+}
+
+/** The parser's members; a broken structure becomes a ServiceError (a truncated body says so). */
+function* membersOf<M extends StreamedMember>(endpoint: string, members: Generator<M>): Generator<M> {
+  try {
+    yield* members;
+  } catch (err) {
+    if (!(err instanceof JsonSyntaxError)) throw err;
+    const what = /truncated/.test(err.message) ? `the body is not complete JSON (it ends at byte ${err.byteOffset})` : `the body is not valid JSON (${err.message})`;
+    throw new ServiceError(`GET ${endpoint}: ${what}`, endpoint, 200, { cause: err });
+  }
+}
+
+/** Users listed without user_tag (the seed's list): the GUEST list says which of them are guests. */
+class UntaggedUsers {
+  private readonly insert;
+  constructor(private readonly db: Db) {
+    db.exec('CREATE TEMP TABLE IF NOT EXISTS stage_untagged (email_id INTEGER PRIMARY KEY) STRICT; DELETE FROM temp.stage_untagged;');
+    this.insert = db.prepare('INSERT OR IGNORE INTO temp.stage_untagged VALUES (?)');
+  }
+  add(emailId: number): void {
+    this.insert.run(emailId);
+  }
+  count(): number {
+    return this.db.prepare('SELECT count(*) FROM temp.stage_untagged').pluck().get() as number;
+  }
+  drop(): void {
+    this.db.exec('DROP TABLE IF EXISTS temp.stage_untagged');
+  }
+}
+
+/**
+ * GET /multipleusers into the stage, and, when some users came without user_tag, GET /multipleusers?user_tag=GUEST
+ * to tag the guests among them (design section 4). Returns how many users were listed.
+ */
+export async function stageUserList(db: Db, stage: SnapshotStage, list: () => Promise<ResponseSpool>, guests: () => Promise<ResponseSpool>): Promise<number> {
+  const endpoint = '/multipleusers';
+  const untagged = new UntaggedUsers(db);
+  try {
+    let count = 0;
+    const body = await list();
+    try {
+      db.transaction(() => {
+        for (const member of membersOf(endpoint, new JsonMemberStream(body.source(), { ...NO_SECTIONS, maxValueBytes: MAX_MEMBER_BYTES }).elements(''))) {
+          const item = parse(endpoint, member.raw, userListItemSchema, [member.index]);
+          if (!stage.addUser(toStagedUser(item, item.user_tag ?? 'USER'))) throw invalid(endpoint, formatPath([member.index, 'email_id'], '$'), `email_id ${item.email_id} is listed twice`);
+          if (item.user_tag === undefined) untagged.add(item.email_id);
+          count++;
+        }
+      })();
+    } finally {
+      body.dispose();
+    }
+    if (untagged.count() === 0) return count;
+    const guestBody = await guests();
+    try {
+      const tag = db.prepare("UPDATE temp.stage_users SET tag = 'GUEST' WHERE email_id = ? AND email_id IN (SELECT email_id FROM temp.stage_untagged)");
+      db.transaction(() => {
+        for (const member of membersOf(endpoint, new JsonMemberStream(guestBody.source(), { ...NO_SECTIONS, maxValueBytes: MAX_MEMBER_BYTES }).elements(''))) {
+          tag.run(parse(`${endpoint}?user_tag=GUEST`, member.raw, userListItemSchema, [member.index]).email_id);
+        }
+      })();
+    } finally {
+      guestBody.dispose();
+    }
+    return count;
+  } finally {
+    untagged.drop();
+  }
+}
+
+/**
+ * GET /user for every staged user, at most `concurrency` at a time, each detail staged as it arrives (in batches,
+ * so neither the ids nor the details are ever all in memory). The first failure stops new requests and is thrown.
+ */
+export async function stageDetails(
+  db: Db,
+  stage: SnapshotStage,
+  fetchDetail: (emailId: number) => Promise<UserDetail>,
+  options: { concurrency: number; total: number; onProgress?: (done: number, total: number) => void },
+): Promise<void> {
+  const page = db.prepare('SELECT email_id FROM temp.stage_users WHERE email_id > ? ORDER BY email_id LIMIT 500').pluck();
+  let ids: number[] = [];
+  let nextIndex = 0;
+  let last = -1;
+  const nextId = (): number | undefined => {
+    if (nextIndex >= ids.length) {
+      ids = page.all(last) as number[];
+      nextIndex = 0;
+      if (ids.length === 0) return undefined;
+      last = ids[ids.length - 1]!;
+    }
+    return ids[nextIndex++];
+  };
+  let arrived: Array<[number, UserDetail]> = [];
+  const flush = db.transaction(() => {
+    for (const [emailId, detail] of arrived) stage.addDetail(toStagedDetail(emailId, detail));
+    arrived = [];
+  });
+  let done = 0;
+  let failed: unknown = null;
+  options.onProgress?.(0, options.total);
+  const worker = async () => {
+    for (let id = nextId(); failed === null && id !== undefined; id = failed === null ? nextId() : undefined) {
+      try {
+        const detail = await fetchDetail(id);
+        arrived.push([id, detail]); // after the await: a flush meanwhile replaced the array
+        if (arrived.length >= 256) flush();
+        options.onProgress?.(++done, options.total);
+      } catch (err) {
+        failed ??= err;
+      }
+    }
+  };
+  await Promise.all(Array.from({ length: Math.max(1, options.concurrency) }, worker));
+  if (failed !== null) throw failed;
+  flush();
+  // Every listed user must now have their detail: a user staged without cards would silently lose them.
+  for (const id of stage.usersWithoutDetails(1)) throw new ServiceError(`GET /user: no detail staged for email_id ${id}`, '/user', null);
+}
+
+/**
+ * A GET /directory answer into the stage: `users` and `details` as a full answer lists them, and for a delta the
+ * scope (temp.stage_scope: the users it replaces or removes). Returns the revision and whether it is full.
+ */
+export function stageDirectory(db: Db, stage: SnapshotStage, body: ResponseSpool): { revision: number; full: boolean } {
+  const endpoint = '/directory';
+  db.exec(`CREATE TEMP TABLE IF NOT EXISTS stage_scope (email_id INTEGER PRIMARY KEY) STRICT; DELETE FROM temp.stage_scope;
+    CREATE TEMP TABLE IF NOT EXISTS stage_removed (email_id INTEGER PRIMARY KEY) STRICT; DELETE FROM temp.stage_removed;`);
+  try {
+    const scope = db.prepare('INSERT OR IGNORE INTO temp.stage_scope VALUES (?)');
+    const removed = db.prepare('INSERT OR IGNORE INTO temp.stage_removed VALUES (?)');
+    let revision: number | undefined;
+    let full: boolean | undefined;
+    const seen = new Set<string>();
+    db.transaction(() => {
+      const stream = new JsonMemberStream(body.source(), { ...DIRECTORY_SECTIONS, maxValueBytes: MAX_MEMBER_BYTES });
+      for (const member of membersOf(endpoint, stream.members())) {
+        seen.add(member.section);
+        if (member.kind === 'value') {
+          if (member.section === 'revision') revision = parse(endpoint, member.raw, emailIdSchema, ['revision']);
+          else if (member.section === 'full') full = parse(endpoint, member.raw, z.boolean(), ['full']);
+          else if (DIRECTORY_SECTIONS.arrays.has(member.section)) throw invalid(endpoint, `$.${member.section}`, 'expected an array');
+          else if (DIRECTORY_SECTIONS.objects.has(member.section)) throw invalid(endpoint, `$.${member.section}`, 'expected an object keyed by email_id');
+          // other members: an extension this agent does not know; ignored
+        } else if (member.kind === 'element' && member.section === 'users') {
+          const path = ['users', member.index];
+          const item = parse(endpoint, member.raw, userListItemSchema, path);
+          if (item.user_tag === undefined) throw invalid(endpoint, formatPath([...path, 'user_tag'], '$'), 'required');
+          if (!stage.addUser(toStagedUser(item, item.user_tag))) throw invalid(endpoint, formatPath([...path, 'email_id'], '$'), `email_id ${item.email_id} is listed twice`);
+          scope.run(item.email_id);
+        } else if (member.kind === 'element') {
+          const emailId = parse(endpoint, member.raw, emailIdSchema, ['removed', member.index]);
+          removed.run(emailId);
+          scope.run(emailId);
+        } else if (member.kind === 'entry') {
+          const path = ['details', member.key];
+          if (!/^[0-9]{1,15}$/.test(member.key)) throw invalid(endpoint, formatPath(path, '$'), 'expected an email_id as the key');
+          const detail = parse(endpoint, member.raw, userDetailSchema, path);
+          if (!stage.addDetail(toStagedDetail(Number(member.key), detail))) throw invalid(endpoint, formatPath(path, '$'), `a second entry for email_id ${Number(member.key)}`);
+        }
+      }
+    })();
+    for (const section of ['revision', 'full', 'users', 'details', 'removed']) {
+      if (!seen.has(section)) throw invalid(endpoint, `$.${section}`, 'required');
+    }
+    for (const id of stage.usersWithoutDetails(1)) throw invalid(endpoint, formatPath(['details', String(id)], '$'), 'missing');
+    for (const id of stage.detailsWithoutUsers(1)) throw invalid(endpoint, formatPath(['details', String(id)], '$'), `no user with email_id ${id} in users`);
+    const both = db.prepare('SELECT email_id FROM temp.stage_removed WHERE email_id IN (SELECT email_id FROM temp.stage_users) LIMIT 1').pluck().get() as number | undefined;
+    if (both !== undefined) throw invalid(endpoint, '$.removed', `email_id ${both} is also listed in users`);
+    return { revision: revision!, full: full! };
+  } finally {
+    db.exec('DROP TABLE IF EXISTS temp.stage_removed');
+  }
+}
+
+/** Drops what stageDirectory left for the merge. */
+export function dropDirectoryScope(db: Db): void {
+  db.exec('DROP TABLE IF EXISTS temp.stage_scope');
+}
