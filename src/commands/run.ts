@@ -40,8 +40,12 @@ export async function runDaemon(args: { config: string | undefined }, ctx: Comma
     throw err;
   }
   const running = agent;
+  // The daemon runs until it is stopped, even with nothing else holding the event loop open (a door with neither
+  // reader nor broker: its timers and the sync worker do not keep a process alive on their own).
+  const keepAlive = setInterval(() => undefined, 1 << 30);
   return new Promise<number>((resolve) => {
     hooks.onStopSignal((signal) => {
+      clearInterval(keepAlive);
       logger.info({ signal }, 'stopping: locking every door');
       running
         .stop()

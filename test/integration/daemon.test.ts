@@ -81,6 +81,19 @@ function events(s: Setup, since = 0): Array<Record<string, unknown>> {
 const relayIs = (s: Setup, level: string) => () => readLevel(s.relay) === level;
 
 describe('door-agent run', () => {
+  it('keeps running with a door that has neither reader nor broker (only relay and timers), until SIGTERM', async () => {
+    const dir = join(tmp.path, 'bare');
+    mkdirSync(dir);
+    const daemon = new Daemon(writeConfig(dir, { id: 'bare' }));
+    try {
+      await daemon.waitForMessage('door-agent ready');
+      await sleep(1500);
+      expect(daemon.exitCode, daemon.rawOutput.join('\n')).toBe(null); // it once ended here, exit 13
+    } finally {
+      expect(await daemon.stop('SIGTERM')).toMatchObject({ code: 0 });
+    }
+  });
+
   it('locks the relay before anything else, then a granted card opens and recloses it', async () => {
     const s = await setup();
     mkdirSync(join(s.dir, 'gpio/gpio17'), { recursive: true });

@@ -45,6 +45,11 @@ export class Daemon {
     this.exited = new Promise((resolve) => this.child.once('exit', (code, signal) => resolve({ code, signal })));
   }
 
+  /** null while it runs. */
+  get exitCode(): number | null {
+    return this.child.exitCode;
+  }
+
   get pid(): number {
     return this.child.pid!;
   }
