@@ -5,7 +5,7 @@
  * Between taps the door is relocked by opening and closing its contact (relockOnClose).
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { closeSync, existsSync, mkdirSync, openSync, rmSync, writeFileSync, writeSync } from 'node:fs';
+import { closeSync, existsSync, mkdirSync, openSync, readFileSync, rmSync, writeFileSync, writeSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { AGENT_NODE_OPTIONS, type BenchRow } from './report.js';
@@ -13,6 +13,8 @@ import { level, p50p99, timeUntilLevel } from './valueFile.js';
 import { sleep, waitFor } from './wait.js';
 
 const TAPS = 1000;
+const TIMED_RELOCKS = 20;
+const UNLOCK_SECONDS = 1;
 const WARMUP = 20;
 const root = resolve(fileURLToPath(import.meta.url), '../../..');
 const cli = join(root, 'dist/src/cli.js');
@@ -25,8 +27,19 @@ async function ptyPair(a: string, b: string): Promise<ChildProcess> {
   return socat;
 }
 
+export interface AgentRun {
+  /** Card line to relay, ms. */
+  taps: number[];
+  /** Contact closed to relay off (relockOnClose), ms. */
+  relocks: number[];
+  /** How late the relock timer turned the relay off after an unlock nobody used (unlockSeconds), ms. */
+  timerLateness: number[];
+  /** The agent's peak resident memory over the run (VmHWM). */
+  peakRssMb: number;
+}
+
 /** Taps at a running agent; `extra` adds configuration sections (a service to sync from, for tap-during-sync). */
-export async function measureAgent(dir: string, extra = '', onReady?: () => Promise<void>): Promise<number[]> {
+export async function measureAgent(dir: string, extra = '', onReady?: () => Promise<void>): Promise<AgentRun> {
   const config = join(dir, 'config.yaml');
   writeFileSync(
     config,
@@ -38,7 +51,7 @@ doors:
   - uuid: 6f1c2a0e-8d0b-4a57-9d43-1f2e3a4b5c6d
     resourceId: 12
     relay: { pin: 17 }
-    unlockSeconds: 5
+    unlockSeconds: ${UNLOCK_SECONDS}
     heldOpenSeconds: 3600
     contact: { pin: 27, debounceMs: 0 }
     reader: { path: ${dir}/reader }
@@ -47,7 +60,10 @@ doors:
   const imported = spawnSync(process.execPath, [cli, 'import', join(root, 'examples/snapshot.json'), '--config', config]);
   if (imported.status !== 0) throw new Error(`import failed: ${imported.stderr}`);
   const socat = await ptyPair(join(dir, 'reader'), join(dir, 'terminal'));
-  const agent = spawn(process.execPath, [...AGENT_NODE_OPTIONS, cli, 'run', '--config', config], { stdio: ['ignore', 'ignore', 'inherit'] });
+  // The agent's log (level warn: failures only) stays in dir/agent.log for the caller to read.
+  const log = openSync(join(dir, 'agent.log'), 'w');
+  const agent = spawn(process.execPath, [...AGENT_NODE_OPTIONS, cli, 'run', '--config', config], { stdio: ['ignore', log, 'inherit'] });
+  closeSync(log);
   try {
     const relayFile = join(dir, 'gpio/gpio17/value');
     const contactFile = join(dir, 'gpio/gpio27/value');
@@ -56,24 +72,33 @@ doors:
     await onReady?.();
     const terminal = openSync(join(dir, 'terminal'), 'w');
     const relay = openSync(relayFile, 'r');
-    const samples: number[] = [];
+    const taps: number[] = [];
+    const relocks: number[] = [];
+    const timerLateness: number[] = [];
     try {
       for (let i = 0; i < TAPS + WARMUP; i++) {
         const ms = await timeUntilLevel(relayFile, relay, '1', () => writeSync(terminal, Buffer.from('4213578\r\n')));
-        if (i >= WARMUP) samples.push(ms);
+        if (i >= WARMUP) taps.push(ms);
         // Somebody walks through: the contact opens, then closes, and the door relocks at once. The door stays
         // open 100 ms (a person takes seconds): long enough for the 10 ms input poll even while the agent is
         // busy saving the unlock (events and the lock state are fsynced right after the relay moves).
         writeFileSync(contactFile, '1\n');
         await sleep(100);
-        writeFileSync(contactFile, '0\n');
-        await waitFor('tap-to-relay', () => level(relay) === '0', 3000, 'relock on close');
+        const relocked = await timeUntilLevel(relayFile, relay, '0', () => writeFileSync(contactFile, '0\n'));
+        if (i >= WARMUP) relocks.push(relocked);
+      }
+      // Nobody walks through: the relock timer turns the relay off unlockSeconds after the unlock.
+      for (let i = 0; i < TIMED_RELOCKS; i++) {
+        await timeUntilLevel(relayFile, relay, '1', () => writeSync(terminal, Buffer.from('4213578\r\n')));
+        const ms = await timeUntilLevel(relayFile, relay, '0', () => undefined, UNLOCK_SECONDS * 1000 + 3000);
+        timerLateness.push(ms - UNLOCK_SECONDS * 1000);
       }
     } finally {
       closeSync(terminal);
       closeSync(relay);
     }
-    return samples;
+    const hwm = /VmHWM:\s+(\d+) kB/.exec(readFileSync(`/proc/${agent.pid}/status`, 'utf8'))?.[1];
+    return { taps, relocks, timerLateness, peakRssMb: Number(hwm ?? NaN) / 1024 };
   } finally {
     agent.kill('SIGTERM');
     socat.kill('SIGTERM');
@@ -115,7 +140,7 @@ export async function benchmarkTapToRelay(workDir: string): Promise<BenchRow[]> 
   rmSync(dir, { recursive: true, force: true });
   mkdirSync(dir, { recursive: true });
   const floor = p50p99(await measureFloor(dir));
-  const agent = p50p99(await measureAgent(dir));
+  const agent = p50p99((await measureAgent(dir)).taps);
   rmSync(dir, { recursive: true, force: true });
   const b = 'tap-to-relay';
   return [

@@ -3,12 +3,17 @@
  * the validation and the apply never run on the daemon's event loop, so a tap or a relock timer never waits for
  * a sync. One sync at a time, on request from the main thread.
  */
+import { readlinkSync } from 'node:fs';
+import { getPriority, setPriority } from 'node:os';
 import { dirname } from 'node:path';
 import { parentPort, workerData } from 'node:worker_threads';
 import { openDatabase } from '../store/database.js';
 import { MassRemovalError } from '../store/snapshotMerge.js';
 import { ServiceClient, ServiceError, type ServiceClientOptions } from './serviceClient.js';
 import { syncOnce } from './sync.js';
+
+/** How much lower than the daemon the sync thread runs (nice +10: it gets the CPU the door does not need). */
+export const SYNC_NICENESS = 10;
 
 export interface SyncWorkerData {
   cacheFile: string;
@@ -36,7 +41,22 @@ function failure(err: unknown): SyncFailure {
   return { kind: 'other', message: err instanceof Error ? err.message : String(err) };
 }
 
+/**
+ * The sync is background work: its thread yields the CPU to the door's main thread whenever both want it, so a
+ * tap on a busy two-core board is not kept waiting behind validation and staging (Linux applies setpriority to
+ * the one thread whose id it is given). Anywhere else, or if refused, the sync simply runs at normal priority.
+ */
+function yieldCpuToTheDoor(): void {
+  try {
+    const threadId = Number(readlinkSync('/proc/thread-self').split('/').pop());
+    if (Number.isInteger(threadId) && threadId > 0) setPriority(threadId, Math.min(19, getPriority(threadId) + SYNC_NICENESS));
+  } catch {
+    // not Linux, or not permitted: a normal priority
+  }
+}
+
 if (parentPort) {
+  yieldCpuToTheDoor();
   const port = parentPort;
   const data = workerData as SyncWorkerData;
   // This thread may wait for another writer (an import): the daemon's event loop does not wait with it.

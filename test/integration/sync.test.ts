@@ -285,6 +285,22 @@ describe('the sync worker thread (the daemon never runs a sync on its event loop
     expect(longestLag).toBeLessThan(250);
   });
 
+  it('runs at a lower CPU priority than the door (nice +10), so a busy board serves the tap first', async () => {
+    const { readdirSync, readFileSync } = await import('node:fs');
+    const { getPriority } = await import('node:os');
+    const niceOfThreads = () =>
+      readdirSync('/proc/self/task').map((tid) => Number(readFileSync(`/proc/self/task/${tid}/stat`, 'utf8').replace(/^.*\) /, '').split(' ')[16]));
+    const own = getPriority();
+    expect(niceOfThreads().filter((n) => n !== own)).toEqual([]);
+    const { worker } = thread();
+    try {
+      await worker.run({ concurrency: 8, maxRemovalRatio: 0.5 });
+      expect(niceOfThreads().filter((n) => n !== own)).toEqual([Math.min(19, own + 10)]);
+    } finally {
+      await worker.stop();
+    }
+  });
+
   it('errors cross the thread as the scheduler knows them: a refused key, a mass removal', async () => {
     const { worker } = thread();
     try {
