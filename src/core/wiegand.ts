@@ -1,0 +1,170 @@
+/**
+ * Wiegand decoding (issue 12), pure: edges in, frames out, time carried by the edges themselves (the kernel's
+ * timestamps), so a burst of events read late by a busy event loop decodes exactly as if read on time.
+ *
+ * The wire: two lines, D0 and D1, idle high; each bit is a low pulse of ~50 µs on D0 (a 0) or D1 (a 1), pulses
+ * 1-2 ms apart, most significant bit first; a frame ends after a gap (~25 ms). Card frames carry parity bits
+ * (26-bit H10301: even parity over the first 12 data bits, odd over the last 12; 34-bit likewise over 16/16;
+ * 37-bit H10304 over 18/18). Keypads send a 4-bit frame per key (0-9, 10 = '*', 11 = '#') or an 8-bit frame
+ * whose high nibble is the complement of the low one.
+ */
+
+export type WiegandLine = 'd0' | 'd1';
+
+export interface WiegandEdge {
+  line: WiegandLine;
+  /** true: the line went high again (the pulse ended); false: it went low (a pulse began). */
+  rising: boolean;
+  /** Microseconds on a monotonic clock (the kernel's event timestamp). */
+  atUs: number;
+}
+
+export type WiegandFormat = 'auto' | 26 | 34 | 37;
+
+export interface WiegandTiming {
+  /** A frame ends after this much quiet (readers: 20-50 ms between frames, 1-2 ms between bits). */
+  frameGapUs: number;
+  /** A pulse shorter than this is a glitch, not a bit. */
+  minPulseUs: number;
+  /** A pulse longer than this is a line held low (a fault, or a wiring problem), not a bit. */
+  maxPulseUs: number;
+  /** Two pulses starting closer than this are a bounce: the frame cannot be trusted. */
+  minBitIntervalUs: number;
+}
+
+export const DEFAULT_WIEGAND_TIMING: WiegandTiming = { frameGapUs: 25_000, minPulseUs: 10, maxPulseUs: 1_000, minBitIntervalUs: 200 };
+
+export type WiegandDropReason = 'glitch_only' | 'bounce' | 'overlap' | 'stuck_low' | 'bit_count' | 'parity' | 'bad_key';
+
+export type WiegandFrame =
+  | { kind: 'card'; bits: number; data: bigint; facility: number; card: number }
+  | { kind: 'key'; key: string }
+  | { kind: 'dropped'; bits: number; reason: WiegandDropReason };
+
+interface CardLayout {
+  /** Data bits are 1..bits-2; the first parity (even) covers bits [0, evenEnd], the last (odd) [oddStart, bits-1]. */
+  evenEnd: number;
+  oddStart: number;
+  cardBits: number;
+}
+
+const LAYOUTS: Record<26 | 34 | 37, CardLayout> = {
+  26: { evenEnd: 12, oddStart: 13, cardBits: 16 },
+  34: { evenEnd: 16, oddStart: 17, cardBits: 16 },
+  37: { evenEnd: 18, oddStart: 18, cardBits: 19 },
+};
+
+const KEYS = '0123456789*#';
+
+function ones(bits: readonly number[], from: number, to: number): number {
+  let n = 0;
+  for (let i = from; i <= to; i++) n += bits[i]!;
+  return n;
+}
+
+function toInt(bits: readonly number[], from: number, to: number): bigint {
+  let v = 0n;
+  for (let i = from; i <= to; i++) v = (v << 1n) | BigInt(bits[i]!);
+  return v;
+}
+
+/** The frame a complete, clean sequence of bits stands for. */
+export function decodeBits(bits: readonly number[], format: WiegandFormat = 'auto'): WiegandFrame {
+  const n = bits.length;
+  if (n === 4 || n === 8) {
+    const low = Number(toInt(bits, n - 4, n - 1));
+    if (n === 8 && Number(toInt(bits, 0, 3)) !== (~low & 0xf)) return { kind: 'dropped', bits: n, reason: 'parity' };
+    return low < KEYS.length ? { kind: 'key', key: KEYS[low]! } : { kind: 'dropped', bits: n, reason: 'bad_key' };
+  }
+  if ((n !== 26 && n !== 34 && n !== 37) || (format !== 'auto' && format !== n)) return { kind: 'dropped', bits: n, reason: 'bit_count' };
+  const layout = LAYOUTS[n];
+  if (ones(bits, 0, layout.evenEnd) % 2 !== 0 || ones(bits, layout.oddStart, n - 1) % 2 !== 1) return { kind: 'dropped', bits: n, reason: 'parity' };
+  const data = toInt(bits, 1, n - 2);
+  const card = Number(data & ((1n << BigInt(layout.cardBits)) - 1n));
+  const facility = Number(data >> BigInt(layout.cardBits));
+  return { kind: 'card', bits: n, data, facility, card };
+}
+
+/** How a card frame becomes the number the service stores (design: `doors[].reader.numbering`). */
+export type WiegandNumbering = 'data' | 'facility_card';
+
+/** The decimal card number: the whole data field (default), or facility * 65536 + card. */
+export function cardNumber(frame: Extract<WiegandFrame, { kind: 'card' }>, numbering: WiegandNumbering): string {
+  return numbering === 'data' ? frame.data.toString(10) : String(frame.facility * 65536 + frame.card);
+}
+
+/**
+ * Turns the edges of D0 and D1 into frames. `push` each edge in order of time (both lines merged, as the kernel
+ * delivers them from one line request); `flush(nowUs)` when nothing more has arrived, to end a frame whose gap
+ * has passed. A frame with any fault (a bounce, both lines low at once, a line stuck low, a wrong bit count or
+ * parity) is dropped whole, with its reason: never decided.
+ */
+export class WiegandDecoder {
+  private bits: number[] = [];
+  private fault: WiegandDropReason | null = null;
+  private glitches = 0;
+  private lastEdgeUs = Number.NEGATIVE_INFINITY;
+  private lastPulseStartUs = Number.NEGATIVE_INFINITY;
+  private readonly lowSince: Record<WiegandLine, number | null> = { d0: null, d1: null };
+
+  constructor(
+    private readonly format: WiegandFormat = 'auto',
+    private readonly timing: WiegandTiming = DEFAULT_WIEGAND_TIMING,
+  ) {}
+
+  push(edge: WiegandEdge): WiegandFrame[] {
+    const out: WiegandFrame[] = [];
+    if (edge.atUs - this.lastEdgeUs >= this.timing.frameGapUs) this.endFrame(out);
+    this.lastEdgeUs = Math.max(this.lastEdgeUs, edge.atUs);
+    const other: WiegandLine = edge.line === 'd0' ? 'd1' : 'd0';
+    if (!edge.rising) {
+      if (this.lowSince[edge.line] !== null) return out; // a repeated falling edge: the line is already low
+      if (this.lowSince[other] !== null) this.fault ??= 'overlap';
+      this.lowSince[edge.line] = edge.atUs;
+      return out;
+    }
+    const since = this.lowSince[edge.line];
+    this.lowSince[edge.line] = null;
+    if (since === null) return out; // a rising edge without its falling one (the frame began before we listened)
+    const width = edge.atUs - since;
+    if (width < this.timing.minPulseUs) {
+      this.glitches++;
+      return out;
+    }
+    if (width > this.timing.maxPulseUs) this.fault ??= 'stuck_low';
+    if (since - this.lastPulseStartUs < this.timing.minBitIntervalUs) this.fault ??= 'bounce';
+    this.lastPulseStartUs = since;
+    this.bits.push(edge.line === 'd1' ? 1 : 0);
+    return out;
+  }
+
+  /** Ends the frame under way if the gap has passed by `nowUs` (same clock as the edges). */
+  flush(nowUs: number): WiegandFrame[] {
+    const out: WiegandFrame[] = [];
+    if (nowUs - this.lastEdgeUs >= this.timing.frameGapUs) {
+      this.endFrame(out);
+    }
+    return out;
+  }
+
+  /** Whether a frame is under way (the driver keeps a timer for flush only then). */
+  get pending(): boolean {
+    return this.bits.length > 0 || this.glitches > 0 || this.fault !== null || this.lowSince.d0 !== null || this.lowSince.d1 !== null;
+  }
+
+  private endFrame(out: WiegandFrame[]): void {
+    // A line still low when the frame's gap has passed was never released: nothing in this frame can be trusted.
+    if (this.lowSince.d0 !== null || this.lowSince.d1 !== null) this.fault ??= 'stuck_low';
+    if (this.bits.length > 0 || this.fault !== null) {
+      out.push(this.fault !== null ? { kind: 'dropped', bits: this.bits.length, reason: this.fault } : decodeBits(this.bits, this.format));
+    } else if (this.glitches > 0) {
+      out.push({ kind: 'dropped', bits: 0, reason: 'glitch_only' });
+    }
+    this.bits = [];
+    this.fault = null;
+    this.glitches = 0;
+    this.lastPulseStartUs = Number.NEGATIVE_INFINITY;
+    this.lowSince.d0 = null;
+    this.lowSince.d1 = null;
+  }
+}
