@@ -24,6 +24,11 @@ export class Directory {
   constructor(
     private readonly db: ServiceDb,
     private readonly users: UserStore,
+    /**
+     * Called after every refresh that advanced the revision, whoever asked for it: the change timer, or an agent's
+     * GET /directory that came first (the push must not be lost to the agent that happened to ask).
+     */
+    private readonly onAdvance: (revision: { revision: number; at: string }) => void = () => undefined,
   ) {}
 
   revision(): { revision: number; at: string } {
@@ -69,7 +74,7 @@ export class Directory {
   refresh(now: number): { revision: number; changed: boolean } {
     if (!this.dirty) return { revision: this.revision().revision, changed: false };
     this.dirty = false;
-    return this.db.transaction(() => {
+    const result = this.db.transaction(() => {
       const current = this.revision().revision;
       const next = current + 1;
       const known = new Map(
@@ -98,6 +103,8 @@ export class Directory {
         .run(next, new Date(now).toISOString());
       return { revision: next, changed: true };
     })();
+    if (result.changed) this.onAdvance(this.revision());
+    return result;
   }
 
   /** Everything (since undefined, or a revision this service never reached), or the changes after `since`. */

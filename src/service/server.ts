@@ -70,14 +70,16 @@ export function buildService(deps: ServiceDeps): FastifyInstance {
   const app = Fastify({ bodyLimit: BODY_LIMIT, logger: false });
   const keys = new ApiKeys(deps.db);
   const users = new UserStore(deps.db);
-  const directory = new Directory(deps.db, users);
-  // After a change that went through (any successful non-GET call), the directory revision is brought up to date
-  // and, when it moved, published retained on MQTT: changes within 200 ms share one revision.
+  // Each time the directory revision moves it is published retained on MQTT, whether the change timer below or
+  // an agent's GET /directory computed it first.
+  const directory = new Directory(deps.db, users, (revision) => deps.doors?.publishRevision(revision));
+  // After a change that went through (any successful non-GET call), the revision is brought up to date: changes
+  // within 200 ms share one revision.
   let pending: NodeJS.Timeout | null = null;
   const publishRevision = () => {
     pending = null;
     try {
-      if (directory.refresh(deps.clock.wallNow()).changed) deps.doors?.publishRevision(directory.revision());
+      directory.refresh(deps.clock.wallNow());
     } catch (err) {
       deps.logger.error({ err }, 'cannot update the directory revision');
     }

@@ -2,6 +2,7 @@ import { closeSync, fstatSync, openSync } from 'node:fs';
 import { z } from 'zod';
 import { guestLinkSchema, userDetailSchema, userListItemSchema } from '../api/shapes.js';
 import type { Db } from '../store/database.js';
+import { forgetHeldRevision } from '../store/heldRevision.js';
 import { writeMeta } from '../store/meta.js';
 import { mergeStage, type MergeSummary } from '../store/snapshotMerge.js';
 import { SnapshotStage } from '../store/snapshotStage.js';
@@ -88,6 +89,8 @@ export function importSnapshot(db: Db, file: string, options: ImportOptions): Im
     const summary = db
       .transaction(() => {
         const result = mergeStage(db, { maxRemovalRatio: options.maxRemovalRatio });
+        // The users now held did not come from the service's revision: the next sync must be a full one.
+        forgetHeldRevision(db);
         writeMeta(db, 'last_import', {
           at: new Date(options.now).toISOString(),
           file,

@@ -1,4 +1,5 @@
 import type { Db } from '../store/database.js';
+import { readHeldRevision, writeHeldRevision } from '../store/heldRevision.js';
 import { readMeta, writeMeta } from '../store/meta.js';
 import { mergeStage, type MergeSummary } from '../store/snapshotMerge.js';
 import { SnapshotStage } from '../store/snapshotStage.js';
@@ -35,12 +36,7 @@ export interface SyncStatus {
 }
 
 const STATUS_KEY = 'sync_status';
-const REVISION_KEY = 'directory_revision';
-
-/** The service's directory revision this cache holds (null: never synced through GET /directory). */
-export function readHeldRevision(db: Db): number | null {
-  return readMeta<number>(db, REVISION_KEY) ?? null;
-}
+export { readHeldRevision } from '../store/heldRevision.js';
 
 const NO_CHANGE = { added: 0, changed: 0, removed: 0, unchanged: 0 };
 
@@ -116,7 +112,7 @@ function applyDirectory(db: Db, body: ResponseSpool, options: SyncOptions, attem
       .transaction(() => {
         const summary = mergeStage(db, { maxRemovalRatio: options.maxRemovalRatio, includeLinks: false, scoped: !answer.full });
         const lastSummary = { ...summary, revision: answer.revision, mode: answer.full ? ('directory_full' as const) : ('directory_delta' as const) };
-        writeMeta(db, REVISION_KEY, answer.revision);
+        writeHeldRevision(db, answer.revision);
         writeMeta(db, STATUS_KEY, { lastSuccessAt: attemptAt, lastAttemptAt: attemptAt, lastError: null, lastSummary } satisfies SyncStatus);
         return lastSummary;
       })

@@ -131,6 +131,39 @@ describe('GET /directory (extension: incremental sync)', () => {
   });
 });
 
+describe('the directory revision is published whoever computes it first', () => {
+  it('a GET /directory within the 200 ms batch of a change does not swallow the push the other doors wait for', async () => {
+    const { pino } = await import('pino');
+    const { ApiKeys } = await import('../../src/service/apiKeys.js');
+    const { openServiceDatabase } = await import('../../src/service/database.js');
+    const { buildService } = await import('../../src/service/server.js');
+    const { systemClock } = await import('../../src/util/clock.js');
+    const { sleep } = await import('../support/wait.js');
+    mkdirSync(join(tmp.path, 'inproc'), { recursive: true });
+    const db = openServiceDatabase(join(tmp.path, 'inproc', 'service.db'));
+    const key = new ApiKeys(db).create('SUPER', 0, Date.now());
+    const pushed: number[] = [];
+    const doors = { publishRevision: (r: { revision: number }) => pushed.push(r.revision), publishGuestLink() {}, revokeGuestLink() {} };
+    const app = buildService({ db, clock: systemClock, logger: pino({ level: 'silent' }), resources: [], lockReplyTimeoutMs: 1000, doors: doors as never });
+    const headers = { authorization: `Bearer ${key}` };
+    try {
+      await app.inject({ method: 'POST', url: '/invites', headers, payload: { emails: ['a@example.org'], smartcards: [[{ number: '4213578' }]], no_email: true } });
+      await sleep(400);
+      const afterInvite = pushed.at(-1)!;
+      const emailId = (await app.inject({ method: 'GET', url: '/directory', headers })).json<{ users: Array<{ email_id: number }> }>().users[0]!.email_id;
+      expect((await app.inject({ method: 'DELETE', url: `/user?email_id=${emailId}`, headers })).statusCode).toBe(200);
+      await sleep(50); // one door asks for the changes before the batch timer fires
+      const delta = (await app.inject({ method: 'GET', url: `/directory?since=${afterInvite}`, headers })).json<{ revision: number; removed: number[] }>();
+      expect(delta.removed).toEqual([emailId]);
+      await sleep(400);
+      expect(pushed.at(-1)).toBe(delta.revision); // and every other door hears of it
+    } finally {
+      await app.close();
+      db.close();
+    }
+  });
+});
+
 describe('users, cards, groups', () => {
   it('invites users with their cards and groups, reports invalid and existing addresses', async () => {
     const group = await call('POST', '/groups', { type: 'users', name: 'Staff', add_ids: [] });

@@ -441,6 +441,36 @@ describe('a directory larger than the agent heap (read member by member, never p
   });
 });
 
+describe('an import between syncs', () => {
+  it('forgets the revision held: the next sync is a full one, so a user the import brought back is removed again', async () => {
+    const svc = new HostileService();
+    await svc.start();
+    const item = (id: number) => ({ email_id: id, ad_status: 'ACTIVE', groups: [['Staff']], user_tag: 'USER', email: `u${id}@example.org` });
+    const detail = (id: number) => ({ policies: [], smartcards: [{ number: String(5_000_000 + id) }] });
+    const current = { revision: 100, full: true, users: [item(1), item(2)], details: { '1': detail(1), '2': detail(2) }, removed: [] };
+    svc.handler = (req, res) => {
+      if (!req.url?.startsWith('/directory')) return false;
+      if (req.url.includes('since=100')) return void ((res.statusCode = 304), res.end()), true;
+      return void res.end(JSON.stringify(current)), true;
+    };
+    try {
+      const a = agentConfig(`http://127.0.0.1:${svc.port}`, ', maxRemovalRatio: 1');
+      expect((await sync(a.config)).status).toBe(0);
+      // An older snapshot, still listing user 3 (since fired at the service).
+      const { writeSnapshot } = await import('../support/snapshot.js');
+      const old = writeSnapshot(a.dir, 'old.json', { users: [item(1), item(2), item(3)], details: { '1': detail(1), '2': detail(2), '3': detail(3) } });
+      expect(runCli(['import', old, '--config', a.config]).status).toBe(0);
+      expect(runCli(['check', '5000003', '--config', a.config]).status).toBe(0);
+      svc.requests = [];
+      expect((await sync(a.config)).status).toBe(0);
+      expect(svc.requests).toEqual(['/directory']); // not ?since=100, which would answer 304 and keep user 3
+      expect(runCli(['check', '5000003', '--config', a.config]).status).not.toBe(0);
+    } finally {
+      await svc.stop();
+    }
+  });
+});
+
 describe('GET /directory answers that must leave the cache unchanged', () => {
   const svc = new HostileService();
   beforeAll(async () => {
