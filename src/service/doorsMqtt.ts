@@ -26,12 +26,15 @@ export class ServiceMqtt {
   private readonly secret: string | null;
   private readonly protocolVersion: 4 | 5;
   private latestRevision: { revision: number; at: string } | null = null;
+  private readonly lastIssuedAt = new Map<string, number>();
 
   constructor(
     config: MqttOptions,
     env: Env,
     private readonly logger: Logger,
     private readonly links: () => StoredLink[],
+    /** The ids of links revoked at the doors: their tombstones are published again on every connect. */
+    private readonly revokedLinks: () => string[] = () => [],
   ) {
     this.topics = new DoorTopics(config.topicPrefix);
     this.replyTopic = `${config.topicPrefix}/service/replies/${randomBytes(6).toString('hex')}`;
@@ -57,8 +60,12 @@ export class ServiceMqtt {
   private async onConnect(): Promise<void> {
     try {
       await this.client.subscribeAsync([this.replyTopic, this.topics.allReplies], { qos: 1 });
-      // Links stored while the broker was away (or before MQTT was configured) reach the doors now.
-      for (const link of this.links()) this.publishGuestLink(link);
+      // Links stored while the broker was away (or before MQTT was configured) reach the doors now, and so do
+      // the revocations made meanwhile: a tombstone never published would leave the old link retained.
+      const live = this.links();
+      const liveIds = new Set(live.map((l) => l.magic_link_id));
+      for (const id of this.revokedLinks()) if (!liveIds.has(id)) this.revokeGuestLink(id);
+      for (const link of live) this.publishGuestLink(link);
       if (this.latestRevision) this.publishRevision(this.latestRevision);
       this.logger.info('connected to the broker');
     } catch (err) {
@@ -68,8 +75,18 @@ export class ServiceMqtt {
 
   publishGuestLink(link: StoredLink): void {
     if (!this.client.connected) return; // published at the next connect
-    const payload = guestLinkPayload({ ...link }, this.secret, Math.floor(Date.now() / 1000));
+    const payload = guestLinkPayload({ ...link }, this.secret, this.issuedAt(link.magic_link_id));
     this.client.publish(this.topics.guestLink(link.magic_link_id), payload, { qos: 1, retain: true });
+  }
+
+  /**
+   * issued_at (unix seconds) for the next message about a link: strictly after the last one, so a revocation or
+   * an update in the same second as the message before it is newer, and a replay of that one is refused as stale.
+   */
+  private issuedAt(id: string): number {
+    const at = Math.max(Math.floor(Date.now() / 1000), (this.lastIssuedAt.get(id) ?? 0) + 1);
+    this.lastIssuedAt.set(id, at);
+    return at;
   }
 
   /** Retained, so an agent connecting later compares at once; the latest only. */
@@ -81,7 +98,7 @@ export class ServiceMqtt {
   revokeGuestLink(id: string): void {
     // Retained too, so that a broker that kept the old link forgets it. Without a secret it is the empty payload
     // (agents away now reconcile on reconnect); with one, a signed tombstone the doors can believe.
-    const payload = guestLinkRevocationPayload(id, this.secret, Math.floor(Date.now() / 1000));
+    const payload = guestLinkRevocationPayload(id, this.secret, this.issuedAt(id));
     if (this.client.connected) this.client.publish(this.topics.guestLink(id), payload, { qos: 1, retain: true });
   }
 

@@ -98,4 +98,12 @@ export const SERVICE_MIGRATIONS: readonly string[] = [
     at       TEXT NOT NULL
   ) STRICT;
   `,
+  `
+  -- Guest links revoked at the doors. Their tombstones are published again on every connect to the broker (a
+  -- revocation made while the broker was away must still reach it), and their ids are never given to a new link.
+  CREATE TABLE revoked_guest_links (
+    magic_link_id INTEGER PRIMARY KEY,
+    revoked_at    INTEGER NOT NULL
+  ) STRICT;
+  `,
 ];

@@ -1,3 +1,4 @@
+import type { IncomingMessage } from 'node:http';
 import type { Logger } from 'pino';
 import { join } from 'node:path';
 import type { Env } from '../config/secrets.js';
@@ -8,7 +9,7 @@ import { openServiceDatabase, type ServiceDb } from './database.js';
 import { ServiceMqtt } from './doorsMqtt.js';
 import { Mailer } from './mailer.js';
 import type { ServerOptions } from './options.js';
-import { storedLinks } from './routesLinks.js';
+import { revokedLinkIds, storedLinks } from './routesLinks.js';
 import { buildService } from './server.js';
 
 export interface RunningService {
@@ -25,11 +26,17 @@ export interface RunningService {
  */
 export async function startService(
   options: { server: ServerOptions; mqtt?: MqttOptions },
-  deps: { clock: Clock; logger: Logger; env: Env },
+  deps: {
+    clock: Clock;
+    logger: Logger;
+    env: Env;
+    /** Each HTTP request as it arrives, whatever its answer (its path without the query, which may carry api_key). */
+    onRequest?: (method: string, path: string) => void;
+  },
 ): Promise<RunningService> {
   const { server } = options;
   const db = openServiceDatabase(join(server.dataDir, 'service.db'));
-  const doors = options.mqtt ? new ServiceMqtt(options.mqtt, deps.env, deps.logger.child({ component: 'mqtt' }), () => storedLinks(db)) : undefined;
+  const doors = options.mqtt ? new ServiceMqtt(options.mqtt, deps.env, deps.logger.child({ component: 'mqtt' }), () => storedLinks(db), () => revokedLinkIds(db)) : undefined;
   const mailer = new Mailer(db, server.smtp, deps.logger.child({ component: 'mail' }));
   const app = buildService({
     db,
@@ -40,6 +47,9 @@ export async function startService(
     mailer,
     lockReplyTimeoutMs: server.lockReplyTimeoutSeconds * 1000,
   });
+  const { onRequest } = deps;
+  // On the HTTP server itself, not a fastify hook: a hook after the key check would miss the requests it refuses.
+  if (onRequest) app.server.on('request', (request: IncomingMessage) => onRequest(request.method ?? '', (request.url ?? '').split('?')[0]!));
   void mailer.flush();
   const separator = server.listen.lastIndexOf(':');
   const host = server.listen.slice(0, separator).replace(/^\[|\]$/g, '');

@@ -62,7 +62,15 @@ export function registerLinkRoutes(app: FastifyInstance, ctx: RouteContext): voi
       const policyId = Number(db.prepare('INSERT INTO policies (name) VALUES (?)').run(p.name).lastInsertRowid);
       const member = db.prepare('INSERT OR IGNORE INTO policy_members (policy_id, email_id) VALUES (?, ?)');
       for (const id of Object.values(emailIds)) member.run(policyId, id);
-      const id = Number(db.prepare('INSERT INTO guest_links (policy_id, link, created_at) VALUES (?, ?, ?)').run(policyId, '{}', now).lastInsertRowid);
+      // A new id, never one a revoked link had: a door's audit log names links by id.
+      const id = Number(
+        db
+          .prepare(
+            `INSERT INTO guest_links (magic_link_id, policy_id, link, created_at) VALUES ((SELECT coalesce(max(id), 0) + 1 FROM
+               (SELECT max(magic_link_id) AS id FROM guest_links UNION ALL SELECT max(magic_link_id) FROM revoked_guest_links)), ?, ?, ?)`,
+          )
+          .run(policyId, '{}', now).lastInsertRowid,
+      );
       const stored: StoredLink = {
         magic_link_id: String(id),
         magic_token: randomBytes(24).toString('base64url'),
@@ -109,11 +117,16 @@ export function storedLinks(db: RouteContext['db']): StoredLink[] {
   return (db.prepare('SELECT link FROM guest_links ORDER BY magic_link_id').pluck().all() as string[]).map((l) => JSON.parse(l) as StoredLink);
 }
 
+/** The ids of the guest links revoked at the doors (their tombstones go out again on every connect). */
+export function revokedLinkIds(db: RouteContext['db']): string[] {
+  return (db.prepare('SELECT magic_link_id FROM revoked_guest_links ORDER BY magic_link_id').pluck().all() as number[]).map(String);
+}
+
 /**
  * A removed or suspended user loses the guest links naming them: their e-mail and card leave each link (cards
  * are mapped one to one to e-mails), and a link left with nobody is deleted and revoked at the doors.
  */
-export function dropUserFromLinks(ctx: Pick<RouteContext, 'db' | 'publishGuestLink' | 'revokeGuestLink'>, email: string): void {
+export function dropUserFromLinks(ctx: Pick<RouteContext, 'db' | 'clock' | 'publishGuestLink' | 'revokeGuestLink'>, email: string): void {
   const changed: StoredLink[] = [];
   const revoked: string[] = [];
   ctx.db.transaction(() => {
@@ -132,6 +145,7 @@ export function dropUserFromLinks(ctx: Pick<RouteContext, 'db' | 'publishGuestLi
       };
       if ((next.email_list as string[]).length === 0) {
         ctx.db.prepare('DELETE FROM guest_links WHERE magic_link_id = ?').run(Number(link.magic_link_id));
+        ctx.db.prepare('INSERT OR REPLACE INTO revoked_guest_links VALUES (?, ?)').run(Number(link.magic_link_id), ctx.clock.wallNow());
         revoked.push(link.magic_link_id);
       } else {
         ctx.db.prepare('UPDATE guest_links SET link = ? WHERE magic_link_id = ?').run(JSON.stringify(next), Number(link.magic_link_id));

@@ -301,6 +301,9 @@ describe('guest links, doors without MQTT, the mail outbox', () => {
     expect(stored()).toMatchObject({ email_list: ['g2@example.org'], smartcards: [{ number: '7711002' }] });
     expect((await call('DELETE', `/user?email_id=${ids['g2@example.org']}`)).status).toBe(200);
     expect(stored()).toBeUndefined();
+    // The revoked link was the newest: its id is never given to another link (doors' audit logs name links by id).
+    const next = await call('POST', '/magiclinkadmin', link({ email_list: ['g3@example.org'], smartcards: [{ number: '7711003' }] }));
+    expect(Number(next.body.magic_link_id)).toBeGreaterThan(Number(r.body.magic_link_id));
   });
 
   it('refuses bad guest links with a 400 naming the parameter, and creates nothing', async () => {
