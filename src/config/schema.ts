@@ -78,6 +78,11 @@ const mqttSchema = z.strictObject({
   commandMaxAgeSeconds: seconds(1, 3600).default(30),
   /** Guest links kept from MQTT at most (each at most 16 KiB): a broker client cannot fill the disk. */
   maxGuestLinks: z.number().int().min(1).max(100_000).default(500),
+  /**
+   * Signed mode: a guest link must have been signed within this long (the service signs every live link again
+   * each day), so a signed link captured from the broker and replayed after its revocation stops working.
+   */
+  guestLinkMaxAgeSeconds: seconds(86_400 + 3600, 90 * 86_400).default(7 * 86_400),
   keepaliveSeconds: seconds(5, 600).default(15),
   /** 5 (default) or 4 (MQTT 3.1.1, for brokers without MQTT 5: replies then go to P/doors/<uuid>/reply). */
   protocolVersion: z.union([z.literal(4), z.literal(5)], { error: 'expected 4 or 5' }).default(5),

@@ -32,6 +32,8 @@ export interface BridgeDeps {
   /** The command secret when commands must be signed (mqtt.commandSecretFile). */
   secret: string | null;
   maxAgeSeconds: number;
+  /** Signed mode: a guest link signed longer ago than this is refused, and a stored one expires this long after its signature. */
+  guestLinkMaxAgeSeconds?: number;
   homeAssistant: { discovery: boolean; prefix: string };
   version: string;
   clock: Clock;
@@ -262,8 +264,16 @@ export class MqttBridge {
     }
     this.linksThisSession.add(id);
     if (this.reconcileTimer) this.scheduleReconcile(this.session); // still arriving: wait for the burst to end
+    // Signed mode: a signature is good for guestLinkMaxAgeSeconds. The service signs every live link again each
+    // day; a link captured from the broker and replayed after its revocation (to a door that missed the
+    // tombstone) is refused once older than that, and one stored stops opening then.
+    const maxAgeMs = this.deps.secret !== null && message.issuedAt !== null ? (this.deps.guestLinkMaxAgeSeconds ?? 7 * 86_400) * 1000 : null;
+    const validUntil = maxAgeMs === null ? null : message.issuedAt! * 1000 + maxAgeMs;
+    if (validUntil !== null && validUntil <= this.deps.clock.wallNow()) {
+      return void logger.warn({ guestLink: id, issuedAt: message.issuedAt }, 'guest link refused: signed longer ago than mqtt.guestLinkMaxAgeSeconds (a replay?)');
+    }
     this.write(`guest-link-${id}`, () => {
-      const result = guestLinks.store(message.link, message.issuedAt);
+      const result = guestLinks.store(message.link, message.issuedAt, validUntil);
       if (result === 'over_budget') logger.warn({ guestLink: id }, 'guest link refused: the cache holds the most guest links allowed (mqtt.maxGuestLinks)');
       else logger.info({ guestLink: id, result }, 'guest link received');
     });

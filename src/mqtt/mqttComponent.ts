@@ -50,6 +50,7 @@ export class MqttComponent implements Component {
       writes: store.writes,
       secret: readSecret('mqtt.commandSecretFile', options.commandSecretFile, {}) ?? null,
       maxAgeSeconds: options.commandMaxAgeSeconds,
+      guestLinkMaxAgeSeconds: options.guestLinkMaxAgeSeconds,
       homeAssistant: options.homeAssistant,
       version: this.deps.version,
       clock,

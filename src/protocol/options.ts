@@ -10,6 +10,8 @@ export interface MqttOptions {
   commandSecretFile?: string;
   commandMaxAgeSeconds: number;
   maxGuestLinks: number;
+  /** Signed mode: how long a signed guest link stays valid without being signed again (the service: daily). */
+  guestLinkMaxAgeSeconds: number;
   keepaliveSeconds: number;
   /** 5, or 4 (MQTT 3.1.1) for brokers without MQTT 5. */
   protocolVersion: 4 | 5;

@@ -14,6 +14,9 @@ export interface DoorReply {
   body: Record<string, unknown>;
 }
 
+/** Every live guest link and revocation is signed and published again this often (doors allow 7 days by default). */
+const RESIGN_INTERVAL_MS = 24 * 3600 * 1000;
+
 /**
  * The service's side of MQTT: lock commands to the doors (signed when the file names a command secret), with
  * MQTT 5 request/response to wait for each door's reply, and guest links published retained.
@@ -27,6 +30,7 @@ export class ServiceMqtt {
   private readonly protocolVersion: 4 | 5;
   private latestRevision: { revision: number; at: string } | null = null;
   private readonly lastIssuedAt = new Map<string, number>();
+  private readonly resign: NodeJS.Timeout;
 
   constructor(
     config: MqttOptions,
@@ -35,6 +39,7 @@ export class ServiceMqtt {
     private readonly links: () => StoredLink[],
     /** The ids of links revoked at the doors: their tombstones are published again on every connect. */
     private readonly revokedLinks: () => string[] = () => [],
+    resignIntervalMs = RESIGN_INTERVAL_MS,
   ) {
     this.topics = new DoorTopics(config.topicPrefix);
     this.replyTopic = `${config.topicPrefix}/service/replies/${randomBytes(6).toString('hex')}`;
@@ -43,6 +48,8 @@ export class ServiceMqtt {
     const options = clientOptions(config, env, { clientId: `door-agent-service-${randomBytes(4).toString('hex')}` });
     this.client = connectWithBackoff(config.url, options, logger);
     this.client.on('connect', () => void this.onConnect());
+    this.resign = setInterval(() => this.client.connected && this.publishAllLinks(), resignIntervalMs);
+    this.resign.unref();
     // Replies are matched by the request_id the door echoes (MQTT 5 also carries correlation data; with MQTT
     // 3.1.1 the replies come on P/doors/<uuid>/reply).
     this.client.on('message', (_topic, payload) => {
@@ -60,17 +67,25 @@ export class ServiceMqtt {
   private async onConnect(): Promise<void> {
     try {
       await this.client.subscribeAsync([this.replyTopic, this.topics.allReplies], { qos: 1 });
-      // Links stored while the broker was away (or before MQTT was configured) reach the doors now, and so do
-      // the revocations made meanwhile: a tombstone never published would leave the old link retained.
-      const live = this.links();
-      const liveIds = new Set(live.map((l) => l.magic_link_id));
-      for (const id of this.revokedLinks()) if (!liveIds.has(id)) this.revokeGuestLink(id);
-      for (const link of live) this.publishGuestLink(link);
+      this.publishAllLinks();
       if (this.latestRevision) this.publishRevision(this.latestRevision);
       this.logger.info('connected to the broker');
     } catch (err) {
       this.logger.warn({ err }, 'broker session setup interrupted');
     }
+  }
+
+  /**
+   * Every live link and every revocation, signed now. On each connect: links stored while the broker was away
+   * (or before MQTT was configured) reach the doors, and so do the revocations made meanwhile (a tombstone never
+   * published would leave the old link retained). And once a day: in signed mode a door lets a link's signature
+   * age only mqtt.guestLinkMaxAgeSeconds, so a replayed old link stops working while the live ones are renewed.
+   */
+  private publishAllLinks(): void {
+    const live = this.links();
+    const liveIds = new Set(live.map((l) => l.magic_link_id));
+    for (const id of this.revokedLinks()) if (!liveIds.has(id)) this.revokeGuestLink(id);
+    for (const link of live) this.publishGuestLink(link);
   }
 
   publishGuestLink(link: StoredLink): void {
@@ -134,6 +149,7 @@ export class ServiceMqtt {
   }
 
   async close(): Promise<void> {
+    clearInterval(this.resign);
     await this.client.endAsync().catch(() => undefined);
   }
 }

@@ -53,8 +53,10 @@ export class GuestLinkStore {
     })();
   }
 
-  store(link: GuestLink, issuedAt: number | null = null): GuestLinkChange {
+  /** `validUntil` (ms): the link stops opening then at the latest, whatever its end_time (a signature's age limit). */
+  store(link: GuestLink, issuedAt: number | null = null, validUntil: number | null = null): GuestLinkChange {
     const staged = toStagedLink(link);
+    if (validUntil !== null) staged.endAt = staged.endAt === null ? validUntil : Math.min(staged.endAt, validUntil);
     return this.db.transaction((): GuestLinkChange => {
       if (this.isStale(staged.magicLinkId, issuedAt)) return 'stale';
       if (!staged.resourceIds.some((r) => this.resourceIds.has(r))) {

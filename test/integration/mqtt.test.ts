@@ -479,6 +479,33 @@ describe('guest links, sync trigger, Home Assistant discovery', () => {
     await op.publish(topic, '', { retain: true });
   });
 
+  it('signed mode: a signature is good for mqtt.guestLinkMaxAgeSeconds; an old signed link replayed to a door that missed its revocation is refused', async () => {
+    const s = await site({ signed: true, extraMqtt: `  guestLinkMaxAgeSeconds: ${2 * 86_400}\n` });
+    const daemon = await agent(s);
+    const op = await operator(s);
+    const now = Math.floor(Date.now() / 1000);
+    const body = (id: string) => JSON.parse(link({ magic_link_id: id, smartcards: [{ number: `55500${id}` }] })) as Record<string, unknown>;
+    // Captured three days ago, revoked since (the door was away): older than the window, refused.
+    await op.publish(`${P}/guest-links/931`, guestLinkPayload(body('931'), SECRET, now - 3 * 86_400), { retain: true });
+    const refused = await daemon.waitForLog((l) => l.guestLink === '931');
+    expect(refused.msg).toBe('guest link refused: signed longer ago than mqtt.guestLinkMaxAgeSeconds (a replay?)');
+    expect(runCli(['check', '55500931', '--config', s.config]).status).toBe(1);
+    // Signed a day ago: taken, and it opens until two days after its signature unless the service signs it again.
+    await op.publish(`${P}/guest-links/932`, guestLinkPayload(body('932'), SECRET, now - 86_400), { retain: true });
+    await daemon.waitForLog((l) => l.msg === 'guest link received' && l.guestLink === '932');
+    const at = (seconds: number) => new Date(seconds * 1000).toISOString();
+    expect(runCli(['check', '55500932', '--config', s.config]).status).toBe(0);
+    expect(runCli(['check', '55500932', '--at', at(now + 86_400 - 60), '--config', s.config]).status).toBe(0);
+    const late = runCli(['check', '55500932', '--at', at(now + 86_400 + 60), '--config', s.config]);
+    expect(late.status).toBe(1);
+    // Signed again (the service's daily round): good for two more days.
+    const mark = daemon.logs.length;
+    await op.publish(`${P}/guest-links/932`, guestLinkPayload(body('932'), SECRET, now), { retain: true });
+    await daemon.waitForLog((l) => l.msg === 'guest link received' && l.guestLink === '932', 10_000, mark);
+    expect(runCli(['check', '55500932', '--at', at(now + 86_400 + 60), '--config', s.config]).status).toBe(0);
+    for (const id of ['931', '932']) await op.publish(`${P}/guest-links/${id}`, '', { retain: true });
+  });
+
   it('a sync request is logged while no service is configured', async () => {
     const s = await site();
     const daemon = await agent(s);

@@ -86,4 +86,20 @@ describe("the service's guest-link messages on the broker", () => {
       await watcher.endAsync();
     }
   });
+
+  it('signs every live link and revocation again on its own schedule (daily), so doors keep them within guestLinkMaxAgeSeconds', async () => {
+    await broker.start();
+    writeFileSync(join(tmp.path, 'secret'), 'a-command-secret\n');
+    const options = { url: broker.url, topicPrefix: 'dc', commandSecretFile: join(tmp.path, 'secret'), commandMaxAgeSeconds: 30, maxGuestLinks: 500, keepaliveSeconds: 5, protocolVersion: 5 as const, homeAssistant: { discovery: false, prefix: 'ha' } };
+    const service = new ServiceMqtt(options as never, {}, pino({ level: 'silent' }), () => [link], () => ['8'], 400);
+    try {
+      await eventually(async () => (await retained(broker.url, 'dc/guest-links/7')) !== null, 10_000, 'the link retained');
+      const first = (await retained(broker.url, 'dc/guest-links/7'))!.issued_at as number;
+      const firstTombstone = (await retained(broker.url, 'dc/guest-links/8'))!.issued_at as number;
+      await eventually(async () => ((await retained(broker.url, 'dc/guest-links/7'))!.issued_at as number) > first, 10_000, 'the link signed again');
+      expect(((await retained(broker.url, 'dc/guest-links/8'))!.issued_at as number)).toBeGreaterThan(firstTombstone);
+    } finally {
+      await service.close();
+    }
+  });
 });
