@@ -7,6 +7,7 @@ import type { Timers } from '../util/clock.js';
 import type { SyncServiceOptions } from './options.js';
 import { SyncScheduler } from './scheduler.js';
 import { serviceClientOptions } from './serviceClient.js';
+import type { SyncResult } from './sync.js';
 import { SyncThread } from './syncThread.js';
 
 const revisionSchema = z.object({ revision: z.number().int().nonnegative(), at: z.string().max(64) });
@@ -47,10 +48,12 @@ export class SyncComponent implements Component {
       env: Env;
       timers: Timers;
       logger: Logger;
-      /** The revision the cache holds at start. */
+      /** The revision the cache holds (read at start and for each revision message: an import may have reset it). */
       heldRevision: () => number | null;
       /** A revision message was taken (for door-agent status). */
       onPush?: (revision: number | null) => void;
+      /** A sync run succeeded (the fleet benchmark times the push with it). */
+      onSynced?: (result: SyncResult) => void;
     },
   ) {}
 
@@ -66,6 +69,7 @@ export class SyncComponent implements Component {
         this.fullNext = false;
         const result = await thread.run({ concurrency: options.concurrency, maxRemovalRatio: options.maxRemovalRatio, full });
         if (result.revision !== null) this.held = result.revision;
+        this.deps.onSynced?.(result);
         return result;
       },
       intervalMs: options.syncIntervalSeconds * 1000,
@@ -83,6 +87,8 @@ export class SyncComponent implements Component {
   /** A `P/directory/revision` message: sync when it is ahead; a bad or backward one leads to a full sync. */
   onRevision(payload: Buffer): void {
     const { logger } = this.deps;
+    // The cache's own record, not only the last sync's: an import in between forgets the revision held.
+    this.held = this.deps.heldRevision();
     const judged = judgeRevision(this.held, payload);
     if (!this.pushSeen) logger.info('directory revisions are pushed: changes reach this door within seconds');
     this.pushSeen = true;

@@ -2,7 +2,7 @@ import { pino } from 'pino';
 import { describe, expect, it } from 'vitest';
 import { SyncScheduler } from '../../src/sync/scheduler.js';
 import type { SyncResult } from '../../src/sync/sync.js';
-import { judgeRevision } from '../../src/sync/syncComponent.js';
+import { judgeRevision, SyncComponent } from '../../src/sync/syncComponent.js';
 import { ManualTime } from '../support/manualTime.js';
 
 const msg = (text: string) => Buffer.from(text);
@@ -21,6 +21,18 @@ describe('a pushed directory revision', () => {
       expect(judgeRevision(5, msg(bad)), bad).toMatchObject({ action: 'full' });
     }
     expect(judgeRevision(9, msg('{"revision":3,"at":"x"}'))).toMatchObject({ action: 'full', why: expect.stringContaining('backwards') });
+  });
+
+  it("judges each message against the cache's own record: after an import forgot the revision, the same revision syncs", () => {
+    const lines: Array<{ msg: string }> = [];
+    const logger = pino({ level: 'info' }, { write: (line: string) => void lines.push(JSON.parse(line) as { msg: string }) });
+    let held: number | null = 5;
+    const sync = new SyncComponent({ options: {} as never, dataDir: '/nonexistent', env: {}, timers: new ManualTime(), logger, heldRevision: () => held });
+    sync.onRevision(msg('{"revision":5,"at":"x"}'));
+    expect(lines.map((l) => l.msg)).not.toContain('directory changed at the service: syncing');
+    held = null; // door-agent import ran meanwhile
+    sync.onRevision(msg('{"revision":5,"at":"x"}'));
+    expect(lines.map((l) => l.msg)).toContain('directory changed at the service: syncing');
   });
 
   it('a flood of 1,000 revisions in a second leads to at most one sync in flight and one queued', async () => {
