@@ -6,6 +6,7 @@ import { mkdirSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { benchmarkDecisions } from './decisions.js';
+import { benchmarkFleet } from './fleetBench.js';
 import { benchmarkMqtt } from './mqttBench.js';
 import { benchmarkService } from './serviceBench.js';
 import { benchmarkSync } from './syncBench.js';
@@ -20,6 +21,7 @@ const BENCHES: Record<string, (workDir: string) => BenchRow[] | Promise<BenchRow
   service: benchmarkService,
   sync: benchmarkSync,
   'tap-during-sync': benchmarkTapDuringSync,
+  fleet: benchmarkFleet,
 };
 
 const root = resolve(fileURLToPath(import.meta.url), '../../..');

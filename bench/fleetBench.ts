@@ -1,0 +1,204 @@
+/**
+ * Fleet benchmark (issue 11: a change at the service reaches every door in seconds): the reference service with
+ * 10,000 users (bench/fleetService.ts, counting the requests it receives), a mosquitto, and 100 agents' sync
+ * loops (bench/fleetAgents.ts: the daemon's SyncComponent, each with its own cache and MQTT client) in 4
+ * processes. Once all 100 hold the service's revision, 20 suspensions through the HTTP API, one at a time; each
+ * timed from the call until the first and until the last agent holds it, beside the push's own delay (the call
+ * to the revision message at a plain subscriber), and the requests the service received for it counted.
+ */
+import { spawnSync } from 'node:child_process';
+import { closeSync, mkdirSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { connectAsync, type MqttClient } from 'mqtt';
+import type { FleetAgentMessage } from './fleetAgents.js';
+import { Children } from './fleetChildren.js';
+import type { FleetServiceMessage } from './fleetService.js';
+import { startBroker } from './mqttBench.js';
+import { freePort } from './net.js';
+import type { BenchRow } from './report.js';
+import { seedService } from './serviceSeed.js';
+import { p50p99 } from './valueFile.js';
+import { sleep, waitFor } from './wait.js';
+
+const USERS = 10_000;
+const AGENTS = 100;
+const PROCESSES = 4;
+const CHANGES = 20;
+const PREFIX = 'bench';
+const CHANGE_TIMEOUT_MS = 30_000;
+// 100 first syncs of 10,000 users each, on the machine that also runs the service: setup, not measured.
+const FIRST_SYNC_TIMEOUT_MS = 600_000;
+// After the last agent holds a change: time for any request it still causes to reach the service's count.
+const SETTLE_MS = 300;
+const root = resolve(fileURLToPath(import.meta.url), '../../..');
+const wallNow = () => performance.timeOrigin + performance.now();
+
+/** The service's count of the agents' requests (all but the changes' own calls), and its directory revision. */
+function countingService(children: Children, config: string): { ready: () => boolean; ask: () => Promise<{ agentRequests: number; revision: number }> } {
+  const service = children.spawn('the service', 'fleetService.js', [config]);
+  let ready = false;
+  const waiting: Array<(m: FleetServiceMessage & { type: 'count' }) => void> = [];
+  service.on('message', (m: FleetServiceMessage) => (m.type === 'ready' ? (ready = true) : waiting.shift()?.(m)));
+  const ask = async () => {
+    let count: (FleetServiceMessage & { type: 'count' }) | null = null;
+    waiting.push((m) => (count = m));
+    service.send({ type: 'count' });
+    await waitFor('fleet', children.alive(() => count !== null), 10_000, "the service's request count");
+    const { requests, revision } = count!;
+    return { agentRequests: Object.entries(requests).reduce((n, [path, c]) => (path === 'PUT /togglesuspension' ? n : n + c), 0), revision };
+  };
+  return { ready: () => ready, ask };
+}
+
+/** The agents, PROCESSES processes of them: what each holds, every sync they report, their logs (warnings). */
+class Fleet {
+  readonly held = new Array<number>(AGENTS).fill(-1);
+  readonly synced: Array<{ agent: number; revision: number; at: number }> = [];
+  private readonly logs: string[] = [];
+  private ready = 0;
+
+  constructor(children: Children, dir: string, args: { serviceUrl: string; apiKeyFile: string; mqttUrl: string }) {
+    const perProcess = AGENTS / PROCESSES;
+    for (let p = 0; p < PROCESSES; p++) {
+      // Logs to a file: the failed syncs are counted, not printed.
+      this.logs.push(join(dir, `agents-${p}.log`));
+      const log = openSync(this.logs[p]!, 'a');
+      const agents = children.spawn(`agent process ${p}`, 'fleetAgents.js', [String(p * perProcess), String(perProcess), join(dir, 'agents'), args.serviceUrl, args.apiKeyFile, args.mqttUrl, PREFIX], log);
+      closeSync(log);
+      agents.on('message', (m: FleetAgentMessage) => {
+        if (m.type === 'ready') this.ready++;
+        else if (m.revision !== null) {
+          this.synced.push({ agent: m.agent, revision: m.revision, at: m.at });
+          this.held[m.agent] = Math.max(this.held[m.agent]!, m.revision);
+        }
+      });
+    }
+  }
+
+  allStarted(): boolean {
+    return this.ready === PROCESSES;
+  }
+
+  allHold(revision: number): boolean {
+    return this.held.every((r) => r >= revision);
+  }
+
+  /** The failed syncs in the logs (the scheduler's warnings: each is retried), and the last one's reason. */
+  failedSyncs(): { count: number; last: string | null } {
+    const failures = this.logs.flatMap((file) => readFileSync(file, 'utf8').split('\n').filter((line) => line.includes('"msg":"sync failed')));
+    const last = failures.at(-1);
+    return { count: failures.length, last: last === undefined ? null : ((JSON.parse(last) as { err?: { message?: string } }).err?.message ?? last) };
+  }
+}
+
+/** A plain subscriber to the directory revision: when each message arrives, the push's own delay. */
+async function revisionSubscriber(mqttUrl: string): Promise<{ client: MqttClient; pushed: Array<{ revision: number; at: number }> }> {
+  const client = await connectAsync(mqttUrl, { protocolVersion: 5 });
+  (client.stream as { setNoDelay?: (on: boolean) => void }).setNoDelay?.(true); // as the agents' clients
+  const pushed: Array<{ revision: number; at: number }> = [];
+  client.on('message', (_t, payload) => pushed.push({ revision: (JSON.parse(payload.toString()) as { revision: number }).revision, at: wallNow() }));
+  await client.subscribeAsync(`${PREFIX}/directory/revision`, { qos: 1 });
+  return { client, pushed };
+}
+
+/** One change's figures, each time in ms from the start of the HTTP call. */
+interface ChangeSample {
+  allMs: number;
+  firstMs: number;
+  pushMs: number;
+  requests: number;
+}
+
+export async function benchmarkFleet(workDir: string): Promise<BenchRow[]> {
+  const dir = join(workDir, 'fleet');
+  rmSync(dir, { recursive: true, force: true });
+  mkdirSync(dir, { recursive: true });
+  const children = new Children();
+  let broker: Awaited<ReturnType<typeof startBroker>> | null = null;
+  let subscriber: MqttClient | null = null;
+  try {
+    const apiKeyFile = join(dir, 'api-key');
+    writeFileSync(apiKeyFile, `${seedService(join(dir, 'svc'), USERS)}\n`);
+    const [port, mqttPort] = [await freePort(), await freePort()];
+    broker = await startBroker(dir, mqttPort);
+    const mqttUrl = `mqtt://127.0.0.1:${mqttPort}`;
+    const serviceConfig = join(dir, 'service.yaml');
+    writeFileSync(serviceConfig, `server: { listen: 127.0.0.1:${port}, dataDir: ${dir}/svc }\nmqtt: { url: "${mqttUrl}", topicPrefix: ${PREFIX} }\n`);
+    const admin = spawnSync(process.execPath, [join(root, 'dist/src/cli.js'), 'service', 'key', 'create', '--rank', 'ADMIN', '--config', serviceConfig], { encoding: 'utf8' }).stdout.trim();
+    const service = countingService(children, serviceConfig);
+    await waitFor('fleet', children.alive(service.ready), 30_000, 'the service listening');
+    const push = await revisionSubscriber(mqttUrl);
+    subscriber = push.client;
+
+    const fleetStarted = performance.now();
+    const fleet = new Fleet(children, dir, { serviceUrl: `http://127.0.0.1:${port}`, apiKeyFile, mqttUrl });
+    await waitFor('fleet', children.alive(() => fleet.allStarted()), 60_000, `the ${PROCESSES} agent processes starting`);
+    await waitFor('fleet', children.alive(() => fleet.allHold(0)), FIRST_SYNC_TIMEOUT_MS, `a first sync by each of the ${AGENTS} agents`);
+    let current = (await service.ask()).revision;
+    await waitFor('fleet', children.alive(() => fleet.allHold(current)), CHANGE_TIMEOUT_MS, `revision ${current} at every agent`);
+    const firstSyncs = { seconds: (performance.now() - fleetStarted) / 1000, failed: fleet.failedSyncs().count };
+    await sleep(SETTLE_MS);
+    let before = (await service.ask()).agentRequests;
+
+    const samples: ChangeSample[] = [];
+    for (let i = 0; i < CHANGES; i++) {
+      const emailId = 100 + i;
+      const sinceSync = fleet.synced.length;
+      const sincePush = push.pushed.length;
+      const started = wallNow();
+      const answer = await fetch(`http://127.0.0.1:${port}/togglesuspension`, {
+        method: 'PUT',
+        headers: { authorization: `Bearer ${admin}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ email_id: emailId }),
+      });
+      if (!answer.ok) throw new Error(`fleet benchmark: PUT /togglesuspension answered ${answer.status}: ${await answer.text()}`);
+      // The change's revision: the first one an agent reports beyond what all of them held.
+      const changed = () => fleet.synced.slice(sinceSync).find((s) => s.revision > current)?.revision;
+      while (changed() === undefined || !fleet.allHold(changed()!)) {
+        children.check();
+        if (wallNow() - started > CHANGE_TIMEOUT_MS) {
+          const missing = fleet.held.filter((r) => r < (changed() ?? current + 1)).length;
+          const { last } = fleet.failedSyncs();
+          throw new Error(`fleet benchmark: change ${i} (email_id ${emailId}) not held by ${missing} of ${AGENTS} agents within ${CHANGE_TIMEOUT_MS / 1000} s${last ? ` (last failed sync: ${last})` : ''}`);
+        }
+        await sleep(5);
+      }
+      current = changed()!;
+      const reached = new Map<number, number>();
+      for (const s of fleet.synced.slice(sinceSync)) if (s.revision >= current && !reached.has(s.agent)) reached.set(s.agent, s.at - started);
+      const message = push.pushed.slice(sincePush).find((m) => m.revision >= current);
+      if (!message) throw new Error(`fleet benchmark: revision ${current} held by the agents but never seen by the plain subscriber`);
+      await sleep(SETTLE_MS);
+      const after = (await service.ask()).agentRequests;
+      samples.push({ allMs: Math.max(...reached.values()), firstMs: Math.min(...reached.values()), pushMs: message.at - started, requests: after - before });
+      before = after;
+    }
+    return rows(samples, firstSyncs, fleet.failedSyncs().count - firstSyncs.failed);
+  } finally {
+    await subscriber?.endAsync(true);
+    await children.endAll();
+    broker?.kill('SIGTERM');
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+function rows(samples: ChangeSample[], firstSyncs: { seconds: number; failed: number }, failedDuringChanges: number): BenchRow[] {
+  const b = 'fleet';
+  const all = p50p99(samples.map((s) => s.allMs));
+  const first = p50p99(samples.map((s) => s.firstMs));
+  const push = p50p99(samples.map((s) => s.pushMs));
+  const meanRequests = samples.reduce((n, s) => n + s.requests, 0) / samples.length;
+  const maxRequests = Math.max(...samples.map((s) => s.requests));
+  const pushLabel = (p: string) => `call to revision message at a plain subscriber, ${p}`;
+  return [
+    { bench: b, metric: `requests at the service per change (mean of ${CHANGES}, ${AGENTS} agents)`, value: meanRequests, unit: '', floor: null, floorLabel: '', ratio: null, target: `<= ${AGENTS} (one per door)`, met: meanRequests <= AGENTS },
+    { bench: b, metric: 'requests at the service, most for one change', value: maxRequests, unit: '', floor: null, floorLabel: '', ratio: null, target: `<= ${AGENTS}`, met: maxRequests <= AGENTS },
+    { bench: b, metric: `change held by all ${AGENTS} agents p50`, value: all.p50, unit: 'ms', floor: push.p50, floorLabel: pushLabel('p50'), ratio: all.p50 / push.p50, target: '', met: null },
+    { bench: b, metric: `change held by all ${AGENTS} agents p99`, value: all.p99, unit: 'ms', floor: push.p99, floorLabel: pushLabel('p99'), ratio: all.p99 / push.p99, target: '< 3000', met: all.p99 < 3000 },
+    { bench: b, metric: 'change held by the first agent p50', value: first.p50, unit: 'ms', floor: push.p50, floorLabel: pushLabel('p50'), ratio: first.p50 / push.p50, target: '', met: null },
+    { bench: b, metric: `failed syncs during the ${CHANGES} changes`, value: failedDuringChanges, unit: '', floor: null, floorLabel: '', ratio: null, target: '0', met: failedDuringChanges === 0 },
+    { bench: b, metric: `setup: ${AGENTS} agents started at once until all hold ${USERS} users`, value: firstSyncs.seconds, unit: 's', floor: null, floorLabel: '', ratio: null, target: '', met: null },
+    { bench: b, metric: 'setup: failed first syncs meanwhile (each retried)', value: firstSyncs.failed, unit: '', floor: null, floorLabel: '', ratio: null, target: '', met: null },
+  ];
+}
