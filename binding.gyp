@@ -4,6 +4,11 @@
       "target_name": "sd_notify",
       "sources": ["native/sd_notify.c"],
       "cflags": ["-Wall", "-Wextra", "-O2"]
+    },
+    {
+      "target_name": "gpio_chardev",
+      "sources": ["native/gpio_chardev.c"],
+      "cflags": ["-Wall", "-Wextra", "-O2"]
     }
   ]
 }

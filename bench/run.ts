@@ -12,6 +12,7 @@ import { benchmarkService } from './serviceBench.js';
 import { benchmarkSync } from './syncBench.js';
 import { benchmarkTapDuringSync } from './tapDuringSync.js';
 import { benchmarkTapToRelay } from './tapToRelay.js';
+import { benchmarkWiegand } from './wiegandBench.js';
 import { renderTable, writeResults, type BenchRow } from './report.js';
 
 const BENCHES: Record<string, (workDir: string) => BenchRow[] | Promise<BenchRow[]>> = {
@@ -22,6 +23,7 @@ const BENCHES: Record<string, (workDir: string) => BenchRow[] | Promise<BenchRow
   sync: benchmarkSync,
   'tap-during-sync': benchmarkTapDuringSync,
   fleet: benchmarkFleet,
+  wiegand: benchmarkWiegand,
 };
 
 const root = resolve(fileURLToPath(import.meta.url), '../../..');

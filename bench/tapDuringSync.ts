@@ -13,19 +13,19 @@ import { fileURLToPath } from 'node:url';
 import { freePort } from './net.js';
 import type { BenchRow } from './report.js';
 import { percentile } from './stats.js';
-import { measureAgent, type AgentRun } from './tapToRelay.js';
+import { measureAgent, type AgentRun, type MeasureOptions } from './tapToRelay.js';
 import { waitFor } from './wait.js';
 
 const SIZES = [30_000, 250_000];
 const root = resolve(fileURLToPath(import.meta.url), '../../..');
 
-function summary(samples: number[]) {
+export function summary(samples: number[]) {
   const sorted = Float64Array.from(samples).sort();
   return { p50: percentile(sorted, 50), p99: percentile(sorted, 99), max: sorted[sorted.length - 1]! };
 }
 
 /** Taps while an agent syncs `users` users over and over; counts the syncs started and completed meanwhile. */
-async function duringSyncs(dir: string, users: number): Promise<{ run: AgentRun; started: number; completed: number }> {
+export async function duringSyncs(dir: string, users: number, options: MeasureOptions = {}): Promise<{ run: AgentRun; started: number; completed: number }> {
   mkdirSync(dir, { recursive: true });
   const port = await freePort();
   const service = spawn(process.execPath, [join(root, 'dist/bench/listService.js'), String(port), String(users)], { stdio: ['ignore', 'pipe', 'inherit'] });
@@ -39,10 +39,14 @@ async function duringSyncs(dir: string, users: number): Promise<{ run: AgentRun;
     let startedBefore = 0;
     let completedBefore = 0;
     // The first sync starts 1-3 s after the agent; the taps begin once it is under way, and the syncs follow one another.
-    const run = await measureAgent(dir, extra, async () => {
-      await waitFor('tap-during-sync', () => count('list') > 0, 30_000, 'the first sync to start');
-      startedBefore = count('list') - 1; // the sync under way counts as one during the taps
-      completedBefore = count('served');
+    const run = await measureAgent(dir, {
+      ...options,
+      extra,
+      onReady: async () => {
+        await waitFor('tap-during-sync', () => count('list') > 0, 30_000, 'the first sync to start');
+        startedBefore = count('list') - 1; // the sync under way counts as one during the taps
+        completedBefore = count('served');
+      },
     });
     const failures = readFileSync(join(dir, 'agent.log'), 'utf8').split('\n').filter((l) => /sync (failed|refused)/.test(l));
     if (failures.length > 0) throw new Error(`tap-during-sync: ${failures.length} syncs failed at ${users} users, first: ${failures[0]}`);

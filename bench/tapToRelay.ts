@@ -8,6 +8,8 @@ import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { closeSync, existsSync, mkdirSync, openSync, readFileSync, rmSync, writeFileSync, writeSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { edgesOf, encodeCard } from '../src/core/wiegand.js';
+import { writeSimulatedEdges } from '../src/hardware/simulatedEdges.js';
 import { AGENT_NODE_OPTIONS, type BenchRow } from './report.js';
 import { level, p50p99, timeUntilLevel } from './valueFile.js';
 import { sleep, waitFor } from './wait.js';
@@ -38,13 +40,28 @@ export interface AgentRun {
   peakRssMb: number;
 }
 
-/** Taps at a running agent; `extra` adds configuration sections (a service to sync from, for tap-during-sync). */
-export async function measureAgent(dir: string, extra = '', onReady?: () => Promise<void>): Promise<AgentRun> {
+export interface MeasureOptions {
+  /** Configuration sections to add (a service to sync from, for tap-during-sync). */
+  extra?: string;
+  /** Runs once the agent is up, before the first tap. */
+  onReady?: () => Promise<void>;
+  /** The door's reader: a serial line on a socat pty (default), or a Wiegand reader on the simulated chip. */
+  reader?: 'serial' | 'wiegand';
+  taps?: number;
+}
+
+const WIEGAND_PINS = { d0: 5, d1: 6 };
+const ALICE_CARD_EDGES = edgesOf(encodeCard(4_213_578n, 26), 0);
+
+/** Taps at a running agent, each followed by a relock on close; then unlocks left to the relock timer. */
+export async function measureAgent(dir: string, options: MeasureOptions = {}): Promise<AgentRun> {
+  const wiegand = options.reader === 'wiegand';
+  const tapCount = options.taps ?? TAPS;
   const config = join(dir, 'config.yaml');
   writeFileSync(
     config,
     `agent: { id: bench, dataDir: ${dir}/data, timezone: Europe/Berlin, logLevel: warn }
-${extra}
+${options.extra ?? ''}
 access: { groups: [Staff] }
 gpio: { driver: simulated, simulatedDir: ${dir}/gpio }
 doors:
@@ -54,12 +71,12 @@ doors:
     unlockSeconds: ${UNLOCK_SECONDS}
     heldOpenSeconds: 3600
     contact: { pin: 27, debounceMs: 0 }
-    reader: { path: ${dir}/reader }
+    reader: ${wiegand ? `{ type: wiegand, d0: ${WIEGAND_PINS.d0}, d1: ${WIEGAND_PINS.d1}, format: 26 }` : `{ path: ${dir}/reader }`}
 `,
   );
   const imported = spawnSync(process.execPath, [cli, 'import', join(root, 'examples/snapshot.json'), '--config', config]);
   if (imported.status !== 0) throw new Error(`import failed: ${imported.stderr}`);
-  const socat = await ptyPair(join(dir, 'reader'), join(dir, 'terminal'));
+  const socat = wiegand ? null : await ptyPair(join(dir, 'reader'), join(dir, 'terminal'));
   // The agent's log (level warn: failures only) stays in dir/agent.log for the caller to read.
   const log = openSync(join(dir, 'agent.log'), 'w');
   const agent = spawn(process.execPath, [...AGENT_NODE_OPTIONS, cli, 'run', '--config', config], { stdio: ['ignore', log, 'inherit'] });
@@ -67,17 +84,19 @@ doors:
   try {
     const relayFile = join(dir, 'gpio/gpio17/value');
     const contactFile = join(dir, 'gpio/gpio27/value');
-    await waitFor('tap-to-relay', () => existsSync(relayFile) && existsSync(contactFile), 10_000, 'agent start');
+    await waitFor('tap-to-relay', () => existsSync(relayFile) && existsSync(contactFile) && (!wiegand || existsSync(join(dir, 'gpio/edges'))), 10_000, 'agent start');
     await sleep(500); // reader open
-    await onReady?.();
-    const terminal = openSync(join(dir, 'terminal'), 'w');
+    await options.onReady?.();
+    const terminal = wiegand ? null : openSync(join(dir, 'terminal'), 'w');
+    // A card: a line into the pty, or the frame's edges into the simulated chip, its last edge just now.
+    const tap = terminal !== null ? () => writeSync(terminal, Buffer.from('4213578\r\n')) : () => writeSimulatedEdges(join(dir, 'gpio'), WIEGAND_PINS, ALICE_CARD_EDGES);
     const relay = openSync(relayFile, 'r');
     const taps: number[] = [];
     const relocks: number[] = [];
     const timerLateness: number[] = [];
     try {
-      for (let i = 0; i < TAPS + WARMUP; i++) {
-        const ms = await timeUntilLevel(relayFile, relay, '1', () => writeSync(terminal, Buffer.from('4213578\r\n')));
+      for (let i = 0; i < tapCount + WARMUP; i++) {
+        const ms = await timeUntilLevel(relayFile, relay, '1', tap);
         if (i >= WARMUP) taps.push(ms);
         // Somebody walks through: the contact opens, then closes, and the door relocks at once. The door stays
         // open 100 ms (a person takes seconds): long enough for the 10 ms input poll even while the agent is
@@ -89,19 +108,19 @@ doors:
       }
       // Nobody walks through: the relock timer turns the relay off unlockSeconds after the unlock.
       for (let i = 0; i < TIMED_RELOCKS; i++) {
-        await timeUntilLevel(relayFile, relay, '1', () => writeSync(terminal, Buffer.from('4213578\r\n')));
+        await timeUntilLevel(relayFile, relay, '1', tap);
         const ms = await timeUntilLevel(relayFile, relay, '0', () => undefined, UNLOCK_SECONDS * 1000 + 3000);
         timerLateness.push(ms - UNLOCK_SECONDS * 1000);
       }
     } finally {
-      closeSync(terminal);
+      if (terminal !== null) closeSync(terminal);
       closeSync(relay);
     }
     const hwm = /VmHWM:\s+(\d+) kB/.exec(readFileSync(`/proc/${agent.pid}/status`, 'utf8'))?.[1];
     return { taps, relocks, timerLateness, peakRssMb: Number(hwm ?? NaN) / 1024 };
   } finally {
     agent.kill('SIGTERM');
-    socat.kill('SIGTERM');
+    socat?.kill('SIGTERM');
   }
 }
 

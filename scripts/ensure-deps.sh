@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Installs what `npm test` and `npm start` need on a fresh Debian 12 + Node 20 machine:
-# the npm dependencies (npm ci), and the test peers from Debian when running as root: mosquitto,
-# mosquitto-clients, socat, tmux (the demo test), openssl (the TLS tests), faketime (a board booting with its
-# clock behind).
+# the npm dependencies (npm ci), the native addons (native/*.c, rebuilt when a source is newer), and the test
+# peers from Debian when running as root: mosquitto, mosquitto-clients, socat, tmux (the demo test), openssl
+# (the TLS tests), faketime (a board booting with its clock behind).
 # --warn-only: report missing Debian packages instead of failing (npm start does not need them).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -18,6 +18,28 @@ fi
 if [ ! -f node_modules/.package-lock.json ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
   echo "Installing npm dependencies with npm ci (better-sqlite3 builds from source: about 75 s the first time)..."
   npm ci --no-audit --no-fund
+fi
+
+# The addons (native/*.c, binding.gyp): npm ci builds them; build them again when a source changed since.
+addons_stale() {
+  local addon src
+  for addon in build/Release/sd_notify.node build/Release/gpio_chardev.node; do
+    [ -f "$addon" ] || return 0
+    for src in native/*.c binding.gyp; do
+      if [ "$src" -nt "$addon" ]; then return 0; fi
+    done
+  done
+  return 1
+}
+if addons_stale; then
+  echo "Building the native addons (native/*.c) with node-gyp..."
+  # npm's own node-gyp, the one npm ci runs (npx node-gyp would fetch another copy); headers from /usr as in .npmrc.
+  node_gyp="$(dirname "$(readlink -f "$(command -v npm)")")/../node_modules/node-gyp/bin/node-gyp.js"
+  if [ -f "$node_gyp" ]; then
+    node "$node_gyp" rebuild --nodedir=/usr --loglevel=warn >/dev/null
+  else
+    npx --yes node-gyp rebuild --nodedir=/usr --loglevel=warn >/dev/null
+  fi
 fi
 
 missing=()

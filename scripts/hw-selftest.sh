@@ -4,7 +4,10 @@
 #   1. the configuration is valid;
 #   2. each relay clicks: driven to its unlocked level for 2 s, then back to locked (listen for the strike);
 #   3. each door contact and exit button: for 20 s every level change is printed (open the door, press the button);
-#   4. each reader: for 20 s every frame is printed by kind (tap a card, type 1234#), card numbers masked.
+#   4. each reader: for 20 s every frame is printed by kind (tap a card, type 1234#), card numbers masked; for a
+#      Wiegand reader also every frame dropped and why (parity, bit count, noise);
+#   5. with gpio.driver chardev: what this board's kernel does with a relay line when its program exits (keeps
+#      the level, or returns it to an input so the relay board's pull decides).
 # Every relay is left at its locked level, whatever happens (door-agent relock runs at the end).
 #
 #   sudo systemctl stop door-agent        # the daemon must not hold the pins meanwhile
@@ -33,10 +36,13 @@ const { loadConfig } = await import(`${app}/dist/src/config/load.js`);
 const { createGpioDriver } = await import(`${app}/dist/src/hardware/createGpio.js`);
 const { relayLevel } = await import(`${app}/dist/src/core/relay.js`);
 const { SerialReader } = await import(`${app}/dist/src/hardware/serialReader.js`);
+const { WiegandReader } = await import(`${app}/dist/src/hardware/wiegandReader.js`);
+const { describeReader } = await import(`${app}/dist/src/door/options.js`);
 const { credentialHint, normalizeCredential } = await import(`${app}/dist/src/core/credentials.js`);
 const { systemClock, systemTimers } = await import(`${app}/dist/src/util/clock.js`);
 const config = loadConfig(process.env.CONFIG);
 const gpio = createGpioDriver(config.gpio);
+if (config.gpio.driver === 'chardev') console.log(`GPIO character device: ${gpio.chip.path} "${gpio.chip.label}" (${gpio.chip.lines} lines)`);
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 const stamp = () => new Date().toISOString().slice(11, 23);
 
@@ -52,32 +58,47 @@ for (const door of config.doors) {
 }
 
 const inputs = config.doors.flatMap((d) => [
-  ...(d.contact ? [{ door: d.name, what: 'door contact', pin: d.contact.pin, idle: 1 - d.contact.openLevel, meaning: (l) => (l === d.contact.openLevel ? 'OPEN' : 'CLOSED') }] : []),
-  ...(d.exitButton ? [{ door: d.name, what: 'exit button', pin: d.exitButton.pin, idle: 1 - d.exitButton.activeLevel, meaning: (l) => (l === d.exitButton.activeLevel ? 'PRESSED' : 'released') }] : []),
+  ...(d.contact ? [{ door: d.name, what: 'door contact', pin: d.contact.pin, pull: d.contact.pull, idle: 1 - d.contact.openLevel, meaning: (l) => (l === d.contact.openLevel ? 'OPEN' : 'CLOSED') }] : []),
+  ...(d.exitButton ? [{ door: d.name, what: 'exit button', pin: d.exitButton.pin, pull: d.exitButton.pull, idle: 1 - d.exitButton.activeLevel, meaning: (l) => (l === d.exitButton.activeLevel ? 'PRESSED' : 'released') }] : []),
 ]);
 const readers = config.doors.filter((d) => d.reader);
 console.log(`== 3 and 4. for ${watchMs / 1000} s: open and close the door, press the exit button, tap a card, type 1234#`);
 for (const input of inputs) {
-  const pin = gpio.openInput(input.pin, (level) => console.log(`${stamp()} ${input.door}: ${input.what} (GPIO ${input.pin}) ${input.meaning(level)}`), input.idle);
-  console.log(`${input.door}: ${input.what} (GPIO ${input.pin}) is ${input.meaning(pin.read())} now`);
+  const pin = gpio.openInput(input.pin, (level) => console.log(`${stamp()} ${input.door}: ${input.what} (GPIO ${input.pin}) ${input.meaning(level)}`), input.idle, input.pull);
+  console.log(`${input.door}: ${input.what} (GPIO ${input.pin}, pull ${input.pull}) is ${input.meaning(pin.read())} now`);
 }
 const logger = pino({ level: 'warn' });
 const open = readers.map((d) => {
-  const reader = new SerialReader({
-    ...d.reader, logger, clock: systemClock, timers: systemTimers,
-    onConnectionChange: (up) => console.log(`${stamp()} ${d.name}: reader ${d.reader.path} ${up ? 'connected' : 'NOT connected'}`),
+  const common = {
+    logger, clock: systemClock, timers: systemTimers,
+    onConnectionChange: (up) => console.log(`${stamp()} ${d.name}: reader ${describeReader(d.reader)} ${up ? 'connected' : 'NOT connected'}`),
     onFrame: (frame) => {
       if (frame.kind === 'noise' || frame.kind === 'keypad_cleared') return console.log(`${stamp()} ${d.name}: ${frame.kind}`);
-      const normalized = normalizeCredential(frame.value, frame.kind, d.reader.cardFormat);
+      const normalized = normalizeCredential(frame.value, frame.kind, d.reader.type === 'serial' ? d.reader.cardFormat : 'decimal');
       console.log(`${stamp()} ${d.name}: ${frame.kind} ${normalized === null ? '(malformed)' : credentialHint(normalized, frame.kind)}`);
     },
-  });
+  };
+  const reader = d.reader.type === 'serial'
+    ? new SerialReader({ ...d.reader, ...common })
+    // Wiegand: dropped frames show as the daemon's warning, once a second with the count per reason.
+    : new WiegandReader({ ...d.reader, ...common, gpio });
   reader.start();
   return reader;
 });
 await sleep(watchMs);
 for (const reader of open) await reader.stop();
 gpio.close();
+if (config.gpio.driver === 'chardev') {
+  console.log('== 5. released relay lines: what this kernel does when door-agent exits (the lines are free now)');
+  const { loadChardevBinding } = await import(`${app}/dist/src/hardware/chardev/binding.js`);
+  const binding = loadChardevBinding();
+  for (const door of config.doors) {
+    const info = binding.lineInfo(gpio.chip.path, door.relay.pin);
+    console.log(info.output
+      ? `${door.name}: GPIO ${door.relay.pin} stays an output at its last level (locked): a crash leaves the relay as it was until door-agent relock (ExecStopPost) runs`
+      : `${door.name}: GPIO ${door.relay.pin} went back to an input: the relay board's pull decides; it must read as locked now (listen: no click)`);
+  }
+}
 console.log('== done: every relay is driven locked now (door-agent relock)');
 process.exit(0);
 NODE

@@ -6,6 +6,9 @@ import { redactUrl } from '../util/redact.js';
 import { configPath, loadConfigFor, type CommandContext } from './context.js';
 import { loadServiceConfig } from '../config/load.js';
 import { readFileSync } from 'node:fs';
+import { describeReader } from '../door/options.js';
+import { loadChardevBinding } from '../hardware/chardev/binding.js';
+import { probeGpio } from '../hardware/gpioProbe.js';
 import { parse as parseYaml } from 'yaml';
 
 function loadServiceConfigIfServiceOnly(path: string) {
@@ -50,14 +53,21 @@ export function runConfigCheck(args: { config: string | undefined }, ctx: Comman
   // One file for a door that also runs the reference service: its server section is checked as the service reads it.
   const raw = readRawConfig(path);
   const sharedService = raw && 'server' in raw ? loadServiceConfig(path) : undefined;
-  const doors = config.doors.map((d) => `${d.name} (GPIO ${d.relay.pin}${d.reader ? `, reader ${d.reader.path}` : ''})`);
+  const doors = config.doors.map((d) => `${d.name} (GPIO ${d.relay.pin}${d.reader ? `, reader ${describeReader(d.reader)}` : ''})`);
+  const probe = probeGpio({ binding: loadChardevBinding });
+  const chosen = probe.drivers.find((d) => d.driver === config.gpio.driver)!;
+  const gpioLines =
+    `  gpio drivers on this machine (suggested: ${probe.suggested}):\n` +
+    probe.drivers.map((d) => `    ${d.driver}: ${d.supported ? 'yes' : 'no'} - ${d.detail}\n`).join('') +
+    (chosen.supported ? '' : `  WARNING: gpio.driver ${config.gpio.driver} does not work on this machine (${chosen.detail}); ${probe.suggested} does\n`);
   ctx.stdout.write(
     `${path}: ok\n` +
       `  agent ${config.agent.id}, time zone ${config.agent.timezone}, data in ${config.agent.dataDir}\n` +
       `  gpio driver ${config.gpio.driver}; ${config.doors.length} door(s): ${doors.join(', ')}\n` +
       `  service ${config.service ? redactUrl(config.service.baseUrl) : 'not configured (offline)'}; ` +
       `mqtt ${config.mqtt ? redactUrl(config.mqtt.url) : 'not configured'}\n` +
-      (sharedService ? `  reference service: listen ${sharedService.server.listen}, ${sharedService.server.resources.length} resource(s)\n` : ''),
+      (sharedService ? `  reference service: listen ${sharedService.server.listen}, ${sharedService.server.resources.length} resource(s)\n` : '') +
+      gpioLines,
   );
   return 0;
 }

@@ -10,6 +10,7 @@ import { readMeta } from '../store/meta.js';
 import { readRuntimeStatus } from '../store/runtimeStatus.js';
 import { readHeldRevision, readSyncStatus, type SyncStatus } from '../sync/sync.js';
 import { loadConfigFor, type CommandContext } from './context.js';
+import { describeReader } from '../door/options.js';
 
 function processAlive(pid: number): boolean {
   try {
@@ -59,7 +60,9 @@ export function runStatus(args: { json: boolean; config: string | undefined }, c
         heldOpen: running && state === 'UNLOCKED' && explained && stored?.relockAt === null,
         changedAt: explained ? iso(stored?.changedAt ?? null) : null,
         cause: explained ? (stored?.cause ?? null) : null,
-        reader: door.reader ? { path: door.reader.path, connected: running ? (runtime?.readers[door.uuid] ?? false) : false } : null,
+        reader: door.reader
+          ? { type: door.reader.type, path: describeReader(door.reader), connected: running ? (runtime?.readers[door.uuid] ?? false) : false }
+          : null,
       };
     });
     const status = {
@@ -101,7 +104,9 @@ export function runStatus(args: { json: boolean; config: string | undefined }, c
                 ? `UNLOCKED until ${d.relockAt} (relock in ${Math.max(0, Math.ceil((Date.parse(d.relockAt) - now) / 1000))} s)`
                 : 'UNLOCKED';
         const relay = d.relay ? ` (relay GPIO ${d.relay.pin} = ${d.relay.level})` : '';
-        const reader = d.reader ? `reader ${d.reader.path} ${d.reader.connected ? 'connected' : 'NOT connected'}` : 'no reader';
+        const reader = d.reader
+          ? `reader ${d.reader.path} ${d.reader.connected ? (d.reader.type === 'wiegand' ? 'listening' : 'connected') : 'NOT connected'}`
+          : 'no reader';
         const unsaved = d.savedState ? [`    WARNING: the saved state says ${d.savedState}; the daemon is still retrying to save the relay's state`] : [];
         return [`  ${d.name} (${d.uuid}): ${state}${relay}; ${reader}`, ...unsaved];
       }),

@@ -96,6 +96,11 @@ const mqttSchema = z.strictObject({
 
 export const gpioSchema = z.discriminatedUnion('driver', [
   z.strictObject({
+    driver: z.literal('chardev'),
+    /** auto: the pin controller (label pinctrl-*, pinctrl-rp1 on a Pi 5); or a label, a name or a /dev path. */
+    chip: z.string().min(1).default('auto'),
+  }),
+  z.strictObject({
     driver: z.literal('onoff'),
     chipBase: z.union([z.literal('auto'), z.number().int().min(0)]).default('auto'),
   }),
@@ -106,9 +111,39 @@ export const gpioSchema = z.discriminatedUnion('driver', [
 ]);
 
 const level = z.literal([0, 1], { error: 'expected 0 or 1' });
+/** An input's bias resistor (character device only; sysfs cannot set one). */
+const pull = z.enum(['up', 'down', 'none']);
 const BAUD_RATES = [1200, 2400, 4800, 9600, 19200, 38400, 57600, 115200, 230400] as const;
 // An input level must hold this long before it counts (contact bounce, button chatter).
 const debounce = z.number().int().min(0).max(5000).default(50);
+
+const serialReaderSchema = z.strictObject({
+  type: z.literal('serial'),
+  path: z.string().min(1),
+  baudRate: z
+    .number()
+    .refine((b) => (BAUD_RATES as readonly number[]).includes(b), `expected one of ${BAUD_RATES.join(', ')}`)
+    .default(9600),
+  cardFormat: z.enum(['decimal', 'hex']).default('decimal'),
+});
+
+const wiegandReaderSchema = z.strictObject({
+  type: z.literal('wiegand'),
+  d0: bcmPin,
+  d1: bcmPin,
+  /** auto: 26, 34 or 37 bits, whatever arrives; a number refuses every other length. */
+  format: z.literal(['auto', 26, 34, 37], { error: 'expected auto, 26, 34 or 37' }).default('auto'),
+  /** data: the whole data field as a decimal integer; facility_card: facility * 65536 + card. */
+  numbering: z.enum(['data', 'facility_card']).default('data'),
+  // Idle high: a pull-up keeps an unplugged reader's lines quiet instead of floating into noise.
+  pull: pull.default('up'),
+});
+
+// `type` may be left out for a serial reader (every configuration before Wiegand readers).
+const readerSchema = z.preprocess(
+  (value) => (value !== null && typeof value === 'object' && !Array.isArray(value) && !('type' in value) ? { type: 'serial', ...value } : value),
+  z.discriminatedUnion('type', [serialReaderSchema, wiegandReaderSchema], { error: 'expected type serial or wiegand' }),
+);
 
 const doorSchema = z.strictObject({
   uuid: z.uuid({ error: 'must be the door resource UUID' }),
@@ -119,24 +154,15 @@ const doorSchema = z.strictObject({
   unlockSeconds: seconds(1, 3600).default(5),
   maxUnlockSeconds: seconds(0, 604_800).default(0),
   contact: z
-    .strictObject({ pin: bcmPin, openLevel: level.default(1), debounceMs: debounce })
+    .strictObject({ pin: bcmPin, openLevel: level.default(1), debounceMs: debounce, pull: pull.default('none') })
     .optional(),
   exitButton: z
-    .strictObject({ pin: bcmPin, activeLevel: level.default(0), debounceMs: debounce })
+    .strictObject({ pin: bcmPin, activeLevel: level.default(0), debounceMs: debounce, pull: pull.default('none') })
     .optional(),
   /** With a contact: a timed unlock ends as soon as the door has opened and closed again. */
   relockOnClose: z.boolean().default(true),
   heldOpenSeconds: seconds(1, 86_400).default(30),
-  reader: z
-    .strictObject({
-      path: z.string().min(1),
-      baudRate: z
-        .number()
-        .refine((b) => (BAUD_RATES as readonly number[]).includes(b), `expected one of ${BAUD_RATES.join(', ')}`)
-        .default(9600),
-      cardFormat: z.enum(['decimal', 'hex']).default('decimal'),
-    })
-    .optional(),
+  reader: readerSchema.optional(),
   mode: z.enum(['card_or_pin', 'card_and_pin']).default('card_or_pin'),
   keypadLockout: z
     .strictObject({
@@ -233,23 +259,45 @@ export const configSchema = z
           message: `same resourceId as doors[${seenResource}]`,
         });
       } else resourceIds.set(door.resourceId, i);
-      const doorPins: Array<[string, number | undefined]> = [
-        ['relay', door.relay.pin],
-        ['contact', door.contact?.pin],
-        ['exitButton', door.exitButton?.pin],
+      const wiegand = door.reader?.type === 'wiegand' ? door.reader : undefined;
+      const doorPins: Array<[string[], number | undefined]> = [
+        [['relay', 'pin'], door.relay.pin],
+        [['contact', 'pin'], door.contact?.pin],
+        [['exitButton', 'pin'], door.exitButton?.pin],
+        [['reader', 'd0'], wiegand?.d0],
+        [['reader', 'd1'], wiegand?.d1],
       ];
-      for (const [role, pin] of doorPins) {
+      for (const [where, pin] of doorPins) {
         if (pin === undefined) continue;
         const owner = pins.get(pin);
         if (owner !== undefined) {
           ctx.addIssue({
             code: 'custom',
-            path: ['doors', i, role, 'pin'],
+            path: ['doors', i, ...where],
             message: `GPIO ${pin} is already used by ${owner}`,
           });
-        } else pins.set(pin, `doors[${i}].${role}.pin`);
+        } else pins.set(pin, `doors[${i}].${where.join('.')}`);
       }
-      if (door.reader) {
+      if (config.gpio.driver === 'onoff') {
+        if (wiegand) {
+          ctx.addIssue({
+            code: 'custom',
+            path: ['doors', i, 'reader', 'type'],
+            message: 'a Wiegand reader needs gpio.driver: chardev (sysfs cannot see its 50 µs pulses)',
+          });
+        }
+        for (const input of ['contact', 'exitButton'] as const) {
+          const setting = door[input];
+          if (setting && setting.pull !== 'none') {
+            ctx.addIssue({
+              code: 'custom',
+              path: ['doors', i, input, 'pull'],
+              message: `gpio.driver onoff (sysfs) cannot set a pull-${setting.pull}: use gpio.driver: chardev, or pull: none with a resistor`,
+            });
+          }
+        }
+      }
+      if (door.reader?.type === 'serial') {
         const seenReader = readers.get(door.reader.path);
         if (seenReader !== undefined) {
           ctx.addIssue({

@@ -17,6 +17,8 @@ export interface WiegandEdge {
   rising: boolean;
   /** Microseconds on a monotonic clock (the kernel's event timestamp). */
   atUs: number;
+  /** Edges were lost just before this one (the kernel's queue overflowed while nobody read it). */
+  afterLoss?: boolean;
 }
 
 export type WiegandFormat = 'auto' | 26 | 34 | 37;
@@ -34,7 +36,7 @@ export interface WiegandTiming {
 
 export const DEFAULT_WIEGAND_TIMING: WiegandTiming = { frameGapUs: 25_000, minPulseUs: 10, maxPulseUs: 1_000, minBitIntervalUs: 200 };
 
-export type WiegandDropReason = 'glitch_only' | 'bounce' | 'overlap' | 'stuck_low' | 'bit_count' | 'parity' | 'bad_key';
+export type WiegandDropReason = 'glitch_only' | 'bounce' | 'overlap' | 'stuck_low' | 'bit_count' | 'parity' | 'bad_key' | 'lost_edges';
 
 export type WiegandFrame =
   | { kind: 'card'; bits: number; data: bigint; facility: number; card: number }
@@ -114,7 +116,11 @@ export class WiegandDecoder {
 
   push(edge: WiegandEdge): WiegandFrame[] {
     const out: WiegandFrame[] = [];
+    // Lost edges came just before this one: the frame under way and the one this edge belongs to both miss
+    // bits, whichever the loss fell in.
+    if (edge.afterLoss && this.pending) this.fault ??= 'lost_edges';
     if (edge.atUs - this.lastEdgeUs >= this.timing.frameGapUs) this.endFrame(out);
+    if (edge.afterLoss) this.fault ??= 'lost_edges';
     this.lastEdgeUs = Math.max(this.lastEdgeUs, edge.atUs);
     const other: WiegandLine = edge.line === 'd0' ? 'd1' : 'd0';
     if (!edge.rising) {
@@ -167,4 +173,37 @@ export class WiegandDecoder {
     this.lowSince.d0 = null;
     this.lowSince.d1 = null;
   }
+}
+
+/** The bits of a card frame of `format` carrying `data` (parity added): for simulators, tests and the bench. */
+export function encodeCard(data: bigint, format: 26 | 34 | 37): number[] {
+  const layout = LAYOUTS[format];
+  const dataBits = format - 2;
+  if (data < 0n || data >= 1n << BigInt(dataBits)) throw new RangeError(`${data} does not fit in ${dataBits} data bits`);
+  const bits = [0];
+  for (let i = dataBits - 1; i >= 0; i--) bits.push(Number((data >> BigInt(i)) & 1n));
+  bits.push(0);
+  bits[0] = ones(bits, 1, layout.evenEnd) % 2; // even parity over the first half
+  bits[format - 1] = 1 - (ones(bits, layout.oddStart, format - 2) % 2); // odd parity over the second half
+  return bits;
+}
+
+/** The bits a keypad sends for `key` ('0'-'9', '*', '#'): 4-bit, or 8-bit with the complement nibble. */
+export function encodeKey(key: string, width: 4 | 8): number[] {
+  const value = KEYS.indexOf(key);
+  if (key.length !== 1 || value < 0) throw new RangeError(`not a keypad key: ${JSON.stringify(key)}`);
+  const nibble = (v: number) => [3, 2, 1, 0].map((i) => (v >> i) & 1);
+  return width === 4 ? nibble(value) : [...nibble(~value & 0xf), ...nibble(value)];
+}
+
+/** The edges a reader puts on D0/D1 for `bits`, starting at `startUs`: a low pulse per bit, `intervalUs` apart. */
+export function edgesOf(bits: readonly number[], startUs: number, wire: { pulseUs: number; intervalUs: number } = { pulseUs: 50, intervalUs: 1000 }): WiegandEdge[] {
+  return bits.flatMap((bit, i): WiegandEdge[] => {
+    const line: WiegandLine = bit === 1 ? 'd1' : 'd0';
+    const at = startUs + i * wire.intervalUs;
+    return [
+      { line, rising: false, atUs: at },
+      { line, rising: true, atUs: at + wire.pulseUs },
+    ];
+  });
 }

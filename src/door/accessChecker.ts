@@ -1,4 +1,4 @@
-import type { AccessOptions, DoorOptions } from './options.js';
+import { readerCardFormat, type AccessOptions, type DoorOptions } from './options.js';
 import { credentialHint, normalizeCredential, pinLabelSet, type CredentialKind } from '../core/credentials.js';
 import { decide, type Decision, type DecisionContext } from '../core/decision.js';
 import { localTimeIn } from '../core/schedule.js';
@@ -44,7 +44,7 @@ export class AccessChecker {
    */
   check(request: AccessRequest): AccessResult | null {
     const { door, kind } = request;
-    const normalized = normalizeCredential(request.credential, kind, door.reader?.cardFormat ?? 'decimal');
+    const normalized = normalizeCredential(request.credential, kind, readerCardFormat(door));
     if (normalized === null) return null;
     let holders;
     try {

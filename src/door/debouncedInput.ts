@@ -1,5 +1,5 @@
 import type { Level } from '../core/relay.js';
-import type { GpioDriver, GpioInput } from '../hardware/gpio.js';
+import type { GpioDriver, GpioInput, Pull } from '../hardware/gpio.js';
 import type { Timers } from '../util/clock.js';
 
 /**
@@ -14,7 +14,7 @@ export class DebouncedInput {
 
   constructor(
     driver: GpioDriver,
-    options: { pin: number; idleLevel: Level; debounceMs: number; timers: Timers; onLevel: (level: Level) => void },
+    options: { pin: number; idleLevel: Level; debounceMs: number; timers: Timers; onLevel: (level: Level) => void; pull?: Pull },
   ) {
     const { timers, debounceMs, onLevel } = options;
     this.timers = timers;
@@ -34,6 +34,7 @@ export class DebouncedInput {
         else this.pending = timers.setTimeout(settle, debounceMs);
       },
       options.idleLevel,
+      options.pull ?? 'none',
     );
     this.stable = this.input.read();
   }

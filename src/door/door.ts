@@ -1,6 +1,8 @@
 import type { Logger } from 'pino';
 import type { GpioDriver, GpioOutput } from '../hardware/gpio.js';
+import type { ReaderFrame } from '../hardware/readerFrames.js';
 import { SerialReader, type PortFactory } from '../hardware/serialReader.js';
+import { WiegandReader } from '../hardware/wiegandReader.js';
 import type { Component } from '../lifecycle.js';
 import type { EventLog } from '../store/eventLog.js';
 import type { Clock, Timers } from '../util/clock.js';
@@ -38,7 +40,7 @@ export class Door implements Component {
   private controller: LockController | null = null;
   private runtime: DoorRuntime | null = null;
   private readonly inputs: DebouncedInput[] = [];
-  private reader: SerialReader | null = null;
+  private reader: SerialReader | WiegandReader | null = null;
 
   constructor(
     readonly options: DoorOptions,
@@ -72,9 +74,10 @@ export class Door implements Component {
     });
     this.runtime = runtime;
     if (door.contact) {
-      const { openLevel, pin, debounceMs } = door.contact;
+      const { openLevel, pin, debounceMs, pull } = door.contact;
       const contact = new DebouncedInput(deps.gpio, {
         pin,
+        pull,
         debounceMs,
         timers: deps.timers,
         idleLevel: openLevel === 1 ? 0 : 1,
@@ -84,10 +87,11 @@ export class Door implements Component {
       runtime.initialContact(contact.level === openLevel);
     }
     if (door.exitButton) {
-      const { activeLevel, pin, debounceMs } = door.exitButton;
+      const { activeLevel, pin, debounceMs, pull } = door.exitButton;
       this.inputs.push(
         new DebouncedInput(deps.gpio, {
           pin,
+          pull,
           debounceMs,
           timers: deps.timers,
           idleLevel: activeLevel === 1 ? 0 : 1,
@@ -97,15 +101,17 @@ export class Door implements Component {
     }
     if (door.reader) {
       deps.onReaderConnection(false);
-      this.reader = new SerialReader({
-        ...door.reader,
+      const common = {
         logger: log,
         clock: deps.clock,
         timers: deps.timers,
-        openPort: deps.openPort,
-        onFrame: (frame) => runtime.onReaderFrame(frame),
+        onFrame: (frame: ReaderFrame) => runtime.onReaderFrame(frame),
         onConnectionChange: deps.onReaderConnection,
-      });
+      };
+      this.reader =
+        door.reader.type === 'serial'
+          ? new SerialReader({ ...door.reader, ...common, openPort: deps.openPort })
+          : new WiegandReader({ ...door.reader, ...common, gpio: deps.gpio, onNoise: (summary) => runtime.onReaderNoise(summary) });
       this.reader.start();
     }
   }

@@ -1,8 +1,9 @@
 import type { Logger } from 'pino';
-import type { DoorOptions } from './options.js';
+import { readerCardFormat, type DoorOptions } from './options.js';
 import { normalizeCredential, type CredentialKind } from '../core/credentials.js';
 import * as supervision from '../core/doorSupervision.js';
 import { KEYPAD_IDLE, PIN_AFTER_CARD_MS, isLockedOut, recordFailure, type PendingCard } from '../core/keypad.js';
+import type { NoiseSummary } from '../hardware/noiseReporter.js';
 import type { ReaderFrame } from '../hardware/readerFrames.js';
 import type { EventLog, EventType } from '../store/eventLog.js';
 import type { Clock, Timers } from '../util/clock.js';
@@ -157,7 +158,7 @@ export class DoorRuntime {
     if (frame.kind === 'pin') return this.onPin(result, frame.value);
     if (frame.kind === 'card' && this.door.mode === 'card_and_pin') {
       this.onCardNeedingPin(result);
-      if (this.pending) this.pendingNumber = normalizeCredential(frame.value, 'card', this.door.reader?.cardFormat ?? 'decimal');
+      if (this.pending) this.pendingNumber = normalizeCredential(frame.value, 'card', readerCardFormat(this.door));
     } else if (result.granted) this.grant(result);
     else this.deny(result);
     // An unknown card or token is a guess: counted after its denial is recorded.
@@ -211,6 +212,11 @@ export class DoorRuntime {
     this.pending = null;
     this.pendingCard = null;
     this.pendingNumber = null;
+  }
+
+  /** Frames the reader dropped (noise, parity, a bounce), summed over a minute at most: audited, never decided. */
+  onReaderNoise(summary: NoiseSummary): void {
+    this.record('reader_noise', { frames: summary.count, bits: summary.units, reasons: summary.reasons });
   }
 
   onExitButton(pressed: boolean): void {

@@ -1,6 +1,22 @@
 import type { CardFormat } from '../core/credentials.js';
 import type { KeypadLockoutPolicy } from '../core/keypad.js';
 import type { FailMode, Level } from '../core/relay.js';
+import type { WiegandFormat, WiegandNumbering } from '../core/wiegand.js';
+import type { Pull } from '../hardware/gpio.js';
+
+export type ReaderOptions =
+  | { type: 'serial'; path: string; baudRate: number; cardFormat: CardFormat }
+  | { type: 'wiegand'; d0: number; d1: number; pull: Pull; format: WiegandFormat; numbering: WiegandNumbering };
+
+/** How a door's reader writes card numbers (Wiegand numbers are decimal by construction). */
+export function readerCardFormat(door: { reader?: ReaderOptions }): CardFormat {
+  return door.reader?.type === 'serial' ? door.reader.cardFormat : 'decimal';
+}
+
+/** A reader as status and logs name it: its device, or its two GPIO lines. */
+export function describeReader(reader: ReaderOptions): string {
+  return reader.type === 'serial' ? reader.path : `Wiegand D0 GPIO ${reader.d0} / D1 GPIO ${reader.d1}`;
+}
 
 /** One door as the door components take it: normalized (lower-case uuid, a name), every default applied. */
 export interface DoorOptions {
@@ -13,11 +29,11 @@ export interface DoorOptions {
   unlockSeconds: number;
   /** 0 = no cap. */
   maxUnlockSeconds: number;
-  contact?: { pin: number; openLevel: Level; debounceMs: number };
-  exitButton?: { pin: number; activeLevel: Level; debounceMs: number };
+  contact?: { pin: number; openLevel: Level; debounceMs: number; pull: Pull };
+  exitButton?: { pin: number; activeLevel: Level; debounceMs: number; pull: Pull };
   relockOnClose: boolean;
   heldOpenSeconds: number;
-  reader?: { path: string; baudRate: number; cardFormat: CardFormat };
+  reader?: ReaderOptions;
   mode: 'card_or_pin' | 'card_and_pin';
   keypadLockout: KeypadLockoutPolicy;
   cardLockout: KeypadLockoutPolicy;

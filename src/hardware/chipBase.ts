@@ -9,16 +9,21 @@ export interface GpioChip {
 }
 
 /**
- * The sysfs number of BCM pin 0: the base of the SoC's pin controller, the gpiochip whose label starts with
- * "pinctrl-" (512 or 571 on Raspberry Pi kernels 6.6+, 0 before). On a Pi 5 the header is on the RP1
- * ("pinctrl-rp1"), so that one wins when several pinctrl chips are present. Null when there is none.
+ * The SoC's pin controller among GPIO chips, whose line offsets are BCM numbers on a Raspberry Pi: the chip
+ * labelled "pinctrl-*" ("pinctrl-bcm2835" to "pinctrl-bcm2712"). On a Pi 5 the header is on the RP1
+ * ("pinctrl-rp1"), so that one wins when several are present; otherwise the first in the order given.
+ */
+export function pickPinController<T extends { label: string }>(chips: readonly T[]): T | null {
+  const pinctrl = chips.filter((c) => c.label.startsWith('pinctrl-'));
+  return pinctrl.find((c) => c.label === 'pinctrl-rp1') ?? pinctrl[0] ?? null;
+}
+
+/**
+ * The sysfs number of BCM pin 0: the base of the pin controller (512 or 571 on Raspberry Pi kernels 6.6+, 0
+ * before); the lowest base wins among several pinctrl chips. Null when there is none.
  */
 export function pinctrlBase(chips: readonly GpioChip[]): GpioChip | null {
-  const pinctrl = chips.filter((c) => c.label.startsWith('pinctrl-'));
-  if (pinctrl.length === 0) return null;
-  const rp1 = pinctrl.find((c) => c.label === 'pinctrl-rp1');
-  if (rp1) return rp1;
-  return pinctrl.reduce((a, b) => (b.base < a.base ? b : a));
+  return pickPinController([...chips].sort((a, b) => a.base - b.base));
 }
 
 /** Reads each gpiochip label and base under a sysfs gpio class directory (normally /sys/class/gpio). */

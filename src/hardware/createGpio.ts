@@ -1,13 +1,22 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Level } from '../core/relay.js';
+import { loadChardevBinding } from './chardev/binding.js';
+import { ChardevGpio } from './chardev/chardevGpio.js';
 import { detectChipBase } from './chipBase.js';
 import type { GpioDriver, GpioOptions } from './gpio.js';
 import { OnoffGpio, SYSFS_GPIO_DIR } from './onoffGpio.js';
 import { SimulatedGpio } from './simulatedGpio.js';
 
 export function createGpioDriver(config: GpioOptions): GpioDriver {
-  return config.driver === 'simulated' ? new SimulatedGpio(config.simulatedDir) : new OnoffGpio({ chipBase: config.chipBase });
+  switch (config.driver) {
+    case 'simulated':
+      return new SimulatedGpio(config.simulatedDir);
+    case 'onoff':
+      return new OnoffGpio({ chipBase: config.chipBase });
+    case 'chardev':
+      return new ChardevGpio(loadChardevBinding(), config.chip);
+  }
 }
 
 /**
@@ -16,6 +25,9 @@ export function createGpioDriver(config: GpioOptions): GpioDriver {
  */
 export function readOutputLevel(config: GpioOptions, pin: number): Level | null {
   try {
+    // A character-device line belongs to the process holding it: another process cannot read it (the daemon's
+    // own status says what it drives).
+    if (config.driver === 'chardev') return null;
     const file =
       config.driver === 'simulated'
         ? join(config.simulatedDir, `gpio${pin}`, 'value')

@@ -14,7 +14,28 @@ export interface GpioInput {
   close(): void;
 }
 
-/** A GPIO backend (sysfs through onoff, or the simulated tree). Pins are BCM numbers. */
+/** An input's bias resistor: set by the character-device driver; sysfs cannot set one (`none` only). */
+export type Pull = 'up' | 'down' | 'none';
+
+/** One edge of an input, stamped when it happened (by the kernel for the character device). */
+export interface PinEdge {
+  pin: number;
+  /** true: the line went high. */
+  rising: boolean;
+  /** Microseconds on CLOCK_MONOTONIC, the clock of `EdgeInputs.nowUs()`. */
+  atUs: number;
+  /** Edges were lost just before this one (the kernel's queue overflowed): what they belonged to is suspect. */
+  afterLoss: boolean;
+}
+
+/** Inputs reporting every edge with its time (Wiegand data lines): pulses of 50 µs that polling would miss. */
+export interface EdgeInputs {
+  /** Now, on the clock of the edges' `atUs`. */
+  nowUs(): number;
+  close(): void;
+}
+
+/** A GPIO backend (character device, sysfs through onoff, or the simulated tree). Pins are BCM numbers. */
 export interface GpioDriver {
   readonly name: string;
   /** Claims `pin` as an output already driven to `initial`, so there is no glitch at start. */
@@ -23,10 +44,18 @@ export interface GpioDriver {
    * Claims `pin` as an input and calls `onChange` with each new level. `idleLevel` is what a simulated pin
    * starts at when nothing has set it yet (the contact closed, the button released).
    */
-  openInput(pin: number, onChange: (level: Level) => void, idleLevel: Level): GpioInput;
-  /** Releases file handles; outputs keep their last level (a relay never floats at stop). */
+  openInput(pin: number, onChange: (level: Level) => void, idleLevel: Level, pull?: Pull): GpioInput;
+  /**
+   * Claims `pins` together as inputs reporting every edge in order of time, in batches (one batch per read).
+   * Absent where the driver cannot timestamp edges (sysfs).
+   */
+  openEdgeInputs?(pins: readonly number[], pull: Pull, onEdges: (edges: readonly PinEdge[]) => void): EdgeInputs;
+  /** Releases file handles; outputs keep their last level where the driver can (a relay never floats at stop). */
   close(): void;
 }
 
-/** Which driver (design section 3, `gpio`): sysfs through onoff, or the simulated tree of files. */
-export type GpioOptions = { driver: 'onoff'; chipBase: number | 'auto' } | { driver: 'simulated'; simulatedDir: string };
+/** Which driver (design section 3, `gpio`): the character device, sysfs through onoff, or the simulated tree. */
+export type GpioOptions =
+  | { driver: 'chardev'; chip: string }
+  | { driver: 'onoff'; chipBase: number | 'auto' }
+  | { driver: 'simulated'; simulatedDir: string };

@@ -2,7 +2,7 @@ import { createRequire } from 'node:module';
 import type { Level } from '../core/relay.js';
 import { DoorAgentError, describeFsError } from '../util/errors.js';
 import { detectChipBase } from './chipBase.js';
-import type { GpioDriver, GpioInput, GpioOutput } from './gpio.js';
+import type { GpioDriver, GpioInput, GpioOutput, Pull } from './gpio.js';
 
 export const SYSFS_GPIO_DIR = '/sys/class/gpio';
 
@@ -64,7 +64,10 @@ export class OnoffGpio implements GpioDriver {
     return { pin, write: (level) => gpio.writeSync(level), read: () => gpio.readSync() };
   }
 
-  openInput(pin: number, onChange: (level: Level) => void): GpioInput {
+  openInput(pin: number, onChange: (level: Level) => void, _idleLevel: Level, pull: Pull = 'none'): GpioInput {
+    if (pull !== 'none') {
+      throw new DoorAgentError(`GPIO ${pin}: sysfs cannot set a pull-${pull} bias; use gpio.driver: chardev, or pull: none and a resistor`);
+    }
     const number = this.sysfsNumber(pin);
     let gpio: OnoffPin;
     try {

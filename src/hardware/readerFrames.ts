@@ -103,7 +103,11 @@ export class ReaderFrameParser {
   private keypadTerminator(b: number, now: number, out: ReaderFrame[]): void {
     for (const digit of this.line) this.key(String.fromCharCode(digit), now);
     this.resetLine();
-    if (b === STAR) {
+    this.terminate(b === STAR ? '*' : '#', now, out);
+  }
+
+  private terminate(key: '*' | '#', now: number, out: ReaderFrame[]): void {
+    if (key === '*') {
       this.keys = '';
       this.emit(out, { kind: 'keypad_cleared' });
       return;
@@ -111,6 +115,23 @@ export class ReaderFrameParser {
     const pin = this.keys;
     this.keys = '';
     if (pin !== '' && now - this.lastKeyAt <= this.keyTimeoutMs) this.emit(out, { kind: 'pin', value: pin });
+  }
+
+  /**
+   * One key from a reader that sends keys as frames rather than bytes (Wiegand keypads): the same PIN logic
+   * as typed bytes, `#` submits, `*` clears, a pause longer than keyTimeoutMs starts over.
+   */
+  keyPressed(key: string, now: number): ReaderFrame[] {
+    const out: ReaderFrame[] = [];
+    if (key === '*' || key === '#') this.terminate(key, now, out);
+    else if (key.length === 1 && isDigit(key.charCodeAt(0))) this.key(key, now);
+    return out;
+  }
+
+  /** A card number from a reader that frames cards itself (Wiegand): it starts a new interaction. */
+  cardPresented(value: string): ReaderFrame[] {
+    this.keys = '';
+    return [{ kind: 'card', value }];
   }
 
   private key(digit: string, now: number): void {

@@ -3,6 +3,7 @@ import type { Logger } from 'pino';
 import type { CardFormat } from '../core/credentials.js';
 import { backoffDelay, type BackoffOptions } from '../util/backoff.js';
 import type { Clock, Timers } from '../util/clock.js';
+import { NoiseReporter } from './noiseReporter.js';
 import { ReaderFrameParser, type ReaderFrame } from './readerFrames.js';
 
 /** The part of a serial port the reader uses (serialport's SerialPort; a fake in unit tests). */
@@ -51,11 +52,16 @@ export class SerialReader {
   private stopped = false;
   private connectedFlag = false;
   private outageReported = false;
-  private noise: { bytes: number; reasons: Set<string>; bursts: number } | null = null;
-  private noiseTimer: unknown = null;
+  private readonly noise: NoiseReporter;
 
   constructor(private readonly options: SerialReaderOptions) {
     this.parser = new ReaderFrameParser({ cardFormat: options.cardFormat });
+    this.noise = new NoiseReporter({
+      timers: options.timers,
+      intervalMs: NOISE_WARNING_INTERVAL_MS,
+      report: ({ units, count, reasons }) =>
+        options.logger.warn({ path: options.path, bytes: units, bursts: count, reasons: Object.keys(reasons) }, 'reader noise dropped'),
+    });
   }
 
   get connected(): boolean {
@@ -139,26 +145,7 @@ export class SerialReader {
       return;
     }
     // One warning per second at most, however the noise trickles in: a bad cable must not flood the journal.
-    this.noise ??= { bytes: 0, reasons: new Set(), bursts: 0 };
-    this.noise.bytes += frame.bytes;
-    this.noise.bursts += 1;
-    for (const reason of frame.reasons) this.noise.reasons.add(reason);
-    if (this.noiseTimer === null) {
-      this.noiseTimer = this.options.timers.setTimeout(() => {
-        this.noiseTimer = null;
-        this.flushNoise();
-      }, NOISE_WARNING_INTERVAL_MS);
-    }
-  }
-
-  private flushNoise(): void {
-    const noise = this.noise;
-    this.noise = null;
-    if (!noise) return;
-    this.options.logger.warn(
-      { path: this.options.path, bytes: noise.bytes, bursts: noise.bursts, reasons: [...noise.reasons] },
-      'reader noise dropped',
-    );
+    this.noise.add(frame.bytes, frame.reasons);
   }
 
   private setConnected(connected: boolean): void {
@@ -168,10 +155,9 @@ export class SerialReader {
   }
 
   private clearTimers(): void {
-    for (const timer of [this.retryTimer, this.idleTimer, this.noiseTimer]) if (timer !== null) this.options.timers.clearTimeout(timer);
+    for (const timer of [this.retryTimer, this.idleTimer]) if (timer !== null) this.options.timers.clearTimeout(timer);
     this.retryTimer = null;
     this.idleTimer = null;
-    this.noiseTimer = null;
-    this.flushNoise();
+    this.noise.flush();
   }
 }

@@ -1,8 +1,14 @@
-import { closeSync, existsSync, mkdirSync, openSync, readSync, writeFileSync, writeSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
+import { closeSync, constants, existsSync, lstatSync, mkdirSync, openSync, readSync, writeFileSync, writeSync } from 'node:fs';
+import { Socket } from 'node:net';
 import { join } from 'node:path';
 import type { Level } from '../core/relay.js';
 import { DoorAgentError, describeFsError } from '../util/errors.js';
-import type { GpioDriver, GpioInput, GpioOutput } from './gpio.js';
+import { LineEventParser, monotonicUs } from './chardev/lineEvents.js';
+import type { EdgeInputs, GpioDriver, GpioInput, GpioOutput, PinEdge, Pull } from './gpio.js';
+
+/** The simulated chip's edge FIFO under the simulated directory (see SimulatedGpio.openEdgeInputs). */
+export const SIMULATED_EDGES_FIFO = 'edges';
 
 /** How often a simulated input's value file is read: changes written from outside are seen within 50 ms. */
 export const SIMULATED_INPUT_POLL_MS = 10;
@@ -16,6 +22,7 @@ export class SimulatedGpio implements GpioDriver {
   readonly name = 'simulated';
   private readonly fds: number[] = [];
   private readonly timers: NodeJS.Timeout[] = [];
+  private edgeFeed: { socket: Socket; listeners: Map<number, (edges: PinEdge[]) => void> } | null = null;
 
   constructor(private readonly dir: string) {}
 
@@ -51,13 +58,15 @@ export class SimulatedGpio implements GpioDriver {
     };
   }
 
-  openInput(pin: number, onChange: (level: Level) => void, idleLevel: Level): GpioInput {
+  openInput(pin: number, onChange: (level: Level) => void, idleLevel: Level, pull: Pull = 'none'): GpioInput {
     const pinDir = join(this.dir, `gpio${pin}`);
     const valueFile = join(pinDir, 'value');
     let fd: number;
     try {
       mkdirSync(pinDir, { recursive: true });
       writeFileSync(join(pinDir, 'direction'), 'in\n');
+      // Not in sysfs: shows what the character device would have been asked for.
+      writeFileSync(join(pinDir, 'bias'), `${pull}\n`);
       if (!existsSync(valueFile)) writeFileSync(valueFile, `${idleLevel}\n`);
       fd = openSync(valueFile, 'r');
     } catch (err) {
@@ -83,7 +92,72 @@ export class SimulatedGpio implements GpioDriver {
     };
   }
 
+  /**
+   * Edges from the simulated chip's FIFO, `<dir>/edges`: whoever simulates a Wiegand reader (the tests, the
+   * bench, an installer on a bench) writes the kernel's own 48-byte `gpio_v2_line_event` records into it,
+   * timestamped on CLOCK_MONOTONIC, and they take the same parser and decoder as on a Pi. The offset of each
+   * record is the BCM pin; records for pins nobody opened are ignored.
+   */
+  openEdgeInputs(pins: readonly number[], pull: Pull, onEdges: (edges: readonly PinEdge[]) => void): EdgeInputs {
+    const feed = this.openEdgeFeed();
+    for (const pin of pins) {
+      if (feed.listeners.has(pin)) throw new DoorAgentError(`simulated GPIO ${pin}: already open for edges`);
+    }
+    for (const pin of pins) {
+      mkdirSync(join(this.dir, `gpio${pin}`), { recursive: true });
+      writeFileSync(join(this.dir, `gpio${pin}`, 'direction'), 'in\n');
+      writeFileSync(join(this.dir, `gpio${pin}`, 'bias'), `${pull}\n`);
+    }
+    // One callback per chunk read, however many of its pins it serves (a Wiegand pair: both lines, in order).
+    const deliver = (edges: PinEdge[]) => onEdges(edges);
+    for (const pin of pins) feed.listeners.set(pin, deliver);
+    return {
+      nowUs: monotonicUs,
+      close: () => {
+        for (const pin of pins) feed.listeners.delete(pin);
+      },
+    };
+  }
+
+  private openEdgeFeed(): NonNullable<SimulatedGpio['edgeFeed']> {
+    if (this.edgeFeed) return this.edgeFeed;
+    const path = join(this.dir, SIMULATED_EDGES_FIFO);
+    let fd: number;
+    try {
+      mkdirSync(this.dir, { recursive: true });
+      if (!existsSync(path)) {
+        // Node has no mkfifo; coreutils does (any Linux this runs on).
+        const made = spawnSync('mkfifo', ['-m', '0660', path], { encoding: 'utf8' });
+        if (made.status !== 0) throw new Error(made.error?.message ?? made.stderr.trim());
+      }
+      if (!lstatSync(path).isFIFO()) throw new Error(`${path} exists and is not a FIFO`);
+      // Read-write: the FIFO never reports end-of-file when a writer closes it, and opening never blocks.
+      fd = openSync(path, constants.O_RDWR | constants.O_NONBLOCK);
+    } catch (err) {
+      throw new DoorAgentError(`simulated GPIO edges: cannot use ${path}: ${describeFsError(err)}`, { cause: err });
+    }
+    const socket = new Socket({ fd, readable: true, writable: false });
+    const parser = new LineEventParser();
+    const listeners = new Map<number, (edges: PinEdge[]) => void>();
+    socket.on('data', (chunk: Buffer) => {
+      const byPin = new Map<(edges: PinEdge[]) => void, PinEdge[]>();
+      for (const e of parser.push(chunk)) {
+        const listener = listeners.get(e.offset);
+        if (!listener) continue;
+        const edges = byPin.get(listener) ?? [];
+        edges.push({ pin: e.offset, rising: e.rising, atUs: e.timestampUs, afterLoss: e.afterLoss });
+        byPin.set(listener, edges);
+      }
+      for (const [listener, edges] of byPin) listener(edges);
+    });
+    socket.on('error', () => {});
+    this.edgeFeed = { socket, listeners };
+    return this.edgeFeed;
+  }
+
   close(): void {
+    this.edgeFeed?.socket.destroy();
+    this.edgeFeed = null;
     for (const timer of this.timers.splice(0)) clearInterval(timer);
     for (const fd of this.fds.splice(0)) closeSync(fd);
   }

@@ -15,6 +15,7 @@ export type EventType =
   | 'exit_request'
   | 'keypad_locked_out'
   | 'card_locked_out'
+  | 'reader_noise'
   | 'command_rejected';
 
 export interface NewEvent {

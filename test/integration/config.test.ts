@@ -119,6 +119,78 @@ doors:
     expect(r.stderr).toContain('doors[1].contact.pin: GPIO 17 is already used by doors[0].relay.pin');
   });
 
+  it('Wiegand readers and pulls: each mistake named by its key', () => {
+    const onoff = configFile(
+      'wiegand-onoff.yaml',
+      `agent: { id: t1, dataDir: ${tmp.path}/data }
+access: { groups: [Staff] }
+gpio: { driver: onoff }
+doors:
+  - uuid: ${DOOR_UUID}
+    resourceId: 12
+    relay: { pin: 17 }
+    contact: { pin: 27, pull: up }
+    reader: { type: wiegand, d0: 5, d1: 6 }
+`,
+    );
+    const a = runCli(['config', 'check', '--config', onoff]);
+    expect(a.status).toBe(78);
+    expect(a.stderr).toContain('doors[0].reader.type: a Wiegand reader needs gpio.driver: chardev');
+    expect(a.stderr).toContain('doors[0].contact.pull: gpio.driver onoff (sysfs) cannot set a pull-up');
+    const clash = configFile(
+      'wiegand-clash.yaml',
+      `${BASE}doors:
+  - uuid: ${DOOR_UUID}
+    resourceId: 12
+    relay: { pin: 17 }
+    reader: { type: wiegand, d0: 17, d1: 17, format: 32, numbering: hex, pull: sideways }
+`,
+    );
+    const b = runCli(['config', 'check', '--config', clash]);
+    expect(b.status).toBe(78);
+    expect(b.stderr).toContain('doors[0].reader.format: expected auto, 26, 34 or 37');
+    expect(b.stderr).toContain('doors[0].reader.numbering');
+    expect(b.stderr).toContain('doors[0].reader.pull');
+    const pins = configFile(
+      'wiegand-pins.yaml',
+      `${BASE}doors:
+  - uuid: ${DOOR_UUID}
+    resourceId: 12
+    relay: { pin: 17 }
+    reader: { type: wiegand, d0: 17, d1: 17 }
+`,
+    );
+    const c = runCli(['config', 'check', '--config', pins]);
+    expect(c.stderr).toContain('doors[0].reader.d0: GPIO 17 is already used by doors[0].relay.pin');
+    expect(c.stderr).toContain('doors[0].reader.d1: GPIO 17 is already used by doors[0].relay.pin');
+    const unknown = configFile('reader-type.yaml', `${BASE}doors:\n  - { uuid: ${DOOR_UUID}, resourceId: 12, relay: { pin: 17 }, reader: { type: osdp2 } }\n`);
+    expect(runCli(['config', 'check', '--config', unknown]).stderr).toContain('doors[0].reader.type: expected type serial or wiegand');
+  });
+
+  it('accepts a Wiegand door on the character device, and says which GPIO drivers this machine has', () => {
+    const path = configFile(
+      'chardev.yaml',
+      `agent: { id: t1, dataDir: ${tmp.path}/data }
+access: { groups: [Staff] }
+gpio: { driver: chardev, chip: pinctrl-rp1 }
+doors:
+  - uuid: ${DOOR_UUID}
+    resourceId: 12
+    relay: { pin: 17 }
+    exitButton: { pin: 22, pull: up }
+    reader: { type: wiegand, d0: 5, d1: 6, format: 26, numbering: facility_card }
+`,
+    );
+    const r = runCli(['config', 'check', '--config', path]);
+    expect(r.stderr).toBe('');
+    expect(r.status).toBe(0);
+    expect(r.stdout).toContain('Door 12 (GPIO 17, reader Wiegand D0 GPIO 5 / D1 GPIO 6)');
+    // This machine has no GPIO chip: the check says so and points at the simulated driver.
+    expect(r.stdout).toContain('gpio drivers on this machine (suggested: simulated)');
+    expect(r.stdout).toMatch(/chardev: no - no \/dev\/gpiochip\*/);
+    expect(r.stdout).toContain('WARNING: gpio.driver chardev does not work on this machine');
+  });
+
   it('refuses a bad time zone, an empty access list and a missing door list', () => {
     const path = configFile(
       'tz.yaml',

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { cardNumber, decodeBits, WiegandDecoder, type WiegandEdge, type WiegandFrame } from '../../src/core/wiegand.js';
+import { cardNumber, decodeBits, edgesOf, encodeCard, encodeKey, WiegandDecoder, type WiegandEdge, type WiegandFrame } from '../../src/core/wiegand.js';
 
 /** The bits of a card frame with its parity, as a reader sends them (most significant first). */
 function cardBits(length: 26 | 34 | 37, data: bigint): number[] {
@@ -118,4 +118,40 @@ describe('Wiegand frames from synthetic edge streams', () => {
     expect(decodeBits([1, 1, 1, 1, 0, 1, 1, 1])).toEqual({ kind: 'dropped', bits: 8, reason: 'parity' });
     expect(decodeBits(keyBits(13))).toEqual({ kind: 'dropped', bits: 4, reason: 'bad_key' });
   });
+
+  it('edges lost before an edge (kernel queue overflow) drop the frame under way and the one it starts', () => {
+    const decoder = new WiegandDecoder();
+    const first = wire(cardBits(26, 1234n));
+    const second = wire(cardBits(26, 1234n), { startUs: 2_000_000 });
+    const frames = [
+      ...first.slice(0, 30).flatMap((e) => decoder.push(e)),
+      ...decoder.push({ ...first[40]!, afterLoss: true }),
+      ...first.slice(41).flatMap((e) => decoder.push(e)),
+      ...second.flatMap((e) => decoder.push(e)),
+      ...decoder.flush(3_000_000),
+    ];
+    expect(frames).toEqual([
+      { kind: 'dropped', bits: 21, reason: 'lost_edges' },
+      { kind: 'card', bits: 26, data: 1234n, facility: 0, card: 1234 },
+    ]);
+  });
 });
+
+describe('the encoder (simulators, bench)', () => {
+  it('writes the same bits as the layout in the specification, and they decode back', () => {
+    for (const [format, data] of [[26, 0xabcdefn], [34, 0xfedc_ba98n], [37, 0x7_1234_5678n]] as const) {
+      expect(encodeCard(data, format)).toEqual(cardBits(format, data));
+      const decoder = new WiegandDecoder();
+      const frames = [...edgesOf(encodeCard(data, format), 0).flatMap((e) => decoder.push(e)), ...decoder.flush(1_000_000)];
+      expect(frames).toMatchObject([{ kind: 'card', bits: format, data }]);
+    }
+    expect(() => encodeCard(1n << 24n, 26)).toThrow(RangeError);
+  });
+
+  it('writes keys as 4-bit values and 8-bit with the complement nibble', () => {
+    expect(encodeKey('5', 4)).toEqual(keyBits(5));
+    expect(encodeKey('#', 8)).toEqual(keyBits(11, true));
+    expect(() => encodeKey('A', 4)).toThrow(RangeError);
+  });
+});
+

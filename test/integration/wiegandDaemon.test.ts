@@ -1,0 +1,121 @@
+import { existsSync, mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import { edgesOf, encodeCard, encodeKey } from '../../src/core/wiegand.js';
+import { writeSimulatedEdges } from '../../src/hardware/simulatedEdges.js';
+import { DOOR_UUID, runCli, tempDir, writeConfig } from '../support/cli.js';
+import { Daemon, readLevel, waitUntil } from '../support/daemon.js';
+import { sleep } from '../support/wait.js';
+
+// The real `door-agent run` with a Wiegand reader on the simulated GPIO driver: edge records written into the
+// simulated chip's FIFO go through the same parser, decoder and keypad logic as on a Pi's character device.
+// Cards of examples/snapshot.json: 4213578 Alice (Staff, PIN 1234), 4213579 Bob (suspended).
+
+const tmp = tempDir('door-agent-wiegand-');
+afterAll(tmp.cleanup);
+const running: Daemon[] = [];
+afterEach(async () => {
+  for (const daemon of running.splice(0)) await daemon.stop('SIGKILL');
+});
+
+const PINS = { d0: 5, d1: 6 };
+let n = 0;
+
+async function start(readerExtra = '', doorExtra = '') {
+  const dir = join(tmp.path, `w${n++}`);
+  mkdirSync(dir);
+  const config = writeConfig(dir, {
+    id: 'wg',
+    agent: 'rtc: true',
+    access: '{ groups: [Staff] }',
+    doorExtra: `    unlockSeconds: 1
+    reader: { type: wiegand, d0: ${PINS.d0}, d1: ${PINS.d1}${readerExtra} }
+${doorExtra}`,
+  });
+  expect(runCli(['import', 'examples/snapshot.json', '--config', config]).status).toBe(0);
+  const daemon = new Daemon(config);
+  running.push(daemon);
+  await daemon.waitForMessage('door-agent ready');
+  await daemon.waitForMessage('Wiegand reader listening');
+  const gpio = join(dir, 'gpio');
+  expect(existsSync(join(gpio, 'edges'))).toBe(true);
+  const events = () => {
+    const r = runCli(['events', '--config', config]);
+    expect(r.status, r.stderr).toBe(0);
+    return r.stdout.trim().split('\n').filter(Boolean).map((l) => JSON.parse(l) as Record<string, unknown>);
+  };
+  const relay = join(gpio, 'gpio17/value');
+  return { dir, config, daemon, gpio, events, relayIs: (level: string) => () => readLevel(relay) === level };
+}
+
+const card = (gpio: string, number: bigint, bits: 26 | 34 = 26) => writeSimulatedEdges(gpio, PINS, edgesOf(encodeCard(number, bits), 0));
+// Each write is stamped as having just happened: frames written 60 ms apart are 60 ms apart on the wire.
+const keys = async (gpio: string, typed: string) => {
+  for (const key of typed) {
+    writeSimulatedEdges(gpio, PINS, edgesOf(encodeKey(key, 4), 0));
+    await sleep(60);
+  }
+};
+
+describe('a Wiegand reader at the door (simulated chip)', () => {
+  it('a 26-bit card of a user opens the door; a suspended user\'s does not; numbers stay masked', async () => {
+    const s = await start();
+    card(s.gpio, 4_213_578n);
+    await waitUntil(s.relayIs('1'), 5000, 'relay unlocked by the card');
+    await waitUntil(s.relayIs('0'), 6000, 'relocked');
+    card(s.gpio, 4_213_579n);
+    await waitUntil(() => s.events().some((e) => e.type === 'access_denied'), 5000, 'denial recorded');
+    expect(s.events().map((e) => [e.type, e.reason ?? null, e.hint ?? null])).toEqual([
+      ['access_granted', null, '…78'],
+      ['unlocked', null, null],
+      ['locked', null, null],
+      ['access_denied', 'user_suspended', '…79'],
+    ]);
+    expect(readLevel(join(s.gpio, 'gpio17/value'))).toBe('0');
+    expect(s.daemon.rawOutput.join('\n')).not.toContain('4213578');
+  });
+
+  it('keypad frames make a PIN: 1 2 3 4 # opens, as on a serial keypad', async () => {
+    const s = await start();
+    await keys(s.gpio, '99*1234#');
+    await waitUntil(s.relayIs('1'), 5000, 'PIN opens');
+    expect(s.events()[0]).toMatchObject({ type: 'access_granted', kind: 'pin' });
+  });
+
+  it('card and PIN, both from the Wiegand reader', async () => {
+    const s = await start('', '    mode: card_and_pin\n');
+    card(s.gpio, 4_213_578n);
+    await s.daemon.waitForMessage('card accepted, waiting for PIN');
+    expect(readLevel(join(s.gpio, 'gpio17/value'))).toBe('0');
+    await keys(s.gpio, '1234#');
+    await waitUntil(s.relayIs('1'), 5000, 'card + PIN opens');
+  });
+
+  it('noise and a parity error decide nothing: one warning, then a reader_noise audit event (flushed at stop)', async () => {
+    const s = await start(', numbering: facility_card, format: 26');
+    const bits = encodeCard(4_213_578n, 26);
+    bits[9] = 1 - bits[9]!;
+    writeSimulatedEdges(s.gpio, PINS, edgesOf(bits, 0));
+    await sleep(60);
+    writeSimulatedEdges(s.gpio, PINS, [
+      { line: 'd0', rising: false, atUs: 0 },
+      { line: 'd0', rising: true, atUs: 3 }, // a 3 µs spike: a glitch, not a bit
+    ]);
+    await sleep(60);
+    card(s.gpio, 4_213_578n, 34); // a 34-bit frame on a 26-bit-only door
+    await s.daemon.waitForMessage('Wiegand frames dropped (noise, parity or wiring)');
+    await sleep(300);
+    expect(readLevel(join(s.gpio, 'gpio17/value'))).toBe('0');
+    expect(s.events()).toEqual([]);
+    expect(await s.daemon.stop('SIGTERM')).toMatchObject({ code: 0 });
+    const noise = s.events().filter((e) => e.type === 'reader_noise');
+    expect(noise).toHaveLength(1);
+    expect(noise[0]).toMatchObject({ door: DOOR_UUID, frames: 3, reasons: { parity: 1, glitch_only: 1, bit_count: 1 } });
+  });
+
+  it('status names the reader by its lines', async () => {
+    const s = await start();
+    const r = runCli(['status', '--config', s.config]);
+    expect(r.stdout).toContain('reader Wiegand D0 GPIO 5 / D1 GPIO 6 listening');
+  });
+});
