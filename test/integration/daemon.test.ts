@@ -221,6 +221,7 @@ describe('door-agent run', () => {
     await s.pty.unplug();
     await daemon.waitForMessage('reader disconnected; reopening');
     expect(JSON.parse(runCli(['status', '--json', '--config', s.config]).stdout).doors[0].reader).toEqual({
+      type: 'serial',
       path: join(s.dir, 'reader'),
       connected: false,
     });
@@ -235,7 +236,9 @@ describe('door-agent run', () => {
   it('crash safety: SIGKILLed mid-unlock, the restarted agent relocks at the deadline and the unlock stays logged', async () => {
     const s = await setup();
     const config = s.config;
-    writeFileSync(config, readFileSync(config, 'utf8').replace('unlockSeconds: 1', 'unlockSeconds: 3'));
+    // 12 s: the kill, status, relock and a restart fit in it with room on a loaded machine (each CLI start can
+    // take a second or more there).
+    writeFileSync(config, readFileSync(config, 'utf8').replace('unlockSeconds: 1', 'unlockSeconds: 12'));
     const first = await start(s);
     s.pty.write('4213578\r\n');
     await waitUntil(relayIs(s, '1'), 5000, 'unlocked');
@@ -259,7 +262,7 @@ describe('door-agent run', () => {
     await second.waitForMessage('door-agent ready');
     expect(second.logs.find((l) => l.msg === 'resumed an unlock from before the restart'), second.rawOutput.join('\n')).toBeDefined();
     expect(readLevel(s.relay)).toBe('1'); // the unexpired unlock resumed...
-    await waitUntil(relayIs(s, '0'), 6000, 'relocked at the deadline');
+    await waitUntil(relayIs(s, '0'), 15_000, 'relocked at the deadline');
     const log = events(s);
     expect(log.map((e) => [e.type, e.cause])).toEqual([
       ['access_granted', undefined],
@@ -273,7 +276,7 @@ describe('door-agent run', () => {
     const relockedAt = Date.parse(log[3]!.at as string);
     expect(relockedAt).toBeGreaterThanOrEqual(deadline - 5);
     expect(relockedAt - deadline).toBeLessThan(500);
-    expect(Date.now() - unlockedAt).toBeGreaterThan(2500);
+    expect(Date.now() - unlockedAt).toBeGreaterThan(11_000);
   });
 
   it('another process holding the cache write lock (an import) never delays the door, nor its audit events', async () => {
@@ -318,13 +321,13 @@ describe('door-agent run', () => {
   });
 
   it('status and events show what happened; SIGTERM locks and exits 0', async () => {
-    const s = await setup();
+    const s = await setup('', true, 30); // still unlocked when status looks, however slowly the CLI starts
     const daemon = await start(s);
     s.pty.write('4213578\r\n');
     await waitUntil(relayIs(s, '1'), 5000, 'unlocked');
     const status = runCli(['status', '--config', s.config]);
     expect(status.status).toBe(0);
-    expect(status.stdout).toMatch(/Front door \(.*\): UNLOCKED until .* \(relock in [01] s\) \(relay GPIO 17 = 1\); reader .* connected/);
+    expect(status.stdout).toMatch(/Front door \(.*\): UNLOCKED until .* \(relock in (29|30|2\d) s\) \(relay GPIO 17 = 1\); reader .* connected/);
     expect(status.stdout).toContain('cache: 5 users, 7 credentials, 1 guest links');
     expect(status.stdout).toMatch(/events: 2 in the log \(last seq 2\), 2 not yet published, 0 evicted/);
 

@@ -131,6 +131,24 @@ describe('GET /directory (extension: incremental sync)', () => {
   });
 });
 
+describe('GET /directory deltas carry group memberships', () => {
+  it('for one changed user and for hundreds (read per user, or all at once past 200)', async () => {
+    const group = await call('POST', '/groups', { type: 'users', name: 'Delta crew', add_ids: [] });
+    const before = (await call('GET', '/directory')).body.revision as number;
+    const emails = Array.from({ length: 250 }, (_, i) => `crew-${i}@example.org`);
+    const invited = await call('POST', '/invites', { emails, no_email: true, groups: [{ id: group.body.group_id, name: 'Delta crew' }] });
+    expect(invited.status).toBe(200);
+    const many = await call('GET', `/directory?since=${before}`);
+    const crew = (many.body.users as Array<{ email: string; groups: string[][] }>).filter((u) => u.email.startsWith('crew-'));
+    expect(crew).toHaveLength(250);
+    expect(crew.every((u) => JSON.stringify(u.groups) === JSON.stringify([['Delta crew']]))).toBe(true);
+    const one = (invited.body.add_ids as number[])[7]!;
+    await call('PUT', '/togglesuspension', { email_id: one });
+    const delta = await call('GET', `/directory?since=${many.body.revision as number}`);
+    expect(delta.body.users).toEqual([expect.objectContaining({ email_id: one, ad_status: 'SUSPENDED', groups: [['Delta crew']] })]);
+  });
+});
+
 describe('the directory revision is published whoever computes it first', () => {
   it('a GET /directory within the 200 ms batch of a change does not swallow the push the other doors wait for', async () => {
     const { pino } = await import('pino');
