@@ -83,20 +83,41 @@ const open = readers.map((d) => {
     // Wiegand: dropped frames show as the daemon's warning, once a second with the count per reason.
     : new WiegandReader({ ...d.reader, ...common, gpio });
   reader.start();
+  if (reader.lineLevels) {
+    const levels = reader.lineLevels();
+    const held = Object.entries(levels).filter(([, level]) => level === 0).map(([line]) => line.toUpperCase());
+    console.log(`${d.name}: Wiegand D0 = ${levels.d0}, D1 = ${levels.d1} at rest` + (held.length > 0
+      ? ` - WARNING: ${held.join(' and ')} held low: check the wiring and the level shifter (both idle high)`
+      : ' (good: both idle high)'));
+  }
   return reader;
 });
 await sleep(watchMs);
 for (const reader of open) await reader.stop();
 gpio.close();
 if (config.gpio.driver === 'chardev') {
-  console.log('== 5. released relay lines: what this kernel does when door-agent exits (the lines are free now)');
-  const { loadChardevBinding } = await import(`${app}/dist/src/hardware/chardev/binding.js`);
-  const binding = loadChardevBinding();
+  // The kernel's own line info keeps the direction it last set, whatever the pin driver did on release: only the
+  // pin's real function (pinctrl, from raspi-utils) and the relay itself tell.
+  console.log('== 5. released relay lines: the lines are free now, as after door-agent exits or crashes');
+  console.log('   Listen: a relay that clicks now was returned to an input and its board\'s pull decided; it must stay locked.');
+  const { spawnSync } = await import('node:child_process');
   for (const door of config.doors) {
-    const info = binding.lineInfo(gpio.chip.path, door.relay.pin);
-    console.log(info.output
-      ? `${door.name}: GPIO ${door.relay.pin} stays an output at its last level (locked): a crash leaves the relay as it was until door-agent relock (ExecStopPost) runs`
-      : `${door.name}: GPIO ${door.relay.pin} went back to an input: the relay board's pull decides; it must read as locked now (listen: no click)`);
+    const shown = spawnSync('pinctrl', ['get', String(door.relay.pin)], { encoding: 'utf8' });
+    if (shown.error || shown.status !== 0) {
+      console.log(`${door.name}: GPIO ${door.relay.pin}: install raspi-utils (pinctrl) to see the pin's state; listen to the relay instead`);
+      continue;
+    }
+    const line = shown.stdout.trim();
+    const locked = relayLevel('LOCKED', door.failMode, door.relay.activeLow);
+    const kept = / op /.test(` ${line} `) && (locked === 1 ? / dh /.test(` ${line} `) : / dl /.test(` ${line} `));
+    const level = / hi /.test(` ${line} `) ? 1 : / lo /.test(` ${line} `) ? 0 : null;
+    console.log(`${door.name}: ${line}`);
+    console.log(kept
+      ? `   kept as an output at the locked level: after a crash the relay stays as it was until door-agent relock (ExecStopPost) locks it`
+      : level === locked
+        ? `   an input now, reading the locked level (${locked}): the wiring keeps the door locked when nothing drives it`
+        : `   WARNING: not driven, and not at the locked level (${locked}): with this kernel the door unlocks whenever door-agent is not running. ` +
+          `Wire a pull to the locked level, or keep released lines (remove dtparam=strict_gpiod), see docs/hardware.md`);
   }
 }
 console.log('== done: every relay is driven locked now (door-agent relock)');

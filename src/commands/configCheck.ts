@@ -8,7 +8,8 @@ import { loadServiceConfig } from '../config/load.js';
 import { readFileSync } from 'node:fs';
 import { describeReader } from '../door/options.js';
 import { loadChardevBinding } from '../hardware/chardev/binding.js';
-import { probeGpio } from '../hardware/gpioProbe.js';
+import { checkChardevPins, probeGpio } from '../hardware/gpioProbe.js';
+import type { DoorOptions } from '../door/options.js';
 import { parse as parseYaml } from 'yaml';
 
 function loadServiceConfigIfServiceOnly(path: string) {
@@ -56,10 +57,17 @@ export function runConfigCheck(args: { config: string | undefined }, ctx: Comman
   const doors = config.doors.map((d) => `${d.name} (GPIO ${d.relay.pin}${d.reader ? `, reader ${describeReader(d.reader)}` : ''})`);
   const probe = probeGpio({ binding: loadChardevBinding });
   const chosen = probe.drivers.find((d) => d.driver === config.gpio.driver)!;
+  const suggested = probe.drivers.find((d) => d.driver === probe.suggested)!;
+  const pinProblems =
+    config.gpio.driver === 'chardev' && chosen.supported ? checkChardevPins(loadChardevBinding(), config.gpio.chip, configuredPins(config.doors)) : [];
   const gpioLines =
     `  gpio drivers on this machine (suggested: ${probe.suggested}):\n` +
     probe.drivers.map((d) => `    ${d.driver}: ${d.supported ? 'yes' : 'no'} - ${d.detail}\n`).join('') +
-    (chosen.supported ? '' : `  WARNING: gpio.driver ${config.gpio.driver} does not work on this machine (${chosen.detail}); ${probe.suggested} does\n`);
+    (chosen.supported
+      ? ''
+      : `  WARNING: gpio.driver ${config.gpio.driver} does not work on this machine (${chosen.detail}); ` +
+        (suggested.supported ? `${probe.suggested} does\n` : `fix that first\n`)) +
+    pinProblems.map((p) => `  WARNING: ${p}\n`).join('');
   ctx.stdout.write(
     `${path}: ok\n` +
       `  agent ${config.agent.id}, time zone ${config.agent.timezone}, data in ${config.agent.dataDir}\n` +
@@ -70,4 +78,14 @@ export function runConfigCheck(args: { config: string | undefined }, ctx: Comman
       gpioLines,
   );
   return 0;
+}
+
+/** Every GPIO line the doors use, with the key that names it. */
+function configuredPins(doors: readonly DoorOptions[]): Array<{ where: string; pin: number }> {
+  return doors.flatMap((d, i) => [
+    { where: `doors[${i}].relay.pin`, pin: d.relay.pin },
+    ...(d.contact ? [{ where: `doors[${i}].contact.pin`, pin: d.contact.pin }] : []),
+    ...(d.exitButton ? [{ where: `doors[${i}].exitButton.pin`, pin: d.exitButton.pin }] : []),
+    ...(d.reader?.type === 'wiegand' ? [{ where: `doors[${i}].reader.d0`, pin: d.reader.d0 }, { where: `doors[${i}].reader.d1`, pin: d.reader.d1 }] : []),
+  ]);
 }

@@ -278,6 +278,14 @@ export const configSchema = z
           });
         } else pins.set(pin, `doors[${i}].${where.join('.')}`);
       }
+      if (wiegand?.numbering === 'facility_card' && wiegand.format !== 26 && wiegand.format !== 34) {
+        ctx.addIssue({
+          code: 'custom',
+          path: ['doors', i, 'reader', 'numbering'],
+          message:
+            'facility_card (facility * 65536 + card) is exact only for 26- and 34-bit cards (16-bit card field): set format: 26 or 34, or use numbering: data',
+        });
+      }
       if (config.gpio.driver === 'onoff') {
         if (wiegand) {
           ctx.addIssue({

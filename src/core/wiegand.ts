@@ -32,11 +32,20 @@ export interface WiegandTiming {
   maxPulseUs: number;
   /** Two pulses starting closer than this are a bounce: the frame cannot be trusted. */
   minBitIntervalUs: number;
+  /**
+   * A frame still going after this long is noise that never pauses (mains hum on a floating line, someone
+   * pulsing the wires): it is dropped then and there, so it can neither grow without bound nor stay unreported.
+   * The longest real frame, 37 bits 3 ms apart, takes 111 ms.
+   */
+  maxFrameUs: number;
 }
 
-export const DEFAULT_WIEGAND_TIMING: WiegandTiming = { frameGapUs: 25_000, minPulseUs: 10, maxPulseUs: 1_000, minBitIntervalUs: 200 };
+export const DEFAULT_WIEGAND_TIMING: WiegandTiming = { frameGapUs: 25_000, minPulseUs: 10, maxPulseUs: 1_000, minBitIntervalUs: 200, maxFrameUs: 250_000 };
 
-export type WiegandDropReason = 'glitch_only' | 'bounce' | 'overlap' | 'stuck_low' | 'bit_count' | 'parity' | 'bad_key' | 'lost_edges';
+/** The most bits a frame keeps: one past the longest format, enough to know the count is wrong. */
+const MAX_BITS = 38;
+
+export type WiegandDropReason = 'glitch_only' | 'bounce' | 'overlap' | 'stuck_low' | 'bit_count' | 'parity' | 'bad_key' | 'lost_edges' | 'too_long';
 
 export type WiegandFrame =
   | { kind: 'card'; bits: number; data: bigint; facility: number; card: number }
@@ -106,6 +115,8 @@ export class WiegandDecoder {
   private fault: WiegandDropReason | null = null;
   private glitches = 0;
   private lastEdgeUs = Number.NEGATIVE_INFINITY;
+  private frameStartUs = 0;
+  private bitCount = 0;
   private lastPulseStartUs = Number.NEGATIVE_INFINITY;
   private readonly lowSince: Record<WiegandLine, number | null> = { d0: null, d1: null };
 
@@ -120,6 +131,11 @@ export class WiegandDecoder {
     // bits, whichever the loss fell in.
     if (edge.afterLoss && this.pending) this.fault ??= 'lost_edges';
     if (edge.atUs - this.lastEdgeUs >= this.timing.frameGapUs) this.endFrame(out);
+    else if (this.pending && edge.atUs - this.frameStartUs > this.timing.maxFrameUs) {
+      this.fault ??= 'too_long';
+      this.endFrame(out);
+    }
+    if (!this.pending) this.frameStartUs = edge.atUs;
     if (edge.afterLoss) this.fault ??= 'lost_edges';
     this.lastEdgeUs = Math.max(this.lastEdgeUs, edge.atUs);
     const other: WiegandLine = edge.line === 'd0' ? 'd1' : 'd0';
@@ -140,7 +156,8 @@ export class WiegandDecoder {
     if (width > this.timing.maxPulseUs) this.fault ??= 'stuck_low';
     if (since - this.lastPulseStartUs < this.timing.minBitIntervalUs) this.fault ??= 'bounce';
     this.lastPulseStartUs = since;
-    this.bits.push(edge.line === 'd1' ? 1 : 0);
+    this.bitCount++;
+    if (this.bits.length < MAX_BITS) this.bits.push(edge.line === 'd1' ? 1 : 0);
     return out;
   }
 
@@ -161,12 +178,14 @@ export class WiegandDecoder {
   private endFrame(out: WiegandFrame[]): void {
     // A line still low when the frame's gap has passed was never released: nothing in this frame can be trusted.
     if (this.lowSince.d0 !== null || this.lowSince.d1 !== null) this.fault ??= 'stuck_low';
-    if (this.bits.length > 0 || this.fault !== null) {
-      out.push(this.fault !== null ? { kind: 'dropped', bits: this.bits.length, reason: this.fault } : decodeBits(this.bits, this.format));
+    if (this.bitCount > MAX_BITS) this.fault ??= 'bit_count';
+    if (this.bitCount > 0 || this.fault !== null) {
+      out.push(this.fault !== null ? { kind: 'dropped', bits: this.bitCount, reason: this.fault } : decodeBits(this.bits, this.format));
     } else if (this.glitches > 0) {
       out.push({ kind: 'dropped', bits: 0, reason: 'glitch_only' });
     }
     this.bits = [];
+    this.bitCount = 0;
     this.fault = null;
     this.glitches = 0;
     this.lastPulseStartUs = Number.NEGATIVE_INFINITY;

@@ -14,7 +14,10 @@ export interface GpioInput {
   close(): void;
 }
 
-/** An input's bias resistor: set by the character-device driver; sysfs cannot set one (`none` only). */
+/**
+ * An input's bias resistor, set by the character-device driver; `none` leaves it as the firmware set it
+ * (config.txt `gpio=`), which is all sysfs can do.
+ */
 export type Pull = 'up' | 'down' | 'none';
 
 /** One edge of an input, stamped when it happened (by the kernel for the character device). */
@@ -32,6 +35,8 @@ export interface PinEdge {
 export interface EdgeInputs {
   /** Now, on the clock of the edges' `atUs`. */
   nowUs(): number;
+  /** Each pin's level now, in the order the pins were given (a Wiegand line idles high). */
+  levels(): Level[];
   close(): void;
 }
 

@@ -1,6 +1,6 @@
 import { existsSync, readdirSync } from 'node:fs';
 import type { ChardevBinding } from './chardev/binding.js';
-import { DEV_DIR, listChips } from './chardev/chardevGpio.js';
+import { CONSUMER, DEV_DIR, listChips, resolveChip } from './chardev/chardevGpio.js';
 import { pickPinController } from './chipBase.js';
 import { SYSFS_GPIO_DIR } from './onoffGpio.js';
 
@@ -64,6 +64,44 @@ export function probeGpio(options: { binding: () => ChardevBinding; devDir?: str
       ? { driver: 'onoff', supported: true, detail: `${sysfsDir} with ${sysfsChips.length} chip(s) (deprecated upstream; prefer chardev)` }
       : { driver: 'onoff', supported: false, detail: `no ${sysfsDir}/gpiochip* (kernel without CONFIG_GPIO_SYSFS, or no GPIO)` };
   const simulated: DriverSupport = { driver: 'simulated', supported: true, detail: 'always (files under gpio.simulatedDir; no hardware)' };
-  const suggested = chardev.supported ? 'chardev' : onoff.supported ? 'onoff' : 'simulated';
+  // A board with GPIO chips is never pointed at the simulated driver (it would drive nothing): the chardev
+  // detail says what to fix (the gpio group, the addon build).
+  const suggested = chardev.supported ? 'chardev' : onoff.supported ? 'onoff' : devices.length > 0 ? 'chardev' : 'simulated';
   return { drivers: [chardev, onoff, simulated], suggested };
+}
+
+/**
+ * For a chardev configuration on the machine that will run it: the chip is found, and each configured pin
+ * exists and is free (or held by door-agent itself, running). What the daemon would otherwise find at start,
+ * in a restart loop: a chip label of another board, a pin still exported through sysfs after a migration.
+ */
+export function checkChardevPins(
+  binding: ChardevBinding,
+  chipSetting: string,
+  pins: ReadonlyArray<{ where: string; pin: number }>,
+  devDir = DEV_DIR,
+): string[] {
+  let chip;
+  try {
+    chip = resolveChip(binding, chipSetting, devDir);
+  } catch (err) {
+    return [err instanceof Error ? err.message : String(err)];
+  }
+  const problems: string[] = [];
+  for (const { where, pin } of pins) {
+    if (pin >= chip.lines) {
+      problems.push(`${where}: GPIO ${pin} is not on ${chip.name} "${chip.label}" (lines 0-${chip.lines - 1})`);
+      continue;
+    }
+    try {
+      const info = binding.lineInfo(chip.path, pin);
+      if (info.used && info.consumer !== CONSUMER) {
+        const who = info.consumer === 'sysfs' ? 'sysfs (still exported: unexport it or reboot)' : info.consumer ? `"${info.consumer}"` : 'the kernel (an overlay or a bus: I2C, SPI, UART)';
+        problems.push(`${where}: GPIO ${pin} is in use by ${who}`);
+      }
+    } catch (err) {
+      problems.push(`${where}: GPIO ${pin}: ${err instanceof Error ? err.message : String(err)}`);
+    }
+  }
+  return problems;
 }

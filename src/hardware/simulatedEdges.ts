@@ -28,8 +28,17 @@ export function writeSimulatedEdges(
   // Non-blocking: with nobody reading (no agent), opening fails (ENXIO) instead of hanging.
   const fd = openSync(join(simulatedDir, SIMULATED_EDGES_FIFO), constants.O_WRONLY | constants.O_NONBLOCK);
   try {
-    // One write: a pipe takes up to 4 KiB (PIPE_BUF) in one piece, a 37-bit frame's 74 records are 3.5 KiB.
-    writeSync(fd, Buffer.concat(records));
+    // A pipe takes up to 4 KiB (PIPE_BUF) in one piece (a 37-bit frame's 74 records are 3.5 KiB); more is
+    // written in parts, each whole or refused, so the reader never loses its place in the 48-byte records.
+    const bytes = Buffer.concat(records);
+    for (let at = 0; at < bytes.length; ) {
+      try {
+        at += writeSync(fd, bytes, at, Math.min(4096 - (4096 % 48), bytes.length - at));
+      } catch (err) {
+        if ((err as NodeJS.ErrnoException).code !== 'EAGAIN') throw err;
+        Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 1); // the agent is behind: wait 1 ms
+      }
+    }
   } finally {
     closeSync(fd);
   }

@@ -109,10 +109,16 @@ export class SimulatedGpio implements GpioDriver {
       writeFileSync(join(this.dir, `gpio${pin}`, 'bias'), `${pull}\n`);
     }
     // One callback per chunk read, however many of its pins it serves (a Wiegand pair: both lines, in order).
-    const deliver = (edges: PinEdge[]) => onEdges(edges);
+    // Levels follow the last edge of each pin; idle high until one comes.
+    const levels = new Map<number, Level>(pins.map((pin) => [pin, 1]));
+    const deliver = (edges: PinEdge[]) => {
+      for (const e of edges) levels.set(e.pin, e.rising ? 1 : 0);
+      onEdges(edges);
+    };
     for (const pin of pins) feed.listeners.set(pin, deliver);
     return {
       nowUs: monotonicUs,
+      levels: () => pins.map((pin) => levels.get(pin)!),
       close: () => {
         for (const pin of pins) feed.listeners.delete(pin);
       },
@@ -150,7 +156,11 @@ export class SimulatedGpio implements GpioDriver {
       }
       for (const [listener, edges] of byPin) listener(edges);
     });
-    socket.on('error', () => {});
+    socket.on('error', (err) => {
+      // Reading a FIFO we hold open read-write does not fail; if it ever did, a reader that silently stopped
+      // hearing cards would be worse than a restart (the fatal path locks every relay first).
+      throw new DoorAgentError(`simulated GPIO edges: reading ${path} failed: ${err.message}`, { cause: err });
+    });
     this.edgeFeed = { socket, listeners };
     return this.edgeFeed;
   }

@@ -9,6 +9,7 @@ import {
 } from '../core/wiegand.js';
 import type { Clock, Timers } from '../util/clock.js';
 import { DoorAgentError } from '../util/errors.js';
+import type { Level } from '../core/relay.js';
 import type { EdgeInputs, GpioDriver, PinEdge, Pull } from './gpio.js';
 import { NoiseReporter, type NoiseSummary } from './noiseReporter.js';
 import { ReaderFrameParser, type ReaderFrame } from './readerFrames.js';
@@ -63,6 +64,12 @@ export class WiegandReader {
 
   get connected(): boolean {
     return this.connectedFlag;
+  }
+
+  /** D0 and D1 now: both 1 at rest; a 0 at rest is a line held low (wiring, a missing level shifter). */
+  lineLevels(): { d0: Level; d1: Level } | null {
+    const levels = this.edges?.levels();
+    return levels ? { d0: levels[0]!, d1: levels[1]! } : null;
   }
 
   start(): void {

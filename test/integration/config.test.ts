@@ -163,6 +163,9 @@ doors:
     const c = runCli(['config', 'check', '--config', pins]);
     expect(c.stderr).toContain('doors[0].reader.d0: GPIO 17 is already used by doors[0].relay.pin');
     expect(c.stderr).toContain('doors[0].reader.d1: GPIO 17 is already used by doors[0].relay.pin');
+    const ambiguous = configFile('wiegand-37.yaml', `${BASE}doors:\n  - { uuid: ${DOOR_UUID}, resourceId: 12, relay: { pin: 17 }, reader: { type: wiegand, d0: 5, d1: 6, numbering: facility_card } }\n`);
+    // With format auto a 37-bit card (19-bit card field) would map two cards to one number.
+    expect(runCli(['config', 'check', '--config', ambiguous]).stderr).toContain('doors[0].reader.numbering: facility_card (facility * 65536 + card) is exact only for 26- and 34-bit cards');
     const unknown = configFile('reader-type.yaml', `${BASE}doors:\n  - { uuid: ${DOOR_UUID}, resourceId: 12, relay: { pin: 17 }, reader: { type: osdp2 } }\n`);
     expect(runCli(['config', 'check', '--config', unknown]).stderr).toContain('doors[0].reader.type: expected type serial or wiegand');
   });

@@ -80,8 +80,11 @@ describe('Wiegand on the simulated chip, real event loop', () => {
   it('edges for pins nobody opened are ignored; a pin opened twice is refused', async () => {
     const t = listen();
     writeSimulatedEdges(t.dir, { d0: 20, d1: 21 }, edgesOf(encodeCard(1n, 26), 0));
-    await sleep(200);
-    expect(t.frames).toEqual([]);
+    await sleep(100);
+    writeSimulatedEdges(t.dir, PINS, edgesOf(encodeCard(2n, 26), 0));
+    await waitUntil(() => t.frames.length > 0, 5000, 'the card on our pins');
+    await sleep(100);
+    expect(t.frames).toEqual([{ kind: 'card', value: '2' }]); // only ours, and the FIFO kept its place
     const again = new SimulatedGpio(t.dir);
     cleanups.push(() => again.close());
     // Another driver on the same directory has its own reading end; within one driver a pin is claimed once.

@@ -10,7 +10,7 @@ interface Held {
   request: LineRequest;
   values: number;
   queued: Buffer[];
-  watcher: { onReadable: () => void; closed: boolean } | null;
+  watcher: { onReadable: () => void; onError: (message: string) => void; closed: boolean } | null;
   seqno: number;
 }
 
@@ -27,6 +27,8 @@ export class FakeChardev implements ChardevBinding {
   readonly foreign = new Map<string, string>();
   private nextFd = 100;
   denied = new Set<string>();
+  /** Offsets whose value writes fail with EIO (a chip gone away, a driver error). */
+  readonly failingWrites = new Set<number>();
 
   constructor(
     readonly devDir: string,
@@ -80,6 +82,10 @@ export class FakeChardev implements ChardevBinding {
 
   setValues(fd: number, mask: number, bits: number): void {
     const held = this.line(fd);
+    if (held.request.offsets.some((o, i) => mask & (1 << i) && this.failingWrites.has(o))) {
+      this.log.push(`set fd ${fd} FAILED`);
+      throw errnoError('EIO', 'input/output error, set line values');
+    }
     held.values = (held.values & ~mask) | (bits & mask);
     this.log.push(`set fd ${fd} ${held.values}`);
   }
@@ -90,9 +96,9 @@ export class FakeChardev implements ChardevBinding {
     return Buffer.concat(held.queued.splice(0));
   }
 
-  watch(fd: number, onReadable: () => void): PollWatcher {
+  watch(fd: number, onReadable: () => void, onError: (message: string) => void): PollWatcher {
     const held = this.line(fd);
-    const watcher = { onReadable, closed: false };
+    const watcher = { onReadable, onError, closed: false };
     held.watcher = watcher;
     return {
       close: () => {
@@ -105,6 +111,12 @@ export class FakeChardev implements ChardevBinding {
     this.line(fd);
     this.held.delete(fd);
     this.log.push(`close fd ${fd}`);
+  }
+
+  /** Polling the request fails (the chip went away): what the addon reports through onError. */
+  pollError(fd: number, message: string): void {
+    const held = this.line(fd);
+    if (held.watcher && !held.watcher.closed) held.watcher.onError(message);
   }
 
   /** The request holding `offset` on the chip at `path`. */

@@ -111,10 +111,12 @@ describe('inputs', () => {
     expect(kernel.held.has(fd)).toBe(false);
   });
 
-  it('maps pull none to a disabled bias (the line floats to what the wiring says)', () => {
+  it('pull none leaves the bias as the firmware set it (a config.txt pull-up stays after a move from onoff)', () => {
     const { kernel, gpio } = setup();
     gpio.openInput(23, () => {}, 0, 'none');
-    expect(kernel.held.get(kernel.fdOf(23))!.request.bias).toBe('disabled');
+    gpio.openInput(24, () => {}, 0, 'down');
+    expect(kernel.held.get(kernel.fdOf(23))!.request.bias).toBe('as-is');
+    expect(kernel.held.get(kernel.fdOf(24))!.request.bias).toBe('pull-down');
   });
 
   it('claims a Wiegand pair in one request with a deep queue, and hands on its edges in kernel order with their times', () => {
@@ -138,6 +140,7 @@ describe('inputs', () => {
       ],
       [{ pin: 5, rising: true, atUs: 3050, afterLoss: true }],
     ]);
+    expect(edges.levels()).toEqual([1, 1]); // both lines back high after their pulses, read from the kernel
     // The edges' clock is CLOCK_MONOTONIC in µs, as the kernel stamps them.
     expect(Math.abs(edges.nowUs() - Number(process.hrtime.bigint() / 1000n))).toBeLessThan(1_000_000);
     edges.close();

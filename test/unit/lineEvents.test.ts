@@ -49,4 +49,10 @@ describe('LineEventParser (struct gpio_v2_line_event, 48 bytes)', () => {
     const ns = 30n * 86_400n * 1_000_000_000n + 123_456_000n; // 30 days
     expect(new LineEventParser().push(record(1, true, ns, 1))[0]!.timestampUs).toBe(Number(ns / 1000n));
   });
+
+  it('edges lost before the first read count too (the kernel numbers a request\'s events from 1)', () => {
+    const parser = new LineEventParser();
+    expect(parser.push(record(5, true, 1000n, 9)).map((e) => e.afterLoss)).toEqual([true]);
+    expect(parser.lost).toBe(8);
+  });
 });

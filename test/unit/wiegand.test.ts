@@ -153,5 +153,20 @@ describe('the encoder (simulators, bench)', () => {
     expect(encodeKey('#', 8)).toEqual(keyBits(11, true));
     expect(() => encodeKey('A', 4)).toThrow(RangeError);
   });
-});
 
+  it('noise that never pauses (hum every 2 ms) is dropped every 250 ms as too_long, never kept growing', () => {
+    const decoder = new WiegandDecoder();
+    const frames: WiegandFrame[] = [];
+    for (let i = 0; i < 1000; i++) {
+      frames.push(...decoder.push({ line: 'd0', rising: false, atUs: i * 2000 }), ...decoder.push({ line: 'd0', rising: true, atUs: i * 2000 + 60 }));
+    }
+    expect(frames.length).toBeGreaterThanOrEqual(7);
+    expect(frames.every((f) => f.kind === 'dropped' && f.reason === 'too_long' && f.bits <= 126)).toBe(true);
+  });
+
+  it('more bits than any format (a frame of 60) is dropped as bit_count with its true length', () => {
+    const decoder = new WiegandDecoder();
+    const frames = [...wire(Array.from({ length: 60 }, (_, i) => i % 2)).flatMap((e) => decoder.push(e)), ...decoder.flush(10_000_000)];
+    expect(frames).toEqual([{ kind: 'dropped', bits: 60, reason: 'bit_count' }]);
+  });
+});

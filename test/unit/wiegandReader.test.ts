@@ -26,7 +26,7 @@ function setup(options: { format?: 26 | 34 | 37 | 'auto'; numbering?: 'data' | '
     openEdgeInputs(pins, pull, onEdges): EdgeInputs {
       opened.push({ pins, pull });
       deliver = onEdges;
-      return { nowUs: () => time.mono * 1000, close: () => void (deliver = null) };
+      return { nowUs: () => time.mono * 1000, levels: () => [1, 0], close: () => void (deliver = null) };
     },
     close: () => {},
   };
@@ -63,6 +63,7 @@ describe('WiegandReader', () => {
     const t = setup();
     expect(t.opened).toEqual([{ pins: [D0, D1], pull: 'up' }]);
     expect(t.reader.connected).toBe(true);
+    expect(t.reader.lineLevels()).toEqual({ d0: 1, d1: 0 }); // for the self-test: D1 held low here
   });
 
   it('turns a 26-bit card into its card number once the frame gap has passed, not before', () => {

@@ -16,7 +16,9 @@ export const CONSUMER = 'door-agent';
  */
 export const EDGE_QUEUE = 1024;
 
-const BIAS: Record<Pull, Bias> = { up: 'pull-up', down: 'pull-down', none: 'disabled' };
+// `none` leaves the pin's bias as it is: a pull set in config.txt (gpio=22=ip,pu) or by the board stays, as
+// it did with sysfs. Turning it off would leave a button line floating after a migration from onoff.
+const BIAS: Record<Pull, Bias> = { up: 'pull-up', down: 'pull-down', none: 'as-is' };
 
 export interface ChipChoice extends ChipInfo {
   path: string;
@@ -171,7 +173,14 @@ export class ChardevGpio implements GpioDriver {
       const edges = parser.push(bytes).map((e) => ({ pin: e.offset, rising: e.rising, atUs: e.timestampUs, afterLoss: e.afterLoss }));
       if (edges.length > 0) onEdges(edges);
     });
-    return { nowUs: monotonicUs, close: () => this.release(fd, watcher) };
+    return {
+      nowUs: monotonicUs,
+      levels: () => {
+        const bits = this.binding.getValues(fd, (1 << pins.length) - 1);
+        return pins.map((_, i) => ((bits >> i) & 1 ? 1 : 0));
+      },
+      close: () => this.release(fd, watcher),
+    };
   }
 
   private watch(fd: number, pin: number, onReadable: () => void): PollWatcher {

@@ -22,7 +22,9 @@ export interface LineEvent {
 /** Splits a byte stream into line events, keeping a partial record for the next chunk. */
 export class LineEventParser {
   private rest: Buffer = Buffer.alloc(0);
-  private lastSeqno: number | null = null;
+  // The kernel numbers a request's events from 1: a first record numbered higher means edges were lost before
+  // the first read.
+  private lastSeqno = 0;
   /** Events the kernel dropped (seqno gaps) since the parser started. */
   lost = 0;
 
@@ -39,7 +41,7 @@ export class LineEventParser {
       if (id !== RISING && id !== FALLING) continue;
       const seqno = data.readUInt32LE(at + 16);
       // seqno counts from 1 per request; it is 32-bit, so compare modulo 2^32.
-      const skipped = this.lastSeqno === null ? 0 : (seqno - this.lastSeqno - 1) >>> 0;
+      const skipped = (seqno - this.lastSeqno - 1) >>> 0;
       this.lastSeqno = seqno;
       if (skipped > 0 && skipped < 0x8000_0000) this.lost += skipped;
       out.push({
