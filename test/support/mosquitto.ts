@@ -67,6 +67,8 @@ export class Mosquitto {
   }
 
   async start(): Promise<void> {
+    // Already running: a second broker on the same port would fail to bind and leave this one behind, unstopped.
+    if (this.process && this.process.exitCode === null && this.process.signalCode === null) return;
     if (this.port === 0) this.port = await freePort();
     const conf = join(this.dir, 'mosquitto.conf');
     // Run as ourselves: as root, mosquitto would switch to its own user and could not read the test's key files.
