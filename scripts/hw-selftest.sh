@@ -37,7 +37,7 @@ const { createGpioDriver } = await import(`${app}/dist/src/hardware/createGpio.j
 const { relayLevel } = await import(`${app}/dist/src/core/relay.js`);
 const { SerialReader } = await import(`${app}/dist/src/hardware/serialReader.js`);
 const { WiegandReader } = await import(`${app}/dist/src/hardware/wiegandReader.js`);
-const { describeReader } = await import(`${app}/dist/src/door/options.js`);
+const { describeReader, readerCardFormat } = await import(`${app}/dist/src/door/options.js`);
 const { credentialHint, normalizeCredential } = await import(`${app}/dist/src/core/credentials.js`);
 const { systemClock, systemTimers } = await import(`${app}/dist/src/util/clock.js`);
 const config = loadConfig(process.env.CONFIG);
@@ -74,7 +74,7 @@ const open = readers.map((d) => {
     onConnectionChange: (up) => console.log(`${stamp()} ${d.name}: reader ${describeReader(d.reader)} ${up ? 'connected' : 'NOT connected'}`),
     onFrame: (frame) => {
       if (frame.kind === 'noise' || frame.kind === 'keypad_cleared') return console.log(`${stamp()} ${d.name}: ${frame.kind}`);
-      const normalized = normalizeCredential(frame.value, frame.kind, d.reader.type === 'serial' ? d.reader.cardFormat : 'decimal');
+      const normalized = normalizeCredential(frame.value, frame.kind, readerCardFormat(d));
       console.log(`${stamp()} ${d.name}: ${frame.kind} ${normalized === null ? '(malformed)' : credentialHint(normalized, frame.kind)}`);
     },
   };

@@ -125,6 +125,10 @@ const serialReaderSchema = z.strictObject({
     .refine((b) => (BAUD_RATES as readonly number[]).includes(b), `expected one of ${BAUD_RATES.join(', ')}`)
     .default(9600),
   cardFormat: z.enum(['decimal', 'hex']).default('decimal'),
+  /** lines: CR/LF-terminated cards, keys and tokens; rdm6300: the STX/ETX frames of 125 kHz UART modules. */
+  format: z.enum(['lines', 'rdm6300']).default('lines'),
+  /** rdm6300: the ID's last 32 bits as decimal (what most badges print), or the whole 40-bit ID. */
+  numbering: z.enum(['last32', 'whole']).default('last32'),
 });
 
 const wiegandReaderSchema = z.strictObject({
@@ -304,6 +308,13 @@ export const configSchema = z
             });
           }
         }
+      }
+      if (door.reader?.type === 'serial' && door.reader.format === 'rdm6300' && door.reader.cardFormat !== 'decimal') {
+        ctx.addIssue({
+          code: 'custom',
+          path: ['doors', i, 'reader', 'cardFormat'],
+          message: 'an rdm6300 reader sends binary frames whose IDs become decimal numbers: leave cardFormat out',
+        });
       }
       if (door.reader?.type === 'serial') {
         const seenReader = readers.get(door.reader.path);

@@ -5,12 +5,12 @@ import type { WiegandFormat, WiegandNumbering } from '../core/wiegand.js';
 import type { Pull } from '../hardware/gpio.js';
 
 export type ReaderOptions =
-  | { type: 'serial'; path: string; baudRate: number; cardFormat: CardFormat }
+  | { type: 'serial'; path: string; baudRate: number; cardFormat: CardFormat; format: 'lines' | 'rdm6300'; numbering: 'last32' | 'whole' }
   | { type: 'wiegand'; d0: number; d1: number; pull: Pull; format: WiegandFormat; numbering: WiegandNumbering };
 
-/** How a door's reader writes card numbers (Wiegand numbers are decimal by construction). */
+/** How a door's reader writes card numbers (Wiegand and RDM6300 numbers are decimal by construction). */
 export function readerCardFormat(door: { reader?: ReaderOptions }): CardFormat {
-  return door.reader?.type === 'serial' ? door.reader.cardFormat : 'decimal';
+  return door.reader?.type === 'serial' && door.reader.format === 'lines' ? door.reader.cardFormat : 'decimal';
 }
 
 /** A reader as status and logs name it: its device, or its two GPIO lines. */

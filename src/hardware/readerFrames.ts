@@ -11,7 +11,13 @@ export type ReaderFrame =
   | { kind: 'keypad_cleared' }
   | { kind: 'noise'; bytes: number; reasons: NoiseReason[] };
 
-export type NoiseReason = 'binary' | 'too_long' | 'unrecognized';
+export type NoiseReason = 'binary' | 'too_long' | 'unrecognized' | 'checksum';
+
+/** What a serial reader's bytes go through: framed at `feed`, settled when the line goes quiet (`idle`). */
+export interface FrameParser {
+  feed(chunk: Uint8Array, now: number): ReaderFrame[];
+  idle(now: number): ReaderFrame[];
+}
 
 export interface FrameParserOptions {
   cardFormat: CardFormat;
@@ -42,7 +48,7 @@ const isPrintable = (b: number) => b >= 0x20 && b <= 0x7e;
  * - binary bytes, unrecognized lines and lines over maxLineBytes are dropped, reported as one noise frame per
  *   burst (emitted with the next good frame, or by idle() once the line has gone quiet).
  */
-export class ReaderFrameParser {
+export class ReaderFrameParser implements FrameParser {
   private line: number[] = [];
   private lineBinary = false;
   private discarding = false; // inside an over-long line, until its newline

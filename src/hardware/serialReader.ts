@@ -4,7 +4,10 @@ import type { CardFormat } from '../core/credentials.js';
 import { backoffDelay, type BackoffOptions } from '../util/backoff.js';
 import type { Clock, Timers } from '../util/clock.js';
 import { NoiseReporter } from './noiseReporter.js';
-import { ReaderFrameParser, type ReaderFrame } from './readerFrames.js';
+import { Rdm6300FrameParser, type Rdm6300Numbering } from './rdm6300Frames.js';
+import { ReaderFrameParser, type FrameParser, type ReaderFrame } from './readerFrames.js';
+
+export type SerialFormat = 'lines' | 'rdm6300';
 
 /** The part of a serial port the reader uses (serialport's SerialPort; a fake in unit tests). */
 export interface PortLike {
@@ -31,6 +34,10 @@ export interface SerialReaderOptions {
   path: string;
   baudRate: number;
   cardFormat: CardFormat;
+  /** lines: CR/LF-terminated cards, keys and tokens (default); rdm6300: STX/ETX binary frames of 125 kHz modules. */
+  format?: SerialFormat;
+  /** rdm6300: the last 32 bits of the ID (default) or all 40. */
+  numbering?: Rdm6300Numbering;
   onFrame: (frame: ReaderFrame) => void;
   onConnectionChange?: (connected: boolean) => void;
   logger: Logger;
@@ -45,7 +52,7 @@ export interface SerialReaderOptions {
  */
 export class SerialReader {
   private port: PortLike | null = null;
-  private parser: ReaderFrameParser;
+  private parser: FrameParser;
   private attempt = 0;
   private retryTimer: unknown = null;
   private idleTimer: unknown = null;
@@ -55,13 +62,19 @@ export class SerialReader {
   private readonly noise: NoiseReporter;
 
   constructor(private readonly options: SerialReaderOptions) {
-    this.parser = new ReaderFrameParser({ cardFormat: options.cardFormat });
+    this.parser = this.newParser();
     this.noise = new NoiseReporter({
       timers: options.timers,
       intervalMs: NOISE_WARNING_INTERVAL_MS,
       report: ({ units, count, reasons }) =>
         options.logger.warn({ path: options.path, bytes: units, bursts: count, reasons: Object.keys(reasons) }, 'reader noise dropped'),
     });
+  }
+
+  private newParser(): FrameParser {
+    return this.options.format === 'rdm6300'
+      ? new Rdm6300FrameParser({ numbering: this.options.numbering ?? 'last32' })
+      : new ReaderFrameParser({ cardFormat: this.options.cardFormat });
   }
 
   get connected(): boolean {
@@ -112,7 +125,7 @@ export class SerialReader {
       }
       this.attempt = 0;
       this.outageReported = false;
-      this.parser = new ReaderFrameParser({ cardFormat: this.options.cardFormat });
+      this.parser = this.newParser();
       this.setConnected(true);
       logger.info({ path, baudRate }, 'reader connected');
     });

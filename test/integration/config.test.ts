@@ -166,6 +166,11 @@ doors:
     const ambiguous = configFile('wiegand-37.yaml', `${BASE}doors:\n  - { uuid: ${DOOR_UUID}, resourceId: 12, relay: { pin: 17 }, reader: { type: wiegand, d0: 5, d1: 6, numbering: facility_card } }\n`);
     // With format auto a 37-bit card (19-bit card field) would map two cards to one number.
     expect(runCli(['config', 'check', '--config', ambiguous]).stderr).toContain('doors[0].reader.numbering: facility_card (facility * 65536 + card) is exact only for 26- and 34-bit cards');
+    const rdm = configFile('rdm-hex.yaml', `${BASE}doors:\n  - { uuid: ${DOOR_UUID}, resourceId: 12, relay: { pin: 17 }, reader: { path: /dev/serial0, format: rdm6300, cardFormat: hex, numbering: half } }\n`);
+    const rdmCheck = runCli(['config', 'check', '--config', rdm]).stderr;
+    expect(rdmCheck).toContain('doors[0].reader.numbering: expected one of "last32"|"whole"');
+    const rdmHex = configFile('rdm-hex2.yaml', `${BASE}doors:\n  - { uuid: ${DOOR_UUID}, resourceId: 12, relay: { pin: 17 }, reader: { path: /dev/serial0, format: rdm6300, cardFormat: hex } }\n`);
+    expect(runCli(['config', 'check', '--config', rdmHex]).stderr).toContain('doors[0].reader.cardFormat: an rdm6300 reader sends binary frames');
     const unknown = configFile('reader-type.yaml', `${BASE}doors:\n  - { uuid: ${DOOR_UUID}, resourceId: 12, relay: { pin: 17 }, reader: { type: osdp2 } }\n`);
     expect(runCli(['config', 'check', '--config', unknown]).stderr).toContain('doors[0].reader.type: expected type serial or wiegand');
   });
