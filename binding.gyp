@@ -9,6 +9,11 @@
       "target_name": "gpio_chardev",
       "sources": ["native/gpio_chardev.c"],
       "cflags": ["-Wall", "-Wextra", "-O2"]
+    },
+    {
+      "target_name": "evdev",
+      "sources": ["native/evdev.c"],
+      "cflags": ["-Wall", "-Wextra", "-O2"]
     }
   ]
 }

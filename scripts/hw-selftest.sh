@@ -37,6 +37,7 @@ const { createGpioDriver } = await import(`${app}/dist/src/hardware/createGpio.j
 const { relayLevel } = await import(`${app}/dist/src/core/relay.js`);
 const { SerialReader } = await import(`${app}/dist/src/hardware/serialReader.js`);
 const { WiegandReader } = await import(`${app}/dist/src/hardware/wiegandReader.js`);
+const { inputDevicePorts } = await import(`${app}/dist/src/hardware/inputDevicePort.js`);
 const { describeReader, readerCardFormat } = await import(`${app}/dist/src/door/options.js`);
 const { credentialHint, normalizeCredential } = await import(`${app}/dist/src/core/credentials.js`);
 const { systemClock, systemTimers } = await import(`${app}/dist/src/util/clock.js`);
@@ -80,6 +81,8 @@ const open = readers.map((d) => {
   };
   const reader = d.reader.type === 'serial'
     ? new SerialReader({ ...d.reader, ...common })
+    : d.reader.type === 'keyboard'
+    ? new SerialReader({ ...d.reader, ...common, baudRate: 0, format: 'lines', openPort: inputDevicePorts() })
     // Wiegand: dropped frames show as the daemon's warning, once a second with the count per reason.
     : new WiegandReader({ ...d.reader, ...common, gpio });
   reader.start();

@@ -109,12 +109,12 @@ fi
 chmod 0750 "$ETC" "$DATA"
 
 if $REAL_ROOT; then
-  for group in gpio dialout; do getent group "$group" >/dev/null || groupadd --system "$group"; done
+  for group in gpio dialout input; do getent group "$group" >/dev/null || groupadd --system "$group"; done
   if ! id door-agent >/dev/null 2>&1; then
     useradd --system --home-dir /var/lib/door-agent --shell /usr/sbin/nologin --user-group door-agent
     say "created the system user door-agent"
   fi
-  usermod -a -G gpio,dialout door-agent
+  usermod -a -G gpio,dialout,input door-agent
   chgrp door-agent "$ETC" "$ETC/config.yaml"
   if [ -e "$ETC/service.yaml" ]; then chgrp door-agent "$ETC/service.yaml"; fi
   mkdir -p "$R/var/lib/door-agent-service" && chown door-agent:door-agent "$R/var/lib/door-agent-service"

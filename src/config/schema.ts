@@ -143,10 +143,17 @@ const wiegandReaderSchema = z.strictObject({
   pull: pull.default('up'),
 });
 
+const keyboardReaderSchema = z.strictObject({
+  type: z.literal('keyboard'),
+  /** The input device, by its stable name: /dev/input/by-id/usb-<maker>_<model>-event-kbd. */
+  path: z.string().min(1),
+  cardFormat: z.enum(['decimal', 'hex']).default('decimal'),
+});
+
 // `type` may be left out for a serial reader (every configuration before Wiegand readers).
 const readerSchema = z.preprocess(
   (value) => (value !== null && typeof value === 'object' && !Array.isArray(value) && !('type' in value) ? { type: 'serial', ...value } : value),
-  z.discriminatedUnion('type', [serialReaderSchema, wiegandReaderSchema], { error: 'expected type serial or wiegand' }),
+  z.discriminatedUnion('type', [serialReaderSchema, wiegandReaderSchema, keyboardReaderSchema], { error: 'expected type serial, wiegand or keyboard' }),
 );
 
 const doorSchema = z.strictObject({
@@ -316,7 +323,7 @@ export const configSchema = z
           message: 'an rdm6300 reader sends binary frames whose IDs become decimal numbers: leave cardFormat out',
         });
       }
-      if (door.reader?.type === 'serial') {
+      if (door.reader?.type === 'serial' || door.reader?.type === 'keyboard') {
         const seenReader = readers.get(door.reader.path);
         if (seenReader !== undefined) {
           ctx.addIssue({

@@ -3,6 +3,7 @@ import type { GpioDriver, GpioOutput } from '../hardware/gpio.js';
 import type { ReaderFrame } from '../hardware/readerFrames.js';
 import { SerialReader, type PortFactory } from '../hardware/serialReader.js';
 import { WiegandReader } from '../hardware/wiegandReader.js';
+import { inputDevicePorts } from '../hardware/inputDevicePort.js';
 import type { Component } from '../lifecycle.js';
 import type { EventLog } from '../store/eventLog.js';
 import type { Clock, Timers } from '../util/clock.js';
@@ -27,6 +28,8 @@ export interface DoorDeps {
   clockSynchronized: () => boolean;
   logger: Logger;
   openPort?: PortFactory;
+  /** Opens keyboard readers (input devices); tests give a fake of the system. */
+  openInputDevice?: PortFactory;
   onReaderConnection: (connected: boolean) => void;
 }
 
@@ -108,10 +111,14 @@ export class Door implements Component {
         onFrame: (frame: ReaderFrame) => runtime.onReaderFrame(frame),
         onConnectionChange: deps.onReaderConnection,
       };
+      const reader = door.reader;
       this.reader =
-        door.reader.type === 'serial'
-          ? new SerialReader({ ...door.reader, ...common, openPort: deps.openPort })
-          : new WiegandReader({ ...door.reader, ...common, gpio: deps.gpio, onNoise: (summary) => runtime.onReaderNoise(summary) });
+        reader.type === 'serial'
+          ? new SerialReader({ ...reader, ...common, openPort: deps.openPort })
+          : reader.type === 'keyboard'
+            ? // A keyboard reader types lines as a serial one sends them: the same framing and reopening.
+              new SerialReader({ ...reader, ...common, baudRate: 0, format: 'lines', openPort: deps.openInputDevice ?? inputDevicePorts() })
+            : new WiegandReader({ ...reader, ...common, gpio: deps.gpio, onNoise: (summary) => runtime.onReaderNoise(summary) });
       this.reader.start();
     }
   }

@@ -6,16 +6,20 @@ import type { Pull } from '../hardware/gpio.js';
 
 export type ReaderOptions =
   | { type: 'serial'; path: string; baudRate: number; cardFormat: CardFormat; format: 'lines' | 'rdm6300'; numbering: 'last32' | 'whole' }
-  | { type: 'wiegand'; d0: number; d1: number; pull: Pull; format: WiegandFormat; numbering: WiegandNumbering };
+  | { type: 'wiegand'; d0: number; d1: number; pull: Pull; format: WiegandFormat; numbering: WiegandNumbering }
+  | { type: 'keyboard'; path: string; cardFormat: CardFormat };
 
 /** How a door's reader writes card numbers (Wiegand and RDM6300 numbers are decimal by construction). */
 export function readerCardFormat(door: { reader?: ReaderOptions }): CardFormat {
-  return door.reader?.type === 'serial' && door.reader.format === 'lines' ? door.reader.cardFormat : 'decimal';
+  const reader = door.reader;
+  if (reader?.type === 'keyboard') return reader.cardFormat;
+  return reader?.type === 'serial' && reader.format === 'lines' ? reader.cardFormat : 'decimal';
 }
 
 /** A reader as status and logs name it: its device, or its two GPIO lines. */
 export function describeReader(reader: ReaderOptions): string {
-  return reader.type === 'serial' ? reader.path : `Wiegand D0 GPIO ${reader.d0} / D1 GPIO ${reader.d1}`;
+  if (reader.type === 'wiegand') return `Wiegand D0 GPIO ${reader.d0} / D1 GPIO ${reader.d1}`;
+  return reader.type === 'keyboard' ? `keyboard ${reader.path}` : reader.path;
 }
 
 /** One door as the door components take it: normalized (lower-case uuid, a name), every default applied. */

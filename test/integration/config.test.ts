@@ -172,7 +172,19 @@ doors:
     const rdmHex = configFile('rdm-hex2.yaml', `${BASE}doors:\n  - { uuid: ${DOOR_UUID}, resourceId: 12, relay: { pin: 17 }, reader: { path: /dev/serial0, format: rdm6300, cardFormat: hex } }\n`);
     expect(runCli(['config', 'check', '--config', rdmHex]).stderr).toContain('doors[0].reader.cardFormat: an rdm6300 reader sends binary frames');
     const unknown = configFile('reader-type.yaml', `${BASE}doors:\n  - { uuid: ${DOOR_UUID}, resourceId: 12, relay: { pin: 17 }, reader: { type: osdp2 } }\n`);
-    expect(runCli(['config', 'check', '--config', unknown]).stderr).toContain('doors[0].reader.type: expected type serial or wiegand');
+    expect(runCli(['config', 'check', '--config', unknown]).stderr).toContain('doors[0].reader.type: expected type serial, wiegand or keyboard');
+  });
+
+  it('accepts a keyboard reader and refuses it on a path another door\'s reader uses', () => {
+    const ok = configFile('kbd.yaml', `${BASE}doors:\n  - { uuid: ${DOOR_UUID}, resourceId: 12, relay: { pin: 17 }, reader: { type: keyboard, path: /dev/input/by-id/usb-R-event-kbd } }\n`);
+    const r = runCli(['config', 'check', '--config', ok]);
+    expect(r.status, r.stderr).toBe(0);
+    expect(r.stdout).toContain('reader keyboard /dev/input/by-id/usb-R-event-kbd');
+    const twice = configFile(
+      'kbd2.yaml',
+      `${BASE}doors:\n  - { uuid: ${DOOR_UUID}, resourceId: 12, relay: { pin: 17 }, reader: { type: keyboard, path: /dev/input/event3 } }\n  - { uuid: 0b7a1e55-3c2d-4e8f-9a10-22334455aabb, resourceId: 13, relay: { pin: 18 }, reader: { path: /dev/input/event3 } }\n`,
+    );
+    expect(runCli(['config', 'check', '--config', twice]).stderr).toContain('doors[1].reader.path: reader /dev/input/event3 is already used by doors[0]');
   });
 
   it('accepts a Wiegand door on the character device, and says which GPIO drivers this machine has', () => {

@@ -58,7 +58,7 @@ describe('systemd units', () => {
     expect(r.stderr).toBe('');
     expect(r.status).toBe(0);
     const unit = readFileSync(join(ROOT, 'systemd/door-agent.service'), 'utf8');
-    for (const line of ['RestartPreventExitStatus=78', 'Restart=always', 'SupplementaryGroups=gpio dialout', 'ProtectSystem=strict', 'StateDirectory=door-agent']) {
+    for (const line of ['RestartPreventExitStatus=78', 'Restart=always', 'SupplementaryGroups=gpio dialout input', 'DeviceAllow=char-gpiochip rw', 'DeviceAllow=char-input r', 'ProtectSystem=strict', 'StateDirectory=door-agent']) {
       expect(unit).toContain(line);
     }
   });

@@ -1,0 +1,110 @@
+import { describe, expect, it } from 'vitest';
+import { pino } from 'pino';
+import { EV_KEY, encodeInputEvent } from '../../src/hardware/inputEvents.js';
+import { InputDevicePort, type InputIo } from '../../src/hardware/inputDevicePort.js';
+import type { ReaderFrame } from '../../src/hardware/readerFrames.js';
+import { SerialReader } from '../../src/hardware/serialReader.js';
+import { ManualTime } from '../support/manualTime.js';
+
+const DIGIT: Record<string, number> = { '1': 2, '2': 3, '3': 4, '4': 5, '5': 6, '6': 7, '7': 8, '8': 9, '9': 10, '0': 11 };
+const keys = (text: string) =>
+  Buffer.concat([...text].flatMap((c) => [encodeInputEvent(EV_KEY, c === '\n' ? 28 : DIGIT[c]!, 1), encodeInputEvent(EV_KEY, c === '\n' ? 28 : DIGIT[c]!, 0)]));
+
+/** The system as a keyboard reader sees it: a device that can be plugged, unplugged, grabbed by someone else. */
+class FakeInput implements InputIo {
+  plugged = true;
+  grabbedElsewhere = false;
+  grabbable = true;
+  opens = 0;
+  private queued: Buffer[] = [];
+  private readable: (() => void) | null = null;
+  private error: ((m: string) => void) | null = null;
+  open(path: string): number {
+    if (!this.plugged) throw Object.assign(new Error(`ENOENT: no such file or directory, open '${path}'`), { code: 'ENOENT' });
+    this.opens++;
+    return 7;
+  }
+  grab(): void {
+    if (this.grabbedElsewhere) throw Object.assign(new Error('EVIOCGRAB: busy'), { code: 'EBUSY' });
+    if (!this.grabbable) throw Object.assign(new Error('EVIOCGRAB: not a tty'), { code: 'ENOTTY' });
+  }
+  watch(_fd: number, onReadable: () => void, onError: (m: string) => void) {
+    this.readable = onReadable;
+    this.error = onError;
+    return { close: () => void ((this.readable = null), (this.error = null)) };
+  }
+  read(): Buffer | null {
+    return this.queued.length > 0 ? Buffer.concat(this.queued.splice(0)) : null;
+  }
+  close(): void {}
+  type(text: string): void {
+    this.queued.push(keys(text));
+    this.readable?.();
+  }
+  unplug(): void {
+    this.plugged = false;
+    this.error?.('polling fd 7 failed: bad file descriptor (EBADF); the fd reports an error or hang-up');
+  }
+}
+
+function setup(io: FakeInput) {
+  const time = new ManualTime();
+  const frames: ReaderFrame[] = [];
+  const connection: boolean[] = [];
+  const logs: Array<{ msg: string; [k: string]: unknown }> = [];
+  const reader = new SerialReader({
+    path: '/dev/input/by-id/usb-Reader-event-kbd',
+    baudRate: 0,
+    cardFormat: 'decimal',
+    logger: pino({ level: 'info' }, { write: (l: string) => void logs.push(JSON.parse(l)) }),
+    clock: time,
+    timers: time,
+    openPort: (path) => new InputDevicePort(path, io),
+    onFrame: (f) => frames.push(f),
+    onConnectionChange: (c) => connection.push(c),
+  });
+  reader.start();
+  return { reader, frames, connection, logs, time };
+}
+
+describe('a keyboard reader through the serial reader logic', () => {
+  it('a typed card and Enter is a card; unplugged it reconnects with backoff and reads again', async () => {
+    const io = new FakeInput();
+    const t = setup(io);
+    expect(t.connection).toEqual([true]);
+    io.type('4213578\n');
+    expect(t.frames).toEqual([{ kind: 'card', value: '4213578' }]);
+    io.unplug();
+    expect(t.connection).toEqual([true, false]);
+    t.time.advance(5_000); // still unplugged: the retries fail quietly
+    io.plugged = true;
+    t.time.advance(35_000);
+    expect(t.connection).toEqual([true, false, true]);
+    io.type('4213579\n');
+    expect(t.frames.at(-1)).toEqual({ kind: 'card', value: '4213579' });
+    expect(t.logs.some((l) => l.msg === 'reader disconnected; reopening')).toBe(true);
+    await t.reader.stop();
+  });
+
+  it('a device another program holds exclusively is not opened (nothing would reach us); retried until free', async () => {
+    const io = new FakeInput();
+    io.grabbedElsewhere = true;
+    const t = setup(io);
+    expect(t.connection).toEqual([]);
+    expect(t.logs.find((l) => l.msg === 'cannot open reader; retrying with backoff')).toMatchObject({ reason: expect.stringContaining('held exclusively by another program') });
+    io.grabbedElsewhere = false;
+    t.time.advance(35_000);
+    expect(t.connection).toEqual([true]);
+    await t.reader.stop();
+  });
+
+  it('a device that cannot be grabbed is read anyway, with a warning', async () => {
+    const io = new FakeInput();
+    io.grabbable = false;
+    const t = setup(io);
+    await Promise.resolve();
+    expect(t.connection).toEqual([true]);
+    expect(t.logs.find((l) => l.msg === 'reader error')).toMatchObject({ err: { message: expect.stringContaining('cannot take /dev/input/by-id/usb-Reader-event-kbd exclusively') } });
+    await t.reader.stop();
+  });
+});
