@@ -1,0 +1,114 @@
+import { describe, expect, it } from 'vitest';
+import { encodeCard } from '../../src/core/wiegand.js';
+import type { ReaderFrame } from '../../src/hardware/readerFrames.js';
+import { CMD, OsdpBus } from '../../src/hardware/osdp/controlPanel.js';
+import { ManualTime } from '../support/manualTime.js';
+import { OsdpEmulator } from '../support/osdpPd.js';
+
+/** A bus with readers at `addresses`, wired to the emulator through an in-memory line (replies come back at once). */
+function bus(addresses: number[]) {
+  const time = new ManualTime();
+  const frames: Array<[number, ReaderFrame]> = [];
+  const online: Array<[number, boolean]> = [];
+  const dropped: string[] = [];
+  let panel: OsdpBus | null = null;
+  const pd = new OsdpEmulator(addresses, (bytes) => panel!.receive(bytes));
+  panel = new OsdpBus({
+    transport: { write: (bytes) => pd.receive(bytes) },
+    clock: time,
+    timers: time,
+    readers: addresses.map((address) => ({
+      address,
+      numbering: 'data' as const,
+      onFrame: (f: ReaderFrame) => frames.push([address, f]),
+      onOnline: (o: boolean) => online.push([address, o]),
+      onDropped: (reason: string) => dropped.push(reason),
+    })),
+  });
+  panel.start();
+  return { time, panel, pd, frames, online, dropped };
+}
+
+describe('OSDP control panel (plain mode) against an emulated reader', () => {
+  it('identifies the reader, then polls; a card read (osdp_RAW, 26-bit Wiegand) becomes a card frame', () => {
+    const t = bus([0]);
+    t.time.advance(50);
+    expect(t.online).toEqual([[0, true]]);
+    expect(t.pd.reader(0).received.slice(0, 3)).toEqual([CMD.ID, CMD.CAP, CMD.POLL]);
+    t.pd.presentCard(0, encodeCard(4_213_578n, 26));
+    t.time.advance(20);
+    expect(t.frames).toEqual([[0, { kind: 'card', value: '4213578' }]]);
+  });
+
+  it('keys (osdp_KEYPAD) feed the PIN logic: 1234# is a PIN', () => {
+    const t = bus([0]);
+    t.time.advance(50);
+    t.pd.typeKeys(0, '12');
+    t.time.advance(20);
+    t.pd.typeKeys(0, '34#');
+    t.time.advance(20);
+    expect(t.frames).toEqual([[0, { kind: 'pin', value: '1234' }]]);
+  });
+
+  it('a card whose bits fail their parity is dropped, never decided', () => {
+    const t = bus([0]);
+    t.time.advance(50);
+    const bits = encodeCard(4_213_578n, 26);
+    bits[5] = 1 - bits[5]!;
+    t.pd.presentCard(0, bits);
+    t.time.advance(20);
+    expect(t.frames).toEqual([]);
+    expect(t.dropped).toEqual(['parity']);
+  });
+
+  it('replies with a broken CRC count as no reply: the command is retried and the card still arrives', () => {
+    const t = bus([0]);
+    t.time.advance(50);
+    t.pd.reader(0).corrupt = true;
+    t.pd.presentCard(0, encodeCard(77n, 26));
+    t.time.advance(600); // three timeouts
+    expect(t.frames).toEqual([]);
+    t.pd.reader(0).corrupt = false;
+    t.time.advance(300);
+    expect(t.frames).toEqual([[0, { kind: 'card', value: '77' }]]);
+    expect(t.online).toEqual([[0, true]]); // a few lost replies are not an outage
+  });
+
+  it('a reader that stops answering goes offline after 2 s, and online again (identified anew) when it is back', () => {
+    const t = bus([0]);
+    t.time.advance(50);
+    t.pd.reader(0).silent = true;
+    t.time.advance(2500);
+    expect(t.online).toEqual([[0, true], [0, false]]);
+    t.pd.reader(0).silent = false;
+    t.pd.reader(0).received.length = 0;
+    t.time.advance(500);
+    expect(t.online).toEqual([[0, true], [0, false], [0, true]]);
+    expect(t.pd.reader(0).received[0]).toBe(CMD.ID);
+  });
+
+  it('two readers on one bus: both polled, each card reported with its reader; one offline leaves the other working', () => {
+    const t = bus([1, 2]);
+    t.time.advance(100);
+    expect(t.online).toEqual([[1, true], [2, true]]);
+    t.pd.reader(2).silent = true;
+    t.time.advance(3000);
+    t.pd.presentCard(1, encodeCard(11n, 26));
+    t.time.advance(500);
+    expect(t.frames).toEqual([[1, { kind: 'card', value: '11' }]]);
+    expect(t.online).toContainEqual([2, false]);
+    expect(t.online).not.toContainEqual([1, false]);
+  });
+
+  it('an LED command goes out in place of the next poll, and again if it got no answer', () => {
+    const t = bus([0]);
+    t.time.advance(50);
+    t.pd.reader(0).silent = true;
+    t.panel.send(0, CMD.LED, Buffer.alloc(14));
+    t.time.advance(250);
+    t.pd.reader(0).silent = false;
+    t.pd.reader(0).received.length = 0;
+    t.time.advance(250);
+    expect(t.pd.reader(0).received[0]).toBe(CMD.LED);
+  });
+});
