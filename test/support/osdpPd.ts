@@ -1,8 +1,51 @@
+import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
+
 /**
  * An OSDP Peripheral Device (reader) emulator for the tests, written from the standard (SIA OSDP v2.2, section 5
- * and annex) and not from door-agent's encoder: its own bit-by-bit CRC, its own packet layout. One emulator can
- * answer for several addresses on one bus. Plain mode only.
+ * and annex D) and not from door-agent's encoder: its own bit-by-bit CRC, its own packet layout, its own secure
+ * channel (node:crypto's AES). One emulator can answer for several addresses on one bus.
  */
+
+const DEFAULT_KEY = Buffer.from('0123456789:;<=>?', 'latin1'); // SCBK-D: the bytes 0x30 to 0x3F
+
+function ecb(key: Buffer, block: Buffer): Buffer {
+  const c = createCipheriv('aes-128-ecb', key, null).setAutoPadding(false);
+  return Buffer.concat([c.update(block), c.final()]);
+}
+
+function cbc(key: Buffer, iv: Buffer, data: Buffer, decrypt = false): Buffer {
+  const c = (decrypt ? createDecipheriv : createCipheriv)('aes-128-cbc', key, iv).setAutoPadding(false);
+  return Buffer.concat([c.update(data), c.final()]);
+}
+
+/** 0x80 then zeros up to a 16-byte boundary (only when needed, for a MAC; always, for data). */
+function padded(data: Buffer, always: boolean): Buffer {
+  if (!always && data.length % 16 === 0 && data.length > 0) return data;
+  const out = Buffer.alloc((Math.floor(data.length / 16) + 1) * 16);
+  data.copy(out);
+  out[data.length] = 0x80;
+  return out;
+}
+
+interface Session {
+  enc: Buffer;
+  mac1: Buffer;
+  mac2: Buffer;
+  rndA: Buffer;
+  rndB: Buffer;
+  established: boolean;
+  cmac: Buffer;
+  rmac: Buffer;
+}
+
+function mac(session: Session, iv: Buffer, message: Buffer): Buffer {
+  const all = padded(message, false);
+  let chain = iv;
+  for (let at = 0; at < all.length - 16; at += 16) chain = cbc(session.mac1, chain, all.subarray(at, at + 16));
+  return cbc(session.mac2, chain, all.subarray(all.length - 16));
+}
+
+const not = (b: Buffer) => Buffer.from(b.map((x) => 255 - x));
 
 function crc(bytes: number[]): number {
   let value = 0x1d0f; // CRC-16/AUG-CCITT
@@ -25,8 +68,15 @@ export interface EmulatedReader {
   received: number[];
   /** Expected sequence number of the next command; 0 resets. */
   lastSqn: number | null;
-  /** The last reply, sent again when the CP repeats a command's sequence number (its reply was lost). */
+  /** The last reply without its CRC, sent again when the CP repeats a command's sequence number (its reply was lost). */
   lastReply: Buffer | null;
+  /** The reader's secure channel key (null: plain only). */
+  scbk: Buffer | null;
+  session: Session | null;
+  /** Secure channel events, for the tests: 'established', 'bad cryptogram', 'bad mac'. */
+  log: string[];
+  /** Sends its next secure reply with a wrong MAC (a forged or altered packet). */
+  forgeNextMac: boolean;
 }
 
 export class OsdpEmulator {
@@ -37,7 +87,7 @@ export class OsdpEmulator {
     addresses: number[],
     private readonly reply: (bytes: Buffer) => void,
   ) {
-    for (const address of addresses) this.readers.set(address, { address, silent: false, corrupt: false, pending: [], received: [], lastSqn: null, lastReply: null });
+    for (const address of addresses) this.readers.set(address, { address, silent: false, corrupt: false, pending: [], received: [], lastSqn: null, lastReply: null, scbk: null, session: null, log: [], forgeNextMac: false });
   }
 
   reader(address: number): EmulatedReader {
@@ -80,15 +130,39 @@ export class OsdpEmulator {
     const reader = this.readers.get(address);
     if (!reader || packet[1]! & 0x80 || reader.silent) return;
     const sqn = packet[4]! & 0x03;
-    const code = packet[5]!;
+    const hasScb = (packet[4]! & 0x08) !== 0;
+    const scbLength = hasScb ? packet[5]! : 0;
+    const scbType = hasScb ? packet[6]! : null;
+    const codeAt = 5 + scbLength;
+    const code = packet[codeAt]!;
+    const macLength = scbType !== null && scbType >= 0x15 ? 4 : 0;
+    let data: Buffer = Buffer.from(packet.slice(codeAt + 1, packet.length - 2 - macLength));
     reader.received.push(code);
     // The same sequence number again: the CP did not get our reply. Send it again, not a new one (a card read
     // must not be lost with a reply the line corrupted).
-    if (sqn !== 0 && sqn === reader.lastSqn && reader.lastReply) return this.reply(this.finish(reader, reader.lastReply));
-    if (sqn !== 0 && reader.lastSqn !== null && sqn !== (reader.lastSqn % 3) + 1 && sqn !== reader.lastSqn) {
+    if (sqn !== 0 && sqn === reader.lastSqn && reader.lastReply) return this.reply(this.checked(reader, reader.lastReply));
+    if (sqn !== 0 && reader.lastSqn !== null && sqn !== (reader.lastSqn % 3) + 1) {
       return this.send(reader, sqn, 0x41, [0x04]); // NAK: sequence number error
     }
     reader.lastSqn = sqn;
+    if (sqn === 0) reader.session = null; // a reset ends any secure session
+    const session = reader.session;
+    if (code === 0x76 && scbType === 0x11) return this.challenge(reader, sqn, packet[7]!, data);
+    if (code === 0x77 && scbType === 0x13) return this.serverCryptogram(reader, sqn, data);
+    if (session?.established) {
+      // Secure: the command must carry its MAC, chained from our last reply's.
+      if (macLength === 0) return this.send(reader, sqn, 0x41, [0x06]); // NAK: unsupported security block
+      const expected = mac(session, session.rmac, Buffer.from(packet.slice(0, packet.length - 2 - 4)));
+      if (!expected.subarray(0, 4).equals(Buffer.from(packet.slice(packet.length - 6, packet.length - 2)))) {
+        reader.log.push('bad mac');
+        reader.session = null;
+        return this.send(reader, sqn, 0x41, [0x06]);
+      }
+      if (scbType === 0x17) data = cbc(session.enc, not(session.rmac), data, true).subarray(0, data.length); // padding is the CP's; we do not need it
+      session.cmac = expected;
+    } else if (reader.scbk && code !== 0x61 && code !== 0x62) {
+      return this.send(reader, sqn, 0x41, [0x06]); // a secure reader answers only ID and CAP in the clear
+    }
     switch (code) {
       case 0x61: // osdp_ID -> osdp_PDID: vendor 0A0B0C, model 1, version 2, serial 0x01020304, firmware 3.4.5
         return this.send(reader, sqn, 0x45, [0x0a, 0x0b, 0x0c, 1, 2, 4, 3, 2, 1, 3, 4, 5]);
@@ -103,14 +177,59 @@ export class OsdpEmulator {
     }
   }
 
-  private send(reader: EmulatedReader, sqn: number, code: number, data: number[]): void {
-    const length = 5 + 1 + data.length + 2;
-    const body = Buffer.from([0x53, reader.address | 0x80, length & 0xff, length >> 8, sqn | 0x04, code, ...data]);
-    reader.lastReply = body;
-    this.reply(this.finish(reader, body));
+  /** osdp_CHLNG: derive the session keys from our key (or SCBK-D) and the CP's random number; prove we hold it. */
+  private challenge(reader: EmulatedReader, sqn: number, keyType: number, rndA: Buffer): void {
+    const key = keyType === 0 ? DEFAULT_KEY : reader.scbk;
+    if (!key || rndA.length !== 8) return this.send(reader, sqn, 0x41, [0x06]);
+    const derive = (which: number) => ecb(key, Buffer.from([0x01, which, ...rndA.subarray(0, 6), 0, 0, 0, 0, 0, 0, 0, 0]));
+    const rndB = randomBytes(8);
+    const session: Session = { enc: derive(0x82), mac1: derive(0x01), mac2: derive(0x02), rndA, rndB, established: false, cmac: Buffer.alloc(16), rmac: Buffer.alloc(16) };
+    reader.session = session;
+    const cuid = Buffer.from([0x0a, 0x0b, 0x0c, 1, 4, 3, 2, 1]);
+    this.send(reader, sqn, 0x76, [...cuid, ...rndB, ...ecb(session.enc, Buffer.concat([rndA, rndB]))], [0x12, keyType]);
   }
 
-  private finish(reader: EmulatedReader, body: Buffer): Buffer {
+  /** osdp_SCRYPT: the CP proves it holds the key; we answer with the initial R-MAC. */
+  private serverCryptogram(reader: EmulatedReader, sqn: number, cryptogram: Buffer): void {
+    const session = reader.session;
+    if (!session || !ecb(session.enc, Buffer.concat([session.rndB, session.rndA])).equals(cryptogram)) {
+      reader.log.push('bad cryptogram');
+      reader.session = null;
+      return this.send(reader, sqn, 0x78, [], [0x14, 0xff]);
+    }
+    session.rmac = ecb(session.mac2, ecb(session.mac1, cryptogram));
+    this.send(reader, sqn, 0x78, [...session.rmac], [0x14, 0x01]); // in the clear: the channel starts after it
+    session.established = true;
+    reader.log.push('established');
+  }
+
+  private send(reader: EmulatedReader, sqn: number, code: number, data: number[], scb?: number[]): void {
+    const session = reader.session?.established ? reader.session : null;
+    let payload: Buffer = Buffer.from(data);
+    let block = scb;
+    if (session) {
+      block = payload.length > 0 ? [0x18] : [0x16];
+      if (payload.length > 0) payload = cbc(session.enc, not(session.cmac), padded(payload, true));
+    }
+    const scbBytes = block ? [block.length + 1, ...block] : [];
+    const length = 5 + scbBytes.length + 1 + payload.length + (session ? 4 : 0) + 2;
+    const ctrl = sqn | 0x04 | (block ? 0x08 : 0);
+    let body = Buffer.from([0x53, reader.address | 0x80, length & 0xff, length >> 8, ctrl, ...scbBytes, code, ...payload]);
+    if (session) {
+      session.rmac = mac(session, session.cmac, body);
+      const sent = Buffer.from(session.rmac.subarray(0, 4));
+      if (reader.forgeNextMac) {
+        reader.forgeNextMac = false;
+        sent[0] = sent[0]! ^ 0xff;
+      }
+      body = Buffer.concat([body, sent]);
+    }
+    reader.lastReply = body;
+    this.reply(this.checked(reader, body));
+  }
+
+  /** The CRC appended (a wrong one while `corrupt`: the line garbled it). */
+  private checked(reader: EmulatedReader, body: Buffer): Buffer {
     const value = crc([...body]) ^ (reader.corrupt ? 0x0101 : 0);
     return Buffer.concat([body, Buffer.from([value & 0xff, value >> 8])]);
   }

@@ -5,14 +5,18 @@ import { CMD, OsdpBus } from '../../src/hardware/osdp/controlPanel.js';
 import { ManualTime } from '../support/manualTime.js';
 import { OsdpEmulator } from '../support/osdpPd.js';
 
+const KEY = Buffer.from('00112233445566778899aabbccddeeff', 'hex');
+
 /** A bus with readers at `addresses`, wired to the emulator through an in-memory line (replies come back at once). */
-function bus(addresses: number[]) {
+function bus(addresses: number[], secure: { scbk?: Buffer; installMode?: boolean; readerKey?: Buffer } | null = null) {
   const time = new ManualTime();
   const frames: Array<[number, ReaderFrame]> = [];
   const online: Array<[number, boolean]> = [];
   const dropped: string[] = [];
+  const secureErrors: string[] = [];
   let panel: OsdpBus | null = null;
   const pd = new OsdpEmulator(addresses, (bytes) => panel!.receive(bytes));
+  if (secure?.readerKey) for (const a of addresses) pd.reader(a).scbk = secure.readerKey;
   panel = new OsdpBus({
     transport: { write: (bytes) => pd.receive(bytes) },
     clock: time,
@@ -23,10 +27,13 @@ function bus(addresses: number[]) {
       onFrame: (f: ReaderFrame) => frames.push([address, f]),
       onOnline: (o: boolean) => online.push([address, o]),
       onDropped: (reason: string) => dropped.push(reason),
+      ...(secure?.scbk ? { scbk: secure.scbk } : {}),
+      ...(secure?.installMode ? { installMode: true } : {}),
+      onSecureError: (message: string) => secureErrors.push(message),
     })),
   });
   panel.start();
-  return { time, panel, pd, frames, online, dropped };
+  return { time, panel, pd, frames, online, dropped, secureErrors };
 }
 
 describe('OSDP control panel (plain mode) against an emulated reader', () => {
@@ -110,5 +117,66 @@ describe('OSDP control panel (plain mode) against an emulated reader', () => {
     t.pd.reader(0).received.length = 0;
     t.time.advance(250);
     expect(t.pd.reader(0).received[0]).toBe(CMD.LED);
+  });
+});
+
+describe('OSDP secure channel', () => {
+  it('with the reader\'s key: the handshake, then every poll MACed; a card read arrives encrypted and is decided', () => {
+    const t = bus([0], { scbk: KEY, readerKey: KEY });
+    t.time.advance(100);
+    expect(t.pd.reader(0).log).toEqual(['established']);
+    t.pd.presentCard(0, encodeCard(4_213_578n, 26));
+    t.pd.typeKeys(0, '1234#');
+    t.time.advance(50);
+    expect(t.frames).toEqual([
+      [0, { kind: 'card', value: '4213578' }],
+      [0, { kind: 'pin', value: '1234' }],
+    ]);
+    expect(t.secureErrors).toEqual([]);
+  });
+
+  it('a reader with another key: a clear error, no card from it is ever decided, and the next try waits 10 s', () => {
+    const t = bus([0], { scbk: KEY, readerKey: Buffer.alloc(16, 7) });
+    t.time.advance(100);
+    expect(t.secureErrors).toEqual(['the reader holds another secure channel key than scbkFile: no card or key from it is used']);
+    t.pd.presentCard(0, encodeCard(4_213_578n, 26));
+    t.time.advance(5000);
+    expect(t.frames).toEqual([]);
+    expect(t.secureErrors).toHaveLength(1);
+    t.time.advance(6000);
+    expect(t.secureErrors).toHaveLength(2); // tried again after 10 s, refused again
+    expect(JSON.stringify(t.secureErrors)).not.toContain(KEY.toString('hex'));
+  });
+
+  it('install mode uses the standard\'s default key, for a new reader', () => {
+    const t = bus([0], { installMode: true });
+    t.time.advance(100);
+    expect(t.pd.reader(0).log).toEqual(['established']);
+    t.pd.presentCard(0, encodeCard(9n, 26));
+    t.time.advance(50);
+    expect(t.frames).toEqual([[0, { kind: 'card', value: '9' }]]);
+  });
+
+  it('a reply whose MAC does not verify is dropped (its card never decided) and the channel starts again', () => {
+    const t = bus([0], { scbk: KEY, readerKey: KEY });
+    t.time.advance(100);
+    t.pd.reader(0).forgeNextMac = true;
+    t.pd.presentCard(0, encodeCard(5n, 26));
+    t.time.advance(30);
+    expect(t.frames).toEqual([]);
+    expect(t.secureErrors).toEqual(['a reply whose MAC does not verify: dropped, the channel restarts']);
+    t.time.advance(11_000);
+    expect(t.pd.reader(0).log.filter((l) => l === 'established')).toHaveLength(2);
+    t.pd.presentCard(0, encodeCard(6n, 26));
+    t.time.advance(50);
+    expect(t.frames).toEqual([[0, { kind: 'card', value: '6' }]]);
+  });
+
+  it('a reader that requires the secure channel refuses plain polls: a panel without the key decides nothing', () => {
+    const t = bus([0], { readerKey: KEY });
+    t.time.advance(100);
+    t.pd.presentCard(0, encodeCard(4_213_578n, 26));
+    t.time.advance(100);
+    expect(t.frames).toEqual([]);
   });
 });

@@ -1,7 +1,20 @@
 import { cardNumber, decodeBits, type WiegandNumbering } from '../../core/wiegand.js';
 import type { Clock, Timers } from '../../util/clock.js';
 import { ReaderFrameParser, type ReaderFrame } from '../readerFrames.js';
-import { PacketParser, encodePacket, type Packet } from './packet.js';
+import { randomBytes } from 'node:crypto';
+import { PacketParser, encodePacket, finishPacket, packetHead, type Packet } from './packet.js';
+import {
+  SCBK_D,
+  clientCryptogram,
+  computeMac,
+  decryptData,
+  deriveSessionKeys,
+  encryptData,
+  initialRmac,
+  macMatches,
+  serverCryptogram,
+  type SessionKeys,
+} from './secureChannel.js';
 
 /**
  * An OSDP Control Panel on one RS-485 bus (SIA OSDP v2.2), plain mode: it polls each Peripheral Device (reader)
@@ -11,8 +24,12 @@ import { PacketParser, encodePacket, type Packet } from './packet.js';
  * clock are injected; the secure channel is not in this module yet.
  */
 
-export const CMD = { POLL: 0x60, ID: 0x61, CAP: 0x62, LED: 0x69, BUZ: 0x6a } as const;
-export const REPLY = { ACK: 0x40, NAK: 0x41, PDID: 0x45, PDCAP: 0x46, LSTATR: 0x48, RAW: 0x50, KEYPAD: 0x53, BUSY: 0x79 } as const;
+export const CMD = { POLL: 0x60, ID: 0x61, CAP: 0x62, LED: 0x69, BUZ: 0x6a, CHLNG: 0x76, SCRYPT: 0x77 } as const;
+export const REPLY = { ACK: 0x40, NAK: 0x41, PDID: 0x45, PDCAP: 0x46, LSTATR: 0x48, RAW: 0x50, KEYPAD: 0x53, CCRYPT: 0x76, RMAC_I: 0x78, BUSY: 0x79 } as const;
+/** Security block types: the handshake (0x11-0x14), then MAC only (0x15 commands, 0x16 replies) or MAC and data encryption (0x17, 0x18). */
+const SCS = { CHLNG: 0x11, CCRYPT: 0x12, SCRYPT: 0x13, RMAC_I: 0x14, CMD_MAC: 0x15, REPLY_MAC: 0x16, CMD_ENC: 0x17, REPLY_ENC: 0x18 } as const;
+/** After a failed handshake (a wrong key), the next try waits this long: a reader with another key is not hammered. */
+const HANDSHAKE_RETRY_MS = 10_000;
 const NAK_SEQUENCE = 0x04;
 
 export interface OsdpTransport {
@@ -29,6 +46,16 @@ export interface OsdpReaderOptions {
   onIdentified?: (id: { vendor: string; model: number; version: number; serial: number; firmware: string }) => void;
   /** A card frame whose bits failed their parity, a key the reader should not send: never decided. */
   onDropped?: (reason: string) => void;
+  /**
+   * The secure channel's key (16 bytes): every exchange after the handshake is MACed and its data encrypted;
+   * nothing the reader sends is decided before the handshake has succeeded.
+   */
+  scbk?: Buffer;
+  /** Install mode: the handshake uses the standard's default key SCBK-D (a new reader, before its key is set). */
+  installMode?: boolean;
+  /** The secure channel failed: a wrong key, a MAC that does not verify. Said once per failure, never the key. */
+  onSecureError?: (message: string) => void;
+  onSecure?: (established: boolean) => void;
 }
 
 export interface OsdpBusOptions {
@@ -42,6 +69,19 @@ export interface OsdpBusOptions {
   pollGapMs?: number;
   /** A reader without a good reply for this long is offline (ms); the standard says 8 s, installers want less. */
   offlineAfterMs?: number;
+  /** Random bytes for the handshake (tests give fixed ones). */
+  random?: (bytes: number) => Buffer;
+}
+
+interface SecureState {
+  phase: 'off' | 'challenge' | 'scrypt' | 'established';
+  keys: SessionKeys | null;
+  rndA: Buffer;
+  rndB: Buffer;
+  /** The last command MAC and reply MAC (16 bytes each): each side's next MAC chains from the other's. */
+  cmac: Buffer;
+  rmac: Buffer;
+  retryAt: number;
 }
 
 interface ReaderState {
@@ -53,6 +93,7 @@ interface ReaderState {
   lastReplyAt: number;
   queued: Array<{ code: number; data: Buffer }>;
   keys: ReaderFrameParser;
+  sc: SecureState | null;
 }
 
 export class OsdpBus {
@@ -80,6 +121,7 @@ export class OsdpBus {
       lastReplyAt: now,
       queued: [],
       keys: new ReaderFrameParser({ cardFormat: 'decimal' }),
+      sc: r.scbk || r.installMode ? { phase: 'off' as const, keys: null, rndA: Buffer.alloc(8), rndB: Buffer.alloc(8), cmac: Buffer.alloc(16), rmac: Buffer.alloc(16), retryAt: 0 } : null,
     }));
   }
 
@@ -106,7 +148,7 @@ export class OsdpBus {
       if (packet.sqn !== pending.packet.sqn) continue; // an echo of an earlier exchange
       this.options.timers.clearTimeout(pending.timer);
       this.outstanding = null;
-      this.handleReply(pending.reader, pending.packet, packet);
+      this.handleReply(pending.reader, pending.packet, packet, parsed.raw);
       this.schedule(this.pollGapMs);
     }
   }
@@ -128,15 +170,45 @@ export class OsdpBus {
     if (this.stopped || this.outstanding || this.readers.length === 0) return;
     const reader = this.readers[this.turn % this.readers.length]!;
     this.turn++;
-    const command = !reader.online || !reader.identified ? { code: CMD.ID, data: Buffer.from([0]) } : !reader.capabilities ? { code: CMD.CAP, data: Buffer.from([0]) } : (reader.queued.shift() ?? { code: CMD.POLL, data: Buffer.alloc(0) });
-    this.transmit(reader, { addr: reader.options.address, reply: false, sqn: reader.sqn, crc: true, code: command.code, data: command.data });
+    const sc = reader.sc;
+    if (!reader.online || !reader.identified) return this.transmit(reader, { code: CMD.ID, data: Buffer.from([0]) });
+    if (!reader.capabilities) return this.transmit(reader, { code: CMD.CAP, data: Buffer.from([0]) });
+    if (sc && sc.phase !== 'established') {
+      if (sc.phase === 'off') {
+        if (this.options.clock.monoNow() < sc.retryAt) return this.schedule(this.pollGapMs);
+        sc.rndA = (this.options.random ?? randomBytes)(8);
+        sc.phase = 'challenge';
+      }
+      // The handshake: the challenge (our random number), then our cryptogram once the reader has proved its key.
+      const keyType = reader.options.installMode ? 0x00 : 0x01;
+      if (sc.phase === 'challenge') return this.transmit(reader, { code: CMD.CHLNG, data: sc.rndA, scb: { type: SCS.CHLNG, data: Buffer.from([keyType]) } });
+      return this.transmit(reader, { code: CMD.SCRYPT, data: serverCryptogram(sc.keys!, sc.rndA, sc.rndB), scb: { type: SCS.SCRYPT, data: Buffer.from([keyType]) } });
+    }
+    this.transmit(reader, reader.queued.shift() ?? { code: CMD.POLL, data: Buffer.alloc(0) });
   }
 
-  private transmit(reader: ReaderState, packet: Packet): void {
+  private transmit(reader: ReaderState, command: { code: number; data: Buffer; scb?: { type: number; data: Buffer } }): void {
+    const base = { addr: reader.options.address, reply: false, sqn: reader.sqn, crc: true, code: command.code };
+    let bytes: Buffer;
+    let packet: Packet;
+    const sc = reader.sc;
+    if (sc?.phase === 'established' && sc.keys) {
+      // A secure command: data encrypted with the reply MAC's complement as IV, then MACed from that MAC.
+      const encrypted = command.data.length > 0;
+      const data = encrypted ? encryptData(sc.keys, sc.rmac, command.data) : command.data;
+      packet = { ...base, data, scb: { type: encrypted ? SCS.CMD_ENC : SCS.CMD_MAC, data: Buffer.alloc(0) } };
+      const head = packetHead(packet, 4);
+      sc.cmac = computeMac(sc.keys, sc.rmac, head);
+      bytes = finishPacket(head, true, sc.cmac.subarray(0, 4));
+      packet = { ...packet, data: command.data }; // retries re-encrypt from the plain data
+    } else {
+      packet = { ...base, data: command.data, ...(command.scb ? { scb: command.scb } : {}) };
+      bytes = encodePacket(packet);
+    }
     // Outstanding before the write: a transport may hand the reply back at once.
     const timer = this.options.timers.setTimeout(() => this.timedOut(), this.replyTimeoutMs);
     this.outstanding = { reader, packet, timer };
-    this.options.transport.write(Buffer.concat([Buffer.from([0xff]), encodePacket(packet)]));
+    this.options.transport.write(Buffer.concat([Buffer.from([0xff]), bytes]));
   }
 
   private timedOut(): void {
@@ -146,10 +218,13 @@ export class OsdpBus {
     const reader = pending.reader;
     // An LED or buzzer command that got no answer goes out again (a poll is simply the next poll).
     const code = pending.packet.code;
-    if (code !== CMD.POLL && code !== CMD.ID && code !== CMD.CAP) reader.queued.unshift({ code, data: pending.packet.data });
+    if (code === CMD.LED || code === CMD.BUZ) reader.queued.unshift({ code, data: pending.packet.data });
     if (reader.online && this.options.clock.monoNow() - reader.lastReplyAt > this.offlineAfterMs) this.setOnline(reader, false);
-    // Offline: start again from sequence 0, as a PD that restarted expects.
-    if (!reader.online) reader.sqn = 0;
+    // Offline: start again from sequence 0, as a PD that restarted expects, and with a new handshake.
+    if (!reader.online) {
+      reader.sqn = 0;
+      if (reader.sc) this.endSecure(reader, null);
+    }
     this.schedule(this.pollGapMs);
   }
 
@@ -163,15 +238,86 @@ export class OsdpBus {
     reader.options.onOnline?.(online);
   }
 
-  private handleReply(reader: ReaderState, sent: Packet, reply: Packet): void {
+  private endSecure(reader: ReaderState, error: string | null): void {
+    const sc = reader.sc!;
+    const was = sc.phase === 'established';
+    sc.phase = 'off';
+    sc.keys = null;
+    if (error) {
+      sc.retryAt = this.options.clock.monoNow() + HANDSHAKE_RETRY_MS;
+      reader.options.onSecureError?.(error);
+    }
+    if (was) reader.options.onSecure?.(false);
+  }
+
+  /** The handshake's replies, and the MAC and decryption of every reply after it; null: nothing to act on. */
+  private secureReply(reader: ReaderState, sent: Packet, reply: Packet, raw: Buffer): Packet | null {
+    const sc = reader.sc!;
+    if (sc.phase === 'challenge' && sent.code === CMD.CHLNG) {
+      if (reply.code !== REPLY.CCRYPT || reply.scb?.type !== SCS.CCRYPT || reply.data.length !== 32) {
+        this.endSecure(reader, 'the reader did not answer the secure channel challenge (does it support it, is it in secure mode?)');
+        return null;
+      }
+      sc.rndB = reply.data.subarray(8, 16);
+      sc.keys = deriveSessionKeys(reader.options.installMode ? SCBK_D : reader.options.scbk!, sc.rndA);
+      if (!clientCryptogram(sc.keys, sc.rndA, sc.rndB).equals(reply.data.subarray(16, 32))) {
+        this.endSecure(reader, 'the reader holds another secure channel key than scbkFile: no card or key from it is used');
+        return null;
+      }
+      sc.phase = 'scrypt';
+      return null;
+    }
+    if (sc.phase === 'scrypt' && sent.code === CMD.SCRYPT) {
+      if (reply.code !== REPLY.RMAC_I || reply.scb?.type !== SCS.RMAC_I || reply.scb.data[0] !== 0x01 || reply.data.length !== 16) {
+        this.endSecure(reader, 'the reader refused our cryptogram (its key differs from scbkFile)');
+        return null;
+      }
+      const expected = initialRmac(sc.keys!, serverCryptogram(sc.keys!, sc.rndA, sc.rndB));
+      if (!expected.equals(reply.data)) {
+        this.endSecure(reader, 'the reader\'s initial MAC does not verify: the secure channel is not established');
+        return null;
+      }
+      sc.rmac = expected;
+      sc.phase = 'established';
+      reader.options.onSecure?.(true);
+      return null;
+    }
+    if (sc.phase !== 'established' || !sc.keys) return null;
+    // Every reply must be MACed, chained from our command's MAC; anything else is refused and the channel restarts.
+    const type = reply.scb?.type;
+    if ((type !== SCS.REPLY_MAC && type !== SCS.REPLY_ENC) || !reply.mac) {
+      this.endSecure(reader, 'a plain reply on the secure channel: dropped, the channel restarts');
+      return null;
+    }
+    const mac = computeMac(sc.keys, sc.cmac, raw.subarray(0, raw.length - 2 - 4));
+    if (!macMatches(mac, reply.mac)) {
+      this.endSecure(reader, 'a reply whose MAC does not verify: dropped, the channel restarts');
+      return null;
+    }
+    const cmac = sc.cmac;
+    sc.rmac = mac;
+    if (type === SCS.REPLY_MAC) return reply;
+    const data = decryptData(sc.keys, cmac, reply.data);
+    if (!data) {
+      this.endSecure(reader, 'a reply that does not decrypt: dropped, the channel restarts');
+      return null;
+    }
+    return { ...reply, data };
+  }
+
+  private handleReply(reader: ReaderState, sent: Packet, received: Packet, raw: Buffer): void {
     reader.lastReplyAt = this.options.clock.monoNow();
-    if (reply.code === REPLY.NAK && reply.data[0] === NAK_SEQUENCE) {
+    if (received.code === REPLY.NAK && received.data[0] === NAK_SEQUENCE) {
       reader.sqn = 0; // the PD lost track: start the sequence again
+      if (reader.sc) this.endSecure(reader, null);
       return;
     }
     // The sequence advances only on a good reply: a lost reply makes the retry carry the same number.
     reader.sqn = (reader.sqn % 3) + 1;
     this.setOnline(reader, true);
+    let reply: Packet | null = received;
+    if (reader.sc && sent.code !== CMD.ID && sent.code !== CMD.CAP) reply = this.secureReply(reader, sent, received, raw);
+    if (!reply) return;
     switch (reply.code) {
       case REPLY.PDID:
         if (sent.code === CMD.ID) reader.identified = true;
