@@ -69,6 +69,32 @@ for (const input of inputs) {
   console.log(`${input.door}: ${input.what} (GPIO ${input.pin}, pull ${input.pull}) is ${input.meaning(pin.read())} now`);
 }
 const logger = pino({ level: 'warn' });
+// OSDP: the reader on its bus, with its online state, identity and secure channel printed as they come.
+const { OsdpBuses } = await import(`${app}/dist/src/hardware/osdp/osdpBuses.js`);
+const { readScbk } = await import(`${app}/dist/src/config/secrets.js`);
+const osdpBuses = new OsdpBuses({ clock: systemClock, timers: systemTimers, logger: pino({ level: 'info' }) });
+function osdpReader(d, common) {
+  let handle = null;
+  return {
+    start() {
+      const r = d.reader;
+      handle = osdpBuses.attach(r.path, r.baudRate, {
+        address: r.address, numbering: r.numbering, installMode: r.installMode,
+        ...(r.scbkFile ? { scbk: readScbk('reader.scbkFile', r.scbkFile) } : {}),
+        onFrame: common.onFrame,
+        onOnline: (up) => console.log(`${stamp()} ${d.name}: OSDP reader ${r.address} ${up ? 'online' : 'OFFLINE'}`),
+        onIdentified: (id) => console.log(`${stamp()} ${d.name}: OSDP reader ${r.address}: vendor ${id.vendor}, model ${id.model}, serial ${id.serial}, firmware ${id.firmware}`),
+        onSecure: (up) => console.log(`${stamp()} ${d.name}: secure channel ${up ? 'established' : 'ended'}`),
+        onSecureError: (message) => console.log(`${stamp()} ${d.name}: secure channel: ${message}`),
+        onStatus: (s) => console.log(`${stamp()} ${d.name}: tamper ${s.tamper ? 'OPEN' : 'closed'}, power ${s.powerFailure ? 'FAILED' : 'good'}`),
+        onDropped: (reason) => console.log(`${stamp()} ${d.name}: dropped (${reason})`),
+      });
+      // Show the reader answering: green, one beep.
+      setTimeout(() => handle?.feedback('granted'), 2000);
+    },
+    async stop() { await handle?.detach(); },
+  };
+}
 const open = readers.map((d) => {
   const common = {
     logger, clock: systemClock, timers: systemTimers,
@@ -81,6 +107,8 @@ const open = readers.map((d) => {
   };
   const reader = d.reader.type === 'serial'
     ? new SerialReader({ ...d.reader, ...common })
+    : d.reader.type === 'osdp'
+    ? osdpReader(d, common)
     : d.reader.type === 'keyboard'
     ? new SerialReader({ ...d.reader, ...common, baudRate: 0, format: 'lines', openPort: inputDevicePorts() })
     // Wiegand: dropped frames show as the daemon's warning, once a second with the count per reason.

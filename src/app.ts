@@ -8,6 +8,7 @@ import { DoorEvents } from './door/doorEvents.js';
 import type { LockSnapshot } from './door/lockController.js';
 import { RelayBank } from './door/relays.js';
 import { createGpioDriver } from './hardware/createGpio.js';
+import { OsdpBuses } from './hardware/osdp/osdpBuses.js';
 import type { GpioDriver } from './hardware/gpio.js';
 import type { PortFactory } from './hardware/serialReader.js';
 import { startInOrder, type Component } from './lifecycle.js';
@@ -114,6 +115,8 @@ export async function startAgent(config: AgentOptions, deps: AgentDeps): Promise
     let checker: AccessChecker | null = null;
     const persistence = new DoorStateStore(doorStateDir(config.agent.dataDir));
     const clockSynchronized = deps.clockSynchronized ?? (() => isClockSynchronized({ rtc: config.agent.rtc }));
+    // One per RS-485 line, shared by the doors whose OSDP readers are on it.
+    const osdp = new OsdpBuses({ clock, timers, logger: logger.child({ component: 'osdp' }), openPort: deps.openPort });
     for (const options of config.doors) {
       doors.push(
         new Door(options, {
@@ -128,6 +131,7 @@ export async function startAgent(config: AgentOptions, deps: AgentDeps): Promise
           clockSynchronized,
           logger: logger.child({ door: options.uuid, name: options.name }),
           openPort: deps.openPort,
+          osdp,
           onReaderConnection: (connected) => store.setReaderConnected(options.uuid, connected),
         }),
       );

@@ -150,10 +150,28 @@ const keyboardReaderSchema = z.strictObject({
   cardFormat: z.enum(['decimal', 'hex']).default('decimal'),
 });
 
+const OSDP_BAUD_RATES = [9600, 19200, 38400, 57600, 115200, 230400] as const;
+
+const osdpReaderSchema = z.strictObject({
+  type: z.literal('osdp'),
+  /** The RS-485 adapter; several doors may share it at different addresses. */
+  path: z.string().min(1),
+  baudRate: z
+    .number()
+    .refine((b) => (OSDP_BAUD_RATES as readonly number[]).includes(b), `expected one of ${OSDP_BAUD_RATES.join(', ')}`)
+    .default(9600),
+  address: z.number().int().min(0).max(126),
+  /** The secure channel key, 32 hex digits, mode 0600. Without it (and without installMode) the bus is plain. */
+  scbkFile: z.string().min(1).optional(),
+  /** Handshake with the standard's default key SCBK-D: only while installing a new reader. */
+  installMode: z.boolean().default(false),
+  numbering: z.enum(['data', 'facility_card']).default('data'),
+});
+
 // `type` may be left out for a serial reader (every configuration before Wiegand readers).
 const readerSchema = z.preprocess(
   (value) => (value !== null && typeof value === 'object' && !Array.isArray(value) && !('type' in value) ? { type: 'serial', ...value } : value),
-  z.discriminatedUnion('type', [serialReaderSchema, wiegandReaderSchema, keyboardReaderSchema], { error: 'expected type serial, wiegand or keyboard' }),
+  z.discriminatedUnion('type', [serialReaderSchema, wiegandReaderSchema, keyboardReaderSchema, osdpReaderSchema], { error: 'expected type serial, wiegand, keyboard or osdp' }),
 );
 
 const doorSchema = z.strictObject({
@@ -257,6 +275,7 @@ export const configSchema = z
     const resourceIds = new Map<number, number>();
     const pins = new Map<number, string>();
     const readers = new Map<string, number>();
+    const osdpBuses = new Map<string, { baudRate: number; door: number; addresses: Map<number, number> }>();
     config.doors.forEach((door, i) => {
       const seenUuid = uuids.get(door.uuid.toLowerCase());
       if (seenUuid !== undefined) {
@@ -323,7 +342,28 @@ export const configSchema = z
           message: 'an rdm6300 reader sends binary frames whose IDs become decimal numbers: leave cardFormat out',
         });
       }
+      if (door.reader?.type === 'osdp') {
+        const bus = osdpBuses.get(door.reader.path);
+        if (bus && bus.baudRate !== door.reader.baudRate) {
+          ctx.addIssue({ code: 'custom', path: ['doors', i, 'reader', 'baudRate'], message: `the OSDP bus ${door.reader.path} runs at ${bus.baudRate} for doors[${bus.door}]` });
+        }
+        const sameAddress = bus?.addresses.get(door.reader.address);
+        if (sameAddress !== undefined) {
+          ctx.addIssue({ code: 'custom', path: ['doors', i, 'reader', 'address'], message: `OSDP address ${door.reader.address} on ${door.reader.path} is already doors[${sameAddress}]` });
+        }
+        if (!bus) osdpBuses.set(door.reader.path, { baudRate: door.reader.baudRate, door: i, addresses: new Map([[door.reader.address, i]]) });
+        else bus.addresses.set(door.reader.address, i);
+        if (readers.has(door.reader.path)) {
+          ctx.addIssue({ code: 'custom', path: ['doors', i, 'reader', 'path'], message: `reader ${door.reader.path} is already used by doors[${readers.get(door.reader.path)}]` });
+        }
+        if (door.reader.numbering === 'facility_card') {
+          ctx.addIssue({ code: 'custom', path: ['doors', i, 'reader', 'numbering'], message: 'facility_card is exact only for 26- and 34-bit cards: an OSDP reader may send any format; use numbering: data' });
+        }
+      }
       if (door.reader?.type === 'serial' || door.reader?.type === 'keyboard') {
+        if (osdpBuses.has(door.reader.path)) {
+          ctx.addIssue({ code: 'custom', path: ['doors', i, 'reader', 'path'], message: `${door.reader.path} is an OSDP bus of another door` });
+        }
         const seenReader = readers.get(door.reader.path);
         if (seenReader !== undefined) {
           ctx.addIssue({

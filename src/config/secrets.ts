@@ -1,4 +1,4 @@
-import { accessSync, constants, readFileSync } from 'node:fs';
+import { accessSync, constants, readFileSync, statSync } from 'node:fs';
 import { DoorAgentError, describeFsError } from '../util/errors.js';
 import type { Problem } from '../util/issues.js';
 
@@ -10,12 +10,15 @@ interface SecretRef {
   file: string | undefined;
   envName?: string;
   required: boolean;
+  /** An OSDP secure channel key: also checked for its form and its file mode. */
+  scbk?: boolean;
 }
 
 /** The parts of a configuration that name files: a validated Config, or the raw data of one that is not. */
 export interface FileReferences {
   service?: { apiKeyFile?: unknown } | null;
   mqtt?: { passwordFile?: unknown; commandSecretFile?: unknown; caFile?: unknown; certFile?: unknown; keyFile?: unknown } | null;
+  doors?: unknown;
 }
 
 const asFile = (value: unknown) => (typeof value === 'string' && value !== '' ? value : undefined);
@@ -38,7 +41,35 @@ function secretRefs(config: FileReferences): SecretRef[] {
       refs.push({ keyPath: `mqtt.${key}`, file: asFile(mqtt[key]), required: false });
     }
   }
+  if (Array.isArray(config.doors)) {
+    config.doors.forEach((door: unknown, i) => {
+      const reader = door && typeof door === 'object' ? (door as { reader?: { type?: unknown; scbkFile?: unknown } }).reader : undefined;
+      if (reader?.type === 'osdp' && asFile(reader.scbkFile)) {
+        refs.push({ keyPath: `doors[${i}].reader.scbkFile`, file: asFile(reader.scbkFile), required: false, scbk: true });
+      }
+    });
+  }
   return refs;
+}
+
+/**
+ * An OSDP reader's secure channel key (SCBK): 32 hex digits in a file only its owner can read (mode 0600 or
+ * stricter). Never logged, never in an error message.
+ */
+export function readScbk(keyPath: string, file: string): Buffer {
+  let mode: number;
+  let text: string;
+  try {
+    mode = statSync(file).mode;
+    text = readFileSync(file, 'utf8').trim();
+  } catch (err) {
+    throw new DoorAgentError(`${keyPath}: cannot read ${file}: ${describeFsError(err)}`, { cause: err });
+  }
+  if ((mode & 0o077) !== 0) {
+    throw new DoorAgentError(`${keyPath}: ${file} is readable by others (mode ${(mode & 0o777).toString(8)}): chmod 600 ${file}`);
+  }
+  if (!/^[0-9a-fA-F]{32}$/.test(text)) throw new DoorAgentError(`${keyPath}: ${file} must hold the key as 32 hex digits (16 bytes)`);
+  return Buffer.from(text, 'hex');
 }
 
 /**
@@ -76,8 +107,10 @@ export function checkReferencedFiles(config: FileReferences, env: Env): Problem[
     }
     try {
       accessSync(ref.file, constants.R_OK);
+      if (ref.scbk) readScbk(ref.keyPath, ref.file);
     } catch (err) {
-      problems.push({ path: ref.keyPath, message: `cannot read ${ref.file}: ${describeFsError(err)}` });
+      const message = err instanceof DoorAgentError ? err.message.replace(`${ref.keyPath}: `, '') : `cannot read ${ref.file}: ${describeFsError(err)}`;
+      problems.push({ path: ref.keyPath, message });
     }
   }
   return problems;

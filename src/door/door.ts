@@ -4,6 +4,8 @@ import type { ReaderFrame } from '../hardware/readerFrames.js';
 import { SerialReader, type PortFactory } from '../hardware/serialReader.js';
 import { WiegandReader } from '../hardware/wiegandReader.js';
 import { inputDevicePorts } from '../hardware/inputDevicePort.js';
+import type { OsdpBuses } from '../hardware/osdp/osdpBuses.js';
+import { OsdpDoorReader } from './osdpDoorReader.js';
 import type { Component } from '../lifecycle.js';
 import type { EventLog } from '../store/eventLog.js';
 import type { Clock, Timers } from '../util/clock.js';
@@ -30,6 +32,8 @@ export interface DoorDeps {
   openPort?: PortFactory;
   /** Opens keyboard readers (input devices); tests give a fake of the system. */
   openInputDevice?: PortFactory;
+  /** The agent's OSDP buses (shared by the doors whose readers are on one line). */
+  osdp?: OsdpBuses;
   onReaderConnection: (connected: boolean) => void;
 }
 
@@ -43,7 +47,7 @@ export class Door implements Component {
   private controller: LockController | null = null;
   private runtime: DoorRuntime | null = null;
   private readonly inputs: DebouncedInput[] = [];
-  private reader: SerialReader | WiegandReader | null = null;
+  private reader: SerialReader | WiegandReader | OsdpDoorReader | null = null;
 
   constructor(
     readonly options: DoorOptions,
@@ -112,13 +116,16 @@ export class Door implements Component {
         onConnectionChange: deps.onReaderConnection,
       };
       const reader = door.reader;
-      this.reader =
-        reader.type === 'serial'
-          ? new SerialReader({ ...reader, ...common, openPort: deps.openPort })
-          : reader.type === 'keyboard'
-            ? // A keyboard reader types lines as a serial one sends them: the same framing and reopening.
-              new SerialReader({ ...reader, ...common, baudRate: 0, format: 'lines', openPort: deps.openInputDevice ?? inputDevicePorts() })
-            : new WiegandReader({ ...reader, ...common, gpio: deps.gpio, onNoise: (summary) => runtime.onReaderNoise(summary) });
+      if (reader.type === 'serial') this.reader = new SerialReader({ ...reader, ...common, openPort: deps.openPort });
+      else if (reader.type === 'keyboard') {
+        // A keyboard reader types lines as a serial one sends them: the same framing and reopening.
+        this.reader = new SerialReader({ ...reader, ...common, baudRate: 0, format: 'lines', openPort: deps.openInputDevice ?? inputDevicePorts() });
+      } else if (reader.type === 'wiegand') {
+        this.reader = new WiegandReader({ ...reader, ...common, gpio: deps.gpio, onNoise: (summary) => runtime.onReaderNoise(summary) });
+      } else {
+        if (!deps.osdp) throw new Error('an OSDP reader needs the agent\'s OSDP buses');
+        this.reader = new OsdpDoorReader(reader, deps.osdp, runtime, log, deps.onReaderConnection);
+      }
       this.reader.start();
     }
   }

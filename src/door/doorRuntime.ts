@@ -44,6 +44,8 @@ export class DoorRuntime {
   private heldTimer: unknown = null;
   private openedWhileUnlocked = false;
   private readonly settings: supervision.SupervisionSettings;
+  /** The reader shows the decision (OSDP LED and buzzer); absent for readers without feedback. */
+  private feedback: ((kind: 'granted' | 'denied' | 'locked_out') => void) | null = null;
 
   constructor(
     private readonly door: DoorOptions,
@@ -71,6 +73,15 @@ export class DoorRuntime {
     };
   }
 
+  setFeedback(feedback: ((kind: 'granted' | 'denied' | 'locked_out') => void) | null): void {
+    this.feedback = feedback;
+  }
+
+  /** A reader's own state, for the audit log: online, offline, its tamper switch, its power. */
+  onReaderState(type: 'reader_online' | 'reader_offline' | 'reader_tamper' | 'reader_power', data: Record<string, unknown> = {}): void {
+    this.record(type, data);
+  }
+
   private grant(result: AccessResult, extra: Record<string, unknown> = {}): void {
     const now = this.deps.clock.monoNow();
     this.door_ = supervision.authorized(this.door_, now);
@@ -78,11 +89,13 @@ export class DoorRuntime {
       this.record('access_granted', this.decisionData(result, extra)),
     );
     this.deps.logger.info({ kind: result.kind, hint: result.hint }, 'access granted');
+    this.feedback?.('granted');
   }
 
   private deny(result: AccessResult, extra: Record<string, unknown> = {}): void {
     this.record('access_denied', this.decisionData(result, extra));
     this.deps.logger.info({ kind: result.kind, hint: result.hint, reason: result.reason }, 'access denied');
+    this.feedback?.(result.reason === 'keypad_locked_out' || result.reason === 'card_locked_out' ? 'locked_out' : 'denied');
   }
 
   private check(kind: CredentialKind, credential: string): AccessResult | null {

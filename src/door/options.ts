@@ -7,7 +7,8 @@ import type { Pull } from '../hardware/gpio.js';
 export type ReaderOptions =
   | { type: 'serial'; path: string; baudRate: number; cardFormat: CardFormat; format: 'lines' | 'rdm6300'; numbering: 'last32' | 'whole' }
   | { type: 'wiegand'; d0: number; d1: number; pull: Pull; format: WiegandFormat; numbering: WiegandNumbering }
-  | { type: 'keyboard'; path: string; cardFormat: CardFormat };
+  | { type: 'keyboard'; path: string; cardFormat: CardFormat }
+  | { type: 'osdp'; path: string; baudRate: number; address: number; scbkFile?: string; installMode: boolean; numbering: WiegandNumbering };
 
 /** How a door's reader writes card numbers (Wiegand and RDM6300 numbers are decimal by construction). */
 export function readerCardFormat(door: { reader?: ReaderOptions }): CardFormat {
@@ -19,6 +20,7 @@ export function readerCardFormat(door: { reader?: ReaderOptions }): CardFormat {
 /** A reader as status and logs name it: its device, or its two GPIO lines. */
 export function describeReader(reader: ReaderOptions): string {
   if (reader.type === 'wiegand') return `Wiegand D0 GPIO ${reader.d0} / D1 GPIO ${reader.d1}`;
+  if (reader.type === 'osdp') return `OSDP ${reader.path} address ${reader.address}${reader.scbkFile ? ' (secure channel)' : reader.installMode ? ' (install mode)' : ' (plain)'}`;
   return reader.type === 'keyboard' ? `keyboard ${reader.path}` : reader.path;
 }
 

@@ -18,6 +18,8 @@ export interface PortLike {
   on(event: 'error', listener: (err: Error) => void): unknown;
   removeAllListeners(): unknown;
   readonly isOpen: boolean;
+  /** For a bus that talks back (OSDP); a plain reader only listens. */
+  write?(data: Buffer): unknown;
 }
 
 export type PortFactory = (path: string, baudRate: number) => PortLike;

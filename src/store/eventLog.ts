@@ -16,6 +16,10 @@ export type EventType =
   | 'keypad_locked_out'
   | 'card_locked_out'
   | 'reader_noise'
+  | 'reader_online'
+  | 'reader_offline'
+  | 'reader_tamper'
+  | 'reader_power'
   | 'command_rejected';
 
 export interface NewEvent {

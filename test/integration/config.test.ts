@@ -172,7 +172,7 @@ doors:
     const rdmHex = configFile('rdm-hex2.yaml', `${BASE}doors:\n  - { uuid: ${DOOR_UUID}, resourceId: 12, relay: { pin: 17 }, reader: { path: /dev/serial0, format: rdm6300, cardFormat: hex } }\n`);
     expect(runCli(['config', 'check', '--config', rdmHex]).stderr).toContain('doors[0].reader.cardFormat: an rdm6300 reader sends binary frames');
     const unknown = configFile('reader-type.yaml', `${BASE}doors:\n  - { uuid: ${DOOR_UUID}, resourceId: 12, relay: { pin: 17 }, reader: { type: osdp2 } }\n`);
-    expect(runCli(['config', 'check', '--config', unknown]).stderr).toContain('doors[0].reader.type: expected type serial, wiegand or keyboard');
+    expect(runCli(['config', 'check', '--config', unknown]).stderr).toContain('doors[0].reader.type: expected type serial, wiegand, keyboard or osdp');
   });
 
   it('accepts a keyboard reader and refuses it on a path another door\'s reader uses', () => {
@@ -185,6 +185,26 @@ doors:
       `${BASE}doors:\n  - { uuid: ${DOOR_UUID}, resourceId: 12, relay: { pin: 17 }, reader: { type: keyboard, path: /dev/input/event3 } }\n  - { uuid: 0b7a1e55-3c2d-4e8f-9a10-22334455aabb, resourceId: 13, relay: { pin: 18 }, reader: { path: /dev/input/event3 } }\n`,
     );
     expect(runCli(['config', 'check', '--config', twice]).stderr).toContain('doors[1].reader.path: reader /dev/input/event3 is already used by doors[0]');
+  });
+
+  it('OSDP readers: doors share a bus at one baud rate and distinct addresses; a serial reader cannot use the bus', () => {
+    const second = '0b7a1e55-3c2d-4e8f-9a10-22334455aabb';
+    const ok = configFile(
+      'osdp-ok.yaml',
+      `${BASE}doors:\n  - { uuid: ${DOOR_UUID}, resourceId: 12, relay: { pin: 17 }, reader: { type: osdp, path: /dev/ttyUSB0, address: 0 } }\n  - { uuid: ${second}, resourceId: 13, relay: { pin: 18 }, reader: { type: osdp, path: /dev/ttyUSB0, address: 1 } }\n`,
+    );
+    const good = runCli(['config', 'check', '--config', ok]);
+    expect(good.status, good.stderr).toBe(0);
+    expect(good.stdout).toContain('reader OSDP /dev/ttyUSB0 address 1 (plain)');
+    const bad = configFile(
+      'osdp-bad.yaml',
+      `${BASE}doors:\n  - { uuid: ${DOOR_UUID}, resourceId: 12, relay: { pin: 17 }, reader: { type: osdp, path: /dev/ttyUSB0, address: 0 } }\n  - { uuid: ${second}, resourceId: 13, relay: { pin: 18 }, reader: { type: osdp, path: /dev/ttyUSB0, address: 0, baudRate: 115200 } }\n  - { uuid: 1b7a1e55-3c2d-4e8f-9a10-22334455aabb, resourceId: 14, relay: { pin: 19 }, reader: { path: /dev/ttyUSB0 } }\n`,
+    );
+    const r = runCli(['config', 'check', '--config', bad]);
+    expect(r.status).toBe(78);
+    expect(r.stderr).toContain('doors[1].reader.baudRate: the OSDP bus /dev/ttyUSB0 runs at 9600 for doors[0]');
+    expect(r.stderr).toContain('doors[1].reader.address: OSDP address 0 on /dev/ttyUSB0 is already doors[0]');
+    expect(r.stderr).toContain('doors[2].reader.path: /dev/ttyUSB0 is an OSDP bus of another door');
   });
 
   it('accepts a Wiegand door on the character device, and says which GPIO drivers this machine has', () => {

@@ -62,7 +62,7 @@ export interface OsdpBusOptions {
   transport: OsdpTransport;
   clock: Clock;
   timers: Timers;
-  readers: readonly OsdpReaderOptions[];
+  readers?: readonly OsdpReaderOptions[];
   /** A reply must start within this (ms); the standard allows a PD 200 ms. */
   replyTimeoutMs?: number;
   /** Quiet between a reply and the next command (ms): the turnaround of a half-duplex line. */
@@ -97,7 +97,7 @@ interface ReaderState {
 }
 
 export class OsdpBus {
-  private readonly readers: ReaderState[];
+  private readonly readers: ReaderState[] = [];
   private readonly parser = new PacketParser();
   private turn = 0;
   private outstanding: { reader: ReaderState; packet: Packet; timer: unknown } | null = null;
@@ -111,18 +111,52 @@ export class OsdpBus {
     this.replyTimeoutMs = options.replyTimeoutMs ?? 200;
     this.pollGapMs = options.pollGapMs ?? 2;
     this.offlineAfterMs = options.offlineAfterMs ?? 2000;
-    const now = options.clock.monoNow();
-    this.readers = options.readers.map((r) => ({
+    for (const r of options.readers ?? []) this.readers.push(this.newReader(r));
+  }
+
+  private newReader(r: OsdpReaderOptions): ReaderState {
+    return {
       options: r,
       sqn: 0,
       online: false,
       identified: false,
       capabilities: false,
-      lastReplyAt: now,
+      lastReplyAt: this.options.clock.monoNow(),
       queued: [],
       keys: new ReaderFrameParser({ cardFormat: 'decimal' }),
-      sc: r.scbk || r.installMode ? { phase: 'off' as const, keys: null, rndA: Buffer.alloc(8), rndB: Buffer.alloc(8), cmac: Buffer.alloc(16), rmac: Buffer.alloc(16), retryAt: 0 } : null,
-    }));
+      sc: r.scbk || r.installMode ? { phase: 'off', keys: null, rndA: Buffer.alloc(8), rndB: Buffer.alloc(8), cmac: Buffer.alloc(16), rmac: Buffer.alloc(16), retryAt: 0 } : null,
+    };
+  }
+
+  /** A reader joins the bus (doors start one by one; several doors may share one bus). */
+  addReader(reader: OsdpReaderOptions): void {
+    if (this.readers.some((r) => r.options.address === reader.address)) throw new RangeError(`OSDP address ${reader.address} is already on this bus`);
+    this.readers.push(this.newReader(reader));
+  }
+
+  removeReader(address: number): void {
+    const at = this.readers.findIndex((r) => r.options.address === address);
+    if (at >= 0) this.readers.splice(at, 1);
+    if (this.outstanding?.reader.options.address === address) {
+      this.options.timers.clearTimeout(this.outstanding.timer);
+      this.outstanding = null;
+      this.schedule(this.pollGapMs);
+    }
+  }
+
+  get readerCount(): number {
+    return this.readers.length;
+  }
+
+  /** The line went away (a USB adapter unplugged): every reader offline until it answers again. */
+  lineLost(): void {
+    if (this.outstanding) this.options.timers.clearTimeout(this.outstanding.timer);
+    this.outstanding = null;
+    for (const reader of this.readers) {
+      reader.sqn = 0;
+      if (reader.sc) this.endSecure(reader, null);
+      this.setOnline(reader, false);
+    }
   }
 
   start(): void {

@@ -1,0 +1,131 @@
+import type { Logger } from 'pino';
+import { backoffDelay } from '../../util/backoff.js';
+import type { Clock, Timers } from '../../util/clock.js';
+import { READER_BACKOFF, openSerialPort, type PortFactory, type PortLike } from '../serialReader.js';
+import { CMD, OsdpBus, type OsdpReaderOptions } from './controlPanel.js';
+
+/** What a door shows at its reader after a decision. */
+export type ReaderFeedback = 'granted' | 'denied' | 'locked_out';
+
+const GREEN = 2;
+const RED = 1;
+
+/** osdp_LED (temporary: on/off times and the timer in 100 ms units) and osdp_BUZ for each feedback. */
+function feedbackCommands(kind: ReaderFeedback): Array<{ code: number; data: Buffer }> {
+  const led = (color: number, onTenths: number, offTenths: number, timerTenths: number) => ({
+    code: CMD.LED,
+    data: Buffer.from([0, 0, 0x02, onTenths, offTenths, color, 0, timerTenths & 0xff, timerTenths >> 8, 0x00, 0, 0, 0, 0]),
+  });
+  const buzz = (onTenths: number, offTenths: number, count: number) => ({ code: CMD.BUZ, data: Buffer.from([0, 0x02, onTenths, offTenths, count]) });
+  if (kind === 'granted') return [led(GREEN, 20, 0, 20), buzz(2, 0, 1)];
+  if (kind === 'denied') return [led(RED, 10, 0, 10), buzz(1, 1, 3)];
+  return [led(RED, 2, 2, 30), buzz(1, 1, 5)];
+}
+
+interface BusEntry {
+  bus: OsdpBus;
+  baudRate: number;
+  port: PortLike | null;
+  retry: unknown;
+  attempt: number;
+  stopped: boolean;
+}
+
+/**
+ * The OSDP buses of this agent, one per serial device: several doors' readers may share one RS-485 line at
+ * different addresses. Each bus opens its device, reopens it with backoff when it goes away (every reader on
+ * it is then offline), and polls its readers.
+ */
+export class OsdpBuses {
+  private readonly buses = new Map<string, BusEntry>();
+
+  constructor(
+    private readonly deps: { clock: Clock; timers: Timers; logger: Logger; openPort?: PortFactory; replyTimeoutMs?: number },
+  ) {}
+
+  /** A reader joins the bus on `path`; the handle gives its feedback (LED, buzzer) and takes it off again. */
+  attach(path: string, baudRate: number, reader: OsdpReaderOptions): { feedback(kind: ReaderFeedback): void; detach(): Promise<void> } {
+    let entry = this.buses.get(path);
+    if (!entry) {
+      const created: BusEntry = {
+        bus: new OsdpBus({
+          transport: { write: (bytes) => void created.port?.write?.(bytes) },
+          clock: this.deps.clock,
+          timers: this.deps.timers,
+          ...(this.deps.replyTimeoutMs ? { replyTimeoutMs: this.deps.replyTimeoutMs } : {}),
+        }),
+        baudRate,
+        port: null,
+        retry: null,
+        attempt: 0,
+        stopped: false,
+      };
+      entry = created;
+      this.buses.set(path, created);
+      this.open(path, created);
+      created.bus.start();
+    }
+    const bus = entry;
+    bus.bus.addReader(reader);
+    return {
+      feedback: (kind) => {
+        for (const command of feedbackCommands(kind)) bus.bus.send(reader.address, command.code, command.data);
+      },
+      detach: async () => {
+        bus.bus.removeReader(reader.address);
+        if (bus.bus.readerCount === 0) await this.close(path, bus);
+      },
+    };
+  }
+
+  private open(path: string, entry: BusEntry): void {
+    if (entry.stopped) return;
+    const port = (this.deps.openPort ?? openSerialPort)(path, entry.baudRate);
+    entry.port = port;
+    port.on('data', (chunk) => entry.bus.receive(chunk));
+    port.on('error', (err) => this.deps.logger.warn({ err, path }, 'OSDP bus error'));
+    port.on('close', () => {
+      if (entry.port !== port) return;
+      entry.port = null;
+      entry.bus.lineLost();
+      if (!entry.stopped) {
+        this.deps.logger.warn({ path }, 'OSDP bus disconnected; reopening');
+        this.reopen(path, entry);
+      }
+    });
+    port.open((err) => {
+      if (entry.stopped || entry.port !== port) {
+        if (!err) port.close();
+        return;
+      }
+      if (err) {
+        if (entry.attempt === 0) this.deps.logger.warn({ path, reason: err.message }, 'cannot open the OSDP bus; retrying with backoff');
+        entry.port = null;
+        port.removeAllListeners();
+        this.reopen(path, entry);
+        return;
+      }
+      entry.attempt = 0;
+      this.deps.logger.info({ path, baudRate: entry.baudRate }, 'OSDP bus open');
+    });
+  }
+
+  private reopen(path: string, entry: BusEntry): void {
+    if (entry.stopped || entry.retry !== null) return;
+    entry.retry = this.deps.timers.setTimeout(() => {
+      entry.retry = null;
+      this.open(path, entry);
+    }, backoffDelay(entry.attempt++, READER_BACKOFF));
+  }
+
+  private async close(path: string, entry: BusEntry): Promise<void> {
+    entry.stopped = true;
+    entry.bus.stop();
+    if (entry.retry !== null) this.deps.timers.clearTimeout(entry.retry);
+    this.buses.delete(path);
+    const port = entry.port;
+    entry.port = null;
+    if (port?.isOpen) await new Promise<void>((resolve) => port.close(() => resolve()));
+    port?.removeAllListeners();
+  }
+}

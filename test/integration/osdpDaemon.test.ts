@@ -1,0 +1,116 @@
+import { chmodSync, mkdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { SerialPort } from 'serialport';
+import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import { encodeCard } from '../../src/core/wiegand.js';
+import { runCli, runCliAsync, tempDir, writeConfig } from '../support/cli.js';
+import { Daemon, readLevel, waitUntil } from '../support/daemon.js';
+import { OsdpEmulator } from '../support/osdpPd.js';
+import { PtyPair } from '../support/socat.js';
+
+// The real daemon with an OSDP reader on a socat pty: the emulated reader (written from the standard) on the
+// other end, with the secure channel. Cards of examples/snapshot.json: 4213578 Alice (Staff), 4213579 Bob (suspended).
+const tmp = tempDir('door-agent-osdpd-');
+afterAll(tmp.cleanup);
+const cleanups: Array<() => Promise<void> | void> = [];
+afterEach(async () => {
+  for (const c of cleanups.splice(0).reverse()) await c();
+});
+
+const KEY = '00112233445566778899aabbccddeeff';
+
+async function eventually(check: () => Promise<boolean>, ms: number, what: string): Promise<void> {
+  const end = Date.now() + ms;
+  while (!(await check())) {
+    if (Date.now() > end) throw new Error(`${what}: not within ${ms} ms`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+async function setup(readerExtra: string, keyMode = 0o600) {
+  const dir = join(tmp.path, `o${cleanups.length}-${Date.now()}`);
+  mkdirSync(dir);
+  const scbk = join(dir, 'scbk');
+  writeFileSync(scbk, `${KEY}\n`);
+  chmodSync(scbk, keyMode);
+  const pty = new PtyPair(join(dir, 'bus'), join(dir, 'reader-side'));
+  await pty.plugIn();
+  cleanups.push(() => pty.unplug());
+  const config = writeConfig(dir, {
+    id: 'osdp',
+    access: '{ groups: [Staff] }',
+    doorExtra: `    unlockSeconds: 1\n    reader: { type: osdp, path: ${dir}/bus, address: 3${readerExtra.replace('SCBK', scbk)} }\n`,
+  });
+  expect(runCli(['import', 'examples/snapshot.json', '--config', config]).status).toBe(0);
+  const port = new SerialPort({ path: join(dir, 'reader-side'), baudRate: 9600, autoOpen: false });
+  await new Promise<void>((resolve, reject) => port.open((err) => (err ? reject(err) : resolve())));
+  cleanups.push(() => new Promise<void>((r) => port.close(() => r())));
+  const pd = new OsdpEmulator([3], (bytes) => port.write(bytes));
+  port.on('data', (chunk: Buffer) => pd.receive(chunk));
+  // The emulated reader lives in this process: CLI runs must not block its event loop (a reader that does not
+  // answer for 2 s is offline), so they run asynchronously.
+  let latest: Array<Record<string, unknown>> = [];
+  const refresh = async () => {
+    const r = await runCliAsync(['events', '--config', config]);
+    latest = r.stdout.trim().split('\n').filter(Boolean).map((l) => JSON.parse(l) as Record<string, unknown>);
+    return latest;
+  };
+  const events = () => latest;
+  const status = async () => (await runCliAsync(['status', '--config', config])).stdout;
+  return { dir, config, pd, events, refresh, status, relay: join(dir, 'gpio/gpio17/value') };
+}
+
+async function start(config: string): Promise<Daemon> {
+  const daemon = new Daemon(config);
+  cleanups.push(async () => void (await daemon.stop('SIGKILL')));
+  await daemon.waitForMessage('door-agent ready');
+  return daemon;
+}
+
+describe('an OSDP reader at the door', () => {
+  it('secure channel: a card opens the door, the reader shows green and beeps; a suspended user\'s card shows red', async () => {
+    const s = await setup(', scbkFile: SCBK');
+    s.pd.reader(3).scbk = Buffer.from(KEY, 'hex');
+    const daemon = await start(s.config);
+    await daemon.waitForMessage('OSDP secure channel established', 10_000);
+    s.pd.presentCard(3, encodeCard(4_213_578n, 26));
+    await waitUntil(() => readLevel(s.relay) === '1', 5000, 'the card opens');
+    await waitUntil(() => s.pd.reader(3).received.includes(0x69) && s.pd.reader(3).received.includes(0x6a), 5000, 'LED and buzzer commands');
+    s.pd.presentCard(3, encodeCard(4_213_579n, 26));
+    await eventually(async () => (await s.refresh()).some((e) => e.type === 'access_denied'), 8000, 'Bob refused');
+    expect(s.events().filter((e) => e.type === 'reader_online')).toHaveLength(1);
+    expect(daemon.rawOutput.join('\n')).not.toContain(KEY);
+    // The runtime status is written after the door acts: give the write its moment.
+    expect(await s.status()).toContain(`reader OSDP ${join(s.dir, 'bus')} address 3 (secure channel) connected`);
+  });
+
+  it('a reader with another key: a clear error in the log, and no card from it opens the door', async () => {
+    const s = await setup(', scbkFile: SCBK');
+    s.pd.reader(3).scbk = Buffer.alloc(16, 9);
+    const daemon = await start(s.config);
+    await daemon.waitForLog((l) => String(l.msg).includes('another secure channel key'), 10_000);
+    s.pd.presentCard(3, encodeCard(4_213_578n, 26));
+    await new Promise((r) => setTimeout(r, 1000));
+    expect(readLevel(s.relay)).toBe('0');
+  });
+
+  it('a reader that stops answering: reader_offline in the audit log; back: reader_online', async () => {
+    const s = await setup('');
+    const daemon = await start(s.config);
+    await daemon.waitForMessage('OSDP reader online', 10_000);
+    s.pd.reader(3).silent = true;
+    await daemon.waitForMessage('OSDP reader offline', 10_000);
+    s.pd.reader(3).silent = false;
+    await eventually(async () => (await s.refresh()).filter((e) => e.type === 'reader_online').length === 2, 10_000, 'online again');
+    expect(s.events().map((e) => e.type)).toEqual(['reader_online', 'reader_offline', 'reader_online']);
+    expect(daemon.logs.some((l) => l.msg === 'OSDP reader without a secure channel (no scbkFile): its traffic can be read and forged on the line')).toBe(true);
+  });
+
+  it('a key file others can read is refused at start, naming the file and the fix', async () => {
+    const s = await setup(', scbkFile: SCBK', 0o644);
+    const r = runCli(['config', 'check', '--config', s.config]);
+    expect(r.status).toBe(78);
+    expect(r.stderr).toContain(`doors[0].reader.scbkFile: ${join(s.dir, 'scbk')} is readable by others (mode 644): chmod 600`);
+    expect(r.stderr).not.toContain(KEY);
+  });
+});
