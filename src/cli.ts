@@ -7,6 +7,7 @@ import { runImport } from './commands/import.js';
 import { runDemo } from './commands/demo.js';
 import { runEvents } from './commands/events.js';
 import { runRelock } from './commands/relock.js';
+import { runReaderKeyset } from './commands/readerKeyset.js';
 import { runDaemon, type ProcessHooks } from './commands/run.js';
 import { runService, runServiceKeyCreate, runServiceOutbox } from './commands/service.js';
 import { runStatus } from './commands/status.js';
@@ -36,6 +37,8 @@ Commands:
         one sync from the access-control service, with a summary
   relock [--config F]
         drive every configured relay to its locked level and exit
+  reader keyset [--door UUID] [--config F]
+        give an OSDP reader a new secure channel key (saved to its scbkFile first); door-agent must be stopped
   config check [--config F]
         validate the configuration; print every problem with its key path
   service [--config F]
@@ -139,6 +142,12 @@ export async function main(argv: string[], ctx: CommandContext): Promise<number>
     }
     case 'relock':
       return runRelock({ config: str(parse(rest, {}, []).values.config) }, ctx);
+    case 'reader': {
+      const [sub, ...readerArgs] = rest;
+      if (sub !== 'keyset') throw new UsageError('usage: door-agent reader keyset [--door UUID] [--config F]');
+      const { values } = parse(readerArgs, { door: { type: 'string' } }, []);
+      return runReaderKeyset({ config: str(values.config), door: str(values.door) }, ctx);
+    }
     case 'service': {
       if (rest[0] === 'key') {
         const [, sub, ...keyArgs] = rest;

@@ -1,11 +1,11 @@
-import { chmodSync, mkdirSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { SerialPort } from 'serialport';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { encodeCard } from '../../src/core/wiegand.js';
 import { runCli, runCliAsync, tempDir, writeConfig } from '../support/cli.js';
 import { Daemon, readLevel, waitUntil } from '../support/daemon.js';
-import { OsdpEmulator } from '../support/osdpPd.js';
+import { OsdpEmulator } from '../../src/hardware/osdp/readerEmulator.js';
 import { PtyPair } from '../support/socat.js';
 
 // The real daemon with an OSDP reader on a socat pty: the emulated reader (written from the standard) on the
@@ -113,4 +113,35 @@ describe('an OSDP reader at the door', () => {
     expect(r.stderr).toContain(`doors[0].reader.scbkFile: ${join(s.dir, 'scbk')} is readable by others (mode 644): chmod 600`);
     expect(r.stderr).not.toContain(KEY);
   });
+
+  it('reader keyset: a new random key, saved 0600 before use, taken by the reader; the daemon then uses it', async () => {
+    const s = await setup(', scbkFile: SCBK');
+    s.pd.reader(3).scbk = Buffer.from(KEY, 'hex');
+    const keyset = await runCliAsync(['reader', 'keyset', '--config', s.config]);
+    expect(keyset.stderr).toBe('');
+    expect(keyset.status).toBe(0);
+    expect(keyset.stdout).toContain('the reader at address 3 now uses a new secure channel key, saved in');
+    const saved = readFileSync(join(s.dir, 'scbk'), 'utf8').trim();
+    expect(saved).toMatch(/^[0-9a-f]{32}$/);
+    expect(saved).not.toBe(KEY);
+    expect(statSync(join(s.dir, 'scbk')).mode & 0o777).toBe(0o600);
+    expect(existsSync(join(s.dir, 'scbk.new'))).toBe(false);
+    expect(s.pd.reader(3).scbk!.toString('hex')).toBe(saved);
+    expect(keyset.stdout + keyset.stderr).not.toContain(saved);
+    const daemon = await start(s.config);
+    await daemon.waitForMessage('OSDP secure channel established', 10_000);
+  });
+
+  it('reader keyset while door-agent holds the bus fails clearly and keeps the key', async () => {
+    const s = await setup(', scbkFile: SCBK');
+    s.pd.reader(3).scbk = Buffer.from(KEY, 'hex');
+    const daemon = await start(s.config);
+    await daemon.waitForMessage('OSDP secure channel established', 10_000);
+    const keyset = await runCliAsync(['reader', 'keyset', '--config', s.config]);
+    expect(keyset.status).not.toBe(0);
+    expect(keyset.stderr).toMatch(/cannot open .*bus: .*\(is door-agent stopped\? it holds the bus while it runs\)/);
+    expect(readFileSync(join(s.dir, 'scbk'), 'utf8').trim()).toBe(KEY);
+    expect(existsSync(join(s.dir, 'scbk.new'))).toBe(false);
+  });
 });
+

@@ -7,7 +7,7 @@ import type { ReaderFrame } from '../../src/hardware/readerFrames.js';
 import { systemClock, systemTimers } from '../../src/util/clock.js';
 import { tempDir } from '../support/cli.js';
 import { waitUntil } from '../support/daemon.js';
-import { OsdpEmulator } from '../support/osdpPd.js';
+import { OsdpEmulator } from '../../src/hardware/osdp/readerEmulator.js';
 import { PtyPair } from '../support/socat.js';
 
 // The control panel and the emulated readers on a real serial line (a socat pty pair) at 9600 baud, through the

@@ -3,7 +3,7 @@ import { encodeCard } from '../../src/core/wiegand.js';
 import type { ReaderFrame } from '../../src/hardware/readerFrames.js';
 import { CMD, OsdpBus } from '../../src/hardware/osdp/controlPanel.js';
 import { ManualTime } from '../support/manualTime.js';
-import { OsdpEmulator } from '../support/osdpPd.js';
+import { OsdpEmulator } from '../../src/hardware/osdp/readerEmulator.js';
 
 const KEY = Buffer.from('00112233445566778899aabbccddeeff', 'hex');
 

@@ -24,7 +24,7 @@ import {
  * clock are injected; the secure channel is not in this module yet.
  */
 
-export const CMD = { POLL: 0x60, ID: 0x61, CAP: 0x62, LED: 0x69, BUZ: 0x6a, CHLNG: 0x76, SCRYPT: 0x77 } as const;
+export const CMD = { POLL: 0x60, ID: 0x61, CAP: 0x62, LED: 0x69, BUZ: 0x6a, KEYSET: 0x75, CHLNG: 0x76, SCRYPT: 0x77 } as const;
 export const REPLY = { ACK: 0x40, NAK: 0x41, PDID: 0x45, PDCAP: 0x46, LSTATR: 0x48, RAW: 0x50, KEYPAD: 0x53, CCRYPT: 0x76, RMAC_I: 0x78, BUSY: 0x79 } as const;
 /** Security block types: the handshake (0x11-0x14), then MAC only (0x15 commands, 0x16 replies) or MAC and data encryption (0x17, 0x18). */
 const SCS = { CHLNG: 0x11, CCRYPT: 0x12, SCRYPT: 0x13, RMAC_I: 0x14, CMD_MAC: 0x15, REPLY_MAC: 0x16, CMD_ENC: 0x17, REPLY_ENC: 0x18 } as const;
@@ -73,6 +73,13 @@ export interface OsdpBusOptions {
   random?: (bytes: number) => Buffer;
 }
 
+interface Queued {
+  code: number;
+  data: Buffer;
+  /** A request waiting for its reply (KEYSET): settled with the reply, or refused after `attempts` timeouts. */
+  waiter?: { resolve: (reply: Packet) => void; reject: (err: Error) => void; attempts: number };
+}
+
 interface SecureState {
   phase: 'off' | 'challenge' | 'scrypt' | 'established';
   keys: SessionKeys | null;
@@ -91,7 +98,7 @@ interface ReaderState {
   identified: boolean;
   capabilities: boolean;
   lastReplyAt: number;
-  queued: Array<{ code: number; data: Buffer }>;
+  queued: Queued[];
   keys: ReaderFrameParser;
   sc: SecureState | null;
 }
@@ -100,7 +107,7 @@ export class OsdpBus {
   private readonly readers: ReaderState[] = [];
   private readonly parser = new PacketParser();
   private turn = 0;
-  private outstanding: { reader: ReaderState; packet: Packet; timer: unknown } | null = null;
+  private outstanding: { reader: ReaderState; packet: Packet; timer: unknown; waiter?: Queued['waiter'] } | null = null;
   private nextTimer: unknown = null;
   private stopped = true;
   private readonly replyTimeoutMs: number;
@@ -182,7 +189,7 @@ export class OsdpBus {
       if (packet.sqn !== pending.packet.sqn) continue; // an echo of an earlier exchange
       this.options.timers.clearTimeout(pending.timer);
       this.outstanding = null;
-      this.handleReply(pending.reader, pending.packet, packet, parsed.raw);
+      this.handleReply(pending.reader, pending.packet, packet, parsed.raw, pending.waiter);
       this.schedule(this.pollGapMs);
     }
   }
@@ -190,6 +197,13 @@ export class OsdpBus {
   /** Queues a command (LED, buzzer) for a reader; it goes out in place of its next poll. */
   send(address: number, code: number, data: Buffer): void {
     this.readers.find((r) => r.options.address === address)?.queued.push({ code, data });
+  }
+
+  /** Sends a command in place of the reader's next poll and resolves with its reply (refused after 5 timeouts). */
+  request(address: number, code: number, data: Buffer): Promise<Packet> {
+    const reader = this.readers.find((r) => r.options.address === address);
+    if (!reader) return Promise.reject(new Error(`no OSDP reader at address ${address} on this bus`));
+    return new Promise((resolve, reject) => reader.queued.push({ code, data, waiter: { resolve, reject, attempts: 0 } }));
   }
 
   private schedule(delayMs: number): void {
@@ -221,7 +235,7 @@ export class OsdpBus {
     this.transmit(reader, reader.queued.shift() ?? { code: CMD.POLL, data: Buffer.alloc(0) });
   }
 
-  private transmit(reader: ReaderState, command: { code: number; data: Buffer; scb?: { type: number; data: Buffer } }): void {
+  private transmit(reader: ReaderState, command: { code: number; data: Buffer; scb?: { type: number; data: Buffer }; waiter?: Queued['waiter'] }): void {
     const base = { addr: reader.options.address, reply: false, sqn: reader.sqn, crc: true, code: command.code };
     let bytes: Buffer;
     let packet: Packet;
@@ -241,7 +255,7 @@ export class OsdpBus {
     }
     // Outstanding before the write: a transport may hand the reply back at once.
     const timer = this.options.timers.setTimeout(() => this.timedOut(), this.replyTimeoutMs);
-    this.outstanding = { reader, packet, timer };
+    this.outstanding = { reader, packet, timer, ...(command.waiter ? { waiter: command.waiter } : {}) };
     this.options.transport.write(Buffer.concat([Buffer.from([0xff]), bytes]));
   }
 
@@ -252,7 +266,9 @@ export class OsdpBus {
     const reader = pending.reader;
     // An LED or buzzer command that got no answer goes out again (a poll is simply the next poll).
     const code = pending.packet.code;
-    if (code === CMD.LED || code === CMD.BUZ) reader.queued.unshift({ code, data: pending.packet.data });
+    const waiter = pending.waiter;
+    if (waiter && ++waiter.attempts >= 5) waiter.reject(new Error(`the reader at address ${reader.options.address} did not answer command 0x${code.toString(16)}`));
+    else if (waiter || code === CMD.LED || code === CMD.BUZ) reader.queued.unshift({ code, data: pending.packet.data, ...(waiter ? { waiter } : {}) });
     if (reader.online && this.options.clock.monoNow() - reader.lastReplyAt > this.offlineAfterMs) this.setOnline(reader, false);
     // Offline: start again from sequence 0, as a PD that restarted expects, and with a new handshake.
     if (!reader.online) {
@@ -339,11 +355,12 @@ export class OsdpBus {
     return { ...reply, data };
   }
 
-  private handleReply(reader: ReaderState, sent: Packet, received: Packet, raw: Buffer): void {
+  private handleReply(reader: ReaderState, sent: Packet, received: Packet, raw: Buffer, waiter?: Queued['waiter']): void {
     reader.lastReplyAt = this.options.clock.monoNow();
     if (received.code === REPLY.NAK && received.data[0] === NAK_SEQUENCE) {
       reader.sqn = 0; // the PD lost track: start the sequence again
       if (reader.sc) this.endSecure(reader, null);
+      if (waiter) reader.queued.unshift({ code: sent.code, data: sent.data, waiter });
       return;
     }
     // The sequence advances only on a good reply: a lost reply makes the retry carry the same number.
@@ -351,6 +368,10 @@ export class OsdpBus {
     this.setOnline(reader, true);
     let reply: Packet | null = received;
     if (reader.sc && sent.code !== CMD.ID && sent.code !== CMD.CAP) reply = this.secureReply(reader, sent, received, raw);
+    if (waiter) {
+      if (reply) waiter.resolve(reply);
+      else waiter.reject(new Error('the reply failed the secure channel'));
+    }
     if (!reply) return;
     switch (reply.code) {
       case REPLY.PDID:

@@ -3,6 +3,7 @@ import { backoffDelay } from '../../util/backoff.js';
 import type { Clock, Timers } from '../../util/clock.js';
 import { READER_BACKOFF, openSerialPort, type PortFactory, type PortLike } from '../serialReader.js';
 import { CMD, OsdpBus, type OsdpReaderOptions } from './controlPanel.js';
+import type { Packet } from './packet.js';
 
 /** What a door shows at its reader after a decision. */
 export type ReaderFeedback = 'granted' | 'denied' | 'locked_out';
@@ -44,7 +45,11 @@ export class OsdpBuses {
   ) {}
 
   /** A reader joins the bus on `path`; the handle gives its feedback (LED, buzzer) and takes it off again. */
-  attach(path: string, baudRate: number, reader: OsdpReaderOptions): { feedback(kind: ReaderFeedback): void; detach(): Promise<void> } {
+  attach(
+    path: string,
+    baudRate: number,
+    reader: OsdpReaderOptions,
+  ): { feedback(kind: ReaderFeedback): void; request(code: number, data: Buffer): Promise<Packet>; detach(): Promise<void> } {
     let entry = this.buses.get(path);
     if (!entry) {
       const created: BusEntry = {
@@ -71,6 +76,7 @@ export class OsdpBuses {
       feedback: (kind) => {
         for (const command of feedbackCommands(kind)) bus.bus.send(reader.address, command.code, command.data);
       },
+      request: (code, data) => bus.bus.request(reader.address, code, data),
       detach: async () => {
         bus.bus.removeReader(reader.address);
         if (bus.bus.readerCount === 0) await this.close(path, bus);

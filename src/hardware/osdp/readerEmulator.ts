@@ -1,9 +1,10 @@
 import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
 
 /**
- * An OSDP Peripheral Device (reader) emulator for the tests, written from the standard (SIA OSDP v2.2, section 5
- * and annex D) and not from door-agent's encoder: its own bit-by-bit CRC, its own packet layout, its own secure
- * channel (node:crypto's AES). One emulator can answer for several addresses on one bus.
+ * A simulated OSDP reader (Peripheral Device), as the simulated GPIO driver is a simulated chip: for the tests, the
+ * benchmark and a bench without hardware. Written from the standard (SIA OSDP v2.2, section 5 and annex D) and
+ * not from the control panel's encoder: its own bit-by-bit CRC, its own packet layout, its own secure channel
+ * (node:crypto's AES), so the two check each other. One emulator can answer for several addresses on one bus.
  */
 
 const DEFAULT_KEY = Buffer.from('0123456789:;<=>?', 'latin1'); // SCBK-D: the bytes 0x30 to 0x3F
@@ -172,6 +173,11 @@ export class OsdpEmulator {
         const next = reader.pending.shift();
         return next ? this.send(reader, sqn, next.code, next.data) : this.send(reader, sqn, 0x40, []);
       }
+      case 0x75: // osdp_KEYSET: only over the secure channel; the new key counts from the next handshake
+        if (!session?.established || data[0] !== 0x01 || data[1] !== 16 || data.length < 18) return this.send(reader, sqn, 0x41, [0x06]);
+        reader.scbk = Buffer.from(data.subarray(2, 18));
+        reader.log.push('keyset');
+        return this.send(reader, sqn, 0x40, []);
       default: // LED, BUZ and the rest: acknowledged
         return this.send(reader, sqn, 0x40, []);
     }

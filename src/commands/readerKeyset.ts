@@ -1,0 +1,119 @@
+import { randomBytes } from 'node:crypto';
+import { closeSync, fsyncSync, openSync, renameSync, writeSync } from 'node:fs';
+import { dirname } from 'node:path';
+import { pino } from 'pino';
+import { loadConfig } from '../config/load.js';
+import { readScbk } from '../config/secrets.js';
+import { CMD, REPLY } from '../hardware/osdp/controlPanel.js';
+import { OsdpBuses } from '../hardware/osdp/osdpBuses.js';
+import type { PortFactory } from '../hardware/serialReader.js';
+import { systemClock, systemTimers } from '../util/clock.js';
+import { DoorAgentError, UsageError } from '../util/errors.js';
+import { configPath, type CommandContext } from './context.js';
+
+const HANDSHAKE_TIMEOUT_MS = 15_000;
+
+/** Writes `bytes` to a new file only its owner can read, and makes it durable before anything uses it. */
+function writeKeyFile(path: string, hex: string): void {
+  const fd = openSync(path, 'wx', 0o600);
+  try {
+    writeSync(fd, `${hex}\n`);
+    fsyncSync(fd);
+  } finally {
+    closeSync(fd);
+  }
+}
+
+function fsyncDir(path: string): void {
+  const fd = openSync(path, 'r');
+  try {
+    fsyncSync(fd);
+  } finally {
+    closeSync(fd);
+  }
+}
+
+/**
+ * `door-agent reader keyset --door UUID`: gives an OSDP reader a new secure channel key. The key is random, saved
+ * next to `scbkFile` (FILE.new, mode 0600, fsynced) before the reader is told, sent over the secure channel
+ * established with the current key (or SCBK-D in install mode), and FILE.new replaces FILE once the reader has
+ * acknowledged it. The daemon must be stopped: it holds the bus.
+ */
+export async function runReaderKeyset(args: { config: string | undefined; door: string | undefined }, ctx: CommandContext, openPort?: PortFactory): Promise<number> {
+  const config = loadConfig(configPath(args.config, ctx.env));
+  const osdpDoors = config.doors.filter((d) => d.reader?.type === 'osdp');
+  const door = args.door ? config.doors.find((d) => d.uuid === args.door!.toLowerCase()) : osdpDoors.length === 1 ? osdpDoors[0] : undefined;
+  if (!door) {
+    throw new UsageError(args.door ? `no door ${args.door} in the configuration` : `name the door: --door UUID (OSDP doors: ${osdpDoors.map((d) => d.uuid).join(', ') || 'none'})`);
+  }
+  const reader = door.reader;
+  if (reader?.type !== 'osdp') throw new UsageError(`${door.name} has no OSDP reader`);
+  if (!reader.scbkFile) throw new DoorAgentError(`${door.name}: set reader.scbkFile (where the new key is kept) first`, { exitCode: 78 });
+  const current = reader.installMode ? undefined : readScbk('reader.scbkFile', reader.scbkFile);
+  const fresh = randomBytes(16);
+  const pending = `${reader.scbkFile}.new`;
+  try {
+    writeKeyFile(pending, fresh.toString('hex'));
+  } catch (err) {
+    throw new DoorAgentError(`cannot save the new key in ${pending}: ${(err as Error).message}${(err as NodeJS.ErrnoException).code === 'EEXIST' ? ' (a keyset that did not finish left it: see whether the reader took it, then remove it)' : ''}`, { cause: err });
+  }
+  let secure: () => void = () => {};
+  let failed: (message: string) => void = () => {};
+  const established = new Promise<void>((resolve, reject) => {
+    secure = resolve;
+    failed = (message) => reject(new DoorAgentError(`${door.name}: ${message}`));
+  });
+  // The bus's own log lines are for the daemon; here, a bus that cannot be opened ends the command at once.
+  const logger = pino(
+    { level: 'warn' },
+    {
+      write: (line: string) => {
+        const entry = JSON.parse(line) as { msg?: string; reason?: string };
+        if (entry.msg === 'cannot open the OSDP bus; retrying with backoff') {
+          failed(`cannot open ${reader.path}: ${entry.reason ?? 'unknown error'} (is door-agent stopped? it holds the bus while it runs)`);
+        }
+      },
+    },
+  );
+  const buses = new OsdpBuses({ clock: systemClock, timers: systemTimers, logger, ...(openPort ? { openPort } : {}) });
+  established.catch(() => {}); // settled through the race below; a late failure must not go unhandled
+  const handle = buses.attach(reader.path, reader.baudRate, {
+    address: reader.address,
+    numbering: reader.numbering,
+    ...(current ? { scbk: current } : { installMode: true }),
+    onFrame: () => {},
+    onSecure: (up) => up && secure(),
+    onSecureError: (message) => failed(message),
+  });
+  let sent = false;
+  try {
+    const timeout = new Promise<never>((_, reject) =>
+      setTimeout(() => reject(new DoorAgentError(`${door.name}: no secure channel within ${HANDSHAKE_TIMEOUT_MS / 1000} s (is door-agent stopped, the reader at address ${reader.address} on ${reader.path}?)`)), HANDSHAKE_TIMEOUT_MS).unref(),
+    );
+    await Promise.race([established, timeout]);
+    sent = true;
+    // osdp_KEYSET: key type 1 (the SCBK), its length, the key; over the secure channel, encrypted.
+    const reply = await handle.request(CMD.KEYSET, Buffer.concat([Buffer.from([0x01, 16]), fresh]));
+    if (reply.code !== REPLY.ACK) throw new DoorAgentError(`${door.name}: the reader refused the new key (reply 0x${reply.code.toString(16)}${reply.data.length > 0 ? `, code ${reply.data[0]}` : ''})`);
+    renameSync(pending, reader.scbkFile);
+    fsyncDir(dirname(reader.scbkFile));
+  } catch (err) {
+    if (sent) {
+      ctx.stderr.write(
+        `door-agent: the reader may or may not hold the new key; it is kept in ${pending}. If door-agent then reports another key, move ${pending} to ${reader.scbkFile}.\n`,
+      );
+    } else {
+      // Never sent: the reader keeps its key, and the unused new one goes.
+      const { rmSync } = await import('node:fs');
+      rmSync(pending, { force: true });
+    }
+    throw err;
+  } finally {
+    await handle.detach();
+  }
+  ctx.stdout.write(
+    `${door.name}: the reader at address ${reader.address} now uses a new secure channel key, saved in ${reader.scbkFile}` +
+      `${reader.installMode ? '; set installMode: false before starting door-agent' : ''}\n`,
+  );
+  return 0;
+}
