@@ -13,6 +13,7 @@ import { benchmarkSync } from './syncBench.js';
 import { benchmarkTapDuringSync } from './tapDuringSync.js';
 import { benchmarkTapToRelay } from './tapToRelay.js';
 import { benchmarkWiegand } from './wiegandBench.js';
+import { benchmarkOsdp } from './osdpBench.js';
 import { renderTable, writeResults, type BenchRow } from './report.js';
 
 const BENCHES: Record<string, (workDir: string) => BenchRow[] | Promise<BenchRow[]>> = {
@@ -24,6 +25,7 @@ const BENCHES: Record<string, (workDir: string) => BenchRow[] | Promise<BenchRow
   'tap-during-sync': benchmarkTapDuringSync,
   fleet: benchmarkFleet,
   wiegand: benchmarkWiegand,
+  osdp: benchmarkOsdp,
 };
 
 const root = resolve(fileURLToPath(import.meta.url), '../../..');
