@@ -166,6 +166,8 @@ const osdpReaderSchema = z.strictObject({
   /** Handshake with the standard's default key SCBK-D: only while installing a new reader. */
   installMode: z.boolean().default(false),
   numbering: z.enum(['data', 'facility_card']).default('data'),
+  /** crc: CRC-16 on every packet (default); checksum: the 8-bit checksum, for a reader that offers only that. */
+  check: z.enum(['crc', 'checksum']).default('crc'),
 });
 
 // `type` may be left out for a serial reader (every configuration before Wiegand readers).

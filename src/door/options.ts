@@ -8,7 +8,7 @@ export type ReaderOptions =
   | { type: 'serial'; path: string; baudRate: number; cardFormat: CardFormat; format: 'lines' | 'rdm6300'; numbering: 'last32' | 'whole' }
   | { type: 'wiegand'; d0: number; d1: number; pull: Pull; format: WiegandFormat; numbering: WiegandNumbering }
   | { type: 'keyboard'; path: string; cardFormat: CardFormat }
-  | { type: 'osdp'; path: string; baudRate: number; address: number; scbkFile?: string; installMode: boolean; numbering: WiegandNumbering };
+  | { type: 'osdp'; path: string; baudRate: number; address: number; scbkFile?: string; installMode: boolean; numbering: WiegandNumbering; check: 'crc' | 'checksum' };
 
 /** How a door's reader writes card numbers (Wiegand and RDM6300 numbers are decimal by construction). */
 export function readerCardFormat(door: { reader?: ReaderOptions }): CardFormat {

@@ -36,6 +36,7 @@ export class OsdpDoorReader {
       numbering: o.numbering,
       ...(scbk ? { scbk } : {}),
       installMode: o.installMode,
+      checksum: o.check === 'checksum',
       onFrame: (frame) => this.runtime.onReaderFrame(frame),
       onOnline: (online) => {
         this.online = online;

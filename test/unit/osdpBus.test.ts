@@ -8,7 +8,7 @@ import { OsdpEmulator } from '../../src/hardware/osdp/readerEmulator.js';
 const KEY = Buffer.from('00112233445566778899aabbccddeeff', 'hex');
 
 /** A bus with readers at `addresses`, wired to the emulator through an in-memory line (replies come back at once). */
-function bus(addresses: number[], secure: { scbk?: Buffer; installMode?: boolean; readerKey?: Buffer } | null = null) {
+function bus(addresses: number[], secure: { scbk?: Buffer; installMode?: boolean; readerKey?: Buffer; checksum?: boolean } | null = null) {
   const time = new ManualTime();
   const frames: Array<[number, ReaderFrame]> = [];
   const online: Array<[number, boolean]> = [];
@@ -29,6 +29,7 @@ function bus(addresses: number[], secure: { scbk?: Buffer; installMode?: boolean
       onDropped: (reason: string) => dropped.push(reason),
       ...(secure?.scbk ? { scbk: secure.scbk } : {}),
       ...(secure?.installMode ? { installMode: true } : {}),
+      ...(secure?.checksum ? { checksum: true } : {}),
       onSecureError: (message: string) => secureErrors.push(message),
     })),
   });
@@ -178,5 +179,16 @@ describe('OSDP secure channel', () => {
     t.pd.presentCard(0, encodeCard(4_213_578n, 26));
     t.time.advance(100);
     expect(t.frames).toEqual([]);
+  });
+
+  it('a reader that offers only the 8-bit checksum: plain and secure, cards still arrive', () => {
+    for (const secure of [{ checksum: true }, { checksum: true, scbk: KEY, readerKey: KEY }]) {
+      const t = bus([0], secure);
+      t.time.advance(100);
+      t.pd.presentCard(0, encodeCard(31n, 26));
+      t.time.advance(50);
+      expect(t.frames).toEqual([[0, { kind: 'card', value: '31' }]]);
+      expect(t.pd.reader(0).checksumMode).toBe(true);
+    }
   });
 });

@@ -53,6 +53,8 @@ export interface OsdpReaderOptions {
   scbk?: Buffer;
   /** Install mode: the handshake uses the standard's default key SCBK-D (a new reader, before its key is set). */
   installMode?: boolean;
+  /** Packets with the 8-bit checksum instead of the CRC-16, for a reader that offers only that. */
+  checksum?: boolean;
   /** The secure channel failed: a wrong key, a MAC that does not verify. Said once per failure, never the key. */
   onSecureError?: (message: string) => void;
   onSecure?: (established: boolean) => void;
@@ -236,7 +238,8 @@ export class OsdpBus {
   }
 
   private transmit(reader: ReaderState, command: { code: number; data: Buffer; scb?: { type: number; data: Buffer }; waiter?: Queued['waiter'] }): void {
-    const base = { addr: reader.options.address, reply: false, sqn: reader.sqn, crc: true, code: command.code };
+    const crc = !reader.options.checksum;
+    const base = { addr: reader.options.address, reply: false, sqn: reader.sqn, crc, code: command.code };
     let bytes: Buffer;
     let packet: Packet;
     const sc = reader.sc;
@@ -247,7 +250,7 @@ export class OsdpBus {
       packet = { ...base, data, scb: { type: encrypted ? SCS.CMD_ENC : SCS.CMD_MAC, data: Buffer.alloc(0) } };
       const head = packetHead(packet, 4);
       sc.cmac = computeMac(sc.keys, sc.rmac, head);
-      bytes = finishPacket(head, true, sc.cmac.subarray(0, 4));
+      bytes = finishPacket(head, crc, sc.cmac.subarray(0, 4));
       packet = { ...packet, data: command.data }; // retries re-encrypt from the plain data
     } else {
       packet = { ...base, data: command.data, ...(command.scb ? { scb: command.scb } : {}) };
@@ -339,7 +342,7 @@ export class OsdpBus {
       this.endSecure(reader, 'a plain reply on the secure channel: dropped, the channel restarts');
       return null;
     }
-    const mac = computeMac(sc.keys, sc.cmac, raw.subarray(0, raw.length - 2 - 4));
+    const mac = computeMac(sc.keys, sc.cmac, raw.subarray(0, raw.length - (reply.crc ? 2 : 1) - 4));
     if (!macMatches(mac, reply.mac)) {
       this.endSecure(reader, 'a reply whose MAC does not verify: dropped, the channel restarts');
       return null;

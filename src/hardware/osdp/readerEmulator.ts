@@ -78,6 +78,8 @@ export interface EmulatedReader {
   log: string[];
   /** Sends its next secure reply with a wrong MAC (a forged or altered packet). */
   forgeNextMac: boolean;
+  /** The last command came with the 8-bit checksum: the replies do too. */
+  checksumMode: boolean;
 }
 
 export class OsdpEmulator {
@@ -88,7 +90,7 @@ export class OsdpEmulator {
     addresses: number[],
     private readonly reply: (bytes: Buffer) => void,
   ) {
-    for (const address of addresses) this.readers.set(address, { address, silent: false, corrupt: false, pending: [], received: [], lastSqn: null, lastReply: null, scbk: null, session: null, log: [], forgeNextMac: false });
+    for (const address of addresses) this.readers.set(address, { address, silent: false, corrupt: false, pending: [], received: [], lastSqn: null, lastReply: null, scbk: null, session: null, log: [], forgeNextMac: false, checksumMode: false });
   }
 
   reader(address: number): EmulatedReader {
@@ -114,19 +116,22 @@ export class OsdpEmulator {
       this.buffer.splice(0, som);
       if (this.buffer.length < 5) return;
       const length = this.buffer[2]! | (this.buffer[3]! << 8);
-      if (length < 8 || length > 1440) {
+      if (length < 7 || length > 1440) {
         this.buffer.shift();
         continue;
       }
       if (this.buffer.length < length) return;
       const packet = this.buffer.splice(0, length);
-      const check = packet[length - 2]! | (packet[length - 1]! << 8);
-      if ((packet[4]! & 0x04) === 0 || check !== crc(packet.slice(0, length - 2))) continue; // we only take CRC packets
-      this.command(packet);
+      const withCrc = (packet[4]! & 0x04) !== 0;
+      const good = withCrc
+        ? (packet[length - 2]! | (packet[length - 1]! << 8)) === crc(packet.slice(0, length - 2))
+        : packet.reduce((sum, b) => (sum + b) & 0xff, 0) === 0; // the checksum makes every byte sum to zero
+      if (!good) continue;
+      this.command(packet, withCrc);
     }
   }
 
-  private command(packet: number[]): void {
+  private command(packet: number[], withCrc: boolean): void {
     const address = packet[1]! & 0x7f;
     const reader = this.readers.get(address);
     if (!reader || packet[1]! & 0x80 || reader.silent) return;
@@ -137,7 +142,9 @@ export class OsdpEmulator {
     const codeAt = 5 + scbLength;
     const code = packet[codeAt]!;
     const macLength = scbType !== null && scbType >= 0x15 ? 4 : 0;
-    let data: Buffer = Buffer.from(packet.slice(codeAt + 1, packet.length - 2 - macLength));
+    const trailer = withCrc ? 2 : 1;
+    reader.checksumMode = !withCrc; // we answer in kind
+    let data: Buffer = Buffer.from(packet.slice(codeAt + 1, packet.length - trailer - macLength));
     reader.received.push(code);
     // The same sequence number again: the CP did not get our reply. Send it again, not a new one (a card read
     // must not be lost with a reply the line corrupted).
@@ -153,8 +160,8 @@ export class OsdpEmulator {
     if (session?.established) {
       // Secure: the command must carry its MAC, chained from our last reply's.
       if (macLength === 0) return this.send(reader, sqn, 0x41, [0x06]); // NAK: unsupported security block
-      const expected = mac(session, session.rmac, Buffer.from(packet.slice(0, packet.length - 2 - 4)));
-      if (!expected.subarray(0, 4).equals(Buffer.from(packet.slice(packet.length - 6, packet.length - 2)))) {
+      const expected = mac(session, session.rmac, Buffer.from(packet.slice(0, packet.length - trailer - 4)));
+      if (!expected.subarray(0, 4).equals(Buffer.from(packet.slice(packet.length - trailer - 4, packet.length - trailer)))) {
         reader.log.push('bad mac');
         reader.session = null;
         return this.send(reader, sqn, 0x41, [0x06]);
@@ -218,8 +225,8 @@ export class OsdpEmulator {
       if (payload.length > 0) payload = cbc(session.enc, not(session.cmac), padded(payload, true));
     }
     const scbBytes = block ? [block.length + 1, ...block] : [];
-    const length = 5 + scbBytes.length + 1 + payload.length + (session ? 4 : 0) + 2;
-    const ctrl = sqn | 0x04 | (block ? 0x08 : 0);
+    const length = 5 + scbBytes.length + 1 + payload.length + (session ? 4 : 0) + (reader.checksumMode ? 1 : 2);
+    const ctrl = sqn | (reader.checksumMode ? 0 : 0x04) | (block ? 0x08 : 0);
     let body = Buffer.from([0x53, reader.address | 0x80, length & 0xff, length >> 8, ctrl, ...scbBytes, code, ...payload]);
     if (session) {
       session.rmac = mac(session, session.cmac, body);
@@ -234,8 +241,12 @@ export class OsdpEmulator {
     this.reply(this.checked(reader, body));
   }
 
-  /** The CRC appended (a wrong one while `corrupt`: the line garbled it). */
+  /** The CRC or the checksum appended (a wrong one while `corrupt`: the line garbled it). */
   private checked(reader: EmulatedReader, body: Buffer): Buffer {
+    if ((body[4]! & 0x04) === 0) {
+      const sum = body.reduce((a, b) => (a + b) & 0xff, 0);
+      return Buffer.concat([body, Buffer.from([((0x100 - sum) & 0xff) ^ (reader.corrupt ? 0x01 : 0)])]);
+    }
     const value = crc([...body]) ^ (reader.corrupt ? 0x0101 : 0);
     return Buffer.concat([body, Buffer.from([value & 0xff, value >> 8])]);
   }
