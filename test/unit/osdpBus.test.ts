@@ -14,6 +14,7 @@ function bus(addresses: number[], secure: { scbk?: Buffer; installMode?: boolean
   const online: Array<[number, boolean]> = [];
   const dropped: string[] = [];
   const secureErrors: string[] = [];
+  const statuses: Array<{ tamper: boolean; powerFailure: boolean }> = [];
   let panel: OsdpBus | null = null;
   const pd = new OsdpEmulator(addresses, (bytes) => panel!.receive(bytes));
   if (secure?.readerKey) for (const a of addresses) pd.reader(a).scbk = secure.readerKey;
@@ -31,10 +32,11 @@ function bus(addresses: number[], secure: { scbk?: Buffer; installMode?: boolean
       ...(secure?.installMode ? { installMode: true } : {}),
       ...(secure?.checksum ? { checksum: true } : {}),
       onSecureError: (message: string) => secureErrors.push(message),
+      onStatus: (st: { tamper: boolean; powerFailure: boolean }) => statuses.push(st),
     })),
   });
   panel.start();
-  return { time, panel, pd, frames, online, dropped, secureErrors };
+  return { time, panel, pd, frames, online, dropped, secureErrors, statuses };
 }
 
 describe('OSDP control panel (plain mode) against an emulated reader', () => {
@@ -190,5 +192,17 @@ describe('OSDP secure channel', () => {
       expect(t.frames).toEqual([[0, { kind: 'card', value: '31' }]]);
       expect(t.pd.reader(0).checksumMode).toBe(true);
     }
+  });
+
+  it('tamper and power reports (osdp_LSTATR) are handed on', () => {
+    const t = bus([0]);
+    t.time.advance(50);
+    t.pd.reader(0).pending.push({ code: 0x48, data: [1, 0] });
+    t.pd.reader(0).pending.push({ code: 0x48, data: [0, 1] });
+    t.time.advance(50);
+    expect(t.statuses).toEqual([
+      { tamper: true, powerFailure: false },
+      { tamper: false, powerFailure: true },
+    ]);
   });
 });
