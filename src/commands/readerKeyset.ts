@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { closeSync, fsyncSync, openSync, renameSync, writeSync } from 'node:fs';
+import { closeSync, fchownSync, fsyncSync, openSync, renameSync, statSync, writeSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { pino } from 'pino';
 import { loadConfig } from '../config/load.js';
@@ -13,10 +13,14 @@ import { configPath, type CommandContext } from './context.js';
 
 const HANDSHAKE_TIMEOUT_MS = 15_000;
 
-/** Writes `bytes` to a new file only its owner can read, and makes it durable before anything uses it. */
-function writeKeyFile(path: string, hex: string): void {
+/**
+ * Writes the key to a new file only its owner can read, owned as the current key file is (the daemon's user, also
+ * when an installer runs this as root), and makes it durable before anything uses it.
+ */
+function writeKeyFile(path: string, hex: string, owner: { uid: number; gid: number }): void {
   const fd = openSync(path, 'wx', 0o600);
   try {
+    if (process.getuid?.() === 0) fchownSync(fd, owner.uid, owner.gid);
     writeSync(fd, `${hex}\n`);
     fsyncSync(fd);
   } finally {
@@ -49,11 +53,13 @@ export async function runReaderKeyset(args: { config: string | undefined; door: 
   const reader = door.reader;
   if (reader?.type !== 'osdp') throw new UsageError(`${door.name} has no OSDP reader`);
   if (!reader.scbkFile) throw new DoorAgentError(`${door.name}: set reader.scbkFile (where the new key is kept) first`, { exitCode: 78 });
-  const current = reader.installMode ? undefined : readScbk('reader.scbkFile', reader.scbkFile);
+  // As root (an installer), the key file is the daemon's: read it as such, and the new one is made the same.
+  const owner = statSync(reader.scbkFile, { throwIfNoEntry: false }) ?? { uid: process.getuid?.() ?? 0, gid: process.getgid?.() ?? 0 };
+  const current = reader.installMode ? undefined : readScbk('reader.scbkFile', reader.scbkFile, process.getuid?.() === 0 ? owner.uid : process.getuid?.());
   const fresh = randomBytes(16);
   const pending = `${reader.scbkFile}.new`;
   try {
-    writeKeyFile(pending, fresh.toString('hex'));
+    writeKeyFile(pending, fresh.toString('hex'), owner);
   } catch (err) {
     throw new DoorAgentError(`cannot save the new key in ${pending}: ${(err as Error).message}${(err as NodeJS.ErrnoException).code === 'EEXIST' ? ' (a keyset that did not finish left it: see whether the reader took it, then remove it)' : ''}`, { cause: err });
   }
@@ -93,7 +99,7 @@ export async function runReaderKeyset(args: { config: string | undefined; door: 
     await Promise.race([established, timeout]);
     sent = true;
     // osdp_KEYSET: key type 1 (the SCBK), its length, the key; over the secure channel, encrypted.
-    const reply = await handle.request(CMD.KEYSET, Buffer.concat([Buffer.from([0x01, 16]), fresh]));
+    const reply = await Promise.race([handle.request(CMD.KEYSET, Buffer.concat([Buffer.from([0x01, 16]), fresh])), timeout]);
     if (reply.code !== REPLY.ACK) throw new DoorAgentError(`${door.name}: the reader refused the new key (reply 0x${reply.code.toString(16)}${reply.data.length > 0 ? `, code ${reply.data[0]}` : ''})`);
     renameSync(pending, reader.scbkFile);
     fsyncDir(dirname(reader.scbkFile));

@@ -1,4 +1,4 @@
-import { accessSync, constants, readFileSync, statSync } from 'node:fs';
+import { accessSync, closeSync, constants, fstatSync, openSync, readFileSync } from 'node:fs';
 import { DoorAgentError, describeFsError } from '../util/errors.js';
 import type { Problem } from '../util/issues.js';
 
@@ -56,20 +56,28 @@ function secretRefs(config: FileReferences): SecretRef[] {
  * An OSDP reader's secure channel key (SCBK): 32 hex digits in a file only its owner can read (mode 0600 or
  * stricter). Never logged, never in an error message.
  */
-export function readScbk(keyPath: string, file: string): Buffer {
-  let mode: number;
-  let text: string;
+export function readScbk(keyPath: string, file: string, expectedUid: number | undefined = process.getuid?.()): Buffer {
+  let fd: number;
   try {
-    mode = statSync(file).mode;
-    text = readFileSync(file, 'utf8').trim();
+    fd = openSync(file, 'r');
   } catch (err) {
     throw new DoorAgentError(`${keyPath}: cannot read ${file}: ${describeFsError(err)}`, { cause: err });
   }
-  if ((mode & 0o077) !== 0) {
-    throw new DoorAgentError(`${keyPath}: ${file} is readable by others (mode ${(mode & 0o777).toString(8)}): chmod 600 ${file}`);
+  try {
+    // The mode and owner of the very file read (fstat on its fd: no window between the check and the read).
+    const stat = fstatSync(fd);
+    if ((stat.mode & 0o077) !== 0) {
+      throw new DoorAgentError(`${keyPath}: ${file} is readable by others (mode ${(stat.mode & 0o777).toString(8)}): chmod 600 ${file}`);
+    }
+    if (expectedUid !== undefined && stat.uid !== expectedUid) {
+      throw new DoorAgentError(`${keyPath}: ${file} belongs to uid ${stat.uid}, not to the user door-agent runs as (uid ${expectedUid}): chown it to that user`);
+    }
+    const text = readFileSync(fd, 'utf8').trim();
+    if (!/^[0-9a-fA-F]{32}$/.test(text)) throw new DoorAgentError(`${keyPath}: ${file} must hold the key as 32 hex digits (16 bytes)`);
+    return Buffer.from(text, 'hex');
+  } finally {
+    closeSync(fd);
   }
-  if (!/^[0-9a-fA-F]{32}$/.test(text)) throw new DoorAgentError(`${keyPath}: ${file} must hold the key as 32 hex digits (16 bytes)`);
-  return Buffer.from(text, 'hex');
 }
 
 /**

@@ -29,8 +29,12 @@ export class OsdpDoorReader {
   start(): void {
     const o = this.options;
     // The key is read at start and kept in memory only; a bad file stops the start with a clear error.
-    const scbk = o.scbkFile ? readScbk('reader.scbkFile', o.scbkFile) : undefined;
+    const scbk = o.scbkFile && !o.installMode ? readScbk('reader.scbkFile', o.scbkFile) : undefined;
     if (!scbk && !o.installMode) this.logger.warn({ path: o.path, address: o.address }, 'OSDP reader without a secure channel (no scbkFile): its traffic can be read and forged on the line');
+    if (o.installMode) {
+      // SCBK-D is printed in the standard: a channel made with it protects nothing. Only while installing.
+      this.logger.warn({ path: o.path, address: o.address }, 'OSDP reader in install mode (the public default key): give it its own key with door-agent reader keyset, then set installMode: false');
+    }
     this.handle = this.buses.attach(o.path, o.baudRate, {
       address: o.address,
       numbering: o.numbering,

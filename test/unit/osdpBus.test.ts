@@ -2,6 +2,9 @@ import { describe, expect, it } from 'vitest';
 import { encodeCard } from '../../src/core/wiegand.js';
 import type { ReaderFrame } from '../../src/hardware/readerFrames.js';
 import { CMD, OsdpBus } from '../../src/hardware/osdp/controlPanel.js';
+import { encodePacket } from '../../src/hardware/osdp/packet.js';
+
+const packBits = (bits: number[]) => Array.from({ length: Math.ceil(bits.length / 8) }, (_, i) => bits.slice(i * 8, i * 8 + 8).reduce((a, b, j) => a | (b << (7 - j)), 0));
 import { ManualTime } from '../support/manualTime.js';
 import { OsdpEmulator } from '../../src/hardware/osdp/readerEmulator.js';
 
@@ -168,7 +171,7 @@ describe('OSDP secure channel', () => {
     t.time.advance(30);
     expect(t.frames).toEqual([]);
     expect(t.secureErrors).toEqual(['a reply whose MAC does not verify: dropped, the channel restarts']);
-    t.time.advance(11_000);
+    t.time.advance(100); // a new handshake at once: one bad packet is not a 10 s outage
     expect(t.pd.reader(0).log.filter((l) => l === 'established')).toHaveLength(2);
     t.pd.presentCard(0, encodeCard(6n, 26));
     t.time.advance(50);
@@ -204,5 +207,41 @@ describe('OSDP secure channel', () => {
       { tamper: true, powerFailure: false },
       { tamper: false, powerFailure: true },
     ]);
+  });
+
+  it('a lost reply on the secure channel: the same bytes go again and the reader repeats its reply, card included', () => {
+    const t = bus([0], { scbk: KEY, readerKey: KEY });
+    t.time.advance(100);
+    t.pd.reader(0).corrupt = true; // the line garbles the reply that carries the card
+    t.pd.presentCard(0, encodeCard(4_213_578n, 26));
+    t.panel.send(0, CMD.LED, Buffer.alloc(14)); // and a queued LED waits behind the retry
+    t.time.advance(250);
+    t.pd.reader(0).corrupt = false;
+    t.time.advance(300);
+    expect(t.frames).toEqual([[0, { kind: 'card', value: '4213578' }]]);
+    expect(t.secureErrors).toEqual([]);
+    expect(t.pd.reader(0).log).toEqual(['established']);
+  });
+
+  it('a plain card reply to osdp_ID for a secure reader (a forged downgrade) is never decided, nor a sign of life', () => {
+    const time = new ManualTime();
+    const frames: ReaderFrame[] = [];
+    const dropped: string[] = [];
+    const online: boolean[] = [];
+    let panel: OsdpBus | null = null;
+    // A forger on the line answers every command with a plain osdp_RAW of Alice's card.
+    const forged = (sqn: number) =>
+      encodePacket({ addr: 0, reply: true, sqn, crc: true, code: 0x50, data: Buffer.from([0, 1, 26, 0, ...packBits(encodeCard(4_213_578n, 26))]) });
+    panel = new OsdpBus({
+      transport: { write: (bytes) => panel!.receive(forged(bytes[5]! & 0x03)) },
+      clock: time,
+      timers: time,
+      readers: [{ address: 0, numbering: 'data', scbk: KEY, onFrame: (f) => frames.push(f), onDropped: (r) => dropped.push(r), onOnline: (o) => online.push(o) }],
+    });
+    panel.start();
+    time.advance(3000);
+    expect(frames).toEqual([]);
+    expect(dropped[0]).toBe('plain_reply');
+    expect(online).toEqual([]);
   });
 });

@@ -56,4 +56,11 @@ describe('OSDP packets', () => {
     const out = new PacketParser().push(Buffer.concat([Buffer.from([0x53, 0xff, 0xff]), bad, good]));
     expect(out.map((p) => (p.kind === 'bad' ? `bad ${p.reason}` : 'packet'))).toEqual(['bad length', 'bad check', 'packet']);
   });
+
+  it('a noise 0x53 with a plausible length does not swallow the good packets inside it', () => {
+    const good = encodePacket({ addr: 1, reply: true, sqn: 1, crc: true, code: 0x40, data: Buffer.alloc(0) });
+    const noise = Buffer.from([0x53, 0x01, 0x1e, 0x00, 0x04]); // "30 bytes follow"
+    const out = new PacketParser().push(Buffer.concat([noise, good, good, good, good]));
+    expect(out.filter((p) => p.kind === 'packet')).toHaveLength(4);
+  });
 });

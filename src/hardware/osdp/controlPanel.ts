@@ -1,7 +1,7 @@
 import { cardNumber, decodeBits, type WiegandNumbering } from '../../core/wiegand.js';
 import type { Clock, Timers } from '../../util/clock.js';
 import { ReaderFrameParser, type ReaderFrame } from '../readerFrames.js';
-import { randomBytes } from 'node:crypto';
+import { randomBytes, timingSafeEqual } from 'node:crypto';
 import { PacketParser, encodePacket, finishPacket, packetHead, type Packet } from './packet.js';
 import {
   SCBK_D,
@@ -30,6 +30,8 @@ export const REPLY = { ACK: 0x40, NAK: 0x41, PDID: 0x45, PDCAP: 0x46, LSTATR: 0x
 const SCS = { CHLNG: 0x11, CCRYPT: 0x12, SCRYPT: 0x13, RMAC_I: 0x14, CMD_MAC: 0x15, REPLY_MAC: 0x16, CMD_ENC: 0x17, REPLY_ENC: 0x18 } as const;
 /** After a failed handshake (a wrong key), the next try waits this long: a reader with another key is not hammered. */
 const HANDSHAKE_RETRY_MS = 10_000;
+/** LED and buzzer feedback older than this is dropped: shown later, it would answer the wrong tap. */
+const FEEDBACK_FRESH_MS = 1000;
 const NAK_SEQUENCE = 0x04;
 
 export interface OsdpTransport {
@@ -78,6 +80,8 @@ export interface OsdpBusOptions {
 interface Queued {
   code: number;
   data: Buffer;
+  /** Feedback (LED, buzzer) is dropped when it could no longer be seen as the answer to a tap. */
+  queuedAt?: number;
   /** A request waiting for its reply (KEYSET): settled with the reply, or refused after `attempts` timeouts. */
   waiter?: { resolve: (reply: Packet) => void; reject: (err: Error) => void; attempts: number };
 }
@@ -103,13 +107,18 @@ interface ReaderState {
   queued: Queued[];
   keys: ReaderFrameParser;
   sc: SecureState | null;
+  /**
+   * The command whose reply was lost, exactly as sent: it goes out again, byte for byte, before anything else, so
+   * the reader can repeat its reply (same sequence number, same MAC chain) and no card in it is lost.
+   */
+  retry: { packet: Packet; bytes: Buffer; waiter?: Queued['waiter'] } | null;
 }
 
 export class OsdpBus {
   private readonly readers: ReaderState[] = [];
   private readonly parser = new PacketParser();
   private turn = 0;
-  private outstanding: { reader: ReaderState; packet: Packet; timer: unknown; waiter?: Queued['waiter'] } | null = null;
+  private outstanding: { reader: ReaderState; packet: Packet; bytes: Buffer; timer: unknown; waiter?: Queued['waiter'] } | null = null;
   private nextTimer: unknown = null;
   private stopped = true;
   private readonly replyTimeoutMs: number;
@@ -134,6 +143,7 @@ export class OsdpBus {
       queued: [],
       keys: new ReaderFrameParser({ cardFormat: 'decimal' }),
       sc: r.scbk || r.installMode ? { phase: 'off', keys: null, rndA: Buffer.alloc(8), rndB: Buffer.alloc(8), cmac: Buffer.alloc(16), rmac: Buffer.alloc(16), retryAt: 0 } : null,
+      retry: null,
     };
   }
 
@@ -145,7 +155,7 @@ export class OsdpBus {
 
   removeReader(address: number): void {
     const at = this.readers.findIndex((r) => r.options.address === address);
-    if (at >= 0) this.readers.splice(at, 1);
+    if (at >= 0) this.dropQueued(this.readers.splice(at, 1)[0]!, 'the reader was taken off the bus');
     if (this.outstanding?.reader.options.address === address) {
       this.options.timers.clearTimeout(this.outstanding.timer);
       this.outstanding = null;
@@ -160,12 +170,22 @@ export class OsdpBus {
   /** The line went away (a USB adapter unplugged): every reader offline until it answers again. */
   lineLost(): void {
     if (this.outstanding) this.options.timers.clearTimeout(this.outstanding.timer);
+    this.outstanding?.waiter?.reject(new Error('the OSDP line went away'));
     this.outstanding = null;
+    this.parser.reset();
     for (const reader of this.readers) {
+      this.dropQueued(reader, 'the OSDP line went away');
       reader.sqn = 0;
       if (reader.sc) this.endSecure(reader, null);
       this.setOnline(reader, false);
     }
+  }
+
+  /** Queued commands and a pending retry go; requests waiting on them are refused with `why`. */
+  private dropQueued(reader: ReaderState, why: string): void {
+    for (const queued of reader.queued.splice(0)) queued.waiter?.reject(new Error(why));
+    reader.retry?.waiter?.reject(new Error(why));
+    reader.retry = null;
   }
 
   start(): void {
@@ -191,6 +211,7 @@ export class OsdpBus {
       if (packet.sqn !== pending.packet.sqn) continue; // an echo of an earlier exchange
       this.options.timers.clearTimeout(pending.timer);
       this.outstanding = null;
+      pending.reader.retry = null;
       this.handleReply(pending.reader, pending.packet, packet, parsed.raw, pending.waiter);
       this.schedule(this.pollGapMs);
     }
@@ -198,7 +219,7 @@ export class OsdpBus {
 
   /** Queues a command (LED, buzzer) for a reader; it goes out in place of its next poll. */
   send(address: number, code: number, data: Buffer): void {
-    this.readers.find((r) => r.options.address === address)?.queued.push({ code, data });
+    this.readers.find((r) => r.options.address === address)?.queued.push({ code, data, queuedAt: this.options.clock.monoNow() });
   }
 
   /** Sends a command in place of the reader's next poll and resolves with its reply (refused after 5 timeouts). */
@@ -220,12 +241,14 @@ export class OsdpBus {
     if (this.stopped || this.outstanding || this.readers.length === 0) return;
     const reader = this.readers[this.turn % this.readers.length]!;
     this.turn++;
+    if (reader.retry) return this.transmitBytes(reader, reader.retry.packet, reader.retry.bytes, reader.retry.waiter);
     const sc = reader.sc;
     if (!reader.online || !reader.identified) return this.transmit(reader, { code: CMD.ID, data: Buffer.from([0]) });
     if (!reader.capabilities) return this.transmit(reader, { code: CMD.CAP, data: Buffer.from([0]) });
     if (sc && sc.phase !== 'established') {
       if (sc.phase === 'off') {
-        if (this.options.clock.monoNow() < sc.retryAt) return this.schedule(this.pollGapMs);
+        // Waiting to try the handshake again: keep the reader supervised (online or not) with osdp_ID, in the clear.
+        if (this.options.clock.monoNow() < sc.retryAt) return this.transmit(reader, { code: CMD.ID, data: Buffer.from([0]) });
         sc.rndA = (this.options.random ?? randomBytes)(8);
         sc.phase = 'challenge';
       }
@@ -234,7 +257,10 @@ export class OsdpBus {
       if (sc.phase === 'challenge') return this.transmit(reader, { code: CMD.CHLNG, data: sc.rndA, scb: { type: SCS.CHLNG, data: Buffer.from([keyType]) } });
       return this.transmit(reader, { code: CMD.SCRYPT, data: serverCryptogram(sc.keys!, sc.rndA, sc.rndB), scb: { type: SCS.SCRYPT, data: Buffer.from([keyType]) } });
     }
-    this.transmit(reader, reader.queued.shift() ?? { code: CMD.POLL, data: Buffer.alloc(0) });
+    const now = this.options.clock.monoNow();
+    let next = reader.queued.shift();
+    while (next?.queuedAt !== undefined && now - next.queuedAt > FEEDBACK_FRESH_MS) next = reader.queued.shift();
+    this.transmit(reader, next ?? { code: CMD.POLL, data: Buffer.alloc(0) });
   }
 
   private transmit(reader: ReaderState, command: { code: number; data: Buffer; scb?: { type: number; data: Buffer }; waiter?: Queued['waiter'] }): void {
@@ -256,9 +282,15 @@ export class OsdpBus {
       packet = { ...base, data: command.data, ...(command.scb ? { scb: command.scb } : {}) };
       bytes = encodePacket(packet);
     }
+    this.transmitBytes(reader, packet, bytes, command.waiter);
+  }
+
+  private transmitBytes(reader: ReaderState, packet: Packet, bytes: Buffer, waiter?: Queued['waiter']): void {
+    // Half duplex: whatever is left of earlier traffic is not an answer to this command.
+    this.parser.reset();
     // Outstanding before the write: a transport may hand the reply back at once.
     const timer = this.options.timers.setTimeout(() => this.timedOut(), this.replyTimeoutMs);
-    this.outstanding = { reader, packet, timer, ...(command.waiter ? { waiter: command.waiter } : {}) };
+    this.outstanding = { reader, packet, bytes, timer, ...(waiter ? { waiter } : {}) };
     this.options.transport.write(Buffer.concat([Buffer.from([0xff]), bytes]));
   }
 
@@ -267,15 +299,24 @@ export class OsdpBus {
     this.outstanding = null;
     if (!pending) return;
     const reader = pending.reader;
-    // An LED or buzzer command that got no answer goes out again (a poll is simply the next poll).
     const code = pending.packet.code;
     const waiter = pending.waiter;
-    if (waiter && ++waiter.attempts >= 5) waiter.reject(new Error(`the reader at address ${reader.options.address} did not answer command 0x${code.toString(16)}`));
-    else if (waiter || code === CMD.LED || code === CMD.BUZ) reader.queued.unshift({ code, data: pending.packet.data, ...(waiter ? { waiter } : {}) });
+    if (waiter && ++waiter.attempts >= 5) {
+      waiter.reject(new Error(`the reader at address ${reader.options.address} did not answer command 0x${code.toString(16)}`));
+      reader.retry = null;
+    } else if (code !== CMD.ID && code !== CMD.CAP) {
+      // The same bytes again (same sequence number, same MAC): the reader repeats its reply if it sent one.
+      reader.retry = { packet: pending.packet, bytes: pending.bytes, ...(waiter ? { waiter } : {}) };
+    }
     if (reader.online && this.options.clock.monoNow() - reader.lastReplyAt > this.offlineAfterMs) this.setOnline(reader, false);
     // Offline: start again from sequence 0, as a PD that restarted expects, and with a new handshake.
     if (!reader.online) {
       reader.sqn = 0;
+      reader.retry?.waiter?.reject(new Error(`the reader at address ${reader.options.address} went offline`));
+      reader.retry = null;
+      for (const queued of reader.queued.splice(0)) {
+        if (queued.waiter) queued.waiter.reject(new Error(`the reader at address ${reader.options.address} went offline`));
+      }
       if (reader.sc) this.endSecure(reader, null);
     }
     this.schedule(this.pollGapMs);
@@ -291,49 +332,54 @@ export class OsdpBus {
     reader.options.onOnline?.(online);
   }
 
-  private endSecure(reader: ReaderState, error: string | null): void {
+  /**
+   * The channel ends. A failed handshake (another key) waits HANDSHAKE_RETRY_MS before the next; a broken
+   * packet on an established channel (a MAC, a plain reply) starts a new handshake at once.
+   */
+  private endSecure(reader: ReaderState, error: string | null, backoff = false): void {
     const sc = reader.sc!;
     const was = sc.phase === 'established';
     sc.phase = 'off';
     sc.keys = null;
-    if (error) {
-      sc.retryAt = this.options.clock.monoNow() + HANDSHAKE_RETRY_MS;
-      reader.options.onSecureError?.(error);
-    }
+    if (backoff) sc.retryAt = this.options.clock.monoNow() + HANDSHAKE_RETRY_MS;
+    if (error) reader.options.onSecureError?.(error);
     if (was) reader.options.onSecure?.(false);
   }
 
-  /** The handshake's replies, and the MAC and decryption of every reply after it; null: nothing to act on. */
-  private secureReply(reader: ReaderState, sent: Packet, reply: Packet, raw: Buffer): Packet | null {
+  /**
+   * The handshake's replies, and the MAC and decryption of every reply after it: the verified reply, 'step' for
+   * a handshake step that went well, null for anything that failed (never acted on).
+   */
+  private secureReply(reader: ReaderState, sent: Packet, reply: Packet, raw: Buffer): Packet | 'step' | null {
     const sc = reader.sc!;
     if (sc.phase === 'challenge' && sent.code === CMD.CHLNG) {
       if (reply.code !== REPLY.CCRYPT || reply.scb?.type !== SCS.CCRYPT || reply.data.length !== 32) {
-        this.endSecure(reader, 'the reader did not answer the secure channel challenge (does it support it, is it in secure mode?)');
+        this.endSecure(reader, 'the reader did not answer the secure channel challenge (does it support it, is it in secure mode?)', true);
         return null;
       }
       sc.rndB = reply.data.subarray(8, 16);
       sc.keys = deriveSessionKeys(reader.options.installMode ? SCBK_D : reader.options.scbk!, sc.rndA);
-      if (!clientCryptogram(sc.keys, sc.rndA, sc.rndB).equals(reply.data.subarray(16, 32))) {
-        this.endSecure(reader, 'the reader holds another secure channel key than scbkFile: no card or key from it is used');
+      if (!timingSafeEqual(clientCryptogram(sc.keys, sc.rndA, sc.rndB), reply.data.subarray(16, 32))) {
+        this.endSecure(reader, 'the reader holds another secure channel key than scbkFile: no card or key from it is used', true);
         return null;
       }
       sc.phase = 'scrypt';
-      return null;
+      return 'step';
     }
     if (sc.phase === 'scrypt' && sent.code === CMD.SCRYPT) {
       if (reply.code !== REPLY.RMAC_I || reply.scb?.type !== SCS.RMAC_I || reply.scb.data[0] !== 0x01 || reply.data.length !== 16) {
-        this.endSecure(reader, 'the reader refused our cryptogram (its key differs from scbkFile)');
+        this.endSecure(reader, 'the reader refused our cryptogram (its key differs from scbkFile)', true);
         return null;
       }
       const expected = initialRmac(sc.keys!, serverCryptogram(sc.keys!, sc.rndA, sc.rndB));
-      if (!expected.equals(reply.data)) {
-        this.endSecure(reader, 'the reader\'s initial MAC does not verify: the secure channel is not established');
+      if (!timingSafeEqual(expected, reply.data)) {
+        this.endSecure(reader, 'the reader\'s initial MAC does not verify: the secure channel is not established', true);
         return null;
       }
       sc.rmac = expected;
       sc.phase = 'established';
       reader.options.onSecure?.(true);
-      return null;
+      return 'step';
     }
     if (sc.phase !== 'established' || !sc.keys) return null;
     // Every reply must be MACed, chained from our command's MAC; anything else is refused and the channel restarts.
@@ -359,23 +405,35 @@ export class OsdpBus {
   }
 
   private handleReply(reader: ReaderState, sent: Packet, received: Packet, raw: Buffer, waiter?: Queued['waiter']): void {
+    // The reader answered this sequence number: the next command takes the next one.
+    reader.sqn = (reader.sqn % 3) + 1;
+    let result: Packet | 'step' | null = received;
+    if (reader.sc) {
+      if (sent.code === CMD.ID || sent.code === CMD.CAP) {
+        // In the clear, before the handshake (or waiting for the next): the identity, the capabilities or a NAK,
+        // nothing else. A card, a key or a status here would be a downgrade anyone on the line could forge.
+        const allowed = !received.scb && (received.code === REPLY.PDID || received.code === REPLY.PDCAP || received.code === REPLY.NAK);
+        if (!allowed) reader.options.onDropped?.('plain_reply');
+        result = allowed ? received : null;
+      } else {
+        result = this.secureReply(reader, sent, received, raw);
+      }
+    }
+    if (result === null) {
+      waiter?.reject(new Error('the reply failed the secure channel'));
+      return; // never a sign of life: supervision counts verified replies only
+    }
     reader.lastReplyAt = this.options.clock.monoNow();
-    if (received.code === REPLY.NAK && received.data[0] === NAK_SEQUENCE) {
+    this.setOnline(reader, true);
+    if (result === 'step') return;
+    const reply = result;
+    if (reply.code === REPLY.NAK && reply.data[0] === NAK_SEQUENCE) {
       reader.sqn = 0; // the PD lost track: start the sequence again
       if (reader.sc) this.endSecure(reader, null);
       if (waiter) reader.queued.unshift({ code: sent.code, data: sent.data, waiter });
       return;
     }
-    // The sequence advances only on a good reply: a lost reply makes the retry carry the same number.
-    reader.sqn = (reader.sqn % 3) + 1;
-    this.setOnline(reader, true);
-    let reply: Packet | null = received;
-    if (reader.sc && sent.code !== CMD.ID && sent.code !== CMD.CAP) reply = this.secureReply(reader, sent, received, raw);
-    if (waiter) {
-      if (reply) waiter.resolve(reply);
-      else waiter.reject(new Error('the reply failed the secure channel'));
-    }
-    if (!reply) return;
+    waiter?.resolve(reply);
     switch (reply.code) {
       case REPLY.PDID:
         if (sent.code === CMD.ID) reader.identified = true;

@@ -108,6 +108,11 @@ export type ParsedPacket = { kind: 'packet'; packet: Packet; raw: Buffer } | { k
 export class PacketParser {
   private buffer: Buffer = Buffer.alloc(0);
 
+  /** Forgets a partial packet (a new command on a half-duplex line: what is pending is no answer to it). */
+  reset(): void {
+    this.buffer = Buffer.alloc(0);
+  }
+
   push(chunk: Buffer): ParsedPacket[] {
     this.buffer = this.buffer.length > 0 ? Buffer.concat([this.buffer, chunk]) : chunk;
     const out: ParsedPacket[] = [];
@@ -135,12 +140,15 @@ export class PacketParser {
         return out;
       }
       const raw = Buffer.from(buf.subarray(0, length));
-      this.buffer = Buffer.from(buf.subarray(length));
       const good = crc ? raw.readUInt16LE(length - 2) === crc16(raw, 0, length - 2) : raw[length - 1] === checksum(raw, 0, length - 1);
       if (!good) {
-        out.push({ kind: 'bad', reason: 'check', bytes: length });
+        // Maybe not a packet at all (a noise 0x53 with a plausible length): look again from the next byte, so a
+        // good packet inside those bytes is still found.
+        out.push({ kind: 'bad', reason: 'check', bytes: 1 });
+        this.buffer = Buffer.from(buf.subarray(1));
         continue;
       }
+      this.buffer = Buffer.from(buf.subarray(length));
       const parsed = parseBody(raw, crc);
       out.push(parsed ? { kind: 'packet', packet: parsed, raw } : { kind: 'bad', reason: 'format', bytes: length });
     }

@@ -80,6 +80,8 @@ export interface EmulatedReader {
   forgeNextMac: boolean;
   /** The last command came with the 8-bit checksum: the replies do too. */
   checksumMode: boolean;
+  /** The code of the last command answered (a retry must repeat it). */
+  lastCode: number | null;
 }
 
 export class OsdpEmulator {
@@ -90,7 +92,7 @@ export class OsdpEmulator {
     addresses: number[],
     private readonly reply: (bytes: Buffer) => void,
   ) {
-    for (const address of addresses) this.readers.set(address, { address, silent: false, corrupt: false, pending: [], received: [], lastSqn: null, lastReply: null, scbk: null, session: null, log: [], forgeNextMac: false, checksumMode: false });
+    for (const address of addresses) this.readers.set(address, { address, silent: false, corrupt: false, pending: [], received: [], lastSqn: null, lastReply: null, scbk: null, session: null, log: [], forgeNextMac: false, checksumMode: false, lastCode: null });
   }
 
   reader(address: number): EmulatedReader {
@@ -148,11 +150,17 @@ export class OsdpEmulator {
     reader.received.push(code);
     // The same sequence number again: the CP did not get our reply. Send it again, not a new one (a card read
     // must not be lost with a reply the line corrupted).
-    if (sqn !== 0 && sqn === reader.lastSqn && reader.lastReply) return this.reply(this.checked(reader, reader.lastReply));
+    if (sqn !== 0 && sqn === reader.lastSqn && reader.lastReply) {
+      // Only the same command again is a retry (as libosdp); another one with the old number is a sequence error.
+      if (code === reader.lastCode) return this.reply(this.checked(reader, reader.lastReply));
+      reader.session = null;
+      return this.send(reader, sqn, 0x41, [0x04]);
+    }
     if (sqn !== 0 && reader.lastSqn !== null && sqn !== (reader.lastSqn % 3) + 1) {
       return this.send(reader, sqn, 0x41, [0x04]); // NAK: sequence number error
     }
     reader.lastSqn = sqn;
+    reader.lastCode = code;
     if (sqn === 0) reader.session = null; // a reset ends any secure session
     const session = reader.session;
     if (code === 0x76 && scbType === 0x11) return this.challenge(reader, sqn, packet[7]!, data);
