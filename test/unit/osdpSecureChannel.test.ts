@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { SCBK_D, clientCryptogram, computeMac, decryptData, deriveSessionKeys, encryptData, macMatches, serverCryptogram } from '../../src/hardware/osdp/secureChannel.js';
+import { SCBK_D, clientCryptogram, computeMac, decryptData, deriveSessionKeys, encryptData, initialRmac, macMatches, serverCryptogram } from '../../src/hardware/osdp/secureChannel.js';
+import { checksum, crc16 } from '../../src/hardware/osdp/packet.js';
 
 const rndA = Buffer.from('0102030405060708', 'hex');
 const rndB = Buffer.from('a1a2a3a4a5a6a7a8', 'hex');
@@ -49,5 +50,32 @@ describe('OSDP secure channel cryptography', () => {
     expect(macMatches(first, first.subarray(0, 3))).toBe(false);
     // A message of whole blocks is not padded; one byte more is.
     expect(computeMac(keys, first, Buffer.alloc(32)).length).toBe(16);
+  });
+
+  // The worked examples of the standard (SIA OSDP v2.2, Annex E): the host (CP) random B0..B7, the PD random
+  // A0..A7, SCBK-D.
+  it('Annex E: session keys, both cryptograms and the initial R-MAC are the standard\'s own numbers', () => {
+    const hex = (h: string) => Buffer.from(h, 'hex');
+    const cpRandom = hex('b0b1b2b3b4b5b6b7');
+    const pdRandom = hex('a0a1a2a3a4a5a6a7');
+    const keys = deriveSessionKeys(SCBK_D, cpRandom);
+    expect(keys.mac1.toString('hex')).toBe('5e86c676603bdee2d8beafe178637332');
+    expect(keys.mac2.toString('hex')).toBe('6fda86e857777e81132035758239172e');
+    expect(keys.enc.toString('hex')).toBe('bf8dc2a8329acb8c67c6d0cd9a451682');
+    const host = serverCryptogram(keys, cpRandom, pdRandom);
+    expect(host.toString('hex')).toBe('26d3356e07762d262801fc8e6665a891');
+    expect(clientCryptogram(keys, cpRandom, pdRandom).toString('hex')).toBe('fde5d2f428ec16312471ea3c02bd7796');
+    expect(initialRmac(keys, host).toString('hex')).toBe('b2a30057eb98ba2229ec1f875662b524');
+  });
+
+  it('Annex E: the CRC and checksum examples', () => {
+    const crcOf = (bytes: number[]) => {
+      const value = crc16(Buffer.from(bytes));
+      return [value & 0xff, value >> 8];
+    };
+    expect(crcOf([0x53, 0x7f, 0x0d, 0x00, 0x04, 0x6e, 0x00, 0x80, 0x25, 0x00, 0x00])).toEqual([0x6e, 0x38]);
+    expect(crcOf([0x53, 0x00, 0x09, 0x00, 0x04, 0x61, 0x00])).toEqual([0xc0, 0x66]);
+    expect(checksum(Buffer.from([0x53, 0x7f, 0x0c, 0x00, 0x00, 0x6e, 0x00, 0x80, 0x25, 0x00, 0x00]))).toBe(0x0f);
+    expect(checksum(Buffer.from([0x53, 0x00, 0x08, 0x00, 0x00, 0x61, 0x00]))).toBe(0x44);
   });
 });
