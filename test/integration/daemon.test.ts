@@ -270,11 +270,12 @@ describe('door-agent run', () => {
       ['unlocked', 'resumed after restart'],
       ['locked', 'timer'],
     ]);
-    // ...until its original deadline, not a fresh unlockSeconds from the restart.
+    // ...until its original deadline, not a fresh unlockSeconds (12 s) from the restart. The wall times are the
+    // monotonic deadline read back through the wall clock: on a loaded machine they move by a few tens of ms.
     const deadline = Date.parse(log[1]!.relock_at as string);
-    expect(Date.parse(log[2]!.relock_at as string)).toBeLessThanOrEqual(deadline + 5);
+    expect(Date.parse(log[2]!.relock_at as string)).toBeLessThanOrEqual(deadline + 250);
     const relockedAt = Date.parse(log[3]!.at as string);
-    expect(relockedAt).toBeGreaterThanOrEqual(deadline - 5);
+    expect(relockedAt).toBeGreaterThanOrEqual(deadline - 250);
     expect(relockedAt - deadline).toBeLessThan(500);
     expect(Date.now() - unlockedAt).toBeGreaterThan(11_000);
   });
