@@ -13,6 +13,8 @@ type OsdpOptions = Extract<ReaderOptions, { type: 'osdp' }>;
 export class OsdpDoorReader {
   private handle: { feedback(kind: ReaderFeedback): void; detach(): Promise<void> } | null = null;
   private online = false;
+  private tamper = false;
+  private powerFailure = false;
 
   constructor(
     private readonly options: OsdpOptions,
@@ -49,8 +51,11 @@ export class OsdpDoorReader {
         this.logger[online ? 'info' : 'warn']({ path: o.path, address: o.address }, online ? 'OSDP reader online' : 'OSDP reader offline');
       },
       onStatus: ({ tamper, powerFailure }) => {
-        if (tamper) this.runtime.onReaderState('reader_tamper', { address: o.address });
-        if (powerFailure) this.runtime.onReaderState('reader_power', { address: o.address });
+        // Changes only (the state is asked for each time the reader comes online), restores included.
+        if (tamper !== this.tamper) this.runtime.onReaderState('reader_tamper', { address: o.address, state: tamper ? 'tampered' : 'restored' });
+        if (powerFailure !== this.powerFailure) this.runtime.onReaderState('reader_power', { address: o.address, state: powerFailure ? 'failure' : 'restored' });
+        this.tamper = tamper;
+        this.powerFailure = powerFailure;
       },
       onSecure: (established) => this.logger.info({ address: o.address }, established ? 'OSDP secure channel established' : 'OSDP secure channel ended'),
       onSecureError: (message) => this.logger.error({ path: o.path, address: o.address }, message),

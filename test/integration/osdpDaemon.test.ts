@@ -103,6 +103,14 @@ describe('an OSDP reader at the door', () => {
     s.pd.reader(3).silent = false;
     await eventually(async () => (await s.refresh()).filter((e) => e.type === 'reader_online').length === 2, 10_000, 'online again');
     expect(s.events().map((e) => e.type)).toEqual(['reader_online', 'reader_offline', 'reader_online']);
+    // A tamper switch opened while it was away is reported when it is back, and its restore too.
+    s.pd.reader(3).tamper = true;
+    s.pd.reader(3).pending.push({ code: 0x48, data: [1, 0] });
+    await eventually(async () => (await s.refresh()).some((e) => e.type === 'reader_tamper'), 8000, 'the tamper');
+    s.pd.reader(3).tamper = false;
+    s.pd.reader(3).pending.push({ code: 0x48, data: [0, 0] });
+    await eventually(async () => (await s.refresh()).filter((e) => e.type === 'reader_tamper').length === 2, 8000, 'the restore');
+    expect(s.events().filter((e) => e.type === 'reader_tamper').map((e) => e.state)).toEqual(['tampered', 'restored']);
     expect(daemon.logs.some((l) => l.msg === 'OSDP reader without a secure channel (no scbkFile): its traffic can be read and forged on the line')).toBe(true);
   });
 

@@ -47,7 +47,7 @@ describe('OSDP control panel (plain mode) against an emulated reader', () => {
     const t = bus([0]);
     t.time.advance(50);
     expect(t.online).toEqual([[0, true]]);
-    expect(t.pd.reader(0).received.slice(0, 3)).toEqual([CMD.ID, CMD.CAP, CMD.POLL]);
+    expect(t.pd.reader(0).received.slice(0, 4)).toEqual([CMD.ID, CMD.CAP, CMD.LSTAT, CMD.POLL]);
     t.pd.presentCard(0, encodeCard(4_213_578n, 26));
     t.time.advance(20);
     expect(t.frames).toEqual([[0, { kind: 'card', value: '4213578' }]]);
@@ -204,9 +204,17 @@ describe('OSDP secure channel', () => {
     t.pd.reader(0).pending.push({ code: 0x48, data: [0, 1] });
     t.time.advance(50);
     expect(t.statuses).toEqual([
+      { tamper: false, powerFailure: false }, // asked for when it came online
       { tamper: true, powerFailure: false },
       { tamper: false, powerFailure: true },
     ]);
+  });
+
+  it('a tamper present when the reader comes online is reported (the state is asked for, not only changes)', () => {
+    const t = bus([0]);
+    t.pd.reader(0).tamper = true;
+    t.time.advance(50);
+    expect(t.statuses).toEqual([{ tamper: true, powerFailure: false }]);
   });
 
   it('a lost reply on the secure channel: the same bytes go again and the reader repeats its reply, card included', () => {

@@ -24,7 +24,7 @@ import {
  * clock are injected; the secure channel is not in this module yet.
  */
 
-export const CMD = { POLL: 0x60, ID: 0x61, CAP: 0x62, LED: 0x69, BUZ: 0x6a, KEYSET: 0x75, CHLNG: 0x76, SCRYPT: 0x77 } as const;
+export const CMD = { POLL: 0x60, ID: 0x61, CAP: 0x62, LSTAT: 0x64, LED: 0x69, BUZ: 0x6a, KEYSET: 0x75, CHLNG: 0x76, SCRYPT: 0x77 } as const;
 export const REPLY = { ACK: 0x40, NAK: 0x41, PDID: 0x45, PDCAP: 0x46, LSTATR: 0x48, RAW: 0x50, KEYPAD: 0x53, CCRYPT: 0x76, RMAC_I: 0x78, BUSY: 0x79 } as const;
 /** Security block types: the handshake (0x11-0x14), then MAC only (0x15 commands, 0x16 replies) or MAC and data encryption (0x17, 0x18). */
 const SCS = { CHLNG: 0x11, CCRYPT: 0x12, SCRYPT: 0x13, RMAC_I: 0x14, CMD_MAC: 0x15, REPLY_MAC: 0x16, CMD_ENC: 0x17, REPLY_ENC: 0x18 } as const;
@@ -103,6 +103,8 @@ interface ReaderState {
   online: boolean;
   identified: boolean;
   capabilities: boolean;
+  /** The tamper and power state was asked for since the reader came online (a tamper present at start is seen). */
+  statusAsked: boolean;
   lastReplyAt: number;
   queued: Queued[];
   keys: ReaderFrameParser;
@@ -139,6 +141,7 @@ export class OsdpBus {
       online: false,
       identified: false,
       capabilities: false,
+      statusAsked: false,
       lastReplyAt: this.options.clock.monoNow(),
       queued: [],
       keys: new ReaderFrameParser({ cardFormat: 'decimal' }),
@@ -257,6 +260,10 @@ export class OsdpBus {
       if (sc.phase === 'challenge') return this.transmit(reader, { code: CMD.CHLNG, data: sc.rndA, scb: { type: SCS.CHLNG, data: Buffer.from([keyType]) } });
       return this.transmit(reader, { code: CMD.SCRYPT, data: serverCryptogram(sc.keys!, sc.rndA, sc.rndB), scb: { type: SCS.SCRYPT, data: Buffer.from([keyType]) } });
     }
+    if (!reader.statusAsked) {
+      reader.statusAsked = true;
+      return this.transmit(reader, { code: CMD.LSTAT, data: Buffer.alloc(0) });
+    }
     const now = this.options.clock.monoNow();
     let next = reader.queued.shift();
     while (next?.queuedAt !== undefined && now - next.queuedAt > FEEDBACK_FRESH_MS) next = reader.queued.shift();
@@ -328,6 +335,7 @@ export class OsdpBus {
     if (!online) {
       reader.identified = false;
       reader.capabilities = false;
+      reader.statusAsked = false;
     }
     reader.options.onOnline?.(online);
   }

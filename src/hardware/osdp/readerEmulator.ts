@@ -82,6 +82,9 @@ export interface EmulatedReader {
   checksumMode: boolean;
   /** The code of the last command answered (a retry must repeat it). */
   lastCode: number | null;
+  /** Its tamper switch open, its power failed (reported to osdp_LSTAT). */
+  tamper: boolean;
+  powerFailure: boolean;
 }
 
 export class OsdpEmulator {
@@ -92,7 +95,7 @@ export class OsdpEmulator {
     addresses: number[],
     private readonly reply: (bytes: Buffer) => void,
   ) {
-    for (const address of addresses) this.readers.set(address, { address, silent: false, corrupt: false, pending: [], received: [], lastSqn: null, lastReply: null, scbk: null, session: null, log: [], forgeNextMac: false, checksumMode: false, lastCode: null });
+    for (const address of addresses) this.readers.set(address, { address, silent: false, corrupt: false, pending: [], received: [], lastSqn: null, lastReply: null, scbk: null, session: null, log: [], forgeNextMac: false, checksumMode: false, lastCode: null, tamper: false, powerFailure: false });
   }
 
   reader(address: number): EmulatedReader {
@@ -188,6 +191,8 @@ export class OsdpEmulator {
         const next = reader.pending.shift();
         return next ? this.send(reader, sqn, next.code, next.data) : this.send(reader, sqn, 0x40, []);
       }
+      case 0x64: // osdp_LSTAT -> osdp_LSTATR: tamper, power
+        return this.send(reader, sqn, 0x48, [reader.tamper ? 1 : 0, reader.powerFailure ? 1 : 0]);
       case 0x75: // osdp_KEYSET: only over the secure channel; the new key counts from the next handshake
         if (!session?.established || data[0] !== 0x01 || data[1] !== 16 || data.length < 18) return this.send(reader, sqn, 0x41, [0x06]);
         reader.scbk = Buffer.from(data.subarray(2, 18));
