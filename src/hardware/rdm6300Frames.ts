@@ -1,4 +1,4 @@
-import type { FrameParser, NoiseReason, ReaderFrame } from './readerFrames.js';
+import { NoiseBurst, type FrameParser, type ReaderFrame } from './readerFrames.js';
 
 /**
  * 125 kHz UART reader modules (RDM6300 and its clones), 9600 8N1, framed in binary with no line ending:
@@ -33,7 +33,7 @@ export function rdm6300CardNumber(id: bigint, numbering: Rdm6300Numbering): stri
 /** Frames the byte stream of an RDM6300-style reader; bytes outside a good frame are noise. */
 export class Rdm6300FrameParser implements FrameParser {
   private frame: number[] = [];
-  private noise: { bytes: number; reasons: Set<NoiseReason> } | null = null;
+  private readonly noise = new NoiseBurst();
   private held: { id: bigint; lastAt: number } | null = null;
   private readonly releaseMs: number;
 
@@ -52,23 +52,23 @@ export class Rdm6300FrameParser implements FrameParser {
   idle(now: number): ReaderFrame[] {
     const out: ReaderFrame[] = [];
     if (this.frame.length > 0) {
-      this.addNoise(this.frame.length, 'unrecognized');
+      this.noise.add(this.frame.length, 'unrecognized');
       this.frame = [];
     }
     if (this.held && now - this.held.lastAt > this.releaseMs) this.held = null;
-    this.flushNoise(out);
+    this.noise.flush(out);
     return out;
   }
 
   private byte(b: number, now: number, out: ReaderFrame[]): void {
     if (this.frame.length === 0) {
       if (b === STX) this.frame.push(b);
-      else this.addNoise(1, b >= 0x20 && b <= 0x7e ? 'unrecognized' : 'binary');
+      else this.noise.add(1, b >= 0x20 && b <= 0x7e ? 'unrecognized' : 'binary');
       return;
     }
     if (b === STX) {
       // A frame cut short by the next one: what came before was noise.
-      this.addNoise(this.frame.length, 'unrecognized');
+      this.noise.add(this.frame.length, 'unrecognized');
       this.frame = [b];
       return;
     }
@@ -81,29 +81,17 @@ export class Rdm6300FrameParser implements FrameParser {
 
   private endFrame(frame: number[], now: number, out: ReaderFrame[]): void {
     const digits = frame.slice(1, 13);
-    if (frame[13] !== ETX || !digits.every(isHex)) return this.addNoise(frame.length, 'unrecognized');
+    if (frame[13] !== ETX || !digits.every(isHex)) return this.noise.add(frame.length, 'unrecognized');
     const text = String.fromCharCode(...digits);
     const bytes = Buffer.from(text, 'hex');
     const checksum = bytes[0]! ^ bytes[1]! ^ bytes[2]! ^ bytes[3]! ^ bytes[4]!;
-    if (checksum !== bytes[5]) return this.addNoise(frame.length, 'checksum');
+    if (checksum !== bytes[5]) return this.noise.add(frame.length, 'checksum');
     const id = BigInt(`0x${text.slice(0, 10)}`);
     // The module repeats the frame while the card stays in the field: one decision per presentation.
     const repeat = this.held !== null && this.held.id === id && now - this.held.lastAt <= this.releaseMs;
     this.held = { id, lastAt: now };
     if (repeat) return;
-    this.flushNoise(out);
+    this.noise.flush(out);
     out.push({ kind: 'card', value: rdm6300CardNumber(id, this.options.numbering) });
-  }
-
-  private addNoise(bytes: number, reason: NoiseReason): void {
-    this.noise ??= { bytes: 0, reasons: new Set() };
-    this.noise.bytes += bytes;
-    this.noise.reasons.add(reason);
-  }
-
-  private flushNoise(out: ReaderFrame[]): void {
-    if (!this.noise) return;
-    out.push({ kind: 'noise', bytes: this.noise.bytes, reasons: [...this.noise.reasons] });
-    this.noise = null;
   }
 }

@@ -13,6 +13,27 @@ export type ReaderFrame =
 
 export type NoiseReason = 'binary' | 'too_long' | 'unrecognized' | 'checksum';
 
+/**
+ * Noise bytes gathered until the next good frame (or a quiet line) and reported as one noise frame, never per
+ * byte: every byte framing shares it.
+ */
+export class NoiseBurst {
+  private pending: { bytes: number; reasons: Set<NoiseReason> } | null = null;
+
+  add(bytes: number, reason: NoiseReason): void {
+    this.pending ??= { bytes: 0, reasons: new Set() };
+    this.pending.bytes += bytes;
+    this.pending.reasons.add(reason);
+  }
+
+  /** Appends the noise gathered so far, if any, as one frame. */
+  flush(out: ReaderFrame[]): void {
+    if (!this.pending) return;
+    out.push({ kind: 'noise', bytes: this.pending.bytes, reasons: [...this.pending.reasons] });
+    this.pending = null;
+  }
+}
+
 /** What a serial reader's bytes go through: framed at `feed`, settled when the line goes quiet (`idle`). */
 export interface FrameParser {
   feed(chunk: Uint8Array, now: number): ReaderFrame[];
@@ -55,7 +76,7 @@ export class ReaderFrameParser implements FrameParser {
   private lastByteAt = Number.NEGATIVE_INFINITY;
   private keys = '';
   private lastKeyAt = Number.NEGATIVE_INFINITY;
-  private noise: { bytes: number; reasons: Set<NoiseReason> } | null = null;
+  private readonly noise = new NoiseBurst();
   private readonly keyTimeoutMs: number;
   private readonly lineGapMs: number;
   private readonly maxLineBytes: number;
@@ -79,7 +100,7 @@ export class ReaderFrameParser implements FrameParser {
   idle(now: number): ReaderFrame[] {
     const out: ReaderFrame[] = [];
     if (now - this.lastByteAt > this.lineGapMs) this.endPartialLine(out);
-    this.flushNoise(out);
+    this.noise.flush(out);
     return out;
   }
 
@@ -90,7 +111,7 @@ export class ReaderFrameParser implements FrameParser {
       return;
     }
     if (this.discarding) {
-      this.addNoise(1, 'too_long');
+      this.noise.add(1, 'too_long');
       return;
     }
     if ((b === HASH || b === STAR) && !this.lineBinary && this.line.every(isDigit)) {
@@ -100,7 +121,7 @@ export class ReaderFrameParser implements FrameParser {
     if (!isPrintable(b)) this.lineBinary = true;
     this.line.push(b);
     if (this.line.length > this.maxLineBytes) {
-      this.addNoise(this.line.length, 'too_long');
+      this.noise.add(this.line.length, 'too_long');
       this.resetLine();
       this.discarding = true;
     }
@@ -152,7 +173,7 @@ export class ReaderFrameParser implements FrameParser {
     const binary = this.lineBinary;
     this.resetLine();
     if (bytes.length === 0) return;
-    if (binary) return this.addNoise(bytes.length, 'binary');
+    if (binary) return this.noise.add(bytes.length, 'binary');
     const text = String.fromCharCode(...bytes);
     if (bytes.length === 1 && isDigit(bytes[0]!)) {
       this.key(text, now);
@@ -165,7 +186,7 @@ export class ReaderFrameParser implements FrameParser {
     } else if (bytes.length >= 16 && bytes.length <= 128 && !text.includes(' ')) {
       this.emit(out, { kind: 'token', value: text });
     } else {
-      this.addNoise(bytes.length, 'unrecognized');
+      this.noise.add(bytes.length, 'unrecognized');
     }
   }
 
@@ -175,12 +196,12 @@ export class ReaderFrameParser implements FrameParser {
       if (!this.lineBinary && this.line.every(isDigit) && this.line.length <= MAX_PIN_DIGITS) {
         for (const digit of this.line) this.key(String.fromCharCode(digit), this.lastByteAt);
       } else {
-        this.addNoise(this.line.length, this.lineBinary ? 'binary' : 'unrecognized');
+        this.noise.add(this.line.length, this.lineBinary ? 'binary' : 'unrecognized');
       }
       this.resetLine();
     }
     this.discarding = false;
-    this.flushNoise(out);
+    this.noise.flush(out);
   }
 
   private resetLine(): void {
@@ -188,20 +209,9 @@ export class ReaderFrameParser implements FrameParser {
     this.lineBinary = false;
   }
 
-  private addNoise(bytes: number, reason: NoiseReason): void {
-    this.noise ??= { bytes: 0, reasons: new Set() };
-    this.noise.bytes += bytes;
-    this.noise.reasons.add(reason);
-  }
-
-  private flushNoise(out: ReaderFrame[]): void {
-    if (!this.noise) return;
-    out.push({ kind: 'noise', bytes: this.noise.bytes, reasons: [...this.noise.reasons] });
-    this.noise = null;
-  }
 
   private emit(out: ReaderFrame[], frame: ReaderFrame): void {
-    this.flushNoise(out);
+    this.noise.flush(out);
     out.push(frame);
   }
 }

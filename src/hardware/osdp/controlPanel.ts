@@ -319,11 +319,7 @@ export class OsdpBus {
     // Offline: start again from sequence 0, as a PD that restarted expects, and with a new handshake.
     if (!reader.online) {
       reader.sqn = 0;
-      reader.retry?.waiter?.reject(new Error(`the reader at address ${reader.options.address} went offline`));
-      reader.retry = null;
-      for (const queued of reader.queued.splice(0)) {
-        if (queued.waiter) queued.waiter.reject(new Error(`the reader at address ${reader.options.address} went offline`));
-      }
+      this.dropQueued(reader, `the reader at address ${reader.options.address} went offline`);
       if (reader.sc) this.endSecure(reader, null);
     }
     this.schedule(this.pollGapMs);
