@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { closeSync, fchownSync, fsyncSync, openSync, renameSync, statSync, writeSync } from 'node:fs';
+import { closeSync, fchownSync, fsyncSync, openSync, renameSync, rmSync, statSync, writeSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { pino } from 'pino';
 import { loadConfig } from '../config/load.js';
@@ -69,19 +69,14 @@ export async function runReaderKeyset(args: { config: string | undefined; door: 
     secure = resolve;
     failed = (message) => reject(new DoorAgentError(`${door.name}: ${message}`));
   });
-  // The bus's own log lines are for the daemon; here, a bus that cannot be opened ends the command at once.
-  const logger = pino(
-    { level: 'warn' },
-    {
-      write: (line: string) => {
-        const entry = JSON.parse(line) as { msg?: string; reason?: string };
-        if (entry.msg === 'cannot open the OSDP bus; retrying with backoff') {
-          failed(`cannot open ${reader.path}: ${entry.reason ?? 'unknown error'} (is door-agent stopped? it holds the bus while it runs)`);
-        }
-      },
-    },
-  );
-  const buses = new OsdpBuses({ clock: systemClock, timers: systemTimers, logger, ...(openPort ? { openPort } : {}) });
+  const buses = new OsdpBuses({
+    clock: systemClock,
+    timers: systemTimers,
+    logger: pino({ level: 'silent' }),
+    ...(openPort ? { openPort } : {}),
+    // A bus that cannot be opened ends the command at once (the daemon would retry; here nobody waits for it).
+    onOpenError: (path, reason) => failed(`cannot open ${path}: ${reason} (is door-agent stopped? it holds the bus while it runs)`),
+  });
   established.catch(() => {}); // settled through the race below; a late failure must not go unhandled
   const handle = buses.attach(reader.path, reader.baudRate, {
     address: reader.address,
@@ -110,7 +105,6 @@ export async function runReaderKeyset(args: { config: string | undefined; door: 
       );
     } else {
       // Never sent: the reader keeps its key, and the unused new one goes.
-      const { rmSync } = await import('node:fs');
       rmSync(pending, { force: true });
     }
     throw err;

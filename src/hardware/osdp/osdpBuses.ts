@@ -41,7 +41,15 @@ export class OsdpBuses {
   private readonly buses = new Map<string, BusEntry>();
 
   constructor(
-    private readonly deps: { clock: Clock; timers: Timers; logger: Logger; openPort?: PortFactory; replyTimeoutMs?: number },
+    private readonly deps: {
+      clock: Clock;
+      timers: Timers;
+      logger: Logger;
+      openPort?: PortFactory;
+      replyTimeoutMs?: number;
+      /** The device could not be opened (it is retried with backoff; a one-shot command gives up instead). */
+      onOpenError?: (path: string, reason: string) => void;
+    },
   ) {}
 
   /** A reader joins the bus on `path`; the handle gives its feedback (LED, buzzer) and takes it off again. */
@@ -106,6 +114,7 @@ export class OsdpBuses {
       }
       if (err) {
         if (entry.attempt === 0) this.deps.logger.warn({ path, reason: err.message }, 'cannot open the OSDP bus; retrying with backoff');
+        this.deps.onOpenError?.(path, err.message);
         entry.port = null;
         port.removeAllListeners();
         this.reopen(path, entry);
