@@ -1,20 +1,8 @@
 import { cardNumber, decodeBits, type WiegandNumbering } from '../../core/wiegand.js';
 import type { Clock, Timers } from '../../util/clock.js';
 import { ReaderFrameParser, type ReaderFrame } from '../readerFrames.js';
-import { randomBytes, timingSafeEqual } from 'node:crypto';
-import { PacketParser, encodePacket, finishPacket, packetHead, type Packet } from './packet.js';
-import {
-  SCBK_D,
-  clientCryptogram,
-  computeMac,
-  decryptData,
-  deriveSessionKeys,
-  encryptData,
-  initialRmac,
-  macMatches,
-  serverCryptogram,
-  type SessionKeys,
-} from './secureChannel.js';
+import { PacketParser, encodePacket, type Packet } from './packet.js';
+import { SecureSession } from './secureSession.js';
 
 /**
  * An OSDP Control Panel on one RS-485 bus (SIA OSDP v2.2), plain mode: it polls each Peripheral Device (reader)
@@ -26,10 +14,6 @@ import {
 
 export const CMD = { POLL: 0x60, ID: 0x61, CAP: 0x62, LSTAT: 0x64, LED: 0x69, BUZ: 0x6a, KEYSET: 0x75, CHLNG: 0x76, SCRYPT: 0x77 } as const;
 export const REPLY = { ACK: 0x40, NAK: 0x41, PDID: 0x45, PDCAP: 0x46, LSTATR: 0x48, RAW: 0x50, KEYPAD: 0x53, CCRYPT: 0x76, RMAC_I: 0x78, BUSY: 0x79 } as const;
-/** Security block types: the handshake (0x11-0x14), then MAC only (0x15 commands, 0x16 replies) or MAC and data encryption (0x17, 0x18). */
-const SCS = { CHLNG: 0x11, CCRYPT: 0x12, SCRYPT: 0x13, RMAC_I: 0x14, CMD_MAC: 0x15, REPLY_MAC: 0x16, CMD_ENC: 0x17, REPLY_ENC: 0x18 } as const;
-/** After a failed handshake (a wrong key), the next try waits this long: a reader with another key is not hammered. */
-const HANDSHAKE_RETRY_MS = 10_000;
 /** LED and buzzer feedback older than this is dropped: shown later, it would answer the wrong tap. */
 const FEEDBACK_FRESH_MS = 1000;
 const NAK_SEQUENCE = 0x04;
@@ -86,17 +70,6 @@ interface Queued {
   waiter?: { resolve: (reply: Packet) => void; reject: (err: Error) => void; attempts: number };
 }
 
-interface SecureState {
-  phase: 'off' | 'challenge' | 'scrypt' | 'established';
-  keys: SessionKeys | null;
-  rndA: Buffer;
-  rndB: Buffer;
-  /** The last command MAC and reply MAC (16 bytes each): each side's next MAC chains from the other's. */
-  cmac: Buffer;
-  rmac: Buffer;
-  retryAt: number;
-}
-
 interface ReaderState {
   options: OsdpReaderOptions;
   sqn: number;
@@ -108,7 +81,7 @@ interface ReaderState {
   lastReplyAt: number;
   queued: Queued[];
   keys: ReaderFrameParser;
-  sc: SecureState | null;
+  sc: SecureSession | null;
   /**
    * The command whose reply was lost, exactly as sent: it goes out again, byte for byte, before anything else, so
    * the reader can repeat its reply (same sequence number, same MAC chain) and no card in it is lost.
@@ -145,7 +118,16 @@ export class OsdpBus {
       lastReplyAt: this.options.clock.monoNow(),
       queued: [],
       keys: new ReaderFrameParser({ cardFormat: 'decimal' }),
-      sc: r.scbk || r.installMode ? { phase: 'off', keys: null, rndA: Buffer.alloc(8), rndB: Buffer.alloc(8), cmac: Buffer.alloc(16), rmac: Buffer.alloc(16), retryAt: 0 } : null,
+      sc:
+        r.scbk || r.installMode
+          ? new SecureSession({
+              ...(r.scbk ? { scbk: r.scbk } : {}),
+              ...(r.installMode ? { installMode: true } : {}),
+              ...(this.options.random ? { random: this.options.random } : {}),
+              ...(r.onSecureError ? { onError: r.onSecureError } : {}),
+              ...(r.onSecure ? { onSecure: r.onSecure } : {}),
+            })
+          : null,
       retry: null,
     };
   }
@@ -179,7 +161,7 @@ export class OsdpBus {
     for (const reader of this.readers) {
       this.dropQueued(reader, 'the OSDP line went away');
       reader.sqn = 0;
-      if (reader.sc) this.endSecure(reader, null);
+      reader.sc?.end(null, this.options.clock.monoNow());
       this.setOnline(reader, false);
     }
   }
@@ -248,17 +230,10 @@ export class OsdpBus {
     const sc = reader.sc;
     if (!reader.online || !reader.identified) return this.transmit(reader, { code: CMD.ID, data: Buffer.from([0]) });
     if (!reader.capabilities) return this.transmit(reader, { code: CMD.CAP, data: Buffer.from([0]) });
-    if (sc && sc.phase !== 'established') {
-      if (sc.phase === 'off') {
-        // Waiting to try the handshake again: keep the reader supervised (online or not) with osdp_ID, in the clear.
-        if (this.options.clock.monoNow() < sc.retryAt) return this.transmit(reader, { code: CMD.ID, data: Buffer.from([0]) });
-        sc.rndA = (this.options.random ?? randomBytes)(8);
-        sc.phase = 'challenge';
-      }
-      // The handshake: the challenge (our random number), then our cryptogram once the reader has proved its key.
-      const keyType = reader.options.installMode ? 0x00 : 0x01;
-      if (sc.phase === 'challenge') return this.transmit(reader, { code: CMD.CHLNG, data: sc.rndA, scb: { type: SCS.CHLNG, data: Buffer.from([keyType]) } });
-      return this.transmit(reader, { code: CMD.SCRYPT, data: serverCryptogram(sc.keys!, sc.rndA, sc.rndB), scb: { type: SCS.SCRYPT, data: Buffer.from([keyType]) } });
+    if (sc && !sc.established) {
+      // The handshake; while a failed one waits for its next try, the reader stays supervised with osdp_ID, in
+      // the clear.
+      return this.transmit(reader, sc.handshakeCommand(this.options.clock.monoNow()) ?? { code: CMD.ID, data: Buffer.from([0]) });
     }
     if (!reader.statusAsked) {
       reader.statusAsked = true;
@@ -273,22 +248,8 @@ export class OsdpBus {
   private transmit(reader: ReaderState, command: { code: number; data: Buffer; scb?: { type: number; data: Buffer }; waiter?: Queued['waiter'] }): void {
     const crc = !reader.options.checksum;
     const base = { addr: reader.options.address, reply: false, sqn: reader.sqn, crc, code: command.code };
-    let bytes: Buffer;
-    let packet: Packet;
-    const sc = reader.sc;
-    if (sc?.phase === 'established' && sc.keys) {
-      // A secure command: data encrypted with the reply MAC's complement as IV, then MACed from that MAC.
-      const encrypted = command.data.length > 0;
-      const data = encrypted ? encryptData(sc.keys, sc.rmac, command.data) : command.data;
-      packet = { ...base, data, scb: { type: encrypted ? SCS.CMD_ENC : SCS.CMD_MAC, data: Buffer.alloc(0) } };
-      const head = packetHead(packet, 4);
-      sc.cmac = computeMac(sc.keys, sc.rmac, head);
-      bytes = finishPacket(head, crc, sc.cmac.subarray(0, 4));
-      packet = { ...packet, data: command.data }; // retries re-encrypt from the plain data
-    } else {
-      packet = { ...base, data: command.data, ...(command.scb ? { scb: command.scb } : {}) };
-      bytes = encodePacket(packet);
-    }
+    const packet: Packet = { ...base, data: command.data, ...(command.scb ? { scb: command.scb } : {}) };
+    const bytes = reader.sc?.established ? reader.sc.seal(packet) : encodePacket(packet);
     this.transmitBytes(reader, packet, bytes, command.waiter);
   }
 
@@ -320,7 +281,7 @@ export class OsdpBus {
     if (!reader.online) {
       reader.sqn = 0;
       this.dropQueued(reader, `the reader at address ${reader.options.address} went offline`);
-      if (reader.sc) this.endSecure(reader, null);
+      reader.sc?.end(null, this.options.clock.monoNow());
     }
     this.schedule(this.pollGapMs);
   }
@@ -336,78 +297,6 @@ export class OsdpBus {
     reader.options.onOnline?.(online);
   }
 
-  /**
-   * The channel ends. A failed handshake (another key) waits HANDSHAKE_RETRY_MS before the next; a broken
-   * packet on an established channel (a MAC, a plain reply) starts a new handshake at once.
-   */
-  private endSecure(reader: ReaderState, error: string | null, backoff = false): void {
-    const sc = reader.sc!;
-    const was = sc.phase === 'established';
-    sc.phase = 'off';
-    sc.keys = null;
-    if (backoff) sc.retryAt = this.options.clock.monoNow() + HANDSHAKE_RETRY_MS;
-    if (error) reader.options.onSecureError?.(error);
-    if (was) reader.options.onSecure?.(false);
-  }
-
-  /**
-   * The handshake's replies, and the MAC and decryption of every reply after it: the verified reply, 'step' for
-   * a handshake step that went well, null for anything that failed (never acted on).
-   */
-  private secureReply(reader: ReaderState, sent: Packet, reply: Packet, raw: Buffer): Packet | 'step' | null {
-    const sc = reader.sc!;
-    if (sc.phase === 'challenge' && sent.code === CMD.CHLNG) {
-      if (reply.code !== REPLY.CCRYPT || reply.scb?.type !== SCS.CCRYPT || reply.data.length !== 32) {
-        this.endSecure(reader, 'the reader did not answer the secure channel challenge (does it support it, is it in secure mode?)', true);
-        return null;
-      }
-      sc.rndB = reply.data.subarray(8, 16);
-      sc.keys = deriveSessionKeys(reader.options.installMode ? SCBK_D : reader.options.scbk!, sc.rndA);
-      if (!timingSafeEqual(clientCryptogram(sc.keys, sc.rndA, sc.rndB), reply.data.subarray(16, 32))) {
-        this.endSecure(reader, 'the reader holds another secure channel key than scbkFile: no card or key from it is used', true);
-        return null;
-      }
-      sc.phase = 'scrypt';
-      return 'step';
-    }
-    if (sc.phase === 'scrypt' && sent.code === CMD.SCRYPT) {
-      if (reply.code !== REPLY.RMAC_I || reply.scb?.type !== SCS.RMAC_I || reply.scb.data[0] !== 0x01 || reply.data.length !== 16) {
-        this.endSecure(reader, 'the reader refused our cryptogram (its key differs from scbkFile)', true);
-        return null;
-      }
-      const expected = initialRmac(sc.keys!, serverCryptogram(sc.keys!, sc.rndA, sc.rndB));
-      if (!timingSafeEqual(expected, reply.data)) {
-        this.endSecure(reader, 'the reader\'s initial MAC does not verify: the secure channel is not established', true);
-        return null;
-      }
-      sc.rmac = expected;
-      sc.phase = 'established';
-      reader.options.onSecure?.(true);
-      return 'step';
-    }
-    if (sc.phase !== 'established' || !sc.keys) return null;
-    // Every reply must be MACed, chained from our command's MAC; anything else is refused and the channel restarts.
-    const type = reply.scb?.type;
-    if ((type !== SCS.REPLY_MAC && type !== SCS.REPLY_ENC) || !reply.mac) {
-      this.endSecure(reader, 'a plain reply on the secure channel: dropped, the channel restarts');
-      return null;
-    }
-    const mac = computeMac(sc.keys, sc.cmac, raw.subarray(0, raw.length - (reply.crc ? 2 : 1) - 4));
-    if (!macMatches(mac, reply.mac)) {
-      this.endSecure(reader, 'a reply whose MAC does not verify: dropped, the channel restarts');
-      return null;
-    }
-    const cmac = sc.cmac;
-    sc.rmac = mac;
-    if (type === SCS.REPLY_MAC) return reply;
-    const data = decryptData(sc.keys, cmac, reply.data);
-    if (!data) {
-      this.endSecure(reader, 'a reply that does not decrypt: dropped, the channel restarts');
-      return null;
-    }
-    return { ...reply, data };
-  }
-
   private handleReply(reader: ReaderState, sent: Packet, received: Packet, raw: Buffer, waiter?: Queued['waiter']): void {
     // The reader answered this sequence number: the next command takes the next one.
     reader.sqn = (reader.sqn % 3) + 1;
@@ -420,7 +309,7 @@ export class OsdpBus {
         if (!allowed) reader.options.onDropped?.('plain_reply');
         result = allowed ? received : null;
       } else {
-        result = this.secureReply(reader, sent, received, raw);
+        result = reader.sc.open(sent, received, raw, this.options.clock.monoNow());
       }
     }
     if (result === null) {
@@ -433,7 +322,7 @@ export class OsdpBus {
     const reply = result;
     if (reply.code === REPLY.NAK && reply.data[0] === NAK_SEQUENCE) {
       reader.sqn = 0; // the PD lost track: start the sequence again
-      if (reader.sc) this.endSecure(reader, null);
+      reader.sc?.end(null, this.options.clock.monoNow());
       if (waiter) reader.queued.unshift({ code: sent.code, data: sent.data, waiter });
       return;
     }
