@@ -7,6 +7,7 @@ import { Door } from './door/door.js';
 import { DoorEvents } from './door/doorEvents.js';
 import type { LockSnapshot } from './door/lockController.js';
 import { RelayBank } from './door/relays.js';
+import { SiteOperations } from './door/siteOperations.js';
 import { createGpioDriver } from './hardware/createGpio.js';
 import { OsdpBuses } from './hardware/osdp/osdpBuses.js';
 import type { GpioDriver } from './hardware/gpio.js';
@@ -113,6 +114,8 @@ export async function startAgent(config: AgentOptions, deps: AgentDeps): Promise
     const doorEvents = new DoorEvents((err, event) => logger.error({ err, event }, 'a door event listener failed'));
     auditLockChanges(doorEvents, store, logger);
     let checker: AccessChecker | null = null;
+    const getChecker = () => (checker ??= new AccessChecker(store.credentials(), config));
+    const operations = new SiteOperations({ store, doors, checker: getChecker, clock, logger });
     const persistence = new DoorStateStore(doorStateDir(config.agent.dataDir));
     const clockSynchronized = deps.clockSynchronized ?? (() => isClockSynchronized({ rtc: config.agent.rtc }));
     // One per RS-485 line, shared by the doors whose OSDP readers are on it.
@@ -124,7 +127,7 @@ export async function startAgent(config: AgentOptions, deps: AgentDeps): Promise
           relay: relays.relayOf(options.uuid),
           persistence,
           events: () => store.events,
-          checker: () => (checker ??= new AccessChecker(store.credentials(), config)),
+          checker: getChecker,
           doorEvents,
           clock,
           timers,
@@ -133,6 +136,10 @@ export async function startAgent(config: AgentOptions, deps: AgentDeps): Promise
           openPort: deps.openPort,
           osdp,
           onReaderConnection: (connected) => store.setReaderConnected(options.uuid, connected),
+          lockdown: () => operations.isLockedDown(options.uuid),
+          holidays: () => getChecker().holidays,
+          timezone: config.agent.timezone,
+          scheduleMemory: operations.scheduleMemory(options.uuid),
         }),
       );
     }
@@ -161,6 +168,9 @@ export async function startAgent(config: AgentOptions, deps: AgentDeps): Promise
           version: VERSION,
           onSyncRequest: sync ? () => sync.trigger() : undefined,
           onDirectoryRevision: sync ? (payload) => sync.onRevision(payload) : undefined,
+          lockdowns: () => operations.lockdowns,
+          onHolidays: (dates, issuedAt) => operations.applyPublishedHolidays(dates, issuedAt),
+          heldHolidaysIssuedAt: () => operations.heldHolidaysIssuedAt,
         })
       : null;
     const watchdog = deps.notify ? new SystemdWatchdog({ notify: deps.notify, watchdogUsec: deps.watchdogUsec ?? null, logger }) : null;
@@ -172,7 +182,7 @@ export async function startAgent(config: AgentOptions, deps: AgentDeps): Promise
       },
       stop: () => watchdog?.stopping(),
     };
-    const components = [store, ...doors, mqtt, sync, readiness].filter((c): c is Component => c !== null);
+    const components = [store, operations, ...doors, mqtt, sync, readiness].filter((c): c is Component => c !== null);
     stopComponents = await startInOrder(components, logger);
   } catch (err) {
     await stop().catch((stopErr: unknown) => logger.error({ err: stopErr }, 'error while cleaning up a failed start'));

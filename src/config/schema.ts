@@ -1,10 +1,10 @@
 import { z } from 'zod';
+import { isCalendarDate } from '../core/schedule.js';
+import { doorSchema, memberPolicySchema, refineDoors, seconds } from './doorSchema.js';
 
 /** Exit code for an invalid configuration (sysexits EX_CONFIG); systemd: RestartPreventExitStatus=78. */
 export const EXIT_INVALID_CONFIG = 78;
 
-const bcmPin = z.number().int().min(0).max(63);
-const seconds = (min: number, max: number) => z.number().int().min(min).max(max);
 
 function isValidTimeZone(zone: string): boolean {
   try {
@@ -48,6 +48,12 @@ const serviceSchema = z.strictObject({
   warnCacheAgeSeconds: seconds(60, 30 * 86_400).default(3600),
 });
 
+/** A calendar date, YYYY-MM-DD, that exists (2026-02-30 does not). */
+export const holidayDate = z.preprocess(
+  (v) => (v instanceof Date ? v.toISOString().slice(0, 10) : v),
+  z.string().refine(isCalendarDate, 'expected a date YYYY-MM-DD'),
+);
+
 const accessSchema = z
   .strictObject({
     groups: z.array(z.string().min(1)).default([]),
@@ -57,6 +63,12 @@ const accessSchema = z
      * and the other entries only from a card read. The service stores PINs as smartcard entries.
      */
     pinLabels: z.array(z.string().trim().min(1)).min(1).default(['PIN']),
+    /** Still admitted during a lockdown (besides the exit button): security staff, first responders. */
+    responders: memberPolicySchema.optional(),
+    /** Dates (YYYY-MM-DD, agent.timezone) on which unlock schedules do not apply and guest links are refused. */
+    holidays: z.array(holidayDate).max(1000).default([]),
+    /** A PIN typed with this change opens as usual and raises a silent duress alarm (off: no duress PINs). */
+    duressPin: z.enum(['off', 'lastDigitPlusOne', 'lastDigitMinusOne']).default('off'),
   })
   .refine((a) => a.groups.length + a.policies.length > 0, {
     message: 'list at least one group or policy whose members may open these doors',
@@ -110,108 +122,6 @@ export const gpioSchema = z.discriminatedUnion('driver', [
   }),
 ]);
 
-const level = z.literal([0, 1], { error: 'expected 0 or 1' });
-/** An input's bias resistor (character device only; sysfs cannot set one). */
-const pull = z.enum(['up', 'down', 'none']);
-const BAUD_RATES = [1200, 2400, 4800, 9600, 19200, 38400, 57600, 115200, 230400] as const;
-// An input level must hold this long before it counts (contact bounce, button chatter).
-const debounce = z.number().int().min(0).max(5000).default(50);
-
-const serialReaderSchema = z.strictObject({
-  type: z.literal('serial'),
-  path: z.string().min(1),
-  baudRate: z
-    .number()
-    .refine((b) => (BAUD_RATES as readonly number[]).includes(b), `expected one of ${BAUD_RATES.join(', ')}`)
-    .default(9600),
-  cardFormat: z.enum(['decimal', 'hex']).default('decimal'),
-  /** lines: CR/LF-terminated cards, keys and tokens; rdm6300: the STX/ETX frames of 125 kHz UART modules. */
-  format: z.enum(['lines', 'rdm6300']).default('lines'),
-  /** rdm6300: the ID's last 32 bits as decimal (what most badges print), or the whole 40-bit ID. */
-  numbering: z.enum(['last32', 'whole']).default('last32'),
-});
-
-const wiegandReaderSchema = z.strictObject({
-  type: z.literal('wiegand'),
-  d0: bcmPin,
-  d1: bcmPin,
-  /** auto: 26, 34 or 37 bits, whatever arrives; a number refuses every other length. */
-  format: z.literal(['auto', 26, 34, 37], { error: 'expected auto, 26, 34 or 37' }).default('auto'),
-  /** data: the whole data field as a decimal integer; facility_card: facility * 65536 + card. */
-  numbering: z.enum(['data', 'facility_card']).default('data'),
-  // Idle high: a pull-up keeps an unplugged reader's lines quiet instead of floating into noise.
-  pull: pull.default('up'),
-});
-
-const keyboardReaderSchema = z.strictObject({
-  type: z.literal('keyboard'),
-  /** The input device, by its stable name: /dev/input/by-id/usb-<maker>_<model>-event-kbd. */
-  path: z.string().min(1),
-  cardFormat: z.enum(['decimal', 'hex']).default('decimal'),
-});
-
-const OSDP_BAUD_RATES = [9600, 19200, 38400, 57600, 115200, 230400] as const;
-
-const osdpReaderSchema = z.strictObject({
-  type: z.literal('osdp'),
-  /** The RS-485 adapter; several doors may share it at different addresses. */
-  path: z.string().min(1),
-  baudRate: z
-    .number()
-    .refine((b) => (OSDP_BAUD_RATES as readonly number[]).includes(b), `expected one of ${OSDP_BAUD_RATES.join(', ')}`)
-    .default(9600),
-  address: z.number().int().min(0).max(126),
-  /** The secure channel key, 32 hex digits, mode 0600. Without it (and without installMode) the bus is plain. */
-  scbkFile: z.string().min(1).optional(),
-  /** Handshake with the standard's default key SCBK-D: only while installing a new reader. */
-  installMode: z.boolean().default(false),
-  numbering: z.enum(['data', 'facility_card']).default('data'),
-  /** crc: CRC-16 on every packet (default); checksum: the 8-bit checksum, for a reader that offers only that. */
-  check: z.enum(['crc', 'checksum']).default('crc'),
-});
-
-// `type` may be left out for a serial reader (every configuration before Wiegand readers).
-const readerSchema = z.preprocess(
-  (value) => (value !== null && typeof value === 'object' && !Array.isArray(value) && !('type' in value) ? { type: 'serial', ...value } : value),
-  z.discriminatedUnion('type', [serialReaderSchema, wiegandReaderSchema, keyboardReaderSchema, osdpReaderSchema], { error: 'expected type serial, wiegand, keyboard or osdp' }),
-);
-
-const doorSchema = z.strictObject({
-  uuid: z.uuid({ error: 'must be the door resource UUID' }),
-  resourceId: z.number().int().min(0),
-  name: z.string().min(1).max(100).optional(),
-  relay: z.strictObject({ pin: bcmPin, activeLow: z.boolean().default(false) }),
-  failMode: z.enum(['secure', 'safe']).default('secure'),
-  unlockSeconds: seconds(1, 3600).default(5),
-  maxUnlockSeconds: seconds(0, 604_800).default(0),
-  contact: z
-    .strictObject({ pin: bcmPin, openLevel: level.default(1), debounceMs: debounce, pull: pull.default('none') })
-    .optional(),
-  exitButton: z
-    .strictObject({ pin: bcmPin, activeLevel: level.default(0), debounceMs: debounce, pull: pull.default('none') })
-    .optional(),
-  /** With a contact: a timed unlock ends as soon as the door has opened and closed again. */
-  relockOnClose: z.boolean().default(true),
-  heldOpenSeconds: seconds(1, 86_400).default(30),
-  reader: readerSchema.optional(),
-  mode: z.enum(['card_or_pin', 'card_and_pin']).default('card_or_pin'),
-  keypadLockout: z
-    .strictObject({
-      failures: z.number().int().min(1).max(100).default(5),
-      windowSeconds: seconds(1, 86_400).default(60),
-      lockoutSeconds: seconds(1, 86_400).default(60),
-    })
-    .prefault({}),
-  /** After `failures` unknown cards or tokens within `windowSeconds`, the reader refuses them for `lockoutSeconds`. */
-  cardLockout: z
-    .strictObject({
-      failures: z.number().int().min(1).max(1000).default(10),
-      windowSeconds: seconds(1, 86_400).default(60),
-      lockoutSeconds: seconds(1, 86_400).default(60),
-    })
-    .prefault({}),
-});
-
 /** The reference service's own section (`door-agent service`); it shares the file and the mqtt section. */
 export const serverSchema = z
   .strictObject({
@@ -232,6 +142,8 @@ export const serverSchema = z
       )
       .default([]),
     smtp: z.strictObject({ url: z.url({ protocol: /^smtps?$/ }), from: z.string().min(3) }).optional(),
+    /** Holidays for every door: one date YYYY-MM-DD per line (# comments), read at start, published on P/holidays. */
+    holidaysFile: z.string().min(1).optional(),
   })
   .superRefine((server, ctx) => {
     const ids = new Map<number, number>();
@@ -272,118 +184,7 @@ export const configSchema = z
     gpio: gpioSchema.prefault({ driver: 'onoff' }),
     doors: z.array(doorSchema).min(1, 'configure at least one door'),
   })
-  .superRefine((config, ctx) => {
-    const uuids = new Map<string, number>();
-    const resourceIds = new Map<number, number>();
-    const pins = new Map<number, string>();
-    const readers = new Map<string, number>();
-    const osdpBuses = new Map<string, { baudRate: number; door: number; addresses: Map<number, number> }>();
-    config.doors.forEach((door, i) => {
-      const seenUuid = uuids.get(door.uuid.toLowerCase());
-      if (seenUuid !== undefined) {
-        ctx.addIssue({ code: 'custom', path: ['doors', i, 'uuid'], message: `same uuid as doors[${seenUuid}]` });
-      } else uuids.set(door.uuid.toLowerCase(), i);
-      const seenResource = resourceIds.get(door.resourceId);
-      if (seenResource !== undefined) {
-        ctx.addIssue({
-          code: 'custom',
-          path: ['doors', i, 'resourceId'],
-          message: `same resourceId as doors[${seenResource}]`,
-        });
-      } else resourceIds.set(door.resourceId, i);
-      const wiegand = door.reader?.type === 'wiegand' ? door.reader : undefined;
-      const doorPins: Array<[string[], number | undefined]> = [
-        [['relay', 'pin'], door.relay.pin],
-        [['contact', 'pin'], door.contact?.pin],
-        [['exitButton', 'pin'], door.exitButton?.pin],
-        [['reader', 'd0'], wiegand?.d0],
-        [['reader', 'd1'], wiegand?.d1],
-      ];
-      for (const [where, pin] of doorPins) {
-        if (pin === undefined) continue;
-        const owner = pins.get(pin);
-        if (owner !== undefined) {
-          ctx.addIssue({
-            code: 'custom',
-            path: ['doors', i, ...where],
-            message: `GPIO ${pin} is already used by ${owner}`,
-          });
-        } else pins.set(pin, `doors[${i}].${where.join('.')}`);
-      }
-      if (wiegand?.numbering === 'facility_card' && wiegand.format !== 26 && wiegand.format !== 34) {
-        ctx.addIssue({
-          code: 'custom',
-          path: ['doors', i, 'reader', 'numbering'],
-          message:
-            'facility_card (facility * 65536 + card) is exact only for 26- and 34-bit cards (16-bit card field): set format: 26 or 34, or use numbering: data',
-        });
-      }
-      if (config.gpio.driver === 'onoff') {
-        if (wiegand) {
-          ctx.addIssue({
-            code: 'custom',
-            path: ['doors', i, 'reader', 'type'],
-            message: 'a Wiegand reader needs gpio.driver: chardev (sysfs cannot see its 50 µs pulses)',
-          });
-        }
-        for (const input of ['contact', 'exitButton'] as const) {
-          const setting = door[input];
-          if (setting && setting.pull !== 'none') {
-            ctx.addIssue({
-              code: 'custom',
-              path: ['doors', i, input, 'pull'],
-              message: `gpio.driver onoff (sysfs) cannot set a pull-${setting.pull}: use gpio.driver: chardev, or pull: none with a resistor`,
-            });
-          }
-        }
-      }
-      if (door.reader?.type === 'serial' && door.reader.format === 'rdm6300' && door.reader.cardFormat !== 'decimal') {
-        ctx.addIssue({
-          code: 'custom',
-          path: ['doors', i, 'reader', 'cardFormat'],
-          message: 'an rdm6300 reader sends binary frames whose IDs become decimal numbers: leave cardFormat out',
-        });
-      }
-      if (door.reader?.type === 'osdp') {
-        const bus = osdpBuses.get(door.reader.path);
-        if (bus && bus.baudRate !== door.reader.baudRate) {
-          ctx.addIssue({ code: 'custom', path: ['doors', i, 'reader', 'baudRate'], message: `the OSDP bus ${door.reader.path} runs at ${bus.baudRate} for doors[${bus.door}]` });
-        }
-        const sameAddress = bus?.addresses.get(door.reader.address);
-        if (sameAddress !== undefined) {
-          ctx.addIssue({ code: 'custom', path: ['doors', i, 'reader', 'address'], message: `OSDP address ${door.reader.address} on ${door.reader.path} is already doors[${sameAddress}]` });
-        }
-        if (!bus) osdpBuses.set(door.reader.path, { baudRate: door.reader.baudRate, door: i, addresses: new Map([[door.reader.address, i]]) });
-        else bus.addresses.set(door.reader.address, i);
-        if (readers.has(door.reader.path)) {
-          ctx.addIssue({ code: 'custom', path: ['doors', i, 'reader', 'path'], message: `reader ${door.reader.path} is already used by doors[${readers.get(door.reader.path)}]` });
-        }
-        if (door.reader.numbering === 'facility_card') {
-          ctx.addIssue({ code: 'custom', path: ['doors', i, 'reader', 'numbering'], message: 'facility_card is exact only for 26- and 34-bit cards: an OSDP reader may send any format; use numbering: data' });
-        }
-      }
-      if (door.reader?.type === 'serial' || door.reader?.type === 'keyboard') {
-        if (osdpBuses.has(door.reader.path)) {
-          ctx.addIssue({ code: 'custom', path: ['doors', i, 'reader', 'path'], message: `${door.reader.path} is an OSDP bus of another door` });
-        }
-        const seenReader = readers.get(door.reader.path);
-        if (seenReader !== undefined) {
-          ctx.addIssue({
-            code: 'custom',
-            path: ['doors', i, 'reader', 'path'],
-            message: `reader ${door.reader.path} is already used by doors[${seenReader}]`,
-          });
-        } else readers.set(door.reader.path, i);
-      }
-      if (door.maxUnlockSeconds > 0 && door.unlockSeconds > door.maxUnlockSeconds) {
-        ctx.addIssue({
-          code: 'custom',
-          path: ['doors', i, 'unlockSeconds'],
-          message: `is longer than maxUnlockSeconds (${door.maxUnlockSeconds})`,
-        });
-      }
-    });
-  });
+  .superRefine(refineDoors);
 
 /** The file as validated, before normalization (config/load.ts turns it into AgentOptions). */
 export type Config = z.output<typeof configSchema>;

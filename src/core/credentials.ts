@@ -75,3 +75,18 @@ export function pinLabelSet(labels: readonly string[]): ReadonlySet<string> {
 export function isPinLabel(label: string | null, pinLabels: ReadonlySet<string>): boolean {
   return label !== null && pinLabels.has(label.trim().toLowerCase());
 }
+
+/** How a duress PIN is derived from a user's PIN (config `access.duressPin`). */
+export type DuressRule = 'off' | 'lastDigitPlusOne' | 'lastDigitMinusOne';
+
+/**
+ * The PIN a user would have, had they typed `typed` as their duress PIN: the rule undone on the last digit (9 + 1
+ * wraps to 0). Works on the digits as typed, before leading zeros are dropped. Null when the rule is off or the
+ * input is not digits.
+ */
+export function duressOriginal(typed: string, rule: DuressRule): string | null {
+  if (rule === 'off' || !/^\d+$/.test(typed)) return null;
+  const last = Number(typed[typed.length - 1]);
+  const original = rule === 'lastDigitPlusOne' ? (last + 9) % 10 : (last + 1) % 10;
+  return `${typed.slice(0, -1)}${original}`;
+}

@@ -3,6 +3,7 @@ import { scheduleAllows, type LocalTime, type TimeMapping } from './schedule.js'
 
 /** Denial reasons, most specific first: when every holder is refused, the earliest reason here is reported. */
 export const DENY_REASONS = [
+  'lockdown',
   'clock_untrusted',
   'keypad_locked_out',
   'card_locked_out',
@@ -12,6 +13,7 @@ export const DENY_REASONS = [
   'wrong_door',
   'link_not_yet_valid',
   'link_expired',
+  'holiday',
   'outside_schedule',
 ] as const;
 export type DenyReason = (typeof DENY_REASONS)[number];
@@ -47,15 +49,20 @@ export interface LinkHolder {
 
 export type Holder = UserHolder | LinkHolder;
 
-/** Who may open this agent's doors (config `access`). */
+/** Members of any of these groups or policies (who may open; who is a responder; who is a first person in). */
 export interface AccessPolicy {
   groups: ReadonlySet<string>;
   policies: ReadonlySet<string>;
 }
 
 export interface DecisionContext {
+  /** Who may open this agent's doors (config `access`). */
   access: AccessPolicy;
-  /** Weekday and hour of an instant in the agent's time zone. */
+  /** Who is still admitted during a lockdown (config `access.responders`); null: nobody. */
+  responders: AccessPolicy | null;
+  /** Local dates YYYY-MM-DD on which guest links are refused, unless made for that day. */
+  holidays: ReadonlySet<string>;
+  /** Weekday, hour and date of an instant in the agent's time zone. */
   localTime: (epochMs: number) => LocalTime;
 }
 
@@ -67,6 +74,10 @@ export interface DecisionRequest {
   keypadLockedOut?: boolean;
   /** The door's reader is in lockout after too many unknown cards or tokens (affects kinds card and token). */
   cardLockedOut?: boolean;
+  /** The door is in lockdown (its own or the agent's): only responders are admitted. */
+  lockdown?: boolean;
+  /** The door's first-person-in members: the decision says whether one of them was granted. */
+  firstPersonIn?: AccessPolicy;
 }
 
 export type HolderRef = { email_id: number } | { magic_link_id: string };
@@ -80,15 +91,27 @@ export interface Decision {
   granted: boolean;
   reason: DenyReason | null;
   holders: HolderVerdict[];
+  /** Granted to a member of the request's firstPersonIn (the door's unlock schedule may start). */
+  firstPerson?: boolean;
+}
+
+function isMember(user: UserHolder, policy: AccessPolicy): boolean {
+  return user.groups.some((g) => policy.groups.has(g)) || user.policies.some((p) => policy.policies.has(p));
+}
+
+function isResponder(holder: Holder, responders: AccessPolicy | null): boolean {
+  return responders !== null && holder.kind === 'user' && isMember(holder, responders);
+}
+
+function refOf(holder: Holder): HolderRef {
+  return holder.kind === 'user' ? { email_id: holder.emailId } : { magic_link_id: holder.magicLinkId };
 }
 
 function userVerdict(user: UserHolder, access: AccessPolicy): DenyReason | null {
   if (user.adStatus !== 'ACTIVE') return 'user_suspended';
   // GUEST-tag users enter only through guest links.
   if (user.tag !== 'USER') return 'not_authorized';
-  if (user.groups.some((g) => access.groups.has(g))) return null;
-  if (user.policies.some((p) => access.policies.has(p))) return null;
-  return 'not_authorized';
+  return isMember(user, access) ? null : 'not_authorized';
 }
 
 function linkVerdict(link: LinkHolder, req: DecisionRequest, ctx: DecisionContext): DenyReason | null {
@@ -96,6 +119,9 @@ function linkVerdict(link: LinkHolder, req: DecisionRequest, ctx: DecisionContex
   if (!link.resourceIds.includes(req.doorResourceId)) return 'wrong_door';
   if (link.startAt !== null && req.now < link.startAt) return 'link_not_yet_valid';
   if (link.endAt !== null && req.now >= link.endAt) return 'link_expired';
+  // On a holiday only a link made for the day opens: one whose validity starts on that date.
+  const today = ctx.localTime(req.now).date;
+  if (ctx.holidays.has(today) && (link.startAt === null || ctx.localTime(link.startAt).date !== today)) return 'holiday';
   if (!scheduleAllows(link.timeMapping, ctx.localTime(req.now))) return 'outside_schedule';
   return null;
 }
@@ -103,6 +129,10 @@ function linkVerdict(link: LinkHolder, req: DecisionRequest, ctx: DecisionContex
 /**
  * The access decision: a pure function of the credential's holders (looked up by the caller), the door,
  * the time and the agent's access policy. Granted when any holder qualifies.
+ *
+ * A keypad or reader in lockout refuses before anything is looked up, lockdown or not: otherwise the reader's
+ * signal would tell a guesser which of the numbers tried belongs to a responder. In lockdown every holder but a
+ * responder (who must still qualify as usual) is refused with `lockdown`, unknown numbers included.
  */
 export function decide(req: DecisionRequest, holders: readonly Holder[], ctx: DecisionContext): Decision {
   if (req.kind === 'pin' && req.keypadLockedOut) {
@@ -111,19 +141,26 @@ export function decide(req: DecisionRequest, holders: readonly Holder[], ctx: De
   if (req.kind !== 'pin' && req.cardLockedOut) {
     return { granted: false, reason: 'card_locked_out', holders: [] };
   }
+  const lockdown = req.lockdown === true;
+  if (lockdown && !holders.some((h) => isResponder(h, ctx.responders))) {
+    return { granted: false, reason: 'lockdown', holders: holders.map((h) => ({ holder: refOf(h), reason: 'lockdown' })) };
+  }
   if (holders.length === 0) return { granted: false, reason: 'unknown_credential', holders: [] };
 
   const verdicts: HolderVerdict[] = [];
   let granted = false;
+  let firstPerson = false;
   let reason: DenyReason | null = null;
   for (const holder of holders) {
-    const verdict =
-      holder.kind === 'user'
-        ? { holder: { email_id: holder.emailId }, reason: userVerdict(holder, ctx.access) }
-        : { holder: { magic_link_id: holder.magicLinkId }, reason: linkVerdict(holder, req, ctx) };
-    verdicts.push(verdict);
-    if (verdict.reason === null) granted = true;
-    else if (reason === null || PRECEDENCE.get(verdict.reason)! < PRECEDENCE.get(reason)!) reason = verdict.reason;
+    let verdictReason = holder.kind === 'user' ? userVerdict(holder, ctx.access) : linkVerdict(holder, req, ctx);
+    if (lockdown && verdictReason === null && !isResponder(holder, ctx.responders)) verdictReason = 'lockdown';
+    verdicts.push({ holder: refOf(holder), reason: verdictReason });
+    if (verdictReason === null) {
+      granted = true;
+      if (req.firstPersonIn && holder.kind === 'user' && isMember(holder, req.firstPersonIn)) firstPerson = true;
+    } else if (reason === null || PRECEDENCE.get(verdictReason)! < PRECEDENCE.get(reason)!) reason = verdictReason;
   }
-  return { granted, reason: granted ? null : reason, holders: verdicts };
+  const decision: Decision = { granted, reason: granted ? null : reason, holders: verdicts };
+  if (req.firstPersonIn) decision.firstPerson = firstPerson;
+  return decision;
 }

@@ -39,7 +39,7 @@ export function lockedState(cause: string): LockState {
 /**
  * Unlocks for `seconds`, or holds open when `seconds` is null. maxUnlockSeconds caps each unlock, measured
  * from the request (a hold-open becomes an unlock of maxUnlockSeconds). A later unlock extends the deadline,
- * never shortens it, and never turns a hold-open into a timed unlock.
+ * never shortens it, and never turns a hold-open into a timed unlock (nor changes the hold's cause).
  */
 export function unlock(
   current: LockState,
@@ -61,7 +61,10 @@ export function unlock(
   }
   const unlockedSince = current.state === 'UNLOCKED' ? (current.unlockedSince ?? now) : now;
   const held = seconds === null || (current.state === 'UNLOCKED' && current.held);
-  return { state: 'UNLOCKED', relockAt, unlockedSince, held, cause };
+  // A timed unlock within a hold-open changes nothing: the door stays unlocked for the hold's reason (an unlock
+  // schedule ends only the holds it made itself).
+  const joinsHold = seconds !== null && current.state === 'UNLOCKED' && current.held;
+  return { state: 'UNLOCKED', relockAt, unlockedSince, held, cause: joinsHold ? current.cause : cause };
 }
 
 export function lock(cause: string): LockState {

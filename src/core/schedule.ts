@@ -8,6 +8,8 @@ export interface LocalTime {
   /** 0 = Sunday, as time_mapping counts. */
   weekday: number;
   hour: number;
+  /** The local calendar date, YYYY-MM-DD (holidays are dates). */
+  date: string;
 }
 
 const SERVICE_TIME = /^(\d{4})-(\d{2})-(\d{2}) (\d{2}):(\d{2}):(\d{2})$/;
@@ -29,6 +31,15 @@ export function parseServiceTime(text: string): number | null {
   return roundTrips ? ms : null;
 }
 
+/** Whether `text` is a calendar date YYYY-MM-DD that exists (2026-02-30 and 2026-13-01 do not). */
+export function isCalendarDate(text: string): boolean {
+  const m = /^(\d{4})-(\d{2})-(\d{2})$/.exec(text);
+  if (!m) return false;
+  const [year, month, day] = [Number(m[1]), Number(m[2]), Number(m[3])];
+  const d = new Date(Date.UTC(year, month - 1, day));
+  return d.getUTCFullYear() === year && d.getUTCMonth() === month - 1 && d.getUTCDate() === day;
+}
+
 const WEEKDAYS: Record<string, number> = { Sun: 0, Mon: 1, Tue: 2, Wed: 3, Thu: 4, Fri: 5, Sat: 6 };
 // Every zone offset in use is a multiple of 15 minutes, so local weekday and hour are constant within one.
 const BUCKET_MS = 15 * 60 * 1000;
@@ -38,19 +49,33 @@ const BUCKET_MS = 15 * 60 * 1000;
  * follow the zone's rules: the skipped hour never occurs, the repeated hour occurs twice.
  */
 export function localTimeIn(timeZone: string): (epochMs: number) => LocalTime {
-  const format = new Intl.DateTimeFormat('en-US', { timeZone, weekday: 'short', hour: 'numeric', hourCycle: 'h23' });
+  const format = new Intl.DateTimeFormat('en-US', {
+    timeZone,
+    weekday: 'short',
+    hour: 'numeric',
+    hourCycle: 'h23',
+    year: 'numeric',
+    month: '2-digit',
+    day: '2-digit',
+  });
   let cachedBucket = Number.NaN;
-  let cached: LocalTime = { weekday: 0, hour: 0 };
+  let cached: LocalTime = { weekday: 0, hour: 0, date: '1970-01-01' };
   return (epochMs) => {
     const bucket = Math.floor(epochMs / BUCKET_MS);
     if (bucket !== cachedBucket) {
       let weekday = 0;
       let hour = 0;
+      let year = '1970';
+      let month = '01';
+      let day = '01';
       for (const part of format.formatToParts(epochMs)) {
         if (part.type === 'weekday') weekday = WEEKDAYS[part.value] ?? 0;
         else if (part.type === 'hour') hour = Number(part.value);
+        else if (part.type === 'year') year = part.value.padStart(4, '0');
+        else if (part.type === 'month') month = part.value;
+        else if (part.type === 'day') day = part.value;
       }
-      cached = { weekday, hour };
+      cached = { weekday, hour, date: `${year}-${month}-${day}` };
       cachedBucket = bucket;
     }
     return cached;

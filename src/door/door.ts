@@ -15,6 +15,10 @@ import type { DoorEvents } from './doorEvents.js';
 import { DoorRuntime } from './doorRuntime.js';
 import { LockController, type LockSnapshot, type LockStatePersistence } from './lockController.js';
 import type { DoorOptions } from './options.js';
+import { localTimeIn } from '../core/schedule.js';
+import type { ScheduleMemory, ScheduleState } from '../core/unlockSchedule.js';
+import { UnlockScheduler } from './unlockScheduler.js';
+import { readerFeedback, type ReaderFeedbackHandle } from './readerFeedback.js';
 
 export interface DoorDeps {
   gpio: GpioDriver;
@@ -35,6 +39,14 @@ export interface DoorDeps {
   /** The agent's OSDP buses (shared by the doors whose readers are on one line). */
   osdp?: OsdpBuses;
   onReaderConnection: (connected: boolean) => void;
+  /** Whether this door is in lockdown now (its own or the agent's). */
+  lockdown?: () => boolean;
+  /** The holidays in force (configured and published). */
+  holidays?: () => ReadonlySet<string>;
+  /** agent.timezone: the unlock schedule's hours are local hours. */
+  timezone?: string;
+  /** Where the unlock schedule keeps its memory (first person in, a suspended run) across restarts. */
+  scheduleMemory?: { load: () => ScheduleMemory | undefined; save: (memory: ScheduleMemory) => void };
 }
 
 /**
@@ -48,6 +60,9 @@ export class Door implements Component {
   private runtime: DoorRuntime | null = null;
   private readonly inputs: DebouncedInput[] = [];
   private reader: SerialReader | WiegandReader | OsdpDoorReader | null = null;
+  private scheduler: UnlockScheduler | null = null;
+  private stopListening: (() => void) | null = null;
+  private feedback: ReaderFeedbackHandle | null = null;
 
   constructor(
     readonly options: DoorOptions,
@@ -68,7 +83,8 @@ export class Door implements Component {
       onPersistRecovered: () => log.info('lock state saved again'),
       onChange: (snapshot, previous) => deps.doorEvents.emit('lock', door.uuid, snapshot, previous),
     });
-    const resumed = this.controller.resume();
+    const lockdown = deps.lockdown ?? (() => false);
+    const resumed = this.controller.resume(lockdown() ? 'lockdown' : null);
     if (resumed.state === 'UNLOCKED') log.info({ relockAt: resumed.relockAt }, 'resumed an unlock from before the restart');
     const runtime = new DoorRuntime(door, {
       controller: this.controller,
@@ -78,8 +94,34 @@ export class Door implements Component {
       timers: deps.timers,
       logger: log,
       onDoorChange: () => deps.doorEvents.emit('position', door.uuid),
+      onTamperChange: () => deps.doorEvents.emit('position', door.uuid),
+      lockdown,
+      onFirstPerson: (holders) => this.scheduler?.onFirstPerson(holders),
+      onAlarm: (type, data, at) => deps.doorEvents.emit('alarm', door.uuid, type, data, at),
     });
     this.runtime = runtime;
+    if (door.unlockSchedule) {
+      const controller = this.controller;
+      const scheduler = new UnlockScheduler({
+        hours: door.unlockSchedule,
+        firstPersonIn: door.firstPersonIn !== undefined,
+        holidays: deps.holidays ?? (() => new Set()),
+        lockdown,
+        controller,
+        localTime: localTimeIn(deps.timezone ?? 'UTC'),
+        clock: deps.clock,
+        timers: deps.timers,
+        logger: log.child({ part: 'unlock schedule' }),
+        loadMemory: () => deps.scheduleMemory?.load(),
+        saveMemory: (memory) => deps.scheduleMemory?.save(memory),
+        record: (type, data) => deps.events().append({ type, door: door.uuid, at: deps.clock.wallNow(), data }),
+        onStateChange: () => deps.doorEvents.emit('position', door.uuid),
+      });
+      this.scheduler = scheduler;
+      this.stopListening = deps.doorEvents.on('lock', (uuid, snapshot) => {
+        if (uuid === door.uuid) scheduler.onLockChange(snapshot);
+      });
+    }
     if (door.contact) {
       const { openLevel, pin, debounceMs, pull } = door.contact;
       const contact = new DebouncedInput(deps.gpio, {
@@ -106,6 +148,21 @@ export class Door implements Component {
         }),
       );
     }
+    if (door.tamper) {
+      const { activeLevel, pin, debounceMs, pull } = door.tamper;
+      const tamper = new DebouncedInput(deps.gpio, {
+        pin,
+        pull,
+        debounceMs,
+        timers: deps.timers,
+        idleLevel: activeLevel === 1 ? 0 : 1,
+        onLevel: (level) => runtime.onTamper(level === activeLevel),
+      });
+      this.inputs.push(tamper);
+      runtime.onTamper(tamper.level === activeLevel, true);
+    }
+    // After the inputs: the schedule may unlock the door at once, and the exit button and contact must be watched.
+    this.scheduler?.start();
     if (door.reader) {
       deps.onReaderConnection(false);
       const common = {
@@ -126,18 +183,65 @@ export class Door implements Component {
         if (!deps.osdp) throw new Error('an OSDP reader needs the agent\'s OSDP buses');
         this.reader = new OsdpDoorReader(reader, deps.osdp, runtime, log, deps.onReaderConnection);
       }
+      // The reader's LED, buzzer and reply lines (an OSDP reader shows the decision over its bus instead).
+      this.feedback = readerFeedback(door, {
+        gpio: deps.gpio,
+        timers: deps.timers,
+        logger: log,
+        serial: this.reader instanceof SerialReader && reader.type === 'serial' ? this.reader : undefined,
+      });
+      if (this.feedback) runtime.setFeedback(this.feedback.signal);
       this.reader.start();
     }
   }
 
+  /** The door's lockdown began or ended: an unlock in progress ends at once; the schedule pauses or resumes. */
+  lockdownChanged(lockedDown: boolean): void {
+    if (lockedDown && this.controller?.snapshot().state === 'UNLOCKED') this.controller.lock('lockdown');
+    this.scheduler?.evaluate();
+    this.deps.doorEvents.emit('position', this.options.uuid);
+  }
+
+  /** The holidays changed (published by the service): the schedule looks again. */
+  holidaysChanged(): void {
+    this.scheduler?.evaluate();
+  }
+
+  /** The unlock schedule's state now, null without a schedule. */
+  scheduleState(): ScheduleState | null {
+    return this.scheduler?.state() ?? null;
+  }
+
+  tamperState(): 'ON' | 'OFF' | null {
+    return this.runtime?.tamperState() ?? null;
+  }
+
+  /** The fields of the door's published state beyond lock and contact (design section 5, issue 14). */
+  publishedState(lockdown: { active: boolean; scope: 'door' | 'agent' | null; by: string | null }): Record<string, unknown> {
+    const schedule = this.scheduleState();
+    return {
+      lockdown: lockdown.active,
+      lockdown_scope: lockdown.scope,
+      lockdown_by: lockdown.by,
+      tamper: this.tamperState(),
+      schedule:
+        schedule === null
+          ? null
+          : { state: schedule.state, next_change: schedule.nextChange === null ? null : new Date(schedule.nextChange).toISOString() },
+    };
+  }
+
   /** Ends the timers and drives the relay locked, at once (the first step of every stop). */
   halt(): void {
+    this.scheduler?.stop();
+    this.feedback?.close();
     this.runtime?.stop();
     this.controller?.shutdown();
   }
 
   async stop(): Promise<void> {
     this.halt();
+    this.stopListening?.();
     await this.reader?.stop();
     for (const input of this.inputs.splice(0)) input.close();
   }

@@ -1,12 +1,15 @@
 import type { LockSnapshot } from './lockController.js';
 import type { LockStateName } from '../core/relay.js';
+import type { AlarmType } from './doorRuntime.js';
 
 /** What the doors tell the rest of the agent (the audit log, MQTT), by name, with typed arguments. */
 export interface DoorEventMap {
   /** A door's lock state or deadline changed (after the relay moved). */
   lock: [door: string, snapshot: LockSnapshot, previous: LockStateName];
-  /** A door's position (contact) changed. */
+  /** A door's position (contact) changed, or another part of its published state (tamper, lockdown, schedule). */
   position: [door: string];
+  /** An alarm was recorded: published at once on the door's alarm topic. */
+  alarm: [door: string, type: AlarmType, data: Record<string, unknown>, at: number];
 }
 
 type Listener<A extends unknown[]> = (...args: A) => void;
@@ -17,7 +20,7 @@ type Listener<A extends unknown[]> = (...args: A) => void;
  * (or the door) down.
  */
 export class DoorEvents {
-  private readonly listeners: { [K in keyof DoorEventMap]: Array<Listener<DoorEventMap[K]>> } = { lock: [], position: [] };
+  private readonly listeners: { [K in keyof DoorEventMap]: Array<Listener<DoorEventMap[K]>> } = { lock: [], position: [], alarm: [] };
 
   constructor(private readonly onListenerError: (err: unknown, event: keyof DoorEventMap) => void) {}
 

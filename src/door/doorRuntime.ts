@@ -1,5 +1,5 @@
 import type { Logger } from 'pino';
-import { readerCardFormat, type DoorOptions } from './options.js';
+import { readerCardFormat, type DoorOptions, type FeedbackKind } from './options.js';
 import { normalizeCredential, type CredentialKind } from '../core/credentials.js';
 import * as supervision from '../core/doorSupervision.js';
 import { KEYPAD_IDLE, PIN_AFTER_CARD_MS, isLockedOut, recordFailure, type PendingCard } from '../core/keypad.js';
@@ -20,7 +20,19 @@ export interface DoorRuntimeDeps {
   logger: Logger;
   /** The contact changed (for the published door state). */
   onDoorChange?: () => void;
+  /** Whether the door is in lockdown now (its own or the agent's). */
+  lockdown?: () => boolean;
+  /** A member of the door's firstPersonIn was granted (its unlock schedule may start). */
+  onFirstPerson?: (holders: ReadonlyArray<Record<string, unknown>>) => void;
+  /** An alarm was recorded (duress, tamper, forced, held open): published at once, beside the outbox. */
+  onAlarm?: (type: AlarmType, data: Record<string, unknown>, at: number) => void;
+  /** The tamper input changed (for the published door state). */
+  onTamperChange?: () => void;
 }
+
+/** Events that also go out at once on the door's alarm topic. */
+export type AlarmType = 'duress' | 'tamper' | 'door_forced' | 'door_held_open';
+const ALARMS: ReadonlySet<string> = new Set<AlarmType>(['duress', 'tamper', 'door_forced', 'door_held_open']);
 
 /**
  * One door at work: reader frames become decisions, grants unlock the relay, the exit button and the door
@@ -44,8 +56,9 @@ export class DoorRuntime {
   private heldTimer: unknown = null;
   private openedWhileUnlocked = false;
   private readonly settings: supervision.SupervisionSettings;
-  /** The reader shows the decision (OSDP LED and buzzer); absent for readers without feedback. */
-  private feedback: ((kind: 'granted' | 'denied' | 'locked_out') => void) | null = null;
+  /** The reader shows the decision (LED and buzzer lines, a reply line, OSDP); absent for readers without feedback. */
+  private feedback: ((kind: FeedbackKind) => void) | null = null;
+  private tamper_: boolean | null = null;
 
   constructor(
     private readonly door: DoorOptions,
@@ -55,12 +68,16 @@ export class DoorRuntime {
   }
 
   private record(type: EventType, data: Record<string, unknown> = {}): void {
+    const at = this.deps.clock.wallNow();
+    let written: { id: string; seq: number } | null = null;
     try {
-      this.deps.events.append({ type, door: this.door.uuid, at: this.deps.clock.wallNow(), data });
+      written = this.deps.events.append({ type, door: this.door.uuid, at, data });
     } catch (err) {
       // The door has already acted; a failing disk must not stop it. The log line keeps the trace.
       this.deps.logger.error({ err, type }, 'cannot record event');
     }
+    // The alarm names its audit event when it was written at once (a busy database writes it a little later).
+    if (ALARMS.has(type)) this.deps.onAlarm?.(type as AlarmType, written ? { ...data, id: written.id, seq: written.seq } : data, at);
   }
 
   private decisionData(result: AccessResult, extra: Record<string, unknown> = {}) {
@@ -73,7 +90,7 @@ export class DoorRuntime {
     };
   }
 
-  setFeedback(feedback: ((kind: 'granted' | 'denied' | 'locked_out') => void) | null): void {
+  setFeedback(feedback: ((kind: FeedbackKind) => void) | null): void {
     this.feedback = feedback;
   }
 
@@ -89,13 +106,21 @@ export class DoorRuntime {
       this.record('access_granted', this.decisionData(result, extra)),
     );
     this.deps.logger.info({ kind: result.kind, hint: result.hint }, 'access granted');
-    this.feedback?.('granted');
+    // Under duress the door behaves exactly as usual: the alarm is silent.
+    this.feedback?.('grant');
+    const holders = result.holders.filter((h) => h.reason === null).map((h) => ({ ...h.holder }));
+    if (result.duress) {
+      this.record('duress', { kind: result.kind, hint: result.hint, holders });
+      this.deps.logger.warn({ holders }, 'duress PIN used');
+    }
+    if (result.firstPerson) this.deps.onFirstPerson?.(holders);
   }
 
   private deny(result: AccessResult, extra: Record<string, unknown> = {}): void {
     this.record('access_denied', this.decisionData(result, extra));
     this.deps.logger.info({ kind: result.kind, hint: result.hint, reason: result.reason }, 'access denied');
-    this.feedback?.(result.reason === 'keypad_locked_out' || result.reason === 'card_locked_out' ? 'locked_out' : 'denied');
+    const reason = result.reason;
+    this.feedback?.(reason === 'lockdown' ? 'lockdown' : reason === 'keypad_locked_out' || reason === 'card_locked_out' ? 'lockedOut' : 'deny');
   }
 
   private check(kind: CredentialKind, credential: string): AccessResult | null {
@@ -118,6 +143,7 @@ export class DoorRuntime {
       now: this.deps.clock.wallNow(),
       keypadLockedOut: isLockedOut(this.keypad, now),
       cardLockedOut: isLockedOut(this.cards, now),
+      lockdown: this.deps.lockdown?.() ?? false,
     });
     if (result === null) this.deps.logger.warn({ kind }, 'malformed credential from the reader dropped');
     return result;
@@ -174,8 +200,8 @@ export class DoorRuntime {
       if (this.pending) this.pendingNumber = normalizeCredential(frame.value, 'card', readerCardFormat(this.door));
     } else if (result.granted) this.grant(result);
     else this.deny(result);
-    // An unknown card or token is a guess: counted after its denial is recorded.
-    if (result.reason === 'unknown_credential') this.cardFailed();
+    // An unknown card or token is a guess (lockdown or not): counted after its denial is recorded.
+    if (!result.granted && result.holders.length === 0 && (result.reason === 'unknown_credential' || result.reason === 'lockdown')) this.cardFailed();
   }
 
   private onCardNeedingPin(result: AccessResult): void {
@@ -215,7 +241,8 @@ export class DoorRuntime {
       return this.deny({ ...result, granted: false, reason: result.reason ?? 'not_authorized' }, { factor: 'pin_mismatch', card_hint: pending.hint });
     }
     if (result.granted) return this.grant(result);
-    this.pinFailed();
+    // A known PIN refused for the lockdown is not a guess; an unknown one still is.
+    if (result.reason !== 'lockdown' || result.holders.length === 0) this.pinFailed();
     this.deny(result);
   }
 
@@ -236,6 +263,23 @@ export class DoorRuntime {
     if (!pressed) return;
     this.door_ = supervision.authorized(this.door_, this.deps.clock.monoNow());
     this.deps.controller.unlock(this.door.unlockSeconds, 'exit button', () => this.record('exit_request'));
+  }
+
+  /** The tamper switch: recorded and raised as an alarm when it opens, recorded when it closes again. */
+  onTamper(active: boolean, atStart = false): void {
+    if (active === this.tamper_) return;
+    const first = this.tamper_ === null;
+    this.tamper_ = active;
+    this.deps.onTamperChange?.();
+    if (first && !active) return; // closed at start: nothing to say
+    this.record('tamper', { state: active ? 'active' : 'cleared', ...(atStart ? { at_start: true } : {}) });
+    if (active) this.deps.logger.warn('tamper switch open');
+    else this.deps.logger.info('tamper switch closed again');
+  }
+
+  /** The tamper switch, null without one (or before its first reading). */
+  tamperState(): 'ON' | 'OFF' | null {
+    return this.tamper_ === null ? null : this.tamper_ ? 'ON' : 'OFF';
   }
 
   /** The door position from the contact, null without a contact (or before its first reading). */

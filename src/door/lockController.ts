@@ -71,11 +71,18 @@ export class LockController {
     return relayLevel(state, this.door.failMode, this.door.relay.activeLow);
   }
 
-  /** Resumes a persisted hold-open or unexpired timed unlock; anything else stays LOCKED. */
-  resume(): LockSnapshot {
+  /**
+   * Resumes a persisted hold-open or unexpired timed unlock; anything else stays LOCKED. With `lockedBecause`
+   * (a lockdown in force) nothing resumes: a persisted unlock is recorded as ended for that reason.
+   */
+  resume(lockedBecause: string | null = null): LockSnapshot {
     const { clock } = this.deps;
     const wallNow = clock.wallNow();
     const persisted = this.deps.persistence.load(this.door.uuid);
+    if (lockedBecause !== null) {
+      if (persisted?.state === 'UNLOCKED') this.apply(machine.lockedState(lockedBecause), true);
+      return this.snapshot();
+    }
     const next = machine.resume(
       persisted,
       {

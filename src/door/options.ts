@@ -1,13 +1,39 @@
-import type { CardFormat } from '../core/credentials.js';
+import type { CardFormat, DuressRule } from '../core/credentials.js';
 import type { KeypadLockoutPolicy } from '../core/keypad.js';
 import type { FailMode, Level } from '../core/relay.js';
+import type { TimeMapping } from '../core/schedule.js';
 import type { WiegandFormat, WiegandNumbering } from '../core/wiegand.js';
 import type { Pull } from '../hardware/gpio.js';
 
+/** What a reader is told of a decision (its LED and buzzer, a line sent back, OSDP's LED and beeper). */
+export type FeedbackKind = 'grant' | 'deny' | 'lockedOut' | 'lockdown';
+
+/** A reader's LED or buzzer line: its pin, the level that lights or sounds it, a pattern per outcome (ms on, off, ...). */
+export interface SignalLineOptions {
+  pin: number;
+  activeLevel: Level;
+  patterns: Record<FeedbackKind, readonly number[]>;
+}
+
+/** The GPIO lines of a reader's LED and buzzer, when the agent drives them. */
+export interface SignalLines {
+  led?: SignalLineOptions;
+  buzzer?: SignalLineOptions;
+}
+
 export type ReaderOptions =
-  | { type: 'serial'; path: string; baudRate: number; cardFormat: CardFormat; format: 'lines' | 'rdm6300'; numbering: 'last32' | 'whole' }
-  | { type: 'wiegand'; d0: number; d1: number; pull: Pull; format: WiegandFormat; numbering: WiegandNumbering }
-  | { type: 'keyboard'; path: string; cardFormat: CardFormat }
+  | ({
+      type: 'serial';
+      path: string;
+      baudRate: number;
+      cardFormat: CardFormat;
+      format: 'lines' | 'rdm6300';
+      numbering: 'last32' | 'whole';
+      /** Lines written back to the reader per outcome (e.g. "OK\r\n"). */
+      replies?: Partial<Record<FeedbackKind, string>>;
+    } & SignalLines)
+  | ({ type: 'wiegand'; d0: number; d1: number; pull: Pull; format: WiegandFormat; numbering: WiegandNumbering } & SignalLines)
+  | ({ type: 'keyboard'; path: string; cardFormat: CardFormat } & SignalLines)
   | { type: 'osdp'; path: string; baudRate: number; address: number; scbkFile?: string; installMode: boolean; numbering: WiegandNumbering; check: 'crc' | 'checksum' };
 
 /** How a door's reader writes card numbers (Wiegand and RDM6300 numbers are decimal by construction). */
@@ -40,14 +66,31 @@ export interface DoorOptions {
   relockOnClose: boolean;
   heldOpenSeconds: number;
   reader?: ReaderOptions;
+  tamper?: { pin: number; activeLevel: Level; debounceMs: number; pull: Pull };
+  /** Hours held unlocked (time_mapping shape, agent.timezone). */
+  unlockSchedule?: TimeMapping;
+  /** The schedule's hours start each day only after a grant to one of these. */
+  firstPersonIn?: MemberPolicy;
   mode: 'card_or_pin' | 'card_and_pin';
   keypadLockout: KeypadLockoutPolicy;
   cardLockout: KeypadLockoutPolicy;
 }
+
+/** Members of any of these groups or policies. */
+export interface MemberPolicy {
+  groups: readonly string[];
+  policies: readonly string[];
+}
+
 
 /** Who may open this agent's doors, and which smartcard labels mark a PIN. */
 export interface AccessOptions {
   groups: readonly string[];
   policies: readonly string[];
   pinLabels: readonly string[];
+  /** Still admitted during a lockdown. */
+  responders?: MemberPolicy;
+  /** Local dates YYYY-MM-DD: no unlock schedules, no guest links (unless made for the day). */
+  holidays: readonly string[];
+  duressPin: DuressRule;
 }

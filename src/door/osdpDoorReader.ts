@@ -1,8 +1,8 @@
 import type { Logger } from 'pino';
 import { readScbk } from '../config/secrets.js';
-import type { OsdpBuses, ReaderFeedback } from '../hardware/osdp/osdpBuses.js';
+import type { OsdpBuses } from '../hardware/osdp/osdpBuses.js';
 import type { DoorRuntime } from './doorRuntime.js';
-import type { ReaderOptions } from './options.js';
+import type { FeedbackKind, ReaderOptions } from './options.js';
 
 type OsdpOptions = Extract<ReaderOptions, { type: 'osdp' }>;
 
@@ -11,7 +11,7 @@ type OsdpOptions = Extract<ReaderOptions, { type: 'osdp' }>;
  * LED and buzzer, and its state (online, secure channel, tamper, power) into the audit log and status.
  */
 export class OsdpDoorReader {
-  private handle: { feedback(kind: ReaderFeedback): void; detach(): Promise<void> } | null = null;
+  private handle: { feedback(kind: FeedbackKind): void; detach(): Promise<void> } | null = null;
   private online = false;
   private tamper = false;
   private powerFailure = false;

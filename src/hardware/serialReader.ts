@@ -83,6 +83,27 @@ export class SerialReader {
     return this.connectedFlag;
   }
 
+  /**
+   * Writes `text` to the reader (a reply line such as "OK\r\n", as latin1 bytes). False, and nothing written,
+   * when the port is not open or cannot be written (a keyboard reader); never throws. A failure of the write
+   * itself is reported as the port's error ('reader error').
+   */
+  send(text: string): boolean {
+    const { path, logger } = this.options;
+    const port = this.port;
+    if (!port || !this.connectedFlag || !port.isOpen || !port.write) {
+      logger.debug({ path }, 'reader reply not sent: the reader is not connected');
+      return false;
+    }
+    try {
+      port.write(Buffer.from(text, 'latin1'));
+      return true;
+    } catch (err) {
+      logger.debug({ err, path }, 'reader reply not sent');
+      return false;
+    }
+  }
+
   start(): void {
     this.stopped = false;
     this.open();

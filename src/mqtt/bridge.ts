@@ -18,6 +18,10 @@ export interface BridgedDoor {
   door: DoorOptions;
   controller: LockController;
   contact: () => 'OPEN' | 'CLOSED' | null;
+  /** In lockdown, remote unlocks are refused (409). */
+  lockdown?: () => boolean;
+  /** More of the door's published state: lockdown, tamper, unlock schedule. */
+  extraState?: () => Record<string, unknown>;
 }
 
 export interface BridgeDeps {
@@ -103,7 +107,7 @@ export class MqttBridge {
         { qos: 1, rap: true },
       );
       if (this.deps.homeAssistant.discovery) {
-        const messages = discoveryMessages({ haPrefix: this.deps.homeAssistant.prefix, topics, doors: this.deps.doors.map((d) => d.door), version: this.deps.version });
+        const messages = discoveryMessages({ haPrefix: this.deps.homeAssistant.prefix, topics, doors: this.deps.doors.map((d) => d.door), version: this.deps.version, signed: this.deps.secret !== null });
         for (const m of messages) await client.publishAsync(m.topic, JSON.stringify(m.payload), { qos: 1, retain: true });
       }
       for (const d of this.byUuid.values()) this.publishState(d.door.uuid);
@@ -150,6 +154,7 @@ export class MqttBridge {
       door: d.contact(),
       changed_at: new Date(s.changedAt).toISOString(),
       cause: s.cause,
+      ...d.extraState?.(),
     };
     this.deps.client.publish(this.deps.topics.state(d.door.uuid), JSON.stringify(payload), { qos: 1, retain: true });
   }
@@ -219,8 +224,6 @@ export class MqttBridge {
       seen: (id) => this.deps.replay.seen(id),
     });
     if (isCommandError(parsed)) return this.reject(d.door.uuid, parsed, packet, true);
-    const cause = `remote command${parsed.requestId ? ` ${parsed.requestId}` : ''}`;
-    const result = this.execute(d, parsed.action, cause);
     if (parsed.signed && parsed.requestId) {
       // Remembered as of the later of now and issued_at: a command signed ahead of our clock stays acceptable
       // that much longer, so its id must be kept that much longer too.
@@ -228,6 +231,11 @@ export class MqttBridge {
       // Ids older than twice the maximum age can only come with a stale command: no need to keep them.
       this.deps.replay.prune(clock.wallNow() - 2 * this.deps.maxAgeSeconds * 1000);
     }
+    if (!parsed.action.lock && d.lockdown?.()) {
+      return this.reject(d.door.uuid, { status: 409, error: `${d.door.name} is in lockdown: unlock refused`, requestId: parsed.requestId }, packet, true);
+    }
+    const cause = `remote command${parsed.requestId ? ` ${parsed.requestId}` : ''}`;
+    const result = this.execute(d, parsed.action, cause);
     if (packet.messageId !== undefined) {
       this.executedMessageIds.push(packet.messageId);
       if (this.executedMessageIds.length > RECENT_MESSAGE_IDS) this.executedMessageIds.shift();

@@ -10,6 +10,8 @@ import { Topics } from '../protocol/topics.js';
 import type { AgentStore } from '../store/agentStore.js';
 import type { Clock, Timers } from '../util/clock.js';
 import { MqttBridge } from './bridge.js';
+import type { Lockdowns } from '../door/lockdowns.js';
+import { OperationsBridge } from './operationsBridge.js';
 
 export interface MqttComponentDeps {
   options: MqttOptions;
@@ -25,6 +27,11 @@ export interface MqttComponentDeps {
   /** `P/agents/<id>/sync` arrived (absent without a service). */
   onSyncRequest?: () => void;
   onDirectoryRevision?: (payload: Buffer) => void;
+  /** The lockdowns in force (available once the doors have started). */
+  lockdowns: () => Lockdowns;
+  /** Holidays published by the service arrived. */
+  onHolidays: (dates: string[], issuedAt: number | null) => void;
+  heldHolidaysIssuedAt: () => number | null;
 }
 
 /** The agent on the broker (see MqttBridge): started after the doors, stopped before them. */
@@ -40,15 +47,24 @@ export class MqttComponent implements Component {
     const topics = new Topics(options.topicPrefix, this.deps.agentId);
     const replay = store.replayCache();
     replay.prune(clock.wallNow() - 2 * options.commandMaxAgeSeconds * 1000);
+    const client = connectBroker(options, topics, this.deps.env, logger);
+    const secret = readSecret('mqtt.commandSecretFile', options.commandSecretFile, {}) ?? null;
+    const lockdowns = this.deps.lockdowns();
     const bridge = new MqttBridge({
-      client: connectBroker(options, topics, this.deps.env, logger),
+      client,
       topics,
-      doors: this.deps.doors.map((d) => ({ door: d.options, controller: d.lock, contact: () => d.contactState() })),
+      doors: this.deps.doors.map((d) => ({
+        door: d.options,
+        controller: d.lock,
+        contact: () => d.contactState(),
+        lockdown: () => lockdowns.isLockedDown(d.options.uuid),
+        extraState: () => d.publishedState(lockdowns.effective(d.options.uuid)),
+      })),
       events: store.events,
       guestLinks: store.guestLinks(),
       replay,
       writes: store.writes,
-      secret: readSecret('mqtt.commandSecretFile', options.commandSecretFile, {}) ?? null,
+      secret,
       maxAgeSeconds: options.commandMaxAgeSeconds,
       guestLinkMaxAgeSeconds: options.guestLinkMaxAgeSeconds,
       homeAssistant: options.homeAssistant,
@@ -60,9 +76,21 @@ export class MqttComponent implements Component {
       onDirectoryRevision: this.deps.onDirectoryRevision,
     });
     this.bridge = bridge;
+    const operations = new OperationsBridge({
+      client,
+      topics,
+      doorUuids: this.deps.doors.map((d) => d.options.uuid),
+      lockdowns,
+      secret,
+      onHolidays: this.deps.onHolidays,
+      heldHolidaysIssuedAt: this.deps.heldHolidaysIssuedAt,
+      clock,
+      logger,
+    });
     this.unsubscribe.push(
       doorEvents.on('lock', (door) => bridge.publishState(door)),
       doorEvents.on('position', (door) => bridge.publishState(door)),
+      doorEvents.on('alarm', (door, type, data, at) => operations.publishAlarm(door, type, data, at)),
     );
     store.onEventWritten(() => this.bridge?.eventAppended());
   }

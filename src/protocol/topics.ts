@@ -17,6 +17,18 @@ export class DoorTopics {
   events(door: string): string {
     return `${this.prefix}/doors/${door}/events`;
   }
+  /** Retained lockdown of one door (in): protocol/lockdown.ts. */
+  lockdown(door: string): string {
+    return `${this.prefix}/doors/${door}/lockdown`;
+  }
+  /** Alarms published at once (out, QoS 1): `{"event_type":"duress"|"tamper"|"door_forced"|"door_held_open",...}`. */
+  alarm(door: string): string {
+    return `${this.prefix}/doors/${door}/alarm`;
+  }
+  /** Retained `{"dates":[...]}`: holidays published by the service. */
+  get holidays(): string {
+    return `${this.prefix}/holidays`;
+  }
   /** Every door's reply topic (the service's subscription). */
   get allReplies(): string {
     return `${this.prefix}/doors/+/reply`;
@@ -63,5 +75,13 @@ export class Topics extends DoorTopics {
   }
   get sync(): string {
     return `${this.prefix}/agents/${this.agentId}/sync`;
+  }
+  /** Retained lockdown of every door of this agent (in). */
+  get agentLockdown(): string {
+    return `${this.prefix}/agents/${this.agentId}/lockdown`;
+  }
+  /** Retained `{"lockdown":bool,"by","reason","since"}`: the agent-wide lockdown as the agent holds it (out). */
+  get agentLockdownState(): string {
+    return `${this.prefix}/agents/${this.agentId}/lockdown/state`;
   }
 }

@@ -7,6 +7,7 @@ import { sign, signedString } from '../protocol/signing.js';
 import { guestLinkPayload, guestLinkRevocationPayload } from '../protocol/guestLinks.js';
 import { clientOptions, connectWithBackoff } from '../protocol/connection.js';
 import { DoorTopics } from '../protocol/topics.js';
+import { holidaysPayload, holidaysTopic, lockdownPayload, lockdownTopic, type HolidaysMessage, type LockdownMessage, type LockdownScope } from '../protocol/lockdown.js';
 import type { StoredLink } from './routesLinks.js';
 
 export interface DoorReply {
@@ -18,8 +19,22 @@ export interface DoorReply {
 const RESIGN_INTERVAL_MS = 24 * 3600 * 1000;
 
 /**
+ * Retained state the service owns besides guest links (issue 14), read again at every connect and daily re-signing.
+ * Each call issues a new issued_at per message and persists it first, so what goes out is always newer than what
+ * went out before, across restarts of the service too.
+ */
+export interface RetainedState {
+  /** Every stored lockdown, active or ended: a broker that lost its retained messages learns the current state. */
+  lockdowns(): Array<{ scope: LockdownScope; message: LockdownMessage; issuedAt: number }>;
+  /** The holidays of server.holidaysFile; null without one (nothing is published then). */
+  holidays(): { message: HolidaysMessage; issuedAt: number } | null;
+}
+
+const NO_RETAINED_STATE: RetainedState = { lockdowns: () => [], holidays: () => null };
+
+/**
  * The service's side of MQTT: lock commands to the doors (signed when the file names a command secret), with
- * MQTT 5 request/response to wait for each door's reply, and guest links published retained.
+ * MQTT 5 request/response to wait for each door's reply; guest links, lockdowns and holidays published retained.
  */
 export class ServiceMqtt {
   private readonly client: MqttClient;
@@ -40,6 +55,8 @@ export class ServiceMqtt {
     /** The ids of links revoked at the doors: their tombstones are published again on every connect. */
     private readonly revokedLinks: () => string[] = () => [],
     resignIntervalMs = RESIGN_INTERVAL_MS,
+    /** Lockdowns and holidays, published again on every connect. */
+    private readonly retainedState: RetainedState = NO_RETAINED_STATE,
   ) {
     this.topics = new DoorTopics(config.topicPrefix);
     this.replyTopic = `${config.topicPrefix}/service/replies/${randomBytes(6).toString('hex')}`;
@@ -48,7 +65,11 @@ export class ServiceMqtt {
     const options = clientOptions(config, env, { clientId: `door-agent-service-${randomBytes(4).toString('hex')}` });
     this.client = connectWithBackoff(config.url, options, logger);
     this.client.on('connect', () => void this.onConnect());
-    this.resign = setInterval(() => this.client.connected && this.publishAllLinks(), resignIntervalMs);
+    this.resign = setInterval(() => {
+      if (!this.client.connected) return;
+      this.publishAllLinks();
+      this.publishAllState();
+    }, resignIntervalMs);
     this.resign.unref();
     // Replies are matched by the request_id the door echoes (MQTT 5 also carries correlation data; with MQTT
     // 3.1.1 the replies come on P/doors/<uuid>/reply).
@@ -68,6 +89,7 @@ export class ServiceMqtt {
     try {
       await this.client.subscribeAsync([this.replyTopic, this.topics.allReplies], { qos: 1 });
       this.publishAllLinks();
+      this.publishAllState();
       if (this.latestRevision) this.publishRevision(this.latestRevision);
       this.logger.info('connected to the broker');
     } catch (err) {
@@ -86,6 +108,36 @@ export class ServiceMqtt {
     const liveIds = new Set(live.map((l) => l.magic_link_id));
     for (const id of this.revokedLinks()) if (!liveIds.has(id)) this.revokeGuestLink(id);
     for (const link of live) this.publishGuestLink(link);
+  }
+
+  /**
+   * Every stored lockdown and the holidays, each with a new issued_at. Only while connected: an issued_at is
+   * spent on a message that goes out, and the next connect sends them all anyway.
+   */
+  private publishAllState(): void {
+    let lockdowns: ReturnType<RetainedState['lockdowns']>;
+    let holidays: ReturnType<RetainedState['holidays']>;
+    try {
+      lockdowns = this.retainedState.lockdowns();
+      holidays = this.retainedState.holidays();
+    } catch (err) {
+      // The database, not the broker: the doors keep what the broker holds retained until the next connect.
+      this.logger.error({ err }, 'cannot read the lockdowns and holidays to publish them again');
+      return;
+    }
+    for (const l of lockdowns) this.publishLockdown(l.scope, l.message, l.issuedAt);
+    if (holidays) this.client.publish(holidaysTopic(this.topics.prefix), holidaysPayload(holidays.message, this.secret, holidays.issuedAt), { qos: 1, retain: true });
+  }
+
+  /**
+   * A lockdown's start or end, retained on P/doors/<uuid>/lockdown or P/agents/<id>/lockdown (signed in signed
+   * mode). `issuedAt` comes from the lockdowns table, strictly increasing per scope. Returns false when the
+   * broker is not connected: the message then goes out (newly issued) at the next connect.
+   */
+  publishLockdown(scope: LockdownScope, message: LockdownMessage, issuedAt: number): boolean {
+    if (!this.client.connected) return false;
+    this.client.publish(lockdownTopic(this.topics.prefix, scope), lockdownPayload(scope, message, this.secret, issuedAt), { qos: 1, retain: true });
+    return true;
   }
 
   publishGuestLink(link: StoredLink): void {

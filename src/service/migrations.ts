@@ -106,4 +106,22 @@ export const SERVICE_MIGRATIONS: readonly string[] = [
     revoked_at    INTEGER NOT NULL
   ) STRICT;
   `,
+  `
+  -- Lockdowns set with POST /lockdown (issue 14), one row per scope, ended ones kept: every connect to the broker
+  -- publishes each again (retained), so a broker that lost its retained messages learns the current state.
+  CREATE TABLE lockdowns (
+    scope      TEXT PRIMARY KEY,   -- 'door:<uuid>' or 'agent:<id>' (protocol/lockdown.ts scopeName)
+    active     INTEGER NOT NULL CHECK (active IN (0, 1)),
+    "by"       TEXT NOT NULL,      -- who set it, as the message names them
+    reason     TEXT,
+    changed_at INTEGER NOT NULL,   -- ms: when it started or ended
+    issued_at  INTEGER NOT NULL    -- unix seconds of the last message published: the next one is strictly later
+  ) STRICT;
+  -- The last issued_at of other retained messages the service signs (subject: 'holidays'): kept across restarts,
+  -- so a restarted service never signs a message older than one the doors have already seen.
+  CREATE TABLE retained_issued_at (
+    subject   TEXT PRIMARY KEY,
+    issued_at INTEGER NOT NULL
+  ) STRICT;
+  `,
 ];

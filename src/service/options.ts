@@ -19,4 +19,6 @@ export interface ServerOptions {
   lockReplyTimeoutSeconds: number;
   resources: ServiceResource[];
   smtp?: SmtpOptions;
+  /** A text file of holidays (one YYYY-MM-DD per line), read at start and published retained on P/holidays. */
+  holidaysFile?: string;
 }

@@ -6,10 +6,12 @@ import type { MqttOptions } from '../protocol/options.js';
 import type { Clock } from '../util/clock.js';
 import { DoorAgentError } from '../util/errors.js';
 import { openServiceDatabase, type ServiceDb } from './database.js';
-import { ServiceMqtt } from './doorsMqtt.js';
+import { ServiceMqtt, type RetainedState } from './doorsMqtt.js';
+import { readHolidaysFile } from './holidaysFile.js';
 import { Mailer } from './mailer.js';
 import type { ServerOptions } from './options.js';
 import { revokedLinkIds, storedLinks } from './routesLinks.js';
+import { LockdownStore, issueRetained, lockdownMessage } from './routesLockdown.js';
 import { buildService } from './server.js';
 
 export interface RunningService {
@@ -22,7 +24,8 @@ export interface RunningService {
 /**
  * The reference service's composition root: its database, the doors over MQTT (when configured), the mailer
  * and the HTTP server, listening. Used by `door-agent service` and by the demo. Failing to listen is an
- * operator's problem (exit 1), named with the address, the reason and what to do.
+ * operator's problem (exit 1), named with the address, the reason and what to do; a bad server.holidaysFile is a
+ * configuration error (exit 78), found before anything is opened.
  */
 export async function startService(
   options: { server: ServerOptions; mqtt?: MqttOptions },
@@ -35,8 +38,23 @@ export async function startService(
   },
 ): Promise<RunningService> {
   const { server } = options;
+  // Read once, at start: a change to the file takes a restart of the service (as any configuration change does).
+  const holidays = server.holidaysFile === undefined ? null : readHolidaysFile(server.holidaysFile);
   const db = openServiceDatabase(join(server.dataDir, 'service.db'));
-  const doors = options.mqtt ? new ServiceMqtt(options.mqtt, deps.env, deps.logger.child({ component: 'mqtt' }), () => storedLinks(db), () => revokedLinkIds(db)) : undefined;
+  const lockdowns = new LockdownStore(db);
+  const retainedState: RetainedState = {
+    lockdowns: () =>
+      lockdowns.reissueAll(deps.clock.wallNow()).map((l) => ({ scope: l.scope, message: lockdownMessage(l), issuedAt: l.issuedAt })),
+    holidays: () => (holidays === null ? null : { message: { dates: holidays }, issuedAt: issueRetained(db, 'holidays', deps.clock.wallNow()) }),
+  };
+  const mqttLogger = deps.logger.child({ component: 'mqtt' });
+  const doors = options.mqtt
+    ? new ServiceMqtt(options.mqtt, deps.env, mqttLogger, () => storedLinks(db), () => revokedLinkIds(db), undefined, retainedState)
+    : undefined;
+  if (holidays !== null) {
+    if (doors) deps.logger.info({ holidays: holidays.length, file: server.holidaysFile }, 'holidays read; published on P/holidays at every connect');
+    else deps.logger.warn({ file: server.holidaysFile }, 'server.holidaysFile is set but there is no mqtt section: the holidays reach no door');
+  }
   const mailer = new Mailer(db, server.smtp, deps.logger.child({ component: 'mail' }));
   const app = buildService({
     db,

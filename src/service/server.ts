@@ -11,6 +11,7 @@ import { registerDirectoryRoutes } from './routesDirectory.js';
 import { registerDoorRoutes } from './routesDoors.js';
 import { registerGroupRoutes } from './routesGroups.js';
 import { registerLinkRoutes, type StoredLink } from './routesLinks.js';
+import { registerLockdownRoutes } from './routesLockdown.js';
 import { registerUserRoutes } from './routesUsers.js';
 import type { ServiceResource } from './options.js';
 import { UserStore } from './users.js';
@@ -21,7 +22,7 @@ export interface ServiceDeps {
   logger: Logger;
   /** Doors and computers of the organization (config server.resources). */
   resources: ServiceResource[];
-  /** Lock commands and guest links to the doors; absent without an mqtt section. */
+  /** Lock commands, guest links and lockdowns to the doors; absent without an mqtt section. */
   doors?: ServiceMqtt;
   lockReplyTimeoutMs: number;
   mailer?: Mailer;
@@ -42,6 +43,9 @@ export interface RouteContext extends ServiceDeps {
 const RANK_ORDER: Record<Rank, number> = { REGULAR: 0, ADMIN: 1, SUPER: 2 };
 const BODY_LIMIT = 1024 * 1024;
 const REVISION_BATCH_MS = 200;
+// Calls that change no user, card, group or link: no decision input of the directory moves, so no revision is
+// spent and no agent is sent to sync for nothing (a lockdown reaches the doors on its own topic).
+const NOT_DIRECTORY_CHANGES = new Set(['/lockdown']);
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -86,7 +90,7 @@ export function buildService(deps: ServiceDeps): FastifyInstance {
   };
   deps.doors?.publishRevision(directory.revision());
   app.addHook('onResponse', async (request, reply) => {
-    if (request.method === 'GET' || reply.statusCode >= 300) return;
+    if (request.method === 'GET' || reply.statusCode >= 300 || NOT_DIRECTORY_CHANGES.has(request.routeOptions.url ?? '')) return;
     directory.markChanged();
     if (pending === null) pending = setTimeout(publishRevision, REVISION_BATCH_MS);
   });
@@ -149,5 +153,6 @@ export function buildService(deps: ServiceDeps): FastifyInstance {
   registerLinkRoutes(app, context);
   registerDoorRoutes(app, context);
   registerDirectoryRoutes(app, context);
+  registerLockdownRoutes(app, context);
   return app;
 }

@@ -20,7 +20,12 @@ export type EventType =
   | 'reader_offline'
   | 'reader_tamper'
   | 'reader_power'
-  | 'command_rejected';
+  | 'command_rejected'
+  | 'lockdown_started'
+  | 'lockdown_ended'
+  | 'duress'
+  | 'tamper'
+  | 'first_person_in';
 
 export interface NewEvent {
   type: EventType;

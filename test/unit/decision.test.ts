@@ -22,6 +22,8 @@ const NOW = utc('2026-07-01T12:00:00Z');
 
 const ctx: DecisionContext = {
   access: { groups: new Set(['Staff']), policies: new Set(['Cleaning']) },
+  responders: null,
+  holidays: new Set(),
   localTime: localTimeIn('Europe/Berlin'),
 };
 
@@ -203,6 +205,7 @@ describe('decide: reason precedence when every holder is denied', () => {
 
   it('DENY_REASONS is the order of the contract', () => {
     expect([...DENY_REASONS]).toEqual([
+      'lockdown',
       'clock_untrusted',
       'keypad_locked_out',
       'card_locked_out',
@@ -212,6 +215,7 @@ describe('decide: reason precedence when every holder is denied', () => {
       'wrong_door',
       'link_not_yet_valid',
       'link_expired',
+      'holiday',
       'outside_schedule',
     ]);
   });
@@ -231,5 +235,82 @@ describe('isClockTrusted', () => {
 describe('decide: every credential kind', () => {
   it.each<[CredentialKind]>([['card'], ['pin'], ['token']])('%s held by a qualifying user is granted', (kind) => {
     expect(decide(req({ kind }), [user()], ctx).granted).toBe(true);
+  });
+});
+
+describe('decide: lockdown (issue 14)', () => {
+  const responders: DecisionContext = { ...ctx, responders: { groups: new Set(['Security']), policies: new Set(['FirstAid']) } };
+
+  it('refuses every holder with lockdown, reason first, and lists each holder', () => {
+    const d = decide(req({ lockdown: true }), [user({ emailId: 7 }), link()], responders);
+    expect(d).toEqual({ granted: false, reason: 'lockdown', holders: [{ holder: { email_id: 7 }, reason: 'lockdown' }, { holder: { magic_link_id: 'ml-1' }, reason: 'lockdown' }] });
+  });
+
+  it('refuses an unknown credential with lockdown too (nothing told about the number)', () => {
+    expect(decide(req({ lockdown: true }), [], responders)).toMatchObject({ granted: false, reason: 'lockdown', holders: [] });
+  });
+
+  it('admits a responder by group or by policy, who must still qualify as usual', () => {
+    expect(decide(req({ lockdown: true }), [user({ groups: ['Staff', 'Security'] })], responders).granted).toBe(true);
+    expect(decide(req({ lockdown: true }), [user({ groups: ['Staff'], policies: ['FirstAid'] })], responders).granted).toBe(true);
+    // A responder who is not among those who may open these doors at all is still refused.
+    expect(decide(req({ lockdown: true }), [user({ groups: ['Security'] })], responders).reason).toBe('not_authorized');
+    expect(decide(req({ lockdown: true }), [user({ groups: ['Staff', 'Security'], adStatus: 'SUSPENDED' })], responders).reason).toBe('user_suspended');
+  });
+
+  it('admits nobody when no responders are configured, and guest links never', () => {
+    expect(decide(req({ lockdown: true }), [user({ groups: ['Staff', 'Security'] })], ctx).reason).toBe('lockdown');
+    expect(decide(req({ lockdown: true }), [link()], responders).reason).toBe('lockdown');
+  });
+
+  it('reports a keypad or reader lockout before the lockdown (no signal tells a guesser whose number it is)', () => {
+    const pin = decide(req({ kind: 'pin', lockdown: true, keypadLockedOut: true }), [user({ groups: ['Staff', 'Security'] })], responders);
+    expect(pin).toEqual({ granted: false, reason: 'keypad_locked_out', holders: [] });
+    expect(decide(req({ lockdown: true, cardLockedOut: true }), [], responders).reason).toBe('card_locked_out');
+  });
+
+  it('changes nothing without lockdown', () => {
+    expect(decide(req({ lockdown: false }), [user()], responders).granted).toBe(true);
+  });
+});
+
+describe('decide: holidays for guest links (issue 14)', () => {
+  // NOW is Wednesday 2026-07-01 14:00 in Berlin.
+  const holiday: DecisionContext = { ...ctx, holidays: new Set(['2026-07-01']) };
+
+  it('refuses a guest link on a holiday in the agent time zone', () => {
+    expect(decide(req(), [link()], holiday).reason).toBe('holiday');
+  });
+
+  it('admits a link made for the day: its validity starts on the holiday, local date', () => {
+    // 2026-06-30T22:30Z is 00:30 on 1 July in Berlin.
+    expect(decide(req(), [link({ startAt: utc('2026-06-30T22:30:00Z') })], holiday).granted).toBe(true);
+    // 21:30Z on 30 June is still 30 June in Berlin: a link from the day before.
+    expect(decide(req(), [link({ startAt: utc('2026-06-30T21:30:00Z') })], holiday).reason).toBe('holiday');
+    expect(decide(req(), [link({ startAt: null })], holiday).reason).toBe('holiday');
+  });
+
+  it('leaves users alone, and the day after is no holiday', () => {
+    expect(decide(req(), [user()], holiday).granted).toBe(true);
+    expect(decide(req({ now: NOW + 86_400_000 }), [link()], holiday).granted).toBe(true);
+  });
+
+  it('ranks holiday after the link validity and before its hours', () => {
+    expect(decide(req(), [link({ endAt: NOW - 1 })], holiday).reason).toBe('link_expired');
+    const idx = (r: DenyReason) => DENY_REASONS.indexOf(r);
+    expect(idx('holiday')).toBeGreaterThan(idx('link_expired'));
+    expect(idx('holiday')).toBeLessThan(idx('outside_schedule'));
+  });
+});
+
+describe('decide: first person in (issue 14)', () => {
+  const managers = { groups: new Set(['Managers']), policies: new Set<string>() };
+
+  it('says whether a granted holder is a first person of the door', () => {
+    expect(decide(req({ firstPersonIn: managers }), [user({ groups: ['Staff', 'Managers'] })], ctx).firstPerson).toBe(true);
+    expect(decide(req({ firstPersonIn: managers }), [user()], ctx).firstPerson).toBe(false);
+    // Refused: no first person, whatever the groups.
+    expect(decide(req({ firstPersonIn: managers }), [user({ groups: ['Managers'] })], ctx).firstPerson).toBe(false);
+    expect(decide(req(), [user({ groups: ['Staff', 'Managers'] })], ctx).firstPerson).toBeUndefined();
   });
 });

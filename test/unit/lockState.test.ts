@@ -248,3 +248,14 @@ describe('toPersisted / resume', () => {
     expect(r.relockAt).toBe(30_000);
   });
 });
+
+describe('a timed unlock within a hold-open', () => {
+  it('keeps the hold and its cause, so the one who held it open can end it', () => {
+    const NO_LIMIT = { maxUnlockSeconds: 0 };
+    const held = unlock(lockedState('start'), { now: 1000, seconds: null, cause: 'unlock schedule' }, NO_LIMIT);
+    const tapped = unlock(held, { now: 2000, seconds: 5, cause: 'card …1234' }, NO_LIMIT);
+    expect(tapped).toEqual({ state: 'UNLOCKED', relockAt: null, unlockedSince: 1000, held: true, cause: 'unlock schedule' });
+    // A new hold takes the hold over (an operator held it open).
+    expect(unlock(tapped, { now: 3000, seconds: null, cause: 'remote command' }, NO_LIMIT).cause).toBe('remote command');
+  });
+});

@@ -113,7 +113,7 @@ describe('localTimeIn', () => {
   ];
 
   it.each(cases)('%s at %s -> weekday %i hour %i (%s)', (zone, iso, weekday, hour) => {
-    expect(localTimeIn(zone)(utc(iso))).toEqual({ weekday, hour });
+    expect(localTimeIn(zone)(utc(iso))).toMatchObject({ weekday, hour });
   });
 
   it('gives the same answers when one function is reused across instants in any order (no stale cache)', () => {
@@ -121,7 +121,7 @@ describe('localTimeIn', () => {
       const at = localTimeIn(zone);
       const mine = cases.filter((c) => c[0] === zone);
       for (const order of [mine, [...mine].reverse()]) {
-        for (const [, iso, weekday, hour] of order) expect(at(utc(iso))).toEqual({ weekday, hour });
+        for (const [, iso, weekday, hour] of order) expect(at(utc(iso))).toMatchObject({ weekday, hour });
       }
     }
   });
@@ -156,5 +156,73 @@ describe('localTimeIn', () => {
 
   it('rejects an unknown time zone', () => {
     expect(() => localTimeIn('Mars/Olympus_Mons')).toThrow();
+  });
+});
+
+describe('localTimeIn date (the local calendar date)', () => {
+  it.each([
+    // Around local midnight in summer: the local date differs from the UTC date.
+    ['Europe/Berlin', '2026-06-30T21:59:59Z', 2, 23, '2026-06-30'],
+    ['Europe/Berlin', '2026-06-30T22:00:00Z', 3, 0, '2026-07-01'],
+    ['Europe/Berlin', '2026-06-30T23:30:00Z', 3, 1, '2026-07-01'],
+    ['America/New_York', '2026-07-01T02:00:00Z', 2, 22, '2026-06-30'],
+    ['America/New_York', '2026-07-01T03:59:59Z', 2, 23, '2026-06-30'],
+    ['America/New_York', '2026-07-01T04:00:00Z', 3, 0, '2026-07-01'],
+    ['Australia/Lord_Howe', '2026-06-30T13:29:59Z', 2, 23, '2026-06-30'], // UTC+10:30
+    ['Australia/Lord_Howe', '2026-06-30T13:30:00Z', 3, 0, '2026-07-01'],
+    ['UTC', '2026-06-30T23:30:00Z', 2, 23, '2026-06-30'],
+    ['UTC', '2026-07-01T00:00:00Z', 3, 0, '2026-07-01'],
+    // Across the year change.
+    ['Europe/Berlin', '2026-12-31T22:59:59Z', 4, 23, '2026-12-31'],
+    ['Europe/Berlin', '2026-12-31T23:00:00Z', 5, 0, '2027-01-01'],
+    ['America/New_York', '2027-01-01T03:00:00Z', 4, 22, '2026-12-31'],
+    ['America/New_York', '2027-01-01T04:59:59Z', 4, 23, '2026-12-31'],
+    ['America/New_York', '2027-01-01T05:00:00Z', 5, 0, '2027-01-01'],
+    ['Australia/Lord_Howe', '2026-12-31T12:59:59Z', 4, 23, '2026-12-31'], // UTC+11 (summer time)
+    ['Australia/Lord_Howe', '2026-12-31T13:00:00Z', 5, 0, '2027-01-01'],
+    ['Asia/Kathmandu', '2026-12-31T18:14:59Z', 4, 23, '2026-12-31'],
+    ['Asia/Kathmandu', '2026-12-31T18:15:00Z', 5, 0, '2027-01-01'],
+    ['UTC', '2026-12-31T23:59:59Z', 4, 23, '2026-12-31'],
+    ['UTC', '2027-01-01T00:00:00Z', 5, 0, '2027-01-01'],
+    // A leap day, and the DST change days keep their date.
+    ['Europe/Berlin', '2028-02-28T23:00:00Z', 2, 0, '2028-02-29'],
+    ['Europe/Berlin', '2028-02-29T22:59:59Z', 2, 23, '2028-02-29'],
+    ['Europe/Berlin', '2026-03-29T01:00:00Z', 0, 3, '2026-03-29'],
+    ['Europe/Berlin', '2026-10-25T00:30:00Z', 0, 2, '2026-10-25'],
+    ['Europe/Berlin', '2026-10-25T01:30:00Z', 0, 2, '2026-10-25'],
+    ['Australia/Lord_Howe', '2026-10-03T15:30:00Z', 0, 2, '2026-10-04'],
+    ['Australia/Lord_Howe', '2026-04-04T15:00:00Z', 0, 1, '2026-04-05'],
+  ])('%s at %s -> weekday %i hour %i on %s', (zone, iso, weekday, hour, date) => {
+    expect(localTimeIn(zone)(utc(iso))).toEqual({ weekday, hour, date });
+  });
+
+  it('pads years before 1000 to four digits', () => {
+    expect(localTimeIn('UTC')(Date.UTC(999, 5, 1, 12)).date).toBe('0999-06-01');
+  });
+
+  it('one function reused across midnight, forwards and backwards, gives each instant its own date', () => {
+    for (const zone of ['Europe/Berlin', 'America/New_York', 'Australia/Lord_Howe', 'UTC']) {
+      const at = localTimeIn(zone);
+      const reference = new Intl.DateTimeFormat('en-CA', { timeZone: zone, year: 'numeric', month: '2-digit', day: '2-digit' });
+      const minutes: number[] = [];
+      for (let t = utc('2026-12-31T00:00:00Z'); t < utc('2027-01-02T00:00:00Z'); t += 7 * 60_000) minutes.push(t);
+      for (const order of [minutes, [...minutes].reverse()]) {
+        for (const t of order) expect(at(t).date).toBe(reference.format(t));
+      }
+    }
+  });
+
+  it('every quarter hour of 2026 in Lord Howe and New York has the local date (DST days included)', () => {
+    for (const zone of ['Australia/Lord_Howe', 'America/New_York']) {
+      const at = localTimeIn(zone);
+      const reference = new Intl.DateTimeFormat('en-CA', { timeZone: zone, year: 'numeric', month: '2-digit', day: '2-digit' });
+      for (let t = utc('2026-01-01T00:00:00Z'); t < utc('2027-01-01T00:00:00Z'); t += 15 * 60_000) {
+        // The last instant of each quarter too: a quarter never straddles a local midnight.
+        const date = at(t).date;
+        if (date !== reference.format(t) || at(t + 15 * 60_000 - 1).date !== reference.format(t + 15 * 60_000 - 1)) {
+          expect.fail(`${zone} at ${new Date(t).toISOString()}: ${date} vs ${reference.format(t)}`);
+        }
+      }
+    }
   });
 });

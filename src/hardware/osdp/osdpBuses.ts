@@ -5,22 +5,35 @@ import { READER_BACKOFF, openSerialPort, type PortFactory, type PortLike } from 
 import { CMD, OsdpBus, type OsdpReaderOptions } from './controlPanel.js';
 import type { Packet } from './packet.js';
 
-/** What a door shows at its reader after a decision. */
-export type ReaderFeedback = 'granted' | 'denied' | 'locked_out';
+/** What a door shows at its reader after a decision (the door's FeedbackKind; hardware does not import door). */
+export type ReaderFeedback = 'grant' | 'deny' | 'lockedOut' | 'lockdown';
 
 const GREEN = 2;
 const RED = 1;
 
-/** osdp_LED (temporary: on/off times and the timer in 100 ms units) and osdp_BUZ for each feedback. */
-function feedbackCommands(kind: ReaderFeedback): Array<{ code: number; data: Buffer }> {
+/**
+ * osdp_LED (temporary: on/off times and the timer in 100 ms units) and osdp_BUZ (on/off in 100 ms units, count)
+ * for each feedback: grant green 2 s and one beep; deny red 1 s and three quick beeps; lockout red flashing fast
+ * for 3 s and five quick beeps; lockdown red flashing slowly for 3 s and three spaced beeps.
+ */
+export function feedbackCommands(kind: ReaderFeedback): Array<{ code: number; data: Buffer }> {
   const led = (color: number, onTenths: number, offTenths: number, timerTenths: number) => ({
     code: CMD.LED,
     data: Buffer.from([0, 0, 0x02, onTenths, offTenths, color, 0, timerTenths & 0xff, timerTenths >> 8, 0x00, 0, 0, 0, 0]),
   });
   const buzz = (onTenths: number, offTenths: number, count: number) => ({ code: CMD.BUZ, data: Buffer.from([0, 0x02, onTenths, offTenths, count]) });
-  if (kind === 'granted') return [led(GREEN, 20, 0, 20), buzz(2, 0, 1)];
-  if (kind === 'denied') return [led(RED, 10, 0, 10), buzz(1, 1, 3)];
-  return [led(RED, 2, 2, 30), buzz(1, 1, 5)];
+  switch (kind) {
+    case 'grant':
+      return [led(GREEN, 20, 0, 20), buzz(2, 0, 1)];
+    case 'deny':
+      return [led(RED, 10, 0, 10), buzz(1, 1, 3)];
+    case 'lockedOut':
+      return [led(RED, 2, 2, 30), buzz(1, 1, 5)];
+    case 'lockdown':
+      return [led(RED, 5, 5, 30), buzz(1, 4, 3)];
+    default:
+      return [];
+  }
 }
 
 interface BusEntry {

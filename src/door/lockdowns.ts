@@ -1,0 +1,119 @@
+import type { Logger } from 'pino';
+import type { NewEvent } from '../store/eventLog.js';
+import { NO_LOCKDOWN, type LockdownRecord } from '../store/operationsState.js';
+
+export type LockdownScopeKey = 'agent' | `door:${string}`;
+
+export interface LockdownRequest {
+  active: boolean;
+  by: string;
+  reason?: string | null;
+  /** issued_at (unix s) of a signed message; null when unsigned. */
+  issuedAt: number | null;
+}
+
+export type LockdownOutcome = 'started' | 'ended' | 'unchanged' | 'stale';
+
+export interface LockdownsDeps {
+  doorUuids: readonly string[];
+  load: (scope: LockdownScopeKey) => LockdownRecord | undefined;
+  /** Makes the record durable (the daemon's write queue: a busy database delays it, never loses it). */
+  save: (scope: LockdownScopeKey, record: LockdownRecord) => void;
+  record: (event: NewEvent) => void;
+  wallNow: () => number;
+  logger: Logger;
+}
+
+/**
+ * The lockdowns in force: the agent's (every door) and each door's own. A door is in lockdown when either is.
+ * Changes come from retained MQTT messages; a signed message older than the one in force is refused, so a
+ * replayed old "end" cannot lift a lockdown. Kept across restarts. Listeners hear of the doors whose lockdown
+ * changed, after the change is recorded: they lock the door, pause its schedule and publish its state.
+ */
+export class Lockdowns {
+  private readonly records = new Map<LockdownScopeKey, LockdownRecord>();
+  private readonly listeners: Array<(doorUuid: string, lockedDown: boolean) => void> = [];
+
+  constructor(private readonly deps: LockdownsDeps) {
+    const scopes: LockdownScopeKey[] = ['agent', ...deps.doorUuids.map((uuid) => `door:${uuid}` as const)];
+    for (const scope of scopes) {
+      let record: LockdownRecord | undefined;
+      try {
+        record = deps.load(scope);
+      } catch (err) {
+        // Not knowing would mean opening doors that were locked down: fail closed, say so, carry on.
+        deps.logger.error({ err, scope }, 'cannot read the saved lockdown state: the doors are held in lockdown until it is set again');
+        record = { ...NO_LOCKDOWN, active: true, by: 'door-agent', reason: 'saved lockdown state unreadable' };
+      }
+      this.records.set(scope, record ?? NO_LOCKDOWN);
+    }
+  }
+
+  onChange(listener: (doorUuid: string, lockedDown: boolean) => void): void {
+    this.listeners.push(listener);
+  }
+
+  isLockedDown(doorUuid: string): boolean {
+    return this.get('agent').active || this.get(`door:${doorUuid}`).active;
+  }
+
+  get(scope: LockdownScopeKey): LockdownRecord {
+    return this.records.get(scope) ?? NO_LOCKDOWN;
+  }
+
+  /** The lockdown of a door as people see it: its own, else the agent's. */
+  effective(doorUuid: string): LockdownRecord & { scope: 'door' | 'agent' | null } {
+    const own = this.get(`door:${doorUuid}`);
+    if (own.active) return { ...own, scope: 'door' };
+    const agent = this.get('agent');
+    return agent.active ? { ...agent, scope: 'agent' } : { ...NO_LOCKDOWN, scope: null };
+  }
+
+  apply(scope: LockdownScopeKey, request: LockdownRequest): LockdownOutcome {
+    if (!this.records.has(scope)) return 'unchanged'; // not one of this agent's doors
+    const current = this.get(scope);
+    if (request.issuedAt !== null && current.issuedAt !== null) {
+      if (request.issuedAt === current.issuedAt) return 'unchanged'; // the retained message again (a reconnect)
+      if (request.issuedAt < current.issuedAt) return 'stale';
+    }
+    const affected = scope === 'agent' ? this.deps.doorUuids : [scope.slice('door:'.length)];
+    const before = new Map(affected.map((uuid) => [uuid, this.isLockedDown(uuid)]));
+    const changed = current.active !== request.active;
+    const next: LockdownRecord = {
+      active: request.active,
+      by: request.by,
+      reason: request.reason ?? null,
+      since: changed ? this.deps.wallNow() : current.since,
+      issuedAt: request.issuedAt ?? current.issuedAt,
+    };
+    this.records.set(scope, next);
+    try {
+      this.deps.save(scope, next);
+    } catch (err) {
+      this.deps.logger.error({ err, scope }, 'cannot save the lockdown state (it is in force now, but may not survive a restart)');
+    }
+    if (!changed) return 'unchanged';
+    const at = this.deps.wallNow();
+    for (const uuid of affected) {
+      this.deps.record({
+        type: request.active ? 'lockdown_started' : 'lockdown_ended',
+        door: uuid,
+        at,
+        data: { scope: scope === 'agent' ? 'agent' : 'door', by: request.by, reason: next.reason, in_lockdown: this.isLockedDown(uuid) },
+      });
+    }
+    this.deps.logger.warn({ scope, by: request.by, reason: next.reason }, request.active ? 'lockdown started' : 'lockdown ended');
+    for (const uuid of affected) {
+      const now = this.isLockedDown(uuid);
+      if (now === before.get(uuid)) continue;
+      for (const listener of this.listeners) {
+        try {
+          listener(uuid, now);
+        } catch (err) {
+          this.deps.logger.error({ err, door: uuid }, 'a lockdown listener failed');
+        }
+      }
+    }
+    return request.active ? 'started' : 'ended';
+  }
+}

@@ -1,0 +1,141 @@
+import type { Logger } from 'pino';
+import { isClockTrusted } from '../core/decision.js';
+import type { LocalTime, TimeMapping } from '../core/schedule.js';
+import { NO_MEMORY, scheduleState, type ScheduleMemory, type ScheduleState } from '../core/unlockSchedule.js';
+import type { Clock, Timers } from '../util/clock.js';
+import type { LockController, LockSnapshot } from './lockController.js';
+
+/** The lock causes of the schedule's own moves: a hold it made, and its end. */
+export const SCHEDULE_UNLOCK_CAUSE = 'unlock schedule';
+export const SCHEDULE_LOCK_CAUSE = 'unlock schedule ended';
+/** Locks that do not suspend a run: the schedule's own end, and a lockdown (whose end resumes the run). */
+const NOT_BY_HAND = new Set([SCHEDULE_LOCK_CAUSE, 'lockdown']);
+
+/** The schedule is looked at again at least this often: a wall clock set by NTP moves under the timers. */
+const RECHECK_MS = 60_000;
+const MAX_TIMER_MS = 2 ** 31 - 1;
+const QUARTER_MS = 15 * 60 * 1000;
+
+export interface UnlockSchedulerDeps {
+  hours: TimeMapping;
+  firstPersonIn: boolean;
+  holidays: () => ReadonlySet<string>;
+  lockdown: () => boolean;
+  controller: LockController;
+  localTime: (epochMs: number) => LocalTime;
+  clock: Clock;
+  timers: Timers;
+  logger: Logger;
+  loadMemory: () => ScheduleMemory | undefined;
+  /** Makes the memory durable (the write queue: a busy database delays it, never loses it). */
+  saveMemory: (memory: ScheduleMemory) => void;
+  /** Records an audit event (after the relay has acted). */
+  record: (type: 'first_person_in', data: Record<string, unknown>) => void;
+  /** The schedule's state changed (for the published door state). */
+  onStateChange?: (state: ScheduleState) => void;
+}
+
+/**
+ * Holds a door unlocked during its schedule's hours (issue 14): from the start of a run (or its first person in)
+ * to its end, except on holidays, in lockdown, with an untrusted clock, or after a lock by hand during the run.
+ * At the end of a run the door locks, unless someone held it open since (it is then theirs to lock).
+ */
+export class UnlockScheduler {
+  private memory: ScheduleMemory = NO_MEMORY;
+  private timer: unknown = null;
+  private last: ScheduleState | null = null;
+  private cached: { key: { quarter: number; holidays: ReadonlySet<string>; lockdown: boolean; memory: ScheduleMemory }; state: ScheduleState } | null = null;
+
+  constructor(private readonly deps: UnlockSchedulerDeps) {}
+
+  start(): void {
+    try {
+      this.memory = this.deps.loadMemory() ?? NO_MEMORY;
+    } catch (err) {
+      this.deps.logger.error({ err }, 'cannot read the unlock schedule memory: starting without it');
+    }
+    this.evaluate();
+  }
+
+  stop(): void {
+    if (this.timer !== null) this.deps.timers.clearTimeout(this.timer);
+    this.timer = null;
+  }
+
+  /** The schedule's state now (for status and the published door state). */
+  state(): ScheduleState {
+    return this.compute(this.deps.clock.wallNow());
+  }
+
+  /** A member of firstPersonIn was granted: during the hours, the schedule starts. */
+  onFirstPerson(holders: readonly unknown[]): void {
+    const now = this.deps.clock.wallNow();
+    if (this.compute(now).state !== 'waiting_for_first_person') return;
+    this.remember({ ...this.memory, firstPersonAt: now });
+    this.deps.record('first_person_in', { holders });
+    this.deps.logger.info('first person in: the unlock schedule starts');
+    this.evaluate();
+  }
+
+  /** A lock change of the door: a lock by hand during the run holds the door locked until the next run. */
+  onLockChange(snapshot: LockSnapshot): void {
+    if (snapshot.state !== 'LOCKED' || NOT_BY_HAND.has(snapshot.cause)) return;
+    const current = this.compute(this.deps.clock.wallNow());
+    if (current.state !== 'unlocked' || current.runStart === null) return;
+    this.remember({ ...this.memory, suspendedRun: current.runStart });
+    this.deps.logger.info({ cause: snapshot.cause }, 'locked during the unlock schedule: it resumes with its next run');
+    this.evaluate();
+  }
+
+  /** Something the schedule depends on changed (lockdown, holidays): look again now. */
+  evaluate(): void {
+    this.stop();
+    const now = this.deps.clock.wallNow();
+    const state = this.compute(now);
+    const lock = this.deps.controller.snapshot();
+    if (state.state === 'unlocked' && lock.state === 'LOCKED') {
+      this.deps.controller.unlock(null, SCHEDULE_UNLOCK_CAUSE);
+    } else if (state.state !== 'unlocked' && lock.state === 'UNLOCKED' && lock.cause === SCHEDULE_UNLOCK_CAUSE) {
+      this.deps.controller.lock(SCHEDULE_LOCK_CAUSE);
+    }
+    if (this.last === null || this.last.state !== state.state || this.last.nextChange !== state.nextChange) {
+      this.last = state;
+      this.deps.onStateChange?.(state);
+    }
+    const untilChange = state.nextChange === null ? Infinity : Math.max(0, state.nextChange - now);
+    this.timer = this.deps.timers.setTimeout(() => {
+      this.timer = null;
+      this.evaluate();
+    }, Math.min(untilChange, RECHECK_MS, MAX_TIMER_MS));
+  }
+
+  /**
+   * The state at `at`, reused within a quarter hour while its inputs are the same: a schedule open all week looks
+   * through some 1,500 quarter hours for its next change, and the published state asks at every lock change.
+   */
+  private compute(at: number): ScheduleState {
+    const { hours, firstPersonIn, localTime } = this.deps;
+    const key = { quarter: Math.floor(at / QUARTER_MS), holidays: this.deps.holidays(), lockdown: this.deps.lockdown(), memory: this.memory };
+    const cached = this.cached;
+    if (cached && cached.key.quarter === key.quarter && cached.key.holidays === key.holidays && cached.key.lockdown === key.lockdown && cached.key.memory === key.memory) {
+      return cached.state;
+    }
+    const state = scheduleState({ hours, firstPersonIn, holidays: key.holidays }, this.memory, {
+      at,
+      localTime,
+      lockdown: key.lockdown,
+      clockTrusted: isClockTrusted(at),
+    });
+    this.cached = { key, state };
+    return state;
+  }
+
+  private remember(memory: ScheduleMemory): void {
+    this.memory = memory;
+    try {
+      this.deps.saveMemory(memory);
+    } catch (err) {
+      this.deps.logger.error({ err }, 'cannot save the unlock schedule memory (in force now, but may not survive a restart)');
+    }
+  }
+}

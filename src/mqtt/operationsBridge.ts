@@ -1,0 +1,104 @@
+import type { IPublishPacket, MqttClient } from 'mqtt';
+import type { Logger } from 'pino';
+import type { AlarmType } from '../door/doorRuntime.js';
+import type { LockdownOutcome, LockdownScopeKey, Lockdowns } from '../door/lockdowns.js';
+import { isRetainedRefusal } from '../protocol/retainedMessages.js';
+import { parseHolidaysMessage, parseLockdownMessage, type LockdownScope } from '../protocol/lockdown.js';
+import type { Topics } from '../protocol/topics.js';
+import type { Clock } from '../util/clock.js';
+
+export interface OperationsBridgeDeps {
+  client: MqttClient;
+  topics: Topics;
+  doorUuids: readonly string[];
+  lockdowns: Lockdowns;
+  /** The command secret when messages must be signed (mqtt.commandSecretFile). */
+  secret: string | null;
+  /** Holidays published by the service arrived (validated, authenticated, newer than those held). */
+  onHolidays: (dates: string[], issuedAt: number | null) => void;
+  /** issued_at of the holidays held (signed mode: an older message is a replay). */
+  heldHolidaysIssuedAt: () => number | null;
+  clock: Clock;
+  logger: Logger;
+}
+
+/**
+ * The door operations on the broker (issue 14): retained lockdowns in (the agent's and each door's), the
+ * service's retained holidays in, the agent's lockdown state out (retained), and alarms out at once (duress,
+ * tamper, forced, held open) beside the audit events that the outbox delivers.
+ */
+export class OperationsBridge {
+  private readonly scopes = new Map<string, { key: LockdownScopeKey; scope: LockdownScope }>();
+
+  constructor(private readonly deps: OperationsBridgeDeps) {
+    const { topics } = deps;
+    this.scopes.set(topics.agentLockdown, { key: 'agent', scope: { kind: 'agent', id: topics.agentId } });
+    for (const uuid of deps.doorUuids) this.scopes.set(topics.lockdown(uuid), { key: `door:${uuid}`, scope: { kind: 'door', uuid } });
+    deps.client.on('connect', () => void this.onConnect());
+    deps.client.on('message', (topic, payload, packet) => this.onMessage(topic, payload, packet));
+  }
+
+  private async onConnect(): Promise<void> {
+    const { client, topics, logger } = this.deps;
+    try {
+      this.publishAgentLockdown();
+      // Retained state, not commands: a retained message is the current state and is acted on.
+      await client.subscribeAsync([...this.scopes.keys(), topics.holidays], { qos: 1 });
+    } catch (err) {
+      logger.warn({ err }, 'lockdown and holiday subscriptions interrupted; retrying on reconnect');
+    }
+  }
+
+  /** Retained `P/agents/<id>/lockdown/state`: the agent-wide lockdown as this agent holds it. */
+  publishAgentLockdown(): void {
+    const { client, topics, lockdowns } = this.deps;
+    if (!client.connected) return;
+    const record = lockdowns.get('agent');
+    const payload = { lockdown: record.active, by: record.by, reason: record.reason, since: record.since === null ? null : new Date(record.since).toISOString() };
+    client.publish(topics.agentLockdownState, JSON.stringify(payload), { qos: 1, retain: true });
+  }
+
+  /** `P/doors/<uuid>/alarm`, QoS 1, at once (when connected; the audit event follows through the outbox regardless). */
+  publishAlarm(door: string, type: AlarmType, data: Record<string, unknown>, at: number): void {
+    const { client, topics } = this.deps;
+    if (!client.connected) return;
+    client.publish(topics.alarm(door), JSON.stringify({ ...data, event_type: type, door, at: new Date(at).toISOString() }), { qos: 1 });
+  }
+
+  private onMessage(topic: string, payload: Buffer, _packet: IPublishPacket): void {
+    try {
+      const target = this.scopes.get(topic);
+      if (target) return this.onLockdown(target.key, target.scope, payload);
+      if (topic === this.deps.topics.holidays) this.onHolidays(payload);
+    } catch (err) {
+      this.deps.logger.error({ err, topic }, 'cannot handle an MQTT message');
+    }
+  }
+
+  private onLockdown(key: LockdownScopeKey, scope: LockdownScope, payload: Buffer): void {
+    const { logger, lockdowns } = this.deps;
+    const message = parseLockdownMessage(scope, payload, this.deps.secret);
+    if (isRetainedRefusal(message)) return void logger.warn({ scope: key, reason: message.refused }, 'lockdown message refused');
+    const request =
+      message.kind === 'clear'
+        ? { active: false, by: 'MQTT (empty retained message)', reason: null, issuedAt: null }
+        : { active: message.body.lockdown, by: message.body.by, reason: message.body.reason ?? null, issuedAt: message.issuedAt };
+    const outcome: LockdownOutcome = lockdowns.apply(key, request);
+    if (outcome === 'stale') {
+      logger.warn({ scope: key, issuedAt: request.issuedAt, held: lockdowns.get(key).issuedAt }, 'lockdown message refused: older than the one in force (a replay?)');
+    }
+    if (key === 'agent' && outcome !== 'stale') this.publishAgentLockdown();
+  }
+
+  private onHolidays(payload: Buffer): void {
+    const { logger } = this.deps;
+    const message = parseHolidaysMessage(payload, this.deps.secret);
+    if (isRetainedRefusal(message)) return void logger.warn({ reason: message.refused }, 'holidays message refused');
+    const held = this.deps.heldHolidaysIssuedAt();
+    if (message.issuedAt !== null && held !== null && message.issuedAt <= held) {
+      if (message.issuedAt < held) logger.warn({ issuedAt: message.issuedAt, held }, 'holidays message refused: older than the one in force (a replay?)');
+      return;
+    }
+    this.deps.onHolidays(message.kind === 'clear' ? [] : message.body.dates, message.issuedAt);
+  }
+}
