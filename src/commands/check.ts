@@ -2,7 +2,9 @@ import type { DoorOptions } from '../door/options.js';
 import type { CredentialKind } from '../core/credentials.js';
 import { AccessChecker } from '../door/accessChecker.js';
 import { CredentialCache } from '../store/credentialCache.js';
-import { cachePath, openDatabase } from '../store/database.js';
+import { cachePath, openDatabase, openStateDatabase, statePath } from '../store/database.js';
+import { existsSync } from 'node:fs';
+import { operationsStatus } from './operationsStatus.js';
 import { parseServiceTime } from '../core/schedule.js';
 import { UsageError } from '../util/errors.js';
 import { loadConfigFor, type CommandContext } from './context.js';
@@ -54,9 +56,15 @@ export function runCheck(args: CheckArgs, ctx: CommandContext): number {
   const config = loadConfigFor(args.config, ctx);
   const door = selectDoor(config.doors, args.door);
   const db = openDatabase(cachePath(config.agent.dataDir), { readonly: true });
+  // The daemon's lockdowns and the holidays published to it decide too (state.db, when a daemon has run).
+  const stateFile = statePath(config.agent.dataDir);
+  const state = existsSync(stateFile) ? openStateDatabase(stateFile, { readonly: true }) : null;
   try {
+    const operations = operationsStatus(config, state, at);
     const checker = new AccessChecker(new CredentialCache(db), config);
-    const result = checker.check({ door, kind, credential: args.credential, now: at });
+    checker.setPublishedHolidays(operations.holidays);
+    const lockdown = operations.doors.get(door.uuid)!.lockdown.active;
+    const result = checker.check({ door, kind, credential: args.credential, now: at, lockdown });
     if (result === null) {
       // Never echo the credential: it may be a PIN or a card number.
       throw new UsageError(`the ${kind} given is malformed: expected ${KIND_FORMAT[kind]} (${args.credential.length} characters given)`);
@@ -69,10 +77,13 @@ export function runCheck(args: CheckArgs, ctx: CommandContext): number {
       kind: result.kind,
       hint: result.hint,
       at: new Date(at).toISOString(),
+      ...(lockdown ? { lockdown: true } : {}),
+      ...(result.duress ? { duress: true } : {}),
     };
     ctx.stdout.write(`${JSON.stringify(output)}\n`);
     return result.granted ? 0 : 1;
   } finally {
+    state?.close();
     db.close();
   }
 }

@@ -11,6 +11,7 @@ import { readRuntimeStatus } from '../store/runtimeStatus.js';
 import { readHeldRevision, readSyncStatus, type SyncStatus } from '../sync/sync.js';
 import { loadConfigFor, type CommandContext } from './context.js';
 import { describeReader } from '../door/options.js';
+import { operationsLines, operationsStatus } from './operationsStatus.js';
 
 function processAlive(pid: number): boolean {
   try {
@@ -40,6 +41,7 @@ export function runStatus(args: { json: boolean; config: string | undefined }, c
     const runtime = state ? readRuntimeStatus(state) : undefined;
     const running = runtime !== undefined && runtime.stoppedAt === null && processAlive(runtime.pid);
     const states = new DoorStateStore(doorStateDir(config.agent.dataDir));
+    const operations = operationsStatus(config, state, now);
     const doors = config.doors.map((door) => {
       const stored = states.load(door.uuid);
       // The relay's own level is the truth; the saved state only explains it (deadline, cause). A saved state
@@ -63,6 +65,7 @@ export function runStatus(args: { json: boolean; config: string | undefined }, c
         reader: door.reader
           ? { type: door.reader.type, path: describeReader(door.reader), connected: running ? (runtime?.readers[door.uuid] ?? false) : false }
           : null,
+        ...operations.doors.get(door.uuid)!,
       };
     });
     const status = {
@@ -71,6 +74,7 @@ export function runStatus(args: { json: boolean; config: string | undefined }, c
       daemon: running ? { running: true, pid: runtime!.pid, since: runtime!.startedAt } : { running: false, stoppedAt: runtime?.stoppedAt ?? null },
       clock: { now: iso(now), trusted: isClockTrusted(now) },
       doors,
+      holidays: operations.holidays,
       counts: new CredentialCache(db).counts(),
       lastImport: readMeta<{ at: string; file: string }>(db, 'last_import') ?? null,
       sync: config.service ? syncView(readSyncStatus(db), now, config.service.warnCacheAgeSeconds) : null,
@@ -108,7 +112,7 @@ export function runStatus(args: { json: boolean; config: string | undefined }, c
           ? `reader ${d.reader.path} ${d.reader.connected ? (d.reader.type === 'wiegand' ? 'listening' : 'connected') : 'NOT connected'}`
           : 'no reader';
         const unsaved = d.savedState ? [`    WARNING: the saved state says ${d.savedState}; the daemon is still retrying to save the relay's state`] : [];
-        return [`  ${d.name} (${d.uuid}): ${state}${relay}; ${reader}`, ...unsaved];
+        return [`  ${d.name} (${d.uuid}): ${state}${relay}; ${reader}`, ...unsaved, ...operationsLines(d)];
       }),
       `cache: ${status.counts.users} users, ${status.counts.credentials} credentials, ${status.counts.guestLinks} guest links` +
         (status.lastImport ? `; last import ${status.lastImport.at} from ${status.lastImport.file}` : '; never imported or synced'),

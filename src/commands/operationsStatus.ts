@@ -1,0 +1,63 @@
+import { isClockTrusted } from '../core/decision.js';
+import { localTimeIn } from '../core/schedule.js';
+import { NO_MEMORY, scheduleState, type ScheduleStateName } from '../core/unlockSchedule.js';
+import type { AgentOptions } from '../config/options.js';
+import type { Db } from '../store/database.js';
+import { NO_LOCKDOWN, readLockdown, readPublishedHolidays, readScheduleMemory } from '../store/operationsState.js';
+
+export interface DoorOperationsView {
+  lockdown: { active: boolean; scope: 'agent' | 'door' | null; by: string | null; reason: string | null; since: string | null };
+  schedule: { state: ScheduleStateName; nextChange: string | null } | null;
+}
+
+const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
+
+/**
+ * What `status` shows of the door operations (issue 14), read from state.db as the daemon keeps it: the
+ * lockdown in force per door, and the unlock schedule's state and next change, worked out as the daemon does.
+ */
+export function operationsStatus(config: AgentOptions, state: Db | null, now: number) {
+  const agent = (state && readLockdown(state, 'agent')) || NO_LOCKDOWN;
+  const published = (state && readPublishedHolidays(state)) || null;
+  const holidays = new Set([...config.access.holidays, ...(published?.dates ?? [])]);
+  const localTime = localTimeIn(config.agent.timezone);
+  const doors = new Map<string, DoorOperationsView>();
+  for (const door of config.doors) {
+    const own = (state && readLockdown(state, `door:${door.uuid}`)) || NO_LOCKDOWN;
+    const [record, scope] = own.active ? [own, 'door' as const] : agent.active ? [agent, 'agent' as const] : [NO_LOCKDOWN, null];
+    const lockdown = { active: record.active, scope, by: record.by, reason: record.reason, since: iso(record.since) };
+    const schedule = door.unlockSchedule
+      ? scheduleState(
+          { hours: door.unlockSchedule, holidays, firstPersonIn: door.firstPersonIn !== undefined },
+          (state && readScheduleMemory(state, door.uuid)) || NO_MEMORY,
+          { at: now, localTime, lockdown: lockdown.active, clockTrusted: isClockTrusted(now) },
+        )
+      : null;
+    doors.set(door.uuid, { lockdown, schedule: schedule && { state: schedule.state, nextChange: iso(schedule.nextChange) } });
+  }
+  return { doors, holidays: [...holidays].sort(), agentLockdown: { ...agent, since: iso(agent.since) } };
+}
+
+const SCHEDULE_WORDS: Record<ScheduleStateName, string> = {
+  none: 'none',
+  closed: 'outside its hours',
+  holiday: 'not today (holiday)',
+  waiting_for_first_person: 'waiting for the first person in',
+  suspended: 'locked by hand until the next run',
+  unlocked: 'holding the door unlocked',
+};
+
+/** The status lines of one door's operations. */
+export function operationsLines(view: DoorOperationsView): string[] {
+  const lines: string[] = [];
+  if (view.lockdown.active) {
+    lines.push(
+      `    LOCKDOWN (${view.lockdown.scope === 'agent' ? 'whole agent' : 'this door'}) since ${view.lockdown.since ?? '?'} by ${view.lockdown.by ?? '?'}` +
+        (view.lockdown.reason ? `: ${view.lockdown.reason}` : ''),
+    );
+  }
+  if (view.schedule) {
+    lines.push(`    unlock schedule: ${SCHEDULE_WORDS[view.schedule.state]}; next change ${view.schedule.nextChange ?? 'none within 8 days'}`);
+  }
+  return lines;
+}
