@@ -202,6 +202,9 @@ export function refineDoors(config: { gpio: { driver: string }; doors: Array<z.o
       [['exitButton', 'pin'], door.exitButton?.pin],
       [['reader', 'd0'], wiegand?.d0],
       [['reader', 'd1'], wiegand?.d1],
+      [['tamper', 'pin'], door.tamper?.pin],
+      [['reader', 'led', 'pin'], door.reader && door.reader.type !== 'osdp' ? door.reader.led?.pin : undefined],
+      [['reader', 'buzzer', 'pin'], door.reader && door.reader.type !== 'osdp' ? door.reader.buzzer?.pin : undefined],
     ];
     for (const [where, pin] of doorPins) {
       if (pin === undefined) continue;
@@ -230,7 +233,7 @@ export function refineDoors(config: { gpio: { driver: string }; doors: Array<z.o
           message: 'a Wiegand reader needs gpio.driver: chardev (sysfs cannot see its 50 µs pulses)',
         });
       }
-      for (const input of ['contact', 'exitButton'] as const) {
+      for (const input of ['contact', 'exitButton', 'tamper'] as const) {
         const setting = door[input];
         if (setting && setting.pull !== 'none') {
           ctx.addIssue({
@@ -278,6 +281,22 @@ export function refineDoors(config: { gpio: { driver: string }; doors: Array<z.o
           message: `reader ${door.reader.path} is already used by doors[${seenReader}]`,
         });
       } else readers.set(door.reader.path, i);
+    }
+    if (door.firstPersonIn && !door.unlockSchedule) {
+      ctx.addIssue({ code: 'custom', path: ['doors', i, 'firstPersonIn'], message: 'needs an unlockSchedule: first-person-in delays the start of its hours' });
+    }
+    if (door.unlockSchedule && door.maxUnlockSeconds > 0) {
+      const hours = longestUnlockRunHours(door.unlockSchedule);
+      if (hours * 3600 > door.maxUnlockSeconds) {
+        ctx.addIssue({
+          code: 'custom',
+          path: ['doors', i, 'maxUnlockSeconds'],
+          message:
+            hours === Infinity
+              ? 'would cut the unlockSchedule, which holds the door unlocked every hour of the week: set 0'
+              : `would cut the unlockSchedule, which holds the door unlocked for up to ${hours} h in a row: raise it to ${hours * 3600} or more, or set 0`,
+        });
+      }
     }
     if (door.maxUnlockSeconds > 0 && door.unlockSeconds > door.maxUnlockSeconds) {
       ctx.addIssue({
