@@ -3,9 +3,13 @@
 # real hardware can show, through door-agent's own drivers and the installed configuration:
 #   1. the configuration is valid;
 #   2. each relay clicks: driven to its unlocked level for 2 s, then back to locked (listen for the strike);
-#   3. each door contact and exit button: for 20 s every level change is printed (open the door, press the button);
+#   3. each door contact, exit button and tamper switch: for 20 s every level change is printed (open the door,
+#      press the button, open the enclosure);
 #   4. each reader: for 20 s every frame is printed by kind (tap a card, type 1234#), card numbers masked; for a
 #      Wiegand reader also every frame dropped and why (parity, bit count, noise);
+#   2b. each reader's LED and buzzer lines (reader.led, reader.buzzer): the grant, deny and lockdown patterns are
+#      played once each, 2 s apart (watch the reader's LED, listen for its beeper); a serial reader with
+#      reader.replies is sent its grant reply;
 #   5. with gpio.driver chardev: what this board's kernel does with a relay line when its program exits (keeps
 #      the level, or returns it to an input so the relay board's pull decides).
 # Every relay is left at its locked level, whatever happens (door-agent relock runs at the end).
@@ -58,9 +62,24 @@ for (const door of config.doors) {
   console.log(`${door.name}: GPIO ${door.relay.pin} locked (level ${locked}), reads back ${relay.read()}`);
 }
 
+const { ReaderSignals } = await import(`${app}/dist/src/door/readerFeedback.js`);
+const signalled = config.doors.filter((d) => d.reader && d.reader.type !== 'osdp' && (d.reader.led || d.reader.buzzer));
+if (signalled.length > 0) console.log('== 2b. reader LED and buzzer lines: grant, deny, lockdown, 2 s apart');
+for (const door of signalled) {
+  const signals = new ReaderSignals(door.reader, { gpio, timers: systemTimers, logger: pino({ level: 'warn' }) });
+  for (const kind of ['grant', 'deny', 'lockdown']) {
+    const lines = [door.reader.led && `LED GPIO ${door.reader.led.pin}`, door.reader.buzzer && `buzzer GPIO ${door.reader.buzzer.pin}`].filter(Boolean);
+    console.log(`${door.name}: ${kind} on ${lines.join(' and ')}`);
+    signals.play(kind);
+    await sleep(2000);
+  }
+  signals.close();
+}
+
 const inputs = config.doors.flatMap((d) => [
   ...(d.contact ? [{ door: d.name, what: 'door contact', pin: d.contact.pin, pull: d.contact.pull, idle: 1 - d.contact.openLevel, meaning: (l) => (l === d.contact.openLevel ? 'OPEN' : 'CLOSED') }] : []),
   ...(d.exitButton ? [{ door: d.name, what: 'exit button', pin: d.exitButton.pin, pull: d.exitButton.pull, idle: 1 - d.exitButton.activeLevel, meaning: (l) => (l === d.exitButton.activeLevel ? 'PRESSED' : 'released') }] : []),
+  ...(d.tamper ? [{ door: d.name, what: 'tamper switch', pin: d.tamper.pin, pull: d.tamper.pull, idle: 1 - d.tamper.activeLevel, meaning: (l) => (l === d.tamper.activeLevel ? 'OPEN (tamper)' : 'closed') }] : []),
 ]);
 const readers = config.doors.filter((d) => d.reader);
 console.log(`== 3 and 4. for ${watchMs / 1000} s: open and close the door, press the exit button, tap a card, type 1234#`);
@@ -90,7 +109,7 @@ function osdpReader(d, common) {
         onDropped: (reason) => console.log(`${stamp()} ${d.name}: dropped (${reason})`),
       });
       // Show the reader answering: green, one beep.
-      setTimeout(() => handle?.feedback('granted'), 2000);
+      setTimeout(() => handle?.feedback('grant'), 2000);
     },
     async stop() { await handle?.detach(); },
   };
@@ -114,6 +133,10 @@ const open = readers.map((d) => {
     // Wiegand: dropped frames show as the daemon's warning, once a second with the count per reason.
     : new WiegandReader({ ...d.reader, ...common, gpio });
   reader.start();
+  const grantReply = d.reader.type === 'serial' ? (d.reader.replies?.grant ?? null) : null;
+  if (grantReply !== null) {
+    setTimeout(() => console.log(`${stamp()} ${d.name}: grant reply ${JSON.stringify(grantReply)} ${reader.send(grantReply) ? 'sent' : 'NOT sent (reader not connected)'}`), 2000);
+  }
   if (reader.lineLevels) {
     const levels = reader.lineLevels();
     const held = Object.entries(levels).filter(([, level]) => level === 0).map(([line]) => line.toUpperCase());
