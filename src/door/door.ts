@@ -1,5 +1,6 @@
 import type { Logger } from 'pino';
-import type { GpioDriver, GpioOutput } from '../hardware/gpio.js';
+import type { GpioDriver, GpioOutput, Pull } from '../hardware/gpio.js';
+import type { Level } from '../core/relay.js';
 import type { ReaderFrame } from '../hardware/readerFrames.js';
 import { SerialReader, type PortFactory } from '../hardware/serialReader.js';
 import { WiegandReader } from '../hardware/wiegandReader.js';
@@ -122,45 +123,22 @@ export class Door implements Component {
         if (uuid === door.uuid) scheduler.onLockChange(snapshot);
       });
     }
-    if (door.contact) {
-      const { openLevel, pin, debounceMs, pull } = door.contact;
-      const contact = new DebouncedInput(deps.gpio, {
-        pin,
-        pull,
-        debounceMs,
-        timers: deps.timers,
-        idleLevel: openLevel === 1 ? 0 : 1,
-        onLevel: (level) => runtime.onContact(level === openLevel),
-      });
-      this.inputs.push(contact);
-      runtime.initialContact(contact.level === openLevel);
-    }
-    if (door.exitButton) {
-      const { activeLevel, pin, debounceMs, pull } = door.exitButton;
-      this.inputs.push(
-        new DebouncedInput(deps.gpio, {
-          pin,
-          pull,
-          debounceMs,
-          timers: deps.timers,
-          idleLevel: activeLevel === 1 ? 0 : 1,
-          onLevel: (level) => runtime.onExitButton(level === activeLevel),
-        }),
-      );
-    }
-    if (door.tamper) {
-      const { activeLevel, pin, debounceMs, pull } = door.tamper;
-      const tamper = new DebouncedInput(deps.gpio, {
-        pin,
-        pull,
-        debounceMs,
+    // Each input reports whether it is active (the door open, the button pressed, the enclosure open).
+    const watch = (input: { pin: number; debounceMs: number; pull: Pull }, activeLevel: Level, onActive: (active: boolean) => void): boolean => {
+      const debounced = new DebouncedInput(deps.gpio, {
+        pin: input.pin,
+        pull: input.pull,
+        debounceMs: input.debounceMs,
         timers: deps.timers,
         idleLevel: activeLevel === 1 ? 0 : 1,
-        onLevel: (level) => runtime.onTamper(level === activeLevel),
+        onLevel: (level) => onActive(level === activeLevel),
       });
-      this.inputs.push(tamper);
-      runtime.onTamper(tamper.level === activeLevel, true);
-    }
+      this.inputs.push(debounced);
+      return debounced.level === activeLevel;
+    };
+    if (door.contact) runtime.initialContact(watch(door.contact, door.contact.openLevel, (open) => runtime.onContact(open)));
+    if (door.exitButton) watch(door.exitButton, door.exitButton.activeLevel, (pressed) => runtime.onExitButton(pressed));
+    if (door.tamper) runtime.onTamper(watch(door.tamper, door.tamper.activeLevel, (open) => runtime.onTamper(open)), true);
     // After the inputs: the schedule may unlock the door at once, and the exit button and contact must be watched.
     this.scheduler?.start();
     if (door.reader) {

@@ -1,7 +1,8 @@
 import { z } from 'zod';
 import { guestLinkSchema, type GuestLink } from '../api/shapes.js';
 import { problemsFromZod } from '../util/issues.js';
-import { sign, signatureMatches } from './signing.js';
+import { openSignedObject, retainedPayload } from './retainedMessages.js';
+export { canonicalJson } from './signing.js';
 
 /**
  * Messages on `P/guest-links/<magic_link_id>` (retained). A link is the guest link as POST /magiclinkadmin
@@ -23,34 +24,13 @@ export interface GuestLinkRefusal {
   refused: string;
 }
 
-const envelopeSchema = z.object({
-  issued_at: z.number().int().nonnegative().optional(),
-  signature: z.string().regex(/^[0-9a-fA-F]{64}$/, 'must be 64 hex digits (HMAC-SHA256)').optional(),
-});
 const tombstoneSchema = z.object({ magic_link_id: z.union([z.string(), z.number()]).transform(String), revoked: z.literal(true) });
 
-/** JSON with object keys sorted at every level and no white space: what a signature covers. */
-export function canonicalJson(value: unknown): string {
-  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`;
-  if (value !== null && typeof value === 'object') {
-    const entries = Object.entries(value as Record<string, unknown>)
-      .filter(([, v]) => v !== undefined)
-      .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
-    return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${canonicalJson(v)}`).join(',')}}`;
-  }
-  return JSON.stringify(value);
-}
-
-function signedText(message: Record<string, unknown>): string {
-  const { signature: _ignored, ...rest } = message;
-  return `guest-link\n${canonicalJson(rest)}`;
-}
+const CONTEXT = 'guest-link';
 
 /** The message to publish for `body` (a link, or a tombstone), signed when a secret is given. */
 export function guestLinkPayload(body: Record<string, unknown>, secret: string | null, issuedAt: number): string {
-  if (secret === null) return JSON.stringify(body);
-  const message = { ...body, issued_at: issuedAt };
-  return JSON.stringify({ ...message, signature: sign(secret, signedText(message)) });
+  return retainedPayload(CONTEXT, body, secret, issuedAt);
 }
 
 /** A signed revocation (with a secret), else the empty payload that clears the retained link. */
@@ -64,21 +44,9 @@ export function parseGuestLinkMessage(topicId: string, payload: Buffer, secret: 
   if (payload.length === 0) {
     return secret === null ? { kind: 'revoke', issuedAt: null } : { refused: 'an unsigned (empty) revocation; revocations must be signed here' };
   }
-  let data: unknown;
-  try {
-    data = JSON.parse(payload.toString('utf8'));
-  } catch {
-    return { refused: 'not JSON' };
-  }
-  if (typeof data !== 'object' || data === null || Array.isArray(data)) return { refused: 'not a JSON object' };
-  const envelope = envelopeSchema.safeParse(data);
-  if (!envelope.success) return { refused: problemsFromZod(envelope.error.issues).map((p) => `${p.path}: ${p.message}`).join('; ') };
-  const issuedAt = envelope.data.issued_at ?? null;
-  if (secret !== null) {
-    const { signature } = envelope.data;
-    if (signature === undefined || issuedAt === null) return { refused: 'unsigned: issued_at and signature are required here' };
-    if (!signatureMatches(secret, signedText(data as Record<string, unknown>), signature)) return { refused: 'signature does not match' };
-  }
+  const opened = openSignedObject(CONTEXT, payload, secret);
+  if ('refused' in opened) return opened;
+  const { data, issuedAt } = opened;
   const tombstone = tombstoneSchema.safeParse(data);
   if (tombstone.success) {
     if (tombstone.data.magic_link_id !== topicId) return { refused: 'magic_link_id does not match its topic' };

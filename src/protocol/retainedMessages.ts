@@ -1,7 +1,6 @@
 import { z } from 'zod';
 import { problemsFromZod } from '../util/issues.js';
-import { canonicalJson } from './guestLinks.js';
-import { sign, signatureMatches } from './signing.js';
+import { canonicalJson, sign, signatureMatches } from './signing.js';
 
 /**
  * Retained state messages from the service or an operator (lockdown, holidays): JSON objects which, when the
@@ -47,6 +46,23 @@ export function parseRetained<T>(
   if (payload.length === 0) {
     return secret === null ? { kind: 'clear', issuedAt: null } : { refused: 'an unsigned (empty) message; it must be signed here' };
   }
+  const opened = openSignedObject(context, payload, secret);
+  if ('refused' in opened) return opened;
+  const { data, issuedAt } = opened;
+  const parsed = schema.safeParse(data);
+  if (!parsed.success) return { refused: describe(parsed.error) };
+  return { kind: 'set', body: parsed.data, issuedAt };
+}
+
+/**
+ * A non-empty message opened: JSON, an object, its envelope (issued_at, signature) well formed and, with a
+ * secret, signed over "<context>\n<canonical JSON>". Shared by guest links and the other retained messages.
+ */
+export function openSignedObject(
+  context: string,
+  payload: Buffer,
+  secret: string | null,
+): { data: Record<string, unknown>; issuedAt: number | null } | RetainedRefusal {
   let data: unknown;
   try {
     data = JSON.parse(payload.toString('utf8'));
@@ -62,9 +78,7 @@ export function parseRetained<T>(
     if (signature === undefined || issuedAt === null) return { refused: 'unsigned: issued_at and signature are required here' };
     if (!signatureMatches(secret, signedText(context, data as Record<string, unknown>), signature)) return { refused: 'signature does not match' };
   }
-  const parsed = schema.safeParse(data);
-  if (!parsed.success) return { refused: describe(parsed.error) };
-  return { kind: 'set', body: parsed.data, issuedAt };
+  return { data: data as Record<string, unknown>, issuedAt };
 }
 
 function describe(error: z.ZodError): string {

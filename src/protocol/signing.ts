@@ -22,3 +22,15 @@ export function signedString(fields: {
 }): string {
   return `${fields.uuid}\n${fields.lockState}\n${fields.unlockTime ?? ''}\n${fields.requestId}\n${fields.issuedAt}`;
 }
+
+/** JSON with object keys sorted at every level and no white space: what a signature covers. */
+export function canonicalJson(value: unknown): string {
+  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`;
+  if (value !== null && typeof value === 'object') {
+    const entries = Object.entries(value as Record<string, unknown>)
+      .filter(([, v]) => v !== undefined)
+      .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+    return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${canonicalJson(v)}`).join(',')}}`;
+  }
+  return JSON.stringify(value);
+}
