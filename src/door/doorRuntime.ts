@@ -2,7 +2,8 @@ import type { Logger } from 'pino';
 import { readerCardFormat, type DoorOptions, type FeedbackKind } from './options.js';
 import { normalizeCredential, type CredentialKind } from '../core/credentials.js';
 import * as supervision from '../core/doorSupervision.js';
-import { KEYPAD_IDLE, PIN_AFTER_CARD_MS, isLockedOut, recordFailure, type PendingCard } from '../core/keypad.js';
+import { PIN_AFTER_CARD_MS, type PendingCard } from '../core/keypad.js';
+import { ReaderLockouts } from './readerLockouts.js';
 import type { NoiseSummary } from '../hardware/noiseReporter.js';
 import type { ReaderFrame } from '../hardware/readerFrames.js';
 import type { EventLog, EventType } from '../store/eventLog.js';
@@ -39,15 +40,7 @@ const ALARMS: ReadonlySet<string> = new Set<AlarmType>(['duress', 'tamper', 'doo
  * contact are supervised, and every decision and door event is recorded (after the relay has acted).
  */
 export class DoorRuntime {
-  private keypad = KEYPAD_IDLE;
-  /** Unknown cards and tokens, counted like wrong PINs: a card emulator cannot try numbers at serial speed. */
-  private cards = KEYPAD_IDLE;
-  /**
-   * Attempts refused during a lockout: the first is recorded, the rest counted and recorded as one summary
-   * (with `count`) when the lockout ends, so a flood cannot fill the audit log.
-   */
-  private refusedInLockout = { pin: 0, card: 0 };
-  private lockoutTimers: { pin: unknown; card: unknown } = { pin: null, card: null };
+  private readonly lockouts: ReaderLockouts;
   private pending: PendingCard | null = null;
   private pendingTimer: unknown = null;
   private pendingCard: AccessResult | null = null;
@@ -65,6 +58,13 @@ export class DoorRuntime {
     private readonly deps: DoorRuntimeDeps,
   ) {
     this.settings = { unlockWindowMs: door.unlockSeconds * 1000, heldOpenMs: door.heldOpenSeconds * 1000 };
+    this.lockouts = new ReaderLockouts({
+      policies: { pin: door.keypadLockout, card: door.cardLockout },
+      clock: deps.clock,
+      timers: deps.timers,
+      logger: deps.logger,
+      record: (type, data) => this.record(type, data),
+    });
   }
 
   private record(type: EventType, data: Record<string, unknown> = {}): void {
@@ -124,9 +124,8 @@ export class DoorRuntime {
   }
 
   private check(kind: CredentialKind, credential: string): AccessResult | null {
-    const now = this.deps.clock.monoNow();
     try {
-      return this.checkCache(kind, credential, now);
+      return this.checkCache(kind, credential);
     } catch (err) {
       // The door stays locked and the daemon keeps running (a restart would not mend the file).
       this.deps.logger.error({ err, kind }, err instanceof Error ? err.message : 'the cache cannot be read');
@@ -135,54 +134,18 @@ export class DoorRuntime {
     }
   }
 
-  private checkCache(kind: CredentialKind, credential: string, now: number): AccessResult | null {
+  private checkCache(kind: CredentialKind, credential: string): AccessResult | null {
     const result = this.deps.checker.check({
       door: this.door,
       kind,
       credential,
       now: this.deps.clock.wallNow(),
-      keypadLockedOut: isLockedOut(this.keypad, now),
-      cardLockedOut: isLockedOut(this.cards, now),
+      keypadLockedOut: this.lockouts.isLockedOut('pin'),
+      cardLockedOut: this.lockouts.isLockedOut('card'),
       lockdown: this.deps.lockdown?.() ?? false,
     });
     if (result === null) this.deps.logger.warn({ kind }, 'malformed credential from the reader dropped');
     return result;
-  }
-
-  private pinFailed(): void {
-    const { state, lockoutStarted } = recordFailure(this.keypad, this.deps.clock.monoNow(), this.door.keypadLockout);
-    this.keypad = state;
-    if (lockoutStarted) {
-      this.record('keypad_locked_out', { seconds: this.door.keypadLockout.lockoutSeconds });
-      this.deps.logger.warn('keypad locked out after repeated wrong PINs');
-      this.summarizeAfterLockout('pin', this.door.keypadLockout.lockoutSeconds);
-    }
-  }
-
-  private cardFailed(): void {
-    const { state, lockoutStarted } = recordFailure(this.cards, this.deps.clock.monoNow(), this.door.cardLockout);
-    this.cards = state;
-    if (lockoutStarted) {
-      this.record('card_locked_out', { seconds: this.door.cardLockout.lockoutSeconds });
-      this.deps.logger.warn('reader locked out after repeated unknown cards');
-      this.summarizeAfterLockout('card', this.door.cardLockout.lockoutSeconds);
-    }
-  }
-
-  /** When a lockout ends, the attempts refused during it are recorded as one event with their count. */
-  private summarizeAfterLockout(which: 'pin' | 'card', seconds: number): void {
-    this.lockoutTimers[which] = this.deps.timers.setTimeout(() => {
-      this.lockoutTimers[which] = null;
-      this.flushLockoutSummary(which);
-    }, seconds * 1000);
-  }
-
-  private flushLockoutSummary(which: 'pin' | 'card'): void {
-    const count = this.refusedInLockout[which] - 1; // the first one was recorded on its own
-    this.refusedInLockout[which] = 0;
-    if (count <= 0) return;
-    const reason = which === 'pin' ? 'keypad_locked_out' : 'card_locked_out';
-    this.record('access_denied', { kind: which, hint: which === 'pin' ? 'PIN' : '…', reason, holders: [], count });
   }
 
   onReaderFrame(frame: ReaderFrame): void {
@@ -191,7 +154,7 @@ export class DoorRuntime {
     if (result === null) return;
     if (result.reason === 'keypad_locked_out' || result.reason === 'card_locked_out') {
       const which = result.reason === 'keypad_locked_out' ? 'pin' : 'card';
-      if (this.refusedInLockout[which]++ === 0) this.deny(result);
+      if (this.lockouts.refusedDuringLockout(which)) this.deny(result);
       return;
     }
     if (frame.kind === 'pin') return this.onPin(result, frame.value);
@@ -201,7 +164,7 @@ export class DoorRuntime {
     } else if (result.granted) this.grant(result);
     else this.deny(result);
     // An unknown card or token is a guess (lockdown or not): counted after its denial is recorded.
-    if (!result.granted && result.holders.length === 0 && (result.reason === 'unknown_credential' || result.reason === 'lockdown')) this.cardFailed();
+    if (!result.granted && result.holders.length === 0 && (result.reason === 'unknown_credential' || result.reason === 'lockdown')) this.lockouts.failed('card');
   }
 
   private onCardNeedingPin(result: AccessResult): void {
@@ -237,12 +200,12 @@ export class DoorRuntime {
         normalizeCredential(pinDigits, 'pin') !== cardNumber &&
         result.holders.some((h) => 'email_id' in h.holder && h.reason === null && pending.emailIds.includes(h.holder.email_id));
       if (matches) return this.grant(result, { kind: 'card_and_pin', card_hint: pending.hint });
-      this.pinFailed();
+      this.lockouts.failed('pin');
       return this.deny({ ...result, granted: false, reason: result.reason ?? 'not_authorized' }, { factor: 'pin_mismatch', card_hint: pending.hint });
     }
     if (result.granted) return this.grant(result);
     // A known PIN refused for the lockdown is not a guess; an unknown one still is.
-    if (result.reason !== 'lockdown' || result.holders.length === 0) this.pinFailed();
+    if (result.reason !== 'lockdown' || result.holders.length === 0) this.lockouts.failed('pin');
     this.deny(result);
   }
 
@@ -334,11 +297,7 @@ export class DoorRuntime {
 
   stop(): void {
     this.clearPending();
-    for (const which of ['pin', 'card'] as const) {
-      if (this.lockoutTimers[which] !== null) this.deps.timers.clearTimeout(this.lockoutTimers[which]);
-      this.lockoutTimers[which] = null;
-      this.flushLockoutSummary(which);
-    }
+    this.lockouts.stop();
     if (this.heldTimer !== null) this.deps.timers.clearTimeout(this.heldTimer);
     this.heldTimer = null;
   }
