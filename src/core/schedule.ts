@@ -83,7 +83,7 @@ export function localTimeIn(timeZone: string): (epochMs: number) => LocalTime {
 }
 
 /** Whether time_mapping allows this local time: start <= hour < end for some range of that weekday. */
-export function scheduleAllows(mapping: TimeMapping, at: LocalTime): boolean {
+export function scheduleAllows(mapping: TimeMapping, at: Pick<LocalTime, 'weekday' | 'hour'>): boolean {
   const ranges = mapping[at.weekday];
   if (!ranges) return false;
   return ranges.some(([start, end]) => start <= at.hour && at.hour < end);

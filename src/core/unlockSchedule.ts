@@ -125,7 +125,7 @@ export function scheduleState(
 export function longestUnlockRunHours(hours: TimeMapping): number {
   const open: boolean[] = [];
   for (let day = 0; day < 7; day++) {
-    for (let hour = 0; hour < 24; hour++) open.push(scheduleAllows(hours, { weekday: day, hour, date: '' }));
+    for (let hour = 0; hour < 24; hour++) open.push(scheduleAllows(hours, { weekday: day, hour }));
   }
   if (open.every(Boolean)) return Infinity;
   let longest = 0;

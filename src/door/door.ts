@@ -18,7 +18,7 @@ import { LockController, type LockSnapshot, type LockStatePersistence } from './
 import type { DoorOptions } from './options.js';
 import { localTimeIn } from '../core/schedule.js';
 import type { ScheduleMemory, ScheduleState } from '../core/unlockSchedule.js';
-import { UnlockScheduler } from './unlockScheduler.js';
+import { SCHEDULE_UNLOCK_CAUSE, UnlockScheduler } from './unlockScheduler.js';
 import { readerFeedback, type ReaderFeedbackHandle } from './readerFeedback.js';
 
 export interface DoorDeps {
@@ -85,7 +85,11 @@ export class Door implements Component {
       onChange: (snapshot, previous) => deps.doorEvents.emit('lock', door.uuid, snapshot, previous),
     });
     const lockdown = deps.lockdown ?? (() => false);
-    const resumed = this.controller.resume(lockdown() ? 'lockdown' : null);
+    // The schedule's own hold is not resumed: the schedule decides at its start (after the restart, maybe outside
+    // its hours), so the relay never moves to unlocked only to be locked again.
+    const resumed = this.controller.resume(lockdown() ? 'lockdown' : null, (persisted) =>
+      door.unlockSchedule && persisted.cause === SCHEDULE_UNLOCK_CAUSE ? 'unlock schedule decided again at start' : null,
+    );
     if (resumed.state === 'UNLOCKED') log.info({ relockAt: resumed.relockAt }, 'resumed an unlock from before the restart');
     const runtime = new DoorRuntime(door, {
       controller: this.controller,

@@ -73,12 +73,14 @@ export class LockController {
 
   /**
    * Resumes a persisted hold-open or unexpired timed unlock; anything else stays LOCKED. With `lockedBecause`
-   * (a lockdown in force) nothing resumes: a persisted unlock is recorded as ended for that reason.
+   * (a lockdown in force) nothing resumes, nor does an unlock that `resumable` refuses (the unlock schedule's
+   * hold: the schedule decides again at start): a persisted unlock is recorded as ended for that reason.
    */
-  resume(lockedBecause: string | null = null): LockSnapshot {
+  resume(lockedBecause: string | null = null, resumable: (persisted: PersistedLock) => string | null = () => null): LockSnapshot {
     const { clock } = this.deps;
     const wallNow = clock.wallNow();
     const persisted = this.deps.persistence.load(this.door.uuid);
+    if (lockedBecause === null && persisted?.state === 'UNLOCKED') lockedBecause = resumable(persisted);
     if (lockedBecause !== null) {
       if (persisted?.state === 'UNLOCKED') this.apply(machine.lockedState(lockedBecause), true);
       return this.snapshot();

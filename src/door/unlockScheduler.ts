@@ -8,8 +8,13 @@ import type { LockController, LockSnapshot } from './lockController.js';
 /** The lock causes of the schedule's own moves: a hold it made, and its end. */
 export const SCHEDULE_UNLOCK_CAUSE = 'unlock schedule';
 export const SCHEDULE_LOCK_CAUSE = 'unlock schedule ended';
-/** Locks that do not suspend a run: the schedule's own end, and a lockdown (whose end resumes the run). */
-const NOT_BY_HAND = new Set([SCHEDULE_LOCK_CAUSE, 'lockdown']);
+/**
+ * A lock by hand (a lock command from an operator, Home Assistant or the service) suspends the rest of a run;
+ * the automatic ones (a timer, a door closing, a lockdown, the schedule's own end) do not.
+ */
+function lockedByHand(cause: string): boolean {
+  return cause.startsWith('remote command');
+}
 
 /** The schedule is looked at again at least this often: a wall clock set by NTP moves under the timers. */
 const RECHECK_MS = 60_000;
@@ -79,7 +84,7 @@ export class UnlockScheduler {
 
   /** A lock change of the door: a lock by hand during the run holds the door locked until the next run. */
   onLockChange(snapshot: LockSnapshot): void {
-    if (snapshot.state !== 'LOCKED' || NOT_BY_HAND.has(snapshot.cause)) return;
+    if (snapshot.state !== 'LOCKED' || !lockedByHand(snapshot.cause)) return;
     const current = this.compute(this.deps.clock.wallNow());
     if (current.state !== 'unlocked' || current.runStart === null) return;
     this.remember({ ...this.memory, suspendedRun: current.runStart });
@@ -93,7 +98,8 @@ export class UnlockScheduler {
     const now = this.deps.clock.wallNow();
     const state = this.compute(now);
     const lock = this.deps.controller.snapshot();
-    if (state.state === 'unlocked' && lock.state === 'LOCKED') {
+    // A timed unlock in progress (the first person's own card, a tap just before the hours) becomes the hold.
+    if (state.state === 'unlocked' && (lock.state === 'LOCKED' || !lock.heldOpen)) {
       this.deps.controller.unlock(null, SCHEDULE_UNLOCK_CAUSE);
     } else if (state.state !== 'unlocked' && lock.state === 'UNLOCKED' && lock.cause === SCHEDULE_UNLOCK_CAUSE) {
       this.deps.controller.lock(SCHEDULE_LOCK_CAUSE);

@@ -46,7 +46,7 @@ describe('door operations configuration', () => {
     expect(door.unlockSchedule?.[1]).toEqual([[8, 18]]);
     expect(door.firstPersonIn).toEqual({ groups: ['Managers'], policies: [] });
     expect(door.tamper).toEqual({ pin: 23, activeLevel: 1, debounceMs: 50, pull: 'none' });
-    const reader = door.reader as { replies: unknown; led: { activeLevel: number; patterns: Record<string, number[]> }; buzzer: { patterns: Record<string, number[]> } };
+    const reader = door.reader as unknown as { replies: unknown; led: { activeLevel: number; patterns: Record<string, number[]> }; buzzer: { patterns: Record<string, number[]> } };
     expect(reader.replies).toEqual({ grant: 'OK\r\n', deny: 'DENY\r\n' });
     expect(reader.led.activeLevel).toBe(0);
     // A lockout is a refusal: the deny pattern unless one is given; an empty pattern keeps the line off.
