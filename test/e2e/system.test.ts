@@ -132,6 +132,19 @@ describe('the whole system', () => {
     expect(readLevel(relay)).toBe('1');
     await waitUntil(() => readLevel(relay) === '0', 6000, 'relock after 3 s');
 
+    // A lockdown from the service (POST /lockdown): the door refuses remote unlocks, through the service too, until
+    // it is lifted.
+    const down = await call('POST', '/lockdown', { uuid: DOOR_UUID, active: true, reason: 'drill' });
+    expect(down).toEqual({ status: 200, body: { success: 'lockdown started for Front door' } });
+    await agent.waitForMessage('lockdown started', 10_000);
+    expect(await call('POST', '/setlockstatus', { uuid: DOOR_UUID, lock_state: false, unlock_time: 3 })).toEqual({
+      status: 409,
+      body: { error: 'Front door is in lockdown: unlock refused' },
+    });
+    expect(readLevel(relay)).toBe('0');
+    expect((await call('POST', '/lockdown', { uuid: DOOR_UUID, active: false })).status).toBe(200);
+    await agent.waitForMessage('lockdown ended', 10_000);
+
     // Two guest links: one whose schedule allows this very hour (Berlin time), one that allows nothing today.
     const { weekday, hour } = localTimeIn('Europe/Berlin')(Date.now());
     const mapping = (open: boolean) => Array.from({ length: 7 }, (_, d) => (d === weekday && open ? [[hour, hour + 1]] : []));
