@@ -235,5 +235,5 @@ describe('the whole system', () => {
     expect(agent.logs.some((l) => l.msg === 'sync done')).toBe(true);
     await agent.stop('SIGTERM');
     agent = undefined;
-  });
+  }, 90_000); // several processes and CLI starts: room for a loaded machine
 });
