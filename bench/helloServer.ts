@@ -1,9 +1,16 @@
-/** The floor of the service benchmark: a bare fastify hello-world on a port. node dist/bench/helloServer.js PORT */
+/**
+ * The floors of the service benchmark: a bare fastify on a port, answering GET / with a hello-world and, given a
+ * file, GET /body with that file's bytes as JSON (the same bytes as the answer measured beside it, sent the way the
+ * service sends its cached answers).   node dist/bench/helloServer.js PORT [FILE]
+ */
+import { readFileSync } from 'node:fs';
 import Fastify from 'fastify';
 
 const port = Number(process.argv[2]);
+const body = process.argv[3] === undefined ? null : readFileSync(process.argv[3]);
 const app = Fastify({ logger: false });
 app.get('/', async () => ({ hello: 'world' }));
+if (body !== null) app.get('/body', async (_request, reply) => reply.type('application/json; charset=utf-8').send(body));
 await app.listen({ host: '127.0.0.1', port });
 process.stdout.write('ready\n');
 process.on('SIGTERM', () => void app.close().then(() => process.exit(0)));

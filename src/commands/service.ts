@@ -49,7 +49,8 @@ export function runServiceKeyCreate(
     giveToDataDirOwner(config.server.dataDir);
     ctx.stdout.write(`${key}\n`);
     const expiry = days > 0 ? `expires in ${days} day(s)` : 'never expires';
-    ctx.stderr.write(`created a ${args.rank} API key that ${expiry}; it is shown only this once\n`);
+    const article = /^[AEIOU]/.test(args.rank) ? 'an' : 'a'; // an ADMIN, a REGULAR, a SUPER
+    ctx.stderr.write(`created ${article} ${args.rank} API key that ${expiry}; it is shown only this once\n`);
     return 0;
   } finally {
     db.close();

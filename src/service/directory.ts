@@ -53,9 +53,11 @@ export class Directory {
       return map;
     };
     const policies = byUser('SELECT m.email_id, p.name FROM policies p JOIN policy_members m USING (policy_id) ORDER BY p.policy_id', (r) => [r.name as string]);
-    const cards = byUser('SELECT email_id, number, label FROM smartcards ORDER BY email_id, position', (r) =>
-      r.label === null ? { number: r.number as string } : { number: r.number as string, label: r.label as string },
-    );
+    // As GET /user gives them: label in every card, null when none was given.
+    const cards = byUser('SELECT email_id, number, label FROM smartcards ORDER BY email_id, position', (r) => ({
+      number: r.number as string,
+      label: r.label as string | null,
+    }));
     const usernames = byUser('SELECT email_id, computer_username FROM computer_usernames ORDER BY email_id, position', (r) => r.computer_username as string);
     const out = new Map<number, { item: Record<string, unknown>; detail: Record<string, unknown>; hash: string }>();
     for (const user of this.users.list()) {

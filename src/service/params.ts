@@ -33,6 +33,21 @@ export function jsonArrayParam<T extends z.ZodType>(item: T) {
 /** An e-mail address as users type them; the check is deliberately plain (one @, a dot in the domain). */
 export const emailParam = z.string().trim().regex(/^[^\s@]+@[^\s@]+\.[^\s@]+$/, 'not an e-mail address');
 
+/** The longest smartcard or PIN number accepted: what the agents store (src/api/shapes.ts integerString). */
+export const SMARTCARD_MAX_DIGITS = 40;
+
+/**
+ * A smartcard or PIN entry of every call that assigns cards: `number` "a string holding an integer" (digits only,
+ * 1 to 40 of them; each problem refused with its own reason), `label` optional.
+ */
+export const smartcardParam = z.object({
+  number: z
+    .string()
+    .regex(/^[0-9]+$/, 'a smartcard number must be a string holding an integer (digits only)')
+    .max(SMARTCARD_MAX_DIGITS, `a smartcard number has at most ${SMARTCARD_MAX_DIGITS} digits`),
+  label: z.string().max(200).nullish(),
+});
+
 export class BadRequest extends Error {
   constructor(
     message: string,

@@ -1,13 +1,9 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { z } from 'zod';
-import { BadRequest, boolParam, emailParam, intParam, jsonArrayParam, parseParams } from './params.js';
+import { BadRequest, boolParam, emailParam, intParam, jsonArrayParam, parseParams, smartcardParam as smartcard } from './params.js';
 import type { RouteContext } from './server.js';
 
 const idList = jsonArrayParam(intParam);
-const smartcard = z.object({
-  number: z.string().regex(/^[0-9]{1,40}$/, 'a smartcard number must be a string holding an integer'),
-  label: z.string().max(200).nullish(),
-});
 
 /** Groups of users or resources, and invitations (POST /invites). */
 export function registerGroupRoutes(app: FastifyInstance, ctx: RouteContext): void {
@@ -91,12 +87,16 @@ export function registerGroupRoutes(app: FastifyInstance, ctx: RouteContext): vo
       if (!row) throw new BadRequest(`no user group with id ${g.id}`);
       return row;
     });
+    // Card lists are mapped to the e-mails in order: a list without its e-mail would be lost.
+    if ((p.smartcards?.length ?? 0) > p.emails.length) {
+      throw new BadRequest(`smartcards: more card lists than e-mail addresses (${p.smartcards!.length} for ${p.emails.length}; they are mapped one to one)`);
+    }
     const cardsFor = (i: number) => p.smartcards?.[i] ?? [];
-    const allCards = p.emails.flatMap((_e, i) => cardsFor(i).map((c) => c.number));
-    const repeated = allCards.filter((n, i) => allCards.indexOf(n) !== i);
-    const held = users.numbersHeldByOthers(-1, allCards);
-    if (repeated.length + held.length > 0) {
-      throw new BadRequest(`smartcard number(s) already in use: ${[...new Set([...repeated, ...held])].map((n) => `…${n.slice(-4)}`).join(', ')}`);
+    // Cards go to new members only (a re-invited user's were released at removal), so any number held by an
+    // active user, or listed twice in the call, would be shared: refused (POST /invites has no allow_duplicates).
+    const taken = users.newlyShared(null, p.emails.flatMap((_e, i) => cardsFor(i).map((c) => c.number)));
+    if (taken.length > 0) {
+      throw new BadRequest(`smartcard number(s) already in use: ${taken.map((n) => `…${n.slice(-4)}`).join(', ')}`);
     }
     const result = { added: [] as string[], invited: [] as string[], exists: [] as string[], invalid: [] as string[], failed_invite: [] as string[], add_ids: [] as number[] };
     const sendEmail = !p.no_email;

@@ -3,15 +3,11 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import { parseServiceTime } from '../core/schedule.js';
 import { timeMappingSchema } from '../api/shapes.js';
-import { BadRequest, boolParam, emailParam, intParam, jsonArrayParam, parseParams } from './params.js';
+import { BadRequest, boolParam, emailParam, intParam, jsonArrayParam, parseParams, smartcardParam as smartcard } from './params.js';
 import type { RouteContext } from './server.js';
 import { serviceTimestamp } from './users.js';
 
 const serviceTime = z.string().refine((s) => parseServiceTime(s) !== null, 'expected a UTC date "YYYY-MM-DD hh:mm:ss"');
-const smartcard = z.object({
-  number: z.string().regex(/^[0-9]{1,40}$/, 'a smartcard number must be a string holding an integer'),
-  label: z.string().max(200).nullish(),
-});
 
 /** A stored guest link as published to the doors (the agent's guestLinkSchema). */
 export type StoredLink = Record<string, unknown> & { magic_link_id: string; resource_id_list: number[] };
@@ -45,20 +41,39 @@ export function registerLinkRoutes(app: FastifyInstance, ctx: RouteContext): voi
     if (notDoors.length > 0) throw new BadRequest(`resource_id_list: not doors of this organization: ${notDoors.join(', ')}`);
     const cards = p.smartcards ?? [];
     if (cards.length > p.email_list.length) throw new BadRequest('smartcards: more cards than e-mail addresses (they are mapped one to one)');
+    // Each guest once: an e-mail listed again (compared case-insensitively, as everywhere in the service) is
+    // ignored and named in the answer. Cards map one to one to the list as given: a repeat with a card is refused.
+    const guests = new Map<string, (typeof cards)[number] | undefined>();
+    const ignored = new Set<string>();
+    p.email_list.forEach((raw, i) => {
+      const email = raw.toLowerCase();
+      if (!guests.has(email)) return void guests.set(email, cards[i]);
+      if (cards[i]) throw new BadRequest(`email_list: ${email} is listed twice and smartcards gives each a card (one card per guest)`);
+      ignored.add(email);
+    });
     if (!p.allow_duplicates) {
-      const taken = users.numbersHeldByOthers(-1, cards.map((c) => c.number));
-      if (taken.length > 0) throw new BadRequest(`smartcard number(s) already in use: ${taken.map((n) => `…${n.slice(-4)}`).join(', ')} (set allow_duplicates to allow)`);
+      // A card a guest already holds is no duplicate; one another user holds, or one given to two guests of this
+      // link, is (unless allow_duplicates).
+      const given = new Map<string, number>();
+      for (const card of guests.values()) if (card) given.set(card.number, (given.get(card.number) ?? 0) + 1);
+      const taken = new Set<string>();
+      for (const [email, card] of guests) {
+        if (!card) continue;
+        const holder = users.byEmail(email);
+        const holds = holder !== undefined && users.smartcards(holder.email_id).some((c) => c.number === card.number);
+        if (!holds && (given.get(card.number)! > 1 || users.numbersHeldByOthers(holder?.email_id ?? -1, [card.number]).length > 0)) taken.add(card.number);
+      }
+      if (taken.size > 0) throw new BadRequest(`smartcard number(s) already in use: ${[...taken].map((n) => `…${n.slice(-4)}`).join(', ')} (set allow_duplicates to allow)`);
     }
     const link = db.transaction(() => {
       const emailIds: Record<string, number> = {};
-      p.email_list.forEach((raw, i) => {
-        const email = raw.toLowerCase();
-        // People who are not users yet come in as guests (promotable with PUT /promoteguest).
+      for (const [email, card] of guests) {
+        // People who are not users yet come in as guests (promotable with PUT /promoteguest); a removed user comes
+        // back as a new GUEST member, with only the card this link gives.
         const { user } = users.ensure(email, 'GUEST', now);
         emailIds[email] = user.email_id;
-        const card = cards[i];
         if (card) users.replaceSmartcards(user.email_id, [...users.smartcards(user.email_id).filter((c) => c.number !== card.number), card]);
-      });
+      }
       const policyId = Number(db.prepare('INSERT INTO policies (name) VALUES (?)').run(p.name).lastInsertRowid);
       const member = db.prepare('INSERT OR IGNORE INTO policy_members (policy_id, email_id) VALUES (?, ?)');
       for (const id of Object.values(emailIds)) member.run(policyId, id);
@@ -75,12 +90,13 @@ export function registerLinkRoutes(app: FastifyInstance, ctx: RouteContext): voi
         magic_link_id: String(id),
         magic_token: randomBytes(24).toString('base64url'),
         name: p.name,
-        email_list: p.email_list.map((e) => e.toLowerCase()),
+        email_list: [...guests.keys()],
         resource_id_list: p.resource_id_list,
         start_time: start,
         end_time: p.end_time ?? null,
         time_mapping: p.time_mapping ?? Array.from({ length: 7 }, () => [[0, 24]]),
-        smartcards: cards,
+        // Still one to one with email_list: a repeat with a card was refused, so the cards kept are its first ones.
+        smartcards: [...guests.values()].filter((c) => c !== undefined),
         config_id: p.config_id ?? 1,
         email_ids: emailIds,
       };
@@ -96,7 +112,9 @@ export function registerLinkRoutes(app: FastifyInstance, ctx: RouteContext): voi
       ctx.mailQueued();
     }
     return {
-      success: `guest link ${link.magic_link_id} created for ${p.email_list.length} guest(s)`,
+      success:
+        `guest link ${link.magic_link_id} created for ${guests.size} guest(s)` +
+        (ignored.size > 0 ? `; duplicate e-mail addresses ignored: ${[...ignored].join(', ')}` : ''),
       magic_token: link.magic_token,
       email_ids: link.email_ids,
       config_id: link.config_id,

@@ -1,14 +1,14 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import { RANKS } from './apiKeys.js';
-import { BadRequest, boolParam, emailParam, intParam, jsonArrayParam, parseParams } from './params.js';
+import { BadRequest, boolParam, emailParam, intParam, jsonArrayParam, parseParams, smartcardParam as smartcard } from './params.js';
 import { dropUserFromLinks } from './routesLinks.js';
 import type { RouteContext } from './server.js';
+import { JSON_CONTENT_TYPE, userAnswers } from './userList.js';
 
-const smartcard = z.object({
-  number: z.string().regex(/^[0-9]{1,40}$/, 'a smartcard number must be a string holding an integer'),
-  label: z.string().max(200).nullish(),
-});
+// Built once: a zod object schema costs more to build than to check.
+const listParams = z.object({ email: boolParam.optional(), user_tag: z.enum(['GUEST', 'USER']).optional() });
+const detailParams = z.object({ email_id: intParam });
 
 /** Users, their cards and usernames, ranks, tags, suspension and removal (access-control-api.md, Endpoints). */
 export function registerUserRoutes(app: FastifyInstance, ctx: RouteContext): void {
@@ -21,15 +21,18 @@ export function registerUserRoutes(app: FastifyInstance, ctx: RouteContext): voi
     return user;
   };
 
-  app.get('/multipleusers', async (request) => {
-    const p = params(z.object({ email: boolParam.optional(), user_tag: z.enum(['GUEST', 'USER']).optional() }), request);
-    const groups = users.allGroups();
-    return users.list(p.user_tag).map((u) => users.listItem(u, p.email ?? false, groups));
+  // Both answers are serialized once and served as the same bytes until the data changes (userList.ts).
+  const answers = userAnswers(ctx.db);
+  app.get('/multipleusers', async (request, reply) => {
+    const p = params(listParams, request);
+    return reply.type(JSON_CONTENT_TYPE).send(answers.listJson(p.email ?? false, p.user_tag));
   });
 
-  app.get('/user', async (request) => {
-    const p = params(z.object({ email_id: intParam }), request);
-    return users.detail(userOr(p.email_id, 404));
+  app.get('/user', async (request, reply) => {
+    const p = params(detailParams, request);
+    const json = answers.detailJson(p.email_id);
+    if (json === undefined) throw new BadRequest(`no user with email_id ${p.email_id}`, 404);
+    return reply.type(JSON_CONTENT_TYPE).send(json);
   });
 
   app.delete('/user', async (request) => {
@@ -57,10 +60,9 @@ export function registerUserRoutes(app: FastifyInstance, ctx: RouteContext): voi
       request,
     );
     const user = userOr(p.email_id);
-    const numbers = p.smartcards.map((c) => c.number);
-    const repeated = numbers.filter((n, i) => numbers.indexOf(n) !== i);
     if (!p.allow_duplicates) {
-      const taken = [...new Set([...repeated, ...users.numbersHeldByOthers(user.email_id, numbers)])];
+      // Numbers the user already holds never count: re-saving an unchanged list always works.
+      const taken = users.newlyShared(user.email_id, p.smartcards.map((c) => c.number));
       if (taken.length > 0) {
         throw new BadRequest(`smartcard number(s) already in use: ${taken.map((n) => `…${n.slice(-4)}`).join(', ')} (set allow_duplicates to allow)`);
       }

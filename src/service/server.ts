@@ -4,6 +4,7 @@ import type { ServiceDb as Db } from './database.js';
 import type { Clock } from '../util/clock.js';
 import { ApiKeys, type Rank } from './apiKeys.js';
 import { BadRequest } from './params.js';
+import { answerClientError, errorBody, methodList, parseFormBody, parseJsonBody } from './http.js';
 import type { ServiceMqtt } from './doorsMqtt.js';
 import type { Mailer } from './mailer.js';
 import { Directory } from './directory.js';
@@ -55,8 +56,9 @@ declare module 'fastify' {
 
 /** The key from the header or the query string: what can be checked before a body is read. */
 function apiKeyBeforeBody(request: FastifyRequest): string | undefined {
-  const auth = request.headers.authorization;
-  if (auth?.startsWith('Bearer ')) return auth.slice('Bearer '.length).trim();
+  // The scheme is case-insensitive (RFC 9110), and spaces after it are tolerated.
+  const bearer = /^bearer[ \t]+(.*)$/is.exec(request.headers.authorization ?? '');
+  if (bearer) return bearer[1]!.trim();
   const header = request.headers['x-api-key'];
   if (typeof header === 'string') return header;
   const fromQuery = (request.query as Record<string, unknown> | undefined)?.api_key;
@@ -71,7 +73,32 @@ const BODY_KEY_ROUTES = new Set(['PUT /modifysmartcard', 'PUT /modifysmartcards'
  * bodies may be JSON or a form; every error is `{"error": message}` with a 4xx status, never a 500 for bad input.
  */
 export function buildService(deps: ServiceDeps): FastifyInstance {
-  const app = Fastify({ bodyLimit: BODY_LIMIT, logger: false });
+  const app = Fastify({
+    bodyLimit: BODY_LIMIT,
+    logger: false,
+    // Errors fastify and Node's HTTP parser would answer in their own shape: answered in the API's instead.
+    clientErrorHandler: answerClientError,
+    frameworkErrors: (err, request, typedReply) => {
+      const reply = typedReply as unknown as FastifyReply;
+      if (err.code === 'FST_ERR_BAD_URL') {
+        const path = request.url.split('?')[0];
+        return reply.code(400).send(errorBody(`the URL path ${path} is not valid: a "%" must start a UTF-8 byte written as two hex digits`));
+      }
+      return reply.code(err.statusCode !== undefined && err.statusCode < 500 ? err.statusCode : 500).send(errorBody(err.message));
+    },
+    return503OnClosing: false, // answered by the first onRequest hook below
+  });
+  let stopping = false;
+  app.addHook('preClose', async () => {
+    stopping = true;
+  });
+  // Each path's methods, for the Allow header of a 405 (a GET route also answers HEAD).
+  const methodsByPath = new Map<string, Set<string>>();
+  app.addHook('onRoute', (route) => {
+    const methods = methodsByPath.get(route.url) ?? new Set<string>();
+    for (const method of [route.method].flat()) methods.add(method);
+    methodsByPath.set(route.url, methods);
+  });
   const keys = new ApiKeys(deps.db);
   const users = new UserStore(deps.db);
   // Each time the directory revision moves it is published retained on MQTT, whether the change timer below or
@@ -98,9 +125,19 @@ export function buildService(deps: ServiceDeps): FastifyInstance {
     if (pending !== null) clearTimeout(pending);
   });
 
-  app.addContentTypeParser('application/x-www-form-urlencoded', { parseAs: 'string' }, (_req, body, done) => {
-    done(null, Object.fromEntries(new URLSearchParams(body as string)));
-  });
+  // Both read from the raw bytes: a body that is not UTF-8 is refused, not stored with U+FFFD.
+  for (const [type, parse] of [
+    ['application/json', parseJsonBody],
+    ['application/x-www-form-urlencoded', parseFormBody],
+  ] as const) {
+    app.addContentTypeParser(type, { parseAs: 'buffer' }, (_req, body, done) => {
+      try {
+        done(null, parse(body as Buffer));
+      } catch (err) {
+        done(err as Error, undefined);
+      }
+    });
+  }
 
   const authenticate = (key: string | undefined, request: FastifyRequest, reply: FastifyReply) => {
     const rank = key === undefined ? null : keys.verify(key, deps.clock.wallNow());
@@ -112,6 +149,7 @@ export function buildService(deps: ServiceDeps): FastifyInstance {
   // The key is checked before the body is read or parsed: without a valid key, no request costs more than
   // its headers. Only the calls that may carry the key in their body wait for the (size-limited) body.
   app.addHook('onRequest', async (request, reply) => {
+    if (stopping) return reply.code(503).send(errorBody('the service is stopping: try again in a moment'));
     const key = apiKeyBeforeBody(request);
     if (key === undefined && BODY_KEY_ROUTES.has(`${request.method} ${request.url.split('?')[0]}`)) return;
     return authenticate(key, request, reply);
@@ -126,6 +164,14 @@ export function buildService(deps: ServiceDeps): FastifyInstance {
     if (err instanceof BadRequest) return reply.code(err.status).send({ error: err.message });
     // 400, the document's status for a refused request, with the reason (HTTP would also allow 413).
     if (err.code === 'FST_ERR_CTP_BODY_TOO_LARGE') return reply.code(400).send({ error: `request body over ${BODY_LIMIT} bytes` });
+    if (err.code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE') {
+      const type = request.headers['content-type']?.split(';')[0]?.trim().slice(0, 100);
+      const accepted = 'send application/json or application/x-www-form-urlencoded';
+      return reply.code(415).send(errorBody(type ? `Content-Type ${type} is not supported: ${accepted}` : `a request body needs a Content-Type: ${accepted}`));
+    }
+    if (err.code === 'FST_ERR_CTP_INVALID_CONTENT_LENGTH') {
+      return reply.code(400).send(errorBody('the request body is not as long as its Content-Length says'));
+    }
     if (err.statusCode !== undefined && err.statusCode >= 400 && err.statusCode < 500) {
       return reply.code(err.statusCode).send({ error: err.message });
     }
@@ -133,7 +179,13 @@ export function buildService(deps: ServiceDeps): FastifyInstance {
     deps.logger.error({ err, url: request.url.split('?')[0] }, 'request failed');
     return reply.code(500).send({ error: 'internal error' });
   });
-  app.setNotFoundHandler((request, reply) => reply.code(404).send({ error: `no endpoint ${request.method} ${request.url.split('?')[0]}` }));
+  app.setNotFoundHandler((request, reply) => {
+    const path = request.url.split('?')[0]!;
+    const methods = methodsByPath.get(path);
+    if (methods === undefined) return reply.code(404).send(errorBody(`no endpoint ${request.method} ${path}`));
+    const allowed = [...methods].sort();
+    return reply.code(405).header('allow', allowed.join(', ')).send(errorBody(`${request.method} is not allowed on ${path}: use ${methodList(allowed)}`));
+  });
 
   const context: RouteContext = {
     ...deps,

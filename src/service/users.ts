@@ -35,12 +35,21 @@ export class UserStore {
     return this.db.prepare('SELECT * FROM users WHERE email = ? AND removed_at IS NULL').get(email) as UserRow | undefined;
   }
 
-  /** Creates a user (or returns the existing one); a removed user with the same e-mail is brought back. */
+  /**
+   * Creates a user (or returns the existing one). A removed user with the same e-mail is brought back on the same
+   * record (email_id, user_id, unique_id) as a new member: the caller's tag, rank REGULAR, not suspended, dated
+   * now, with no cards or computer usernames (released at removal; cleared here too for records removed before).
+   */
   ensure(email: string, tag: 'USER' | 'GUEST', now: number): { user: UserRow; created: boolean } {
     const existing = this.db.prepare('SELECT * FROM users WHERE email = ?').get(email) as UserRow | undefined;
     if (existing && existing.removed_at === null) return { user: existing, created: false };
     if (existing) {
-      this.db.prepare('UPDATE users SET removed_at = NULL, tag = ?, suspended = 0 WHERE email_id = ?').run(tag, existing.email_id);
+      this.db.transaction(() => {
+        this.releaseHoldings(existing.email_id);
+        this.db
+          .prepare("UPDATE users SET removed_at = NULL, tag = ?, rank = 'REGULAR', suspended = 0, created = ? WHERE email_id = ?")
+          .run(tag, serviceTimestamp(now), existing.email_id);
+      })();
       return { user: this.get(existing.email_id)!, created: true };
     }
     const local = email.split('@')[0] ?? email;
@@ -97,6 +106,26 @@ export class UserStore {
     return numbers.filter((n) => held.get(n, emailId) !== undefined);
   }
 
+  /**
+   * The duplicate check of every call that assigns cards: the numbers of `numbers` (the new list of `emailId`, or
+   * of a user not created yet when null) that would make a new sharing: listed twice (more often than the user
+   * already lists it), or held by another active user while this user does not hold it yet. A number the user
+   * already holds never counts, so re-saving one's own list (or relabelling a card) always works.
+   */
+  newlyShared(emailId: number | null, numbers: readonly string[]): string[] {
+    const before = new Map<string, number>();
+    if (emailId !== null) for (const c of this.smartcards(emailId)) before.set(c.number, (before.get(c.number) ?? 0) + 1);
+    const after = new Map<string, number>();
+    for (const n of numbers) after.set(n, (after.get(n) ?? 0) + 1);
+    const taken: string[] = [];
+    for (const [n, count] of after) {
+      const held = before.get(n) ?? 0;
+      if (count > 1 && count > held) taken.push(n);
+      else if (held === 0 && this.numbersHeldByOthers(emailId ?? -1, [n]).length > 0) taken.push(n);
+    }
+    return taken;
+  }
+
   replaceSmartcards(emailId: number, cards: ReadonlyArray<{ number: string; label?: string | null }>): void {
     this.db.transaction(() => {
       this.db.prepare('DELETE FROM smartcards WHERE email_id = ?').run(emailId);
@@ -126,9 +155,19 @@ export class UserStore {
     return this.get(emailId)!.suspended === 1;
   }
 
-  /** DELETE /user: out of every group, its sole policies deleted, the record kept (marked removed). */
+  /** A removed user's cards and computer usernames are released: deleted, so they never count again. */
+  private releaseHoldings(emailId: number): void {
+    this.db.prepare('DELETE FROM smartcards WHERE email_id = ?').run(emailId);
+    this.db.prepare('DELETE FROM computer_usernames WHERE email_id = ?').run(emailId);
+  }
+
+  /**
+   * DELETE /user: out of every group, its sole policies deleted, its cards and computer usernames released, the
+   * record kept (marked removed).
+   */
   remove(emailId: number, now: number): void {
     this.db.transaction(() => {
+      this.releaseHoldings(emailId);
       this.db.prepare(`DELETE FROM group_members WHERE member_id = ? AND group_id IN (SELECT group_id FROM groups WHERE type = 'users')`).run(emailId);
       this.db
         .prepare(
@@ -181,12 +220,12 @@ export class UserStore {
     };
   }
 
-  /** The detail form of GET /user. */
+  /** The detail form of GET /user; every card has its `label`, null when none was given. */
   detail(user: UserRow): Record<string, unknown> {
     return {
       policies: this.policiesOf(user.email_id),
       computer_usernames: this.computerUsernames(user.email_id),
-      smartcards: this.smartcards(user.email_id).map((c) => (c.label === null ? { number: c.number } : c)),
+      smartcards: this.smartcards(user.email_id),
     };
   }
 }

@@ -67,6 +67,17 @@ describe('door-agent service', () => {
     expect(r.stderr).toContain(`cannot listen on 127.0.0.1:${port} (server.listen)`);
     expect(r.stderr).toContain('another program already listens there (stop it, or change server.listen)');
   });
+
+  it('key create says what it made, with the right article: an ADMIN, a REGULAR, a SUPER', () => {
+    const said = (rank: string, extra: string[] = []) => {
+      const r = runCli(['service', 'key', 'create', '--rank', rank, ...extra, '--config', config]);
+      expect(r.status, r.stderr).toBe(0);
+      return r.stderr;
+    };
+    expect(said('ADMIN')).toBe('created an ADMIN API key that never expires; it is shown only this once\n');
+    expect(said('REGULAR', ['--expires-days', '30'])).toBe('created a REGULAR API key that expires in 30 day(s); it is shown only this once\n');
+    expect(said('SUPER')).toBe('created a SUPER API key that never expires; it is shown only this once\n');
+  });
 });
 
 describe('API keys and ranks', () => {
@@ -215,7 +226,7 @@ describe('users, cards, groups', () => {
     expect((await set('[{"number":"4213579"}]', { allow_duplicates: 'true' })).status).toBe(200);
     expect((await set('[{"number":"12ab"}]')).status).toBe(400);
     expect((await set('not json')).body.error).toContain('smartcards: expected array');
-    expect((await call('GET', `/modifysmartcard?email_id=${id}`)).body).toEqual({ email_id: Number(id), smartcards: [{ number: '4213579' }] });
+    expect((await call('GET', `/modifysmartcard?email_id=${id}`)).body).toEqual({ email_id: Number(id), smartcards: [{ number: '4213579', label: null }] });
     expect((await call('PUT', '/modifysmartcard', { email_id: 99999, smartcards: [] })).status).toBe(400);
   });
 
