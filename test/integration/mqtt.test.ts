@@ -9,6 +9,7 @@ import { Daemon, readLevel, waitUntil } from '../support/daemon.js';
 import { Mosquitto, makeTlsFiles } from '../support/mosquitto.js';
 import { Operator } from '../support/operator.js';
 import { PtyPair } from '../support/socat.js';
+import { auditEvents, connectOperator, startDaemon } from '../support/agentSite.js';
 import { sleep } from '../support/wait.js';
 
 // The real daemon against a real mosquitto on a free loopback port.
@@ -60,27 +61,11 @@ ${options.reader ? `    reader: { path: ${dir}/reader }\n` : ''}`,
   return { dir, config, broker, relay: join(dir, 'gpio/gpio17/value'), exit: join(dir, 'gpio/gpio22/value') };
 }
 
-async function agent(s: Site, waitConnected = true): Promise<Daemon> {
-  const daemon = new Daemon(s.config);
-  cleanups.push(() => daemon.stop('SIGKILL'));
-  await daemon.waitForMessage('door-agent ready');
-  if (waitConnected) await daemon.waitForMessage('connected to the broker');
-  return daemon;
-}
+const agent = (s: Site, waitConnected = true): Promise<Daemon> => startDaemon(s.config, cleanups, { waitConnected });
 
-async function operator(s: Site, ...topics: string[]): Promise<Operator> {
-  const op = await Operator.connect(s.broker.url);
-  cleanups.push(() => op.end());
-  if (topics.length > 0) await op.subscribe(...topics);
-  return op;
-}
+const operator = (s: Site, ...topics: string[]): Promise<Operator> => connectOperator(s.broker.url, cleanups, topics);
 
-const events = (s: Site) =>
-  runCli(['events', '--config', s.config])
-    .stdout.trim()
-    .split('\n')
-    .filter(Boolean)
-    .map((l) => JSON.parse(l) as Record<string, unknown>);
+const events = (s: Site) => auditEvents(s.config);
 
 describe('MQTT commands and replies', () => {
   it('unlocks, holds, opens and locks; replies name the door and its resulting state; state is retained', async () => {

@@ -7,6 +7,7 @@ import { Daemon, readLevel, waitUntil } from '../support/daemon.js';
 import { Mosquitto } from '../support/mosquitto.js';
 import { Operator } from '../support/operator.js';
 import { PtyPair } from '../support/socat.js';
+import { auditEvents, connectOperator, startDaemon } from '../support/agentSite.js';
 
 // Door operations (issue 14) over MQTT: the real daemon, a real mosquitto, a pty reader, simulated GPIO.
 const tmp = tempDir('door-agent-operations-');
@@ -66,28 +67,12 @@ ${options.doorExtra ?? ''}`,
   return { dir, config, broker, relay: join(dir, 'gpio/gpio17/value'), exit: join(dir, 'gpio/gpio22/value'), pty };
 }
 
-async function agent(s: Site, waitConnected = true): Promise<Daemon> {
-  const daemon = new Daemon(s.config);
-  cleanups.push(() => daemon.stop('SIGKILL'));
-  await daemon.waitForMessage('door-agent ready', 30_000);
-  await daemon.waitForMessage('reader connected', 30_000);
-  if (waitConnected) await daemon.waitForMessage('connected to the broker', 30_000);
-  return daemon;
-}
+const agent = (s: Site, waitConnected = true): Promise<Daemon> =>
+  startDaemon(s.config, cleanups, { waitConnected, timeoutMs: 30_000, waitFor: ['reader connected'] });
 
-async function operator(s: Site, ...topics: string[]): Promise<Operator> {
-  const op = await Operator.connect(s.broker.url);
-  cleanups.push(() => op.end());
-  if (topics.length > 0) await op.subscribe(...topics);
-  return op;
-}
+const operator = (s: Site, ...topics: string[]): Promise<Operator> => connectOperator(s.broker.url, cleanups, topics);
 
-const events = (s: Site) =>
-  runCli(['events', '--config', s.config])
-    .stdout.trim()
-    .split('\n')
-    .filter(Boolean)
-    .map((l) => JSON.parse(l) as Record<string, unknown>);
+const events = (s: Site) => auditEvents(s.config);
 
 const decisions = (s: Site) => events(s).filter((e) => e.type === 'access_granted' || e.type === 'access_denied');
 

@@ -1,12 +1,10 @@
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ApiKeys } from '../../src/service/apiKeys.js';
-import { openServiceDatabase, type ServiceDb } from '../../src/service/database.js';
-import { buildService } from '../../src/service/server.js';
-import { systemClock } from '../../src/util/clock.js';
-import { DOOR_UUID, tempDir } from '../support/cli.js';
+import type { ServiceDb } from '../../src/service/database.js';
+import type { buildService } from '../../src/service/server.js';
+import { tempDir } from '../support/cli.js';
+import { inProcessService } from '../support/serviceApp.js';
 
 // Integrity of the reference service's cards, invitations and guest links (issue 15, items 1, 2, 4 and 7): the
 // service in this process (fastify inject), its database read directly to see what is really stored.
@@ -18,16 +16,7 @@ let headers: Record<string, string>;
 
 beforeAll(async () => {
   mkdirSync(join(tmp.path, 'data'), { recursive: true });
-  db = openServiceDatabase(join(tmp.path, 'data', 'service.db'));
-  headers = { authorization: `Bearer ${new ApiKeys(db).create('SUPER', 0, Date.now())}` };
-  app = buildService({
-    db,
-    clock: systemClock,
-    logger: pino({ level: 'silent' }),
-    resources: [{ resourceId: 12, uuid: DOOR_UUID, type: 'DOOR', name: 'Front door' }],
-    lockReplyTimeoutMs: 1000,
-  });
-  await app.ready();
+  ({ db, app, headers } = await inProcessService(join(tmp.path, 'data', 'service.db')));
 });
 afterAll(async () => {
   await app.close();

@@ -1,17 +1,14 @@
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import Fastify, { type FastifyInstance } from 'fastify';
-import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { ApiKeys } from '../../src/service/apiKeys.js';
-import { openServiceDatabase, type ServiceDb } from '../../src/service/database.js';
+import type { ServiceDb } from '../../src/service/database.js';
 import { BadRequest, boolParam, intParam, parseParams } from '../../src/service/params.js';
-import { buildService } from '../../src/service/server.js';
 import { userAnswers } from '../../src/service/userList.js';
 import { UserStore } from '../../src/service/users.js';
-import { systemClock } from '../../src/util/clock.js';
-import { DOOR_UUID, tempDir } from '../support/cli.js';
+import { tempDir } from '../support/cli.js';
+import { inProcessService } from '../support/serviceApp.js';
 
 // Issue 15 item 9: GET /multipleusers and GET /user answered from strings serialized once. The answers must be
 // the very bytes the handlers sent before (checked against those handlers, kept here verbatim as the reference),
@@ -69,15 +66,7 @@ async function expectSameAsReference(): Promise<void> {
 }
 
 beforeAll(async () => {
-  db = openServiceDatabase(join(tmp.path, 'service.db'));
-  headers = { authorization: `Bearer ${new ApiKeys(db).create('SUPER', 0, Date.now())}` };
-  app = buildService({
-    db,
-    clock: systemClock,
-    logger: pino({ level: 'silent' }),
-    resources: [{ resourceId: 12, uuid: DOOR_UUID, type: 'DOOR', name: 'Front door' }],
-    lockReplyTimeoutMs: 1000,
-  });
+  ({ db, app, headers } = await inProcessService(join(tmp.path, 'service.db')));
   reference = referenceHandlers(new UserStore(db));
   // An organization with two user groups, members of none, one or both, guests, suspended users, a removed one.
   const staff = (await call('POST', '/groups', { type: 'users', name: 'Staff', add_ids: [] })).group_id as number;
