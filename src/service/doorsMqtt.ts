@@ -24,7 +24,7 @@ const RESIGN_INTERVAL_MS = 24 * 3600 * 1000;
  * went out before, across restarts of the service too.
  */
 export interface RetainedState {
-  /** Every stored lockdown, active or ended: a broker that lost its retained messages learns the current state. */
+  /** Every stored lockdown, active or ended (unsigned, only the active ones are sent again: see publishAllState). */
   lockdowns(): Array<{ scope: LockdownScope; message: LockdownMessage; issuedAt: number }>;
   /** The holidays of server.holidaysFile; null without one (nothing is published then). */
   holidays(): { message: HolidaysMessage; issuedAt: number } | null;
@@ -125,7 +125,10 @@ export class ServiceMqtt {
       this.logger.error({ err }, 'cannot read the lockdowns and holidays to publish them again');
       return;
     }
-    for (const l of lockdowns) this.publishLockdown(l.scope, l.message, l.issuedAt);
+    // Unsigned, the lockdown topics are shared with anyone on the broker (a Home Assistant switch): sending an ended
+    // lockdown again would lift one started there since. Only an active one is sent again (it must not be lost; an
+    // end that a door missed leaves it locked down, the safe side). Signed, every message is ours and the newest wins.
+    for (const l of lockdowns) if (this.secret !== null || l.message.lockdown) this.publishLockdown(l.scope, l.message, l.issuedAt);
     if (holidays) this.client.publish(holidaysTopic(this.topics.prefix), holidaysPayload(holidays.message, this.secret, holidays.issuedAt), { qos: 1, retain: true });
   }
 

@@ -295,6 +295,31 @@ describe('POST /lockdown without signing', () => {
       await h.service.stop();
     }
   }, 120_000);
+
+  it('unsigned: an ended lockdown is not sent again at connect, so it never lifts one started on the broker since', async () => {
+    await broker.start();
+    const dataDir = newDir('unsigned-shared');
+    const topic = 'ub/agents/lobby-pi/lockdown';
+    const options = { mqtt: mqttOptions(broker, 'ub', false), holidaysFile: holidaysFile(dataDir, '2026-05-01\n') };
+    let h = await start(dataDir, options);
+    const client = await mqtt.connectAsync(broker.url);
+    try {
+      await h.call('POST', '/lockdown', { active: true, agent_id: 'lobby-pi' });
+      await h.call('POST', '/lockdown', { active: false, agent_id: 'lobby-pi' });
+      await retainedWhen(broker.url, topic, (p) => JSON.parse(p.toString()).lockdown === false, 'the end retained');
+      await h.service.stop();
+      // Home Assistant's switch starts a lockdown on the shared topic while the service is away.
+      await client.publishAsync(topic, JSON.stringify({ lockdown: true, by: 'Home Assistant' }), { qos: 1, retain: true });
+      await client.publishAsync('ub/holidays', '', { qos: 1, retain: true });
+      h = await start(dataDir, options);
+      // The holidays come back with the service's connect, after its lockdowns.
+      await retainedWhen(broker.url, 'ub/holidays', (p) => p.length > 0, 'the holidays again');
+      expect(JSON.parse((await retainedWhen(broker.url, topic, () => true, 'the lockdown')).toString())).toEqual({ lockdown: true, by: 'Home Assistant' });
+    } finally {
+      await client.endAsync();
+      await h.service.stop();
+    }
+  }, 120_000);
 });
 
 describe('POST and GET /lockdown: ranks, parameters, answers', () => {
