@@ -1,4 +1,5 @@
 import { createHash, randomBytes } from 'node:crypto';
+import type { Statement } from 'better-sqlite3';
 import type { ServiceDb as Db } from './database.js';
 
 export type Rank = 'REGULAR' | 'ADMIN' | 'SUPER';
@@ -8,7 +9,12 @@ const digest = (key: string) => createHash('sha256').update(key, 'utf8').digest(
 
 /** API keys: only a SHA-256 is stored; 0 or no expiry means never (access-control-api.md, Authentication). */
 export class ApiKeys {
-  constructor(private readonly db: Db) {}
+  // Prepared once: every request of every endpoint checks its key.
+  private readonly byHash: Statement<[string], { rank: Rank; expires_at: number | null }>;
+
+  constructor(private readonly db: Db) {
+    this.byHash = db.prepare('SELECT rank, expires_at FROM api_keys WHERE key_hash = ?');
+  }
 
   /** Creates a key and returns it: the only time it is ever visible. */
   create(rank: Rank, expiresDays: number, now: number): string {
@@ -21,9 +27,7 @@ export class ApiKeys {
   /** The rank of a valid, unexpired key, or null. */
   verify(key: string, now: number): Rank | null {
     if (!/^dak_[A-Za-z0-9_-]{43}$/.test(key)) return null;
-    const row = this.db.prepare('SELECT rank, expires_at FROM api_keys WHERE key_hash = ?').get(digest(key)) as
-      | { rank: Rank; expires_at: number | null }
-      | undefined;
+    const row = this.byHash.get(digest(key));
     if (!row || (row.expires_at !== null && now >= row.expires_at)) return null;
     return row.rank;
   }

@@ -125,6 +125,8 @@ export function buildService(deps: ServiceDeps): FastifyInstance {
     if (pending !== null) clearTimeout(pending);
   });
 
+  // JSON and forms only: fastify's own text/plain parser would take a body whose parameters then go unread.
+  app.removeContentTypeParser('text/plain');
   // Both read from the raw bytes: a body that is not UTF-8 is refused, not stored with U+FFFD.
   for (const [type, parse] of [
     ['application/json', parseJsonBody],

@@ -227,6 +227,12 @@ describe('errors raised before a route answers have the API shape and say what i
     expect(errorOf(answer)).toBe('Content-Type text/xml is not supported: send application/json or application/x-www-form-urlencoded');
   });
 
+  it('415 for a text/plain body too (fastify would take it and the parameters would be reported missing)', async () => {
+    const answer = await send('POST', '/invites', '{"emails":["a@example.org"]}', { 'content-type': 'text/plain' });
+    expect(answer.status).toBe(415);
+    expect(errorOf(answer)).toBe('Content-Type text/plain is not supported: send application/json or application/x-www-form-urlencoded');
+  });
+
   it('400 for a body over 1 MiB (kept), in the same shape', async () => {
     const answer = await json(JSON.stringify({ emails: ['x'.repeat(1024 * 1024)] }));
     expect(answer.status).toBe(400);
