@@ -7,20 +7,18 @@
  */
 import { spawn } from 'node:child_process';
 import { chmodSync, closeSync, existsSync, mkdirSync, openSync, rmSync, writeFileSync } from 'node:fs';
-import { join, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { join } from 'node:path';
 import { SerialPort } from 'serialport';
 import { encodeCard } from '../src/core/wiegand.js';
 import { OsdpEmulator } from '../src/hardware/osdp/readerEmulator.js';
 import { AGENT_NODE_OPTIONS, type BenchRow } from './report.js';
+import { benchAgentConfig, cli, ptyPair } from './benchAgent.js';
 import { summary } from './tapDuringSync.js';
 import { timeUntilLevel } from './valueFile.js';
 import { sleep, waitFor } from './wait.js';
 
 const TAPS = 200;
 const KEY = '00112233445566778899aabbccddeeff';
-const root = resolve(fileURLToPath(import.meta.url), '../../..');
-const cli = join(root, 'dist/src/cli.js');
 /** A secure POLL (mark, header, security block, code, MAC, CRC) and a secure osdp_RAW of a 26-bit card. */
 const CARD_EXCHANGE_BYTES = 15 + 30;
 
@@ -51,27 +49,11 @@ async function measure(dir: string, baudRate: number): Promise<{ taps: number[];
   const scbk = join(dir, 'scbk');
   writeFileSync(scbk, `${KEY}\n`);
   chmodSync(scbk, 0o600);
-  const socat = spawn('socat', [`pty,raw,echo=0,link=${dir}/bus`, `pty,raw,echo=0,link=${dir}/reader`], { stdio: 'ignore' });
-  socat.on('error', () => undefined);
-  await waitFor('osdp', () => existsSync(`${dir}/bus`) && existsSync(`${dir}/reader`), 5000, 'socat pty pair (apt-get install socat)');
-  const config = join(dir, 'config.yaml');
-  writeFileSync(
-    config,
-    `agent: { id: bench, dataDir: ${dir}/data, timezone: Europe/Berlin, logLevel: warn }
-access: { groups: [Staff] }
-gpio: { driver: simulated, simulatedDir: ${dir}/gpio }
-doors:
-  - uuid: 6f1c2a0e-8d0b-4a57-9d43-1f2e3a4b5c6d
-    resourceId: 12
-    relay: { pin: 17 }
-    unlockSeconds: 1
-    heldOpenSeconds: 3600
-    contact: { pin: 27, debounceMs: 0 }
-    reader: { type: osdp, path: ${dir}/bus, baudRate: ${baudRate}, address: 0, scbkFile: ${scbk} }
-`,
-  );
-  const imported = spawn(process.execPath, [cli, 'import', join(root, 'examples/snapshot.json'), '--config', config], { stdio: 'ignore' });
-  await new Promise((r) => imported.once('exit', r));
+  const socat = await ptyPair('osdp', `${dir}/bus`, `${dir}/reader`);
+  const config = benchAgentConfig(dir, {
+    reader: `{ type: osdp, path: ${dir}/bus, baudRate: ${baudRate}, address: 0, scbkFile: ${scbk} }`,
+    unlockSeconds: 1,
+  });
   // The bare line first, before the agent holds the bus.
   const cpSide = await openPort(`${dir}/bus`, baudRate);
   const readerSide = await openPort(`${dir}/reader`, baudRate);

@@ -4,13 +4,14 @@
  * serialport reader on another pty pair flipping a value file for the same lines, timed the same way.
  * Between taps the door is relocked by opening and closing its contact (relockOnClose).
  */
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { closeSync, existsSync, mkdirSync, openSync, readFileSync, rmSync, writeFileSync, writeSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { edgesOf, encodeCard } from '../src/core/wiegand.js';
 import { writeSimulatedEdges } from '../src/hardware/simulatedEdges.js';
 import { AGENT_NODE_OPTIONS, type BenchRow } from './report.js';
+import { benchAgentConfig, cli, ptyPair as ptyPairOf } from './benchAgent.js';
 import { level, p50p99, timeUntilLevel } from './valueFile.js';
 import { sleep, waitFor } from './wait.js';
 
@@ -19,15 +20,8 @@ const TIMED_RELOCKS = 20;
 const UNLOCK_SECONDS = 1;
 const WARMUP = 20;
 const root = resolve(fileURLToPath(import.meta.url), '../../..');
-const cli = join(root, 'dist/src/cli.js');
 
-
-async function ptyPair(a: string, b: string): Promise<ChildProcess> {
-  const socat = spawn('socat', [`pty,raw,echo=0,link=${a}`, `pty,raw,echo=0,link=${b}`], { stdio: 'ignore' });
-  socat.on('error', () => undefined);
-  await waitFor('tap-to-relay', () => existsSync(a) && existsSync(b), 5000, 'socat pty pair (apt-get install socat)');
-  return socat;
-}
+const ptyPair = (a: string, b: string) => ptyPairOf('tap-to-relay', a, b);
 
 export interface AgentRun {
   /** Card line to relay, ms. */
@@ -57,25 +51,11 @@ const ALICE_CARD_EDGES = edgesOf(encodeCard(4_213_578n, 26), 0);
 export async function measureAgent(dir: string, options: MeasureOptions = {}): Promise<AgentRun> {
   const wiegand = options.reader === 'wiegand';
   const tapCount = options.taps ?? TAPS;
-  const config = join(dir, 'config.yaml');
-  writeFileSync(
-    config,
-    `agent: { id: bench, dataDir: ${dir}/data, timezone: Europe/Berlin, logLevel: warn }
-${options.extra ?? ''}
-access: { groups: [Staff] }
-gpio: { driver: simulated, simulatedDir: ${dir}/gpio }
-doors:
-  - uuid: 6f1c2a0e-8d0b-4a57-9d43-1f2e3a4b5c6d
-    resourceId: 12
-    relay: { pin: 17 }
-    unlockSeconds: ${UNLOCK_SECONDS}
-    heldOpenSeconds: 3600
-    contact: { pin: 27, debounceMs: 0 }
-    reader: ${wiegand ? `{ type: wiegand, d0: ${WIEGAND_PINS.d0}, d1: ${WIEGAND_PINS.d1}, format: 26 }` : `{ path: ${dir}/reader }`}
-`,
-  );
-  const imported = spawnSync(process.execPath, [cli, 'import', join(root, 'examples/snapshot.json'), '--config', config]);
-  if (imported.status !== 0) throw new Error(`import failed: ${imported.stderr}`);
+  const config = benchAgentConfig(dir, {
+    reader: wiegand ? `{ type: wiegand, d0: ${WIEGAND_PINS.d0}, d1: ${WIEGAND_PINS.d1}, format: 26 }` : `{ path: ${dir}/reader }`,
+    unlockSeconds: UNLOCK_SECONDS,
+    extra: options.extra,
+  });
   const socat = wiegand ? null : await ptyPair(join(dir, 'reader'), join(dir, 'terminal'));
   // The agent's log (level warn: failures only) stays in dir/agent.log for the caller to read.
   const log = openSync(join(dir, 'agent.log'), 'w');
