@@ -1,8 +1,9 @@
-import { cardNumber, decodeBits, type WiegandNumbering } from '../../core/wiegand.js';
+import type { WiegandNumbering } from '../../core/wiegand.js';
 import type { Clock, Timers } from '../../util/clock.js';
 import { ReaderFrameParser, type ReaderFrame } from '../readerFrames.js';
 import { PacketParser, encodePacket, type Packet } from './packet.js';
 import { SecureSession } from './secureSession.js';
+import { decodeKeys, decodeRawCard, parsePdid } from './replyData.js';
 
 /**
  * An OSDP Control Panel on one RS-485 bus (SIA OSDP v2.2), plain mode: it polls each Peripheral Device (reader)
@@ -352,39 +353,17 @@ export class OsdpBus {
     }
   }
 
-  /** osdp_RAW: reader number, format (0: raw bits, 1: Wiegand), bit count (LE), the bits MSB first. */
   private rawCard(reader: ReaderState, data: Buffer): void {
-    if (data.length < 4) return reader.options.onDropped?.('short_raw');
-    const bitCount = data.readUInt16LE(2);
-    if (data.length < 4 + Math.ceil(bitCount / 8)) return reader.options.onDropped?.('short_raw');
-    const bits = Array.from({ length: bitCount }, (_, i) => (data[4 + (i >> 3)]! >> (7 - (i & 7))) & 1);
-    const frame = decodeBits(bits, 'auto');
-    if (frame.kind !== 'card') return reader.options.onDropped?.(frame.kind === 'dropped' ? frame.reason : 'not_a_card');
-    for (const f of reader.keys.cardPresented(cardNumber(frame, reader.options.numbering))) reader.options.onFrame(f);
+    const decoded = decodeRawCard(data, reader.options.numbering);
+    if ('dropped' in decoded) return reader.options.onDropped?.(decoded.dropped);
+    for (const f of reader.keys.cardPresented(decoded.card)) reader.options.onFrame(f);
   }
 
-  /** osdp_KEYPAD: reader number, digit count, the keys as ASCII ('*' as 0x2A or 0x7F, '#' as 0x23 or 0x0D). */
   private keypad(reader: ReaderState, data: Buffer): void {
-    const count = data[1] ?? 0;
     const now = this.options.clock.monoNow();
-    for (const byte of data.subarray(2, 2 + count)) {
-      const key = byte === 0x7f ? '*' : byte === 0x0d ? '#' : String.fromCharCode(byte);
-      if (!/^[0-9*#]$/.test(key)) {
-        reader.options.onDropped?.('bad_key');
-        continue;
-      }
-      for (const f of reader.keys.keyPressed(key, now)) reader.options.onFrame(f);
+    for (const key of decodeKeys(data)) {
+      if (key === null) reader.options.onDropped?.('bad_key');
+      else for (const f of reader.keys.keyPressed(key, now)) reader.options.onFrame(f);
     }
   }
-}
-
-function parsePdid(data: Buffer): { vendor: string; model: number; version: number; serial: number; firmware: string } {
-  if (data.length < 12) return { vendor: '', model: 0, version: 0, serial: 0, firmware: '' };
-  return {
-    vendor: data.subarray(0, 3).toString('hex'),
-    model: data[3]!,
-    version: data[4]!,
-    serial: data.readUInt32LE(5),
-    firmware: `${data[9]}.${data[10]}.${data[11]}`,
-  };
 }

@@ -1,0 +1,35 @@
+import { cardNumber, decodeBits, type WiegandNumbering } from '../../core/wiegand.js';
+
+/** The data of an OSDP reader's replies, decoded: pure, no bus state. */
+
+/** osdp_RAW: reader number, format (0: raw bits, 1: Wiegand), bit count (LE), the bits MSB first. */
+export function decodeRawCard(data: Buffer, numbering: WiegandNumbering): { card: string } | { dropped: string } {
+  if (data.length < 4) return { dropped: 'short_raw' };
+  const bitCount = data.readUInt16LE(2);
+  if (data.length < 4 + Math.ceil(bitCount / 8)) return { dropped: 'short_raw' };
+  const bits = Array.from({ length: bitCount }, (_, i) => (data[4 + (i >> 3)]! >> (7 - (i & 7))) & 1);
+  const frame = decodeBits(bits, 'auto');
+  if (frame.kind !== 'card') return { dropped: frame.kind === 'dropped' ? frame.reason : 'not_a_card' };
+  return { card: cardNumber(frame, numbering) };
+}
+
+/** osdp_KEYPAD: reader number, digit count, the keys as ASCII ('*' as 0x2A or 0x7F, '#' as 0x23 or 0x0D); null for a byte that is no key. */
+export function decodeKeys(data: Buffer): Array<string | null> {
+  const count = data[1] ?? 0;
+  return [...data.subarray(2, 2 + count)].map((byte) => {
+    const key = byte === 0x7f ? '*' : byte === 0x0d ? '#' : String.fromCharCode(byte);
+    return /^[0-9*#]$/.test(key) ? key : null;
+  });
+}
+
+/** osdp_PDID: vendor code, model, version, serial number (LE), firmware. */
+export function parsePdid(data: Buffer): { vendor: string; model: number; version: number; serial: number; firmware: string } {
+  if (data.length < 12) return { vendor: '', model: 0, version: 0, serial: 0, firmware: '' };
+  return {
+    vendor: data.subarray(0, 3).toString('hex'),
+    model: data[3]!,
+    version: data[4]!,
+    serial: data.readUInt32LE(5),
+    firmware: `${data[9]}.${data[10]}.${data[11]}`,
+  };
+}
