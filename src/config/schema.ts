@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { isCalendarDate } from '../core/schedule.js';
-import { doorSchema, memberPolicySchema, refineDoors, seconds } from './doorSchema.js';
+import { doorSchema, memberPolicySchema, seconds } from './doorSchema.js';
+import { refineDoors } from './doorChecks.js';
 
 /** Exit code for an invalid configuration (sysexits EX_CONFIG); systemd: RestartPreventExitStatus=78. */
 export const EXIT_INVALID_CONFIG = 78;

@@ -1,0 +1,136 @@
+import type { z } from 'zod';
+import { longestUnlockRunHours } from '../core/unlockSchedule.js';
+import type { doorSchema } from './doorSchema.js';
+
+/** The checks across doors (shared pins, readers, buses) and between a door's own keys. */
+export function refineDoors(config: { gpio: { driver: string }; doors: Array<z.output<typeof doorSchema>> }, ctx: z.RefinementCtx): void {
+  const uuids = new Map<string, number>();
+  const resourceIds = new Map<number, number>();
+  const pins = new Map<number, string>();
+  const readers = new Map<string, number>();
+  const osdpBuses = new Map<string, { baudRate: number; door: number; addresses: Map<number, number> }>();
+  config.doors.forEach((door, i) => {
+    const seenUuid = uuids.get(door.uuid.toLowerCase());
+    if (seenUuid !== undefined) {
+      ctx.addIssue({ code: 'custom', path: ['doors', i, 'uuid'], message: `same uuid as doors[${seenUuid}]` });
+    } else uuids.set(door.uuid.toLowerCase(), i);
+    const seenResource = resourceIds.get(door.resourceId);
+    if (seenResource !== undefined) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['doors', i, 'resourceId'],
+        message: `same resourceId as doors[${seenResource}]`,
+      });
+    } else resourceIds.set(door.resourceId, i);
+    const wiegand = door.reader?.type === 'wiegand' ? door.reader : undefined;
+    const doorPins: Array<[string[], number | undefined]> = [
+      [['relay', 'pin'], door.relay.pin],
+      [['contact', 'pin'], door.contact?.pin],
+      [['exitButton', 'pin'], door.exitButton?.pin],
+      [['reader', 'd0'], wiegand?.d0],
+      [['reader', 'd1'], wiegand?.d1],
+      [['tamper', 'pin'], door.tamper?.pin],
+      [['reader', 'led', 'pin'], door.reader && door.reader.type !== 'osdp' ? door.reader.led?.pin : undefined],
+      [['reader', 'buzzer', 'pin'], door.reader && door.reader.type !== 'osdp' ? door.reader.buzzer?.pin : undefined],
+    ];
+    for (const [where, pin] of doorPins) {
+      if (pin === undefined) continue;
+      const owner = pins.get(pin);
+      if (owner !== undefined) {
+        ctx.addIssue({
+          code: 'custom',
+          path: ['doors', i, ...where],
+          message: `GPIO ${pin} is already used by ${owner}`,
+        });
+      } else pins.set(pin, `doors[${i}].${where.join('.')}`);
+    }
+    if (wiegand?.numbering === 'facility_card' && wiegand.format !== 26 && wiegand.format !== 34) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['doors', i, 'reader', 'numbering'],
+        message:
+          'facility_card (facility * 65536 + card) is exact only for 26- and 34-bit cards (16-bit card field): set format: 26 or 34, or use numbering: data',
+      });
+    }
+    if (config.gpio.driver === 'onoff') {
+      if (wiegand) {
+        ctx.addIssue({
+          code: 'custom',
+          path: ['doors', i, 'reader', 'type'],
+          message: 'a Wiegand reader needs gpio.driver: chardev (sysfs cannot see its 50 µs pulses)',
+        });
+      }
+      for (const input of ['contact', 'exitButton', 'tamper'] as const) {
+        const setting = door[input];
+        if (setting && setting.pull !== 'none') {
+          ctx.addIssue({
+            code: 'custom',
+            path: ['doors', i, input, 'pull'],
+            message: `gpio.driver onoff (sysfs) cannot set a pull-${setting.pull}: use gpio.driver: chardev, or pull: none with a resistor`,
+          });
+        }
+      }
+    }
+    if (door.reader?.type === 'serial' && door.reader.format === 'rdm6300' && door.reader.cardFormat !== 'decimal') {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['doors', i, 'reader', 'cardFormat'],
+        message: 'an rdm6300 reader sends binary frames whose IDs become decimal numbers: leave cardFormat out',
+      });
+    }
+    if (door.reader?.type === 'osdp') {
+      const bus = osdpBuses.get(door.reader.path);
+      if (bus && bus.baudRate !== door.reader.baudRate) {
+        ctx.addIssue({ code: 'custom', path: ['doors', i, 'reader', 'baudRate'], message: `the OSDP bus ${door.reader.path} runs at ${bus.baudRate} for doors[${bus.door}]` });
+      }
+      const sameAddress = bus?.addresses.get(door.reader.address);
+      if (sameAddress !== undefined) {
+        ctx.addIssue({ code: 'custom', path: ['doors', i, 'reader', 'address'], message: `OSDP address ${door.reader.address} on ${door.reader.path} is already doors[${sameAddress}]` });
+      }
+      if (!bus) osdpBuses.set(door.reader.path, { baudRate: door.reader.baudRate, door: i, addresses: new Map([[door.reader.address, i]]) });
+      else bus.addresses.set(door.reader.address, i);
+      if (readers.has(door.reader.path)) {
+        ctx.addIssue({ code: 'custom', path: ['doors', i, 'reader', 'path'], message: `reader ${door.reader.path} is already used by doors[${readers.get(door.reader.path)}]` });
+      }
+      if (door.reader.numbering === 'facility_card') {
+        ctx.addIssue({ code: 'custom', path: ['doors', i, 'reader', 'numbering'], message: 'facility_card is exact only for 26- and 34-bit cards: an OSDP reader may send any format; use numbering: data' });
+      }
+    }
+    if (door.reader?.type === 'serial' || door.reader?.type === 'keyboard') {
+      if (osdpBuses.has(door.reader.path)) {
+        ctx.addIssue({ code: 'custom', path: ['doors', i, 'reader', 'path'], message: `${door.reader.path} is an OSDP bus of another door` });
+      }
+      const seenReader = readers.get(door.reader.path);
+      if (seenReader !== undefined) {
+        ctx.addIssue({
+          code: 'custom',
+          path: ['doors', i, 'reader', 'path'],
+          message: `reader ${door.reader.path} is already used by doors[${seenReader}]`,
+        });
+      } else readers.set(door.reader.path, i);
+    }
+    if (door.firstPersonIn && !door.unlockSchedule) {
+      ctx.addIssue({ code: 'custom', path: ['doors', i, 'firstPersonIn'], message: 'needs an unlockSchedule: first-person-in delays the start of its hours' });
+    }
+    if (door.unlockSchedule && door.maxUnlockSeconds > 0) {
+      const hours = longestUnlockRunHours(door.unlockSchedule);
+      if (hours * 3600 > door.maxUnlockSeconds) {
+        ctx.addIssue({
+          code: 'custom',
+          path: ['doors', i, 'maxUnlockSeconds'],
+          message:
+            hours === Infinity
+              ? 'would cut the unlockSchedule, which holds the door unlocked every hour of the week: set 0'
+              : `would cut the unlockSchedule, which holds the door unlocked for up to ${hours} h in a row: raise it to ${hours * 3600} or more, or set 0`,
+        });
+      }
+    }
+    if (door.maxUnlockSeconds > 0 && door.unlockSeconds > door.maxUnlockSeconds) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['doors', i, 'unlockSeconds'],
+        message: `is longer than maxUnlockSeconds (${door.maxUnlockSeconds})`,
+      });
+    }
+  });
+}
