@@ -4,7 +4,7 @@ import { AccessChecker } from '../door/accessChecker.js';
 import { CredentialCache } from '../store/credentialCache.js';
 import { cachePath, openDatabase, openStateDatabase, statePath } from '../store/database.js';
 import { existsSync } from 'node:fs';
-import { operationsStatus } from './operationsStatus.js';
+import { readOperations } from './operationsStatus.js';
 import { parseServiceTime } from '../core/schedule.js';
 import { UsageError } from '../util/errors.js';
 import { loadConfigFor, type CommandContext } from './context.js';
@@ -60,10 +60,10 @@ export function runCheck(args: CheckArgs, ctx: CommandContext): number {
   const stateFile = statePath(config.agent.dataDir);
   const state = existsSync(stateFile) ? openStateDatabase(stateFile, { readonly: true }) : null;
   try {
-    const operations = operationsStatus(config, state, at);
+    const operations = readOperations(config, state);
     const checker = new AccessChecker(new CredentialCache(db), config);
-    checker.setPublishedHolidays(operations.holidays);
-    const lockdown = operations.doors.get(door.uuid)!.lockdown.active;
+    checker.setPublishedHolidays([...operations.holidays]);
+    const lockdown = operations.lockdown(door.uuid).active;
     const result = checker.check({ door, kind, credential: args.credential, now: at, lockdown });
     if (result === null) {
       // Never echo the credential: it may be a PIN or a card number.

@@ -4,6 +4,7 @@ import { NO_MEMORY, scheduleState, type ScheduleStateName } from '../core/unlock
 import type { AgentOptions } from '../config/options.js';
 import type { Db } from '../store/database.js';
 import { NO_LOCKDOWN, readLockdown, readPublishedHolidays, readScheduleMemory } from '../store/operationsState.js';
+import { effectiveLockdown } from '../door/lockdowns.js';
 
 export interface DoorOperationsView {
   lockdown: { active: boolean; scope: 'agent' | 'door' | null; by: string | null; reason: string | null; since: string | null };
@@ -13,19 +14,29 @@ export interface DoorOperationsView {
 const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
 
 /**
- * What `status` shows of the door operations (issue 14), read from state.db as the daemon keeps it: the
- * lockdown in force per door, and the unlock schedule's state and next change, worked out as the daemon does.
+ * The lockdowns and holidays in force, read from state.db as the daemon keeps them (for `status` and `check`).
  */
-export function operationsStatus(config: AgentOptions, state: Db | null, now: number) {
+export function readOperations(config: AgentOptions, state: Db | null) {
   const agent = (state && readLockdown(state, 'agent')) || NO_LOCKDOWN;
   const published = (state && readPublishedHolidays(state)) || null;
-  const holidays = new Set([...config.access.holidays, ...(published?.dates ?? [])]);
+  return {
+    agent,
+    holidays: new Set([...config.access.holidays, ...(published?.dates ?? [])]),
+    lockdown: (doorUuid: string) => effectiveLockdown((state && readLockdown(state, `door:${doorUuid}`)) || NO_LOCKDOWN, agent),
+  };
+}
+
+/**
+ * What `status` shows of the door operations (issue 14): the lockdown in force per door, and the unlock
+ * schedule's state and next change, worked out as the daemon does.
+ */
+export function operationsStatus(config: AgentOptions, state: Db | null, now: number) {
+  const { agent, holidays, lockdown: lockdownOf } = readOperations(config, state);
   const localTime = localTimeIn(config.agent.timezone);
   const doors = new Map<string, DoorOperationsView>();
   for (const door of config.doors) {
-    const own = (state && readLockdown(state, `door:${door.uuid}`)) || NO_LOCKDOWN;
-    const [record, scope] = own.active ? [own, 'door' as const] : agent.active ? [agent, 'agent' as const] : [NO_LOCKDOWN, null];
-    const lockdown = { active: record.active, scope, by: record.by, reason: record.reason, since: iso(record.since) };
+    const record = lockdownOf(door.uuid);
+    const lockdown = { active: record.active, scope: record.scope, by: record.by, reason: record.reason, since: iso(record.since) };
     const schedule = door.unlockSchedule
       ? scheduleState(
           { hours: door.unlockSchedule, holidays, firstPersonIn: door.firstPersonIn !== undefined },

@@ -14,6 +14,14 @@ export interface LockdownRequest {
 
 export type LockdownOutcome = 'started' | 'ended' | 'unchanged' | 'stale';
 
+export type EffectiveLockdown = LockdownRecord & { scope: 'door' | 'agent' | null };
+
+/** A door's lockdown as people see it, from its own record and the agent's: its own, else the agent's. */
+export function effectiveLockdown(own: LockdownRecord, agent: LockdownRecord): EffectiveLockdown {
+  if (own.active) return { ...own, scope: 'door' };
+  return agent.active ? { ...agent, scope: 'agent' } : { ...NO_LOCKDOWN, scope: null };
+}
+
 export interface LockdownsDeps {
   doorUuids: readonly string[];
   load: (scope: LockdownScopeKey) => LockdownRecord | undefined;
@@ -62,11 +70,8 @@ export class Lockdowns {
   }
 
   /** The lockdown of a door as people see it: its own, else the agent's. */
-  effective(doorUuid: string): LockdownRecord & { scope: 'door' | 'agent' | null } {
-    const own = this.get(`door:${doorUuid}`);
-    if (own.active) return { ...own, scope: 'door' };
-    const agent = this.get('agent');
-    return agent.active ? { ...agent, scope: 'agent' } : { ...NO_LOCKDOWN, scope: null };
+  effective(doorUuid: string): EffectiveLockdown {
+    return effectiveLockdown(this.get(`door:${doorUuid}`), this.get('agent'));
   }
 
   apply(scope: LockdownScopeKey, request: LockdownRequest): LockdownOutcome {

@@ -128,6 +128,10 @@ describe('lockdown over MQTT', () => {
     await agent(s, false);
     expect(await tap(s, ALICE_CARD, 1)).toMatchObject({ type: 'access_denied', reason: 'lockdown' });
     expect(JSON.parse(runCli(['status', '--json', '--config', s.config]).stdout).doors[0].lockdown).toMatchObject({ active: true, scope: 'door', by: 'ops' });
+    // The offline decision knows the lockdown too.
+    const check = runCli(['check', ALICE_CARD, '--config', s.config]);
+    expect(check.status).toBe(1);
+    expect(JSON.parse(check.stdout)).toMatchObject({ granted: false, reason: 'lockdown', lockdown: true });
 
     await s.broker.start();
     const again = await operator(s);
