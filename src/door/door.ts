@@ -119,7 +119,7 @@ export class Door implements Component {
         logger: log.child({ part: 'unlock schedule' }),
         loadMemory: () => deps.scheduleMemory?.load(),
         saveMemory: (memory) => deps.scheduleMemory?.save(memory),
-        record: (type, data) => deps.events().append({ type, door: door.uuid, at: deps.clock.wallNow(), data }),
+        record: (type, data) => runtime.audit(type, data),
         onStateChange: () => deps.doorEvents.emit('position', door.uuid),
       });
       this.scheduler = scheduler;

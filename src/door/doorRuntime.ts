@@ -94,8 +94,11 @@ export class DoorRuntime {
     this.feedback = feedback;
   }
 
-  /** A reader's own state, for the audit log: online, offline, its tamper switch, its power. */
-  onReaderState(type: 'reader_online' | 'reader_offline' | 'reader_tamper' | 'reader_power', data: Record<string, unknown> = {}): void {
+  /**
+   * Something else about this door for the audit log (a reader's own state, the unlock schedule's first person
+   * in), recorded as the door's own events are: a failing disk is logged, never thrown at the caller.
+   */
+  audit(type: 'reader_online' | 'reader_offline' | 'reader_tamper' | 'reader_power' | 'first_person_in', data: Record<string, unknown> = {}): void {
     this.record(type, data);
   }
 

@@ -47,13 +47,13 @@ export class OsdpDoorReader {
       onOnline: (online) => {
         this.online = online;
         this.onConnection(online);
-        this.runtime.onReaderState(online ? 'reader_online' : 'reader_offline', { address: o.address });
+        this.runtime.audit(online ? 'reader_online' : 'reader_offline', { address: o.address });
         this.logger[online ? 'info' : 'warn']({ path: o.path, address: o.address }, online ? 'OSDP reader online' : 'OSDP reader offline');
       },
       onStatus: ({ tamper, powerFailure }) => {
         // Changes only (the state is asked for each time the reader comes online), restores included.
-        if (tamper !== this.tamper) this.runtime.onReaderState('reader_tamper', { address: o.address, state: tamper ? 'tampered' : 'restored' });
-        if (powerFailure !== this.powerFailure) this.runtime.onReaderState('reader_power', { address: o.address, state: powerFailure ? 'failure' : 'restored' });
+        if (tamper !== this.tamper) this.runtime.audit('reader_tamper', { address: o.address, state: tamper ? 'tampered' : 'restored' });
+        if (powerFailure !== this.powerFailure) this.runtime.audit('reader_power', { address: o.address, state: powerFailure ? 'failure' : 'restored' });
         this.tamper = tamper;
         this.powerFailure = powerFailure;
       },
