@@ -6,7 +6,8 @@ import type { WiegandFormat, WiegandNumbering } from '../core/wiegand.js';
 import type { Pull } from '../hardware/gpio.js';
 
 /** What a reader is told of a decision (its LED and buzzer, a line sent back, OSDP's LED and beeper). */
-export type FeedbackKind = 'grant' | 'deny' | 'lockedOut' | 'lockdown';
+export type { ReaderFeedback as FeedbackKind } from '../hardware/readerFrames.js';
+import type { ReaderFeedback as FeedbackKind } from '../hardware/readerFrames.js';
 
 /** A reader's LED or buzzer line: its pin, the level that lights or sounds it, a pattern per outcome (ms on, off, ...). */
 export interface SignalLineOptions {

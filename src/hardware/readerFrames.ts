@@ -1,5 +1,8 @@
 import type { CardFormat } from '../core/credentials.js';
 
+/** What a reader is shown of a decision: its LED and buzzer lines, a reply line, OSDP's LED and beeper. */
+export type ReaderFeedback = 'grant' | 'deny' | 'lockedOut' | 'lockdown';
+
 /**
  * What a door reader sent, framed: a card line, a keypad PIN, a QR token, a keypad clear, or a burst of noise
  * that was dropped (reported once per burst, never per byte). Pure: time comes in with each call.

@@ -4,9 +4,8 @@ import type { Clock, Timers } from '../../util/clock.js';
 import { READER_BACKOFF, openSerialPort, type PortFactory, type PortLike } from '../serialReader.js';
 import { CMD, OsdpBus, type OsdpReaderOptions } from './controlPanel.js';
 import type { Packet } from './packet.js';
+import type { ReaderFeedback } from '../readerFrames.js';
 
-/** What a door shows at its reader after a decision (the door's FeedbackKind; hardware does not import door). */
-export type ReaderFeedback = 'grant' | 'deny' | 'lockedOut' | 'lockdown';
 
 const GREEN = 2;
 const RED = 1;
