@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { guestLinkSchema, type GuestLink } from '../api/shapes.js';
-import { problemsFromZod } from '../util/issues.js';
+import { problemsInOneLine } from '../util/issues.js';
 import { openSignedObject, retainedPayload } from './retainedMessages.js';
 export { canonicalJson } from './signing.js';
 
@@ -53,7 +53,7 @@ export function parseGuestLinkMessage(topicId: string, payload: Buffer, secret: 
     return { kind: 'revoke', issuedAt };
   }
   const parsed = guestLinkSchema.safeParse(data);
-  if (!parsed.success) return { refused: problemsFromZod(parsed.error.issues).map((p) => `${p.path}: ${p.message}`).join('; ') };
+  if (!parsed.success) return { refused: problemsInOneLine(parsed.error.issues) };
   if (parsed.data.magic_link_id !== topicId) return { refused: 'magic_link_id does not match its topic' };
   return { kind: 'link', link: parsed.data, issuedAt };
 }

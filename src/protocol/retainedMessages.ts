@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { problemsFromZod } from '../util/issues.js';
+import { problemsInOneLine } from '../util/issues.js';
 import { canonicalJson, sign, signatureMatches } from './signing.js';
 
 /**
@@ -50,7 +50,7 @@ export function parseRetained<T>(
   if ('refused' in opened) return opened;
   const { data, issuedAt } = opened;
   const parsed = schema.safeParse(data);
-  if (!parsed.success) return { refused: describe(parsed.error) };
+  if (!parsed.success) return { refused: problemsInOneLine(parsed.error.issues) };
   return { kind: 'set', body: parsed.data, issuedAt };
 }
 
@@ -71,7 +71,7 @@ export function openSignedObject(
   }
   if (typeof data !== 'object' || data === null || Array.isArray(data)) return { refused: 'not a JSON object' };
   const envelope = envelopeSchema.safeParse(data);
-  if (!envelope.success) return { refused: describe(envelope.error) };
+  if (!envelope.success) return { refused: problemsInOneLine(envelope.error.issues) };
   const issuedAt = envelope.data.issued_at ?? null;
   if (secret !== null) {
     const { signature } = envelope.data;
@@ -79,12 +79,6 @@ export function openSignedObject(
     if (!signatureMatches(secret, signedText(context, data as Record<string, unknown>), signature)) return { refused: 'signature does not match' };
   }
   return { data: data as Record<string, unknown>, issuedAt };
-}
-
-function describe(error: z.ZodError): string {
-  return problemsFromZod(error.issues)
-    .map((p) => `${p.path}: ${p.message}`)
-    .join('; ');
 }
 
 export function isRetainedRefusal<T>(value: RetainedMessage<T> | RetainedRefusal): value is RetainedRefusal {

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { problemsFromZod } from '../util/issues.js';
+import { problemsInOneLine } from '../util/issues.js';
 
 /**
  * Request parameters of the service: accepted in the query string, a form or a JSON body (the API document does
@@ -62,7 +62,7 @@ export function parseParams<T extends z.ZodType>(schema: T, query: unknown, body
   const merged = { ...(query as object | undefined), ...(typeof body === 'object' && body !== null && !Array.isArray(body) ? body : {}) };
   const result = schema.safeParse(merged);
   if (!result.success) {
-    throw new BadRequest(problemsFromZod(result.error.issues).map((p) => `${p.path}: ${p.message}`).join('; '));
+    throw new BadRequest(problemsInOneLine(result.error.issues));
   }
   return result.data;
 }

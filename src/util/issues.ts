@@ -28,6 +28,13 @@ function describeIssue(issue: z.core.$ZodIssue): string {
     .replace(/^Invalid option: expected one of/, 'expected one of');
 }
 
+/** The problems of zod issues on one line, `path: message; path: message` (a refusal, an error body). */
+export function problemsInOneLine(issues: ReadonlyArray<z.core.$ZodIssue>): string {
+  return problemsFromZod(issues)
+    .map((p) => `${p.path}: ${p.message}`)
+    .join('; ');
+}
+
 /** Flattens zod issues into problems; unknown keys become one problem per key, at the key's own path. */
 export function problemsFromZod(
   issues: ReadonlyArray<z.core.$ZodIssue>,
