@@ -272,9 +272,9 @@ export class DoorRuntime {
     for (const type of events) this.record(type);
     if (events.length > 0) this.deps.onDoorChange?.();
     if (events.includes('door_forced')) this.deps.logger.warn('door forced open');
-    // Relock on close ends every timed unlock (card, PIN, token, exit button, a remote unlock with or without
-    // unlock_time): one passage per release (issue 32 item 14). Holds (a hold-open, the schedule) stay.
-    const timedUnlock = lock.state === 'UNLOCKED' && !lock.heldOpen;
+    // Relock on close ends the unlocks this door granted itself (card, PIN, token, exit button): one passage per
+    // release. A remote unlock_time was asked for explicitly by an operator and runs its course; holds stay.
+    const timedUnlock = lock.state === 'UNLOCKED' && !lock.heldOpen && !lock.cause.startsWith('remote command');
     if (open) this.openedWhileUnlocked = timedUnlock;
     else if (this.openedWhileUnlocked && this.door.relockOnClose && timedUnlock) {
       // Someone went through: relock now rather than leaving the door unlocked behind them.
