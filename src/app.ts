@@ -22,7 +22,8 @@ import { SyncComponent } from './sync/syncComponent.js';
 import type { Notify } from './system/sdNotify.js';
 import { SystemdWatchdog } from './system/watchdog.js';
 import type { Clock, Timers } from './util/clock.js';
-import { isClockSynchronized } from './util/clockSync.js';
+import { isClockSynchronized, isClockSynchronizedLater } from './util/clockSync.js';
+import { ClockSyncWatch } from './door/clockSyncWatch.js';
 import { InputError } from './util/errors.js';
 import { VERSION } from './version.js';
 
@@ -36,7 +37,7 @@ export interface AgentDeps {
   pid?: number;
   /** For secrets given in the environment (DOOR_AGENT_API_KEY, DOOR_AGENT_MQTT_PASSWORD). */
   env?: Env;
-  /** Defaults to asking the system (see util/clockSync.ts). */
+  /** Defaults to asking the system (see util/clockSync.ts); asked at start and again while it says no. */
   clockSynchronized?: () => boolean;
   /** sd_notify to systemd (Type=notify), null or absent outside systemd. */
   notify?: Notify | null;
@@ -117,7 +118,14 @@ export async function startAgent(config: AgentOptions, deps: AgentDeps): Promise
     const getChecker = () => (checker ??= new AccessChecker(store.credentials(), config));
     const operations = new SiteOperations({ store, doors, checker: getChecker, clock, logger });
     const persistence = new DoorStateStore(doorStateDir(config.agent.dataDir));
-    const clockSynchronized = deps.clockSynchronized ?? (() => isClockSynchronized({ rtc: config.agent.rtc }));
+    const probe = deps.clockSynchronized;
+    const clockWatch = new ClockSyncWatch({
+      probeNow: probe ?? (() => isClockSynchronized({ rtc: config.agent.rtc })),
+      probeLater: probe ? async () => probe() : () => isClockSynchronizedLater({ rtc: config.agent.rtc }),
+      timers,
+      logger: logger.child({ component: 'clock' }),
+    });
+    const clockSynchronized = () => clockWatch.synchronized();
     // One per RS-485 line, shared by the doors whose OSDP readers are on it.
     const osdp = new OsdpBuses({ clock, timers, logger: logger.child({ component: 'osdp' }), openPort: deps.openPort });
     for (const options of config.doors) {
@@ -132,6 +140,7 @@ export async function startAgent(config: AgentOptions, deps: AgentDeps): Promise
           clock,
           timers,
           clockSynchronized,
+          onClockSynchronized: (listener) => clockWatch.onSynchronized(listener),
           logger: logger.child({ door: options.uuid, name: options.name }),
           openPort: deps.openPort,
           osdp,
@@ -182,7 +191,7 @@ export async function startAgent(config: AgentOptions, deps: AgentDeps): Promise
       },
       stop: () => watchdog?.stopping(),
     };
-    const components = [store, operations, ...doors, mqtt, sync, readiness].filter((c): c is Component => c !== null);
+    const components = [store, operations, clockWatch, ...doors, mqtt, sync, readiness].filter((c): c is Component => c !== null);
     stopComponents = await startInOrder(components, logger);
   } catch (err) {
     await stop().catch((stopErr: unknown) => logger.error({ err: stopErr }, 'error while cleaning up a failed start'));

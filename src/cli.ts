@@ -14,6 +14,7 @@ import { runStatus } from './commands/status.js';
 import { runSync } from './commands/sync.js';
 import { systemClock } from './util/clock.js';
 import { DoorAgentError, UsageError } from './util/errors.js';
+import { ReaderOutput } from './util/readerOutput.js';
 import { VERSION } from './version.js';
 
 const HELP = `door-agent: door controller with offline access decisions
@@ -74,6 +75,17 @@ const stopSignals: ProcessHooks['onStopSignal'] = (handler) => {
   for (const signal of ['SIGTERM', 'SIGINT'] as const) process.once(signal, () => handler(signal));
 };
 
+// Every command writes through this: when the reader goes away (door-agent events | head -n 2), the rest of the
+// output is dropped, a command that would run on (events --follow, demo) stops as on Ctrl-C, the others finish
+// their work, and the exit code is the command's own, without a stack trace (EPIPE is not a failure).
+const stdout = new ReaderOutput(process.stdout);
+
+/** For the commands whose output is their purpose: stop on a signal or when nobody reads any more. */
+const stopSignalsOrReaderGone: ProcessHooks['onStopSignal'] = (handler) => {
+  stopSignals(handler);
+  stdout.onReaderGone(() => handler('stdout closed'));
+};
+
 let fatalHandler: ((err: unknown) => void) | null = null;
 const die = (err: unknown) => {
   try {
@@ -98,7 +110,7 @@ export async function main(argv: string[], ctx: CommandContext): Promise<number>
   switch (command) {
     case 'demo': {
       const { values } = parse(rest, { dir: { type: 'string' } }, []);
-      return runDemo({ dir: str(values.dir) }, ctx, processHooks, process.stdin);
+      return runDemo({ dir: str(values.dir) }, ctx, { ...processHooks, onStopSignal: stopSignalsOrReaderGone }, process.stdin);
     }
     case 'run':
       return runDaemon({ config: str(parse(rest, {}, []).values.config) }, ctx, processHooks);
@@ -108,7 +120,7 @@ export async function main(argv: string[], ctx: CommandContext): Promise<number>
     }
     case 'events': {
       const { values } = parse(rest, { since: { type: 'string' }, follow: { type: 'boolean' } }, []);
-      const stopped = new Promise<void>((resolve) => stopSignals(() => resolve()));
+      const stopped = new Promise<void>((resolve) => stopSignalsOrReaderGone(() => resolve()));
       return runEvents({ since: str(values.since), follow: values.follow === true, config: str(values.config) }, ctx, stopped);
     }
     case 'check': {
@@ -180,7 +192,7 @@ export async function main(argv: string[], ctx: CommandContext): Promise<number>
 }
 
 async function run(): Promise<void> {
-  const ctx: CommandContext = { env: process.env, stdout: process.stdout, stderr: process.stderr, clock: systemClock };
+  const ctx: CommandContext = { env: process.env, stdout, stderr: process.stderr, clock: systemClock };
   let code: number;
   try {
     code = await main(process.argv.slice(2), ctx);
@@ -197,6 +209,10 @@ async function run(): Promise<void> {
   // hold output in Node's buffer: wait for it to drain. Exiting then also ends what a long-running command
   // left open (sockets, timers).
   await Promise.all([drained(process.stdout), drained(process.stderr)]);
+  if (stdout.error) {
+    process.stderr.write(`door-agent: cannot write the output: ${stdout.error.message}\n`);
+    code = code === 0 ? 1 : code;
+  }
   process.exit(code);
 }
 

@@ -30,6 +30,11 @@ export async function runEvents(
   const db = openStateDatabase(statePath(config.agent.dataDir), { readonly: true });
   try {
     const log = new EventLog(db, { agentId: config.agent.id, maxEvents: config.agent.maxEvents });
+    // Stopped (Ctrl-C, or the reader went away: door-agent events | head) also ends a long listing.
+    let stopped = false;
+    void stopSignal.then(() => {
+      stopped = true;
+    });
     // Respects back-pressure: a slow reader (door-agent events | less) gets every event, without the whole log
     // piling up in memory first.
     const drain = async () => {
@@ -38,15 +43,13 @@ export async function runEvents(
         const text = batch.map((event) => `${JSON.stringify(event)}\n`).join('');
         if (batch.length > 0) since = batch[batch.length - 1]!.seq;
         if (text !== '' && ctx.stdout.write(text) === false) await waitForDrain(ctx.stdout);
-        if (batch.length < 1000) return;
+        if (batch.length < 1000 || stopped) return;
+        // A turn of the event loop per page, so a stop (or the pipe's EPIPE) is seen before the next one.
+        await new Promise((resolve) => setImmediate(resolve));
       }
     };
     await drain();
     if (!args.follow) return 0;
-    let stopped = false;
-    void stopSignal.then(() => {
-      stopped = true;
-    });
     while (!stopped) {
       await Promise.race([new Promise((r) => setTimeout(r, FOLLOW_POLL_MS)), stopSignal]);
       if (!stopped) await drain();

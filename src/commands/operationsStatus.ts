@@ -5,10 +5,12 @@ import type { AgentOptions } from '../config/options.js';
 import type { Db } from '../store/database.js';
 import { NO_LOCKDOWN, readLockdown, readPublishedHolidays, readScheduleMemory } from '../store/operationsState.js';
 import { effectiveLockdown } from '../door/lockdowns.js';
+import { isClockSynchronized } from '../util/clockSync.js';
 
 export interface DoorOperationsView {
   lockdown: { active: boolean; scope: 'agent' | 'door' | null; by: string | null; reason: string | null; since: string | null };
-  schedule: { state: ScheduleStateName; nextChange: string | null } | null;
+  /** reason: why the door is not following its hours (waiting_for_clock), else null. */
+  schedule: { state: ScheduleStateName; nextChange: string | null; reason: string | null } | null;
 }
 
 const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
@@ -28,11 +30,18 @@ export function readOperations(config: AgentOptions, state: Db | null) {
 
 /**
  * What `status` shows of the door operations (issue 14): the lockdown in force per door, and the unlock
- * schedule's state and next change, worked out as the daemon does.
+ * schedule's state and next change, worked out as the daemon does (with the same clock-synchronization check,
+ * asked only when a door has a schedule).
  */
-export function operationsStatus(config: AgentOptions, state: Db | null, now: number) {
+export function operationsStatus(
+  config: AgentOptions,
+  state: Db | null,
+  now: number,
+  clockSynchronized: () => boolean = () => isClockSynchronized({ rtc: config.agent.rtc }),
+) {
   const { agent, holidays, lockdown: lockdownOf } = readOperations(config, state);
   const localTime = localTimeIn(config.agent.timezone);
+  let synchronized: boolean | undefined;
   const doors = new Map<string, DoorOperationsView>();
   for (const door of config.doors) {
     const record = lockdownOf(door.uuid);
@@ -41,16 +50,21 @@ export function operationsStatus(config: AgentOptions, state: Db | null, now: nu
       ? scheduleState(
           { hours: door.unlockSchedule, holidays, firstPersonIn: door.firstPersonIn !== undefined },
           (state && readScheduleMemory(state, door.uuid)) || NO_MEMORY,
-          { at: now, localTime, lockdown: lockdown.active, clockTrusted: isClockTrusted(now) },
+          { at: now, localTime, lockdown: lockdown.active, clockTrusted: isClockTrusted(now), clockSynchronized: (synchronized ??= clockSynchronized()) },
         )
       : null;
-    doors.set(door.uuid, { lockdown, schedule: schedule && { state: schedule.state, nextChange: iso(schedule.nextChange) } });
+    const reason = schedule?.state !== 'waiting_for_clock' ? null : isClockTrusted(now) ? CLOCK_NOT_SYNCHRONIZED : CLOCK_NOT_TRUSTED;
+    doors.set(door.uuid, { lockdown, schedule: schedule && { state: schedule.state, nextChange: iso(schedule.nextChange), reason } });
   }
   return { doors, holidays: [...holidays].sort(), agentLockdown: { ...agent, since: iso(agent.since) } };
 }
 
+const CLOCK_NOT_SYNCHRONIZED = 'clock not synchronized (no RTC configured): unlock schedule waits';
+const CLOCK_NOT_TRUSTED = 'clock before 2024-01-01 (not trusted): unlock schedule waits';
+
 const SCHEDULE_WORDS: Record<ScheduleStateName, string> = {
   none: 'none',
+  waiting_for_clock: 'NOT following its hours, door locked',
   closed: 'outside its hours',
   holiday: 'not today (holiday)',
   waiting_for_first_person: 'waiting for the first person in',
@@ -68,7 +82,11 @@ export function operationsLines(view: DoorOperationsView): string[] {
     );
   }
   if (view.schedule) {
-    lines.push(`    unlock schedule: ${SCHEDULE_WORDS[view.schedule.state]}; next change ${view.schedule.nextChange ?? 'none within 8 days'}`);
+    lines.push(
+      view.schedule.reason
+        ? `    unlock schedule: ${SCHEDULE_WORDS[view.schedule.state]}: ${view.schedule.reason}`
+        : `    unlock schedule: ${SCHEDULE_WORDS[view.schedule.state]}; next change ${view.schedule.nextChange ?? 'none within 8 days'}`,
+    );
   }
   return lines;
 }

@@ -3,7 +3,10 @@ import type { LockStateName } from './relay.js';
 /**
  * Door position supervision from the contact (design section 4, issue "door at work"): opened and closed
  * events, door_forced when the door opens while locked without a recent grant or exit request, door_held_open
- * when it stays open too long. Pure: the caller feeds contact changes and ticks, and runs the timer.
+ * when it stays open too long. A grant or exit request excuses ONE passage (issue 32 item 14): once the door
+ * has opened within its window and closed again, the window is spent, and a second opening while locked is
+ * forced however long the window was (an accessibility door's 30 s). Pure: the caller feeds contact changes
+ * and ticks, and runs the timer.
  */
 export type SupervisionEvent = 'door_opened' | 'door_closed' | 'door_forced' | 'door_held_open';
 
@@ -12,8 +15,10 @@ export interface SupervisionState {
   open: boolean | null;
   openedAt: number | null;
   heldOpenReported: boolean;
-  /** Last grant or exit request (monotonic ms). */
+  /** Last grant or exit request (monotonic ms); -Infinity once its passage is over (or before any). */
   lastAuthorizedAt: number;
+  /** The door opened within the window of the last grant or exit request: its closing ends that passage. */
+  passageOpened: boolean;
 }
 
 export interface SupervisionSettings {
@@ -27,10 +32,12 @@ export const SUPERVISION_START: SupervisionState = {
   openedAt: null,
   heldOpenReported: false,
   lastAuthorizedAt: Number.NEGATIVE_INFINITY,
+  passageOpened: false,
 };
 
+/** A grant or exit request: one passage is excused for the next unlockWindowMs. */
 export function authorized(state: SupervisionState, now: number): SupervisionState {
-  return { ...state, lastAuthorizedAt: now };
+  return { ...state, lastAuthorizedAt: now, passageOpened: false };
 }
 
 /** The first reading at start sets the state without events: nobody knows how the door came to be open. */
@@ -46,10 +53,15 @@ export function contactChanged(
 ): { state: SupervisionState; events: SupervisionEvent[] } {
   if (state.open === null) return { state: initialContact(state, open, context.now), events: [] };
   if (open === state.open) return { state, events: [] };
-  if (!open) return { state: { ...state, open: false, openedAt: null, heldOpenReported: false }, events: ['door_closed'] };
+  if (!open) {
+    // The passage is over: the window it used is spent.
+    const lastAuthorizedAt = state.passageOpened ? Number.NEGATIVE_INFINITY : state.lastAuthorizedAt;
+    return { state: { ...state, open: false, openedAt: null, heldOpenReported: false, lastAuthorizedAt, passageOpened: false }, events: ['door_closed'] };
+  }
   const events: SupervisionEvent[] = ['door_opened'];
-  if (context.lock === 'LOCKED' && context.now - state.lastAuthorizedAt > settings.unlockWindowMs) events.push('door_forced');
-  return { state: { ...state, open: true, openedAt: context.now, heldOpenReported: false }, events };
+  const excused = context.now - state.lastAuthorizedAt <= settings.unlockWindowMs;
+  if (context.lock === 'LOCKED' && !excused) events.push('door_forced');
+  return { state: { ...state, open: true, openedAt: context.now, heldOpenReported: false, passageOpened: excused }, events };
 }
 
 /** When door_held_open falls due (monotonic ms), or null when no timer is needed. */

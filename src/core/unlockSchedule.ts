@@ -24,7 +24,7 @@ export interface ScheduleMemory {
 
 export const NO_MEMORY: ScheduleMemory = { firstPersonAt: null, suspendedRun: null };
 
-export type ScheduleStateName = 'none' | 'holiday' | 'closed' | 'waiting_for_first_person' | 'suspended' | 'unlocked';
+export type ScheduleStateName = 'none' | 'holiday' | 'closed' | 'waiting_for_clock' | 'waiting_for_first_person' | 'suspended' | 'unlocked';
 
 export interface ScheduleState {
   /** unlocked: the door should be held unlocked now. */
@@ -94,15 +94,18 @@ export function firstPersonArmed(firstPersonAt: number | null, runStart: number,
 }
 
 /**
- * The schedule's state at `at`. Lockdown and an untrusted clock keep the door locked whatever the hours say;
- * holidays have no hours; a lock by hand during a run suspends the rest of that run.
+ * The schedule's state at `at`. A clock that is neither synchronized (NTP, or a battery-backed RTC) nor trusted
+ * (before 2024) says nothing about the hours (a board without an RTC boots at its last saved time): the schedule
+ * waits for the clock, door locked, first person not armed, no next change. Lockdown keeps the door locked
+ * whatever the hours say; holidays have no hours; a lock by hand during a run suspends the rest of that run.
  */
 export function scheduleState(
   schedule: UnlockSchedule | null,
   memory: ScheduleMemory,
-  context: { at: number; localTime: LocalTimeOf; lockdown: boolean; clockTrusted: boolean },
+  context: { at: number; localTime: LocalTimeOf; lockdown: boolean; clockTrusted: boolean; clockSynchronized: boolean },
 ): ScheduleState {
   if (schedule === null) return { state: 'none', inHours: false, runStart: null, nextChange: null };
+  if (!context.clockTrusted || !context.clockSynchronized) return { state: 'waiting_for_clock', inHours: false, runStart: null, nextChange: null };
   const { at, localTime } = context;
   const inHours = inScheduleHours(schedule, at, localTime);
   const nextChange = nextScheduleChange(schedule, at, localTime);
@@ -112,7 +115,7 @@ export function scheduleState(
   }
   const runStart = runStartOf(schedule, at, localTime);
   let state: ScheduleStateName = 'unlocked';
-  if (context.lockdown || !context.clockTrusted) state = 'closed';
+  if (context.lockdown) state = 'closed';
   else if (memory.suspendedRun === runStart) state = 'suspended';
   else if (schedule.firstPersonIn && !firstPersonArmed(memory.firstPersonAt, runStart, at, localTime)) state = 'waiting_for_first_person';
   return { state, inHours, runStart, nextChange };

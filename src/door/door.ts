@@ -33,6 +33,8 @@ export interface DoorDeps {
   clock: Clock;
   timers: Timers;
   clockSynchronized: () => boolean;
+  /** `listener` runs when a clock that was not synchronized at start becomes so (the unlock schedule looks again). */
+  onClockSynchronized?: (listener: () => void) => void;
   logger: Logger;
   openPort?: PortFactory;
   /** Opens keyboard readers (input devices); tests give a fake of the system. */
@@ -115,6 +117,7 @@ export class Door implements Component {
         controller,
         localTime: localTimeIn(deps.timezone ?? 'UTC'),
         clock: deps.clock,
+        clockSynchronized: deps.clockSynchronized,
         timers: deps.timers,
         logger: log.child({ part: 'unlock schedule' }),
         loadMemory: () => deps.scheduleMemory?.load(),
@@ -123,6 +126,7 @@ export class Door implements Component {
         onStateChange: () => deps.doorEvents.emit('position', door.uuid),
       });
       this.scheduler = scheduler;
+      deps.onClockSynchronized?.(() => scheduler.evaluate());
       this.stopListening = deps.doorEvents.on('lock', (uuid, snapshot) => {
         if (uuid === door.uuid) scheduler.onLockChange(snapshot);
       });

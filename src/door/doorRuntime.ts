@@ -10,6 +10,7 @@ import type { EventLog, EventType } from '../store/eventLog.js';
 import type { Clock, Timers } from '../util/clock.js';
 import type { AccessChecker, AccessResult } from './accessChecker.js';
 import type { LockController } from './lockController.js';
+import type { ScheduleEventType } from './unlockScheduler.js';
 
 export interface DoorRuntimeDeps {
   controller: LockController;
@@ -98,7 +99,7 @@ export class DoorRuntime {
    * Something else about this door for the audit log (a reader's own state, the unlock schedule's first person
    * in), recorded as the door's own events are: a failing disk is logged, never thrown at the caller.
    */
-  audit(type: 'reader_online' | 'reader_offline' | 'reader_tamper' | 'reader_power' | 'first_person_in', data: Record<string, unknown> = {}): void {
+  audit(type: 'reader_online' | 'reader_offline' | 'reader_tamper' | 'reader_power' | ScheduleEventType, data: Record<string, unknown> = {}): void {
     this.record(type, data);
   }
 
@@ -271,8 +272,8 @@ export class DoorRuntime {
     for (const type of events) this.record(type);
     if (events.length > 0) this.deps.onDoorChange?.();
     if (events.includes('door_forced')) this.deps.logger.warn('door forced open');
-    // Relock on close ends the unlocks this door granted itself (card, PIN, token, exit button); a remote
-    // unlock_time was asked for explicitly and runs its course.
+    // Relock on close ends the unlocks this door granted itself (card, PIN, token, exit button): one passage per
+    // release. A remote unlock_time was asked for explicitly by an operator and runs its course; holds stay.
     const timedUnlock = lock.state === 'UNLOCKED' && !lock.heldOpen && !lock.cause.startsWith('remote command');
     if (open) this.openedWhileUnlocked = timedUnlock;
     else if (this.openedWhileUnlocked && this.door.relockOnClose && timedUnlock) {

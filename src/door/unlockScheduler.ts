@@ -16,6 +16,8 @@ function lockedByHand(cause: string): boolean {
   return cause.startsWith('remote command');
 }
 
+export type ScheduleEventType = 'first_person_in' | 'schedule_waiting_for_clock' | 'schedule_clock_synchronized';
+
 /** The schedule is looked at again at least this often: a wall clock set by NTP moves under the timers. */
 const RECHECK_MS = 60_000;
 const MAX_TIMER_MS = 2 ** 31 - 1;
@@ -29,27 +31,36 @@ export interface UnlockSchedulerDeps {
   controller: LockController;
   localTime: (epochMs: number) => LocalTime;
   clock: Clock;
+  /** Whether the wall clock is synchronized (NTP, or agent.rtc): the hours are followed only then. */
+  clockSynchronized: () => boolean;
   timers: Timers;
   logger: Logger;
   loadMemory: () => ScheduleMemory | undefined;
   /** Makes the memory durable (the write queue: a busy database delays it, never loses it). */
   saveMemory: (memory: ScheduleMemory) => void;
   /** Records an audit event (after the relay has acted). */
-  record: (type: 'first_person_in', data: Record<string, unknown>) => void;
+  record: (type: ScheduleEventType, data: Record<string, unknown>) => void;
   /** The schedule's state changed (for the published door state). */
   onStateChange?: (state: ScheduleState) => void;
 }
 
 /**
  * Holds a door unlocked during its schedule's hours (issue 14): from the start of a run (or its first person in)
- * to its end, except on holidays, in lockdown, with an untrusted clock, or after a lock by hand during the run.
+ * to its end, except on holidays, in lockdown, after a lock by hand during the run, or on a clock nobody set
+ * (neither synchronized nor backed by an RTC, issue 32 item 11: the door stays locked, recorded once as
+ * schedule_waiting_for_clock, and follows its hours from the evaluation after the clock is synchronized).
  * At the end of a run the door locks, unless someone held it open since (it is then theirs to lock).
  */
 export class UnlockScheduler {
   private memory: ScheduleMemory = NO_MEMORY;
   private timer: unknown = null;
+  private stopped = false;
+  private waitedForClock = false;
   private last: ScheduleState | null = null;
-  private cached: { key: { quarter: number; holidays: ReadonlySet<string>; lockdown: boolean; memory: ScheduleMemory }; state: ScheduleState } | null = null;
+  private cached: {
+    key: { quarter: number; holidays: ReadonlySet<string>; lockdown: boolean; memory: ScheduleMemory; synchronized: boolean };
+    state: ScheduleState;
+  } | null = null;
 
   constructor(private readonly deps: UnlockSchedulerDeps) {}
 
@@ -63,6 +74,11 @@ export class UnlockScheduler {
   }
 
   stop(): void {
+    this.stopped = true;
+    this.clearTimer();
+  }
+
+  private clearTimer(): void {
     if (this.timer !== null) this.deps.timers.clearTimeout(this.timer);
     this.timer = null;
   }
@@ -94,9 +110,11 @@ export class UnlockScheduler {
 
   /** Something the schedule depends on changed (lockdown, holidays): look again now. */
   evaluate(): void {
-    this.stop();
+    if (this.stopped) return;
+    this.clearTimer();
     const now = this.deps.clock.wallNow();
     const state = this.compute(now);
+    this.reportClock(state);
     const lock = this.deps.controller.snapshot();
     // A timed unlock in progress (the first person's own card, a tap just before the hours) becomes the hold.
     if (state.state === 'unlocked' && (lock.state === 'LOCKED' || !lock.heldOpen)) {
@@ -115,15 +133,36 @@ export class UnlockScheduler {
     }, Math.min(untilChange, RECHECK_MS, MAX_TIMER_MS));
   }
 
+  /** The wait for the clock goes into the audit log once, and so does its end. */
+  private reportClock(state: ScheduleState): void {
+    if (state.state === 'waiting_for_clock' && !this.waitedForClock) {
+      this.waitedForClock = true;
+      const reason = isClockTrusted(this.deps.clock.wallNow()) ? 'clock not synchronized (no RTC configured)' : 'clock before 2024-01-01 (not trusted)';
+      this.deps.logger.warn({ reason }, 'the unlock schedule waits for the clock: the door stays locked');
+      this.deps.record('schedule_waiting_for_clock', { reason });
+    } else if (state.state !== 'waiting_for_clock' && this.waitedForClock) {
+      this.waitedForClock = false;
+      this.deps.logger.info({ state: state.state }, 'the clock is synchronized: the unlock schedule follows its hours');
+      this.deps.record('schedule_clock_synchronized', { state: state.state });
+    }
+  }
+
   /**
    * The state at `at`, reused within a quarter hour while its inputs are the same: a schedule open all week looks
    * through some 1,500 quarter hours for its next change, and the published state asks at every lock change.
    */
   private compute(at: number): ScheduleState {
     const { hours, firstPersonIn, localTime } = this.deps;
-    const key = { quarter: Math.floor(at / QUARTER_MS), holidays: this.deps.holidays(), lockdown: this.deps.lockdown(), memory: this.memory };
+    const key = { quarter: Math.floor(at / QUARTER_MS), holidays: this.deps.holidays(), lockdown: this.deps.lockdown(), memory: this.memory, synchronized: this.deps.clockSynchronized() };
     const cached = this.cached;
-    if (cached && cached.key.quarter === key.quarter && cached.key.holidays === key.holidays && cached.key.lockdown === key.lockdown && cached.key.memory === key.memory) {
+    if (
+      cached &&
+      cached.key.quarter === key.quarter &&
+      cached.key.holidays === key.holidays &&
+      cached.key.lockdown === key.lockdown &&
+      cached.key.memory === key.memory &&
+      cached.key.synchronized === key.synchronized
+    ) {
       return cached.state;
     }
     const state = scheduleState({ hours, firstPersonIn, holidays: key.holidays }, this.memory, {
@@ -131,6 +170,7 @@ export class UnlockScheduler {
       localTime,
       lockdown: key.lockdown,
       clockTrusted: isClockTrusted(at),
+      clockSynchronized: key.synchronized,
     });
     this.cached = { key, state };
     return state;

@@ -13,7 +13,7 @@ export const ALARM_EVENT_TYPES = ['duress', 'tamper', 'door_forced', 'door_held_
  * The `schedule.state` values of `P/doors/<uuid>/state`, plus `none` (the sensor's value when the state carries no
  * schedule). The schedule sensor is an enum sensor over exactly these: a state the agent adds must be added here.
  */
-export const SCHEDULE_SENSOR_STATES = ['closed', 'holiday', 'waiting_for_first_person', 'suspended', 'unlocked', 'none'] as const;
+export const SCHEDULE_SENSOR_STATES = ['closed', 'holiday', 'waiting_for_first_person', 'suspended', 'unlocked', 'none', 'waiting_for_clock'] as const;
 
 /**
  * The lock's attributes, picked from the state topic. `.get` gives null for a field an older agent does not send,

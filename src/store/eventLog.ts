@@ -25,7 +25,9 @@ export type EventType =
   | 'lockdown_ended'
   | 'duress'
   | 'tamper'
-  | 'first_person_in';
+  | 'first_person_in'
+  | 'schedule_waiting_for_clock'
+  | 'schedule_clock_synchronized';
 
 export interface NewEvent {
   type: EventType;

@@ -321,6 +321,32 @@ describe('door-agent run', () => {
     expect(saved()).toMatchObject({ state: 'LOCKED', cause: 'clock not synchronized at start' });
   });
 
+  // Issue 32 item 11, as the resume test above: this machine's clock is not synchronized (no timesyncd, no
+  // timedatectl answer), the board has no RTC and boots with its clock behind, inside the schedule's hours.
+  it('after a boot with the clock behind and no time sync, the unlock schedule waits: door locked, status and an event say why', async () => {
+    const allWeek = '    unlockSchedule: [[[0,24]],[[0,24]],[[0,24]],[[0,24]],[[0,24]],[[0,24]],[[0,24]]]\n';
+    const s = await setup(allWeek, false);
+    const daemon = new Daemon(s.config, { command: ['faketime', '-f', '-3h'] });
+    running.push({ daemon, pty: s.pty });
+    await daemon.waitForMessage('door-agent ready');
+    await waitUntil(() => events(s).some((e) => e.type === 'schedule_waiting_for_clock'), 5000, 'schedule_waiting_for_clock recorded');
+    await sleep(500);
+    expect(readLevel(s.relay)).toBe('0');
+    expect(events(s).filter((e) => e.type === 'schedule_waiting_for_clock')).toEqual([
+      expect.objectContaining({ reason: 'clock not synchronized (no RTC configured)' }),
+    ]);
+    expect(events(s).some((e) => e.type === 'unlocked')).toBe(false);
+    const status = runCli(['status', '--config', s.config]);
+    expect(status.stdout).toContain('unlock schedule: NOT following its hours, door locked: clock not synchronized (no RTC configured): unlock schedule waits');
+    expect(JSON.parse(runCli(['status', '--json', '--config', s.config]).stdout).doors[0].schedule).toMatchObject({ state: 'waiting_for_clock' });
+    await daemon.stop();
+
+    // The same board with a battery RTC (agent.rtc: true) follows its hours at once.
+    const withRtc = await setup(allWeek, true);
+    await start(withRtc);
+    await waitUntil(relayIs(withRtc, '1'), 5000, 'held unlocked by the schedule');
+  }, 120_000); // two daemon starts and several CLI calls: room for a loaded machine
+
   it('status and events show what happened; SIGTERM locks and exits 0', async () => {
     const s = await setup('', true, 30); // still unlocked when status looks, however slowly the CLI starts
     const daemon = await start(s);

@@ -6,6 +6,9 @@ import { SerialPort } from 'serialport';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { startAgent, type Agent } from '../../src/app.js';
 import { parseConfig } from '../../src/config/load.js';
+import type { AgentOptions } from '../../src/config/options.js';
+import { operationsLines, operationsStatus } from '../../src/commands/operationsStatus.js';
+import { CLOCK_RECHECK_MS } from '../../src/door/clockSyncWatch.js';
 import type { Level } from '../../src/core/relay.js';
 import type { GpioDriver, GpioInput, GpioOutput, Pull } from '../../src/hardware/gpio.js';
 import { SimulatedGpio } from '../../src/hardware/simulatedGpio.js';
@@ -176,6 +179,7 @@ ${options.door ?? ''}
   const logs: Array<Record<string, unknown>> = [];
   const logger = pino({ level: 'info', base: undefined, timestamp: false }, { write: (line: string) => void logs.push(JSON.parse(line) as Record<string, unknown>) });
   let agent: Agent | null = null;
+  let config: AgentOptions | null = null;
   let state: Database.Database | null = null;
 
   const s = {
@@ -192,12 +196,19 @@ ${options.door ?? ''}
       if (!agent) throw new Error('the agent is not running');
       return agent;
     },
+    get config(): AgentOptions {
+      if (!config) throw new Error('the agent has not been started');
+      return config;
+    },
 
-    /** Starts the agent (config text through parseConfig) and waits until its reader is connected. */
-    async start(opts: { mqtt?: boolean } = {}): Promise<Agent> {
-      const config = parseConfig(configText(opts.mqtt ?? options.mqtt ?? false), `site${n}`);
+    /**
+     * Starts the agent (config text through parseConfig) and waits until its reader is connected. The clock is
+     * synchronized unless `clockSynchronized` (the probe the agent asks at start and again while it says no).
+     */
+    async start(opts: { mqtt?: boolean; clockSynchronized?: () => boolean } = {}): Promise<Agent> {
+      config = parseConfig(configText(opts.mqtt ?? options.mqtt ?? false), `site${n}`);
       const gpio = new RecordingGpio(new SimulatedGpio(gpioDir), gpioLog);
-      agent = await startAgent(config, { logger, clock: s.time, timers: s.time, gpio, clockSynchronized: () => true });
+      agent = await startAgent(config, { logger, clock: s.time, timers: s.time, gpio, clockSynchronized: opts.clockSynchronized ?? (() => true) });
       const running = agent;
       cleanups.push(() => running.stop());
       await waitUntil(() => s.readerConnected(), 10_000, 'the reader connected');
@@ -765,6 +776,83 @@ describe('unlock schedule (doors[].unlockSchedule, Europe/Berlin)', () => {
     s.time.advance(HOUR);
     expect(s.level(RELAY)).toBe(UNLOCKED);
     expect(s.lockState()).toMatchObject({ state: 'UNLOCKED', cause: 'unlock schedule' });
+  });
+
+  // Issue 32 item 11. A Pi without an RTC boots at its last saved time: power cut at noon, back at night, the
+  // clock says noon (inside the hours) until NTP sets it. The door must stay locked until then.
+  describe('on a clock nobody set (not synchronized, no agent.rtc)', () => {
+    const NOON = Date.parse('2026-11-24T12:00:00+01:00');
+    // The agent asks the probe again without blocking (timedatectl runs as a child): let its answer arrive.
+    const settle = () => new Promise((resolve) => setImmediate(resolve));
+
+    it('stays locked inside the hours, says why (event once, status), and follows its hours once NTP sets the clock', async () => {
+      const s = await site({ door: SCHEDULED, wall: NOON });
+      let synchronized = false;
+      await s.start({ clockSynchronized: () => synchronized });
+      expect(s.level(RELAY)).toBe(LOCKED);
+      expect(s.lockState()).toMatchObject({ state: 'LOCKED' });
+      s.time.advance(10 * MINUTE);
+      await settle();
+      expect(s.level(RELAY)).toBe(LOCKED);
+      expect(s.since(0, 'schedule_waiting_for_clock').map((e) => e.data)).toEqual([{ reason: 'clock not synchronized (no RTC configured)' }]);
+      expect(s.writes(RELAY)).not.toContain(`write ${RELAY}=${UNLOCKED}`);
+
+      // door-agent status: the door's schedule line says why it is not following its hours.
+      const view = operationsStatus(s.config, s.db(), s.time.wallNow(), () => synchronized).doors.get(DOOR_UUID)!;
+      expect(view.schedule).toEqual({ state: 'waiting_for_clock', nextChange: null, reason: 'clock not synchronized (no RTC configured): unlock schedule waits' });
+      expect(operationsLines(view)).toEqual(['    unlock schedule: NOT following its hours, door locked: clock not synchronized (no RTC configured): unlock schedule waits']);
+
+      // NTP sets the clock: it is really 23:00, outside the hours. The door stays locked, and says it follows now.
+      s.time.wall = Date.parse('2026-11-24T23:00:00+01:00');
+      synchronized = true;
+      const from = s.lastSeq();
+      s.time.advance(CLOCK_RECHECK_MS);
+      await s.waitEvent('schedule_clock_synchronized', from);
+      expect(s.since(from, 'schedule_clock_synchronized')[0]!.data).toEqual({ state: 'closed' });
+      expect(s.level(RELAY)).toBe(LOCKED);
+      expect(operationsStatus(s.config, s.db(), s.time.wallNow(), () => synchronized).doors.get(DOOR_UUID)!.schedule).toMatchObject({ state: 'closed', reason: null });
+      s.time.advance(9 * HOUR - CLOCK_RECHECK_MS); // Wednesday 08:00
+      expect(s.level(RELAY)).toBe(UNLOCKED);
+      expect(s.since(0, 'schedule_waiting_for_clock')).toHaveLength(1);
+      expect(s.since(0, 'schedule_clock_synchronized')).toHaveLength(1);
+    });
+
+    it('synchronized within the hours: the door is held unlocked at the next re-check', async () => {
+      const s = await site({ door: SCHEDULED, wall: NOON });
+      let synchronized = false;
+      await s.start({ clockSynchronized: () => synchronized });
+      s.time.advance(HOUR);
+      await settle();
+      expect(s.level(RELAY)).toBe(LOCKED);
+      synchronized = true;
+      s.time.advance(CLOCK_RECHECK_MS);
+      await waitUntil(() => s.level(RELAY) === UNLOCKED, 10_000, 'held unlocked by the schedule');
+      expect(s.lockState()).toMatchObject({ state: 'UNLOCKED', cause: 'unlock schedule' });
+    });
+
+    it('first-person-in: a member granted on that clock opens for the card only and does not arm the schedule', async () => {
+      const s = await site({ door: `${SCHEDULED}    firstPersonIn: { groups: [Facilities] }\n`, wall: NOON });
+      let synchronized = false;
+      await s.start({ clockSynchronized: () => synchronized });
+      expect(await s.card(ERIN_CARD)).toMatchObject({ type: 'access_granted' });
+      s.time.advance(5_000);
+      expect(s.level(RELAY)).toBe(LOCKED);
+      s.time.advance(MINUTE);
+      expect(s.level(RELAY)).toBe(LOCKED);
+      expect(s.since(0, 'first_person_in')).toEqual([]);
+      await settle();
+      // Synchronized (still within the hours): the schedule waits for a first person granted on a true clock.
+      synchronized = true;
+      const from = s.lastSeq();
+      s.time.advance(CLOCK_RECHECK_MS);
+      await s.waitEvent('schedule_clock_synchronized', from);
+      expect(s.since(from, 'schedule_clock_synchronized')[0]!.data).toEqual({ state: 'waiting_for_first_person' });
+      expect(s.level(RELAY)).toBe(LOCKED);
+      expect(await s.card(ERIN_CARD)).toMatchObject({ type: 'access_granted' });
+      await s.waitEvent('first_person_in', from);
+      s.time.advance(MINUTE);
+      expect(s.level(RELAY)).toBe(UNLOCKED);
+    });
   });
 
   it('a restart within the hours brings the door back unlocked (the schedule hold, not a new grant)', async () => {

@@ -22,16 +22,62 @@ describe('DoorRuntime door contact', () => {
     t.runtime.initialContact(false);
     t.card(ALICE_CARD);
     t.time.advance(1000);
-    t.runtime.onContact(true);
-    t.runtime.onContact(false);
-    t.controller.lock('remote'); // relocked early: an opening within the window is still not forced
+    t.controller.lock('remote'); // relocked early: the first opening within the window is still not forced
     t.time.advance(3000);
     t.runtime.onContact(true);
     t.runtime.onContact(false);
-    expect(t.types().filter((x) => x.startsWith('door_'))).toEqual(['door_opened', 'door_closed', 'door_opened', 'door_closed']);
-    t.time.advance(2000); // 6 s after the grant
+    expect(t.types().filter((x) => x.startsWith('door_'))).toEqual(['door_opened', 'door_closed']);
+    t.card(ALICE_CARD);
+    t.time.advance(6000); // 6 s after the second grant, its door never opened
     t.runtime.onContact(true);
     expect(t.types().slice(-2)).toEqual(['door_opened', 'door_forced']);
+  });
+
+  // Issue 32 item 14: one passage per grant, exit request or remote release, however long unlockSeconds is.
+  describe('one passage per release (an accessibility door: unlockSeconds 30)', () => {
+    const doorEvents = (t: ReturnType<typeof setup>) => t.types().filter((x) => x.startsWith('door_'));
+
+    it.each([
+      ['a card grant', (t: ReturnType<typeof setup>) => t.card(ALICE_CARD)],
+      ['an exit request', (t: ReturnType<typeof setup>) => t.runtime.onExitButton(true)],
+    ])('%s: opened, closed and relocked, a second opening within the 30 s is door_forced', (_what, release) => {
+      const t = setup({ unlockSeconds: 30 });
+      t.runtime.initialContact(false);
+      release(t);
+      t.time.advance(2000);
+      t.runtime.onContact(true);
+      t.time.advance(2000);
+      t.runtime.onContact(false);
+      expect(t.controller.snapshot()).toMatchObject({ state: 'LOCKED' });
+      expect(t.last('locked')).toMatchObject({ cause: 'door closed' });
+      t.time.advance(3000); // 7 s after the release
+      t.runtime.onContact(true);
+      expect(doorEvents(t)).toEqual(['door_opened', 'door_closed', 'door_opened', 'door_forced']);
+    });
+
+    it('a second grant allows a second passage', () => {
+      const t = setup({ unlockSeconds: 30 });
+      t.runtime.initialContact(false);
+      t.card(ALICE_CARD);
+      t.runtime.onContact(true);
+      t.runtime.onContact(false);
+      t.card(ALICE_CARD);
+      t.runtime.onContact(true);
+      t.runtime.onContact(false);
+      expect(doorEvents(t)).toEqual(['door_opened', 'door_closed', 'door_opened', 'door_closed']);
+    });
+
+    it('a hold-open is not a release: any number of passages, never forced', () => {
+      const t = setup({ unlockSeconds: 30 });
+      t.runtime.initialContact(false);
+      t.controller.unlock(null, 'remote command r2');
+      for (let i = 0; i < 3; i++) {
+        t.runtime.onContact(true);
+        t.runtime.onContact(false);
+      }
+      expect(t.controller.snapshot()).toMatchObject({ state: 'UNLOCKED', heldOpen: true });
+      expect(doorEvents(t)).not.toContain('door_forced');
+    });
   });
 
   it('held open past heldOpenSeconds gives door_held_open exactly once per opening', () => {

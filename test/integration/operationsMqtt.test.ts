@@ -40,7 +40,7 @@ interface Site {
   pty: PtyPair;
 }
 
-async function site(options: { signed?: boolean; access?: string; doorExtra?: string } = {}): Promise<Site> {
+async function site(options: { signed?: boolean; access?: string; doorExtra?: string; agent?: string } = {}): Promise<Site> {
   const dir = join(tmp.path, `s${n++}`);
   mkdirSync(dir);
   const broker = new Mosquitto(join(dir, 'broker'));
@@ -49,6 +49,7 @@ async function site(options: { signed?: boolean; access?: string; doorExtra?: st
   if (options.signed) writeFileSync(join(dir, 'secret'), `${SECRET}\n`);
   const config = writeConfig(dir, {
     id: AGENT,
+    agent: options.agent,
     access: options.access ?? '{ groups: [Staff] }',
     extra: `mqtt:
   url: "${broker.url}"
@@ -193,8 +194,9 @@ describe('alarms and holidays over MQTT', () => {
   }, 120_000); // several daemon starts and CLI calls: room for a loaded machine
 
   it('holidays published by the service stop the unlock schedule, and are kept across a restart', async () => {
-    // Unlocked every hour of the week: only a holiday can keep the door locked.
-    const s = await site({ doorExtra: `    unlockSchedule: [[[0,24]],[[0,24]],[[0,24]],[[0,24]],[[0,24]],[[0,24]],[[0,24]]]\n` });
+    // Unlocked every hour of the week: only a holiday can keep the door locked. The board keeps time (agent.rtc):
+    // without it, on a machine whose clock is not synchronized, the schedule would wait for the clock.
+    const s = await site({ agent: 'rtc: true', doorExtra: `    unlockSchedule: [[[0,24]],[[0,24]],[[0,24]],[[0,24]],[[0,24]],[[0,24]],[[0,24]]]\n` });
     const first = await agent(s);
     await waitUntil(() => readLevel(s.relay) === '1', 10_000, 'unlocked by the schedule');
     const today = new Intl.DateTimeFormat('en-CA', { timeZone: 'Europe/Berlin' }).format(new Date());

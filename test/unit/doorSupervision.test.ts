@@ -74,6 +74,58 @@ describe('door_forced', () => {
     expect(change(s, true, T0 + 60_000).events).toEqual(['door_opened', 'door_forced']);
   });
 
+  // Issue 32 item 14: a grant (or exit request) allows one passage, however long its window.
+  describe('one passage per grant or exit request', () => {
+    const long: SupervisionSettings = { unlockWindowMs: 30_000, heldOpenMs: 60_000 }; // an accessibility door
+    const longChange = (state: SupervisionState, open: boolean, now: number, lock: LockStateName) => contactChanged(state, open, { now, lock }, long);
+
+    it('opened and closed after a grant, a second opening within the window while LOCKED is forced', () => {
+      let s = authorized(closedAt(T0), T0);
+      const first = longChange(s, true, T0 + 2_000, 'UNLOCKED');
+      expect(first.events).toEqual(['door_opened']);
+      s = longChange(first.state, false, T0 + 5_000, 'UNLOCKED').state; // closed: relocked on close
+      expect(longChange(s, true, T0 + 8_000, 'LOCKED').events).toEqual(['door_opened', 'door_forced']);
+    });
+
+    it('the passage is used even when the relay had already relocked when the door was pulled (a slow person)', () => {
+      let s = authorized(closedAt(T0), T0);
+      const first = longChange(s, true, T0 + 20_000, 'LOCKED');
+      expect(first.events).toEqual(['door_opened']);
+      s = longChange(first.state, false, T0 + 22_000, 'LOCKED').state;
+      expect(longChange(s, true, T0 + 25_000, 'LOCKED').events).toEqual(['door_opened', 'door_forced']);
+    });
+
+    it('each grant allows its own passage', () => {
+      let s = authorized(closedAt(T0), T0);
+      s = longChange(s, true, T0 + 1_000, 'UNLOCKED').state;
+      s = longChange(s, false, T0 + 3_000, 'UNLOCKED').state;
+      s = authorized(s, T0 + 4_000);
+      const second = longChange(s, true, T0 + 5_000, 'LOCKED');
+      expect(second.events).toEqual(['door_opened']);
+      s = longChange(second.state, false, T0 + 6_000, 'LOCKED').state;
+      expect(longChange(s, true, T0 + 7_000, 'LOCKED').events).toEqual(['door_opened', 'door_forced']);
+    });
+
+    it('a door already open at the grant: its closing is not the passage, the next opening is', () => {
+      let s = longChange(closedAt(T0), true, T0 + 1_000, 'UNLOCKED').state; // open before the grant
+      s = authorized(s, T0 + 2_000);
+      s = longChange(s, false, T0 + 3_000, 'LOCKED').state;
+      const next = longChange(s, true, T0 + 4_000, 'LOCKED');
+      expect(next.events).toEqual(['door_opened']);
+      s = longChange(next.state, false, T0 + 5_000, 'LOCKED').state;
+      expect(longChange(s, true, T0 + 6_000, 'LOCKED').events).toEqual(['door_opened', 'door_forced']);
+    });
+
+    it('openings while UNLOCKED (a hold: schedule, hold-open) are never forced, passage or not', () => {
+      let s = authorized(closedAt(T0), T0);
+      for (let i = 1; i <= 3; i++) {
+        const opened = longChange(s, true, T0 + i * 2_000, 'UNLOCKED');
+        expect(opened.events).toEqual(['door_opened']);
+        s = longChange(opened.state, false, T0 + i * 2_000 + 1_000, 'UNLOCKED').state;
+      }
+    });
+  });
+
   it('a door found open at start is not reported as forced or opened', () => {
     const s = initialContact(SUPERVISION_START, true, T0);
     expect(change(s, true, T0 + 1_000, 'LOCKED').events).toEqual([]);

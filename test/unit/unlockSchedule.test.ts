@@ -445,11 +445,12 @@ describe('firstPersonArmed', () => {
 });
 
 describe('scheduleState', () => {
-  const context = (at: string, localTime = berlin, extra: Partial<{ lockdown: boolean; clockTrusted: boolean }> = {}) => ({
+  const context = (at: string, localTime = berlin, extra: Partial<{ lockdown: boolean; clockTrusted: boolean; clockSynchronized: boolean }> = {}) => ({
     at: utc(at),
     localTime,
     lockdown: false,
     clockTrusted: true,
+    clockSynchronized: true,
     ...extra,
   });
   const office = schedule(weekdays([[8, 17]]), { holidays: ['2026-12-25'] });
@@ -520,21 +521,29 @@ describe('scheduleState', () => {
     });
   });
 
-  it("an untrusted clock keeps it 'closed' in hours", () => {
-    expect(scheduleState(office, NO_MEMORY, context('2026-01-12T10:00:00Z', berlin, { clockTrusted: false }))).toEqual({
-      state: 'closed',
-      inHours: true,
-      runStart: utc('2026-01-12T07:00:00Z'),
-      nextChange: utc('2026-01-12T16:00:00Z'),
-    });
+  // Issue 32 item 11: a clock nobody set (no NTP yet, no RTC) says nothing about the hours.
+  it.each([
+    ['an untrusted clock (before 2024)', { clockTrusted: false }],
+    ['a clock not synchronized (no NTP yet, no agent.rtc)', { clockSynchronized: false }],
+  ])("%s: 'waiting_for_clock' in hours, out of hours and on holidays, with no next change", (_what, clock) => {
+    for (const at of ['2026-01-12T10:00:00Z', '2026-01-12T20:00:00Z', '2026-12-25T10:00:00Z']) {
+      expect(scheduleState(office, NO_MEMORY, context(at, berlin, clock))).toEqual({
+        state: 'waiting_for_clock',
+        inHours: false,
+        runStart: null,
+        nextChange: null,
+      });
+    }
   });
 
-  it('lockdown and an untrusted clock come before suspension and first-person-in', () => {
+  it('lockdown and a clock nobody set come before suspension and first-person-in', () => {
     const fpi = schedule(weekdays([[8, 17]]), { firstPersonIn: true });
     const suspended: ScheduleMemory = { firstPersonAt: null, suspendedRun: utc('2026-01-12T07:00:00Z') };
-    for (const memory of [NO_MEMORY, suspended]) {
+    const armed: ScheduleMemory = { firstPersonAt: utc('2026-01-12T07:30:00Z'), suspendedRun: null };
+    for (const memory of [NO_MEMORY, suspended, armed]) {
       expect(scheduleState(fpi, memory, context('2026-01-12T10:00:00Z', berlin, { lockdown: true })).state).toBe('closed');
-      expect(scheduleState(fpi, memory, context('2026-01-12T10:00:00Z', berlin, { clockTrusted: false })).state).toBe('closed');
+      expect(scheduleState(fpi, memory, context('2026-01-12T10:00:00Z', berlin, { clockTrusted: false })).state).toBe('waiting_for_clock');
+      expect(scheduleState(fpi, memory, context('2026-01-12T10:00:00Z', berlin, { clockSynchronized: false })).state).toBe('waiting_for_clock');
     }
   });
 
