@@ -4,13 +4,15 @@ import { ReaderFrameParser, type ReaderFrame } from '../readerFrames.js';
 import { PacketParser, encodePacket, type Packet } from './packet.js';
 import { SecureSession } from './secureSession.js';
 import { decodeKeys, decodeRawCard, parsePdid } from './replyData.js';
+import { INTER_BYTE_TIMEOUT_MS, SECURE_FAILED_POLL_MS, STATUS_RETRY_MS, offlineRetryDelay, type ChannelState } from './pacing.js';
 
 /**
  * An OSDP Control Panel on one RS-485 bus (SIA OSDP v2.2), plain mode: it polls each Peripheral Device (reader)
  * in turn, one command outstanding on the bus at a time, identifies it (ID, CAP) when it comes online, and turns
  * its card reads (osdp_RAW) and keys (osdp_KEYPAD) into the same frames as every other reader. A reader that
- * stops answering is reported offline, polled with a reset sequence until it answers again. Transport, timers and
- * clock are injected; the secure channel is not in this module yet.
+ * stops answering is reported offline and tried with a reset sequence at a slow rate (pacing.ts) until it answers
+ * again; so is one whose secure channel failed. Transport, timers and clock are injected; the secure channel's
+ * session is secureSession.ts.
  */
 
 export const CMD = { POLL: 0x60, ID: 0x61, CAP: 0x62, LSTAT: 0x64, LED: 0x69, BUZ: 0x6a, KEYSET: 0x75, CHLNG: 0x76, SCRYPT: 0x77 } as const;
@@ -45,6 +47,10 @@ export interface OsdpReaderOptions {
   /** The secure channel failed: a wrong key, a MAC that does not verify. Said once per failure, never the key. */
   onSecureError?: (message: string) => void;
   onSecure?: (established: boolean) => void;
+  /** The secure channel the reader has now (plain, pending, secure, failed): on each change only. */
+  onChannel?: (state: ChannelState) => void;
+  /** A reply that departs from the standard but verifies (said once per reader). */
+  onQuirk?: (message: string) => void;
 }
 
 export interface OsdpBusOptions {
@@ -58,6 +64,8 @@ export interface OsdpBusOptions {
   pollGapMs?: number;
   /** A reader without a good reply for this long is offline (ms); the standard says 8 s, installers want less. */
   offlineAfterMs?: number;
+  /** A gap longer than this (ms) inside a packet drops the partial packet (pacing.ts). */
+  interByteTimeoutMs?: number;
   /** Random bytes for the handshake (tests give fixed ones). */
   random?: (bytes: number) => Buffer;
 }
@@ -77,8 +85,16 @@ interface ReaderState {
   online: boolean;
   identified: boolean;
   capabilities: boolean;
-  /** The tamper and power state was asked for since the reader came online (a tamper present at start is seen). */
-  statusAsked: boolean;
+  /**
+   * A tamper and power report came back since the reader came online (a tamper present at start is seen); until
+   * then osdp_LSTAT is asked again, at most every STATUS_RETRY_MS (a dropped reply must not lose it).
+   */
+  statusKnown: boolean;
+  statusAskAt: number;
+  /** Not tried before this (monotonic ms): an offline reader, or one whose secure channel failed, is paced. */
+  dueAt: number;
+  offlineAttempts: number;
+  channel: ChannelState;
   lastReplyAt: number;
   queued: Queued[];
   keys: ReaderFrameParser;
@@ -100,11 +116,14 @@ export class OsdpBus {
   private readonly replyTimeoutMs: number;
   private readonly pollGapMs: number;
   private readonly offlineAfterMs: number;
+  private readonly interByteTimeoutMs: number;
+  private lastByteAt = -Infinity;
 
   constructor(private readonly options: OsdpBusOptions) {
     this.replyTimeoutMs = options.replyTimeoutMs ?? 200;
     this.pollGapMs = options.pollGapMs ?? 2;
     this.offlineAfterMs = options.offlineAfterMs ?? 2000;
+    this.interByteTimeoutMs = options.interByteTimeoutMs ?? INTER_BYTE_TIMEOUT_MS;
     for (const r of options.readers ?? []) this.readers.push(this.newReader(r));
   }
 
@@ -115,7 +134,11 @@ export class OsdpBus {
       online: false,
       identified: false,
       capabilities: false,
-      statusAsked: false,
+      statusKnown: false,
+      statusAskAt: 0,
+      dueAt: 0,
+      offlineAttempts: 0,
+      channel: r.scbk || r.installMode ? 'pending' : 'plain',
       lastReplyAt: this.options.clock.monoNow(),
       queued: [],
       keys: new ReaderFrameParser({ cardFormat: 'decimal' }),
@@ -127,6 +150,7 @@ export class OsdpBus {
               ...(this.options.random ? { random: this.options.random } : {}),
               ...(r.onSecureError ? { onError: r.onSecureError } : {}),
               ...(r.onSecure ? { onSecure: r.onSecure } : {}),
+              ...(r.onQuirk ? { onQuirk: r.onQuirk } : {}),
             })
           : null,
       retry: null,
@@ -137,6 +161,12 @@ export class OsdpBus {
   addReader(reader: OsdpReaderOptions): void {
     if (this.readers.some((r) => r.options.address === reader.address)) throw new RangeError(`OSDP address ${reader.address} is already on this bus`);
     this.readers.push(this.newReader(reader));
+    // The bus may be waiting for a slow reader's turn: the new one is polled at once.
+    if (!this.outstanding && this.nextTimer !== null) {
+      this.options.timers.clearTimeout(this.nextTimer);
+      this.nextTimer = null;
+      this.schedule(this.pollGapMs);
+    }
   }
 
   removeReader(address: number): void {
@@ -162,8 +192,9 @@ export class OsdpBus {
     for (const reader of this.readers) {
       this.dropQueued(reader, 'the OSDP line went away');
       reader.sqn = 0;
-      reader.sc?.end(null, this.options.clock.monoNow());
+      reader.sc?.reset(this.options.clock.monoNow());
       this.setOnline(reader, false);
+      this.reportChannel(reader);
     }
   }
 
@@ -189,6 +220,11 @@ export class OsdpBus {
 
   /** Bytes from the bus. */
   receive(chunk: Buffer): void {
+    // Bytes after a silence are not the rest of a packet: a reply cut short (a collision, a reader reset) must not
+    // be completed by whatever comes next.
+    const now = this.options.clock.monoNow();
+    if (now - this.lastByteAt > this.interByteTimeoutMs) this.parser.reset();
+    this.lastByteAt = now;
     for (const parsed of this.parser.push(chunk)) {
       if (parsed.kind !== 'packet') continue; // a corrupted reply is no reply: the timeout retries the command
       const packet = parsed.packet;
@@ -223,24 +259,39 @@ export class OsdpBus {
     }, delayMs);
   }
 
+  /** The next reader whose turn it is and who is due (an offline or failed one waits its paced time). */
+  private nextDue(now: number): ReaderState | null {
+    for (let i = 0; i < this.readers.length; i++) {
+      const at = (this.turn + i) % this.readers.length;
+      if (this.readers[at]!.dueAt <= now) {
+        this.turn = at + 1;
+        return this.readers[at]!;
+      }
+    }
+    return null;
+  }
+
   private sendNext(): void {
     if (this.stopped || this.outstanding || this.readers.length === 0) return;
-    const reader = this.readers[this.turn % this.readers.length]!;
-    this.turn++;
+    const now = this.options.clock.monoNow();
+    const reader = this.nextDue(now);
+    if (!reader) return this.schedule(Math.min(...this.readers.map((r) => r.dueAt)) - now);
     if (reader.retry) return this.transmitBytes(reader, reader.retry.packet, reader.retry.bytes, reader.retry.waiter);
     const sc = reader.sc;
     if (!reader.online || !reader.identified) return this.transmit(reader, { code: CMD.ID, data: Buffer.from([0]) });
     if (!reader.capabilities) return this.transmit(reader, { code: CMD.CAP, data: Buffer.from([0]) });
     if (sc && !sc.established) {
-      // The handshake; while a failed one waits for its next try, the reader stays supervised with osdp_ID, in
-      // the clear.
-      return this.transmit(reader, sc.handshakeCommand(this.options.clock.monoNow()) ?? { code: CMD.ID, data: Buffer.from([0]) });
+      const handshake = sc.handshakeCommand(now);
+      if (handshake) return this.transmit(reader, handshake);
+      // While a failed handshake waits for its next try, the reader stays supervised with osdp_ID, in the clear,
+      // at a slow rate: it is still seen going offline, and neither the bus nor the log fills with it.
+      reader.dueAt = now + SECURE_FAILED_POLL_MS;
+      return this.transmit(reader, { code: CMD.ID, data: Buffer.from([0]) });
     }
-    if (!reader.statusAsked) {
-      reader.statusAsked = true;
+    if (!reader.statusKnown && now >= reader.statusAskAt) {
+      reader.statusAskAt = now + STATUS_RETRY_MS;
       return this.transmit(reader, { code: CMD.LSTAT, data: Buffer.alloc(0) });
     }
-    const now = this.options.clock.monoNow();
     let next = reader.queued.shift();
     while (next?.queuedAt !== undefined && now - next.queuedAt > FEEDBACK_FRESH_MS) next = reader.queued.shift();
     this.transmit(reader, next ?? { code: CMD.POLL, data: Buffer.alloc(0) });
@@ -277,14 +328,29 @@ export class OsdpBus {
       // The same bytes again (same sequence number, same MAC): the reader repeats its reply if it sent one.
       reader.retry = { packet: pending.packet, bytes: pending.bytes, ...(waiter ? { waiter } : {}) };
     }
-    if (reader.online && this.options.clock.monoNow() - reader.lastReplyAt > this.offlineAfterMs) this.setOnline(reader, false);
-    // Offline: start again from sequence 0, as a PD that restarted expects, and with a new handshake.
+    const now = this.options.clock.monoNow();
+    // A reader supervised slowly (its secure channel failed) has its poll interval on top before it is offline.
+    const offlineAfter = this.offlineAfterMs + (reader.sc?.failed ? SECURE_FAILED_POLL_MS : 0);
+    if (reader.online && now - reader.lastReplyAt > offlineAfter) this.setOnline(reader, false);
+    // Offline: start again from sequence 0, as a PD that restarted expects, and with a new handshake; tried again
+    // at a slow, growing interval (pacing.ts).
     if (!reader.online) {
       reader.sqn = 0;
       this.dropQueued(reader, `the reader at address ${reader.options.address} went offline`);
-      reader.sc?.end(null, this.options.clock.monoNow());
+      reader.sc?.reset(now);
+      reader.dueAt = now + offlineRetryDelay(reader.offlineAttempts++);
+      this.reportChannel(reader);
     }
     this.schedule(this.pollGapMs);
+  }
+
+  /** The secure channel actually in use, handed on when it changes. */
+  private reportChannel(reader: ReaderState): void {
+    const sc = reader.sc;
+    const state: ChannelState = !sc ? 'plain' : sc.established ? 'secure' : sc.failed ? 'failed' : 'pending';
+    if (state === reader.channel) return;
+    reader.channel = state;
+    reader.options.onChannel?.(state);
   }
 
   private setOnline(reader: ReaderState, online: boolean): void {
@@ -293,7 +359,10 @@ export class OsdpBus {
     if (!online) {
       reader.identified = false;
       reader.capabilities = false;
-      reader.statusAsked = false;
+      reader.statusKnown = false;
+      reader.statusAskAt = 0;
+    } else {
+      reader.offlineAttempts = 0;
     }
     reader.options.onOnline?.(online);
   }
@@ -312,12 +381,14 @@ export class OsdpBus {
       } else {
         result = reader.sc.open(sent, received, raw, this.options.clock.monoNow());
       }
+      this.reportChannel(reader);
     }
     if (result === null) {
       waiter?.reject(new Error('the reply failed the secure channel'));
       return; // never a sign of life: supervision counts verified replies only
     }
     reader.lastReplyAt = this.options.clock.monoNow();
+    if (!reader.sc?.failed) reader.dueAt = 0;
     this.setOnline(reader, true);
     if (result === 'step') return;
     const reply = result;
@@ -330,7 +401,9 @@ export class OsdpBus {
     waiter?.resolve(reply);
     switch (reply.code) {
       case REPLY.PDID:
-        if (sent.code === CMD.ID) reader.identified = true;
+        // Once each time it comes online: the slow supervision of a failed secure channel asks again and again.
+        if (sent.code !== CMD.ID || reader.identified) return;
+        reader.identified = true;
         reader.options.onIdentified?.(parsePdid(reply.data));
         return;
       case REPLY.PDCAP:
@@ -340,12 +413,14 @@ export class OsdpBus {
         // A PD that does not know ID or CAP still polls.
         if (sent.code === CMD.ID) reader.identified = true;
         if (sent.code === CMD.CAP) reader.capabilities = true;
+        if (sent.code === CMD.LSTAT) reader.statusKnown = true; // a reader without tamper and power reports
         return;
       case REPLY.RAW:
         return this.rawCard(reader, reply.data);
       case REPLY.KEYPAD:
         return this.keypad(reader, reply.data);
       case REPLY.LSTATR:
+        reader.statusKnown = true;
         reader.options.onStatus?.({ tamper: reply.data[0] === 1, powerFailure: reply.data[1] === 1 });
         return;
       default:
