@@ -1,10 +1,11 @@
-import type { WiegandNumbering } from '../../core/wiegand.js';
 import type { Clock, Timers } from '../../util/clock.js';
-import { ReaderFrameParser, type ReaderFrame } from '../readerFrames.js';
+import { CMD, NAK_SEQUENCE, REPLY } from './codes.js';
 import { PacketParser, encodePacket, type Packet } from './packet.js';
-import { SecureSession } from './secureSession.js';
-import { decodeKeys, decodeRawCard, parsePdid } from './replyData.js';
-import { INTER_BYTE_TIMEOUT_MS, SECURE_FAILED_POLL_MS, STATUS_RETRY_MS, offlineRetryDelay, type ChannelState } from './pacing.js';
+import { INTER_BYTE_TIMEOUT_MS, SECURE_FAILED_POLL_MS, STATUS_RETRY_MS, offlineRetryDelay } from './pacing.js';
+import { applyReply, newReaderState, reportChannel, type OsdpReaderOptions, type Queued, type ReaderState } from './readerState.js';
+
+export { CMD, REPLY } from './codes.js';
+export type { OsdpReaderOptions } from './readerState.js';
 
 /**
  * An OSDP Control Panel on one RS-485 bus (SIA OSDP v2.2), plain mode: it polls each Peripheral Device (reader)
@@ -15,42 +16,11 @@ import { INTER_BYTE_TIMEOUT_MS, SECURE_FAILED_POLL_MS, STATUS_RETRY_MS, offlineR
  * session is secureSession.ts.
  */
 
-export const CMD = { POLL: 0x60, ID: 0x61, CAP: 0x62, LSTAT: 0x64, LED: 0x69, BUZ: 0x6a, KEYSET: 0x75, CHLNG: 0x76, SCRYPT: 0x77 } as const;
-export const REPLY = { ACK: 0x40, NAK: 0x41, PDID: 0x45, PDCAP: 0x46, LSTATR: 0x48, RAW: 0x50, KEYPAD: 0x53, CCRYPT: 0x76, RMAC_I: 0x78, BUSY: 0x79 } as const;
 /** LED and buzzer feedback older than this is dropped: shown later, it would answer the wrong tap. */
 const FEEDBACK_FRESH_MS = 1000;
-const NAK_SEQUENCE = 0x04;
 
 export interface OsdpTransport {
   write(bytes: Buffer): void;
-}
-
-export interface OsdpReaderOptions {
-  address: number;
-  numbering: WiegandNumbering;
-  onFrame: (frame: ReaderFrame) => void;
-  onOnline?: (online: boolean) => void;
-  /** osdp_LSTATR: the reader's tamper switch and power. */
-  onStatus?: (status: { tamper: boolean; powerFailure: boolean }) => void;
-  onIdentified?: (id: { vendor: string; model: number; version: number; serial: number; firmware: string }) => void;
-  /** A card frame whose bits failed their parity, a key the reader should not send: never decided. */
-  onDropped?: (reason: string) => void;
-  /**
-   * The secure channel's key (16 bytes): every exchange after the handshake is MACed and its data encrypted;
-   * nothing the reader sends is decided before the handshake has succeeded.
-   */
-  scbk?: Buffer;
-  /** Install mode: the handshake uses the standard's default key SCBK-D (a new reader, before its key is set). */
-  installMode?: boolean;
-  /** Packets with the 8-bit checksum instead of the CRC-16, for a reader that offers only that. */
-  checksum?: boolean;
-  /** The secure channel failed: a wrong key, a MAC that does not verify. Said once per failure, never the key. */
-  onSecureError?: (message: string) => void;
-  onSecure?: (established: boolean) => void;
-  /** The secure channel the reader has now (plain, pending, secure, failed): on each change only. */
-  onChannel?: (state: ChannelState) => void;
-  /** A reply that departs from the standard but verifies (said once per reader). */
-  onQuirk?: (message: string) => void;
 }
 
 export interface OsdpBusOptions {
@@ -70,41 +40,7 @@ export interface OsdpBusOptions {
   random?: (bytes: number) => Buffer;
 }
 
-interface Queued {
-  code: number;
-  data: Buffer;
-  /** Feedback (LED, buzzer) is dropped when it could no longer be seen as the answer to a tap. */
-  queuedAt?: number;
-  /** A request waiting for its reply (KEYSET): settled with the reply, or refused after `attempts` timeouts. */
-  waiter?: { resolve: (reply: Packet) => void; reject: (err: Error) => void; attempts: number };
-}
 
-interface ReaderState {
-  options: OsdpReaderOptions;
-  sqn: number;
-  online: boolean;
-  identified: boolean;
-  capabilities: boolean;
-  /**
-   * A tamper and power report came back since the reader came online (a tamper present at start is seen); until
-   * then osdp_LSTAT is asked again, at most every STATUS_RETRY_MS (a dropped reply must not lose it).
-   */
-  statusKnown: boolean;
-  statusAskAt: number;
-  /** Not tried before this (monotonic ms): an offline reader, or one whose secure channel failed, is paced. */
-  dueAt: number;
-  offlineAttempts: number;
-  channel: ChannelState;
-  lastReplyAt: number;
-  queued: Queued[];
-  keys: ReaderFrameParser;
-  sc: SecureSession | null;
-  /**
-   * The command whose reply was lost, exactly as sent: it goes out again, byte for byte, before anything else, so
-   * the reader can repeat its reply (same sequence number, same MAC chain) and no card in it is lost.
-   */
-  retry: { packet: Packet; bytes: Buffer; waiter?: Queued['waiter'] } | null;
-}
 
 export class OsdpBus {
   private readonly readers: ReaderState[] = [];
@@ -124,43 +60,14 @@ export class OsdpBus {
     this.pollGapMs = options.pollGapMs ?? 2;
     this.offlineAfterMs = options.offlineAfterMs ?? 2000;
     this.interByteTimeoutMs = options.interByteTimeoutMs ?? INTER_BYTE_TIMEOUT_MS;
-    for (const r of options.readers ?? []) this.readers.push(this.newReader(r));
+    for (const r of options.readers ?? []) this.readers.push(newReaderState(r, this.options.clock.monoNow(), this.options.random));
   }
 
-  private newReader(r: OsdpReaderOptions): ReaderState {
-    return {
-      options: r,
-      sqn: 0,
-      online: false,
-      identified: false,
-      capabilities: false,
-      statusKnown: false,
-      statusAskAt: 0,
-      dueAt: 0,
-      offlineAttempts: 0,
-      channel: r.scbk || r.installMode ? 'pending' : 'plain',
-      lastReplyAt: this.options.clock.monoNow(),
-      queued: [],
-      keys: new ReaderFrameParser({ cardFormat: 'decimal' }),
-      sc:
-        r.scbk || r.installMode
-          ? new SecureSession({
-              ...(r.scbk ? { scbk: r.scbk } : {}),
-              ...(r.installMode ? { installMode: true } : {}),
-              ...(this.options.random ? { random: this.options.random } : {}),
-              ...(r.onSecureError ? { onError: r.onSecureError } : {}),
-              ...(r.onSecure ? { onSecure: r.onSecure } : {}),
-              ...(r.onQuirk ? { onQuirk: r.onQuirk } : {}),
-            })
-          : null,
-      retry: null,
-    };
-  }
 
   /** A reader joins the bus (doors start one by one; several doors may share one bus). */
   addReader(reader: OsdpReaderOptions): void {
     if (this.readers.some((r) => r.options.address === reader.address)) throw new RangeError(`OSDP address ${reader.address} is already on this bus`);
-    this.readers.push(this.newReader(reader));
+    this.readers.push(newReaderState(reader, this.options.clock.monoNow(), this.options.random));
     // The bus may be waiting for a slow reader's turn: the new one is polled at once.
     if (!this.outstanding && this.nextTimer !== null) {
       this.options.timers.clearTimeout(this.nextTimer);
@@ -194,7 +101,7 @@ export class OsdpBus {
       reader.sqn = 0;
       reader.sc?.reset(this.options.clock.monoNow());
       this.setOnline(reader, false);
-      this.reportChannel(reader);
+      reportChannel(reader);
     }
   }
 
@@ -339,19 +246,11 @@ export class OsdpBus {
       this.dropQueued(reader, `the reader at address ${reader.options.address} went offline`);
       reader.sc?.reset(now);
       reader.dueAt = now + offlineRetryDelay(reader.offlineAttempts++);
-      this.reportChannel(reader);
+      reportChannel(reader);
     }
     this.schedule(this.pollGapMs);
   }
 
-  /** The secure channel actually in use, handed on when it changes. */
-  private reportChannel(reader: ReaderState): void {
-    const sc = reader.sc;
-    const state: ChannelState = !sc ? 'plain' : sc.established ? 'secure' : sc.failed ? 'failed' : 'pending';
-    if (state === reader.channel) return;
-    reader.channel = state;
-    reader.options.onChannel?.(state);
-  }
 
   private setOnline(reader: ReaderState, online: boolean): void {
     if (reader.online === online) return;
@@ -381,7 +280,7 @@ export class OsdpBus {
       } else {
         result = reader.sc.open(sent, received, raw, this.options.clock.monoNow());
       }
-      this.reportChannel(reader);
+      reportChannel(reader);
     }
     if (result === null) {
       waiter?.reject(new Error('the reply failed the secure channel'));
@@ -399,46 +298,6 @@ export class OsdpBus {
       return;
     }
     waiter?.resolve(reply);
-    switch (reply.code) {
-      case REPLY.PDID:
-        // Once each time it comes online: the slow supervision of a failed secure channel asks again and again.
-        if (sent.code !== CMD.ID || reader.identified) return;
-        reader.identified = true;
-        reader.options.onIdentified?.(parsePdid(reply.data));
-        return;
-      case REPLY.PDCAP:
-        reader.capabilities = true;
-        return;
-      case REPLY.NAK:
-        // A PD that does not know ID or CAP still polls.
-        if (sent.code === CMD.ID) reader.identified = true;
-        if (sent.code === CMD.CAP) reader.capabilities = true;
-        if (sent.code === CMD.LSTAT) reader.statusKnown = true; // a reader without tamper and power reports
-        return;
-      case REPLY.RAW:
-        return this.rawCard(reader, reply.data);
-      case REPLY.KEYPAD:
-        return this.keypad(reader, reply.data);
-      case REPLY.LSTATR:
-        reader.statusKnown = true;
-        reader.options.onStatus?.({ tamper: reply.data[0] === 1, powerFailure: reply.data[1] === 1 });
-        return;
-      default:
-        return; // ACK, BUSY: nothing to do
-    }
-  }
-
-  private rawCard(reader: ReaderState, data: Buffer): void {
-    const decoded = decodeRawCard(data, reader.options.numbering);
-    if ('dropped' in decoded) return reader.options.onDropped?.(decoded.dropped);
-    for (const f of reader.keys.cardPresented(decoded.card)) reader.options.onFrame(f);
-  }
-
-  private keypad(reader: ReaderState, data: Buffer): void {
-    const now = this.options.clock.monoNow();
-    for (const key of decodeKeys(data)) {
-      if (key === null) reader.options.onDropped?.('bad_key');
-      else for (const f of reader.keys.keyPressed(key, now)) reader.options.onFrame(f);
-    }
+    applyReply(reader, sent.code, reply, this.options.clock.monoNow());
   }
 }
