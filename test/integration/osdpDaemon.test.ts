@@ -100,7 +100,7 @@ describe('an OSDP reader at the door', () => {
     expect(await s.status()).toContain('connected; secure channel FAILED (another key, or no secure channel on the reader)');
     await eventually(async () => (await s.refresh()).some((e) => e.type === 'reader_online'), 8000, 'reader_online');
     expect(s.events().filter((e) => e.type === 'reader_online').map((e) => [e.secure, e.channel])).toEqual([[false, 'failed']]);
-  });
+  }, 60_000);
 
   it('a tamper switch open at start is reported though the reader answers LSTAT in block 0x15 (the libosdp reply of issue 32); the quirk is logged once', async () => {
     const s = await setup(', scbkFile: SCBK');
@@ -114,7 +114,7 @@ describe('an OSDP reader at the door', () => {
     await eventually(async () => (await s.refresh()).filter((e) => e.type === 'reader_tamper').length === 2, 8000, 'the restore');
     expect(daemon.logs.filter((l) => String(l.msg).includes('security block type 0x15'))).toHaveLength(1);
     expect(s.pd.reader(3).log).toEqual(['established']); // the channel held: nothing dropped
-  });
+  }, 60_000);
 
   it('a reader that stops answering: reader_offline in the audit log; back: reader_online', async () => {
     const s = await setup('');
@@ -136,7 +136,7 @@ describe('an OSDP reader at the door', () => {
     await eventually(async () => (await s.refresh()).filter((e) => e.type === 'reader_tamper').length === 2, 8000, 'the restore');
     expect(s.events().filter((e) => e.type === 'reader_tamper').map((e) => e.state)).toEqual(['tampered', 'restored']);
     expect(daemon.logs.some((l) => l.msg === 'OSDP reader without a secure channel (no scbkFile): its traffic can be read and forged on the line')).toBe(true);
-  });
+  }, 90_000); // a start, an offline spell, a paced return and six CLI runs: slow on a loaded machine
 
   it('a key file others can read is refused at start, naming the file and the fix', async () => {
     const s = await setup(', scbkFile: SCBK', 0o644);
