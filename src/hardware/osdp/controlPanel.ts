@@ -40,8 +40,6 @@ export interface OsdpBusOptions {
   random?: (bytes: number) => Buffer;
 }
 
-
-
 export class OsdpBus {
   private readonly readers: ReaderState[] = [];
   private readonly parser = new PacketParser();
@@ -62,7 +60,6 @@ export class OsdpBus {
     this.interByteTimeoutMs = options.interByteTimeoutMs ?? INTER_BYTE_TIMEOUT_MS;
     for (const r of options.readers ?? []) this.readers.push(newReaderState(r, this.options.clock.monoNow(), this.options.random));
   }
-
 
   /** A reader joins the bus (doors start one by one; several doors may share one bus). */
   addReader(reader: OsdpReaderOptions): void {
@@ -250,7 +247,6 @@ export class OsdpBus {
     }
     this.schedule(this.pollGapMs);
   }
-
 
   private setOnline(reader: ReaderState, online: boolean): void {
     if (reader.online === online) return;
