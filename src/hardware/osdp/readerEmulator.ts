@@ -87,7 +87,8 @@ export interface EmulatedReader {
   powerFailure: boolean;
   /**
    * Answers osdp_LSTAT on the secure channel with security block 0x15 (the command's MAC-only type), its data
-   * MACed but not encrypted, where the standard says 0x16/0x18: the reply issue 32 reports from libosdp 3.2.0's PD.
+   * MACed but not encrypted, where the standard says 0x16/0x18: the reply issue 32 reports from libosdp 3.2.0's PD
+   * (the 3.2.0 PD checked in docs/hardware.md answered in 0x18).
    */
   lstatReplyInBlock15: boolean;
 }

@@ -54,7 +54,7 @@ export class SecureSession {
       random?: (bytes: number) => Buffer;
       onError?: (message: string) => void;
       onSecure?: (established: boolean) => void;
-      /** A reply that departs from the standard but verifies (libosdp's LSTATR in block 0x15): said once. */
+      /** A reply that departs from the standard but verifies (an LSTATR in block 0x15, as issue 32 reported of libosdp): said once. */
       onQuirk?: (message: string) => void;
     },
   ) {}
