@@ -97,6 +97,7 @@ function osdpReader(d, common) {
   return {
     start() {
       const r = d.reader;
+      if (!r.scbkFile && !r.installMode) console.log(`${stamp()} ${d.name}: OSDP reader ${r.address} channel in use: PLAIN (no scbkFile: a device on the bus can read and inject cards and PINs)`);
       handle = osdpBuses.attach(r.path, r.baudRate, {
         address: r.address, numbering: r.numbering, installMode: r.installMode,
         ...(r.scbkFile ? { scbk: readScbk('reader.scbkFile', r.scbkFile) } : {}),
@@ -105,6 +106,9 @@ function osdpReader(d, common) {
         onIdentified: (id) => console.log(`${stamp()} ${d.name}: OSDP reader ${r.address}: vendor ${id.vendor}, model ${id.model}, serial ${id.serial}, firmware ${id.firmware}`),
         onSecure: (up) => console.log(`${stamp()} ${d.name}: secure channel ${up ? 'established' : 'ended'}`),
         onSecureError: (message) => console.log(`${stamp()} ${d.name}: secure channel: ${message}`),
+        // The channel actually in use, not only the configured one: plain, pending, secure or failed.
+        onChannel: (state) => console.log(`${stamp()} ${d.name}: OSDP reader ${r.address} channel in use: ${state.toUpperCase()}`),
+        onQuirk: (message) => console.log(`${stamp()} ${d.name}: ${message}`),
         onStatus: (s) => console.log(`${stamp()} ${d.name}: tamper ${s.tamper ? 'OPEN' : 'closed'}, power ${s.powerFailure ? 'FAILED' : 'good'}`),
         onDropped: (reason) => console.log(`${stamp()} ${d.name}: dropped (${reason})`),
       });

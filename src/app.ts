@@ -145,6 +145,7 @@ export async function startAgent(config: AgentOptions, deps: AgentDeps): Promise
           openPort: deps.openPort,
           osdp,
           onReaderConnection: (connected) => store.setReaderConnected(options.uuid, connected),
+          onReaderChannel: (channel) => store.setReaderChannel(options.uuid, channel),
           lockdown: () => operations.isLockedDown(options.uuid),
           holidays: () => getChecker().holidays,
           timezone: config.agent.timezone,

@@ -12,6 +12,7 @@ import { readHeldRevision, readSyncStatus, type SyncStatus } from '../sync/sync.
 import { loadConfigFor, type CommandContext } from './context.js';
 import { describeReader } from '../door/options.js';
 import { operationsLines, operationsStatus } from './operationsStatus.js';
+import { osdpChannelText, osdpChannelView } from './osdpStatus.js';
 
 function processAlive(pid: number): boolean {
   try {
@@ -63,7 +64,7 @@ export function runStatus(args: { json: boolean; config: string | undefined }, c
         changedAt: explained ? iso(stored?.changedAt ?? null) : null,
         cause: explained ? (stored?.cause ?? null) : null,
         reader: door.reader
-          ? { type: door.reader.type, path: describeReader(door.reader), connected: running ? (runtime?.readers[door.uuid] ?? false) : false }
+          ? { type: door.reader.type, path: describeReader(door.reader), connected: running ? (runtime?.readers[door.uuid] ?? false) : false, channel: osdpChannelView(door, runtime, running) }
           : null,
         ...operations.doors.get(door.uuid)!,
       };
@@ -109,7 +110,7 @@ export function runStatus(args: { json: boolean; config: string | undefined }, c
                 : 'UNLOCKED';
         const relay = d.relay ? ` (relay GPIO ${d.relay.pin} = ${d.relay.level})` : '';
         const reader = d.reader
-          ? `reader ${d.reader.path} ${d.reader.connected ? (d.reader.type === 'wiegand' ? 'listening' : 'connected') : 'NOT connected'}`
+          ? `reader ${d.reader.path} ${d.reader.connected ? (d.reader.type === 'wiegand' ? 'listening' : 'connected') : 'NOT connected'}${osdpChannelText(d.reader.channel)}`
           : 'no reader';
         const unsaved = d.savedState ? [`    WARNING: the saved state says ${d.savedState}; the daemon is still retrying to save the relay's state`] : [];
         return [`  ${d.name} (${d.uuid}): ${state}${relay}; ${reader}`, ...unsaved, ...operationsLines(d)];

@@ -1,6 +1,7 @@
 import type { z } from 'zod';
 import { longestUnlockRunHours } from '../core/unlockSchedule.js';
 import type { doorSchema } from './doorSchema.js';
+import { checkRequiredSecureChannel } from './osdpSecurity.js';
 
 /** The checks across doors (shared pins, readers, buses) and between a door's own keys. */
 export function refineDoors(config: { gpio: { driver: string }; doors: Array<z.output<typeof doorSchema>> }, ctx: z.RefinementCtx): void {
@@ -79,6 +80,7 @@ export function refineDoors(config: { gpio: { driver: string }; doors: Array<z.o
       });
     }
     if (door.reader?.type === 'osdp') {
+      checkRequiredSecureChannel(door.reader, i, ctx);
       const bus = osdpBuses.get(door.reader.path);
       if (bus && bus.baudRate !== door.reader.baudRate) {
         ctx.addIssue({ code: 'custom', path: ['doors', i, 'reader', 'baudRate'], message: `the OSDP bus ${door.reader.path} runs at ${bus.baudRate} for doors[${bus.door}]` });

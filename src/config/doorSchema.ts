@@ -110,6 +110,8 @@ const osdpReaderSchema = z.strictObject({
   scbkFile: z.string().min(1).optional(),
   /** Handshake with the standard's default key SCBK-D: only while installing a new reader. */
   installMode: z.boolean().default(false),
+  /** No plain OSDP: a missing scbkFile (or install mode) is an error, not a warning. */
+  requireSecureChannel: z.boolean().default(false),
   numbering: z.enum(['data', 'facility_card']).default('data'),
   /** crc: CRC-16 on every packet (default); checksum: the 8-bit checksum, for a reader that offers only that. */
   check: z.enum(['crc', 'checksum']).default('crc'),

@@ -20,6 +20,7 @@ import { localTimeIn } from '../core/schedule.js';
 import type { ScheduleMemory, ScheduleState } from '../core/unlockSchedule.js';
 import { SCHEDULE_UNLOCK_CAUSE, UnlockScheduler } from './unlockScheduler.js';
 import { readerFeedback, type ReaderFeedbackHandle } from './readerFeedback.js';
+import type { ChannelState } from '../hardware/osdp/pacing.js';
 
 export interface DoorDeps {
   gpio: GpioDriver;
@@ -42,6 +43,8 @@ export interface DoorDeps {
   /** The agent's OSDP buses (shared by the doors whose readers are on one line). */
   osdp?: OsdpBuses;
   onReaderConnection: (connected: boolean) => void;
+  /** An OSDP reader's secure channel as it is now (plain, pending, secure, failed), for status. */
+  onReaderChannel?: (state: ChannelState) => void;
   /** Whether this door is in lockdown now (its own or the agent's). */
   lockdown?: () => boolean;
   /** The holidays in force (configured and published). */
@@ -167,7 +170,7 @@ export class Door implements Component {
         this.reader = new WiegandReader({ ...reader, ...common, gpio: deps.gpio, onNoise: (summary) => runtime.onReaderNoise(summary) });
       } else {
         if (!deps.osdp) throw new Error('an OSDP reader needs the agent\'s OSDP buses');
-        this.reader = new OsdpDoorReader(reader, deps.osdp, runtime, log, deps.onReaderConnection);
+        this.reader = new OsdpDoorReader(reader, deps.osdp, runtime, log, deps.onReaderConnection, deps.onReaderChannel);
       }
       // The reader's LED, buzzer and reply lines (an OSDP reader shows the decision over its bus instead).
       this.feedback = readerFeedback(door, {

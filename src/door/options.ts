@@ -35,7 +35,7 @@ export type ReaderOptions =
     } & SignalLines)
   | ({ type: 'wiegand'; d0: number; d1: number; pull: Pull; format: WiegandFormat; numbering: WiegandNumbering } & SignalLines)
   | ({ type: 'keyboard'; path: string; cardFormat: CardFormat } & SignalLines)
-  | { type: 'osdp'; path: string; baudRate: number; address: number; scbkFile?: string; installMode: boolean; numbering: WiegandNumbering; check: 'crc' | 'checksum' };
+  | { type: 'osdp'; path: string; baudRate: number; address: number; scbkFile?: string; installMode: boolean; requireSecureChannel?: boolean; numbering: WiegandNumbering; check: 'crc' | 'checksum' };
 
 /** How a door's reader writes card numbers (Wiegand and RDM6300 numbers are decimal by construction). */
 export function readerCardFormat(door: { reader?: ReaderOptions }): CardFormat {

@@ -1,6 +1,7 @@
 import type { Logger } from 'pino';
 import { readScbk } from '../config/secrets.js';
 import type { OsdpBuses } from '../hardware/osdp/osdpBuses.js';
+import type { ChannelState } from '../hardware/osdp/pacing.js';
 import type { DoorRuntime } from './doorRuntime.js';
 import type { FeedbackKind, ReaderOptions } from './options.js';
 
@@ -13,6 +14,9 @@ type OsdpOptions = Extract<ReaderOptions, { type: 'osdp' }>;
 export class OsdpDoorReader {
   private handle: { feedback(kind: FeedbackKind): void; detach(): Promise<void> } | null = null;
   private online = false;
+  /** reader_online waits for the handshake's outcome, so that it can say whether the reader is secure. */
+  private onlineReported = false;
+  private channel: ChannelState;
   private tamper = false;
   private powerFailure = false;
 
@@ -22,7 +26,11 @@ export class OsdpDoorReader {
     private readonly runtime: DoorRuntime,
     private readonly logger: Logger,
     private readonly onConnection: (connected: boolean) => void,
-  ) {}
+    /** The secure channel actually in use, for `door-agent status`. */
+    private readonly onChannel: (state: ChannelState) => void = () => {},
+  ) {
+    this.channel = options.scbkFile || options.installMode ? 'pending' : 'plain';
+  }
 
   get connected(): boolean {
     return this.online;
@@ -47,9 +55,19 @@ export class OsdpDoorReader {
       onOnline: (online) => {
         this.online = online;
         this.onConnection(online);
-        this.runtime.audit(online ? 'reader_online' : 'reader_offline', { address: o.address });
-        this.logger[online ? 'info' : 'warn']({ path: o.path, address: o.address }, online ? 'OSDP reader online' : 'OSDP reader offline');
+        if (online) this.reportOnline();
+        else if (this.onlineReported) {
+          this.onlineReported = false;
+          this.runtime.audit('reader_offline', { address: o.address });
+          this.logger.warn({ path: o.path, address: o.address }, 'OSDP reader offline');
+        }
       },
+      onChannel: (state) => {
+        this.channel = state;
+        this.onChannel(state);
+        if (this.online) this.reportOnline();
+      },
+      onQuirk: (message) => this.logger.warn({ path: o.path, address: o.address }, message),
       onStatus: ({ tamper, powerFailure }) => {
         // Changes only (the state is asked for each time the reader comes online), restores included.
         if (tamper !== this.tamper) this.runtime.audit('reader_tamper', { address: o.address, state: tamper ? 'tampered' : 'restored' });
@@ -63,6 +81,18 @@ export class OsdpDoorReader {
       onIdentified: (id) => this.logger.info({ address: o.address, ...id }, 'OSDP reader identified'),
     });
     this.runtime.setFeedback((kind) => this.handle?.feedback(kind));
+  }
+
+  /**
+   * reader_online once per time it comes online, with the channel it has: at once for a plain reader, after the
+   * handshake's outcome (secure or failed) for one with a key.
+   */
+  private reportOnline(): void {
+    if (this.onlineReported || this.channel === 'pending') return;
+    this.onlineReported = true;
+    const secure = this.channel === 'secure';
+    this.runtime.audit('reader_online', { address: this.options.address, secure, channel: this.channel });
+    this.logger[secure ? 'info' : 'warn']({ path: this.options.path, address: this.options.address, channel: this.channel }, 'OSDP reader online');
   }
 
   async stop(): Promise<void> {

@@ -121,6 +121,12 @@ export class AgentStore implements Component {
     this.saveStatus();
   }
 
+  /** An OSDP reader's secure channel as it is now (shown by `door-agent status`). */
+  setReaderChannel(doorUuid: string, channel: string): void {
+    (this.status.readerChannels ??= {})[doorUuid] = channel;
+    this.saveStatus();
+  }
+
   private saveStatus(): void {
     const snapshot = structuredClone(this.status);
     this.writes.run('runtime', () => {

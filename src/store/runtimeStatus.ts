@@ -8,6 +8,8 @@ export interface RuntimeStatus {
   stoppedAt: string | null;
   /** Per door uuid: whether its reader is connected (absent: no reader configured). */
   readers: Record<string, boolean>;
+  /** Per door uuid: its OSDP reader's secure channel now (plain, pending, secure, failed). */
+  readerChannels?: Record<string, string>;
   /** The last directory revision pushed over MQTT (absent: none arrived since the daemon started). */
   push?: { lastRevision: number | null; at: string };
 }

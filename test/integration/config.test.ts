@@ -207,6 +207,44 @@ doors:
     expect(r.stderr).toContain('doors[2].reader.path: /dev/ttyUSB0 is an OSDP bus of another door');
   });
 
+  it('plain OSDP says so: a warning per plain reader; requireSecureChannel makes a missing key an error', () => {
+    const second = '0b7a1e55-3c2d-4e8f-9a10-22334455aabb';
+    const plain = configFile(
+      'osdp-plain.yaml',
+      `${BASE}doors:\n  - { uuid: ${DOOR_UUID}, resourceId: 12, name: Front, relay: { pin: 17 }, reader: { type: osdp, path: /dev/ttyUSB0, address: 0 } }\n  - { uuid: ${second}, resourceId: 13, name: Back, relay: { pin: 18 }, reader: { type: osdp, path: /dev/ttyUSB0, address: 1 } }\n`,
+    );
+    const warned = runCli(['config', 'check', '--config', plain]);
+    expect(warned.status, warned.stderr).toBe(0);
+    const warnings = warned.stdout.split('\n').filter((l) => l.includes('WARNING: doors['));
+    expect(warnings).toEqual([
+      '  WARNING: doors[0].reader (Front, OSDP /dev/ttyUSB0 address 0) is plain: without scbkFile a device on the bus can read and inject cards and PINs; set scbkFile (door-agent reader keyset gives the reader its key), and requireSecureChannel: true to make this an error',
+      '  WARNING: doors[1].reader (Back, OSDP /dev/ttyUSB0 address 1) is plain: without scbkFile a device on the bus can read and inject cards and PINs; set scbkFile (door-agent reader keyset gives the reader its key), and requireSecureChannel: true to make this an error',
+    ]);
+    const required = configFile(
+      'osdp-required.yaml',
+      `${BASE}doors:\n  - { uuid: ${DOOR_UUID}, resourceId: 12, relay: { pin: 17 }, reader: { type: osdp, path: /dev/ttyUSB0, address: 0, requireSecureChannel: true } }\n`,
+    );
+    const refused = runCli(['config', 'check', '--config', required]);
+    expect(refused.status).toBe(78);
+    expect(refused.stderr).toContain('doors[0].reader.scbkFile: requireSecureChannel is set but there is no scbkFile: the reader would run plain');
+    const key = join(tmp.path, 'osdp-scbk');
+    writeFileSync(key, '00112233445566778899aabbccddeeff\n');
+    chmodSync(key, 0o600);
+    const install = configFile(
+      'osdp-required-install.yaml',
+      `${BASE}doors:\n  - { uuid: ${DOOR_UUID}, resourceId: 12, relay: { pin: 17 }, reader: { type: osdp, path: /dev/ttyUSB0, address: 0, scbkFile: ${key}, installMode: true, requireSecureChannel: true } }\n`,
+    );
+    expect(runCli(['config', 'check', '--config', install]).stderr).toContain('doors[0].reader.installMode: requireSecureChannel is set but installMode uses the public default key SCBK-D');
+    const secure = configFile(
+      'osdp-secure.yaml',
+      `${BASE}doors:\n  - { uuid: ${DOOR_UUID}, resourceId: 12, relay: { pin: 17 }, reader: { type: osdp, path: /dev/ttyUSB0, address: 0, scbkFile: ${key}, requireSecureChannel: true } }\n`,
+    );
+    const ok = runCli(['config', 'check', '--config', secure]);
+    expect(ok.status, ok.stderr).toBe(0);
+    expect(ok.stdout).toContain('reader OSDP /dev/ttyUSB0 address 0 (secure channel)');
+    expect(ok.stdout).not.toContain('is plain');
+  });
+
   it('accepts a Wiegand door on the character device, and says which GPIO drivers this machine has', () => {
     const path = configFile(
       'chardev.yaml',

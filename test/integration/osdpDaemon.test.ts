@@ -78,21 +78,43 @@ describe('an OSDP reader at the door', () => {
     await waitUntil(() => s.pd.reader(3).received.includes(0x69) && s.pd.reader(3).received.includes(0x6a), 5000, 'LED and buzzer commands');
     s.pd.presentCard(3, encodeCard(4_213_579n, 26));
     await eventually(async () => (await s.refresh()).some((e) => e.type === 'access_denied'), 8000, 'Bob refused');
-    expect(s.events().filter((e) => e.type === 'reader_online')).toHaveLength(1);
+    expect(s.events().filter((e) => e.type === 'reader_online').map((e) => [e.secure, e.channel])).toEqual([[true, 'secure']]);
     expect(daemon.rawOutput.join('\n')).not.toContain(KEY);
     // The runtime status is written after the door acts: give the write its moment.
-    expect(await s.status()).toContain(`reader OSDP ${join(s.dir, 'bus')} address 3 (secure channel) connected`);
+    expect(await s.status()).toContain(`reader OSDP ${join(s.dir, 'bus')} address 3 (secure channel) connected; secure channel in use`);
   });
 
-  it('a reader with another key: a clear error in the log, and no card from it opens the door', async () => {
+  it('a reader with another key: one clear error, polled slowly (not the log flood of issue 32), no card opens; status says FAILED', async () => {
     const s = await setup(', scbkFile: SCBK');
     s.pd.reader(3).scbk = Buffer.alloc(16, 9);
     const daemon = await start(s.config);
     await daemon.waitForLog((l) => String(l.msg).includes('another secure channel key'), 10_000);
+    const before = s.pd.reader(3).received.length;
     s.pd.presentCard(3, encodeCard(4_213_578n, 26));
-    await new Promise((r) => setTimeout(r, 1000));
+    await new Promise((r) => setTimeout(r, 6000));
     expect(readLevel(s.relay)).toBe('0');
-  });
+    // Six seconds: one or two supervision polls (every 5 s), where an unpaced panel sends osdp_ID every few ms.
+    expect(s.pd.reader(3).received.length - before).toBeLessThanOrEqual(3);
+    expect(daemon.logs.filter((l) => l.msg === 'OSDP reader identified')).toHaveLength(1);
+    expect(daemon.logs.filter((l) => String(l.msg).includes('another secure channel key'))).toHaveLength(1);
+    expect(await s.status()).toContain('connected; secure channel FAILED (another key, or no secure channel on the reader)');
+    await eventually(async () => (await s.refresh()).some((e) => e.type === 'reader_online'), 8000, 'reader_online');
+    expect(s.events().filter((e) => e.type === 'reader_online').map((e) => [e.secure, e.channel])).toEqual([[false, 'failed']]);
+  }, 60_000);
+
+  it('a tamper switch open at start is reported though the reader answers LSTAT in block 0x15 (the libosdp reply of issue 32); the quirk is logged once', async () => {
+    const s = await setup(', scbkFile: SCBK');
+    s.pd.reader(3).scbk = Buffer.from(KEY, 'hex');
+    s.pd.reader(3).tamper = true;
+    s.pd.reader(3).lstatReplyInBlock15 = true;
+    const daemon = await start(s.config);
+    await eventually(async () => (await s.refresh()).some((e) => e.type === 'reader_tamper'), 10_000, 'the tamper');
+    expect(s.events().filter((e) => e.type === 'reader_tamper').map((e) => e.state)).toEqual(['tampered']);
+    s.pd.reader(3).pending.push({ code: 0x48, data: [0, 0] });
+    await eventually(async () => (await s.refresh()).filter((e) => e.type === 'reader_tamper').length === 2, 8000, 'the restore');
+    expect(daemon.logs.filter((l) => String(l.msg).includes('security block type 0x15'))).toHaveLength(1);
+    expect(s.pd.reader(3).log).toEqual(['established']); // the channel held: nothing dropped
+  }, 60_000);
 
   it('a reader that stops answering: reader_offline in the audit log; back: reader_online', async () => {
     const s = await setup('');
@@ -103,6 +125,8 @@ describe('an OSDP reader at the door', () => {
     s.pd.reader(3).silent = false;
     await eventually(async () => (await s.refresh()).filter((e) => e.type === 'reader_online').length === 2, 10_000, 'online again');
     expect(s.events().map((e) => e.type)).toEqual(['reader_online', 'reader_offline', 'reader_online']);
+    expect(s.events().filter((e) => e.type === 'reader_online').map((e) => [e.secure, e.channel])).toEqual([[false, 'plain'], [false, 'plain']]);
+    expect(await s.status()).toContain('connected; PLAIN (no secure channel: a device on the bus can read and inject cards and PINs)');
     // A tamper switch opened while it was away is reported when it is back, and its restore too.
     s.pd.reader(3).tamper = true;
     s.pd.reader(3).pending.push({ code: 0x48, data: [1, 0] });
@@ -112,7 +136,7 @@ describe('an OSDP reader at the door', () => {
     await eventually(async () => (await s.refresh()).filter((e) => e.type === 'reader_tamper').length === 2, 8000, 'the restore');
     expect(s.events().filter((e) => e.type === 'reader_tamper').map((e) => e.state)).toEqual(['tampered', 'restored']);
     expect(daemon.logs.some((l) => l.msg === 'OSDP reader without a secure channel (no scbkFile): its traffic can be read and forged on the line')).toBe(true);
-  });
+  }, 90_000); // a start, an offline spell, a paced return and six CLI runs: slow on a loaded machine
 
   it('a key file others can read is refused at start, naming the file and the fix', async () => {
     const s = await setup(', scbkFile: SCBK', 0o644);

@@ -1,50 +1,26 @@
-import type { WiegandNumbering } from '../../core/wiegand.js';
 import type { Clock, Timers } from '../../util/clock.js';
-import { ReaderFrameParser, type ReaderFrame } from '../readerFrames.js';
+import { CMD, NAK_SEQUENCE, REPLY } from './codes.js';
 import { PacketParser, encodePacket, type Packet } from './packet.js';
-import { SecureSession } from './secureSession.js';
-import { decodeKeys, decodeRawCard, parsePdid } from './replyData.js';
+import { INTER_BYTE_TIMEOUT_MS, SECURE_FAILED_POLL_MS, STATUS_RETRY_MS, offlineRetryDelay } from './pacing.js';
+import { applyReply, newReaderState, reportChannel, type OsdpReaderOptions, type Queued, type ReaderState } from './readerState.js';
+
+export { CMD, REPLY } from './codes.js';
+export type { OsdpReaderOptions } from './readerState.js';
 
 /**
  * An OSDP Control Panel on one RS-485 bus (SIA OSDP v2.2), plain mode: it polls each Peripheral Device (reader)
  * in turn, one command outstanding on the bus at a time, identifies it (ID, CAP) when it comes online, and turns
  * its card reads (osdp_RAW) and keys (osdp_KEYPAD) into the same frames as every other reader. A reader that
- * stops answering is reported offline, polled with a reset sequence until it answers again. Transport, timers and
- * clock are injected; the secure channel is not in this module yet.
+ * stops answering is reported offline and tried with a reset sequence at a slow rate (pacing.ts) until it answers
+ * again; so is one whose secure channel failed. Transport, timers and clock are injected; the secure channel's
+ * session is secureSession.ts.
  */
 
-export const CMD = { POLL: 0x60, ID: 0x61, CAP: 0x62, LSTAT: 0x64, LED: 0x69, BUZ: 0x6a, KEYSET: 0x75, CHLNG: 0x76, SCRYPT: 0x77 } as const;
-export const REPLY = { ACK: 0x40, NAK: 0x41, PDID: 0x45, PDCAP: 0x46, LSTATR: 0x48, RAW: 0x50, KEYPAD: 0x53, CCRYPT: 0x76, RMAC_I: 0x78, BUSY: 0x79 } as const;
 /** LED and buzzer feedback older than this is dropped: shown later, it would answer the wrong tap. */
 const FEEDBACK_FRESH_MS = 1000;
-const NAK_SEQUENCE = 0x04;
 
 export interface OsdpTransport {
   write(bytes: Buffer): void;
-}
-
-export interface OsdpReaderOptions {
-  address: number;
-  numbering: WiegandNumbering;
-  onFrame: (frame: ReaderFrame) => void;
-  onOnline?: (online: boolean) => void;
-  /** osdp_LSTATR: the reader's tamper switch and power. */
-  onStatus?: (status: { tamper: boolean; powerFailure: boolean }) => void;
-  onIdentified?: (id: { vendor: string; model: number; version: number; serial: number; firmware: string }) => void;
-  /** A card frame whose bits failed their parity, a key the reader should not send: never decided. */
-  onDropped?: (reason: string) => void;
-  /**
-   * The secure channel's key (16 bytes): every exchange after the handshake is MACed and its data encrypted;
-   * nothing the reader sends is decided before the handshake has succeeded.
-   */
-  scbk?: Buffer;
-  /** Install mode: the handshake uses the standard's default key SCBK-D (a new reader, before its key is set). */
-  installMode?: boolean;
-  /** Packets with the 8-bit checksum instead of the CRC-16, for a reader that offers only that. */
-  checksum?: boolean;
-  /** The secure channel failed: a wrong key, a MAC that does not verify. Said once per failure, never the key. */
-  onSecureError?: (message: string) => void;
-  onSecure?: (established: boolean) => void;
 }
 
 export interface OsdpBusOptions {
@@ -58,36 +34,10 @@ export interface OsdpBusOptions {
   pollGapMs?: number;
   /** A reader without a good reply for this long is offline (ms); the standard says 8 s, installers want less. */
   offlineAfterMs?: number;
+  /** A gap longer than this (ms) inside a packet drops the partial packet (pacing.ts). */
+  interByteTimeoutMs?: number;
   /** Random bytes for the handshake (tests give fixed ones). */
   random?: (bytes: number) => Buffer;
-}
-
-interface Queued {
-  code: number;
-  data: Buffer;
-  /** Feedback (LED, buzzer) is dropped when it could no longer be seen as the answer to a tap. */
-  queuedAt?: number;
-  /** A request waiting for its reply (KEYSET): settled with the reply, or refused after `attempts` timeouts. */
-  waiter?: { resolve: (reply: Packet) => void; reject: (err: Error) => void; attempts: number };
-}
-
-interface ReaderState {
-  options: OsdpReaderOptions;
-  sqn: number;
-  online: boolean;
-  identified: boolean;
-  capabilities: boolean;
-  /** The tamper and power state was asked for since the reader came online (a tamper present at start is seen). */
-  statusAsked: boolean;
-  lastReplyAt: number;
-  queued: Queued[];
-  keys: ReaderFrameParser;
-  sc: SecureSession | null;
-  /**
-   * The command whose reply was lost, exactly as sent: it goes out again, byte for byte, before anything else, so
-   * the reader can repeat its reply (same sequence number, same MAC chain) and no card in it is lost.
-   */
-  retry: { packet: Packet; bytes: Buffer; waiter?: Queued['waiter'] } | null;
 }
 
 export class OsdpBus {
@@ -100,43 +50,27 @@ export class OsdpBus {
   private readonly replyTimeoutMs: number;
   private readonly pollGapMs: number;
   private readonly offlineAfterMs: number;
+  private readonly interByteTimeoutMs: number;
+  private lastByteAt = -Infinity;
 
   constructor(private readonly options: OsdpBusOptions) {
     this.replyTimeoutMs = options.replyTimeoutMs ?? 200;
     this.pollGapMs = options.pollGapMs ?? 2;
     this.offlineAfterMs = options.offlineAfterMs ?? 2000;
-    for (const r of options.readers ?? []) this.readers.push(this.newReader(r));
-  }
-
-  private newReader(r: OsdpReaderOptions): ReaderState {
-    return {
-      options: r,
-      sqn: 0,
-      online: false,
-      identified: false,
-      capabilities: false,
-      statusAsked: false,
-      lastReplyAt: this.options.clock.monoNow(),
-      queued: [],
-      keys: new ReaderFrameParser({ cardFormat: 'decimal' }),
-      sc:
-        r.scbk || r.installMode
-          ? new SecureSession({
-              ...(r.scbk ? { scbk: r.scbk } : {}),
-              ...(r.installMode ? { installMode: true } : {}),
-              ...(this.options.random ? { random: this.options.random } : {}),
-              ...(r.onSecureError ? { onError: r.onSecureError } : {}),
-              ...(r.onSecure ? { onSecure: r.onSecure } : {}),
-            })
-          : null,
-      retry: null,
-    };
+    this.interByteTimeoutMs = options.interByteTimeoutMs ?? INTER_BYTE_TIMEOUT_MS;
+    for (const r of options.readers ?? []) this.readers.push(newReaderState(r, this.options.clock.monoNow(), this.options.random));
   }
 
   /** A reader joins the bus (doors start one by one; several doors may share one bus). */
   addReader(reader: OsdpReaderOptions): void {
     if (this.readers.some((r) => r.options.address === reader.address)) throw new RangeError(`OSDP address ${reader.address} is already on this bus`);
-    this.readers.push(this.newReader(reader));
+    this.readers.push(newReaderState(reader, this.options.clock.monoNow(), this.options.random));
+    // The bus may be waiting for a slow reader's turn: the new one is polled at once.
+    if (!this.outstanding && this.nextTimer !== null) {
+      this.options.timers.clearTimeout(this.nextTimer);
+      this.nextTimer = null;
+      this.schedule(this.pollGapMs);
+    }
   }
 
   removeReader(address: number): void {
@@ -162,8 +96,9 @@ export class OsdpBus {
     for (const reader of this.readers) {
       this.dropQueued(reader, 'the OSDP line went away');
       reader.sqn = 0;
-      reader.sc?.end(null, this.options.clock.monoNow());
+      reader.sc?.reset(this.options.clock.monoNow());
       this.setOnline(reader, false);
+      reportChannel(reader);
     }
   }
 
@@ -189,6 +124,11 @@ export class OsdpBus {
 
   /** Bytes from the bus. */
   receive(chunk: Buffer): void {
+    // Bytes after a silence are not the rest of a packet: a reply cut short (a collision, a reader reset) must not
+    // be completed by whatever comes next.
+    const now = this.options.clock.monoNow();
+    if (now - this.lastByteAt > this.interByteTimeoutMs) this.parser.reset();
+    this.lastByteAt = now;
     for (const parsed of this.parser.push(chunk)) {
       if (parsed.kind !== 'packet') continue; // a corrupted reply is no reply: the timeout retries the command
       const packet = parsed.packet;
@@ -223,24 +163,39 @@ export class OsdpBus {
     }, delayMs);
   }
 
+  /** The next reader whose turn it is and who is due (an offline or failed one waits its paced time). */
+  private nextDue(now: number): ReaderState | null {
+    for (let i = 0; i < this.readers.length; i++) {
+      const at = (this.turn + i) % this.readers.length;
+      if (this.readers[at]!.dueAt <= now) {
+        this.turn = at + 1;
+        return this.readers[at]!;
+      }
+    }
+    return null;
+  }
+
   private sendNext(): void {
     if (this.stopped || this.outstanding || this.readers.length === 0) return;
-    const reader = this.readers[this.turn % this.readers.length]!;
-    this.turn++;
+    const now = this.options.clock.monoNow();
+    const reader = this.nextDue(now);
+    if (!reader) return this.schedule(Math.min(...this.readers.map((r) => r.dueAt)) - now);
     if (reader.retry) return this.transmitBytes(reader, reader.retry.packet, reader.retry.bytes, reader.retry.waiter);
     const sc = reader.sc;
     if (!reader.online || !reader.identified) return this.transmit(reader, { code: CMD.ID, data: Buffer.from([0]) });
     if (!reader.capabilities) return this.transmit(reader, { code: CMD.CAP, data: Buffer.from([0]) });
     if (sc && !sc.established) {
-      // The handshake; while a failed one waits for its next try, the reader stays supervised with osdp_ID, in
-      // the clear.
-      return this.transmit(reader, sc.handshakeCommand(this.options.clock.monoNow()) ?? { code: CMD.ID, data: Buffer.from([0]) });
+      const handshake = sc.handshakeCommand(now);
+      if (handshake) return this.transmit(reader, handshake);
+      // While a failed handshake waits for its next try, the reader stays supervised with osdp_ID, in the clear,
+      // at a slow rate: it is still seen going offline, and neither the bus nor the log fills with it.
+      reader.dueAt = now + SECURE_FAILED_POLL_MS;
+      return this.transmit(reader, { code: CMD.ID, data: Buffer.from([0]) });
     }
-    if (!reader.statusAsked) {
-      reader.statusAsked = true;
+    if (!reader.statusKnown && now >= reader.statusAskAt) {
+      reader.statusAskAt = now + STATUS_RETRY_MS;
       return this.transmit(reader, { code: CMD.LSTAT, data: Buffer.alloc(0) });
     }
-    const now = this.options.clock.monoNow();
     let next = reader.queued.shift();
     while (next?.queuedAt !== undefined && now - next.queuedAt > FEEDBACK_FRESH_MS) next = reader.queued.shift();
     this.transmit(reader, next ?? { code: CMD.POLL, data: Buffer.alloc(0) });
@@ -277,12 +232,18 @@ export class OsdpBus {
       // The same bytes again (same sequence number, same MAC): the reader repeats its reply if it sent one.
       reader.retry = { packet: pending.packet, bytes: pending.bytes, ...(waiter ? { waiter } : {}) };
     }
-    if (reader.online && this.options.clock.monoNow() - reader.lastReplyAt > this.offlineAfterMs) this.setOnline(reader, false);
-    // Offline: start again from sequence 0, as a PD that restarted expects, and with a new handshake.
+    const now = this.options.clock.monoNow();
+    // A reader supervised slowly (its secure channel failed) has its poll interval on top before it is offline.
+    const offlineAfter = this.offlineAfterMs + (reader.sc?.failed ? SECURE_FAILED_POLL_MS : 0);
+    if (reader.online && now - reader.lastReplyAt > offlineAfter) this.setOnline(reader, false);
+    // Offline: start again from sequence 0, as a PD that restarted expects, and with a new handshake; tried again
+    // at a slow, growing interval (pacing.ts).
     if (!reader.online) {
       reader.sqn = 0;
       this.dropQueued(reader, `the reader at address ${reader.options.address} went offline`);
-      reader.sc?.end(null, this.options.clock.monoNow());
+      reader.sc?.reset(now);
+      reader.dueAt = now + offlineRetryDelay(reader.offlineAttempts++);
+      reportChannel(reader);
     }
     this.schedule(this.pollGapMs);
   }
@@ -293,7 +254,10 @@ export class OsdpBus {
     if (!online) {
       reader.identified = false;
       reader.capabilities = false;
-      reader.statusAsked = false;
+      reader.statusKnown = false;
+      reader.statusAskAt = 0;
+    } else {
+      reader.offlineAttempts = 0;
     }
     reader.options.onOnline?.(online);
   }
@@ -312,12 +276,14 @@ export class OsdpBus {
       } else {
         result = reader.sc.open(sent, received, raw, this.options.clock.monoNow());
       }
+      reportChannel(reader);
     }
     if (result === null) {
       waiter?.reject(new Error('the reply failed the secure channel'));
       return; // never a sign of life: supervision counts verified replies only
     }
     reader.lastReplyAt = this.options.clock.monoNow();
+    if (!reader.sc?.failed) reader.dueAt = 0;
     this.setOnline(reader, true);
     if (result === 'step') return;
     const reply = result;
@@ -328,42 +294,6 @@ export class OsdpBus {
       return;
     }
     waiter?.resolve(reply);
-    switch (reply.code) {
-      case REPLY.PDID:
-        if (sent.code === CMD.ID) reader.identified = true;
-        reader.options.onIdentified?.(parsePdid(reply.data));
-        return;
-      case REPLY.PDCAP:
-        reader.capabilities = true;
-        return;
-      case REPLY.NAK:
-        // A PD that does not know ID or CAP still polls.
-        if (sent.code === CMD.ID) reader.identified = true;
-        if (sent.code === CMD.CAP) reader.capabilities = true;
-        return;
-      case REPLY.RAW:
-        return this.rawCard(reader, reply.data);
-      case REPLY.KEYPAD:
-        return this.keypad(reader, reply.data);
-      case REPLY.LSTATR:
-        reader.options.onStatus?.({ tamper: reply.data[0] === 1, powerFailure: reply.data[1] === 1 });
-        return;
-      default:
-        return; // ACK, BUSY: nothing to do
-    }
-  }
-
-  private rawCard(reader: ReaderState, data: Buffer): void {
-    const decoded = decodeRawCard(data, reader.options.numbering);
-    if ('dropped' in decoded) return reader.options.onDropped?.(decoded.dropped);
-    for (const f of reader.keys.cardPresented(decoded.card)) reader.options.onFrame(f);
-  }
-
-  private keypad(reader: ReaderState, data: Buffer): void {
-    const now = this.options.clock.monoNow();
-    for (const key of decodeKeys(data)) {
-      if (key === null) reader.options.onDropped?.('bad_key');
-      else for (const f of reader.keys.keyPressed(key, now)) reader.options.onFrame(f);
-    }
+    applyReply(reader, sent.code, reply, this.options.clock.monoNow());
   }
 }

@@ -85,6 +85,12 @@ export interface EmulatedReader {
   /** Its tamper switch open, its power failed (reported to osdp_LSTAT). */
   tamper: boolean;
   powerFailure: boolean;
+  /**
+   * Answers osdp_LSTAT on the secure channel with security block 0x15 (the command's MAC-only type), its data
+   * MACed but not encrypted, where the standard says 0x16/0x18: the reply issue 32 reports from libosdp 3.2.0's PD
+   * (the 3.2.0 PD checked in docs/hardware.md answered in 0x18).
+   */
+  lstatReplyInBlock15: boolean;
 }
 
 export class OsdpEmulator {
@@ -95,7 +101,7 @@ export class OsdpEmulator {
     addresses: number[],
     private readonly reply: (bytes: Buffer) => void,
   ) {
-    for (const address of addresses) this.readers.set(address, { address, silent: false, corrupt: false, pending: [], received: [], lastSqn: null, lastReply: null, scbk: null, session: null, log: [], forgeNextMac: false, checksumMode: false, lastCode: null, tamper: false, powerFailure: false });
+    for (const address of addresses) this.readers.set(address, { address, silent: false, corrupt: false, pending: [], received: [], lastSqn: null, lastReply: null, scbk: null, session: null, log: [], forgeNextMac: false, checksumMode: false, lastCode: null, tamper: false, powerFailure: false, lstatReplyInBlock15: false });
   }
 
   reader(address: number): EmulatedReader {
@@ -233,7 +239,8 @@ export class OsdpEmulator {
     const session = reader.session?.established ? reader.session : null;
     let payload: Buffer = Buffer.from(data);
     let block = scb;
-    if (session) {
+    if (session && reader.lstatReplyInBlock15 && code === 0x48) block = [0x15];
+    else if (session) {
       block = payload.length > 0 ? [0x18] : [0x16];
       if (payload.length > 0) payload = cbc(session.enc, not(session.cmac), padded(payload, true));
     }

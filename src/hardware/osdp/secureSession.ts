@@ -12,6 +12,7 @@ import {
   serverCryptogram,
   type SessionKeys,
 } from './secureChannel.js';
+import { handshakeRetryDelay } from './pacing.js';
 
 /** The command and reply codes of the handshake (the rest of the protocol is the control panel's). */
 const CHLNG = 0x76;
@@ -20,8 +21,6 @@ const CCRYPT = 0x76;
 const RMAC_I = 0x78;
 /** Security block types: the handshake (0x11-0x14), then MAC only (0x15 commands, 0x16 replies) or MAC and data encryption (0x17, 0x18). */
 const SCS = { CHLNG: 0x11, CCRYPT: 0x12, SCRYPT: 0x13, RMAC_I: 0x14, CMD_MAC: 0x15, REPLY_MAC: 0x16, CMD_ENC: 0x17, REPLY_ENC: 0x18 } as const;
-/** After a failed handshake (a wrong key), the next try waits this long: a reader with another key is not hammered. */
-const HANDSHAKE_RETRY_MS = 10_000;
 
 export interface SecureCommand {
   code: number;
@@ -43,6 +42,9 @@ export class SecureSession {
   private cmac: Buffer = Buffer.alloc(16);
   private rmac: Buffer = Buffer.alloc(16);
   private retryAt = 0;
+  /** Failed handshakes in a row: the next waits longer (pacing.ts), and only the first is reported. */
+  private failures = 0;
+  private quirkReported = false;
 
   constructor(
     private readonly options: {
@@ -52,11 +54,25 @@ export class SecureSession {
       random?: (bytes: number) => Buffer;
       onError?: (message: string) => void;
       onSecure?: (established: boolean) => void;
+      /** A reply that departs from the standard but verifies (an LSTATR in block 0x15, as issue 32 reported of libosdp): said once. */
+      onQuirk?: (message: string) => void;
     },
   ) {}
 
   get established(): boolean {
     return this.phase === 'established';
+  }
+
+  /** The last handshake failed and the next waits (a reader with another key, or without the secure channel). */
+  get failed(): boolean {
+    return this.failures > 0 && this.phase !== 'established';
+  }
+
+  /** The reader went away: whatever it is when it is back (another reader, a new key), the handshake starts at once. */
+  reset(now: number): void {
+    this.end(null, now);
+    this.failures = 0;
+    this.retryAt = 0;
   }
 
   /** The handshake's next command; null while a failed handshake waits for its next try. */
@@ -90,15 +106,16 @@ export class SecureSession {
   }
 
   /**
-   * The channel ends. A failed handshake (another key) waits HANDSHAKE_RETRY_MS before the next; a broken
-   * packet on an established channel (a MAC, a plain reply) starts a new handshake at once.
+   * The channel ends. A failed handshake (another key) waits before the next, longer each time (pacing.ts), and
+   * only the first of a series is reported; a broken packet on an established channel (a MAC, a plain reply)
+   * starts a new handshake at once.
    */
   end(error: string | null, now: number, backoff = false): void {
     const was = this.phase === 'established';
     this.phase = 'off';
     this.keys = null;
-    if (backoff) this.retryAt = now + HANDSHAKE_RETRY_MS;
-    if (error) this.options.onError?.(error);
+    if (backoff) this.retryAt = now + handshakeRetryDelay(++this.failures);
+    if (error && (!backoff || this.failures === 1)) this.options.onError?.(error);
     if (was) this.options.onSecure?.(false);
   }
 
@@ -133,13 +150,16 @@ export class SecureSession {
       }
       this.rmac = expected;
       this.phase = 'established';
+      this.failures = 0;
       this.options.onSecure?.(true);
       return 'step';
     }
     if (this.phase !== 'established' || !this.keys) return null;
     // Every reply must be MACed, chained from our command's MAC; anything else is refused and the channel restarts.
     const type = reply.scb?.type;
-    if ((type !== SCS.REPLY_MAC && type !== SCS.REPLY_ENC) || !reply.mac) {
+    // 0x15 is the command's MAC-only type; a reply in it is taken only if its MAC verifies (below), as a MAC-only
+    // reply: its data was never encrypted, so nothing but the block type departs from the standard.
+    if ((type !== SCS.REPLY_MAC && type !== SCS.REPLY_ENC && type !== SCS.CMD_MAC) || !reply.mac) {
       this.end('a plain reply on the secure channel: dropped, the channel restarts', now);
       return null;
     }
@@ -150,7 +170,11 @@ export class SecureSession {
     }
     const cmac = this.cmac;
     this.rmac = mac;
-    if (type === SCS.REPLY_MAC) return reply;
+    if (type === SCS.CMD_MAC && !this.quirkReported) {
+      this.quirkReported = true;
+      this.options.onQuirk?.(`the reader answered command 0x${sent.code.toString(16)} with security block type 0x15 where the standard says 0x16; accepted, its MAC verifies`);
+    }
+    if (type === SCS.REPLY_MAC || type === SCS.CMD_MAC) return reply;
     const data = decryptData(this.keys, cmac, reply.data);
     if (!data) {
       this.end('a reply that does not decrypt: dropped, the channel restarts', now);

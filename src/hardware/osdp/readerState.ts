@@ -1,0 +1,160 @@
+import type { WiegandNumbering } from '../../core/wiegand.js';
+import { ReaderFrameParser, type ReaderFrame } from '../readerFrames.js';
+import { CMD, REPLY } from './codes.js';
+import type { Packet } from './packet.js';
+import type { ChannelState } from './pacing.js';
+import { decodeKeys, decodeRawCard, parsePdid } from './replyData.js';
+import { SecureSession } from './secureSession.js';
+
+/**
+ * One reader on an OSDP bus as the control panel keeps it: its options, where it stands (online, identified,
+ * secure channel, status, paced tries), and what a verified reply means for it. The bus mechanics (turns,
+ * timeouts, retries) are controlPanel.ts.
+ */
+
+export interface OsdpReaderOptions {
+  address: number;
+  numbering: WiegandNumbering;
+  onFrame: (frame: ReaderFrame) => void;
+  onOnline?: (online: boolean) => void;
+  /** osdp_LSTATR: the reader's tamper switch and power. */
+  onStatus?: (status: { tamper: boolean; powerFailure: boolean }) => void;
+  onIdentified?: (id: { vendor: string; model: number; version: number; serial: number; firmware: string }) => void;
+  /** A card frame whose bits failed their parity, a key the reader should not send: never decided. */
+  onDropped?: (reason: string) => void;
+  /**
+   * The secure channel's key (16 bytes): every exchange after the handshake is MACed and its data encrypted;
+   * nothing the reader sends is decided before the handshake has succeeded.
+   */
+  scbk?: Buffer;
+  /** Install mode: the handshake uses the standard's default key SCBK-D (a new reader, before its key is set). */
+  installMode?: boolean;
+  /** Packets with the 8-bit checksum instead of the CRC-16, for a reader that offers only that. */
+  checksum?: boolean;
+  /** The secure channel failed: a wrong key, a MAC that does not verify. Said once per failure, never the key. */
+  onSecureError?: (message: string) => void;
+  onSecure?: (established: boolean) => void;
+  /** The secure channel the reader has now (plain, pending, secure, failed): on each change only. */
+  onChannel?: (state: ChannelState) => void;
+  /** A reply that departs from the standard but verifies (said once per reader). */
+  onQuirk?: (message: string) => void;
+}
+
+export interface Queued {
+  code: number;
+  data: Buffer;
+  /** Feedback (LED, buzzer) is dropped when it could no longer be seen as the answer to a tap. */
+  queuedAt?: number;
+  /** A request waiting for its reply (KEYSET): settled with the reply, or refused after `attempts` timeouts. */
+  waiter?: { resolve: (reply: Packet) => void; reject: (err: Error) => void; attempts: number };
+}
+
+export interface ReaderState {
+  options: OsdpReaderOptions;
+  sqn: number;
+  online: boolean;
+  identified: boolean;
+  capabilities: boolean;
+  /**
+   * A tamper and power report came back since the reader came online (a tamper present at start is seen); until
+   * then osdp_LSTAT is asked again, at most every STATUS_RETRY_MS (a dropped reply must not lose it).
+   */
+  statusKnown: boolean;
+  statusAskAt: number;
+  /** Not tried before this (monotonic ms): an offline reader, or one whose secure channel failed, is paced. */
+  dueAt: number;
+  offlineAttempts: number;
+  channel: ChannelState;
+  lastReplyAt: number;
+  queued: Queued[];
+  keys: ReaderFrameParser;
+  sc: SecureSession | null;
+  /**
+   * The command whose reply was lost, exactly as sent: it goes out again, byte for byte, before anything else, so
+   * the reader can repeat its reply (same sequence number, same MAC chain) and no card in it is lost.
+   */
+  retry: { packet: Packet; bytes: Buffer; waiter?: Queued['waiter'] } | null;
+}
+
+export function newReaderState(r: OsdpReaderOptions, now: number, random?: (bytes: number) => Buffer): ReaderState {
+  return {
+    options: r,
+    sqn: 0,
+    online: false,
+    identified: false,
+    capabilities: false,
+    statusKnown: false,
+    statusAskAt: 0,
+    dueAt: 0,
+    offlineAttempts: 0,
+    channel: r.scbk || r.installMode ? 'pending' : 'plain',
+    lastReplyAt: now,
+    queued: [],
+    keys: new ReaderFrameParser({ cardFormat: 'decimal' }),
+    sc:
+      r.scbk || r.installMode
+        ? new SecureSession({
+            ...(r.scbk ? { scbk: r.scbk } : {}),
+            ...(r.installMode ? { installMode: true } : {}),
+            ...(random ? { random } : {}),
+            ...(r.onSecureError ? { onError: r.onSecureError } : {}),
+            ...(r.onSecure ? { onSecure: r.onSecure } : {}),
+            ...(r.onQuirk ? { onQuirk: r.onQuirk } : {}),
+          })
+        : null,
+    retry: null,
+  };
+}
+
+/** The secure channel actually in use, handed on when it changes. */
+export function reportChannel(reader: ReaderState): void {
+  const sc = reader.sc;
+  const state: ChannelState = !sc ? 'plain' : sc.established ? 'secure' : sc.failed ? 'failed' : 'pending';
+  if (state === reader.channel) return;
+  reader.channel = state;
+  reader.options.onChannel?.(state);
+}
+
+/** What a verified reply to `sentCode` tells of the reader: its identity, capabilities, a card, keys, its status. */
+export function applyReply(reader: ReaderState, sentCode: number, reply: Packet, now: number): void {
+  switch (reply.code) {
+    case REPLY.PDID:
+      // Once each time it comes online: the slow supervision of a failed secure channel asks again and again.
+      if (sentCode !== CMD.ID || reader.identified) return;
+      reader.identified = true;
+      reader.options.onIdentified?.(parsePdid(reply.data));
+      return;
+    case REPLY.PDCAP:
+      reader.capabilities = true;
+      return;
+    case REPLY.NAK:
+      // A PD that does not know ID or CAP still polls.
+      if (sentCode === CMD.ID) reader.identified = true;
+      if (sentCode === CMD.CAP) reader.capabilities = true;
+      if (sentCode === CMD.LSTAT) reader.statusKnown = true; // a reader without tamper and power reports
+      return;
+    case REPLY.RAW:
+      return rawCard(reader, reply.data);
+    case REPLY.KEYPAD:
+      return keypad(reader, reply.data, now);
+    case REPLY.LSTATR:
+      reader.statusKnown = true;
+      reader.options.onStatus?.({ tamper: reply.data[0] === 1, powerFailure: reply.data[1] === 1 });
+      return;
+    default:
+      return; // ACK, BUSY: nothing to do
+  }
+}
+
+function rawCard(reader: ReaderState, data: Buffer): void {
+  const decoded = decodeRawCard(data, reader.options.numbering);
+  if ('dropped' in decoded) return reader.options.onDropped?.(decoded.dropped);
+  for (const f of reader.keys.cardPresented(decoded.card)) reader.options.onFrame(f);
+}
+
+function keypad(reader: ReaderState, data: Buffer, now: number): void {
+  for (const key of decodeKeys(data)) {
+    if (key === null) reader.options.onDropped?.('bad_key');
+    else for (const f of reader.keys.keyPressed(key, now)) reader.options.onFrame(f);
+  }
+}
