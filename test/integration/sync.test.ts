@@ -209,6 +209,26 @@ describe('door-agent sync against a scripted service', () => {
   });
 });
 
+describe("the seed's list without user_tag (staged by store/stageScope.ts UntaggedUsers)", () => {
+  it('the GUEST list tags the guests among the untagged users: their cards do not open the door', async () => {
+    const svc = new HostileService();
+    svc.seed(3);
+    svc.users = svc.users.map(({ user_tag: _dropped, ...u }) => u);
+    svc.handler = (req, res) => (req.url === '/multipleusers?user_tag=GUEST' ? (res.end(JSON.stringify([svc.users[1]])), true) : false);
+    await svc.start();
+    try {
+      const a = agentConfig(`http://127.0.0.1:${svc.port}`);
+      const r = await sync(a.config);
+      expect(r.status, r.stderr).toBe(0);
+      expect(svc.requests).toContain('/multipleusers?user_tag=GUEST');
+      const check = (card: string) => JSON.parse(runCli(['check', card, '--config', a.config]).stdout) as { granted: boolean };
+      expect([check('5000001').granted, check('5000002').granted, check('5000003').granted]).toEqual([true, false, true]);
+    } finally {
+      await svc.stop();
+    }
+  });
+});
+
 describe('the daemon syncs on its own and on request', () => {
   it('syncs at start, on P/agents/<id>/sync, and backs off on a refused key without a retry storm', async () => {
     const svc = new HostileService();
