@@ -413,6 +413,40 @@ describe('incremental sync through GET /directory (the extension), and bad delta
   });
 });
 
+describe('a delta from another history than the one held (a service that should have answered in full)', () => {
+  it('is never applied: the agent asks for everything and replaces its cache', async () => {
+    const svc = new HostileService();
+    await svc.start();
+    const H1 = '1'.repeat(32);
+    const H2 = '2'.repeat(32);
+    const item = (id: number) => ({ email_id: id, ad_status: 'ACTIVE', groups: [['Staff']], user_tag: 'USER', email: `u${id}@example.org` });
+    const detail = (id: number) => ({ policies: [], smartcards: [{ number: String(5_000_000 + id) }] });
+    const answer = (ids: number[], history: string, full: boolean) => ({ revision: 9, history, tag: 'a'.repeat(16), full, users: ids.map(item), details: Object.fromEntries(ids.map((i) => [String(i), detail(i)])), removed: [] });
+    let body: (url: URL) => unknown = () => answer([1, 2, 3, 4], H1, true);
+    svc.handler = (req, res) => {
+      const url = new URL(req.url ?? '/', 'http://x');
+      if (url.pathname !== '/directory') return false;
+      res.setHeader('content-type', 'application/json');
+      res.end(JSON.stringify(body(url)));
+      return true;
+    };
+    try {
+      const a = agentConfig(`http://127.0.0.1:${svc.port}`);
+      expect((await sync(a.config)).status).toBe(0);
+      // The new history's delta (a user added) would keep user 4, who is not in it; everything does not.
+      body = (url) => (url.searchParams.has('since') ? answer([5], H2, false) : answer([1, 2, 3, 5], H2, true));
+      svc.requests = [];
+      const r = await sync(a.config);
+      expect(r.status, r.stderr).toBe(0);
+      expect(svc.requests).toEqual([`/directory?since=9&history=${H1}&tag=${'a'.repeat(16)}`, '/directory']);
+      const check = (card: string) => JSON.parse(runCli(['check', card, '--config', a.config]).stdout) as { reason: string | null };
+      expect([check('5000004').reason, check('5000005').reason]).toEqual(['unknown_credential', null]);
+    } finally {
+      await svc.stop();
+    }
+  });
+});
+
 describe('a directory larger than the agent heap (read member by member, never parsed whole)', () => {
   // 60,000 users is ~13 MB of JSON: parsed whole it needs far more than the 32 MB of heap the sync gets here
   // (the agent runs with 64 MB; 250,000 users are ~60 MB of JSON, see bench tap-during-sync).
