@@ -10,7 +10,7 @@ import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { connectAsync, type MqttClient } from 'mqtt';
 import { cachePath, openDatabase, type Db } from '../src/store/database.js';
-import { readHeldRevision } from '../src/sync/sync.js';
+import { readHeldVersion } from '../src/sync/sync.js';
 import { SyncComponent } from '../src/sync/syncComponent.js';
 import { systemTimers } from '../src/util/clock.js';
 import { createLogger } from '../src/util/logger.js';
@@ -44,7 +44,7 @@ async function startAgent(index: number): Promise<FleetAgent> {
     env: {},
     timers: systemTimers,
     logger: logger.child({ fleetAgent: index }),
-    heldRevision: () => readHeldRevision(cache),
+    heldVersion: () => readHeldVersion(cache),
     onSynced: (result) => send({ type: 'synced', agent: index, revision: result.revision, at: wallNow() }),
   });
   component.start();

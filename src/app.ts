@@ -17,7 +17,7 @@ import { MqttComponent } from './mqtt/mqttComponent.js';
 import { AgentStore } from './store/agentStore.js';
 import { cachePath } from './store/database.js';
 import { DoorStateStore, doorStateDir } from './store/doorState.js';
-import { readHeldRevision } from './sync/sync.js';
+import { readHeldVersion } from './sync/sync.js';
 import { SyncComponent } from './sync/syncComponent.js';
 import type { Notify } from './system/sdNotify.js';
 import { SystemdWatchdog } from './system/watchdog.js';
@@ -160,7 +160,7 @@ export async function startAgent(config: AgentOptions, deps: AgentDeps): Promise
           env,
           timers,
           logger: logger.child({ component: 'sync' }),
-          heldRevision: () => readHeldRevision(store.db),
+          heldVersion: () => readHeldVersion(store.db),
           onPush: (revision) => store.setDirectoryPush(revision),
         })
       : null;

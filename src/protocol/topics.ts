@@ -33,7 +33,7 @@ export class DoorTopics {
   get allReplies(): string {
     return `${this.prefix}/doors/+/reply`;
   }
-  /** Retained `{"revision":N,"at":ISO}`: the service's directory revision (issue 11). */
+  /** Retained `{"revision":N,"at":ISO,"history":ID,"tag":TAG}`: the service's directory revision (protocol/directory.ts). */
   get directoryRevision(): string {
     return `${this.prefix}/directory/revision`;
   }

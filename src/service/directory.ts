@@ -1,13 +1,21 @@
 import { createHash } from 'node:crypto';
+import type { Logger } from 'pino';
+import type { DirectoryVersion } from '../protocol/directory.js';
 import type { ServiceDb } from './database.js';
+import { DirectoryHistory, markFileFor } from './directoryHistory.js';
 import type { UserStore } from './users.js';
 
 /** Past this many changed users, a delta reads every membership in one query rather than one per user. */
 const DELTA_MEMBERSHIPS_AT_ONCE = 200;
 
+/** The revision with its history and tag (protocol/directory.ts) and when it was issued. */
+export type DirectoryRevision = DirectoryVersion & { history: string; at: string };
+
 export interface DirectoryAnswer {
   revision: number;
-  /** true: every user is listed (no `since`, or a `since` this service never issued); false: only changes. */
+  history: string;
+  tag: string | null;
+  /** true: every user is listed (no `since`, a `since` this service never issued, another history or tag); false: only changes. */
   full: boolean;
   users: Array<Record<string, unknown>>;
   details: Record<string, Record<string, unknown>>;
@@ -23,20 +31,28 @@ export interface DirectoryAnswer {
 export class Directory {
   /** A change went through since the last refresh (set by the server after each successful change). */
   private dirty = true;
+  private readonly history: DirectoryHistory;
 
   constructor(
     private readonly db: ServiceDb,
     private readonly users: UserStore,
     /**
      * Called after every refresh that advanced the revision, whoever asked for it: the change timer, or an agent's
-     * GET /directory that came first (the push must not be lost to the agent that happened to ask).
+     * GET /directory that came first (the push must not be lost to the agent that happened to ask); and when the
+     * history is renewed.
      */
-    private readonly onAdvance: (revision: { revision: number; at: string }) => void = () => undefined,
-  ) {}
+    private readonly onAdvance: (revision: DirectoryRevision) => void = () => undefined,
+    private readonly logger?: Logger,
+  ) {
+    this.history = new DirectoryHistory(db, markFileFor(db), logger);
+    // A database restored from a backup holds less than the service had issued: renewed before anyone is answered.
+    this.history.checkAtStart(this.revision(), Date.now());
+  }
 
-  revision(): { revision: number; at: string } {
+  revision(): DirectoryRevision {
     const row = this.db.prepare('SELECT revision, at FROM directory_revision WHERE id = 1').get() as { revision: number; at: string } | undefined;
-    return row ?? { revision: 0, at: new Date(0).toISOString() };
+    const { revision, at } = row ?? { revision: 0, at: new Date(0).toISOString() };
+    return { revision, at, history: this.history.id(), tag: revision === 0 ? null : this.history.tagOf(revision) };
   }
 
   /** Every user as the doors see them, read in a handful of bulk queries (not a few per user). */
@@ -106,16 +122,47 @@ export class Directory {
       this.db
         .prepare('INSERT INTO directory_revision (id, revision, at) VALUES (1, ?, ?) ON CONFLICT (id) DO UPDATE SET revision = excluded.revision, at = excluded.at')
         .run(next, new Date(now).toISOString());
+      this.history.issueTag(next);
       return { revision: next, changed: true };
     })();
-    if (result.changed) this.onAdvance(this.revision());
+    if (result.changed) {
+      const issued = this.revision();
+      this.history.record(issued);
+      this.onAdvance(issued);
+    }
     return result;
   }
 
-  /** Everything (since undefined, or a revision this service never reached), or the changes after `since`. */
-  answer(since: number | undefined, now: number): DirectoryAnswer {
-    const { revision } = this.refresh(now);
-    const full = since === undefined || since > revision;
+  /**
+   * Whether a caller holding `since` (of `held`'s history and tag, when it says) can be given a delta. A `since`
+   * this database never issued, or a tag that is not the one it issued, means this database's history went back
+   * (restored from a copy, the mark file with it): the history is renewed, so every door learns it.
+   */
+  private deltaPossible(since: number, held: { history?: string; tag?: string }, current: DirectoryRevision, now: number): boolean {
+    if (held.history !== undefined && held.history !== current.history) return false; // another history: everything
+    let why: string | null = null;
+    if (since > current.revision) why = `a caller holds revision ${since}, above the ${current.revision} this database has issued`;
+    else if (held.tag !== undefined) {
+      const issued = this.history.tagOf(since);
+      // No tag kept for it (issued before tags, or long ago): everything, to be safe, but nothing says it went back.
+      if (issued === null) return false;
+      if (issued !== held.tag) why = `a caller holds revision ${since} with another tag than this database issued`;
+    }
+    if (why === null) return true;
+    const renewed = this.history.renew(`went back: ${why}`, now, current);
+    this.logger?.warn({ since, revision: current.revision, oldHistory: current.history, newHistory: renewed }, `the directory went back (${why}): its history is renewed and every door syncs in full`);
+    this.onAdvance(this.revision());
+    return false;
+  }
+
+  /**
+   * Everything (since undefined, a revision this service never reached, another history or tag), or the changes
+   * after `since`.
+   */
+  answer(since: number | undefined, now: number, held: { history?: string; tag?: string } = {}): DirectoryAnswer {
+    this.refresh(now);
+    const full = since === undefined || !this.deltaPossible(since, held, this.revision(), now);
+    const { revision, history, tag } = this.revision();
     const users: Array<Record<string, unknown>> = [];
     const details: Record<string, Record<string, unknown>> = {};
     if (full) {
@@ -136,6 +183,6 @@ export class Directory {
       }
     }
     const removed = full ? [] : (this.db.prepare('SELECT email_id FROM directory_entries WHERE rev > ? AND removed = 1 ORDER BY email_id').pluck().all(since) as number[]);
-    return { revision, full, users, details, removed };
+    return { revision, history, tag, full, users, details, removed };
   }
 }

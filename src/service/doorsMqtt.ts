@@ -8,6 +8,8 @@ import { guestLinkPayload, guestLinkRevocationPayload } from '../protocol/guestL
 import { clientOptions, connectWithBackoff } from '../protocol/connection.js';
 import { DoorTopics } from '../protocol/topics.js';
 import { holidaysPayload, holidaysTopic, lockdownPayload, lockdownTopic, type HolidaysMessage, type LockdownMessage, type LockdownScope } from '../protocol/lockdown.js';
+import { revisionPayload } from '../protocol/directory.js';
+import type { DirectoryRevision } from './directory.js';
 import type { StoredLink } from './routesLinks.js';
 
 export interface DoorReply {
@@ -43,7 +45,7 @@ export class ServiceMqtt {
   private readonly pending = new Map<string, (reply: DoorReply) => void>();
   private readonly secret: string | null;
   private readonly protocolVersion: 4 | 5;
-  private latestRevision: { revision: number; at: string } | null = null;
+  private latestRevision: DirectoryRevision | null = null;
   private readonly lastIssuedAt = new Map<string, number>();
   private readonly resign: NodeJS.Timeout;
 
@@ -159,10 +161,10 @@ export class ServiceMqtt {
     return at;
   }
 
-  /** Retained, so an agent connecting later compares at once; the latest only. */
-  publishRevision(revision: { revision: number; at: string }): void {
+  /** Retained, so an agent connecting later compares at once; the latest only. With its history and tag. */
+  publishRevision(revision: DirectoryRevision): void {
     this.latestRevision = revision;
-    if (this.client.connected) this.client.publish(this.topics.directoryRevision, JSON.stringify(revision), { qos: 1, retain: true });
+    if (this.client.connected) this.client.publish(this.topics.directoryRevision, revisionPayload(revision), { qos: 1, retain: true });
   }
 
   revokeGuestLink(id: string): void {

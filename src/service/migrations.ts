@@ -124,4 +124,21 @@ export const SERVICE_MIGRATIONS: readonly string[] = [
     issued_at INTEGER NOT NULL
   ) STRICT;
   `,
+  `
+  -- The directory's history (issue 32): a random id created with the database and renewed whenever its history may
+  -- have gone back (a restore from a backup), so a door holding a revision of the discarded history syncs in full;
+  -- and a random tag per revision, so a revision number issued again after a restore does not match the old one.
+  CREATE TABLE directory_history (
+    id         INTEGER PRIMARY KEY CHECK (id = 1),
+    history    TEXT NOT NULL,
+    renewed_at TEXT NOT NULL,
+    reason     TEXT NOT NULL
+  ) STRICT;
+  INSERT INTO directory_history VALUES (1, lower(hex(randomblob(16))), strftime('%Y-%m-%dT%H:%M:%fZ', 'now'), 'created');
+  CREATE TABLE directory_tags (
+    revision INTEGER PRIMARY KEY,
+    tag      TEXT NOT NULL
+  ) STRICT;
+  INSERT INTO directory_tags SELECT revision, lower(hex(randomblob(8))) FROM directory_revision;
+  `,
 ];

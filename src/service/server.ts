@@ -103,7 +103,7 @@ export function buildService(deps: ServiceDeps): FastifyInstance {
   const users = new UserStore(deps.db);
   // Each time the directory revision moves it is published retained on MQTT, whether the change timer below or
   // an agent's GET /directory computed it first.
-  const directory = new Directory(deps.db, users, (revision) => deps.doors?.publishRevision(revision));
+  const directory = new Directory(deps.db, users, (revision) => deps.doors?.publishRevision(revision), deps.logger);
   // After a change that went through (any successful non-GET call), the revision is brought up to date: changes
   // within 200 ms share one revision.
   let pending: NodeJS.Timeout | null = null;

@@ -1,5 +1,6 @@
 import type { Db } from './database.js';
 import { DoorAgentError } from '../util/errors.js';
+import { SCOPE_TABLE } from './stageScope.js';
 
 export interface RowCounts {
   added: number;
@@ -17,17 +18,34 @@ export interface MergeSummary {
   rowsWritten: number;
 }
 
-/** Refused: the new data would remove more credentials than config `service.maxRemovalRatio` allows. */
+/** The service's directory history the cache held and the one a full answer came from (a restored service). */
+export interface HistoryChange {
+  from: string;
+  to: string;
+}
+
+const short = (history: string) => `${history.slice(0, 8)}…`;
+
+/**
+ * Refused: the new data would remove more credentials than config `service.maxRemovalRatio` allows. With
+ * `history`, the removal comes with a change of the service's history (its database was restored from a backup
+ * or replaced): a new history is no reason to trust a mass removal, so the message says what happened and how
+ * the operator accepts it.
+ */
 export class MassRemovalError extends DoorAgentError {
   constructor(
     readonly removed: number,
     readonly current: number,
     readonly maxRatio: number,
+    readonly history?: HistoryChange,
   ) {
+    const what = `this would remove ${removed} of ${current} credentials (${((removed / current) * 100).toFixed(1)} %), more than service.maxRemovalRatio ${maxRatio} allows`;
     super(
-      `refused: this would remove ${removed} of ${current} credentials (${((removed / current) * 100).toFixed(1)} %), ` +
-        `more than service.maxRemovalRatio ${maxRatio} allows. The cache is unchanged. ` +
-        'If the removal is intended, repeat with --allow-mass-removal.',
+      history
+        ? `refused: the service's directory history changed (held ${short(history.from)}, now ${short(history.to)}: its database was restored ` +
+            `from a backup or replaced) and its full answer replaces the cache: ${what}. The cache is unchanged. ` +
+            'If the restore is intended, accept it with door-agent sync --allow-mass-removal.'
+        : `refused: ${what}. The cache is unchanged. If the removal is intended, repeat with --allow-mass-removal.`,
     );
     this.name = 'MassRemovalError';
   }
@@ -57,9 +75,9 @@ export function mergeStage(
   const scoped = options.scoped ?? false;
   const MANAGED_CREDENTIAL = includeLinks ? SNAPSHOT_CREDENTIAL : USER_CREDENTIAL;
   const IN_SCOPE = scoped
-    ? `(c.holder_kind = 'user' AND c.holder_id IN (SELECT CAST(email_id AS TEXT) FROM temp.stage_scope))`
+    ? `(c.holder_kind = 'user' AND c.holder_id IN (SELECT CAST(email_id AS TEXT) FROM ${SCOPE_TABLE}))`
     : 'true';
-  const USER_IN_SCOPE = scoped ? 'email_id IN (SELECT email_id FROM temp.stage_scope)' : 'true';
+  const USER_IN_SCOPE = scoped ? `email_id IN (SELECT email_id FROM ${SCOPE_TABLE})` : 'true';
   // The ratio is taken over the credentials this merge may remove: guest-link cards that arrived over MQTT
   // must not dilute it (a sync that empties every user would otherwise pass).
   const credentialsBefore = count(db, `SELECT count(*) FROM credentials c WHERE ${MANAGED_CREDENTIAL}`);

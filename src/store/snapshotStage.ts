@@ -93,6 +93,11 @@ export class SnapshotStage {
     return true;
   }
 
+  /** Staged users' email_ids after `after`, in order, at most `limit`: to walk them in pages. */
+  userIdsAfter(after: number, limit: number): number[] {
+    return this.db.prepare('SELECT email_id FROM temp.stage_users WHERE email_id > ? ORDER BY email_id LIMIT ?').pluck().all(after, limit) as number[];
+  }
+
   /** email_ids listed in users without a details entry. */
   usersWithoutDetails(limit: number): number[] {
     return this.db

@@ -3,6 +3,7 @@ import { z } from 'zod';
 import { userDetailSchema, type UserDetail } from '../api/shapes.js';
 import { readSecret, type Env } from '../config/secrets.js';
 import { DoorAgentError } from '../util/errors.js';
+import { directoryEtag, directoryQuery, type DirectoryVersion } from '../protocol/directory.js';
 import type { SyncServiceOptions } from './options.js';
 import { formatPath } from '../util/issues.js';
 import { ResponseSpool, SpoolLimitError } from './responseSpool.js';
@@ -140,12 +141,12 @@ export class ServiceClient {
   }
 
   /**
-   * The extension endpoint GET /directory?since=REV (the reference service's; docs/reference-service.md),
-   * spooled: read it with streamedAnswers.stageDirectory, then dispose it. 'unsupported' when the service
-   * answers 404 (the seed's API has no such call), 'unchanged' on 304.
+   * The extension endpoint GET /directory?since=REV&history=ID&tag=TAG (the reference service's;
+   * docs/reference-service.md), spooled: read it with streamedAnswers.stageDirectory, then dispose it.
+   * 'unsupported' when the service answers 404 (the seed's API has no such call), 'unchanged' on 304.
    */
-  async directory(since: number | undefined): Promise<ResponseSpool | 'unsupported' | 'unchanged'> {
-    const answer = await this.request('/directory', since === undefined ? {} : { since: String(since) }, MAX_STREAMED_BYTES, since === undefined ? undefined : `"dir-${since}"`);
+  async directory(held: DirectoryVersion | null): Promise<ResponseSpool | 'unsupported' | 'unchanged'> {
+    const answer = await this.request('/directory', directoryQuery(held), MAX_STREAMED_BYTES, held === null ? undefined : directoryEtag(held));
     if (answer.status === 304 || answer.status === 404) {
       answer.body.dispose();
       return answer.status === 304 ? 'unchanged' : 'unsupported';

@@ -4,6 +4,8 @@ import { JsonMemberStream, JsonSyntaxError, type StreamedMember } from '../snaps
 import { toStagedDetail, toStagedUser } from '../snapshot/toStaged.js';
 import type { Db } from '../store/database.js';
 import type { SnapshotStage } from '../store/snapshotStage.js';
+import { DeltaScope, dropDeltaScope, UntaggedUsers } from '../store/stageScope.js';
+import { historySchema, tagSchema, type DirectoryVersion } from '../protocol/directory.js';
 import { formatPath } from '../util/issues.js';
 import type { ResponseSpool } from './responseSpool.js';
 import { ServiceError } from './serviceClient.js';
@@ -50,24 +52,6 @@ function* membersOf<M extends StreamedMember>(endpoint: string, members: Generat
   }
 }
 
-/** Users listed without user_tag (the seed's list): the GUEST list says which of them are guests. */
-class UntaggedUsers {
-  private readonly insert;
-  constructor(private readonly db: Db) {
-    db.exec('CREATE TEMP TABLE IF NOT EXISTS stage_untagged (email_id INTEGER PRIMARY KEY) STRICT; DELETE FROM temp.stage_untagged;');
-    this.insert = db.prepare('INSERT OR IGNORE INTO temp.stage_untagged VALUES (?)');
-  }
-  add(emailId: number): void {
-    this.insert.run(emailId);
-  }
-  count(): number {
-    return this.db.prepare('SELECT count(*) FROM temp.stage_untagged').pluck().get() as number;
-  }
-  drop(): void {
-    this.db.exec('DROP TABLE IF EXISTS temp.stage_untagged');
-  }
-}
-
 /**
  * GET /multipleusers into the stage, and, when some users came without user_tag, GET /multipleusers?user_tag=GUEST
  * to tag the guests among them (design section 4). Returns how many users were listed.
@@ -93,10 +77,9 @@ export async function stageUserList(db: Db, stage: SnapshotStage, list: () => Pr
     if (untagged.count() === 0) return count;
     const guestBody = await guests();
     try {
-      const tag = db.prepare("UPDATE temp.stage_users SET tag = 'GUEST' WHERE email_id = ? AND email_id IN (SELECT email_id FROM temp.stage_untagged)");
       db.transaction(() => {
         for (const member of membersOf(endpoint, new JsonMemberStream(guestBody.source(), { ...NO_SECTIONS, maxValueBytes: MAX_MEMBER_BYTES }).elements(''))) {
-          tag.run(parse(`${endpoint}?user_tag=GUEST`, member.raw, userListItemSchema, [member.index]).email_id);
+          untagged.markGuest(parse(`${endpoint}?user_tag=GUEST`, member.raw, userListItemSchema, [member.index]).email_id);
         }
       })();
     } finally {
@@ -118,13 +101,12 @@ export async function stageDetails(
   fetchDetail: (emailId: number) => Promise<UserDetail>,
   options: { concurrency: number; total: number; onProgress?: (done: number, total: number) => void },
 ): Promise<void> {
-  const page = db.prepare('SELECT email_id FROM temp.stage_users WHERE email_id > ? ORDER BY email_id LIMIT 500').pluck();
   let ids: number[] = [];
   let nextIndex = 0;
   let last = -1;
   const nextId = (): number | undefined => {
     if (nextIndex >= ids.length) {
-      ids = page.all(last) as number[];
+      ids = stage.userIdsAfter(last, 500);
       nextIndex = 0;
       if (ids.length === 0) return undefined;
       last = ids[ids.length - 1]!;
@@ -158,19 +140,23 @@ export async function stageDetails(
   for (const id of stage.usersWithoutDetails(1)) throw new ServiceError(`GET /user: no detail staged for email_id ${id}`, '/user', null);
 }
 
+/** What a GET /directory answer says of itself: its version (history and tag null from an older service) and whether it is full. */
+export interface DirectoryAnswerHead extends DirectoryVersion {
+  full: boolean;
+}
+
 /**
  * A GET /directory answer into the stage: `users` and `details` as a full answer lists them, and for a delta the
- * scope (temp.stage_scope: the users it replaces or removes). Returns the revision and whether it is full.
+ * scope (store/stageScope.ts: the users it replaces or removes). Returns its version and whether it is full.
  */
-export function stageDirectory(db: Db, stage: SnapshotStage, body: ResponseSpool): { revision: number; full: boolean } {
+export function stageDirectory(db: Db, stage: SnapshotStage, body: ResponseSpool): DirectoryAnswerHead {
   const endpoint = '/directory';
-  db.exec(`CREATE TEMP TABLE IF NOT EXISTS stage_scope (email_id INTEGER PRIMARY KEY) STRICT; DELETE FROM temp.stage_scope;
-    CREATE TEMP TABLE IF NOT EXISTS stage_removed (email_id INTEGER PRIMARY KEY) STRICT; DELETE FROM temp.stage_removed;`);
+  const scope = new DeltaScope(db);
   try {
-    const scope = db.prepare('INSERT OR IGNORE INTO temp.stage_scope VALUES (?)');
-    const removed = db.prepare('INSERT OR IGNORE INTO temp.stage_removed VALUES (?)');
     let revision: number | undefined;
     let full: boolean | undefined;
+    let history: string | null = null;
+    let tag: string | null = null;
     const seen = new Set<string>();
     db.transaction(() => {
       const stream = new JsonMemberStream(body.source(), { ...DIRECTORY_SECTIONS, maxValueBytes: MAX_MEMBER_BYTES });
@@ -179,6 +165,8 @@ export function stageDirectory(db: Db, stage: SnapshotStage, body: ResponseSpool
         if (member.kind === 'value') {
           if (member.section === 'revision') revision = parse(endpoint, member.raw, emailIdSchema, ['revision']);
           else if (member.section === 'full') full = parse(endpoint, member.raw, z.boolean(), ['full']);
+          else if (member.section === 'history') history = parse(endpoint, member.raw, historySchema, ['history']);
+          else if (member.section === 'tag') tag = parse(endpoint, member.raw, tagSchema.nullable(), ['tag']);
           else if (DIRECTORY_SECTIONS.arrays.has(member.section)) throw invalid(endpoint, `$.${member.section}`, 'expected an array');
           else if (DIRECTORY_SECTIONS.objects.has(member.section)) throw invalid(endpoint, `$.${member.section}`, 'expected an object keyed by email_id');
           // other members: an extension this agent does not know; ignored
@@ -187,11 +175,9 @@ export function stageDirectory(db: Db, stage: SnapshotStage, body: ResponseSpool
           const item = parse(endpoint, member.raw, userListItemSchema, path);
           if (item.user_tag === undefined) throw invalid(endpoint, formatPath([...path, 'user_tag'], '$'), 'required');
           if (!stage.addUser(toStagedUser(item, item.user_tag))) throw invalid(endpoint, formatPath([...path, 'email_id'], '$'), `email_id ${item.email_id} is listed twice`);
-          scope.run(item.email_id);
+          scope.addListed(item.email_id);
         } else if (member.kind === 'element') {
-          const emailId = parse(endpoint, member.raw, emailIdSchema, ['removed', member.index]);
-          removed.run(emailId);
-          scope.run(emailId);
+          scope.addRemoved(parse(endpoint, member.raw, emailIdSchema, ['removed', member.index]));
         } else if (member.kind === 'entry') {
           const path = ['details', member.key];
           if (!/^[0-9]{1,15}$/.test(member.key)) throw invalid(endpoint, formatPath(path, '$'), 'expected an email_id as the key');
@@ -205,15 +191,13 @@ export function stageDirectory(db: Db, stage: SnapshotStage, body: ResponseSpool
     }
     for (const id of stage.usersWithoutDetails(1)) throw invalid(endpoint, formatPath(['details', String(id)], '$'), 'missing');
     for (const id of stage.detailsWithoutUsers(1)) throw invalid(endpoint, formatPath(['details', String(id)], '$'), `no user with email_id ${id} in users`);
-    const both = db.prepare('SELECT email_id FROM temp.stage_removed WHERE email_id IN (SELECT email_id FROM temp.stage_users) LIMIT 1').pluck().get() as number | undefined;
+    const both = scope.removedAndListed();
     if (both !== undefined) throw invalid(endpoint, '$.removed', `email_id ${both} is also listed in users`);
-    return { revision: revision!, full: full! };
+    return { revision: revision!, full: full!, history, tag };
   } finally {
-    db.exec('DROP TABLE IF EXISTS temp.stage_removed');
+    scope.dropRemoved();
   }
 }
 
 /** Drops what stageDirectory left for the merge. */
-export function dropDirectoryScope(db: Db): void {
-  db.exec('DROP TABLE IF EXISTS temp.stage_scope');
-}
+export const dropDirectoryScope = dropDeltaScope;

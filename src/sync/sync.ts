@@ -1,10 +1,11 @@
 import type { Db } from '../store/database.js';
-import { readHeldRevision, writeHeldRevision } from '../store/heldRevision.js';
+import type { DirectoryVersion } from '../protocol/directory.js';
+import { readHeldVersion, writeHeldRevision } from '../store/heldRevision.js';
 import { readMeta, writeMeta } from '../store/meta.js';
-import { mergeStage, type MergeSummary } from '../store/snapshotMerge.js';
+import { MassRemovalError, mergeStage, type MergeSummary } from '../store/snapshotMerge.js';
 import { SnapshotStage } from '../store/snapshotStage.js';
 import type { ResponseSpool } from './responseSpool.js';
-import type { ServiceClient } from './serviceClient.js';
+import { ServiceError, type ServiceClient } from './serviceClient.js';
 import { dropDirectoryScope, stageDetails, stageDirectory, stageUserList } from './streamedAnswers.js';
 
 export interface SyncOptions {
@@ -36,7 +37,7 @@ export interface SyncStatus {
 }
 
 const STATUS_KEY = 'sync_status';
-export { readHeldRevision } from '../store/heldRevision.js';
+export { readHeldRevision, readHeldVersion } from '../store/heldRevision.js';
 
 const NO_CHANGE = { added: 0, changed: 0, removed: 0, unchanged: 0 };
 
@@ -56,21 +57,27 @@ export async function syncOnce(db: Db, client: ServiceClient, options: SyncOptio
   const status = readSyncStatus(db);
   try {
     // The extension endpoint first: one request, and only what changed; the seed's calls when it is absent (404).
-    const held = options.full ? null : readHeldRevision(db);
-    const answer = await client.directory(held ?? undefined);
+    const heldVersion = readHeldVersion(db);
+    let held = options.full ? null : heldVersion;
+    let answer = await client.directory(held);
     if (answer === 'unchanged') {
-      const lastSummary = { users: NO_CHANGE, credentials: NO_CHANGE, guestLinks: NO_CHANGE, rowsWritten: 0, revision: held, mode: 'unchanged' as const };
+      const lastSummary = { users: NO_CHANGE, credentials: NO_CHANGE, guestLinks: NO_CHANGE, rowsWritten: 0, revision: held?.revision ?? null, mode: 'unchanged' as const };
       writeMeta(db, STATUS_KEY, { lastSuccessAt: attemptAt, lastAttemptAt: attemptAt, lastError: null, lastSummary } satisfies SyncStatus);
       return { ...lastSummary, durationMs: performance.now() - started };
     }
-    if (answer !== 'unsupported') {
+    while (answer !== 'unsupported' && answer !== 'unchanged') {
       const applying = performance.now();
+      let result: ReturnType<typeof applyDirectory>;
       try {
-        const result = applyDirectory(db, answer, options, attemptAt);
-        return { ...result, durationMs: performance.now() - started, applyMs: performance.now() - applying };
+        result = applyDirectory(db, answer, options, attemptAt, heldVersion);
       } finally {
         answer.dispose();
       }
+      if (result !== 'another_history') return { ...result, durationMs: performance.now() - started, applyMs: performance.now() - applying };
+      if (held === null) throw new ServiceError('GET /directory: a full answer was asked for and a delta came', '/directory', 200);
+      // A delta of another history than the one held: never applied on top of this cache; everything instead.
+      held = null;
+      answer = await client.directory(null);
     }
     // Staged in the connection's own temp tables first; the cache's write lock is held only for the merge.
     const stage = new SnapshotStage(db);
@@ -104,15 +111,31 @@ export async function syncOnce(db: Db, client: ServiceClient, options: SyncOptio
  * the cache into the stage, the changed ones replace theirs, the removed ones are left out; then the same merge as
  * a full sync (one transaction, unchanged rows not rewritten, the mass-removal guard judged on the result).
  */
-function applyDirectory(db: Db, body: ResponseSpool, options: SyncOptions, attemptAt: string): Omit<SyncResult, 'durationMs'> {
+function applyDirectory(
+  db: Db,
+  body: ResponseSpool,
+  options: SyncOptions,
+  attemptAt: string,
+  held: DirectoryVersion | null,
+): Omit<SyncResult, 'durationMs'> | 'another_history' {
   const stage = new SnapshotStage(db);
   try {
     const answer = stageDirectory(db, stage, body);
+    // The service's history changed (restored from a backup): only a full answer may replace this cache, and the
+    // mass-removal guard still judges it (a restore is no reason to trust a mass removal).
+    const history = held?.history && answer.history && held.history !== answer.history ? { from: held.history, to: answer.history } : undefined;
+    if (history && !answer.full) return 'another_history';
     return db
       .transaction(() => {
-        const summary = mergeStage(db, { maxRemovalRatio: options.maxRemovalRatio, includeLinks: false, scoped: !answer.full });
+        let summary: MergeSummary;
+        try {
+          summary = mergeStage(db, { maxRemovalRatio: options.maxRemovalRatio, includeLinks: false, scoped: !answer.full });
+        } catch (err) {
+          if (history && err instanceof MassRemovalError) throw new MassRemovalError(err.removed, err.current, err.maxRatio, history);
+          throw err;
+        }
         const lastSummary = { ...summary, revision: answer.revision, mode: answer.full ? ('directory_full' as const) : ('directory_delta' as const) };
-        writeHeldRevision(db, answer.revision);
+        writeHeldRevision(db, answer);
         writeMeta(db, STATUS_KEY, { lastSuccessAt: attemptAt, lastAttemptAt: attemptAt, lastError: null, lastSummary } satisfies SyncStatus);
         return lastSummary;
       })

@@ -1,7 +1,7 @@
 import type { Logger } from 'pino';
-import { z } from 'zod';
 import type { Env } from '../config/secrets.js';
 import type { Component } from '../lifecycle.js';
+import { parseRevisionMessage, type DirectoryVersion } from '../protocol/directory.js';
 import { cachePath } from '../store/database.js';
 import type { Timers } from '../util/clock.js';
 import type { SyncServiceOptions } from './options.js';
@@ -10,21 +10,22 @@ import { serviceClientOptions } from './serviceClient.js';
 import type { SyncResult } from './sync.js';
 import { SyncThread } from './syncThread.js';
 
-const revisionSchema = z.object({ revision: z.number().int().nonnegative(), at: z.string().max(64) });
-
-/** What a `P/directory/revision` payload asks for, given the revision held: pure, for the tests too. */
-export function judgeRevision(held: number | null, payload: Buffer): { action: 'sync' | 'full' | 'none'; revision: number | null; why: string } {
-  let parsed: z.infer<typeof revisionSchema> | null = null;
-  try {
-    const result = revisionSchema.safeParse(JSON.parse(payload.toString('utf8')));
-    if (result.success) parsed = result.data;
-  } catch {
-    // not JSON
+/**
+ * What a `P/directory/revision` payload asks for, given the version held: pure, for the tests too. A message
+ * without history (a service from before histories) is judged on its revision alone, as before.
+ */
+export function judgeRevision(held: DirectoryVersion | null, payload: Buffer): { action: 'sync' | 'full' | 'none'; revision: number | null; why: string } {
+  const pushed = parseRevisionMessage(payload);
+  if (pushed === null) return { action: 'full', revision: null, why: 'not understood (expected {"revision":N,"at":"...","history":"..."})' };
+  if (held !== null && held.history !== null && pushed.history !== null && pushed.history !== held.history) {
+    return { action: 'full', revision: pushed.revision, why: "changed history (the service's database was restored from a backup or replaced)" };
   }
-  if (parsed === null) return { action: 'full', revision: null, why: 'not understood (expected {"revision":N,"at":"..."})' };
-  if (held !== null && parsed.revision < held) return { action: 'full', revision: parsed.revision, why: 'went backwards (a service restored from a backup?)' };
-  if (held === null || parsed.revision > held) return { action: 'sync', revision: parsed.revision, why: 'ahead of the revision held' };
-  return { action: 'none', revision: parsed.revision, why: 'already held' };
+  if (held !== null && pushed.revision < held.revision) return { action: 'full', revision: pushed.revision, why: 'went backwards (a service restored from a backup?)' };
+  if (held !== null && pushed.revision === held.revision && held.tag !== null && pushed.tag !== null && pushed.tag !== held.tag) {
+    return { action: 'full', revision: pushed.revision, why: 'is the same number with another tag (a service restored from a backup?)' };
+  }
+  if (held === null || pushed.revision > held.revision) return { action: 'sync', revision: pushed.revision, why: 'ahead of the revision held' };
+  return { action: 'none', revision: pushed.revision, why: 'already held' };
 }
 
 /**
@@ -37,7 +38,7 @@ export class SyncComponent implements Component {
   readonly name = 'sync';
   private scheduler: SyncScheduler | null = null;
   private thread: SyncThread | null = null;
-  private held: number | null = null;
+  private held: DirectoryVersion | null = null;
   private fullNext = false;
   private pushSeen = false;
 
@@ -48,8 +49,8 @@ export class SyncComponent implements Component {
       env: Env;
       timers: Timers;
       logger: Logger;
-      /** The revision the cache holds (read at start and for each revision message: an import may have reset it). */
-      heldRevision: () => number | null;
+      /** The version the cache holds (read at start and for each revision message: an import may have reset it). */
+      heldVersion: () => DirectoryVersion | null;
       /** A revision message was taken (for door-agent status). */
       onPush?: (revision: number | null) => void;
       /** A sync run succeeded (the fleet benchmark times the push with it). */
@@ -59,7 +60,7 @@ export class SyncComponent implements Component {
 
   start(): void {
     const { options, logger } = this.deps;
-    this.held = this.deps.heldRevision();
+    this.held = this.deps.heldVersion();
     const thread = new SyncThread({ cacheFile: cachePath(this.deps.dataDir), client: serviceClientOptions(options, this.deps.env) });
     thread.start();
     this.thread = thread;
@@ -68,7 +69,6 @@ export class SyncComponent implements Component {
         const full = this.fullNext;
         this.fullNext = false;
         const result = await thread.run({ concurrency: options.concurrency, maxRemovalRatio: options.maxRemovalRatio, full });
-        if (result.revision !== null) this.held = result.revision;
         this.deps.onSynced?.(result);
         return result;
       },
@@ -88,16 +88,16 @@ export class SyncComponent implements Component {
   onRevision(payload: Buffer): void {
     const { logger } = this.deps;
     // The cache's own record, not only the last sync's: an import in between forgets the revision held.
-    this.held = this.deps.heldRevision();
+    this.held = this.deps.heldVersion();
     const judged = judgeRevision(this.held, payload);
     if (!this.pushSeen) logger.info('directory revisions are pushed: changes reach this door within seconds');
     this.pushSeen = true;
     this.deps.onPush?.(judged.revision);
     if (judged.action === 'none') return;
     if (judged.action === 'full') {
-      logger.warn({ held: this.held, revision: judged.revision, bytes: payload.length }, `directory revision ${judged.why}: full sync`);
+      logger.warn({ held: this.held?.revision ?? null, revision: judged.revision, bytes: payload.length }, `directory revision ${judged.why}: full sync`);
       this.fullNext = true;
-    } else logger.info({ held: this.held, revision: judged.revision }, 'directory changed at the service: syncing');
+    } else logger.info({ held: this.held?.revision ?? null, revision: judged.revision }, 'directory changed at the service: syncing');
     this.trigger();
   }
 

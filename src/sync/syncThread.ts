@@ -13,7 +13,7 @@ const CANDIDATES = ['syncWorker.js', '../../dist/src/sync/syncWorker.js'].map((p
 function rebuild(error: SyncFailure): Error {
   switch (error.kind) {
     case 'mass_removal':
-      return new MassRemovalError(error.removed, error.current, error.maxRatio);
+      return new MassRemovalError(error.removed, error.current, error.maxRatio, error.history);
     case 'service':
       return new ServiceError(error.message, error.endpoint, error.status);
     default:

@@ -8,7 +8,7 @@ import { getPriority, setPriority } from 'node:os';
 import { dirname } from 'node:path';
 import { parentPort, workerData } from 'node:worker_threads';
 import { openDatabase } from '../store/database.js';
-import { MassRemovalError } from '../store/snapshotMerge.js';
+import { MassRemovalError, type HistoryChange } from '../store/snapshotMerge.js';
 import { ServiceClient, ServiceError, type ServiceClientOptions } from './serviceClient.js';
 import { syncOnce } from './sync.js';
 
@@ -29,14 +29,14 @@ export interface SyncRequest {
 
 /** An error as it crosses the thread boundary, with what the scheduler needs to tell the kinds apart. */
 export type SyncFailure =
-  | { kind: 'mass_removal'; message: string; removed: number; current: number; maxRatio: number }
+  | { kind: 'mass_removal'; message: string; removed: number; current: number; maxRatio: number; history?: HistoryChange }
   | { kind: 'service'; message: string; endpoint: string; status: number | null }
   | { kind: 'other'; message: string };
 
 export type SyncReply = { id: number; ok: true; result: Awaited<ReturnType<typeof syncOnce>> } | { id: number; ok: false; error: SyncFailure };
 
 function failure(err: unknown): SyncFailure {
-  if (err instanceof MassRemovalError) return { kind: 'mass_removal', message: err.message, removed: err.removed, current: err.current, maxRatio: err.maxRatio };
+  if (err instanceof MassRemovalError) return { kind: 'mass_removal', message: err.message, removed: err.removed, current: err.current, maxRatio: err.maxRatio, history: err.history };
   if (err instanceof ServiceError) return { kind: 'service', message: err.message, endpoint: err.endpoint, status: err.status };
   return { kind: 'other', message: err instanceof Error ? err.message : String(err) };
 }

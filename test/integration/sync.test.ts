@@ -209,6 +209,26 @@ describe('door-agent sync against a scripted service', () => {
   });
 });
 
+describe("the seed's list without user_tag (staged by store/stageScope.ts UntaggedUsers)", () => {
+  it('the GUEST list tags the guests among the untagged users: their cards do not open the door', async () => {
+    const svc = new HostileService();
+    svc.seed(3);
+    svc.users = svc.users.map(({ user_tag: _dropped, ...u }) => u);
+    svc.handler = (req, res) => (req.url === '/multipleusers?user_tag=GUEST' ? (res.end(JSON.stringify([svc.users[1]])), true) : false);
+    await svc.start();
+    try {
+      const a = agentConfig(`http://127.0.0.1:${svc.port}`);
+      const r = await sync(a.config);
+      expect(r.status, r.stderr).toBe(0);
+      expect(svc.requests).toContain('/multipleusers?user_tag=GUEST');
+      const check = (card: string) => JSON.parse(runCli(['check', card, '--config', a.config]).stdout) as { granted: boolean };
+      expect([check('5000001').granted, check('5000002').granted, check('5000003').granted]).toEqual([true, false, true]);
+    } finally {
+      await svc.stop();
+    }
+  });
+});
+
 describe('the daemon syncs on its own and on request', () => {
   it('syncs at start, on P/agents/<id>/sync, and backs off on a refused key without a retry storm', async () => {
     const svc = new HostileService();
@@ -390,6 +410,40 @@ describe('incremental sync through GET /directory (the extension), and bad delta
     expect(check('5000010').reason).toBe('unknown_credential');
     expect(check('5000004').reason).toBe(null);
     svc.handler = null;
+  });
+});
+
+describe('a delta from another history than the one held (a service that should have answered in full)', () => {
+  it('is never applied: the agent asks for everything and replaces its cache', async () => {
+    const svc = new HostileService();
+    await svc.start();
+    const H1 = '1'.repeat(32);
+    const H2 = '2'.repeat(32);
+    const item = (id: number) => ({ email_id: id, ad_status: 'ACTIVE', groups: [['Staff']], user_tag: 'USER', email: `u${id}@example.org` });
+    const detail = (id: number) => ({ policies: [], smartcards: [{ number: String(5_000_000 + id) }] });
+    const answer = (ids: number[], history: string, full: boolean) => ({ revision: 9, history, tag: 'a'.repeat(16), full, users: ids.map(item), details: Object.fromEntries(ids.map((i) => [String(i), detail(i)])), removed: [] });
+    let body: (url: URL) => unknown = () => answer([1, 2, 3, 4], H1, true);
+    svc.handler = (req, res) => {
+      const url = new URL(req.url ?? '/', 'http://x');
+      if (url.pathname !== '/directory') return false;
+      res.setHeader('content-type', 'application/json');
+      res.end(JSON.stringify(body(url)));
+      return true;
+    };
+    try {
+      const a = agentConfig(`http://127.0.0.1:${svc.port}`);
+      expect((await sync(a.config)).status).toBe(0);
+      // The new history's delta (a user added) would keep user 4, who is not in it; everything does not.
+      body = (url) => (url.searchParams.has('since') ? answer([5], H2, false) : answer([1, 2, 3, 5], H2, true));
+      svc.requests = [];
+      const r = await sync(a.config);
+      expect(r.status, r.stderr).toBe(0);
+      expect(svc.requests).toEqual([`/directory?since=9&history=${H1}&tag=${'a'.repeat(16)}`, '/directory']);
+      const check = (card: string) => JSON.parse(runCli(['check', card, '--config', a.config]).stdout) as { reason: string | null };
+      expect([check('5000004').reason, check('5000005').reason]).toEqual(['unknown_credential', null]);
+    } finally {
+      await svc.stop();
+    }
   });
 });
 

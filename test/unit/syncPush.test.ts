@@ -6,28 +6,48 @@ import { judgeRevision, SyncComponent } from '../../src/sync/syncComponent.js';
 import { ManualTime } from '../support/manualTime.js';
 
 const msg = (text: string) => Buffer.from(text);
+/** A version held from a service from before histories (no history, no tag). */
+const v = (revision: number) => ({ revision, history: null, tag: null });
 const ZERO = { added: 0, changed: 0, removed: 0, unchanged: 0 };
 const RESULT: SyncResult = { users: ZERO, credentials: ZERO, guestLinks: ZERO, rowsWritten: 0, durationMs: 1, revision: 1, mode: 'unchanged' };
 
 describe('a pushed directory revision', () => {
   it('syncs when it is ahead of the revision held (or none is held), not when it is the same', () => {
-    expect(judgeRevision(4, msg('{"revision":5,"at":"2026-11-22T10:00:00Z"}')).action).toBe('sync');
+    expect(judgeRevision(v(4), msg('{"revision":5,"at":"2026-11-22T10:00:00Z"}')).action).toBe('sync');
     expect(judgeRevision(null, msg('{"revision":1,"at":"x"}')).action).toBe('sync');
-    expect(judgeRevision(5, msg('{"revision":5,"at":"x"}')).action).toBe('none');
+    expect(judgeRevision(v(5), msg('{"revision":5,"at":"x"}')).action).toBe('none');
   });
 
   it('a revision that is not JSON, has the wrong type, or goes backwards leads to a full sync', () => {
     for (const bad of ['not json', '{"revision":"5","at":"x"}', '{"revision":-1,"at":"x"}', '{"revision":1.5,"at":"x"}', '[]', '']) {
-      expect(judgeRevision(5, msg(bad)), bad).toMatchObject({ action: 'full' });
+      expect(judgeRevision(v(5), msg(bad)), bad).toMatchObject({ action: 'full' });
     }
-    expect(judgeRevision(9, msg('{"revision":3,"at":"x"}'))).toMatchObject({ action: 'full', why: expect.stringContaining('backwards') });
+    expect(judgeRevision(v(9), msg('{"revision":3,"at":"x"}'))).toMatchObject({ action: 'full', why: expect.stringContaining('backwards') });
+  });
+
+  it('a push carrying another history than the one held leads to a full sync, whatever its revision; without history as before', () => {
+    const H = 'a'.repeat(32);
+    const H2 = 'b'.repeat(32);
+    const held = { revision: 7, history: H, tag: '1'.repeat(16) };
+    const push = (revision: number, history: string, tag = '2'.repeat(16)) => msg(JSON.stringify({ revision, at: 'x', history, tag }));
+    expect(judgeRevision(held, push(9, H2))).toMatchObject({ action: 'full', revision: 9, why: expect.stringContaining('changed history') });
+    expect(judgeRevision(held, push(7, H2))).toMatchObject({ action: 'full' });
+    expect(judgeRevision(held, push(7, H))).toMatchObject({ action: 'full', why: expect.stringContaining('another tag') });
+    expect(judgeRevision(held, push(7, H, '1'.repeat(16)))).toMatchObject({ action: 'none' });
+    expect(judgeRevision(held, push(8, H))).toMatchObject({ action: 'sync' });
+    // An old service's message (no history): judged on the revision alone; an old cache (no history held): the same.
+    expect(judgeRevision(held, msg('{"revision":8,"at":"x"}'))).toMatchObject({ action: 'sync' });
+    expect(judgeRevision(held, msg('{"revision":7,"at":"x"}'))).toMatchObject({ action: 'none' });
+    expect(judgeRevision(v(7), push(7, H2))).toMatchObject({ action: 'none' });
+    // A history that is not one (the schema is the protocol's): not understood, a full sync.
+    expect(judgeRevision(held, msg('{"revision":8,"at":"x","history":"nope"}'))).toMatchObject({ action: 'full', revision: null });
   });
 
   it("judges each message against the cache's own record: after an import forgot the revision, the same revision syncs", () => {
     const lines: Array<{ msg: string }> = [];
     const logger = pino({ level: 'info' }, { write: (line: string) => void lines.push(JSON.parse(line) as { msg: string }) });
-    let held: number | null = 5;
-    const sync = new SyncComponent({ options: {} as never, dataDir: '/nonexistent', env: {}, timers: new ManualTime(), logger, heldRevision: () => held });
+    let held: ReturnType<typeof v> | null = v(5);
+    const sync = new SyncComponent({ options: {} as never, dataDir: '/nonexistent', env: {}, timers: new ManualTime(), logger, heldVersion: () => held });
     sync.onRevision(msg('{"revision":5,"at":"x"}'));
     expect(lines.map((l) => l.msg)).not.toContain('directory changed at the service: syncing');
     held = null; // door-agent import ran meanwhile

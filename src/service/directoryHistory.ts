@@ -1,0 +1,120 @@
+import { randomBytes } from 'node:crypto';
+import { closeSync, fsyncSync, openSync, readFileSync, renameSync, writeSync } from 'node:fs';
+import { basename, dirname, join } from 'node:path';
+import type { Logger } from 'pino';
+import { z } from 'zod';
+import { historySchema, tagSchema, type DirectoryVersion } from '../protocol/directory.js';
+import type { ServiceDb } from './database.js';
+
+/** Tags of this many past revisions are kept: an agent holding an older one is answered in full (safe). */
+const TAGS_KEPT = 100_000;
+
+const markSchema = z.object({ history: historySchema, revision: z.number().int().nonnegative(), tag: tagSchema.nullable() });
+type Mark = z.output<typeof markSchema>;
+
+/**
+ * The high-water mark of a service database: `<name>-history.json` beside it (service.db -> service-history.json),
+ * OUTSIDE the database so that a restored database does not bring back its own. null for an in-memory database.
+ */
+export function markFileFor(db: ServiceDb): string | null {
+  if (db.memory || db.name === '' || db.name === ':memory:') return null;
+  return join(dirname(db.name), `${basename(db.name).replace(/\.db$/, '')}-history.json`);
+}
+
+/**
+ * The identity of the directory's history (docs/reference-service.md "Backup and restore"): a random id kept in
+ * the database, renewed when the history may have gone back, and a random tag per revision. Every revision issued
+ * is also recorded in the mark file; a database that holds less than its mark (same id, lower revision, or another
+ * id) was restored: the id is renewed at start.
+ */
+export class DirectoryHistory {
+  constructor(
+    private readonly db: ServiceDb,
+    private readonly markFile: string | null,
+    private readonly logger?: Logger,
+  ) {}
+
+  id(): string {
+    return this.db.prepare('SELECT history FROM directory_history WHERE id = 1').pluck().get() as string;
+  }
+
+  tagOf(revision: number): string | null {
+    return (this.db.prepare('SELECT tag FROM directory_tags WHERE revision = ?').pluck().get(revision) as string | undefined) ?? null;
+  }
+
+  /** A new tag for a revision being issued: inside the caller's transaction. */
+  issueTag(revision: number): void {
+    this.db.prepare('INSERT OR REPLACE INTO directory_tags (revision, tag) VALUES (?, ?)').run(revision, randomBytes(8).toString('hex'));
+    this.db.prepare('DELETE FROM directory_tags WHERE revision <= ?').run(revision - TAGS_KEPT);
+  }
+
+  /** A new history id: every agent holding the old one syncs in full. */
+  renew(reason: string, now: number, current: { revision: number; tag: string | null }): string {
+    const history = randomBytes(16).toString('hex');
+    this.db.prepare('UPDATE directory_history SET history = ?, renewed_at = ?, reason = ? WHERE id = 1').run(history, new Date(now).toISOString(), reason);
+    this.record({ revision: current.revision, history, tag: current.tag });
+    return history;
+  }
+
+  /** The revision just issued (or the history just renewed), written to the mark file atomically. */
+  record(version: DirectoryVersion): void {
+    if (this.markFile === null || version.history === null) return;
+    const mark: Mark = { history: version.history, revision: version.revision, tag: version.tag };
+    const temp = `${this.markFile}.tmp`;
+    try {
+      const fd = openSync(temp, 'w', 0o600);
+      try {
+        writeSync(fd, `${JSON.stringify(mark)}\n`);
+        fsyncSync(fd);
+      } finally {
+        closeSync(fd);
+      }
+      renameSync(temp, this.markFile);
+    } catch (err) {
+      // The mark only detects a restore at start; the database stays the truth. Said, never thrown into a change.
+      this.logger?.warn({ err: { message: (err as Error).message }, file: this.markFile }, 'cannot write the directory history mark');
+    }
+  }
+
+  private readMark(): Mark | null {
+    if (this.markFile === null) return null;
+    let text: string;
+    try {
+      text = readFileSync(this.markFile, 'utf8');
+    } catch {
+      return null; // none yet: a new database, or one from before histories
+    }
+    try {
+      const parsed = markSchema.safeParse(JSON.parse(text));
+      if (parsed.success) return parsed.data;
+    } catch {
+      // not JSON
+    }
+    this.logger?.warn({ file: this.markFile }, 'the directory history mark is not readable: it is written again');
+    return null;
+  }
+
+  /**
+   * At start: a database that holds less than its mark was restored (or replaced), so its history is renewed:
+   * a door that synced from the discarded history is then answered in full instead of with deltas of the new one.
+   * Returns true when it renewed.
+   */
+  checkAtStart(current: { revision: number; tag: string | null }, now: number): boolean {
+    const mark = this.readMark();
+    const history = this.id();
+    const wentBack =
+      mark !== null &&
+      (mark.history !== history || mark.revision > current.revision || (mark.revision === current.revision && mark.tag !== current.tag));
+    if (!wentBack) {
+      this.record({ revision: current.revision, history, tag: current.tag });
+      return false;
+    }
+    const renewed = this.renew('restored: the database holds less than its mark', now, current);
+    this.logger?.warn(
+      { markHistory: mark.history, markRevision: mark.revision, databaseHistory: history, databaseRevision: current.revision, newHistory: renewed },
+      `the service database was restored or replaced: it holds directory revision ${current.revision}, the service had issued ${mark.revision}` +
+        `${mark.history !== history ? ' in another history' : ''}; the directory history is renewed and every door syncs in full`,
+    );
+    return true;
+  }
+}
