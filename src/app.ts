@@ -19,6 +19,7 @@ import { cachePath } from './store/database.js';
 import { DoorStateStore, doorStateDir } from './store/doorState.js';
 import { readHeldRevision } from './sync/sync.js';
 import { SyncComponent } from './sync/syncComponent.js';
+import { FindingsReporter } from './sync/findingsReporter.js';
 import type { Notify } from './system/sdNotify.js';
 import { SystemdWatchdog } from './system/watchdog.js';
 import type { Clock, Timers } from './util/clock.js';
@@ -143,6 +144,7 @@ export async function startAgent(config: AgentOptions, deps: AgentDeps): Promise
         }),
       );
     }
+    const findings = new FindingsReporter({ store, wallNow: () => clock.wallNow(), logger: logger.child({ component: 'sync' }) });
     const sync = config.service
       ? new SyncComponent({
           options: config.service,
@@ -152,6 +154,8 @@ export async function startAgent(config: AgentOptions, deps: AgentDeps): Promise
           logger: logger.child({ component: 'sync' }),
           heldRevision: () => readHeldRevision(store.db),
           onPush: (revision) => store.setDirectoryPush(revision),
+          rules: config.access,
+          onFindings: (found) => findings.report(found),
         })
       : null;
     const mqtt = config.mqtt
