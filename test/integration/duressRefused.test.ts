@@ -157,3 +157,15 @@ describe('a duress PIN the door grants', () => {
     expect(t.last('access_granted')).toMatchObject({ reason: null, holders: [{ email_id: 101, reason: null }] });
   });
 });
+
+describe('a duress PIN that is also a PIN in the directory (a collision)', () => {
+  it("the real PIN wins: Erin's own 1235 opens as Erin with no alarm, though it is Alice's duress PIN", () => {
+    const s = directory();
+    (s.details['105'] as { smartcards: unknown[] }).smartcards.push({ number: ALICE_DURESS, label: 'PIN' });
+    const t = setup({}, { ...DURESS, snapshot: s });
+    t.pin(ALICE_DURESS);
+    expect(t.last('access_granted')).toMatchObject({ holders: [{ email_id: 105, reason: null }] });
+    expect(t.types()).not.toContain('duress');
+    expect(t.alarms).toEqual([]);
+  });
+});
