@@ -57,6 +57,22 @@ describe('DoorRuntime decisions (card_or_pin)', () => {
     expect(t.all().filter((e) => e.type === 'access_granted').map((e) => e.kind)).toEqual(['pin', 'card']);
   });
 
+  it('a PIN stored under the label "Pin code" is a short card: refused card_too_short without a lookup, counted toward the card lockout', () => {
+    const directory = exampleSnapshot();
+    (directory.details['101'] as { smartcards: unknown[] }).smartcards.push({ number: '4321', label: 'Pin code' });
+    const t = setup({ cardLockout: { failures: 3, windowSeconds: 60, lockoutSeconds: 30 } }, { snapshot: directory });
+    t.card('4321'); // a keyboard-wedge or serial reader sends the digits as a card line
+    expect(t.last('access_denied')).toMatchObject({ kind: 'card', hint: '…', reason: 'card_too_short', holders: [] });
+    t.card('04321'); // leading zeros do not make it longer
+    t.card('99999');
+    expect(t.types()).toContain('card_locked_out');
+    expect(t.relay.writes).toEqual([0]);
+    // access.minCardDigits is the operator's: at 4 the same entry is an ordinary card of Alice's.
+    const lenient = setup({}, { snapshot: directory, access: 'minCardDigits: 4' });
+    lenient.card('4321');
+    expect(lenient.last('access_granted')).toMatchObject({ kind: 'card', holders: [{ email_id: 101, reason: null }] });
+  });
+
   it('unknown cards are rate-limited: after `failures` in the window the reader refuses cards, and the flood is counted', () => {
     const t = setup({ cardLockout: { failures: 5, windowSeconds: 60, lockoutSeconds: 30 } });
     for (let i = 0; i < 5; i++) t.card(String(9_000_000 + i));
