@@ -141,7 +141,9 @@ function linkVerdict(link: LinkHolder, req: DecisionRequest, ctx: DecisionContex
  *
  * A keypad or reader in lockout refuses before anything is looked up, lockdown or not: otherwise the reader's
  * signal would tell a guesser which of the numbers tried belongs to a responder. In lockdown every holder but a
- * responder (who must still qualify as usual) is refused with `lockdown`, unknown numbers included.
+ * responder (who must still qualify as usual) is refused with `lockdown`, unknown numbers included. Then a card
+ * too short to be a card (cardTooShort) is `card_too_short`, and at a card_and_pin door (secondFactor) a guest
+ * link that qualifies but carries no PIN is `no_second_factor`.
  */
 export function decide(req: DecisionRequest, holders: readonly Holder[], ctx: DecisionContext): Decision {
   if (req.kind === 'pin' && req.keypadLockedOut) {

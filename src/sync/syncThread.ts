@@ -4,7 +4,6 @@ import { Worker } from 'node:worker_threads';
 import { MassRemovalError } from '../store/snapshotMerge.js';
 import { DoorAgentError } from '../util/errors.js';
 import { ServiceError } from './serviceClient.js';
-import type { SyncResult } from './sync.js';
 import type { SyncFailure, SyncOutcome, SyncReply, SyncRequest, SyncWorkerData } from './syncWorker.js';
 import type { DirectoryRules } from '../core/directoryFindings.js';
 

@@ -6,7 +6,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { importSnapshot } from '../../src/snapshot/importSnapshot.js';
 import { openDatabase } from '../../src/store/database.js';
 import { scanDirectory } from '../../src/store/directoryScan.js';
-import { runCli, tempDir, writeConfig } from '../support/cli.js';
+import { runCli, runCliAsync, tempDir, writeConfig } from '../support/cli.js';
 import { Daemon } from '../support/daemon.js';
 import { freePort } from '../support/net.js';
 import { exampleSnapshot, writeSnapshot, type Snapshot } from '../support/snapshot.js';
@@ -135,6 +135,12 @@ describe('the daemon after each sync', () => {
     const s = site(ACCESS);
     writeFileSync(join(s.dir, 'api-key'), 'dak_test-key\n');
     writeConfig(s.dir, { access: ACCESS, extra: `service: { baseUrl: "${svc.url}", apiKeyFile: ${s.dir}/api-key, syncIntervalSeconds: 10 }` });
+    // door-agent sync says it too.
+    const synced = await runCliAsync(['sync', '--config', s.config]);
+    expect(synced.status).toBe(0);
+    expect(synced.stdout).toContain('WARNING: 1 duress PIN collision (email_id 101, email_id 105)');
+    expect(synced.stdout).toContain('WARNING: 1 card entry has fewer than 6 digits (labels: "Pin code")');
+    expect(synced.stdout + synced.stderr).not.toMatch(DIGITS);
     const start = async () => {
       const daemon = new Daemon(s.config);
       await daemon.waitForMessage('sync done', 20_000);
