@@ -4,8 +4,8 @@ import type { Db } from './database.js';
 type Row = [number: string, holderKind: 'user' | 'link', holderId: string, label: string | null];
 
 /**
- * The cache's directory findings (short cards, duress collisions): one streamed pass over the credentials, a few
- * milliseconds for 10,000 users. Run after a sync or an import is applied, and by status and config check.
+ * The cache's directory findings (short cards, duress collisions): one streamed pass over the credentials (a
+ * twentieth of importing them). Run after a sync (in the sync worker) or an import, and by status and config check.
  */
 export function scanDirectory(db: Db, rules: DirectoryRules): DirectoryFindings {
   const scan = new DirectoryScan(rules);
