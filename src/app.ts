@@ -19,6 +19,7 @@ import { cachePath } from './store/database.js';
 import { DoorStateStore, doorStateDir } from './store/doorState.js';
 import { readHeldVersion } from './sync/sync.js';
 import { SyncComponent } from './sync/syncComponent.js';
+import { FindingsReporter } from './sync/findingsReporter.js';
 import type { Notify } from './system/sdNotify.js';
 import { SystemdWatchdog } from './system/watchdog.js';
 import type { Clock, Timers } from './util/clock.js';
@@ -153,6 +154,7 @@ export async function startAgent(config: AgentOptions, deps: AgentDeps): Promise
         }),
       );
     }
+    const findings = new FindingsReporter({ store, wallNow: () => clock.wallNow(), logger: logger.child({ component: 'sync' }) });
     const sync = config.service
       ? new SyncComponent({
           options: config.service,
@@ -162,6 +164,8 @@ export async function startAgent(config: AgentOptions, deps: AgentDeps): Promise
           logger: logger.child({ component: 'sync' }),
           heldVersion: () => readHeldVersion(store.db),
           onPush: (revision) => store.setDirectoryPush(revision),
+          rules: config.access,
+          onFindings: (found) => findings.report(found),
         })
       : null;
     const mqtt = config.mqtt

@@ -5,7 +5,10 @@ import { InputError } from '../util/errors.js';
 import { redactUrl } from '../util/redact.js';
 import { configPath, loadConfigFor, type CommandContext } from './context.js';
 import { loadServiceConfig } from '../config/load.js';
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
+import type { AgentOptions } from '../config/options.js';
+import { cachePath, openDatabase } from '../store/database.js';
+import { directoryFindings, directoryLines } from './directoryStatus.js';
 import { describeReader } from '../door/options.js';
 import { loadChardevBinding } from '../hardware/chardev/binding.js';
 import { checkChardevPins, probeGpio } from '../hardware/gpioProbe.js';
@@ -77,9 +80,27 @@ export function runConfigCheck(args: { config: string | undefined }, ctx: Comman
       `  service ${config.service ? redactUrl(config.service.baseUrl) : 'not configured (offline)'}; ` +
       `mqtt ${config.mqtt ? redactUrl(config.mqtt.url) : 'not configured'}\n` +
       (sharedService ? `  reference service: listen ${sharedService.server.listen}, ${sharedService.server.resources.length} resource(s)\n` : '') +
-      gpioLines,
+      gpioLines +
+      cacheLines(config),
   );
   return 0;
+}
+
+/** The directory in the cache, when there is one: what weakens the doors (short cards, duress collisions). */
+function cacheLines(config: AgentOptions): string {
+  const file = cachePath(config.agent.dataDir);
+  if (!existsSync(file)) return '';
+  let db;
+  try {
+    db = openDatabase(file, { readonly: true });
+  } catch {
+    return ''; // status and check say what is wrong with the cache
+  }
+  try {
+    return directoryLines(directoryFindings(config, db), '  ').map((l) => `${l}\n`).join('');
+  } finally {
+    db.close();
+  }
 }
 
 /** Every GPIO line the doors use, with the key that names it. */

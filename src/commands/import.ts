@@ -2,6 +2,8 @@ import { importSnapshot } from '../snapshot/importSnapshot.js';
 import type { RowCounts } from '../store/snapshotMerge.js';
 import { cachePath, openDatabase } from '../store/database.js';
 import { loadConfigFor, type CommandContext } from './context.js';
+import { findingsWarnings } from '../core/directoryFindings.js';
+import { scanDirectory } from '../store/directoryScan.js';
 
 export interface ImportArgs {
   file: string;
@@ -25,8 +27,10 @@ export function runImport(args: ImportArgs, ctx: CommandContext): number {
       maxRemovalRatio: args.allowMassRemoval ? null : (config.service?.maxRemovalRatio ?? DEFAULT_MAX_REMOVAL_RATIO),
       now: ctx.clock.wallNow(),
     });
+    // What the directory now holds that weakens the doors (short cards, duress collisions): said at once.
+    const findings = scanDirectory(db, config.access);
     if (args.json) {
-      ctx.stdout.write(`${JSON.stringify(result)}\n`);
+      ctx.stdout.write(`${JSON.stringify({ ...result, findings })}\n`);
     } else {
       ctx.stdout.write(
         [
@@ -34,6 +38,7 @@ export function runImport(args: ImportArgs, ctx: CommandContext): number {
           line('users', result.users),
           line('credentials', result.credentials),
           line('guest links', result.guestLinks),
+          ...findingsWarnings(findings).map((w) => `WARNING: ${w}`),
           '',
         ].join('\n'),
       );

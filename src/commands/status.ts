@@ -13,6 +13,7 @@ import { loadConfigFor, type CommandContext } from './context.js';
 import { describeReader } from '../door/options.js';
 import { operationsLines, operationsStatus } from './operationsStatus.js';
 import { osdpChannelText, osdpChannelView } from './osdpStatus.js';
+import { directoryFindings, directoryLines } from './directoryStatus.js';
 
 function processAlive(pid: number): boolean {
   try {
@@ -77,6 +78,7 @@ export function runStatus(args: { json: boolean; config: string | undefined }, c
       doors,
       holidays: operations.holidays,
       counts: new CredentialCache(db).counts(),
+      directoryFindings: directoryFindings(config, db),
       lastImport: readMeta<{ at: string; file: string }>(db, 'last_import') ?? null,
       sync: config.service ? syncView(readSyncStatus(db), now, config.service.warnCacheAgeSeconds) : null,
       directory: config.service
@@ -117,6 +119,7 @@ export function runStatus(args: { json: boolean; config: string | undefined }, c
       }),
       `cache: ${status.counts.users} users, ${status.counts.credentials} credentials, ${status.counts.guestLinks} guest links` +
         (status.lastImport ? `; last import ${status.lastImport.at} from ${status.lastImport.file}` : '; never imported or synced'),
+      ...directoryLines(status.directoryFindings),
       ...(status.sync
         ? [
             `sync: last success ${status.sync.lastSuccessAt ?? 'never'}` +

@@ -70,6 +70,11 @@ const accessSchema = z
     holidays: z.array(holidayDate).max(1000).default([]),
     /** A PIN typed with this change opens as usual and raises a silent duress alarm (off: no duress PINs). */
     duressPin: z.enum(['off', 'lastDigitPlusOne', 'lastDigitMinusOne']).default('off'),
+    /**
+     * A card number (decimal, leading zeros dropped) shorter than this is refused (card_too_short), and such
+     * entries in the directory are flagged: they are most likely PINs stored under a label not in pinLabels.
+     */
+    minCardDigits: z.number().int().min(1).max(20).default(6),
   })
   .refine((a) => a.groups.length + a.policies.length > 0, {
     message: 'list at least one group or policy whose members may open these doors',

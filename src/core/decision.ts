@@ -7,7 +7,10 @@ export const DENY_REASONS = [
   'clock_untrusted',
   'keypad_locked_out',
   'card_locked_out',
+  'card_too_short',
   'unknown_credential',
+  // Given only to a guest link that qualifies in every other respect: it, not a co-holder's refusal, says why.
+  'no_second_factor',
   'user_suspended',
   'not_authorized',
   'wrong_door',
@@ -45,6 +48,8 @@ export interface LinkHolder {
   /** null: never expires. */
   endAt: number | null;
   timeMapping: TimeMapping;
+  /** The link also carries a PIN (a smartcard with a PIN label): its second factor at a card_and_pin door. */
+  hasPin?: boolean;
 }
 
 export type Holder = UserHolder | LinkHolder;
@@ -78,6 +83,10 @@ export interface DecisionRequest {
   lockdown?: boolean;
   /** The door's first-person-in members: the decision says whether one of them was granted. */
   firstPersonIn?: AccessPolicy;
+  /** A card number shorter than access.minCardDigits (likely a PIN): refused without a lookup. */
+  cardTooShort?: boolean;
+  /** A card at a card_and_pin door: a guest link qualifies only if it has a PIN to add (hasPin). */
+  secondFactor?: boolean;
 }
 
 export type HolderRef = { email_id: number } | { magic_link_id: string };
@@ -103,7 +112,7 @@ function isResponder(holder: Holder, responders: AccessPolicy | null): boolean {
   return responders !== null && holder.kind === 'user' && isMember(holder, responders);
 }
 
-function refOf(holder: Holder): HolderRef {
+export function refOf(holder: Holder): HolderRef {
   return holder.kind === 'user' ? { email_id: holder.emailId } : { magic_link_id: holder.magicLinkId };
 }
 
@@ -132,7 +141,9 @@ function linkVerdict(link: LinkHolder, req: DecisionRequest, ctx: DecisionContex
  *
  * A keypad or reader in lockout refuses before anything is looked up, lockdown or not: otherwise the reader's
  * signal would tell a guesser which of the numbers tried belongs to a responder. In lockdown every holder but a
- * responder (who must still qualify as usual) is refused with `lockdown`, unknown numbers included.
+ * responder (who must still qualify as usual) is refused with `lockdown`, unknown numbers included. Then a card
+ * too short to be a card (cardTooShort) is `card_too_short`, and at a card_and_pin door (secondFactor) a guest
+ * link that qualifies but carries no PIN is `no_second_factor`.
  */
 export function decide(req: DecisionRequest, holders: readonly Holder[], ctx: DecisionContext): Decision {
   if (req.kind === 'pin' && req.keypadLockedOut) {
@@ -145,6 +156,7 @@ export function decide(req: DecisionRequest, holders: readonly Holder[], ctx: De
   if (lockdown && !holders.some((h) => isResponder(h, ctx.responders))) {
     return { granted: false, reason: 'lockdown', holders: holders.map((h) => ({ holder: refOf(h), reason: 'lockdown' })) };
   }
+  if (req.kind === 'card' && req.cardTooShort) return { granted: false, reason: 'card_too_short', holders: [] };
   if (holders.length === 0) return { granted: false, reason: 'unknown_credential', holders: [] };
 
   const verdicts: HolderVerdict[] = [];
@@ -154,6 +166,7 @@ export function decide(req: DecisionRequest, holders: readonly Holder[], ctx: De
   for (const holder of holders) {
     let verdictReason = holder.kind === 'user' ? userVerdict(holder, ctx.access) : linkVerdict(holder, req, ctx);
     if (lockdown && verdictReason === null && !isResponder(holder, ctx.responders)) verdictReason = 'lockdown';
+    if (verdictReason === null && req.secondFactor && holder.kind === 'link' && holder.hasPin !== true) verdictReason = 'no_second_factor';
     verdicts.push({ holder: refOf(holder), reason: verdictReason });
     if (verdictReason === null) {
       granted = true;

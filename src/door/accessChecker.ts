@@ -1,6 +1,6 @@
 import { readerCardFormat, type AccessOptions, type DoorOptions, type MemberPolicy } from './options.js';
 import { credentialHint, duressOriginal, normalizeCredential, pinLabelSet, type CredentialKind, type DuressRule } from '../core/credentials.js';
-import { decide, type AccessPolicy, type Decision, type DecisionContext, type Holder } from '../core/decision.js';
+import { decide, refOf, type AccessPolicy, type Decision, type DecisionContext, type Holder, type HolderRef } from '../core/decision.js';
 import { localTimeIn } from '../core/schedule.js';
 import type { CredentialCache } from '../store/credentialCache.js';
 import { CacheUnreadableError } from '../store/database.js';
@@ -22,8 +22,13 @@ export interface AccessResult extends Decision {
   kind: CredentialKind;
   /** What may be shown of the credential (never a whole card number). */
   hint: string;
-  /** Granted on a duress PIN: the door opens as usual and a silent alarm goes out. */
+  /**
+   * A duress PIN (a PIN changed by access.duressPin): decided as its owner's own PIN would be (granted or
+   * refused, same signal), and a silent alarm goes out whatever the decision.
+   */
   duress?: boolean;
+  /** With duress: the holders of the PIN it stands for (named by the alarm, also when the decision refused). */
+  duressHolders?: HolderRef[];
 }
 
 export function memberPolicy(policy: MemberPolicy): AccessPolicy {
@@ -36,6 +41,7 @@ export class AccessChecker {
   private readonly configuredHolidays: readonly string[];
   private readonly pinLabels: ReadonlySet<string>;
   private readonly duressRule: DuressRule;
+  private readonly minCardDigits: number;
   private readonly firstPersonIn = new Map<string, AccessPolicy>();
 
   constructor(
@@ -44,6 +50,7 @@ export class AccessChecker {
   ) {
     this.pinLabels = pinLabelSet(config.access.pinLabels);
     this.duressRule = config.access.duressPin;
+    this.minCardDigits = config.access.minCardDigits;
     this.configuredHolidays = config.access.holidays;
     this.context = {
       access: memberPolicy(config.access),
@@ -71,25 +78,38 @@ export class AccessChecker {
     const { door, kind } = request;
     const normalized = normalizeCredential(request.credential, kind, readerCardFormat(door));
     if (normalized === null) return null;
-    const decision = this.decideFor(request, normalized);
-    const result: AccessResult = { ...decision, door: door.uuid, kind, hint: credentialHint(normalized, kind) };
-    if (result.granted || kind !== 'pin') return result;
-    // A duress PIN (the user's PIN changed by the configured rule) opens as the user's own PIN would.
+    // A short "card" is most likely a PIN sent as a card line: refused without a lookup.
+    const tooShort = kind === 'card' && normalized.length < this.minCardDigits;
+    const holders = tooShort ? [] : this.holdersOf(kind, normalized, door);
+    const hint = credentialHint(normalized, kind);
+    const result: AccessResult = { ...this.decideFor(request, holders, tooShort), door: door.uuid, kind, hint };
+    // A PIN someone holds is that PIN, never a duress PIN (the real PIN wins a collision, see directoryFindings).
+    if (kind !== 'pin' || holders.length > 0) return result;
     const original = duressOriginal(request.credential, this.duressRule);
     const originalNormalized = original === null ? null : normalizeCredential(original, 'pin');
     if (originalNormalized === null || originalNormalized === normalized) return result;
-    const underDuress = this.decideFor(request, originalNormalized);
-    return underDuress.granted ? { ...underDuress, door: door.uuid, kind, hint: result.hint, duress: true } : result;
+    const owners = this.holdersOf('pin', originalNormalized, door);
+    if (owners.length === 0) return result;
+    // Decided as the owner's own PIN (lockdown, lockout, schedule alike): a guesser learns nothing more.
+    return { ...this.decideFor(request, owners, false), door: door.uuid, kind, hint, duress: true, duressHolders: owners.map(refOf) };
   }
 
-  private decideFor(request: AccessRequest, normalized: string): Decision {
-    const { door, kind } = request;
-    let holders: Holder[];
+  private holdersOf(kind: CredentialKind, normalized: string, door: DoorOptions): Holder[] {
     try {
-      holders = kind === 'token' ? this.cache.holdersOfToken(normalized) : this.cache.holdersOfNumber(normalized, kind, this.pinLabels);
+      if (kind === 'token') return this.cache.holdersOfToken(normalized);
+      const holders = this.cache.holdersOfNumber(normalized, kind, this.pinLabels);
+      // At a card_and_pin door a guest link's card needs the link's PIN as its second factor.
+      if (kind === 'card' && door.mode === 'card_and_pin') {
+        for (const h of holders) if (h.kind === 'link') h.hasPin = this.cache.linkHasPin(h.magicLinkId, this.pinLabels);
+      }
+      return holders;
     } catch (err) {
       throw new CacheUnreadableError(err);
     }
+  }
+
+  private decideFor(request: AccessRequest, holders: readonly Holder[], cardTooShort: boolean): Decision {
+    const { door, kind } = request;
     return decide(
       {
         kind,
@@ -99,6 +119,8 @@ export class AccessChecker {
         cardLockedOut: request.cardLockedOut ?? false,
         lockdown: request.lockdown ?? false,
         firstPersonIn: this.firstPersonPolicy(door),
+        cardTooShort,
+        secondFactor: kind === 'card' && door.mode === 'card_and_pin',
       },
       holders,
       this.context,

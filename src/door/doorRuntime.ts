@@ -42,7 +42,8 @@ const ALARMS: ReadonlySet<string> = new Set<AlarmType>(['duress', 'tamper', 'doo
  */
 export class DoorRuntime {
   private readonly lockouts: ReaderLockouts;
-  private pending: PendingCard | null = null;
+  /** card_and_pin: the card accepted, waiting for a PIN of one of its users or guest links. */
+  private pending: (PendingCard & { linkIds: readonly string[] }) | null = null;
   private pendingTimer: unknown = null;
   private pendingCard: AccessResult | null = null;
   private pendingNumber: string | null = null;
@@ -113,11 +114,14 @@ export class DoorRuntime {
     // Under duress the door behaves exactly as usual: the alarm is silent.
     this.feedback?.('grant');
     const holders = result.holders.filter((h) => h.reason === null).map((h) => ({ ...h.holder }));
-    if (result.duress) {
-      this.record('duress', { kind: result.kind, hint: result.hint, holders });
-      this.deps.logger.warn({ holders }, 'duress PIN used');
-    }
     if (result.firstPerson) this.deps.onFirstPerson?.(holders);
+  }
+
+  /** A duress PIN: the alarm (audit event and the alarm topic) names the PIN's holders, never the digits. */
+  private raiseDuress(result: AccessResult): void {
+    const holders = result.duressHolders ?? [];
+    this.record('duress', { kind: result.kind, hint: result.hint, holders });
+    this.deps.logger.warn({ holders }, 'duress PIN used');
   }
 
   private deny(result: AccessResult, extra: Record<string, unknown> = {}): void {
@@ -156,6 +160,8 @@ export class DoorRuntime {
     if (frame.kind === 'noise' || frame.kind === 'keypad_cleared') return;
     const result = this.check(frame.kind, frame.value);
     if (result === null) return;
+    // The silent alarm first, whatever the decision, before anything that may fail (the relay, the other events).
+    if (result.duress) this.raiseDuress(result);
     if (result.reason === 'keypad_locked_out' || result.reason === 'card_locked_out') {
       const which = result.reason === 'keypad_locked_out' ? 'pin' : 'card';
       if (this.lockouts.refusedDuringLockout(which)) this.deny(result);
@@ -168,16 +174,16 @@ export class DoorRuntime {
     } else if (result.granted) this.grant(result);
     else this.deny(result);
     // An unknown card or token is a guess (lockdown or not): counted after its denial is recorded.
-    if (!result.granted && result.holders.length === 0 && (result.reason === 'unknown_credential' || result.reason === 'lockdown')) this.lockouts.failed('card');
+    if (!result.granted && result.holders.length === 0 && (result.reason === 'unknown_credential' || result.reason === 'lockdown' || result.reason === 'card_too_short')) this.lockouts.failed('card');
   }
 
   private onCardNeedingPin(result: AccessResult): void {
     this.clearPending();
     if (!result.granted) return this.deny(result);
-    // Guest links carry no PIN: a guest card qualifies on its own. Users must add their PIN.
-    if (result.holders.some((h) => 'magic_link_id' in h.holder && h.reason === null)) return this.grant(result);
+    // Users and guest links alike must add their PIN (a link without one was refused: no_second_factor).
     const emailIds = result.holders.flatMap((h) => ('email_id' in h.holder && h.reason === null ? [h.holder.email_id] : []));
-    this.pending = { emailIds, hint: result.hint, expiresAt: this.deps.clock.monoNow() + PIN_AFTER_CARD_MS };
+    const linkIds = result.holders.flatMap((h) => ('magic_link_id' in h.holder && h.reason === null ? [h.holder.magic_link_id] : []));
+    this.pending = { emailIds, linkIds, hint: result.hint, expiresAt: this.deps.clock.monoNow() + PIN_AFTER_CARD_MS };
     this.pendingCard = result;
     this.pendingTimer = this.deps.timers.setTimeout(() => this.expirePending(), PIN_AFTER_CARD_MS);
     this.deps.logger.info({ hint: result.hint }, 'card accepted, waiting for PIN');
@@ -202,7 +208,9 @@ export class DoorRuntime {
       // The card's own number typed on the keypad is not a second factor (cards and PINs share one table).
       const matches =
         normalizeCredential(pinDigits, 'pin') !== cardNumber &&
-        result.holders.some((h) => 'email_id' in h.holder && h.reason === null && pending.emailIds.includes(h.holder.email_id));
+        result.holders.some(
+          (h) => h.reason === null && ('email_id' in h.holder ? pending.emailIds.includes(h.holder.email_id) : pending.linkIds.includes(h.holder.magic_link_id)),
+        );
       if (matches) return this.grant(result, { kind: 'card_and_pin', card_hint: pending.hint });
       this.lockouts.failed('pin');
       return this.deny({ ...result, granted: false, reason: result.reason ?? 'not_authorized' }, { factor: 'pin_mismatch', card_hint: pending.hint });

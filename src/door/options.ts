@@ -94,4 +94,6 @@ export interface AccessOptions {
   /** Local dates YYYY-MM-DD: no unlock schedules, no guest links (unless made for the day). */
   holidays: readonly string[];
   duressPin: DuressRule;
+  /** Card numbers shorter than this are refused (card_too_short) and flagged in the directory. */
+  minCardDigits: number;
 }

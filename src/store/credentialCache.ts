@@ -38,6 +38,7 @@ export interface CacheCounts {
 export class CredentialCache {
   private readonly byNumber: Statement<[string], HolderRow>;
   private readonly byToken: Statement<[string], LinkRow>;
+  private readonly linkLabels: Statement<[string], string | null>;
   private readonly parsed = new Map<string, unknown>();
 
   constructor(private readonly db: Db) {
@@ -50,6 +51,9 @@ export class CredentialCache {
     this.byToken = db
       .prepare('SELECT magic_link_id, resource_ids, start_at, end_at, time_mapping FROM guest_links WHERE token_digest = ?')
       .raw(true) as unknown as Statement<[string], LinkRow>;
+    this.linkLabels = db
+      .prepare("SELECT label FROM credentials WHERE holder_kind = 'link' AND holder_id = ?")
+      .pluck(true) as unknown as Statement<[string], string | null>;
   }
 
   private json<T>(text: string): T {
@@ -95,6 +99,11 @@ export class CredentialCache {
       }
     }
     return holders;
+  }
+
+  /** Whether a guest link carries a PIN (one of its smartcards has a PIN label): its second factor. */
+  linkHasPin(magicLinkId: string, pinLabels: ReadonlySet<string>): boolean {
+    return this.linkLabels.all(magicLinkId).some((label) => isPinLabel(label, pinLabels));
   }
 
   /** Guest links whose magic_token is this token. */

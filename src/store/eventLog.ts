@@ -24,6 +24,7 @@ export type EventType =
   | 'lockdown_started'
   | 'lockdown_ended'
   | 'duress'
+  | 'duress_collision'
   | 'tamper'
   | 'first_person_in'
   | 'schedule_waiting_for_clock'

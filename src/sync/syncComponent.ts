@@ -9,6 +9,7 @@ import { SyncScheduler } from './scheduler.js';
 import { serviceClientOptions } from './serviceClient.js';
 import type { SyncResult } from './sync.js';
 import { SyncThread } from './syncThread.js';
+import type { DirectoryFindings, DirectoryRules } from '../core/directoryFindings.js';
 
 /**
  * What a `P/directory/revision` payload asks for, given the version held: pure, for the tests too. A message
@@ -53,6 +54,10 @@ export class SyncComponent implements Component {
       heldVersion: () => DirectoryVersion | null;
       /** A revision message was taken (for door-agent status). */
       onPush?: (revision: number | null) => void;
+      /** Scan the directory after each sync (short cards, duress collisions) with these rules. */
+      rules?: DirectoryRules;
+      /** The findings of that scan, after each successful sync. */
+      onFindings?: (findings: DirectoryFindings) => void;
       /** A sync run succeeded (the fleet benchmark times the push with it). */
       onSynced?: (result: SyncResult) => void;
     },
@@ -68,7 +73,8 @@ export class SyncComponent implements Component {
       run: async () => {
         const full = this.fullNext;
         this.fullNext = false;
-        const result = await thread.run({ concurrency: options.concurrency, maxRemovalRatio: options.maxRemovalRatio, full });
+        const result = await thread.run({ concurrency: options.concurrency, maxRemovalRatio: options.maxRemovalRatio, full, rules: this.deps.rules });
+        if (result.findings) this.deps.onFindings?.(result.findings);
         this.deps.onSynced?.(result);
         return result;
       },

@@ -4,8 +4,8 @@ import { Worker } from 'node:worker_threads';
 import { MassRemovalError } from '../store/snapshotMerge.js';
 import { DoorAgentError } from '../util/errors.js';
 import { ServiceError } from './serviceClient.js';
-import type { SyncResult } from './sync.js';
-import type { SyncFailure, SyncReply, SyncRequest, SyncWorkerData } from './syncWorker.js';
+import type { SyncFailure, SyncOutcome, SyncReply, SyncRequest, SyncWorkerData } from './syncWorker.js';
+import type { DirectoryRules } from '../core/directoryFindings.js';
 
 // The worker runs the built module (dist/src/sync/syncWorker.js), also when this file runs from src/ in tests.
 const CANDIDATES = ['syncWorker.js', '../../dist/src/sync/syncWorker.js'].map((p) => join(import.meta.dirname, p));
@@ -28,7 +28,7 @@ function rebuild(error: SyncFailure): Error {
 export class SyncThread {
   private worker: Worker | null = null;
   private nextId = 1;
-  private readonly pending = new Map<number, { resolve: (r: SyncResult) => void; reject: (e: Error) => void }>();
+  private readonly pending = new Map<number, { resolve: (r: SyncOutcome) => void; reject: (e: Error) => void }>();
 
   constructor(private readonly data: SyncWorkerData) {}
 
@@ -54,12 +54,13 @@ export class SyncThread {
     this.worker = worker;
   }
 
-  run(options: { concurrency: number; maxRemovalRatio: number | null; full?: boolean }): Promise<SyncResult> {
+  run(options: { concurrency: number; maxRemovalRatio: number | null; full?: boolean; rules?: DirectoryRules }): Promise<SyncOutcome> {
     if (!this.worker) this.start();
     const id = this.nextId++;
-    return new Promise<SyncResult>((resolve, reject) => {
+    return new Promise<SyncOutcome>((resolve, reject) => {
       this.pending.set(id, { resolve, reject });
-      this.worker!.postMessage({ id, concurrency: options.concurrency, maxRemovalRatio: options.maxRemovalRatio, full: options.full ?? false } satisfies SyncRequest);
+      const rules = options.rules && { pinLabels: [...options.rules.pinLabels], duressPin: options.rules.duressPin, minCardDigits: options.rules.minCardDigits };
+      this.worker!.postMessage({ id, concurrency: options.concurrency, maxRemovalRatio: options.maxRemovalRatio, full: options.full ?? false, ...(rules ? { rules } : {}) } satisfies SyncRequest);
     });
   }
 

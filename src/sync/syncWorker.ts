@@ -10,7 +10,9 @@ import { parentPort, workerData } from 'node:worker_threads';
 import { openDatabase } from '../store/database.js';
 import { MassRemovalError, type HistoryChange } from '../store/snapshotMerge.js';
 import { ServiceClient, ServiceError, type ServiceClientOptions } from './serviceClient.js';
-import { syncOnce } from './sync.js';
+import { syncOnce, type SyncResult } from './sync.js';
+import type { DirectoryFindings, DirectoryRules } from '../core/directoryFindings.js';
+import { scanDirectory } from '../store/directoryScan.js';
 
 /** How much lower than the daemon the sync thread runs (nice +10: it gets the CPU the door does not need). */
 export const SYNC_NICENESS = 10;
@@ -25,7 +27,12 @@ export interface SyncRequest {
   concurrency: number;
   maxRemovalRatio: number | null;
   full: boolean;
+  /** Scan the directory after the sync (short cards, duress collisions), here, off the door's thread. */
+  rules?: DirectoryRules;
 }
+
+/** A sync's summary, with the directory's findings when asked for. */
+export type SyncOutcome = SyncResult & { findings?: DirectoryFindings };
 
 /** An error as it crosses the thread boundary, with what the scheduler needs to tell the kinds apart. */
 export type SyncFailure =
@@ -33,7 +40,7 @@ export type SyncFailure =
   | { kind: 'service'; message: string; endpoint: string; status: number | null }
   | { kind: 'other'; message: string };
 
-export type SyncReply = { id: number; ok: true; result: Awaited<ReturnType<typeof syncOnce>> } | { id: number; ok: false; error: SyncFailure };
+export type SyncReply = { id: number; ok: true; result: SyncOutcome } | { id: number; ok: false; error: SyncFailure };
 
 function failure(err: unknown): SyncFailure {
   if (err instanceof MassRemovalError) return { kind: 'mass_removal', message: err.message, removed: err.removed, current: err.current, maxRatio: err.maxRatio, history: err.history };
@@ -64,7 +71,10 @@ if (parentPort) {
   const client = new ServiceClient({ spoolDir: dirname(data.cacheFile), ...data.client });
   port.on('message', (request: SyncRequest) => {
     syncOnce(db, client, { concurrency: request.concurrency, maxRemovalRatio: request.maxRemovalRatio, full: request.full, now: () => Date.now() }).then(
-      (result) => port.postMessage({ id: request.id, ok: true, result } satisfies SyncReply),
+      (result) => {
+        const findings = request.rules ? scanDirectory(db, request.rules) : undefined;
+        port.postMessage({ id: request.id, ok: true, result: { ...result, ...(findings ? { findings } : {}) } } satisfies SyncReply);
+      },
       (err: unknown) => port.postMessage({ id: request.id, ok: false, error: failure(err) } satisfies SyncReply),
     );
   });

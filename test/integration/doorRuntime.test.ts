@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { exampleSnapshot } from '../support/snapshot.js';
 import { ALICE_CARD, ALICE_PIN, BOB_CARD, GUEST_CARD, DOOR_UUID, GUEST_TOKEN, WALL0, useDoorRuntime } from './doorRuntimeHarness.js';
 
 const setup = useDoorRuntime();
@@ -46,7 +47,7 @@ describe('DoorRuntime decisions (card_or_pin)', () => {
     expect(t.types()).toContain('keypad_locked_out');
     // The attack: a card emulator sends the PIN as a card frame to get round the keypad lockout.
     t.card(ALICE_PIN);
-    expect(t.last('access_denied')).toMatchObject({ kind: 'card', reason: 'unknown_credential', holders: [] });
+    expect(t.last('access_denied')).toMatchObject({ kind: 'card', reason: 'card_too_short', holders: [] });
     t.time.advance(30_000);
     t.pin(ALICE_CARD); // the reverse: a badge number typed on the keypad
     expect(t.last('access_denied')).toMatchObject({ kind: 'pin', reason: 'unknown_credential', holders: [] });
@@ -54,6 +55,22 @@ describe('DoorRuntime decisions (card_or_pin)', () => {
     t.pin(ALICE_PIN); // each still works the way it was issued
     t.card(ALICE_CARD);
     expect(t.all().filter((e) => e.type === 'access_granted').map((e) => e.kind)).toEqual(['pin', 'card']);
+  });
+
+  it('a PIN stored under the label "Pin code" is a short card: refused card_too_short without a lookup, counted toward the card lockout', () => {
+    const directory = exampleSnapshot();
+    (directory.details['101'] as { smartcards: unknown[] }).smartcards.push({ number: '4321', label: 'Pin code' });
+    const t = setup({ cardLockout: { failures: 3, windowSeconds: 60, lockoutSeconds: 30 } }, { snapshot: directory });
+    t.card('4321'); // a keyboard-wedge or serial reader sends the digits as a card line
+    expect(t.last('access_denied')).toMatchObject({ kind: 'card', hint: '…', reason: 'card_too_short', holders: [] });
+    t.card('04321'); // leading zeros do not make it longer
+    t.card('99999');
+    expect(t.types()).toContain('card_locked_out');
+    expect(t.relay.writes).toEqual([0]);
+    // access.minCardDigits is the operator's: at 4 the same entry is an ordinary card of Alice's.
+    const lenient = setup({}, { snapshot: directory, access: 'minCardDigits: 4' });
+    lenient.card('4321');
+    expect(lenient.last('access_granted')).toMatchObject({ kind: 'card', holders: [{ email_id: 101, reason: null }] });
   });
 
   it('unknown cards are rate-limited: after `failures` in the window the reader refuses cards, and the flood is counted', () => {
@@ -186,14 +203,43 @@ describe('DoorRuntime card_and_pin', () => {
     expect(t.relay.writes).toEqual([0]);
   });
 
-  it('a guest card is granted without a PIN inside its schedule, and refused outside it', () => {
+  it('a guest card whose link carries no PIN is refused: no_second_factor (two factors mean two factors)', () => {
     const t = setup({ mode: 'card_and_pin' });
     t.card(GUEST_CARD);
-    expect(t.relay.writes).toEqual([0, 1]);
-    expect(t.last('access_granted')?.holders).toEqual(
-      expect.arrayContaining([{ magic_link_id: '501', reason: null }, { email_id: 103, reason: 'not_authorized' }]),
+    expect(t.relay.writes).toEqual([0]);
+    expect(t.last('access_denied')).toMatchObject({ kind: 'card', reason: 'no_second_factor' });
+    expect(t.last('access_denied')?.holders).toEqual(
+      expect.arrayContaining([{ magic_link_id: '501', reason: 'no_second_factor' }, { email_id: 103, reason: 'not_authorized' }]),
     );
-    t.time.advance(8 * 3600_000); // 18:00: outside Mon-Fri 9-17
+    // Not left waiting for a PIN: any PIN now is refused as typed without a card.
+    t.pin(ALICE_PIN);
+    expect(t.last('access_denied')).toMatchObject({ kind: 'pin', factor: 'card_first' });
+    expect(t.relay.writes).toEqual([0]);
+  });
+
+  it("a guest link with a PIN: its card then its PIN within 10 s opens; a wrong PIN, a late PIN or outside its hours does not", () => {
+    const directory = exampleSnapshot();
+    (directory.guest_links![0] as { smartcards: unknown[] }).smartcards.push({ number: '5550', label: 'pin' });
+    const t = setup({ mode: 'card_and_pin' }, { snapshot: directory });
+    t.card(GUEST_CARD);
+    expect(t.relay.writes).toEqual([0]);
+    expect(t.logs.some((l) => l.includes('card accepted, waiting for PIN'))).toBe(true);
+    t.pin('5550');
+    expect(t.relay.writes).toEqual([0, 1]);
+    expect(t.last('access_granted')).toMatchObject({ kind: 'card_and_pin', card_hint: '…01', holders: [{ magic_link_id: '501', reason: null }] });
+    t.time.advance(5_000);
+    // Its card and Alice's PIN: not its second factor.
+    t.card(GUEST_CARD);
+    t.pin(ALICE_PIN);
+    expect(t.last('access_denied')).toMatchObject({ factor: 'pin_mismatch' });
+    // Its PIN 10 s after the card: too late.
+    t.card(GUEST_CARD);
+    t.time.advance(10_000);
+    expect(t.last('access_denied')).toMatchObject({ kind: 'card', factor: 'pin_timeout' });
+    t.pin('5550');
+    expect(t.last('access_denied')).toMatchObject({ kind: 'pin', factor: 'card_first' });
+    // 18:00: outside Mon-Fri 9-17, the card is refused as before.
+    t.time.advance(8 * 3600_000);
     t.card(GUEST_CARD);
     expect(t.last('access_denied')?.holders).toContainEqual({ magic_link_id: '501', reason: 'outside_schedule' });
     expect(t.relay.writes).toEqual([0, 1, 0]);

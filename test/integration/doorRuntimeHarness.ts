@@ -5,7 +5,7 @@ import { parseConfig } from '../../src/config/load.js';
 import type { DoorOptions } from '../../src/door/options.js';
 import type { Level } from '../../src/core/relay.js';
 import { AccessChecker } from '../../src/door/accessChecker.js';
-import { DoorRuntime } from '../../src/door/doorRuntime.js';
+import { DoorRuntime, type AlarmType } from '../../src/door/doorRuntime.js';
 import { LockController } from '../../src/door/lockController.js';
 import type { GpioOutput } from '../../src/hardware/gpio.js';
 import { importSnapshot } from '../../src/snapshot/importSnapshot.js';
@@ -16,6 +16,7 @@ import { EventLog, type EventType, type WireEvent } from '../../src/store/eventL
 import { ManualTime } from '../support/manualTime.js';
 export { ManualTime };
 import { DOOR_UUID, ROOT, tempDir } from '../support/cli.js';
+import { writeSnapshot, type Snapshot } from '../support/snapshot.js';
 
 export { DOOR_UUID };
 
@@ -52,19 +53,29 @@ export function useDoorRuntime() {
   afterEach(() => {
     for (const c of cleanups.splice(0)) c();
   });
-  return (overrides: Partial<DoorOptions> = {}) => setup(tmp.path, `cache-${n++}.db`, overrides, cleanups);
+  return (overrides: Partial<DoorOptions> = {}, site: SiteOptions = {}) => setup(tmp.path, `cache-${n++}.db`, overrides, cleanups, site);
 }
 
-function setup(dir: string, name: string, overrides: Partial<DoorOptions>, cleanups: Array<() => void>) {
+export interface SiteOptions {
+  /** More keys of the access section, YAML flow style without braces (`duressPin: lastDigitPlusOne`). */
+  access?: string;
+  /** The directory imported instead of examples/snapshot.json. */
+  snapshot?: Snapshot;
+  /** Whether the door is in lockdown (asked at each decision, as the daemon's Lockdowns answer). */
+  lockdown?: () => boolean;
+}
+
+function setup(dir: string, name: string, overrides: Partial<DoorOptions>, cleanups: Array<() => void>, site: SiteOptions) {
   const base = parseConfig(
     `agent: { id: test-agent, timezone: Europe/Berlin, dataDir: ${dir} }
-access: { groups: [Staff], policies: [Night shift] }
+access: { groups: [Staff], policies: [Night shift]${site.access ? `, ${site.access}` : ''} }
 doors: [ { uuid: ${DOOR_UUID}, resourceId: 12, relay: { pin: 17 }, unlockSeconds: 5, heldOpenSeconds: 30 } ]`,
     'test',
   );
   const door: DoorOptions = { ...base.doors[0]!, ...overrides };
   const db: Db = openDatabase(join(dir, name));
-  importSnapshot(db, SNAPSHOT, { maxRemovalRatio: null, now: WALL0 });
+  const snapshotFile = site.snapshot ? writeSnapshot(dir, `${name}-snapshot.json`, site.snapshot) : SNAPSHOT;
+  importSnapshot(db, snapshotFile, { maxRemovalRatio: null, now: WALL0 });
   const time = new ManualTime({ wall: WALL0, mono: 1_000 });
   const relay = new MemoryRelay();
   const state = openStateDatabase(join(dir, `${name}-state.db`));
@@ -87,6 +98,8 @@ doors: [ { uuid: ${DOOR_UUID}, resourceId: 12, relay: { pin: 17 }, unlockSeconds
       });
     },
   });
+  // The alarms as the MQTT side would get them (published at once, beside the outbox).
+  const alarms: Array<{ type: AlarmType; data: Record<string, unknown> }> = [];
   const runtime = new DoorRuntime(door, {
     controller,
     checker: new AccessChecker(new CredentialCache(db), base),
@@ -94,6 +107,8 @@ doors: [ { uuid: ${DOOR_UUID}, resourceId: 12, relay: { pin: 17 }, unlockSeconds
     clock: time,
     timers: time,
     logger,
+    lockdown: site.lockdown,
+    onAlarm: (type, data) => alarms.push({ type, data }),
   });
   cleanups.push(() => {
     runtime.stop();
@@ -106,5 +121,5 @@ doors: [ { uuid: ${DOOR_UUID}, resourceId: 12, relay: { pin: 17 }, unlockSeconds
   const last = (type: EventType): WireEvent | undefined => all().filter((e) => e.type === type).at(-1);
   const card = (value: string) => runtime.onReaderFrame({ kind: 'card', value });
   const pin = (value: string) => runtime.onReaderFrame({ kind: 'pin', value });
-  return { door, db, state, time, relay, events, controller, runtime, logs, all, types, last, card, pin };
+  return { door, db, state, time, relay, events, controller, runtime, logs, alarms, all, types, last, card, pin };
 }

@@ -193,6 +193,23 @@ describe('alarms and holidays over MQTT', () => {
     expect(decisions(s).at(-1)).toMatchObject({ type: 'access_granted', kind: 'pin' });
   }, 120_000); // several daemon starts and CLI calls: room for a loaded machine
 
+  it('a duress PIN during a lockdown is refused as her own PIN would be, and the alarm still goes out at once', async () => {
+    const s = await site({ access: '{ groups: [Staff], duressPin: lastDigitPlusOne }' });
+    const daemon = await agent(s);
+    const op = await operator(s, ALARM);
+    await op.publish(DOOR_LOCKDOWN, JSON.stringify({ lockdown: true, by: 'security desk' }), { retain: true });
+    await daemon.waitForMessage('lockdown started', 10_000);
+    s.pty.write('1235#\r\n'); // Alice's PIN is 1234
+    const alarm = await op.waitFor((m) => m.topic === ALARM, 10_000, 'duress alarm in lockdown');
+    expect(alarm.json).toMatchObject({ event_type: 'duress', door: DOOR_UUID, kind: 'pin', hint: 'PIN', holders: [{ email_id: 101 }] });
+    expect(JSON.stringify(alarm.json)).not.toMatch(/123[45]/);
+    await waitUntil(() => decisions(s).length >= 1, 10_000, 'the decision');
+    expect(decisions(s).at(-1)).toMatchObject({ type: 'access_denied', kind: 'pin', reason: 'lockdown', holders: [{ email_id: 101, reason: 'lockdown' }] });
+    expect(readLevel(s.relay)).toBe('0');
+    const types = events(s).map((e) => e.type);
+    expect(types.indexOf('duress')).toBeLessThan(types.indexOf('access_denied'));
+  }, 120_000); // several daemon starts and CLI calls: room for a loaded machine
+
   it('holidays published by the service stop the unlock schedule, and are kept across a restart', async () => {
     // Unlocked every hour of the week: only a holiday can keep the door locked. The board keeps time (agent.rtc):
     // without it, on a machine whose clock is not synchronized, the schedule would wait for the clock.

@@ -113,6 +113,18 @@ const rules: Row[] = [
   ['user with an untrusted clock', { now: 0 }, [user()], null],
   ['user and link with an untrusted clock', { now: 0 }, [link(), user()], null],
   ['denied user and link with an untrusted clock', { now: 0 }, [user({ tag: 'GUEST' }), link()], 'clock_untrusted'],
+  // Card numbers under access.minCardDigits (issue 32 item 4): refused without holders, after the lockouts and lockdown
+  ['a card too short (likely a PIN)', { cardTooShort: true }, [], 'card_too_short'],
+  ['a card too short while the reader is locked out', { cardTooShort: true, cardLockedOut: true }, [], 'card_locked_out'],
+  ['a card too short during a lockdown', { cardTooShort: true, lockdown: true }, [], 'lockdown'],
+  ['cardTooShort is about cards only', { kind: 'pin', cardTooShort: true }, [user()], null],
+  // card_and_pin (issue 32 item 4): a guest link's card needs the link's PIN as its second factor
+  ['a guest link card at a card_and_pin door, the link without a PIN', { secondFactor: true }, [link()], 'no_second_factor'],
+  ['a guest link card at a card_and_pin door, the link with a PIN', { secondFactor: true }, [link({ hasPin: true })], null],
+  ['a user card at a card_and_pin door (the runtime asks for the PIN)', { secondFactor: true }, [user()], null],
+  ['no PIN and outside its schedule: the schedule is the reason', { secondFactor: true, now: utc('2026-07-01T15:00:00Z') }, [link({ timeMapping: WORKDAYS_9_17 })], 'outside_schedule'],
+  ['no PIN, the card also held by a GUEST-tag user: no_second_factor says why', { secondFactor: true }, [user({ tag: 'GUEST' }), link()], 'no_second_factor'],
+  ['a link without a PIN at a card_or_pin door', { secondFactor: false }, [link()], null],
   // Duplicates (rule 2)
   ['suspended user and a valid link', {}, [user({ adStatus: 'SUSPENDED' }), link()], null],
   ['expired link and a qualifying user', {}, [link({ endAt: NOW }), user()], null],
@@ -209,7 +221,9 @@ describe('decide: reason precedence when every holder is denied', () => {
       'clock_untrusted',
       'keypad_locked_out',
       'card_locked_out',
+      'card_too_short',
       'unknown_credential',
+      'no_second_factor',
       'user_suspended',
       'not_authorized',
       'wrong_door',

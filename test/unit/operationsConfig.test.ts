@@ -60,6 +60,13 @@ describe('door operations configuration', () => {
     expect(parsed.access.responders).toBeUndefined();
   });
 
+  it('access.minCardDigits: 6 by default, a whole number from 1 (off) to 20, named when wrong', () => {
+    expect(parseConfig(config('{ groups: [Staff] }', ''), 'test.yaml').access.minCardDigits).toBe(6);
+    expect(parseConfig(config('{ groups: [Staff], minCardDigits: 1 }', ''), 'test.yaml').access.minCardDigits).toBe(1);
+    expect(problems(config('{ groups: [Staff], minCardDigits: 0 }', ''))[0]).toMatch(/^access\.minCardDigits: /);
+    expect(problems(config('{ groups: [Staff], minCardDigits: 4.5 }', ''))[0]).toMatch(/^access\.minCardDigits: /);
+  });
+
   it('names a bad holiday, duress rule or responder list', () => {
     expect(problems(config('{ groups: [Staff], holidays: [2026-02-30, 2026-13-01, "Christmas"] }', ''))).toEqual([
       'access.holidays[0]: expected a date YYYY-MM-DD',

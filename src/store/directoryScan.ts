@@ -1,0 +1,15 @@
+import { DirectoryScan, type DirectoryFindings, type DirectoryRules } from '../core/directoryFindings.js';
+import type { Db } from './database.js';
+
+type Row = [number: string, holderKind: 'user' | 'link', holderId: string, label: string | null];
+
+/**
+ * The cache's directory findings (short cards, duress collisions): one streamed pass over the credentials (a
+ * twentieth of importing them). Run after a sync (in the sync worker) or an import, and by status and config check.
+ */
+export function scanDirectory(db: Db, rules: DirectoryRules): DirectoryFindings {
+  const scan = new DirectoryScan(rules);
+  const rows = db.prepare('SELECT number, holder_kind, holder_id, label FROM credentials').raw(true).iterate() as IterableIterator<Row>;
+  for (const [number, holderKind, holderId, label] of rows) scan.add({ number, holderKind, holderId, label });
+  return scan.result();
+}

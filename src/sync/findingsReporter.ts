@@ -1,0 +1,57 @@
+import type { Logger } from 'pino';
+import { MAX_LISTED, collisionKey, type DirectoryFindings } from '../core/directoryFindings.js';
+import type { AgentStore } from '../store/agentStore.js';
+import { readMeta, writeMeta } from '../store/meta.js';
+
+/** state.db: the collision set last recorded as a duress_collision event (a restart does not record it again). */
+const KEY = 'duress_collisions_reported';
+
+/**
+ * The daemon's side of the directory findings after each sync (issue 32 items 4 and 9): one warn line per kind of
+ * finding and sync (counts, labels, email_ids; never a number), and a `duress_collision` audit event when the set
+ * of collisions changed (also when it is resolved: count 0), not on every sync.
+ */
+export class FindingsReporter {
+  private last: string | null = null;
+
+  constructor(private readonly deps: { store: AgentStore; wallNow: () => number; logger: Logger }) {}
+
+  report(findings: DirectoryFindings): void {
+    const { logger } = this.deps;
+    const short = findings.shortCards;
+    if (short.count > 0) {
+      logger.warn(
+        { count: short.count, labels: short.labels, min_digits: short.minDigits },
+        'card entries shorter than access.minCardDigits in the directory (likely PINs under a label not in access.pinLabels): a card read of them is refused',
+      );
+    }
+    const c = findings.duressCollisions;
+    if (c && c.count > 0) {
+      logger.warn(
+        { count: c.count, email_ids: c.emailIds.slice(0, MAX_LISTED), ...(c.magicLinkIds.length ? { magic_link_ids: c.magicLinkIds.slice(0, MAX_LISTED) } : {}) },
+        "duress PIN collisions in the directory: a duress PIN that is also someone's PIN opens as that PIN with no alarm; change one of the PINs",
+      );
+    }
+    this.recordIfChanged(findings);
+  }
+
+  private recordIfChanged(findings: DirectoryFindings): void {
+    const { store } = this.deps;
+    const key = collisionKey(findings);
+    try {
+      this.last ??= readMeta<string>(store.state, KEY) ?? '';
+      if (key === this.last) return;
+      const c = findings.duressCollisions;
+      store.events.append({
+        type: 'duress_collision',
+        door: null,
+        at: this.deps.wallNow(),
+        data: { count: c?.count ?? 0, email_ids: (c?.emailIds ?? []).slice(0, MAX_LISTED), magic_link_ids: (c?.magicLinkIds ?? []).slice(0, MAX_LISTED) },
+      });
+      this.last = key;
+      store.writes.run(KEY, () => writeMeta(store.state, KEY, key));
+    } catch (err) {
+      this.deps.logger.error({ err }, 'cannot record the duress collisions');
+    }
+  }
+}

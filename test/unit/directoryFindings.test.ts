@@ -1,0 +1,82 @@
+import { describe, expect, it } from 'vitest';
+import { duressOriginal } from '../../src/core/credentials.js';
+import { DirectoryScan, collisionKey, duressPinOf, findingsWarnings, type CredentialEntry, type DirectoryRules } from '../../src/core/directoryFindings.js';
+
+const RULES: DirectoryRules = { pinLabels: ['PIN'], duressPin: 'lastDigitPlusOne', minCardDigits: 6 };
+const pin = (holderId: string, number: string, holderKind: 'user' | 'link' = 'user'): CredentialEntry => ({ number, holderKind, holderId, label: 'PIN' });
+const card = (holderId: string, number: string, label: string | null = 'badge'): CredentialEntry => ({ number, holderKind: 'user', holderId, label });
+
+function scan(entries: CredentialEntry[], rules: DirectoryRules = RULES) {
+  const s = new DirectoryScan(rules);
+  for (const e of entries) s.add(e);
+  return s.result();
+}
+
+describe('duressPinOf: the PIN typed under duress', () => {
+  it.each([
+    ['1357', 'lastDigitPlusOne', '1358'],
+    ['2469', 'lastDigitPlusOne', '2460'],
+    ['1230', 'lastDigitMinusOne', '1239'],
+    ['1234', 'off', null],
+  ] as const)('%s with %s is %s', (p, rule, expected) => {
+    expect(duressPinOf(p, rule)).toBe(expected);
+  });
+
+  it('is what the door undoes (duressOriginal)', () => {
+    for (const rule of ['lastDigitPlusOne', 'lastDigitMinusOne'] as const) {
+      for (const p of ['1234', '0000', '9999', '98765', '10']) expect(duressOriginal(duressPinOf(p, rule)!, rule)).toBe(p);
+    }
+  });
+});
+
+describe('duress collisions', () => {
+  it("1357 -> 1358 while 1358 is Zoe's own PIN: one collision, both users named, no PIN anywhere", () => {
+    const found = scan([pin('101', '1357'), pin('107', '1358'), pin('102', '2222'), card('101', '4213578')]);
+    expect(found.duressCollisions).toEqual({ count: 1, emailIds: [101, 107], magicLinkIds: [] });
+    const text = findingsWarnings(found).join('\n');
+    expect(text).toMatch(/^1 duress PIN collision \(email_id 101, email_id 107\)/);
+    expect(text).toContain('the real PIN wins');
+    expect(text).not.toMatch(/1357|1358/);
+  });
+
+  it('follows the configured rule: minus one, and 9 + 1 wrapping to 0', () => {
+    expect(scan([pin('1', '1358'), pin('2', '1357')], { ...RULES, duressPin: 'lastDigitMinusOne' }).duressCollisions?.emailIds).toEqual([1, 2]);
+    expect(scan([pin('1', '2469'), pin('2', '2460')]).duressCollisions?.count).toBe(1);
+    expect(scan([pin('1', '2469'), pin('2', '2470')]).duressCollisions?.count).toBe(0);
+  });
+
+  it('a chain counts each duress PIN that someone holds; a second PIN of the same user counts; guest links are named', () => {
+    expect(scan([pin('1', '1000'), pin('2', '1001'), pin('3', '1002')]).duressCollisions).toEqual({ count: 2, emailIds: [1, 2, 3], magicLinkIds: [] });
+    expect(scan([pin('1', '4440'), pin('1', '4441')]).duressCollisions).toEqual({ count: 1, emailIds: [1], magicLinkIds: [] });
+    expect(scan([pin('1', '5550'), pin('501', '5551', 'link')]).duressCollisions).toEqual({ count: 1, emailIds: [1], magicLinkIds: ['501'] });
+  });
+
+  it('cards never collide with PINs (a card number is not typed on the keypad), and duressPin off finds nothing', () => {
+    expect(scan([pin('1', '1357'), card('2', '1358')]).duressCollisions?.count).toBe(0);
+    expect(scan([pin('1', '1357'), pin('2', '1358')], { ...RULES, duressPin: 'off' }).duressCollisions).toBeNull();
+  });
+
+  it('the key changes with the set of collisions, and is empty without any', () => {
+    const one = scan([pin('1', '1357'), pin('2', '1358')]);
+    const other = scan([pin('1', '1357'), pin('3', '1358')]);
+    expect(collisionKey(one)).not.toBe(collisionKey(other));
+    expect(collisionKey(scan([pin('1', '1357')]))).toBe('');
+    expect(collisionKey(scan([pin('1', '1357'), pin('2', '1358')], { ...RULES, duressPin: 'off' }))).toBe('');
+  });
+});
+
+describe('short cards (likely PINs under another label)', () => {
+  it('counts card entries under minCardDigits and names their labels, never their numbers', () => {
+    const found = scan([card('1', '1234', 'Pin code'), card('2', '98765', 'Pin code'), card('3', '4213578'), card('4', '42', null), pin('5', '1111')]);
+    expect(found.shortCards).toEqual({ count: 3, minDigits: 6, labels: ['(no label)', 'Pin code'] });
+    const text = findingsWarnings(found).join('\n');
+    expect(text).toMatch(/^3 card entries have fewer than 6 digits \(labels: "\(no label\)", "Pin code"\)/);
+    expect(text).not.toMatch(/1234|98765|42\b/);
+  });
+
+  it('an entry with a PIN label is a PIN, whatever its length; a clean directory says nothing', () => {
+    const found = scan([pin('1', '12'), card('2', '123456')]);
+    expect(found.shortCards.count).toBe(0);
+    expect(findingsWarnings(found)).toEqual([]);
+  });
+});
