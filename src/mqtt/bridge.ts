@@ -227,7 +227,8 @@ export class MqttBridge {
     if (parsed.signed && parsed.requestId) {
       // Remembered as of the later of now and issued_at: a command signed ahead of our clock stays acceptable
       // that much longer, so its id must be kept that much longer too.
-      this.deps.replay.remember(parsed.requestId, d.door.uuid, Math.max(clock.wallNow(), (parsed.issuedAt ?? 0) * 1000));
+      const rememberedAt = Math.max(clock.wallNow(), (parsed.issuedAt ?? 0) * 1000);
+      this.deps.replay.remember(parsed.requestId, d.door.uuid, rememberedAt, rememberedAt - clock.wallNow() + 2 * this.deps.maxAgeSeconds * 1000);
       // Ids older than twice the maximum age can only come with a stale command: no need to keep them.
       this.deps.replay.prune(clock.wallNow() - 2 * this.deps.maxAgeSeconds * 1000);
     }

@@ -5,9 +5,10 @@ import type { DoorEvents } from '../door/doorEvents.js';
 import type { Component } from '../lifecycle.js';
 import { connectBroker } from '../protocol/connection.js';
 import type { MqttOptions } from '../protocol/options.js';
-import { readSecret } from '../config/secrets.js';
+import { readCommandSecret } from '../config/secrets.js';
 import { Topics } from '../protocol/topics.js';
 import type { AgentStore } from '../store/agentStore.js';
+import { ReplayCache } from '../store/replayCache.js';
 import type { Clock, Timers } from '../util/clock.js';
 import { MqttBridge } from './bridge.js';
 import type { Lockdowns } from '../door/lockdowns.js';
@@ -45,10 +46,10 @@ export class MqttComponent implements Component {
   start(): void {
     const { options, store, doorEvents, clock, logger } = this.deps;
     const topics = new Topics(options.topicPrefix, this.deps.agentId);
-    const replay = store.replayCache();
+    const replay = new ReplayCache(store.state, store.writes, () => clock.monoNow());
     replay.prune(clock.wallNow() - 2 * options.commandMaxAgeSeconds * 1000);
     const client = connectBroker(options, topics, this.deps.env, logger);
-    const secret = readSecret('mqtt.commandSecretFile', options.commandSecretFile, {}) ?? null;
+    const secret = readCommandSecret(options.commandSecretFile);
     const lockdowns = this.deps.lockdowns();
     const bridge = new MqttBridge({
       client,

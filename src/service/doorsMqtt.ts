@@ -2,7 +2,7 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import type { MqttClient } from 'mqtt';
 import type { Logger } from 'pino';
 import type { MqttOptions } from '../protocol/options.js';
-import { readSecret, type Env } from '../config/secrets.js';
+import { readCommandSecret, type Env } from '../config/secrets.js';
 import { sign, signedString } from '../protocol/signing.js';
 import { guestLinkPayload, guestLinkRevocationPayload } from '../protocol/guestLinks.js';
 import { clientOptions, connectWithBackoff } from '../protocol/connection.js';
@@ -60,7 +60,7 @@ export class ServiceMqtt {
   ) {
     this.topics = new DoorTopics(config.topicPrefix);
     this.replyTopic = `${config.topicPrefix}/service/replies/${randomBytes(6).toString('hex')}`;
-    this.secret = readSecret('mqtt.commandSecretFile', config.commandSecretFile, env) ?? null;
+    this.secret = readCommandSecret(config.commandSecretFile);
     this.protocolVersion = config.protocolVersion;
     const options = clientOptions(config, env, { clientId: `door-agent-service-${randomBytes(4).toString('hex')}` });
     this.client = connectWithBackoff(config.url, options, logger);

@@ -25,7 +25,8 @@ export type EventType =
   | 'lockdown_ended'
   | 'duress'
   | 'tamper'
-  | 'first_person_in';
+  | 'first_person_in'
+  | 'clock_skew';
 
 export interface NewEvent {
   type: EventType;

@@ -40,7 +40,7 @@ describe("the service's guest-link messages on the broker", () => {
 
   it('a revocation made while the broker was away reaches it on reconnect (the signed link is not left retained)', async () => {
     await broker.start();
-    writeFileSync(join(tmp.path, 'secret'), 'a-command-secret\n');
+    writeFileSync(join(tmp.path, 'secret'), 'a-command-secret-of-at-least-32-bytes\n');
     let live: StoredLink[] = [link];
     let revoked: string[] = [];
     const options = { url: broker.url, topicPrefix: 'da', commandSecretFile: join(tmp.path, 'secret'), commandMaxAgeSeconds: 30, maxGuestLinks: 500, keepaliveSeconds: 5, protocolVersion: 5 as const, homeAssistant: { discovery: false, prefix: 'ha' } };
@@ -69,7 +69,7 @@ describe("the service's guest-link messages on the broker", () => {
     const watcher = await mqtt.connectAsync(broker.url);
     watcher.on('message', (_t, payload) => payload.length > 0 && seen.push((JSON.parse(payload.toString()) as { issued_at: number }).issued_at));
     await watcher.subscribeAsync('db/guest-links/9');
-    writeFileSync(join(tmp.path, 'secret'), 'a-command-secret\n');
+    writeFileSync(join(tmp.path, 'secret'), 'a-command-secret-of-at-least-32-bytes\n');
     const options = { url: broker.url, topicPrefix: 'db', commandSecretFile: join(tmp.path, 'secret'), commandMaxAgeSeconds: 30, maxGuestLinks: 500, keepaliveSeconds: 5, protocolVersion: 5 as const, homeAssistant: { discovery: false, prefix: 'ha' } };
     const service = new ServiceMqtt(options as never, {}, pino({ level: 'silent' }), () => [], () => []);
     try {
@@ -89,7 +89,7 @@ describe("the service's guest-link messages on the broker", () => {
 
   it('signs every live link and revocation again on its own schedule (daily), so doors keep them within guestLinkMaxAgeSeconds', async () => {
     await broker.start();
-    writeFileSync(join(tmp.path, 'secret'), 'a-command-secret\n');
+    writeFileSync(join(tmp.path, 'secret'), 'a-command-secret-of-at-least-32-bytes\n');
     const options = { url: broker.url, topicPrefix: 'dc', commandSecretFile: join(tmp.path, 'secret'), commandMaxAgeSeconds: 30, maxGuestLinks: 500, keepaliveSeconds: 5, protocolVersion: 5 as const, homeAssistant: { discovery: false, prefix: 'ha' } };
     const service = new ServiceMqtt(options as never, {}, pino({ level: 'silent' }), () => [link], () => ['8'], 400);
     try {
