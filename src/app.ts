@@ -180,6 +180,7 @@ export async function startAgent(config: AgentOptions, deps: AgentDeps): Promise
           lockdowns: () => operations.lockdowns,
           onHolidays: (dates, issuedAt) => operations.applyPublishedHolidays(dates, issuedAt),
           heldHolidaysIssuedAt: () => operations.heldHolidaysIssuedAt,
+          forgetHolidaysIssuedAt: () => operations.forgetHolidaysIssuedAt(),
         })
       : null;
     const watchdog = deps.notify ? new SystemdWatchdog({ notify: deps.notify, watchdogUsec: deps.watchdogUsec ?? null, logger }) : null;

@@ -42,8 +42,9 @@ export function parseRetained<T>(
   payload: Buffer,
   schema: z.ZodType<T>,
   secret: string | null,
+  maxBytes: number = MAX_RETAINED_BYTES,
 ): RetainedMessage<T> | RetainedRefusal {
-  if (payload.length > MAX_RETAINED_BYTES) return { refused: `${payload.length} bytes, more than ${MAX_RETAINED_BYTES}` };
+  if (payload.length > maxBytes) return { refused: `${payload.length} bytes, more than ${maxBytes}` };
   if (payload.length === 0) {
     return secret === null ? { kind: 'clear', issuedAt: null } : { refused: 'an unsigned (empty) message; it must be signed here' };
   }
