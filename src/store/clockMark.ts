@@ -15,7 +15,8 @@ export class ClockMark implements Component {
   private timer: unknown = null;
 
   constructor(
-    private readonly deps: { clock: ForwardClock; store: AgentStore; timers: Timers; logger: Logger },
+    /** `store`: read only from start() on (the agent's store, started before this). */
+    private readonly deps: { clock: ForwardClock; store: Pick<AgentStore, 'events' | 'state' | 'writes'>; timers: Timers; logger: Logger },
   ) {}
 
   start(): void {
