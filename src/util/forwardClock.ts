@@ -45,7 +45,8 @@ export class ForwardClock implements Clock {
   wallNow(): number {
     const wall = this.system.wallNow();
     const mono = this.system.monoNow();
-    const held = this.markWall + (mono - this.markMono);
+    // Whole ms, like Date.now() (audit times are stored as integers); never less than a value returned before.
+    const held = Math.floor(this.markWall + (mono - this.markMono));
     if (wall >= held) {
       this.markWall = wall;
       this.markMono = mono;
