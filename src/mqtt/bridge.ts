@@ -275,7 +275,10 @@ export class MqttBridge {
     if (issuedAt !== null && this.deps.times) {
       const ordered = this.deps.times.order('guest_links', guestLinks.versionOf(id), issuedAt);
       if (ordered.clamped && ordered.order !== 'newer') {
-        return void logger.warn({ guestLink: id, issuedAt }, 'guest link message refused: a copy of one from the future already applied (a replay?)');
+        if (message.kind === 'link') this.linksThisSession.add(id);
+        // 'same': the retained message delivered again (a reconnect); 'stale': an older one from the future.
+        if (ordered.order === 'stale') logger.warn({ guestLink: id, issuedAt }, 'guest link message refused: older than one from the future already applied (a replay?)');
+        return;
       }
       ({ issuedAt, future } = ordered.next);
     }
