@@ -27,6 +27,10 @@ import { isClockSynchronized, isClockSynchronizedLater } from './util/clockSync.
 import { ClockSyncWatch } from './door/clockSyncWatch.js';
 import { InputError } from './util/errors.js';
 import { VERSION } from './version.js';
+import { CLOCK_TRUSTED_FROM } from './core/decision.js';
+import { DEFAULT_FUTURE_SKEW_SECONDS } from './protocol/issuedAt.js';
+import { ClockMark } from './store/clockMark.js';
+import { ForwardClock } from './util/forwardClock.js';
 
 export interface AgentDeps {
   logger: Logger;
@@ -65,7 +69,12 @@ export interface Agent {
  * start stopping what had started. Stop: every relay locked first, then the components in reverse order.
  */
 export async function startAgent(config: AgentOptions, deps: AgentDeps): Promise<Agent> {
-  const { logger, clock, timers } = deps;
+  const { logger, timers } = deps;
+  // Decisions, replay windows and audit times use a wall clock that never steps back (util/forwardClock.ts).
+  const clock = new ForwardClock(deps.clock, {
+    skewMs: (config.mqtt?.futureSkewSeconds ?? DEFAULT_FUTURE_SKEW_SECONDS) * 1000,
+    trustedFrom: CLOCK_TRUSTED_FROM,
+  });
   const env = deps.env ?? {};
   const gpio = deps.gpio ?? createGpioDriver(config.gpio);
   const relays = new RelayBank(gpio, logger, (err) => deps.onRelayFailure?.(err));
@@ -185,6 +194,7 @@ export async function startAgent(config: AgentOptions, deps: AgentDeps): Promise
           lockdowns: () => operations.lockdowns,
           onHolidays: (dates, issuedAt) => operations.applyPublishedHolidays(dates, issuedAt),
           heldHolidaysIssuedAt: () => operations.heldHolidaysIssuedAt,
+          forgetHolidaysIssuedAt: () => operations.forgetHolidaysIssuedAt(),
         })
       : null;
     const watchdog = deps.notify ? new SystemdWatchdog({ notify: deps.notify, watchdogUsec: deps.watchdogUsec ?? null, logger }) : null;
@@ -196,7 +206,8 @@ export async function startAgent(config: AgentOptions, deps: AgentDeps): Promise
       },
       stop: () => watchdog?.stopping(),
     };
-    const components = [store, operations, clockWatch, ...doors, mqtt, sync, readiness].filter((c): c is Component => c !== null);
+    const clockMark = new ClockMark({ clock, store, timers, logger: logger.child({ component: 'clock' }) });
+    const components = [store, clockMark, operations, clockWatch, ...doors, mqtt, sync, readiness].filter((c): c is Component => c !== null);
     stopComponents = await startInOrder(components, logger);
   } catch (err) {
     await stop().catch((stopErr: unknown) => logger.error({ err: stopErr }, 'error while cleaning up a failed start'));

@@ -101,6 +101,13 @@ const mqttSchema = z.strictObject({
    * each day), so a signed link captured from the broker and replayed after its revocation stops working.
    */
   guestLinkMaxAgeSeconds: seconds(86_400 + 3600, 90 * 86_400).default(7 * 86_400),
+  /**
+   * A time from the network (issued_at of signed messages) more than this far ahead of the agent's clock counts
+   * as now + this (clamped, logged once as clock_skew); the agent's own clock stepping back more is clock_skew too.
+   */
+  futureSkewSeconds: seconds(1, 3600).default(300),
+  /** Signed mode: a lockdown or holidays message signed longer ago is refused (the service re-signs them daily). */
+  retainedMaxAgeSeconds: seconds(86_400 + 3600, 90 * 86_400).default(3 * 86_400),
   keepaliveSeconds: seconds(5, 600).default(15),
   /** 5 (default) or 4 (MQTT 3.1.1, for brokers without MQTT 5: replies then go to P/doors/<uuid>/reply). */
   protocolVersion: z.union([z.literal(4), z.literal(5)], { error: 'expected 4 or 5' }).default(5),

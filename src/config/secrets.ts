@@ -1,5 +1,6 @@
 import { accessSync, closeSync, constants, fstatSync, openSync, readFileSync } from 'node:fs';
 import { DoorAgentError, describeFsError } from '../util/errors.js';
+import { EXIT_INVALID_CONFIG } from './schema.js';
 import type { Problem } from '../util/issues.js';
 
 export type Env = Readonly<Record<string, string | undefined>>;
@@ -12,6 +13,8 @@ interface SecretRef {
   required: boolean;
   /** An OSDP secure channel key: also checked for its form and its file mode. */
   scbk?: boolean;
+  /** The command secret: also checked for its length (MIN_COMMAND_SECRET_BYTES). */
+  commandSecret?: boolean;
 }
 
 /** The parts of a configuration that name files: a validated Config, or the raw data of one that is not. */
@@ -36,7 +39,7 @@ function secretRefs(config: FileReferences): SecretRef[] {
       envName: 'DOOR_AGENT_MQTT_PASSWORD',
       required: false,
     });
-    refs.push({ keyPath: 'mqtt.commandSecretFile', file: asFile(mqtt.commandSecretFile), required: false });
+    refs.push({ keyPath: 'mqtt.commandSecretFile', file: asFile(mqtt.commandSecretFile), required: false, commandSecret: true });
     for (const key of ['caFile', 'certFile', 'keyFile'] as const) {
       refs.push({ keyPath: `mqtt.${key}`, file: asFile(mqtt[key]), required: false });
     }
@@ -98,6 +101,29 @@ export function readSecret(keyPath: string, file: string | undefined, env: Env, 
   return value;
 }
 
+/**
+ * An HMAC-SHA256 key shorter than its 32-byte output is weaker than the signature it makes, and a short
+ * passphrase can be guessed offline from one signed message captured on the broker.
+ */
+export const MIN_COMMAND_SECRET_BYTES = 32;
+
+/**
+ * The command secret of mqtt.commandSecretFile (agent and service): at least MIN_COMMAND_SECRET_BYTES bytes,
+ * else a configuration error (exit 78) naming the file and the length needed, never the secret.
+ */
+export function readCommandSecret(file: string | undefined): string | null {
+  const secret = readSecret('mqtt.commandSecretFile', file, {});
+  if (secret === undefined) return null;
+  const bytes = Buffer.byteLength(secret, 'utf8');
+  if (bytes < MIN_COMMAND_SECRET_BYTES) {
+    throw new DoorAgentError(
+      `mqtt.commandSecretFile: ${file} holds a secret of ${bytes} bytes; it must be at least ${MIN_COMMAND_SECRET_BYTES} bytes (for example: openssl rand -hex 32 > ${file})`,
+      { exitCode: EXIT_INVALID_CONFIG },
+    );
+  }
+  return secret;
+}
+
 /** Every secret or certificate file the config names, checked for readability (config check). */
 export function checkReferencedFiles(config: FileReferences, env: Env): Problem[] {
   const problems: Problem[] = [];
@@ -116,6 +142,7 @@ export function checkReferencedFiles(config: FileReferences, env: Env): Problem[
     try {
       accessSync(ref.file, constants.R_OK);
       if (ref.scbk) readScbk(ref.keyPath, ref.file);
+      if (ref.commandSecret) readCommandSecret(ref.file);
     } catch (err) {
       const message = err instanceof DoorAgentError ? err.message.replace(`${ref.keyPath}: `, '') : `cannot read ${ref.file}: ${describeFsError(err)}`;
       problems.push({ path: ref.keyPath, message });

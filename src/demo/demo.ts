@@ -92,7 +92,7 @@ export async function startDemo(options: { dir: string; out: (text: string) => v
   // 2. The reference service with a demo organization (its own composition root, as `door-agent service`).
   const quiet = pino({ level: 'warn' }, pino.destination({ dest: join(dir, 'demo.log'), sync: true }));
   // aedes speaks MQTT 3.1.1.
-  const mqttOptions = { url: mqttUrl, topicPrefix: 'door-agent', commandMaxAgeSeconds: 30, maxGuestLinks: 500, guestLinkMaxAgeSeconds: 7 * 86_400, keepaliveSeconds: 15, protocolVersion: 4 as const, homeAssistant: { discovery: true, prefix: 'homeassistant' } };
+  const mqttOptions = { url: mqttUrl, topicPrefix: 'door-agent', commandMaxAgeSeconds: 30, maxGuestLinks: 500, guestLinkMaxAgeSeconds: 7 * 86_400, futureSkewSeconds: 300, retainedMaxAgeSeconds: 3 * 86_400, keepaliveSeconds: 15, protocolVersion: 4 as const, homeAssistant: { discovery: true, prefix: 'homeassistant' } };
   const server = {
     listen: `127.0.0.1:${await freeOr(8080)}`,
     dataDir: join(dir, 'service'),

@@ -1,4 +1,5 @@
 import type { Logger } from 'pino';
+import type { HeldIssuedAt, Ordered } from '../protocol/issuedAt.js';
 import type { NewEvent } from '../store/eventLog.js';
 import { NO_LOCKDOWN, type LockdownRecord } from '../store/operationsState.js';
 
@@ -10,6 +11,11 @@ export interface LockdownRequest {
   reason?: string | null;
   /** issued_at (unix s) of a signed message; null when unsigned. */
   issuedAt: number | null;
+  /**
+   * Orders issued_at against the one held, a time from the future clamped (protocol/issuedAt.ts); absent:
+   * compared as given.
+   */
+  order?: (held: HeldIssuedAt) => Ordered;
 }
 
 export type LockdownOutcome = 'started' | 'ended' | 'unchanged' | 'stale';
@@ -74,10 +80,34 @@ export class Lockdowns {
     return effectiveLockdown(this.get(`door:${doorUuid}`), this.get('agent'));
   }
 
+  /**
+   * Forgets the issued_at held per scope, keeping each lockdown as it is (the switch to signed mode: an
+   * issued_at an unsigned message set must not make signed ones look stale). Returns the scopes changed.
+   */
+  forgetIssuedAt(): LockdownScopeKey[] {
+    const changed: LockdownScopeKey[] = [];
+    for (const [scope, record] of this.records) {
+      if (record.issuedAt === null && (record.futureIssuedAt ?? null) === null) continue;
+      const { futureIssuedAt: _dropped, ...rest } = record;
+      const next = { ...rest, issuedAt: null };
+      this.records.set(scope, next);
+      this.deps.save(scope, next);
+      changed.push(scope);
+    }
+    return changed;
+  }
+
   apply(scope: LockdownScopeKey, request: LockdownRequest): LockdownOutcome {
     if (!this.records.has(scope)) return 'unchanged'; // not one of this agent's doors
     const current = this.get(scope);
-    if (request.issuedAt !== null && current.issuedAt !== null) {
+    let issuedAt = request.issuedAt ?? current.issuedAt;
+    let futureIssuedAt = current.futureIssuedAt ?? null;
+    if (request.issuedAt !== null && request.order) {
+      const ordered = request.order({ issuedAt: current.issuedAt, future: futureIssuedAt });
+      if (ordered.order === 'same') return 'unchanged'; // the retained message again (a reconnect)
+      if (ordered.order === 'stale') return 'stale';
+      ({ issuedAt, future: futureIssuedAt } = ordered.next);
+    } else if (request.issuedAt !== null && current.issuedAt !== null) {
       if (request.issuedAt === current.issuedAt) return 'unchanged'; // the retained message again (a reconnect)
       if (request.issuedAt < current.issuedAt) return 'stale';
     }
@@ -89,7 +119,8 @@ export class Lockdowns {
       by: request.by,
       reason: request.reason ?? null,
       since: changed ? this.deps.wallNow() : current.since,
-      issuedAt: request.issuedAt ?? current.issuedAt,
+      issuedAt,
+      ...(futureIssuedAt !== null ? { futureIssuedAt } : {}),
     };
     this.records.set(scope, next);
     try {

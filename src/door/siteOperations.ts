@@ -77,6 +77,16 @@ export class SiteOperations implements Component {
     return this.holidaysIssuedAt;
   }
 
+  /** The switch to signed mode: the holidays stay, the issued_at an unsigned message set is forgotten. */
+  forgetHolidaysIssuedAt(): void {
+    const { store } = this.deps;
+    this.holidaysIssuedAt = null;
+    store.writes.run('holidays-issued-at', () => {
+      const published = readPublishedHolidays(store.state);
+      if (published) writePublishedHolidays(store.state, { ...published, issuedAt: null });
+    });
+  }
+
   /** Holidays published by the service: in force at once, kept across restarts, the schedules look again. */
   applyPublishedHolidays(dates: string[], issuedAt: number | null): void {
     const { store, logger } = this.deps;

@@ -11,6 +11,7 @@ import { isCommandError, parseCommand, type CommandError, type LockAction } from
 import { discoveryMessages } from './discovery.js';
 import { isRefusal, parseGuestLinkMessage } from '../protocol/guestLinks.js';
 import { RejectionLog } from './rejections.js';
+import type { RetainedClock } from './retainedClock.js';
 import { OutboxPublisher } from './outboxPublisher.js';
 import type { Topics } from '../protocol/topics.js';
 
@@ -38,6 +39,8 @@ export interface BridgeDeps {
   maxAgeSeconds: number;
   /** Signed mode: a guest link signed longer ago than this is refused, and a stored one expires this long after its signature. */
   guestLinkMaxAgeSeconds?: number;
+  /** Orders guest links' issued_at with times from the future clamped (absent: compared as given). */
+  times?: RetainedClock;
   homeAssistant: { discovery: boolean; prefix: string };
   version: string;
   clock: Clock;
@@ -227,7 +230,8 @@ export class MqttBridge {
     if (parsed.signed && parsed.requestId) {
       // Remembered as of the later of now and issued_at: a command signed ahead of our clock stays acceptable
       // that much longer, so its id must be kept that much longer too.
-      this.deps.replay.remember(parsed.requestId, d.door.uuid, Math.max(clock.wallNow(), (parsed.issuedAt ?? 0) * 1000));
+      const rememberedAt = Math.max(clock.wallNow(), (parsed.issuedAt ?? 0) * 1000);
+      this.deps.replay.remember(parsed.requestId, d.door.uuid, rememberedAt, rememberedAt - clock.wallNow() + 2 * this.deps.maxAgeSeconds * 1000);
       // Ids older than twice the maximum age can only come with a stale command: no need to keep them.
       this.deps.replay.prune(clock.wallNow() - 2 * this.deps.maxAgeSeconds * 1000);
     }
@@ -263,11 +267,24 @@ export class MqttBridge {
     if (isRefusal(message)) {
       // Still counts as present on the broker: an unreadable retained link is not proof of a revocation.
       if (payload.length > 0) this.linksThisSession.add(id);
-      return void logger.warn({ guestLink: id, reason: message.refused }, 'guest link refused');
+      return void logger.warn({ topic: this.deps.topics.guestLink(id), guestLink: id, reason: message.refused }, 'guest link refused');
+    }
+    // An issued_at from the future counts as now + mqtt.futureSkewSeconds: a later revocation overtakes it.
+    let { issuedAt } = message;
+    let future: number | null = null;
+    if (issuedAt !== null && this.deps.times) {
+      const ordered = this.deps.times.order('guest_links', guestLinks.versionOf(id), issuedAt);
+      if (ordered.clamped && ordered.order !== 'newer') {
+        if (message.kind === 'link') this.linksThisSession.add(id);
+        // 'same': the retained message delivered again (a reconnect); 'stale': an older one from the future.
+        if (ordered.order === 'stale') logger.warn({ guestLink: id, issuedAt }, 'guest link message refused: older than one from the future already applied (a replay?)');
+        return;
+      }
+      ({ issuedAt, future } = ordered.next);
     }
     if (message.kind === 'revoke') {
       this.linksThisSession.delete(id);
-      this.write(`guest-link-${id}`, () => logger.info({ guestLink: id, result: guestLinks.revoke(id, message.issuedAt) }, 'guest link revoked'));
+      this.write(`guest-link-${id}`, () => logger.info({ guestLink: id, result: guestLinks.revoke(id, issuedAt, future) }, 'guest link revoked'));
       return;
     }
     this.linksThisSession.add(id);
@@ -275,13 +292,13 @@ export class MqttBridge {
     // Signed mode: a signature is good for guestLinkMaxAgeSeconds. The service signs every live link again each
     // day; a link captured from the broker and replayed after its revocation (to a door that missed the
     // tombstone) is refused once older than that, and one stored stops opening then.
-    const maxAgeMs = this.deps.secret !== null && message.issuedAt !== null ? (this.deps.guestLinkMaxAgeSeconds ?? 7 * 86_400) * 1000 : null;
-    const validUntil = maxAgeMs === null ? null : message.issuedAt! * 1000 + maxAgeMs;
+    const maxAgeMs = this.deps.secret !== null && issuedAt !== null ? (this.deps.guestLinkMaxAgeSeconds ?? 7 * 86_400) * 1000 : null;
+    const validUntil = maxAgeMs === null ? null : issuedAt! * 1000 + maxAgeMs;
     if (validUntil !== null && validUntil <= this.deps.clock.wallNow()) {
       return void logger.warn({ guestLink: id, issuedAt: message.issuedAt }, 'guest link refused: signed longer ago than mqtt.guestLinkMaxAgeSeconds (a replay?)');
     }
     this.write(`guest-link-${id}`, () => {
-      const result = guestLinks.store(message.link, message.issuedAt, validUntil);
+      const result = guestLinks.store(message.link, issuedAt, validUntil, future);
       if (result === 'over_budget') logger.warn({ guestLink: id }, 'guest link refused: the cache holds the most guest links allowed (mqtt.maxGuestLinks)');
       else logger.info({ guestLink: id, result }, 'guest link received');
     });

@@ -5,13 +5,17 @@ import type { DoorEvents } from '../door/doorEvents.js';
 import type { Component } from '../lifecycle.js';
 import { connectBroker } from '../protocol/connection.js';
 import type { MqttOptions } from '../protocol/options.js';
-import { readSecret } from '../config/secrets.js';
+import { readCommandSecret } from '../config/secrets.js';
 import { Topics } from '../protocol/topics.js';
 import type { AgentStore } from '../store/agentStore.js';
+import { ReplayCache } from '../store/replayCache.js';
 import type { Clock, Timers } from '../util/clock.js';
 import { MqttBridge } from './bridge.js';
 import type { Lockdowns } from '../door/lockdowns.js';
 import { OperationsBridge } from './operationsBridge.js';
+import { GuestLinkIndexListener } from './guestLinkIndex.js';
+import { RetainedClock } from './retainedClock.js';
+import { resetOnSwitchToSigned } from './signingMode.js';
 
 export interface MqttComponentDeps {
   options: MqttOptions;
@@ -32,6 +36,8 @@ export interface MqttComponentDeps {
   /** Holidays published by the service arrived. */
   onHolidays: (dates: string[], issuedAt: number | null) => void;
   heldHolidaysIssuedAt: () => number | null;
+  /** The switch to signed mode: forget the holidays' issued_at an unsigned message set. */
+  forgetHolidaysIssuedAt?: () => void;
 }
 
 /** The agent on the broker (see MqttBridge): started after the doors, stopped before them. */
@@ -45,11 +51,21 @@ export class MqttComponent implements Component {
   start(): void {
     const { options, store, doorEvents, clock, logger } = this.deps;
     const topics = new Topics(options.topicPrefix, this.deps.agentId);
-    const replay = store.replayCache();
+    const replay = new ReplayCache(store.state, store.writes, () => clock.monoNow());
     replay.prune(clock.wallNow() - 2 * options.commandMaxAgeSeconds * 1000);
     const client = connectBroker(options, topics, this.deps.env, logger);
-    const secret = readSecret('mqtt.commandSecretFile', options.commandSecretFile, {}) ?? null;
+    const secret = readCommandSecret(options.commandSecretFile);
     const lockdowns = this.deps.lockdowns();
+    const guestLinks = store.guestLinks();
+    resetOnSwitchToSigned({
+      state: store.state,
+      signed: secret !== null,
+      lockdowns,
+      guestLinks,
+      forgetHolidaysIssuedAt: this.deps.forgetHolidaysIssuedAt ?? (() => undefined),
+      logger,
+    });
+    const times = new RetainedClock({ clock, futureSkewSeconds: options.futureSkewSeconds, record: (event) => store.events.append(event), logger });
     const bridge = new MqttBridge({
       client,
       topics,
@@ -61,7 +77,8 @@ export class MqttComponent implements Component {
         extraState: () => d.publishedState(lockdowns.effective(d.options.uuid)),
       })),
       events: store.events,
-      guestLinks: store.guestLinks(),
+      guestLinks,
+      times,
       replay,
       writes: store.writes,
       secret,
@@ -85,8 +102,13 @@ export class MqttComponent implements Component {
       onHolidays: this.deps.onHolidays,
       heldHolidaysIssuedAt: this.deps.heldHolidaysIssuedAt,
       clock,
+      times,
+      retainedMaxAgeSeconds: options.retainedMaxAgeSeconds,
       logger,
     });
+    if (secret !== null) {
+      new GuestLinkIndexListener({ client, prefix: options.topicPrefix, secret, guestLinks, writes: store.writes, times, maxAgeSeconds: options.guestLinkMaxAgeSeconds, logger });
+    }
     this.unsubscribe.push(
       doorEvents.on('lock', (door) => bridge.publishState(door)),
       doorEvents.on('position', (door) => bridge.publishState(door)),

@@ -6,6 +6,7 @@ import { isRetainedRefusal } from '../protocol/retainedMessages.js';
 import { parseHolidaysMessage, parseLockdownMessage, type LockdownScope } from '../protocol/lockdown.js';
 import type { Topics } from '../protocol/topics.js';
 import type { Clock } from '../util/clock.js';
+import type { RetainedClock } from './retainedClock.js';
 
 export interface OperationsBridgeDeps {
   client: MqttClient;
@@ -19,6 +20,9 @@ export interface OperationsBridgeDeps {
   /** issued_at of the holidays held (signed mode: an older message is a replay). */
   heldHolidaysIssuedAt: () => number | null;
   clock: Clock;
+  /** Orders issued_at with times from the future clamped; the maximum age (mqtt.retainedMaxAgeSeconds). */
+  times: RetainedClock;
+  retainedMaxAgeSeconds: number;
   logger: Logger;
 }
 
@@ -78,11 +82,17 @@ export class OperationsBridge {
   private onLockdown(key: LockdownScopeKey, scope: LockdownScope, payload: Buffer): void {
     const { logger, lockdowns } = this.deps;
     const message = parseLockdownMessage(scope, payload, this.deps.secret);
-    if (isRetainedRefusal(message)) return void logger.warn({ scope: key, reason: message.refused }, 'lockdown message refused');
+    if (isRetainedRefusal(message)) return void logger.warn({ topic: this.topicOf(key), scope: key, reason: message.refused }, 'lockdown message refused');
+    if (this.tooOld(message.issuedAt)) {
+      return void logger.warn({ scope: key, issuedAt: message.issuedAt, maxAgeSeconds: this.deps.retainedMaxAgeSeconds }, 'lockdown message refused: signed longer ago than mqtt.retainedMaxAgeSeconds (a replay?)');
+    }
+    const { times } = this.deps;
+    const issuedAt = message.issuedAt;
+    const order = issuedAt === null ? undefined : (held: Parameters<RetainedClock['order']>[1]) => times.order('lockdown', held, issuedAt);
     const request =
       message.kind === 'clear'
         ? { active: false, by: 'MQTT (empty retained message)', reason: null, issuedAt: null }
-        : { active: message.body.lockdown, by: message.body.by, reason: message.body.reason ?? null, issuedAt: message.issuedAt };
+        : { active: message.body.lockdown, by: message.body.by, reason: message.body.reason ?? null, issuedAt, order };
     const outcome: LockdownOutcome = lockdowns.apply(key, request);
     if (outcome === 'stale') {
       logger.warn({ scope: key, issuedAt: request.issuedAt, held: lockdowns.get(key).issuedAt }, 'lockdown message refused: older than the one in force (a replay?)');
@@ -93,12 +103,31 @@ export class OperationsBridge {
   private onHolidays(payload: Buffer): void {
     const { logger } = this.deps;
     const message = parseHolidaysMessage(payload, this.deps.secret);
-    if (isRetainedRefusal(message)) return void logger.warn({ reason: message.refused }, 'holidays message refused');
-    const held = this.deps.heldHolidaysIssuedAt();
-    if (message.issuedAt !== null && held !== null && message.issuedAt <= held) {
-      if (message.issuedAt < held) logger.warn({ issuedAt: message.issuedAt, held }, 'holidays message refused: older than the one in force (a replay?)');
-      return;
+    if (isRetainedRefusal(message)) return void logger.warn({ topic: this.deps.topics.holidays, reason: message.refused }, 'holidays message refused');
+    if (this.tooOld(message.issuedAt)) {
+      return void logger.warn({ issuedAt: message.issuedAt, maxAgeSeconds: this.deps.retainedMaxAgeSeconds }, 'holidays message refused: signed longer ago than mqtt.retainedMaxAgeSeconds (a replay?)');
     }
-    this.deps.onHolidays(message.kind === 'clear' ? [] : message.body.dates, message.issuedAt);
+    const held = this.deps.heldHolidaysIssuedAt();
+    let issuedAt = message.issuedAt;
+    if (issuedAt !== null) {
+      // Held as clamped: a later message overtakes one that came from the future.
+      const ordered = this.deps.times.order('holidays', { issuedAt: held }, issuedAt);
+      if (ordered.order !== 'newer') {
+        if (ordered.order === 'stale') logger.warn({ issuedAt: message.issuedAt, held }, 'holidays message refused: older than the one in force (a replay?)');
+        return;
+      }
+      issuedAt = ordered.next.issuedAt;
+    }
+    this.deps.onHolidays(message.kind === 'clear' ? [] : message.body.dates, issuedAt);
+  }
+
+  /** Signed mode: whether a message was signed longer ago than mqtt.retainedMaxAgeSeconds. */
+  private tooOld(issuedAt: number | null): boolean {
+    return this.deps.secret !== null && issuedAt !== null && this.deps.times.tooOld(issuedAt, this.deps.retainedMaxAgeSeconds);
+  }
+
+  private topicOf(key: LockdownScopeKey): string | undefined {
+    for (const [topic, target] of this.scopes) if (target.key === key) return topic;
+    return undefined;
   }
 }

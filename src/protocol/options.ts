@@ -12,6 +12,10 @@ export interface MqttOptions {
   maxGuestLinks: number;
   /** Signed mode: how long a signed guest link stays valid without being signed again (the service: daily). */
   guestLinkMaxAgeSeconds: number;
+  /** A network time further ahead than this is clamped to now + this (protocol/issuedAt.ts). */
+  futureSkewSeconds: number;
+  /** Signed mode: a lockdown or holidays message signed longer ago than this is refused. */
+  retainedMaxAgeSeconds: number;
   keepaliveSeconds: number;
   /** 5, or 4 (MQTT 3.1.1) for brokers without MQTT 5. */
   protocolVersion: 4 | 5;

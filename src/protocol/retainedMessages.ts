@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { problemsInOneLine } from '../util/issues.js';
+import { MAX_JSON_DEPTH, deeperThan } from './jsonDepth.js';
 import { canonicalJson, sign, signatureMatches } from './signing.js';
 
 /**
@@ -41,8 +42,9 @@ export function parseRetained<T>(
   payload: Buffer,
   schema: z.ZodType<T>,
   secret: string | null,
+  maxBytes: number = MAX_RETAINED_BYTES,
 ): RetainedMessage<T> | RetainedRefusal {
-  if (payload.length > MAX_RETAINED_BYTES) return { refused: `${payload.length} bytes, more than ${MAX_RETAINED_BYTES}` };
+  if (payload.length > maxBytes) return { refused: `${payload.length} bytes, more than ${maxBytes}` };
   if (payload.length === 0) {
     return secret === null ? { kind: 'clear', issuedAt: null } : { refused: 'an unsigned (empty) message; it must be signed here' };
   }
@@ -70,6 +72,8 @@ export function openSignedObject(
     return { refused: 'not JSON' };
   }
   if (typeof data !== 'object' || data === null || Array.isArray(data)) return { refused: 'not a JSON object' };
+  // Before anything recurses into it (the canonical JSON of the signature): a refusal, not a stack overflow.
+  if (deeperThan(data)) return { refused: `nested deeper than ${MAX_JSON_DEPTH} levels` };
   const envelope = envelopeSchema.safeParse(data);
   if (!envelope.success) return { refused: problemsInOneLine(envelope.error.issues) };
   const issuedAt = envelope.data.issued_at ?? null;

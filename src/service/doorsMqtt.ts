@@ -2,9 +2,10 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import type { MqttClient } from 'mqtt';
 import type { Logger } from 'pino';
 import type { MqttOptions } from '../protocol/options.js';
-import { readSecret, type Env } from '../config/secrets.js';
+import { readCommandSecret, type Env } from '../config/secrets.js';
 import { sign, signedString } from '../protocol/signing.js';
 import { guestLinkPayload, guestLinkRevocationPayload } from '../protocol/guestLinks.js';
+import { guestLinkIndexPayload, guestLinkIndexTopic } from '../protocol/guestLinkIndex.js';
 import { clientOptions, connectWithBackoff } from '../protocol/connection.js';
 import { DoorTopics } from '../protocol/topics.js';
 import { holidaysPayload, holidaysTopic, lockdownPayload, lockdownTopic, type HolidaysMessage, type LockdownMessage, type LockdownScope } from '../protocol/lockdown.js';
@@ -19,6 +20,8 @@ export interface DoorReply {
 
 /** Every live guest link and revocation is signed and published again this often (doors allow 7 days by default). */
 const RESIGN_INTERVAL_MS = 24 * 3600 * 1000;
+/** The guest-link index's own issued_at sequence (never a magic_link_id: those are numbers). */
+const INDEX_SUBJECT = 'index';
 
 /**
  * Retained state the service owns besides guest links (issue 14), read again at every connect and daily re-signing.
@@ -62,7 +65,7 @@ export class ServiceMqtt {
   ) {
     this.topics = new DoorTopics(config.topicPrefix);
     this.replyTopic = `${config.topicPrefix}/service/replies/${randomBytes(6).toString('hex')}`;
-    this.secret = readSecret('mqtt.commandSecretFile', config.commandSecretFile, env) ?? null;
+    this.secret = readCommandSecret(config.commandSecretFile);
     this.protocolVersion = config.protocolVersion;
     const options = clientOptions(config, env, { clientId: `door-agent-service-${randomBytes(4).toString('hex')}` });
     this.client = connectWithBackoff(config.url, options, logger);
@@ -108,8 +111,19 @@ export class ServiceMqtt {
   private publishAllLinks(): void {
     const live = this.links();
     const liveIds = new Set(live.map((l) => l.magic_link_id));
-    for (const id of this.revokedLinks()) if (!liveIds.has(id)) this.revokeGuestLink(id);
-    for (const link of live) this.publishGuestLink(link);
+    for (const id of this.revokedLinks()) if (!liveIds.has(id)) this.sendRevocation(id);
+    for (const link of live) this.sendLink(link);
+    this.publishIndex(live);
+  }
+
+  /**
+   * Retained P/guest-link-index: the ids of every live link (protocol/guestLinkIndex.ts), after the links' own
+   * messages; a door in signed mode drops the links it holds that the index no longer lists.
+   */
+  private publishIndex(live: StoredLink[] = this.links()): void {
+    if (!this.client.connected) return;
+    const payload = guestLinkIndexPayload(live.map((l) => l.magic_link_id), this.secret, this.issuedAt(INDEX_SUBJECT));
+    this.client.publish(guestLinkIndexTopic(this.topics.prefix), payload, { qos: 1, retain: true });
   }
 
   /**
@@ -145,7 +159,13 @@ export class ServiceMqtt {
     return true;
   }
 
+  /** A link created or changed: its message, then the index. */
   publishGuestLink(link: StoredLink): void {
+    this.sendLink(link);
+    this.publishIndex();
+  }
+
+  private sendLink(link: StoredLink): void {
     if (!this.client.connected) return; // published at the next connect
     const payload = guestLinkPayload({ ...link }, this.secret, this.issuedAt(link.magic_link_id));
     this.client.publish(this.topics.guestLink(link.magic_link_id), payload, { qos: 1, retain: true });
@@ -167,7 +187,13 @@ export class ServiceMqtt {
     if (this.client.connected) this.client.publish(this.topics.directoryRevision, revisionPayload(revision), { qos: 1, retain: true });
   }
 
+  /** A link revoked: its tombstone (or empty payload), then the index. */
   revokeGuestLink(id: string): void {
+    this.sendRevocation(id);
+    this.publishIndex();
+  }
+
+  private sendRevocation(id: string): void {
     // Retained too, so that a broker that kept the old link forgets it. Without a secret it is the empty payload
     // (agents away now reconcile on reconnect); with one, a signed tombstone the doors can believe.
     const payload = guestLinkRevocationPayload(id, this.secret, this.issuedAt(id));

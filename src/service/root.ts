@@ -1,7 +1,7 @@
 import type { IncomingMessage } from 'node:http';
 import type { Logger } from 'pino';
 import { join } from 'node:path';
-import type { Env } from '../config/secrets.js';
+import { readCommandSecret, type Env } from '../config/secrets.js';
 import type { MqttOptions } from '../protocol/options.js';
 import type { Clock } from '../util/clock.js';
 import { DoorAgentError } from '../util/errors.js';
@@ -40,6 +40,8 @@ export async function startService(
   const { server } = options;
   // Read once, at start: a change to the file takes a restart of the service (as any configuration change does).
   const holidays = server.holidaysFile === undefined ? null : readHolidaysFile(server.holidaysFile);
+  // A short command secret is a configuration error (exit 78), found before anything is opened.
+  if (options.mqtt) readCommandSecret(options.mqtt.commandSecretFile);
   const db = openServiceDatabase(join(server.dataDir, 'service.db'));
   const lockdowns = new LockdownStore(db);
   const retainedState: RetainedState = {

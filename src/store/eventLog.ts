@@ -28,7 +28,8 @@ export type EventType =
   | 'tamper'
   | 'first_person_in'
   | 'schedule_waiting_for_clock'
-  | 'schedule_clock_synchronized';
+  | 'schedule_clock_synchronized'
+  | 'clock_skew';
 
 export interface NewEvent {
   type: EventType;

@@ -20,15 +20,49 @@ export class GuestLinkStore {
     private readonly maxLinks = DEFAULT_MAX_MQTT_LINKS,
   ) {}
 
-  /** Whether `issuedAt` is older than the newest message applied for `id`; records it otherwise. */
-  private isStale(id: string, issuedAt: number | null): boolean {
+  /**
+   * Whether `issuedAt` is older than the newest message applied for `id`; records it otherwise, with `future`
+   * (the highest issued_at from the future that was clamped, protocol/issuedAt.ts).
+   */
+  private isStale(id: string, issuedAt: number | null, future: number | null = null): boolean {
     if (issuedAt === null) return false;
     const newest = this.db.prepare('SELECT issued_at FROM guest_link_versions WHERE magic_link_id = ?').pluck().get(id) as number | undefined;
     if (newest !== undefined && issuedAt < newest) return true;
     this.db
-      .prepare('INSERT INTO guest_link_versions (magic_link_id, issued_at) VALUES (?, ?) ON CONFLICT DO UPDATE SET issued_at = excluded.issued_at')
-      .run(id, issuedAt);
+      .prepare(
+        `INSERT INTO guest_link_versions (magic_link_id, issued_at, future_issued_at) VALUES (?, ?, ?) ON CONFLICT DO UPDATE
+         SET issued_at = excluded.issued_at, future_issued_at = max(coalesce(future_issued_at, 0), coalesce(excluded.future_issued_at, 0))`,
+      )
+      .run(id, issuedAt, future);
     return false;
+  }
+
+  /** What was applied for `id`: its issued_at (clamped) and the highest one from the future. */
+  versionOf(id: string): { issuedAt: number | null; future: number | null } {
+    const row = this.db.prepare('SELECT issued_at, future_issued_at FROM guest_link_versions WHERE magic_link_id = ?').get(id) as
+      | { issued_at: number; future_issued_at: number | null }
+      | undefined;
+    return { issuedAt: row?.issued_at ?? null, future: row?.future_issued_at || null };
+  }
+
+  /** Forgets every issued_at applied (the switch to signed mode: what unsigned messages set must not count). */
+  forgetVersions(): number {
+    return this.db.prepare('DELETE FROM guest_link_versions').run().changes;
+  }
+
+  /**
+   * Signed mode: removes the links received over MQTT that a fresh index of the live links (issued at
+   * `indexIssuedAt`) does not list, unless a message about them is at least as recent as the index.
+   */
+  removeMqttLinksNotIndexed(ids: ReadonlySet<string>, indexIssuedAt: number): string[] {
+    return this.db.transaction(() => {
+      const rows = this.db
+        .prepare("SELECT l.magic_link_id AS id, v.issued_at AS at FROM guest_links l LEFT JOIN guest_link_versions v USING (magic_link_id) WHERE l.source = 'mqtt'")
+        .all() as Array<{ id: string; at: number | null }>;
+      const removed = rows.filter((r) => !ids.has(r.id) && (r.at === null || r.at < indexIssuedAt)).map((r) => r.id);
+      for (const id of removed) this.remove(id);
+      return removed;
+    })();
   }
 
   private remove(id: string): boolean {
@@ -46,19 +80,19 @@ export class GuestLinkStore {
     })();
   }
 
-  revoke(id: string, issuedAt: number | null = null): GuestLinkChange {
+  revoke(id: string, issuedAt: number | null = null, future: number | null = null): GuestLinkChange {
     return this.db.transaction((): GuestLinkChange => {
-      if (this.isStale(id, issuedAt)) return 'stale';
+      if (this.isStale(id, issuedAt, future)) return 'stale';
       return this.remove(id) ? 'revoked' : 'unchanged';
     })();
   }
 
   /** `validUntil` (ms): the link stops opening then at the latest, whatever its end_time (a signature's age limit). */
-  store(link: GuestLink, issuedAt: number | null = null, validUntil: number | null = null): GuestLinkChange {
+  store(link: GuestLink, issuedAt: number | null = null, validUntil: number | null = null, future: number | null = null): GuestLinkChange {
     const staged = toStagedLink(link);
     if (validUntil !== null) staged.endAt = staged.endAt === null ? validUntil : Math.min(staged.endAt, validUntil);
     return this.db.transaction((): GuestLinkChange => {
-      if (this.isStale(staged.magicLinkId, issuedAt)) return 'stale';
+      if (this.isStale(staged.magicLinkId, issuedAt, future)) return 'stale';
       if (!staged.resourceIds.some((r) => this.resourceIds.has(r))) {
         return this.remove(staged.magicLinkId) ? 'revoked' : 'not_here';
       }

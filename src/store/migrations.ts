@@ -100,6 +100,11 @@ export const MIGRATIONS: readonly Migration[] = [
   ) STRICT;
   `,
   moveStateOut,
+  `
+  -- The highest issued_at per guest link that came from the future and was counted as now + the skew
+  -- (protocol/issuedAt.ts): a copy of such a message replayed while its stamp is still ahead is not new again.
+  ALTER TABLE guest_link_versions ADD COLUMN future_issued_at INTEGER;
+  `,
 ];
 
 const tableExists = (db: Db, name: string) =>

@@ -14,6 +14,8 @@ export interface LockdownRecord {
   since: number | null;
   /** issued_at (unix s) of the message that set it, for refusing older (replayed) ones; null when unsigned. */
   issuedAt: number | null;
+  /** The highest issued_at that came from the future and was clamped (protocol/issuedAt.ts). */
+  futureIssuedAt?: number | null;
 }
 
 export const NO_LOCKDOWN: LockdownRecord = { active: false, by: null, reason: null, since: null, issuedAt: null };

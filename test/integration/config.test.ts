@@ -338,6 +338,12 @@ mqtt: { url: "mqtts://door:s3cret-pass@broker.lan:8883", commandSecretFile: ${tm
     chmodSync(keyFile, 0o600);
     writeFileSync(join(tmp.path, 'missing-secret'), 'shh\n');
     r = runCli(['config', 'check', '--config', path]);
+    // A command secret shorter than 32 bytes is a configuration error naming the file and the length needed.
+    expect(r.status).toBe(78);
+    expect(r.stderr).toContain(`mqtt.commandSecretFile: ${tmp.path}/missing-secret holds a secret of 3 bytes; it must be at least 32 bytes`);
+    expect(r.stderr).not.toContain('shh');
+    writeFileSync(join(tmp.path, 'missing-secret'), `${'s'.repeat(32)}\n`);
+    r = runCli(['config', 'check', '--config', path]);
     expect(r.status).toBe(0);
     expect(r.stdout).not.toContain('s3cret-pass');
     expect(r.stdout).toContain('mqtts://***@broker.lan:8883');

@@ -225,7 +225,7 @@ describe('ReplayCache on a SQLite file', () => {
     const { db } = openState();
     const replay = new ReplayCache(db);
     expect(replay.seen('req-1')).toBe(false);
-    replay.remember('req-1', DOOR_UUID, T0);
+    replay.remember('req-1', DOOR_UUID, T0, 60_000);
     expect(replay.seen('req-1')).toBe(true);
     expect(replay.seen('req-2')).toBe(false);
     expect(replay.seen('REQ-1')).toBe(false);
@@ -234,30 +234,45 @@ describe('ReplayCache on a SQLite file', () => {
   it('a request_id used at one door is seen at every door', () => {
     const { db } = openState();
     const replay = new ReplayCache(db);
-    replay.remember('shared', DOOR_UUID, T0);
-    expect(() => replay.remember('shared', SECOND_DOOR_UUID, T0 + 1)).not.toThrow();
+    replay.remember('shared', DOOR_UUID, T0, 60_000);
+    expect(() => replay.remember('shared', SECOND_DOOR_UUID, T0 + 1, 60_000)).not.toThrow();
     expect(replay.seen('shared')).toBe(true);
   });
 
   it('keeps request_ids across a restart', () => {
     const first = openState();
-    new ReplayCache(first.db).remember('req-persist', DOOR_UUID, T0);
+    new ReplayCache(first.db).remember('req-persist', DOOR_UUID, T0, 60_000);
     first.db.close();
     expect(new ReplayCache(openState(first.file).db).seen('req-persist')).toBe(true);
   });
 
-  it('prune forgets only ids seen before the cutoff, in memory and in the database', () => {
+  it('prune forgets rows dated before the cutoff, and ids in memory once their span ran out on the monotonic clock', () => {
     const { db } = openState();
-    const replay = new ReplayCache(db);
-    replay.remember('old-1', DOOR_UUID, T0 - 120_000);
-    replay.remember('old-2', SECOND_DOOR_UUID, T0 - 60_001);
-    replay.remember('edge', DOOR_UUID, T0 - 60_000);
-    replay.remember('new', DOOR_UUID, T0);
+    let mono = 1_000;
+    const replay = new ReplayCache(db, undefined, () => mono);
+    replay.remember('old-1', DOOR_UUID, T0 - 120_000, 0);
+    replay.remember('old-2', SECOND_DOOR_UUID, T0 - 60_001, 0);
+    replay.remember('edge', DOOR_UUID, T0 - 60_000, 0);
+    replay.remember('new', DOOR_UUID, T0, 60_000);
+    mono += 1;
     replay.prune(T0 - 60_000);
     expect(replay.seen('old-1')).toBe(false);
     expect(replay.seen('old-2')).toBe(false);
     expect(replay.seen('edge')).toBe(true);
     expect(replay.seen('new')).toBe(true);
     expect(db.prepare('SELECT request_id FROM command_requests ORDER BY request_id').pluck().all()).toEqual(['edge', 'new']);
+  });
+
+  it('an id stays in memory for its span whatever the wall time given to prune (a wall clock may step)', () => {
+    const { db } = openState();
+    let mono = 1_000;
+    const replay = new ReplayCache(db, undefined, () => mono);
+    replay.remember('req', DOOR_UUID, T0, 60_000);
+    replay.prune(T0 + 3_600_000); // the rows on disk go: dated before the cutoff
+    expect(db.prepare('SELECT count(*) FROM command_requests').pluck().get()).toBe(0);
+    expect(replay.seen('req')).toBe(true);
+    mono += 60_001;
+    replay.prune(T0 + 3_600_000);
+    expect(replay.seen('req')).toBe(false);
   });
 });

@@ -26,7 +26,7 @@ const SET = `${P}/doors/${DOOR_UUID}/set`;
 const REPLY = `${P}/doors/${DOOR_UUID}/reply`;
 const STATE = `${P}/doors/${DOOR_UUID}/state`;
 const STATUS = `${P}/agents/mq/status`;
-const SECRET = 'test-command-secret-0123456789';
+const SECRET = 'test-command-secret-0123456789-abcdef';
 
 let n = 0;
 interface Site {

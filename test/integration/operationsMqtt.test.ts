@@ -27,7 +27,7 @@ const ALARM = `${P}/doors/${DOOR_UUID}/alarm`;
 const AGENT_LOCKDOWN = `${P}/agents/${AGENT}/lockdown`;
 const AGENT_LOCKDOWN_STATE = `${P}/agents/${AGENT}/lockdown/state`;
 const DOOR_LOCKDOWN = `${P}/doors/${DOOR_UUID}/lockdown`;
-const SECRET = 'test-command-secret-0123456789';
+const SECRET = 'test-command-secret-0123456789-abcdef';
 const ALICE_CARD = '4213578';
 
 let n = 0;

@@ -20,7 +20,7 @@ import { sleep } from '../support/wait.js';
 const tmp = tempDir('door-agent-service-lockdown-');
 afterAll(tmp.cleanup);
 
-const SECRET = 'a-lockdown-secret';
+const SECRET = 'a-lockdown-secret-of-at-least-32-bytes';
 const COMPUTER_UUID = '0c0ffee0-1234-4abc-9def-0123456789ab';
 const DOOR: LockdownScope = { kind: 'door', uuid: DOOR_UUID };
 const LOBBY: LockdownScope = { kind: 'agent', id: 'lobby-pi' };
@@ -62,6 +62,8 @@ function mqttOptions(broker: Mosquitto, prefix: string, signed: boolean): MqttOp
     commandMaxAgeSeconds: 30,
     maxGuestLinks: 500,
     guestLinkMaxAgeSeconds: 7 * 86_400,
+    futureSkewSeconds: 300,
+    retainedMaxAgeSeconds: 3 * 86_400,
     keepaliveSeconds: 5,
     protocolVersion: 5,
     homeAssistant: { discovery: false, prefix: 'ha' },

@@ -5,6 +5,7 @@ import { pino } from 'pino';
 import { afterAll, describe, expect, it } from 'vitest';
 import type { StoredLink } from '../../src/service/routesLinks.js';
 import { ServiceMqtt } from '../../src/service/doorsMqtt.js';
+import type { DoorAgentError } from '../../src/util/errors.js';
 import { tempDir } from '../support/cli.js';
 import { Mosquitto } from '../support/mosquitto.js';
 import { sleep, waitUntil } from '../support/wait.js';
@@ -40,7 +41,7 @@ describe("the service's guest-link messages on the broker", () => {
 
   it('a revocation made while the broker was away reaches it on reconnect (the signed link is not left retained)', async () => {
     await broker.start();
-    writeFileSync(join(tmp.path, 'secret'), 'a-command-secret\n');
+    writeFileSync(join(tmp.path, 'secret'), 'a-command-secret-of-at-least-32-bytes\n');
     let live: StoredLink[] = [link];
     let revoked: string[] = [];
     const options = { url: broker.url, topicPrefix: 'da', commandSecretFile: join(tmp.path, 'secret'), commandMaxAgeSeconds: 30, maxGuestLinks: 500, keepaliveSeconds: 5, protocolVersion: 5 as const, homeAssistant: { discovery: false, prefix: 'ha' } };
@@ -48,6 +49,9 @@ describe("the service's guest-link messages on the broker", () => {
     try {
       await eventually(async () => (await retained(broker.url, 'da/guest-links/7'))?.magic_token === link.magic_token, 10_000, 'the link retained');
       const published = (await retained(broker.url, 'da/guest-links/7'))!;
+      // The signed index of the live links (the doors' reconcile path in signed mode), after the link itself.
+      await eventually(async () => JSON.stringify((await retained(broker.url, 'da/guest-link-index'))?.ids) === '["7"]', 10_000, 'the index retained');
+      expect((await retained(broker.url, 'da/guest-link-index'))!.signature).toEqual(expect.any(String));
       await broker.stop(); // the service loses the broker
       live = [];
       revoked = ['7']; // the guest is removed meanwhile: the service records the revocation
@@ -58,10 +62,25 @@ describe("the service's guest-link messages on the broker", () => {
       // Strictly newer than the link, even within the same second: a replay of the link is stale at every door.
       expect(tombstone.issued_at as number).toBeGreaterThan(published.issued_at as number);
       expect(tombstone.signature).toEqual(expect.any(String));
+      await eventually(async () => JSON.stringify((await retained(broker.url, 'da/guest-link-index'))?.ids) === '[]', 10_000, 'the index without the revoked link');
     } finally {
       await service.close();
     }
   }, 40_000);
+
+  it('refuses a command secret shorter than 32 bytes: exit 78 naming the file, never the secret', () => {
+    const file = join(tmp.path, 'short-secret');
+    writeFileSync(file, 'a-command-secret\n');
+    const options = { url: broker.url, topicPrefix: 'dd', commandSecretFile: file, commandMaxAgeSeconds: 30, maxGuestLinks: 500, keepaliveSeconds: 5, protocolVersion: 5 as const, homeAssistant: { discovery: false, prefix: 'ha' } };
+    let error: DoorAgentError | undefined;
+    try {
+      new ServiceMqtt(options as never, {}, pino({ level: 'silent' }), () => [], () => []);
+    } catch (err) {
+      error = err as DoorAgentError;
+    }
+    expect(error?.exitCode).toBe(78);
+    expect(error?.message).toBe(`mqtt.commandSecretFile: ${file} holds a secret of 16 bytes; it must be at least 32 bytes (for example: openssl rand -hex 32 > ${file})`);
+  });
 
   it('an update and a revocation within one second carry increasing issued_at', async () => {
     await broker.start();
@@ -69,7 +88,7 @@ describe("the service's guest-link messages on the broker", () => {
     const watcher = await mqtt.connectAsync(broker.url);
     watcher.on('message', (_t, payload) => payload.length > 0 && seen.push((JSON.parse(payload.toString()) as { issued_at: number }).issued_at));
     await watcher.subscribeAsync('db/guest-links/9');
-    writeFileSync(join(tmp.path, 'secret'), 'a-command-secret\n');
+    writeFileSync(join(tmp.path, 'secret'), 'a-command-secret-of-at-least-32-bytes\n');
     const options = { url: broker.url, topicPrefix: 'db', commandSecretFile: join(tmp.path, 'secret'), commandMaxAgeSeconds: 30, maxGuestLinks: 500, keepaliveSeconds: 5, protocolVersion: 5 as const, homeAssistant: { discovery: false, prefix: 'ha' } };
     const service = new ServiceMqtt(options as never, {}, pino({ level: 'silent' }), () => [], () => []);
     try {
@@ -89,7 +108,7 @@ describe("the service's guest-link messages on the broker", () => {
 
   it('signs every live link and revocation again on its own schedule (daily), so doors keep them within guestLinkMaxAgeSeconds', async () => {
     await broker.start();
-    writeFileSync(join(tmp.path, 'secret'), 'a-command-secret\n');
+    writeFileSync(join(tmp.path, 'secret'), 'a-command-secret-of-at-least-32-bytes\n');
     const options = { url: broker.url, topicPrefix: 'dc', commandSecretFile: join(tmp.path, 'secret'), commandMaxAgeSeconds: 30, maxGuestLinks: 500, keepaliveSeconds: 5, protocolVersion: 5 as const, homeAssistant: { discovery: false, prefix: 'ha' } };
     const service = new ServiceMqtt(options as never, {}, pino({ level: 'silent' }), () => [link], () => ['8'], 400);
     try {
