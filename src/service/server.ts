@@ -5,6 +5,7 @@ import type { Clock } from '../util/clock.js';
 import { ApiKeys, type Rank } from './apiKeys.js';
 import { BadRequest } from './params.js';
 import { answerClientError, errorBody, methodList, parseFormBody, parseJsonBody } from './http.js';
+import { DEFAULT_HTTP_LIMITS, applyConnectionLimit, fastifyHttpOptions, type HttpLimits } from './httpLimits.js';
 import type { ServiceMqtt } from './doorsMqtt.js';
 import type { Mailer } from './mailer.js';
 import { Directory } from './directory.js';
@@ -27,6 +28,8 @@ export interface ServiceDeps {
   doors?: ServiceMqtt;
   lockReplyTimeoutMs: number;
   mailer?: Mailer;
+  /** Timeouts and the connection limit (server.*TimeoutSeconds, server.maxConnections); defaults when absent. */
+  http?: Partial<HttpLimits>;
 }
 
 export interface RouteContext extends ServiceDeps {
@@ -73,7 +76,9 @@ const BODY_KEY_ROUTES = new Set(['PUT /modifysmartcard', 'PUT /modifysmartcards'
  * bodies may be JSON or a form; every error is `{"error": message}` with a 4xx status, never a 500 for bad input.
  */
 export function buildService(deps: ServiceDeps): FastifyInstance {
+  const limits: HttpLimits = { ...DEFAULT_HTTP_LIMITS, ...deps.http };
   const app = Fastify({
+    ...fastifyHttpOptions(limits),
     bodyLimit: BODY_LIMIT,
     logger: false,
     // Errors fastify and Node's HTTP parser would answer in their own shape: answered in the API's instead.
@@ -88,6 +93,7 @@ export function buildService(deps: ServiceDeps): FastifyInstance {
     },
     return503OnClosing: false, // answered by the first onRequest hook below
   });
+  applyConnectionLimit(app.server, limits, deps.logger, deps.clock);
   let stopping = false;
   app.addHook('preClose', async () => {
     stopping = true;
