@@ -150,6 +150,8 @@ export const serverSchema = z
     requestTimeoutSeconds: seconds(1, 600).default(60),
     keepAliveTimeoutSeconds: seconds(1, 600).default(10),
     maxConnections: z.number().int().min(16).max(100_000).default(1000),
+    /** Smartcard labels that mark a PIN, as the agent's access.pinLabels: masked to keys that may not read PINs. */
+    pinLabels: z.array(z.string().trim().min(1)).min(1).default(['PIN']),
   })
   .superRefine((server, ctx) => {
     if (server.headersTimeoutSeconds > server.requestTimeoutSeconds) {

@@ -26,4 +26,6 @@ export interface ServerOptions {
   requestTimeoutSeconds?: number;
   keepAliveTimeoutSeconds?: number;
   maxConnections?: number;
+  /** Smartcard labels that mark a PIN (default PIN): their numbers are masked to keys that may not read PINs. */
+  pinLabels?: readonly string[];
 }

@@ -69,6 +69,7 @@ export async function startService(
     doors,
     mailer,
     lockReplyTimeoutMs: server.lockReplyTimeoutSeconds * 1000,
+    ...(server.pinLabels ? { pinLabels: server.pinLabels } : {}),
     http: definedOnly({
       headersTimeoutSeconds: server.headersTimeoutSeconds,
       requestTimeoutSeconds: server.requestTimeoutSeconds,

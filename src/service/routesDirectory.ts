@@ -16,6 +16,7 @@ export function registerDirectoryRoutes(app: FastifyInstance, ctx: RouteContext)
     reply.header('etag', etag);
     const unchanged = !answer.full && answer.users.length === 0 && answer.removed.length === 0;
     if (unchanged && request.headers['if-none-match'] === etag) return reply.code(304).send();
-    return answer;
+    const pins = ctx.pinMaskFor(request);
+    return pins === null ? answer : { ...answer, details: pins.details(answer.details) };
   });
 }

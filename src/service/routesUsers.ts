@@ -30,7 +30,7 @@ export function registerUserRoutes(app: FastifyInstance, ctx: RouteContext): voi
 
   app.get('/user', async (request, reply) => {
     const p = params(detailParams, request);
-    const json = answers.detailJson(p.email_id);
+    const json = answers.detailJson(p.email_id, ctx.pinMaskFor(request));
     if (json === undefined) throw new BadRequest(`no user with email_id ${p.email_id}`, 404);
     return reply.type(JSON_CONTENT_TYPE).send(json);
   });
@@ -49,8 +49,8 @@ export function registerUserRoutes(app: FastifyInstance, ctx: RouteContext): voi
 
   app.get('/modifysmartcard', async (request) => {
     const p = params(z.object({ email_id: intParam }), request);
-    userOr(p.email_id, 404);
-    return { email_id: p.email_id, smartcards: users.detail(users.get(p.email_id)!).smartcards };
+    const cards = users.smartcards(userOr(p.email_id, 404).email_id);
+    return { email_id: p.email_id, smartcards: ctx.pinMaskFor(request)?.cards(cards) ?? cards };
   });
 
   const modifySmartcards = async (request: FastifyRequest) => {

@@ -46,7 +46,7 @@ beforeAll(async () => {
   // Keys made here before the service opens the database (a CLI run per key costs seconds on a loaded machine).
   const db = openServiceDatabase(join(tmp.path, 'svc', 'data', 'service.db'));
   adminKey = new ApiKeys(db).create('ADMIN', 0, Date.now());
-  doorKey = new ApiKeys(db).create('ADMIN', 0, Date.now());
+  doorKey = new ApiKeys(db).create('DOOR', 0, Date.now());
   db.close();
   service = spawn(process.execPath, [CLI, 'service', '--config', config], { cwd: ROOT, stdio: ['ignore', 'pipe', 'inherit'] });
   await new Promise<void>((resolve, reject) => {
