@@ -3,6 +3,7 @@ import { z } from 'zod';
 import { RANKS } from './apiKeys.js';
 import { BadRequest, boolParam, emailParam, intParam, jsonArrayParam, parseParams, smartcardParam as smartcard } from './params.js';
 import { dropUserFromLinks } from './routesLinks.js';
+import { REQUEST_LIMITS as LIMITS } from './requestLimits.js';
 import type { RouteContext } from './server.js';
 import { JSON_CONTENT_TYPE, userAnswers } from './userList.js';
 
@@ -56,7 +57,7 @@ export function registerUserRoutes(app: FastifyInstance, ctx: RouteContext): voi
   const modifySmartcards = async (request: FastifyRequest) => {
     ctx.requireRank(request, 'ADMIN');
     const p = params(
-      z.object({ email_id: intParam, smartcards: jsonArrayParam(smartcard), allow_duplicates: boolParam.optional() }),
+      z.object({ email_id: intParam, smartcards: jsonArrayParam(smartcard, { field: 'smartcards', max: LIMITS.perUser }), allow_duplicates: boolParam.optional() }),
       request,
     );
     const user = userOr(p.email_id);
@@ -76,7 +77,7 @@ export function registerUserRoutes(app: FastifyInstance, ctx: RouteContext): voi
   app.put('/modifyallusernames', async (request) => {
     ctx.requireRank(request, 'ADMIN');
     const p = params(
-      z.object({ email_id: intParam, computer_usernames: jsonArrayParam(z.object({ computer_username: z.string().min(1).max(100) })) }),
+      z.object({ email_id: intParam, computer_usernames: jsonArrayParam(z.object({ computer_username: z.string().min(1).max(100) }), { field: 'computer_usernames', max: LIMITS.usernames }) }),
       request,
     );
     const user = userOr(p.email_id);
