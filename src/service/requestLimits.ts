@@ -16,6 +16,11 @@ export const REQUEST_LIMITS = {
   usernames: 100,
   /** resource_id_list of POST /magiclinkadmin. */
   resources: 1000,
+  /**
+   * The body of PUT /modifysmartcard(s), the calls that may carry their key in the body and so are read before the
+   * key is checked: 100 cards fit many times over, and 1,000 connections cannot make the service hold 1 GB.
+   */
+  bodyBeforeKey: 64 * 1024,
   /** Nesting of a JSON body (or of a parameter holding JSON): objects and arrays inside each other. */
   depth: 32,
 } as const;

@@ -182,7 +182,9 @@ export function buildService(deps: ServiceDeps): FastifyInstance {
   app.setErrorHandler((err: Error & { statusCode?: number; code?: string }, request, reply: FastifyReply) => {
     if (err instanceof BadRequest) return reply.code(err.status).send({ error: err.message });
     // 400, the document's status for a refused request, with the reason (HTTP would also allow 413).
-    if (err.code === 'FST_ERR_CTP_BODY_TOO_LARGE') return reply.code(400).send({ error: `request body over ${BODY_LIMIT} bytes` });
+    if (err.code === 'FST_ERR_CTP_BODY_TOO_LARGE') {
+      return reply.code(400).send({ error: `request body over ${request.routeOptions.bodyLimit ?? BODY_LIMIT} bytes` });
+    }
     if (err.code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE') {
       const type = request.headers['content-type']?.split(';')[0]?.trim().slice(0, 100);
       const accepted = 'send application/json or application/x-www-form-urlencoded';

@@ -129,3 +129,22 @@ describe('the largest allowed requests work, with statements prepared once', () 
     }
   }, 60_000);
 });
+
+describe('a body read before its key is checked', () => {
+  it(`PUT /modifysmartcard(s) (the key may be in the body): at most ${REQUEST_LIMITS.bodyBeforeKey} bytes, with or without a key`, async () => {
+    const before = state();
+    for (const url of ['/modifysmartcard', '/modifysmartcards']) {
+      const big = JSON.stringify({ email_id: 1, smartcards: [{ number: '1', label: 'x'.repeat(REQUEST_LIMITS.bodyBeforeKey) }] });
+      for (const auth of [{}, headers]) {
+        const answer = await app.inject({ method: 'PUT', url, headers: { ...auth, 'content-type': 'application/json' }, payload: big });
+        expect(answer.statusCode).toBe(400);
+        expect(answer.json()).toEqual({ error: `request body over ${REQUEST_LIMITS.bodyBeforeKey} bytes` });
+      }
+    }
+    expect(state()).toBe(before);
+    // The largest list it takes fits well within it.
+    const fits = await app.inject({ method: 'PUT', url: '/modifysmartcard', headers, payload: { email_id: 1, smartcards: cards(REQUEST_LIMITS.perUser).map((c) => ({ ...c, label: 'a card label of forty characters, about' })) } });
+    expect(fits.statusCode, fits.body).toBe(200);
+  });
+});
+
