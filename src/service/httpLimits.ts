@@ -40,13 +40,17 @@ export function checkingIntervalMs(limits: HttpLimits): number {
   return Math.max(250, Math.min(5000, Math.round(shorter / 5)));
 }
 
-/** The fastify options that carry the limits (fastify sets requestTimeout, keepAliveTimeout and the socket timeout). */
-export function fastifyHttpOptions(limits: HttpLimits) {
+/**
+ * The fastify options that carry the limits (fastify sets requestTimeout, keepAliveTimeout and the socket timeout).
+ * `longestWaitMs`: the longest a handler may keep a connection silent on purpose (POST /setlockstatus waiting for
+ * the door's reply), added to the inactivity timeout so that wait is never cut.
+ */
+export function fastifyHttpOptions(limits: HttpLimits, longestWaitMs = 0) {
   return {
     requestTimeout: limits.requestTimeoutSeconds * 1000,
     keepAliveTimeout: limits.keepAliveTimeoutSeconds * 1000,
-    // Socket inactivity: a client that stops reading its answer (or sends nothing at all) is closed too.
-    connectionTimeout: limits.requestTimeoutSeconds * 1000,
+    // Socket inactivity: a client that stops reading its answer is closed too.
+    connectionTimeout: limits.requestTimeoutSeconds * 1000 + longestWaitMs,
     http: {
       headersTimeout: limits.headersTimeoutSeconds * 1000,
       requestTimeout: limits.requestTimeoutSeconds * 1000,

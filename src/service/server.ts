@@ -85,7 +85,7 @@ const BODY_KEY_ROUTES = new Set(['PUT /modifysmartcard', 'PUT /modifysmartcards'
 export function buildService(deps: ServiceDeps): FastifyInstance {
   const limits: HttpLimits = { ...DEFAULT_HTTP_LIMITS, ...deps.http };
   const app = Fastify({
-    ...fastifyHttpOptions(limits),
+    ...fastifyHttpOptions(limits, deps.lockReplyTimeoutMs),
     bodyLimit: BODY_LIMIT,
     logger: false,
     // Errors fastify and Node's HTTP parser would answer in their own shape: answered in the API's instead.

@@ -180,7 +180,7 @@ describe('slow clients (issue 32 item 7)', () => {
     const app = buildService({ db, clock: systemClock, logger: pino({ level: 'silent' }), resources: [], lockReplyTimeoutMs: 1000 });
     const server = app.server;
     expect([server.headersTimeout, server.requestTimeout, server.keepAliveTimeout, server.timeout, server.maxConnections]).toEqual([
-      30_000, 60_000, 10_000, 60_000, 1000,
+      30_000, 60_000, 10_000, 61_000, 1000,
     ]);
     await app.close();
     db.close();
