@@ -14,6 +14,7 @@ import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { BenchRow } from './report.js';
 import { seedService } from './serviceSeed.js';
+import { benchmarkServiceMemory } from './serviceMemory.js';
 
 const USERS = 10_000;
 const root = resolve(fileURLToPath(import.meta.url), '../../..');
@@ -73,7 +74,12 @@ function load(url: string, server: ChildProcess, headers: string[] = []): Load {
   return { perSecond: out.requests.average, p99: out.latency.p99, errors: out.non2xx + out.errors, cpuPerRequest };
 }
 
+/** The load figures, then the memory under the largest allowed requests (serviceMemory.ts). */
 export async function benchmarkService(workDir: string): Promise<BenchRow[]> {
+  return [...(await benchmarkServiceLoad(workDir)), ...(await benchmarkServiceMemory(workDir))];
+}
+
+async function benchmarkServiceLoad(workDir: string): Promise<BenchRow[]> {
   const dir = join(workDir, 'service');
   rmSync(dir, { recursive: true, force: true });
   mkdirSync(dir, { recursive: true });

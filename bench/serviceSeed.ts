@@ -3,7 +3,7 @@ import { ApiKeys } from '../src/service/apiKeys.js';
 import { UserStore } from '../src/service/users.js';
 import { openServiceDatabase } from '../src/service/database.js';
 
-/** A reference-service database with `count` Staff users holding two cards each; returns a REGULAR key. */
+/** A reference-service database with `count` Staff users holding a card and a PIN each; returns a DOOR key (the doors' key: PINs in clear). */
 export function seedService(dataDir: string, count: number): string {
   const db = openServiceDatabase(join(dataDir, 'service.db'));
   const users = new UserStore(db);
@@ -20,7 +20,7 @@ export function seedService(dataDir: string, count: number): string {
       member.run(user.email_id);
     }
   })();
-  const key = new ApiKeys(db).create('REGULAR', 0, now);
+  const key = new ApiKeys(db).create('DOOR', 0, now);
   db.close();
   return key;
 }

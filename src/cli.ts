@@ -44,7 +44,7 @@ Commands:
         validate the configuration; print every problem with its key path
   service [--config F]
         the reference access-control service (HTTP API), from the file's server section
-  service key create --rank REGULAR|ADMIN|SUPER [--expires-days N] [--config F]
+  service key create --rank REGULAR|ADMIN|SUPER|DOOR [--expires-days N] [--config F]
         create an API key for the service and print it once
   service outbox [--config F]
         the e-mail the service queued (invitations, guest links), as JSON lines
@@ -163,7 +163,7 @@ export async function main(argv: string[], ctx: CommandContext): Promise<number>
     case 'service': {
       if (rest[0] === 'key') {
         const [, sub, ...keyArgs] = rest;
-        if (sub !== 'create') throw new UsageError('usage: door-agent service key create --rank REGULAR|ADMIN|SUPER [--expires-days N]');
+        if (sub !== 'create') throw new UsageError('usage: door-agent service key create --rank REGULAR|ADMIN|SUPER|DOOR [--expires-days N]');
         const { values } = parse(keyArgs, { rank: { type: 'string' }, 'expires-days': { type: 'string' } }, []);
         return runServiceKeyCreate({ rank: str(values.rank), expiresDays: str(values['expires-days']), config: str(values.config) }, ctx);
       }

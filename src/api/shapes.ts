@@ -13,8 +13,18 @@ export const serviceTime = z.string().refine((s) => parseServiceTime(s) !== null
 /** "a string holding an integer" (smartcard and PIN numbers). */
 export const integerString = z.string().regex(/^[0-9]{1,40}$/, 'expected a string holding an integer');
 
+/**
+ * The number the reference service gives a PIN entry in place of its digits when the API key may not read PINs
+ * (docs/reference-service.md, "Who reads PINs"). The agent refuses a sync that holds one, saying which key it needs.
+ */
+export const MASKED_PIN = '****';
+
 export const smartcardSchema = z.object({
-  number: integerString,
+  number: z.string().superRefine((n, ctx) => {
+    if (n === MASKED_PIN) {
+      ctx.addIssue({ code: 'custom', message: 'a masked PIN ("****"): this API key may not read PINs; give the agent a DOOR key (door-agent service key create --rank DOOR)' });
+    } else if (!/^[0-9]{1,40}$/.test(n)) ctx.addIssue({ code: 'custom', message: 'expected a string holding an integer' });
+  }),
   label: z.string().nullish(),
 });
 

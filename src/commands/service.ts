@@ -1,7 +1,7 @@
 import { chownSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { loadServiceConfig } from '../config/load.js';
-import { ApiKeys, RANKS, type Rank } from '../service/apiKeys.js';
+import { ApiKeys, KEY_KINDS, type KeyKind } from '../service/apiKeys.js';
 import { openServiceDatabase } from '../service/database.js';
 import { startService } from '../service/root.js';
 import { UsageError } from '../util/errors.js';
@@ -27,15 +27,15 @@ function openServiceDb(config: ReturnType<typeof loadServiceConfig>) {
 }
 
 /**
- * `door-agent service key create --rank R [--expires-days N]`: prints the new key alone on one line of stdout,
+ * `door-agent service key create --rank R [--expires-days N]` (R: REGULAR, ADMIN, SUPER or DOOR): prints the new key alone on one line of stdout,
  * the only time it is shown (only its hash is stored). Works whether or not the service is running.
  */
 export function runServiceKeyCreate(
   args: { rank: string | undefined; expiresDays: string | undefined; config: string | undefined },
   ctx: CommandContext,
 ): number {
-  if (!args.rank || !(RANKS as readonly string[]).includes(args.rank)) {
-    throw new UsageError(`--rank must be one of ${RANKS.join(', ')}`);
+  if (!args.rank || !(KEY_KINDS as readonly string[]).includes(args.rank)) {
+    throw new UsageError(`--rank must be one of ${KEY_KINDS.join(', ')} (DOOR: a door controller's key, read-only, reads PINs)`);
   }
   let days = 0;
   if (args.expiresDays !== undefined) {
@@ -45,11 +45,11 @@ export function runServiceKeyCreate(
   const config = loadServiceConfig(configPath(args.config, ctx.env));
   const db = openServiceDb(config);
   try {
-    const key = new ApiKeys(db).create(args.rank as Rank, days, ctx.clock.wallNow());
+    const key = new ApiKeys(db).create(args.rank as KeyKind, days, ctx.clock.wallNow());
     giveToDataDirOwner(config.server.dataDir);
     ctx.stdout.write(`${key}\n`);
     const expiry = days > 0 ? `expires in ${days} day(s)` : 'never expires';
-    const article = /^[AEIOU]/.test(args.rank) ? 'an' : 'a'; // an ADMIN, a REGULAR, a SUPER
+    const article = /^[AEIOU]/.test(args.rank) ? 'an' : 'a'; // an ADMIN, a DOOR, a REGULAR, a SUPER
     ctx.stderr.write(`created ${article} ${args.rank} API key that ${expiry}; it is shown only this once\n`);
     return 0;
   } finally {

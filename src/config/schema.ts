@@ -157,8 +157,18 @@ export const serverSchema = z
     smtp: z.strictObject({ url: z.url({ protocol: /^smtps?$/ }), from: z.string().min(3) }).optional(),
     /** Holidays for every door: one date YYYY-MM-DD per line (# comments), read at start, published on P/holidays. */
     holidaysFile: z.string().min(1).optional(),
+    // Slow clients (issue 32 item 7): the defaults are DEFAULT_HTTP_LIMITS of service/httpLimits.ts.
+    headersTimeoutSeconds: seconds(1, 600).default(30),
+    requestTimeoutSeconds: seconds(1, 600).default(60),
+    keepAliveTimeoutSeconds: seconds(1, 600).default(10),
+    maxConnections: z.number().int().min(16).max(100_000).default(1000),
+    /** Smartcard labels that mark a PIN, as the agent's access.pinLabels: masked to keys that may not read PINs. */
+    pinLabels: z.array(z.string().trim().min(1)).min(1).default(['PIN']),
   })
   .superRefine((server, ctx) => {
+    if (server.headersTimeoutSeconds > server.requestTimeoutSeconds) {
+      ctx.addIssue({ code: 'custom', path: ['headersTimeoutSeconds'], message: `must not be longer than requestTimeoutSeconds (${server.requestTimeoutSeconds})` });
+    }
     const ids = new Map<number, number>();
     const uuids = new Map<string, number>();
     server.resources.forEach((r, i) => {

@@ -1,6 +1,7 @@
 import { STATUS_CODES, maxHeaderSize } from 'node:http';
 import type { Socket } from 'node:net';
 import { BadRequest } from './params.js';
+import { checkJsonDepth } from './requestLimits.js';
 
 /**
  * The service's HTTP layer below the routes (issue 15): the errors Node's HTTP parser raises before fastify sees a
@@ -112,6 +113,7 @@ export function parseJsonBody(body: Buffer): unknown {
     throw new BadRequest('request body is empty but Content-Type is application/json: send a JSON object, or no Content-Type');
   }
   const text = bodyText(body);
+  checkJsonDepth(text, 'request body');
   try {
     return SUSPECT_JSON.test(text) ? (JSON.parse(text, checkedJsonValue) as unknown) : (JSON.parse(text) as unknown);
   } catch (err) {

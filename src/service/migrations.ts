@@ -141,4 +141,18 @@ export const SERVICE_MIGRATIONS: readonly string[] = [
   ) STRICT;
   INSERT INTO directory_tags SELECT revision, lower(hex(randomblob(8))) FROM directory_revision;
   `,
+  `
+  -- Keys for door controllers (issue 32 item 16): rank DOOR reads PINs in clear and changes nothing. SQLite cannot
+  -- change a CHECK in place: the table is copied.
+  CREATE TABLE api_keys_new (
+    key_id     INTEGER PRIMARY KEY,
+    key_hash   TEXT NOT NULL UNIQUE,
+    rank       TEXT NOT NULL CHECK (rank IN ('REGULAR', 'ADMIN', 'SUPER', 'DOOR')),
+    created_at INTEGER NOT NULL,
+    expires_at INTEGER
+  ) STRICT;
+  INSERT INTO api_keys_new SELECT key_id, key_hash, rank, created_at, expires_at FROM api_keys;
+  DROP TABLE api_keys;
+  ALTER TABLE api_keys_new RENAME TO api_keys;
+  `,
 ];

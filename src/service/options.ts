@@ -21,4 +21,11 @@ export interface ServerOptions {
   smtp?: SmtpOptions;
   /** A text file of holidays (one YYYY-MM-DD per line), read at start and published retained on P/holidays. */
   holidaysFile?: string;
+  /** Slow clients and connections (httpLimits.ts); the loader fills them, a caller of startService may leave them out. */
+  headersTimeoutSeconds?: number;
+  requestTimeoutSeconds?: number;
+  keepAliveTimeoutSeconds?: number;
+  maxConnections?: number;
+  /** Smartcard labels that mark a PIN (default PIN): their numbers are masked to keys that may not read PINs. */
+  pinLabels?: readonly string[];
 }

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { problemsInOneLine } from '../util/issues.js';
+import { checkJsonDepth, tooMany } from './requestLimits.js';
 
 /**
  * Request parameters of the service: accepted in the query string, a form or a JSON body (the API document does
@@ -19,14 +20,23 @@ export const boolParam = z.union([
   z.enum(['true', 'false', '1', '0']).transform((v) => v === 'true' || v === '1'),
 ]);
 
-export function jsonArrayParam<T extends z.ZodType>(item: T) {
+/**
+ * A "serialized JSON array" parameter. With `limit`, a longer list is refused with 413 naming `limit.field` before
+ * any item is checked (requestLimits.ts); a string holding JSON nested too deep is refused before it is parsed.
+ */
+export function jsonArrayParam<T extends z.ZodType>(item: T, limit?: { field: string; max: number }) {
   return z.preprocess((value) => {
-    if (typeof value !== 'string') return value;
-    try {
-      return JSON.parse(value) as unknown;
-    } catch {
-      return value; // reported as "expected array" below
+    let parsed = value;
+    if (typeof value === 'string') {
+      checkJsonDepth(value, limit?.field ?? 'a parameter');
+      try {
+        parsed = JSON.parse(value) as unknown;
+      } catch {
+        return value; // reported as "expected array" below
+      }
     }
+    if (limit && Array.isArray(parsed) && parsed.length > limit.max) throw tooMany(limit.field, parsed.length, limit.max);
+    return parsed;
   }, z.array(item));
 }
 

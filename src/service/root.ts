@@ -14,6 +14,11 @@ import { revokedLinkIds, storedLinks } from './routesLinks.js';
 import { LockdownStore, issueRetained, lockdownMessage } from './routesLockdown.js';
 import { buildService } from './server.js';
 
+/** The keys whose value is not undefined (so that the defaults fill the others). */
+function definedOnly<T extends object>(values: T): Partial<T> {
+  return Object.fromEntries(Object.entries(values).filter(([, v]) => v !== undefined)) as Partial<T>;
+}
+
 export interface RunningService {
   /** The base URL it answers on (http://host:port). */
   url: string;
@@ -66,6 +71,13 @@ export async function startService(
     doors,
     mailer,
     lockReplyTimeoutMs: server.lockReplyTimeoutSeconds * 1000,
+    ...(server.pinLabels ? { pinLabels: server.pinLabels } : {}),
+    http: definedOnly({
+      headersTimeoutSeconds: server.headersTimeoutSeconds,
+      requestTimeoutSeconds: server.requestTimeoutSeconds,
+      keepAliveTimeoutSeconds: server.keepAliveTimeoutSeconds,
+      maxConnections: server.maxConnections,
+    }),
   });
   const { onRequest } = deps;
   // On the HTTP server itself, not a fastify hook: a hook after the key check would miss the requests it refuses.

@@ -25,6 +25,7 @@ export function registerDirectoryRoutes(app: FastifyInstance, ctx: RouteContext)
     reply.header('etag', directoryEtag(answer));
     const unchanged = !answer.full && answer.users.length === 0 && answer.removed.length === 0;
     if (unchanged && notModified(request.headers['if-none-match'], answer)) return reply.code(304).send();
-    return answer;
+    const pins = ctx.pinMaskFor(request);
+    return pins === null ? answer : { ...answer, details: pins.details(answer.details) };
   });
 }

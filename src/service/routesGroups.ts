@@ -1,9 +1,10 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import { BadRequest, boolParam, emailParam, intParam, jsonArrayParam, parseParams, smartcardParam as smartcard } from './params.js';
+import { REQUEST_LIMITS as LIMITS } from './requestLimits.js';
 import type { RouteContext } from './server.js';
 
-const idList = jsonArrayParam(intParam);
+const idList = (field: string) => jsonArrayParam(intParam, { field, max: LIMITS.ids });
 
 /** Groups of users or resources, and invitations (POST /invites). */
 export function registerGroupRoutes(app: FastifyInstance, ctx: RouteContext): void {
@@ -12,9 +13,10 @@ export function registerGroupRoutes(app: FastifyInstance, ctx: RouteContext): vo
 
   /** Refuses member ids that are not users (user groups) or configured resources (resource groups). */
   const checkMembers = (type: 'users' | 'resources', ids: readonly number[], resourceType?: 'COMPUTER' | 'DOOR' | null) => {
+    const active = type === 'users' ? users.activeIds(ids) : null;
     const unknown =
-      type === 'users'
-        ? ids.filter((id) => users.get(id) === undefined)
+      active !== null
+        ? ids.filter((id) => !active.has(id))
         : ids.filter((id) => {
             const r = ctx.resources.find((res) => res.resourceId === id);
             return !r || (resourceType != null && r.type !== resourceType);
@@ -30,7 +32,7 @@ export function registerGroupRoutes(app: FastifyInstance, ctx: RouteContext): vo
       z.object({
         type: z.enum(['users', 'resources']),
         name: z.string().trim().min(1).max(200),
-        add_ids: idList,
+        add_ids: idList('add_ids'),
         resource_type: z.enum(['COMPUTER', 'DOOR']).optional(),
       }),
       request,
@@ -51,7 +53,7 @@ export function registerGroupRoutes(app: FastifyInstance, ctx: RouteContext): vo
   app.put('/groups', async (request) => {
     ctx.requireRank(request, 'ADMIN');
     const p = params(
-      z.object({ type: z.enum(['users', 'resources']), group_id: intParam, add_ids: idList.optional(), del_ids: idList.optional() }),
+      z.object({ type: z.enum(['users', 'resources']), group_id: intParam, add_ids: idList('add_ids').optional(), del_ids: idList('del_ids').optional() }),
       request,
     );
     const group = db.prepare('SELECT type, name, resource_type FROM groups WHERE group_id = ?').get(p.group_id) as
@@ -73,15 +75,19 @@ export function registerGroupRoutes(app: FastifyInstance, ctx: RouteContext): vo
     ctx.requireRank(request, 'ADMIN');
     const p = params(
       z.object({
-        emails: jsonArrayParam(z.string()).refine((a) => a.length > 0, 'list at least one e-mail address'),
-        smartcards: jsonArrayParam(jsonArrayParam(smartcard)).optional(),
-        groups: jsonArrayParam(z.object({ id: intParam, name: z.string().optional() })).optional(),
+        emails: jsonArrayParam(z.string(), { field: 'emails', max: LIMITS.emails }).refine((a) => a.length > 0, 'list at least one e-mail address'),
+        smartcards: jsonArrayParam(jsonArrayParam(smartcard, { field: 'smartcards (of one user)', max: LIMITS.perUser }), {
+          field: 'smartcards',
+          max: LIMITS.emails,
+        }).optional(),
+        groups: jsonArrayParam(z.object({ id: intParam, name: z.string().optional() }), { field: 'groups', max: LIMITS.perUser }).optional(),
         no_email: boolParam.optional(),
       }),
       request,
     );
+    const groupById = db.prepare("SELECT group_id, name FROM groups WHERE group_id = ? AND type = 'users'");
     const groupRows = (p.groups ?? []).map((g) => {
-      const row = db.prepare("SELECT group_id, name FROM groups WHERE group_id = ? AND type = 'users'").get(g.id) as
+      const row = groupById.get(g.id) as
         | { group_id: number; name: string }
         | undefined;
       if (!row) throw new BadRequest(`no user group with id ${g.id}`);
@@ -101,6 +107,9 @@ export function registerGroupRoutes(app: FastifyInstance, ctx: RouteContext): vo
     const result = { added: [] as string[], invited: [] as string[], exists: [] as string[], invalid: [] as string[], failed_invite: [] as string[], add_ids: [] as number[] };
     const sendEmail = !p.no_email;
     const now = ctx.clock.wallNow();
+    // Prepared once for the whole list (not once per address).
+    const addMember = db.prepare('INSERT OR IGNORE INTO group_members (group_id, member_id) VALUES (?, ?)');
+    const queueMail = db.prepare('INSERT INTO mail_outbox (recipient, subject, body, created_at) VALUES (?, ?, ?, ?)');
     db.transaction(() => {
       p.emails.forEach((raw, i) => {
         const email = emailParam.safeParse(raw);
@@ -110,10 +119,9 @@ export function registerGroupRoutes(app: FastifyInstance, ctx: RouteContext): vo
         result.added.push(user.email);
         result.add_ids.push(user.email_id);
         if (cardsFor(i).length > 0) users.replaceSmartcards(user.email_id, cardsFor(i));
-        const add = db.prepare('INSERT OR IGNORE INTO group_members (group_id, member_id) VALUES (?, ?)');
-        for (const g of groupRows) add.run(g.group_id, user.email_id);
+        for (const g of groupRows) addMember.run(g.group_id, user.email_id);
         if (sendEmail) {
-          db.prepare('INSERT INTO mail_outbox (recipient, subject, body, created_at) VALUES (?, ?, ?, ?)').run(
+          queueMail.run(
             user.email,
             'You are invited to the access-control service',
             `Hello,\n\nyou have been invited. Create your account and set a password with the link your administrator gives you.\n`,

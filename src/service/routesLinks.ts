@@ -4,6 +4,7 @@ import { z } from 'zod';
 import { parseServiceTime } from '../core/schedule.js';
 import { timeMappingSchema } from '../api/shapes.js';
 import { BadRequest, boolParam, emailParam, intParam, jsonArrayParam, parseParams, smartcardParam as smartcard } from './params.js';
+import { REQUEST_LIMITS as LIMITS } from './requestLimits.js';
 import type { RouteContext } from './server.js';
 import { serviceTimestamp } from './users.js';
 
@@ -21,14 +22,14 @@ export function registerLinkRoutes(app: FastifyInstance, ctx: RouteContext): voi
     ctx.requireRank(request, 'ADMIN');
     const p = params(
       z.object({
-        email_list: jsonArrayParam(emailParam).refine((a) => a.length > 0, 'list at least one e-mail address'),
-        resource_id_list: jsonArrayParam(intParam).refine((a) => a.length > 0, 'list at least one door'),
+        email_list: jsonArrayParam(emailParam, { field: 'email_list', max: LIMITS.emails }).refine((a) => a.length > 0, 'list at least one e-mail address'),
+        resource_id_list: jsonArrayParam(intParam, { field: 'resource_id_list', max: LIMITS.resources }).refine((a) => a.length > 0, 'list at least one door'),
         name: z.string().trim().min(1).max(200),
         end_time: serviceTime.nullish(),
         start_time: serviceTime.nullish(),
         send_email: boolParam.optional(),
         config_id: z.union([intParam, z.string().min(1).max(64)]).optional(),
-        smartcards: jsonArrayParam(smartcard).optional(),
+        smartcards: jsonArrayParam(smartcard, { field: 'smartcards', max: LIMITS.emails }).optional(),
         allow_duplicates: boolParam.optional(),
         time_mapping: z.preprocess((v) => (typeof v === 'string' ? safeJson(v) : v), timeMappingSchema).optional(),
       }),

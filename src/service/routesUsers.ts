@@ -3,6 +3,7 @@ import { z } from 'zod';
 import { RANKS } from './apiKeys.js';
 import { BadRequest, boolParam, emailParam, intParam, jsonArrayParam, parseParams, smartcardParam as smartcard } from './params.js';
 import { dropUserFromLinks } from './routesLinks.js';
+import { REQUEST_LIMITS as LIMITS } from './requestLimits.js';
 import type { RouteContext } from './server.js';
 import { JSON_CONTENT_TYPE, userAnswers } from './userList.js';
 
@@ -30,7 +31,7 @@ export function registerUserRoutes(app: FastifyInstance, ctx: RouteContext): voi
 
   app.get('/user', async (request, reply) => {
     const p = params(detailParams, request);
-    const json = answers.detailJson(p.email_id);
+    const json = answers.detailJson(p.email_id, ctx.pinMaskFor(request));
     if (json === undefined) throw new BadRequest(`no user with email_id ${p.email_id}`, 404);
     return reply.type(JSON_CONTENT_TYPE).send(json);
   });
@@ -49,14 +50,14 @@ export function registerUserRoutes(app: FastifyInstance, ctx: RouteContext): voi
 
   app.get('/modifysmartcard', async (request) => {
     const p = params(z.object({ email_id: intParam }), request);
-    userOr(p.email_id, 404);
-    return { email_id: p.email_id, smartcards: users.detail(users.get(p.email_id)!).smartcards };
+    const cards = users.smartcards(userOr(p.email_id, 404).email_id);
+    return { email_id: p.email_id, smartcards: ctx.pinMaskFor(request)?.cards(cards) ?? cards };
   });
 
   const modifySmartcards = async (request: FastifyRequest) => {
     ctx.requireRank(request, 'ADMIN');
     const p = params(
-      z.object({ email_id: intParam, smartcards: jsonArrayParam(smartcard), allow_duplicates: boolParam.optional() }),
+      z.object({ email_id: intParam, smartcards: jsonArrayParam(smartcard, { field: 'smartcards', max: LIMITS.perUser }), allow_duplicates: boolParam.optional() }),
       request,
     );
     const user = userOr(p.email_id);
@@ -70,13 +71,13 @@ export function registerUserRoutes(app: FastifyInstance, ctx: RouteContext): voi
     users.replaceSmartcards(user.email_id, p.smartcards);
     return { success: `${p.smartcards.length} smartcard(s) set for ${user.email}` };
   };
-  app.put('/modifysmartcard', modifySmartcards);
-  app.put('/modifysmartcards', modifySmartcards);
+  app.put('/modifysmartcard', { bodyLimit: LIMITS.bodyBeforeKey }, modifySmartcards);
+  app.put('/modifysmartcards', { bodyLimit: LIMITS.bodyBeforeKey }, modifySmartcards);
 
   app.put('/modifyallusernames', async (request) => {
     ctx.requireRank(request, 'ADMIN');
     const p = params(
-      z.object({ email_id: intParam, computer_usernames: jsonArrayParam(z.object({ computer_username: z.string().min(1).max(100) })) }),
+      z.object({ email_id: intParam, computer_usernames: jsonArrayParam(z.object({ computer_username: z.string().min(1).max(100) }), { field: 'computer_usernames', max: LIMITS.usernames }) }),
       request,
     );
     const user = userOr(p.email_id);

@@ -2,12 +2,14 @@ import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest }
 import type { Logger } from 'pino';
 import type { ServiceDb as Db } from './database.js';
 import type { Clock } from '../util/clock.js';
-import { ApiKeys, type Rank } from './apiKeys.js';
+import { ApiKeys, type KeyKind, type Rank } from './apiKeys.js';
 import { BadRequest } from './params.js';
 import { answerClientError, errorBody, methodList, parseFormBody, parseJsonBody } from './http.js';
+import { DEFAULT_HTTP_LIMITS, applyConnectionLimit, fastifyHttpOptions, type HttpLimits } from './httpLimits.js';
 import type { ServiceMqtt } from './doorsMqtt.js';
 import type { Mailer } from './mailer.js';
 import { Directory } from './directory.js';
+import { PinMasking, readsPins } from './pinMasking.js';
 import { registerDirectoryRoutes } from './routesDirectory.js';
 import { registerDoorRoutes } from './routesDoors.js';
 import { registerGroupRoutes } from './routesGroups.js';
@@ -27,13 +29,19 @@ export interface ServiceDeps {
   doors?: ServiceMqtt;
   lockReplyTimeoutMs: number;
   mailer?: Mailer;
+  /** The smartcard labels that mark a PIN (server.pinLabels; default PIN): masked to keys that may not read PINs. */
+  pinLabels?: readonly string[];
+  /** Timeouts and the connection limit (server.*TimeoutSeconds, server.maxConnections); defaults when absent. */
+  http?: Partial<HttpLimits>;
 }
 
 export interface RouteContext extends ServiceDeps {
   users: UserStore;
   directory: Directory;
-  /** Refuses the request (403) unless the key's rank is at least `rank`. */
+  /** Refuses the request (403) unless the key's rank is at least `rank` (a DOOR key has none). */
   requireRank(request: FastifyRequest, rank: Rank): void;
+  /** The masking of PINs for this request's key; null when it reads them in clear (ADMIN, SUPER, DOOR). */
+  pinMaskFor(request: FastifyRequest): PinMasking | null;
   publishGuestLink(link: StoredLink): void;
   /** An empty retained message on P/guest-links/<id>: the doors forget the link. */
   revokeGuestLink(id: string): void;
@@ -41,7 +49,9 @@ export interface RouteContext extends ServiceDeps {
   mailQueued(): void;
 }
 
-const RANK_ORDER: Record<Rank, number> = { REGULAR: 0, ADMIN: 1, SUPER: 2 };
+const RANK_ORDER: Record<KeyKind, number> = { DOOR: -1, REGULAR: 0, ADMIN: 1, SUPER: 2 };
+// A DOOR key reads (issue 32 item 16): any other method is refused before the body is read.
+const READ_METHODS = new Set(['GET', 'HEAD']);
 const BODY_LIMIT = 1024 * 1024;
 const REVISION_BATCH_MS = 200;
 // Calls that change no user, card, group or link: no decision input of the directory moves, so no revision is
@@ -50,7 +60,7 @@ const NOT_DIRECTORY_CHANGES = new Set(['/lockdown']);
 
 declare module 'fastify' {
   interface FastifyRequest {
-    rank?: Rank;
+    rank?: KeyKind;
   }
 }
 
@@ -73,7 +83,9 @@ const BODY_KEY_ROUTES = new Set(['PUT /modifysmartcard', 'PUT /modifysmartcards'
  * bodies may be JSON or a form; every error is `{"error": message}` with a 4xx status, never a 500 for bad input.
  */
 export function buildService(deps: ServiceDeps): FastifyInstance {
+  const limits: HttpLimits = { ...DEFAULT_HTTP_LIMITS, ...deps.http };
   const app = Fastify({
+    ...fastifyHttpOptions(limits, deps.lockReplyTimeoutMs),
     bodyLimit: BODY_LIMIT,
     logger: false,
     // Errors fastify and Node's HTTP parser would answer in their own shape: answered in the API's instead.
@@ -88,6 +100,7 @@ export function buildService(deps: ServiceDeps): FastifyInstance {
     },
     return503OnClosing: false, // answered by the first onRequest hook below
   });
+  applyConnectionLimit(app.server, limits, deps.logger, deps.clock);
   let stopping = false;
   app.addHook('preClose', async () => {
     stopping = true;
@@ -100,6 +113,7 @@ export function buildService(deps: ServiceDeps): FastifyInstance {
     methodsByPath.set(route.url, methods);
   });
   const keys = new ApiKeys(deps.db);
+  const pinMasking = new PinMasking(deps.pinLabels);
   const users = new UserStore(deps.db);
   // Each time the directory revision moves it is published retained on MQTT, whether the change timer below or
   // an agent's GET /directory computed it first.
@@ -146,6 +160,9 @@ export function buildService(deps: ServiceDeps): FastifyInstance {
     if (rank === null) {
       return reply.code(401).send({ error: key === undefined ? 'an API key is required' : 'API key not valid or expired' });
     }
+    if (rank === 'DOOR' && !READ_METHODS.has(request.method)) {
+      return reply.code(403).send(errorBody(`a DOOR key only reads (GET): ${request.method} needs an ADMIN key`));
+    }
     request.rank = rank;
   };
   // The key is checked before the body is read or parsed: without a valid key, no request costs more than
@@ -165,7 +182,9 @@ export function buildService(deps: ServiceDeps): FastifyInstance {
   app.setErrorHandler((err: Error & { statusCode?: number; code?: string }, request, reply: FastifyReply) => {
     if (err instanceof BadRequest) return reply.code(err.status).send({ error: err.message });
     // 400, the document's status for a refused request, with the reason (HTTP would also allow 413).
-    if (err.code === 'FST_ERR_CTP_BODY_TOO_LARGE') return reply.code(400).send({ error: `request body over ${BODY_LIMIT} bytes` });
+    if (err.code === 'FST_ERR_CTP_BODY_TOO_LARGE') {
+      return reply.code(400).send({ error: `request body over ${request.routeOptions.bodyLimit ?? BODY_LIMIT} bytes` });
+    }
     if (err.code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE') {
       const type = request.headers['content-type']?.split(';')[0]?.trim().slice(0, 100);
       const accepted = 'send application/json or application/x-www-form-urlencoded';
@@ -198,6 +217,7 @@ export function buildService(deps: ServiceDeps): FastifyInstance {
         throw new BadRequest(`this needs an API key of rank ${rank} or higher (this key: ${request.rank})`, 403);
       }
     },
+    pinMaskFor: (request) => (readsPins(request.rank) ? null : pinMasking),
     publishGuestLink: (link) => deps.doors?.publishGuestLink(link),
     revokeGuestLink: (id) => deps.doors?.revokeGuestLink(id),
     mailQueued: () => void deps.mailer?.flush().catch((err: unknown) => deps.logger.warn({ err }, 'mail delivery failed')),

@@ -1,5 +1,6 @@
 import type { Statement } from 'better-sqlite3';
 import type { ServiceDb } from './database.js';
+import type { PinMasking } from './pinMasking.js';
 import { UserStore, type UserRow } from './users.js';
 
 /** Past this many cached GET /user answers, further ones are computed each time (a bound on memory). */
@@ -45,6 +46,7 @@ export class UserAnswers {
   /** The active users and every membership, read once for all the list variants built at the same counters. */
   private snapshot: { rows: UserRow[]; groups: Map<number, string[][]> } | null = null;
   private readonly lists = new Map<string, Buffer>();
+  /** By email_id, and by `-email_id - 1` for the answer with PINs masked. */
   private readonly details = new Map<number, Buffer>();
 
   constructor(private readonly db: ServiceDb) {
@@ -94,15 +96,20 @@ export class UserAnswers {
     return json;
   }
 
-  /** The JSON of GET /user for an active user, or undefined when there is none with that email_id. */
-  detailJson(emailId: number): Buffer | undefined {
+  /**
+   * The JSON of GET /user for an active user, or undefined when there is none with that email_id; with `pins`, its
+   * PINs masked (cached apart from the answer in clear).
+   */
+  detailJson(emailId: number, pins: PinMasking | null = null): Buffer | undefined {
     const cacheable = this.cacheable();
-    const cached = cacheable ? this.details.get(emailId) : undefined;
+    const key = pins === null ? emailId : -emailId - 1;
+    const cached = cacheable ? this.details.get(key) : undefined;
     if (cached !== undefined) return cached;
     const user = this.users.get(emailId);
     if (!user) return undefined;
-    const json = utf8(JSON.stringify(this.users.detail(user)));
-    if (cacheable && this.details.size < MAX_CACHED_DETAILS) this.details.set(emailId, json);
+    const detail = this.users.detail(user);
+    const json = utf8(JSON.stringify(pins === null ? detail : pins.detail(detail)));
+    if (cacheable && this.details.size < MAX_CACHED_DETAILS) this.details.set(key, json);
     return json;
   }
 }

@@ -13,7 +13,7 @@ let service: ChildProcess;
 let base: string;
 let config: string;
 let port: number;
-const keys: Record<'REGULAR' | 'ADMIN' | 'SUPER', string> = { REGULAR: '', ADMIN: '', SUPER: '' };
+const keys: Record<'REGULAR' | 'ADMIN' | 'SUPER' | 'DOOR', string> = { REGULAR: '', ADMIN: '', SUPER: '', DOOR: '' };
 
 beforeAll(async () => {
   port = await freePort();
@@ -29,7 +29,7 @@ beforeAll(async () => {
     - { resourceId: 40, uuid: 0b7a1e55-3c2d-4e8f-9a10-22334455aabb, type: COMPUTER, name: Kiosk }
 `,
   );
-  for (const rank of ['REGULAR', 'ADMIN', 'SUPER'] as const) {
+  for (const rank of ['REGULAR', 'ADMIN', 'SUPER', 'DOOR'] as const) {
     const r = runCli(['service', 'key', 'create', '--rank', rank, '--config', config]);
     expect(r.status, r.stderr).toBe(0);
     expect(r.stdout).toMatch(/^dak_[A-Za-z0-9_-]{43}\n$/);
@@ -378,9 +378,10 @@ describe('guest links, doors without MQTT, the mail outbox', () => {
 
 describe('a door provisioned from the service', () => {
   it('the service list and details, written as a snapshot, decide at the door', async () => {
-    const list = (await call('GET', '/multipleusers', undefined, keys.REGULAR)).body;
+    // A door's key (DOOR): a REGULAR one gets the PINs masked (issue 32 item 16).
+    const list = (await call('GET', '/multipleusers', undefined, keys.DOOR)).body;
     const details: Record<string, unknown> = {};
-    for (const u of list) details[String(u.email_id)] = (await call('GET', `/user?email_id=${u.email_id}`, undefined, keys.REGULAR)).body;
+    for (const u of list) details[String(u.email_id)] = (await call('GET', `/user?email_id=${u.email_id}`, undefined, keys.DOOR)).body;
     const snapshot = join(tmp.path, 'from-service.json');
     writeFileSync(snapshot, JSON.stringify({ users: list, details, guest_links: [] }));
     const agentConfig = join(tmp.path, 'agent.yaml');
@@ -391,8 +392,10 @@ access: { groups: [Staff] }
 gpio: { driver: simulated, simulatedDir: ${tmp.path}/gpio }
 doors: [ { uuid: ${DOOR_UUID}, resourceId: 12, relay: { pin: 17 } } ]`,
     );
-    expect(runCli(['import', snapshot, '--config', agentConfig]).status).toBe(0);
-    expect(runCli(['check', '4213578', '--config', agentConfig]).status).toBe(0); // Alice, Staff
+    const imported = runCli(['import', snapshot, '--config', agentConfig]);
+    expect(imported.status, imported.stderr).toBe(0);
+    const alice = runCli(['check', '4213578', '--config', agentConfig]);
+    expect(alice.status, alice.stdout + alice.stderr).toBe(0); // Alice, Staff
     expect(runCli(['check', '1234', '--kind', 'pin', '--config', agentConfig]).status).toBe(0);
     expect(JSON.parse(runCli(['check', '4213579', '--config', agentConfig]).stdout).reason).toBe('not_authorized'); // carol: not Staff
   });
