@@ -2,6 +2,7 @@ import { importSnapshot } from '../snapshot/importSnapshot.js';
 import type { RowCounts } from '../store/snapshotMerge.js';
 import { cachePath, openDatabase } from '../store/database.js';
 import { loadConfigFor, type CommandContext } from './context.js';
+import { shortPinLine } from './pinStatus.js';
 
 export interface ImportArgs {
   file: string;
@@ -34,6 +35,7 @@ export function runImport(args: ImportArgs, ctx: CommandContext): number {
           line('users', result.users),
           line('credentials', result.credentials),
           line('guest links', result.guestLinks),
+          ...shortPinLine(db, config),
           '',
         ].join('\n'),
       );

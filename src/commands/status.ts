@@ -12,6 +12,7 @@ import { readHeldRevision, readSyncStatus, type SyncStatus } from '../sync/sync.
 import { loadConfigFor, type CommandContext } from './context.js';
 import { describeReader } from '../door/options.js';
 import { operationsLines, operationsStatus } from './operationsStatus.js';
+import { pinLines, pinStatus } from './pinStatus.js';
 
 function processAlive(pid: number): boolean {
   try {
@@ -76,6 +77,7 @@ export function runStatus(args: { json: boolean; config: string | undefined }, c
       doors,
       holidays: operations.holidays,
       counts: new CredentialCache(db).counts(),
+      pins: pinStatus(config, db, state),
       lastImport: readMeta<{ at: string; file: string }>(db, 'last_import') ?? null,
       sync: config.service ? syncView(readSyncStatus(db), now, config.service.warnCacheAgeSeconds) : null,
       directory: config.service
@@ -116,6 +118,7 @@ export function runStatus(args: { json: boolean; config: string | undefined }, c
       }),
       `cache: ${status.counts.users} users, ${status.counts.credentials} credentials, ${status.counts.guestLinks} guest links` +
         (status.lastImport ? `; last import ${status.lastImport.at} from ${status.lastImport.file}` : '; never imported or synced'),
+      ...pinLines(status.pins),
       ...(status.sync
         ? [
             `sync: last success ${status.sync.lastSuccessAt ?? 'never'}` +

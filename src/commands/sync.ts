@@ -4,6 +4,7 @@ import { createServiceClient } from '../sync/serviceClient.js';
 import { syncOnce } from '../sync/sync.js';
 import { DoorAgentError } from '../util/errors.js';
 import { loadConfigFor, type CommandContext } from './context.js';
+import { shortPinLine } from './pinStatus.js';
 
 const line = (name: string, c: RowCounts) =>
   `  ${name.padEnd(12)} ${c.added} added, ${c.changed} changed, ${c.removed} removed, ${c.unchanged} unchanged`;
@@ -40,6 +41,7 @@ export async function runSync(
         `synced from ${new URL(service.baseUrl).host} in ${(r.durationMs / 1000).toFixed(1)} s (${r.rowsWritten} rows written)`,
         line('users', r.users),
         line('credentials', r.credentials),
+        ...shortPinLine(db, config),
         '',
       ].join('\n'),
     );

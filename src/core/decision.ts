@@ -7,6 +7,7 @@ export const DENY_REASONS = [
   'clock_untrusted',
   'keypad_locked_out',
   'card_locked_out',
+  'pin_too_short',
   'unknown_credential',
   'user_suspended',
   'not_authorized',
@@ -76,6 +77,8 @@ export interface DecisionRequest {
   cardLockedOut?: boolean;
   /** The door is in lockdown (its own or the agent's): only responders are admitted. */
   lockdown?: boolean;
+  /** A PIN shorter than access.minPinLength (refused without a lookup: no holders). */
+  pinTooShort?: boolean;
   /** The door's first-person-in members: the decision says whether one of them was granted. */
   firstPersonIn?: AccessPolicy;
 }
@@ -141,6 +144,7 @@ export function decide(req: DecisionRequest, holders: readonly Holder[], ctx: De
   if (req.kind !== 'pin' && req.cardLockedOut) {
     return { granted: false, reason: 'card_locked_out', holders: [] };
   }
+  if (req.kind === 'pin' && req.pinTooShort) return { granted: false, reason: 'pin_too_short', holders: [] };
   const lockdown = req.lockdown === true;
   if (lockdown && !holders.some((h) => isResponder(h, ctx.responders))) {
     return { granted: false, reason: 'lockdown', holders: holders.map((h) => ({ holder: refOf(h), reason: 'lockdown' })) };

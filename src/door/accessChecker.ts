@@ -36,6 +36,7 @@ export class AccessChecker {
   private readonly configuredHolidays: readonly string[];
   private readonly pinLabels: ReadonlySet<string>;
   private readonly duressRule: DuressRule;
+  private readonly minPinLength: number;
   private readonly firstPersonIn = new Map<string, AccessPolicy>();
 
   constructor(
@@ -44,6 +45,7 @@ export class AccessChecker {
   ) {
     this.pinLabels = pinLabelSet(config.access.pinLabels);
     this.duressRule = config.access.duressPin;
+    this.minPinLength = config.access.minPinLength;
     this.configuredHolidays = config.access.holidays;
     this.context = {
       access: memberPolicy(config.access),
@@ -84,9 +86,11 @@ export class AccessChecker {
 
   private decideFor(request: AccessRequest, normalized: string): Decision {
     const { door, kind } = request;
+    // A PIN under the minimum length is refused without a lookup (so a shorter PIN in the directory never opens).
+    const pinTooShort = kind === 'pin' && normalized.length < this.minPinLength;
     let holders: Holder[];
     try {
-      holders = kind === 'token' ? this.cache.holdersOfToken(normalized) : this.cache.holdersOfNumber(normalized, kind, this.pinLabels);
+      holders = pinTooShort ? [] : kind === 'token' ? this.cache.holdersOfToken(normalized) : this.cache.holdersOfNumber(normalized, kind, this.pinLabels);
     } catch (err) {
       throw new CacheUnreadableError(err);
     }
@@ -98,6 +102,7 @@ export class AccessChecker {
         keypadLockedOut: request.keypadLockedOut ?? false,
         cardLockedOut: request.cardLockedOut ?? false,
         lockdown: request.lockdown ?? false,
+        pinTooShort,
         firstPersonIn: this.firstPersonPolicy(door),
       },
       holders,

@@ -100,6 +100,13 @@ export const MIGRATIONS: readonly Migration[] = [
   ) STRICT;
   `,
   moveStateOut,
+  `
+  -- A PIN is a string of digits (issue 32): the digits as the service gave them, beside the number the cache is
+  -- keyed by (leading zeros dropped). Rows from before have none: forgetting the revision held makes the next sync
+  -- a full one, which fills them in (an agent provisioned by import alone: import again).
+  ALTER TABLE credentials ADD COLUMN digits TEXT;
+  DELETE FROM meta WHERE key = 'directory_revision';
+  `,
 ];
 
 const tableExists = (db: Db, name: string) =>

@@ -57,7 +57,7 @@ describe('DoorRuntime decisions (card_or_pin)', () => {
   });
 
   it('unknown cards are rate-limited: after `failures` in the window the reader refuses cards, and the flood is counted', () => {
-    const t = setup({ cardLockout: { failures: 5, windowSeconds: 60, lockoutSeconds: 30 } });
+    const t = setup({ cardLockout: { failures: 5, windowSeconds: 60, lockoutSeconds: 30, quietSeconds: 3 } });
     for (let i = 0; i < 5; i++) t.card(String(9_000_000 + i));
     expect(t.types()).toEqual(['access_denied', 'access_denied', 'access_denied', 'access_denied', 'access_denied', 'card_locked_out']);
     expect(t.last('card_locked_out')).toMatchObject({ seconds: 30 });

@@ -2,7 +2,9 @@ import { join } from 'node:path';
 import { pino } from 'pino';
 import { afterAll, afterEach } from 'vitest';
 import { parseConfig } from '../../src/config/load.js';
-import type { DoorOptions } from '../../src/door/options.js';
+import type { AccessOptions, DoorOptions } from '../../src/door/options.js';
+import { keypadPolicy } from '../../src/config/keypadLockout.js';
+import { KeypadGuesses } from '../../src/door/keypadGuesses.js';
 import type { Level } from '../../src/core/relay.js';
 import { AccessChecker } from '../../src/door/accessChecker.js';
 import { DoorRuntime } from '../../src/door/doorRuntime.js';
@@ -52,10 +54,19 @@ export function useDoorRuntime() {
   afterEach(() => {
     for (const c of cleanups.splice(0)) c();
   });
-  return (overrides: Partial<DoorOptions> = {}) => setup(tmp.path, `cache-${n++}.db`, overrides, cleanups);
+  return (overrides: Partial<DoorOptions> = {}, more: SetupMore = {}) => setup(tmp.path, `cache-${n++}.db`, overrides, cleanups, more);
 }
 
-function setup(dir: string, name: string, overrides: Partial<DoorOptions>, cleanups: Array<() => void>) {
+export interface SetupMore {
+  /** Changes to the access section (minPinLength, keypadLockout). */
+  access?: Partial<AccessOptions>;
+  /** Another door of the same agent: shares its clock, cache and keypad lockout (as src/app.ts wires them). */
+  sameAgentAs?: { time: ManualTime; keypad: KeypadGuesses; db: Db };
+  /** The agent's keypad lockout (e.g. one restored from a state.db); default: a fresh one from the policy. */
+  keypad?: KeypadGuesses;
+}
+
+function setup(dir: string, name: string, overrides: Partial<DoorOptions>, cleanups: Array<() => void>, more: SetupMore) {
   const base = parseConfig(
     `agent: { id: test-agent, timezone: Europe/Berlin, dataDir: ${dir} }
 access: { groups: [Staff], policies: [Night shift] }
@@ -63,9 +74,13 @@ doors: [ { uuid: ${DOOR_UUID}, resourceId: 12, relay: { pin: 17 }, unlockSeconds
     'test',
   );
   const door: DoorOptions = { ...base.doors[0]!, ...overrides };
-  const db: Db = openDatabase(join(dir, name));
-  importSnapshot(db, SNAPSHOT, { maxRemovalRatio: null, now: WALL0 });
-  const time = new ManualTime({ wall: WALL0, mono: 1_000 });
+  // A door-level keypadLockout (the old key) is merged into the agent's policy as the loader does.
+  const access: AccessOptions = { ...base.access, keypadLockout: keypadPolicy(more.access?.keypadLockout, [door.keypadLockout]), ...more.access };
+  const config = { ...base, access };
+  const db: Db = more.sameAgentAs?.db ?? openDatabase(join(dir, name));
+  if (!more.sameAgentAs) importSnapshot(db, SNAPSHOT, { maxRemovalRatio: null, now: WALL0 });
+  const time = more.sameAgentAs?.time ?? new ManualTime({ wall: WALL0, mono: 1_000 });
+  const keypad = more.sameAgentAs?.keypad ?? more.keypad ?? new KeypadGuesses({ policy: access.keypadLockout, clock: time });
   const relay = new MemoryRelay();
   const state = openStateDatabase(join(dir, `${name}-state.db`));
   const events = new EventLog(state, { agentId: 'test-agent', maxEvents: 1000 });
@@ -89,7 +104,8 @@ doors: [ { uuid: ${DOOR_UUID}, resourceId: 12, relay: { pin: 17 }, unlockSeconds
   });
   const runtime = new DoorRuntime(door, {
     controller,
-    checker: new AccessChecker(new CredentialCache(db), base),
+    checker: new AccessChecker(new CredentialCache(db), config),
+    keypad,
     events,
     clock: time,
     timers: time,
@@ -106,5 +122,5 @@ doors: [ { uuid: ${DOOR_UUID}, resourceId: 12, relay: { pin: 17 }, unlockSeconds
   const last = (type: EventType): WireEvent | undefined => all().filter((e) => e.type === type).at(-1);
   const card = (value: string) => runtime.onReaderFrame({ kind: 'card', value });
   const pin = (value: string) => runtime.onReaderFrame({ kind: 'pin', value });
-  return { door, db, state, time, relay, events, controller, runtime, logs, all, types, last, card, pin };
+  return { door, db, state, time, relay, events, controller, runtime, logs, all, types, last, card, pin, keypad };
 }

@@ -1,0 +1,55 @@
+/**
+ * A reader's card lockout: after `failures` refused cards or tokens within `windowSeconds` the reader refuses
+ * cards for a short while. It must never keep a valid card out for long (someone else's attempts are the
+ * cause): it ends `quietSeconds` after the last attempt it refused, and in any case `lockoutSeconds` after it
+ * started. A stream of guesses thus meets a lockout that ends as soon as the stream stops, and at the latest after
+ * `lockoutSeconds`, when the next `failures` guesses are needed to start another one.
+ */
+export interface CardLockoutPolicy {
+  failures: number;
+  windowSeconds: number;
+  /** The longest a lockout lasts. */
+  lockoutSeconds: number;
+  /** A lockout ends this long after the last attempt it refused. */
+  quietSeconds: number;
+}
+
+export interface CardLockoutState {
+  /** Times (monotonic ms) of recent refused cards since the last lockout, oldest first. */
+  failures: readonly number[];
+  /** When the lockout in progress (or the last one) started; null: none yet. */
+  startedAt: number | null;
+  /** The last attempt that started or was refused during that lockout. */
+  lastAttempt: number;
+}
+
+export const CARD_IDLE: CardLockoutState = { failures: [], startedAt: null, lastAttempt: 0 };
+
+/** When the lockout ends (monotonic ms), as things stand; null when there is none. */
+export function cardLockoutEndsAt(state: CardLockoutState, policy: CardLockoutPolicy): number | null {
+  if (state.startedAt === null) return null;
+  return Math.min(state.startedAt + policy.lockoutSeconds * 1000, state.lastAttempt + policy.quietSeconds * 1000);
+}
+
+export function isCardLockedOut(state: CardLockoutState, now: number, policy: CardLockoutPolicy): boolean {
+  const end = cardLockoutEndsAt(state, policy);
+  return end !== null && now < end;
+}
+
+/** A refused card or token (not during a lockout): counted; returns whether it started a lockout. */
+export function recordCardFailure(
+  state: CardLockoutState,
+  now: number,
+  policy: CardLockoutPolicy,
+): { state: CardLockoutState; lockoutStarted: boolean } {
+  if (isCardLockedOut(state, now, policy)) return { state, lockoutStarted: false };
+  const windowStart = now - policy.windowSeconds * 1000;
+  const failures = [...state.failures.filter((t) => t > windowStart), now];
+  if (failures.length >= policy.failures) return { state: { failures: [], startedAt: now, lastAttempt: now }, lockoutStarted: true };
+  return { state: { ...state, failures }, lockoutStarted: false };
+}
+
+/** An attempt refused for the lockout: the lockout lasts until `quietSeconds` after it (never past its cap). */
+export function recordCardRefused(state: CardLockoutState, now: number, policy: CardLockoutPolicy): CardLockoutState {
+  return isCardLockedOut(state, now, policy) ? { ...state, lastAttempt: now } : state;
+}
