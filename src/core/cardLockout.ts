@@ -1,9 +1,10 @@
 /**
  * A reader's card lockout: after `failures` refused cards or tokens within `windowSeconds` the reader refuses
  * cards for a short while. It must never keep a valid card out for long (someone else's attempts are the
- * cause): it ends `quietSeconds` after the last attempt it refused, and in any case `lockoutSeconds` after it
- * started. A stream of guesses thus meets a lockout that ends as soon as the stream stops, and at the latest after
- * `lockoutSeconds`, when the next `failures` guesses are needed to start another one.
+ * cause): it ends `quietSeconds` after the last guess it refused (a valid card refused during it does not prolong
+ * it), and in any case `lockoutSeconds` after it started. The next one cannot start before the reader has been
+ * open for `quietSeconds`: a stream of guesses that never stops still leaves a valid card tapped every few seconds
+ * a window to get in at least every lockoutSeconds + quietSeconds.
  */
 export interface CardLockoutPolicy {
   failures: number;
@@ -45,11 +46,13 @@ export function recordCardFailure(
   if (isCardLockedOut(state, now, policy)) return { state, lockoutStarted: false };
   const windowStart = now - policy.windowSeconds * 1000;
   const failures = [...state.failures.filter((t) => t > windowStart), now];
-  if (failures.length >= policy.failures) return { state: { failures: [], startedAt: now, lastAttempt: now }, lockoutStarted: true };
+  const lastEnd = cardLockoutEndsAt(state, policy);
+  const rested = lastEnd === null || now >= lastEnd + policy.quietSeconds * 1000;
+  if (failures.length >= policy.failures && rested) return { state: { failures: [], startedAt: now, lastAttempt: now }, lockoutStarted: true };
   return { state: { ...state, failures }, lockoutStarted: false };
 }
 
-/** An attempt refused for the lockout: the lockout lasts until `quietSeconds` after it (never past its cap). */
+/** A guess refused for the lockout: the lockout lasts until `quietSeconds` after it (never past its cap). */
 export function recordCardRefused(state: CardLockoutState, now: number, policy: CardLockoutPolicy): CardLockoutState {
   return isCardLockedOut(state, now, policy) ? { ...state, lastAttempt: now } : state;
 }

@@ -161,7 +161,7 @@ export class DoorRuntime {
     if (result === null) return;
     if (result.reason === 'keypad_locked_out' || result.reason === 'card_locked_out') {
       const which = result.reason === 'keypad_locked_out' ? 'pin' : 'card';
-      if (this.lockouts.refusedDuringLockout(which)) this.deny(result);
+      if (this.lockouts.refusedDuringLockout(which, () => this.isGuess(frame.kind, frame.value))) this.deny(result);
       return;
     }
     if (frame.kind === 'pin') return this.onPin(result, frame.value);
@@ -172,6 +172,19 @@ export class DoorRuntime {
     else this.deny(result);
     // A refused card or token, known or not, is a guess (see countsAsGuess): counted after its denial is recorded.
     if (countsAsGuess(result)) this.lockouts.failed('card');
+  }
+
+  /**
+   * Whether a card refused for the reader's lockout would have been refused anyway (a guess): only guesses keep
+   * the lockout going, so a valid card tapped again and again during it never prolongs it (issue 32).
+   */
+  private isGuess(kind: CredentialKind, credential: string): boolean {
+    try {
+      const r = this.deps.checker.check({ door: this.door, kind, credential, now: this.deps.clock.wallNow(), lockdown: this.deps.lockdown?.() ?? false });
+      return r === null || countsAsGuess(r);
+    } catch {
+      return true; // the cache cannot be read: the lockout runs its course
+    }
   }
 
   private onCardNeedingPin(result: AccessResult): void {

@@ -59,9 +59,12 @@ export class ReaderLockouts {
     this.deps.logger.warn('reader locked out after repeated refused cards');
   }
 
-  /** An attempt refused for the lockout; true for the first of this lockout (the caller records that one). */
-  refusedDuringLockout(kind: LockoutKind): boolean {
-    if (kind === 'card') this.card = recordCardRefused(this.card, this.deps.clock.monoNow(), this.deps.card);
+  /**
+   * An attempt refused for the lockout; true for the first of this lockout (the caller records that one). A card
+   * lockout lasts until quietSeconds after the last guess refused (`isGuess`: asked only then, it costs a lookup).
+   */
+  refusedDuringLockout(kind: LockoutKind, isGuess: () => boolean = () => true): boolean {
+    if (kind === 'card' && isGuess()) this.card = recordCardRefused(this.card, this.deps.clock.monoNow(), this.deps.card);
     const first = this.refused[kind]++ === 0;
     if (first) this.armSummary(kind);
     return first;

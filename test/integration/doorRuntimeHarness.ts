@@ -64,6 +64,10 @@ export interface SetupMore {
   sameAgentAs?: { time: ManualTime; keypad: KeypadGuesses; db: Db };
   /** The agent's keypad lockout (e.g. one restored from a state.db); default: a fresh one from the policy. */
   keypad?: KeypadGuesses;
+  /** A snapshot file to import instead of examples/snapshot.json. */
+  snapshot?: string;
+  /** Whether the door is in lockdown now. */
+  lockdown?: () => boolean;
 }
 
 function setup(dir: string, name: string, overrides: Partial<DoorOptions>, cleanups: Array<() => void>, more: SetupMore) {
@@ -78,7 +82,7 @@ doors: [ { uuid: ${DOOR_UUID}, resourceId: 12, relay: { pin: 17 }, unlockSeconds
   const access: AccessOptions = { ...base.access, keypadLockout: keypadPolicy(more.access?.keypadLockout, [door.keypadLockout]), ...more.access };
   const config = { ...base, access };
   const db: Db = more.sameAgentAs?.db ?? openDatabase(join(dir, name));
-  if (!more.sameAgentAs) importSnapshot(db, SNAPSHOT, { maxRemovalRatio: null, now: WALL0 });
+  if (!more.sameAgentAs) importSnapshot(db, more.snapshot ?? SNAPSHOT, { maxRemovalRatio: null, now: WALL0 });
   const time = more.sameAgentAs?.time ?? new ManualTime({ wall: WALL0, mono: 1_000 });
   const keypad = more.sameAgentAs?.keypad ?? more.keypad ?? new KeypadGuesses({ policy: access.keypadLockout, clock: time });
   const relay = new MemoryRelay();
@@ -107,6 +111,7 @@ doors: [ { uuid: ${DOOR_UUID}, resourceId: 12, relay: { pin: 17 }, unlockSeconds
     checker: new AccessChecker(new CredentialCache(db), config),
     keypad,
     events,
+    lockdown: more.lockdown,
     clock: time,
     timers: time,
     logger,
