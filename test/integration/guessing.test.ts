@@ -2,7 +2,9 @@ import { join } from 'node:path';
 import { pino } from 'pino';
 import { afterAll, describe, expect, it } from 'vitest';
 import { KeypadGuesses } from '../../src/door/keypadGuesses.js';
-import { openStateDatabase } from '../../src/store/database.js';
+import { openDatabase, openStateDatabase } from '../../src/store/database.js';
+import { readHeldRevision, writeHeldRevision } from '../../src/store/heldRevision.js';
+import { MIGRATIONS } from '../../src/store/migrations.js';
 import { readKeypadGuesses, writeKeypadGuesses } from '../../src/store/keypadGuessState.js';
 import { PendingWrites } from '../../src/store/pendingWrites.js';
 import type { KeypadLockoutPolicy } from '../../src/core/keypad.js';
@@ -214,5 +216,19 @@ describe('a card lockout never keeps a valid card out long (issue 32 item 3)', (
     expect(a.last('access_denied')).toMatchObject({ reason: 'card_locked_out' });
     b.card(ALICE_CARD);
     expect(b.last('access_granted')).toMatchObject({ kind: 'card' });
+  });
+});
+
+describe('upgrade: a cache from before PINs kept their zeros', () => {
+  it('gets the digits column, and its revision held is forgotten so the next sync is a full one', () => {
+    const file = join(tmp.path, 'old-cache.db');
+    const db = openDatabase(file);
+    writeHeldRevision(db, 41);
+    db.exec(`ALTER TABLE credentials DROP COLUMN digits; PRAGMA user_version = ${MIGRATIONS.length - 1}`);
+    db.close();
+    const upgraded = openDatabase(file);
+    expect(readHeldRevision(upgraded)).toBeNull();
+    expect(upgraded.prepare("SELECT count(*) FROM pragma_table_info('credentials') WHERE name = 'digits'").pluck().get()).toBe(1);
+    upgraded.close();
   });
 });
