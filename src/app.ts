@@ -6,7 +6,7 @@ import { AccessChecker } from './door/accessChecker.js';
 import { Door } from './door/door.js';
 import { DoorEvents } from './door/doorEvents.js';
 import { KeypadGuesses } from './door/keypadGuesses.js';
-import { movedKeypadLockoutWarnings } from './config/keypadLockout.js';
+import { lockoutWarnings } from './config/keypadLockout.js';
 import { readKeypadGuesses, writeKeypadGuesses } from './store/keypadGuessState.js';
 import { countShortPins, shortPinsSentence } from './store/pinCensus.js';
 import type { LockSnapshot } from './door/lockController.js';
@@ -211,7 +211,7 @@ function keypadGuesses(config: AgentOptions, store: AgentStore, clock: Clock, lo
   let keypad: KeypadGuesses | null = null;
   return () => {
     if (keypad) return keypad;
-    for (const warning of movedKeypadLockoutWarnings(config.doors, config.access.keypadLockout)) logger.warn(warning);
+    for (const warning of lockoutWarnings(config.doors, config.access.keypadLockout)) logger.warn(warning);
     keypad = new KeypadGuesses({
       policy: config.access.keypadLockout,
       clock,

@@ -11,7 +11,7 @@ import { loadChardevBinding } from '../hardware/chardev/binding.js';
 import { checkChardevPins, probeGpio } from '../hardware/gpioProbe.js';
 import type { DoorOptions } from '../door/options.js';
 import { parse as parseYaml } from 'yaml';
-import { movedKeypadLockoutWarnings } from '../config/keypadLockout.js';
+import { lockoutWarnings } from '../config/keypadLockout.js';
 
 function loadServiceConfigIfServiceOnly(path: string) {
   let data: unknown;
@@ -69,7 +69,7 @@ export function runConfigCheck(args: { config: string | undefined }, ctx: Comman
       : `  WARNING: gpio.driver ${config.gpio.driver} does not work on this machine (${chosen.detail}); ` +
         (suggested.supported ? `${probe.suggested} does\n` : `fix that first\n`)) +
     pinProblems.map((p) => `  WARNING: ${p}\n`).join('') +
-    movedKeypadLockoutWarnings(config.doors, config.access.keypadLockout).map((w) => `  WARNING: ${w}\n`).join('');
+    lockoutWarnings(config.doors, config.access.keypadLockout).map((w) => `  WARNING: ${w}\n`).join('');
   ctx.stdout.write(
     `${path}: ok\n` +
       `  agent ${config.agent.id}, time zone ${config.agent.timezone}, data in ${config.agent.dataDir}\n` +

@@ -167,12 +167,9 @@ export const doorSchema = z.strictObject({
     .strictObject({
       failures: z.number().int().min(1).max(1000).default(10),
       windowSeconds: seconds(1, 86_400).default(60),
-      lockoutSeconds: z
-        .number()
-        .int()
-        .min(1)
-        .max(30, 'at most 30: a card lockout must never keep a valid card out longer (it ends quietSeconds after the attempts stop)')
-        .default(30),
+      // More than 30 (the default was 60 before issue 32) is taken as 30, with a warning: refusing it would keep
+      // an upgraded door's service down.
+      lockoutSeconds: seconds(1, 86_400).default(30),
       quietSeconds: z.number().int().min(1).max(5, 'at most 5: the next valid card after a stream of guesses must get in within 5 s').default(3),
     })
     .prefault({}),

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import type { KeypadLockoutPolicy } from '../core/keypad.js';
+import { MAX_CARD_LOCKOUT_SECONDS } from '../core/cardLockout.js';
 
 const secs = (min: number, max: number) => z.number().int().min(min).max(max);
 
@@ -34,11 +35,23 @@ export function keypadPolicy(agent: KeypadLockoutKeys | undefined, doors: Readon
   };
 }
 
-/** `config check`'s warning for each door that still has its own keypadLockout. */
-export function movedKeypadLockoutWarnings(doors: ReadonlyArray<{ keypadLockout?: KeypadLockoutKeys }>, policy: KeypadLockoutPolicy): string[] {
+/**
+ * The lockout keys that `config check` and the daemon warn about: a door's own keypadLockout (moved), and a card
+ * lockout longer than 30 s (taken as 30).
+ */
+export function lockoutWarnings(
+  doors: ReadonlyArray<{ keypadLockout?: KeypadLockoutKeys; cardLockout: { lockoutSeconds: number } }>,
+  policy: KeypadLockoutPolicy,
+): string[] {
+  const card = doors.flatMap((d, i) =>
+    d.cardLockout.lockoutSeconds > MAX_CARD_LOCKOUT_SECONDS
+      ? [`doors[${i}].cardLockout.lockoutSeconds ${d.cardLockout.lockoutSeconds} is taken as ${MAX_CARD_LOCKOUT_SECONDS}: a card lockout never keeps a valid card out longer`]
+      : [],
+  );
   const moved = doors.flatMap((d, i) => (d.keypadLockout ? [`doors[${i}].keypadLockout`] : []));
-  if (moved.length === 0) return [];
+  if (moved.length === 0) return card;
   return [
+    ...card,
     `${moved.join(', ')} moved to access.keypadLockout (one wrong-PIN counter for all doors); the strictest values are used: ` +
       `${policy.failures} failures in ${policy.windowSeconds} s, lockout ${policy.lockoutSeconds} s doubling up to ${policy.maxLockoutSeconds} s`,
   ];

@@ -24,12 +24,16 @@ export interface CardLockoutState {
   lastAttempt: number;
 }
 
+/** No card lockout lasts longer, whatever the configuration says (someone else's guesses must not keep a card out). */
+export const MAX_CARD_LOCKOUT_SECONDS = 30;
+
 export const CARD_IDLE: CardLockoutState = { failures: [], startedAt: null, lastAttempt: 0 };
 
 /** When the lockout ends (monotonic ms), as things stand; null when there is none. */
 export function cardLockoutEndsAt(state: CardLockoutState, policy: CardLockoutPolicy): number | null {
   if (state.startedAt === null) return null;
-  return Math.min(state.startedAt + policy.lockoutSeconds * 1000, state.lastAttempt + policy.quietSeconds * 1000);
+  const cap = Math.min(policy.lockoutSeconds, MAX_CARD_LOCKOUT_SECONDS) * 1000;
+  return Math.min(state.startedAt + cap, state.lastAttempt + policy.quietSeconds * 1000);
 }
 
 export function isCardLockedOut(state: CardLockoutState, now: number, policy: CardLockoutPolicy): boolean {

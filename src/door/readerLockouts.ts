@@ -1,6 +1,7 @@
 import type { Logger } from 'pino';
 import {
   CARD_IDLE,
+  MAX_CARD_LOCKOUT_SECONDS,
   cardLockoutEndsAt,
   isCardLockedOut,
   recordCardFailure,
@@ -55,7 +56,8 @@ export class ReaderLockouts {
     const { state, lockoutStarted } = recordCardFailure(this.card, this.deps.clock.monoNow(), this.deps.card);
     this.card = state;
     if (!lockoutStarted) return;
-    this.deps.record('card_locked_out', { seconds: this.deps.card.lockoutSeconds, quiet_seconds: this.deps.card.quietSeconds });
+    const seconds = Math.min(this.deps.card.lockoutSeconds, MAX_CARD_LOCKOUT_SECONDS);
+    this.deps.record('card_locked_out', { seconds, quiet_seconds: this.deps.card.quietSeconds });
     this.deps.logger.warn('reader locked out after repeated refused cards');
   }
 

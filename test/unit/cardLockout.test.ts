@@ -27,6 +27,14 @@ describe('card lockout (issue 32 item 3)', () => {
     expect(isCardLockedOut(s, T0 + 30_000, policy)).toBe(false);
   });
 
+  it('a configured lockoutSeconds over 30 is taken as 30', () => {
+    const long = { ...policy, lockoutSeconds: 600 };
+    let s = CARD_IDLE;
+    for (const at of [T0 - 2, T0 - 1, T0]) s = recordCardFailure(s, at, long).state;
+    for (let t = T0; t < T0 + 60_000; t += 200) s = recordCardRefused(s, t, long);
+    expect(isCardLockedOut(s, T0 + 30_000, long)).toBe(false);
+  });
+
   it('does not start again before the reader has been open for quietSeconds', () => {
     let s = lockAt(T0); // ends at T0 + 3 s
     for (const t of [T0 + 3_000, T0 + 3_500, T0 + 4_000, T0 + 5_000]) {
