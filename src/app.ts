@@ -5,6 +5,10 @@ import { checkReferencedFiles, type Env } from './config/secrets.js';
 import { AccessChecker } from './door/accessChecker.js';
 import { Door } from './door/door.js';
 import { DoorEvents } from './door/doorEvents.js';
+import { KeypadGuesses } from './door/keypadGuesses.js';
+import { lockoutWarnings } from './config/keypadLockout.js';
+import { readKeypadGuesses, writeKeypadGuesses } from './store/keypadGuessState.js';
+import { countShortPins, shortPinsSentence } from './store/pinCensus.js';
 import type { LockSnapshot } from './door/lockController.js';
 import { RelayBank } from './door/relays.js';
 import { SiteOperations } from './door/siteOperations.js';
@@ -126,6 +130,7 @@ export async function startAgent(config: AgentOptions, deps: AgentDeps): Promise
     auditLockChanges(doorEvents, store, logger);
     let checker: AccessChecker | null = null;
     const getChecker = () => (checker ??= new AccessChecker(store.credentials(), config));
+    const keypad = keypadGuesses(config, store, clock, logger);
     const operations = new SiteOperations({ store, doors, checker: getChecker, clock, logger });
     const persistence = new DoorStateStore(doorStateDir(config.agent.dataDir));
     const probe = deps.clockSynchronized;
@@ -146,6 +151,7 @@ export async function startAgent(config: AgentOptions, deps: AgentDeps): Promise
           persistence,
           events: () => store.events,
           checker: getChecker,
+          keypad,
           doorEvents,
           clock,
           timers,
@@ -175,6 +181,7 @@ export async function startAgent(config: AgentOptions, deps: AgentDeps): Promise
           onPush: (revision) => store.setDirectoryPush(revision),
           rules: config.access,
           onFindings: (found) => findings.report(found),
+          onSynced: shortPinsWarning(config, store, logger),
         })
       : null;
     const mqtt = config.mqtt
@@ -218,6 +225,36 @@ export async function startAgent(config: AgentOptions, deps: AgentDeps): Promise
     lockState: (uuid) => doors.find((d) => d.options.uuid === uuid)?.lockState(),
     stop,
     lockAllNow: () => relays.lockAll(),
+  };
+}
+
+/**
+ * The agent's keypad lockout, shared by the doors: read from state.db when the first door starts (the store has
+ * started by then), saved through the pending writes after each decision that changed it.
+ */
+function keypadGuesses(config: AgentOptions, store: AgentStore, clock: Clock, logger: Logger): () => KeypadGuesses {
+  let keypad: KeypadGuesses | null = null;
+  return () => {
+    if (keypad) return keypad;
+    for (const warning of lockoutWarnings(config.doors, config.access.keypadLockout)) logger.warn(warning);
+    keypad = new KeypadGuesses({
+      policy: config.access.keypadLockout,
+      clock,
+      load: () => readKeypadGuesses(store.state),
+      save: (state) => store.writes.run('keypad_guesses', () => writeKeypadGuesses(store.state, state)),
+    });
+    return keypad;
+  };
+}
+
+/** After a sync: PINs in the directory under access.minPinLength never open; said once (again when the count changes). */
+function shortPinsWarning(config: AgentOptions, store: AgentStore, logger: Logger): () => void {
+  let said = 0;
+  return () => {
+    const count = countShortPins(store.db, config.access.pinLabels, config.access.minPinLength);
+    const sentence = shortPinsSentence(count, config.access.minPinLength);
+    if (sentence && count !== said) logger.warn({ count }, sentence);
+    said = count;
   };
 }
 

@@ -15,6 +15,7 @@ import { checkChardevPins, probeGpio } from '../hardware/gpioProbe.js';
 import type { DoorOptions } from '../door/options.js';
 import { parse as parseYaml } from 'yaml';
 import { plainOsdpWarnings } from '../config/osdpSecurity.js';
+import { lockoutWarnings } from '../config/keypadLockout.js';
 
 function loadServiceConfigIfServiceOnly(path: string) {
   let data: unknown;
@@ -72,7 +73,8 @@ export function runConfigCheck(args: { config: string | undefined }, ctx: Comman
       : `  WARNING: gpio.driver ${config.gpio.driver} does not work on this machine (${chosen.detail}); ` +
         (suggested.supported ? `${probe.suggested} does\n` : `fix that first\n`)) +
     pinProblems.map((p) => `  WARNING: ${p}\n`).join('') +
-    plainOsdpWarnings(config.doors).map((w) => `  WARNING: ${w}\n`).join('');
+    plainOsdpWarnings(config.doors).map((w) => `  WARNING: ${w}\n`).join('') +
+    lockoutWarnings(config.doors, config.access.keypadLockout).map((w) => `  WARNING: ${w}\n`).join('');
   ctx.stdout.write(
     `${path}: ok\n` +
       `  agent ${config.agent.id}, time zone ${config.agent.timezone}, data in ${config.agent.dataDir}\n` +

@@ -4,6 +4,7 @@ import { cachePath, openDatabase } from '../store/database.js';
 import { loadConfigFor, type CommandContext } from './context.js';
 import { findingsWarnings } from '../core/directoryFindings.js';
 import { scanDirectory } from '../store/directoryScan.js';
+import { shortPinLine } from './pinStatus.js';
 
 export interface ImportArgs {
   file: string;
@@ -39,6 +40,7 @@ export function runImport(args: ImportArgs, ctx: CommandContext): number {
           line('credentials', result.credentials),
           line('guest links', result.guestLinks),
           ...findingsWarnings(findings).map((w) => `WARNING: ${w}`),
+          ...shortPinLine(db, config),
           '',
         ].join('\n'),
       );

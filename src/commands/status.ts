@@ -14,6 +14,7 @@ import { describeReader } from '../door/options.js';
 import { operationsLines, operationsStatus } from './operationsStatus.js';
 import { osdpChannelText, osdpChannelView } from './osdpStatus.js';
 import { directoryFindings, directoryLines } from './directoryStatus.js';
+import { pinLines, pinStatus } from './pinStatus.js';
 
 function processAlive(pid: number): boolean {
   try {
@@ -79,6 +80,7 @@ export function runStatus(args: { json: boolean; config: string | undefined }, c
       holidays: operations.holidays,
       counts: new CredentialCache(db).counts(),
       directoryFindings: directoryFindings(config, db),
+      pins: pinStatus(config, db, state),
       lastImport: readMeta<{ at: string; file: string }>(db, 'last_import') ?? null,
       sync: config.service ? syncView(readSyncStatus(db), now, config.service.warnCacheAgeSeconds) : null,
       directory: config.service
@@ -120,6 +122,7 @@ export function runStatus(args: { json: boolean; config: string | undefined }, c
       `cache: ${status.counts.users} users, ${status.counts.credentials} credentials, ${status.counts.guestLinks} guest links` +
         (status.lastImport ? `; last import ${status.lastImport.at} from ${status.lastImport.file}` : '; never imported or synced'),
       ...directoryLines(status.directoryFindings),
+      ...pinLines(status.pins),
       ...(status.sync
         ? [
             `sync: last success ${status.sync.lastSuccessAt ?? 'never'}` +

@@ -6,6 +6,7 @@ import { DoorAgentError } from '../util/errors.js';
 import { loadConfigFor, type CommandContext } from './context.js';
 import { findingsWarnings } from '../core/directoryFindings.js';
 import { scanDirectory } from '../store/directoryScan.js';
+import { shortPinLine } from './pinStatus.js';
 
 const line = (name: string, c: RowCounts) =>
   `  ${name.padEnd(12)} ${c.added} added, ${c.changed} changed, ${c.removed} removed, ${c.unchanged} unchanged`;
@@ -43,6 +44,7 @@ export async function runSync(
         line('users', r.users),
         line('credentials', r.credentials),
         ...findingsWarnings(scanDirectory(db, config.access)).map((w) => `WARNING: ${w}`),
+        ...shortPinLine(db, config),
         '',
       ].join('\n'),
     );

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { keypadLockoutSchema } from './keypadLockout.js';
 import { timeMappingSchema } from '../api/shapes.js';
 
 export const bcmPin = z.number().int().min(0).max(63);
@@ -158,19 +159,20 @@ export const doorSchema = z.strictObject({
   /** The schedule starts each day only once a member of these groups or policies was granted in its hours. */
   firstPersonIn: memberPolicySchema.optional(),
   mode: z.enum(['card_or_pin', 'card_and_pin']).default('card_or_pin'),
-  keypadLockout: z
-    .strictObject({
-      failures: z.number().int().min(1).max(100).default(5),
-      windowSeconds: seconds(1, 86_400).default(60),
-      lockoutSeconds: seconds(1, 86_400).default(60),
-    })
-    .prefault({}),
-  /** After `failures` unknown cards or tokens within `windowSeconds`, the reader refuses them for `lockoutSeconds`. */
+  /** Before the keypad lockout became agent-wide (access.keypadLockout): still accepted, the strictest values win. */
+  keypadLockout: keypadLockoutSchema.optional(),
+  /**
+   * After `failures` refused cards or tokens within `windowSeconds`, the reader refuses cards until `quietSeconds`
+   * after the last attempt, and at most `lockoutSeconds`: someone else's attempts never keep a valid card out long.
+   */
   cardLockout: z
     .strictObject({
       failures: z.number().int().min(1).max(1000).default(10),
       windowSeconds: seconds(1, 86_400).default(60),
-      lockoutSeconds: seconds(1, 86_400).default(60),
+      // More than 30 (the default was 60 before issue 32) is taken as 30, with a warning: refusing it would keep
+      // an upgraded door's service down.
+      lockoutSeconds: seconds(1, 86_400).default(30),
+      quietSeconds: z.number().int().min(1).max(5, 'at most 5: the next valid card after a stream of guesses must get in within 5 s').default(3),
     })
     .prefault({}),
 });

@@ -4,6 +4,7 @@ import { EXIT_INVALID_CONFIG, configSchema, serviceConfigSchema, type Config, ty
 import type { AgentOptions, ServiceOptions } from './options.js';
 import { DoorAgentError, InputError, describeFsError } from '../util/errors.js';
 import { problemsFromZod, type Problem } from '../util/issues.js';
+import { keypadPolicy } from './keypadLockout.js';
 
 export const DEFAULT_CONFIG_PATH = '/etc/door-agent/config.yaml';
 
@@ -38,7 +39,7 @@ function agentOptions(parsed: Config): AgentOptions {
   const { agent, access, gpio, doors, mqtt, service } = parsed;
   return {
     agent,
-    access,
+    access: { ...access, keypadLockout: keypadPolicy(access.keypadLockout, doors.map((d) => d.keypadLockout)) },
     gpio,
     doors: doors.map((door) => ({ ...door, uuid: door.uuid.toLowerCase(), name: door.name ?? `Door ${door.resourceId}` })),
     ...(mqtt ? { mqtt } : {}),

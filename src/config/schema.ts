@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { isCalendarDate } from '../core/schedule.js';
 import { doorSchema, memberPolicySchema, seconds } from './doorSchema.js';
 import { refineDoors } from './doorChecks.js';
+import { keypadLockoutSchema } from './keypadLockout.js';
 
 /** Exit code for an invalid configuration (sysexits EX_CONFIG); systemd: RestartPreventExitStatus=78. */
 export const EXIT_INVALID_CONFIG = 78;
@@ -75,6 +76,10 @@ const accessSchema = z
      * entries in the directory are flagged: they are most likely PINs stored under a label not in pinLabels.
      */
     minCardDigits: z.number().int().min(1).max(20).default(6),
+    /** A typed PIN shorter than this is refused (pin_too_short); a shorter PIN in the directory never opens. */
+    minPinLength: z.number().int().min(1).max(16).default(4),
+    /** Wrong PINs at any of the agent's doors lock every keypad, for longer each time (see config/keypadLockout.ts). */
+    keypadLockout: keypadLockoutSchema.optional(),
   })
   .refine((a) => a.groups.length + a.policies.length > 0, {
     message: 'list at least one group or policy whose members may open these doors',

@@ -23,15 +23,20 @@ export function normalizeCardNumber(raw: string, format: CardFormat): string | n
   return DECIMAL.test(raw) ? stripLeadingZeros(raw) : null;
 }
 
+/** A PIN is a string of digits: leading zeros count (0123 is not 123). */
 export function normalizePin(raw: string): string | null {
-  return PIN.test(raw) ? stripLeadingZeros(raw) : null;
+  return PIN.test(raw) ? raw : null;
 }
 
 export function isWellFormedToken(raw: string): boolean {
   return TOKEN.test(raw);
 }
 
-/** A smartcard/PIN number as the service stores it ("a string holding an integer"); null if it is not one. */
+/**
+ * A smartcard/PIN number as the service stores it ("a string holding an integer") in the form the cache keys it
+ * by (its decimal integer); null if it is not one. The digits as given are kept beside it: a PIN-labelled entry
+ * matches only a PIN typed with exactly those digits.
+ */
 export function normalizeStoredNumber(number: string): string | null {
   return DECIMAL.test(number) ? stripLeadingZeros(number) : null;
 }

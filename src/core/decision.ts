@@ -8,6 +8,7 @@ export const DENY_REASONS = [
   'keypad_locked_out',
   'card_locked_out',
   'card_too_short',
+  'pin_too_short',
   'unknown_credential',
   // Given only to a guest link that qualifies in every other respect: it, not a co-holder's refusal, says why.
   'no_second_factor',
@@ -81,6 +82,8 @@ export interface DecisionRequest {
   cardLockedOut?: boolean;
   /** The door is in lockdown (its own or the agent's): only responders are admitted. */
   lockdown?: boolean;
+  /** A PIN shorter than access.minPinLength (refused without a lookup: no holders). */
+  pinTooShort?: boolean;
   /** The door's first-person-in members: the decision says whether one of them was granted. */
   firstPersonIn?: AccessPolicy;
   /** A card number shorter than access.minCardDigits (likely a PIN): refused without a lookup. */
@@ -152,6 +155,7 @@ export function decide(req: DecisionRequest, holders: readonly Holder[], ctx: De
   if (req.kind !== 'pin' && req.cardLockedOut) {
     return { granted: false, reason: 'card_locked_out', holders: [] };
   }
+  if (req.kind === 'pin' && req.pinTooShort) return { granted: false, reason: 'pin_too_short', holders: [] };
   const lockdown = req.lockdown === true;
   if (lockdown && !holders.some((h) => isResponder(h, ctx.responders))) {
     return { granted: false, reason: 'lockdown', holders: holders.map((h) => ({ holder: refOf(h), reason: 'lockdown' })) };

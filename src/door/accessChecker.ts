@@ -42,6 +42,7 @@ export class AccessChecker {
   private readonly pinLabels: ReadonlySet<string>;
   private readonly duressRule: DuressRule;
   private readonly minCardDigits: number;
+  private readonly minPinLength: number;
   private readonly firstPersonIn = new Map<string, AccessPolicy>();
 
   constructor(
@@ -51,6 +52,7 @@ export class AccessChecker {
     this.pinLabels = pinLabelSet(config.access.pinLabels);
     this.duressRule = config.access.duressPin;
     this.minCardDigits = config.access.minCardDigits;
+    this.minPinLength = config.access.minPinLength;
     this.configuredHolidays = config.access.holidays;
     this.context = {
       access: memberPolicy(config.access),
@@ -78,13 +80,15 @@ export class AccessChecker {
     const { door, kind } = request;
     const normalized = normalizeCredential(request.credential, kind, readerCardFormat(door));
     if (normalized === null) return null;
-    // A short "card" is most likely a PIN sent as a card line: refused without a lookup.
-    const tooShort = kind === 'card' && normalized.length < this.minCardDigits;
+    // A short "card" is most likely a PIN sent as a card line, and a PIN under the minimum length never opens:
+    // both are refused without a lookup.
+    const tooShort =
+      kind === 'card' ? normalized.length < this.minCardDigits : kind === 'pin' && normalized.length < this.minPinLength;
     const holders = tooShort ? [] : this.holdersOf(kind, normalized, door);
     const hint = credentialHint(normalized, kind);
     const result: AccessResult = { ...this.decideFor(request, holders, tooShort), door: door.uuid, kind, hint };
     // A PIN someone holds is that PIN, never a duress PIN (the real PIN wins a collision, see directoryFindings).
-    if (kind !== 'pin' || holders.length > 0) return result;
+    if (kind !== 'pin' || tooShort || holders.length > 0) return result;
     const original = duressOriginal(request.credential, this.duressRule);
     const originalNormalized = original === null ? null : normalizeCredential(original, 'pin');
     if (originalNormalized === null || originalNormalized === normalized) return result;
@@ -108,7 +112,8 @@ export class AccessChecker {
     }
   }
 
-  private decideFor(request: AccessRequest, holders: readonly Holder[], cardTooShort: boolean): Decision {
+  /** `tooShort`: a card under access.minCardDigits or a PIN under access.minPinLength (no holders were looked up). */
+  private decideFor(request: AccessRequest, holders: readonly Holder[], tooShort: boolean): Decision {
     const { door, kind } = request;
     return decide(
       {
@@ -118,8 +123,9 @@ export class AccessChecker {
         keypadLockedOut: request.keypadLockedOut ?? false,
         cardLockedOut: request.cardLockedOut ?? false,
         lockdown: request.lockdown ?? false,
+        pinTooShort: kind === 'pin' && tooShort,
         firstPersonIn: this.firstPersonPolicy(door),
-        cardTooShort,
+        cardTooShort: kind === 'card' && tooShort,
         secondFactor: kind === 'card' && door.mode === 'card_and_pin',
       },
       holders,

@@ -21,6 +21,7 @@ import type { ScheduleMemory, ScheduleState } from '../core/unlockSchedule.js';
 import { SCHEDULE_UNLOCK_CAUSE, UnlockScheduler } from './unlockScheduler.js';
 import { readerFeedback, type ReaderFeedbackHandle } from './readerFeedback.js';
 import type { ChannelState } from '../hardware/osdp/pacing.js';
+import type { KeypadGuesses } from './keypadGuesses.js';
 
 export interface DoorDeps {
   gpio: GpioDriver;
@@ -30,6 +31,8 @@ export interface DoorDeps {
   /** Available once the store has started. */
   events: () => EventLog;
   checker: () => AccessChecker;
+  /** The agent's keypad lockout, shared by every door (available once the store has started). */
+  keypad: () => KeypadGuesses;
   doorEvents: DoorEvents;
   clock: Clock;
   timers: Timers;
@@ -99,6 +102,7 @@ export class Door implements Component {
     const runtime = new DoorRuntime(door, {
       controller: this.controller,
       checker: deps.checker(),
+      keypad: deps.keypad(),
       events: deps.events(),
       clock: deps.clock,
       timers: deps.timers,

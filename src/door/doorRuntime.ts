@@ -1,9 +1,10 @@
 import type { Logger } from 'pino';
 import { readerCardFormat, type DoorOptions, type FeedbackKind } from './options.js';
-import { normalizeCredential, type CredentialKind } from '../core/credentials.js';
+import { normalizeCardNumber, normalizeCredential, type CredentialKind } from '../core/credentials.js';
 import * as supervision from '../core/doorSupervision.js';
-import { PIN_AFTER_CARD_MS, type PendingCard } from '../core/keypad.js';
+import { PIN_AFTER_CARD_MS, countsAsGuess, type PendingCard } from '../core/keypad.js';
 import { ReaderLockouts } from './readerLockouts.js';
+import type { KeypadGuesses } from './keypadGuesses.js';
 import type { NoiseSummary } from '../hardware/noiseReporter.js';
 import type { ReaderFrame } from '../hardware/readerFrames.js';
 import type { EventLog, EventType } from '../store/eventLog.js';
@@ -30,6 +31,8 @@ export interface DoorRuntimeDeps {
   onAlarm?: (type: AlarmType, data: Record<string, unknown>, at: number) => void;
   /** The tamper input changed (for the published door state). */
   onTamperChange?: () => void;
+  /** The agent's wrong-PIN counter and keypad lockout, shared by all its doors. */
+  keypad: KeypadGuesses;
 }
 
 /** Events that also go out at once on the door's alarm topic. */
@@ -61,7 +64,8 @@ export class DoorRuntime {
   ) {
     this.settings = { unlockWindowMs: door.unlockSeconds * 1000, heldOpenMs: door.heldOpenSeconds * 1000 };
     this.lockouts = new ReaderLockouts({
-      policies: { pin: door.keypadLockout, card: door.cardLockout },
+      keypad: deps.keypad,
+      card: door.cardLockout,
       clock: deps.clock,
       timers: deps.timers,
       logger: deps.logger,
@@ -164,7 +168,7 @@ export class DoorRuntime {
     if (result.duress) this.raiseDuress(result);
     if (result.reason === 'keypad_locked_out' || result.reason === 'card_locked_out') {
       const which = result.reason === 'keypad_locked_out' ? 'pin' : 'card';
-      if (this.lockouts.refusedDuringLockout(which)) this.deny(result);
+      if (this.lockouts.refusedDuringLockout(which, () => this.isGuess(frame.kind, frame.value))) this.deny(result);
       return;
     }
     if (frame.kind === 'pin') return this.onPin(result, frame.value);
@@ -173,8 +177,21 @@ export class DoorRuntime {
       if (this.pending) this.pendingNumber = normalizeCredential(frame.value, 'card', readerCardFormat(this.door));
     } else if (result.granted) this.grant(result);
     else this.deny(result);
-    // An unknown card or token is a guess (lockdown or not): counted after its denial is recorded.
-    if (!result.granted && result.holders.length === 0 && (result.reason === 'unknown_credential' || result.reason === 'lockdown' || result.reason === 'card_too_short')) this.lockouts.failed('card');
+    // A refused card or token, known or not, is a guess (see countsAsGuess): counted after its denial is recorded.
+    if (countsAsGuess(result)) this.lockouts.failed('card');
+  }
+
+  /**
+   * Whether a card refused for the reader's lockout would have been refused anyway (a guess): only guesses keep
+   * the lockout going, so a valid card tapped again and again during it never prolongs it (issue 32).
+   */
+  private isGuess(kind: CredentialKind, credential: string): boolean {
+    try {
+      const r = this.deps.checker.check({ door: this.door, kind, credential, now: this.deps.clock.wallNow(), lockdown: this.deps.lockdown?.() ?? false });
+      return r === null || countsAsGuess(r);
+    } catch {
+      return true; // the cache cannot be read: the lockout runs its course
+    }
   }
 
   private onCardNeedingPin(result: AccessResult): void {
@@ -207,7 +224,7 @@ export class DoorRuntime {
       this.clearPending();
       // The card's own number typed on the keypad is not a second factor (cards and PINs share one table).
       const matches =
-        normalizeCredential(pinDigits, 'pin') !== cardNumber &&
+        normalizeCardNumber(pinDigits, 'decimal') !== cardNumber &&
         result.holders.some(
           (h) => h.reason === null && ('email_id' in h.holder ? pending.emailIds.includes(h.holder.email_id) : pending.linkIds.includes(h.holder.magic_link_id)),
         );
@@ -216,8 +233,8 @@ export class DoorRuntime {
       return this.deny({ ...result, granted: false, reason: result.reason ?? 'not_authorized' }, { factor: 'pin_mismatch', card_hint: pending.hint });
     }
     if (result.granted) return this.grant(result);
-    // A known PIN refused for the lockdown is not a guess; an unknown one still is.
-    if (result.reason !== 'lockdown' || result.holders.length === 0) this.lockouts.failed('pin');
+    // A refused PIN, known or not, is a guess; one refused only for the lockdown or the clock is not (countsAsGuess).
+    if (countsAsGuess(result)) this.lockouts.failed('pin');
     this.deny(result);
   }
 

@@ -1,5 +1,6 @@
 import type { CardFormat, DuressRule } from '../core/credentials.js';
 import type { KeypadLockoutPolicy } from '../core/keypad.js';
+import type { CardLockoutPolicy } from '../core/cardLockout.js';
 import type { FailMode, Level } from '../core/relay.js';
 import type { TimeMapping } from '../core/schedule.js';
 import type { WiegandFormat, WiegandNumbering } from '../core/wiegand.js';
@@ -73,8 +74,9 @@ export interface DoorOptions {
   /** The schedule's hours start each day only after a grant to one of these. */
   firstPersonIn?: MemberPolicy;
   mode: 'card_or_pin' | 'card_and_pin';
-  keypadLockout: KeypadLockoutPolicy;
-  cardLockout: KeypadLockoutPolicy;
+  /** As written in the file (it moved to access.keypadLockout; the loader merged it there). */
+  keypadLockout?: Partial<KeypadLockoutPolicy>;
+  cardLockout: CardLockoutPolicy;
 }
 
 /** Members of any of these groups or policies. */
@@ -96,4 +98,8 @@ export interface AccessOptions {
   duressPin: DuressRule;
   /** Card numbers shorter than this are refused (card_too_short) and flagged in the directory. */
   minCardDigits: number;
+  /** Typed PINs shorter are refused (pin_too_short); shorter PINs in the directory never open. */
+  minPinLength: number;
+  /** One wrong-PIN counter and lockout for all the agent's doors. */
+  keypadLockout: KeypadLockoutPolicy;
 }

@@ -1,56 +1,75 @@
 import type { Logger } from 'pino';
-import { KEYPAD_IDLE, isLockedOut, recordFailure, type KeypadLockoutPolicy } from '../core/keypad.js';
+import {
+  CARD_IDLE,
+  MAX_CARD_LOCKOUT_SECONDS,
+  cardLockoutEndsAt,
+  isCardLockedOut,
+  recordCardFailure,
+  recordCardRefused,
+  type CardLockoutPolicy,
+} from '../core/cardLockout.js';
 import type { EventType } from '../store/eventLog.js';
 import type { Clock, Timers } from '../util/clock.js';
+import type { KeypadGuesses } from './keypadGuesses.js';
 
 export type LockoutKind = 'pin' | 'card';
 
 export interface ReaderLockoutsDeps {
-  policies: Record<LockoutKind, KeypadLockoutPolicy>;
+  /** The agent's keypad lockout, shared by every door. */
+  keypad: KeypadGuesses;
+  /** This reader's own card lockout. */
+  card: CardLockoutPolicy;
   clock: Clock;
   timers: Timers;
   logger: Logger;
   record: (type: EventType, data: Record<string, unknown>) => void;
 }
 
-const STARTED: Record<LockoutKind, { type: EventType; log: string }> = {
-  pin: { type: 'keypad_locked_out', log: 'keypad locked out after repeated wrong PINs' },
-  card: { type: 'card_locked_out', log: 'reader locked out after repeated unknown cards' },
-};
-
 /**
- * A door's two lockouts: wrong PINs lock the keypad, unknown cards and tokens the reader (a card emulator cannot
- * try numbers at serial speed). Attempts refused during a lockout: the first is recorded by the caller, the rest
- * counted and recorded as one summary (with `count`) when the lockout ends, so a flood cannot fill the audit log.
+ * A door's view of the two lockouts: wrong PINs lock every keypad of the agent (KeypadGuesses), refused cards and
+ * tokens this reader (a card emulator cannot try numbers at serial speed; physical presence, so one reader's
+ * flood never refuses a card at another). Attempts refused during a lockout: the first is recorded by the caller,
+ * the rest counted and recorded as one summary (with `count`) when the lockout ends, so a flood cannot fill the
+ * audit log.
  */
 export class ReaderLockouts {
-  private readonly failures: Record<LockoutKind, typeof KEYPAD_IDLE> = { pin: KEYPAD_IDLE, card: KEYPAD_IDLE };
+  private card = CARD_IDLE;
   private readonly refused: Record<LockoutKind, number> = { pin: 0, card: 0 };
   private readonly timers: Record<LockoutKind, unknown> = { pin: null, card: null };
 
   constructor(private readonly deps: ReaderLockoutsDeps) {}
 
   isLockedOut(kind: LockoutKind): boolean {
-    return isLockedOut(this.failures[kind], this.deps.clock.monoNow());
+    if (kind === 'pin') return this.deps.keypad.isLockedOut();
+    return isCardLockedOut(this.card, this.deps.clock.monoNow(), this.deps.card);
   }
 
-  /** A wrong PIN or an unknown card: counted; the lockout it may start is recorded. */
+  /** A refused PIN, card or token (see countsAsGuess): counted; the lockout it may start is recorded. */
   failed(kind: LockoutKind): void {
-    const policy = this.deps.policies[kind];
-    const { state, lockoutStarted } = recordFailure(this.failures[kind], this.deps.clock.monoNow(), policy);
-    this.failures[kind] = state;
+    if (kind === 'pin') {
+      const seconds = this.deps.keypad.failed();
+      if (seconds === null) return;
+      this.deps.record('keypad_locked_out', { seconds, scope: 'agent' });
+      this.deps.logger.warn({ seconds }, 'keypads locked out after repeated wrong PINs (every door of this agent)');
+      return;
+    }
+    const { state, lockoutStarted } = recordCardFailure(this.card, this.deps.clock.monoNow(), this.deps.card);
+    this.card = state;
     if (!lockoutStarted) return;
-    this.deps.record(STARTED[kind].type, { seconds: policy.lockoutSeconds });
-    this.deps.logger.warn(STARTED[kind].log);
-    this.timers[kind] = this.deps.timers.setTimeout(() => {
-      this.timers[kind] = null;
-      this.summarize(kind);
-    }, policy.lockoutSeconds * 1000);
+    const seconds = Math.min(this.deps.card.lockoutSeconds, MAX_CARD_LOCKOUT_SECONDS);
+    this.deps.record('card_locked_out', { seconds, quiet_seconds: this.deps.card.quietSeconds });
+    this.deps.logger.warn('reader locked out after repeated refused cards');
   }
 
-  /** An attempt refused for the lockout; true for the first of this lockout (the caller records that one). */
-  refusedDuringLockout(kind: LockoutKind): boolean {
-    return this.refused[kind]++ === 0;
+  /**
+   * An attempt refused for the lockout; true for the first of this lockout (the caller records that one). A card
+   * lockout lasts until quietSeconds after the last guess refused (`isGuess`: asked only then, it costs a lookup).
+   */
+  refusedDuringLockout(kind: LockoutKind, isGuess: () => boolean = () => true): boolean {
+    if (kind === 'card' && isGuess()) this.card = recordCardRefused(this.card, this.deps.clock.monoNow(), this.deps.card);
+    const first = this.refused[kind]++ === 0;
+    if (first) this.armSummary(kind);
+    return first;
   }
 
   stop(): void {
@@ -59,6 +78,25 @@ export class ReaderLockouts {
       this.timers[kind] = null;
       this.summarize(kind);
     }
+  }
+
+  private endsAt(kind: LockoutKind): number | null {
+    return kind === 'pin' ? this.deps.keypad.lockedUntil() : cardLockoutEndsAt(this.card, this.deps.card);
+  }
+
+  /** The summary goes out when the lockout has ended (a card lockout's end moves with each refused attempt). */
+  private armSummary(kind: LockoutKind): void {
+    if (this.timers[kind] !== null) return;
+    const end = this.endsAt(kind);
+    const now = this.deps.clock.monoNow();
+    if (end === null || end <= now || !this.isLockedOut(kind)) {
+      this.summarize(kind);
+      return;
+    }
+    this.timers[kind] = this.deps.timers.setTimeout(() => {
+      this.timers[kind] = null;
+      this.armSummary(kind);
+    }, end - now);
   }
 
   private summarize(kind: LockoutKind): void {

@@ -10,8 +10,9 @@ export function flattenNames(matrix: ReadonlyArray<ReadonlyArray<string>>): stri
 }
 
 function cards(list: ReadonlyArray<{ number: string; label?: string | null | undefined }> | null | undefined) {
-  // The schemas already checked each number is an integer string, so normalization cannot fail here.
-  return (list ?? []).map((c) => ({ number: normalizeStoredNumber(c.number)!, label: c.label ?? null }));
+  // The schemas already checked each number is an integer string, so normalization cannot fail here. The digits
+  // as given are kept: a PIN's leading zeros count.
+  return (list ?? []).map((c) => ({ number: normalizeStoredNumber(c.number)!, label: c.label ?? null, digits: c.number }));
 }
 
 export function toStagedUser(item: UserListItem, tagOverride?: 'USER' | 'GUEST'): StagedUser {

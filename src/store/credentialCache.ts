@@ -1,5 +1,5 @@
 import type { Statement } from 'better-sqlite3';
-import { isPinLabel } from '../core/credentials.js';
+import { isPinLabel, stripLeadingZeros } from '../core/credentials.js';
 import type { Holder, LinkHolder } from '../core/decision.js';
 import type { TimeMapping } from '../core/schedule.js';
 import type { Db } from './database.js';
@@ -18,6 +18,7 @@ type HolderRow = [
   endAt: number | null,
   timeMapping: string | null,
   label: string | null,
+  digits: string | null,
 ];
 
 type LinkRow = [id: string, resourceIds: string, startAt: number | null, endAt: number | null, timeMapping: string];
@@ -44,7 +45,7 @@ export class CredentialCache {
   constructor(private readonly db: Db) {
     this.byNumber = db
       .prepare(
-        `SELECT holder_kind, holder_id, tag, ad_status, groups, policies, resource_ids, start_at, end_at, time_mapping, label
+        `SELECT holder_kind, holder_id, tag, ad_status, groups, policies, resource_ids, start_at, end_at, time_mapping, label, digits
            FROM credentials WHERE number = ?`,
       )
       .raw(true) as unknown as Statement<[string], HolderRow>;
@@ -79,12 +80,17 @@ export class CredentialCache {
 
   /**
    * Holders of a normalized number presented as `presented` (duplicates are legal: several holders may be
-   * returned). Entries labelled as PINs (see isPinLabel) answer only a PIN, the others only a card.
+   * returned). Entries labelled as PINs (see isPinLabel) answer only a PIN, the others only a card. A PIN is
+   * looked up by its integer and matches only an entry with exactly its digits (leading zeros count).
    */
   holdersOfNumber(number: string, presented: 'card' | 'pin', pinLabels: ReadonlySet<string>): Holder[] {
     const holders: Holder[] = [];
-    for (const [kind, id, tag, adStatus, groups, policies, resourceIds, startAt, endAt, timeMapping, label] of this.byNumber.all(number)) {
-      if (isPinLabel(label, pinLabels) !== (presented === 'pin')) continue;
+    const pin = presented === 'pin';
+    for (const [kind, id, tag, adStatus, groups, policies, resourceIds, startAt, endAt, timeMapping, label, digits] of this.byNumber.all(
+      pin ? stripLeadingZeros(number) : number,
+    )) {
+      if (isPinLabel(label, pinLabels) !== pin) continue;
+      if (pin && (digits ?? stripLeadingZeros(number)) !== number) continue;
       if (kind === 'user') {
         holders.push({
           kind: 'user',

@@ -111,6 +111,7 @@ export class GuestLinkStore {
         emails: JSON.stringify(staged.emailList),
       };
       const cards = [...new Map(staged.smartcards.map((c) => [c.number, c.label])).entries()].sort();
+      const digits = new Map(staged.smartcards.map((c) => [c.number, c.digits]));
       const existing = this.db
         .prepare(
           `SELECT name, token_digest, resource_ids, start_at, end_at, time_mapping, email_list, source FROM guest_links WHERE magic_link_id = ?`,
@@ -135,10 +136,10 @@ export class GuestLinkStore {
         )
         .run(row);
       const insert = this.db.prepare(
-        `INSERT INTO credentials (number, holder_kind, holder_id, label, resource_ids, start_at, end_at, time_mapping)
-         VALUES (?, 'link', ?, ?, ?, ?, ?, ?)`,
+        `INSERT INTO credentials (number, holder_kind, holder_id, label, resource_ids, start_at, end_at, time_mapping, digits)
+         VALUES (?, 'link', ?, ?, ?, ?, ?, ?, ?)`,
       );
-      for (const [number, label] of cards) insert.run(number, row.id, label, row.resources, row.start, row.end, row.mapping);
+      for (const [number, label] of cards) insert.run(number, row.id, label, row.resources, row.start, row.end, row.mapping, digits.get(number));
       return 'stored';
     })();
   }

@@ -105,6 +105,13 @@ export const MIGRATIONS: readonly Migration[] = [
   -- (protocol/issuedAt.ts): a copy of such a message replayed while its stamp is still ahead is not new again.
   ALTER TABLE guest_link_versions ADD COLUMN future_issued_at INTEGER;
   `,
+  `
+  -- A PIN is a string of digits (issue 32): the digits as the service gave them, beside the number the cache is
+  -- keyed by (leading zeros dropped). Rows from before have none: forgetting the revision held makes the next sync
+  -- a full one, which fills them in (an agent provisioned by import alone: import again).
+  ALTER TABLE credentials ADD COLUMN digits TEXT;
+  DELETE FROM meta WHERE key IN ('directory_revision', 'directory_history');
+  `,
 ];
 
 const tableExists = (db: Db, name: string) =>

@@ -60,7 +60,7 @@ describe('DoorRuntime decisions (card_or_pin)', () => {
   it('a PIN stored under the label "Pin code" is a short card: refused card_too_short without a lookup, counted toward the card lockout', () => {
     const directory = exampleSnapshot();
     (directory.details['101'] as { smartcards: unknown[] }).smartcards.push({ number: '4321', label: 'Pin code' });
-    const t = setup({ cardLockout: { failures: 3, windowSeconds: 60, lockoutSeconds: 30 } }, { snapshot: directory });
+    const t = setup({ cardLockout: { failures: 3, windowSeconds: 60, lockoutSeconds: 30, quietSeconds: 3 } }, { snapshot: directory });
     t.card('4321'); // a keyboard-wedge or serial reader sends the digits as a card line
     expect(t.last('access_denied')).toMatchObject({ kind: 'card', hint: '…', reason: 'card_too_short', holders: [] });
     t.card('04321'); // leading zeros do not make it longer
@@ -74,7 +74,7 @@ describe('DoorRuntime decisions (card_or_pin)', () => {
   });
 
   it('unknown cards are rate-limited: after `failures` in the window the reader refuses cards, and the flood is counted', () => {
-    const t = setup({ cardLockout: { failures: 5, windowSeconds: 60, lockoutSeconds: 30 } });
+    const t = setup({ cardLockout: { failures: 5, windowSeconds: 60, lockoutSeconds: 30, quietSeconds: 3 } });
     for (let i = 0; i < 5; i++) t.card(String(9_000_000 + i));
     expect(t.types()).toEqual(['access_denied', 'access_denied', 'access_denied', 'access_denied', 'access_denied', 'card_locked_out']);
     expect(t.last('card_locked_out')).toMatchObject({ seconds: 30 });

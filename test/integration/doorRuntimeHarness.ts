@@ -2,7 +2,9 @@ import { join } from 'node:path';
 import { pino } from 'pino';
 import { afterAll, afterEach } from 'vitest';
 import { parseConfig } from '../../src/config/load.js';
-import type { DoorOptions } from '../../src/door/options.js';
+import type { AccessOptions, DoorOptions } from '../../src/door/options.js';
+import { keypadPolicy } from '../../src/config/keypadLockout.js';
+import { KeypadGuesses } from '../../src/door/keypadGuesses.js';
 import type { Level } from '../../src/core/relay.js';
 import { AccessChecker } from '../../src/door/accessChecker.js';
 import { DoorRuntime, type AlarmType } from '../../src/door/doorRuntime.js';
@@ -53,30 +55,44 @@ export function useDoorRuntime() {
   afterEach(() => {
     for (const c of cleanups.splice(0)) c();
   });
-  return (overrides: Partial<DoorOptions> = {}, site: SiteOptions = {}) => setup(tmp.path, `cache-${n++}.db`, overrides, cleanups, site);
+  return (overrides: Partial<DoorOptions> = {}, more: SetupMore = {}) => setup(tmp.path, `cache-${n++}.db`, overrides, cleanups, more);
 }
 
-export interface SiteOptions {
-  /** More keys of the access section, YAML flow style without braces (`duressPin: lastDigitPlusOne`). */
-  access?: string;
-  /** The directory imported instead of examples/snapshot.json. */
-  snapshot?: Snapshot;
+export interface SetupMore {
+  /**
+   * More keys of the access section: YAML flow style without braces (`duressPin: lastDigitPlusOne`), parsed with
+   * the configuration, or option values laid over the parsed section (minPinLength, keypadLockout).
+   */
+  access?: string | Partial<AccessOptions>;
+  /** Another door of the same agent: shares its clock, cache and keypad lockout (as src/app.ts wires them). */
+  sameAgentAs?: { time: ManualTime; keypad: KeypadGuesses; db: Db };
+  /** The agent's keypad lockout (e.g. one restored from a state.db); default: a fresh one from the policy. */
+  keypad?: KeypadGuesses;
+  /** The directory imported instead of examples/snapshot.json: a snapshot, or a snapshot file's path. */
+  snapshot?: Snapshot | string;
   /** Whether the door is in lockdown (asked at each decision, as the daemon's Lockdowns answer). */
   lockdown?: () => boolean;
 }
 
-function setup(dir: string, name: string, overrides: Partial<DoorOptions>, cleanups: Array<() => void>, site: SiteOptions) {
+function setup(dir: string, name: string, overrides: Partial<DoorOptions>, cleanups: Array<() => void>, more: SetupMore) {
+  const accessYaml = typeof more.access === 'string' ? more.access : '';
+  const accessValues = typeof more.access === 'object' ? more.access : {};
   const base = parseConfig(
     `agent: { id: test-agent, timezone: Europe/Berlin, dataDir: ${dir} }
-access: { groups: [Staff], policies: [Night shift]${site.access ? `, ${site.access}` : ''} }
+access: { groups: [Staff], policies: [Night shift]${accessYaml ? `, ${accessYaml}` : ''} }
 doors: [ { uuid: ${DOOR_UUID}, resourceId: 12, relay: { pin: 17 }, unlockSeconds: 5, heldOpenSeconds: 30 } ]`,
     'test',
   );
   const door: DoorOptions = { ...base.doors[0]!, ...overrides };
-  const db: Db = openDatabase(join(dir, name));
-  const snapshotFile = site.snapshot ? writeSnapshot(dir, `${name}-snapshot.json`, site.snapshot) : SNAPSHOT;
-  importSnapshot(db, snapshotFile, { maxRemovalRatio: null, now: WALL0 });
-  const time = new ManualTime({ wall: WALL0, mono: 1_000 });
+  // A door-level keypadLockout (the old key) is merged into the agent's policy as the loader does.
+  const access: AccessOptions = { ...base.access, keypadLockout: keypadPolicy(accessValues.keypadLockout, [door.keypadLockout]), ...accessValues };
+  const config = { ...base, access };
+  const db: Db = more.sameAgentAs?.db ?? openDatabase(join(dir, name));
+  const snapshotFile =
+    more.snapshot === undefined ? SNAPSHOT : typeof more.snapshot === 'string' ? more.snapshot : writeSnapshot(dir, `${name}-snapshot.json`, more.snapshot);
+  if (!more.sameAgentAs) importSnapshot(db, snapshotFile, { maxRemovalRatio: null, now: WALL0 });
+  const time = more.sameAgentAs?.time ?? new ManualTime({ wall: WALL0, mono: 1_000 });
+  const keypad = more.sameAgentAs?.keypad ?? more.keypad ?? new KeypadGuesses({ policy: access.keypadLockout, clock: time });
   const relay = new MemoryRelay();
   const state = openStateDatabase(join(dir, `${name}-state.db`));
   const events = new EventLog(state, { agentId: 'test-agent', maxEvents: 1000 });
@@ -102,12 +118,13 @@ doors: [ { uuid: ${DOOR_UUID}, resourceId: 12, relay: { pin: 17 }, unlockSeconds
   const alarms: Array<{ type: AlarmType; data: Record<string, unknown> }> = [];
   const runtime = new DoorRuntime(door, {
     controller,
-    checker: new AccessChecker(new CredentialCache(db), base),
+    checker: new AccessChecker(new CredentialCache(db), config),
+    keypad,
     events,
+    lockdown: more.lockdown,
     clock: time,
     timers: time,
     logger,
-    lockdown: site.lockdown,
     onAlarm: (type, data) => alarms.push({ type, data }),
   });
   cleanups.push(() => {
@@ -121,5 +138,5 @@ doors: [ { uuid: ${DOOR_UUID}, resourceId: 12, relay: { pin: 17 }, unlockSeconds
   const last = (type: EventType): WireEvent | undefined => all().filter((e) => e.type === type).at(-1);
   const card = (value: string) => runtime.onReaderFrame({ kind: 'card', value });
   const pin = (value: string) => runtime.onReaderFrame({ kind: 'pin', value });
-  return { door, db, state, time, relay, events, controller, runtime, logs, alarms, all, types, last, card, pin };
+  return { door, db, state, time, relay, events, controller, runtime, logs, alarms, all, types, last, card, pin, keypad };
 }

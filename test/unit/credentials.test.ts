@@ -83,8 +83,8 @@ describe('normalizeCardNumber (hex)', () => {
 describe('normalizePin', () => {
   it.each([
     ['1234', '1234'],
-    ['0042', '42'],
-    ['0000', '0'],
+    ['0042', '0042'], // a PIN is a string of digits: leading zeros count
+    ['0000', '0000'],
     ['1'.repeat(16), '1'.repeat(16)],
   ])('%s -> %s', (raw, expected) => {
     expect(normalizePin(raw)).toBe(expected);
@@ -94,8 +94,8 @@ describe('normalizePin', () => {
     expect(normalizePin(raw)).toBeNull();
   });
 
-  it('matches the stored smartcard form of the same number (PINs share the card table)', () => {
-    expect(normalizePin('0042')).toBe(normalizeStoredNumber('42'));
+  it('0123 and 123 are different PINs (issue 32)', () => {
+    expect(normalizePin('0123')).not.toBe(normalizePin('123'));
   });
 });
 
@@ -142,7 +142,7 @@ describe('normalizeCredential', () => {
   it('dispatches by kind and format', () => {
     expect(normalizeCredential('00255', 'card')).toBe('255');
     expect(normalizeCredential('00FF', 'card', 'hex')).toBe('255');
-    expect(normalizeCredential('0042', 'pin')).toBe('42');
+    expect(normalizeCredential('0042', 'pin')).toBe('0042');
     expect(normalizeCredential('0123456789abcdef', 'token')).toBe('0123456789abcdef');
   });
 

@@ -84,6 +84,10 @@ const rules: Row[] = [
   ['valid card while the reader is locked out', { kind: 'card', cardLockedOut: true }, [user()], 'card_locked_out'],
   ['token while the reader is locked out', { kind: 'token', cardLockedOut: true }, [link()], 'card_locked_out'],
   ['PIN while the reader is locked out for cards', { kind: 'pin', cardLockedOut: true }, [user()], null],
+  // A PIN under access.minPinLength (issue 32): refused for that, after a lockout in progress, lockdown or not
+  ['PIN shorter than the minimum', { kind: 'pin', pinTooShort: true }, [], 'pin_too_short'],
+  ['short PIN while the keypad is locked out', { kind: 'pin', pinTooShort: true, keypadLockedOut: true }, [], 'keypad_locked_out'],
+  ['short PIN in lockdown', { kind: 'pin', pinTooShort: true, lockdown: true }, [], 'pin_too_short'],
   // Guest links (rule 4)
   ['link valid for this door now', {}, [link()], null],
   ['link for another door', {}, [link({ resourceIds: [OTHER_DOOR] })], 'wrong_door'],
@@ -222,6 +226,7 @@ describe('decide: reason precedence when every holder is denied', () => {
       'keypad_locked_out',
       'card_locked_out',
       'card_too_short',
+      'pin_too_short',
       'unknown_credential',
       'no_second_factor',
       'user_suspended',

@@ -1,7 +1,18 @@
 import { describe, it, expect } from 'vitest';
-import { KEYPAD_IDLE, isLockedOut, recordFailure, type KeypadLockoutPolicy, type KeypadState } from '../../src/core/keypad.js';
+import {
+  KEYPAD_IDLE,
+  countsAsGuess,
+  isLockedOut,
+  lockoutLengthMs,
+  recordFailure,
+  restoreKeypadState,
+  saveKeypadState,
+  type KeypadLockoutPolicy,
+  type KeypadState,
+} from '../../src/core/keypad.js';
 
-const policy: KeypadLockoutPolicy = { failures: 3, windowSeconds: 60, lockoutSeconds: 300 };
+// maxLockoutSeconds = lockoutSeconds: no doubling (the growing lockout has its own tests below).
+const policy: KeypadLockoutPolicy = { failures: 3, windowSeconds: 60, lockoutSeconds: 300, maxLockoutSeconds: 300 };
 const T0 = 1_000_000;
 
 /** Records wrong PINs at the given times, returning the final state and the times at which a lockout started. */
@@ -88,10 +99,96 @@ describe('keypad lockout', () => {
   });
 
   it('does not change the state it was given', () => {
-    const before: KeypadState = { failures: [T0, T0 + 1_000], lockedUntil: null };
+    const before: KeypadState = { ...KEYPAD_IDLE, failures: [T0, T0 + 1_000] };
     const copy = structuredClone(before);
     recordFailure(before, T0 + 2_000, policy);
     expect(before).toEqual(copy);
-    expect(KEYPAD_IDLE).toEqual({ failures: [], lockedUntil: null });
+    expect(KEYPAD_IDLE).toEqual({ failures: [], lockedUntil: null, lockoutMs: 0, streak: 0, lastFailure: null });
+  });
+});
+
+describe('the growing keypad lockout (issue 32)', () => {
+  const defaults: KeypadLockoutPolicy = { failures: 5, windowSeconds: 60, lockoutSeconds: 60, maxLockoutSeconds: 900 };
+
+  /** Five quick wrong PINs as soon as each lockout ends, n times: the lockout lengths, in seconds. */
+  function attack(n: number, p = defaults, from: KeypadState = KEYPAD_IDLE, start = T0) {
+    let state = from;
+    let t = start;
+    const lengths: number[] = [];
+    for (let round = 0; round < n; round++) {
+      for (let i = 0; i < p.failures; i++) {
+        const r = recordFailure(state, t, p);
+        state = r.state;
+        if (r.lockoutStarted) lengths.push(r.lockoutMs / 1000);
+        t += 1_000;
+      }
+      t = state.lockedUntil!;
+    }
+    return { state, lengths, t };
+  }
+
+  it('each lockout in a row lasts twice the one before, up to maxLockoutSeconds', () => {
+    expect(attack(7).lengths).toEqual([60, 120, 240, 480, 900, 900, 900]);
+    expect(lockoutLengthMs(defaults, 0)).toBe(60_000);
+    expect(lockoutLengthMs(defaults, 40)).toBe(900_000);
+  });
+
+  it('wrong PINs during a lockout neither count nor extend it', () => {
+    const { state } = attack(1);
+    const until = state.lockedUntil!;
+    let s = state;
+    for (let i = 0; i < 50; i++) s = recordFailure(s, until - 1 - i, defaults).state;
+    expect(s).toBe(state);
+    expect(isLockedOut(s, until)).toBe(false);
+  });
+
+  it('the doubling starts again after maxLockoutSeconds without a wrong PIN once the lockout ended', () => {
+    const { state } = attack(3); // 60, 120, 240: the next would be 480
+    const until = state.lockedUntil!;
+    const early = attack(1, defaults, state, until + 899_000);
+    expect(early.lengths).toEqual([480]);
+    const quiet = attack(1, defaults, state, until + 900_000);
+    expect(quiet.lengths).toEqual([60]);
+  });
+
+  it('a restart gives no fresh tries: failures count as typed now, a lockout in progress starts again in full', () => {
+    const two = attack(2).state; // locked for 120 s, streak 2
+    const at = two.lockedUntil! - 100_000; // 20 s into it
+    const saved = saveKeypadState(two, at, defaults);
+    expect(saved).toEqual({ failures: 0, lockoutMs: 120_000, streak: 2 });
+    const restored = restoreKeypadState(JSON.parse(JSON.stringify(saved)), 5_000, defaults);
+    expect(isLockedOut(restored, 5_000 + 119_999)).toBe(true);
+    expect(isLockedOut(restored, 5_000 + 120_000)).toBe(false);
+    expect(attack(1, defaults, restored, 5_000 + 120_000).lengths).toEqual([240]);
+
+    let partial = KEYPAD_IDLE;
+    for (const t of [T0, T0 + 1_000, T0 + 2_000, T0 + 3_000]) partial = recordFailure(partial, t, defaults).state;
+    const back = restoreKeypadState(saveKeypadState(partial, T0 + 59_000, defaults), 7, defaults);
+    expect(recordFailure(back, 8, defaults).lockoutStarted).toBe(true); // the fifth, after the restart
+  });
+
+  it('a saved state that is not one is ignored', () => {
+    expect(restoreKeypadState(null, 1, defaults)).toBe(KEYPAD_IDLE);
+    expect(restoreKeypadState('x', 1, defaults)).toBe(KEYPAD_IDLE);
+    expect(restoreKeypadState({ failures: -3, lockoutMs: 'a', streak: NaN }, 1, defaults)).toBe(KEYPAD_IDLE);
+    expect(isLockedOut(restoreKeypadState({ lockoutMs: 1e12 }, 0, defaults), 900_000)).toBe(false); // capped
+  });
+});
+
+describe('countsAsGuess', () => {
+  const refused = (reason: string, holders: unknown[] = [{}]) => ({ granted: false, reason, holders });
+  it('refused known credentials count like unknown ones', () => {
+    for (const reason of ['user_suspended', 'not_authorized', 'wrong_door', 'link_expired', 'link_not_yet_valid', 'outside_schedule', 'holiday', 'pin_too_short']) {
+      expect(countsAsGuess(refused(reason)), reason).toBe(true);
+    }
+    expect(countsAsGuess(refused('unknown_credential', []))).toBe(true);
+  });
+  it('the lockdown (for a known credential), the clock and a lockout in progress do not count; a grant neither', () => {
+    expect(countsAsGuess(refused('lockdown'))).toBe(false);
+    expect(countsAsGuess(refused('lockdown', []))).toBe(true); // an unknown number is a guess, lockdown or not
+    expect(countsAsGuess(refused('clock_untrusted'))).toBe(false);
+    expect(countsAsGuess(refused('keypad_locked_out', []))).toBe(false);
+    expect(countsAsGuess(refused('card_locked_out', []))).toBe(false);
+    expect(countsAsGuess({ granted: true, reason: null, holders: [{}] })).toBe(false);
   });
 });

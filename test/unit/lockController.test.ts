@@ -57,7 +57,7 @@ function door(failMode: FailMode = 'secure', activeLow = false, maxUnlockSeconds
     relockOnClose: true,
     mode: 'card_or_pin',
     keypadLockout: { failures: 5, windowSeconds: 60, lockoutSeconds: 60 },
-    cardLockout: { failures: 10, windowSeconds: 60, lockoutSeconds: 60 },
+    cardLockout: { failures: 10, windowSeconds: 60, lockoutSeconds: 30, quietSeconds: 3 },
   };
 }
 

@@ -1,0 +1,76 @@
+import { afterAll, describe, expect, it } from 'vitest';
+import { runCli, tempDir, writeConfig } from '../support/cli.js';
+import { exampleSnapshot, writeSnapshot } from '../support/snapshot.js';
+
+const tmp = tempDir('door-agent-pins-cli-');
+afterAll(tmp.cleanup);
+
+// Erin (Night shift) has the PINs 0123 and 987 (3 digits), Dave 12 (2 digits).
+const snapshot = (() => {
+  const s = exampleSnapshot();
+  const details = s.details as Record<string, { smartcards: Array<{ number: string; label: string }> }>;
+  details['105']!.smartcards.push({ number: '0123', label: 'PIN' }, { number: '987', label: 'pin' });
+  details['104']!.smartcards.push({ number: '12', label: 'PIN' });
+  return writeSnapshot(tmp.path, 'pins.json', s);
+})();
+
+describe('PINs at the command line (issue 32)', () => {
+  const dir = tempDir('door-agent-pins-');
+  afterAll(dir.cleanup);
+  const config = writeConfig(dir.path);
+
+  it('import says how many PINs are too short to ever open; status counts them', () => {
+    const imported = runCli(['import', snapshot, '--config', config]);
+    expect(imported.status).toBe(0);
+    expect(imported.stdout).toContain('WARNING: 2 PINs shorter than 4 digits are never accepted (access.minPinLength)');
+    const status = runCli(['status', '--config', config]);
+    expect(status.stdout).toContain('WARNING: 2 PINs shorter than 4 digits are never accepted');
+    const json = JSON.parse(runCli(['status', '--json', '--config', config]).stdout) as { pins: { shortPins: number; minPinLength: number } };
+    expect(json.pins).toMatchObject({ shortPins: 2, minPinLength: 4 });
+  });
+
+  it('check --kind pin: 0123 is not 123, and a PIN under the minimum is pin_too_short', () => {
+    const check = (pin: string) => JSON.parse(runCli(['check', pin, '--kind', 'pin', '--config', config]).stdout) as { granted: boolean; reason: string | null };
+    expect(check('0123')).toMatchObject({ granted: true });
+    expect(check('00123')).toMatchObject({ granted: false, reason: 'unknown_credential' });
+    expect(check('123')).toMatchObject({ granted: false, reason: 'pin_too_short' });
+    expect(check('987')).toMatchObject({ granted: false, reason: 'pin_too_short' });
+  });
+});
+
+describe('configuration of the lockouts (issue 32)', () => {
+  it('a door keypadLockout from before still loads; config check says it moved and which values hold', () => {
+    const dir = tempDir('door-agent-pins-moved-');
+    try {
+      const config = writeConfig(dir.path, {
+        access: '{ groups: [Staff], keypadLockout: { failures: 4 } }',
+        doorExtra: '    keypadLockout: { failures: 3, windowSeconds: 120, lockoutSeconds: 30 }\n',
+      });
+      const r = runCli(['config', 'check', '--config', config]);
+      expect(r.status).toBe(0);
+      expect(r.stdout).toContain(
+        'WARNING: doors[0].keypadLockout moved to access.keypadLockout (one wrong-PIN counter for all doors); the strictest values are used: ' +
+          '3 failures in 120 s, lockout 30 s doubling up to 900 s',
+      );
+    } finally {
+      dir.cleanup();
+    }
+  });
+
+  it('a card lockout over 30 s is taken as 30 with a warning (the example used to say 60); a quiet period over 5 s is refused', () => {
+    const dir = tempDir('door-agent-pins-card-');
+    try {
+      let config = writeConfig(dir.path, { doorExtra: '    cardLockout: { lockoutSeconds: 60 }\n' });
+      let r = runCli(['config', 'check', '--config', config]);
+      expect(r.status).toBe(0);
+      expect(r.stdout).toContain('WARNING: doors[0].cardLockout.lockoutSeconds 60 is taken as 30: a card lockout never keeps a valid card out longer');
+      config = writeConfig(dir.path, { doorExtra: '    cardLockout: { quietSeconds: 10 }\n' });
+      r = runCli(['config', 'check', '--config', config]);
+      expect(r.status).toBe(78);
+      expect(r.stderr).toContain('doors[0].cardLockout.quietSeconds');
+      expect(r.stderr).toContain('at most 5: the next valid card after a stream of guesses must get in within 5 s');
+    } finally {
+      dir.cleanup();
+    }
+  });
+});

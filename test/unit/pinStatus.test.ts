@@ -1,0 +1,13 @@
+import { describe, expect, it } from 'vitest';
+import { pinLines } from '../../src/commands/pinStatus.js';
+
+describe('status lines for PINs (issue 32)', () => {
+  it('counts PINs that never open and shows the agent-wide keypad lockout as last saved', () => {
+    expect(pinLines({ minPinLength: 4, shortPins: 1, keypad: null })).toEqual(['WARNING: 1 PIN shorter than 4 digits is never accepted (access.minPinLength)']);
+    expect(pinLines({ minPinLength: 4, shortPins: 0, keypad: { failures: 0, lockedOut: false, streak: 0 } })).toEqual([]);
+    expect(pinLines({ minPinLength: 6, shortPins: 0, keypad: { failures: 0, lockedOut: true, streak: 2 } })).toEqual([
+      'keypads: LOCKED OUT (every door) at the last save; 2 lockout(s) in a row',
+    ]);
+    expect(pinLines({ minPinLength: 6, shortPins: 0, keypad: { failures: 3, lockedOut: false, streak: 0 } })).toEqual(['keypads: 3 wrong PIN(s) counted']);
+  });
+});
