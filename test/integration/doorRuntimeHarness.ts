@@ -87,6 +87,7 @@ doors: [ { uuid: ${DOOR_UUID}, resourceId: 12, relay: { pin: 17 }, unlockSeconds
       });
     },
   });
+  const alarms: Array<{ type: string; data: Record<string, unknown> }> = [];
   const runtime = new DoorRuntime(door, {
     controller,
     checker: new AccessChecker(new CredentialCache(db), base),
@@ -94,6 +95,7 @@ doors: [ { uuid: ${DOOR_UUID}, resourceId: 12, relay: { pin: 17 }, unlockSeconds
     clock: time,
     timers: time,
     logger,
+    onAlarm: (type, data) => void alarms.push({ type, data }),
   });
   cleanups.push(() => {
     runtime.stop();
@@ -106,5 +108,5 @@ doors: [ { uuid: ${DOOR_UUID}, resourceId: 12, relay: { pin: 17 }, unlockSeconds
   const last = (type: EventType): WireEvent | undefined => all().filter((e) => e.type === type).at(-1);
   const card = (value: string) => runtime.onReaderFrame({ kind: 'card', value });
   const pin = (value: string) => runtime.onReaderFrame({ kind: 'pin', value });
-  return { door, db, state, time, relay, events, controller, runtime, logs, all, types, last, card, pin };
+  return { door, db, state, time, relay, events, controller, runtime, logs, all, types, last, card, pin, alarms };
 }
