@@ -55,6 +55,11 @@ export class AgentStore implements Component {
       agentId: this.options.agentId,
       maxEvents: this.options.maxEvents,
       keepUnpublished: this.options.keepUnpublished,
+      onOverCap: (oldest) =>
+        this.options.logger.warn(
+          { oldestUnpublished: oldest, maxEvents: this.options.maxEvents },
+          'audit log past agent.maxEvents: events the broker has not acknowledged are kept, never evicted (see door-agent status)',
+        ),
       writes: this.writes,
       onAppend: () => {
         for (const listener of this.eventListeners) listener();
