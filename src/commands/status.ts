@@ -12,6 +12,7 @@ import { readHeldRevision, readSyncStatus, type SyncStatus } from '../sync/sync.
 import { loadConfigFor, type CommandContext } from './context.js';
 import { describeReader } from '../door/options.js';
 import { operationsLines, operationsStatus } from './operationsStatus.js';
+import { brokerLines, brokerStatus } from './brokerStatus.js';
 
 function processAlive(pid: number): boolean {
   try {
@@ -84,6 +85,7 @@ export function runStatus(args: { json: boolean; config: string | undefined }, c
       events: state
         ? new EventLog(state, { agentId: config.agent.id, maxEvents: config.agent.maxEvents }).stats()
         : { total: 0, unpublished: 0, evicted: 0, lastSeq: 0 },
+      ...brokerStatus(runtime, running),
     };
     if (args.json) {
       ctx.stdout.write(`${JSON.stringify(status)}\n`);
@@ -131,6 +133,7 @@ export function runStatus(args: { json: boolean; config: string | undefined }, c
           ]
         : ['sync: no service configured (offline cache)']),
       `events: ${status.events.total} in the log (last seq ${status.events.lastSeq}), ${status.events.unpublished} not yet published, ${status.events.evicted} evicted`,
+      ...brokerLines(status.refused, status.events, config.agent.maxEvents),
     ];
     ctx.stdout.write(`${lines.join('\n')}\n`);
     return 0;

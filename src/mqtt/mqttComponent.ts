@@ -12,6 +12,7 @@ import type { Clock, Timers } from '../util/clock.js';
 import { MqttBridge } from './bridge.js';
 import type { Lockdowns } from '../door/lockdowns.js';
 import { OperationsBridge } from './operationsBridge.js';
+import { BrokerRefusals } from './brokerRefusals.js';
 
 export interface MqttComponentDeps {
   options: MqttOptions;
@@ -50,7 +51,12 @@ export class MqttComponent implements Component {
     const client = connectBroker(options, topics, this.deps.env, logger);
     const secret = readSecret('mqtt.commandSecretFile', options.commandSecretFile, {}) ?? null;
     const lockdowns = this.deps.lockdowns();
+    const refusals = new BrokerRefusals({ logger, wallNow: () => clock.wallNow(), onChange: (refused) => store.setBrokerRefusals(refused) });
+    if (options.protocolVersion !== 5) {
+      logger.warn('mqtt.protocolVersion 4 (MQTT 3.1.1): a broker that refuses a publish (its ACL) acknowledges it all the same, so the agent cannot tell; use 5');
+    }
     const bridge = new MqttBridge({
+      refusals,
       client,
       topics,
       doors: this.deps.doors.map((d) => ({
@@ -77,6 +83,7 @@ export class MqttComponent implements Component {
     });
     this.bridge = bridge;
     const operations = new OperationsBridge({
+      refusals,
       client,
       topics,
       doorUuids: this.deps.doors.map((d) => d.options.uuid),

@@ -7,7 +7,7 @@ import { EventLog } from './eventLog.js';
 import { GuestLinkStore } from './guestLinkStore.js';
 import { PendingWrites } from './pendingWrites.js';
 import { ReplayCache } from './replayCache.js';
-import { writeRuntimeStatus, type RuntimeStatus } from './runtimeStatus.js';
+import { writeRuntimeStatus, type BrokerRefusal, type RuntimeStatus } from './runtimeStatus.js';
 
 export interface AgentStoreOptions {
   dataDir: string;
@@ -117,6 +117,12 @@ export class AgentStore implements Component {
   setDirectoryPush(revision: number | null): void {
     if (this.status.push && this.status.push.lastRevision === revision) return; // a flood of the same revision writes nothing
     this.status.push = { lastRevision: revision, at: new Date(this.options.wallNow()).toISOString() };
+    this.saveStatus();
+  }
+
+  /** The topics the broker refuses now (shown by `door-agent status`). */
+  setBrokerRefusals(refused: BrokerRefusal[]): void {
+    this.status.refused = refused;
     this.saveStatus();
   }
 
