@@ -6,8 +6,8 @@ import { refusalCode } from './brokerRefusals.js';
 
 const BATCH = 500;
 const WINDOW = 100;
-/** Refused events are tried again after 5 s, doubling up to 5 minutes, until the broker takes them. */
-export const REFUSED_RETRY: BackoffOptions = { initialMs: 5000, maxMs: 300_000, jitter: 0.2 };
+/** Refused events are tried again after 2 s, doubling up to a minute (one publish per refused topic each time), until the broker takes them. */
+export const REFUSED_RETRY: BackoffOptions = { initialMs: 2000, maxMs: 60_000, jitter: 0.2 };
 
 /**
  * Drains the SQLite event outbox to MQTT in sequence order, QoS 1; an event is marked published only after its

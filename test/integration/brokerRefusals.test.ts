@@ -93,7 +93,7 @@ describe('a broker that refuses some topics', () => {
 
     s.setAgentAcl('topic readwrite da/#\ntopic readwrite homeassistant/#');
     s.broker.reload();
-    const event = await op.waitFor((m) => m.topic === EVENTS && (m.json as { type: string }).type === 'exit_request', 100_000, 'the kept event after the ACL fix'); // retried 5, 10, 20, 40 s after the refusal
+    const event = await op.waitFor((m) => m.topic === EVENTS && (m.json as { type: string }).type === 'exit_request', 100_000, 'the kept event after the ACL fix'); // retried 2, 4, 8 ... 60 s apart
     expect(event.json).toMatchObject({ door: DOOR_UUID });
     await waitUntil(() => s.status().events.unpublished === 0, 20_000, 'all published');
     await waitUntil(() => s.status().refused.length === 0, 10_000, 'the refusal cleared from status');

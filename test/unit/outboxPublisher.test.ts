@@ -73,13 +73,13 @@ describe('OutboxPublisher', () => {
     expect(attempts.filter((seq) => seq === 2)).toHaveLength(1); // each event tried once per pass
     expect(log.since(0).map((e) => e.seq)).toEqual([1, 2, 3, 4, 5]); // kept, not marked published
     const tries = () => attempts.filter((seq) => seq === 2).length;
-    time.advance(4999);
+    time.advance(1999);
     await sleep(50);
     expect(tries()).toBe(1);
-    time.advance(1); // 5 s: one more try of the refused topic, refused again
+    time.advance(1); // 2 s: one more try of the refused topic, refused again
     await waitUntil(() => tries() === 2, 2000, 'first retry');
     expect(log.stats().unpublished).toBe(2);
-    time.advance(9999); // then 10 s
+    time.advance(3999); // then 4 s
     await sleep(50);
     expect(tries()).toBe(2);
     denied = false; // the ACL is fixed
