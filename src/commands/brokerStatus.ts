@@ -1,4 +1,3 @@
-import type { EventLogStats } from '../store/eventLog.js';
 import type { BrokerRefusal, RuntimeStatus } from '../store/runtimeStatus.js';
 
 /** What `door-agent status` says about the broker's refusals (while the daemon runs) and an outbox kept past maxEvents. */
@@ -6,7 +5,8 @@ export function brokerStatus(runtime: RuntimeStatus | undefined, running: boolea
   return { refused: running ? (runtime?.refused ?? []) : [] };
 }
 
-export function brokerLines(refused: readonly BrokerRefusal[], events: EventLogStats, maxEvents: number): string[] {
+/** `keptPastWindow`: unpublished events older than the maxEvents window (EventLog.keptPastWindow). */
+export function brokerLines(refused: readonly BrokerRefusal[], keptPastWindow: number, maxEvents: number): string[] {
   const lines = refused.length
     ? [
         `refused by the broker (${refused.length}; fix its ACL, reload it: the agent retries by itself):`,
@@ -15,8 +15,8 @@ export function brokerLines(refused: readonly BrokerRefusal[], events: EventLogS
         ),
       ]
     : [];
-  if (events.total > maxEvents && events.unpublished > 0) {
-    lines.push(`WARNING: the audit log holds ${events.total} events, over agent.maxEvents (${maxEvents}): ${events.unpublished} not yet published are kept until the broker has them`);
+  if (keptPastWindow > 0) {
+    lines.push(`WARNING: the audit log is past agent.maxEvents (${maxEvents}): ${keptPastWindow} older events not yet published are kept until the broker has them`);
   }
   return lines;
 }

@@ -133,7 +133,7 @@ export function runStatus(args: { json: boolean; config: string | undefined }, c
           ]
         : ['sync: no service configured (offline cache)']),
       `events: ${status.events.total} in the log (last seq ${status.events.lastSeq}), ${status.events.unpublished} not yet published, ${status.events.evicted} evicted`,
-      ...brokerLines(status.refused, status.events, config.agent.maxEvents),
+      ...brokerLines(status.refused, state ? new EventLog(state, { agentId: config.agent.id, maxEvents: config.agent.maxEvents }).keptPastWindow() : 0, config.agent.maxEvents),
     ];
     ctx.stdout.write(`${lines.join('\n')}\n`);
     return 0;

@@ -131,6 +131,14 @@ export class EventLog {
     this.overCap = kept !== undefined;
   }
 
+  /** Unpublished events older than the maxEvents window: kept (never evicted) until the broker has them. */
+  keptPastWindow(): number {
+    const row = this.db
+      .prepare('SELECT count(*) AS n FROM events WHERE published_at IS NULL AND seq <= (SELECT coalesce(max(seq), 0) FROM events) - ?')
+      .get(this.options.maxEvents) as { n: number };
+    return row.n;
+  }
+
   /** Events not yet published (PUBACK not received), oldest first, after `afterSeq`. */
   unpublished(afterSeq: number, limit: number): WireEvent[] {
     return (

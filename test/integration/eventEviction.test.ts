@@ -47,11 +47,13 @@ describe('eviction', () => {
     });
     expect(log.stats()).toMatchObject({ total: 2500, unpublished: 2500, evicted: 0 });
     expect(overCap).toEqual([1]);
+    expect(log.keptPastWindow()).toBe(1500); // what door-agent status warns about
     // The broker is back: as PUBACKs mark them, those behind the window go.
     log.markPublished(Array.from({ length: 500 }, (_, i) => i + 1), AT0 + 5000);
     expect(log.stats()).toMatchObject({ total: 2000, unpublished: 2000, evicted: 500 });
     log.markPublished(Array.from({ length: 2000 }, (_, i) => i + 501), AT0 + 5000);
     expect(log.stats()).toMatchObject({ total: 1000, unpublished: 0, evicted: 1500 });
+    expect(log.keptPastWindow()).toBe(0);
     expect(seqs(log)[0]).toBe(1501);
   });
 
