@@ -15,6 +15,7 @@ import { operationsLines, operationsStatus } from './operationsStatus.js';
 import { osdpChannelText, osdpChannelView } from './osdpStatus.js';
 import { directoryFindings, directoryLines } from './directoryStatus.js';
 import { pinLines, pinStatus } from './pinStatus.js';
+import { brokerLines, brokerStatus } from './brokerStatus.js';
 
 function processAlive(pid: number): boolean {
   try {
@@ -89,6 +90,7 @@ export function runStatus(args: { json: boolean; config: string | undefined }, c
       events: state
         ? new EventLog(state, { agentId: config.agent.id, maxEvents: config.agent.maxEvents }).stats()
         : { total: 0, unpublished: 0, evicted: 0, lastSeq: 0 },
+      ...brokerStatus(runtime, running),
     };
     if (args.json) {
       ctx.stdout.write(`${JSON.stringify(status)}\n`);
@@ -138,6 +140,7 @@ export function runStatus(args: { json: boolean; config: string | undefined }, c
           ]
         : ['sync: no service configured (offline cache)']),
       `events: ${status.events.total} in the log (last seq ${status.events.lastSeq}), ${status.events.unpublished} not yet published, ${status.events.evicted} evicted`,
+      ...brokerLines(status.refused, state ? new EventLog(state, { agentId: config.agent.id, maxEvents: config.agent.maxEvents }).keptPastWindow() : 0, config.agent.maxEvents),
     ];
     ctx.stdout.write(`${lines.join('\n')}\n`);
     return 0;

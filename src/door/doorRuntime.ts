@@ -5,6 +5,7 @@ import * as supervision from '../core/doorSupervision.js';
 import { PIN_AFTER_CARD_MS, countsAsGuess, type PendingCard } from '../core/keypad.js';
 import { ReaderLockouts } from './readerLockouts.js';
 import type { KeypadGuesses } from './keypadGuesses.js';
+import { InputFloods } from './inputFloods.js';
 import type { NoiseSummary } from '../hardware/noiseReporter.js';
 import type { ReaderFrame } from '../hardware/readerFrames.js';
 import type { EventLog, EventType } from '../store/eventLog.js';
@@ -57,6 +58,7 @@ export class DoorRuntime {
   /** The reader shows the decision (LED and buzzer lines, a reply line, OSDP); absent for readers without feedback. */
   private feedback: ((kind: FeedbackKind) => void) | null = null;
   private tamper_: boolean | null = null;
+  private readonly floods: InputFloods;
 
   constructor(
     private readonly door: DoorOptions,
@@ -71,10 +73,20 @@ export class DoorRuntime {
       logger: deps.logger,
       record: (type, data) => this.record(type, data),
     });
+    this.floods = new InputFloods({
+      timers: deps.timers,
+      record: (type, data) => this.write(type, data, deps.clock.wallNow()),
+      current: () => ({ door: this.contactState(), tamper: this.tamperState() }),
+    });
   }
 
   private record(type: EventType, data: Record<string, unknown> = {}): void {
     const at = this.deps.clock.wallNow();
+    if (!this.floods.admit(type, at, data)) return; // a flood (contact, tamper, reader): counted in its next summary
+    this.write(type, data, at);
+  }
+
+  private write(type: EventType, data: Record<string, unknown>, at: number): void {
     let written: { id: string; seq: number } | null = null;
     try {
       written = this.deps.events.append({ type, door: this.door.uuid, at, data });
@@ -327,6 +339,7 @@ export class DoorRuntime {
   stop(): void {
     this.clearPending();
     this.lockouts.stop();
+    this.floods.flush();
     if (this.heldTimer !== null) this.deps.timers.clearTimeout(this.heldTimer);
     this.heldTimer = null;
   }

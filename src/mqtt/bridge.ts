@@ -13,6 +13,7 @@ import { isRefusal, parseGuestLinkMessage } from '../protocol/guestLinks.js';
 import { RejectionLog } from './rejections.js';
 import type { RetainedClock } from './retainedClock.js';
 import { OutboxPublisher } from './outboxPublisher.js';
+import { BrokerRefusals } from './brokerRefusals.js';
 import type { Topics } from '../protocol/topics.js';
 
 export interface BridgedDoor {
@@ -49,6 +50,8 @@ export interface BridgeDeps {
   onSyncRequest?: () => void;
   /** A `P/directory/revision` message (only subscribed when given: with a service configured). */
   onDirectoryRevision?: (payload: Buffer) => void;
+  /** Where the broker's refusals (PUBACK, SUBACK >= 0x80) are reported; the component shares one with the operations bridge. */
+  refusals?: BrokerRefusals;
 }
 
 const RECENT_MESSAGE_IDS = 256;
@@ -65,6 +68,7 @@ export class MqttBridge {
   private readonly outbox: OutboxPublisher;
   private readonly executedMessageIds: number[] = [];
   private readonly rejections: RejectionLog;
+  private readonly refusals: BrokerRefusals;
 
   constructor(private readonly deps: BridgeDeps) {
     this.rejections = new RejectionLog({
@@ -79,8 +83,9 @@ export class MqttBridge {
         }
       },
     });
+    this.refusals = deps.refusals ?? new BrokerRefusals({ logger: deps.logger, wallNow: () => deps.clock.wallNow() });
     for (const d of deps.doors) this.byUuid.set(d.door.uuid, d); // configured UUIDs are lower case
-    this.outbox = new OutboxPublisher(deps.events, (event) => this.publishEvent(event), { logger: deps.logger, clock: deps.clock });
+    this.outbox = new OutboxPublisher(deps.events, (event) => this.publishEvent(event), { logger: deps.logger, clock: deps.clock, timers: deps.timers });
     const { client } = deps;
     client.on('connect', () => void this.onConnect());
     client.on('close', () => this.outbox.stop());
@@ -101,7 +106,10 @@ export class MqttBridge {
     const session = ++this.session;
     this.linksThisSession = new Set();
     try {
-      await client.subscribeAsync(
+      // A topic the broker refuses (its ACL) is reported and never stops the others: subscriptions, discovery,
+      // state, availability and events each go on without it.
+      await this.refusals.subscribe(
+        client,
         [...this.byUuid.values()]
           .map((d) => topics.set(d.door.uuid))
           .concat(topics.sync, topics.guestLinks, this.deps.onDirectoryRevision ? [topics.directoryRevision] : []),
@@ -111,10 +119,10 @@ export class MqttBridge {
       );
       if (this.deps.homeAssistant.discovery) {
         const messages = discoveryMessages({ haPrefix: this.deps.homeAssistant.prefix, topics, doors: this.deps.doors.map((d) => d.door), version: this.deps.version, signed: this.deps.secret !== null });
-        for (const m of messages) await client.publishAsync(m.topic, JSON.stringify(m.payload), { qos: 1, retain: true });
+        await Promise.all(messages.map((m) => this.refusals.publish(client, m.topic, JSON.stringify(m.payload), { qos: 1, retain: true })));
       }
       for (const d of this.byUuid.values()) this.publishState(d.door.uuid);
-      await client.publishAsync(topics.status, 'online', { qos: 1, retain: true });
+      await this.refusals.publish(client, topics.status, 'online', { qos: 1, retain: true });
       if (session !== this.session) return; // a newer connection took over while this one was set up
       logger.info({ doors: this.byUuid.size }, 'connected to the broker');
       this.outbox.start();
@@ -159,12 +167,13 @@ export class MqttBridge {
       cause: s.cause,
       ...d.extraState?.(),
     };
-    this.deps.client.publish(this.deps.topics.state(d.door.uuid), JSON.stringify(payload), { qos: 1, retain: true });
+    this.refusals.publishQuietly(this.deps.client, this.deps.topics.state(d.door.uuid), JSON.stringify(payload), { qos: 1, retain: true });
   }
 
-  private publishEvent(event: WireEvent): Promise<void> {
+  /** True on PUBACK, false when the broker refused it (it stays in the outbox); rejects when the connection failed. */
+  private publishEvent(event: WireEvent): Promise<boolean> {
     if (!this.deps.client.connected) return Promise.reject(new Error('not connected'));
-    return this.deps.client.publishAsync(this.deps.topics.events(event.door ?? 'agent'), JSON.stringify(event), { qos: 1 }).then(() => undefined);
+    return this.refusals.publish(this.deps.client, this.deps.topics.events(event.door ?? 'agent'), JSON.stringify(event), { qos: 1 });
   }
 
   private onMessage(topic: string, payload: Buffer, packet: IPublishPacket): void {
@@ -201,7 +210,7 @@ export class MqttBridge {
     const responseTopic = packet.properties?.responseTopic;
     const correlationData = packet.properties?.correlationData;
     const message = JSON.stringify(requestId === null ? body : { ...body, request_id: requestId });
-    this.deps.client.publish(responseTopic ?? this.deps.topics.reply(doorUuid), message, {
+    this.refusals.publishQuietly(this.deps.client, responseTopic ?? this.deps.topics.reply(doorUuid), message, {
       qos: 1,
       properties: correlationData ? { correlationData } : undefined,
     });

@@ -1,5 +1,6 @@
 import type { DoorOptions } from '../door/options.js';
 import type { Topics } from '../protocol/topics.js';
+import { ALARM_TYPES } from '../store/eviction.js';
 
 export interface DiscoveryMessage {
   topic: string;
@@ -7,7 +8,7 @@ export interface DiscoveryMessage {
 }
 
 /** The `event_type`s published on `P/doors/<uuid>/alarm`. */
-export const ALARM_EVENT_TYPES = ['duress', 'tamper', 'door_forced', 'door_held_open'] as const;
+export const ALARM_EVENT_TYPES = ALARM_TYPES;
 
 /**
  * The `schedule.state` values of `P/doors/<uuid>/state`, plus `none` (the sensor's value when the state carries no

@@ -16,6 +16,7 @@ import { OperationsBridge } from './operationsBridge.js';
 import { GuestLinkIndexListener } from './guestLinkIndex.js';
 import { RetainedClock } from './retainedClock.js';
 import { resetOnSwitchToSigned } from './signingMode.js';
+import { BrokerRefusals } from './brokerRefusals.js';
 
 export interface MqttComponentDeps {
   options: MqttOptions;
@@ -66,7 +67,12 @@ export class MqttComponent implements Component {
       logger,
     });
     const times = new RetainedClock({ clock, futureSkewSeconds: options.futureSkewSeconds, record: (event) => store.events.append(event), logger });
+    const refusals = new BrokerRefusals({ logger, wallNow: () => clock.wallNow(), onChange: (refused) => store.setBrokerRefusals(refused) });
+    if (options.protocolVersion !== 5) {
+      logger.warn('mqtt.protocolVersion 4 (MQTT 3.1.1): a broker that refuses a publish (its ACL) acknowledges it all the same, so the agent cannot tell; use 5');
+    }
     const bridge = new MqttBridge({
+      refusals,
       client,
       topics,
       doors: this.deps.doors.map((d) => ({
@@ -94,6 +100,7 @@ export class MqttComponent implements Component {
     });
     this.bridge = bridge;
     const operations = new OperationsBridge({
+      refusals,
       client,
       topics,
       doorUuids: this.deps.doors.map((d) => d.options.uuid),

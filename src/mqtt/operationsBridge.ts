@@ -7,6 +7,7 @@ import { parseHolidaysMessage, parseLockdownMessage, type LockdownScope } from '
 import type { Topics } from '../protocol/topics.js';
 import type { Clock } from '../util/clock.js';
 import type { RetainedClock } from './retainedClock.js';
+import { BrokerRefusals } from './brokerRefusals.js';
 
 export interface OperationsBridgeDeps {
   client: MqttClient;
@@ -24,6 +25,8 @@ export interface OperationsBridgeDeps {
   times: RetainedClock;
   retainedMaxAgeSeconds: number;
   logger: Logger;
+  /** Where the broker's refusals are reported (shared with the bridge). */
+  refusals?: BrokerRefusals;
 }
 
 /**
@@ -33,9 +36,11 @@ export interface OperationsBridgeDeps {
  */
 export class OperationsBridge {
   private readonly scopes = new Map<string, { key: LockdownScopeKey; scope: LockdownScope }>();
+  private readonly refusals: BrokerRefusals;
 
   constructor(private readonly deps: OperationsBridgeDeps) {
     const { topics } = deps;
+    this.refusals = deps.refusals ?? new BrokerRefusals({ logger: deps.logger, wallNow: () => deps.clock.wallNow() });
     this.scopes.set(topics.agentLockdown, { key: 'agent', scope: { kind: 'agent', id: topics.agentId } });
     for (const uuid of deps.doorUuids) this.scopes.set(topics.lockdown(uuid), { key: `door:${uuid}`, scope: { kind: 'door', uuid } });
     deps.client.on('connect', () => void this.onConnect());
@@ -47,7 +52,7 @@ export class OperationsBridge {
     try {
       this.publishAgentLockdown();
       // Retained state, not commands: a retained message is the current state and is acted on.
-      await client.subscribeAsync([...this.scopes.keys(), topics.holidays], { qos: 1 });
+      await this.refusals.subscribe(client, [...this.scopes.keys(), topics.holidays], { qos: 1 });
     } catch (err) {
       logger.warn({ err }, 'lockdown and holiday subscriptions interrupted; retrying on reconnect');
     }
@@ -59,14 +64,18 @@ export class OperationsBridge {
     if (!client.connected) return;
     const record = lockdowns.get('agent');
     const payload = { lockdown: record.active, by: record.by, reason: record.reason, since: record.since === null ? null : new Date(record.since).toISOString() };
-    client.publish(topics.agentLockdownState, JSON.stringify(payload), { qos: 1, retain: true });
+    this.refusals.publishQuietly(client, topics.agentLockdownState, JSON.stringify(payload), { qos: 1, retain: true });
   }
 
-  /** `P/doors/<uuid>/alarm`, QoS 1, at once (when connected; the audit event follows through the outbox regardless). */
+  /**
+   * `P/doors/<uuid>/alarm`, QoS 1, at once (when connected; the audit event follows through the outbox regardless).
+   * Alarms are raised from recorded events, so a flood is limited here exactly as in the audit log (door/inputFloods.ts:
+   * the first ten of a type a minute, then one summary); duress is never limited.
+   */
   publishAlarm(door: string, type: AlarmType, data: Record<string, unknown>, at: number): void {
     const { client, topics } = this.deps;
     if (!client.connected) return;
-    client.publish(topics.alarm(door), JSON.stringify({ ...data, event_type: type, door, at: new Date(at).toISOString() }), { qos: 1 });
+    this.refusals.publishQuietly(client, topics.alarm(door), JSON.stringify({ ...data, event_type: type, door, at: new Date(at).toISOString() }), { qos: 1 });
   }
 
   private onMessage(topic: string, payload: Buffer, _packet: IPublishPacket): void {

@@ -7,7 +7,7 @@ import { EventLog } from './eventLog.js';
 import { GuestLinkStore } from './guestLinkStore.js';
 import { PendingWrites } from './pendingWrites.js';
 import { ReplayCache } from './replayCache.js';
-import { writeRuntimeStatus, type RuntimeStatus } from './runtimeStatus.js';
+import { writeRuntimeStatus, type BrokerRefusal, type RuntimeStatus } from './runtimeStatus.js';
 
 export interface AgentStoreOptions {
   dataDir: string;
@@ -55,6 +55,11 @@ export class AgentStore implements Component {
       agentId: this.options.agentId,
       maxEvents: this.options.maxEvents,
       keepUnpublished: this.options.keepUnpublished,
+      onOverCap: (oldest) =>
+        this.options.logger.warn(
+          { oldestUnpublished: oldest, maxEvents: this.options.maxEvents },
+          'audit log past agent.maxEvents: events the broker has not acknowledged are kept, never evicted (see door-agent status)',
+        ),
       writes: this.writes,
       onAppend: () => {
         for (const listener of this.eventListeners) listener();
@@ -112,6 +117,12 @@ export class AgentStore implements Component {
   setDirectoryPush(revision: number | null): void {
     if (this.status.push && this.status.push.lastRevision === revision) return; // a flood of the same revision writes nothing
     this.status.push = { lastRevision: revision, at: new Date(this.options.wallNow()).toISOString() };
+    this.saveStatus();
+  }
+
+  /** The topics the broker refuses now (shown by `door-agent status`). */
+  setBrokerRefusals(refused: BrokerRefusal[]): void {
+    this.status.refused = refused;
     this.saveStatus();
   }
 

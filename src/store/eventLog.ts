@@ -1,7 +1,7 @@
 import type { Statement } from 'better-sqlite3';
 import type { Db } from './database.js';
-import { readMeta, writeMeta } from './meta.js';
 import type { PendingWrites } from './pendingWrites.js';
+import { Eviction, evictedCount } from './eviction.js';
 
 export type EventType =
   | 'access_granted'
@@ -66,8 +66,6 @@ export interface EventLogStats {
   lastSeq: number;
 }
 
-const EVICTED_KEY = 'events_evicted';
-
 export interface EventLogOptions {
   agentId: string;
   maxEvents: number;
@@ -77,16 +75,23 @@ export interface EventLogOptions {
   writes?: PendingWrites;
   /** Events go out over MQTT: an event not yet published is never evicted, whatever maxEvents says. */
   keepUnpublished?: boolean;
+  /**
+   * Called once each time the log starts keeping unpublished events older than its maxEvents window (the broker
+   * has been away or refusing that long): the log then grows past maxEvents rather than lose an audit event.
+   */
+  onOverCap?: (oldestKept: number) => void;
 }
 
 /**
  * The audit log and MQTT outbox: every decision and door event with a sequence number, written with
- * synchronous=FULL so it survives a crash. Bounded: past `maxEvents` the oldest (published) are evicted and
- * counted.
+ * synchronous=FULL so it survives a crash. Bounded: past `maxEvents` the oldest are evicted and counted, never an
+ * unpublished one nor one of the last KEPT_ALARMS alarms (store/eviction.ts).
  */
 export class EventLog {
   private readonly insert: Statement<[number, string | null, string, string]>;
-  private readonly evict: Statement<[number]>;
+  private readonly eviction: Eviction;
+  private readonly oldestUnpublished: Statement<[number], { seq: number }>;
+  private overCap = false;
   private readonly after: Statement<[number, number], EventRow>;
   private nextKey = 0;
 
@@ -95,9 +100,8 @@ export class EventLog {
     private readonly options: EventLogOptions,
   ) {
     this.insert = db.prepare('INSERT INTO events (at, door_uuid, type, payload) VALUES (?, ?, ?, ?)');
-    this.evict = db.prepare(
-      options.keepUnpublished ? 'DELETE FROM events WHERE seq <= ? AND published_at IS NOT NULL' : 'DELETE FROM events WHERE seq <= ?',
-    );
+    this.eviction = new Eviction(db, { maxEvents: options.maxEvents, keepUnpublished: options.keepUnpublished ?? false });
+    this.oldestUnpublished = db.prepare('SELECT seq FROM events WHERE published_at IS NULL AND seq <= ? ORDER BY seq LIMIT 1');
     this.after = db.prepare('SELECT * FROM events WHERE seq > ? ORDER BY seq LIMIT ?');
   }
 
@@ -111,16 +115,32 @@ export class EventLog {
     const write = () => {
       const seq = this.db.transaction(() => {
         const inserted = Number(this.insert.run(event.at, event.door, event.type, payload).lastInsertRowid);
-        const evicted = this.evict.run(inserted - this.options.maxEvents).changes;
-        if (evicted > 0) writeMeta(this.db, EVICTED_KEY, (readMeta<number>(this.db, EVICTED_KEY) ?? 0) + evicted);
+        this.eviction.inserted(inserted, event.type);
         return inserted;
       })();
+      if (seq % 100 === 0) this.checkOverCap(); // a look every 100 events is enough
       wire = this.toWire({ seq, at: event.at, door_uuid: event.door, type: event.type, payload, published_at: null });
       this.options.onAppend?.();
     };
     if (this.options.writes) this.options.writes.run(`event-${this.nextKey++}`, write);
     else write();
     return wire;
+  }
+
+  /** Says once (until the log is back inside its window) that unpublished events are kept past maxEvents. */
+  private checkOverCap(): void {
+    if (!this.options.keepUnpublished || !this.options.onOverCap) return;
+    const kept = this.oldestUnpublished.get(this.eviction.windowStart);
+    if (kept && !this.overCap) this.options.onOverCap(kept.seq);
+    this.overCap = kept !== undefined;
+  }
+
+  /** Unpublished events older than the maxEvents window: kept (never evicted) until the broker has them. */
+  keptPastWindow(): number {
+    const row = this.db
+      .prepare('SELECT count(*) AS n FROM events WHERE published_at IS NULL AND seq <= (SELECT coalesce(max(seq), 0) FROM events) - ?')
+      .get(this.options.maxEvents) as { n: number };
+    return row.n;
   }
 
   /** Events not yet published (PUBACK not received), oldest first, after `afterSeq`. */
@@ -138,6 +158,7 @@ export class EventLog {
     const mark = this.db.prepare('UPDATE events SET published_at = ? WHERE seq = ?');
     this.db.transaction(() => {
       for (const seq of seqs) mark.run(at, seq);
+      this.eviction.published(seqs);
     })();
   }
 
@@ -152,7 +173,7 @@ export class EventLog {
         'SELECT count(*) AS total, count(*) FILTER (WHERE published_at IS NULL) AS unpublished, coalesce(max(seq), 0) AS lastSeq FROM events',
       )
       .get() as { total: number; unpublished: number; lastSeq: number };
-    return { ...row, evicted: readMeta<number>(this.db, EVICTED_KEY) ?? 0 };
+    return { ...row, evicted: evictedCount(this.db) };
   }
 
   private toWire(row: EventRow): WireEvent {

@@ -171,4 +171,6 @@ export const STATE_MIGRATIONS: readonly Migration[] = [
     value TEXT NOT NULL
   ) STRICT;
   `,
+  // Eviction keeps the last alarms (store/alarmRetention.ts): found through this index, whatever else the log holds.
+  `CREATE INDEX events_alarms ON events (seq) WHERE type IN ('duress', 'tamper', 'door_forced', 'door_held_open');`,
 ];

@@ -12,6 +12,19 @@ export interface RuntimeStatus {
   readerChannels?: Record<string, string>;
   /** The last directory revision pushed over MQTT (absent: none arrived since the daemon started). */
   push?: { lastRevision: number | null; at: string };
+  /** Topics the broker refuses this agent (its ACL): until a later publish or subscription there succeeds. */
+  refused?: BrokerRefusal[];
+}
+
+/** A topic the broker refused (MQTT 5 PUBACK or SUBACK reason code >= 0x80). */
+export interface BrokerRefusal {
+  topic: string;
+  kind: 'publish' | 'subscribe';
+  /** e.g. 135 (0x87) not authorized. */
+  reasonCode: number;
+  reason: string;
+  /** When it was first refused (ISO). */
+  since: string;
 }
 
 const KEY = 'runtime';

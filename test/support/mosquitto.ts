@@ -57,6 +57,8 @@ export class Mosquitto {
     private readonly tls?: TlsFiles,
     /** Keep sessions and queued QoS 1 messages across a restart (persistence to `dir`). */
     private readonly persistent = false,
+    /** Users (name -> password) and an ACL (mosquitto acl_file text): anonymous clients are then refused. */
+    private readonly auth?: { users: Record<string, string>; acl: string },
   ) {
     if (!MOSQUITTO) throw new Error('mosquitto is required for the MQTT tests: apt-get install mosquitto mosquitto-clients (npm test installs them when run as root)');
     mkdirSync(dir, { recursive: true });
@@ -72,12 +74,32 @@ export class Mosquitto {
     if (this.port === 0) this.port = await freePort();
     const conf = join(this.dir, 'mosquitto.conf');
     // Run as ourselves: as root, mosquitto would switch to its own user and could not read the test's key files.
-    const lines = [`user ${userInfo().username}`, `listener ${this.port} 127.0.0.1`, 'allow_anonymous true', 'set_tcp_nodelay true'];
+    const lines = [`user ${userInfo().username}`, `listener ${this.port} 127.0.0.1`, `allow_anonymous ${this.auth ? 'false' : 'true'}`, 'set_tcp_nodelay true'];
+    if (this.auth) {
+      const passwords = join(this.dir, 'passwords');
+      writeFileSync(passwords, '');
+      for (const [user, password] of Object.entries(this.auth.users)) {
+        const r = spawnSync('mosquitto_passwd', ['-b', passwords, user, password], { encoding: 'utf8' });
+        if (r.error || r.status !== 0) throw new Error(`mosquitto_passwd failed (apt-get install mosquitto): ${r.stderr ?? r.error}`);
+      }
+      this.setAcl(this.auth.acl);
+      lines.push(`password_file ${passwords}`, `acl_file ${join(this.dir, 'acl')}`);
+    }
     lines.push(...(this.persistent ? ['persistence true', `persistence_location ${this.dir}/`] : ['persistence false']));
     if (this.tls) lines.push(`cafile ${this.tls.ca}`, `certfile ${this.tls.cert}`, `keyfile ${this.tls.key}`);
     writeFileSync(conf, `${lines.join('\n')}\n`);
     this.process = spawn(MOSQUITTO!, ['-c', conf], { stdio: 'ignore' });
     await waitForPort(this.port, 5000);
+  }
+
+  /** Writes the acl_file (call reload() for a running broker to read it). */
+  setAcl(acl: string): void {
+    writeFileSync(join(this.dir, 'acl'), acl);
+  }
+
+  /** SIGHUP: mosquitto reads its password and ACL files again, keeping its clients connected. */
+  reload(): void {
+    this.process?.kill('SIGHUP');
   }
 
   /** Freezes the broker (SIGSTOP): the TCP connection stays open but nothing answers, like a dead host. */

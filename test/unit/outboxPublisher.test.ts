@@ -8,6 +8,7 @@ import { systemClock } from '../../src/util/clock.js';
 import { tempDir } from '../support/cli.js';
 import { waitUntil } from '../support/daemon.js';
 import { sleep } from '../support/wait.js';
+import { ManualTime } from '../support/manualTime.js';
 
 const tmp = tempDir('door-agent-outbox-');
 afterAll(tmp.cleanup);
@@ -49,19 +50,44 @@ describe('OutboxPublisher', () => {
     t.db.close();
   });
 
-  it('an event the broker refuses (PUBACK reason code >= 0x80) does not stop the later ones', async () => {
+  it('an event the broker refuses (PUBACK reason code >= 0x80) stays unpublished, does not stop the other topics, and goes out with backoff once accepted', async () => {
     const sent: number[] = [];
-    const t = setup(async (e) => {
-      if (e.seq === 2) throw Object.assign(new Error('Not authorized'), { code: 0x87 });
-      sent.push(e.seq);
-    });
-    for (let i = 0; i < 4; i++) t.append();
-    t.publisher.start();
-    await waitUntil(() => t.log.stats().unpublished === 0, 2000, 'drained past the refused one');
-    expect(sent).toEqual([1, 3, 4]);
-    expect(t.log.since(0).map((e) => e.seq)).toEqual([1, 2, 3, 4]); // still in the audit log
-    t.publisher.stop();
-    t.db.close();
+    const attempts: number[] = [];
+    let denied = true;
+    const time = new ManualTime();
+    const db = openStateDatabase(join(tmp.path, `o${n++}.db`));
+    const log = new EventLog(db, { agentId: 'o', maxEvents: 1000 });
+    const publisher = new OutboxPublisher(
+      log,
+      async (e) => {
+        attempts.push(e.seq);
+        if (denied && e.door === 'refused-door') throw Object.assign(new Error('Not authorized'), { code: 0x87 });
+        sent.push(e.seq);
+      },
+      { logger: pino({ level: 'silent' }), clock: systemClock, timers: time, random: () => 0 },
+    );
+    for (const door of ['a', 'refused-door', 'a', 'refused-door', 'b']) log.append({ type: 'exit_request', door, at: Date.now() });
+    publisher.start();
+    await waitUntil(() => log.stats().unpublished === 2, 2000, 'the other topics drained past the refused one');
+    expect(sent).toEqual([1, 3, 5]);
+    expect(attempts.filter((seq) => seq === 2)).toHaveLength(1); // each event tried once per pass
+    expect(log.since(0).map((e) => e.seq)).toEqual([1, 2, 3, 4, 5]); // kept, not marked published
+    const tries = () => attempts.filter((seq) => seq === 2).length;
+    time.advance(1999);
+    await sleep(50);
+    expect(tries()).toBe(1);
+    time.advance(1); // 2 s: one more try of the refused topic, refused again
+    await waitUntil(() => tries() === 2, 2000, 'first retry');
+    expect(log.stats().unpublished).toBe(2);
+    time.advance(3999); // then 4 s
+    await sleep(50);
+    expect(tries()).toBe(2);
+    denied = false; // the ACL is fixed
+    time.advance(1);
+    await waitUntil(() => log.stats().unpublished === 0, 2000, 'sent once accepted');
+    expect(sent).toEqual([1, 3, 5, 2, 4]);
+    publisher.stop();
+    db.close();
   });
 
   it('a failed publish leaves the event unpublished for the next start', async () => {

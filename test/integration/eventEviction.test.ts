@@ -1,0 +1,94 @@
+import { join } from 'node:path';
+import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import { openStateDatabase, type Db } from '../../src/store/database.js';
+import { EventLog } from '../../src/store/eventLog.js';
+import { ALARM_CONDITION, KEPT_ALARMS } from '../../src/store/eviction.js';
+import { DOOR_UUID, tempDir } from '../support/cli.js';
+
+// Eviction never drops an audit event that has not reached the broker, nor the last alarms (issue 32 item 13).
+
+const tmp = tempDir('door-agent-eviction-');
+afterAll(tmp.cleanup);
+const AT0 = Date.parse('2026-11-24T09:00:00.000Z');
+let n = 0;
+const opened: Db[] = [];
+afterEach(() => {
+  for (const db of opened.splice(0)) if (db.open) db.close();
+});
+
+function open(options: { keepUnpublished: boolean; onOverCap?: (seq: number) => void }, file = join(tmp.path, `e${n++}.db`)) {
+  const db = openStateDatabase(file);
+  opened.push(db);
+  const log = new EventLog(db, { agentId: 'a', maxEvents: 1000, ...options });
+  dbOf.set(log, db);
+  return { db, file, log };
+}
+
+const dbOf = new WeakMap<EventLog, Db>();
+/** Many appends in one transaction (one fsync), as a busy daemon's would be spread over time. */
+const batch = (log: EventLog, fill: () => void) => dbOf.get(log)!.transaction(fill)();
+
+const seqs = (log: EventLog) => {
+  const out: number[] = [];
+  for (let after = 0; ; ) {
+    const page = log.since(after, 1000);
+    if (page.length === 0) return out;
+    out.push(...page.map((e) => e.seq));
+    after = page.at(-1)!.seq;
+  }
+};
+
+describe('eviction', () => {
+  it('with the broker away, no unpublished event is evicted: the log grows past maxEvents, says so once, and shrinks once they are published', () => {
+    const overCap: number[] = [];
+    const { log } = open({ keepUnpublished: true, onOverCap: (seq) => overCap.push(seq) });
+    batch(log, () => {
+      for (let i = 1; i <= 2500; i++) log.append({ type: 'access_denied', door: DOOR_UUID, at: AT0 + i });
+    });
+    expect(log.stats()).toMatchObject({ total: 2500, unpublished: 2500, evicted: 0 });
+    expect(overCap).toEqual([1]);
+    expect(log.keptPastWindow()).toBe(1500); // what door-agent status warns about
+    // The broker is back: as PUBACKs mark them, those behind the window go.
+    log.markPublished(Array.from({ length: 500 }, (_, i) => i + 1), AT0 + 5000);
+    expect(log.stats()).toMatchObject({ total: 2000, unpublished: 2000, evicted: 500 });
+    log.markPublished(Array.from({ length: 2000 }, (_, i) => i + 501), AT0 + 5000);
+    expect(log.stats()).toMatchObject({ total: 1000, unpublished: 0, evicted: 1500 });
+    expect(log.keptPastWindow()).toBe(0);
+    expect(seqs(log)[0]).toBe(1501);
+  });
+
+  it(`keeps the last ${KEPT_ALARMS} alarms however many other events follow, and evicts the older ones`, () => {
+    const { log } = open({ keepUnpublished: false });
+    batch(log, () => {
+      for (let i = 1; i <= KEPT_ALARMS + 100; i++) log.append({ type: i % 2 ? 'tamper' : 'door_forced', door: DOOR_UUID, at: AT0 + i });
+      for (let i = 1; i <= 5000; i++) log.append({ type: 'access_denied', door: DOOR_UUID, at: AT0 + 10_000 + i });
+    });
+    const kept = seqs(log);
+    expect(kept).toHaveLength(KEPT_ALARMS + 1000);
+    expect(kept.slice(0, KEPT_ALARMS)).toEqual(Array.from({ length: KEPT_ALARMS }, (_, i) => 101 + i)); // the last 1000 alarms
+    expect(log.stats().evicted).toBe(100 + 4000);
+    // A new alarm pushes the oldest kept one out.
+    log.append({ type: 'duress', door: DOOR_UUID, at: AT0 + 20_000 });
+    expect(seqs(log)[0]).toBe(102);
+  });
+
+  it('the alarms are found through the partial index, whose condition is the eviction one', () => {
+    const { db } = open({ keepUnpublished: true });
+    const index = db.prepare("SELECT sql FROM sqlite_master WHERE name = 'events_alarms'").get() as { sql: string };
+    expect(index.sql).toContain(ALARM_CONDITION);
+    const plan = db.prepare(`EXPLAIN QUERY PLAN SELECT seq FROM events WHERE ${ALARM_CONDITION} ORDER BY seq DESC LIMIT 1 OFFSET 999`).all() as Array<{ detail: string }>;
+    expect(plan.map((p) => p.detail).join(';')).toContain('events_alarms');
+  });
+
+  it('a restart keeps what the window kept (unpublished events, recent alarms) and goes on evicting', () => {
+    const first = open({ keepUnpublished: true });
+    batch(first.log, () => {
+      for (let i = 1; i <= 1500; i++) first.log.append({ type: i === 3 ? 'door_forced' : 'access_granted', door: DOOR_UUID, at: AT0 + i });
+    });
+    first.log.markPublished(Array.from({ length: 1500 }, (_, i) => i + 1).filter((s) => s !== 7), AT0 + 2000);
+    first.db.close();
+    const again = open({ keepUnpublished: true }, first.file);
+    again.log.append({ type: 'locked', door: DOOR_UUID, at: AT0 + 3000 });
+    expect(seqs(again.log).slice(0, 3)).toEqual([3, 7, 502]);
+  });
+});
