@@ -26,7 +26,7 @@ const snapshot = (() => {
   details['104']!.smartcards.push({ number: '6666', label: 'PIN' });
   return writeSnapshot(tmp.path, 'pins.json', s);
 })();
-const DEFAULTS: KeypadLockoutPolicy = { failures: 5, windowSeconds: 60, lockoutSeconds: 60, maxLockoutSeconds: 900 };
+const DEFAULTS: KeypadLockoutPolicy = { failures: 5, windowSeconds: 900, lockoutSeconds: 60, maxLockoutSeconds: 900 };
 const WRONG = ['9001', '9002', '9003', '9004', '9005'];
 
 describe('PINs are strings of digits, with a minimum length', () => {
@@ -132,6 +132,17 @@ describe('one wrong-PIN counter per agent, growing, across doors and restarts', 
     const k4b = new KeypadGuesses({ policy: DEFAULTS, clock: time2, load: () => readKeypadGuesses(db4) });
     expect(k4b.failed()).toBe(60);
     db4.close();
+  });
+});
+
+describe('the default window keeps a patient guesser from staying under the threshold', () => {
+  it('five wrong PINs two minutes apart lock the keypads out (a one-minute window never would)', () => {
+    const t = setup({}, { snapshot }); // access.keypadLockout at its defaults
+    for (const pin of WRONG) {
+      t.pin(pin);
+      t.time.advance(2 * 60_000);
+    }
+    expect(t.last('keypad_locked_out')).toMatchObject({ seconds: 60, scope: 'agent' });
   });
 });
 

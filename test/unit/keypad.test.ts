@@ -108,7 +108,7 @@ describe('keypad lockout', () => {
 });
 
 describe('the growing keypad lockout (issue 32)', () => {
-  const defaults: KeypadLockoutPolicy = { failures: 5, windowSeconds: 60, lockoutSeconds: 60, maxLockoutSeconds: 900 };
+  const defaults: KeypadLockoutPolicy = { failures: 5, windowSeconds: 900, lockoutSeconds: 60, maxLockoutSeconds: 900 };
 
   /** Five quick wrong PINs as soon as each lockout ends, n times: the lockout lengths, in seconds. */
   function attack(n: number, p = defaults, from: KeypadState = KEYPAD_IDLE, start = T0) {
