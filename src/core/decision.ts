@@ -88,7 +88,7 @@ export interface DecisionRequest {
   firstPersonIn?: AccessPolicy;
   /** A card number shorter than access.minCardDigits (likely a PIN): refused without a lookup. */
   cardTooShort?: boolean;
-  /** A card at a card_and_pin door: a guest link qualifies only if it has a PIN to add (hasPin). */
+  /** A card or QR token at a card_and_pin door: a guest link qualifies only if it has a PIN to add (hasPin). */
   secondFactor?: boolean;
 }
 

@@ -100,10 +100,9 @@ export class AccessChecker {
 
   private holdersOf(kind: CredentialKind, normalized: string, door: DoorOptions): Holder[] {
     try {
-      if (kind === 'token') return this.cache.holdersOfToken(normalized);
-      const holders = this.cache.holdersOfNumber(normalized, kind, this.pinLabels);
-      // At a card_and_pin door a guest link's card needs the link's PIN as its second factor.
-      if (kind === 'card' && door.mode === 'card_and_pin') {
+      const holders = kind === 'token' ? this.cache.holdersOfToken(normalized) : this.cache.holdersOfNumber(normalized, kind, this.pinLabels);
+      // At a card_and_pin door a guest link's card or QR token needs the link's PIN as its second factor.
+      if (kind !== 'pin' && door.mode === 'card_and_pin') {
         for (const h of holders) if (h.kind === 'link') h.hasPin = this.cache.linkHasPin(h.magicLinkId, this.pinLabels);
       }
       return holders;
@@ -126,7 +125,7 @@ export class AccessChecker {
         pinTooShort: kind === 'pin' && tooShort,
         firstPersonIn: this.firstPersonPolicy(door),
         cardTooShort: kind === 'card' && tooShort,
-        secondFactor: kind === 'card' && door.mode === 'card_and_pin',
+        secondFactor: kind !== 'pin' && door.mode === 'card_and_pin',
       },
       holders,
       this.context,

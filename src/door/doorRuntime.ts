@@ -184,7 +184,8 @@ export class DoorRuntime {
       return;
     }
     if (frame.kind === 'pin') return this.onPin(result, frame.value);
-    if (frame.kind === 'card' && this.door.mode === 'card_and_pin') {
+    // A card_and_pin door takes a card or a guest's QR token as the first factor; the holder's PIN must follow.
+    if (frame.kind !== 'pin' && this.door.mode === 'card_and_pin') {
       this.onCardNeedingPin(result);
       if (this.pending) this.pendingNumber = normalizeCredential(frame.value, 'card', readerCardFormat(this.door));
     } else if (result.granted) this.grant(result);

@@ -217,6 +217,21 @@ describe('DoorRuntime card_and_pin', () => {
     expect(t.relay.writes).toEqual([0]);
   });
 
+  it('a guest QR token is a first factor too: refused no_second_factor without a PIN on its link, else it waits for that PIN', () => {
+    const t = setup({ mode: 'card_and_pin' });
+    t.runtime.onReaderFrame({ kind: 'token', value: GUEST_TOKEN });
+    expect(t.relay.writes).toEqual([0]);
+    expect(t.last('access_denied')).toMatchObject({ kind: 'token', reason: 'no_second_factor' });
+    const directory = exampleSnapshot();
+    (directory.guest_links![0] as { smartcards: unknown[] }).smartcards.push({ number: '5550', label: 'PIN' });
+    const withPin = setup({ mode: 'card_and_pin' }, { snapshot: directory });
+    withPin.runtime.onReaderFrame({ kind: 'token', value: GUEST_TOKEN });
+    expect(withPin.relay.writes).toEqual([0]);
+    withPin.pin('5550');
+    expect(withPin.relay.writes).toEqual([0, 1]);
+    expect(withPin.last('access_granted')).toMatchObject({ kind: 'card_and_pin', holders: [{ magic_link_id: '501', reason: null }] });
+  });
+
   it("a guest link with a PIN: its card then its PIN within 10 s opens; a wrong PIN, a late PIN or outside its hours does not", () => {
     const directory = exampleSnapshot();
     (directory.guest_links![0] as { smartcards: unknown[] }).smartcards.push({ number: '5550', label: 'pin' });
