@@ -185,7 +185,7 @@ export class DoorRuntime {
     }
     if (frame.kind === 'pin') return this.onPin(result, frame.value);
     // A card_and_pin door takes a card or a guest's QR token as the first factor; the holder's PIN must follow.
-    if (frame.kind !== 'pin' && this.door.mode === 'card_and_pin') {
+    if (this.door.mode === 'card_and_pin') {
       this.onCardNeedingPin(result);
       if (this.pending) this.pendingNumber = normalizeCredential(frame.value, 'card', readerCardFormat(this.door));
     } else if (result.granted) this.grant(result);
