@@ -1,4 +1,3 @@
-import { EventEmitter } from 'node:events';
 import { join } from 'node:path';
 import type { IPublishPacket, MqttClient } from 'mqtt';
 import { pino, type Logger } from 'pino';
@@ -32,6 +31,7 @@ import { ClockMark } from '../../src/store/clockMark.js';
 import { ForwardClock } from '../../src/util/forwardClock.js';
 import { DOOR_UUID, tempDir } from '../support/cli.js';
 import { ManualTime } from '../support/manualTime.js';
+import { ScriptedClient } from '../support/scriptedClient.js';
 
 // Issue 32, items 5 and 6: the agent's clocks against a service whose clock runs ahead, a system clock set back,
 // and signed retained messages (maximum age, future skew, the switch to signed mode, the guest-link index).
@@ -46,24 +46,6 @@ const AGENT = 'c';
 const DAY = 86_400;
 const SKEW = 300;
 
-class ScriptedClient extends EventEmitter {
-  connected = true;
-  readonly published: Array<{ topic: string; message: string }> = [];
-  publish(topic: string, message: string | Buffer): this {
-    this.published.push({ topic, message: message.toString() });
-    return this;
-  }
-  async publishAsync(topic: string, message: string | Buffer) {
-    this.publish(topic, message);
-    return undefined;
-  }
-  async subscribeAsync() {
-    return [];
-  }
-  async endAsync() {
-    this.connected = false;
-  }
-}
 
 /** A logger whose lines the test reads. */
 function capturingLogger(): { logger: Logger; lines: Array<Record<string, unknown>> } {

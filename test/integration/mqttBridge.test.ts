@@ -1,4 +1,3 @@
-import { EventEmitter } from 'node:events';
 import { join } from 'node:path';
 import type { IPublishPacket, MqttClient } from 'mqtt';
 import { pino } from 'pino';
@@ -15,6 +14,7 @@ import { GuestLinkStore } from '../../src/store/guestLinkStore.js';
 import { ReplayCache } from '../../src/store/replayCache.js';
 import { systemClock, systemTimers } from '../../src/util/clock.js';
 import { DOOR_UUID, tempDir } from '../support/cli.js';
+import { ScriptedClient } from '../support/scriptedClient.js';
 
 // The bridge with a scripted client: what the broker may do that a real mosquitto will not do on request
 // (redeliver a QoS 1 command with the dup flag after a lost PUBACK).
@@ -22,24 +22,6 @@ import { DOOR_UUID, tempDir } from '../support/cli.js';
 const tmp = tempDir('door-agent-bridge-');
 afterAll(tmp.cleanup);
 
-class ScriptedClient extends EventEmitter {
-  connected = true;
-  readonly published: Array<{ topic: string; message: string }> = [];
-  publish(topic: string, message: string | Buffer): this {
-    this.published.push({ topic, message: message.toString() });
-    return this;
-  }
-  async publishAsync(topic: string, message: string | Buffer) {
-    this.publish(topic, message);
-    return undefined;
-  }
-  async subscribeAsync() {
-    return [];
-  }
-  async endAsync() {
-    this.connected = false;
-  }
-}
 
 function setup() {
   const door = parseConfig(
