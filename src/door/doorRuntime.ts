@@ -9,6 +9,7 @@ import { InputFloods } from './inputFloods.js';
 import type { NoiseSummary } from '../hardware/noiseReporter.js';
 import type { ReaderFrame } from '../hardware/readerFrames.js';
 import type { EventLog, EventType } from '../store/eventLog.js';
+import { ALARM_TYPES } from '../store/eviction.js';
 import type { Clock, Timers } from '../util/clock.js';
 import type { AccessChecker, AccessResult } from './accessChecker.js';
 import type { LockController } from './lockController.js';
@@ -37,8 +38,9 @@ export interface DoorRuntimeDeps {
 }
 
 /** Events that also go out at once on the door's alarm topic. */
-export type AlarmType = 'duress' | 'tamper' | 'door_forced' | 'door_held_open';
-const ALARMS: ReadonlySet<string> = new Set<AlarmType>(['duress', 'tamper', 'door_forced', 'door_held_open']);
+/** The event types raised as alarms: one list (store/eviction.ts), which eviction also keeps the last of. */
+export type AlarmType = (typeof ALARM_TYPES)[number];
+const ALARMS: ReadonlySet<string> = new Set<string>(ALARM_TYPES);
 
 /**
  * One door at work: reader frames become decisions, grants unlock the relay, the exit button and the door
