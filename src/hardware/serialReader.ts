@@ -1,9 +1,9 @@
-import { existsSync } from 'node:fs';
 import { SerialPort } from 'serialport';
 import type { Logger } from 'pino';
 import type { CardFormat } from '../core/credentials.js';
 import { backoffDelay, type BackoffOptions } from '../util/backoff.js';
 import type { Clock, Timers } from '../util/clock.js';
+import { closeWhenDeviceVanishes } from './devicePresence.js';
 import { NoiseReporter } from './noiseReporter.js';
 import { Rdm6300FrameParser, type Rdm6300Numbering } from './rdm6300Frames.js';
 import { ReaderFrameParser, type FrameParser, type ReaderFrame } from './readerFrames.js';
@@ -26,15 +26,12 @@ export interface PortLike {
 export type PortFactory = (path: string, baudRate: number) => PortLike;
 
 export const openSerialPort: PortFactory = (path, baudRate) =>
-  new SerialPort({ path, baudRate, autoOpen: false, lock: true }) as unknown as PortLike;
+  closeWhenDeviceVanishes(new SerialPort({ path, baudRate, autoOpen: false, lock: true }), path) as unknown as PortLike;
 
 // First retry within a second, then doubling up to 30 s (design: an unplugged reader is reopened with backoff).
 export const READER_BACKOFF: BackoffOptions = { initialMs: 500, maxMs: 30_000, jitter: 0.2 };
 const IDLE_CHECK_MS = 250;
 const NOISE_WARNING_INTERVAL_MS = 1000;
-// serialport does not always report a vanished device (its poller may miss the hang-up: node-serialport #2043,
-// #2351), so while connected the device node itself is checked: an unplugged USB reader's node disappears.
-export const PRESENCE_CHECK_MS = 2000;
 
 export interface SerialReaderOptions {
   path: string;
@@ -50,9 +47,6 @@ export interface SerialReaderOptions {
   clock: Clock;
   timers: Timers;
   openPort?: PortFactory;
-  /** Whether the device node is still there (default: it exists in the file system, for the real serialport
-   *  factory; a port from an injected factory, such as the demo's stdin, is never checked). */
-  deviceExists?: (path: string) => boolean;
 }
 
 /**
@@ -65,7 +59,6 @@ export class SerialReader {
   private attempt = 0;
   private retryTimer: unknown = null;
   private idleTimer: unknown = null;
-  private presenceTimer: unknown = null;
   private stopped = false;
   private connectedFlag = false;
   private outageReported = false;
@@ -159,24 +152,7 @@ export class SerialReader {
       this.parser = this.newParser();
       this.setConnected(true);
       logger.info({ path, baudRate }, 'reader connected');
-      this.schedulePresenceCheck(port);
     });
-  }
-
-  private schedulePresenceCheck(port: PortLike): void {
-    this.presenceTimer = this.options.timers.setTimeout(() => {
-      this.presenceTimer = null;
-      if (this.stopped || this.port !== port) return;
-      const exists = this.options.deviceExists ?? (this.options.openPort ? () => true : existsSync);
-      if (exists(this.options.path)) {
-        this.schedulePresenceCheck(port);
-        return;
-      }
-      this.options.logger.warn({ path: this.options.path }, 'reader device vanished; reopening');
-      this.setConnected(false);
-      this.scheduleReopen();
-      if (port.isOpen) port.close(() => undefined);
-    }, PRESENCE_CHECK_MS);
   }
 
   private scheduleReopen(): void {
@@ -216,12 +192,9 @@ export class SerialReader {
   }
 
   private clearTimers(): void {
-    for (const timer of [this.retryTimer, this.idleTimer, this.presenceTimer]) {
-      if (timer !== null) this.options.timers.clearTimeout(timer);
-    }
+    for (const timer of [this.retryTimer, this.idleTimer]) if (timer !== null) this.options.timers.clearTimeout(timer);
     this.retryTimer = null;
     this.idleTimer = null;
-    this.presenceTimer = null;
     this.noise.flush();
   }
 }

@@ -1,3 +1,4 @@
+import { unlinkSync } from 'node:fs';
 import { join } from 'node:path';
 import { pino } from 'pino';
 import { SerialPort } from 'serialport';
@@ -90,5 +91,14 @@ describe('SerialReader.send', () => {
     expect(s.reader.send('OK\r\n')).toBe(false);
     expect(notSent().length).toBeGreaterThanOrEqual(3);
     expect(s.text()).toBe('');
+  });
+
+  it('a reader whose device node vanishes while the line stays up (serialport sees no hang-up) is reported disconnected', async () => {
+    const s = await setup('vanish');
+    s.reader.start();
+    await waitUntil(() => s.reader.connected, 10_000, 'reader connected');
+    unlinkSync(s.pty.devicePath); // the node goes, socat keeps the pty open: only the presence watch can tell
+    await waitUntil(() => !s.reader.connected, 15_000, 'reader disconnected');
+    expect(s.logs.some((l) => l.msg === 'reader disconnected; reopening')).toBe(true);
   });
 });

@@ -1,7 +1,7 @@
 import { EventEmitter } from 'node:events';
 import { afterEach, describe, it, expect, vi } from 'vitest';
 import { pino } from 'pino';
-import { PRESENCE_CHECK_MS, SerialReader, type PortLike } from '../../src/hardware/serialReader.js';
+import { SerialReader, type PortLike } from '../../src/hardware/serialReader.js';
 import type { ReaderFrame } from '../../src/hardware/readerFrames.js';
 import { backoffDelay } from '../../src/util/backoff.js';
 import { ManualTime } from '../support/manualTime.js';
@@ -293,47 +293,5 @@ describe('backoffDelay', () => {
     expect(backoffDelay(3, opts, () => 0.999)).toBeGreaterThanOrEqual(4_000 * 0.8);
     expect(backoffDelay(100, opts, () => 0.999)).toBeGreaterThanOrEqual(30_000 * 0.8);
     expect(backoffDelay(100, opts, () => 0.999)).toBeLessThan(30_000);
-  });
-});
-
-describe('SerialReader device presence', () => {
-  it('a device node that vanishes without the port saying so is reported disconnected and reopened', () => {
-    let present = true;
-    const time = new ManualTime({ wall: Date.parse('2026-07-01T12:00:00Z'), mono: 0 });
-    const ports: FakePort[] = [];
-    const connection: boolean[] = [];
-    const logs: LogLine[] = [];
-    const reader = new SerialReader({
-      path: '/dev/ttyUSB0',
-      baudRate: 9600,
-      cardFormat: 'decimal',
-      onFrame: () => undefined,
-      onConnectionChange: (c) => connection.push(c),
-      logger: pino({ level: 'debug' }, { write: (line: string) => void logs.push(JSON.parse(line) as LogLine) }),
-      clock: time,
-      timers: time,
-      openPort: (path, baudRate) => {
-        const port = new FakePort(path, baudRate, time.monoNow(), present ? 'ok' : 'fail');
-        ports.push(port);
-        return port;
-      },
-      deviceExists: () => present,
-    });
-    reader.start();
-    time.advance(10_000);
-    expect(reader.connected).toBe(true);
-    expect(ports).toHaveLength(1);
-
-    present = false; // unplugged; the fake port never emits 'close' (serialport's poller missed the hang-up)
-    time.advance(PRESENCE_CHECK_MS + 10);
-    expect(reader.connected).toBe(false);
-    expect(connection).toEqual([true, false]);
-    expect(ports[0]!.isOpen).toBe(false);
-    expect(logs.filter((l) => l.msg === 'reader device vanished; reopening')).toHaveLength(1);
-
-    present = true; // plugged back in: reopened with backoff
-    time.advance(5_000);
-    expect(reader.connected).toBe(true);
-    expect(ports.length).toBeGreaterThanOrEqual(2);
   });
 });

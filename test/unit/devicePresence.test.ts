@@ -1,0 +1,63 @@
+import { EventEmitter } from 'node:events';
+import { describe, expect, it } from 'vitest';
+import { closeWhenDeviceVanishes, PRESENCE_CHECK_MS, type PresenceDeps } from '../../src/hardware/devicePresence.js';
+
+class Port extends EventEmitter {
+  isOpen = false;
+  closes = 0;
+  open(): void {
+    this.isOpen = true;
+    this.emit('open');
+  }
+  close(callback?: (err: Error | null) => void): void {
+    this.closes++;
+    this.isOpen = false;
+    this.emit('close', null);
+    callback?.(null);
+  }
+}
+
+function watch() {
+  let present = true;
+  const ticks: Array<{ ms: number; tick: () => void; stopped: boolean }> = [];
+  const deps: PresenceDeps = {
+    exists: () => present,
+    every: (ms, tick) => {
+      const t = { ms, tick, stopped: false };
+      ticks.push(t);
+      return () => void (t.stopped = true);
+    },
+  };
+  const port = closeWhenDeviceVanishes(new Port(), '/dev/ttyUSB0', deps);
+  const tick = () => ticks.filter((t) => !t.stopped).forEach((t) => t.tick());
+  return { port, ticks, tick, setPresent: (p: boolean) => (present = p) };
+}
+
+describe('closeWhenDeviceVanishes', () => {
+  it('closes an open port whose device node is gone (serialport did not notice), once', () => {
+    const w = watch();
+    w.port.open();
+    expect(w.ticks).toHaveLength(1);
+    expect(w.ticks[0]!.ms).toBe(PRESENCE_CHECK_MS);
+    w.tick();
+    expect(w.port.isOpen).toBe(true);
+    w.setPresent(false);
+    w.tick();
+    expect(w.port.isOpen).toBe(false);
+    expect(w.port.closes).toBe(1);
+    w.tick();
+    expect(w.port.closes).toBe(1);
+    expect(w.ticks.every((t) => t.stopped)).toBe(true);
+  });
+
+  it('watches nothing before the port opens or after it closed', () => {
+    const w = watch();
+    expect(w.ticks).toHaveLength(0);
+    w.port.open();
+    w.port.close();
+    expect(w.ticks.every((t) => t.stopped)).toBe(true);
+    w.setPresent(false);
+    w.tick();
+    expect(w.port.closes).toBe(1);
+  });
+});
