@@ -34,6 +34,9 @@ function alive(marker: Marker): boolean {
   return marker.processStart === null || start === null || start === marker.processStart;
 }
 
+/** What a demo directory holds, as demos before the marker left it. */
+const EARLIER_DEMO = new Set(['agent', 'service', 'gpio', 'demo.log']);
+
 /** Written by the demo but unreadable (cut short): still the demo's, naming no running demo. */
 const NOBODY: Marker = { writtenBy: 'door-agent demo', pid: 0, processStart: null, startedAt: '' };
 
@@ -61,9 +64,11 @@ export function claimDemoDir(dir: string, now: Date): void {
     if (entries.length > 0) {
       const marker = readMarker(markerPath);
       if (marker === null) {
+        // A demo before the marker left these same names: say so, and leave the removal to the person.
+        const earlier = entries.every((e) => EARLIER_DEMO.has(e)) ? ` If it is an earlier demo's directory, remove it yourself (rm -r ${dir}) and start again.` : '';
         throw new DoorAgentError(
           `demo: ${dir} is not empty and was not made by the demo (it has no ${DEMO_MARKER} file), so the demo will not reset it; nothing was touched. ` +
-            `Give the demo another place: door-agent demo --dir <new or empty directory> (or DOOR_AGENT_DEMO_DIR)`,
+            `Give the demo another place: door-agent demo --dir <new or empty directory> (or DOOR_AGENT_DEMO_DIR).${earlier}`,
         );
       }
       if (marker.pid !== process.pid && marker.pid > 0 && alive(marker)) {

@@ -25,10 +25,19 @@ describe('door-agent demo --dir on a directory that is not the demo\'s', () => {
     expect(r.stderr).toContain(`${dir} is not empty and was not made by the demo (it has no ${DEMO_MARKER} file)`);
     expect(r.stderr).toContain('nothing was touched');
     expect(r.stderr).toContain('--dir <new or empty directory>');
+    expect(r.stderr).not.toContain('earlier demo');
     expect(r.stdout).toBe('');
     expect(readdirSync(dir).sort()).toEqual(['photos', 'thesis.txt']);
     expect(readFileSync(join(dir, 'thesis.txt'), 'utf8')).toBe('four years of work');
     expect(readFileSync(join(dir, 'photos', 'a.jpg'), 'utf8')).toBe('jpeg');
+  });
+
+  it("names the way out for an earlier demo's directory (no marker yet), still touching nothing", () => {
+    const dir = fresh();
+    mkdirSync(join(dir, 'agent'), { recursive: true });
+    writeFileSync(join(dir, 'demo.log'), '');
+    expect(() => claimDemoDir(dir, NOW)).toThrow(`If it is an earlier demo's directory, remove it yourself (rm -r ${dir}) and start again.`);
+    expect(readdirSync(dir).sort()).toEqual(['agent', 'demo.log']);
   });
 
   it('refuses a path that is a file', () => {
