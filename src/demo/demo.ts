@@ -1,5 +1,4 @@
-import { mkdirSync, rmSync } from 'node:fs';
-import { createServer, type AddressInfo, type Server } from 'node:net';
+import { createServer } from 'node:net';
 import { join, resolve } from 'node:path';
 import { Writable } from 'node:stream';
 import { Aedes } from 'aedes';
@@ -13,7 +12,9 @@ import { cachePath, openDatabase } from '../store/database.js';
 import { createServiceClient } from '../sync/serviceClient.js';
 import { syncOnce } from '../sync/sync.js';
 import type { Clock, Timers } from '../util/clock.js';
+import { claimDemoDir } from './demoDir.js';
 import { formatEvent } from './narrator.js';
+import { listenLoopback, onPreferredPort } from './ports.js';
 
 export const DEMO_DOOR = '6f1c2a0e-8d0b-4a57-9d43-1f2e3a4b5c6d';
 
@@ -51,24 +52,6 @@ function stdinReader(input: NodeJS.ReadableStream): PortFactory {
   };
 }
 
-function listen(server: Server, port: number): Promise<number> {
-  return new Promise((res, rej) => {
-    server.once('error', rej);
-    server.listen(port, '127.0.0.1', () => res((server.address() as AddressInfo).port));
-  });
-}
-
-async function freeOr(preferred: number): Promise<number> {
-  const probe = createServer();
-  try {
-    return await listen(probe, preferred);
-  } catch {
-    return listen(createServer(), 0).then((p) => p);
-  } finally {
-    probe.close();
-  }
-}
-
 /**
  * `door-agent demo`: everything on one machine, no hardware, no cloud. An embedded MQTT broker (aedes), the
  * reference service seeded with a demo organization, a door agent on simulated GPIO synced from it, and the
@@ -77,8 +60,7 @@ async function freeOr(preferred: number): Promise<number> {
 export async function startDemo(options: { dir: string; out: (text: string) => void; input: NodeJS.ReadableStream; clock: Clock; timers: Timers }): Promise<DemoHandle> {
   const { out } = options;
   const dir = resolve(options.dir);
-  rmSync(dir, { recursive: true, force: true });
-  mkdirSync(dir, { recursive: true });
+  claimDemoDir(dir, new Date(options.clock.wallNow()));
 
   // 1. The broker, on loopback, with TCP no-delay on both sides (or QoS 1 round trips wait for Nagle).
   const broker = await Aedes.createBroker();
@@ -86,20 +68,22 @@ export async function startDemo(options: { dir: string; out: (text: string) => v
     socket.setNoDelay(true);
     broker.handle(socket);
   });
-  const mqttPort = await listen(brokerServer, await freeOr(1883));
+  const brokerListen = await onPreferredPort(1883, (port) => listenLoopback(brokerServer, port));
+  const mqttPort = brokerListen.started;
   const mqttUrl = `mqtt://127.0.0.1:${mqttPort}`;
 
   // 2. The reference service with a demo organization (its own composition root, as `door-agent service`).
   const quiet = pino({ level: 'warn' }, pino.destination({ dest: join(dir, 'demo.log'), sync: true }));
   // aedes speaks MQTT 3.1.1.
   const mqttOptions = { url: mqttUrl, topicPrefix: 'door-agent', commandMaxAgeSeconds: 30, maxGuestLinks: 500, guestLinkMaxAgeSeconds: 7 * 86_400, futureSkewSeconds: 300, retainedMaxAgeSeconds: 3 * 86_400, keepaliveSeconds: 15, protocolVersion: 4 as const, homeAssistant: { discovery: true, prefix: 'homeassistant' } };
-  const server = {
-    listen: `127.0.0.1:${await freeOr(8080)}`,
+  const server = (port: number) => ({
+    listen: `127.0.0.1:${port}`,
     dataDir: join(dir, 'service'),
     lockReplyTimeoutSeconds: 5,
     resources: [{ resourceId: 12, uuid: DEMO_DOOR, type: 'DOOR' as const, name: 'Front door' }],
-  };
-  const service = await startService({ server, mqtt: mqttOptions }, { clock: options.clock, logger: quiet, env: {} });
+  });
+  const serviceStart = await onPreferredPort(8080, (port) => startService({ server: server(port), mqtt: mqttOptions }, { clock: options.clock, logger: quiet, env: {} }));
+  const service = serviceStart.started;
   const key = new ApiKeys(service.db).create('ADMIN', 0, options.clock.wallNow());
   const base = service.url;
   const call = async (method: string, path: string, body: unknown) => {
@@ -153,6 +137,9 @@ doors:
 
   out(`
 door-agent demo: a door on simulated GPIO, synced from the reference service, commanded over MQTT.
+  MQTT broker        ${mqttUrl}${brokerListen.busy ? '   (1883 is taken by another program)' : ''}
+  reference service  ${base}${serviceStart.busy ? '   (8080 is taken by another program)' : ''}
+  demo data          ${dir} (emptied at the next start; demo.log holds the service's log)
 Type a card number or a PIN and press Enter (the terminal is the card reader):
   4213578      Alice, Staff: granted          1234#   Alice's PIN (keys end with #)
   4213579      Bob: suspended                 4213580 Dave: not in Staff
@@ -161,8 +148,8 @@ Type a card number or a PIN and press Enter (the terminal is the card reader):
 The relay is the file ${dir}/gpio/gpio17/value (1 = unlocked); open the door: echo 1 > ${dir}/gpio/gpio27/value
 
 From another terminal:
-  mosquitto_pub -p ${mqttPort} -t door-agent/doors/${DEMO_DOOR}/set -m '{"lock_state":false,"unlock_time":5}'
-  mosquitto_sub -p ${mqttPort} -t 'door-agent/#' -v
+  mosquitto_pub -h 127.0.0.1 -p ${mqttPort} -t door-agent/doors/${DEMO_DOOR}/set -m '{"lock_state":false,"unlock_time":5}'
+  mosquitto_sub -h 127.0.0.1 -p ${mqttPort} -t 'door-agent/#' -v
   curl -s -H 'Authorization: Bearer ${key}' -X POST ${base}/setlockstatus -d 'uuid=${DEMO_DOOR}&lock_state=false&unlock_time=5'
   curl -s -H 'Authorization: Bearer ${key}' -H 'Content-Type: application/json' -X POST ${base}/magiclinkadmin \\
     -d '{"email_list":["eve@example.org"],"resource_id_list":[12],"name":"Eve","smartcards":[{"number":"7700002"}],"send_email":false}'

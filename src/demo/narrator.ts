@@ -1,3 +1,17 @@
+/** A credential as a person names it: "card …78", "PIN", "QR token" (the log's kind and hint, never both words twice). */
+function credential(kind: unknown, hint: unknown): string {
+  if (kind === 'pin') return 'PIN';
+  if (kind === 'token') return 'QR token';
+  return `${String(kind ?? '')} ${String(hint ?? '')}`.trim();
+}
+
+/** An unlock's cause: a decision names its credential as "<kind> <hint>" (doorRuntime); other causes as they are. */
+function cause(value: unknown): string {
+  const text = String(value);
+  const decided = /^(card|pin|token) (.*)$/.exec(text);
+  return decided ? credential(decided[1], decided[2]) : text;
+}
+
 /** Turns the agent's JSON log lines into the few sentences a person trying the demo wants to read. */
 export function formatEvent(line: string): string | null {
   let entry: Record<string, unknown>;
@@ -7,16 +21,16 @@ export function formatEvent(line: string): string | null {
     return null;
   }
   const time = typeof entry.time === 'number' ? new Date(entry.time).toLocaleTimeString() : '';
-  const who = `${String(entry.kind ?? '')} ${String(entry.hint ?? '')}`.trim();
+  const who = credential(entry.kind, entry.hint);
   switch (entry.msg) {
     case 'access granted':
       return `${time}  GRANTED  ${who}`;
     case 'access denied':
       return `${time}  DENIED   ${who}: ${String(entry.reason)}`;
     case 'unlocked':
-      return `${time}  door UNLOCKED (${String(entry.cause)})${entry.relockAt ? `, relocks at ${new Date(String(entry.relockAt)).toLocaleTimeString()}` : ', held open'}`;
+      return `${time}  door UNLOCKED (${cause(entry.cause)})${entry.relockAt ? `, relocks at ${new Date(String(entry.relockAt)).toLocaleTimeString()}` : ', held open'}`;
     case 'locked':
-      return `${time}  door LOCKED (${String(entry.cause)})`;
+      return `${time}  door LOCKED (${cause(entry.cause)})`;
     case 'card accepted, waiting for PIN':
       return `${time}  card accepted: now the PIN`;
     case 'keypad locked out after repeated wrong PINs':

@@ -125,10 +125,11 @@ export class DoorRuntime {
   private grant(result: AccessResult, extra: Record<string, unknown> = {}): void {
     const now = this.deps.clock.monoNow();
     this.door_ = supervision.authorized(this.door_, now);
-    this.deps.controller.unlock(this.door.unlockSeconds, `${result.kind} ${result.hint}`, () =>
-      this.record('access_granted', this.decisionData(result, extra)),
-    );
-    this.deps.logger.info({ kind: result.kind, hint: result.hint }, 'access granted');
+    // Logged once the relay has moved but before the lock change is announced: a log reads "granted", then "unlocked".
+    this.deps.controller.unlock(this.door.unlockSeconds, `${result.kind} ${result.hint}`, () => {
+      this.record('access_granted', this.decisionData(result, extra));
+      this.deps.logger.info({ kind: result.kind, hint: result.hint }, 'access granted');
+    });
     // Under duress the door behaves exactly as usual: the alarm is silent.
     this.feedback?.('grant');
     const holders = result.holders.filter((h) => h.reason === null).map((h) => ({ ...h.holder }));

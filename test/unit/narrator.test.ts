@@ -1,0 +1,21 @@
+import { describe, expect, it } from 'vitest';
+import { formatEvent } from '../../src/demo/narrator.js';
+
+// The demo's sentences name each credential once, as a person says it (the log carries kind and hint).
+const line = (entry: Record<string, unknown>) => formatEvent(JSON.stringify({ level: 30, ...entry }))?.trim();
+
+describe('demo narrator', () => {
+  it('names a card by its hint, a PIN and a QR token by what they are', () => {
+    expect(line({ msg: 'access granted', kind: 'card', hint: '…78' })).toBe('GRANTED  card …78');
+    expect(line({ msg: 'access granted', kind: 'pin', hint: 'PIN' })).toBe('GRANTED  PIN');
+    expect(line({ msg: 'access denied', kind: 'token', hint: 'token', reason: 'outside_schedule' })).toBe('DENIED   QR token: outside_schedule');
+  });
+
+  it('names the credential behind an unlock the same way, and other causes as they are', () => {
+    expect(line({ msg: 'unlocked', cause: 'pin PIN', relockAt: null })).toBe('door UNLOCKED (PIN), held open');
+    expect(line({ msg: 'unlocked', cause: 'token token', relockAt: null })).toBe('door UNLOCKED (QR token), held open');
+    expect(line({ msg: 'unlocked', cause: 'card …78', relockAt: null })).toBe('door UNLOCKED (card …78), held open');
+    expect(line({ msg: 'unlocked', cause: 'mqtt', relockAt: null })).toBe('door UNLOCKED (mqtt), held open');
+    expect(line({ msg: 'locked', cause: 'timer' })).toBe('door LOCKED (timer)');
+  });
+});
