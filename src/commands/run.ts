@@ -36,7 +36,9 @@ export async function runDaemon(args: { config: string | undefined }, ctx: Comma
     config = loadConfig(path);
   } catch (err) {
     if (!(err instanceof DoorAgentError) || err.exitCode !== EXIT_INVALID_CONFIG) throw err;
-    return relockFromConfig(path, ctx, 'this one exits without driving any relay');
+    // Throws the configuration's problems (exit 78) once every relay it can read is locked.
+    relockFromConfig(path, ctx, 'this one exits without driving any relay');
+    throw err;
   }
   const dataLock = lockForDaemon(config, path, ctx);
   try {
