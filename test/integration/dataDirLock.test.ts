@@ -55,6 +55,13 @@ describe('one daemon per data directory', () => {
     expect(relock.status).toBe(1);
     expect(relock.stderr).toContain(`another door-agent (pid ${first.pid}) is running on the data directory ${s.dataDir}; relock drives no relay`);
     expect(readLevel(s.relay)).toBe('1');
+    // Nor does a run with an invalid configuration on the same directory, which would otherwise lock every relay.
+    const invalid = join(s.dir, 'invalid.yaml');
+    writeFileSync(invalid, readFileSync(s.config, 'utf8').replace('timezone: Europe/Berlin', 'timezone: Europe/Berlin, colour: red'));
+    const bad = runCli(['run', '--config', invalid]);
+    expect(bad.status, bad.stderr).toBe(1);
+    expect(bad.stderr).toContain(`another door-agent (pid ${first.pid}) is running on the data directory ${s.dataDir}; this one exits without driving any relay`);
+    expect(readLevel(s.relay)).toBe('1');
     expect(first.exitCode).toBe(null);
 
     // Stopped: it locks on its way out, and relock (systemd's ExecStopPost) then works.
@@ -62,7 +69,7 @@ describe('one daemon per data directory', () => {
     expect(readLevel(s.relay)).toBe('0');
     expect(runCli(['relock', '--config', s.config]).status).toBe(0);
     expect(runCli(['status', '--config', s.config]).stdout).toContain('daemon: not running');
-  });
+  }, 120_000); // several CLI starts, each a few seconds on a loaded machine
 
   it('a SIGKILLed holder leaves no stale lock: relock and the next run start at once', async () => {
     const s = site();
@@ -78,5 +85,5 @@ describe('one daemon per data directory', () => {
     const next = await startDaemon(s.config);
     expect(runCli(['status', '--config', s.config]).stdout).toContain(`daemon: running (pid ${next.pid}`);
     expect(readFileSync(join(s.dataDir, 'daemon.pid'), 'utf8').trim()).toBe(String(next.pid));
-  });
+  }, 120_000);
 });

@@ -40,7 +40,7 @@ describe('door-agent run with an invalid configuration', () => {
     expect(r.stderr).toContain('driven locked anyway: 1 locked');
     expect(r.stdout).toContain('Front door (doors[0]): relay GPIO 17 set to 0 (locked)');
     expect(readFileSync(s.relay, 'utf8')).toBe('0\n');
-  });
+  }, 90_000);
 
   it('an unreadable gpio section: no relay is driven (a guessed driver could move another line), and it says so', () => {
     const s = site();
@@ -50,7 +50,7 @@ describe('door-agent run with an invalid configuration', () => {
     expect(r.stderr).toContain('the gpio section cannot be read, so no relay is driven');
     expect(r.stderr).toContain('0 locked');
     expect(readFileSync(s.relay, 'utf8')).toBe('1\n');
-  });
+  }, 90_000);
 });
 
 describe('door-agent run on a data directory it cannot write', () => {
@@ -71,7 +71,7 @@ describe('door-agent run on a data directory it cannot write', () => {
     // unprivileged user gets one through a user namespace, -r).
     const wrapper = ['unshare', ...(asRoot ? [] : ['-r']), '-m', 'sh', '-c', `mount --bind -o ro "$0" "$0" && exec "$@"`, s.dataDir];
     expectRefused(run(s.config, wrapper), s.dataDir, 'EROFS', s.relay);
-  });
+  }, 90_000);
 
   it('permission denied (EACCES): one message naming the path and the user, relays locked, exit 78', () => {
     const s = site();
@@ -86,7 +86,7 @@ describe('door-agent run on a data directory it cannot write', () => {
       wrapper = ['setpriv', '--reuid=65534', '--regid=65534', '--clear-groups'];
     }
     expectRefused(run(s.config, wrapper), s.dataDir, 'EACCES', s.relay);
-  });
+  }, 90_000);
 
   it('a cache left by another user (an import run as root) is named, before anything is half written', () => {
     const s = site();
@@ -100,5 +100,5 @@ describe('door-agent run on a data directory it cannot write', () => {
       chmodSync(join(s.dataDir, 'cache.db'), 0o444);
     }
     expectRefused(run(s.config, wrapper), s.dataDir, `EACCES on ${join(s.dataDir, 'cache.db')}`, s.relay);
-  });
+  }, 90_000); // an import and a daemon start: room for a loaded machine
 });
