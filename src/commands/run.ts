@@ -2,8 +2,6 @@ import { startAgent, type Agent } from '../app.js';
 import { loadConfig } from '../config/load.js';
 import type { AgentOptions } from '../config/options.js';
 import { EXIT_INVALID_CONFIG } from '../config/schema.js';
-import { cachePath, statePath } from '../store/database.js';
-import { doorStateDir } from '../store/doorState.js';
 import { DataDirUnwritableError, lockDataDir, type DataDirLock } from '../system/dataDirLock.js';
 import { systemdNotifier } from '../system/sdNotify.js';
 import { watchdogUsecFrom } from '../system/watchdog.js';
@@ -11,6 +9,7 @@ import { systemTimers } from '../util/clock.js';
 import { createLogger } from '../util/logger.js';
 import { DoorAgentError } from '../util/errors.js';
 import { configPath, type CommandContext } from './context.js';
+import { daemonWrites } from './dataDirAccess.js';
 import { relockFromConfig } from './relock.js';
 
 /** Hooks the process gives the daemon: signals to stop on, and a handler for fatal errors. */
@@ -50,14 +49,13 @@ export async function runDaemon(args: { config: string | undefined }, ctx: Comma
 
 function lockForDaemon(config: AgentOptions, path: string, ctx: CommandContext): DataDirLock {
   const dataDir = config.agent.dataDir;
-  const files = [cachePath(dataDir), statePath(dataDir)];
   try {
     return lockDataDir(dataDir, {
       pid: process.pid,
       create: true,
       unwritableExitCode: EXIT_INVALID_CONFIG,
       doing: 'this one exits without touching any relay',
-      mustWrite: [...files, ...files.flatMap((f) => [`${f}-wal`, `${f}-shm`]), doorStateDir(dataDir)],
+      mustWrite: daemonWrites(dataDir),
     });
   } catch (err) {
     if (!(err instanceof DataDirUnwritableError)) throw err;

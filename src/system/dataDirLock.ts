@@ -89,17 +89,10 @@ export function lockDataDir(
   options: { pid: number; create: boolean; unwritableExitCode: number; doing: string; mustWrite?: readonly string[] },
 ): DataDirLock {
   const file = join(dataDir, LOCK_FILE);
-  let path = dataDir;
+  const path = dataDir;
   try {
     if (options.create) mkdirSync(dataDir, { recursive: true, mode: 0o750 });
-    // access() and open() give the errno (EROFS, EACCES) that SQLite would hide behind SQLITE_READONLY.
-    accessSync(dataDir, constants.W_OK | constants.X_OK);
-    // Files left by another user (door-agent import run as root) fail here, before any of them is half written.
-    for (const existing of [file, ...(options.mustWrite ?? [])]) {
-      path = existing;
-      if (existsSync(existing)) accessSync(existing, constants.W_OK);
-    }
-    path = file;
+    assertWritable(dataDir, [file, ...(options.mustWrite ?? [])], options.unwritableExitCode);
     if (!existsSync(file)) {
       closeSync(openSync(file, 'a', 0o640));
       // Made by root (sudo door-agent relock): the daemon's user must still be able to take it.
@@ -109,6 +102,7 @@ export function lockDataDir(
       }
     }
   } catch (err) {
+    if (err instanceof DataDirUnwritableError) throw err;
     const code = errorCode(err) ?? '';
     if (UNWRITABLE.has(code)) throw new DataDirUnwritableError(dataDir, path, code, options.unwritableExitCode, err);
     throw new DoorAgentError(`cannot use the data directory ${dataDir}: ${err instanceof Error ? err.message : String(err)}`, { cause: err });
@@ -153,6 +147,27 @@ export function lockDataDir(
       held.close();
     },
   };
+}
+
+/**
+ * Throws DataDirUnwritableError when `dataDir` (which exists), or one of `paths` that exists, cannot be written by
+ * this process: access() gives the errno (EROFS, EACCES) that SQLite would hide behind SQLITE_READONLY, and files
+ * left by another user (door-agent import run as root) fail here, before any of them is half written. Also for
+ * `config check`, so that it says what `run` will.
+ */
+export function assertWritable(dataDir: string, paths: readonly string[], exitCode: number): void {
+  let path = dataDir;
+  try {
+    accessSync(dataDir, constants.W_OK | constants.X_OK);
+    for (const existing of paths) {
+      path = existing;
+      if (existsSync(existing)) accessSync(existing, constants.W_OK);
+    }
+  } catch (err) {
+    const code = errorCode(err) ?? '';
+    if (UNWRITABLE.has(code)) throw new DataDirUnwritableError(dataDir, path, code, exitCode, err);
+    throw new DoorAgentError(`cannot use the data directory ${dataDir}: ${err instanceof Error ? err.message : String(err)}`, { cause: err });
+  }
 }
 
 /**

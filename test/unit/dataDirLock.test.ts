@@ -2,6 +2,7 @@ import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { DataDirBusyError, DataDirUnwritableError, dataDirHolder, lockDataDir } from '../../src/system/dataDirLock.js';
+import { dataDirWriteProblem } from '../../src/commands/dataDirAccess.js';
 import { tempDir } from '../support/cli.js';
 
 // The data directory's lock on real files (two connections in one process conflict as two processes do;
@@ -51,5 +52,14 @@ describe('lockDataDir', () => {
     expect(() => lockDataDir(dir, { ...options, create: false })).toThrow(/cannot use the data directory/);
     mkdirSync(dir);
     lockDataDir(dir, { ...options, create: false }).release();
+  });
+});
+
+describe('dataDirWriteProblem (for config check: what run would say)', () => {
+  it('null for a writable or a not yet made directory; run\'s own message for one it would refuse', () => {
+    expect(dataDirWriteProblem(tmp.path)).toBeNull();
+    expect(dataDirWriteProblem(join(tmp.path, 'not/made/yet'))).toBeNull();
+    writeFileSync(join(tmp.path, 'a-file'), 'x');
+    expect(dataDirWriteProblem(join(tmp.path, 'a-file/data'))).toMatch(/^the data directory .*a-file\/data is not writable by user .* \(ENOTDIR\)/);
   });
 });
