@@ -1,9 +1,16 @@
 import { startAgent, type Agent } from '../app.js';
+import { loadConfig } from '../config/load.js';
+import type { AgentOptions } from '../config/options.js';
+import { EXIT_INVALID_CONFIG } from '../config/schema.js';
+import { DataDirUnwritableError, lockDataDir, type DataDirLock } from '../system/dataDirLock.js';
 import { systemdNotifier } from '../system/sdNotify.js';
 import { watchdogUsecFrom } from '../system/watchdog.js';
 import { systemTimers } from '../util/clock.js';
 import { createLogger } from '../util/logger.js';
-import { loadConfigFor, type CommandContext } from './context.js';
+import { DoorAgentError } from '../util/errors.js';
+import { configPath, type CommandContext } from './context.js';
+import { daemonWrites } from './dataDirAccess.js';
+import { relockFromConfig } from './relock.js';
 
 /** Hooks the process gives the daemon: signals to stop on, and a handler for fatal errors. */
 export interface ProcessHooks {
@@ -16,9 +23,56 @@ export interface ProcessHooks {
 /**
  * `door-agent run`: the daemon. Resolves with the exit code once stopped by SIGTERM/SIGINT (every door
  * locked, the database closed). A fatal error locks every relay before the process dies.
+ *
+ * Before any relay moves, the data directory's lock (system/dataDirLock.ts): a second daemon on the same
+ * directory exits at once, naming the first, and leaves the relays to it. An invalid configuration, or a data
+ * directory it cannot write, drives every relay it can read locked (as `door-agent relock`) and exits 78.
  */
 export async function runDaemon(args: { config: string | undefined }, ctx: CommandContext, hooks: ProcessHooks): Promise<number> {
-  const config = loadConfigFor(args.config, ctx);
+  const path = configPath(args.config, ctx.env);
+  let config: AgentOptions;
+  try {
+    config = loadConfig(path);
+  } catch (err) {
+    if (!(err instanceof DoorAgentError) || err.exitCode !== EXIT_INVALID_CONFIG) throw err;
+    // Throws the configuration's problems (exit 78) once every relay it can read is locked.
+    relockFromConfig(path, ctx, 'this one exits without driving any relay');
+    throw err;
+  }
+  const dataLock = lockForDaemon(config, path, ctx);
+  try {
+    return await serve(config, ctx, hooks);
+  } finally {
+    dataLock.release();
+  }
+}
+
+function lockForDaemon(config: AgentOptions, path: string, ctx: CommandContext): DataDirLock {
+  const dataDir = config.agent.dataDir;
+  try {
+    return lockDataDir(dataDir, {
+      pid: process.pid,
+      create: true,
+      unwritableExitCode: EXIT_INVALID_CONFIG,
+      doing: 'this one exits without touching any relay',
+      mustWrite: daemonWrites(dataDir),
+    });
+  } catch (err) {
+    if (!(err instanceof DataDirUnwritableError)) throw err;
+    // Nothing may be left unlocked by a daemon that will not start (relock's own rule keeps it off a live one).
+    let relocked: string;
+    try {
+      relockFromConfig(path, ctx, 'this one exits without driving any relay');
+      relocked = 'every relay was driven locked';
+    } catch (relockErr) {
+      relocked = `relays not all locked: ${relockErr instanceof Error ? relockErr.message : String(relockErr)}`;
+    }
+    throw new DoorAgentError(`${err.message} (${relocked})`, { cause: err, exitCode: err.exitCode });
+  }
+}
+
+/** The daemon proper, once the data directory is its own. */
+async function serve(config: AgentOptions, ctx: CommandContext, hooks: ProcessHooks): Promise<number> {
   const logger = createLogger({ level: config.agent.logLevel, agentId: config.agent.id });
   let agent: Agent | undefined;
   hooks.onFatal((err) => {

@@ -16,6 +16,7 @@ import { osdpChannelText, osdpChannelView } from './osdpStatus.js';
 import { directoryFindings, directoryLines } from './directoryStatus.js';
 import { pinLines, pinStatus } from './pinStatus.js';
 import { brokerLines, brokerStatus } from './brokerStatus.js';
+import { daemonView, runningText } from './daemonStatus.js';
 
 function processAlive(pid: number): boolean {
   try {
@@ -43,7 +44,8 @@ export function runStatus(args: { json: boolean; config: string | undefined }, c
   try {
     const now = ctx.clock.wallNow();
     const runtime = state ? readRuntimeStatus(state) : undefined;
-    const running = runtime !== undefined && runtime.stoppedAt === null && processAlive(runtime.pid);
+    const daemon = daemonView(config.agent.dataDir, runtime, processAlive);
+    const running = daemon.running;
     const states = new DoorStateStore(doorStateDir(config.agent.dataDir));
     const operations = operationsStatus(config, state, now);
     const doors = config.doors.map((door) => {
@@ -75,7 +77,7 @@ export function runStatus(args: { json: boolean; config: string | undefined }, c
     const status = {
       agent: config.agent.id,
       cache: file,
-      daemon: running ? { running: true, pid: runtime!.pid, since: runtime!.startedAt } : { running: false, stoppedAt: runtime?.stoppedAt ?? null },
+      daemon,
       clock: { now: iso(now), trusted: isClockTrusted(now) },
       doors,
       holidays: operations.holidays,
@@ -99,7 +101,7 @@ export function runStatus(args: { json: boolean; config: string | undefined }, c
     const lines = [
       `agent ${status.agent}, cache ${status.cache}`,
       status.daemon.running
-        ? `daemon: running (pid ${runtime!.pid}, since ${runtime!.startedAt})`
+        ? `daemon: ${runningText(status.daemon)}`
         : runtime?.stoppedAt
           ? `daemon: not running (stopped ${runtime.stoppedAt}); it locked every relay when it stopped`
           : `daemon: not running${runtime ? ' (it did not stop cleanly: run door-agent relock, as systemd ExecStopPost does)' : ''}`,

@@ -12,7 +12,8 @@ export interface RelayTarget {
 }
 
 export interface LenientRelays {
-  gpio: GpioOptions;
+  /** Null when the gpio section is there but unreadable: then no relay is driven (a guessed driver or chip could drive another line). */
+  gpio: GpioOptions | null;
   relays: RelayTarget[];
   /** Doors whose relay could not be read, with why. */
   skipped: string[];
@@ -35,7 +36,11 @@ export function readRawConfig(path: string): Record<string, unknown> | undefined
  */
 export function relaysFromInvalidConfig(raw: Record<string, unknown> | undefined): LenientRelays {
   const gpioParsed = gpioSchema.safeParse(raw?.gpio ?? { driver: 'onoff' });
-  const gpio: GpioOptions = gpioParsed.success ? gpioParsed.data : { driver: 'onoff', chipBase: 'auto' };
+  if (!gpioParsed.success) {
+    const reason = 'the gpio section cannot be read, so no relay is driven: a guessed driver or chip could energize a line that is not a relay';
+    return { gpio: null, relays: [], skipped: [reason] };
+  }
+  const gpio: GpioOptions = gpioParsed.data;
   const relays: RelayTarget[] = [];
   const skipped: string[] = [];
   const doors = Array.isArray(raw?.doors) ? (raw.doors as unknown[]) : [];
@@ -52,4 +57,14 @@ export function relaysFromInvalidConfig(raw: Record<string, unknown> | undefined
     relays.push({ label, pin, level: relayLevel('LOCKED', failMode, activeLow) });
   });
   return { gpio, relays, skipped };
+}
+
+/** agent.dataDir of a configuration that may not validate: its default when absent, undefined when unreadable. */
+export function dataDirFromInvalidConfig(raw: Record<string, unknown> | undefined, fallback: string): string | undefined {
+  const agent = raw?.agent;
+  if (agent === undefined) return fallback;
+  if (typeof agent !== 'object' || agent === null) return undefined;
+  const dataDir = (agent as Record<string, unknown>).dataDir;
+  if (dataDir === undefined) return fallback;
+  return typeof dataDir === 'string' && dataDir.length > 0 ? dataDir : undefined;
 }

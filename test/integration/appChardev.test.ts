@@ -94,3 +94,13 @@ describe('the agent on the GPIO character device', () => {
     expect(() => s.kernel.pollError(s.kernel.fdOf(5), 'EBADF: the GPIO chip went away')).toThrow(/GPIO 5: waiting for edges failed: EBADF/);
   });
 });
+
+describe('two door-agents on one GPIO chip', () => {
+  it('the kernel refuses the second a relay line the first holds (EBUSY), and the error names the line and another door-agent', async () => {
+    const s = site();
+    await start(s);
+    const second = new ChardevGpio(s.kernel, 'auto', join(tmp.path, `c${n - 1}`, 'dev'));
+    expect(() => second.openOutput(17, 0)).toThrow(/GPIO 17 \(output\).*EBUSY.*GPIO 17 is held by another door-agent process/);
+    expect(s.kernel.getValues(s.kernel.fdOf(17), 1)).toBe(0);
+  });
+});

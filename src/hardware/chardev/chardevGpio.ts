@@ -115,6 +115,7 @@ export class ChardevGpio implements GpioDriver {
       const holders = pins.flatMap((pin) => {
         try {
           const info = this.binding.lineInfo(this.chip.path, pin);
+          if (info.used && info.consumer === CONSUMER) return [`GPIO ${pin} is held by another door-agent process (a second daemon, with another agent.dataDir?)`];
           return info.used ? [`GPIO ${pin} is held by ${info.consumer ? `"${info.consumer}"` : 'another program (or the kernel)'}`] : [];
         } catch {
           return [];
