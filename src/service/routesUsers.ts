@@ -71,8 +71,8 @@ export function registerUserRoutes(app: FastifyInstance, ctx: RouteContext): voi
     users.replaceSmartcards(user.email_id, p.smartcards);
     return { success: `${p.smartcards.length} smartcard(s) set for ${user.email}` };
   };
-  app.put('/modifysmartcard', { bodyLimit: LIMITS.bodyBeforeKey }, modifySmartcards);
-  app.put('/modifysmartcards', { bodyLimit: LIMITS.bodyBeforeKey }, modifySmartcards);
+  app.put('/modifysmartcard', { bodyLimit: LIMITS.smartcardBody }, modifySmartcards);
+  app.put('/modifysmartcards', { bodyLimit: LIMITS.smartcardBody }, modifySmartcards);
 
   app.put('/modifyallusernames', async (request) => {
     ctx.requireRank(request, 'ADMIN');
