@@ -58,7 +58,7 @@ const REVISION_BATCH_MS = 200;
 const NOT_DIRECTORY_CHANGES = new Set(['/lockdown']);
 
 /**
- * The reference access-control service (access-control-api.md) on fastify. Every endpoint needs an API key;
+ * The reference access-control service (docs/access-control-api.md) on fastify. Every endpoint needs an API key;
  * bodies may be JSON or a form; every error is `{"error": message}` with a 4xx status, never a 500 for bad input.
  */
 export function buildService(deps: ServiceDeps): FastifyInstance {
