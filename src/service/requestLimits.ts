@@ -20,7 +20,7 @@ export const REQUEST_LIMITS = {
   smartcardBody: 64 * 1024,
   /**
    * What is read of a body before its request has a valid key (keyCheck.ts): a key in the body must come within
-   * these bytes. 1,000 connections without a key make the service hold at most 8 MB.
+   * these bytes (what came in the same network read, up to 64 KiB more, is held too, then dropped).
    */
   bodyBeforeKey: 8 * 1024,
   /** Nesting of a JSON body (or of a parameter holding JSON): objects and arrays inside each other. */
