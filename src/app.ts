@@ -68,7 +68,7 @@ export interface Agent {
 }
 
 /**
- * The agent's composition root (design section 7, issue 10). Every relay is driven to its locked level
+ * The agent's composition root (docs/architecture.md, "Components, start and stop"). Every relay is driven to its locked level
  * before anything else; then the components start in order (store, doors, MQTT, sync, readiness), a failed
  * start stopping what had started. Stop: every relay locked first, then the components in reverse order.
  */

@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { parseServiceTime } from '../core/schedule.js';
 
 /**
- * Bodies of the access-control service (access-control-api.md), as the agent receives them from a sync, a
+ * Bodies of the access-control service (docs/access-control-api.md), as the agent receives them from a sync, a
  * snapshot file or MQTT. Unknown fields are tolerated; a known field of the wrong type is rejected.
  */
 

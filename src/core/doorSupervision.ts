@@ -1,7 +1,7 @@
 import type { LockStateName } from './relay.js';
 
 /**
- * Door position supervision from the contact (design section 4, issue "door at work"): opened and closed
+ * Door position supervision from the contact (docs/hardware.md, "Running a door"): opened and closed
  * events, door_forced when the door opens while locked without a recent grant or exit request, door_held_open
  * when it stays open too long. A grant or exit request excuses ONE passage (issue 32 item 14): once the door
  * has opened within its window and closed again, the window is spent, and a second opening while locked is

@@ -29,7 +29,7 @@ export interface PersistedLock {
   cause: string;
 }
 
-/** The longest timed unlock (7 days, design section 5); a longer hold is an unlock without a duration. */
+/** The longest timed unlock (7 days, docs/mqtt.md); a longer hold is an unlock without a duration. */
 export const MAX_UNLOCK_SECONDS = 604_800;
 
 export function lockedState(cause: string): LockState {

@@ -96,7 +96,7 @@ export function decodeBits(bits: readonly number[], format: WiegandFormat = 'aut
   return { kind: 'card', bits: n, data, facility, card };
 }
 
-/** How a card frame becomes the number the service stores (design: `doors[].reader.numbering`). */
+/** How a card frame becomes the number the service stores (`doors[].reader.numbering`, docs/hardware.md). */
 export type WiegandNumbering = 'data' | 'facility_card';
 
 /** The decimal card number: the whole data field (default), or facility * 65536 + card. */

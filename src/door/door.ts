@@ -209,7 +209,7 @@ export class Door implements Component {
     return this.runtime?.tamperState() ?? null;
   }
 
-  /** The fields of the door's published state beyond lock and contact (design section 5, issue 14). */
+  /** The fields of the door's published state beyond lock and contact (docs/mqtt.md, "Door state"). */
   publishedState(lockdown: { active: boolean; scope: 'door' | 'agent' | null; by: string | null }): Record<string, unknown> {
     const schedule = this.scheduleState();
     return {

@@ -59,7 +59,7 @@ export interface GpioDriver {
   close(): void;
 }
 
-/** Which driver (design section 3, `gpio`): the character device, sysfs through onoff, or the simulated tree. */
+/** Which driver (`gpio.driver`: README "Configuration", docs/hardware.md): the character device, sysfs through onoff, or the simulated tree. */
 export type GpioOptions =
   | { driver: 'chardev'; chip: string }
   | { driver: 'onoff'; chipBase: number | 'auto' }

@@ -45,11 +45,11 @@ export interface FrameParser {
 
 export interface FrameParserOptions {
   cardFormat: CardFormat;
-  /** Keypad entry is abandoned when the next key comes later than this (design: 10 s). */
+  /** Keypad entry is abandoned when the next key comes later than this (10 s, docs/hardware.md). */
   keyTimeoutMs?: number;
   /** A partial line idle this long is over: digits are taken as key presses, anything else is noise. */
   lineGapMs?: number;
-  /** A line longer than this without a newline is noise (design: 256 bytes). */
+  /** A line longer than this without a newline is noise (256 bytes, docs/hardware.md). */
   maxLineBytes?: number;
 }
 
@@ -64,7 +64,7 @@ const isHexDigit = (b: number) => isDigit(b) || (b >= 0x41 && b <= 0x46) || (b >
 const isPrintable = (b: number) => b >= 0x20 && b <= 0x7e;
 
 /**
- * Frames the byte stream of a serial reader (design section 4, Reader):
+ * Frames the byte stream of a serial reader (docs/hardware.md, "The serial reader"):
  * - a CR/LF-terminated line of digits (hex digits for cardFormat hex) is a card;
  * - keypad keys come either one per line or raw; `#` submits the digits typed so far as a PIN, `*` clears
  *   them, and more than keyTimeoutMs between keys starts over;

@@ -28,7 +28,7 @@ export type PortFactory = (path: string, baudRate: number) => PortLike;
 export const openSerialPort: PortFactory = (path, baudRate) =>
   closeWhenDeviceVanishes(new SerialPort({ path, baudRate, autoOpen: false, lock: true }), path) as unknown as PortLike;
 
-// First retry within a second, then doubling up to 30 s (design: an unplugged reader is reopened with backoff).
+// First retry within a second, then doubling up to 30 s (docs/hardware.md: an unplugged reader is reopened with backoff).
 export const READER_BACKOFF: BackoffOptions = { initialMs: 500, maxMs: 30_000, jitter: 0.2 };
 const IDLE_CHECK_MS = 250;
 const NOISE_WARNING_INTERVAL_MS = 1000;

@@ -30,7 +30,7 @@ const PLAIN_COMMANDS = new Map<string, LockAction>([
   ['OPEN', { lock: false, seconds: 'default' }],
 ]);
 
-/** POST /setlockstatus as JSON, plus the signing fields of design section 5. */
+/** POST /setlockstatus as JSON, plus the signing fields of docs/mqtt.md (signed commands). */
 const jsonCommandSchema = z.object({
   lock_state: z.boolean(),
   unlock_time: z

@@ -1,5 +1,5 @@
 /**
- * MQTT topics of design section 5 (P = mqtt.topicPrefix), shared by the agent and the reference service: the
+ * MQTT topics of docs/mqtt.md (P = mqtt.topicPrefix), shared by the agent and the reference service: the
  * door and guest-link topics here, the agent's own ones in AgentTopics.
  */
 export class DoorTopics {

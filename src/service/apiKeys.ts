@@ -16,7 +16,7 @@ export const KEY_KINDS: readonly KeyKind[] = [...RANKS, 'DOOR'];
 
 const digest = (key: string) => createHash('sha256').update(key, 'utf8').digest('hex');
 
-/** API keys: only a SHA-256 is stored; 0 or no expiry means never (access-control-api.md, Authentication). */
+/** API keys: only a SHA-256 is stored; 0 or no expiry means never (docs/access-control-api.md, Authentication). */
 export class ApiKeys {
   // Prepared once: every request of every endpoint checks its key.
   private readonly byHash: Statement<[string], { rank: KeyKind; expires_at: number | null }>;

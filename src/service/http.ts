@@ -77,6 +77,24 @@ export function answerClientError(err: ParserError, socket: Socket): void {
   socket.once('close', () => clearTimeout(timer));
 }
 
+/**
+ * For a response with `Connection: close` to a request whose body is still arriving (refused before it was read):
+ * instead of Node's close right after the answer (with the body still coming, that close resets the connection
+ * and the client may lose the answer) or its reading the rest to drop it (all 50 MB of an upload), the connection
+ * stops reading, sends the answer and its FIN, and is destroyed `lingerMs` later. The client has read the answer
+ * by then; what it still sends waits in the kernel's buffers, unread.
+ */
+export function closeWithoutReading(socket: Socket, lingerMs = 1000): void {
+  socket.destroySoon = function lingering(this: Socket) {
+    // Node's HTTP server keeps a socket marked _paused from resuming (its own flag for "read no more").
+    (this as Socket & { _paused?: boolean })._paused = true;
+    this.pause();
+    this.end();
+    const timer = setTimeout(() => this.destroy(), lingerMs).unref();
+    this.once('close', () => clearTimeout(timer));
+  };
+}
+
 const strictUtf8 = new TextDecoder('utf-8', { fatal: true });
 
 /** The body as text; bytes that are not UTF-8 are refused rather than read as U+FFFD. */

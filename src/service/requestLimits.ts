@@ -16,11 +16,13 @@ export const REQUEST_LIMITS = {
   usernames: 100,
   /** resource_id_list of POST /magiclinkadmin. */
   resources: 1000,
+  /** The body of PUT /modifysmartcard(s): 100 cards with long labels fit several times over. */
+  smartcardBody: 64 * 1024,
   /**
-   * The body of PUT /modifysmartcard(s), the calls that may carry their key in the body and so are read before the
-   * key is checked: 100 cards fit many times over, and 1,000 connections cannot make the service hold 1 GB.
+   * What is read of a body before its request has a valid key (keyCheck.ts): a key in the body must come within
+   * these bytes (what came in the same network read, up to 64 KiB more, is held too, then dropped).
    */
-  bodyBeforeKey: 64 * 1024,
+  bodyBeforeKey: 8 * 1024,
   /** Nesting of a JSON body (or of a parameter holding JSON): objects and arrays inside each other. */
   depth: 32,
 } as const;

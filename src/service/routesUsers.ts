@@ -11,7 +11,7 @@ import { JSON_CONTENT_TYPE, userAnswers } from './userList.js';
 const listParams = z.object({ email: boolParam.optional(), user_tag: z.enum(['GUEST', 'USER']).optional() });
 const detailParams = z.object({ email_id: intParam });
 
-/** Users, their cards and usernames, ranks, tags, suspension and removal (access-control-api.md, Endpoints). */
+/** Users, their cards and usernames, ranks, tags, suspension and removal (docs/access-control-api.md, Endpoints). */
 export function registerUserRoutes(app: FastifyInstance, ctx: RouteContext): void {
   const { users } = ctx;
   const params = <T extends z.ZodType>(schema: T, request: FastifyRequest) => parseParams(schema, request.query, request.body);
@@ -71,8 +71,8 @@ export function registerUserRoutes(app: FastifyInstance, ctx: RouteContext): voi
     users.replaceSmartcards(user.email_id, p.smartcards);
     return { success: `${p.smartcards.length} smartcard(s) set for ${user.email}` };
   };
-  app.put('/modifysmartcard', { bodyLimit: LIMITS.bodyBeforeKey }, modifySmartcards);
-  app.put('/modifysmartcards', { bodyLimit: LIMITS.bodyBeforeKey }, modifySmartcards);
+  app.put('/modifysmartcard', { bodyLimit: LIMITS.smartcardBody }, modifySmartcards);
+  app.put('/modifysmartcards', { bodyLimit: LIMITS.smartcardBody }, modifySmartcards);
 
   app.put('/modifyallusernames', async (request) => {
     ctx.requireRank(request, 'ADMIN');

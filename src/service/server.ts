@@ -6,6 +6,7 @@ import { ApiKeys, type KeyKind, type Rank } from './apiKeys.js';
 import { BadRequest } from './params.js';
 import { answerClientError, errorBody, methodList, parseFormBody, parseJsonBody } from './http.js';
 import { DEFAULT_HTTP_LIMITS, applyConnectionLimit, fastifyHttpOptions, type HttpLimits } from './httpLimits.js';
+import { registerKeyCheck } from './keyCheck.js';
 import type { ServiceMqtt } from './doorsMqtt.js';
 import type { Mailer } from './mailer.js';
 import { Directory } from './directory.js';
@@ -50,36 +51,14 @@ export interface RouteContext extends ServiceDeps {
 }
 
 const RANK_ORDER: Record<KeyKind, number> = { DOOR: -1, REGULAR: 0, ADMIN: 1, SUPER: 2 };
-// A DOOR key reads (issue 32 item 16): any other method is refused before the body is read.
-const READ_METHODS = new Set(['GET', 'HEAD']);
 const BODY_LIMIT = 1024 * 1024;
 const REVISION_BATCH_MS = 200;
 // Calls that change no user, card, group or link: no decision input of the directory moves, so no revision is
 // spent and no agent is sent to sync for nothing (a lockdown reaches the doors on its own topic).
 const NOT_DIRECTORY_CHANGES = new Set(['/lockdown']);
 
-declare module 'fastify' {
-  interface FastifyRequest {
-    rank?: KeyKind;
-  }
-}
-
-/** The key from the header or the query string: what can be checked before a body is read. */
-function apiKeyBeforeBody(request: FastifyRequest): string | undefined {
-  // The scheme is case-insensitive (RFC 9110), and spaces after it are tolerated.
-  const bearer = /^bearer[ \t]+(.*)$/is.exec(request.headers.authorization ?? '');
-  if (bearer) return bearer[1]!.trim();
-  const header = request.headers['x-api-key'];
-  if (typeof header === 'string') return header;
-  const fromQuery = (request.query as Record<string, unknown> | undefined)?.api_key;
-  return typeof fromQuery === 'string' ? fromQuery : undefined;
-}
-
-// The one call the API document gives the key as a body parameter (api_key on the /modifysmartcards form).
-const BODY_KEY_ROUTES = new Set(['PUT /modifysmartcard', 'PUT /modifysmartcards']);
-
 /**
- * The reference access-control service (access-control-api.md) on fastify. Every endpoint needs an API key;
+ * The reference access-control service (docs/access-control-api.md) on fastify. Every endpoint needs an API key;
  * bodies may be JSON or a form; every error is `{"error": message}` with a 4xx status, never a 500 for bad input.
  */
 export function buildService(deps: ServiceDeps): FastifyInstance {
@@ -139,6 +118,10 @@ export function buildService(deps: ServiceDeps): FastifyInstance {
     if (pending !== null) clearTimeout(pending);
   });
 
+  // The key of every request, from a header, the query string or the body (keyCheck.ts).
+  const keyCheck = registerKeyCheck(app, { verify: (key) => keys.verify(key, deps.clock.wallNow()), stopping: () => stopping });
+  // A GET may carry its parameters (and api_key) in a body too: the API document does not say where they go.
+  app.addHttpMethod('GET', { hasBody: true, overrideExisting: true });
   // JSON and forms only: fastify's own text/plain parser would take a body whose parameters then go unread.
   app.removeContentTypeParser('text/plain');
   // Both read from the raw bytes: a body that is not UTF-8 is refused, not stored with U+FFFD.
@@ -146,38 +129,17 @@ export function buildService(deps: ServiceDeps): FastifyInstance {
     ['application/json', parseJsonBody],
     ['application/x-www-form-urlencoded', parseFormBody],
   ] as const) {
-    app.addContentTypeParser(type, { parseAs: 'buffer' }, (_req, body, done) => {
+    app.addContentTypeParser(type, { parseAs: 'buffer' }, (request, body, done) => {
+      const bytes = body as Buffer;
+      // A GET with a Content-Type but no body (some clients send one on every call) has no parameters there.
+      if (bytes.length === 0 && request.method === 'GET') return done(null, undefined);
       try {
-        done(null, parse(body as Buffer));
+        done(null, parse(bytes));
       } catch (err) {
-        done(err as Error, undefined);
+        done(keyCheck.parseFailed(request, bytes, err as Error), undefined);
       }
     });
   }
-
-  const authenticate = (key: string | undefined, request: FastifyRequest, reply: FastifyReply) => {
-    const rank = key === undefined ? null : keys.verify(key, deps.clock.wallNow());
-    if (rank === null) {
-      return reply.code(401).send({ error: key === undefined ? 'an API key is required' : 'API key not valid or expired' });
-    }
-    if (rank === 'DOOR' && !READ_METHODS.has(request.method)) {
-      return reply.code(403).send(errorBody(`a DOOR key only reads (GET): ${request.method} needs an ADMIN key`));
-    }
-    request.rank = rank;
-  };
-  // The key is checked before the body is read or parsed: without a valid key, no request costs more than
-  // its headers. Only the calls that may carry the key in their body wait for the (size-limited) body.
-  app.addHook('onRequest', async (request, reply) => {
-    if (stopping) return reply.code(503).send(errorBody('the service is stopping: try again in a moment'));
-    const key = apiKeyBeforeBody(request);
-    if (key === undefined && BODY_KEY_ROUTES.has(`${request.method} ${request.url.split('?')[0]}`)) return;
-    return authenticate(key, request, reply);
-  });
-  app.addHook('preHandler', async (request, reply) => {
-    if (request.rank !== undefined) return;
-    const fromBody = (request.body as Record<string, unknown> | undefined)?.api_key;
-    return authenticate(typeof fromBody === 'string' ? fromBody : undefined, request, reply);
-  });
 
   app.setErrorHandler((err: Error & { statusCode?: number; code?: string }, request, reply: FastifyReply) => {
     if (err instanceof BadRequest) return reply.code(err.status).send({ error: err.message });

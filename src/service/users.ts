@@ -24,7 +24,7 @@ export interface UserRow {
   removed_at: string | null;
 }
 
-/** Users of the organization: the list and detail forms of access-control-api.md, and their transitions. */
+/** Users of the organization: the list and detail forms of docs/access-control-api.md, and their transitions. */
 export class UserStore {
   /** Each SQL text prepared once per store (issue 32 item 17: a statement prepared per id of a 120,000-id request held 800 MB). */
   private readonly statements = new Map<string, Statement>();

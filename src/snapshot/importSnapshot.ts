@@ -64,7 +64,7 @@ function parseMember<T>(
 }
 
 /**
- * Loads a snapshot file (design section 6) into the cache in one transaction. The file is streamed, so its size
+ * Loads a snapshot file (docs/snapshot-format.md) into the cache in one transaction. The file is streamed, so its size
  * is bounded by disk, not memory. Every problem is collected with its JSON path; if there is any, or the
  * mass-removal guard refuses, nothing changes. Unchanged rows are not rewritten.
  */

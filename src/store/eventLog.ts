@@ -40,7 +40,7 @@ export interface NewEvent {
   data?: Record<string, unknown>;
 }
 
-/** An event as published and printed (design section 5, `P/doors/<uuid>/events`). */
+/** An event as published and printed (docs/mqtt.md, `P/doors/<uuid>/events`). */
 export interface WireEvent {
   id: string;
   seq: number;

@@ -50,7 +50,7 @@ export interface SpooledAnswer {
 }
 
 /**
- * The calls a sync makes (access-control-api.md: GET /multipleusers, GET /user; the reference service's GET
+ * The calls a sync makes (docs/access-control-api.md: GET /multipleusers, GET /user; the reference service's GET
  * /directory). Small answers are validated whole with zod; the large ones come back spooled, to be validated
  * member by member (streamedAnswers.ts), so a directory of any size is read with bounded memory.
  */

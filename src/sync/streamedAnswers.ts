@@ -54,7 +54,7 @@ function* membersOf<M extends StreamedMember>(endpoint: string, members: Generat
 
 /**
  * GET /multipleusers into the stage, and, when some users came without user_tag, GET /multipleusers?user_tag=GUEST
- * to tag the guests among them (design section 4). Returns how many users were listed.
+ * to tag the guests among them (docs/sync.md, "Which users are guests"). Returns how many users were listed.
  */
 export async function stageUserList(db: Db, stage: SnapshotStage, list: () => Promise<ResponseSpool>, guests: () => Promise<ResponseSpool>): Promise<number> {
   const endpoint = '/multipleusers';

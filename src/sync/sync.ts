@@ -46,7 +46,7 @@ export function readSyncStatus(db: Db): SyncStatus {
 }
 
 /**
- * One sync (design section 6): GET /directory when the service offers it (the changes since the revision held),
+ * One sync (docs/sync.md): GET /directory when the service offers it (the changes since the revision held),
  * else GET /multipleusers, then GET /user per user with bounded concurrency. Every body is validated, the large
  * ones member by member from a spool (streamedAnswers.ts), so memory stays bounded whatever the directory's size; the whole result applied in one transaction, unchanged rows not rewritten, guest links untouched
  * (they come over MQTT). Any failure, or the mass-removal guard, leaves the cache as it was.

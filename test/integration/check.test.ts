@@ -42,7 +42,7 @@ function check(args: string[], cfg = config) {
   return { ...r, out };
 }
 
-describe('door-agent check: every rule of design section 4', () => {
+describe('door-agent check: every rule of the access decision (docs/architecture.md)', () => {
   it.each([
     ['an active Staff user (leading zeros dropped)', ['0004213578'], true, null, [{ email_id: 101, granted: true, reason: null }]],
     ['a user holding an allowed policy', ['4213581'], true, null, [{ email_id: 105, granted: true, reason: null }]],

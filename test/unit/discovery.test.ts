@@ -194,7 +194,7 @@ describe('Home Assistant discovery', () => {
     );
   });
 
-  it('describes a door without a contact as a lock with the MQTT topics of design section 5', () => {
+  it('describes a door without a contact as a lock with the MQTT topics of docs/mqtt.md', () => {
     expect(byTopic(`${HA}/lock/${AGENT}_${FRONT}/config`)).toMatchObject(expectedLock(FRONT, 'Front door'));
   });
 

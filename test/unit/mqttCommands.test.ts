@@ -126,7 +126,7 @@ interface SignedFields {
   issued_at: number;
 }
 
-/** The signature as a service would compute it from design section 5, independently of src. */
+/** The signature as a service would compute it from docs/mqtt.md, independently of src. */
 function independentSignature(secret: string, f: SignedFields): string {
   const text = `${f.uuid}\n${f.lock_state}\n${f.unlock_time ?? ''}\n${f.request_id}\n${f.issued_at}`;
   return createHmac('sha256', secret).update(text, 'utf8').digest('hex');

@@ -4,7 +4,7 @@ import { Topics } from '../../src/protocol/topics.js';
 const DOOR = '6f1c2a0e-8d0b-4a57-9d43-1f2e3a4b5c6d';
 const t = new Topics('acme/site-1', 'agent-7');
 
-describe('topic builders (design section 5)', () => {
+describe('topic builders (docs/mqtt.md)', () => {
   it.each([
     ['set', t.set(DOOR), `acme/site-1/doors/${DOOR}/set`],
     ['reply', t.reply(DOOR), `acme/site-1/doors/${DOOR}/reply`],

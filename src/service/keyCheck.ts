@@ -1,0 +1,129 @@
+import { Transform, type Readable, type TransformCallback } from 'node:stream';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { KeyKind } from './apiKeys.js';
+import { closeWithoutReading } from './http.js';
+import { BadRequest } from './params.js';
+import { bodyKey, bodyKind, keyInBodyPrefix, keysBeforeBody, oneKey, type GivenKey } from './requestKey.js';
+import { REQUEST_LIMITS } from './requestLimits.js';
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    rank?: KeyKind;
+    /** The key the request was let in with, and where it came from (compared with a key in the body). */
+    keyGiven?: GivenKey;
+  }
+}
+
+// A DOOR key reads (issue 32 item 16): any other method is refused before the body is read.
+const READ_METHODS = new Set(['GET', 'HEAD']);
+const LIMIT = REQUEST_LIMITS.bodyBeforeKey;
+
+/** A body that may carry `api_key`: one of the parsed types, with bytes to come. */
+function mayCarryKey(request: FastifyRequest): boolean {
+  if (request.method === 'HEAD' || bodyKind(request.headers['content-type']) === null) return false;
+  return request.headers['transfer-encoding'] !== undefined || Number(request.headers['content-length']) > 0;
+}
+
+/**
+ * Passes a body on unchanged, but once more than `limit` bytes came without a key, looks for one in those
+ * first bytes (`check`, which throws to refuse): nothing past them is read for a request without a valid key.
+ */
+class KeyWithinLimit extends Transform {
+  private seen: Buffer[] = [];
+  private received = 0;
+
+  constructor(
+    private readonly limit: number,
+    private readonly check: (prefix: Buffer) => void,
+  ) {
+    super();
+  }
+
+  override _transform(chunk: Buffer, _encoding: BufferEncoding, callback: TransformCallback): void {
+    if (this.received <= this.limit) {
+      this.seen.push(chunk);
+      this.received += chunk.length;
+      if (this.received > this.limit) {
+        const prefix = Buffer.concat(this.seen).subarray(0, this.limit);
+        this.seen = [];
+        try {
+          this.check(prefix);
+        } catch (err) {
+          callback(err as Error);
+          return;
+        }
+      }
+    }
+    callback(null, chunk);
+  }
+}
+
+/**
+ * The API key check of every request (docs/reference-service.md, "API keys"). A key in a header or the query
+ * string is checked before the body is read, so a request without a valid one costs no more than its headers.
+ * Without one there, a JSON or form body is read up to REQUEST_LIMITS.bodyBeforeKey bytes for its `api_key`;
+ * a longer body must have it within those bytes, and is not read further otherwise. Keys in several places must
+ * agree (400 otherwise). A refusal sent before the body was read in full closes the connection.
+ * Returns what the body parsers call when a body does not parse: the key (if any) is checked first.
+ */
+export function registerKeyCheck(
+  app: FastifyInstance,
+  deps: { verify(key: string): KeyKind | null; stopping(): boolean },
+): { parseFailed(request: FastifyRequest, body: Buffer, err: Error): Error } {
+  const authenticate = (request: FastifyRequest, given: GivenKey[], missing = 'an API key is required'): void => {
+    const key = oneKey(given);
+    const rank = key === undefined ? null : deps.verify(key);
+    if (rank === null) throw new BadRequest(key === undefined ? missing : 'API key not valid or expired', 401);
+    if (rank === 'DOOR' && !READ_METHODS.has(request.method)) {
+      throw new BadRequest(`a DOOR key only reads (GET): ${request.method} needs an ADMIN key`, 403);
+    }
+    request.rank = rank;
+    request.keyGiven = given[0];
+  };
+
+  app.addHook('onRequest', async (request, reply) => {
+    if (deps.stopping()) return reply.code(503).send({ error: 'the service is stopping: try again in a moment' });
+    const given = keysBeforeBody(request);
+    if (given.length > 0 || !mayCarryKey(request)) return authenticate(request, given);
+    const bodyLimit = request.routeOptions.bodyLimit ?? Infinity;
+    if (Number(request.headers['content-length']) > bodyLimit) {
+      throw new BadRequest(`an API key is required (none in a header or the query string; a body over ${bodyLimit} bytes is not read)`, 401);
+    }
+  });
+  app.addHook('preParsing', async (request, _reply, payload) => {
+    if (request.rank !== undefined) return payload;
+    const kind = bodyKind(request.headers['content-type']) ?? 'form';
+    const limited = new KeyWithinLimit(LIMIT, (prefix) =>
+      authenticate(
+        request,
+        keyInBodyPrefix(prefix, kind, false),
+        `an API key is required: none in the Authorization or X-API-Key header, the query string, or the first ${LIMIT} bytes of the body (send api_key first in a body longer than that, or in a header)`,
+      ),
+    );
+    payload.on('error', (err) => limited.destroy(err));
+    return (payload as Readable).pipe(limited);
+  });
+  app.addHook('preHandler', async (request) => {
+    const inBody = bodyKey(request.body);
+    if (request.keyGiven !== undefined) oneKey([request.keyGiven, ...inBody]);
+    else authenticate(request, inBody);
+  });
+  // Node would otherwise read (and drop) the rest of the body to keep the connection: a 50 MB upload in full.
+  app.addHook('onSend', async (request, reply) => {
+    if (request.raw.complete) return;
+    reply.header('connection', 'close');
+    closeWithoutReading(request.raw.socket);
+  });
+
+  return {
+    parseFailed(request, body, err) {
+      if (request.rank !== undefined) return err;
+      try {
+        authenticate(request, keyInBodyPrefix(body, bodyKind(request.headers['content-type']) ?? 'form', true));
+        return err;
+      } catch (refused) {
+        return refused as Error;
+      }
+    },
+  };
+}
