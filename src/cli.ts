@@ -15,6 +15,7 @@ import { runSync } from './commands/sync.js';
 import { commandHelp, commandWords, findUsage, parserSpec, topLevelHelp, usageLine, usagesUnder } from './commands/usage.js';
 import { systemClock } from './util/clock.js';
 import { DoorAgentError, UsageError } from './util/errors.js';
+import { count } from './util/plural.js';
 import { ReaderOutput } from './util/readerOutput.js';
 import { VERSION } from './version.js';
 
@@ -30,7 +31,7 @@ function parse(name: string, argv: string[]) {
   }
   if (parsed.positionals.length !== spec.positionals.length) {
     const expected = spec.positionals.length === 0 ? 'no arguments' : spec.positionals.join(' ');
-    throw new UsageError(`expected ${expected}, got ${parsed.positionals.length} argument(s)\n${usageLine(name)}`);
+    throw new UsageError(`expected ${expected}, got ${count(parsed.positionals.length, 'argument')}\n${usageLine(name)}`);
   }
   return { values: parsed.values as Record<string, string | boolean | undefined>, positionals: parsed.positionals };
 }

@@ -67,6 +67,9 @@ describe('door-agent <command> --help', () => {
     expect(r.status).toBe(2);
     expect(r.stderr).toContain("Unknown option '--colour'");
     expect(r.stderr).toContain('usage: door-agent sync [--allow-mass-removal] [--config F] (door-agent sync --help for more)');
+    r = runCli(['relock', 'now']);
+    expect(r.status).toBe(2);
+    expect(r.stderr).toContain('expected no arguments, got 1 argument\nusage: door-agent relock [--config F]');
     r = runCli(['reader', 'frob']);
     expect(r.status).toBe(2);
     expect(r.stderr).toContain('usage: door-agent reader keyset [--door UUID] [--config F]');
