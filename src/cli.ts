@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-import { parseArgs, type ParseArgsConfig } from 'node:util';
+import { parseArgs } from 'node:util';
 import { runCheck } from './commands/check.js';
 import { runConfigCheck } from './commands/configCheck.js';
 import type { CommandContext } from './commands/context.js';
@@ -12,61 +12,46 @@ import { runDaemon, type ProcessHooks } from './commands/run.js';
 import { runService, runServiceKeyCreate, runServiceOutbox } from './commands/service.js';
 import { runStatus } from './commands/status.js';
 import { runSync } from './commands/sync.js';
+import { commandHelp, commandWords, findUsage, parserSpec, topLevelHelp, usageLine, usagesUnder } from './commands/usage.js';
 import { systemClock } from './util/clock.js';
 import { DoorAgentError, UsageError } from './util/errors.js';
+import { count } from './util/plural.js';
 import { ReaderOutput } from './util/readerOutput.js';
 import { VERSION } from './version.js';
 
-const HELP = `door-agent: door controller with offline access decisions
-
-Usage: door-agent <command> [options]
-
-Commands:
-  demo [--dir D]
-        everything on this machine: broker, reference service, a door on simulated GPIO; type cards (npm start)
-  run [--config F]
-        the daemon: relays locked first, then the cache, inputs and readers; SIGTERM locks and stops
-  status [--json] [--config F]
-        door states, relock deadlines, readers, cache counts, event log, clock trust
-  events [--since SEQ] [--follow] [--config F]
-        the local audit log as JSON lines
-  check CREDENTIAL [--kind card|pin|token] [--door UUID] [--at ISO] [--config F]
-        the offline decision from the cache, as JSON; exit 0 granted, 1 denied
-  import FILE [--allow-mass-removal] [--json] [--config F]
-        load a snapshot file into the cache, atomically (offline provisioning)
-  sync [--allow-mass-removal] [--config F]
-        one sync from the access-control service, with a summary
-  relock [--config F]
-        drive every configured relay to its locked level and exit
-  reader keyset [--door UUID] [--config F]
-        give an OSDP reader a new secure channel key (saved to its scbkFile first); door-agent must be stopped
-  config check [--config F]
-        validate the configuration; print every problem with its key path
-  service [--config F]
-        the reference access-control service (HTTP API), from the file's server section
-  service key create --rank REGULAR|ADMIN|SUPER|DOOR [--expires-days N] [--config F]
-        create an API key for the service and print it once
-  service outbox [--config F]
-        the e-mail the service queued (invitations, guest links), as JSON lines
-
-Config: --config, else $DOOR_AGENT_CONFIG, else /etc/door-agent/config.yaml
-Exit codes: 0 ok/granted, 1 denied or failed, 2 usage, 78 invalid configuration
-`;
-
-type Options = NonNullable<ParseArgsConfig['options']>;
-
-function parse(argv: string[], options: Options, positionals: string[]) {
+/** Parses a command's arguments with the options its usage lists (commands/usage.ts); a mistake ends with its usage line. */
+function parse(name: string, argv: string[]) {
+  const usage = findUsage(name)!;
+  const spec = parserSpec(usage);
   let parsed;
   try {
-    parsed = parseArgs({ args: argv, options: { ...options, config: { type: 'string' } }, allowPositionals: true, strict: true });
+    parsed = parseArgs({ args: argv, options: spec.options, allowPositionals: true, strict: true });
   } catch (err) {
-    throw new UsageError((err as Error).message.replace(/\. To specify.*$/s, ''));
+    throw new UsageError(`${(err as Error).message.replace(/\. To specify.*$/s, '')}\n${usageLine(name)}`);
   }
-  if (parsed.positionals.length !== positionals.length) {
-    const expected = positionals.length === 0 ? 'no arguments' : positionals.join(' ');
-    throw new UsageError(`expected ${expected}, got ${parsed.positionals.length} argument(s)`);
+  if (parsed.positionals.length !== spec.positionals.length) {
+    const expected = spec.positionals.length === 0 ? 'no arguments' : spec.positionals.join(' ');
+    throw new UsageError(`expected ${expected}, got ${count(parsed.positionals.length, 'argument')}\n${usageLine(name)}`);
   }
   return { values: parsed.values as Record<string, string | boolean | undefined>, positionals: parsed.positionals };
+}
+
+/** --help or -h anywhere before a `--`. */
+function wantsHelp(argv: readonly string[]): boolean {
+  const end = argv.indexOf('--');
+  return (end === -1 ? argv : argv.slice(0, end)).some((a) => a === '--help' || a === '-h');
+}
+
+/** `door-agent help [command...]`, `door-agent <command> --help`: to stdout, exit 0. */
+function help(words: readonly string[], ctx: CommandContext): number {
+  if (words.length === 0) {
+    ctx.stdout.write(topLevelHelp());
+    return 0;
+  }
+  const usages = usagesUnder(words);
+  if (usages.length === 0) throw new UsageError(`unknown command ${JSON.stringify(words.join(' '))}; run door-agent --help`);
+  ctx.stdout.write(usages.map(commandHelp).join('\n'));
+  return 0;
 }
 
 const str = (v: string | boolean | undefined) => (typeof v === 'string' ? v : undefined);
@@ -107,73 +92,71 @@ const processHooks: ProcessHooks = {
 
 export async function main(argv: string[], ctx: CommandContext): Promise<number> {
   const [command, ...rest] = argv;
+  if (command === 'help') return help(rest, ctx);
+  if (command !== undefined && !command.startsWith('-') && wantsHelp(rest)) {
+    const words = commandWords(argv);
+    if (words.length === 0) throw new UsageError(`unknown command ${JSON.stringify(command)}; run door-agent --help`);
+    return help(words, ctx);
+  }
   switch (command) {
     case 'demo': {
-      const { values } = parse(rest, { dir: { type: 'string' } }, []);
+      const { values } = parse('demo', rest);
       return runDemo({ dir: str(values.dir) }, ctx, { ...processHooks, onStopSignal: stopSignalsOrReaderGone }, process.stdin);
     }
     case 'run':
-      return runDaemon({ config: str(parse(rest, {}, []).values.config) }, ctx, processHooks);
+      return runDaemon({ config: str(parse('run', rest).values.config) }, ctx, processHooks);
     case 'status': {
-      const { values } = parse(rest, { json: { type: 'boolean' } }, []);
+      const { values } = parse('status', rest);
       return runStatus({ json: values.json === true, config: str(values.config) }, ctx);
     }
     case 'events': {
-      const { values } = parse(rest, { since: { type: 'string' }, follow: { type: 'boolean' } }, []);
+      const { values } = parse('events', rest);
       const stopped = new Promise<void>((resolve) => stopSignalsOrReaderGone(() => resolve()));
       return runEvents({ since: str(values.since), follow: values.follow === true, config: str(values.config) }, ctx, stopped);
     }
     case 'check': {
-      const { values, positionals } = parse(
-        rest,
-        { kind: { type: 'string' }, door: { type: 'string' }, at: { type: 'string' } },
-        ['CREDENTIAL'],
-      );
+      const { values, positionals } = parse('check', rest);
       return runCheck(
         { credential: positionals[0]!, kind: str(values.kind), door: str(values.door), at: str(values.at), config: str(values.config) },
         ctx,
       );
     }
     case 'import': {
-      const { values, positionals } = parse(
-        rest,
-        { 'allow-mass-removal': { type: 'boolean' }, json: { type: 'boolean' } },
-        ['FILE'],
-      );
+      const { values, positionals } = parse('import', rest);
       return runImport(
         { file: positionals[0]!, config: str(values.config), allowMassRemoval: values['allow-mass-removal'] === true, json: values.json === true },
         ctx,
       );
     }
     case 'sync': {
-      const { values } = parse(rest, { 'allow-mass-removal': { type: 'boolean' } }, []);
+      const { values } = parse('sync', rest);
       return runSync(
         { config: str(values.config), allowMassRemoval: values['allow-mass-removal'] === true, isTty: process.stderr.isTTY === true },
         ctx,
       );
     }
     case 'relock':
-      return runRelock({ config: str(parse(rest, {}, []).values.config) }, ctx);
+      return runRelock({ config: str(parse('relock', rest).values.config) }, ctx);
     case 'reader': {
       const [sub, ...readerArgs] = rest;
-      if (sub !== 'keyset') throw new UsageError('usage: door-agent reader keyset [--door UUID] [--config F]');
-      const { values } = parse(readerArgs, { door: { type: 'string' } }, []);
+      if (sub !== 'keyset') throw new UsageError(usageLine('reader keyset'));
+      const { values } = parse('reader keyset', readerArgs);
       return runReaderKeyset({ config: str(values.config), door: str(values.door) }, ctx);
     }
     case 'service': {
       if (rest[0] === 'key') {
         const [, sub, ...keyArgs] = rest;
-        if (sub !== 'create') throw new UsageError('usage: door-agent service key create --rank REGULAR|ADMIN|SUPER|DOOR [--expires-days N]');
-        const { values } = parse(keyArgs, { rank: { type: 'string' }, 'expires-days': { type: 'string' } }, []);
+        if (sub !== 'create') throw new UsageError(usageLine('service key create'));
+        const { values } = parse('service key create', keyArgs);
         return runServiceKeyCreate({ rank: str(values.rank), expiresDays: str(values['expires-days']), config: str(values.config) }, ctx);
       }
-      if (rest[0] === 'outbox') return runServiceOutbox({ config: str(parse(rest.slice(1), {}, []).values.config) }, ctx);
-      return runService({ config: str(parse(rest, {}, []).values.config) }, ctx, processHooks);
+      if (rest[0] === 'outbox') return runServiceOutbox({ config: str(parse('service outbox', rest.slice(1)).values.config) }, ctx);
+      return runService({ config: str(parse('service', rest).values.config) }, ctx, processHooks);
     }
     case 'config': {
       const [sub, ...configArgs] = rest;
-      if (sub !== 'check') throw new UsageError('usage: door-agent config check [--config F]');
-      return runConfigCheck({ config: str(parse(configArgs, {}, []).values.config) }, ctx);
+      if (sub !== 'check') throw new UsageError(usageLine('config check'));
+      return runConfigCheck({ config: str(parse('config check', configArgs).values.config) }, ctx);
     }
     case 'version':
     case '--version': {
@@ -181,11 +164,11 @@ export async function main(argv: string[], ctx: CommandContext): Promise<number>
       return 0;
     }
     case undefined:
-    case 'help':
+      ctx.stdout.write(topLevelHelp());
+      return 2;
     case '--help':
     case '-h':
-      ctx.stdout.write(HELP);
-      return command === undefined ? 2 : 0;
+      return help(rest, ctx);
     default:
       throw new UsageError(`unknown command ${JSON.stringify(command)}; run door-agent --help`);
   }

@@ -16,7 +16,7 @@ export function brokerLines(refused: readonly BrokerRefusal[], keptPastWindow: n
       ]
     : [];
   if (keptPastWindow > 0) {
-    lines.push(`WARNING: the audit log is past agent.maxEvents (${maxEvents}): ${keptPastWindow} older events not yet published are kept until the broker has them`);
+    lines.push(`WARNING: the audit log is past agent.maxEvents (${maxEvents}): ${keptPastWindow === 1 ? '1 older event not yet published is' : `${keptPastWindow} older events not yet published are`} kept until the broker has them`);
   }
   return lines;
 }

@@ -1,6 +1,6 @@
 import { readRawConfig } from '../config/lenient.js';
 import { checkReferencedFiles, type FileReferences } from '../config/secrets.js';
-import { EXIT_INVALID_CONFIG } from '../config/schema.js';
+import { DEFAULT_DATA_DIR, EXIT_INVALID_CONFIG } from '../config/schema.js';
 import { InputError } from '../util/errors.js';
 import { redactUrl } from '../util/redact.js';
 import { configPath, loadConfigFor, type CommandContext } from './context.js';
@@ -16,6 +16,8 @@ import type { DoorOptions } from '../door/options.js';
 import { parse as parseYaml } from 'yaml';
 import { plainOsdpWarnings } from '../config/osdpSecurity.js';
 import { lockoutWarnings } from '../config/keypadLockout.js';
+import { crossKeyProblems, doorsParsedAlone } from '../config/crossKeyProblems.js';
+import { dataDirProblems, readerDeviceWarnings, readerDevices } from '../config/hostChecks.js';
 
 function loadServiceConfigIfServiceOnly(path: string) {
   let data: unknown;
@@ -46,16 +48,27 @@ export function runConfigCheck(args: { config: string | undefined }, ctx: Comman
   try {
     config = loadConfigFor(args.config, ctx);
   } catch (err) {
-    // Report every problem at once: the schema's, and the files the file names (where they can be read).
+    // Report every problem at once: the schema's, the checks across keys (zod skips them after a schema error),
+    // the files the file names and the data directory (where they can be read).
     if (!(err instanceof InputError) || err.exitCode !== EXIT_INVALID_CONFIG) throw err;
     const raw = readRawConfig(path);
-    const fileProblems = raw ? checkReferencedFiles(raw as FileReferences, ctx.env) : [];
+    const dataDir = rawDataDir(raw);
+    const more = [
+      ...crossKeyProblems(raw),
+      ...(raw ? checkReferencedFiles(raw as FileReferences, ctx.env) : []),
+      ...(dataDir ? dataDirProblems(dataDir).problems : []),
+    ];
     const known = new Set(err.problems.map((p) => p.path));
-    const problems = [...err.problems, ...fileProblems.filter((p) => !known.has(p.path))];
-    throw new InputError(err.what, problems, EXIT_INVALID_CONFIG);
+    writeWarnings(ctx, readerDeviceWarnings(readerDevices(doorsParsedAlone(raw).map(({ index, door }) => ({ index, reader: door.reader })))));
+    throw new InputError(err.what, [...err.problems, ...more.filter((p) => !known.has(p.path))], EXIT_INVALID_CONFIG);
   }
-  const problems = checkReferencedFiles(config, ctx.env);
-  if (problems.length > 0) throw new InputError(`${path} is invalid`, problems, EXIT_INVALID_CONFIG);
+  const dataDir = dataDirProblems(config.agent.dataDir);
+  const deviceWarnings = readerDeviceWarnings(readerDevices(config.doors.map((door, index) => ({ index, reader: door.reader }))));
+  const problems = [...checkReferencedFiles(config, ctx.env), ...dataDir.problems];
+  if (problems.length > 0) {
+    writeWarnings(ctx, deviceWarnings);
+    throw new InputError(`${path} is invalid`, problems, EXIT_INVALID_CONFIG);
+  }
   // One file for a door that also runs the reference service: its server section is checked as the service reads it.
   const raw = readRawConfig(path);
   const sharedService = raw && 'server' in raw ? loadServiceConfig(path) : undefined;
@@ -82,10 +95,26 @@ export function runConfigCheck(args: { config: string | undefined }, ctx: Comman
       `  service ${config.service ? redactUrl(config.service.baseUrl) : 'not configured (offline)'}; ` +
       `mqtt ${config.mqtt ? redactUrl(config.mqtt.url) : 'not configured'}\n` +
       (sharedService ? `  reference service: listen ${sharedService.server.listen}, ${sharedService.server.resources.length} resource(s)\n` : '') +
+      dataDir.line +
       gpioLines +
+      deviceWarnings.map((w) => `  WARNING: ${w}\n`).join('') +
       cacheLines(config),
   );
   return 0;
+}
+
+/** agent.dataDir of a file that does not validate: the default when absent; none to check when it is malformed. */
+function rawDataDir(raw: Record<string, unknown> | undefined): string | undefined {
+  if (!raw) return undefined;
+  const agent = raw.agent;
+  if (agent === undefined) return DEFAULT_DATA_DIR;
+  if (typeof agent !== 'object' || agent === null) return undefined;
+  const dir = (agent as { dataDir?: unknown }).dataDir;
+  return dir === undefined ? DEFAULT_DATA_DIR : typeof dir === 'string' && dir !== '' ? dir : undefined;
+}
+
+function writeWarnings(ctx: CommandContext, warnings: string[]): void {
+  for (const w of warnings) ctx.stdout.write(`WARNING: ${w}\n`);
 }
 
 /** The directory in the cache, when there is one: what weakens the doors (short cards, duress collisions). */

@@ -1,3 +1,4 @@
+import { count } from '../util/plural.js';
 import type { AgentOptions } from '../config/options.js';
 import { countShortPins, shortPinsSentence } from '../store/pinCensus.js';
 import { readKeypadGuesses } from '../store/keypadGuessState.js';
@@ -28,8 +29,8 @@ export function pinLines(status: PinStatus): string[] {
     ...(short ? [`WARNING: ${short}`] : []),
     ...(keypad && (keypad.lockedOut || keypad.failures > 0 || keypad.streak > 0)
       ? [
-          `keypads: ${keypad.lockedOut ? 'LOCKED OUT (every door) at the last save' : `${keypad.failures} wrong PIN(s) counted`}` +
-            (keypad.streak > 0 ? `; ${keypad.streak} lockout(s) in a row` : ''),
+          `keypads: ${keypad.lockedOut ? 'LOCKED OUT (every door) at the last save' : `${count(keypad.failures, 'wrong PIN')} counted`}` +
+            (keypad.streak > 0 ? `; ${count(keypad.streak, 'lockout')} in a row` : ''),
         ]
       : []),
   ];

@@ -1,7 +1,8 @@
 import { isClockTrusted } from '../core/decision.js';
 import { CredentialCache } from '../store/credentialCache.js';
 import { existsSync } from 'node:fs';
-import { cachePath, openDatabase, openStateDatabase, statePath } from '../store/database.js';
+import { cachePath, openStateDatabase, statePath } from '../store/database.js';
+import { cacheLine, missingCacheWarning, openCacheView } from './cacheView.js';
 import { relayLevel } from '../core/relay.js';
 import { readOutputLevel } from '../hardware/createGpio.js';
 import { DoorStateStore, doorStateDir } from '../store/doorState.js';
@@ -38,7 +39,8 @@ const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOStrin
 export function runStatus(args: { json: boolean; config: string | undefined }, ctx: CommandContext): number {
   const config = loadConfigFor(args.config, ctx);
   const file = cachePath(config.agent.dataDir);
-  const db = openDatabase(file, { readonly: true });
+  const cache = openCacheView(file);
+  const db = cache.db;
   // The daemon's state (status, audit log); absent until a daemon or a writing command has created it.
   const state = existsSync(statePath(config.agent.dataDir)) ? openStateDatabase(statePath(config.agent.dataDir), { readonly: true }) : null;
   try {
@@ -77,6 +79,7 @@ export function runStatus(args: { json: boolean; config: string | undefined }, c
     const status = {
       agent: config.agent.id,
       cache: file,
+      cacheExists: !cache.missing,
       daemon,
       clock: { now: iso(now), trusted: isClockTrusted(now) },
       doors,
@@ -96,7 +99,7 @@ export function runStatus(args: { json: boolean; config: string | undefined }, c
     };
     if (args.json) {
       ctx.stdout.write(`${JSON.stringify(status)}\n`);
-      return 0;
+      return cache.missing ? 1 : 0;
     }
     const lines = [
       `agent ${status.agent}, cache ${status.cache}`,
@@ -123,8 +126,8 @@ export function runStatus(args: { json: boolean; config: string | undefined }, c
         const unsaved = d.savedState ? [`    WARNING: the saved state says ${d.savedState}; the daemon is still retrying to save the relay's state`] : [];
         return [`  ${d.name} (${d.uuid}): ${state}${relay}; ${reader}`, ...unsaved, ...operationsLines(d)];
       }),
-      `cache: ${status.counts.users} users, ${status.counts.credentials} credentials, ${status.counts.guestLinks} guest links` +
-        (status.lastImport ? `; last import ${status.lastImport.at} from ${status.lastImport.file}` : '; never imported or synced'),
+      cacheLine(status.counts, status.lastImport, readSyncStatus(db).lastSuccessAt),
+      ...(cache.missing ? [missingCacheWarning(file)] : []),
       ...directoryLines(status.directoryFindings),
       ...pinLines(status.pins),
       ...(status.sync
@@ -145,9 +148,10 @@ export function runStatus(args: { json: boolean; config: string | undefined }, c
       ...brokerLines(status.refused, state ? new EventLog(state, { agentId: config.agent.id, maxEvents: config.agent.maxEvents }).keptPastWindow() : 0, config.agent.maxEvents),
     ];
     ctx.stdout.write(`${lines.join('\n')}\n`);
-    return 0;
+    // A door without a cache refuses everyone: a monitoring script sees it in the exit code (README, Commands).
+    return cache.missing ? 1 : 0;
   } finally {
     state?.close();
-    db.close();
+    cache.close();
   }
 }

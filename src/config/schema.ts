@@ -7,6 +7,8 @@ import { keypadLockoutSchema } from './keypadLockout.js';
 /** Exit code for an invalid configuration (sysexits EX_CONFIG); systemd: RestartPreventExitStatus=78. */
 export const EXIT_INVALID_CONFIG = 78;
 
+export const DEFAULT_DATA_DIR = '/var/lib/door-agent';
+
 
 function isValidTimeZone(zone: string): boolean {
   try {
@@ -20,7 +22,7 @@ function isValidTimeZone(zone: string): boolean {
 const agentSchema = z.strictObject({
   // Appears in MQTT topics and event ids, so it must be topic-safe.
   id: z.string().regex(/^[A-Za-z0-9_-]{1,64}$/, 'must be 1-64 letters, digits, "-" or "_"'),
-  dataDir: z.string().min(1).default('/var/lib/door-agent'),
+  dataDir: z.string().min(1).default(DEFAULT_DATA_DIR),
   // Default: the system's zone (/etc/localtime), as an installer set it; config check prints the zone in use.
   timezone: z
     .string()

@@ -7,6 +7,8 @@ import { directoryEtag, directoryQuery, type DirectoryVersion } from '../protoco
 import type { SyncServiceOptions } from './options.js';
 import { formatPath } from '../util/issues.js';
 import { ResponseSpool, SpoolLimitError } from './responseSpool.js';
+import { fetchFailureReason } from './fetchErrors.js';
+import { redactUrl } from '../util/redact.js';
 
 export interface ServiceClientOptions {
   baseUrl: string;
@@ -89,7 +91,15 @@ export class ServiceClient {
       controller.abort();
       body.dispose();
       if (err instanceof SpoolLimitError) throw new ServiceError(`${where}: ${err.message}: not read`, endpoint, status, { cause: err });
-      const reason = !timedOut ? (err as Error).message : status === null ? `no answer within ${seconds} s` : `the answer stopped for ${seconds} s after ${body.size} bytes`;
+      // The service's URL (no key: it may be in the query) and the cause an operator can act on.
+      const service = redactUrl(this.options.baseUrl);
+      const reason = timedOut
+        ? status === null
+          ? `no answer from ${service} within ${seconds} s (service.timeoutSeconds)`
+          : `the answer from ${service} stopped for ${seconds} s after ${body.size} bytes`
+        : status === null
+          ? `cannot reach ${service}: ${fetchFailureReason(err, url)}`
+          : `the answer from ${service} broke off after ${body.size} bytes: ${fetchFailureReason(err, url)}`;
       throw new ServiceError(`${where}: ${reason}`, endpoint, status, { cause: err });
     } finally {
       clearTimeout(timer);

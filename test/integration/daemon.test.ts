@@ -357,7 +357,7 @@ describe('door-agent run', () => {
     const status = runCli(['status', '--config', s.config]);
     expect(status.status).toBe(0);
     expect(status.stdout).toMatch(/Front door \(.*\): UNLOCKED until .* \(relock in (29|30|2\d) s\) \(relay GPIO 17 = 1\); reader .* connected/);
-    expect(status.stdout).toContain('cache: 5 users, 7 credentials, 1 guest links');
+    expect(status.stdout).toContain('cache: 5 users, 7 credentials, 1 guest link;');
     expect(status.stdout).toMatch(/events: 2 in the log \(last seq 2\), 2 not yet published, 0 evicted/);
 
     const follow = runCliFollow(s.config, '1');

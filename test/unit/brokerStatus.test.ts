@@ -18,6 +18,9 @@ describe('door-agent status: the broker', () => {
     expect(brokerLines([], 500, 1000)).toEqual([
       'WARNING: the audit log is past agent.maxEvents (1000): 500 older events not yet published are kept until the broker has them',
     ]);
+    expect(brokerLines([], 1, 1000)).toEqual([
+      'WARNING: the audit log is past agent.maxEvents (1000): 1 older event not yet published is kept until the broker has them',
+    ]);
     expect(brokerLines([], 0, 1000)).toEqual([]);
   });
 });

@@ -6,8 +6,10 @@ describe('status lines for PINs (issue 32)', () => {
     expect(pinLines({ minPinLength: 4, shortPins: 1, keypad: null })).toEqual(['WARNING: 1 PIN shorter than 4 digits is never accepted (access.minPinLength)']);
     expect(pinLines({ minPinLength: 4, shortPins: 0, keypad: { failures: 0, lockedOut: false, streak: 0 } })).toEqual([]);
     expect(pinLines({ minPinLength: 6, shortPins: 0, keypad: { failures: 0, lockedOut: true, streak: 2 } })).toEqual([
-      'keypads: LOCKED OUT (every door) at the last save; 2 lockout(s) in a row',
+      'keypads: LOCKED OUT (every door) at the last save; 2 lockouts in a row',
     ]);
-    expect(pinLines({ minPinLength: 6, shortPins: 0, keypad: { failures: 3, lockedOut: false, streak: 0 } })).toEqual(['keypads: 3 wrong PIN(s) counted']);
+    expect(pinLines({ minPinLength: 6, shortPins: 0, keypad: { failures: 3, lockedOut: false, streak: 0 } })).toEqual(['keypads: 3 wrong PINs counted']);
+    // One of each: singular.
+    expect(pinLines({ minPinLength: 6, shortPins: 0, keypad: { failures: 1, lockedOut: false, streak: 1 } })).toEqual(['keypads: 1 wrong PIN counted; 1 lockout in a row']);
   });
 });

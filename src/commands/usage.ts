@@ -1,0 +1,243 @@
+/**
+ * The one table of command usages: the top-level help, each command's --help and the usage line of a usage error
+ * are all made from it, so they cannot drift apart. cli.ts parses with the options listed here.
+ */
+
+export interface OptionUsage {
+  /** As typed: `--door UUID`. */
+  flag: string;
+  /** One line: what it does. */
+  meaning: string;
+}
+
+export interface CommandUsage {
+  /** The words that name the command: `service key create`. */
+  name: string;
+  /** What follows the name in the synopsis: positionals and options. */
+  args: string;
+  /** One line for the top-level help. */
+  summary: string;
+  /** More lines for `--help` (optional). */
+  details?: string[];
+  options: OptionUsage[];
+  /** Reads the configuration (--config, $DOOR_AGENT_CONFIG, /etc/door-agent/config.yaml). */
+  config: boolean;
+  /** The exit codes this command can end with, besides 2 (usage), which every command has. */
+  exits: Array<[code: number, meaning: string]>;
+}
+
+const CONFIG_OPTION: OptionUsage = { flag: '--config F', meaning: 'the configuration file (see "Config" below)' };
+const INVALID_CONFIG: [number, string] = [78, 'the configuration is missing or invalid'];
+
+export const COMMANDS: readonly CommandUsage[] = [
+  {
+    name: 'demo',
+    args: '[--dir D]',
+    summary: 'everything on this machine: broker, reference service, a door on simulated GPIO; type cards (npm start)',
+    options: [{ flag: '--dir D', meaning: 'where the demo keeps its files (default demo-data, or $DOOR_AGENT_DEMO_DIR)' }],
+    config: false,
+    exits: [
+      [0, 'stopped by Ctrl-C'],
+      [1, 'the demo could not start'],
+    ],
+  },
+  {
+    name: 'run',
+    args: '[--config F]',
+    summary: 'the daemon: relays locked first, then the cache, inputs and readers; SIGTERM locks and stops',
+    options: [],
+    config: true,
+    exits: [
+      [0, 'stopped by SIGTERM or SIGINT (every door locked)'],
+      [1, 'a fatal error (every relay driven locked first)'],
+      INVALID_CONFIG,
+    ],
+  },
+  {
+    name: 'status',
+    args: '[--json] [--config F]',
+    summary: 'door states, relock deadlines, readers, cache counts, event log, clock trust',
+    options: [{ flag: '--json', meaning: 'one JSON object instead of text' }],
+    config: true,
+    exits: [
+      [0, 'the status was printed (also when the daemon is not running)'],
+      [1, 'no cache yet (the agent never ran, synced or imported), or the cache cannot be read'],
+      INVALID_CONFIG,
+    ],
+  },
+  {
+    name: 'events',
+    args: '[--since SEQ] [--follow] [--config F]',
+    summary: 'the local audit log as JSON lines',
+    options: [
+      { flag: '--since SEQ', meaning: 'only the events after sequence number SEQ' },
+      { flag: '--follow', meaning: 'keep printing new events until Ctrl-C' },
+    ],
+    config: true,
+    exits: [[0, 'ok'], [1, 'the log cannot be read'], INVALID_CONFIG],
+  },
+  {
+    name: 'check',
+    args: 'CREDENTIAL [--kind card|pin|token] [--door UUID] [--at ISO] [--config F]',
+    summary: 'the offline decision from the cache, as JSON; exit 0 granted, 1 denied',
+    options: [
+      { flag: 'CREDENTIAL', meaning: 'a card number, a PIN or a guest-link token' },
+      { flag: '--kind card|pin|token', meaning: 'what CREDENTIAL is (default card)' },
+      { flag: '--door UUID', meaning: 'the door to decide for (needed when more than one door is configured)' },
+      { flag: '--at ISO', meaning: 'decide as at this time (default now)' },
+    ],
+    config: true,
+    exits: [[0, 'granted'], [1, 'denied (or the cache cannot be read)'], INVALID_CONFIG],
+  },
+  {
+    name: 'import',
+    args: 'FILE [--allow-mass-removal] [--json] [--config F]',
+    summary: 'load a snapshot file into the cache, atomically (offline provisioning)',
+    options: [
+      { flag: 'FILE', meaning: 'the snapshot file (JSON)' },
+      { flag: '--allow-mass-removal', meaning: 'accept a snapshot that removes more than service.maxRemovalRatio of the users' },
+      { flag: '--json', meaning: 'print the summary as JSON' },
+    ],
+    config: true,
+    exits: [[0, 'imported'], [1, 'refused: the cache is unchanged'], INVALID_CONFIG],
+  },
+  {
+    name: 'sync',
+    args: '[--allow-mass-removal] [--config F]',
+    summary: 'one sync from the access-control service, with a summary',
+    options: [{ flag: '--allow-mass-removal', meaning: 'accept an answer that removes more than service.maxRemovalRatio of the users' }],
+    config: true,
+    exits: [[0, 'synced'], [1, 'failed or refused (the error names the URL and the cause): the cache is unchanged'], INVALID_CONFIG],
+  },
+  {
+    name: 'relock',
+    args: '[--config F]',
+    summary: 'drive every configured relay to its locked level and exit',
+    details: ['Works on a configuration that does not validate: every relay whose pin can be read is locked.'],
+    options: [],
+    config: true,
+    exits: [[0, 'every relay locked'], [1, 'a relay could not be driven'], [78, 'the configuration is invalid (the relays it names were still locked)']],
+  },
+  {
+    name: 'reader keyset',
+    args: '[--door UUID] [--config F]',
+    summary: 'give an OSDP reader a new secure channel key (saved to its scbkFile first); door-agent must be stopped',
+    options: [{ flag: '--door UUID', meaning: 'the door whose reader gets the key (needed with more than one OSDP door)' }],
+    config: true,
+    exits: [[0, 'the reader took the new key'], [1, 'failed (the old key still works)'], INVALID_CONFIG],
+  },
+  {
+    name: 'config check',
+    args: '[--config F]',
+    summary: 'validate the configuration; print every problem with its key path',
+    details: [
+      'Errors: the schema, the checks across keys, unreadable secret files, a data directory door-agent cannot write.',
+      'Warnings (exit 0): a reader device that is absent (not plugged in yet), a GPIO driver this machine lacks.',
+      'What it accepts, `door-agent run` accepts at start, and the other way round.',
+    ],
+    options: [],
+    config: true,
+    exits: [[0, 'valid (warnings may be printed)'], [78, 'invalid: every problem listed on stderr']],
+  },
+  {
+    name: 'service',
+    args: '[--config F]',
+    summary: 'the reference access-control service (HTTP API), from the file\'s server section',
+    options: [],
+    config: true,
+    exits: [[0, 'stopped by SIGTERM or SIGINT'], [1, 'could not start'], INVALID_CONFIG],
+  },
+  {
+    name: 'service key create',
+    args: '--rank REGULAR|ADMIN|SUPER|DOOR [--expires-days N] [--config F]',
+    summary: 'create an API key for the service and print it once',
+    options: [
+      { flag: '--rank R', meaning: 'REGULAR, ADMIN, SUPER, or DOOR (a door controller: read-only, reads PINs)' },
+      { flag: '--expires-days N', meaning: 'the key expires after N days (default 0: never)' },
+    ],
+    config: true,
+    exits: [[0, 'the key was printed'], [1, 'the service database cannot be written'], INVALID_CONFIG],
+  },
+  {
+    name: 'service outbox',
+    args: '[--config F]',
+    summary: 'the e-mail the service queued (invitations, guest links), as JSON lines',
+    options: [],
+    config: true,
+    exits: [[0, 'ok'], [1, 'the service database cannot be read'], INVALID_CONFIG],
+  },
+];
+
+const CONFIG_LOOKUP = 'Config: --config, else $DOOR_AGENT_CONFIG, else /etc/door-agent/config.yaml';
+
+export function findUsage(name: string): CommandUsage | undefined {
+  return COMMANDS.find((c) => c.name === name);
+}
+
+/** The commands whose name starts with these words (`service` -> service, service key create, service outbox). */
+export function usagesUnder(words: readonly string[]): CommandUsage[] {
+  const exact = findUsage(words.join(' '));
+  if (exact) return [exact];
+  return COMMANDS.filter((c) => words.every((w, i) => c.name.split(' ')[i] === w));
+}
+
+export function synopsis(c: CommandUsage): string {
+  return `door-agent ${c.name}${c.args ? ` ${c.args}` : ''}`;
+}
+
+/** The line a usage error ends with. */
+export function usageLine(name: string): string {
+  const c = findUsage(name);
+  return c ? `usage: ${synopsis(c)} (door-agent ${name} --help for more)` : 'run door-agent --help';
+}
+
+/** `door-agent <command> --help`: the synopsis, each option, the config lookup and the exit codes. */
+export function commandHelp(c: CommandUsage): string {
+  const options = [...c.options, ...(c.config ? [CONFIG_OPTION] : []), { flag: '-h, --help', meaning: 'this help' }];
+  const width = Math.max(...options.map((o) => o.flag.length));
+  const exits: Array<[number, string]> = [...c.exits, [2, 'usage error (unknown option, missing argument)']];
+  exits.sort((a, b) => a[0] - b[0]);
+  return (
+    `Usage: ${synopsis(c)}\n\n` +
+    `${c.summary}\n` +
+    (c.details ?? []).map((l) => `${l}\n`).join('') +
+    `\nOptions:\n${options.map((o) => `  ${o.flag.padEnd(width)}  ${o.meaning}\n`).join('')}` +
+    (c.config ? `\n${CONFIG_LOOKUP}\n` : '') +
+    `\nExit codes:\n${exits.map(([code, meaning]) => `  ${String(code).padStart(2)}  ${meaning}\n`).join('')}`
+  );
+}
+
+/** `door-agent --help`. */
+export function topLevelHelp(): string {
+  return (
+    'door-agent: door controller with offline access decisions\n\n' +
+    'Usage: door-agent <command> [options]\n' +
+    '       door-agent <command> --help (or door-agent help <command>) for its options and exit codes\n\n' +
+    'Commands:\n' +
+    COMMANDS.map((c) => `  ${synopsis(c).slice('door-agent '.length)}\n        ${c.summary}\n`).join('') +
+    `\n${CONFIG_LOOKUP}\n` +
+    'Exit codes: 0 ok/granted, 1 denied or failed, 2 usage, 78 invalid configuration\n'
+  );
+}
+
+/** What parseArgs takes for a command, made from its options above: `--x V` a string, `--x` a boolean, `NAME` a positional. */
+export function parserSpec(c: CommandUsage): { options: Record<string, { type: 'string' | 'boolean' }>; positionals: string[] } {
+  const options: Record<string, { type: 'string' | 'boolean' }> = {};
+  const positionals: string[] = [];
+  for (const o of [...c.options, ...(c.config ? [CONFIG_OPTION] : [])]) {
+    const [flag, value] = o.flag.split(' ');
+    if (!flag!.startsWith('--')) positionals.push(flag!);
+    else options[flag!.slice(2)] = { type: value === undefined ? 'boolean' : 'string' };
+  }
+  return { options, positionals };
+}
+
+/** The words of argv that name a command (`service key create`), as far as they match the table. */
+export function commandWords(argv: readonly string[]): string[] {
+  const words: string[] = [];
+  for (const word of argv) {
+    if (!COMMANDS.some((c) => c.name.split(' ')[words.length] === word && words.every((w, i) => c.name.split(' ')[i] === w))) break;
+    words.push(word);
+  }
+  return words;
+}

@@ -1,0 +1,39 @@
+import type { z } from 'zod';
+import { problemsFromZod, type Problem } from '../util/issues.js';
+import { doorSchema } from './doorSchema.js';
+import { refineDoors } from './doorChecks.js';
+import { gpioSchema } from './schema.js';
+
+type Door = z.output<typeof doorSchema>;
+
+/** The doors of a file that does not validate as a whole, each parsed alone: those that validate, with their index. */
+export function doorsParsedAlone(raw: Record<string, unknown> | undefined): Array<{ index: number; door: Door }> {
+  const doors = Array.isArray(raw?.doors) ? (raw.doors as unknown[]) : [];
+  return doors.flatMap((d, index) => {
+    const parsed = doorSchema.safeParse(d);
+    return parsed.success ? [{ index, door: parsed.data }] : [];
+  });
+}
+
+/**
+ * The checks across keys (shared pins, readers and buses, a door's own keys) on a file whose schema check failed:
+ * zod skips them then, so `config check` runs them on the doors that do validate, to report every problem at once.
+ */
+export function crossKeyProblems(raw: Record<string, unknown> | undefined): Problem[] {
+  const doors = doorsParsedAlone(raw);
+  if (doors.length === 0) return [];
+  const gpio = gpioSchema.safeParse(raw?.gpio ?? { driver: 'onoff' });
+  const issues: z.core.$ZodIssue[] = [];
+  const ctx = { addIssue: (issue: z.core.$ZodIssue) => void issues.push(issue), value: raw } as unknown as z.RefinementCtx;
+  // An unreadable gpio section: its own problem is reported; the checks that depend on the driver are left out.
+  refineDoors({ gpio: { driver: gpio.success ? gpio.data.driver : 'unknown' }, doors: doors.map((d) => d.door) }, ctx);
+  // Indices among the doors that validated, back to the file's own.
+  const original = (i: number) => doors[i]?.index ?? i;
+  return problemsFromZod(
+    issues.map((issue) => ({
+      ...issue,
+      path: issue.path.map((p, k) => (k === 1 && issue.path[0] === 'doors' && typeof p === 'number' ? original(p) : p)),
+      message: issue.message.replace(/doors\[(\d+)\]/g, (_m, i: string) => `doors[${original(Number(i))}]`),
+    })),
+  );
+}
