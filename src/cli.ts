@@ -1,17 +1,7 @@
 #!/usr/bin/env node
 import { parseArgs } from 'node:util';
-import { runCheck } from './commands/check.js';
-import { runConfigCheck } from './commands/configCheck.js';
 import type { CommandContext } from './commands/context.js';
-import { runImport } from './commands/import.js';
-import { runDemo } from './commands/demo.js';
-import { runEvents } from './commands/events.js';
-import { runRelock } from './commands/relock.js';
-import { runReaderKeyset } from './commands/readerKeyset.js';
-import { runDaemon, type ProcessHooks } from './commands/run.js';
-import { runService, runServiceKeyCreate, runServiceOutbox } from './commands/service.js';
-import { runStatus } from './commands/status.js';
-import { runSync } from './commands/sync.js';
+import type { ProcessHooks } from './commands/run.js';
 import { commandHelp, commandWords, findUsage, parserSpec, topLevelHelp, usageLine, usagesUnder } from './commands/usage.js';
 import { systemClock } from './util/clock.js';
 import { DoorAgentError, UsageError } from './util/errors.js';
@@ -90,6 +80,8 @@ const processHooks: ProcessHooks = {
   raiseFatal: die,
 };
 
+// Each command's module is imported when it runs: `status` or `check` need neither the MQTT client nor the HTTP
+// server, and a CLI start on a Pi-class board is mostly module loading.
 export async function main(argv: string[], ctx: CommandContext): Promise<number> {
   const [command, ...rest] = argv;
   if (command === 'help') return help(rest, ctx);
@@ -101,62 +93,62 @@ export async function main(argv: string[], ctx: CommandContext): Promise<number>
   switch (command) {
     case 'demo': {
       const { values } = parse('demo', rest);
-      return runDemo({ dir: str(values.dir) }, ctx, { ...processHooks, onStopSignal: stopSignalsOrReaderGone }, process.stdin);
+      return (await import('./commands/demo.js')).runDemo({ dir: str(values.dir) }, ctx, { ...processHooks, onStopSignal: stopSignalsOrReaderGone }, process.stdin);
     }
     case 'run':
-      return runDaemon({ config: str(parse('run', rest).values.config) }, ctx, processHooks);
+      return (await import('./commands/run.js')).runDaemon({ config: str(parse('run', rest).values.config) }, ctx, processHooks);
     case 'status': {
       const { values } = parse('status', rest);
-      return runStatus({ json: values.json === true, config: str(values.config) }, ctx);
+      return (await import('./commands/status.js')).runStatus({ json: values.json === true, config: str(values.config) }, ctx);
     }
     case 'events': {
       const { values } = parse('events', rest);
       const stopped = new Promise<void>((resolve) => stopSignalsOrReaderGone(() => resolve()));
-      return runEvents({ since: str(values.since), follow: values.follow === true, config: str(values.config) }, ctx, stopped);
+      return (await import('./commands/events.js')).runEvents({ since: str(values.since), follow: values.follow === true, config: str(values.config) }, ctx, stopped);
     }
     case 'check': {
       const { values, positionals } = parse('check', rest);
-      return runCheck(
+      return (await import('./commands/check.js')).runCheck(
         { credential: positionals[0]!, kind: str(values.kind), door: str(values.door), at: str(values.at), config: str(values.config) },
         ctx,
       );
     }
     case 'import': {
       const { values, positionals } = parse('import', rest);
-      return runImport(
+      return (await import('./commands/import.js')).runImport(
         { file: positionals[0]!, config: str(values.config), allowMassRemoval: values['allow-mass-removal'] === true, json: values.json === true },
         ctx,
       );
     }
     case 'sync': {
       const { values } = parse('sync', rest);
-      return runSync(
+      return (await import('./commands/sync.js')).runSync(
         { config: str(values.config), allowMassRemoval: values['allow-mass-removal'] === true, isTty: process.stderr.isTTY === true },
         ctx,
       );
     }
     case 'relock':
-      return runRelock({ config: str(parse('relock', rest).values.config) }, ctx);
+      return (await import('./commands/relock.js')).runRelock({ config: str(parse('relock', rest).values.config) }, ctx);
     case 'reader': {
       const [sub, ...readerArgs] = rest;
       if (sub !== 'keyset') throw new UsageError(usageLine('reader keyset'));
       const { values } = parse('reader keyset', readerArgs);
-      return runReaderKeyset({ config: str(values.config), door: str(values.door) }, ctx);
+      return (await import('./commands/readerKeyset.js')).runReaderKeyset({ config: str(values.config), door: str(values.door) }, ctx);
     }
     case 'service': {
       if (rest[0] === 'key') {
         const [, sub, ...keyArgs] = rest;
         if (sub !== 'create') throw new UsageError(usageLine('service key create'));
         const { values } = parse('service key create', keyArgs);
-        return runServiceKeyCreate({ rank: str(values.rank), expiresDays: str(values['expires-days']), config: str(values.config) }, ctx);
+        return (await import('./commands/service.js')).runServiceKeyCreate({ rank: str(values.rank), expiresDays: str(values['expires-days']), config: str(values.config) }, ctx);
       }
-      if (rest[0] === 'outbox') return runServiceOutbox({ config: str(parse('service outbox', rest.slice(1)).values.config) }, ctx);
-      return runService({ config: str(parse('service', rest).values.config) }, ctx, processHooks);
+      if (rest[0] === 'outbox') return (await import('./commands/service.js')).runServiceOutbox({ config: str(parse('service outbox', rest.slice(1)).values.config) }, ctx);
+      return (await import('./commands/service.js')).runService({ config: str(parse('service', rest).values.config) }, ctx, processHooks);
     }
     case 'config': {
       const [sub, ...configArgs] = rest;
       if (sub !== 'check') throw new UsageError(usageLine('config check'));
-      return runConfigCheck({ config: str(parse('config check', configArgs).values.config) }, ctx);
+      return (await import('./commands/configCheck.js')).runConfigCheck({ config: str(parse('config check', configArgs).values.config) }, ctx);
     }
     case 'version':
     case '--version': {

@@ -38,7 +38,7 @@ export const COMMANDS: readonly CommandUsage[] = [
     config: false,
     exits: [
       [0, 'stopped by Ctrl-C'],
-      [1, 'the demo could not start'],
+      [1, 'the demo could not start, or D holds files that are not the demo\'s, or a running demo uses D'],
     ],
   },
   {
