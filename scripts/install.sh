@@ -15,6 +15,7 @@
 # (its ExecStopPost locks every relay), /opt/door-agent becomes /opt/door-agent.prev, the new one takes its
 # place, and the service starts again.
 set -euo pipefail
+umask 022 # the program must be readable by the door-agent user whatever root's umask is (secrets get explicit modes)
 cd "$(dirname "$0")/.."
 SRC=$(pwd)
 . "$SRC/scripts/node-headers.sh"

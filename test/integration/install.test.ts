@@ -49,10 +49,12 @@ function cleanCopy(dest: string): void {
   }
 }
 
+/** Runs the installer as root would, under a strict umask (as on a hardened system). */
 function installFrom(src: string, args: string[], env: NodeJS.ProcessEnv = process.env): Promise<Run> {
   const started = performance.now();
   return new Promise((resolve, reject) => {
-    const child = spawn('bash', [join(src, 'scripts/install.sh'), ...args], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+    const script = 'umask 077 && exec bash "$0" "$@"';
+    const child = spawn('sh', ['-c', script, join(src, 'scripts/install.sh'), ...args], { env, stdio: ['ignore', 'pipe', 'pipe'] });
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
@@ -140,6 +142,11 @@ describe('scripts/install.sh from a clean copy of the tree, npm steps included',
     // Only what runs: no compiler, no test runner, no TypeScript sources, no staging left behind.
     for (const p of ['node_modules/typescript', 'node_modules/vitest', 'node_modules/@types', 'src', 'test', 'dist/bench', 'tsconfig.json']) {
       expect(existsSync(join(APP, p)), p).toBe(false);
+    }
+    // Readable by the door-agent user although root's umask was 077.
+    for (const p of ['opt/door-agent', 'opt/door-agent/dist/src', 'opt/door-agent/node_modules/better-sqlite3']) expect(mode(p), p).toBe('755');
+    for (const p of ['opt/door-agent/dist/src/cli.js', 'opt/door-agent/build/Release/gpio_chardev.node', 'opt/door-agent/package.json']) {
+      expect(Number.parseInt(mode(p), 8) & 0o044, p).toBe(0o044);
     }
     expect(readdirSync(join(TR, 'var/tmp'))).toEqual([]);
     expect(existsSync(`${APP}.new`)).toBe(false);
