@@ -172,6 +172,10 @@ describe('scripts/install.sh from a clean copy of the tree, npm steps included',
     if (!readdirSync('/dev').some((d) => d.startsWith('gpiochip'))) {
       expect(r.stdout).toContain('WARNING: gpio.driver chardev does not work on this machine');
     }
+    // The reference service's example (--with-service) as shipped too.
+    const service = agent('config', 'check', '--config', join(TR, 'etc/door-agent/service.yaml'));
+    expect(service.status, service.stdout + service.stderr).toBe(0);
+    expect(service.stdout).toContain('ok (reference service)');
   });
 
   it('the installed binary with the example config (simulated GPIO, a pty reader) grants a tap', async () => {
