@@ -15,6 +15,10 @@ if [ "$node_major" -lt 20 ]; then
   exit 1
 fi
 
+# Native addons build against the local Node.js headers (no download): npm_config_nodedir when they exist.
+. scripts/node-headers.sh
+export_node_headers
+
 if [ ! -f node_modules/.package-lock.json ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
   echo "Installing npm dependencies with npm ci (better-sqlite3 builds from source: about 75 s the first time)..."
   npm ci --no-audit --no-fund
@@ -33,12 +37,12 @@ addons_stale() {
 }
 if addons_stale; then
   echo "Building the native addons (native/*.c) with node-gyp..."
-  # npm's own node-gyp, the one npm ci runs (npx node-gyp would fetch another copy); headers from /usr as in .npmrc.
+  # npm's own node-gyp, the one npm ci runs (npx node-gyp would fetch another copy); it reads npm_config_nodedir.
   node_gyp="$(dirname "$(readlink -f "$(command -v npm)")")/../node_modules/node-gyp/bin/node-gyp.js"
   if [ -f "$node_gyp" ]; then
-    node "$node_gyp" rebuild --nodedir=/usr --loglevel=warn >/dev/null
+    node "$node_gyp" rebuild --loglevel=warn >/dev/null
   else
-    npx --yes node-gyp rebuild --nodedir=/usr --loglevel=warn >/dev/null
+    npx --yes node-gyp rebuild --loglevel=warn >/dev/null
   fi
 fi
 

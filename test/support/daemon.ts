@@ -16,10 +16,13 @@ export class Daemon {
   private readonly child: ChildProcess;
   readonly exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
 
-  /** `command`: what to run the CLI under (e.g. ['faketime', '-f', '-30s']); `env` is added to a minimal one. */
-  constructor(configPath: string, options: { command?: string[]; env?: Record<string, string> } = {}) {
-    const [program, ...prefix] = [...(options.command ?? []), process.execPath];
-    this.child = spawn(program!, [...prefix, CLI, 'run', '--config', configPath], {
+  /**
+   * `command`: what to run the CLI under (e.g. ['faketime', '-f', '-30s']); `env` is added to a minimal one;
+   * `entry`: the program to run instead of node with the built CLI (an installed /usr/local/bin/door-agent).
+   */
+  constructor(configPath: string, options: { command?: string[]; env?: Record<string, string>; entry?: string } = {}) {
+    const [program, ...prefix] = [...(options.command ?? []), ...(options.entry ? [options.entry] : [process.execPath, CLI])];
+    this.child = spawn(program!, [...prefix, 'run', '--config', configPath], {
       cwd: ROOT,
       // Its own process group: a wrapper (faketime) forks the agent, and a stop must reach both.
       detached: true,
