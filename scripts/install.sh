@@ -7,13 +7,16 @@
 #   sudo scripts/install.sh --rollback      go back to the previous version (/opt/door-agent.prev), and again forward
 #   sudo scripts/install.sh --uninstall     remove the program and units (keeps /etc/door-agent and the data)
 #   sudo scripts/install.sh --uninstall --purge   also remove the configuration and the data
+#   sudo scripts/install.sh --rebuild       install or upgrade, compiling the dependencies even if unchanged
 #   scripts/install.sh --root DIR           into a throwaway root (tests): no users, no systemctl
 #
 # The build happens in a staging directory (/var/tmp/door-agent-build.*) from the files git tracks (or, outside a
 # git checkout, the tree without node_modules, dist and build): npm ci with the dev tools, npm run build, npm prune
 # --omit=dev. Only what runs goes to /opt/door-agent.new. Then, if door-agent.service is running, it is stopped
 # (its ExecStopPost locks every relay), /opt/door-agent becomes /opt/door-agent.prev, the new one takes its
-# place, and the service starts again.
+# place, and the service starts again. The dependencies as npm ci built them (with the native addons) are kept in
+# /var/cache/door-agent/build: an upgrade whose package-lock.json, native code, Node.js and CPU are the same reuses
+# them instead of compiling again (tens of minutes on a small Pi); --rebuild compiles anyway.
 set -euo pipefail
 umask 022 # the program must be readable by the door-agent user whatever root's umask is (secrets get explicit modes)
 cd "$(dirname "$0")/.."
@@ -25,6 +28,7 @@ UNINSTALL=false
 PURGE=false
 WITH_SERVICE=false
 ROLLBACK=false
+REBUILD=false
 while [ $# -gt 0 ]; do
   case "$1" in
     --root) ROOT=${2:?--root needs a directory}; shift 2 ;;
@@ -32,7 +36,8 @@ while [ $# -gt 0 ]; do
     --purge) PURGE=true; shift ;;
     --with-service) WITH_SERVICE=true; shift ;;
     --rollback) ROLLBACK=true; shift ;;
-    -h|--help) sed -n '2,16p' "$0"; exit 0 ;;
+    --rebuild) REBUILD=true; shift ;;
+    -h|--help) sed -n '2,20p' "$0"; exit 0 ;;
     *) echo "install.sh: unknown option $1 (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -45,6 +50,7 @@ BIN=$R/usr/local/bin/door-agent
 UNITS=$R/etc/systemd/system
 ETC=$R/etc/door-agent
 DATA=$R/var/lib/door-agent
+BUILD_CACHE=$R/var/cache/door-agent/build
 REAL_ROOT=false
 [ "$R" = "" ] && REAL_ROOT=true
 say() { printf 'door-agent install: %s\n' "$*"; }
@@ -61,7 +67,7 @@ if $UNINSTALL; then
     systemctl disable --now "${UNIT_NAMES[@]}" 2>/dev/null || true
   fi
   rm -f "$UNITS/door-agent.service" "$UNITS/door-agent-service.service" "$BIN"
-  rm -rf "$APP" "$NEW" "$PREV"
+  rm -rf "$APP" "$NEW" "$PREV" "$(dirname "$BUILD_CACHE")"
   if $PURGE; then
     rm -rf "$ETC" "$DATA" "$R/var/lib/door-agent-service"
     if $REAL_ROOT && id door-agent >/dev/null 2>&1; then userdel door-agent || true; fi
@@ -163,16 +169,44 @@ ADDONS=(build/Release/sd_notify.node build/Release/gpio_chardev.node build/Relea
   node_modules/better-sqlite3/build/Release/better_sqlite3.node node_modules/epoll/build/Release/epoll.node)
 addon_stamps() { (cd "$1" && for f in "${ADDONS[@]}"; do if [ -f "$f" ]; then stat -c '%n %Y %s' "$f"; sha256sum "$f"; else echo "$f missing"; fi; done) }
 
+# What npm ci's result depends on: the lock file and manifest, our addons' sources, Node.js, the CPU, the headers.
+build_key() {
+  (
+    cd "$1"
+    sha256sum package.json package-lock.json binding.gyp $(find native -type f | sort)
+    echo "node $(node --version) $(uname -m) headers ${npm_config_nodedir:-}"
+  ) | sha256sum | cut -d' ' -f1
+}
+# Kept whole (a copy, not links: the installed program never shares files with the cache), replaced atomically.
+save_build() {
+  local stage=$1 key=$2 tmp=$BUILD_CACHE.tmp
+  rm -rf "$tmp" && mkdir -p "$tmp"
+  cp -a "$stage/node_modules" "$tmp/node_modules"
+  cp -a "$stage/build/Release" "$tmp/Release"
+  date -u +%Y-%m-%dT%H:%M:%SZ > "$tmp/built"
+  echo "$key" > "$tmp/key"
+  rm -rf "$BUILD_CACHE" && mv "$tmp" "$BUILD_CACHE"
+}
+
 build_in_stage() {
-  local stage=$1 before addon
+  local stage=$1 before addon key
   copy_sources "$stage"
   export_node_headers
-  say "building in $stage (npm ci with the dev tools; the native addons compile: a few minutes on a Pi)"
-  (
-    cd "$stage"
-    npm ci --no-audit --no-fund --prefer-offline
-    npm run build
-  )
+  key=$(build_key "$stage")
+  if ! $REBUILD && [ -d "$BUILD_CACHE/node_modules" ] && [ "$(cat "$BUILD_CACHE/key" 2>/dev/null)" = "$key" ]; then
+    say "dependencies, native code, Node.js and CPU unchanged since the build of $(cat "$BUILD_CACHE/built"): reusing its node_modules and addons (no npm ci; --rebuild compiles anyway)"
+    cp -a "$BUILD_CACHE/node_modules" "$stage/node_modules"
+    mkdir -p "$stage/build" && cp -a "$BUILD_CACHE/Release" "$stage/build/Release"
+    (cd "$stage" && npm run build)
+  else
+    say "building in $stage (npm ci with the dev tools; the native addons compile: a few minutes on a Pi)"
+    (
+      cd "$stage"
+      npm ci --no-audit --no-fund --prefer-offline
+      npm run build
+    )
+    save_build "$stage" "$key"
+  fi
   for addon in "${ADDONS[@]}"; do
     if [ ! -f "$stage/$addon" ]; then
       echo "install.sh: npm ci did not build the native addon $addon; see the output above" >&2

@@ -8,7 +8,8 @@ import { Daemon, readLevel } from '../support/daemon.js';
 import { PtyPair } from '../support/socat.js';
 import { waitUntil } from '../support/wait.js';
 
-// Two real installs (npm ci with the native builds, from a clean copy): minutes on a loaded machine.
+// A real install (npm ci with the native builds, from a clean copy): minutes on a loaded machine. The upgrade
+// reuses its build (the dependencies did not change), as an upgrade on a door does.
 vi.setConfig({ testTimeout: 45 * 60_000, hookTimeout: 120_000 });
 
 const tmp = tempDir('door-agent-install-');
@@ -134,6 +135,8 @@ describe('scripts/install.sh from a clean copy of the tree, npm steps included',
     expect(r.status, r.stdout + r.stderr).toBe(0);
     expectQuietNpm(r);
     expect(r.stdout).toContain('wrote');
+    expect(r.stdout).toContain('npm ci with the dev tools');
+    expect(existsSync(join(TR, 'var/cache/door-agent/build/node_modules/better-sqlite3/build/Release/better_sqlite3.node'))).toBe(true);
 
     for (const p of ['dist/src/cli.js', 'node_modules/better-sqlite3/build/Release/better_sqlite3.node', 'build/Release/sd_notify.node',
       'build/Release/gpio_chardev.node', 'build/Release/evdev.node', 'examples/snapshot.json', 'scripts/hw-selftest.sh', 'README.md', 'INSTALLED']) {
@@ -213,6 +216,7 @@ describe('scripts/install.sh from a clean copy of the tree, npm steps included',
     expect(r.status, r.stdout + r.stderr).toBe(0);
     expectQuietNpm(r);
     expect(r.stdout).toContain('kept the existing');
+    expect(r.stdout).toContain('reusing its node_modules and addons (no npm ci');
     expect(r.stdout).toContain(`the previous version is kept in ${APP}.prev`);
     expect(readFileSync(join(`${APP}.prev`, 'INSTALLED'), 'utf8')).toBe(before);
     expect(readLevel(relay)).toBe('1'); // the old process still holds the unlock (no systemd in a test root)
@@ -238,6 +242,29 @@ describe('scripts/install.sh from a clean copy of the tree, npm steps included',
     expect(readLevel(relay)).toBe('0');
   });
 
+  it('a changed package-lock.json is built again (npm ci), never taken from the build cache; a failed build leaves the program as it was', async () => {
+    const lock = join(SRC, 'package-lock.json');
+    const original = readFileSync(lock, 'utf8');
+    const installed = readFileSync(join(APP, 'INSTALLED'), 'utf8');
+    // An npm whose ci fails at once (a dependency that no longer builds, say), recording what it was asked.
+    const bin = join(tmp.path, 'failing-npm');
+    mkdirSync(bin, { recursive: true });
+    const log = join(bin, 'calls');
+    writeFileSync(join(bin, 'npm'), `#!/bin/sh\necho "npm $*" >> ${log}\nif [ "$1" = ci ]; then exit 1; fi\nexec ${spawnSync('sh', ['-c', 'command -v npm'], { encoding: 'utf8' }).stdout.trim()} "$@"\n`, { mode: 0o755 });
+    try {
+      writeFileSync(lock, `${original}\n`); // any change to the lock file
+      const r = await installFrom(SRC, ['--root', TR], { ...process.env, PATH: `${bin}:${process.env.PATH ?? ''}` });
+      expect(r.status, r.stdout + r.stderr).not.toBe(0);
+      expect(r.stdout).not.toContain('reusing');
+      expect(readFileSync(log, 'utf8')).toMatch(/^npm ci /m);
+      expect(readFileSync(join(APP, 'INSTALLED'), 'utf8')).toBe(installed);
+      expect(existsSync(`${APP}.new`)).toBe(false);
+      expect(readdirSync(join(TR, 'var/tmp'))).toEqual([]);
+    } finally {
+      writeFileSync(lock, original);
+    }
+  });
+
   it('--rollback swaps back to the previous version and forward again; --uninstall keeps the configuration', async () => {
     const current = readFileSync(join(APP, 'INSTALLED'), 'utf8');
     const previous = readFileSync(join(`${APP}.prev`, 'INSTALLED'), 'utf8');
@@ -258,5 +285,6 @@ describe('scripts/install.sh from a clean copy of the tree, npm steps included',
     r = await install('--uninstall', '--purge');
     expect(r.status, r.stderr).toBe(0);
     expect(existsSync(join(TR, 'etc/door-agent'))).toBe(false);
+    expect(existsSync(join(TR, 'var/cache/door-agent'))).toBe(false);
   });
 });
