@@ -4,10 +4,10 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { ROOT } from '../support/cli.js';
 
-// The repository must stand alone: a clone has no ../shared directory and no design document, so no tracked doc,
+// The repository must stand alone: a clone has no shared folder beside it and no design document, so no tracked doc,
 // comment or config may send a reader there. (The patterns are built from pieces so this file does not match.)
 const FORBIDDEN: Array<[RegExp, string]> = [
-  [new RegExp(['\\.\\.', '/shared'].join(''), 'i'), 'a path outside the repository (../shared)'],
+  [new RegExp(['\\.\\.', '/shared'].join(''), 'i'), 'a path outside the repository (the shared folder)'],
   [new RegExp(['design', '\\s+section'].join(''), 'i'), 'a section of a design document the repository does not have'],
   [new RegExp(['section\\s+\\d+\\s+of\\s+the', '\\s+design'].join(''), 'i'), 'a section of a design document the repository does not have'],
   [new RegExp(['\\bdesign', '\\.md\\b'].join(''), 'i'), 'a design document the repository does not have'],
@@ -20,7 +20,7 @@ function trackedTextFiles(): string[] {
 }
 
 describe('the repository stands alone', () => {
-  it('no tracked doc, source, script or config refers to ../shared or to a design document it does not hold', () => {
+  it('no tracked doc, source, script or config refers to a folder outside the repository or to a design document it does not hold', () => {
     const files = trackedTextFiles();
     // The check reads the repository's own files: README, docs, src, test, bench, scripts, config, systemd.
     expect(files).toEqual(expect.arrayContaining(['README.md', 'docs/reference-service.md', 'src/cli.ts']));
