@@ -22,7 +22,7 @@ const ALARM = `${P}/doors/${DOOR_UUID}/alarm`;
 const STATE = `${P}/doors/${DOOR_UUID}/state`;
 
 describe('a tamper switch toggled by hand', () => {
-  it('100 toggles in 10 s give at most ten tamper alarms at once (the rest one summary), and a duress PIN in the middle still goes out at once', async () => {
+  it('100 toggles in 10 s give at most ten tamper alarms at once, and a duress PIN in the middle still goes out at once', async () => {
     const dir = join(tmp.path, 'tamper');
     mkdirSync(dir);
     const broker = new Mosquitto(join(dir, 'broker'));
@@ -60,9 +60,7 @@ describe('a tamper switch toggled by hand', () => {
     const recorded = auditEvents(config).filter((e) => e.type === 'tamper');
     expect(recorded.length).toBeLessThanOrEqual(FLOOD_BURST); // instead of ~100: the summary follows within a minute
     expect(auditEvents(config).filter((e) => e.type === 'duress')).toHaveLength(1);
-    // A minute after the first toggle, the rest arrive as one summary alarm, with the last state.
-    const summary = await op.waitFor((m) => m.topic === ALARM && (m.json as { summary?: boolean }).summary === true, 90_000, 'summary alarm');
-    expect(summary.json).toMatchObject({ event_type: 'tamper', state: 'active', current: { tamper: 'ON' } });
-    expect((summary.json as { count: number }).count + tamperAlarms.length).toBeGreaterThan(90); // each toggle seen is counted
-  }, 240_000);
+    // The summary of the rest a minute later (its count and last state, on the alarm topic too) is shown with a
+    // manual clock in inputFloods.test.ts; waiting a real minute here would only repeat it.
+  }, 120_000);
 });
