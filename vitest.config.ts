@@ -1,4 +1,5 @@
 import { defineConfig } from 'vitest/config';
+import { SlowFirstSequencer } from './test/support/slowFirstSequencer.js';
 
 export default defineConfig({
   test: {
@@ -8,5 +9,6 @@ export default defineConfig({
     // Integration tests spawn the built CLI and real processes; two cores, so keep the pool small.
     maxWorkers: 2,
     reporters: ['default'],
+    sequence: { sequencer: SlowFirstSequencer },
   },
 });
