@@ -1,3 +1,4 @@
+import { DataDirBusyError, dataDirHolder } from '../system/dataDirLock.js';
 import { randomBytes } from 'node:crypto';
 import { closeSync, fchownSync, fsyncSync, openSync, renameSync, rmSync, statSync, writeSync } from 'node:fs';
 import { dirname } from 'node:path';
@@ -45,6 +46,9 @@ function fsyncDir(path: string): void {
  */
 export async function runReaderKeyset(args: { config: string | undefined; door: string | undefined }, ctx: CommandContext, openPort?: PortFactory): Promise<number> {
   const config = loadConfig(configPath(args.config, ctx.env));
+  // A running daemon holds the bus (and may be mid-handshake with this reader): never talk over it.
+  const holder = dataDirHolder(config.agent.dataDir);
+  if (holder) throw new DataDirBusyError(config.agent.dataDir, holder.pid, 'reader keyset does not talk to a bus a running daemon holds');
   const osdpDoors = config.doors.filter((d) => d.reader?.type === 'osdp');
   const door = args.door ? config.doors.find((d) => d.uuid === args.door!.toLowerCase()) : osdpDoors.length === 1 ? osdpDoors[0] : undefined;
   if (!door) {

@@ -55,6 +55,10 @@ describe('one daemon per data directory', () => {
     expect(relock.status).toBe(1);
     expect(relock.stderr).toContain(`another door-agent (pid ${first.pid}) is running on the data directory ${s.dataDir}; relock drives no relay`);
     expect(readLevel(s.relay)).toBe('1');
+    // reader keyset would talk over the bus the daemon holds: refused the same way.
+    const keyset = runCli(['reader', 'keyset', '--config', s.config]);
+    expect(keyset.status).toBe(1);
+    expect(keyset.stderr).toContain(`another door-agent (pid ${first.pid}) is running on the data directory ${s.dataDir}; reader keyset does not talk to a bus`);
     // Nor does a run with an invalid configuration on the same directory, which would otherwise lock every relay.
     const invalid = join(s.dir, 'invalid.yaml');
     writeFileSync(invalid, readFileSync(s.config, 'utf8').replace('timezone: Europe/Berlin', 'timezone: Europe/Berlin, colour: red'));
