@@ -50,7 +50,7 @@ const levelSchema = z
     }
   });
 
-export const levelsSchema = z.array(levelSchema).max(MAX_LEVELS, `at most ${MAX_LEVELS} levels per agent`).default([]);
+export const levelsSchema = z.array(levelSchema).max(MAX_LEVELS, `at most ${MAX_LEVELS.toLocaleString("en-US")} levels per agent`).default([]);
 
 type ConfigLevel = z.output<typeof levelSchema>;
 interface DoorRef {
@@ -95,7 +95,9 @@ export function refineLevels(
   const names = new Map<string, number>();
   config.access.levels.forEach((level, i) => {
     const seen = names.get(level.name);
-    if (seen !== undefined) ctx.addIssue({ code: 'custom', path: ['access', 'levels', i, 'name'], message: `same name as access.levels[${seen}]` });
+    if (level.name === 'every_door') {
+      ctx.addIssue({ code: 'custom', path: ['access', 'levels', i, 'name'], message: '"every_door" is the name of access.groups/policies (every door, always): choose another' });
+    } else if (seen !== undefined) ctx.addIssue({ code: 'custom', path: ['access', 'levels', i, 'name'], message: `same name as access.levels[${seen}]` });
     else names.set(level.name, i);
     level.doors.forEach((ref, j) => {
       if (!findDoor(config.doors, ref)) {

@@ -103,28 +103,29 @@ export function compileWeeklySchedule(spec: unknown): { schedule: WeeklySchedule
     });
   });
   if (ranges.length === 0 && problems.length === 0) problems.push({ path: [], message: 'no weekday has a range: list at least one day' });
-  const minutes = new Uint32Array(MINUTES_PER_WEEK / 32);
-  const owner = new Map<number, ParsedRange>();
-  for (const range of ranges) {
-    let clash: ParsedRange | undefined;
-    for (let m = range.start; m < range.end; m++) {
-      const minute = (range.day * MINUTES_PER_DAY + m) % MINUTES_PER_WEEK;
-      const word = minute >>> 5;
-      const bit = 1 << (minute & 31);
-      if (minutes[word]! & bit) {
-        clash ??= owner.get(minute);
-        continue;
-      }
-      minutes[word]! |= bit;
-      owner.set(minute, range);
-    }
-    if (clash) {
+  // Overlaps: the ranges as segments of the week (an overnight one on Saturday wraps to Sunday), sorted by start.
+  const segments = ranges.flatMap((range) => {
+    const from = range.day * MINUTES_PER_DAY + range.start;
+    const to = range.day * MINUTES_PER_DAY + range.end;
+    return to > MINUTES_PER_WEEK ? [{ from, to: MINUTES_PER_WEEK, range }, { from: 0, to: to - MINUTES_PER_WEEK, range }] : [{ from, to, range }];
+  });
+  segments.sort((a, b) => a.from - b.from || a.to - b.to);
+  const clashing = new Set<ParsedRange>();
+  let reach: (typeof segments)[number] | undefined;
+  for (const segment of segments) {
+    if (reach && segment.from < reach.to && segment.range !== reach.range && !clashing.has(segment.range)) {
+      // Reported on the later range, naming the one it runs into.
+      const [later, earlier] = segment.range.day * 10_000 + segment.range.index >= reach.range.day * 10_000 + reach.range.index ? [segment.range, reach.range] : [reach.range, segment.range];
+      clashing.add(later);
       problems.push({
-        path: [WEEKDAY_KEYS[range.day]!, range.index],
-        message: `"${range.text}" overlaps "${clash.text}" (${WEEKDAY_KEYS[clash.day]}[${clash.index}]): merge them into one range`,
+        path: [WEEKDAY_KEYS[later.day]!, later.index],
+        message: `"${later.text}" overlaps "${earlier.text}" (${WEEKDAY_KEYS[earlier.day]}[${earlier.index}]): merge them into one range`,
       });
     }
+    if (!reach || segment.to > reach.to) reach = segment;
   }
+  const minutes = new Uint32Array(MINUTES_PER_WEEK / 32);
+  for (const { from, to } of segments) for (let m = from; m < to; m++) minutes[m >>> 5]! |= 1 << (m & 31);
   if (problems.length > 0) return { problems };
   const kept: Record<string, unknown> = { holidays };
   for (const key of WEEKDAY_KEYS) if (Array.isArray(record[key])) kept[key] = (record[key] as string[]).map((t) => t.trim());
@@ -171,6 +172,8 @@ export function skippedLocalMinutes(timeZone: string, from: number): Array<{ day
   const out: Array<{ day: number; start: number; end: number; date: string }> = [];
   const DAY = 86_400_000;
   const QUARTER = 15 * 60_000;
+  // From a quarter hour: every offset change happens on one, so the first instant found with the new offset is the change.
+  from = Math.floor(from / QUARTER) * QUARTER;
   let before = wall(from);
   // Day by day, then in quarter hours within a day whose offset grew (every offset is a multiple of 15 minutes).
   for (let t = from + DAY; t <= from + 2 * 366 * DAY; t += DAY) {
