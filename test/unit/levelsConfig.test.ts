@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { stringify } from 'yaml';
 import { parseConfig } from '../../src/config/load.js';
-import { InputError } from '../../src/util/errors.js';
+import { configProblems } from '../support/configProblems.js';
 
 const FRONT = '6f1c2a0e-8d0b-4a57-9d43-1f2e3a4b5c6d';
 const SERVER = '7a2d3b1f-9e1c-4b68-8e54-2a3f4b5c6d7e';
@@ -19,15 +19,7 @@ function config(access: Record<string, unknown>, schedules?: Record<string, unkn
   });
 }
 
-function problems(text: string): string[] {
-  try {
-    parseConfig(text, 'test.yaml');
-  } catch (err) {
-    if (err instanceof InputError) return err.problems.map((p) => `${p.path}: ${p.message}`);
-    throw err;
-  }
-  return [];
-}
+const problems = configProblems;
 
 const office = { mon: ['07:30-18:00'], fri: ['07:30-13:00', '14:00-18:00'] };
 

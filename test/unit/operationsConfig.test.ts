@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { parseConfig } from '../../src/config/load.js';
-import { InputError } from '../../src/util/errors.js';
+import { configProblems } from '../support/configProblems.js';
 
 // The configuration of the door operations (issue 14): every mistake named by its key path.
 const UUID = '6f1c2a0e-8d0b-4a57-9d43-1f2e3a4b5c6d';
@@ -16,15 +16,7 @@ doors:
 ${door}`;
 }
 
-function problems(text: string): string[] {
-  try {
-    parseConfig(text, 'test.yaml');
-  } catch (err) {
-    if (err instanceof InputError) return err.problems.map((p) => `${p.path}: ${p.message}`);
-    throw err;
-  }
-  return [];
-}
+const problems = configProblems;
 
 const WEEKDAYS = '[[], [[8, 18]], [[8, 18]], [[8, 18]], [[8, 18]], [[8, 17]], []]';
 
