@@ -183,7 +183,13 @@ export async function startAgent(config: AgentOptions, deps: AgentDeps): Promise
           onFindings: (found) => findings.report(found),
           onSynced: afterSync(shortPinsWarning(config, store, logger), () => {
             const checker = getChecker();
-            if (!checker.reloadLevels()) return;
+            try {
+              if (!checker.reloadLevels()) return;
+            } catch (err) {
+              // The cache cannot be read: every decision refuses until it can (and says so); the levels stay as they were.
+              logger.error({ err }, 'cannot read the access levels the sync stored');
+              return;
+            }
             const { index, shadowed, unknownResourceGroups } = checker.levels;
             logger.info({ levels: index.levels.map((l) => l.name), shadowed, unknownResourceGroups }, 'access levels changed: compiled again');
           }),
