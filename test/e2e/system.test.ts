@@ -9,6 +9,7 @@ import { Mosquitto } from '../support/mosquitto.js';
 import { freePort } from '../support/net.js';
 import { PtyPair } from '../support/socat.js';
 import { Operator } from '../support/operator.js';
+import { auditEvents } from '../support/agentSite.js';
 import { localTimeIn } from '../../src/core/schedule.js';
 
 // The whole system on one machine with real processes: mosquitto, the reference service (with an SMTP
@@ -236,4 +237,39 @@ describe('the whole system', () => {
     await agent.stop('SIGTERM');
     agent = undefined;
   }, 90_000); // several processes and CLI starts: room for a loaded machine
+
+  it('an access level defined at the service opens the door by its name; removed, it stops opening a running door within seconds', async () => {
+    // A user outside Staff (the agent's every-door group): only the service's level lets them in.
+    const invite = await call('POST', '/invites', { emails: ['level@example.org'], no_email: true });
+    const emailId = (invite.body.add_ids as number[])[0]!;
+    await call('PUT', '/modifysmartcard', { email_id: emailId, smartcards: '[{"number":"5550456","label":"badge"}]' });
+    const level = await call('POST', '/policies', { name: 'Front desk', email_ids: [emailId], resource_ids: [12] });
+    expect(level.status, JSON.stringify(level.body)).toBe(200);
+
+    agent = new Daemon(agentConfig);
+    await agent.waitForMessage('connected to the broker');
+    await agent.waitForMessage('reader connected');
+    await agent.waitForLog((l) => l.msg === 'directory revisions are pushed: changes reach this door within seconds');
+    // The first sync brought the level (created while no daemon ran) and compiled it.
+    await agent.waitForLog((l) => l.msg === 'access levels changed: compiled again' && (l as { levels?: string[] }).levels?.includes('Front desk') === true);
+    const decisions = () => auditEvents(agentConfig).filter((e) => e.type === 'access_granted' || e.type === 'access_denied');
+    const before = decisions().length;
+    pty.write('5550456\r\n');
+    await waitUntil(() => readLevel(relay) === '1', 10_000, 'the level from the service opens the door');
+    await waitUntil(() => readLevel(relay) === '0', 5000, 'relock');
+    await waitUntil(() => decisions().length > before, 5000, 'the grant is audited');
+    expect(decisions().at(-1)).toMatchObject({ type: 'access_granted', level: 'Front desk', holders: [{ email_id: emailId, reason: null }] });
+
+    const from = agent.logs.length;
+    const removed = await call('DELETE', `/policies?policy_id=${level.body.policy_id as number}`);
+    expect(removed.status).toBe(200);
+    await agent.waitForLog((l) => l.msg === 'access levels changed: compiled again', 10_000, from);
+    const count = decisions().length;
+    pty.write('5550456\r\n');
+    await waitUntil(() => decisions().length > count, 5000, 'the refusal is audited');
+    expect(decisions().at(-1)).toMatchObject({ type: 'access_denied', reason: 'not_authorized' });
+    expect(readLevel(relay)).toBe('0');
+    await agent.stop('SIGTERM');
+    agent = undefined;
+  }, 90_000);
 });
