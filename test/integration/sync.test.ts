@@ -1,5 +1,5 @@
 import { spawn } from 'node:child_process';
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
@@ -410,6 +410,95 @@ describe('incremental sync through GET /directory (the extension), and bad delta
     expect(check('5000003').reason).toBe('user_suspended');
     expect(check('5000010').reason).toBe('unknown_credential');
     expect(check('5000004').reason).toBe(null);
+    svc.handler = null;
+  });
+});
+
+describe('access levels from the service, with the directory', () => {
+  const svc = new HostileService();
+  beforeAll(async () => {
+    await svc.start();
+  });
+  afterAll(() => svc.stop());
+
+  // User 1 holds the policy "Front desk" (a level at the service), user 2 is in no group the agent knows.
+  const users = [
+    { email_id: 1, ad_status: 'ACTIVE', groups: [], user_tag: 'USER', name: 'Uma' },
+    { email_id: 2, ad_status: 'ACTIVE', groups: [['Ground floor staff']], user_tag: 'USER', name: 'Vic' },
+  ];
+  const details = { '1': { policies: [['Front desk']], smartcards: [{ number: '6000001' }] }, '2': { policies: [], smartcards: [{ number: '6000002' }] } };
+  const frontDesk = { name: 'Front desk', resource_ids: [12], resource_group: null, schedule: { mon: ['07:00-19:00'], tue: ['07:00-19:00'] }, start_time: null, end_time: null };
+  const answer = (revision: number, extra: Record<string, unknown>) => ({ revision, full: true, users, details, removed: [], ...extra });
+  const serve = (body: () => unknown) => {
+    svc.handler = (req, res) => {
+      if (!req.url?.startsWith('/directory')) return false;
+      res.setHeader('content-type', 'application/json');
+      res.end(JSON.stringify(body()));
+      return true;
+    };
+  };
+  const meta = (cache: string) => {
+    const db = new Database(cache, { readonly: true });
+    try {
+      return (db.prepare("SELECT value FROM meta WHERE key = 'service_levels'").pluck().get() as string | undefined) ?? null;
+    } finally {
+      db.close();
+    }
+  };
+  // Monday 2026-11-23, 10:00 and 20:00 in Berlin.
+  const check = (config: string, card: string, at = '2026-11-23 10:00') =>
+    JSON.parse(runCli(['check', card, '--at', at, '--config', config]).stdout) as { granted: boolean; reason: string | null; level?: string };
+
+  it('a level is held by the users with its policy, on its doors and schedule; a config level of the same name wins; a resource group reaches config levels', async () => {
+    const a = agentConfig(`http://127.0.0.1:${svc.port}`);
+    // The agent's own level names the service's resource group; it also defines "Front desk" for 14:00-15:00 only.
+    writeFileSync(
+      a.config,
+      readFileSync(a.config, 'utf8').replace(
+        'access: { groups: [Staff] }',
+        `access:
+  groups: [Staff]
+  levels: [ { name: Ground floor, groups: [Ground floor staff], resourceGroup: Ground floor } ]`,
+      ),
+    );
+    serve(() => answer(1, { levels: [frontDesk], resource_groups: [{ name: 'Ground floor', resource_ids: [12, 40] }] }));
+    expect((await sync(a.config)).status).toBe(0);
+    expect(check(a.config, '6000001')).toMatchObject({ granted: true, level: 'Front desk' });
+    expect(check(a.config, '6000001', '2026-11-23 20:00')).toMatchObject({ granted: false, reason: 'outside_schedule' });
+    expect(check(a.config, '6000002')).toMatchObject({ granted: true, level: 'Ground floor' });
+
+    const shadowing = readFileSync(a.config, 'utf8').replace('levels: [', 'levels: [ { name: Front desk, policies: [Front desk], doors: [12] },');
+    writeFileSync(a.config, shadowing);
+    expect(check(a.config, '6000001', '2026-11-23 20:00')).toMatchObject({ granted: true, level: 'Front desk' });
+    const checked = runCli(['config', 'check', '--config', a.config]);
+    expect(checked.stdout).toContain('WARNING: the service defines a level "Front desk" too: the config\'s level of that name applies, the service\'s is ignored');
+  });
+
+  it('a bad definition refuses the whole answer and leaves the cache and the levels as they were; an answer without levels clears them', async () => {
+    const a = agentConfig(`http://127.0.0.1:${svc.port}`);
+    serve(() => answer(1, { levels: [frontDesk], resource_groups: [] }));
+    expect((await sync(a.config)).status).toBe(0);
+    const before = [dumpCache(a.cache), meta(a.cache)];
+    const bad: Array<[string, unknown, string]> = [
+      ['an overlapping range', { ...frontDesk, schedule: { mon: ['07:00-19:00', '18:00-20:00'] } }, '$.levels[0].schedule.mon[1]'],
+      ['a range past 24:00', { ...frontDesk, schedule: { mon: ['07:00-25:00'] } }, '$.levels[0].schedule.mon[0]'],
+      ['an end before the start', { ...frontDesk, start_time: '2026-06-01 00:00:00', end_time: '2026-05-01 00:00:00' }, '$.levels[0].end_time'],
+      ['a door id that is not a number', { ...frontDesk, resource_ids: ['12'] }, '$.levels[0].resource_ids[0]'],
+    ];
+    for (const [what, level, path] of bad) {
+      serve(() => answer(2, { levels: [level], resource_groups: [], users: [{ ...users[0], ad_status: 'SUSPENDED' }, users[1]] }));
+      const r = await sync(a.config);
+      expect(r.status, what).toBe(1);
+      expect(r.stderr, what).toContain(path);
+      expect([dumpCache(a.cache), meta(a.cache)], what).toEqual(before);
+    }
+    expect(check(a.config, '6000001')).toMatchObject({ granted: true, level: 'Front desk' });
+
+    // A service without levels (an older one): the config's levels alone.
+    serve(() => answer(3, {}));
+    expect((await sync(a.config)).status).toBe(0);
+    expect(meta(a.cache)).toBe('null');
+    expect(check(a.config, '6000001')).toMatchObject({ granted: false, reason: 'not_authorized' });
     svc.handler = null;
   });
 });
