@@ -17,8 +17,8 @@ const jsonValue = (value: unknown) => {
   }
 };
 
-/** null, or "null" from a form or the query string: clears the field (PUT), or says "none" (POST). */
-const nullParam = z.union([z.null(), z.literal('null').transform(() => null)]);
+/** `schema`, or null ("null" from a form or the query string): clears the field (PUT), or says "none" (POST). */
+const nullable = <T extends z.ZodType>(schema: T) => z.preprocess((v) => (v === 'null' ? null : v), schema.nullable());
 
 const serviceTime = z.string().refine((s) => parseServiceTime(s) !== null, 'expected a UTC date "YYYY-MM-DD hh:mm:ss"');
 const levelName = z.string().trim().min(1, 'a name of 1 to 100 characters').max(100, 'a name of 1 to 100 characters');
@@ -29,11 +29,11 @@ const timeMappingParam = z.preprocess(jsonValue, timeMappingSchema.nullable());
 /** The definition fields POST takes and PUT may replace. */
 const definitionFields = {
   resource_ids: jsonArrayParam(intParam, { field: 'resource_ids', max: LIMITS.resources }).optional(),
-  resource_group_id: z.union([intParam, nullParam]).optional(),
+  resource_group_id: nullable(intParam).optional(),
   schedule: scheduleParam.optional(),
   time_mapping: timeMappingParam.optional(),
-  start_time: z.union([serviceTime, nullParam]).optional(),
-  end_time: z.union([serviceTime, nullParam]).optional(),
+  start_time: nullable(serviceTime).optional(),
+  end_time: nullable(serviceTime).optional(),
 };
 
 const createSchema = z.object({ name: levelName, email_ids: memberIds('email_ids').optional(), ...definitionFields });
