@@ -3,7 +3,8 @@
  * is its own process so that its peak RSS is its own:
  *   node dist/bench/decisions.js generate FILE     a snapshot: 250,000 users, 1,000,000 credentials, 10,000 guest links
  *   node dist/bench/decisions.js import FILE DIR   door-agent's real import into DIR/cache.db
- *   node dist/bench/decisions.js decide DIR        200,000 decisions (80 % hits) vs. a bare point lookup
+ *   node dist/bench/decisions.js decide DIR [levels]   200,000 decisions (80 % hits) vs. a bare point lookup;
+ *                                                  levels: with 1,000 access levels on 500 weekly schedules
  * Each phase prints one JSON line.
  */
 import { spawnSync } from 'node:child_process';
@@ -23,6 +24,8 @@ export const USERS = 250_000;
 export const CARDS_PER_USER = 4;
 export const LINKS = 10_000;
 export const DECISIONS = 200_000;
+export const LEVELS = 1000;
+export const SCHEDULES = 500;
 const DOOR_UUID = '6f1c2a0e-8d0b-4a57-9d43-1f2e3a4b5c6d';
 
 const cardOf = (user: number, k: number) => String(1_000_000_000 + user * CARDS_PER_USER + k);
@@ -52,7 +55,7 @@ async function generate(file: string): Promise<void> {
     const status = u % 50 === 1 ? 'SUSPENDED' : 'ACTIVE';
     await write(
       `${u === 0 ? '' : ',\n'}{"email_id":${u},"user_id":${u},"email":"user${u}@example.org","name":"User ${u}",` +
-        `"username":"user${u}","ad_status":"${status}","email_status":"CONFIRMED","groups":[["${group}"],["All"]],` +
+        `"username":"user${u}","ad_status":"${status}","email_status":"CONFIRMED","groups":[["${group}"],["All"],["L${u % LEVELS}"]],` +
         `"created":"2025-01-01 00:00:00","confirmed":"2025-01-01 00:00:00"}`,
     );
   }
@@ -76,12 +79,31 @@ async function generate(file: string): Promise<void> {
   await once(out, 'close');
 }
 
-function benchConfig(dataDir: string) {
+/**
+ * Levels: each user is in one of 1,000 groups L0..L999, each the "who" of one level; the levels cover this door
+ * or another, on 500 schedules (day ranges, split days and overnight ranges), a tenth with a date range.
+ */
+function levelsConfig(): string {
+  const schedules = Array.from({ length: SCHEDULES }, (_, i) => {
+    const start = String(5 + (i % 5)).padStart(2, '0');
+    const day = i % 3 === 0 ? `["${start}:00-12:00", "13:00-18:${String(i % 60).padStart(2, '0')}"]` : i % 3 === 1 ? `["${start}:30-19:00"]` : '["22:00-06:00"]';
+    return `  S${i}: { mon: ${day}, tue: ${day}, wed: ${day}, thu: ${day}, fri: ${day}, holidays: ${i % 2 ? 'open' : 'closed'} }`;
+  });
+  const levels = Array.from({ length: LEVELS }, (_, i) => {
+    const dates = i % 10 === 0 ? ', from: 2026-01-01, until: 2027-12-31' : '';
+    return `    - { name: Level ${i}, groups: [L${i}], doors: [${i % 4 === 3 ? 13 : 12}], schedule: S${i % SCHEDULES}${dates} }`;
+  });
+  return `  levels:\n${levels.join('\n')}\nschedules:\n${schedules.join('\n')}`;
+}
+
+function benchConfig(dataDir: string, withLevels = false) {
   return parseConfig(
     `agent: { id: bench, dataDir: ${dataDir}, timezone: Europe/Berlin }
-access: { groups: [Staff] }
+access:
+  groups: [${withLevels ? '' : 'Staff'}]
+${withLevels ? levelsConfig() : ''}
 gpio: { driver: simulated, simulatedDir: ${join(dataDir, 'gpio')} }
-doors: [ { uuid: ${DOOR_UUID}, resourceId: 12, relay: { pin: 17 } } ]`,
+doors: [ { uuid: ${DOOR_UUID}, resourceId: 12, relay: { pin: 17 } }, { uuid: 7a2d3b1f-9e1c-4b68-8e54-2a3f4b5c6d7e, resourceId: 13, relay: { pin: 18 } } ]`,
     'bench',
   );
 }
@@ -93,8 +115,8 @@ function runImport(file: string, dataDir: string) {
   return { seconds: result.durationMs / 1000, credentials: result.credentials.added, users: result.users.added, rssMb: maxRssMb() };
 }
 
-function runDecide(dataDir: string) {
-  const config = benchConfig(dataDir);
+function runDecide(dataDir: string, withLevels: boolean) {
+  const config = benchConfig(dataDir, withLevels);
   const door = config.doors[0]!;
   const db = openDatabase(cachePath(dataDir), { readonly: true });
   const cache = new CredentialCache(db);
@@ -146,14 +168,20 @@ export function benchmarkDecisions(workDir: string): BenchRow[] {
   phase(['generate', file]);
   const imported = phase<{ seconds: number; credentials: number; rssMb: number }>(['import', file, dataDir]);
   const decided = phase<{ decision: Timing; floor: Timing; rssMb: number }>(['decide', dataDir]);
+  const leveled = phase<{ decision: Timing; floor: Timing; rssMb: number; grantedShareOfFirst10k: number }>(['decide', dataDir, 'levels']);
   rmSync(dir, { recursive: true, force: true });
   const { decision, floor } = decided;
+  const lv = leveled.decision;
+  const levelLabel = `${LEVELS} levels, ${SCHEDULES} schedules`;
   const ratio = decision.meanUs / floor.meanUs;
   const b = 'decisions';
   return [
     { bench: b, metric: 'decisions per second', value: decision.perSecond, unit: '/s', floor: floor.perSecond, floorLabel: 'bare point lookups/s', ratio, target: '>= 100000', met: decision.perSecond >= 100_000 },
     { bench: b, metric: 'time per decision p50', value: decision.p50Us, unit: 'µs', floor: floor.p50Us, floorLabel: 'bare lookup p50', ratio: decision.p50Us / floor.p50Us, target: '', met: null },
     { bench: b, metric: 'time per decision p99', value: decision.p99Us, unit: 'µs', floor: floor.p99Us, floorLabel: 'bare lookup p99', ratio: decision.p99Us / floor.p99Us, target: '< 50', met: decision.p99Us < 50 },
+    { bench: b, metric: `time per decision p50, ${levelLabel}`, value: lv.p50Us, unit: 'µs', floor: leveled.floor.p50Us, floorLabel: 'bare lookup p50', ratio: lv.p50Us / leveled.floor.p50Us, target: '', met: null },
+    { bench: b, metric: `time per decision p99, ${levelLabel}`, value: lv.p99Us, unit: 'µs', floor: leveled.floor.p99Us, floorLabel: 'bare lookup p99', ratio: lv.p99Us / leveled.floor.p99Us, target: '< 50', met: lv.p99Us < 50 },
+    { bench: b, metric: `granted share with levels (sanity)`, value: leveled.grantedShareOfFirst10k, unit: '', floor: null, floorLabel: '', ratio: null, target: '', met: null },
     { bench: b, metric: 'mean time ratio to floor', value: ratio, unit: 'x', floor: null, floorLabel: '', ratio, target: '< 3', met: ratio < 3 },
     { bench: b, metric: `import of ${imported.credentials} credentials`, value: imported.seconds, unit: 's', floor: null, floorLabel: '', ratio: null, target: '< 30', met: imported.seconds < 30 },
     { bench: b, metric: 'peak RSS, import', value: imported.rssMb, unit: 'MB', floor: null, floorLabel: '', ratio: null, target: '< 150', met: imported.rssMb < 150 },
@@ -168,8 +196,8 @@ async function main(): Promise<void> {
     await generate(a);
     result = { users: USERS, credentials: USERS * CARDS_PER_USER, guestLinks: LINKS };
   } else if (phase === 'import' && a && b) result = runImport(a, b);
-  else if (phase === 'decide' && a) result = runDecide(a);
-  else throw new Error('usage: decisions.js generate FILE | import FILE DIR | decide DIR');
+  else if (phase === 'decide' && a) result = runDecide(a, b === 'levels');
+  else throw new Error('usage: decisions.js generate FILE | import FILE DIR | decide DIR [levels]');
   process.stdout.write(`${JSON.stringify(result)}\n`);
 }
 

@@ -181,7 +181,12 @@ export async function startAgent(config: AgentOptions, deps: AgentDeps): Promise
           onPush: (revision) => store.setDirectoryPush(revision),
           rules: config.access,
           onFindings: (found) => findings.report(found),
-          onSynced: shortPinsWarning(config, store, logger),
+          onSynced: afterSync(shortPinsWarning(config, store, logger), () => {
+            const checker = getChecker();
+            if (!checker.reloadLevels()) return;
+            const { index, shadowed, unknownResourceGroups } = checker.levels;
+            logger.info({ levels: index.levels.map((l) => l.name), shadowed, unknownResourceGroups }, 'access levels changed: compiled again');
+          }),
         })
       : null;
     const mqtt = config.mqtt
@@ -208,7 +213,11 @@ export async function startAgent(config: AgentOptions, deps: AgentDeps): Promise
     const readiness: Component = {
       name: 'readiness',
       start: () => {
-        logger.info({ doors: config.doors.map((d) => d.uuid), cache: cachePath(config.agent.dataDir) }, 'door-agent ready');
+        // Levels are compiled now, not on the first tap (1,000 levels take tens of milliseconds).
+        const { index, shadowed, unknownResourceGroups } = getChecker().levels;
+        if (shadowed.length > 0) logger.warn({ shadowed }, 'levels from the service with the name of a config level are ignored: the config wins');
+        if (unknownResourceGroups.length > 0) logger.warn({ unknownResourceGroups }, 'levels name resource groups the service does not list: they cover only the doors they list');
+        logger.info({ doors: config.doors.map((d) => d.uuid), cache: cachePath(config.agent.dataDir), levels: index.levels.length }, 'door-agent ready');
         watchdog?.ready();
       },
       stop: () => watchdog?.stopping(),
@@ -244,6 +253,14 @@ function keypadGuesses(config: AgentOptions, store: AgentStore, clock: Clock, lo
       save: (state) => store.writes.run('keypad_guesses', () => writeKeypadGuesses(store.state, state)),
     });
     return keypad;
+  };
+}
+
+/** Runs both after each sync. */
+function afterSync<T>(first: (result: T) => void, then: () => void): (result: T) => void {
+  return (result) => {
+    first(result);
+    then();
   };
 }
 

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { parseServiceTime } from '../core/schedule.js';
+import { compileWeeklySchedule } from '../core/weeklySchedule.js';
 
 /**
  * Bodies of the access-control service (docs/access-control-api.md), as the agent receives them from a sync, a
@@ -89,3 +90,47 @@ export const guestLinkSchema = z
     }
   });
 export type GuestLink = z.output<typeof guestLinkSchema>;
+
+/**
+ * A weekly schedule as the service sends a level's (the shape of the agent's config `schedules:` entries),
+ * checked whole: ranges, overlaps, at least one day.
+ */
+export const weeklyScheduleSchema = z.unknown().superRefine((spec, ctx) => {
+  const compiled = compileWeeklySchedule(spec);
+  if ('problems' in compiled) for (const p of compiled.problems) ctx.addIssue({ code: 'custom', path: p.path, message: p.message });
+});
+
+/** An access level the service defines (GET /directory `levels`, docs/reference-service.md). */
+export const directoryLevelSchema = z
+  .object({
+    name: z.string().min(1).max(100),
+    /** The door resources it covers (a resource group's members already included). */
+    resource_ids: z.array(z.number().int().nonnegative()).max(100_000),
+    resource_group: z.string().nullish(),
+    /** null: always. */
+    schedule: weeklyScheduleSchema.nullish(),
+    start_time: serviceTime.nullish(),
+    end_time: serviceTime.nullish(),
+  })
+  .superRefine((level, ctx) => {
+    if (level.start_time && level.end_time && parseServiceTime(level.end_time)! <= parseServiceTime(level.start_time)!) {
+      ctx.addIssue({ code: 'custom', path: ['end_time'], message: 'is not after start_time' });
+    }
+  });
+export type DirectoryLevel = z.output<typeof directoryLevelSchema>;
+
+export const directoryLevelsSchema = z.array(directoryLevelSchema).max(10_000, 'at most 10,000 levels').superRefine((levels, ctx) => {
+  const seen = new Set<string>();
+  levels.forEach((level, i) => {
+    if (seen.has(level.name)) ctx.addIssue({ code: 'custom', path: [i, 'name'], message: `level ${JSON.stringify(level.name)} is listed twice` });
+    seen.add(level.name);
+  });
+});
+
+/** A resource group of the service (GET /directory `resource_groups`): agents' own levels may name one. */
+export const resourceGroupSchema = z.object({
+  name: z.string().min(1).max(200),
+  resource_ids: z.array(z.number().int().nonnegative()).max(100_000),
+});
+export type ResourceGroup = z.output<typeof resourceGroupSchema>;
+export const resourceGroupsSchema = z.array(resourceGroupSchema).max(10_000, 'at most 10,000 resource groups');

@@ -5,7 +5,7 @@ import { CredentialCache } from '../store/credentialCache.js';
 import { cachePath, openDatabase, openStateDatabase, statePath } from '../store/database.js';
 import { existsSync } from 'node:fs';
 import { readOperations } from './operationsStatus.js';
-import { parseServiceTime } from '../core/schedule.js';
+import { parseServiceTime, zonedInstant } from '../core/schedule.js';
 import { UsageError } from '../util/errors.js';
 import { loadConfigFor, type CommandContext } from './context.js';
 
@@ -25,25 +25,39 @@ const KIND_FORMAT: Record<CredentialKind, string> = {
   token: '16-128 printable characters without spaces',
 };
 
-export function selectDoor(doors: readonly DoorOptions[], uuid: string | undefined): DoorOptions {
-  const list = () => doors.map((d) => `  ${d.uuid}  ${d.name}`).join('\n');
-  if (uuid === undefined) {
+/** A configured door by uuid, name or resourceId (the one door when there is one and none is named). */
+export function selectDoor(doors: readonly DoorOptions[], ref: string | undefined): DoorOptions {
+  const list = () => doors.map((d) => `  ${d.uuid}  ${d.resourceId}  ${d.name}`).join('\n');
+  if (ref === undefined) {
     if (doors.length === 1) return doors[0]!;
-    throw new UsageError(`${doors.length} doors are configured: name one with --door UUID\n${list()}`);
+    throw new UsageError(`${doors.length} doors are configured: name one with --door UUID, NAME or RESOURCE_ID\n${list()}`);
   }
-  const door = doors.find((d) => d.uuid === uuid.toLowerCase());
-  if (!door) throw new UsageError(`--door ${uuid} is not a configured door; configured doors:\n${list()}`);
+  const door =
+    doors.find((d) => d.uuid === ref.toLowerCase()) ?? doors.find((d) => d.name === ref) ?? (/^\d+$/.test(ref) ? doors.find((d) => d.resourceId === Number(ref)) : undefined);
+  if (!door) throw new UsageError(`--door ${ref} is not a configured door (uuid, name or resourceId); configured doors:\n${list()}`);
   return door;
 }
 
-function parseAt(at: string | undefined, now: number): number {
+/** --at: an ISO 8601 instant with its offset, or a local time "YYYY-MM-DD HH:MM" in the agent's time zone. */
+function parseAt(at: string | undefined, now: number, timeZone: string): number {
   if (at === undefined) return now;
+  const local = /^(\d{4}-\d{2}-\d{2})[ T](\d{2}):(\d{2})$/.exec(at.trim());
+  if (local) {
+    const [hours, minutes] = [Number(local[2]), Number(local[3])];
+    const instant = hours < 24 && minutes < 60 ? zonedInstant(timeZone, local[1]!, hours * 60 + minutes) : null;
+    if (instant === null) {
+      throw new UsageError(`--at ${JSON.stringify(at)} is not a time that exists in ${timeZone} (a real date, 00:00-23:59, not in a daylight-saving gap)`);
+    }
+    return instant;
+  }
   // Require a date with a time zone or Z, so the instant is unambiguous.
   const m = /^(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2})(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:\d{2})$/.exec(at);
   // The date part must exist as written (no 2026-02-30 rolled over into March).
   const real = m !== null && parseServiceTime(`${m[1]}-${m[2]}-${m[3]} ${m[4]}:${m[5]}:00`) !== null;
   if (!real || Number.isNaN(Date.parse(at))) {
-    throw new UsageError(`--at ${JSON.stringify(at)} is not an ISO 8601 instant such as 2026-03-29T09:30:00+02:00 or 2026-03-29T07:30:00Z`);
+    throw new UsageError(
+      `--at ${JSON.stringify(at)} is neither a local time such as "2026-12-24 19:00" (agent.timezone) nor an ISO 8601 instant such as 2026-03-29T09:30:00+02:00`,
+    );
   }
   return Date.parse(at);
 }
@@ -52,8 +66,8 @@ function parseAt(at: string | undefined, now: number): number {
 export function runCheck(args: CheckArgs, ctx: CommandContext): number {
   const kind = (args.kind ?? 'card') as CredentialKind;
   if (!KINDS.includes(kind)) throw new UsageError(`--kind must be card, pin or token (got ${JSON.stringify(args.kind)})`);
-  const at = parseAt(args.at, ctx.clock.wallNow());
   const config = loadConfigFor(args.config, ctx);
+  const at = parseAt(args.at, ctx.clock.wallNow(), config.agent.timezone);
   const door = selectDoor(config.doors, args.door);
   const db = openDatabase(cachePath(config.agent.dataDir), { readonly: true });
   // The daemon's lockdowns and the holidays published to it decide too (state.db, when a daemon has run).
@@ -69,14 +83,23 @@ export function runCheck(args: CheckArgs, ctx: CommandContext): number {
       // Never echo the credential: it may be a PIN or a card number.
       throw new UsageError(`the ${kind} given is malformed: expected ${KIND_FORMAT[kind]} (${args.credential.length} characters given)`);
     }
+    const explained = checker.explain({ door, kind, credential: args.credential, now: at });
     const output = {
       granted: result.granted,
       reason: result.reason,
-      holders: result.holders.map((h) => ({ ...h.holder, granted: h.reason === null, reason: h.reason })),
+      ...(result.level !== undefined ? { level: result.level } : {}),
+      ...(result.who !== undefined ? { who: result.who } : {}),
+      holders: result.holders.map((h) => {
+        const ref = h.holder;
+        const levels = 'email_id' in ref ? explained.find((e) => 'email_id' in e.holder && e.holder.email_id === ref.email_id)?.levels : undefined;
+        return { ...ref, granted: h.reason === null, reason: h.reason, ...(levels ? { levels } : {}) };
+      }),
       door: result.door,
+      door_name: door.name,
       kind: result.kind,
       hint: result.hint,
       at: new Date(at).toISOString(),
+      timezone: config.agent.timezone,
       ...(lockdown ? { lockdown: true } : {}),
       ...(result.duress ? { duress: true } : {}),
     };

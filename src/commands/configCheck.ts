@@ -18,6 +18,7 @@ import { plainOsdpWarnings } from '../config/osdpSecurity.js';
 import { lockoutWarnings } from '../config/keypadLockout.js';
 import { crossKeyProblems, doorsParsedAlone } from '../config/crossKeyProblems.js';
 import { dataDirProblems, readerDeviceWarnings, readerDevices } from '../config/hostChecks.js';
+import { levelLines, levelStatus } from './levelStatus.js';
 
 function loadServiceConfigIfServiceOnly(path: string) {
   let data: unknown;
@@ -98,7 +99,7 @@ export function runConfigCheck(args: { config: string | undefined }, ctx: Comman
       dataDir.line +
       gpioLines +
       deviceWarnings.map((w) => `  WARNING: ${w}\n`).join('') +
-      cacheLines(config),
+      cacheLines(config, ctx.clock.wallNow()),
   );
   return 0;
 }
@@ -117,20 +118,23 @@ function writeWarnings(ctx: CommandContext, warnings: string[]): void {
   for (const w of warnings) ctx.stdout.write(`WARNING: ${w}\n`);
 }
 
-/** The directory in the cache, when there is one: what weakens the doors (short cards, duress collisions). */
-function cacheLines(config: AgentOptions): string {
+/**
+ * The access levels of each door (the service's too, from the cache when there is one), and what in the cache's
+ * directory weakens the doors (short cards, duress collisions).
+ */
+function cacheLines(config: AgentOptions, now: number): string {
   const file = cachePath(config.agent.dataDir);
-  if (!existsSync(file)) return '';
   let db;
   try {
-    db = openDatabase(file, { readonly: true });
+    db = existsSync(file) ? openDatabase(file, { readonly: true }) : null;
   } catch {
-    return ''; // status and check say what is wrong with the cache
+    db = null; // status and check say what is wrong with the cache
   }
   try {
-    return directoryLines(directoryFindings(config, db), '  ').map((l) => `${l}\n`).join('');
+    const levels = levelLines(levelStatus(config, db, now, new Set(config.access.holidays)), config, '  ');
+    return [...levels, ...(db ? directoryLines(directoryFindings(config, db), '  ') : [])].map((l) => `${l}\n`).join('');
   } finally {
-    db.close();
+    db?.close();
   }
 }
 

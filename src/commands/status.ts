@@ -18,6 +18,7 @@ import { directoryFindings, directoryLines } from './directoryStatus.js';
 import { pinLines, pinStatus } from './pinStatus.js';
 import { brokerLines, brokerStatus } from './brokerStatus.js';
 import { daemonView, runningText } from './daemonStatus.js';
+import { levelLines, levelStatus } from './levelStatus.js';
 
 function processAlive(pid: number): boolean {
   try {
@@ -84,6 +85,7 @@ export function runStatus(args: { json: boolean; config: string | undefined }, c
       clock: { now: iso(now), trusted: isClockTrusted(now) },
       doors,
       holidays: operations.holidays,
+      levels: levelStatus(config, db, now, new Set(operations.holidays)),
       counts: new CredentialCache(db).counts(),
       directoryFindings: directoryFindings(config, db),
       pins: pinStatus(config, db, state),
@@ -126,6 +128,7 @@ export function runStatus(args: { json: boolean; config: string | undefined }, c
         const unsaved = d.savedState ? [`    WARNING: the saved state says ${d.savedState}; the daemon is still retrying to save the relay's state`] : [];
         return [`  ${d.name} (${d.uuid}): ${state}${relay}; ${reader}`, ...unsaved, ...operationsLines(d)];
       }),
+      ...levelLines(status.levels, config),
       cacheLine(status.counts, status.lastImport, readSyncStatus(db).lastSuccessAt),
       ...(cache.missing ? [missingCacheWarning(file)] : []),
       ...directoryLines(status.directoryFindings),

@@ -5,6 +5,7 @@ import type { AgentOptions, ServiceOptions } from './options.js';
 import { DoorAgentError, InputError, describeFsError } from '../util/errors.js';
 import { problemsFromZod, type Problem } from '../util/issues.js';
 import { keypadPolicy } from './keypadLockout.js';
+import { configLevels } from './levels.js';
 
 export const DEFAULT_CONFIG_PATH = '/etc/door-agent/config.yaml';
 
@@ -39,7 +40,7 @@ function agentOptions(parsed: Config): AgentOptions {
   const { agent, access, gpio, doors, mqtt, service } = parsed;
   return {
     agent,
-    access: { ...access, keypadLockout: keypadPolicy(access.keypadLockout, doors.map((d) => d.keypadLockout)) },
+    access: { ...access, levels: configLevels(parsed), keypadLockout: keypadPolicy(access.keypadLockout, doors.map((d) => d.keypadLockout)) },
     gpio,
     doors: doors.map((door) => ({ ...door, uuid: door.uuid.toLowerCase(), name: door.name ?? `Door ${door.resourceId}` })),
     ...(mqtt ? { mqtt } : {}),

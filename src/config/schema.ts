@@ -1,8 +1,8 @@
 import { z } from 'zod';
-import { isCalendarDate } from '../core/schedule.js';
-import { doorSchema, memberPolicySchema, seconds } from './doorSchema.js';
+import { doorSchema, seconds } from './doorSchema.js';
 import { refineDoors } from './doorChecks.js';
 import { keypadLockoutSchema } from './keypadLockout.js';
+import { calendarDate, levelsSchema, refineLevels, schedulesSchema } from './levels.js';
 
 /** Exit code for an invalid configuration (sysexits EX_CONFIG); systemd: RestartPreventExitStatus=78. */
 export const EXIT_INVALID_CONFIG = 78;
@@ -53,22 +53,31 @@ const serviceSchema = z.strictObject({
 });
 
 /** A calendar date, YYYY-MM-DD, that exists (2026-02-30 does not). */
-export const holidayDate = z.preprocess(
-  (v) => (v instanceof Date ? v.toISOString().slice(0, 10) : v),
-  z.string().refine(isCalendarDate, 'expected a date YYYY-MM-DD'),
-);
+export const holidayDate = calendarDate;
 
-const accessSchema = z
+/** access.responders: still admitted during a lockdown; everyDoor: at every door, whatever their levels say. */
+const respondersSchema = z
   .strictObject({
     groups: z.array(z.string().min(1)).default([]),
     policies: z.array(z.string().min(1)).default([]),
+    everyDoor: z.boolean().default(false),
+  })
+  .refine((a) => a.groups.length + a.policies.length > 0, { message: 'list at least one group or policy' });
+
+const accessSchema = z
+  .strictObject({
+    /** Members of these groups or policies may open every door of this agent, always (the level "every_door"). */
+    groups: z.array(z.string().min(1)).default([]),
+    policies: z.array(z.string().min(1)).default([]),
+    /** Who may open which door, and when (see config/levels.ts). */
+    levels: levelsSchema,
     /**
      * Smartcard entries with one of these labels (case-insensitive) are PINs: they open only from the keypad,
      * and the other entries only from a card read. The service stores PINs as smartcard entries.
      */
     pinLabels: z.array(z.string().trim().min(1)).min(1).default(['PIN']),
     /** Still admitted during a lockdown (besides the exit button): security staff, first responders. */
-    responders: memberPolicySchema.optional(),
+    responders: respondersSchema.optional(),
     /** Dates (YYYY-MM-DD, agent.timezone) on which unlock schedules do not apply and guest links are refused. */
     holidays: z.array(holidayDate).max(1000).default([]),
     /** A PIN typed with this change opens as usual and raises a silent duress alarm (off: no duress PINs). */
@@ -83,8 +92,8 @@ const accessSchema = z
     /** Wrong PINs at any of the agent's doors lock every keypad, for longer each time (see config/keypadLockout.ts). */
     keypadLockout: keypadLockoutSchema.optional(),
   })
-  .refine((a) => a.groups.length + a.policies.length > 0, {
-    message: 'list at least one group or policy whose members may open these doors',
+  .refine((a) => a.groups.length + a.policies.length + a.levels.length > 0, {
+    message: 'list at least one group or policy whose members may open every door (access.groups, access.policies), or access levels (access.levels)',
   });
 
 const mqttSchema = z.strictObject({
@@ -198,6 +207,7 @@ export const serviceConfigSchema = z.strictObject({
   agent: z.unknown().optional(),
   service: z.unknown().optional(),
   access: z.unknown().optional(),
+  schedules: z.unknown().optional(),
   gpio: z.unknown().optional(),
   doors: z.unknown().optional(),
 });
@@ -208,13 +218,18 @@ export const configSchema = z
     agent: agentSchema,
     service: serviceSchema.optional(),
     access: accessSchema,
+    /** Named weekly schedules of access levels. */
+    schedules: schedulesSchema,
     mqtt: mqttSchema.optional(),
     // The reference service's section, when one file serves both: validated by the service's schema.
     server: z.unknown().optional(),
     gpio: gpioSchema.prefault({ driver: 'onoff' }),
     doors: z.array(doorSchema).min(1, 'configure at least one door'),
   })
-  .superRefine(refineDoors);
+  .superRefine((config, ctx) => {
+    refineDoors(config, ctx);
+    refineLevels(config, ctx);
+  });
 
 /** The file as validated, before normalization (config/load.ts turns it into AgentOptions). */
 export type Config = z.output<typeof configSchema>;

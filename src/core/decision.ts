@@ -1,5 +1,6 @@
 import type { CredentialKind } from './credentials.js';
 import { scheduleAllows, type LocalTime, type TimeMapping } from './schedule.js';
+import { levelFor, type LevelIndex, type LevelTime } from './accessLevels.js';
 
 /** Denial reasons, most specific first: when every holder is refused, the earliest reason here is reported. */
 export const DENY_REASONS = [
@@ -17,6 +18,8 @@ export const DENY_REASONS = [
   'wrong_door',
   'link_not_yet_valid',
   'link_expired',
+  'level_not_yet_valid',
+  'level_expired',
   'holiday',
   'outside_schedule',
 ] as const;
@@ -61,11 +64,14 @@ export interface AccessPolicy {
   policies: ReadonlySet<string>;
 }
 
+/** Who is still admitted during a lockdown; everyDoor: at every door, whatever their levels say. */
+export type ResponderPolicy = AccessPolicy & { everyDoor?: boolean };
+
 export interface DecisionContext {
-  /** Who may open this agent's doors (config `access`). */
-  access: AccessPolicy;
+  /** Who may open which door, and when (config `access.levels`, `access.groups/policies`, levels from the service). */
+  levels: LevelIndex;
   /** Who is still admitted during a lockdown (config `access.responders`); null: nobody. */
-  responders: AccessPolicy | null;
+  responders: ResponderPolicy | null;
   /** Local dates YYYY-MM-DD on which guest links are refused, unless made for that day. */
   holidays: ReadonlySet<string>;
   /** Weekday, hour and date of an instant in the agent's time zone. */
@@ -75,6 +81,8 @@ export interface DecisionContext {
 export interface DecisionRequest {
   kind: CredentialKind;
   doorResourceId: number;
+  /** Lower case: the key of the door's access levels. */
+  doorUuid: string;
   now: number;
   /** The door's keypad is in lockout after too many wrong PINs (only affects kind pin). */
   keypadLockedOut?: boolean;
@@ -105,6 +113,8 @@ export interface Decision {
   holders: HolderVerdict[];
   /** Granted to a member of the request's firstPersonIn (the door's unlock schedule may start). */
   firstPerson?: boolean;
+  /** The access level that granted a user (a guest link grants by itself). */
+  level?: string;
 }
 
 function isMember(user: UserHolder, policy: AccessPolicy): boolean {
@@ -119,11 +129,21 @@ export function refOf(holder: Holder): HolderRef {
   return holder.kind === 'user' ? { email_id: holder.emailId } : { magic_link_id: holder.magicLinkId };
 }
 
-function userVerdict(user: UserHolder, access: AccessPolicy): DenyReason | null {
-  if (user.adStatus !== 'ACTIVE') return 'user_suspended';
+/** The moment as the access levels see it (local minute of the week, date, holiday, clock trusted). */
+export function levelTime(now: number, ctx: Pick<DecisionContext, 'localTime' | 'holidays'>): LevelTime {
+  const local = ctx.localTime(now);
+  return { now, minuteOfWeek: local.weekday * 1440 + local.minuteOfDay, date: local.date, holiday: ctx.holidays.has(local.date), clockTrusted: isClockTrusted(now) };
+}
+
+/** A user's verdict, and the level that admits them. `everyDoor`: a responder in a lockdown, admitted at any door. */
+function userVerdict(user: UserHolder, req: DecisionRequest, ctx: DecisionContext, t: () => LevelTime, everyDoor: boolean): { reason: DenyReason | null; level?: string } {
+  if (user.adStatus !== 'ACTIVE') return { reason: 'user_suspended' };
   // GUEST-tag users enter only through guest links.
-  if (user.tag !== 'USER') return 'not_authorized';
-  return isMember(user, access) ? null : 'not_authorized';
+  if (user.tag !== 'USER') return { reason: 'not_authorized' };
+  const found = levelFor(ctx.levels, req.doorUuid, user, t());
+  if ('level' in found) return { reason: null, level: found.level.name };
+  if (everyDoor) return { reason: null, level: 'responders (every door)' };
+  return { reason: found.reason };
 }
 
 function linkVerdict(link: LinkHolder, req: DecisionRequest, ctx: DecisionContext): DenyReason | null {
@@ -167,17 +187,24 @@ export function decide(req: DecisionRequest, holders: readonly Holder[], ctx: De
   let granted = false;
   let firstPerson = false;
   let reason: DenyReason | null = null;
+  let level: string | undefined;
+  let time: LevelTime | undefined;
+  const at = () => (time ??= levelTime(req.now, ctx));
   for (const holder of holders) {
-    let verdictReason = holder.kind === 'user' ? userVerdict(holder, ctx.access) : linkVerdict(holder, req, ctx);
-    if (lockdown && verdictReason === null && !isResponder(holder, ctx.responders)) verdictReason = 'lockdown';
+    const responder = lockdown && isResponder(holder, ctx.responders);
+    const user = holder.kind === 'user' ? userVerdict(holder, req, ctx, at, responder && ctx.responders?.everyDoor === true) : null;
+    let verdictReason = user ? user.reason : linkVerdict(holder as LinkHolder, req, ctx);
+    if (lockdown && verdictReason === null && !responder) verdictReason = 'lockdown';
     if (verdictReason === null && req.secondFactor && holder.kind === 'link' && holder.hasPin !== true) verdictReason = 'no_second_factor';
     verdicts.push({ holder: refOf(holder), reason: verdictReason });
     if (verdictReason === null) {
       granted = true;
+      if (user?.level !== undefined) level ??= user.level;
       if (req.firstPersonIn && holder.kind === 'user' && isMember(holder, req.firstPersonIn)) firstPerson = true;
     } else if (reason === null || PRECEDENCE.get(verdictReason)! < PRECEDENCE.get(reason)!) reason = verdictReason;
   }
   const decision: Decision = { granted, reason: granted ? null : reason, holders: verdicts };
   if (req.firstPersonIn) decision.firstPerson = firstPerson;
+  if (level !== undefined) decision.level = level;
   return decision;
 }

@@ -8,6 +8,8 @@ export interface LocalTime {
   /** 0 = Sunday, as time_mapping counts. */
   weekday: number;
   hour: number;
+  /** Minutes since local midnight (0-1439). */
+  minuteOfDay: number;
   /** The local calendar date, YYYY-MM-DD (holidays are dates). */
   date: string;
 }
@@ -41,8 +43,8 @@ export function isCalendarDate(text: string): boolean {
 }
 
 const WEEKDAYS: Record<string, number> = { Sun: 0, Mon: 1, Tue: 2, Wed: 3, Thu: 4, Fri: 5, Sat: 6 };
-// Every zone offset in use is a multiple of 15 minutes, so local weekday and hour are constant within one.
-const BUCKET_MS = 15 * 60 * 1000;
+// Every zone offset in use is a whole number of minutes, so local weekday and minute are constant within one.
+const BUCKET_MS = 60 * 1000;
 
 /**
  * Returns a function giving the weekday and hour of an instant in an IANA time zone. Daylight-saving changes
@@ -53,29 +55,32 @@ export function localTimeIn(timeZone: string): (epochMs: number) => LocalTime {
     timeZone,
     weekday: 'short',
     hour: 'numeric',
+    minute: 'numeric',
     hourCycle: 'h23',
     year: 'numeric',
     month: '2-digit',
     day: '2-digit',
   });
   let cachedBucket = Number.NaN;
-  let cached: LocalTime = { weekday: 0, hour: 0, date: '1970-01-01' };
+  let cached: LocalTime = { weekday: 0, hour: 0, minuteOfDay: 0, date: '1970-01-01' };
   return (epochMs) => {
     const bucket = Math.floor(epochMs / BUCKET_MS);
     if (bucket !== cachedBucket) {
       let weekday = 0;
       let hour = 0;
+      let minute = 0;
       let year = '1970';
       let month = '01';
       let day = '01';
       for (const part of format.formatToParts(epochMs)) {
         if (part.type === 'weekday') weekday = WEEKDAYS[part.value] ?? 0;
         else if (part.type === 'hour') hour = Number(part.value);
+        else if (part.type === 'minute') minute = Number(part.value);
         else if (part.type === 'year') year = part.value.padStart(4, '0');
         else if (part.type === 'month') month = part.value;
         else if (part.type === 'day') day = part.value;
       }
-      cached = { weekday, hour, date: `${year}-${month}-${day}` };
+      cached = { weekday, hour, minuteOfDay: hour * 60 + minute, date: `${year}-${month}-${day}` };
       cachedBucket = bucket;
     }
     return cached;
@@ -87,4 +92,24 @@ export function scheduleAllows(mapping: TimeMapping, at: Pick<LocalTime, 'weekda
   const ranges = mapping[at.weekday];
   if (!ranges) return false;
   return ranges.some(([start, end]) => start <= at.hour && at.hour < end);
+}
+
+/**
+ * The instant a local wall-clock time has in a time zone, or null when the zone skips it (a spring-forward gap).
+ * A time the zone has twice (fall back) gives the first.
+ */
+export function zonedInstant(timeZone: string, date: string, minuteOfDay: number): number | null {
+  if (!isCalendarDate(date)) return null;
+  const [y, m, d] = date.split('-').map(Number) as [number, number, number];
+  const wallAsUtc = Date.UTC(y, m - 1, d, Math.floor(minuteOfDay / 60), minuteOfDay % 60);
+  const format = new Intl.DateTimeFormat('en-US', { timeZone, hourCycle: 'h23', year: 'numeric', month: 'numeric', day: 'numeric', hour: 'numeric', minute: 'numeric' });
+  const offsetAt = (ms: number) => {
+    const p: Record<string, number> = {};
+    for (const part of format.formatToParts(ms)) p[part.type] = Number(part.value);
+    return Date.UTC(p.year!, p.month! - 1, p.day!, p.hour!, p.minute!) - Math.floor(ms / 60_000) * 60_000;
+  };
+  // The offsets around the wall time: the earlier instant that shows it wins.
+  const candidates = new Set([wallAsUtc - offsetAt(wallAsUtc - 86_400_000), wallAsUtc - offsetAt(wallAsUtc + 86_400_000), wallAsUtc - offsetAt(wallAsUtc)]);
+  const matching = [...candidates].filter((t) => t + offsetAt(t) === wallAsUtc).sort((a, b) => a - b);
+  return matching[0] ?? null;
 }

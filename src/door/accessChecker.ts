@@ -1,6 +1,9 @@
 import { readerCardFormat, type AccessOptions, type DoorOptions, type MemberPolicy } from './options.js';
+import { buildLevelSet, type LevelSet } from './levelSet.js';
+import { readServiceLevels, serviceLevelsText } from '../store/serviceLevels.js';
 import { credentialHint, duressOriginal, normalizeCredential, pinLabelSet, type CredentialKind, type DuressRule } from '../core/credentials.js';
-import { decide, refOf, type AccessPolicy, type Decision, type DecisionContext, type Holder, type HolderRef } from '../core/decision.js';
+import { explainLevels } from '../core/accessLevels.js';
+import { decide, levelTime, refOf, type AccessPolicy, type Decision, type DecisionContext, type Holder, type HolderRef } from '../core/decision.js';
 import { localTimeIn } from '../core/schedule.js';
 import type { CredentialCache } from '../store/credentialCache.js';
 import { CacheUnreadableError } from '../store/database.js';
@@ -29,6 +32,8 @@ export interface AccessResult extends Decision {
   duress?: boolean;
   /** With duress: the holders of the PIN it stands for (named by the alarm, also when the decision refused). */
   duressHolders?: HolderRef[];
+  /** A grant to a user: their name, as the directory gives it (who opened the door). */
+  who?: string;
 }
 
 export function memberPolicy(policy: MemberPolicy): AccessPolicy {
@@ -38,6 +43,9 @@ export function memberPolicy(policy: MemberPolicy): AccessPolicy {
 /** The decision path at the door: normalize, look up the holders in the cache, decide. */
 export class AccessChecker {
   private context: DecisionContext;
+  private levelSet: LevelSet;
+  /** The stored service levels the set was built from (a reload with the same text changes nothing). */
+  private serviceText: string | undefined;
   private readonly configuredHolidays: readonly string[];
   private readonly pinLabels: ReadonlySet<string>;
   private readonly duressRule: DuressRule;
@@ -47,19 +55,50 @@ export class AccessChecker {
 
   constructor(
     private readonly cache: CredentialCache,
-    config: { access: AccessOptions; agent: { timezone: string } },
+    private readonly config: { access: AccessOptions; agent: { timezone: string }; doors: readonly DoorOptions[] },
   ) {
     this.pinLabels = pinLabelSet(config.access.pinLabels);
     this.duressRule = config.access.duressPin;
     this.minCardDigits = config.access.minCardDigits;
     this.minPinLength = config.access.minPinLength;
     this.configuredHolidays = config.access.holidays;
+    this.levelSet = buildLevelSet(config.access, config.doors, this.readServiceLevels());
     this.context = {
-      access: memberPolicy(config.access),
-      responders: config.access.responders ? memberPolicy(config.access.responders) : null,
+      levels: this.levelSet.index,
+      responders: config.access.responders ? { ...memberPolicy(config.access.responders), everyDoor: config.access.responders.everyDoor === true } : null,
       holidays: new Set(config.access.holidays),
       localTime: localTimeIn(config.agent.timezone),
     };
+  }
+
+  private readServiceLevels() {
+    try {
+      this.serviceText = serviceLevelsText(this.cache.db);
+      return readServiceLevels(this.cache.db);
+    } catch (err) {
+      throw new CacheUnreadableError(err);
+    }
+  }
+
+  /**
+   * After a sync: the service's levels and resource groups as the cache now holds them, compiled once (not
+   * again when they did not change). Returns whether they changed.
+   */
+  reloadLevels(): boolean {
+    if (serviceLevelsText(this.cache.db) === this.serviceText) return false;
+    this.levelSet = buildLevelSet(this.config.access, this.config.doors, this.readServiceLevels());
+    this.context = { ...this.context, levels: this.levelSet.index };
+    return true;
+  }
+
+  /** The levels in force, compiled (status, check). */
+  get levels(): LevelSet {
+    return this.levelSet;
+  }
+
+  /** The decision context (check explains with it). */
+  get decisionContext(): DecisionContext {
+    return this.context;
   }
 
   /** Holidays published by the service (retained on MQTT), in addition to the configured ones. */
@@ -87,6 +126,7 @@ export class AccessChecker {
     const holders = tooShort ? [] : this.holdersOf(kind, normalized, door);
     const hint = credentialHint(normalized, kind);
     const result: AccessResult = { ...this.decideFor(request, holders, tooShort), door: door.uuid, kind, hint };
+    if (result.granted) this.nameWho(result);
     // A PIN someone holds is that PIN, never a duress PIN (the real PIN wins a collision, see directoryFindings).
     if (kind !== 'pin' || tooShort || holders.length > 0) return result;
     const original = duressOriginal(request.credential, this.duressRule);
@@ -95,7 +135,39 @@ export class AccessChecker {
     const owners = this.holdersOf('pin', originalNormalized, door);
     if (owners.length === 0) return result;
     // Decided as the owner's own PIN (lockdown, lockout, schedule alike): a guesser learns nothing more.
-    return { ...this.decideFor(request, owners, false), door: door.uuid, kind, hint, duress: true, duressHolders: owners.map(refOf) };
+    const duress: AccessResult = { ...this.decideFor(request, owners, false), door: door.uuid, kind, hint, duress: true, duressHolders: owners.map(refOf) };
+    if (duress.granted) this.nameWho(duress);
+    return duress;
+  }
+
+  /**
+   * For `check`: each user holding this credential, and each level they hold: whether it covers the door and is in
+   * force at `request.now`, in words.
+   */
+  explain(request: AccessRequest): Array<{ holder: HolderRef; name: string | null; levels: string[] }> {
+    const { door, kind } = request;
+    const normalized = normalizeCredential(request.credential, kind, readerCardFormat(door));
+    if (normalized === null) return [];
+    const t = levelTime(request.now, this.context);
+    const doorName = (uuid: string) => this.config.doors.find((d) => d.uuid === uuid)?.name ?? uuid;
+    return this.holdersOf(kind, normalized, door).flatMap((holder) => {
+      if (holder.kind !== 'user') return [];
+      const levels = explainLevels(this.context.levels, door.uuid, holder, t, doorName).map((e) => e.text);
+      if (levels.length === 0) levels.push(`holds no access level (groups: ${holder.groups.join(', ') || 'none'}; policies: ${holder.policies.join(', ') || 'none'})`);
+      return [{ holder: refOf(holder), name: this.cache.userName(holder.emailId), levels }];
+    });
+  }
+
+  /** The granted user's name: the first holder granted, when a user. */
+  private nameWho(result: AccessResult): void {
+    const granted = result.holders.find((h) => h.reason === null)?.holder;
+    if (!granted || !('email_id' in granted)) return;
+    try {
+      const name = this.cache.userName(granted.email_id);
+      if (name !== null) result.who = name;
+    } catch {
+      // The name is for the record only; the decision stands without it.
+    }
   }
 
   private holdersOf(kind: CredentialKind, normalized: string, door: DoorOptions): Holder[] {
@@ -118,6 +190,7 @@ export class AccessChecker {
       {
         kind,
         doorResourceId: door.resourceId,
+        doorUuid: door.uuid,
         now: request.now,
         keypadLockedOut: request.keypadLockedOut ?? false,
         cardLockedOut: request.cardLockedOut ?? false,

@@ -106,6 +106,8 @@ export class DoorRuntime {
       hint: result.hint,
       reason: result.reason,
       holders: result.holders.map((h) => ({ ...h.holder, reason: h.reason })),
+      ...(result.level !== undefined ? { level: result.level } : {}),
+      ...(result.who !== undefined ? { who: result.who } : {}),
       ...extra,
     };
   }

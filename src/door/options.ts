@@ -1,4 +1,5 @@
 import type { CardFormat, DuressRule } from '../core/credentials.js';
+import type { AccessLevel } from '../core/accessLevels.js';
 import type { KeypadLockoutPolicy } from '../core/keypad.js';
 import type { CardLockoutPolicy } from '../core/cardLockout.js';
 import type { FailMode, Level } from '../core/relay.js';
@@ -91,8 +92,10 @@ export interface AccessOptions {
   groups: readonly string[];
   policies: readonly string[];
   pinLabels: readonly string[];
-  /** Still admitted during a lockdown. */
-  responders?: MemberPolicy;
+  /** The configured access levels (access.levels), doors resolved to uuids; access.groups/policies are not among them. */
+  levels: readonly AccessLevel[];
+  /** Still admitted during a lockdown; everyDoor: at every door, whatever their levels say. */
+  responders?: MemberPolicy & { everyDoor?: boolean };
   /** Local dates YYYY-MM-DD: no unlock schedules, no guest links (unless made for the day). */
   holidays: readonly string[];
   duressPin: DuressRule;

@@ -24,6 +24,12 @@ const LOCK_ATTRIBUTES_TEMPLATE =
   "{{ {'lockdown': value_json.get('lockdown'), 'tamper': value_json.get('tamper'), 'schedule': value_json.get('schedule'), " +
   "'cause': value_json.get('cause'), 'relock_at': value_json.get('relock_at')} | tojson }}";
 
+/** The access event entity's payload: a decision's type and who, by which level, or why not (nothing for other events). */
+export const ACCESS_EVENT_TEMPLATE =
+  "{% if value_json.type in ['access_granted', 'access_denied'] %}{{ {'event_type': value_json.type, " +
+  "'who': value_json.get('who'), 'level': value_json.get('level'), 'reason': value_json.get('reason'), " +
+  "'kind': value_json.get('kind'), 'credential': value_json.get('hint')} | tojson }}{% endif %}";
+
 const LOCKDOWN_VALUE_TEMPLATE = "{{ 'ON' if value_json.lockdown else 'OFF' }}";
 
 /**
@@ -132,6 +138,22 @@ export function discoveryMessages(options: {
         },
       });
     }
+    messages.push({
+      topic: `${haPrefix}/event/${id}_access/config`,
+      payload: {
+        name: `${door.name} access`,
+        unique_id: `${id}_access`,
+        // Every audit event comes on the events topic; the template keeps the decisions (an empty rendering is
+        // ignored) and names who opened the door and by which access level.
+        state_topic: topics.events(door.uuid),
+        value_template: ACCESS_EVENT_TEMPLATE,
+        event_types: ['access_granted', 'access_denied'],
+        icon: 'mdi:badge-account',
+        qos: 1,
+        ...availability,
+        device,
+      },
+    });
     messages.push({
       topic: `${haPrefix}/event/${id}_alarm/config`,
       payload: {

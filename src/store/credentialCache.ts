@@ -40,9 +40,10 @@ export class CredentialCache {
   private readonly byNumber: Statement<[string], HolderRow>;
   private readonly byToken: Statement<[string], LinkRow>;
   private readonly linkLabels: Statement<[string], string | null>;
+  private readonly nameOf: Statement<[number], string>;
   private readonly parsed = new Map<string, unknown>();
 
-  constructor(private readonly db: Db) {
+  constructor(readonly db: Db) {
     this.byNumber = db
       .prepare(
         `SELECT holder_kind, holder_id, tag, ad_status, groups, policies, resource_ids, start_at, end_at, time_mapping, label, digits
@@ -55,6 +56,12 @@ export class CredentialCache {
     this.linkLabels = db
       .prepare("SELECT label FROM credentials WHERE holder_kind = 'link' AND holder_id = ?")
       .pluck(true) as unknown as Statement<[string], string | null>;
+    this.nameOf = db.prepare('SELECT name FROM users WHERE email_id = ?').pluck(true) as unknown as Statement<[number], string>;
+  }
+
+  /** A user's name as the directory gives it (who opened a door), or null when the user is not held. */
+  userName(emailId: number): string | null {
+    return this.nameOf.get(emailId) ?? null;
   }
 
   private json<T>(text: string): T {

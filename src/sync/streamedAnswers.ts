@@ -1,5 +1,14 @@
 import { z } from 'zod';
-import { userDetailSchema, userListItemSchema, type UserDetail } from '../api/shapes.js';
+import {
+  directoryLevelsSchema,
+  resourceGroupsSchema,
+  userDetailSchema,
+  userListItemSchema,
+  type DirectoryLevel,
+  type ResourceGroup,
+  type UserDetail,
+} from '../api/shapes.js';
+import type { ServiceLevels } from '../store/serviceLevels.js';
 import { JsonMemberStream, JsonSyntaxError, type StreamedMember } from '../snapshot/jsonStream.js';
 import { toStagedDetail, toStagedUser } from '../snapshot/toStaged.js';
 import type { Db } from '../store/database.js';
@@ -143,6 +152,8 @@ export async function stageDetails(
 /** What a GET /directory answer says of itself: its version (history and tag null from an older service) and whether it is full. */
 export interface DirectoryAnswerHead extends DirectoryVersion {
   full: boolean;
+  /** The service's access levels and resource groups; null: the answer has none (a service without them). */
+  levels: ServiceLevels | null;
 }
 
 /**
@@ -157,6 +168,8 @@ export function stageDirectory(db: Db, stage: SnapshotStage, body: ResponseSpool
     let full: boolean | undefined;
     let history: string | null = null;
     let tag: string | null = null;
+    let levels: DirectoryLevel[] | undefined;
+    let resourceGroups: ResourceGroup[] | undefined;
     const seen = new Set<string>();
     db.transaction(() => {
       const stream = new JsonMemberStream(body.source(), { ...DIRECTORY_SECTIONS, maxValueBytes: MAX_MEMBER_BYTES });
@@ -167,6 +180,8 @@ export function stageDirectory(db: Db, stage: SnapshotStage, body: ResponseSpool
           else if (member.section === 'full') full = parse(endpoint, member.raw, z.boolean(), ['full']);
           else if (member.section === 'history') history = parse(endpoint, member.raw, historySchema, ['history']);
           else if (member.section === 'tag') tag = parse(endpoint, member.raw, tagSchema.nullable(), ['tag']);
+          else if (member.section === 'levels') levels = parse(endpoint, member.raw, directoryLevelsSchema, ['levels']);
+          else if (member.section === 'resource_groups') resourceGroups = parse(endpoint, member.raw, resourceGroupsSchema, ['resource_groups']);
           else if (DIRECTORY_SECTIONS.arrays.has(member.section)) throw invalid(endpoint, `$.${member.section}`, 'expected an array');
           else if (DIRECTORY_SECTIONS.objects.has(member.section)) throw invalid(endpoint, `$.${member.section}`, 'expected an object keyed by email_id');
           // other members: an extension this agent does not know; ignored
@@ -193,7 +208,8 @@ export function stageDirectory(db: Db, stage: SnapshotStage, body: ResponseSpool
     for (const id of stage.detailsWithoutUsers(1)) throw invalid(endpoint, formatPath(['details', String(id)], '$'), `no user with email_id ${id} in users`);
     const both = scope.removedAndListed();
     if (both !== undefined) throw invalid(endpoint, '$.removed', `email_id ${both} is also listed in users`);
-    return { revision: revision!, full: full!, history, tag };
+    const serviceLevels = levels === undefined && resourceGroups === undefined ? null : { levels: levels ?? [], resourceGroups: resourceGroups ?? [] };
+    return { revision: revision!, full: full!, history, tag, levels: serviceLevels };
   } finally {
     scope.dropRemoved();
   }

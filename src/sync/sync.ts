@@ -4,6 +4,7 @@ import { readHeldVersion, writeHeldRevision } from '../store/heldRevision.js';
 import { readMeta, writeMeta } from '../store/meta.js';
 import { MassRemovalError, mergeStage, type MergeSummary } from '../store/snapshotMerge.js';
 import { SnapshotStage } from '../store/snapshotStage.js';
+import { writeServiceLevels } from '../store/serviceLevels.js';
 import type { ResponseSpool } from './responseSpool.js';
 import { ServiceError, type ServiceClient } from './serviceClient.js';
 import { dropDirectoryScope, stageDetails, stageDirectory, stageUserList } from './streamedAnswers.js';
@@ -87,6 +88,8 @@ export async function syncOnce(db: Db, client: ServiceClient, options: SyncOptio
       const result = db
         .transaction(() => {
           const summary = mergeStage(db, { maxRemovalRatio: options.maxRemovalRatio, includeLinks: false });
+          // The seed's calls carry no level definitions: the config's levels alone apply.
+          writeServiceLevels(db, null);
           const lastSummary = { ...summary, revision: null, mode: 'lists' as const };
           writeMeta(db, STATUS_KEY, { lastSuccessAt: attemptAt, lastAttemptAt: attemptAt, lastError: null, lastSummary } satisfies SyncStatus);
           return lastSummary;
@@ -136,6 +139,7 @@ function applyDirectory(
         }
         const lastSummary = { ...summary, revision: answer.revision, mode: answer.full ? ('directory_full' as const) : ('directory_delta' as const) };
         writeHeldRevision(db, answer);
+        writeServiceLevels(db, answer.levels);
         writeMeta(db, STATUS_KEY, { lastSuccessAt: attemptAt, lastAttemptAt: attemptAt, lastError: null, lastSummary } satisfies SyncStatus);
         return lastSummary;
       })

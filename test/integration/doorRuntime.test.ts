@@ -18,6 +18,9 @@ describe('DoorRuntime decisions (card_or_pin)', () => {
       hint: '…78',
       reason: null,
       holders: [{ email_id: 101, reason: null }],
+      // Who opened it, and by which access level (access.groups: every door, always).
+      who: 'Alice Adams',
+      level: 'every_door',
     });
     expect(t.last('unlocked')).toMatchObject({ relock_at: new Date(WALL0 + 5000).toISOString() });
     t.time.advance(4999);

@@ -13,6 +13,7 @@ import {
 } from '../../src/core/decision.js';
 import type { CredentialKind } from '../../src/core/credentials.js';
 import { ALL_WEEK, localTimeIn, type TimeMapping } from '../../src/core/schedule.js';
+import { compileLevels } from '../../src/core/accessLevels.js';
 
 const DOOR = 12;
 const OTHER_DOOR = 13;
@@ -20,8 +21,10 @@ const utc = (iso: string) => Date.parse(iso);
 // Wednesday 2026-07-01 14:00 in Berlin (CEST).
 const NOW = utc('2026-07-01T12:00:00Z');
 
+const DOOR_UUID = 'door-12';
 const ctx: DecisionContext = {
-  access: { groups: new Set(['Staff']), policies: new Set(['Cleaning']) },
+  // access.groups/policies: every door, always.
+  levels: compileLevels([{ name: 'every_door', source: 'every_door', groups: ['Staff'], policies: ['Cleaning'], doors: 'all', schedule: null }], [DOOR_UUID]),
   responders: null,
   holidays: new Set(),
   localTime: localTimeIn('Europe/Berlin'),
@@ -44,7 +47,7 @@ function link(over: Partial<LinkHolder> = {}): LinkHolder {
 }
 
 function req(over: Partial<DecisionRequest> = {}): DecisionRequest {
-  return { kind: 'card', doorResourceId: DOOR, now: NOW, ...over };
+  return { kind: 'card', doorResourceId: DOOR, doorUuid: DOOR_UUID, now: NOW, ...over };
 }
 
 // Weekdays 9-17 local time only.
@@ -164,6 +167,7 @@ describe('decide: holders reported', () => {
         { holder: { magic_link_id: 'ml-ok' }, reason: null },
         { holder: { email_id: 9 }, reason: 'not_authorized' },
       ],
+      level: 'every_door',
     });
   });
 
@@ -234,6 +238,8 @@ describe('decide: reason precedence when every holder is denied', () => {
       'wrong_door',
       'link_not_yet_valid',
       'link_expired',
+      'level_not_yet_valid',
+      'level_expired',
       'holiday',
       'outside_schedule',
     ]);

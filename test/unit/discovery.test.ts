@@ -182,16 +182,35 @@ describe('Home Assistant discovery', () => {
       [
         `${HA}/lock/${AGENT}_${FRONT}/config`,
         `${HA}/event/${AGENT}_${FRONT}_alarm/config`,
+        `${HA}/event/${AGENT}_${FRONT}_access/config`,
         `${HA}/lock/${AGENT}_${BACK}/config`,
+        `${HA}/event/${AGENT}_${BACK}_access/config`,
         `${HA}/binary_sensor/${AGENT}_${BACK}_door/config`,
         `${HA}/event/${AGENT}_${BACK}_alarm/config`,
         `${HA}/lock/${AGENT}_${SIDE}/config`,
         `${HA}/binary_sensor/${AGENT}_${SIDE}_tamper/config`,
         `${HA}/sensor/${AGENT}_${SIDE}_schedule/config`,
         `${HA}/event/${AGENT}_${SIDE}_alarm/config`,
+        `${HA}/event/${AGENT}_${SIDE}_access/config`,
         `${HA}/switch/${AGENT}_lockdown/config`,
       ].sort(),
     );
+  });
+
+  it('an access event entity per door names who opened it and by which level, and ignores the other events (Jinja2)', () => {
+    const config = byTopic(`${HA}/event/${AGENT}_${FRONT}_access/config`);
+    expect(config).toMatchObject({ state_topic: `acme/doors-v1/doors/${FRONT}/events`, event_types: ['access_granted', 'access_denied'] });
+    if (!jinjaAvailable()) throw new Error('python3 with jinja2 is needed to render the templates: apt-get install python3-jinja2');
+    const template = config.value_template as string;
+    const [granted, denied, other] = renderAll([
+      { template, payload: { id: 'a-1', seq: 1, type: 'access_granted', kind: 'card', hint: '…5678', reason: null, who: 'Ada Lovelace', level: 'Staff front door', holders: [{ email_id: 7, reason: null }] } },
+      { template, payload: { id: 'a-2', seq: 2, type: 'access_denied', kind: 'card', hint: '…5678', reason: 'outside_schedule', holders: [{ email_id: 7, reason: 'outside_schedule' }] } },
+      { template, payload: { id: 'a-3', seq: 3, type: 'lock_changed', state: 'UNLOCKED' } },
+    ]);
+    expect(JSON.parse(granted!)).toEqual({ event_type: 'access_granted', who: 'Ada Lovelace', level: 'Staff front door', reason: null, kind: 'card', credential: '…5678' });
+    expect(JSON.parse(denied!)).toMatchObject({ event_type: 'access_denied', who: null, level: null, reason: 'outside_schedule' });
+    // Home Assistant ignores an empty rendering: a lock change is not an access event.
+    expect(other!.trim()).toBe('');
   });
 
   it('describes a door without a contact as a lock with the MQTT topics of docs/mqtt.md', () => {
