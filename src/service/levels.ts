@@ -47,6 +47,9 @@ interface LevelRow {
 const SELECT_LEVELS = `SELECT l.policy_id, p.name, l.resource_ids, l.resource_group_id, l.schedule, l.start_time, l.end_time
   FROM policy_levels l JOIN policies p USING (policy_id)`;
 
+/** The most levels a service holds: what every agent takes in one directory answer (api/shapes.ts directoryLevelsSchema). */
+export const MAX_LEVELS = 10_000;
+
 const sortedIds = (ids: Iterable<number>) => [...new Set(ids)].sort((a, b) => a - b);
 
 /**
@@ -85,6 +88,10 @@ export class LevelStore {
       start_time: row.start_time,
       end_time: row.end_time,
     };
+  }
+
+  count(): number {
+    return this.sql('SELECT count(*) FROM policy_levels').pluck().get() as number;
   }
 
   list(): Level[] {

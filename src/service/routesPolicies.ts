@@ -2,7 +2,7 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import { parseServiceTime } from '../core/schedule.js';
 import { levelScheduleSchema, timeMappingSchema, timeMappingToSchedule, type LevelSchedule } from './levelSchedule.js';
-import type { Level, LevelDefinition } from './levels.js';
+import { MAX_LEVELS, type Level, type LevelDefinition } from './levels.js';
 import { BadRequest, intParam, jsonArrayParam, parseParams } from './params.js';
 import { REQUEST_LIMITS as LIMITS } from './requestLimits.js';
 import type { RouteContext } from './server.js';
@@ -140,6 +140,9 @@ export function registerPolicyRoutes(app: FastifyInstance, ctx: RouteContext): v
     const members = p.email_ids ?? [];
     checkMembers('email_ids', members);
     checkName(p.name);
+    if (levels.count() >= MAX_LEVELS) {
+      throw new BadRequest(`there are already ${MAX_LEVELS.toLocaleString('en-US')} access levels, the most the doors take: delete one first`, 409);
+    }
     const policyId = levels.create(p.name, def, members);
     return { success: `access level ${p.name} created with ${new Set(members).size} member(s)`, policy_id: policyId };
   });

@@ -53,6 +53,8 @@ type Directory = {
   levels: Array<Record<string, unknown>>;
   resource_groups: Array<{ name: string; resource_ids: number[] }>;
 };
+/** Minutes of a day as HH:MM. */
+const clock = (minutes: number) => `${String(Math.floor(minutes / 60)).padStart(2, '0')}:${String(minutes % 60).padStart(2, '0')}`;
 const directory = async (since?: number) => (await ok('GET', since === undefined ? '/directory' : `/directory?since=${since}`)) as unknown as Directory;
 
 /** Everything /policies could have changed, straight from the database. */
@@ -242,7 +244,13 @@ describe('/policies (extension: access levels)', () => {
       ['POST', { name: 'N', ...where, schedule: {} }, 400, 'schedule: no weekday has a range: list at least one day'],
       ['POST', { name: 'N', ...where, schedule: { holidays: 'open' } }, 400, 'schedule: no weekday has a range: list at least one day'],
       ['POST', { name: 'N', ...where, schedule: { mon: [] } }, 400, 'schedule.mon: an empty list: leave the day out for no access that day'],
-      ['POST', { name: 'N', ...where, schedule: { mon: ['08:00-09:00'], monday: ['08:00-09:00'] } }, 400, /^schedule\.monday: unknown key/],
+      ['POST', { name: 'N', ...where, schedule: { mon: ['08:00-09:00'], monday: ['08:00-09:00'] } }, 400, 'schedule.monday: unknown key: use sun, mon, tue, wed, thu, fri, sat and holidays'],
+      [
+        'POST',
+        { name: 'N', ...where, schedule: { sun: Array.from({ length: 49 }, (_, i) => `${clock(i * 25)}-${clock(i * 25 + 10)}`) } },
+        400,
+        'schedule.sun: 49 ranges; at most 48 a day',
+      ],
       ['POST', { name: 'N', ...where, schedule: { mon: ['08:00-09:00'], holidays: 'maybe' } }, 400, 'schedule.holidays: expected "closed" or "open"'],
       ['POST', { name: 'N', ...where, schedule: ['08:00-09:00'] }, 400, 'schedule: expected an object with weekdays (sun, mon, ..., sat) and optional holidays'],
       ['POST', { name: 'N', ...where, schedule: 'always' }, 400, 'schedule: expected an object with weekdays (sun, mon, ..., sat) and optional holidays'],
@@ -396,6 +404,24 @@ describe('GET /directory carries the levels and resource groups', () => {
     expect(deleted.levels.map((l) => l.name)).toEqual(['Always lobby']);
     expect(deleted.users.map((u) => u.email_id)).toEqual([carol]);
     expect(deleted.details[String(carol)]!.policies).toEqual([]);
+  });
+
+  it('holds at most 10,000 levels, what every door takes in one answer', async () => {
+    const full = await inProcessService(join(tmp.path, 'full.db'), RESOURCES);
+    try {
+      full.db.transaction(() => {
+        const policy = full.db.prepare('INSERT INTO policies (name) VALUES (?)');
+        const level = full.db.prepare("INSERT INTO policy_levels (policy_id, resource_ids) VALUES (?, '[3]')");
+        for (let i = 0; i < 10_000; i++) level.run(policy.run(`Level ${i}`).lastInsertRowid);
+      })();
+      const r = await full.app.inject({ method: 'POST', url: '/policies', headers: full.headers, payload: { name: 'One more', resource_ids: [3] } });
+      expect(r.statusCode).toBe(409);
+      expect(r.json()).toEqual({ error: 'there are already 10,000 access levels, the most the doors take: delete one first' });
+      expect(full.db.prepare('SELECT count(*) FROM policies').pluck().get()).toBe(10_000);
+    } finally {
+      await full.app.close();
+      full.db.close();
+    }
   });
 
   it('a service with no levels and no resource groups issues no revision for them', async () => {
