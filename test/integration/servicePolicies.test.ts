@@ -1,8 +1,10 @@
+import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ApiKeys } from '../../src/service/apiKeys.js';
 import type { ServiceDb } from '../../src/service/database.js';
-import { DOOR_UUID, SECOND_DOOR_UUID, tempDir } from '../support/cli.js';
+import { DOOR_UUID, SECOND_DOOR_UUID, runCli, runCliAsync, tempDir, writeConfig } from '../support/cli.js';
+import { freePort } from '../support/net.js';
 import { inProcessService } from '../support/serviceApp.js';
 
 // Access levels (extension: /policies) on the reference service in this process, on a real database file.
@@ -434,4 +436,27 @@ describe('GET /directory carries the levels and resource groups', () => {
       fresh.db.close();
     }
   });
+});
+
+describe('a door synced from the service applies its levels', () => {
+  it('door-agent sync takes the level; check grants inside its schedule and refuses outside it', async () => {
+    const id = (await ok('POST', '/policies', { name: 'Late crew', email_ids: [carol], resource_ids: [12], schedule: { mon: ['22:00-06:00'] } })).policy_id as number;
+    await ok('PUT', '/modifysmartcard', { email_id: carol, smartcards: JSON.stringify([{ number: '4213578' }]) });
+    const port = await freePort();
+    await app.listen({ port, host: '127.0.0.1' });
+    const dir = join(tmp.path, 'agent');
+    mkdirSync(dir);
+    writeFileSync(join(dir, 'api-key'), `${keys.DOOR}\n`);
+    const config = writeConfig(dir, { access: '{ groups: [Nobody], policies: [] }', extra: `service: { baseUrl: "http://127.0.0.1:${port}", apiKeyFile: ${dir}/api-key }` });
+    const synced = await runCliAsync(['sync', '--config', config]);
+    expect(synced.status, synced.stderr).toBe(0);
+    const status = JSON.parse(runCli(['status', '--json', '--config', config]).stdout) as { levels: { serviceLevels: number | null } };
+    expect(status.levels.serviceLevels).toBe(((await ok('GET', '/policies')).policies as unknown[]).length);
+    // Monday 23:00 and Tuesday 05:30 in the agent's zone (Europe/Berlin) are inside; Monday noon is not.
+    const at = (when: string) => JSON.parse(runCli(['check', '4213578', '--at', when, '--config', config]).stdout) as { granted: boolean; reason: string | null };
+    expect(at('2026-11-23T23:00:00+01:00')).toMatchObject({ granted: true, reason: null });
+    expect(at('2026-11-24T05:30:00+01:00')).toMatchObject({ granted: true });
+    expect(at('2026-11-23T12:00:00+01:00')).toMatchObject({ granted: false, reason: 'outside_schedule' });
+    await ok('DELETE', `/policies?policy_id=${id}`);
+  }, 60_000);
 });
