@@ -3,6 +3,7 @@ import type { Logger } from 'pino';
 import type { DirectoryVersion } from '../protocol/directory.js';
 import type { ServiceDb } from './database.js';
 import { DirectoryHistory, markFileFor } from './directoryHistory.js';
+import { LevelStore, type DirectoryLevel, type DirectoryResourceGroup } from './levels.js';
 import type { UserStore } from './users.js';
 
 /** Past this many changed users, a delta reads every membership in one query rather than one per user. */
@@ -20,7 +21,15 @@ export interface DirectoryAnswer {
   users: Array<Record<string, unknown>>;
   details: Record<string, Record<string, unknown>>;
   removed: number[];
+  /** The access levels (POST /policies), in every answer, full or not: sorted by name, doors resolved. */
+  levels: DirectoryLevel[];
+  /** Every resource group, sorted by name (an agent's own config levels may name one). */
+  resource_groups: DirectoryResourceGroup[];
 }
+
+const fingerprint = (value: unknown) => createHash('sha256').update(JSON.stringify(value)).digest('base64url');
+/** The levels and resource groups of a database that has none: what an upgraded database without either holds. */
+const NO_LEVELS = fingerprint({ levels: [], resource_groups: [] });
 
 /**
  * The directory revision of the reference service (an extension beside the seed's API, see
@@ -43,6 +52,8 @@ export class Directory {
      */
     private readonly onAdvance: (revision: DirectoryRevision) => void = () => undefined,
     private readonly logger?: Logger,
+    /** The access levels and resource groups (its resources say which ids are computers). */
+    private readonly levels: LevelStore = new LevelStore(db),
   ) {
     this.history = new DirectoryHistory(db, markFileFor(db), logger);
     // A database restored from a backup holds less than the service had issued: renewed before anyone is answered.
@@ -81,7 +92,7 @@ export class Directory {
       const detail = { policies: policies.get(user.email_id) ?? [], computer_usernames: usernames.get(user.email_id) ?? [], smartcards: cards.get(user.email_id) ?? [] };
       // What a door decides on: status, tag, groups, policies, cards (plus the names and e-mail it shows).
       const seen = { ad_status: item.ad_status, user_tag: item.user_tag, groups: item.groups, user_id: item.user_id, email: item.email, name: item.name, policies: detail.policies, smartcards: detail.smartcards };
-      out.set(user.email_id, { item, detail, hash: createHash('sha256').update(JSON.stringify(seen)).digest('base64url') });
+      out.set(user.email_id, { item, detail, hash: fingerprint(seen) });
     }
     return out;
   }
@@ -117,6 +128,14 @@ export class Directory {
         if (present.has(emailId) || before.removed === 1) continue;
         remove.run(next, emailId);
         changed = true;
+      }
+      // The levels and resource groups have one fingerprint for all: any change to them is a new revision (the
+      // answers carry them whole, so no per-level bookkeeping is needed).
+      const levelsHash = fingerprint(this.levels.forDirectory());
+      const storedLevels = this.db.prepare('SELECT hash FROM directory_levels WHERE id = 1').pluck().get() as string | undefined;
+      if (levelsHash !== (storedLevels ?? NO_LEVELS)) changed = true;
+      if (levelsHash !== storedLevels) {
+        this.db.prepare('INSERT INTO directory_levels (id, hash) VALUES (1, ?) ON CONFLICT (id) DO UPDATE SET hash = excluded.hash').run(levelsHash);
       }
       if (!changed) return { revision: current, changed: false };
       this.db
@@ -183,6 +202,6 @@ export class Directory {
       }
     }
     const removed = full ? [] : (this.db.prepare('SELECT email_id FROM directory_entries WHERE rev > ? AND removed = 1 ORDER BY email_id').pluck().all(since) as number[]);
-    return { revision, history, tag, full, users, details, removed };
+    return { revision, history, tag, full, users, details, removed, ...this.levels.forDirectory() };
   }
 }

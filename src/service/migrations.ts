@@ -155,4 +155,24 @@ export const SERVICE_MIGRATIONS: readonly string[] = [
   DROP TABLE api_keys;
   ALTER TABLE api_keys_new RENAME TO api_keys;
   `,
+  `
+  -- Access levels (extension: POST, PUT, GET, DELETE /policies): a policy created by POST /policies carries a
+  -- definition, where (door resources and/or a resource group) and when (a weekly schedule, NULL = always; an
+  -- optional start and end). Its name and members stay in policies and policy_members, as every policy's do; a
+  -- guest link's policy has no row here and is no level.
+  CREATE TABLE policy_levels (
+    policy_id         INTEGER PRIMARY KEY REFERENCES policies (policy_id) ON DELETE CASCADE,
+    resource_ids      TEXT NOT NULL,   -- JSON array of DOOR resource_ids, as given (sorted, no repeats)
+    resource_group_id INTEGER REFERENCES groups (group_id) ON DELETE SET NULL,
+    schedule          TEXT,            -- JSON: {"mon": ["22:00-06:00"], ..., "holidays": "closed"}; NULL = always
+    start_time        TEXT,            -- 'YYYY-MM-DD hh:mm:ss' UTC; NULL = no start
+    end_time          TEXT             -- 'YYYY-MM-DD hh:mm:ss' UTC; NULL = no end
+  ) STRICT;
+  -- The fingerprint of GET /directory's levels and resource_groups as last issued: a change to either (a level,
+  -- a resource group's members or name) advances the directory revision, as a user's change does.
+  CREATE TABLE directory_levels (
+    id   INTEGER PRIMARY KEY CHECK (id = 1),
+    hash TEXT NOT NULL
+  ) STRICT;
+  `,
 ];

@@ -10,12 +10,14 @@ import { registerKeyCheck } from './keyCheck.js';
 import type { ServiceMqtt } from './doorsMqtt.js';
 import type { Mailer } from './mailer.js';
 import { Directory } from './directory.js';
+import { LevelStore } from './levels.js';
 import { PinMasking, readsPins } from './pinMasking.js';
 import { registerDirectoryRoutes } from './routesDirectory.js';
 import { registerDoorRoutes } from './routesDoors.js';
 import { registerGroupRoutes } from './routesGroups.js';
 import { registerLinkRoutes, type StoredLink } from './routesLinks.js';
 import { registerLockdownRoutes } from './routesLockdown.js';
+import { registerPolicyRoutes } from './routesPolicies.js';
 import { registerUserRoutes } from './routesUsers.js';
 import type { ServiceResource } from './options.js';
 import { UserStore } from './users.js';
@@ -38,6 +40,7 @@ export interface ServiceDeps {
 
 export interface RouteContext extends ServiceDeps {
   users: UserStore;
+  levels: LevelStore;
   directory: Directory;
   /** Refuses the request (403) unless the key's rank is at least `rank` (a DOOR key has none). */
   requireRank(request: FastifyRequest, rank: Rank): void;
@@ -96,7 +99,8 @@ export function buildService(deps: ServiceDeps): FastifyInstance {
   const users = new UserStore(deps.db);
   // Each time the directory revision moves it is published retained on MQTT, whether the change timer below or
   // an agent's GET /directory computed it first.
-  const directory = new Directory(deps.db, users, (revision) => deps.doors?.publishRevision(revision), deps.logger);
+  const levels = new LevelStore(deps.db, deps.resources);
+  const directory = new Directory(deps.db, users, (revision) => deps.doors?.publishRevision(revision), deps.logger, levels);
   // After a change that went through (any successful non-GET call), the revision is brought up to date: changes
   // within 200 ms share one revision.
   let pending: NodeJS.Timeout | null = null;
@@ -173,6 +177,7 @@ export function buildService(deps: ServiceDeps): FastifyInstance {
   const context: RouteContext = {
     ...deps,
     users,
+    levels,
     directory,
     requireRank(request, rank) {
       if (RANK_ORDER[request.rank ?? 'REGULAR'] < RANK_ORDER[rank]) {
@@ -190,5 +195,6 @@ export function buildService(deps: ServiceDeps): FastifyInstance {
   registerDoorRoutes(app, context);
   registerDirectoryRoutes(app, context);
   registerLockdownRoutes(app, context);
+  registerPolicyRoutes(app, context);
   return app;
 }

@@ -176,8 +176,9 @@ export class UserStore {
   }
 
   /**
-   * DELETE /user: out of every group, its sole policies deleted, its cards and computer usernames released, the
-   * record kept (marked removed).
+   * DELETE /user: out of every group, its sole policies deleted (an access level's policy stays: it is defined by
+   * its doors and hours, not by who holds it), its cards and computer usernames released, the record kept (marked
+   * removed).
    */
   remove(emailId: number, now: number): void {
     this.db.transaction(() => {
@@ -185,7 +186,8 @@ export class UserStore {
       this.sql(`DELETE FROM group_members WHERE member_id = ? AND group_id IN (SELECT group_id FROM groups WHERE type = 'users')`).run(emailId);
       this.sql(
           `DELETE FROM policies WHERE policy_id IN (
-             SELECT policy_id FROM policy_members GROUP BY policy_id HAVING count(*) = 1 AND max(email_id) = ?)`,
+             SELECT policy_id FROM policy_members GROUP BY policy_id HAVING count(*) = 1 AND max(email_id) = ?)
+             AND policy_id NOT IN (SELECT policy_id FROM policy_levels)`,
         )
         .run(emailId);
       this.sql('DELETE FROM policy_members WHERE email_id = ?').run(emailId);

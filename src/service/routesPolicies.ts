@@ -1,0 +1,185 @@
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import { z } from 'zod';
+import { parseServiceTime } from '../core/schedule.js';
+import { levelScheduleSchema, timeMappingSchema, timeMappingToSchedule, type LevelSchedule } from './levelSchedule.js';
+import { MAX_LEVELS, type Level, type LevelDefinition } from './levels.js';
+import { BadRequest, intParam, jsonArrayParam, parseParams } from './params.js';
+import { REQUEST_LIMITS as LIMITS } from './requestLimits.js';
+import type { RouteContext } from './server.js';
+
+/** A parameter that may hold JSON (a form or the query string): the text is parsed, anything else passes. */
+const jsonValue = (value: unknown) => {
+  if (typeof value !== 'string') return value;
+  try {
+    return JSON.parse(value) as unknown;
+  } catch {
+    return value; // reported by the schema as the wrong type
+  }
+};
+
+/** `schema`, or null ("null" from a form or the query string): clears the field (PUT), or says "none" (POST). */
+const nullable = <T extends z.ZodType>(schema: T) => z.preprocess((v) => (v === 'null' ? null : v), schema.nullable());
+
+const serviceTime = z.string().refine((s) => parseServiceTime(s) !== null, 'expected a UTC date "YYYY-MM-DD hh:mm:ss"');
+const levelName = z.string().trim().min(1, 'a name of 1 to 100 characters').max(100, 'a name of 1 to 100 characters');
+const memberIds = (field: string) => jsonArrayParam(intParam, { field, max: LIMITS.ids });
+const scheduleParam = z.preprocess(jsonValue, levelScheduleSchema.nullable());
+const timeMappingParam = z.preprocess(jsonValue, timeMappingSchema.nullable());
+
+/** The definition fields POST takes and PUT may replace. */
+const definitionFields = {
+  resource_ids: jsonArrayParam(intParam, { field: 'resource_ids', max: LIMITS.resources }).optional(),
+  resource_group_id: nullable(intParam).optional(),
+  schedule: scheduleParam.optional(),
+  time_mapping: timeMappingParam.optional(),
+  start_time: nullable(serviceTime).optional(),
+  end_time: nullable(serviceTime).optional(),
+};
+
+const createSchema = z.object({ name: levelName, email_ids: memberIds('email_ids').optional(), ...definitionFields });
+const updateSchema = z.object({
+  policy_id: intParam,
+  name: levelName.optional(),
+  add_ids: memberIds('add_ids').optional(),
+  del_ids: memberIds('del_ids').optional(),
+  ...definitionFields,
+});
+const idSchema = z.object({ policy_id: intParam.optional() });
+
+type DefinitionParams = { [K in keyof typeof definitionFields]?: z.output<(typeof definitionFields)[K]> };
+
+/**
+ * Access levels (an extension beside the seed's API, docs/reference-service.md "Access levels"): POST, PUT, GET and
+ * DELETE /policies, ADMIN keys and above. A level is a named policy (its members hold it, as GET /user shows) with
+ * doors, a weekly schedule and an optional start and end; GET /directory gives every level to the doors. Guest
+ * links' policies are not levels and are never listed or changed here. Every change is one transaction; the
+ * server's change hook advances the directory revision and pushes it.
+ */
+export function registerPolicyRoutes(app: FastifyInstance, ctx: RouteContext): void {
+  const { users, levels } = ctx;
+  const params = <T extends z.ZodType>(schema: T, request: FastifyRequest) => parseParams(schema, request.query, request.body);
+
+  /** Members must be active users of tag USER: GUEST users cannot hold policies (docs/access-control-api.md). */
+  const checkMembers = (field: string, ids: readonly number[]) => {
+    const active = users.activeIds(ids);
+    const unknown = [...new Set(ids.filter((id) => !active.has(id)))];
+    if (unknown.length > 0) throw new BadRequest(`${field}: no user with email_id ${unknown.join(', ')}`);
+    const guests = [...new Set(ids.filter((id) => users.get(id)?.tag === 'GUEST'))];
+    if (guests.length > 0) {
+      throw new BadRequest(`${field}: GUEST users cannot hold policies (promote them with PUT /promoteguest first): email_id ${guests.join(', ')}`);
+    }
+  };
+
+  const checkName = (name: string, except?: number) => {
+    const taken = levels.named(name, except);
+    if (taken) throw new BadRequest(`name: an access level named "${taken.name}" already exists (policy_id ${taken.policy_id})`, 409);
+  };
+
+  /** The definition after `p` is applied over `base` (POST: nothing), checked as a whole. */
+  const definition = (p: DefinitionParams, base: LevelDefinition | null): LevelDefinition => {
+    if (p.schedule !== undefined && p.time_mapping !== undefined) {
+      throw new BadRequest('schedule, time_mapping: give one of them, not both (time_mapping is converted to a schedule)');
+    }
+    let schedule: LevelSchedule | null = base?.schedule ?? null;
+    if (p.schedule !== undefined) schedule = p.schedule;
+    if (p.time_mapping !== undefined) {
+      schedule = p.time_mapping === null ? null : timeMappingToSchedule(p.time_mapping);
+      if (p.time_mapping !== null && schedule === null) {
+        throw new BadRequest('time_mapping: no weekday has a range (that would never open): give at least one range, or leave time_mapping out for always');
+      }
+    }
+    const def: LevelDefinition = {
+      resource_ids: p.resource_ids ?? base?.resource_ids ?? [],
+      resource_group_id: p.resource_group_id === undefined ? (base?.resource_group_id ?? null) : p.resource_group_id,
+      schedule,
+      start_time: p.start_time === undefined ? (base?.start_time ?? null) : p.start_time,
+      end_time: p.end_time === undefined ? (base?.end_time ?? null) : p.end_time,
+    };
+    if (p.resource_ids !== undefined) {
+      const notDoors = [...new Set(p.resource_ids.filter((id) => ctx.resources.find((r) => r.resourceId === id)?.type !== 'DOOR'))];
+      if (notDoors.length > 0) throw new BadRequest(`resource_ids: not doors of this organization (server.resources): ${notDoors.join(', ')}`);
+    }
+    if (p.resource_group_id !== undefined && p.resource_group_id !== null) {
+      const group = levels.resourceGroup(p.resource_group_id);
+      if (!group) throw new BadRequest(`resource_group_id: no resource group with group_id ${p.resource_group_id}`);
+      if (group.resource_type === 'COMPUTER') throw new BadRequest(`resource_group_id: group ${p.resource_group_id} (${group.name}) is a group of computers, not doors`);
+    }
+    if (def.resource_ids.length === 0 && def.resource_group_id === null) {
+      throw new BadRequest('resource_ids, resource_group_id: a level needs doors: give resource_ids, resource_group_id or both');
+    }
+    if (def.start_time !== null && def.end_time !== null && parseServiceTime(def.end_time)! <= parseServiceTime(def.start_time)!) {
+      throw new BadRequest(`end_time: ${def.end_time} is not after start_time ${def.start_time}`);
+    }
+    return def;
+  };
+
+  const levelOr404 = (policyId: number): Level => {
+    const level = levels.get(policyId);
+    if (!level) throw new BadRequest(`no access level with policy_id ${policyId} (only policies made by POST /policies are levels)`, 404);
+    return level;
+  };
+
+  const shown = (level: Level, memberCount: number) => {
+    const group = level.resource_group_id === null ? undefined : levels.resourceGroup(level.resource_group_id);
+    return {
+      policy_id: level.policy_id,
+      name: level.name,
+      resource_ids: level.resource_ids,
+      resource_group: group ? { group_id: group.group_id, name: group.name } : null,
+      schedule: level.schedule,
+      start_time: level.start_time,
+      end_time: level.end_time,
+      member_count: memberCount,
+    };
+  };
+
+  app.post('/policies', async (request) => {
+    ctx.requireRank(request, 'ADMIN');
+    const p = params(createSchema, request);
+    const def = definition(p, null);
+    const members = p.email_ids ?? [];
+    checkMembers('email_ids', members);
+    checkName(p.name);
+    if (levels.count() >= MAX_LEVELS) {
+      throw new BadRequest(`there are already ${MAX_LEVELS.toLocaleString('en-US')} access levels, the most the doors take: delete one first`, 409);
+    }
+    const policyId = levels.create(p.name, def, members);
+    return { success: `access level ${p.name} created with ${new Set(members).size} member(s)`, policy_id: policyId };
+  });
+
+  app.put('/policies', async (request) => {
+    ctx.requireRank(request, 'ADMIN');
+    const p = params(updateSchema, request);
+    const level = levelOr404(p.policy_id);
+    const def = definition(p, level);
+    const add = p.add_ids ?? [];
+    const del = p.del_ids ?? [];
+    checkMembers('add_ids', add);
+    const both = add.filter((id) => del.includes(id));
+    if (both.length > 0) throw new BadRequest(`add_ids, del_ids: email_id ${[...new Set(both)].join(', ')} is in both`);
+    const name = p.name ?? level.name;
+    if (p.name !== undefined) checkName(p.name, level.policy_id);
+    levels.update(level.policy_id, name, def, add, del);
+    return { success: `access level ${name} updated` };
+  });
+
+  app.get('/policies', async (request) => {
+    ctx.requireRank(request, 'ADMIN');
+    const p = params(idSchema, request);
+    if (p.policy_id !== undefined) {
+      const level = levelOr404(p.policy_id);
+      const members = levels.members(level.policy_id);
+      return { ...shown(level, members.length), email_ids: members };
+    }
+    const counts = levels.memberCounts();
+    return { policies: levels.list().map((level) => shown(level, counts.get(level.policy_id) ?? 0)) };
+  });
+
+  app.delete('/policies', async (request) => {
+    ctx.requireRank(request, 'ADMIN');
+    const p = params(z.object({ policy_id: intParam }), request);
+    const level = levelOr404(p.policy_id);
+    levels.delete(level.policy_id);
+    return { success: `access level ${level.name} deleted` };
+  });
+}
