@@ -109,6 +109,11 @@ export class LevelStore {
     return row && LevelStore.fromRow(row);
   }
 
+  /** Whether a policy that is not a level (a guest link's) has this name: a level of that name would be theirs too. */
+  nameUsedByOtherPolicy(name: string): boolean {
+    return this.sql('SELECT 1 FROM policies WHERE name = ? COLLATE NOCASE AND policy_id NOT IN (SELECT policy_id FROM policy_levels)').get(name) !== undefined;
+  }
+
   members(policyId: number): number[] {
     return this.sql('SELECT email_id FROM policy_members WHERE policy_id = ? ORDER BY email_id').pluck().all(policyId) as number[];
   }

@@ -38,6 +38,9 @@ export function registerLinkRoutes(app: FastifyInstance, ctx: RouteContext): voi
     const now = ctx.clock.wallNow();
     const start = p.start_time ?? serviceTimestamp(now);
     if (p.end_time && parseServiceTime(p.end_time)! <= parseServiceTime(start)!) throw new BadRequest('end_time: is not after start_time');
+    // Doors match access levels by policy name: a link's policy must not carry a level's name to its guests.
+    const level = ctx.levels.named(p.name);
+    if (level) throw new BadRequest(`name: an access level is named "${level.name}" (policy_id ${level.policy_id}): choose another name for the guest link`, 409);
     const notDoors = p.resource_id_list.filter((id) => ctx.resources.find((r) => r.resourceId === id)?.type !== 'DOOR');
     if (notDoors.length > 0) throw new BadRequest(`resource_id_list: not doors of this organization: ${notDoors.join(', ')}`);
     const cards = p.smartcards ?? [];

@@ -73,6 +73,8 @@ export function registerPolicyRoutes(app: FastifyInstance, ctx: RouteContext): v
   const checkName = (name: string, except?: number) => {
     const taken = levels.named(name, except);
     if (taken) throw new BadRequest(`name: an access level named "${taken.name}" already exists (policy_id ${taken.policy_id})`, 409);
+    // Doors match a level by policy name: a guest link's policy of the same name would carry the level to its guests.
+    if (levels.nameUsedByOtherPolicy(name)) throw new BadRequest(`name: a guest link's policy is named "${name}": choose another name for the level`, 409);
   };
 
   /** The definition after `p` is applied over `base` (POST: nothing), checked as a whole. */

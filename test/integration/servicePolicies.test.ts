@@ -319,9 +319,15 @@ describe('/policies (extension: access levels)', () => {
     const listed = (await ok('GET', '/policies')).policies as Array<{ name: string }>;
     expect(listed.map((p) => p.name)).not.toContain('Visitor Tuesday');
     expect((await ok('GET', `/user?email_id=${guest}`)).policies).toEqual([['Visitor'], ['Visitor Tuesday']]);
-    // A guest link may be named like a level: the link's policy stays what it was.
-    const id = (await ok('POST', '/policies', { name: 'Visitor', resource_ids: [3] })).policy_id as number;
-    expect((await directory()).levels.map((l) => l.name)).toContain('Visitor');
+    // Doors match a level by policy name: a level named like a guest link's policy (any case) would be its guests'
+    // too (a guest promoted later would hold it), and a guest link named like a level likewise. Both are refused.
+    const clash = await call('POST', '/policies', { name: 'visitor', resource_ids: [3] });
+    expect(clash).toMatchObject({ status: 409, body: { error: `name: a guest link's policy is named "visitor": choose another name for the level` } });
+    expect((await directory()).levels.map((l) => l.name)).not.toContain('visitor');
+    const id = (await ok('POST', '/policies', { name: 'Visitor level', resource_ids: [3] })).policy_id as number;
+    const link = await call('POST', '/magiclinkadmin', { email_list: ['visitor2@example.org'], resource_id_list: [12], name: 'Visitor level', send_email: false });
+    expect(link.status).toBe(409);
+    expect(link.body.error).toBe(`name: an access level is named "Visitor level" (policy_id ${id}): choose another name for the guest link`);
     await ok('DELETE', `/policies?policy_id=${id}`);
     expect((await ok('GET', `/user?email_id=${guest}`)).policies).toEqual([['Visitor'], ['Visitor Tuesday']]);
   });
