@@ -14,6 +14,9 @@ export const DENY_REASONS = [
   'no_second_factor',
   'user_suspended',
   'not_authorized',
+  // The credential's own validity dates (valid_from inclusive, valid_until exclusive), user or guest link alike.
+  'credential_not_yet_valid',
+  'credential_expired',
   'wrong_door',
   'link_not_yet_valid',
   'link_expired',
@@ -39,6 +42,9 @@ export interface UserHolder {
   groups: readonly string[];
   /** Policy names, flattened from the user detail's array of arrays. */
   policies: readonly string[];
+  /** The credential's validity dates (epoch ms; from inclusive, until exclusive); null or absent: unbounded. */
+  validFrom?: number | null;
+  validUntil?: number | null;
 }
 
 export interface LinkHolder {
@@ -51,6 +57,9 @@ export interface LinkHolder {
   timeMapping: TimeMapping;
   /** The link also carries a PIN (a smartcard with a PIN label): its second factor at a card_and_pin door. */
   hasPin?: boolean;
+  /** The credential's own validity dates (epoch ms; from inclusive, until exclusive), besides the link's. */
+  validFrom?: number | null;
+  validUntil?: number | null;
 }
 
 export type Holder = UserHolder | LinkHolder;
@@ -119,8 +128,21 @@ export function refOf(holder: Holder): HolderRef {
   return holder.kind === 'user' ? { email_id: holder.emailId } : { magic_link_id: holder.magicLinkId };
 }
 
-function userVerdict(user: UserHolder, access: AccessPolicy): DenyReason | null {
+/** A credential with validity dates needs a trusted clock; before valid_from or from valid_until on it is refused. */
+function credentialDatesVerdict(holder: Holder, now: number): DenyReason | null {
+  const from = holder.validFrom ?? null;
+  const until = holder.validUntil ?? null;
+  if (from === null && until === null) return null;
+  if (!isClockTrusted(now)) return 'clock_untrusted';
+  if (from !== null && now < from) return 'credential_not_yet_valid';
+  if (until !== null && now >= until) return 'credential_expired';
+  return null;
+}
+
+function userVerdict(user: UserHolder, access: AccessPolicy, now: number): DenyReason | null {
   if (user.adStatus !== 'ACTIVE') return 'user_suspended';
+  const dates = credentialDatesVerdict(user, now);
+  if (dates !== null) return dates;
   // GUEST-tag users enter only through guest links.
   if (user.tag !== 'USER') return 'not_authorized';
   return isMember(user, access) ? null : 'not_authorized';
@@ -128,6 +150,8 @@ function userVerdict(user: UserHolder, access: AccessPolicy): DenyReason | null 
 
 function linkVerdict(link: LinkHolder, req: DecisionRequest, ctx: DecisionContext): DenyReason | null {
   if (!isClockTrusted(req.now)) return 'clock_untrusted';
+  const dates = credentialDatesVerdict(link, req.now);
+  if (dates !== null) return dates;
   if (!link.resourceIds.includes(req.doorResourceId)) return 'wrong_door';
   if (link.startAt !== null && req.now < link.startAt) return 'link_not_yet_valid';
   if (link.endAt !== null && req.now >= link.endAt) return 'link_expired';
@@ -168,7 +192,7 @@ export function decide(req: DecisionRequest, holders: readonly Holder[], ctx: De
   let firstPerson = false;
   let reason: DenyReason | null = null;
   for (const holder of holders) {
-    let verdictReason = holder.kind === 'user' ? userVerdict(holder, ctx.access) : linkVerdict(holder, req, ctx);
+    let verdictReason = holder.kind === 'user' ? userVerdict(holder, ctx.access, req.now) : linkVerdict(holder, req, ctx);
     if (lockdown && verdictReason === null && !isResponder(holder, ctx.responders)) verdictReason = 'lockdown';
     if (verdictReason === null && req.secondFactor && holder.kind === 'link' && holder.hasPin !== true) verdictReason = 'no_second_factor';
     verdicts.push({ holder: refOf(holder), reason: verdictReason });
