@@ -48,6 +48,20 @@ function parseAt(at: string | undefined, now: number): number {
   return Date.parse(at);
 }
 
+/** An instant as the service's UTC time, to the minute (the seconds when there are some). */
+function utcMinute(ms: number): string {
+  const iso = new Date(ms).toISOString();
+  return iso.slice(17, 19) === '00' ? `${iso.slice(0, 10)} ${iso.slice(11, 16)}` : `${iso.slice(0, 10)} ${iso.slice(11, 19)}`;
+}
+
+/** A credential's validity dates for people: `2026-01-01 00:00 – 2026-12-31 00:00 UTC`, `from ... UTC`, `until ... UTC`. */
+export function validityText(dates: { validFrom?: number | null; validUntil?: number | null }): string {
+  const from = dates.validFrom ?? null;
+  const until = dates.validUntil ?? null;
+  if (from !== null && until !== null) return `${utcMinute(from)} – ${utcMinute(until)} UTC`;
+  return from !== null ? `from ${utcMinute(from)} UTC` : `until ${utcMinute(until!)} UTC`;
+}
+
 /** `door-agent check`: the offline decision from the cache, as JSON. Exit 0 granted, 1 denied. */
 export function runCheck(args: CheckArgs, ctx: CommandContext): number {
   const kind = (args.kind ?? 'card') as CredentialKind;
@@ -72,7 +86,10 @@ export function runCheck(args: CheckArgs, ctx: CommandContext): number {
     const output = {
       granted: result.granted,
       reason: result.reason,
-      holders: result.holders.map((h) => ({ ...h.holder, granted: h.reason === null, reason: h.reason })),
+      holders: result.holders.map((h, i) => {
+        const dates = result.validity?.[i] ?? null;
+        return { ...h.holder, granted: h.reason === null, reason: h.reason, ...(dates ? { valid: validityText(dates) } : {}) };
+      }),
       door: result.door,
       kind: result.kind,
       hint: result.hint,

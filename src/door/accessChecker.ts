@@ -29,6 +29,19 @@ export interface AccessResult extends Decision {
   duress?: boolean;
   /** With duress: the holders of the PIN it stands for (named by the alarm, also when the decision refused). */
   duressHolders?: HolderRef[];
+  /**
+   * The credential's validity dates per holder, in the order of `holders` (null: none); only when one of them has
+   * dates (shown by `door-agent check`).
+   */
+  validity?: Array<{ validFrom?: number | null; validUntil?: number | null } | null>;
+}
+
+/** Adds `validity` to a result when one of its holders' credentials has dates. */
+function withValidity(result: AccessResult, holders: readonly Holder[]): AccessResult {
+  const dated = (h: Holder) => (h.validFrom ?? null) !== null || (h.validUntil ?? null) !== null;
+  if (!holders.some(dated)) return result;
+  result.validity = holders.map((h) => (dated(h) ? { validFrom: h.validFrom ?? null, validUntil: h.validUntil ?? null } : null));
+  return result;
 }
 
 export function memberPolicy(policy: MemberPolicy): AccessPolicy {
@@ -86,7 +99,7 @@ export class AccessChecker {
       kind === 'card' ? normalized.length < this.minCardDigits : kind === 'pin' && normalized.length < this.minPinLength;
     const holders = tooShort ? [] : this.holdersOf(kind, normalized, door);
     const hint = credentialHint(normalized, kind);
-    const result: AccessResult = { ...this.decideFor(request, holders, tooShort), door: door.uuid, kind, hint };
+    const result: AccessResult = withValidity({ ...this.decideFor(request, holders, tooShort), door: door.uuid, kind, hint }, holders);
     // A PIN someone holds is that PIN, never a duress PIN (the real PIN wins a collision, see directoryFindings).
     if (kind !== 'pin' || tooShort || holders.length > 0) return result;
     const original = duressOriginal(request.credential, this.duressRule);
@@ -95,7 +108,7 @@ export class AccessChecker {
     const owners = this.holdersOf('pin', originalNormalized, door);
     if (owners.length === 0) return result;
     // Decided as the owner's own PIN (lockdown, lockout, schedule alike): a guesser learns nothing more.
-    return { ...this.decideFor(request, owners, false), door: door.uuid, kind, hint, duress: true, duressHolders: owners.map(refOf) };
+    return withValidity({ ...this.decideFor(request, owners, false), door: door.uuid, kind, hint, duress: true, duressHolders: owners.map(refOf) }, owners);
   }
 
   private holdersOf(kind: CredentialKind, normalized: string, door: DoorOptions): Holder[] {
