@@ -1,12 +1,15 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import { join } from 'node:path';
+import Database from 'better-sqlite3';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { guestLinkSchema } from '../../src/api/shapes.js';
 import { pinLabelSet } from '../../src/core/credentials.js';
 import { ApiKeys } from '../../src/service/apiKeys.js';
-import type { ServiceDb } from '../../src/service/database.js';
+import { openServiceDatabase, type ServiceDb } from '../../src/service/database.js';
+import { SERVICE_MIGRATIONS } from '../../src/service/migrations.js';
+import { UserStore } from '../../src/service/users.js';
 import { startService, type RunningService } from '../../src/service/root.js';
 import { CredentialCache } from '../../src/store/credentialCache.js';
 import { openDatabase } from '../../src/store/database.js';
@@ -297,6 +300,29 @@ describe('upgrade: a cache from before validity dates', () => {
       expect(upgraded.prepare("SELECT name FROM pragma_table_info('credentials') WHERE name LIKE 'valid_%' ORDER BY name").pluck().all()).toEqual(['valid_from', 'valid_until']);
     } finally {
       upgraded.close();
+    }
+  });
+});
+
+describe('upgrade: a service database from before validity dates', () => {
+  it('keeps its cards, undated, and takes dates from then on', () => {
+    const file = join(tmp.path, 'old-service.db');
+    const step = SERVICE_MIGRATIONS.findIndex((sql) => sql.includes('ADD COLUMN valid_from'));
+    expect(step).toBeGreaterThan(0);
+    const old = new Database(file);
+    for (const sql of SERVICE_MIGRATIONS.slice(0, step)) old.exec(sql);
+    old.pragma(`user_version = ${step}`);
+    old.exec(`INSERT INTO users (email_id, user_id, email, username, unique_id, created) VALUES (1, 1, 'alice@example.org', 'alice', 'u-1', '2026-01-01 00:00:00');
+              INSERT INTO smartcards (email_id, position, number, label) VALUES (1, 0, '4213578', 'badge');`);
+    old.close();
+    const db = openServiceDatabase(file);
+    try {
+      const users = new UserStore(db);
+      expect(users.smartcards(1)).toEqual([{ number: '4213578', label: 'badge' }]);
+      users.replaceSmartcards(1, [{ number: '4213578', label: 'badge', valid_until: '2027-01-01 00:00:00' }]);
+      expect(users.smartcards(1)).toEqual([{ number: '4213578', label: 'badge', valid_until: '2027-01-01 00:00:00' }]);
+    } finally {
+      db.close();
     }
   });
 });
