@@ -27,6 +27,13 @@ export const smartcardSchema = z.object({
     } else if (!/^[0-9]{1,40}$/.test(n)) ctx.addIssue({ code: 'custom', message: 'expected a string holding an integer' });
   }),
   label: z.string().nullish(),
+  /** The card's or PIN's validity (an extension of the reference service): from inclusive, until exclusive; null: unbounded. */
+  valid_from: serviceTime.nullish(),
+  valid_until: serviceTime.nullish(),
+}).superRefine((card, ctx) => {
+  if (card.valid_from && card.valid_until && parseServiceTime(card.valid_until)! <= parseServiceTime(card.valid_from)!) {
+    ctx.addIssue({ code: 'custom', path: ['valid_until'], message: 'is not after valid_from' });
+  }
 });
 
 const nameMatrix = z.array(z.array(z.string()));

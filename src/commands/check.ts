@@ -62,6 +62,20 @@ function parseAt(at: string | undefined, now: number, timeZone: string): number 
   return Date.parse(at);
 }
 
+/** An instant as the service's UTC time, to the minute (the seconds when there are some). */
+function utcMinute(ms: number): string {
+  const iso = new Date(ms).toISOString();
+  return iso.slice(17, 19) === '00' ? `${iso.slice(0, 10)} ${iso.slice(11, 16)}` : `${iso.slice(0, 10)} ${iso.slice(11, 19)}`;
+}
+
+/** A credential's validity dates for people: `2026-01-01 00:00 – 2026-12-31 00:00 UTC`, `from ... UTC`, `until ... UTC`. */
+export function validityText(dates: { validFrom?: number | null; validUntil?: number | null }): string {
+  const from = dates.validFrom ?? null;
+  const until = dates.validUntil ?? null;
+  if (from !== null && until !== null) return `${utcMinute(from)} – ${utcMinute(until)} UTC`;
+  return from !== null ? `from ${utcMinute(from)} UTC` : `until ${utcMinute(until!)} UTC`;
+}
+
 /** `door-agent check`: the offline decision from the cache, as JSON. Exit 0 granted, 1 denied. */
 export function runCheck(args: CheckArgs, ctx: CommandContext): number {
   const kind = (args.kind ?? 'card') as CredentialKind;
@@ -89,10 +103,11 @@ export function runCheck(args: CheckArgs, ctx: CommandContext): number {
       reason: result.reason,
       ...(result.level !== undefined ? { level: result.level } : {}),
       ...(result.who !== undefined ? { who: result.who } : {}),
-      holders: result.holders.map((h) => {
+      holders: result.holders.map((h, i) => {
         const ref = h.holder;
         const levels = 'email_id' in ref ? explained.find((e) => 'email_id' in e.holder && e.holder.email_id === ref.email_id)?.levels : undefined;
-        return { ...ref, granted: h.reason === null, reason: h.reason, ...(levels ? { levels } : {}) };
+        const dates = result.validity?.[i] ?? null;
+        return { ...ref, granted: h.reason === null, reason: h.reason, ...(dates ? { valid: validityText(dates) } : {}), ...(levels ? { levels } : {}) };
       }),
       door: result.door,
       door_name: door.name,

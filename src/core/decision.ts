@@ -15,6 +15,9 @@ export const DENY_REASONS = [
   'no_second_factor',
   'user_suspended',
   'not_authorized',
+  // The credential's own validity dates (valid_from inclusive, valid_until exclusive), user or guest link alike.
+  'credential_not_yet_valid',
+  'credential_expired',
   'wrong_door',
   'link_not_yet_valid',
   'link_expired',
@@ -42,6 +45,9 @@ export interface UserHolder {
   groups: readonly string[];
   /** Policy names, flattened from the user detail's array of arrays. */
   policies: readonly string[];
+  /** The credential's validity dates (epoch ms; from inclusive, until exclusive); null or absent: unbounded. */
+  validFrom?: number | null;
+  validUntil?: number | null;
 }
 
 export interface LinkHolder {
@@ -54,6 +60,9 @@ export interface LinkHolder {
   timeMapping: TimeMapping;
   /** The link also carries a PIN (a smartcard with a PIN label): its second factor at a card_and_pin door. */
   hasPin?: boolean;
+  /** The credential's own validity dates (epoch ms; from inclusive, until exclusive), besides the link's. */
+  validFrom?: number | null;
+  validUntil?: number | null;
 }
 
 export type Holder = UserHolder | LinkHolder;
@@ -129,6 +138,17 @@ export function refOf(holder: Holder): HolderRef {
   return holder.kind === 'user' ? { email_id: holder.emailId } : { magic_link_id: holder.magicLinkId };
 }
 
+/** A credential with validity dates needs a trusted clock; before valid_from or from valid_until on it is refused. */
+function credentialDatesVerdict(holder: Holder, now: number): DenyReason | null {
+  const from = holder.validFrom ?? null;
+  const until = holder.validUntil ?? null;
+  if (from === null && until === null) return null;
+  if (!isClockTrusted(now)) return 'clock_untrusted';
+  if (from !== null && now < from) return 'credential_not_yet_valid';
+  if (until !== null && now >= until) return 'credential_expired';
+  return null;
+}
+
 /** The moment as the access levels see it (local minute of the week, date, holiday, clock trusted). */
 export function levelTime(now: number, ctx: Pick<DecisionContext, 'localTime' | 'holidays'>): LevelTime {
   const local = ctx.localTime(now);
@@ -138,6 +158,8 @@ export function levelTime(now: number, ctx: Pick<DecisionContext, 'localTime' | 
 /** A user's verdict, and the level that admits them. `everyDoor`: a responder in a lockdown, admitted at any door. */
 function userVerdict(user: UserHolder, req: DecisionRequest, ctx: DecisionContext, t: () => LevelTime, everyDoor: boolean): { reason: DenyReason | null; level?: string } {
   if (user.adStatus !== 'ACTIVE') return { reason: 'user_suspended' };
+  const dates = credentialDatesVerdict(user, req.now);
+  if (dates !== null) return { reason: dates };
   // GUEST-tag users enter only through guest links.
   if (user.tag !== 'USER') return { reason: 'not_authorized' };
   const found = levelFor(ctx.levels, req.doorUuid, user, t());
@@ -148,6 +170,8 @@ function userVerdict(user: UserHolder, req: DecisionRequest, ctx: DecisionContex
 
 function linkVerdict(link: LinkHolder, req: DecisionRequest, ctx: DecisionContext): DenyReason | null {
   if (!isClockTrusted(req.now)) return 'clock_untrusted';
+  const dates = credentialDatesVerdict(link, req.now);
+  if (dates !== null) return dates;
   if (!link.resourceIds.includes(req.doorResourceId)) return 'wrong_door';
   if (link.startAt !== null && req.now < link.startAt) return 'link_not_yet_valid';
   if (link.endAt !== null && req.now >= link.endAt) return 'link_expired';

@@ -34,6 +34,19 @@ export interface AccessResult extends Decision {
   duressHolders?: HolderRef[];
   /** A grant to a user: their name, as the directory gives it (who opened the door). */
   who?: string;
+  /**
+   * The credential's validity dates per holder, in the order of `holders` (null: none); only when one of them has
+   * dates (shown by `door-agent check`).
+   */
+  validity?: Array<{ validFrom?: number | null; validUntil?: number | null } | null>;
+}
+
+/** Adds `validity` to a result when one of its holders' credentials has dates. */
+function withValidity(result: AccessResult, holders: readonly Holder[]): AccessResult {
+  const dated = (h: Holder) => (h.validFrom ?? null) !== null || (h.validUntil ?? null) !== null;
+  if (!holders.some(dated)) return result;
+  result.validity = holders.map((h) => (dated(h) ? { validFrom: h.validFrom ?? null, validUntil: h.validUntil ?? null } : null));
+  return result;
 }
 
 export function memberPolicy(policy: MemberPolicy): AccessPolicy {
@@ -125,7 +138,7 @@ export class AccessChecker {
       kind === 'card' ? normalized.length < this.minCardDigits : kind === 'pin' && normalized.length < this.minPinLength;
     const holders = tooShort ? [] : this.holdersOf(kind, normalized, door);
     const hint = credentialHint(normalized, kind);
-    const result: AccessResult = { ...this.decideFor(request, holders, tooShort), door: door.uuid, kind, hint };
+    const result: AccessResult = withValidity({ ...this.decideFor(request, holders, tooShort), door: door.uuid, kind, hint }, holders);
     if (result.granted) this.nameWho(result);
     // A PIN someone holds is that PIN, never a duress PIN (the real PIN wins a collision, see directoryFindings).
     if (kind !== 'pin' || tooShort || holders.length > 0) return result;
@@ -135,7 +148,7 @@ export class AccessChecker {
     const owners = this.holdersOf('pin', originalNormalized, door);
     if (owners.length === 0) return result;
     // Decided as the owner's own PIN (lockdown, lockout, schedule alike): a guesser learns nothing more.
-    const duress: AccessResult = { ...this.decideFor(request, owners, false), door: door.uuid, kind, hint, duress: true, duressHolders: owners.map(refOf) };
+    const duress: AccessResult = withValidity({ ...this.decideFor(request, owners, false), door: door.uuid, kind, hint, duress: true, duressHolders: owners.map(refOf) }, owners);
     if (duress.granted) this.nameWho(duress);
     return duress;
   }

@@ -4,7 +4,7 @@ import type { DirectoryVersion } from '../protocol/directory.js';
 import type { ServiceDb } from './database.js';
 import { DirectoryHistory, markFileFor } from './directoryHistory.js';
 import { LevelStore, type DirectoryLevel, type DirectoryResourceGroup } from './levels.js';
-import type { UserStore } from './users.js';
+import { cardOut, type UserStore } from './users.js';
 
 /** Past this many changed users, a delta reads every membership in one query rather than one per user. */
 const DELTA_MEMBERSHIPS_AT_ONCE = 200;
@@ -80,17 +80,17 @@ export class Directory {
       return map;
     };
     const policies = byUser('SELECT m.email_id, p.name FROM policies p JOIN policy_members m USING (policy_id) ORDER BY p.policy_id', (r) => [r.name as string]);
-    // As GET /user gives them: label in every card, null when none was given.
-    const cards = byUser('SELECT email_id, number, label FROM smartcards ORDER BY email_id, position', (r) => ({
-      number: r.number as string,
-      label: r.label as string | null,
-    }));
+    // As GET /user gives them: label in every card, null when none was given; the validity dates when set.
+    const cards = byUser('SELECT email_id, number, label, valid_from, valid_until FROM smartcards ORDER BY email_id, position', (r) =>
+      cardOut(r as Parameters<typeof cardOut>[0]),
+    );
     const usernames = byUser('SELECT email_id, computer_username FROM computer_usernames ORDER BY email_id, position', (r) => r.computer_username as string);
     const out = new Map<number, { item: Record<string, unknown>; detail: Record<string, unknown>; hash: string }>();
     for (const user of this.users.list()) {
       const item = this.users.listItem(user, false, groups);
       const detail = { policies: policies.get(user.email_id) ?? [], computer_usernames: usernames.get(user.email_id) ?? [], smartcards: cards.get(user.email_id) ?? [] };
-      // What a door decides on: status, tag, groups, policies, cards (plus the names and e-mail it shows).
+      // What a door decides on: status, tag, groups, policies, cards with their validity dates (plus the names and
+      // e-mail it shows). An undated card fingerprints as before the dates existed.
       const seen = { ad_status: item.ad_status, user_tag: item.user_tag, groups: item.groups, user_id: item.user_id, email: item.email, name: item.name, policies: detail.policies, smartcards: detail.smartcards };
       out.set(user.email_id, { item, detail, hash: fingerprint(seen) });
     }

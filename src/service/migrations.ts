@@ -175,4 +175,10 @@ export const SERVICE_MIGRATIONS: readonly string[] = [
     hash TEXT NOT NULL
   ) STRICT;
   `,
+  `
+  -- A card's or PIN's validity (an extension): 'YYYY-MM-DD hh:mm:ss' UTC as given, NULL = unbounded; valid_from
+  -- inclusive, valid_until exclusive. Existing cards have none.
+  ALTER TABLE smartcards ADD COLUMN valid_from TEXT;
+  ALTER TABLE smartcards ADD COLUMN valid_until TEXT;
+  `,
 ];

@@ -1,4 +1,6 @@
 import { z } from 'zod';
+import { serviceTime } from '../api/shapes.js';
+import { parseServiceTime } from '../core/schedule.js';
 import { problemsInOneLine } from '../util/issues.js';
 import { checkJsonDepth, tooMany } from './requestLimits.js';
 
@@ -48,15 +50,25 @@ export const SMARTCARD_MAX_DIGITS = 40;
 
 /**
  * A smartcard or PIN entry of every call that assigns cards: `number` "a string holding an integer" (digits only,
- * 1 to 40 of them; each problem refused with its own reason), `label` optional.
+ * 1 to 40 of them; each problem refused with its own reason), `label` optional, and the extension's validity
+ * dates `valid_from` (inclusive) and `valid_until` (exclusive), UTC 'YYYY-MM-DD hh:mm:ss', null or absent for no
+ * bound; valid_until must be after valid_from.
  */
-export const smartcardParam = z.object({
-  number: z
-    .string()
-    .regex(/^[0-9]+$/, 'a smartcard number must be a string holding an integer (digits only)')
-    .max(SMARTCARD_MAX_DIGITS, `a smartcard number has at most ${SMARTCARD_MAX_DIGITS} digits`),
-  label: z.string().max(200).nullish(),
-});
+export const smartcardParam = z
+  .object({
+    number: z
+      .string()
+      .regex(/^[0-9]+$/, 'a smartcard number must be a string holding an integer (digits only)')
+      .max(SMARTCARD_MAX_DIGITS, `a smartcard number has at most ${SMARTCARD_MAX_DIGITS} digits`),
+    label: z.string().max(200).nullish(),
+    valid_from: serviceTime.nullish(),
+    valid_until: serviceTime.nullish(),
+  })
+  .superRefine((card, ctx) => {
+    if (card.valid_from && card.valid_until && parseServiceTime(card.valid_until)! <= parseServiceTime(card.valid_from)!) {
+      ctx.addIssue({ code: 'custom', path: ['valid_until'], message: 'is not after valid_from' });
+    }
+  });
 
 export class BadRequest extends Error {
   constructor(

@@ -8,6 +8,30 @@ export function serviceTimestamp(ms: number): string {
   return new Date(ms).toISOString().slice(0, 19).replace('T', ' ');
 }
 
+/** A card or PIN entry as the API gives it: `label` always (null when none), the validity dates only when set. */
+export interface CardOut {
+  number: string;
+  label: string | null;
+  valid_from?: string;
+  valid_until?: string;
+}
+
+/** A smartcards row (number, label, valid_from, valid_until) in the API's form. */
+export function cardOut(row: { number: string; label: string | null; valid_from: string | null; valid_until: string | null }): CardOut {
+  const card: CardOut = { number: row.number, label: row.label };
+  if (row.valid_from !== null) card.valid_from = row.valid_from;
+  if (row.valid_until !== null) card.valid_until = row.valid_until;
+  return card;
+}
+
+/** A card or PIN entry as the routes take it (params.ts smartcardParam). */
+export interface CardIn {
+  number: string;
+  label?: string | null;
+  valid_from?: string | null;
+  valid_until?: string | null;
+}
+
 export interface UserRow {
   email_id: number;
   user_id: number;
@@ -103,9 +127,9 @@ export class UserStore {
     return names.map((n) => [n]);
   }
 
-  smartcards(emailId: number): Array<{ number: string; label: string | null }> {
-    return this.sql('SELECT number, label FROM smartcards WHERE email_id = ? ORDER BY position')
-      .all(emailId) as Array<{ number: string; label: string | null }>;
+  smartcards(emailId: number): CardOut[] {
+    const rows = this.sql('SELECT number, label, valid_from, valid_until FROM smartcards WHERE email_id = ? ORDER BY position').all(emailId);
+    return (rows as Array<Parameters<typeof cardOut>[0]>).map(cardOut);
   }
 
   computerUsernames(emailId: number): string[] {
@@ -140,11 +164,11 @@ export class UserStore {
     return taken;
   }
 
-  replaceSmartcards(emailId: number, cards: ReadonlyArray<{ number: string; label?: string | null }>): void {
+  replaceSmartcards(emailId: number, cards: readonly CardIn[]): void {
     this.db.transaction(() => {
       this.sql('DELETE FROM smartcards WHERE email_id = ?').run(emailId);
-      const insert = this.sql('INSERT INTO smartcards (email_id, position, number, label) VALUES (?, ?, ?, ?)');
-      cards.forEach((c, i) => insert.run(emailId, i, c.number, c.label ?? null));
+      const insert = this.sql('INSERT INTO smartcards (email_id, position, number, label, valid_from, valid_until) VALUES (?, ?, ?, ?, ?, ?)');
+      cards.forEach((c, i) => insert.run(emailId, i, c.number, c.label ?? null, c.valid_from ?? null, c.valid_until ?? null));
     })();
   }
 
@@ -234,7 +258,7 @@ export class UserStore {
     };
   }
 
-  /** The detail form of GET /user; every card has its `label`, null when none was given. */
+  /** The detail form of GET /user; every card has its `label`, null when none was given, and its dates when set. */
   detail(user: UserRow): Record<string, unknown> {
     return {
       policies: this.policiesOf(user.email_id),

@@ -9,10 +9,18 @@ export function flattenNames(matrix: ReadonlyArray<ReadonlyArray<string>>): stri
   return [...new Set(matrix.flat())];
 }
 
-function cards(list: ReadonlyArray<{ number: string; label?: string | null | undefined }> | null | undefined) {
-  // The schemas already checked each number is an integer string, so normalization cannot fail here. The digits
-  // as given are kept: a PIN's leading zeros count.
-  return (list ?? []).map((c) => ({ number: normalizeStoredNumber(c.number)!, label: c.label ?? null, digits: c.number }));
+type Card = { number: string; label?: string | null | undefined; valid_from?: string | null | undefined; valid_until?: string | null | undefined };
+
+function cards(list: ReadonlyArray<Card> | null | undefined) {
+  // The schemas already checked each number is an integer string and each date a service time, so neither
+  // normalization nor parsing can fail here. The digits as given are kept: a PIN's leading zeros count.
+  return (list ?? []).map((c) => ({
+    number: normalizeStoredNumber(c.number)!,
+    label: c.label ?? null,
+    digits: c.number,
+    validFrom: c.valid_from ? parseServiceTime(c.valid_from) : null,
+    validUntil: c.valid_until ? parseServiceTime(c.valid_until) : null,
+  }));
 }
 
 export function toStagedUser(item: UserListItem, tagOverride?: 'USER' | 'GUEST'): StagedUser {

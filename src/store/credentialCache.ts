@@ -19,11 +19,21 @@ type HolderRow = [
   timeMapping: string | null,
   label: string | null,
   digits: string | null,
+  validFrom: number | null,
+  validUntil: number | null,
 ];
 
 type LinkRow = [id: string, resourceIds: string, startAt: number | null, endAt: number | null, timeMapping: string];
 
 const PARSED_CACHE_LIMIT = 4096;
+
+const NO_DATES = Object.freeze({});
+
+/** A credential's validity dates, only those it has (an undated credential's holder carries neither). */
+function dates(validFrom: number | null, validUntil: number | null): { validFrom?: number; validUntil?: number } {
+  if (validFrom === null && validUntil === null) return NO_DATES;
+  return { ...(validFrom !== null ? { validFrom } : {}), ...(validUntil !== null ? { validUntil } : {}) };
+}
 
 export interface CacheCounts {
   users: number;
@@ -46,7 +56,8 @@ export class CredentialCache {
   constructor(readonly db: Db) {
     this.byNumber = db
       .prepare(
-        `SELECT holder_kind, holder_id, tag, ad_status, groups, policies, resource_ids, start_at, end_at, time_mapping, label, digits
+        `SELECT holder_kind, holder_id, tag, ad_status, groups, policies, resource_ids, start_at, end_at, time_mapping, label, digits,
+                valid_from, valid_until
            FROM credentials WHERE number = ?`,
       )
       .raw(true) as unknown as Statement<[string], HolderRow>;
@@ -93,7 +104,7 @@ export class CredentialCache {
   holdersOfNumber(number: string, presented: 'card' | 'pin', pinLabels: ReadonlySet<string>): Holder[] {
     const holders: Holder[] = [];
     const pin = presented === 'pin';
-    for (const [kind, id, tag, adStatus, groups, policies, resourceIds, startAt, endAt, timeMapping, label, digits] of this.byNumber.all(
+    for (const [kind, id, tag, adStatus, groups, policies, resourceIds, startAt, endAt, timeMapping, label, digits, validFrom, validUntil] of this.byNumber.all(
       pin ? stripLeadingZeros(number) : number,
     )) {
       if (isPinLabel(label, pinLabels) !== pin) continue;
@@ -106,9 +117,10 @@ export class CredentialCache {
           adStatus: adStatus!,
           groups: this.json<string[]>(groups!),
           policies: this.json<string[]>(policies!),
+          ...dates(validFrom, validUntil),
         });
       } else {
-        holders.push(this.link(id, resourceIds!, startAt, endAt, timeMapping!));
+        holders.push({ ...this.link(id, resourceIds!, startAt, endAt, timeMapping!), ...dates(validFrom, validUntil) });
       }
     }
     return holders;

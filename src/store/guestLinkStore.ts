@@ -110,8 +110,8 @@ export class GuestLinkStore {
         mapping: JSON.stringify(staged.timeMapping),
         emails: JSON.stringify(staged.emailList),
       };
-      const cards = [...new Map(staged.smartcards.map((c) => [c.number, c.label])).entries()].sort();
-      const digits = new Map(staged.smartcards.map((c) => [c.number, c.digits]));
+      // One row per number (the last entry wins), in number order: compared with the rows held as they are.
+      const cards = [...new Map(staged.smartcards.map((c) => [c.number, c])).values()].sort((a, b) => (a.number < b.number ? -1 : a.number > b.number ? 1 : 0));
       const existing = this.db
         .prepare(
           `SELECT name, token_digest, resource_ids, start_at, end_at, time_mapping, email_list, source FROM guest_links WHERE magic_link_id = ?`,
@@ -119,14 +119,17 @@ export class GuestLinkStore {
         .raw()
         .get(row.id) as unknown[] | undefined;
       const existingCards = this.db
-        .prepare("SELECT number, label, resource_ids, start_at, end_at, time_mapping FROM credentials WHERE holder_kind = 'link' AND holder_id = ? ORDER BY number")
+        .prepare(
+          "SELECT number, label, resource_ids, start_at, end_at, time_mapping, valid_from, valid_until FROM credentials WHERE holder_kind = 'link' AND holder_id = ? ORDER BY number",
+        )
         .raw()
         .all(row.id) as unknown[][];
       const sameLink =
         existing !== undefined &&
         JSON.stringify(existing) === JSON.stringify([row.name, row.digest, row.resources, row.start, row.end, row.mapping, row.emails, 'mqtt']);
       const sameCards =
-        JSON.stringify(existingCards) === JSON.stringify(cards.map(([n, l]) => [n, l, row.resources, row.start, row.end, row.mapping]));
+        JSON.stringify(existingCards) ===
+        JSON.stringify(cards.map((c) => [c.number, c.label, row.resources, row.start, row.end, row.mapping, c.validFrom, c.validUntil]));
       if (sameLink && sameCards) return 'unchanged';
       this.remove(row.id);
       this.db
@@ -136,10 +139,10 @@ export class GuestLinkStore {
         )
         .run(row);
       const insert = this.db.prepare(
-        `INSERT INTO credentials (number, holder_kind, holder_id, label, resource_ids, start_at, end_at, time_mapping, digits)
-         VALUES (?, 'link', ?, ?, ?, ?, ?, ?, ?)`,
+        `INSERT INTO credentials (number, holder_kind, holder_id, label, resource_ids, start_at, end_at, time_mapping, digits, valid_from, valid_until)
+         VALUES (?, 'link', ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
       );
-      for (const [number, label] of cards) insert.run(number, row.id, label, row.resources, row.start, row.end, row.mapping, digits.get(number));
+      for (const c of cards) insert.run(c.number, row.id, c.label, row.resources, row.start, row.end, row.mapping, c.digits, c.validFrom, c.validUntil);
       return 'stored';
     })();
   }

@@ -112,6 +112,14 @@ export const MIGRATIONS: readonly Migration[] = [
   ALTER TABLE credentials ADD COLUMN digits TEXT;
   DELETE FROM meta WHERE key IN ('directory_revision', 'directory_history');
   `,
+  `
+  -- A card's or PIN's own validity (the service's valid_from / valid_until, epoch ms UTC; NULL = unbounded; from
+  -- inclusive, until exclusive). Rows from before have none: forgetting the revision held makes the next sync a
+  -- full one, which fills them in (an agent provisioned by import alone: import again).
+  ALTER TABLE credentials ADD COLUMN valid_from INTEGER;
+  ALTER TABLE credentials ADD COLUMN valid_until INTEGER;
+  DELETE FROM meta WHERE key IN ('directory_revision', 'directory_history');
+  `,
 ];
 
 const tableExists = (db: Db, name: string) =>

@@ -11,7 +11,7 @@ export interface RowCounts {
 
 export interface MergeSummary {
   users: RowCounts;
-  /** A credential counts as changed when its label or its holder's facts (status, groups, schedule) changed. */
+  /** A credential counts as changed when its label, its validity dates or its holder's facts (status, groups, schedule) changed. */
   credentials: RowCounts;
   guestLinks: RowCounts;
   /** Rows inserted, updated or deleted in the cache tables: 0 when nothing changed. */
@@ -124,28 +124,30 @@ export function mergeStage(
        OR guest_links.email_list IS NOT excluded.email_list OR guest_links.source IS NOT excluded.source`);
   const upsertedCredentials = run(`
     INSERT INTO credentials (number, holder_kind, holder_id, label, tag, ad_status, groups, policies,
-                             resource_ids, start_at, end_at, time_mapping, digits)
+                             resource_ids, start_at, end_at, time_mapping, digits, valid_from, valid_until)
     SELECT * FROM (
       SELECT c.number, c.holder_kind, c.holder_id, c.label, u.tag, u.ad_status, u.groups, d.policies,
-             NULL, NULL, NULL, NULL, c.digits
+             NULL, NULL, NULL, NULL, c.digits, c.valid_from, c.valid_until
         FROM temp.stage_credentials c
         JOIN temp.stage_users u ON c.holder_kind = 'user' AND u.email_id = CAST(c.holder_id AS INTEGER)
         JOIN temp.stage_details d ON d.email_id = u.email_id
       UNION ALL
       SELECT c.number, c.holder_kind, c.holder_id, c.label, NULL, NULL, NULL, NULL,
-             l.resource_ids, l.start_at, l.end_at, l.time_mapping, c.digits
+             l.resource_ids, l.start_at, l.end_at, l.time_mapping, c.digits, c.valid_from, c.valid_until
         FROM temp.stage_credentials c
         JOIN temp.stage_links l ON c.holder_kind = 'link' AND l.magic_link_id = c.holder_id
     ) WHERE true
     ON CONFLICT (number, holder_kind, holder_id) DO UPDATE SET label = excluded.label, tag = excluded.tag,
       ad_status = excluded.ad_status, groups = excluded.groups, policies = excluded.policies,
       resource_ids = excluded.resource_ids, start_at = excluded.start_at, end_at = excluded.end_at,
-      time_mapping = excluded.time_mapping, digits = excluded.digits
+      time_mapping = excluded.time_mapping, digits = excluded.digits, valid_from = excluded.valid_from,
+      valid_until = excluded.valid_until
     WHERE credentials.label IS NOT excluded.label OR credentials.tag IS NOT excluded.tag
        OR credentials.ad_status IS NOT excluded.ad_status OR credentials.groups IS NOT excluded.groups
        OR credentials.policies IS NOT excluded.policies OR credentials.resource_ids IS NOT excluded.resource_ids
        OR credentials.start_at IS NOT excluded.start_at OR credentials.end_at IS NOT excluded.end_at
-       OR credentials.time_mapping IS NOT excluded.time_mapping OR credentials.digits IS NOT excluded.digits`);
+       OR credentials.time_mapping IS NOT excluded.time_mapping OR credentials.digits IS NOT excluded.digits
+       OR credentials.valid_from IS NOT excluded.valid_from OR credentials.valid_until IS NOT excluded.valid_until`);
 
   const counts = (staged: number, added: number, upserted: number, removed: number): RowCounts => ({
     added,

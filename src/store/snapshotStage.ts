@@ -17,7 +17,16 @@ export interface StagedDetail {
   emailId: number;
   policies: string[];
   /** number: the cache's key (leading zeros dropped); digits: as the service gave it (a PIN's zeros count). */
-  smartcards: Array<{ number: string; label: string | null; digits: string }>;
+  smartcards: StagedCard[];
+}
+
+/** A card or PIN entry; validFrom (inclusive) and validUntil (exclusive) in epoch ms, null: unbounded. */
+export interface StagedCard {
+  number: string;
+  label: string | null;
+  digits: string;
+  validFrom: number | null;
+  validUntil: number | null;
 }
 
 export interface StagedLink {
@@ -29,7 +38,7 @@ export interface StagedLink {
   endAt: number | null;
   timeMapping: unknown;
   emailList: string[];
-  smartcards: Array<{ number: string; label: string | null; digits: string }>;
+  smartcards: StagedCard[];
 }
 
 const STAGE_TABLES = ['stage_users', 'stage_details', 'stage_links', 'stage_credentials'] as const;
@@ -55,7 +64,7 @@ export class SnapshotStage {
         start_at INTEGER, end_at INTEGER, time_mapping TEXT NOT NULL, email_list TEXT NOT NULL) STRICT;
       CREATE TEMP TABLE IF NOT EXISTS stage_credentials (
         number TEXT NOT NULL, holder_kind TEXT NOT NULL, holder_id TEXT NOT NULL, label TEXT, digits TEXT,
-        PRIMARY KEY (number, holder_kind, holder_id)) STRICT, WITHOUT ROWID;
+        valid_from INTEGER, valid_until INTEGER, PRIMARY KEY (number, holder_kind, holder_id)) STRICT, WITHOUT ROWID;
     `);
     for (const table of STAGE_TABLES) db.exec(`DELETE FROM temp.${table}`);
     this.insertUser = db.prepare(
@@ -64,7 +73,7 @@ export class SnapshotStage {
     this.insertDetail = db.prepare('INSERT OR IGNORE INTO temp.stage_details VALUES (?, ?)');
     this.insertLink = db.prepare(`INSERT OR IGNORE INTO temp.stage_links VALUES
       (@magicLinkId, @name, @tokenDigest, @resourceIds, @startAt, @endAt, @timeMapping, @emailList)`);
-    this.insertCredential = db.prepare('INSERT OR IGNORE INTO temp.stage_credentials VALUES (?, ?, ?, ?, ?)');
+    this.insertCredential = db.prepare('INSERT OR IGNORE INTO temp.stage_credentials VALUES (?, ?, ?, ?, ?, ?, ?)');
   }
 
   addUser(user: StagedUser): boolean {
@@ -74,7 +83,7 @@ export class SnapshotStage {
   addDetail(detail: StagedDetail): boolean {
     if (this.insertDetail.run(detail.emailId, JSON.stringify(detail.policies)).changes !== 1) return false;
     const holder = String(detail.emailId);
-    for (const card of detail.smartcards) this.insertCredential.run(card.number, 'user', holder, card.label, card.digits);
+    for (const card of detail.smartcards) this.insertCredential.run(card.number, 'user', holder, card.label, card.digits, card.validFrom, card.validUntil);
     return true;
   }
 
@@ -90,7 +99,9 @@ export class SnapshotStage {
       emailList: JSON.stringify(link.emailList),
     };
     if (this.insertLink.run(row).changes !== 1) return false;
-    for (const card of link.smartcards) this.insertCredential.run(card.number, 'link', link.magicLinkId, card.label, card.digits);
+    for (const card of link.smartcards) {
+      this.insertCredential.run(card.number, 'link', link.magicLinkId, card.label, card.digits, card.validFrom, card.validUntil);
+    }
     return true;
   }
 

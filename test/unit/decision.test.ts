@@ -195,6 +195,8 @@ describe('decide: reason precedence when every holder is denied', () => {
     ['wrong_door', link({ magicLinkId: 'w', resourceIds: [OTHER_DOOR] })],
     ['link_not_yet_valid', link({ magicLinkId: 'n', startAt: NOW + 1 })],
     ['link_expired', link({ magicLinkId: 'e', endAt: NOW })],
+    ['credential_not_yet_valid', user({ emailId: 4, validFrom: NOW + 1 })],
+    ['credential_expired', user({ emailId: 5, validUntil: NOW })],
     ['outside_schedule', link({ magicLinkId: 'o', timeMapping: [[], [], [], [], [], [], []] })],
   ];
 
@@ -215,7 +217,7 @@ describe('decide: reason precedence when every holder is denied', () => {
     expect(d.holders.map((h) => h.reason)).toEqual([a, b]);
   });
 
-  it('all six denied holders in any rotation report user_suspended', () => {
+  it('all the denied holders in any rotation report user_suspended', () => {
     const holders = byReason.map((r) => r[1]);
     for (let i = 0; i < holders.length; i++) {
       const rotated = [...holders.slice(i), ...holders.slice(0, i)];
@@ -235,6 +237,8 @@ describe('decide: reason precedence when every holder is denied', () => {
       'no_second_factor',
       'user_suspended',
       'not_authorized',
+      'credential_not_yet_valid',
+      'credential_expired',
       'wrong_door',
       'link_not_yet_valid',
       'link_expired',
@@ -243,6 +247,62 @@ describe('decide: reason precedence when every holder is denied', () => {
       'holiday',
       'outside_schedule',
     ]);
+  });
+});
+
+describe('decide: a credential\'s validity dates (valid_from inclusive, valid_until exclusive)', () => {
+  const FROM = utc('2026-06-01T00:00:00Z');
+  const UNTIL = utc('2026-08-01T00:00:00Z');
+  const dated = { validFrom: FROM, validUntil: UNTIL };
+
+  it.each<[string, number, Holder, DenyReason | null]>([
+    ['a user card inside its dates', NOW, user(dated), null],
+    ['a user card before valid_from', FROM - 1, user(dated), 'credential_not_yet_valid'],
+    ['a user card exactly at valid_from', FROM, user(dated), null],
+    ['a user card one ms before valid_until', UNTIL - 1, user(dated), null],
+    ['a user card exactly at valid_until', UNTIL, user(dated), 'credential_expired'],
+    ['a user card long expired', utc('2027-01-01T00:00:00Z'), user(dated), 'credential_expired'],
+    ['a user card with valid_from only', utc('2099-01-01T00:00:00Z'), user({ validFrom: FROM }), null],
+    ['a user card with valid_until only, before it', FROM - 1, user({ validUntil: UNTIL }), null],
+    ['a user card with valid_until only, after it', UNTIL, user({ validUntil: UNTIL }), 'credential_expired'],
+    ['a user card with null dates', utc('2099-01-01T00:00:00Z'), user({ validFrom: null, validUntil: null }), null],
+    ['a link card inside both validities', NOW, link(dated), null],
+    ['a link card whose own dates ended first', NOW, link({ validUntil: NOW }), 'credential_expired'],
+    ['a link card whose own dates have not begun', NOW, link({ validFrom: NOW + 1 }), 'credential_not_yet_valid'],
+    ['a link card at another door, expired: its dates come first', NOW, link({ resourceIds: [OTHER_DOOR], validUntil: NOW }), 'credential_expired'],
+  ])('%s', (_name, now, holder, reason) => {
+    const d = decide(req({ now }), [holder], ctx);
+    expect(d.reason).toBe(reason);
+    expect(d.granted).toBe(reason === null);
+  });
+
+  it('refuses a dated credential while the clock is untrusted, and an undated one of staff still opens', () => {
+    expect(decide(req({ now: 0 }), [user(dated)], ctx).reason).toBe('clock_untrusted');
+    expect(decide(req({ now: CLOCK_TRUSTED_FROM - 1 }), [user({ validUntil: UNTIL })], ctx).reason).toBe('clock_untrusted');
+    expect(decide(req({ now: 0 }), [user()], ctx).granted).toBe(true);
+    expect(decide(req({ now: 0 }), [link({ startAt: null, endAt: null, validUntil: UNTIL })], ctx).reason).toBe('clock_untrusted');
+  });
+
+  it('a suspended user stays user_suspended, whatever the dates', () => {
+    expect(decide(req({ now: UNTIL }), [user({ ...dated, adStatus: 'SUSPENDED' })], ctx).reason).toBe('user_suspended');
+    expect(decide(req({ now: 0 }), [user({ ...dated, adStatus: 'SUSPENDED' })], ctx).reason).toBe('user_suspended');
+  });
+
+  it('a user outside its dates is refused for the dates even when it would not be authorized either', () => {
+    expect(decide(req({ now: UNTIL }), [user({ ...dated, groups: [] })], ctx).reason).toBe('credential_expired');
+  });
+
+  it('another holder of the same number still opens', () => {
+    const d = decide(req({ now: UNTIL }), [user({ emailId: 1, ...dated }), user({ emailId: 2 })], ctx);
+    expect(d.granted).toBe(true);
+    expect(d.holders.map((h) => h.reason)).toEqual(['credential_expired', null]);
+  });
+
+  it('lockdown keeps its meaning: an expired responder is refused for the dates, others with lockdown', () => {
+    const responders: DecisionContext = { ...ctx, responders: { groups: new Set(['Security']), policies: new Set() } };
+    expect(decide(req({ now: UNTIL, lockdown: true }), [user({ ...dated })], responders).reason).toBe('lockdown');
+    expect(decide(req({ now: UNTIL, lockdown: true }), [user({ ...dated, groups: ['Staff', 'Security'] })], responders).reason).toBe('credential_expired');
+    expect(decide(req({ now: NOW, lockdown: true }), [user({ ...dated, groups: ['Staff', 'Security'] })], responders).granted).toBe(true);
   });
 });
 

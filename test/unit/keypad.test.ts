@@ -178,7 +178,7 @@ describe('the growing keypad lockout (issue 32)', () => {
 describe('countsAsGuess', () => {
   const refused = (reason: string, holders: unknown[] = [{}]) => ({ granted: false, reason, holders });
   it('refused known credentials count like unknown ones', () => {
-    for (const reason of ['user_suspended', 'not_authorized', 'wrong_door', 'link_expired', 'link_not_yet_valid', 'outside_schedule', 'holiday', 'pin_too_short']) {
+    for (const reason of ['user_suspended', 'not_authorized', 'wrong_door', 'link_expired', 'link_not_yet_valid', 'credential_expired', 'credential_not_yet_valid', 'outside_schedule', 'holiday', 'pin_too_short']) {
       expect(countsAsGuess(refused(reason)), reason).toBe(true);
     }
     expect(countsAsGuess(refused('unknown_credential', []))).toBe(true);
