@@ -50,6 +50,8 @@ interface DoorLevels {
 export interface LevelIndex {
   readonly levels: readonly AccessLevel[];
   readonly byDoor: ReadonlyMap<string, DoorLevels>;
+  /** The levels of every door (access.groups/policies), whatever door asks. */
+  readonly everyDoor: DoorLevels;
   /** Groups and policies that hold a level at some door (a user with one, refused here, is at the wrong door). */
   readonly anyGroup: ReadonlySet<string>;
   readonly anyPolicy: ReadonlySet<string>;
@@ -64,11 +66,16 @@ function push(map: Map<string, AccessLevel[]>, key: string, level: AccessLevel):
 
 export function compileLevels(levels: readonly AccessLevel[], doorUuids: readonly string[]): LevelIndex {
   const byDoor = new Map<string, DoorLevels>(doorUuids.map((uuid) => [uuid, { byGroup: new Map(), byPolicy: new Map() }]));
+  const everyDoor: DoorLevels = { byGroup: new Map(), byPolicy: new Map() };
   const anyGroup = new Set<string>();
   const anyPolicy = new Set<string>();
   for (const level of levels) {
-    const doors = level.doors === 'all' ? doorUuids : level.doors;
-    if (doors.length === 0) continue;
+    if (level.doors === 'all') {
+      for (const g of level.groups) push(everyDoor.byGroup, g, level);
+      for (const p of level.policies) push(everyDoor.byPolicy, p, level);
+    }
+    const doors = level.doors === 'all' ? [] : level.doors;
+    if (level.doors !== 'all' && doors.length === 0) continue;
     for (const uuid of doors) {
       const door = byDoor.get(uuid);
       if (!door) continue;
@@ -78,7 +85,7 @@ export function compileLevels(levels: readonly AccessLevel[], doorUuids: readonl
     for (const g of level.groups) anyGroup.add(g);
     for (const p of level.policies) anyPolicy.add(p);
   }
-  return { levels, byDoor, anyGroup, anyPolicy };
+  return { levels, byDoor, everyDoor, anyGroup, anyPolicy };
 }
 
 const ORDER: readonly LevelRefusal[] = ['clock_untrusted', 'not_authorized', 'wrong_door', 'level_not_yet_valid', 'level_expired', 'holiday', 'outside_schedule'];
@@ -118,13 +125,13 @@ export function levelFor(index: LevelIndex, doorUuid: string, user: UserMembersh
     }
     return null;
   };
-  if (door) {
+  for (const levels of door ? [door, index.everyDoor] : [index.everyDoor]) {
     for (const g of user.groups) {
-      const level = consider(door.byGroup.get(g));
+      const level = consider(levels.byGroup.get(g));
       if (level) return { level };
     }
     for (const p of user.policies) {
-      const level = consider(door.byPolicy.get(p));
+      const level = consider(levels.byPolicy.get(p));
       if (level) return { level };
     }
   }

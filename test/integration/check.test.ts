@@ -109,17 +109,19 @@ describe('door-agent check: usage errors (exit 2)', () => {
     let r = runCli(['check', '1', '--kind', 'face', '--config', config]);
     expect([r.status, r.stderr]).toEqual([2, expect.stringContaining('--kind must be card, pin or token')]);
     r = runCli(['check', '1', '--at', 'tomorrow', '--config', config]);
-    expect([r.status, r.stderr]).toEqual([2, expect.stringContaining('is not an ISO 8601 instant')]);
+    expect([r.status, r.stderr]).toEqual([2, expect.stringContaining('--at "tomorrow" is neither a local time such as "2026-12-24 19:00" (agent.timezone) nor an ISO 8601 instant')]);
     r = runCli(['check', '1', '--at', '2026-11-23T10:00:00', '--config', config]);
     expect(r.status).toBe(2);
     r = runCli(['check', '1', '--at', '2026-02-30T10:00:00Z', '--config', config]); // no rollover into March
-    expect([r.status, r.stderr]).toEqual([2, expect.stringContaining('is not an ISO 8601 instant')]);
+    expect([r.status, r.stderr]).toEqual([2, expect.stringContaining('is neither a local time')]);
+    r = runCli(['check', '1', '--at', '2026-02-30 10:00', '--config', config]);
+    expect([r.status, r.stderr]).toEqual([2, expect.stringContaining('is not a time that exists in Europe/Berlin')]);
     r = runCli(['check', '1', '--door', SECOND_DOOR_UUID, '--config', config]);
     expect([r.status, r.stderr]).toEqual([2, expect.stringContaining('is not a configured door')]);
     r = runCli(['check', '1', '--config', twoDoorConfig]);
     expect(r.status).toBe(2);
     expect(r.stderr).toContain('2 doors are configured: name one with --door UUID');
-    expect(r.stderr).toContain(`${SECOND_DOOR_UUID}  Back door`);
+    expect(r.stderr).toContain(`${SECOND_DOOR_UUID}  13  Back door`);
   });
 
   it('no cache yet: tells the operator to import or sync', () => {
