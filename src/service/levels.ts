@@ -2,6 +2,7 @@ import type { Statement } from 'better-sqlite3';
 import type { ServiceDb as Db } from './database.js';
 import type { LevelSchedule } from './levelSchedule.js';
 import type { ServiceResource } from './options.js';
+import { preparedStatements } from './preparedStatements.js';
 
 /** What defines a level besides its name and members (policy_levels). */
 export interface LevelDefinition {
@@ -58,7 +59,7 @@ const sortedIds = (ids: Iterable<number>) => [...new Set(ids)].sort((a, b) => a 
  * policies and policy_members like every policy's, so GET /user and the directory's details name them as usual.
  */
 export class LevelStore {
-  private readonly statements = new Map<string, Statement>();
+  private readonly sql: (text: string) => Statement;
   /** The configured COMPUTER resources: never a door of a level, even when a resource group holds them. */
   private readonly computers: ReadonlySet<number>;
 
@@ -67,16 +68,9 @@ export class LevelStore {
     resources: readonly ServiceResource[] = [],
   ) {
     this.computers = new Set(resources.filter((r) => r.type === 'COMPUTER').map((r) => r.resourceId));
+    this.sql = preparedStatements(db);
   }
 
-  private sql(text: string): Statement {
-    let statement = this.statements.get(text);
-    if (statement === undefined) {
-      statement = this.db.prepare(text);
-      this.statements.set(text, statement);
-    }
-    return statement;
-  }
 
   private static fromRow(row: LevelRow): Level {
     return {

@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { Statement } from 'better-sqlite3';
+import { preparedStatements } from './preparedStatements.js';
 import type { ServiceDb as Db } from './database.js';
 import type { Rank } from './apiKeys.js';
 
@@ -50,18 +51,11 @@ export interface UserRow {
 
 /** Users of the organization: the list and detail forms of docs/access-control-api.md, and their transitions. */
 export class UserStore {
-  /** Each SQL text prepared once per store (issue 32 item 17: a statement prepared per id of a 120,000-id request held 800 MB). */
-  private readonly statements = new Map<string, Statement>();
+  private readonly sql: (text: string) => Statement;
 
-  constructor(private readonly db: Db) {}
-
-  private sql(text: string): Statement {
-    let statement = this.statements.get(text);
-    if (statement === undefined) {
-      statement = this.db.prepare(text);
-      this.statements.set(text, statement);
-    }
-    return statement;
+  constructor(private readonly db: Db) {
+    // Each SQL text prepared once per store (a statement prepared per id of a 120,000-id request held 800 MB).
+    this.sql = preparedStatements(db);
   }
 
   /** The email_ids of `ids` that are active users, in one query. */
