@@ -7,7 +7,7 @@ const COMMANDS: Array<{ argv: string[]; options: string[]; config: boolean; exit
   { argv: ['run'], options: ['--config F'], config: true, exits: [0, 1, 2, 78] },
   { argv: ['status'], options: ['--json', '--config F'], config: true, exits: [0, 1, 2, 78] },
   { argv: ['events'], options: ['--since SEQ', '--follow', '--config F'], config: true, exits: [0, 1, 2, 78] },
-  { argv: ['check'], options: ['CREDENTIAL', '--kind card|pin|token', '--door UUID', '--at ISO', '--config F'], config: true, exits: [0, 1, 2, 78] },
+  { argv: ['check'], options: ['CREDENTIAL', '--kind card|pin|token', '--door DOOR', '--at TIME', '--config F'], config: true, exits: [0, 1, 2, 78] },
   { argv: ['import'], options: ['FILE', '--allow-mass-removal', '--json', '--config F'], config: true, exits: [0, 1, 2, 78] },
   { argv: ['sync'], options: ['--allow-mass-removal', '--config F'], config: true, exits: [0, 1, 2, 78] },
   { argv: ['relock'], options: ['--config F'], config: true, exits: [0, 1, 2, 78] },
