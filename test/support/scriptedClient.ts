@@ -7,6 +7,8 @@ import { EventEmitter } from 'node:events';
 export class ScriptedClient extends EventEmitter {
   connected = true;
   readonly published: Array<{ topic: string; message: string }> = [];
+  readonly subscriptions: unknown[] = [];
+  readonly unsubscribed: unknown[] = [];
   publish(topic: string, message: string | Buffer): this {
     this.published.push({ topic, message: message.toString() });
     return this;
@@ -15,8 +17,13 @@ export class ScriptedClient extends EventEmitter {
     this.publish(topic, message);
     return undefined;
   }
-  async subscribeAsync() {
+  async subscribeAsync(topics: unknown) {
+    this.subscriptions.push(topics);
     return [];
+  }
+  async unsubscribeAsync(topics: unknown) {
+    this.unsubscribed.push(topics);
+    return undefined;
   }
   async endAsync() {
     this.connected = false;
