@@ -29,7 +29,7 @@ export interface DoorOperationsFields {
 
 const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
 
-/** The retained state payload; without `operations` (a door bridged on its own, in tests) only the lock and the contact. */
+/** The retained state payload; without `operations` (a door handled on its own, in tests) only the lock and the contact. */
 export function doorStatePayload(lock: LockFields, door: 'OPEN' | 'CLOSED' | null, operations?: DoorOperationsFields): string {
   const payload: Record<string, unknown> = {
     state: lock.state,

@@ -39,7 +39,7 @@ import { ScriptedClient } from '../support/scriptedClient.js';
 
 // Issue 32, items 5 and 6: the agent's clocks against a service whose clock runs ahead, a system clock set back,
 // and signed retained messages (maximum age, future skew, the switch to signed mode, the guest-link index).
-// The real bridges, stores and SQLite files, driven by a scripted broker client and an injected clock.
+// The real MQTT handlers, stores and SQLite files, driven by a scripted broker client and an injected clock.
 
 const tmp = tempDir('door-agent-clocks-');
 afterAll(tmp.cleanup);

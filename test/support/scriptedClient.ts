@@ -2,7 +2,7 @@ import { EventEmitter } from 'node:events';
 
 /**
  * A stand-in for an mqtt.js client that records what is published and lets a test emit `message`, `connect` and
- * the like itself: for driving the bridges message by message, in the order a test needs.
+ * the like itself: for driving the MQTT handlers message by message, in the order a test needs.
  */
 export class ScriptedClient extends EventEmitter {
   connected = true;
