@@ -209,21 +209,6 @@ export class Door implements Component {
     return this.runtime?.tamperState() ?? null;
   }
 
-  /** The fields of the door's published state beyond lock and contact (docs/mqtt.md, "Door state"). */
-  publishedState(lockdown: { active: boolean; scope: 'door' | 'agent' | null; by: string | null }): Record<string, unknown> {
-    const schedule = this.scheduleState();
-    return {
-      lockdown: lockdown.active,
-      lockdown_scope: lockdown.scope,
-      lockdown_by: lockdown.by,
-      tamper: this.tamperState(),
-      schedule:
-        schedule === null
-          ? null
-          : { state: schedule.state, next_change: schedule.nextChange === null ? null : new Date(schedule.nextChange).toISOString() },
-    };
-  }
-
   /** Ends the timers and drives the relay locked, at once (the first step of every stop). */
   halt(): void {
     this.scheduler?.stop();

@@ -102,8 +102,15 @@ export class BrokerRefusals {
    * which the broker granted in the same SUBACK. Rejects only when the connection failed.
    */
   async subscribe(client: MqttClient, topics: readonly string[], options: IClientSubscribeOptions): Promise<void> {
+    // mqtt.js's own defaults for the options not given (MQTT 5: no local, retain as published, retain handling).
+    await this.subscribeEach(client, new Map(topics.map((topic) => [topic, { nl: false, rap: false, rh: 0, ...options }])));
+  }
+
+  /** As `subscribe`, with each topic's own options, in one SUBSCRIBE (the MQTT component's union of its handlers' filters). */
+  async subscribeEach(client: MqttClient, subscriptions: ReadonlyMap<string, IClientSubscribeOptions>): Promise<void> {
+    const topics = [...subscriptions.keys()];
     try {
-      await client.subscribeAsync([...topics], options);
+      await client.subscribeAsync(Object.fromEntries(subscriptions));
       for (const topic of topics) this.accepted('subscribe', topic);
     } catch (err) {
       const granted = (err as { packet?: { granted?: unknown } }).packet?.granted;

@@ -1,3 +1,4 @@
+import type { MqttClient } from 'mqtt';
 import type { Logger } from 'pino';
 import type { Env } from '../config/secrets.js';
 import type { Door } from '../door/door.js';
@@ -10,13 +11,20 @@ import { Topics } from '../protocol/topics.js';
 import type { AgentStore } from '../store/agentStore.js';
 import { ReplayCache } from '../store/replayCache.js';
 import type { Clock, Timers } from '../util/clock.js';
-import { MqttBridge } from './bridge.js';
 import type { Lockdowns } from '../door/lockdowns.js';
-import { OperationsBridge } from './operationsBridge.js';
-import { GuestLinkIndexListener } from './guestLinkIndex.js';
 import { RetainedClock } from './retainedClock.js';
 import { resetOnSwitchToSigned } from './signingMode.js';
 import { BrokerRefusals } from './brokerRefusals.js';
+import { settlesWithin, type MqttHandler } from './handler.js';
+import { HandlerList } from './handlerList.js';
+import type { MqttDoor } from './handlers/mqttDoor.js';
+import { DoorCommandsHandler } from './handlers/doorCommands.js';
+import { GuestLinksHandler } from './handlers/guestLinks.js';
+import { GuestLinkIndexHandler } from './handlers/guestLinkIndex.js';
+import { DirectoryHandler } from './handlers/directory.js';
+import { OperationsHandler } from './handlers/operations.js';
+import { HomeAssistantHandler } from './handlers/homeAssistant.js';
+import { DoorStateHandler } from './handlers/doorState.js';
 
 export interface MqttComponentDeps {
   options: MqttOptions;
@@ -41,16 +49,21 @@ export interface MqttComponentDeps {
   forgetHolidaysIssuedAt?: () => void;
 }
 
-/** The agent on the broker (see MqttBridge): started after the doors, stopped before them. */
+/**
+ * The agent on the broker: one client and one list of handlers (handler.ts), one per topic family, started after
+ * the doors and stopped before them. The list is the only place a topic family is registered; HandlerList
+ * subscribes to their filters once per connection and hands each message to the handler whose filter matches.
+ */
 export class MqttComponent implements Component {
   readonly name = 'mqtt';
-  private bridge: MqttBridge | null = null;
-  private readonly unsubscribe: Array<() => void> = [];
+  private handlers: HandlerList | null = null;
+  private client: MqttClient | null = null;
+  private doorState: DoorStateHandler | null = null;
 
   constructor(private readonly deps: MqttComponentDeps) {}
 
   start(): void {
-    const { options, store, doorEvents, clock, logger } = this.deps;
+    const { options, store, doorEvents, clock, timers, logger } = this.deps;
     const topics = new Topics(options.topicPrefix, this.deps.agentId);
     const replay = new ReplayCache(store.state, store.writes, () => clock.monoNow());
     replay.prune(clock.wallNow() - 2 * options.commandMaxAgeSeconds * 1000);
@@ -71,63 +84,68 @@ export class MqttComponent implements Component {
     if (options.protocolVersion !== 5) {
       logger.warn('mqtt.protocolVersion 4 (MQTT 3.1.1): a broker that refuses a publish (its ACL) acknowledges it all the same, so the agent cannot tell; use 5');
     }
-    const bridge = new MqttBridge({
-      refusals,
-      client,
-      topics,
-      doors: this.deps.doors.map((d) => ({
-        door: d.options,
-        controller: d.lock,
-        contact: () => d.contactState(),
-        lockdown: () => lockdowns.isLockedDown(d.options.uuid),
-        extraState: () => d.publishedState(lockdowns.effective(d.options.uuid)),
-      })),
-      events: store.events,
-      guestLinks,
-      times,
-      replay,
-      writes: store.writes,
-      secret,
-      maxAgeSeconds: options.commandMaxAgeSeconds,
-      guestLinkMaxAgeSeconds: options.guestLinkMaxAgeSeconds,
-      homeAssistant: options.homeAssistant,
-      version: this.deps.version,
-      clock,
-      timers: this.deps.timers,
-      logger,
-      onSyncRequest: this.deps.onSyncRequest,
-      onDirectoryRevision: this.deps.onDirectoryRevision,
-    });
-    this.bridge = bridge;
-    const operations = new OperationsBridge({
-      refusals,
-      client,
-      topics,
-      doorUuids: this.deps.doors.map((d) => d.options.uuid),
-      lockdowns,
-      secret,
-      onHolidays: this.deps.onHolidays,
-      heldHolidaysIssuedAt: this.deps.heldHolidaysIssuedAt,
-      clock,
-      times,
-      retainedMaxAgeSeconds: options.retainedMaxAgeSeconds,
-      logger,
-    });
-    if (secret !== null) {
-      new GuestLinkIndexListener({ client, prefix: options.topicPrefix, secret, guestLinks, writes: store.writes, times, maxAgeSeconds: options.guestLinkMaxAgeSeconds, logger });
-    }
-    this.unsubscribe.push(
-      doorEvents.on('lock', (door) => bridge.publishState(door)),
-      doorEvents.on('position', (door) => bridge.publishState(door)),
-      doorEvents.on('alarm', (door, type, data, at) => operations.publishAlarm(door, type, data, at)),
-    );
-    store.onEventWritten(() => this.bridge?.eventAppended());
+    const doors: MqttDoor[] = this.deps.doors.map((d) => ({
+      door: d.options,
+      controller: d.lock,
+      contact: () => d.contactState(),
+      lockdown: () => lockdowns.isLockedDown(d.options.uuid),
+      operations: () => ({ lockdown: lockdowns.effective(d.options.uuid), tamper: d.tamperState(), schedule: d.scheduleState() }),
+    }));
+    const doorState = new DoorStateHandler({ client, topics, doors, events: store.events, doorEvents, clock, timers, logger, refusals });
+    // The one list of topic families. Connect runs in this order (the door state and availability last: `online`
+    // and the outbox once the rest is in place); stop in the reverse.
+    const handlers: MqttHandler[] = [
+      new DoorCommandsHandler({ client, topics, doors, events: store.events, replay, secret, maxAgeSeconds: options.commandMaxAgeSeconds, clock, timers, logger, refusals }),
+      new GuestLinksHandler({
+        topics,
+        guestLinks,
+        writes: store.writes,
+        secret,
+        guestLinkMaxAgeSeconds: options.guestLinkMaxAgeSeconds,
+        times,
+        clock,
+        logger,
+        connected: () => client.connected,
+      }),
+      ...(secret !== null
+        ? [new GuestLinkIndexHandler({ prefix: options.topicPrefix, secret, guestLinks, writes: store.writes, times, maxAgeSeconds: options.guestLinkMaxAgeSeconds, logger })]
+        : []),
+      new DirectoryHandler({ topics, logger, onSyncRequest: this.deps.onSyncRequest, onDirectoryRevision: this.deps.onDirectoryRevision }),
+      new OperationsHandler({
+        client,
+        topics,
+        doorUuids: this.deps.doors.map((d) => d.options.uuid),
+        lockdowns,
+        secret,
+        onHolidays: this.deps.onHolidays,
+        heldHolidaysIssuedAt: this.deps.heldHolidaysIssuedAt,
+        times,
+        retainedMaxAgeSeconds: options.retainedMaxAgeSeconds,
+        logger,
+        refusals,
+        doorEvents,
+      }),
+      ...(options.homeAssistant.discovery
+        ? [new HomeAssistantHandler({ topics, doors: doors.map((d) => d.door), prefix: options.homeAssistant.prefix, version: this.deps.version, signed: secret !== null, refusals })]
+        : []),
+      doorState,
+    ];
+    this.handlers = new HandlerList(handlers, { client, refusals, logger }).attach();
+    this.client = client;
+    this.doorState = doorState;
+    store.onEventWritten(() => this.doorState?.eventAppended());
   }
 
+  /**
+   * Graceful, and bounded: the handlers stop (the doors, already locked by the caller, published LOCKED, then
+   * retained offline); a broker that does not answer within 2 s is dropped (the last will covers it).
+   */
   async stop(): Promise<void> {
-    for (const off of this.unsubscribe.splice(0)) off();
-    const bridge = this.bridge;
-    this.bridge = null;
-    await bridge?.stop();
+    const { handlers, client } = this;
+    this.handlers = null;
+    this.client = null;
+    this.doorState = null;
+    await handlers?.stop();
+    if (client && !(await settlesWithin(client.endAsync(false), 1000))) await settlesWithin(client.endAsync(true), 500);
   }
 }

@@ -1,5 +1,5 @@
 import type { Timers } from '../util/clock.js';
-import type { CommandError } from './commands.js';
+import type { CommandError } from '../protocol/commands.js';
 
 /** What a refused command leaves in the audit log. */
 export interface RejectionRecord {

@@ -7,6 +7,7 @@ import { backoffDelay, type BackoffOptions } from '../util/backoff.js';
 import { DoorAgentError, describeFsError } from '../util/errors.js';
 import { redactUrl } from '../util/redact.js';
 import type { Topics } from './topics.js';
+import { AVAILABILITY_OFFLINE } from './doorState.js';
 
 export const MQTT_BACKOFF: BackoffOptions = { initialMs: 1000, maxMs: 60_000, jitter: 0.3 };
 
@@ -59,7 +60,7 @@ const TLS_CODES = new Set([
  * once, with a clear line for a broker certificate that is not trusted.
  */
 export function connectBroker(config: MqttOptions, topics: Topics, env: Env, logger: Logger): MqttClient {
-  const will = { topic: topics.status, payload: Buffer.from('offline'), qos: 1 as const, retain: true };
+  const will = { topic: topics.status, payload: Buffer.from(AVAILABILITY_OFFLINE), qos: 1 as const, retain: true };
   return connectWithBackoff(config.url, clientOptions(config, env, { clientId: `door-agent-${topics.agentId}`, will }), logger);
 }
 

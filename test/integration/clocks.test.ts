@@ -9,9 +9,13 @@ import type { Level } from '../../src/core/relay.js';
 import { AccessChecker } from '../../src/door/accessChecker.js';
 import { LockController } from '../../src/door/lockController.js';
 import { Lockdowns } from '../../src/door/lockdowns.js';
-import { MqttBridge } from '../../src/mqtt/bridge.js';
-import { GuestLinkIndexListener } from '../../src/mqtt/guestLinkIndex.js';
-import { OperationsBridge } from '../../src/mqtt/operationsBridge.js';
+import { BrokerRefusals } from '../../src/mqtt/brokerRefusals.js';
+import type { MqttHandler } from '../../src/mqtt/handler.js';
+import { HandlerList } from '../../src/mqtt/handlerList.js';
+import { DoorCommandsHandler } from '../../src/mqtt/handlers/doorCommands.js';
+import { GuestLinkIndexHandler } from '../../src/mqtt/handlers/guestLinkIndex.js';
+import { GuestLinksHandler } from '../../src/mqtt/handlers/guestLinks.js';
+import { OperationsHandler } from '../../src/mqtt/handlers/operations.js';
 import { RetainedClock } from '../../src/mqtt/retainedClock.js';
 import { resetOnSwitchToSigned } from '../../src/mqtt/signingMode.js';
 import { guestLinkIndexPayload } from '../../src/protocol/guestLinkIndex.js';
@@ -35,7 +39,7 @@ import { ScriptedClient } from '../support/scriptedClient.js';
 
 // Issue 32, items 5 and 6: the agent's clocks against a service whose clock runs ahead, a system clock set back,
 // and signed retained messages (maximum age, future skew, the switch to signed mode, the guest-link index).
-// The real bridges, stores and SQLite files, driven by a scripted broker client and an injected clock.
+// The real MQTT handlers, stores and SQLite files, driven by a scripted broker client and an injected clock.
 
 const tmp = tempDir('door-agent-clocks-');
 afterAll(tmp.cleanup);
@@ -93,39 +97,39 @@ doors: [ { uuid: ${DOOR_UUID}, resourceId: 12, name: Front door, relay: { pin: 1
   clockMark.start();
   const times = new RetainedClock({ clock, futureSkewSeconds: SKEW, record: (event) => events.append(event), logger });
   let holidays: { dates: string[]; issuedAt: number | null } = { dates: [], issuedAt: null };
-  new MqttBridge({
-    client: client as unknown as MqttClient,
-    topics,
-    doors: [{ door, controller, contact: () => null, lockdown: () => lockdowns.isLockedDown(DOOR_UUID) }],
-    events,
-    guestLinks,
-    times,
-    replay: new ReplayCache(state, undefined, () => clock.monoNow()),
-    secret,
-    maxAgeSeconds: 30,
-    guestLinkMaxAgeSeconds: 7 * DAY,
-    homeAssistant: { discovery: false, prefix: 'homeassistant' },
-    version: 'test',
-    clock,
-    timers: time,
-    logger,
-  });
-  new OperationsBridge({
-    client: client as unknown as MqttClient,
-    topics,
-    doorUuids: [DOOR_UUID],
-    lockdowns,
-    secret,
-    onHolidays: (dates, issuedAt) => void (holidays = { dates, issuedAt }),
-    heldHolidaysIssuedAt: () => holidays.issuedAt,
-    clock,
-    times,
-    retainedMaxAgeSeconds: 3 * DAY,
-    logger,
-  });
-  if (secret !== null) {
-    new GuestLinkIndexListener({ client: client as unknown as MqttClient, prefix: P, secret, guestLinks, writes, times, maxAgeSeconds: 7 * DAY, logger });
-  }
+  const mqttClient = client as unknown as MqttClient;
+  const refusals = new BrokerRefusals({ logger, wallNow: () => clock.wallNow() });
+  const handlers: MqttHandler[] = [
+    new DoorCommandsHandler({
+      client: mqttClient,
+      topics,
+      doors: [{ door, controller, contact: () => null, lockdown: () => lockdowns.isLockedDown(DOOR_UUID) }],
+      events,
+      replay: new ReplayCache(state, undefined, () => clock.monoNow()),
+      secret,
+      maxAgeSeconds: 30,
+      clock,
+      timers: time,
+      logger,
+      refusals,
+    }),
+    new GuestLinksHandler({ topics, guestLinks, secret, guestLinkMaxAgeSeconds: 7 * DAY, times, clock, logger, connected: () => client.connected }),
+    new OperationsHandler({
+      client: mqttClient,
+      topics,
+      doorUuids: [DOOR_UUID],
+      lockdowns,
+      secret,
+      onHolidays: (dates, issuedAt) => void (holidays = { dates, issuedAt }),
+      heldHolidaysIssuedAt: () => holidays.issuedAt,
+      times,
+      retainedMaxAgeSeconds: 3 * DAY,
+      logger,
+      refusals,
+    }),
+  ];
+  if (secret !== null) handlers.push(new GuestLinkIndexHandler({ prefix: P, secret, guestLinks, writes, times, maxAgeSeconds: 7 * DAY, logger }));
+  new HandlerList(handlers, { client: mqttClient, refusals, logger }).attach();
   const deliver = (topic: string, payload: string, packet: Partial<IPublishPacket> = {}) =>
     client.emit('message', topic, Buffer.from(payload), { cmd: 'publish', qos: 1, retain: false, dup: false, ...packet });
   const nowS = () => Math.floor(time.wall / 1000);

@@ -32,7 +32,7 @@ function open(file = freshFile(), maxLinks?: number) {
   return { file, db, store: new GuestLinkStore(db, OURS, maxLinks), cache: new CredentialCache(db) };
 }
 
-/** A guest link as POST /magiclinkadmin creates it, validated as the MQTT bridge validates it. */
+/** A guest link as POST /magiclinkadmin creates it, validated as the MQTT guest links handler validates it. */
 function link(overrides: Record<string, unknown> = {}): GuestLink {
   return guestLinkSchema.parse({
     magic_link_id: 'ml-1',

@@ -5,18 +5,19 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { parseConfig } from '../../src/config/load.js';
 import type { Level } from '../../src/core/relay.js';
 import { LockController } from '../../src/door/lockController.js';
-import { MqttBridge } from '../../src/mqtt/bridge.js';
+import { BrokerRefusals } from '../../src/mqtt/brokerRefusals.js';
+import { HandlerList } from '../../src/mqtt/handlerList.js';
+import { DoorCommandsHandler } from '../../src/mqtt/handlers/doorCommands.js';
 import { Topics } from '../../src/protocol/topics.js';
 import { openDatabase, openStateDatabase } from '../../src/store/database.js';
 import { DoorStateStore } from '../../src/store/doorState.js';
 import { EventLog } from '../../src/store/eventLog.js';
-import { GuestLinkStore } from '../../src/store/guestLinkStore.js';
 import { ReplayCache } from '../../src/store/replayCache.js';
 import { systemClock, systemTimers } from '../../src/util/clock.js';
 import { DOOR_UUID, tempDir } from '../support/cli.js';
 import { ScriptedClient } from '../support/scriptedClient.js';
 
-// The bridge with a scripted client: what the broker may do that a real mosquitto will not do on request
+// The door commands handler with a scripted client: what the broker may do that a real mosquitto will not do on request
 // (redeliver a QoS 1 command with the dup flag after a lost PUBACK).
 
 const tmp = tempDir('door-agent-bridge-');
@@ -40,27 +41,28 @@ doors: [ { uuid: ${DOOR_UUID}, resourceId: 12, name: Front door, relay: { pin: 1
   });
   const client = new ScriptedClient();
   const events = new EventLog(state, { agentId: 'b', maxEvents: 1000 });
-  new MqttBridge({
+  const logger = pino({ level: 'silent' });
+  const refusals = new BrokerRefusals({ logger, wallNow: () => systemClock.wallNow() });
+  const commands = new DoorCommandsHandler({
     client: client as unknown as MqttClient,
     topics: new Topics('da', 'b'),
     doors: [{ door, controller, contact: () => null }],
     events,
-    guestLinks: new GuestLinkStore(db, new Set([12])),
     replay: new ReplayCache(state),
     secret: null,
     maxAgeSeconds: 30,
-    homeAssistant: { discovery: false, prefix: 'homeassistant' },
-    version: 'test',
     clock: systemClock,
-    logger: pino({ level: 'silent' }),
+    logger,
+    refusals,
   });
+  new HandlerList([commands], { client: client as unknown as MqttClient, refusals, logger }).attach();
   const command = (payload: string, packet: Partial<IPublishPacket>) =>
     client.emit('message', `da/doors/${DOOR_UUID}/set`, Buffer.from(payload), { cmd: 'publish', qos: 1, retain: false, dup: false, ...packet });
   const replies = () => client.published.filter((p) => p.topic.endsWith('/reply')).map((p) => JSON.parse(p.message) as Record<string, unknown>);
   return { controller, writes, command, replies, events, db };
 }
 
-describe('MqttBridge commands', () => {
+describe('DoorCommandsHandler', () => {
   it('does not execute a QoS 1 redelivery (dup) of a command it already executed', () => {
     const t = setup();
     t.command('{"lock_state":false,"unlock_time":5}', { messageId: 7 });

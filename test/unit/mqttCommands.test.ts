@@ -8,7 +8,7 @@ import {
   type CommandError,
   type LockAction,
   type ParsedCommand,
-} from '../../src/mqtt/commands.js';
+} from '../../src/protocol/commands.js';
 import { sign, signedString } from '../../src/protocol/signing.js';
 
 const DOOR = '6f1c2a0e-8d0b-4a57-9d43-1f2e3a4b5c6d';

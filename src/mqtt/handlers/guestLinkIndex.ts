@@ -1,13 +1,12 @@
-import type { MqttClient } from 'mqtt';
 import type { Logger } from 'pino';
-import { guestLinkIndexTopic, parseGuestLinkIndex } from '../protocol/guestLinkIndex.js';
-import { isRetainedRefusal } from '../protocol/retainedMessages.js';
-import type { GuestLinkStore } from '../store/guestLinkStore.js';
-import type { PendingWrites } from '../store/pendingWrites.js';
-import type { RetainedClock } from './retainedClock.js';
+import { guestLinkIndexTopic, parseGuestLinkIndex } from '../../protocol/guestLinkIndex.js';
+import { isRetainedRefusal } from '../../protocol/retainedMessages.js';
+import type { GuestLinkStore } from '../../store/guestLinkStore.js';
+import type { PendingWrites } from '../../store/pendingWrites.js';
+import type { HandlerSubscription, MqttHandler } from '../handler.js';
+import type { RetainedClock } from '../retainedClock.js';
 
 export interface GuestLinkIndexDeps {
-  client: MqttClient;
   prefix: string;
   /** The command secret: the index is only used in signed mode (unsigned mode reconciles on reconnect). */
   secret: string;
@@ -23,23 +22,23 @@ export interface GuestLinkIndexDeps {
  * Signed mode's reconcile path for guest links (protocol/guestLinkIndex.ts): a fresh, valid index removes the
  * links received over MQTT that it does not list, unless a message about a link is as recent as the index.
  */
-export class GuestLinkIndexListener {
+export class GuestLinkIndexHandler implements MqttHandler {
+  readonly name = 'guest-link index';
   private readonly topic: string;
+  private readonly filters: HandlerSubscription[];
   private held: number | null = null;
 
   constructor(private readonly deps: GuestLinkIndexDeps) {
     this.topic = guestLinkIndexTopic(deps.prefix);
-    deps.client.on('connect', () => {
-      deps.client.subscribeAsync(this.topic, { qos: 1 }).catch((err: unknown) => deps.logger.warn({ err }, 'guest-link index subscription interrupted; retrying on reconnect'));
-    });
-    deps.client.on('message', (topic, payload) => {
-      if (topic !== this.topic) return;
-      try {
-        this.onIndex(payload);
-      } catch (err) {
-        deps.logger.error({ err, topic }, 'cannot handle the guest-link index');
-      }
-    });
+    this.filters = [{ filter: this.topic, options: { qos: 1 } }];
+  }
+
+  subscriptions(): readonly HandlerSubscription[] {
+    return this.filters;
+  }
+
+  onMessage(topic: string, payload: Buffer): void {
+    if (topic === this.topic) this.onIndex(payload);
   }
 
   private onIndex(payload: Buffer): void {

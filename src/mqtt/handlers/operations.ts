@@ -1,15 +1,16 @@
-import type { IPublishPacket, MqttClient } from 'mqtt';
+import type { MqttClient } from 'mqtt';
 import type { Logger } from 'pino';
-import type { AlarmType } from '../door/doorRuntime.js';
-import type { LockdownOutcome, LockdownScopeKey, Lockdowns } from '../door/lockdowns.js';
-import { isRetainedRefusal } from '../protocol/retainedMessages.js';
-import { parseHolidaysMessage, parseLockdownMessage, type LockdownScope } from '../protocol/lockdown.js';
-import type { Topics } from '../protocol/topics.js';
-import type { Clock } from '../util/clock.js';
-import type { RetainedClock } from './retainedClock.js';
-import { BrokerRefusals } from './brokerRefusals.js';
+import type { DoorEvents } from '../../door/doorEvents.js';
+import type { LockdownOutcome, LockdownScopeKey, Lockdowns } from '../../door/lockdowns.js';
+import { alarmPayload } from '../../protocol/doorState.js';
+import { isRetainedRefusal } from '../../protocol/retainedMessages.js';
+import { lockdownStatePayload, parseHolidaysMessage, parseLockdownMessage, type LockdownScope } from '../../protocol/lockdown.js';
+import type { Topics } from '../../protocol/topics.js';
+import type { RetainedClock } from '../retainedClock.js';
+import type { BrokerRefusals } from '../brokerRefusals.js';
+import type { HandlerSubscription, MqttHandler } from '../handler.js';
 
-export interface OperationsBridgeDeps {
+export interface OperationsHandlerDeps {
   client: MqttClient;
   topics: Topics;
   doorUuids: readonly string[];
@@ -20,13 +21,13 @@ export interface OperationsBridgeDeps {
   onHolidays: (dates: string[], issuedAt: number | null) => void;
   /** issued_at of the holidays held (signed mode: an older message is a replay). */
   heldHolidaysIssuedAt: () => number | null;
-  clock: Clock;
   /** Orders issued_at with times from the future clamped; the maximum age (mqtt.retainedMaxAgeSeconds). */
   times: RetainedClock;
   retainedMaxAgeSeconds: number;
   logger: Logger;
-  /** Where the broker's refusals are reported (shared with the bridge). */
-  refusals?: BrokerRefusals;
+  refusals: BrokerRefusals;
+  /** Where the doors' alarms come from (absent: no alarms published). */
+  doorEvents?: DoorEvents;
 }
 
 /**
@@ -34,37 +35,38 @@ export interface OperationsBridgeDeps {
  * service's retained holidays in, the agent's lockdown state out (retained), and alarms out at once (duress,
  * tamper, forced, held open) beside the audit events that the outbox delivers.
  */
-export class OperationsBridge {
+export class OperationsHandler implements MqttHandler {
+  readonly name = 'lockdown and holidays';
   private readonly scopes = new Map<string, { key: LockdownScopeKey; scope: LockdownScope }>();
-  private readonly refusals: BrokerRefusals;
+  private readonly filters: HandlerSubscription[];
+  private readonly unsubscribe: Array<() => void> = [];
 
-  constructor(private readonly deps: OperationsBridgeDeps) {
+  constructor(private readonly deps: OperationsHandlerDeps) {
     const { topics } = deps;
-    this.refusals = deps.refusals ?? new BrokerRefusals({ logger: deps.logger, wallNow: () => deps.clock.wallNow() });
     this.scopes.set(topics.agentLockdown, { key: 'agent', scope: { kind: 'agent', id: topics.agentId } });
     for (const uuid of deps.doorUuids) this.scopes.set(topics.lockdown(uuid), { key: `door:${uuid}`, scope: { kind: 'door', uuid } });
-    deps.client.on('connect', () => void this.onConnect());
-    deps.client.on('message', (topic, payload, packet) => this.onMessage(topic, payload, packet));
+    // Retained state, not commands: a retained message is the current state and is acted on.
+    this.filters = [...this.scopes.keys(), topics.holidays].map((filter) => ({ filter, options: { qos: 1 } }));
+    if (deps.doorEvents) this.unsubscribe.push(deps.doorEvents.on('alarm', (door, type, data, at) => this.publishAlarm(door, type, data, at)));
   }
 
-  private async onConnect(): Promise<void> {
-    const { client, topics, logger } = this.deps;
-    try {
-      this.publishAgentLockdown();
-      // Retained state, not commands: a retained message is the current state and is acted on.
-      await this.refusals.subscribe(client, [...this.scopes.keys(), topics.holidays], { qos: 1 });
-    } catch (err) {
-      logger.warn({ err }, 'lockdown and holiday subscriptions interrupted; retrying on reconnect');
-    }
+  subscriptions(): readonly HandlerSubscription[] {
+    return this.filters;
+  }
+
+  onConnect(): void {
+    this.publishAgentLockdown();
+  }
+
+  stop(): void {
+    for (const off of this.unsubscribe.splice(0)) off();
   }
 
   /** Retained `P/agents/<id>/lockdown/state`: the agent-wide lockdown as this agent holds it. */
   publishAgentLockdown(): void {
     const { client, topics, lockdowns } = this.deps;
     if (!client.connected) return;
-    const record = lockdowns.get('agent');
-    const payload = { lockdown: record.active, by: record.by, reason: record.reason, since: record.since === null ? null : new Date(record.since).toISOString() };
-    this.refusals.publishQuietly(client, topics.agentLockdownState, JSON.stringify(payload), { qos: 1, retain: true });
+    this.deps.refusals.publishQuietly(client, topics.agentLockdownState, lockdownStatePayload(lockdowns.get('agent')), { qos: 1, retain: true });
   }
 
   /**
@@ -72,20 +74,16 @@ export class OperationsBridge {
    * Alarms are raised from recorded events, so a flood is limited here exactly as in the audit log (door/inputFloods.ts:
    * the first ten of a type a minute, then one summary); duress is never limited.
    */
-  publishAlarm(door: string, type: AlarmType, data: Record<string, unknown>, at: number): void {
+  publishAlarm(door: string, type: string, data: Record<string, unknown>, at: number): void {
     const { client, topics } = this.deps;
     if (!client.connected) return;
-    this.refusals.publishQuietly(client, topics.alarm(door), JSON.stringify({ ...data, event_type: type, door, at: new Date(at).toISOString() }), { qos: 1 });
+    this.deps.refusals.publishQuietly(client, topics.alarm(door), alarmPayload(door, type, data, at), { qos: 1 });
   }
 
-  private onMessage(topic: string, payload: Buffer, _packet: IPublishPacket): void {
-    try {
-      const target = this.scopes.get(topic);
-      if (target) return this.onLockdown(target.key, target.scope, payload);
-      if (topic === this.deps.topics.holidays) this.onHolidays(payload);
-    } catch (err) {
-      this.deps.logger.error({ err, topic }, 'cannot handle an MQTT message');
-    }
+  onMessage(topic: string, payload: Buffer): void {
+    const target = this.scopes.get(topic);
+    if (target) return this.onLockdown(target.key, target.scope, payload);
+    if (topic === this.deps.topics.holidays) this.onHolidays(payload);
   }
 
   private onLockdown(key: LockdownScopeKey, scope: LockdownScope, payload: Buffer): void {

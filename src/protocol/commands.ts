@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { MAX_UNLOCK_SECONDS } from '../core/lockState.js';
-import { signatureMatches, signedString } from '../protocol/signing.js';
+import { signatureMatches, signedString } from './signing.js';
 import { problemsFromZod } from '../util/issues.js';
 
 /** What a command asks of the door: lock, or unlock for `seconds` (null = hold open; 'default' = unlockSeconds). */
@@ -118,4 +118,12 @@ export function parseCommand(payload: Buffer, ctx: CommandContext): ParsedComman
 
 export function isCommandError(value: ParsedCommand | CommandError): value is CommandError {
   return 'status' in value;
+}
+
+/**
+ * The reply to a command (on its MQTT 5 response topic, else `P/doors/<uuid>/reply`):
+ * `{"status":200,"success":"..."}` or `{"status":4xx,"error":"..."}`, with the command's `request_id` when it had one.
+ */
+export function commandReplyPayload(body: { status: number; success: string } | { status: number; error: string }, requestId: string | null): string {
+  return JSON.stringify(requestId === null ? body : { ...body, request_id: requestId });
 }

@@ -1,0 +1,14 @@
+import type { LockController } from '../../door/lockController.js';
+import type { DoorOptions } from '../../door/options.js';
+import type { DoorOperationsFields } from '../../protocol/doorState.js';
+
+/** One of the agent's doors as the MQTT handlers see it (the component builds these from the Door components). */
+export interface MqttDoor {
+  door: DoorOptions;
+  controller: LockController;
+  contact: () => 'OPEN' | 'CLOSED' | null;
+  /** In lockdown, remote unlocks are refused (409). */
+  lockdown?: () => boolean;
+  /** The rest of the door's published state: lockdown, tamper, unlock schedule (absent: only lock and contact). */
+  operations?: () => DoorOperationsFields;
+}

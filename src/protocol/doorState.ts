@@ -1,0 +1,62 @@
+import type { LockStateName } from '../core/relay.js';
+
+/**
+ * What the agent publishes about each door (docs/mqtt.md, "Door state" and "Alarms"):
+ * - `P/doors/<uuid>/state`, retained: `{"state":"UNLOCKED","relock_at":ISO|null,"door":"OPEN"|"CLOSED"|null,
+ *   "changed_at":ISO,"cause":"...","lockdown":bool,"lockdown_scope":"door"|"agent"|null,"lockdown_by":...,
+ *   "tamper":"ON"|"OFF"|null,"schedule":{"state":...,"next_change":ISO|null}|null}`;
+ * - `P/doors/<uuid>/alarm`, QoS 1, not retained: the alarm's fields with `event_type`, `door` and `at`;
+ * - `P/agents/<id>/status`, retained (and the last will): `online` / `offline`.
+ */
+
+export const AVAILABILITY_ONLINE = 'online';
+export const AVAILABILITY_OFFLINE = 'offline';
+
+/** The lock as the controller holds it (wall ms). */
+export interface LockFields {
+  state: LockStateName;
+  relockAt: number | null;
+  changedAt: number;
+  cause: string;
+}
+
+/** The door's state beyond its lock and contact: its lockdown (own or the agent's), tamper input, unlock schedule. */
+export interface DoorOperationsFields {
+  lockdown: { active: boolean; scope: 'door' | 'agent' | null; by: string | null };
+  tamper: 'ON' | 'OFF' | null;
+  schedule: { state: string; nextChange: number | null } | null;
+}
+
+const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
+
+/** The retained state payload; without `operations` (a door handled on its own, in tests) only the lock and the contact. */
+export function doorStatePayload(lock: LockFields, door: 'OPEN' | 'CLOSED' | null, operations?: DoorOperationsFields): string {
+  const payload: Record<string, unknown> = {
+    state: lock.state,
+    relock_at: iso(lock.relockAt),
+    door,
+    changed_at: iso(lock.changedAt),
+    cause: lock.cause,
+  };
+  if (operations) {
+    const { lockdown, schedule } = operations;
+    Object.assign(payload, {
+      lockdown: lockdown.active,
+      lockdown_scope: lockdown.scope,
+      lockdown_by: lockdown.by,
+      tamper: operations.tamper,
+      schedule: schedule === null ? null : { state: schedule.state, next_change: iso(schedule.nextChange) },
+    });
+  }
+  return JSON.stringify(payload);
+}
+
+/** The state published as the agent stops (every relay already driven locked). */
+export function stoppedDoorStatePayload(door: 'OPEN' | 'CLOSED' | null, at: number): string {
+  return JSON.stringify({ state: 'LOCKED', relock_at: null, door, changed_at: iso(at), cause: 'agent stopped' });
+}
+
+/** An alarm: duress, tamper, door_forced, door_held_open. */
+export function alarmPayload(door: string, type: string, data: Record<string, unknown>, at: number): string {
+  return JSON.stringify({ ...data, event_type: type, door, at: iso(at) });
+}
