@@ -14,6 +14,7 @@ import { benchmarkTapDuringSync } from './tapDuringSync.js';
 import { benchmarkTapToRelay } from './tapToRelay.js';
 import { benchmarkWiegand } from './wiegandBench.js';
 import { benchmarkOsdp } from './osdpBench.js';
+import { benchmarkStartup } from './startup.js';
 import { renderTable, writeResults, type BenchRow } from './report.js';
 
 const BENCHES: Record<string, (workDir: string) => BenchRow[] | Promise<BenchRow[]>> = {
@@ -26,6 +27,7 @@ const BENCHES: Record<string, (workDir: string) => BenchRow[] | Promise<BenchRow
   fleet: benchmarkFleet,
   wiegand: benchmarkWiegand,
   osdp: benchmarkOsdp,
+  startup: benchmarkStartup,
 };
 
 const root = resolve(fileURLToPath(import.meta.url), '../../..');
