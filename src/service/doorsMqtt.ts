@@ -2,7 +2,7 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import type { MqttClient } from 'mqtt';
 import type { Logger } from 'pino';
 import type { MqttOptions } from '../protocol/options.js';
-import { readCommandSecret, type Env } from '../config/secrets.js';
+import { readCommandSecret, type Env } from '../util/secretFiles.js';
 import { sign, signedString } from '../protocol/signing.js';
 import { guestLinkPayload, guestLinkRevocationPayload } from '../protocol/guestLinks.js';
 import { guestLinkIndexPayload, guestLinkIndexTopic } from '../protocol/guestLinkIndex.js';

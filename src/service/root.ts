@@ -1,7 +1,7 @@
 import type { IncomingMessage } from 'node:http';
 import type { Logger } from 'pino';
 import { join } from 'node:path';
-import { readCommandSecret, type Env } from '../config/secrets.js';
+import { readCommandSecret, type Env } from '../util/secretFiles.js';
 import type { MqttOptions } from '../protocol/options.js';
 import type { Clock } from '../util/clock.js';
 import { DoorAgentError } from '../util/errors.js';
