@@ -11,7 +11,7 @@ import { DoorTopics } from '../protocol/topics.js';
 import { holidaysPayload, holidaysTopic, lockdownPayload, lockdownTopic, type HolidaysMessage, type LockdownMessage, type LockdownScope } from '../protocol/lockdown.js';
 import { revisionPayload } from '../protocol/directory.js';
 import type { DirectoryRevision } from './directory.js';
-import type { StoredLink } from './routesLinks.js';
+import type { StoredLink } from './linkStore.js';
 
 export interface DoorReply {
   status: number;

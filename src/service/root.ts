@@ -10,7 +10,7 @@ import { ServiceMqtt, type RetainedState } from './doorsMqtt.js';
 import { readHolidaysFile } from './holidaysFile.js';
 import { Mailer } from './mailer.js';
 import type { ServerOptions } from './options.js';
-import { revokedLinkIds, storedLinks } from './routesLinks.js';
+import { revokedLinkIds, storedLinks } from './linkStore.js';
 import { LockdownStore, issueRetained, lockdownMessage } from './routesLockdown.js';
 import { buildService } from './server.js';
 
