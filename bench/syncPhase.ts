@@ -6,7 +6,7 @@
  */
 import { readFileSync, statSync } from 'node:fs';
 import { loadConfig } from '../src/config/load.js';
-import { readSecret } from '../src/config/secrets.js';
+import { readSecret } from '../src/util/secretFiles.js';
 import { cachePath, openDatabase } from '../src/store/database.js';
 import { ServiceClient } from '../src/sync/serviceClient.js';
 import { syncOnce } from '../src/sync/sync.js';

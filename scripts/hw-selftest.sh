@@ -90,7 +90,7 @@ for (const input of inputs) {
 const logger = pino({ level: 'warn' });
 // OSDP: the reader on its bus, with its online state, identity and secure channel printed as they come.
 const { OsdpBuses } = await import(`${app}/dist/src/hardware/osdp/osdpBuses.js`);
-const { readScbk } = await import(`${app}/dist/src/config/secrets.js`);
+const { readScbk } = await import(`${app}/dist/src/util/secretFiles.js`);
 const osdpBuses = new OsdpBuses({ clock: systemClock, timers: systemTimers, logger: pino({ level: 'info' }) });
 function osdpReader(d, common) {
   let handle = null;

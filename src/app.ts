@@ -1,7 +1,7 @@
 import type { Logger } from 'pino';
 import type { AgentOptions } from './config/options.js';
 import { EXIT_INVALID_CONFIG } from './config/schema.js';
-import { checkReferencedFiles, type Env } from './config/secrets.js';
+import { checkReferencedFiles } from './config/secrets.js';
 import { AccessChecker } from './door/accessChecker.js';
 import { Door } from './door/door.js';
 import { DoorEvents } from './door/doorEvents.js';
@@ -35,6 +35,7 @@ import { CLOCK_TRUSTED_FROM } from './core/decision.js';
 import { DEFAULT_FUTURE_SKEW_SECONDS } from './protocol/issuedAt.js';
 import { ClockMark } from './store/clockMark.js';
 import { ForwardClock } from './util/forwardClock.js';
+import type { Env } from './util/secretFiles.js';
 
 export interface AgentDeps {
   logger: Logger;

@@ -1,4 +1,4 @@
-import type { Env } from '../config/secrets.js';
+import type { Env } from '../util/secretFiles.js';
 import { DEFAULT_CONFIG_PATH, loadConfig } from '../config/load.js';
 import type { AgentOptions } from '../config/options.js';
 import type { Clock } from '../util/clock.js';

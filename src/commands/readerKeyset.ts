@@ -4,7 +4,7 @@ import { closeSync, fchownSync, fsyncSync, openSync, renameSync, rmSync, statSyn
 import { dirname } from 'node:path';
 import { pino } from 'pino';
 import { loadConfig } from '../config/load.js';
-import { readScbk } from '../config/secrets.js';
+import { readScbk } from '../util/secretFiles.js';
 import { CMD, REPLY } from '../hardware/osdp/controlPanel.js';
 import { OsdpBuses } from '../hardware/osdp/osdpBuses.js';
 import type { PortFactory } from '../hardware/serialReader.js';

@@ -4,8 +4,8 @@ import { refineDoors } from './doorChecks.js';
 import { keypadLockoutSchema } from './keypadLockout.js';
 import { calendarDate, levelsSchema, refineLevels, schedulesSchema } from './levels.js';
 
-/** Exit code for an invalid configuration (sysexits EX_CONFIG); systemd: RestartPreventExitStatus=78. */
-export const EXIT_INVALID_CONFIG = 78;
+// Defined in util/errors.ts, below the layers that refuse a configuration file (secret files, the holidays file).
+export { EXIT_INVALID_CONFIG } from '../util/errors.js';
 
 export const DEFAULT_DATA_DIR = '/var/lib/door-agent';
 

@@ -1,5 +1,5 @@
 import type { Logger } from 'pino';
-import { readScbk } from '../config/secrets.js';
+import { readScbk } from '../util/secretFiles.js';
 import type { OsdpBuses } from '../hardware/osdp/osdpBuses.js';
 import type { ChannelState } from '../hardware/osdp/pacing.js';
 import type { DoorRuntime } from './doorRuntime.js';

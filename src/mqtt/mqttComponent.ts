@@ -1,12 +1,12 @@
 import type { MqttClient } from 'mqtt';
 import type { Logger } from 'pino';
-import type { Env } from '../config/secrets.js';
+import type { Env } from '../util/secretFiles.js';
 import type { Door } from '../door/door.js';
 import type { DoorEvents } from '../door/doorEvents.js';
 import type { Component } from '../lifecycle.js';
 import { connectBroker } from '../protocol/connection.js';
 import type { MqttOptions } from '../protocol/options.js';
-import { readCommandSecret } from '../config/secrets.js';
+import { readCommandSecret } from '../util/secretFiles.js';
 import { Topics } from '../protocol/topics.js';
 import type { AgentStore } from '../store/agentStore.js';
 import { ReplayCache } from '../store/replayCache.js';

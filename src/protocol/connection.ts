@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { connect, type IClientOptions, type MqttClient } from 'mqtt';
 import type { Logger } from 'pino';
-import { readSecret, type Env } from '../config/secrets.js';
+import { readSecret, type Env } from '../util/secretFiles.js';
 import type { MqttOptions } from './options.js';
 import { backoffDelay, type BackoffOptions } from '../util/backoff.js';
 import { DoorAgentError, describeFsError } from '../util/errors.js';

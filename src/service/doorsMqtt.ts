@@ -2,7 +2,7 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import type { MqttClient } from 'mqtt';
 import type { Logger } from 'pino';
 import type { MqttOptions } from '../protocol/options.js';
-import { readCommandSecret, type Env } from '../config/secrets.js';
+import { readCommandSecret, type Env } from '../util/secretFiles.js';
 import { sign, signedString } from '../protocol/signing.js';
 import { guestLinkPayload, guestLinkRevocationPayload } from '../protocol/guestLinks.js';
 import { guestLinkIndexPayload, guestLinkIndexTopic } from '../protocol/guestLinkIndex.js';
@@ -11,7 +11,7 @@ import { DoorTopics } from '../protocol/topics.js';
 import { holidaysPayload, holidaysTopic, lockdownPayload, lockdownTopic, type HolidaysMessage, type LockdownMessage, type LockdownScope } from '../protocol/lockdown.js';
 import { revisionPayload } from '../protocol/directory.js';
 import type { DirectoryRevision } from './directory.js';
-import type { StoredLink } from './routesLinks.js';
+import type { StoredLink } from './linkStore.js';
 
 export interface DoorReply {
   status: number;

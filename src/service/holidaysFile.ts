@@ -1,7 +1,6 @@
 import { readFileSync, statSync } from 'node:fs';
-import { EXIT_INVALID_CONFIG } from '../config/schema.js';
 import { holidaysMessageSchema } from '../protocol/lockdown.js';
-import { DoorAgentError, InputError, describeFsError } from '../util/errors.js';
+import { DoorAgentError, EXIT_INVALID_CONFIG, InputError, describeFsError } from '../util/errors.js';
 import type { Problem } from '../util/issues.js';
 
 /** A year of holidays is a few hundred bytes; anything this large is the wrong file. */

@@ -2,7 +2,10 @@ import { z } from 'zod';
 import { serviceTime } from '../api/shapes.js';
 import { parseServiceTime } from '../core/schedule.js';
 import { problemsInOneLine } from '../util/issues.js';
+import { BadRequest } from './badRequest.js';
 import { checkJsonDepth, tooMany } from './requestLimits.js';
+
+export { BadRequest };
 
 /**
  * Request parameters of the service: accepted in the query string, a form or a JSON body (the API document does
@@ -69,15 +72,6 @@ export const smartcardParam = z
       ctx.addIssue({ code: 'custom', path: ['valid_until'], message: 'is not after valid_from' });
     }
   });
-
-export class BadRequest extends Error {
-  constructor(
-    message: string,
-    readonly status = 400,
-  ) {
-    super(message);
-  }
-}
 
 /** Merges query and body and validates them; a problem becomes a 400 naming the parameter. */
 export function parseParams<T extends z.ZodType>(schema: T, query: unknown, body: unknown): z.output<T> {

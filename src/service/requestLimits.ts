@@ -1,4 +1,4 @@
-import { BadRequest } from './params.js';
+import { BadRequest } from './badRequest.js';
 
 /**
  * Sizes a request may have (issue 32 item 17: one POST /groups with 120,000 add_ids took the service past its

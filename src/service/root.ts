@@ -1,7 +1,7 @@
 import type { IncomingMessage } from 'node:http';
 import type { Logger } from 'pino';
 import { join } from 'node:path';
-import { readCommandSecret, type Env } from '../config/secrets.js';
+import { readCommandSecret, type Env } from '../util/secretFiles.js';
 import type { MqttOptions } from '../protocol/options.js';
 import type { Clock } from '../util/clock.js';
 import { DoorAgentError } from '../util/errors.js';
@@ -10,7 +10,7 @@ import { ServiceMqtt, type RetainedState } from './doorsMqtt.js';
 import { readHolidaysFile } from './holidaysFile.js';
 import { Mailer } from './mailer.js';
 import type { ServerOptions } from './options.js';
-import { revokedLinkIds, storedLinks } from './routesLinks.js';
+import { revokedLinkIds, storedLinks } from './linkStore.js';
 import { LockdownStore, issueRetained, lockdownMessage } from './routesLockdown.js';
 import { buildService } from './server.js';
 

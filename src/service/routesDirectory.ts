@@ -2,7 +2,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import { directoryEtag, historySchema, parseDirectoryEtag, tagSchema, type DirectoryVersion } from '../protocol/directory.js';
 import { intParam, parseParams } from './params.js';
-import type { RouteContext } from './server.js';
+import type { RouteContext } from './routeContext.js';
 
 /** If-None-Match names what is answered: the same revision, history and tag (an old agent's "dir-N": the revision). */
 function notModified(ifNoneMatch: string | undefined, answer: DirectoryVersion): boolean {

@@ -1,7 +1,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import { boolParam, BadRequest, intParam, parseParams } from './params.js';
-import type { RouteContext } from './server.js';
+import type { RouteContext } from './routeContext.js';
 
 /** POST /setlockstatus: the command goes to the door over MQTT; the answer is the door's own reply. */
 export function registerDoorRoutes(app: FastifyInstance, ctx: RouteContext): void {

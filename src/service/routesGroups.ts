@@ -2,7 +2,7 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import { BadRequest, boolParam, emailParam, intParam, jsonArrayParam, parseParams, smartcardParam as smartcard } from './params.js';
 import { REQUEST_LIMITS as LIMITS } from './requestLimits.js';
-import type { RouteContext } from './server.js';
+import type { RouteContext } from './routeContext.js';
 
 const idList = (field: string) => jsonArrayParam(intParam, { field, max: LIMITS.ids });
 

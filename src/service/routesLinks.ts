@@ -5,13 +5,11 @@ import { parseServiceTime } from '../core/schedule.js';
 import { timeMappingSchema } from '../api/shapes.js';
 import { BadRequest, boolParam, emailParam, intParam, jsonArrayParam, parseParams, smartcardParam as smartcard } from './params.js';
 import { REQUEST_LIMITS as LIMITS } from './requestLimits.js';
-import type { RouteContext } from './server.js';
+import type { RouteContext } from './routeContext.js';
+import type { StoredLink } from './linkStore.js';
 import { serviceTimestamp } from './users.js';
 
 const serviceTime = z.string().refine((s) => parseServiceTime(s) !== null, 'expected a UTC date "YYYY-MM-DD hh:mm:ss"');
-
-/** A stored guest link as published to the doors (the agent's guestLinkSchema). */
-export type StoredLink = Record<string, unknown> & { magic_link_id: string; resource_id_list: number[] };
 
 /** Guest links (POST /magiclinkadmin): a temporary policy for the guests and a magic link for the doors. */
 export function registerLinkRoutes(app: FastifyInstance, ctx: RouteContext): void {
@@ -133,48 +131,4 @@ function safeJson(text: string): unknown {
   } catch {
     return text;
   }
-}
-
-export function storedLinks(db: RouteContext['db']): StoredLink[] {
-  return (db.prepare('SELECT link FROM guest_links ORDER BY magic_link_id').pluck().all() as string[]).map((l) => JSON.parse(l) as StoredLink);
-}
-
-/** The ids of the guest links revoked at the doors (their tombstones go out again on every connect). */
-export function revokedLinkIds(db: RouteContext['db']): string[] {
-  return (db.prepare('SELECT magic_link_id FROM revoked_guest_links ORDER BY magic_link_id').pluck().all() as number[]).map(String);
-}
-
-/**
- * A removed or suspended user loses the guest links naming them: their e-mail and card leave each link (cards
- * are mapped one to one to e-mails), and a link left with nobody is deleted and revoked at the doors.
- */
-export function dropUserFromLinks(ctx: Pick<RouteContext, 'db' | 'clock' | 'publishGuestLink' | 'revokeGuestLink'>, email: string): void {
-  const changed: StoredLink[] = [];
-  const revoked: string[] = [];
-  ctx.db.transaction(() => {
-    for (const link of storedLinks(ctx.db)) {
-      const emails = link.email_list as string[];
-      const index = emails.indexOf(email.toLowerCase());
-      if (index < 0) continue;
-      const cards = (link.smartcards as unknown[] | undefined) ?? [];
-      const ids = { ...(link.email_ids as Record<string, number>) };
-      delete ids[email.toLowerCase()];
-      const next: StoredLink = {
-        ...link,
-        email_list: emails.filter((_e, i) => i !== index),
-        smartcards: cards.filter((_c, i) => i !== index),
-        email_ids: ids,
-      };
-      if ((next.email_list as string[]).length === 0) {
-        ctx.db.prepare('DELETE FROM guest_links WHERE magic_link_id = ?').run(Number(link.magic_link_id));
-        ctx.db.prepare('INSERT OR REPLACE INTO revoked_guest_links VALUES (?, ?)').run(Number(link.magic_link_id), ctx.clock.wallNow());
-        revoked.push(link.magic_link_id);
-      } else {
-        ctx.db.prepare('UPDATE guest_links SET link = ? WHERE magic_link_id = ?').run(JSON.stringify(next), Number(link.magic_link_id));
-        changed.push(next);
-      }
-    }
-  })();
-  for (const link of changed) ctx.publishGuestLink(link);
-  for (const id of revoked) ctx.revokeGuestLink(id);
 }

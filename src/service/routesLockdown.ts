@@ -3,7 +3,7 @@ import { z } from 'zod';
 import { scopeName, type LockdownMessage, type LockdownScope } from '../protocol/lockdown.js';
 import type { ServiceDb } from './database.js';
 import { BadRequest, boolParam, parseParams } from './params.js';
-import type { RouteContext } from './server.js';
+import type { RouteContext } from './routeContext.js';
 
 /** A lockdown as the service stores it (table lockdowns): the last start or end asked for, per scope. */
 export interface StoredLockdown {

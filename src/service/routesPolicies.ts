@@ -5,7 +5,7 @@ import { levelScheduleSchema, timeMappingSchema, timeMappingToSchedule, type Lev
 import { MAX_LEVELS, type Level, type LevelDefinition } from './levels.js';
 import { BadRequest, intParam, jsonArrayParam, parseParams } from './params.js';
 import { REQUEST_LIMITS as LIMITS } from './requestLimits.js';
-import type { RouteContext } from './server.js';
+import type { RouteContext } from './routeContext.js';
 
 /** A parameter that may hold JSON (a form or the query string): the text is parsed, anything else passes. */
 const jsonValue = (value: unknown) => {

@@ -2,9 +2,9 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import { RANKS } from './apiKeys.js';
 import { BadRequest, boolParam, emailParam, intParam, jsonArrayParam, parseParams, smartcardParam as smartcard } from './params.js';
-import { dropUserFromLinks } from './routesLinks.js';
+import { dropUserFromLinks } from './linkStore.js';
 import { REQUEST_LIMITS as LIMITS } from './requestLimits.js';
-import type { RouteContext } from './server.js';
+import type { RouteContext } from './routeContext.js';
 import { JSON_CONTENT_TYPE, userAnswers } from './userList.js';
 
 // Built once: a zod object schema costs more to build than to check.

@@ -1,57 +1,21 @@
 import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
-import type { Logger } from 'pino';
-import type { ServiceDb as Db } from './database.js';
-import type { Clock } from '../util/clock.js';
-import { ApiKeys, type KeyKind, type Rank } from './apiKeys.js';
+import { ApiKeys, type KeyKind } from './apiKeys.js';
 import { BadRequest } from './params.js';
 import { answerClientError, errorBody, methodList, parseFormBody, parseJsonBody } from './http.js';
 import { DEFAULT_HTTP_LIMITS, applyConnectionLimit, fastifyHttpOptions, type HttpLimits } from './httpLimits.js';
 import { registerKeyCheck } from './keyCheck.js';
-import type { ServiceMqtt } from './doorsMqtt.js';
-import type { Mailer } from './mailer.js';
 import { Directory } from './directory.js';
 import { LevelStore } from './levels.js';
 import { PinMasking, readsPins } from './pinMasking.js';
 import { registerDirectoryRoutes } from './routesDirectory.js';
 import { registerDoorRoutes } from './routesDoors.js';
 import { registerGroupRoutes } from './routesGroups.js';
-import { registerLinkRoutes, type StoredLink } from './routesLinks.js';
+import { registerLinkRoutes } from './routesLinks.js';
 import { registerLockdownRoutes } from './routesLockdown.js';
 import { registerPolicyRoutes } from './routesPolicies.js';
 import { registerUserRoutes } from './routesUsers.js';
-import type { ServiceResource } from './options.js';
+import type { RouteContext, ServiceDeps } from './routeContext.js';
 import { UserStore } from './users.js';
-
-export interface ServiceDeps {
-  db: Db;
-  clock: Clock;
-  logger: Logger;
-  /** Doors and computers of the organization (config server.resources). */
-  resources: ServiceResource[];
-  /** Lock commands, guest links and lockdowns to the doors; absent without an mqtt section. */
-  doors?: ServiceMqtt;
-  lockReplyTimeoutMs: number;
-  mailer?: Mailer;
-  /** The smartcard labels that mark a PIN (server.pinLabels; default PIN): masked to keys that may not read PINs. */
-  pinLabels?: readonly string[];
-  /** Timeouts and the connection limit (server.*TimeoutSeconds, server.maxConnections); defaults when absent. */
-  http?: Partial<HttpLimits>;
-}
-
-export interface RouteContext extends ServiceDeps {
-  users: UserStore;
-  levels: LevelStore;
-  directory: Directory;
-  /** Refuses the request (403) unless the key's rank is at least `rank` (a DOOR key has none). */
-  requireRank(request: FastifyRequest, rank: Rank): void;
-  /** The masking of PINs for this request's key; null when it reads them in clear (ADMIN, SUPER, DOOR). */
-  pinMaskFor(request: FastifyRequest): PinMasking | null;
-  publishGuestLink(link: StoredLink): void;
-  /** An empty retained message on P/guest-links/<id>: the doors forget the link. */
-  revokeGuestLink(id: string): void;
-  /** New mail is in the outbox. */
-  mailQueued(): void;
-}
 
 const RANK_ORDER: Record<KeyKind, number> = { DOOR: -1, REGULAR: 0, ADMIN: 1, SUPER: 2 };
 const BODY_LIMIT = 1024 * 1024;

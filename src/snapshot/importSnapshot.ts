@@ -9,7 +9,7 @@ import { SnapshotStage } from '../store/snapshotStage.js';
 import { DoorAgentError, InputError, describeFsError, errorCode } from '../util/errors.js';
 import { formatPath, problemsFromZod, type Problem } from '../util/issues.js';
 import { JsonMemberStream, JsonSyntaxError } from './jsonStream.js';
-import { toStagedDetail, toStagedLink, toStagedUser } from './toStaged.js';
+import { toStagedDetail, toStagedLink, toStagedUser } from '../store/toStaged.js';
 
 export interface ImportOptions {
   /** service.maxRemovalRatio, or null to allow any removal (--allow-mass-removal). */

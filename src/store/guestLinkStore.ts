@@ -1,5 +1,5 @@
 import type { GuestLink } from '../api/shapes.js';
-import { toStagedLink } from '../snapshot/toStaged.js';
+import { toStagedLink } from './toStaged.js';
 import type { Db } from './database.js';
 
 export type GuestLinkChange = 'stored' | 'unchanged' | 'revoked' | 'not_here' | 'over_budget' | 'stale';

@@ -1,7 +1,7 @@
 import { tmpdir } from 'node:os';
 import { z } from 'zod';
 import { userDetailSchema, type UserDetail } from '../api/shapes.js';
-import { readSecret, type Env } from '../config/secrets.js';
+import { readSecret, type Env } from '../util/secretFiles.js';
 import { DoorAgentError } from '../util/errors.js';
 import { directoryEtag, directoryQuery, type DirectoryVersion } from '../protocol/directory.js';
 import type { SyncServiceOptions } from './options.js';

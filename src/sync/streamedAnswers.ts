@@ -10,7 +10,7 @@ import {
 } from '../api/shapes.js';
 import type { ServiceLevels } from '../store/serviceLevels.js';
 import { JsonMemberStream, JsonSyntaxError, type StreamedMember } from '../snapshot/jsonStream.js';
-import { toStagedDetail, toStagedUser } from '../snapshot/toStaged.js';
+import { toStagedDetail, toStagedUser } from '../store/toStaged.js';
 import type { Db } from '../store/database.js';
 import type { SnapshotStage } from '../store/snapshotStage.js';
 import { DeltaScope, dropDeltaScope, UntaggedUsers } from '../store/stageScope.js';

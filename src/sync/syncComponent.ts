@@ -1,5 +1,5 @@
 import type { Logger } from 'pino';
-import type { Env } from '../config/secrets.js';
+import type { Env } from '../util/secretFiles.js';
 import type { Component } from '../lifecycle.js';
 import { parseRevisionMessage, type DirectoryVersion } from '../protocol/directory.js';
 import { cachePath } from '../store/database.js';

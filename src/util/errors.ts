@@ -1,6 +1,9 @@
 import type { Problem } from './issues.js';
 import { renderProblems } from './issues.js';
 
+/** Exit code for an invalid configuration (sysexits EX_CONFIG); systemd: RestartPreventExitStatus=78. */
+export const EXIT_INVALID_CONFIG = 78;
+
 /** An error meant for an operator: the message says what happened and what to do. */
 export class DoorAgentError extends Error {
   readonly exitCode: number;

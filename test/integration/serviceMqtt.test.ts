@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import mqtt from 'mqtt';
 import { pino } from 'pino';
 import { afterAll, describe, expect, it } from 'vitest';
-import type { StoredLink } from '../../src/service/routesLinks.js';
+import type { StoredLink } from '../../src/service/linkStore.js';
 import { ServiceMqtt } from '../../src/service/doorsMqtt.js';
 import type { DoorAgentError } from '../../src/util/errors.js';
 import { tempDir } from '../support/cli.js';

@@ -1,8 +1,8 @@
 import type { GuestLink, UserDetail, UserListItem } from '../api/shapes.js';
 import { normalizeStoredNumber } from '../core/credentials.js';
 import { ALL_WEEK, parseServiceTime } from '../core/schedule.js';
-import type { StagedDetail, StagedLink, StagedUser } from '../store/snapshotStage.js';
-import { tokenDigest } from '../store/tokens.js';
+import type { StagedDetail, StagedLink, StagedUser } from './snapshotStage.js';
+import { tokenDigest } from './tokens.js';
 
 /** Flattens the service's array-of-arrays name lists, without duplicates, in first-seen order. */
 export function flattenNames(matrix: ReadonlyArray<ReadonlyArray<string>>): string[] {

@@ -1,0 +1,52 @@
+import type { FastifyRequest } from 'fastify';
+import type { Logger } from 'pino';
+import type { Clock } from '../util/clock.js';
+import type { Rank } from './apiKeys.js';
+import type { ServiceDb as Db } from './database.js';
+import type { Directory } from './directory.js';
+import type { ServiceMqtt } from './doorsMqtt.js';
+import type { HttpLimits } from './httpLimits.js';
+import type { LevelStore } from './levels.js';
+import type { StoredLink } from './linkStore.js';
+import type { Mailer } from './mailer.js';
+import type { ServiceResource } from './options.js';
+import type { PinMasking } from './pinMasking.js';
+import type { UserStore } from './users.js';
+
+/*
+ * What the routes (routes*.ts) are given: the stores, the doors' publisher and the checks of a request's key.
+ * server.ts builds one RouteContext and hands it to every register*Routes; a route module imports this module,
+ * never server.ts nor another route module (docs/architecture.md, "Layers").
+ */
+
+/** What buildService (server.ts) is given by the composition root (root.ts). */
+export interface ServiceDeps {
+  db: Db;
+  clock: Clock;
+  logger: Logger;
+  /** Doors and computers of the organization (config server.resources). */
+  resources: ServiceResource[];
+  /** Lock commands, guest links and lockdowns to the doors; absent without an mqtt section. */
+  doors?: ServiceMqtt;
+  lockReplyTimeoutMs: number;
+  mailer?: Mailer;
+  /** The smartcard labels that mark a PIN (server.pinLabels; default PIN): masked to keys that may not read PINs. */
+  pinLabels?: readonly string[];
+  /** Timeouts and the connection limit (server.*TimeoutSeconds, server.maxConnections); defaults when absent. */
+  http?: Partial<HttpLimits>;
+}
+
+export interface RouteContext extends ServiceDeps {
+  users: UserStore;
+  levels: LevelStore;
+  directory: Directory;
+  /** Refuses the request (403) unless the key's rank is at least `rank` (a DOOR key has none). */
+  requireRank(request: FastifyRequest, rank: Rank): void;
+  /** The masking of PINs for this request's key; null when it reads them in clear (ADMIN, SUPER, DOOR). */
+  pinMaskFor(request: FastifyRequest): PinMasking | null;
+  publishGuestLink(link: StoredLink): void;
+  /** An empty retained message on P/guest-links/<id>: the doors forget the link. */
+  revokeGuestLink(id: string): void;
+  /** New mail is in the outbox. */
+  mailQueued(): void;
+}
