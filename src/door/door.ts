@@ -1,12 +1,12 @@
 import type { Logger } from 'pino';
 import type { GpioDriver, GpioOutput, Pull } from '../hardware/gpio.js';
 import type { Level } from '../core/relay.js';
-import type { ReaderFrame } from '../hardware/readerFrames.js';
-import { SerialReader, type PortFactory } from '../hardware/serialReader.js';
-import { WiegandReader } from '../hardware/wiegandReader.js';
-import { inputDevicePorts } from '../hardware/inputDevicePort.js';
-import type { OsdpBuses } from '../hardware/osdp/osdpBuses.js';
-import { OsdpDoorReader } from './osdpDoorReader.js';
+import type { ReaderFrame } from '../readers/readerFrames.js';
+import { SerialReader, type PortFactory } from '../readers/serial/serialReader.js';
+import { WiegandReader } from '../readers/wiegand/wiegandReader.js';
+import { inputDevicePorts } from '../readers/keyboard/inputDevicePort.js';
+import type { OsdpBuses } from '../readers/osdp/osdpBuses.js';
+import { OsdpDoorReader } from '../readers/osdp/osdpDoorReader.js';
 import type { Component } from '../lifecycle.js';
 import type { EventLog } from '../store/eventLog.js';
 import type { Clock, Timers } from '../util/clock.js';
@@ -19,8 +19,8 @@ import type { DoorOptions } from './options.js';
 import { localTimeIn } from '../core/schedule.js';
 import type { ScheduleMemory, ScheduleState } from '../core/unlockSchedule.js';
 import { SCHEDULE_UNLOCK_CAUSE, UnlockScheduler } from './unlockScheduler.js';
-import { readerFeedback, type ReaderFeedbackHandle } from './readerFeedback.js';
-import type { ChannelState } from '../hardware/osdp/pacing.js';
+import { readerFeedback, type ReaderFeedbackHandle } from '../readers/readerFeedback.js';
+import type { ChannelState } from '../readers/osdp/pacing.js';
 import type { KeypadGuesses } from './keypadGuesses.js';
 
 export interface DoorDeps {

@@ -6,8 +6,8 @@ import { PIN_AFTER_CARD_MS, countsAsGuess, type PendingCard } from '../core/keyp
 import { ReaderLockouts } from './readerLockouts.js';
 import type { KeypadGuesses } from './keypadGuesses.js';
 import { InputFloods } from './inputFloods.js';
-import type { NoiseSummary } from '../hardware/noiseReporter.js';
-import type { ReaderFrame } from '../hardware/readerFrames.js';
+import type { NoiseSummary } from '../readers/noiseReporter.js';
+import type { ReaderFrame } from '../readers/readerFrames.js';
 import type { EventLog, EventType } from '../store/eventLog.js';
 import { ALARM_TYPES } from '../store/eviction.js';
 import type { Clock, Timers } from '../util/clock.js';

@@ -1,9 +1,9 @@
 import { describe, expect, it } from 'vitest';
 import { pino } from 'pino';
-import { EV_KEY, encodeInputEvent } from '../../src/hardware/inputEvents.js';
-import { InputDevicePort, type InputIo } from '../../src/hardware/inputDevicePort.js';
-import type { ReaderFrame } from '../../src/hardware/readerFrames.js';
-import { SerialReader } from '../../src/hardware/serialReader.js';
+import { EV_KEY, encodeInputEvent } from '../../src/readers/keyboard/inputEvents.js';
+import { InputDevicePort, type InputIo } from '../../src/readers/keyboard/inputDevicePort.js';
+import type { ReaderFrame } from '../../src/readers/readerFrames.js';
+import { SerialReader } from '../../src/readers/serial/serialReader.js';
 import { ManualTime } from '../support/manualTime.js';
 
 const DIGIT: Record<string, number> = { '1': 2, '2': 3, '3': 4, '4': 5, '5': 6, '6': 7, '7': 8, '8': 9, '9': 10, '0': 11 };

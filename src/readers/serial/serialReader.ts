@@ -1,12 +1,12 @@
 import { SerialPort } from 'serialport';
 import type { Logger } from 'pino';
-import type { CardFormat } from '../core/credentials.js';
-import { backoffDelay, type BackoffOptions } from '../util/backoff.js';
-import type { Clock, Timers } from '../util/clock.js';
+import type { CardFormat } from '../../core/credentials.js';
+import { backoffDelay, type BackoffOptions } from '../../util/backoff.js';
+import type { Clock, Timers } from '../../util/clock.js';
 import { closeWhenDeviceVanishes } from './devicePresence.js';
-import { NoiseReporter } from './noiseReporter.js';
+import { NoiseReporter } from '../noiseReporter.js';
 import { Rdm6300FrameParser, type Rdm6300Numbering } from './rdm6300Frames.js';
-import { ReaderFrameParser, type FrameParser, type ReaderFrame } from './readerFrames.js';
+import { ReaderFrameParser, type FrameParser, type ReaderFrame } from '../readerFrames.js';
 
 export type SerialFormat = 'lines' | 'rdm6300';
 

@@ -1,9 +1,9 @@
 import type { Logger } from 'pino';
-import { readScbk } from '../config/secrets.js';
-import type { OsdpBuses } from '../hardware/osdp/osdpBuses.js';
-import type { ChannelState } from '../hardware/osdp/pacing.js';
-import type { DoorRuntime } from './doorRuntime.js';
-import type { FeedbackKind, ReaderOptions } from './options.js';
+import { readScbk } from '../../config/secrets.js';
+import type { OsdpBuses } from './osdpBuses.js';
+import type { ChannelState } from './pacing.js';
+import type { DoorRuntime } from '../../door/doorRuntime.js';
+import type { FeedbackKind, ReaderOptions } from '../options.js';
 
 type OsdpOptions = Extract<ReaderOptions, { type: 'osdp' }>;
 

@@ -6,13 +6,13 @@ import {
   type WiegandFormat,
   type WiegandFrame,
   type WiegandNumbering,
-} from '../core/wiegand.js';
-import type { Clock, Timers } from '../util/clock.js';
-import { DoorAgentError } from '../util/errors.js';
-import type { Level } from '../core/relay.js';
-import type { EdgeInputs, GpioDriver, PinEdge, Pull } from './gpio.js';
-import { NoiseReporter, type NoiseSummary } from './noiseReporter.js';
-import { ReaderFrameParser, type ReaderFrame } from './readerFrames.js';
+} from '../../core/wiegand.js';
+import type { Clock, Timers } from '../../util/clock.js';
+import { DoorAgentError } from '../../util/errors.js';
+import type { Level } from '../../core/relay.js';
+import type { EdgeInputs, GpioDriver, PinEdge, Pull } from '../../hardware/gpio.js';
+import { NoiseReporter, type NoiseSummary } from '../noiseReporter.js';
+import { ReaderFrameParser, type ReaderFrame } from '../readerFrames.js';
 
 const NOISE_WARNING_INTERVAL_MS = 1000;
 /** Dropped frames go into the audit log at most this often, summed (someone probing the wires, a bad cable). */
