@@ -15,7 +15,7 @@ import { SiteOperations } from './door/siteOperations.js';
 import { createGpioDriver } from './hardware/createGpio.js';
 import { OsdpBuses } from './readers/osdp/osdpBuses.js';
 import type { GpioDriver } from './hardware/gpio.js';
-import type { PortFactory } from './readers/serial/serialReader.js';
+import type { PortFactory } from './readers/serial/port.js';
 import { startInOrder, type Component } from './lifecycle.js';
 import { MqttComponent } from './mqtt/mqttComponent.js';
 import { AgentStore } from './store/agentStore.js';

@@ -7,7 +7,7 @@ import { loadConfig } from '../config/load.js';
 import { readScbk } from '../config/secrets.js';
 import { CMD, REPLY } from '../readers/osdp/controlPanel.js';
 import { OsdpBuses } from '../readers/osdp/osdpBuses.js';
-import type { PortFactory } from '../readers/serial/serialReader.js';
+import type { PortFactory } from '../readers/serial/port.js';
 import { systemClock, systemTimers } from '../util/clock.js';
 import { DoorAgentError, UsageError } from '../util/errors.js';
 import { configPath, type CommandContext } from './context.js';

@@ -1,13 +1,13 @@
 import type { Logger } from 'pino';
-import { readerCardFormat, type DoorOptions, type FeedbackKind } from './options.js';
-import { normalizeCardNumber, normalizeCredential, type CredentialKind } from '../core/credentials.js';
+import type { DoorOptions, FeedbackKind } from './options.js';
+import { normalizeCardNumber, type CredentialKind } from '../core/credentials.js';
 import * as supervision from '../core/doorSupervision.js';
 import { PIN_AFTER_CARD_MS, countsAsGuess, type PendingCard } from '../core/keypad.js';
 import { ReaderLockouts } from './readerLockouts.js';
 import type { KeypadGuesses } from './keypadGuesses.js';
 import { InputFloods } from './inputFloods.js';
 import type { NoiseSummary } from '../readers/noiseReporter.js';
-import type { ReaderFrame } from '../readers/readerFrames.js';
+import type { Credential } from '../readers/reader.js';
 import type { EventLog, EventType } from '../store/eventLog.js';
 import { ALARM_TYPES } from '../store/eviction.js';
 import type { Clock, Timers } from '../util/clock.js';
@@ -154,7 +154,15 @@ export class DoorRuntime {
 
   private check(kind: CredentialKind, credential: string): AccessResult | null {
     try {
-      return this.checkCache(kind, credential);
+      return this.deps.checker.checkPresented({
+        door: this.door,
+        kind,
+        credential,
+        now: this.deps.clock.wallNow(),
+        keypadLockedOut: this.lockouts.isLockedOut('pin'),
+        cardLockedOut: this.lockouts.isLockedOut('card'),
+        lockdown: this.deps.lockdown?.() ?? false,
+      });
     } catch (err) {
       // The door stays locked and the daemon keeps running (a restart would not mend the file).
       this.deps.logger.error({ err, kind }, err instanceof Error ? err.message : 'the cache cannot be read');
@@ -163,36 +171,22 @@ export class DoorRuntime {
     }
   }
 
-  private checkCache(kind: CredentialKind, credential: string): AccessResult | null {
-    const result = this.deps.checker.check({
-      door: this.door,
-      kind,
-      credential,
-      now: this.deps.clock.wallNow(),
-      keypadLockedOut: this.lockouts.isLockedOut('pin'),
-      cardLockedOut: this.lockouts.isLockedOut('card'),
-      lockdown: this.deps.lockdown?.() ?? false,
-    });
-    if (result === null) this.deps.logger.warn({ kind }, 'malformed credential from the reader dropped');
-    return result;
-  }
-
-  onReaderFrame(frame: ReaderFrame): void {
-    if (frame.kind === 'noise' || frame.kind === 'keypad_cleared') return;
-    const result = this.check(frame.kind, frame.value);
+  /** A credential from the door's reader, normalized there (src/readers/reader.ts). */
+  onCredential(credential: Credential): void {
+    const result = this.check(credential.kind, credential.value);
     if (result === null) return;
     // The silent alarm first, whatever the decision, before anything that may fail (the relay, the other events).
     if (result.duress) this.raiseDuress(result);
     if (result.reason === 'keypad_locked_out' || result.reason === 'card_locked_out') {
       const which = result.reason === 'keypad_locked_out' ? 'pin' : 'card';
-      if (this.lockouts.refusedDuringLockout(which, () => this.isGuess(frame.kind, frame.value))) this.deny(result);
+      if (this.lockouts.refusedDuringLockout(which, () => this.isGuess(credential.kind, credential.value))) this.deny(result);
       return;
     }
-    if (frame.kind === 'pin') return this.onPin(result, frame.value);
+    if (credential.kind === 'pin') return this.onPin(result, credential.value);
     // A card_and_pin door takes a card or a guest's QR token as the first factor; the holder's PIN must follow.
     if (this.door.mode === 'card_and_pin') {
       this.onCardNeedingPin(result);
-      if (this.pending) this.pendingNumber = normalizeCredential(frame.value, 'card', readerCardFormat(this.door));
+      if (this.pending) this.pendingNumber = credential.kind === 'card' ? credential.value : null;
     } else if (result.granted) this.grant(result);
     else this.deny(result);
     // A refused card or token, known or not, is a guess (see countsAsGuess): counted after its denial is recorded.
@@ -205,8 +199,7 @@ export class DoorRuntime {
    */
   private isGuess(kind: CredentialKind, credential: string): boolean {
     try {
-      const r = this.deps.checker.check({ door: this.door, kind, credential, now: this.deps.clock.wallNow(), lockdown: this.deps.lockdown?.() ?? false });
-      return r === null || countsAsGuess(r);
+      return countsAsGuess(this.deps.checker.checkPresented({ door: this.door, kind, credential, now: this.deps.clock.wallNow(), lockdown: this.deps.lockdown?.() ?? false }));
     } catch {
       return true; // the cache cannot be read: the lockout runs its course
     }

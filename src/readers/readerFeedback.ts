@@ -118,7 +118,7 @@ export interface ReaderFeedbackDeps extends ReaderSignalsDeps {
 }
 
 /** The reply sent for an outcome: a lockout or a lockdown is a refusal, so the deny reply stands in for them. */
-function replyFor(replies: Partial<Record<FeedbackKind, string>>, kind: FeedbackKind): string | undefined {
+export function replyFor(replies: Partial<Record<FeedbackKind, string>>, kind: FeedbackKind): string | undefined {
   return replies[kind] ?? (kind === 'lockedOut' || kind === 'lockdown' ? replies.deny : undefined);
 }
 

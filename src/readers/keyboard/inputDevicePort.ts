@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { DoorAgentError, errorCode } from '../../util/errors.js';
 import { loadChardevBinding } from '../../hardware/chardev/binding.js';
 import { KeyboardDecoder } from './inputEvents.js';
-import type { PortFactory, PortLike } from '../serial/serialReader.js';
+import type { PortFactory, PortLike } from '../serial/port.js';
 
 /** What an input device needs from the system: a non-blocking fd, the exclusive grab, readiness and reads. */
 export interface InputIo {
