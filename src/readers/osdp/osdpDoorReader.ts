@@ -105,5 +105,10 @@ export class OsdpDoorReader implements Reader {
   async stop(): Promise<void> {
     await this.handle?.detach();
     this.handle = null;
+    // Off the bus: disconnected, as every reader is once stopped (no reader_offline event: the agent stops it).
+    if (this.online) {
+      this.online = false;
+      this.context.events.connection(false);
+    }
   }
 }
