@@ -138,20 +138,6 @@ export class ReaderFrameParser implements FrameParser {
     for (const frame of this.keypad.press(key, now)) this.emit(out, frame);
   }
 
-  /**
-   * One key from a reader that sends keys as frames rather than bytes: the same PIN logic as typed bytes
-   * (KeypadEntry), `#` submits, `*` clears, a pause longer than keyTimeoutMs starts over.
-   */
-  keyPressed(key: string, now: number): ReaderFrame[] {
-    return this.keypad.press(key, now);
-  }
-
-  /** A card number from a reader that frames cards itself: it starts a new interaction. */
-  cardPresented(value: string): ReaderFrame[] {
-    this.keypad.clear();
-    return [{ kind: 'card', value }];
-  }
-
   private key(digit: string, now: number): void {
     this.keypad.digit(digit, now);
   }
