@@ -1,6 +1,6 @@
 /**
  * OSDP readers (issue 13): a card presented to an OSDP reader until the relay moves, with the secure channel, at
- * 9600 and 115200 baud. The real daemon polls the simulated reader (src/hardware/osdp/readerEmulator.ts) over a
+ * 9600 and 115200 baud. The real daemon polls the simulated reader (src/readers/osdp/readerEmulator.ts) over a
  * socat pty pair. A pty has no baud rate, so the reader answers each command after the time its bytes and the
  * command's would take on the wire (10 bits a byte). Floor: the bytes' time on the wire of the exchange that
  * carries the card (a secure POLL and a secure osdp_RAW reply) plus the bare pty line (a byte there and back).
@@ -10,7 +10,7 @@ import { chmodSync, closeSync, existsSync, mkdirSync, openSync, rmSync, writeFil
 import { join } from 'node:path';
 import { SerialPort } from 'serialport';
 import { encodeCard } from '../src/core/wiegand.js';
-import { OsdpEmulator } from '../src/hardware/osdp/readerEmulator.js';
+import { OsdpEmulator } from '../src/readers/osdp/readerEmulator.js';
 import { AGENT_NODE_OPTIONS, type BenchRow } from './report.js';
 import { benchAgentConfig, cli, ptyPair } from './benchAgent.js';
 import { summary } from './tapDuringSync.js';

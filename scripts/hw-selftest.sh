@@ -39,9 +39,9 @@ const watchMs = Number(process.env.SECONDS_TO_WATCH) * 1000;
 const { loadConfig } = await import(`${app}/dist/src/config/load.js`);
 const { createGpioDriver } = await import(`${app}/dist/src/hardware/createGpio.js`);
 const { relayLevel } = await import(`${app}/dist/src/core/relay.js`);
-const { SerialReader } = await import(`${app}/dist/src/hardware/serialReader.js`);
-const { WiegandReader } = await import(`${app}/dist/src/hardware/wiegandReader.js`);
-const { inputDevicePorts } = await import(`${app}/dist/src/hardware/inputDevicePort.js`);
+const { SerialReader } = await import(`${app}/dist/src/readers/serial/serialReader.js`);
+const { WiegandReader } = await import(`${app}/dist/src/readers/wiegand/wiegandReader.js`);
+const { inputDevicePorts } = await import(`${app}/dist/src/readers/keyboard/inputDevicePort.js`);
 const { describeReader, readerCardFormat } = await import(`${app}/dist/src/door/options.js`);
 const { credentialHint, normalizeCredential } = await import(`${app}/dist/src/core/credentials.js`);
 const { systemClock, systemTimers } = await import(`${app}/dist/src/util/clock.js`);
@@ -62,7 +62,7 @@ for (const door of config.doors) {
   console.log(`${door.name}: GPIO ${door.relay.pin} locked (level ${locked}), reads back ${relay.read()}`);
 }
 
-const { ReaderSignals } = await import(`${app}/dist/src/door/readerFeedback.js`);
+const { ReaderSignals } = await import(`${app}/dist/src/readers/readerFeedback.js`);
 const signalled = config.doors.filter((d) => d.reader && d.reader.type !== 'osdp' && (d.reader.led || d.reader.buzzer));
 if (signalled.length > 0) console.log('== 2b. reader LED and buzzer lines: grant, deny, lockdown, 2 s apart');
 for (const door of signalled) {
@@ -89,7 +89,7 @@ for (const input of inputs) {
 }
 const logger = pino({ level: 'warn' });
 // OSDP: the reader on its bus, with its online state, identity and secure channel printed as they come.
-const { OsdpBuses } = await import(`${app}/dist/src/hardware/osdp/osdpBuses.js`);
+const { OsdpBuses } = await import(`${app}/dist/src/readers/osdp/osdpBuses.js`);
 const { readScbk } = await import(`${app}/dist/src/util/secretFiles.js`);
 const osdpBuses = new OsdpBuses({ clock: systemClock, timers: systemTimers, logger: pino({ level: 'info' }) });
 function osdpReader(d, common) {

@@ -5,7 +5,7 @@ import { Aedes } from 'aedes';
 import { pino } from 'pino';
 import { startAgent, type Agent } from '../app.js';
 import { parseConfig } from '../config/load.js';
-import type { PortFactory, PortLike } from '../hardware/serialReader.js';
+import type { PortFactory, PortLike } from '../readers/serial/port.js';
 import { ApiKeys } from '../service/apiKeys.js';
 import { startService } from '../service/root.js';
 import { cachePath, openDatabase } from '../store/database.js';

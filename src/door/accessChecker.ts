@@ -11,7 +11,10 @@ import { CacheUnreadableError } from '../store/database.js';
 export interface AccessRequest {
   door: DoorOptions;
   kind: CredentialKind;
-  /** As presented: a card number in the door reader's format, PIN digits, or a QR token. */
+  /**
+   * As presented: for `check`, a card number in the door reader's format, PIN digits, or a QR token; for
+   * `checkPresented`, as the reader normalized it (a card number as its decimal integer).
+   */
   credential: string;
   now: number;
   keypadLockedOut?: boolean;
@@ -129,9 +132,18 @@ export class AccessChecker {
    * Throws CacheUnreadableError when the cache cannot be read (a damaged page, an I/O error).
    */
   check(request: AccessRequest): AccessResult | null {
-    const { door, kind } = request;
-    const normalized = normalizeCredential(request.credential, kind, readerCardFormat(door));
+    const normalized = normalizeCredential(request.credential, request.kind, readerCardFormat(request.door));
     if (normalized === null) return null;
+    return this.checkPresented({ ...request, credential: normalized });
+  }
+
+  /**
+   * A credential a reader has normalized already (src/readers, the one place it is normalized): decided as it
+   * is, never normalized again. `check` is this after normalizing what an operator typed.
+   */
+  checkPresented(request: AccessRequest): AccessResult {
+    const { door, kind } = request;
+    const normalized = request.credential;
     // A short "card" is most likely a PIN sent as a card line, and a PIN under the minimum length never opens:
     // both are refused without a lookup.
     const tooShort =
@@ -142,10 +154,10 @@ export class AccessChecker {
     if (result.granted) this.nameWho(result);
     // A PIN someone holds is that PIN, never a duress PIN (the real PIN wins a collision, see directoryFindings).
     if (kind !== 'pin' || tooShort || holders.length > 0) return result;
-    const original = duressOriginal(request.credential, this.duressRule);
-    const originalNormalized = original === null ? null : normalizeCredential(original, 'pin');
-    if (originalNormalized === null || originalNormalized === normalized) return result;
-    const owners = this.holdersOf('pin', originalNormalized, door);
+    // The rule works on the digits as typed, which a PIN keeps (a PIN is not normalized beyond its check).
+    const original = duressOriginal(normalized, this.duressRule);
+    if (original === null || original === normalized) return result;
+    const owners = this.holdersOf('pin', original, door);
     if (owners.length === 0) return result;
     // Decided as the owner's own PIN (lockdown, lockout, schedule alike): a guesser learns nothing more.
     const duress: AccessResult = withValidity({ ...this.decideFor(request, owners, false), door: door.uuid, kind, hint, duress: true, duressHolders: owners.map(refOf) }, owners);

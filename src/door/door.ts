@@ -1,12 +1,10 @@
 import type { Logger } from 'pino';
 import type { GpioDriver, GpioOutput, Pull } from '../hardware/gpio.js';
 import type { Level } from '../core/relay.js';
-import type { ReaderFrame } from '../hardware/readerFrames.js';
-import { SerialReader, type PortFactory } from '../hardware/serialReader.js';
-import { WiegandReader } from '../hardware/wiegandReader.js';
-import { inputDevicePorts } from '../hardware/inputDevicePort.js';
-import type { OsdpBuses } from '../hardware/osdp/osdpBuses.js';
-import { OsdpDoorReader } from './osdpDoorReader.js';
+import type { PortFactory } from '../readers/serial/port.js';
+import type { OsdpBuses } from '../readers/osdp/osdpBuses.js';
+import type { Reader } from '../readers/reader.js';
+import { createReader } from '../readers/registry.js';
 import type { Component } from '../lifecycle.js';
 import type { EventLog } from '../store/eventLog.js';
 import type { Clock, Timers } from '../util/clock.js';
@@ -19,8 +17,8 @@ import type { DoorOptions } from './options.js';
 import { localTimeIn } from '../core/schedule.js';
 import type { ScheduleMemory, ScheduleState } from '../core/unlockSchedule.js';
 import { SCHEDULE_UNLOCK_CAUSE, UnlockScheduler } from './unlockScheduler.js';
-import { readerFeedback, type ReaderFeedbackHandle } from './readerFeedback.js';
-import type { ChannelState } from '../hardware/osdp/pacing.js';
+import { readerFeedback, type ReaderFeedbackHandle } from '../readers/readerFeedback.js';
+import type { ChannelState } from '../readers/osdp/pacing.js';
 import type { KeypadGuesses } from './keypadGuesses.js';
 
 export interface DoorDeps {
@@ -68,7 +66,7 @@ export class Door implements Component {
   private controller: LockController | null = null;
   private runtime: DoorRuntime | null = null;
   private readonly inputs: DebouncedInput[] = [];
-  private reader: SerialReader | WiegandReader | OsdpDoorReader | null = null;
+  private reader: Reader | null = null;
   private scheduler: UnlockScheduler | null = null;
   private stopListening: (() => void) | null = null;
   private feedback: ReaderFeedbackHandle | null = null;
@@ -158,33 +156,35 @@ export class Door implements Component {
     this.scheduler?.start();
     if (door.reader) {
       deps.onReaderConnection(false);
-      const common = {
+      // The reader type's one line in the registry (src/readers/registry.ts) makes it.
+      const reader = createReader(door.reader, {
         logger: log,
         clock: deps.clock,
         timers: deps.timers,
-        onFrame: (frame: ReaderFrame) => runtime.onReaderFrame(frame),
-        onConnectionChange: deps.onReaderConnection,
-      };
-      const reader = door.reader;
-      if (reader.type === 'serial') this.reader = new SerialReader({ ...reader, ...common, openPort: deps.openPort });
-      else if (reader.type === 'keyboard') {
-        // A keyboard reader types lines as a serial one sends them: the same framing and reopening.
-        this.reader = new SerialReader({ ...reader, ...common, baudRate: 0, format: 'lines', openPort: deps.openInputDevice ?? inputDevicePorts() });
-      } else if (reader.type === 'wiegand') {
-        this.reader = new WiegandReader({ ...reader, ...common, gpio: deps.gpio, onNoise: (summary) => runtime.onReaderNoise(summary) });
-      } else {
-        if (!deps.osdp) throw new Error('an OSDP reader needs the agent\'s OSDP buses');
-        this.reader = new OsdpDoorReader(reader, deps.osdp, runtime, log, deps.onReaderConnection, deps.onReaderChannel);
-      }
-      // The reader's LED, buzzer and reply lines (an OSDP reader shows the decision over its bus instead).
-      this.feedback = readerFeedback(door, {
         gpio: deps.gpio,
-        timers: deps.timers,
-        logger: log,
-        serial: this.reader instanceof SerialReader && reader.type === 'serial' ? this.reader : undefined,
+        openPort: deps.openPort,
+        openInputDevice: deps.openInputDevice,
+        osdp: deps.osdp,
+        events: {
+          credential: (credential) => runtime.onCredential(credential),
+          connection: deps.onReaderConnection,
+          noise: (summary) => runtime.onReaderNoise(summary),
+          audit: (type, data) => runtime.audit(type, data),
+          channel: (state) => deps.onReaderChannel?.(state),
+        },
       });
-      if (this.feedback) runtime.setFeedback(this.feedback.signal);
-      this.reader.start();
+      this.reader = reader;
+      // The decision shown at the reader: its LED and buzzer lines (driven by the agent), then the device's own
+      // feedback (a serial reader's reply line, an OSDP reader's LED and beeper over its bus).
+      this.feedback = readerFeedback(door, { gpio: deps.gpio, timers: deps.timers, logger: log });
+      const lines = this.feedback;
+      if (lines || reader.feedback) {
+        runtime.setFeedback((kind) => {
+          lines?.signal(kind);
+          reader.feedback?.(kind);
+        });
+      }
+      reader.start();
     }
   }
 

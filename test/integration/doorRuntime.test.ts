@@ -222,13 +222,13 @@ describe('DoorRuntime card_and_pin', () => {
 
   it('a guest QR token is a first factor too: refused no_second_factor without a PIN on its link, else it waits for that PIN', () => {
     const t = setup({ mode: 'card_and_pin' });
-    t.runtime.onReaderFrame({ kind: 'token', value: GUEST_TOKEN });
+    t.frame({ kind: 'token', value: GUEST_TOKEN });
     expect(t.relay.writes).toEqual([0]);
     expect(t.last('access_denied')).toMatchObject({ kind: 'token', reason: 'no_second_factor' });
     const directory = exampleSnapshot();
     (directory.guest_links![0] as { smartcards: unknown[] }).smartcards.push({ number: '5550', label: 'PIN' });
     const withPin = setup({ mode: 'card_and_pin' }, { snapshot: directory });
-    withPin.runtime.onReaderFrame({ kind: 'token', value: GUEST_TOKEN });
+    withPin.frame({ kind: 'token', value: GUEST_TOKEN });
     expect(withPin.relay.writes).toEqual([0]);
     withPin.pin('5550');
     expect(withPin.relay.writes).toEqual([0, 1]);
@@ -267,7 +267,7 @@ describe('DoorRuntime card_and_pin', () => {
 describe('DoorRuntime secrets', () => {
   it('no event (wire or stored) and no log line holds a whole card number, a PIN or a token', () => {
     const t = setup({ mode: 'card_and_pin' });
-    t.runtime.onReaderFrame({ kind: 'token', value: GUEST_TOKEN });
+    t.frame({ kind: 'token', value: GUEST_TOKEN });
     t.card(ALICE_CARD);
     t.pin(ALICE_PIN);
     t.card(ALICE_CARD);

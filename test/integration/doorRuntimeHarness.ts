@@ -2,13 +2,15 @@ import { join } from 'node:path';
 import { pino } from 'pino';
 import { afterAll, afterEach } from 'vitest';
 import { parseConfig } from '../../src/config/load.js';
-import type { AccessOptions, DoorOptions } from '../../src/door/options.js';
+import { readerCardFormat, type AccessOptions, type DoorOptions } from '../../src/door/options.js';
 import { keypadPolicy } from '../../src/config/keypadLockout.js';
 import { KeypadGuesses } from '../../src/door/keypadGuesses.js';
 import type { Level } from '../../src/core/relay.js';
 import { AccessChecker } from '../../src/door/accessChecker.js';
 import { DoorRuntime, type AlarmType } from '../../src/door/doorRuntime.js';
 import { LockController } from '../../src/door/lockController.js';
+import { credentialsFrom } from '../../src/readers/reader.js';
+import type { ReaderFrame } from '../../src/readers/readerFrames.js';
 import type { GpioOutput } from '../../src/hardware/gpio.js';
 import { importSnapshot } from '../../src/snapshot/importSnapshot.js';
 import { CredentialCache } from '../../src/store/credentialCache.js';
@@ -136,7 +138,12 @@ doors: [ { uuid: ${DOOR_UUID}, resourceId: 12, relay: { pin: 17 }, unlockSeconds
   const all = (): WireEvent[] => events.since(0);
   const types = (): EventType[] => all().map((e) => e.type);
   const last = (type: EventType): WireEvent | undefined => all().filter((e) => e.type === type).at(-1);
-  const card = (value: string) => runtime.onReaderFrame({ kind: 'card', value });
-  const pin = (value: string) => runtime.onReaderFrame({ kind: 'pin', value });
-  return { door, db, state, time, relay, events, controller, runtime, logs, alarms, all, types, last, card, pin, keypad };
+  // The door's reader, as src/readers hands its frames on: normalized once (the door reader's card format).
+  const frame: (frame: ReaderFrame) => void = credentialsFrom(readerCardFormat(door), {
+    logger,
+    events: { credential: (credential) => runtime.onCredential(credential), connection: () => {} },
+  });
+  const card = (value: string) => frame({ kind: 'card', value });
+  const pin = (value: string) => frame({ kind: 'pin', value });
+  return { door, db, state, time, relay, events, controller, runtime, logs, alarms, all, types, last, card, pin, frame, keypad };
 }

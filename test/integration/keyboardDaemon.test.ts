@@ -2,7 +2,7 @@ import { spawnSync } from 'node:child_process';
 import { closeSync, constants, mkdirSync, openSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
-import { EV_KEY, encodeInputEvent } from '../../src/hardware/inputEvents.js';
+import { EV_KEY, encodeInputEvent } from '../../src/readers/keyboard/inputEvents.js';
 import { runCli, tempDir, writeConfig } from '../support/cli.js';
 import { Daemon, readLevel, waitUntil } from '../support/daemon.js';
 

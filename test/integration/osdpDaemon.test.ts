@@ -5,7 +5,7 @@ import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { encodeCard } from '../../src/core/wiegand.js';
 import { runCli, runCliAsync, tempDir, writeConfig } from '../support/cli.js';
 import { Daemon, readLevel, waitUntil } from '../support/daemon.js';
-import { OsdpEmulator } from '../../src/hardware/osdp/readerEmulator.js';
+import { OsdpEmulator } from '../../src/readers/osdp/readerEmulator.js';
 import { PtyPair } from '../support/socat.js';
 
 // The real daemon with an OSDP reader on a socat pty: the emulated reader (written from the standard) on the

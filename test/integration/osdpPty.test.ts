@@ -2,12 +2,12 @@ import { join } from 'node:path';
 import { SerialPort } from 'serialport';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { encodeCard } from '../../src/core/wiegand.js';
-import { OsdpBus } from '../../src/hardware/osdp/controlPanel.js';
-import type { ReaderFrame } from '../../src/hardware/readerFrames.js';
+import { OsdpBus } from '../../src/readers/osdp/controlPanel.js';
+import type { ReaderFrame } from '../../src/readers/readerFrames.js';
 import { systemClock, systemTimers } from '../../src/util/clock.js';
 import { tempDir } from '../support/cli.js';
 import { waitUntil } from '../support/daemon.js';
-import { OsdpEmulator } from '../../src/hardware/osdp/readerEmulator.js';
+import { OsdpEmulator } from '../../src/readers/osdp/readerEmulator.js';
 import { PtyPair } from '../support/socat.js';
 
 // The control panel and the emulated readers on a real serial line (a socat pty pair) at 9600 baud, through the

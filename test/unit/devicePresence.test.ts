@@ -1,6 +1,6 @@
 import { EventEmitter } from 'node:events';
 import { describe, expect, it } from 'vitest';
-import { closeWhenDeviceVanishes, PRESENCE_CHECK_MS, type PresenceDeps } from '../../src/hardware/devicePresence.js';
+import { closeWhenDeviceVanishes, PRESENCE_CHECK_MS, type PresenceDeps } from '../../src/readers/serial/devicePresence.js';
 
 class Port extends EventEmitter {
   isOpen = false;

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { EV_KEY, KeyboardDecoder, encodeInputEvent, inputEventBytes } from '../../src/hardware/inputEvents.js';
+import { EV_KEY, KeyboardDecoder, encodeInputEvent, inputEventBytes } from '../../src/readers/keyboard/inputEvents.js';
 
 // Key records as a HID reader produces them, in both kernel layouts; plain Buffers in, typed bytes out.
 const EV_SYN = 0;

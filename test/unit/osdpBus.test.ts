@@ -1,12 +1,12 @@
 import { describe, expect, it } from 'vitest';
 import { encodeCard } from '../../src/core/wiegand.js';
-import type { ReaderFrame } from '../../src/hardware/readerFrames.js';
-import { CMD, OsdpBus } from '../../src/hardware/osdp/controlPanel.js';
-import { encodePacket } from '../../src/hardware/osdp/packet.js';
+import type { ReaderFrame } from '../../src/readers/readerFrames.js';
+import { CMD, OsdpBus } from '../../src/readers/osdp/controlPanel.js';
+import { encodePacket } from '../../src/readers/osdp/packet.js';
 
 const packBits = (bits: number[]) => Array.from({ length: Math.ceil(bits.length / 8) }, (_, i) => bits.slice(i * 8, i * 8 + 8).reduce((a, b, j) => a | (b << (7 - j)), 0));
 import { ManualTime } from '../support/manualTime.js';
-import { OsdpEmulator } from '../../src/hardware/osdp/readerEmulator.js';
+import { OsdpEmulator } from '../../src/readers/osdp/readerEmulator.js';
 
 const KEY = Buffer.from('00112233445566778899aabbccddeeff', 'hex');
 

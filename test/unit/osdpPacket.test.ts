@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { PacketParser, checksum, crc16, encodePacket, type Packet } from '../../src/hardware/osdp/packet.js';
+import { PacketParser, checksum, crc16, encodePacket, type Packet } from '../../src/readers/osdp/packet.js';
 
 // The packet layer against the standard's own definitions, checked independently here: the CRC by the catalogue's
 // check value and a bit-by-bit reference, the checksum by its defining property, the layout by hand-written bytes.

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { SCBK_D, clientCryptogram, computeMac, decryptData, deriveSessionKeys, encryptData, initialRmac, macMatches, serverCryptogram } from '../../src/hardware/osdp/secureChannel.js';
-import { checksum, crc16 } from '../../src/hardware/osdp/packet.js';
+import { SCBK_D, clientCryptogram, computeMac, decryptData, deriveSessionKeys, encryptData, initialRmac, macMatches, serverCryptogram } from '../../src/readers/osdp/secureChannel.js';
+import { checksum, crc16 } from '../../src/readers/osdp/packet.js';
 
 const rndA = Buffer.from('0102030405060708', 'hex');
 const rndB = Buffer.from('a1a2a3a4a5a6a7a8', 'hex');

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { Rdm6300FrameParser, rdm6300CardNumber } from '../../src/hardware/rdm6300Frames.js';
-import type { ReaderFrame } from '../../src/hardware/readerFrames.js';
+import { Rdm6300FrameParser, rdm6300CardNumber } from '../../src/readers/serial/rdm6300Frames.js';
+import type { ReaderFrame } from '../../src/readers/readerFrames.js';
 
 // Pure framing, tested with plain Buffers: bytes in at a given time, frames out.
 

@@ -1,5 +1,5 @@
 import { describe, it, expect } from 'vitest';
-import { ReaderFrameParser, type ReaderFrame } from '../../src/hardware/readerFrames.js';
+import { ReaderFrameParser, type ReaderFrame } from '../../src/readers/readerFrames.js';
 import type { CardFormat } from '../../src/core/credentials.js';
 
 // Pure transform, tested with Buffers in the style of node-serialport's parser tests: feed bytes at a given time,

@@ -1,8 +1,8 @@
 import { EventEmitter } from 'node:events';
 import { afterEach, describe, it, expect, vi } from 'vitest';
 import { pino } from 'pino';
-import { SerialReader, type PortLike } from '../../src/hardware/serialReader.js';
-import type { ReaderFrame } from '../../src/hardware/readerFrames.js';
+import { SerialReader, type PortLike } from '../../src/readers/serial/serialReader.js';
+import type { ReaderFrame } from '../../src/readers/readerFrames.js';
 import { backoffDelay } from '../../src/util/backoff.js';
 import { ManualTime } from '../support/manualTime.js';
 

@@ -2,9 +2,9 @@ import { describe, expect, it } from 'vitest';
 import { pino } from 'pino';
 import { edgesOf, encodeCard, encodeKey, type WiegandEdge } from '../../src/core/wiegand.js';
 import type { EdgeInputs, GpioDriver, PinEdge } from '../../src/hardware/gpio.js';
-import type { NoiseSummary } from '../../src/hardware/noiseReporter.js';
-import type { ReaderFrame } from '../../src/hardware/readerFrames.js';
-import { WiegandReader } from '../../src/hardware/wiegandReader.js';
+import type { NoiseSummary } from '../../src/readers/noiseReporter.js';
+import type { ReaderFrame } from '../../src/readers/readerFrames.js';
+import { WiegandReader } from '../../src/readers/wiegand/wiegandReader.js';
 import { ManualTime } from '../support/manualTime.js';
 
 const D0 = 5;

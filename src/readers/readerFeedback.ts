@@ -2,7 +2,7 @@ import type { Logger } from 'pino';
 import type { Level } from '../core/relay.js';
 import type { GpioDriver, GpioOutput } from '../hardware/gpio.js';
 import type { Timers } from '../util/clock.js';
-import type { DoorOptions, FeedbackKind, SignalLineOptions, SignalLines } from './options.js';
+import type { FeedbackKind, ReaderOptions, SignalLineOptions, SignalLines } from './options.js';
 
 export interface ReaderSignalsDeps {
   gpio: GpioDriver;
@@ -118,7 +118,7 @@ export interface ReaderFeedbackDeps extends ReaderSignalsDeps {
 }
 
 /** The reply sent for an outcome: a lockout or a lockdown is a refusal, so the deny reply stands in for them. */
-function replyFor(replies: Partial<Record<FeedbackKind, string>>, kind: FeedbackKind): string | undefined {
+export function replyFor(replies: Partial<Record<FeedbackKind, string>>, kind: FeedbackKind): string | undefined {
   return replies[kind] ?? (kind === 'lockedOut' || kind === 'lockdown' ? replies.deny : undefined);
 }
 
@@ -126,7 +126,7 @@ function replyFor(replies: Partial<Record<FeedbackKind, string>>, kind: Feedback
  * A door's reader feedback other than OSDP's (which goes over its own bus): its LED and buzzer lines, and for a
  * serial reader the replies written back to it. Null when the reader has none of them.
  */
-export function readerFeedback(door: DoorOptions, deps: ReaderFeedbackDeps): ReaderFeedbackHandle | null {
+export function readerFeedback(door: { reader?: ReaderOptions }, deps: ReaderFeedbackDeps): ReaderFeedbackHandle | null {
   const reader = door.reader;
   if (!reader || reader.type === 'osdp') return null;
   const replies = reader.type === 'serial' && deps.serial ? reader.replies : undefined;

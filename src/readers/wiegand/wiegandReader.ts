@@ -6,13 +6,15 @@ import {
   type WiegandFormat,
   type WiegandFrame,
   type WiegandNumbering,
-} from '../core/wiegand.js';
-import type { Clock, Timers } from '../util/clock.js';
-import { DoorAgentError } from '../util/errors.js';
-import type { Level } from '../core/relay.js';
-import type { EdgeInputs, GpioDriver, PinEdge, Pull } from './gpio.js';
-import { NoiseReporter, type NoiseSummary } from './noiseReporter.js';
-import { ReaderFrameParser, type ReaderFrame } from './readerFrames.js';
+} from '../../core/wiegand.js';
+import type { Clock, Timers } from '../../util/clock.js';
+import { DoorAgentError } from '../../util/errors.js';
+import type { Level } from '../../core/relay.js';
+import type { EdgeInputs, GpioDriver, PinEdge, Pull } from '../../hardware/gpio.js';
+import { NoiseReporter, type NoiseSummary } from '../noiseReporter.js';
+import { KeypadEntry } from '../keypadEntry.js';
+import type { ReaderFrame } from '../readerFrames.js';
+import type { Reader } from '../reader.js';
 
 const NOISE_WARNING_INTERVAL_MS = 1000;
 /** Dropped frames go into the audit log at most this often, summed (someone probing the wires, a bad cable). */
@@ -42,9 +44,9 @@ export interface WiegandReaderOptions {
  * loop never cuts a frame short. Dropped frames are never decided: they are counted, logged once a second and
  * audited once a minute.
  */
-export class WiegandReader {
+export class WiegandReader implements Reader {
   private readonly decoder: WiegandDecoder;
-  private readonly parser = new ReaderFrameParser({ cardFormat: 'decimal' });
+  private readonly keypad = new KeypadEntry();
   private edges: EdgeInputs | null = null;
   private flushTimer: unknown = null;
   private readonly warnings: NoiseReporter;
@@ -124,10 +126,11 @@ export class WiegandReader {
     const now = this.options.clock.monoNow();
     switch (frame.kind) {
       case 'card':
-        for (const f of this.parser.cardPresented(cardNumber(frame, this.options.numbering))) this.options.onFrame(f);
+        this.keypad.clear(); // a card starts a new interaction
+        this.options.onFrame({ kind: 'card', value: cardNumber(frame, this.options.numbering) });
         return;
       case 'key':
-        for (const f of this.parser.keyPressed(frame.key, now)) this.options.onFrame(f);
+        for (const f of this.keypad.press(frame.key, now)) this.options.onFrame(f);
         return;
       case 'dropped':
         this.warnings.add(frame.bits, [frame.reason]);

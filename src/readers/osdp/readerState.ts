@@ -1,5 +1,6 @@
 import type { WiegandNumbering } from '../../core/wiegand.js';
-import { ReaderFrameParser, type ReaderFrame } from '../readerFrames.js';
+import { KeypadEntry } from '../keypadEntry.js';
+import type { ReaderFrame } from '../readerFrames.js';
 import { CMD, REPLY } from './codes.js';
 import type { Packet } from './packet.js';
 import type { ChannelState } from './pacing.js';
@@ -67,7 +68,7 @@ export interface ReaderState {
   channel: ChannelState;
   lastReplyAt: number;
   queued: Queued[];
-  keys: ReaderFrameParser;
+  keys: KeypadEntry;
   sc: SecureSession | null;
   /**
    * The command whose reply was lost, exactly as sent: it goes out again, byte for byte, before anything else, so
@@ -90,7 +91,7 @@ export function newReaderState(r: OsdpReaderOptions, now: number, random?: (byte
     channel: r.scbk || r.installMode ? 'pending' : 'plain',
     lastReplyAt: now,
     queued: [],
-    keys: new ReaderFrameParser({ cardFormat: 'decimal' }),
+    keys: new KeypadEntry(),
     sc:
       r.scbk || r.installMode
         ? new SecureSession({
@@ -149,12 +150,13 @@ export function applyReply(reader: ReaderState, sentCode: number, reply: Packet,
 function rawCard(reader: ReaderState, data: Buffer): void {
   const decoded = decodeRawCard(data, reader.options.numbering);
   if ('dropped' in decoded) return reader.options.onDropped?.(decoded.dropped);
-  for (const f of reader.keys.cardPresented(decoded.card)) reader.options.onFrame(f);
+  reader.keys.clear(); // a card starts a new interaction
+  reader.options.onFrame({ kind: 'card', value: decoded.card });
 }
 
 function keypad(reader: ReaderState, data: Buffer, now: number): void {
   for (const key of decodeKeys(data)) {
     if (key === null) reader.options.onDropped?.('bad_key');
-    else for (const f of reader.keys.keyPressed(key, now)) reader.options.onFrame(f);
+    else for (const f of reader.keys.press(key, now)) reader.options.onFrame(f);
   }
 }

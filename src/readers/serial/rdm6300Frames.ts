@@ -1,4 +1,4 @@
-import { NoiseBurst, type FrameParser, type ReaderFrame } from './readerFrames.js';
+import { NoiseBurst, type FrameParser, type ReaderFrame } from '../readerFrames.js';
 
 /**
  * 125 kHz UART reader modules (RDM6300 and its clones), 9600 8N1, framed in binary with no line ending:

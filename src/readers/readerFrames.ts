@@ -1,4 +1,5 @@
 import type { CardFormat } from '../core/credentials.js';
+import { KeypadEntry, MAX_PIN_DIGITS } from './keypadEntry.js';
 
 /** What a reader is shown of a decision: its LED and buzzer lines, a reply line, OSDP's LED and beeper. */
 export type ReaderFeedback = 'grant' | 'deny' | 'lockedOut' | 'lockdown';
@@ -57,7 +58,6 @@ const CR = 0x0d;
 const LF = 0x0a;
 const HASH = 0x23;
 const STAR = 0x2a;
-const MAX_PIN_DIGITS = 16;
 
 const isDigit = (b: number) => b >= 0x30 && b <= 0x39;
 const isHexDigit = (b: number) => isDigit(b) || (b >= 0x41 && b <= 0x46) || (b >= 0x61 && b <= 0x66);
@@ -77,15 +77,13 @@ export class ReaderFrameParser implements FrameParser {
   private lineBinary = false;
   private discarding = false; // inside an over-long line, until its newline
   private lastByteAt = Number.NEGATIVE_INFINITY;
-  private keys = '';
-  private lastKeyAt = Number.NEGATIVE_INFINITY;
+  private readonly keypad: KeypadEntry;
   private readonly noise = new NoiseBurst();
-  private readonly keyTimeoutMs: number;
   private readonly lineGapMs: number;
   private readonly maxLineBytes: number;
 
   constructor(private readonly options: FrameParserOptions) {
-    this.keyTimeoutMs = options.keyTimeoutMs ?? 10_000;
+    this.keypad = new KeypadEntry(options.keyTimeoutMs ?? 10_000);
     this.lineGapMs = options.lineGapMs ?? 200;
     this.maxLineBytes = options.maxLineBytes ?? 256;
   }
@@ -137,38 +135,11 @@ export class ReaderFrameParser implements FrameParser {
   }
 
   private terminate(key: '*' | '#', now: number, out: ReaderFrame[]): void {
-    if (key === '*') {
-      this.keys = '';
-      this.emit(out, { kind: 'keypad_cleared' });
-      return;
-    }
-    const pin = this.keys;
-    this.keys = '';
-    if (pin !== '' && now - this.lastKeyAt <= this.keyTimeoutMs) this.emit(out, { kind: 'pin', value: pin });
-  }
-
-  /**
-   * One key from a reader that sends keys as frames rather than bytes (Wiegand keypads): the same PIN logic
-   * as typed bytes, `#` submits, `*` clears, a pause longer than keyTimeoutMs starts over.
-   */
-  keyPressed(key: string, now: number): ReaderFrame[] {
-    const out: ReaderFrame[] = [];
-    if (key === '*' || key === '#') this.terminate(key, now, out);
-    else if (key.length === 1 && isDigit(key.charCodeAt(0))) this.key(key, now);
-    return out;
-  }
-
-  /** A card number from a reader that frames cards itself (Wiegand): it starts a new interaction. */
-  cardPresented(value: string): ReaderFrame[] {
-    this.keys = '';
-    return [{ kind: 'card', value }];
+    for (const frame of this.keypad.press(key, now)) this.emit(out, frame);
   }
 
   private key(digit: string, now: number): void {
-    if (now - this.lastKeyAt > this.keyTimeoutMs) this.keys = '';
-    this.lastKeyAt = now;
-    // Past the longest PIN this is not keypad entry: keep only the latest digits.
-    this.keys = (this.keys + digit).slice(-MAX_PIN_DIGITS);
+    this.keypad.digit(digit, now);
   }
 
   private endLine(now: number, out: ReaderFrame[]): void {
@@ -184,7 +155,7 @@ export class ReaderFrameParser implements FrameParser {
     }
     const cardLike = this.options.cardFormat === 'hex' ? bytes.every(isHexDigit) : bytes.every(isDigit);
     if (cardLike) {
-      this.keys = ''; // a card starts a new interaction
+      this.keypad.clear(); // a card starts a new interaction
       this.emit(out, { kind: 'card', value: text });
     } else if (bytes.length >= 16 && bytes.length <= 128 && !text.includes(' ')) {
       this.emit(out, { kind: 'token', value: text });

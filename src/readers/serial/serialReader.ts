@@ -1,35 +1,20 @@
-import { SerialPort } from 'serialport';
 import type { Logger } from 'pino';
-import type { CardFormat } from '../core/credentials.js';
-import { backoffDelay, type BackoffOptions } from '../util/backoff.js';
-import type { Clock, Timers } from '../util/clock.js';
-import { closeWhenDeviceVanishes } from './devicePresence.js';
-import { NoiseReporter } from './noiseReporter.js';
+import type { CardFormat } from '../../core/credentials.js';
+import { backoffDelay } from '../../util/backoff.js';
+import type { Clock, Timers } from '../../util/clock.js';
+import { READER_BACKOFF, openSerialPort, type PortFactory, type PortLike } from './port.js';
+import { NoiseReporter } from '../noiseReporter.js';
 import { Rdm6300FrameParser, type Rdm6300Numbering } from './rdm6300Frames.js';
-import { ReaderFrameParser, type FrameParser, type ReaderFrame } from './readerFrames.js';
+import { ReaderFrameParser, type FrameParser, type ReaderFrame } from '../readerFrames.js';
+import type { FeedbackKind } from '../options.js';
+import type { Reader } from '../reader.js';
+import { replyFor } from '../readerFeedback.js';
 
 export type SerialFormat = 'lines' | 'rdm6300';
 
-/** The part of a serial port the reader uses (serialport's SerialPort; a fake in unit tests). */
-export interface PortLike {
-  open(callback: (err: Error | null) => void): void;
-  close(callback?: (err: Error | null) => void): void;
-  on(event: 'data', listener: (chunk: Buffer) => void): unknown;
-  on(event: 'close', listener: (err?: Error | null) => void): unknown;
-  on(event: 'error', listener: (err: Error) => void): unknown;
-  removeAllListeners(): unknown;
-  readonly isOpen: boolean;
-  /** For a bus that talks back (OSDP); a plain reader only listens. */
-  write?(data: Buffer): unknown;
-}
+export type { PortFactory, PortLike } from './port.js';
+export { READER_BACKOFF, openSerialPort } from './port.js';
 
-export type PortFactory = (path: string, baudRate: number) => PortLike;
-
-export const openSerialPort: PortFactory = (path, baudRate) =>
-  closeWhenDeviceVanishes(new SerialPort({ path, baudRate, autoOpen: false, lock: true }), path) as unknown as PortLike;
-
-// First retry within a second, then doubling up to 30 s (docs/hardware.md: an unplugged reader is reopened with backoff).
-export const READER_BACKOFF: BackoffOptions = { initialMs: 500, maxMs: 30_000, jitter: 0.2 };
 const IDLE_CHECK_MS = 250;
 const NOISE_WARNING_INTERVAL_MS = 1000;
 
@@ -41,6 +26,8 @@ export interface SerialReaderOptions {
   format?: SerialFormat;
   /** rdm6300: the last 32 bits of the ID (default) or all 40. */
   numbering?: Rdm6300Numbering;
+  /** Lines written back to the reader per outcome (e.g. "OK\r\n"): its feedback. */
+  replies?: Partial<Record<FeedbackKind, string>>;
   onFrame: (frame: ReaderFrame) => void;
   onConnectionChange?: (connected: boolean) => void;
   logger: Logger;
@@ -53,7 +40,7 @@ export interface SerialReaderOptions {
  * A door's serial reader: opens the configured device (no udev enumeration), frames what it sends, and reopens
  * it with backoff whenever it fails to open, errors or disappears (unplugged), until stopped.
  */
-export class SerialReader {
+export class SerialReader implements Reader {
   private port: PortLike | null = null;
   private parser: FrameParser;
   private attempt = 0;
@@ -102,6 +89,17 @@ export class SerialReader {
     } catch (err) {
       logger.debug({ err, path }, 'reader reply not sent');
       return false;
+    }
+  }
+
+  /** Shows a decision as the reply line configured for it (none for a keyboard reader). Never throws. */
+  feedback(kind: FeedbackKind): void {
+    const reply = this.options.replies && replyFor(this.options.replies, kind);
+    if (reply === undefined) return;
+    try {
+      this.send(reply);
+    } catch (err) {
+      this.options.logger.warn({ err }, 'reader reply not sent');
     }
   }
 

@@ -1,17 +1,16 @@
-import type { Logger } from 'pino';
-import { readScbk } from '../util/secretFiles.js';
-import type { OsdpBuses } from '../hardware/osdp/osdpBuses.js';
-import type { ChannelState } from '../hardware/osdp/pacing.js';
-import type { DoorRuntime } from './doorRuntime.js';
-import type { FeedbackKind, ReaderOptions } from './options.js';
+import { readScbk } from '../../util/secretFiles.js';
+import type { OsdpBuses } from './osdpBuses.js';
+import type { ChannelState } from './pacing.js';
+import type { FeedbackKind, ReaderOptionsOf } from '../options.js';
+import { credentialsFrom, type Reader, type ReaderContext } from '../reader.js';
 
-type OsdpOptions = Extract<ReaderOptions, { type: 'osdp' }>;
+type OsdpOptions = ReaderOptionsOf<'osdp'>;
 
 /**
- * A door's OSDP reader: its place on a shared bus, its frames into the door runtime, the door's decisions back as
+ * A door's OSDP reader: its place on a shared bus, its credentials to its door, the door's decisions back as
  * LED and buzzer, and its state (online, secure channel, tamper, power) into the audit log and status.
  */
-export class OsdpDoorReader {
+export class OsdpDoorReader implements Reader {
   private handle: { feedback(kind: FeedbackKind): void; detach(): Promise<void> } | null = null;
   private online = false;
   /** reader_online waits for the handshake's outcome, so that it can say whether the reader is secure. */
@@ -20,16 +19,24 @@ export class OsdpDoorReader {
   private tamper = false;
   private powerFailure = false;
 
+  private readonly buses: OsdpBuses;
+
   constructor(
     private readonly options: OsdpOptions,
-    private readonly buses: OsdpBuses,
-    private readonly runtime: DoorRuntime,
-    private readonly logger: Logger,
-    private readonly onConnection: (connected: boolean) => void,
-    /** The secure channel actually in use, for `door-agent status`. */
-    private readonly onChannel: (state: ChannelState) => void = () => {},
+    private readonly context: ReaderContext,
   ) {
+    if (!context.osdp) throw new Error('an OSDP reader needs the agent\'s OSDP buses');
+    this.buses = context.osdp;
     this.channel = options.scbkFile || options.installMode ? 'pending' : 'plain';
+  }
+
+  private get logger() {
+    return this.context.logger;
+  }
+
+  /** Shows a decision with the reader's LED and beeper, over its bus. */
+  feedback(kind: FeedbackKind): void {
+    this.handle?.feedback(kind);
   }
 
   get connected(): boolean {
@@ -51,36 +58,35 @@ export class OsdpDoorReader {
       ...(scbk ? { scbk } : {}),
       installMode: o.installMode,
       checksum: o.check === 'checksum',
-      onFrame: (frame) => this.runtime.onReaderFrame(frame),
+      onFrame: credentialsFrom('decimal', this.context),
       onOnline: (online) => {
         this.online = online;
-        this.onConnection(online);
+        this.context.events.connection(online);
         if (online) this.reportOnline();
         else if (this.onlineReported) {
           this.onlineReported = false;
-          this.runtime.audit('reader_offline', { address: o.address });
+          this.context.events.audit?.('reader_offline', { address: o.address });
           this.logger.warn({ path: o.path, address: o.address }, 'OSDP reader offline');
         }
       },
       onChannel: (state) => {
         this.channel = state;
-        this.onChannel(state);
+        this.context.events.channel?.(state);
         if (this.online) this.reportOnline();
       },
       onQuirk: (message) => this.logger.warn({ path: o.path, address: o.address }, message),
       onStatus: ({ tamper, powerFailure }) => {
         // Changes only (the state is asked for each time the reader comes online), restores included.
-        if (tamper !== this.tamper) this.runtime.audit('reader_tamper', { address: o.address, state: tamper ? 'tampered' : 'restored' });
-        if (powerFailure !== this.powerFailure) this.runtime.audit('reader_power', { address: o.address, state: powerFailure ? 'failure' : 'restored' });
+        if (tamper !== this.tamper) this.context.events.audit?.('reader_tamper', { address: o.address, state: tamper ? 'tampered' : 'restored' });
+        if (powerFailure !== this.powerFailure) this.context.events.audit?.('reader_power', { address: o.address, state: powerFailure ? 'failure' : 'restored' });
         this.tamper = tamper;
         this.powerFailure = powerFailure;
       },
       onSecure: (established) => this.logger.info({ address: o.address }, established ? 'OSDP secure channel established' : 'OSDP secure channel ended'),
       onSecureError: (message) => this.logger.error({ path: o.path, address: o.address }, message),
-      onDropped: (reason) => this.runtime.onReaderNoise({ count: 1, units: 0, reasons: { [reason]: 1 } }),
+      onDropped: (reason) => this.context.events.noise?.({ count: 1, units: 0, reasons: { [reason]: 1 } }),
       onIdentified: (id) => this.logger.info({ address: o.address, ...id }, 'OSDP reader identified'),
     });
-    this.runtime.setFeedback((kind) => this.handle?.feedback(kind));
   }
 
   /**
@@ -91,13 +97,17 @@ export class OsdpDoorReader {
     if (this.onlineReported || this.channel === 'pending') return;
     this.onlineReported = true;
     const secure = this.channel === 'secure';
-    this.runtime.audit('reader_online', { address: this.options.address, secure, channel: this.channel });
+    this.context.events.audit?.('reader_online', { address: this.options.address, secure, channel: this.channel });
     this.logger[secure ? 'info' : 'warn']({ path: this.options.path, address: this.options.address, channel: this.channel }, 'OSDP reader online');
   }
 
   async stop(): Promise<void> {
-    this.runtime.setFeedback(null);
     await this.handle?.detach();
     this.handle = null;
+    // Off the bus: disconnected, as every reader is once stopped (no reader_offline event: the agent stops it).
+    if (this.online) {
+      this.online = false;
+      this.context.events.connection(false);
+    }
   }
 }

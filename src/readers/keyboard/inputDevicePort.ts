@@ -2,10 +2,10 @@ import { EventEmitter } from 'node:events';
 import { closeSync, constants, existsSync, openSync, statSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
-import { DoorAgentError, errorCode } from '../util/errors.js';
-import { loadChardevBinding } from './chardev/binding.js';
+import { DoorAgentError, errorCode } from '../../util/errors.js';
+import { loadChardevBinding } from '../../hardware/chardev/binding.js';
 import { KeyboardDecoder } from './inputEvents.js';
-import type { PortFactory, PortLike } from './serialReader.js';
+import type { PortFactory, PortLike } from '../serial/port.js';
 
 /** What an input device needs from the system: a non-blocking fd, the exclusive grab, readiness and reads. */
 export interface InputIo {
@@ -18,7 +18,7 @@ export interface InputIo {
   close(fd: number): void;
 }
 
-const CANDIDATES = ['../../../build/Release/evdev.node', '../../build/Release/evdev.node'].map((p) => join(import.meta.dirname, p));
+const CANDIDATES = ['../../../../build/Release/evdev.node', '../../../build/Release/evdev.node'].map((p) => join(import.meta.dirname, p));
 
 let grabAddon: { grab(fd: number, exclusive: boolean): void } | null = null;
 

@@ -1,7 +1,7 @@
 import type { Logger } from 'pino';
 import { backoffDelay } from '../../util/backoff.js';
 import type { Clock, Timers } from '../../util/clock.js';
-import { READER_BACKOFF, openSerialPort, type PortFactory, type PortLike } from '../serialReader.js';
+import { READER_BACKOFF, openSerialPort, type PortFactory, type PortLike } from '../serial/port.js';
 import { CMD, OsdpBus, type OsdpReaderOptions } from './controlPanel.js';
 import type { Packet } from './packet.js';
 import type { ReaderFeedback } from '../readerFrames.js';

@@ -1,0 +1,217 @@
+import type { Logger } from 'pino';
+import type { DoorOptions, FeedbackKind } from './options.js';
+import { normalizeCardNumber, type CredentialKind } from '../core/credentials.js';
+import { PIN_AFTER_CARD_MS, countsAsGuess, type PendingCard } from '../core/keypad.js';
+import { ReaderLockouts } from './readerLockouts.js';
+import type { KeypadGuesses } from './keypadGuesses.js';
+import type { Credential } from '../readers/reader.js';
+import type { EventType } from '../store/eventLog.js';
+import type { Clock, Timers } from '../util/clock.js';
+import type { AccessChecker, AccessResult } from './accessChecker.js';
+import type { AuditRecorder } from './auditRecorder.js';
+import type { LockController } from './lockController.js';
+
+export interface CredentialFlowDeps {
+  controller: LockController;
+  checker: AccessChecker;
+  recorder: AuditRecorder;
+  clock: Clock;
+  timers: Timers;
+  /** A child logger that already names the door. */
+  logger: Logger;
+  /** Whether the door is in lockdown now (its own or the agent's). */
+  lockdown?: () => boolean;
+  /** A member of the door's firstPersonIn was granted (its unlock schedule may start). */
+  onFirstPerson?: (holders: ReadonlyArray<Record<string, unknown>>) => void;
+  /** The agent's wrong-PIN counter and keypad lockout, shared by all its doors. */
+  keypad: KeypadGuesses;
+  /** A grant is about to unlock the door: its supervision expects the door to open. */
+  onAuthorized: () => void;
+}
+
+/**
+ * The door's credentials, from tap to feedback: the reader's credential (normalized there) is decided with the
+ * lockouts in force, card_and_pin waits for the holder's PIN, a duress PIN raises its silent alarm, a grant
+ * unlocks the relay, and every decision is recorded (after the relay has acted) and shown at the reader.
+ */
+export class CredentialFlow {
+  private readonly lockouts: ReaderLockouts;
+  /** card_and_pin: the card accepted, waiting for a PIN of one of its users or guest links. */
+  private pending: (PendingCard & { linkIds: readonly string[] }) | null = null;
+  private pendingTimer: unknown = null;
+  private pendingCard: AccessResult | null = null;
+  private pendingNumber: string | null = null;
+  /** The reader shows the decision (LED and buzzer lines, a reply line, OSDP); absent for readers without feedback. */
+  private feedback: ((kind: FeedbackKind) => void) | null = null;
+
+  constructor(
+    private readonly door: DoorOptions,
+    private readonly deps: CredentialFlowDeps,
+  ) {
+    this.lockouts = new ReaderLockouts({
+      keypad: deps.keypad,
+      card: door.cardLockout,
+      clock: deps.clock,
+      timers: deps.timers,
+      logger: deps.logger,
+      record: (type, data) => this.record(type, data),
+    });
+  }
+
+  private record(type: EventType, data: Record<string, unknown> = {}): void {
+    this.deps.recorder.record(type, data);
+  }
+
+  private decisionData(result: AccessResult, extra: Record<string, unknown> = {}) {
+    return {
+      kind: result.kind,
+      hint: result.hint,
+      reason: result.reason,
+      holders: result.holders.map((h) => ({ ...h.holder, reason: h.reason })),
+      ...(result.level !== undefined ? { level: result.level } : {}),
+      ...(result.who !== undefined ? { who: result.who } : {}),
+      ...extra,
+    };
+  }
+
+  setFeedback(feedback: ((kind: FeedbackKind) => void) | null): void {
+    this.feedback = feedback;
+  }
+
+  private grant(result: AccessResult, extra: Record<string, unknown> = {}): void {
+    this.deps.onAuthorized();
+    // Logged once the relay has moved but before the lock change is announced: a log reads "granted", then "unlocked".
+    this.deps.controller.unlock(this.door.unlockSeconds, `${result.kind} ${result.hint}`, () => {
+      this.record('access_granted', this.decisionData(result, extra));
+      this.deps.logger.info({ kind: result.kind, hint: result.hint }, 'access granted');
+    });
+    // Under duress the door behaves exactly as usual: the alarm is silent.
+    this.feedback?.('grant');
+    const holders = result.holders.filter((h) => h.reason === null).map((h) => ({ ...h.holder }));
+    if (result.firstPerson) this.deps.onFirstPerson?.(holders);
+  }
+
+  /** A duress PIN: the alarm (audit event and the alarm topic) names the PIN's holders, never the digits. */
+  private raiseDuress(result: AccessResult): void {
+    const holders = result.duressHolders ?? [];
+    this.record('duress', { kind: result.kind, hint: result.hint, holders });
+    this.deps.logger.warn({ holders }, 'duress PIN used');
+  }
+
+  private deny(result: AccessResult, extra: Record<string, unknown> = {}): void {
+    this.record('access_denied', this.decisionData(result, extra));
+    this.deps.logger.info({ kind: result.kind, hint: result.hint, reason: result.reason }, 'access denied');
+    const reason = result.reason;
+    this.feedback?.(reason === 'lockdown' ? 'lockdown' : reason === 'keypad_locked_out' || reason === 'card_locked_out' ? 'lockedOut' : 'deny');
+  }
+
+  private check(kind: CredentialKind, credential: string): AccessResult | null {
+    try {
+      return this.deps.checker.checkPresented({
+        door: this.door,
+        kind,
+        credential,
+        now: this.deps.clock.wallNow(),
+        keypadLockedOut: this.lockouts.isLockedOut('pin'),
+        cardLockedOut: this.lockouts.isLockedOut('card'),
+        lockdown: this.deps.lockdown?.() ?? false,
+      });
+    } catch (err) {
+      // The door stays locked and the daemon keeps running (a restart would not mend the file).
+      this.deps.logger.error({ err, kind }, err instanceof Error ? err.message : 'the cache cannot be read');
+      this.record('access_denied', { kind, reason: 'cache_unreadable', holders: [] });
+      return null;
+    }
+  }
+
+  /** A credential from the door's reader, normalized there (src/readers/reader.ts). */
+  onCredential(credential: Credential): void {
+    const result = this.check(credential.kind, credential.value);
+    if (result === null) return;
+    // The silent alarm first, whatever the decision, before anything that may fail (the relay, the other events).
+    if (result.duress) this.raiseDuress(result);
+    if (result.reason === 'keypad_locked_out' || result.reason === 'card_locked_out') {
+      const which = result.reason === 'keypad_locked_out' ? 'pin' : 'card';
+      if (this.lockouts.refusedDuringLockout(which, () => this.isGuess(credential.kind, credential.value))) this.deny(result);
+      return;
+    }
+    if (credential.kind === 'pin') return this.onPin(result, credential.value);
+    // A card_and_pin door takes a card or a guest's QR token as the first factor; the holder's PIN must follow.
+    if (this.door.mode === 'card_and_pin') {
+      this.onCardNeedingPin(result);
+      if (this.pending) this.pendingNumber = credential.kind === 'card' ? credential.value : null;
+    } else if (result.granted) this.grant(result);
+    else this.deny(result);
+    // A refused card or token, known or not, is a guess (see countsAsGuess): counted after its denial is recorded.
+    if (countsAsGuess(result)) this.lockouts.failed('card');
+  }
+
+  /**
+   * Whether a card refused for the reader's lockout would have been refused anyway (a guess): only guesses keep
+   * the lockout going, so a valid card tapped again and again during it never prolongs it (issue 32).
+   */
+  private isGuess(kind: CredentialKind, credential: string): boolean {
+    try {
+      return countsAsGuess(this.deps.checker.checkPresented({ door: this.door, kind, credential, now: this.deps.clock.wallNow(), lockdown: this.deps.lockdown?.() ?? false }));
+    } catch {
+      return true; // the cache cannot be read: the lockout runs its course
+    }
+  }
+
+  private onCardNeedingPin(result: AccessResult): void {
+    this.clearPending();
+    if (!result.granted) return this.deny(result);
+    // Users and guest links alike must add their PIN (a link without one was refused: no_second_factor).
+    const emailIds = result.holders.flatMap((h) => ('email_id' in h.holder && h.reason === null ? [h.holder.email_id] : []));
+    const linkIds = result.holders.flatMap((h) => ('magic_link_id' in h.holder && h.reason === null ? [h.holder.magic_link_id] : []));
+    this.pending = { emailIds, linkIds, hint: result.hint, expiresAt: this.deps.clock.monoNow() + PIN_AFTER_CARD_MS };
+    this.pendingCard = result;
+    this.pendingTimer = this.deps.timers.setTimeout(() => this.expirePending(), PIN_AFTER_CARD_MS);
+    this.deps.logger.info({ hint: result.hint }, 'card accepted, waiting for PIN');
+  }
+
+  /** The card's wait for its PIN is over: recorded once, whether the timer or a late PIN noticed first. */
+  private expirePending(): void {
+    const card = this.pendingCard;
+    this.clearPending();
+    if (card) this.deny({ ...card, granted: false, reason: 'not_authorized' }, { factor: 'pin_timeout' });
+  }
+
+  private onPin(result: AccessResult, pinDigits: string): void {
+    if (this.pending && this.deps.clock.monoNow() >= this.pending.expiresAt) this.expirePending();
+    const pending = this.pending;
+    if (this.door.mode === 'card_and_pin') {
+      if (!pending) {
+        return this.deny({ ...result, granted: false, reason: result.reason ?? 'not_authorized' }, { factor: 'card_first' });
+      }
+      const cardNumber = this.pendingNumber;
+      this.clearPending();
+      // The card's own number typed on the keypad is not a second factor (cards and PINs share one table).
+      const matches =
+        normalizeCardNumber(pinDigits, 'decimal') !== cardNumber &&
+        result.holders.some(
+          (h) => h.reason === null && ('email_id' in h.holder ? pending.emailIds.includes(h.holder.email_id) : pending.linkIds.includes(h.holder.magic_link_id)),
+        );
+      if (matches) return this.grant(result, { kind: 'card_and_pin', card_hint: pending.hint });
+      this.lockouts.failed('pin');
+      return this.deny({ ...result, granted: false, reason: result.reason ?? 'not_authorized' }, { factor: 'pin_mismatch', card_hint: pending.hint });
+    }
+    if (result.granted) return this.grant(result);
+    // A refused PIN, known or not, is a guess; one refused only for the lockdown or the clock is not (countsAsGuess).
+    if (countsAsGuess(result)) this.lockouts.failed('pin');
+    this.deny(result);
+  }
+
+  private clearPending(): void {
+    if (this.pendingTimer !== null) this.deps.timers.clearTimeout(this.pendingTimer);
+    this.pendingTimer = null;
+    this.pending = null;
+    this.pendingCard = null;
+    this.pendingNumber = null;
+  }
+
+  stop(): void {
+    this.clearPending();
+    this.lockouts.stop();
+  }
+}

@@ -1,0 +1,126 @@
+import type { Logger } from 'pino';
+import type { DoorOptions } from './options.js';
+import * as supervision from '../core/doorSupervision.js';
+import type { EventType } from '../store/eventLog.js';
+import type { Clock, Timers } from '../util/clock.js';
+import type { AuditRecorder } from './auditRecorder.js';
+import type { LockController } from './lockController.js';
+
+export interface DoorSupervisionDeps {
+  controller: LockController;
+  recorder: AuditRecorder;
+  clock: Clock;
+  timers: Timers;
+  /** A child logger that already names the door. */
+  logger: Logger;
+  /** The contact changed (for the published door state). */
+  onDoorChange?: () => void;
+  /** The tamper input changed (for the published door state). */
+  onTamperChange?: () => void;
+}
+
+/**
+ * The door's supervision: the exit button unlocks, the contact tells open from closed (forced and held open
+ * raised, a door closed behind someone relocked), the tamper switch is watched; each records its events.
+ */
+export class DoorSupervisionRuntime {
+  private door_ = supervision.SUPERVISION_START;
+  private heldTimer: unknown = null;
+  private openedWhileUnlocked = false;
+  private readonly settings: supervision.SupervisionSettings;
+  private tamper_: boolean | null = null;
+
+  constructor(
+    private readonly door: DoorOptions,
+    private readonly deps: DoorSupervisionDeps,
+  ) {
+    this.settings = { unlockWindowMs: door.unlockSeconds * 1000, heldOpenMs: door.heldOpenSeconds * 1000 };
+  }
+
+  private record(type: EventType, data: Record<string, unknown> = {}): void {
+    this.deps.recorder.record(type, data);
+  }
+
+  /** A grant is unlocking the door: its opening within the unlock window is not forced. */
+  authorized(): void {
+    this.door_ = supervision.authorized(this.door_, this.deps.clock.monoNow());
+  }
+
+  onExitButton(pressed: boolean): void {
+    if (!pressed) return;
+    this.door_ = supervision.authorized(this.door_, this.deps.clock.monoNow());
+    this.deps.controller.unlock(this.door.unlockSeconds, 'exit button', () => this.record('exit_request'));
+  }
+
+  /** The tamper switch: recorded and raised as an alarm when it opens, recorded when it closes again. */
+  onTamper(active: boolean, atStart = false): void {
+    if (active === this.tamper_) return;
+    const first = this.tamper_ === null;
+    this.tamper_ = active;
+    this.deps.onTamperChange?.();
+    if (first && !active) return; // closed at start: nothing to say
+    this.record('tamper', { state: active ? 'active' : 'cleared', ...(atStart ? { at_start: true } : {}) });
+    if (active) this.deps.logger.warn('tamper switch open');
+    else this.deps.logger.info('tamper switch closed again');
+  }
+
+  /** The tamper switch, null without one (or before its first reading). */
+  tamperState(): 'ON' | 'OFF' | null {
+    return this.tamper_ === null ? null : this.tamper_ ? 'ON' : 'OFF';
+  }
+
+  /** The door position from the contact, null without a contact (or before its first reading). */
+  contactState(): 'OPEN' | 'CLOSED' | null {
+    return this.door_.open === null ? null : this.door_.open ? 'OPEN' : 'CLOSED';
+  }
+
+  /** The contact's first reading at start: no events, but a door already open is timed for held-open. */
+  initialContact(open: boolean): void {
+    this.door_ = supervision.initialContact(this.door_, open, this.deps.clock.monoNow());
+    this.scheduleHeldOpen();
+  }
+
+  onContact(open: boolean): void {
+    const lock = this.deps.controller.snapshot();
+    const { state, events } = supervision.contactChanged(
+      this.door_,
+      open,
+      { now: this.deps.clock.monoNow(), lock: lock.state },
+      this.settings,
+    );
+    this.door_ = state;
+    for (const type of events) this.record(type);
+    if (events.length > 0) this.deps.onDoorChange?.();
+    if (events.includes('door_forced')) this.deps.logger.warn('door forced open');
+    // Relock on close ends the unlocks this door granted itself (card, PIN, token, exit button): one passage per
+    // release. A remote unlock_time was asked for explicitly by an operator and runs its course; holds stay.
+    const timedUnlock = lock.state === 'UNLOCKED' && !lock.heldOpen && !lock.cause.startsWith('remote command');
+    if (open) this.openedWhileUnlocked = timedUnlock;
+    else if (this.openedWhileUnlocked && this.door.relockOnClose && timedUnlock) {
+      // Someone went through: relock now rather than leaving the door unlocked behind them.
+      this.openedWhileUnlocked = false;
+      this.deps.controller.lock('door closed');
+    }
+    this.scheduleHeldOpen();
+  }
+
+  private scheduleHeldOpen(): void {
+    if (this.heldTimer !== null) this.deps.timers.clearTimeout(this.heldTimer);
+    this.heldTimer = null;
+    const due = supervision.heldOpenDueAt(this.door_, this.settings);
+    if (due === null) return;
+    this.heldTimer = this.deps.timers.setTimeout(() => {
+      this.heldTimer = null;
+      const { state, events } = supervision.tick(this.door_, this.deps.clock.monoNow(), this.settings);
+      this.door_ = state;
+      for (const type of events) this.record(type, { seconds: this.door.heldOpenSeconds });
+      if (events.length > 0) this.deps.logger.warn('door held open');
+      this.scheduleHeldOpen();
+    }, Math.max(0, due - this.deps.clock.monoNow()));
+  }
+
+  stop(): void {
+    if (this.heldTimer !== null) this.deps.timers.clearTimeout(this.heldTimer);
+    this.heldTimer = null;
+  }
+}

@@ -1,0 +1,54 @@
+import type { CardFormat } from '../core/credentials.js';
+import type { Level } from '../core/relay.js';
+import type { WiegandFormat, WiegandNumbering } from '../core/wiegand.js';
+import type { Pull } from '../hardware/gpio.js';
+
+/** What a reader is told of a decision (its LED and buzzer, a line sent back, OSDP's LED and beeper). */
+export type { ReaderFeedback as FeedbackKind } from './readerFrames.js';
+import type { ReaderFeedback as FeedbackKind } from './readerFrames.js';
+
+/** A reader's LED or buzzer line: its pin, the level that lights or sounds it, a pattern per outcome (ms on, off, ...). */
+export interface SignalLineOptions {
+  pin: number;
+  activeLevel: Level;
+  patterns: Record<FeedbackKind, readonly number[]>;
+}
+
+/** The GPIO lines of a reader's LED and buzzer, when the agent drives them. */
+export interface SignalLines {
+  led?: SignalLineOptions;
+  buzzer?: SignalLineOptions;
+}
+
+export type ReaderOptions =
+  | ({
+      type: 'serial';
+      path: string;
+      baudRate: number;
+      cardFormat: CardFormat;
+      format: 'lines' | 'rdm6300';
+      numbering: 'last32' | 'whole';
+      /** Lines written back to the reader per outcome (e.g. "OK\r\n"). */
+      replies?: Partial<Record<FeedbackKind, string>>;
+    } & SignalLines)
+  | ({ type: 'wiegand'; d0: number; d1: number; pull: Pull; format: WiegandFormat; numbering: WiegandNumbering } & SignalLines)
+  | ({ type: 'keyboard'; path: string; cardFormat: CardFormat } & SignalLines)
+  | { type: 'osdp'; path: string; baudRate: number; address: number; scbkFile?: string; installMode: boolean; requireSecureChannel?: boolean; numbering: WiegandNumbering; check: 'crc' | 'checksum' };
+
+/** One reader type's options. */
+export type ReaderType = ReaderOptions['type'];
+export type ReaderOptionsOf<T extends ReaderType> = Extract<ReaderOptions, { type: T }>;
+
+/** How a door's reader writes card numbers (Wiegand and RDM6300 numbers are decimal by construction). */
+export function readerCardFormat(door: { reader?: ReaderOptions }): CardFormat {
+  const reader = door.reader;
+  if (reader?.type === 'keyboard') return reader.cardFormat;
+  return reader?.type === 'serial' && reader.format === 'lines' ? reader.cardFormat : 'decimal';
+}
+
+/** A reader as status and logs name it: its device, or its two GPIO lines. */
+export function describeReader(reader: ReaderOptions): string {
+  if (reader.type === 'wiegand') return `Wiegand D0 GPIO ${reader.d0} / D1 GPIO ${reader.d1}`;
+  if (reader.type === 'osdp') return `OSDP ${reader.path} address ${reader.address}${reader.scbkFile ? ' (secure channel)' : reader.installMode ? ' (install mode)' : ' (plain)'}`;
+  return reader.type === 'keyboard' ? `keyboard ${reader.path}` : reader.path;
+}

@@ -1,0 +1,24 @@
+import { SerialPort } from 'serialport';
+import type { BackoffOptions } from '../../util/backoff.js';
+import { closeWhenDeviceVanishes } from './devicePresence.js';
+
+/** The part of a serial port the reader uses (serialport's SerialPort; a fake in unit tests). */
+export interface PortLike {
+  open(callback: (err: Error | null) => void): void;
+  close(callback?: (err: Error | null) => void): void;
+  on(event: 'data', listener: (chunk: Buffer) => void): unknown;
+  on(event: 'close', listener: (err?: Error | null) => void): unknown;
+  on(event: 'error', listener: (err: Error) => void): unknown;
+  removeAllListeners(): unknown;
+  readonly isOpen: boolean;
+  /** For a bus that talks back (OSDP); a plain reader only listens. */
+  write?(data: Buffer): unknown;
+}
+
+export type PortFactory = (path: string, baudRate: number) => PortLike;
+
+export const openSerialPort: PortFactory = (path, baudRate) =>
+  closeWhenDeviceVanishes(new SerialPort({ path, baudRate, autoOpen: false, lock: true }), path) as unknown as PortLike;
+
+// First retry within a second, then doubling up to 30 s (docs/hardware.md: an unplugged reader is reopened with backoff).
+export const READER_BACKOFF: BackoffOptions = { initialMs: 500, maxMs: 30_000, jitter: 0.2 };
