@@ -1,4 +1,4 @@
-import type { ReaderFrame } from './readerFrames.js';
+import type { ReaderFrame } from './frame.js';
 
 /** The longest PIN kept: past it, typing is not keypad entry and only the latest digits count. */
 export const MAX_PIN_DIGITS = 16;

@@ -4,18 +4,8 @@ import { KeypadEntry, MAX_PIN_DIGITS } from './keypadEntry.js';
 /** What a reader is shown of a decision: its LED and buzzer lines, a reply line, OSDP's LED and beeper. */
 export type ReaderFeedback = 'grant' | 'deny' | 'lockedOut' | 'lockdown';
 
-/**
- * What a door reader sent, framed: a card line, a keypad PIN, a QR token, a keypad clear, or a burst of noise
- * that was dropped (reported once per burst, never per byte). Pure: time comes in with each call.
- */
-export type ReaderFrame =
-  | { kind: 'card'; value: string }
-  | { kind: 'pin'; value: string }
-  | { kind: 'token'; value: string }
-  | { kind: 'keypad_cleared' }
-  | { kind: 'noise'; bytes: number; reasons: NoiseReason[] };
-
-export type NoiseReason = 'binary' | 'too_long' | 'unrecognized' | 'checksum';
+import type { NoiseReason, ReaderFrame } from './frame.js';
+export type { NoiseReason, ReaderFrame } from './frame.js';
 
 /**
  * Noise bytes gathered until the next good frame (or a quiet line) and reported as one noise frame, never per

@@ -1,0 +1,13 @@
+/**
+ * What a door reader sent, framed: a card line, a keypad PIN, a QR token, a keypad clear, or a burst of noise
+ * that was dropped (reported once per burst, never per byte). Its own module: the frame parsers and the keypad
+ * entry both speak it.
+ */
+export type ReaderFrame =
+  | { kind: 'card'; value: string }
+  | { kind: 'pin'; value: string }
+  | { kind: 'token'; value: string }
+  | { kind: 'keypad_cleared' }
+  | { kind: 'noise'; bytes: number; reasons: NoiseReason[] };
+
+export type NoiseReason = 'binary' | 'too_long' | 'unrecognized' | 'checksum';
