@@ -57,11 +57,13 @@ async function startAgent(index: number): Promise<FleetAgent> {
 
 const agents: FleetAgent[] = [];
 let stopping: Promise<void> | null = null;
-const stop = () =>
-  void (stopping ??= Promise.allSettled(agents.flatMap((a) => [a.mqtt.endAsync(true), a.component.stop()])).then(() => {
+const stop = (): void => {
+  if (stopping) return;
+  stopping = Promise.allSettled(agents.flatMap((a) => [a.mqtt.endAsync(true), a.component.stop()])).then(() => {
     for (const a of agents) a.cache.close();
     process.exit(0);
-  }));
+  });
+};
 // Asked to, or the coordinator gone (ended, or killed): these agents end too.
 process.on('SIGTERM', stop);
 process.on('disconnect', stop);

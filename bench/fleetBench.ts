@@ -39,7 +39,10 @@ function countingService(children: Children, config: string): { ready: () => boo
   const service = children.spawn('the service', 'fleetService.js', [config]);
   let ready = false;
   const waiting: Array<(m: FleetServiceMessage & { type: 'count' }) => void> = [];
-  service.on('message', (m: FleetServiceMessage) => (m.type === 'ready' ? (ready = true) : waiting.shift()?.(m)));
+  service.on('message', (m: FleetServiceMessage) => {
+    if (m.type === 'ready') ready = true;
+    else waiting.shift()?.(m);
+  });
   const ask = async () => {
     let count: (FleetServiceMessage & { type: 'count' }) | null = null;
     waiting.push((m) => (count = m));

@@ -156,7 +156,7 @@ export const serverSchema = z
   .strictObject({
     listen: z
       .string()
-      .regex(/^[A-Za-z0-9.\-\[\]:]+:\d{1,5}$/, 'expected HOST:PORT, e.g. 127.0.0.1:8080')
+      .regex(/^[A-Za-z0-9.\-[\]:]+:\d{1,5}$/, 'expected HOST:PORT, e.g. 127.0.0.1:8080')
       .default('127.0.0.1:8080'),
     dataDir: z.string().min(1).default('/var/lib/door-agent-service'),
     lockReplyTimeoutSeconds: seconds(1, 120).default(5),

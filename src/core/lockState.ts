@@ -106,7 +106,7 @@ export function resume(
   clock: { wallNow: number; monoNow: number; wallTrusted: boolean; synchronized: boolean },
   limits: LockLimits,
 ): LockState {
-  if (!persisted || persisted.state !== 'UNLOCKED') return lockedState('start');
+  if (persisted?.state !== 'UNLOCKED') return lockedState('start');
   const { wallNow, monoNow, wallTrusted } = clock;
   const cap = limits.maxUnlockSeconds > 0 ? limits.maxUnlockSeconds * 1000 : Infinity;
   const elapsed = persisted.unlockedSince === null ? 0 : Math.max(0, wallNow - persisted.unlockedSince);

@@ -233,7 +233,10 @@ export class AccessChecker {
   private firstPersonPolicy(door: DoorOptions): AccessPolicy | undefined {
     if (!door.firstPersonIn) return undefined;
     let policy = this.firstPersonIn.get(door.uuid);
-    if (!policy) this.firstPersonIn.set(door.uuid, (policy = memberPolicy(door.firstPersonIn)));
+    if (!policy) {
+      policy = memberPolicy(door.firstPersonIn);
+      this.firstPersonIn.set(door.uuid, policy);
+    }
     return policy;
   }
 }

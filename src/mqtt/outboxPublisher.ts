@@ -28,6 +28,7 @@ export class OutboxPublisher {
   constructor(
     private readonly events: EventLog,
     /** Resolves true on PUBACK, false (or rejects with a reason code >= 0x80) when refused; rejects when the connection failed. */
+    // biome-ignore lint/suspicious/noConfusingVoidType: a publish resolving with nothing (Promise<void>) is an ack; `undefined` would refuse such functions
     private readonly publish: (event: WireEvent) => Promise<boolean | void>,
     private readonly deps: { logger: Logger; clock: Clock; timers?: Timers; random?: () => number },
   ) {}

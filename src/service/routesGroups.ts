@@ -113,9 +113,15 @@ export function registerGroupRoutes(app: FastifyInstance, ctx: RouteContext): vo
     db.transaction(() => {
       p.emails.forEach((raw, i) => {
         const email = emailParam.safeParse(raw);
-        if (!email.success) return void result.invalid.push(raw);
+        if (!email.success) {
+          result.invalid.push(raw);
+          return;
+        }
         const { user, created } = users.ensure(email.data.toLowerCase(), 'USER', now);
-        if (!created) return void result.exists.push(user.email);
+        if (!created) {
+          result.exists.push(user.email);
+          return;
+        }
         result.added.push(user.email);
         result.add_ids.push(user.email_id);
         if (cardsFor(i).length > 0) users.replaceSmartcards(user.email_id, cardsFor(i));

@@ -49,7 +49,10 @@ export function registerLinkRoutes(app: FastifyInstance, ctx: RouteContext): voi
     const ignored = new Set<string>();
     p.email_list.forEach((raw, i) => {
       const email = raw.toLowerCase();
-      if (!guests.has(email)) return void guests.set(email, cards[i]);
+      if (!guests.has(email)) {
+        guests.set(email, cards[i]);
+        return;
+      }
       if (cards[i]) throw new BadRequest(`email_list: ${email} is listed twice and smartcards gives each a card (one card per guest)`);
       ignored.add(email);
     });

@@ -162,7 +162,9 @@ export class UserStore {
     this.db.transaction(() => {
       this.sql('DELETE FROM smartcards WHERE email_id = ?').run(emailId);
       const insert = this.sql('INSERT INTO smartcards (email_id, position, number, label, valid_from, valid_until) VALUES (?, ?, ?, ?, ?, ?)');
-      cards.forEach((c, i) => insert.run(emailId, i, c.number, c.label ?? null, c.valid_from ?? null, c.valid_until ?? null));
+      cards.forEach((c, i) => {
+        insert.run(emailId, i, c.number, c.label ?? null, c.valid_from ?? null, c.valid_until ?? null);
+      });
     })();
   }
 
@@ -170,7 +172,9 @@ export class UserStore {
     this.db.transaction(() => {
       this.sql('DELETE FROM computer_usernames WHERE email_id = ?').run(emailId);
       const insert = this.sql('INSERT INTO computer_usernames (email_id, position, computer_username) VALUES (?, ?, ?)');
-      names.forEach((n, i) => insert.run(emailId, i, n));
+      names.forEach((n, i) => {
+        insert.run(emailId, i, n);
+      });
     })();
   }
 

@@ -23,10 +23,10 @@ function expectUsage(stdout: string, c: (typeof COMMANDS)[number]) {
   // Each option on a line of its own, with a meaning after it.
   for (const option of [...c.options, '-h, --help']) {
     const line = stdout.split('\n').find((l) => l.trimStart().startsWith(`${option} `));
-    expect(line, `${c.argv.join(' ')}: ${option}`).toMatch(new RegExp(`^  \\S.*\\s{2}\\w`));
+    expect(line, `${c.argv.join(' ')}: ${option}`).toMatch(/^ {2}\S.*\s{2}\w/);
   }
   expect(stdout.includes('Config: --config, else $DOOR_AGENT_CONFIG, else /etc/door-agent/config.yaml')).toBe(c.config);
-  const exits = stdout.split('Exit codes:\n')[1]!.split('\n').filter((l) => /^\s+\d+  /.test(l)).map((l) => Number(l.trim().split(' ')[0]));
+  const exits = stdout.split('Exit codes:\n')[1]!.split('\n').filter((l) => /^\s+\d+ {2}/.test(l)).map((l) => Number(l.trim().split(' ')[0]));
   expect(exits).toEqual(c.exits);
 }
 

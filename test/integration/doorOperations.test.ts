@@ -104,7 +104,7 @@ interface Recorded {
   type: string;
   door: string | null;
   at: number;
-  data: Record<string, any>;
+  data: Record<string, unknown>;
 }
 
 interface SiteOptions {
@@ -242,7 +242,7 @@ ${options.door ?? ''}
 
     events(): Recorded[] {
       const rows = s.db().prepare('SELECT seq, at, door_uuid, type, payload FROM events ORDER BY seq').all() as Array<{ seq: number; at: number; door_uuid: string | null; type: string; payload: string }>;
-      return rows.map((r) => ({ seq: r.seq, at: r.at, type: r.type, door: r.door_uuid, data: JSON.parse(r.payload) as Record<string, any> }));
+      return rows.map((r) => ({ seq: r.seq, at: r.at, type: r.type, door: r.door_uuid, data: JSON.parse(r.payload) as Record<string, unknown> }));
     },
 
     lastSeq(): number {

@@ -238,7 +238,7 @@ describe('upgrade: a cache from before PINs kept their zeros', () => {
     // The cache as it was before the digits migration (the columns of later migrations dropped too).
     const digitsStep = MIGRATIONS.findIndex((m) => typeof m === 'string' && m.includes('ADD COLUMN digits'));
     const later = MIGRATIONS.slice(digitsStep + 1).flatMap((m) => (typeof m === 'string' ? [...m.matchAll(/ALTER TABLE credentials ADD COLUMN (\w+)/g)].map((x) => x[1]) : []));
-    db.exec([...later, 'digits'].map((c) => `ALTER TABLE credentials DROP COLUMN ${c};`).join(' ') + ` PRAGMA user_version = ${digitsStep}`);
+    db.exec(`${[...later, 'digits'].map((c) => `ALTER TABLE credentials DROP COLUMN ${c};`).join(' ')} PRAGMA user_version = ${digitsStep}`);
     db.close();
     const upgraded = openDatabase(file);
     expect(readHeldRevision(upgraded)).toBeNull();

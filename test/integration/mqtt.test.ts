@@ -7,7 +7,7 @@ import { guestLinkPayload, guestLinkRevocationPayload } from '../../src/protocol
 import { DOOR_UUID, runCli, tempDir, writeConfig } from '../support/cli.js';
 import { Daemon, readLevel, waitUntil } from '../support/daemon.js';
 import { Mosquitto, makeTlsFiles } from '../support/mosquitto.js';
-import { Operator } from '../support/operator.js';
+import type { Operator } from '../support/operator.js';
 import { PtyPair } from '../support/socat.js';
 import { auditEvents, connectOperator, startDaemon } from '../support/agentSite.js';
 import { sleep } from '../support/wait.js';

@@ -3,9 +3,9 @@ import { join } from 'node:path';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { holidaysPayload, lockdownPayload } from '../../src/protocol/lockdown.js';
 import { DOOR_UUID, runCli, tempDir, writeConfig } from '../support/cli.js';
-import { Daemon, readLevel, waitUntil } from '../support/daemon.js';
+import { type Daemon, readLevel, waitUntil } from '../support/daemon.js';
 import { Mosquitto } from '../support/mosquitto.js';
-import { Operator } from '../support/operator.js';
+import type { Operator } from '../support/operator.js';
 import { PtyPair } from '../support/socat.js';
 import { auditEvents, connectOperator, startDaemon } from '../support/agentSite.js';
 

@@ -4,7 +4,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { CLI, DOOR_UUID, ROOT, runCli, runCliAsync, tempDir, writeConfig } from '../support/cli.js';
+import { CLI, ROOT, runCli, runCliAsync, tempDir, writeConfig } from '../support/cli.js';
 import { dumpCache, installWriteCounter } from '../support/db.js';
 import { Daemon } from '../support/daemon.js';
 import { freePort } from '../support/net.js';

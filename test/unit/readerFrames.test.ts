@@ -128,7 +128,7 @@ describe('QR tokens', () => {
   const t16 = 'AbCdEfGhIjKlMnOp';
 
   it('a printable line of 16 to 128 characters without spaces is a token', () => {
-    const t128 = 'x'.repeat(127) + 'Y';
+    const t128 = `${'x'.repeat(127)}Y`;
     expect(parser().feed(buf(`${t16}\r\n${t128}\r\n`), 0)).toEqual([token(t16), token(t128)]);
     expect(parser().feed(buf('https://door.example/t/9f8e7d6c?x=1\r\n'), 0)).toEqual([
       token('https://door.example/t/9f8e7d6c?x=1'),
@@ -156,7 +156,9 @@ describe('QR tokens', () => {
 describe('noise', () => {
   // Non-printable bytes (0x00 and 0xff included) with CR and LF scattered through them.
   const burst = [0x00, 0xff];
-  randomBytes(400, 0x2545f491, (b) => !isPrintable(b)).forEach((b, i) => burst.push(...(i % 37 === 36 ? [b, 0x0d] : [b])));
+  randomBytes(400, 0x2545f491, (b) => !isPrintable(b)).forEach((b, i) => {
+    burst.push(...(i % 37 === 36 ? [b, 0x0d] : [b]));
+  });
   burst.push(0x0a, 0x00, 0xff);
   const lineBytes = burst.filter((b) => b !== 0x0d && b !== 0x0a).length;
 
@@ -183,7 +185,9 @@ describe('noise', () => {
   it('a burst fed byte by byte is still ONE noise frame, never one per byte', () => {
     const p = parser();
     const out: ReaderFrame[] = [];
-    burst.forEach((b, i) => out.push(...p.feed(Buffer.from([b]), i)));
+    burst.forEach((b, i) => {
+      out.push(...p.feed(Buffer.from([b]), i));
+    });
     out.push(...p.feed(buf('4213578\r\n'), 1000));
     expect(out).toEqual([noise(lineBytes, 'binary'), card('4213578')]);
   });

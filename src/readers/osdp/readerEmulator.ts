@@ -123,7 +123,10 @@ export class OsdpEmulator {
     this.buffer.push(...chunk);
     for (;;) {
       const som = this.buffer.indexOf(0x53);
-      if (som < 0) return void (this.buffer = []);
+      if (som < 0) {
+        this.buffer = [];
+        return;
+      }
       this.buffer.splice(0, som);
       if (this.buffer.length < 5) return;
       const length = this.buffer[2]! | (this.buffer[3]! << 8);
