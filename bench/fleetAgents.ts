@@ -39,7 +39,16 @@ async function startAgent(index: number): Promise<FleetAgent> {
   const cache = openDatabase(cachePath(dataDir), { busyTimeoutMs: DAEMON_BUSY_TIMEOUT_MS });
   const component = new SyncComponent({
     // The deployed defaults, but an hourly periodic sync: every sync measured here is a pushed one.
-    options: { baseUrl: serviceUrl, apiKeyFile, apiKeyIn: 'header', syncIntervalSeconds: 3600, concurrency: 8, maxRemovalRatio: 0.5, timeoutSeconds: 10, warnCacheAgeSeconds: 3600 },
+    options: {
+      baseUrl: serviceUrl,
+      apiKeyFile,
+      apiKeyIn: 'header',
+      syncIntervalSeconds: 3600,
+      concurrency: 8,
+      maxRemovalRatio: 0.5,
+      timeoutSeconds: 10,
+      warnCacheAgeSeconds: 3600,
+    },
     dataDir,
     env: {},
     timers: systemTimers,

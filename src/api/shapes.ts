@@ -20,21 +20,26 @@ export const integerString = z.string().regex(/^[0-9]{1,40}$/, 'expected a strin
  */
 export const MASKED_PIN = '****';
 
-export const smartcardSchema = z.object({
-  number: z.string().superRefine((n, ctx) => {
-    if (n === MASKED_PIN) {
-      ctx.addIssue({ code: 'custom', message: 'a masked PIN ("****"): this API key may not read PINs; give the agent a DOOR key (door-agent service key create --rank DOOR)' });
-    } else if (!/^[0-9]{1,40}$/.test(n)) ctx.addIssue({ code: 'custom', message: 'expected a string holding an integer' });
-  }),
-  label: z.string().nullish(),
-  /** The card's or PIN's validity (an extension of the reference service): from inclusive, until exclusive; null: unbounded. */
-  valid_from: serviceTime.nullish(),
-  valid_until: serviceTime.nullish(),
-}).superRefine((card, ctx) => {
-  if (card.valid_from && card.valid_until && parseServiceTime(card.valid_until)! <= parseServiceTime(card.valid_from)!) {
-    ctx.addIssue({ code: 'custom', path: ['valid_until'], message: 'is not after valid_from' });
-  }
-});
+export const smartcardSchema = z
+  .object({
+    number: z.string().superRefine((n, ctx) => {
+      if (n === MASKED_PIN) {
+        ctx.addIssue({
+          code: 'custom',
+          message: 'a masked PIN ("****"): this API key may not read PINs; give the agent a DOOR key (door-agent service key create --rank DOOR)',
+        });
+      } else if (!/^[0-9]{1,40}$/.test(n)) ctx.addIssue({ code: 'custom', message: 'expected a string holding an integer' });
+    }),
+    label: z.string().nullish(),
+    /** The card's or PIN's validity (an extension of the reference service): from inclusive, until exclusive; null: unbounded. */
+    valid_from: serviceTime.nullish(),
+    valid_until: serviceTime.nullish(),
+  })
+  .superRefine((card, ctx) => {
+    if (card.valid_from && card.valid_until && parseServiceTime(card.valid_until)! <= parseServiceTime(card.valid_from)!) {
+      ctx.addIssue({ code: 'custom', path: ['valid_until'], message: 'is not after valid_from' });
+    }
+  });
 
 const nameMatrix = z.array(z.array(z.string()));
 
@@ -67,13 +72,7 @@ export type UserDetail = z.output<typeof userDetailSchema>;
 
 const hour = z.number().int().min(0, 'hours run from 0 to 24').max(24, 'hours run from 0 to 24');
 export const timeMappingSchema = z
-  .array(
-    z.array(
-      z
-        .tuple([hour, hour])
-        .refine(([start, end]) => start < end, { message: 'a range [start, end] needs start < end' }),
-    ),
-  )
+  .array(z.array(z.tuple([hour, hour]).refine(([start, end]) => start < end, { message: 'a range [start, end] needs start < end' })))
   .length(7, 'expected exactly 7 elements, one per weekday starting on Sunday');
 
 /** A guest link as POST /magiclinkadmin creates it: its parameters plus the creation result. */
@@ -126,13 +125,16 @@ export const directoryLevelSchema = z
   });
 export type DirectoryLevel = z.output<typeof directoryLevelSchema>;
 
-export const directoryLevelsSchema = z.array(directoryLevelSchema).max(10_000, 'at most 10,000 levels').superRefine((levels, ctx) => {
-  const seen = new Set<string>();
-  levels.forEach((level, i) => {
-    if (seen.has(level.name)) ctx.addIssue({ code: 'custom', path: [i, 'name'], message: `level ${JSON.stringify(level.name)} is listed twice` });
-    seen.add(level.name);
+export const directoryLevelsSchema = z
+  .array(directoryLevelSchema)
+  .max(10_000, 'at most 10,000 levels')
+  .superRefine((levels, ctx) => {
+    const seen = new Set<string>();
+    levels.forEach((level, i) => {
+      if (seen.has(level.name)) ctx.addIssue({ code: 'custom', path: [i, 'name'], message: `level ${JSON.stringify(level.name)} is listed twice` });
+      seen.add(level.name);
+    });
   });
-});
 
 /** A resource group of the service (GET /directory `resource_groups`): agents' own levels may name one. */
 export const resourceGroupSchema = z.object({

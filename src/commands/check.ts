@@ -33,7 +33,9 @@ export function selectDoor(doors: readonly DoorOptions[], ref: string | undefine
     throw new UsageError(`${doors.length} doors are configured: name one with --door UUID, NAME or RESOURCE_ID\n${list()}`);
   }
   const door =
-    doors.find((d) => d.uuid === ref.toLowerCase()) ?? doors.find((d) => d.name === ref) ?? (/^\d+$/.test(ref) ? doors.find((d) => d.resourceId === Number(ref)) : undefined);
+    doors.find((d) => d.uuid === ref.toLowerCase()) ??
+    doors.find((d) => d.name === ref) ??
+    (/^\d+$/.test(ref) ? doors.find((d) => d.resourceId === Number(ref)) : undefined);
   if (!door) throw new UsageError(`--door ${ref} is not a configured door (uuid, name or resourceId); configured doors:\n${list()}`);
   return door;
 }

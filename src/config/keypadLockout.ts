@@ -45,7 +45,9 @@ export function lockoutWarnings(
 ): string[] {
   const card = doors.flatMap((d, i) =>
     d.cardLockout.lockoutSeconds > MAX_CARD_LOCKOUT_SECONDS
-      ? [`doors[${i}].cardLockout.lockoutSeconds ${d.cardLockout.lockoutSeconds} is taken as ${MAX_CARD_LOCKOUT_SECONDS}: a card lockout never keeps a valid card out longer`]
+      ? [
+          `doors[${i}].cardLockout.lockoutSeconds ${d.cardLockout.lockoutSeconds} is taken as ${MAX_CARD_LOCKOUT_SECONDS}: a card lockout never keeps a valid card out longer`,
+        ]
       : [],
   );
   const moved = doors.flatMap((d, i) => (d.keypadLockout ? [`doors[${i}].keypadLockout`] : []));

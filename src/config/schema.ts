@@ -9,7 +9,6 @@ export { EXIT_INVALID_CONFIG } from '../util/errors.js';
 
 export const DEFAULT_DATA_DIR = '/var/lib/door-agent';
 
-
 function isValidTimeZone(zone: string): boolean {
   try {
     new Intl.DateTimeFormat('en-US', { timeZone: zone });
@@ -183,7 +182,11 @@ export const serverSchema = z
   })
   .superRefine((server, ctx) => {
     if (server.headersTimeoutSeconds > server.requestTimeoutSeconds) {
-      ctx.addIssue({ code: 'custom', path: ['headersTimeoutSeconds'], message: `must not be longer than requestTimeoutSeconds (${server.requestTimeoutSeconds})` });
+      ctx.addIssue({
+        code: 'custom',
+        path: ['headersTimeoutSeconds'],
+        message: `must not be longer than requestTimeoutSeconds (${server.requestTimeoutSeconds})`,
+      });
     }
     const ids = new Map<number, number>();
     const uuids = new Map<string, number>();

@@ -89,7 +89,9 @@ export class DirectoryScan {
     const ids = (kind: string) => [...involved].filter((k) => k.startsWith(`${kind}:`)).map((k) => k.slice(kind.length + 1));
     return {
       count,
-      emailIds: ids('user').map(Number).sort((a, b) => a - b),
+      emailIds: ids('user')
+        .map(Number)
+        .sort((a, b) => a - b),
       magicLinkIds: ids('link').sort(),
     };
   }

@@ -216,7 +216,11 @@ export function encodeKey(key: string, width: 4 | 8): number[] {
 }
 
 /** The edges a reader puts on D0/D1 for `bits`, starting at `startUs`: a low pulse per bit, `intervalUs` apart. */
-export function edgesOf(bits: readonly number[], startUs: number, wire: { pulseUs: number; intervalUs: number } = { pulseUs: 50, intervalUs: 1000 }): WiegandEdge[] {
+export function edgesOf(
+  bits: readonly number[],
+  startUs: number,
+  wire: { pulseUs: number; intervalUs: number } = { pulseUs: 50, intervalUs: 1000 },
+): WiegandEdge[] {
   return bits.flatMap((bit, i): WiegandEdge[] => {
     const line: WiegandLine = bit === 1 ? 'd1' : 'd0';
     const at = startUs + i * wire.intervalUs;

@@ -146,8 +146,7 @@ export class AccessChecker {
     const normalized = request.credential;
     // A short "card" is most likely a PIN sent as a card line, and a PIN under the minimum length never opens:
     // both are refused without a lookup.
-    const tooShort =
-      kind === 'card' ? normalized.length < this.minCardDigits : kind === 'pin' && normalized.length < this.minPinLength;
+    const tooShort = kind === 'card' ? normalized.length < this.minCardDigits : kind === 'pin' && normalized.length < this.minPinLength;
     const holders = tooShort ? [] : this.holdersOf(kind, normalized, door);
     const hint = credentialHint(normalized, kind);
     const result: AccessResult = withValidity({ ...this.decideFor(request, holders, tooShort), door: door.uuid, kind, hint }, holders);
@@ -160,7 +159,10 @@ export class AccessChecker {
     const owners = this.holdersOf('pin', original, door);
     if (owners.length === 0) return result;
     // Decided as the owner's own PIN (lockdown, lockout, schedule alike): a guesser learns nothing more.
-    const duress: AccessResult = withValidity({ ...this.decideFor(request, owners, false), door: door.uuid, kind, hint, duress: true, duressHolders: owners.map(refOf) }, owners);
+    const duress: AccessResult = withValidity(
+      { ...this.decideFor(request, owners, false), door: door.uuid, kind, hint, duress: true, duressHolders: owners.map(refOf) },
+      owners,
+    );
     if (duress.granted) this.nameWho(duress);
     return duress;
   }
@@ -178,7 +180,8 @@ export class AccessChecker {
     return this.holdersOf(kind, normalized, door).flatMap((holder) => {
       if (holder.kind !== 'user') return [];
       const levels = explainLevels(this.context.levels, door.uuid, holder, t, doorName).map((e) => e.text);
-      if (levels.length === 0) levels.push(`holds no access level (groups: ${holder.groups.join(', ') || 'none'}; policies: ${holder.policies.join(', ') || 'none'})`);
+      if (levels.length === 0)
+        levels.push(`holds no access level (groups: ${holder.groups.join(', ') || 'none'}; policies: ${holder.policies.join(', ') || 'none'})`);
       return [{ holder: refOf(holder), name: this.cache.userName(holder.emailId), levels }];
     });
   }

@@ -66,5 +66,12 @@ export function buildLevelSet(access: AccessOptions, doors: readonly DoorOptions
     if (configNames.has(level.name)) shadowed.push(level.name);
     else levels.push(serviceLevel(level, doors));
   }
-  return { index: compileLevels(levels, doors.map((d) => d.uuid)), shadowed, unknownResourceGroups };
+  return {
+    index: compileLevels(
+      levels,
+      doors.map((d) => d.uuid),
+    ),
+    shadowed,
+    unknownResourceGroups,
+  };
 }

@@ -33,8 +33,7 @@ export function readGpioChips(gpioClassDir: string): GpioChip[] {
     names = readdirSync(gpioClassDir).filter((n) => /^gpiochip\d+$/.test(n));
   } catch (err) {
     throw new DoorAgentError(
-      `cannot list ${gpioClassDir}: this machine has no sysfs GPIO (CONFIG_GPIO_SYSFS). ` +
-        'Use gpio.driver: simulated to run without hardware.',
+      `cannot list ${gpioClassDir}: this machine has no sysfs GPIO (CONFIG_GPIO_SYSFS). ` + 'Use gpio.driver: simulated to run without hardware.',
       { cause: err },
     );
   }
@@ -48,9 +47,7 @@ export function readGpioChips(gpioClassDir: string): GpioChip[] {
     };
     const baseText = read('base');
     if (!/^\d+$/.test(baseText)) {
-      throw new DoorAgentError(
-        `${join(gpioClassDir, name, 'base')} holds ${JSON.stringify(baseText.slice(0, 20))}, not a number: set gpio.chipBase`,
-      );
+      throw new DoorAgentError(`${join(gpioClassDir, name, 'base')} holds ${JSON.stringify(baseText.slice(0, 20))}, not a number: set gpio.chipBase`);
     }
     return { name, label: read('label'), base: Number(baseText) };
   });

@@ -52,7 +52,12 @@ export function parseLockdownMessage(scope: LockdownScope, payload: Buffer, secr
 
 /** Retained `P/agents/<id>/lockdown/state`: the agent-wide lockdown as the agent holds it (`since` in wall ms). */
 export function lockdownStatePayload(record: { active: boolean; by: string | null; reason: string | null; since: number | null }): string {
-  return JSON.stringify({ lockdown: record.active, by: record.by, reason: record.reason, since: record.since === null ? null : new Date(record.since).toISOString() });
+  return JSON.stringify({
+    lockdown: record.active,
+    by: record.by,
+    reason: record.reason,
+    since: record.since === null ? null : new Date(record.since).toISOString(),
+  });
 }
 
 export function holidaysPayload(message: HolidaysMessage, secret: string | null, issuedAt: number): string {

@@ -21,7 +21,10 @@ export interface RetainedRefusal {
 
 const envelopeSchema = z.object({
   issued_at: z.number().int().nonnegative().optional(),
-  signature: z.string().regex(/^[0-9a-fA-F]{64}$/, 'must be 64 hex digits (HMAC-SHA256)').optional(),
+  signature: z
+    .string()
+    .regex(/^[0-9a-fA-F]{64}$/, 'must be 64 hex digits (HMAC-SHA256)')
+    .optional(),
 });
 
 function signedText(context: string, message: Record<string, unknown>): string {

@@ -73,7 +73,8 @@ class SignalLine {
       this.level = level;
     } catch (err) {
       this.level = null;
-      if (!this.failing) this.deps.logger.warn({ err, pin: this.options.pin, line: this.which }, `reader ${this.which} line cannot be driven; the door works on without it`);
+      if (!this.failing)
+        this.deps.logger.warn({ err, pin: this.options.pin, line: this.which }, `reader ${this.which} line cannot be driven; the door works on without it`);
       this.failing = true;
       return;
     }

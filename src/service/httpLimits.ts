@@ -62,7 +62,9 @@ export function fastifyHttpOptions(limits: HttpLimits, longestWaitMs = 0) {
 /** The soft limit on open files of this process (Linux /proc), or null when it cannot be read. */
 export function openFilesLimit(limitsFile = '/proc/self/limits'): number | null {
   try {
-    const line = readFileSync(limitsFile, 'utf8').split('\n').find((l) => l.startsWith('Max open files'));
+    const line = readFileSync(limitsFile, 'utf8')
+      .split('\n')
+      .find((l) => l.startsWith('Max open files'));
     const soft = line?.slice('Max open files'.length).trim().split(/\s+/)[0];
     return soft === undefined || soft === 'unlimited' ? null : Number(soft);
   } catch {

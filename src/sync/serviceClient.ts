@@ -166,7 +166,6 @@ export class ServiceClient {
   }
 }
 
-
 /** The client options for the `service` section, the key from its file or DOOR_AGENT_API_KEY: built here only. */
 export function serviceClientOptions(options: SyncServiceOptions, env: Env): ServiceClientOptions {
   return {

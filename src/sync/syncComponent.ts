@@ -21,7 +21,8 @@ export function judgeRevision(held: DirectoryVersion | null, payload: Buffer): {
   if (held !== null && held.history !== null && pushed.history !== null && pushed.history !== held.history) {
     return { action: 'full', revision: pushed.revision, why: "changed history (the service's database was restored from a backup or replaced)" };
   }
-  if (held !== null && pushed.revision < held.revision) return { action: 'full', revision: pushed.revision, why: 'went backwards (a service restored from a backup?)' };
+  if (held !== null && pushed.revision < held.revision)
+    return { action: 'full', revision: pushed.revision, why: 'went backwards (a service restored from a backup?)' };
   if (held !== null && pushed.revision === held.revision && held.tag !== null && pushed.tag !== null && pushed.tag !== held.tag) {
     return { action: 'full', revision: pushed.revision, why: 'is the same number with another tag (a service restored from a backup?)' };
   }

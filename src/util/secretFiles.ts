@@ -26,7 +26,9 @@ export function readScbk(keyPath: string, file: string, expectedUid: number | un
       throw new DoorAgentError(`${keyPath}: ${file} is readable by others (mode ${(stat.mode & 0o777).toString(8)}): chmod 600 ${file}`);
     }
     if (expectedUid !== undefined && stat.uid !== expectedUid) {
-      throw new DoorAgentError(`${keyPath}: ${file} belongs to uid ${stat.uid}, not to the user door-agent runs as (uid ${expectedUid}): chown it to that user`);
+      throw new DoorAgentError(
+        `${keyPath}: ${file} belongs to uid ${stat.uid}, not to the user door-agent runs as (uid ${expectedUid}): chown it to that user`,
+      );
     }
     const text = readFileSync(fd, 'utf8').trim();
     if (!/^[0-9a-fA-F]{32}$/.test(text)) throw new DoorAgentError(`${keyPath}: ${file} must hold the key as 32 hex digits (16 bytes)`);

@@ -319,10 +319,7 @@ describe('onoff driver against a fake /sys/class/gpio (unshare -m, tmpfs)', () =
       driver.close();
       process.stdout.write(JSON.stringify({ name: driver.name, steps }));
     `;
-    const ns = inNamespace(
-      { chips: PI4_CHIPS, pins: [{ number: 529, value: '0\n' }] },
-      `${sh(process.execPath)} --input-type=module -e ${sh(script)}`,
-    );
+    const ns = inNamespace({ chips: PI4_CHIPS, pins: [{ number: 529, value: '0\n' }] }, `${sh(process.execPath)} --input-type=module -e ${sh(script)}`);
     expect(ns.stderr).toBe('');
     expect(ns.status).toBe(0);
     const { name, steps } = JSON.parse(ns.stdout) as { name: string; steps: Array<{ pin?: number; read: number; file: string }> };
@@ -351,10 +348,7 @@ describe('onoff driver against a fake /sys/class/gpio (unshare -m, tmpfs)', () =
   it('relock fails naming gpio.chipBase when no gpiochip is a pin controller', () => {
     requireUnshare();
     const config = writeOnoffConfig('auto', { pin: 17 });
-    const ns = inNamespace(
-      { chips: [{ base: 504, label: 'raspberrypi-exp-gpio' }], pins: [{ number: 521, value: '1\n' }] },
-      relockCommand(config),
-    );
+    const ns = inNamespace({ chips: [{ base: 504, label: 'raspberrypi-exp-gpio' }], pins: [{ number: 521, value: '1\n' }] }, relockCommand(config));
     expect(ns.status).toBe(1);
     expect(ns.stdout).toBe('');
     expect(ns.stderr).toContain(`Front door (${DOOR_UUID})`);

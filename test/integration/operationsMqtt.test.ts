@@ -222,7 +222,11 @@ describe('alarms and holidays over MQTT', () => {
     await op.publish(`${P}/holidays`, holidaysPayload({ dates: [today, tomorrow] }, null, 0), { retain: true });
     await waitUntil(() => readLevel(s.relay) === '0', 10_000, 'locked on the holiday');
     await op.waitFor((m) => m.topic === STATE && (m.json as { schedule?: { state: string } }).schedule?.state === 'holiday', 10_000, 'schedule state holiday');
-    expect(events(s).filter((e) => e.type === 'locked').at(-1)).toMatchObject({ cause: 'unlock schedule ended' });
+    expect(
+      events(s)
+        .filter((e) => e.type === 'locked')
+        .at(-1),
+    ).toMatchObject({ cause: 'unlock schedule ended' });
 
     await first.stop();
     await s.broker.stop();

@@ -44,4 +44,3 @@ export class FakeInput implements InputIo {
     this.error?.('polling fd 7 failed: bad file descriptor (EBADF); the fd reports an error or hang-up');
   }
 }
-

@@ -115,7 +115,8 @@ export class ChardevGpio implements GpioDriver {
       const holders = pins.flatMap((pin) => {
         try {
           const info = this.binding.lineInfo(this.chip.path, pin);
-          if (info.used && info.consumer === CONSUMER) return [`GPIO ${pin} is held by another door-agent process (a second daemon, with another agent.dataDir?)`];
+          if (info.used && info.consumer === CONSUMER)
+            return [`GPIO ${pin} is held by another door-agent process (a second daemon, with another agent.dataDir?)`];
           return info.used ? [`GPIO ${pin} is held by ${info.consumer ? `"${info.consumer}"` : 'another program (or the kernel)'}`] : [];
         } catch {
           return [];
@@ -123,7 +124,8 @@ export class ChardevGpio implements GpioDriver {
       });
       return `${message}${holders.length > 0 ? ` (${holders.join('; ')})` : ''}. Stop the other user of the line (\`gpioinfo\` names it) or pick another pin.`;
     }
-    if (code === 'EACCES' || code === 'EPERM') return `${message}. The service user needs the gpio group (Raspberry Pi OS) or a udev rule for ${this.chip.path}.`;
+    if (code === 'EACCES' || code === 'EPERM')
+      return `${message}. The service user needs the gpio group (Raspberry Pi OS) or a udev rule for ${this.chip.path}.`;
     return message;
   }
 

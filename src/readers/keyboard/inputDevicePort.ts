@@ -88,10 +88,16 @@ export class InputDevicePort extends EventEmitter implements PortLike {
         return callback(new Error(`${this.path} is held exclusively by another program (EBUSY)`));
       }
       // Not an input device that can be grabbed (a test's FIFO, an unusual driver): read it anyway, and say so.
-      queueMicrotask(() => this.emit('error', new Error(`cannot take ${this.path} exclusively (${errorCode(err) ?? 'error'}): what it types may also reach a console`)));
+      queueMicrotask(() =>
+        this.emit('error', new Error(`cannot take ${this.path} exclusively (${errorCode(err) ?? 'error'}): what it types may also reach a console`)),
+      );
     }
     this.fd = fd;
-    this.watcher = this.io.watch(fd, () => this.readable(), (message) => this.lost(new Error(message)));
+    this.watcher = this.io.watch(
+      fd,
+      () => this.readable(),
+      (message) => this.lost(new Error(message)),
+    );
     callback(null);
   }
 

@@ -6,7 +6,6 @@ import { CMD, OsdpBus, type OsdpReaderOptions } from './controlPanel.js';
 import type { Packet } from './packet.js';
 import type { ReaderFeedback } from '../readerFrames.js';
 
-
 const GREEN = 2;
 const RED = 1;
 
@@ -139,10 +138,13 @@ export class OsdpBuses {
 
   private reopen(path: string, entry: BusEntry): void {
     if (entry.stopped || entry.retry !== null) return;
-    entry.retry = this.deps.timers.setTimeout(() => {
-      entry.retry = null;
-      this.open(path, entry);
-    }, backoffDelay(entry.attempt++, READER_BACKOFF));
+    entry.retry = this.deps.timers.setTimeout(
+      () => {
+        entry.retry = null;
+        this.open(path, entry);
+      },
+      backoffDelay(entry.attempt++, READER_BACKOFF),
+    );
   }
 
   private async close(path: string, entry: BusEntry): Promise<void> {
