@@ -33,7 +33,7 @@ export function readGpioChips(gpioClassDir: string): GpioChip[] {
     names = readdirSync(gpioClassDir).filter((n) => /^gpiochip\d+$/.test(n));
   } catch (err) {
     throw new DoorAgentError(
-      `cannot list ${gpioClassDir}: this machine has no sysfs GPIO (CONFIG_GPIO_SYSFS). ` + 'Use gpio.driver: simulated to run without hardware.',
+      `cannot list ${gpioClassDir}: this machine has no sysfs GPIO (CONFIG_GPIO_SYSFS). Use gpio.driver: simulated to run without hardware.`,
       { cause: err },
     );
   }

@@ -56,7 +56,7 @@ export class OnoffGpio implements GpioDriver {
       if (gpio.readSync() !== initial) throw new Error(`reads back ${gpio.readSync()} after writing ${initial}`);
     } catch (err) {
       throw new DoorAgentError(
-        `GPIO ${pin} (sysfs gpio${number}): ${describeFsError(err)}. ` + 'The service user needs the gpio group; check the pin is not used by another program.',
+        `GPIO ${pin} (sysfs gpio${number}): ${describeFsError(err)}. The service user needs the gpio group; check the pin is not used by another program.`,
         { cause: err },
       );
     }
