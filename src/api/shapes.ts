@@ -11,9 +11,6 @@ export const serviceTime = z.string().refine((s) => parseServiceTime(s) !== null
   message: 'expected a UTC date "YYYY-MM-DD hh:mm:ss"',
 });
 
-/** "a string holding an integer" (smartcard and PIN numbers). */
-export const integerString = z.string().regex(/^[0-9]{1,40}$/, 'expected a string holding an integer');
-
 /**
  * The number the reference service gives a PIN entry in place of its digits when the API key may not read PINs
  * (docs/reference-service.md, "Who reads PINs"). The agent refuses a sync that holds one, saying which key it needs.
@@ -101,7 +98,7 @@ export type GuestLink = z.output<typeof guestLinkSchema>;
  * A weekly schedule as the service sends a level's (the shape of the agent's config `schedules:` entries),
  * checked whole: ranges, overlaps, at least one day.
  */
-export const weeklyScheduleSchema = z.unknown().superRefine((spec, ctx) => {
+const weeklyScheduleSchema = z.unknown().superRefine((spec, ctx) => {
   const compiled = compileWeeklySchedule(spec);
   if ('problems' in compiled) for (const p of compiled.problems) ctx.addIssue({ code: 'custom', path: p.path, message: p.message });
 });

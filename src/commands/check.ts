@@ -26,7 +26,7 @@ const KIND_FORMAT: Record<CredentialKind, string> = {
 };
 
 /** A configured door by uuid, name or resourceId (the one door when there is one and none is named). */
-export function selectDoor(doors: readonly DoorOptions[], ref: string | undefined): DoorOptions {
+function selectDoor(doors: readonly DoorOptions[], ref: string | undefined): DoorOptions {
   const list = () => doors.map((d) => `  ${d.uuid}  ${d.resourceId}  ${d.name}`).join('\n');
   if (ref === undefined) {
     if (doors.length === 1) return doors[0]!;
@@ -71,7 +71,7 @@ function utcMinute(ms: number): string {
 }
 
 /** A credential's validity dates for people: `2026-01-01 00:00 – 2026-12-31 00:00 UTC`, `from ... UTC`, `until ... UTC`. */
-export function validityText(dates: { validFrom?: number | null; validUntil?: number | null }): string {
+function validityText(dates: { validFrom?: number | null; validUntil?: number | null }): string {
   const from = dates.validFrom ?? null;
   const until = dates.validUntil ?? null;
   if (from !== null && until !== null) return `${utcMinute(from)} – ${utcMinute(until)} UTC`;

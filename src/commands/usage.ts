@@ -29,7 +29,7 @@ export interface CommandUsage {
 const CONFIG_OPTION: OptionUsage = { flag: '--config F', meaning: 'the configuration file (see "Config" below)' };
 const INVALID_CONFIG: [number, string] = [78, 'the configuration is missing or invalid'];
 
-export const COMMANDS: readonly CommandUsage[] = [
+const COMMANDS: readonly CommandUsage[] = [
   {
     name: 'demo',
     args: '[--dir D]',
@@ -184,7 +184,7 @@ export function usagesUnder(words: readonly string[]): CommandUsage[] {
   return COMMANDS.filter((c) => words.every((w, i) => c.name.split(' ')[i] === w));
 }
 
-export function synopsis(c: CommandUsage): string {
+function synopsis(c: CommandUsage): string {
   return `door-agent ${c.name}${c.args ? ` ${c.args}` : ''}`;
 }
 

@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { keypadLockoutSchema } from './keypadLockout.js';
 import { timeMappingSchema } from '../api/shapes.js';
 
-export const bcmPin = z.number().int().min(0).max(63);
+const bcmPin = z.number().int().min(0).max(63);
 export const seconds = (min: number, max: number) => z.number().int().min(min).max(max);
 
 const level = z.literal([0, 1], { error: 'expected 0 or 1' });
@@ -131,7 +131,7 @@ const readerSchema = z.preprocess(
 );
 
 /** Who is still admitted during a lockdown, or who starts a first-person-in schedule: groups and policies. */
-export const memberPolicySchema = z
+const memberPolicySchema = z
   .strictObject({
     groups: z.array(z.string().min(1)).default([]),
     policies: z.array(z.string().min(1)).default([]),

@@ -11,7 +11,7 @@ import type { Problem } from '../util/issues.js';
  */
 
 /** The user this process runs as, as an operator reads it: `door-agent (uid 998)`. */
-export function currentUser(): string {
+function currentUser(): string {
   const uid = process.getuid?.();
   try {
     return `${userInfo().username} (uid ${uid})`;

@@ -13,7 +13,7 @@ export const keypadLockoutSchema = z.strictObject({
 });
 export type KeypadLockoutKeys = z.output<typeof keypadLockoutSchema>;
 
-export const KEYPAD_LOCKOUT_DEFAULTS: KeypadLockoutPolicy = { failures: 5, windowSeconds: 900, lockoutSeconds: 60, maxLockoutSeconds: 900 };
+const KEYPAD_LOCKOUT_DEFAULTS: KeypadLockoutPolicy = { failures: 5, windowSeconds: 900, lockoutSeconds: 60, maxLockoutSeconds: 900 };
 
 /**
  * The agent's keypad policy (`access.keypadLockout`). A `doors[].keypadLockout` from before the lockout became

@@ -4,8 +4,8 @@ import { isCalendarDate } from '../core/schedule.js';
 import { clockText, compileWeeklySchedule, skippedLocalMinutes, WEEKDAY_KEYS, type WeeklySchedule } from '../core/weeklySchedule.js';
 
 /** Limits: each level is compiled into per-door maps and each schedule into a 1,260-byte bitmap. */
-export const MAX_LEVELS = 1000;
-export const MAX_SCHEDULES = 500;
+const MAX_LEVELS = 1000;
+const MAX_SCHEDULES = 500;
 
 /** A calendar date, YYYY-MM-DD, that exists (2026-02-30 does not). */
 export const calendarDate = z.preprocess(

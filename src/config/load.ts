@@ -10,7 +10,7 @@ import { configLevels } from './levels.js';
 export const DEFAULT_CONFIG_PATH = '/etc/door-agent/config.yaml';
 
 /** A configuration is a few kilobytes; a larger file is refused before it is parsed (parsing costs memory). */
-export const MAX_CONFIG_BYTES = 1024 * 1024;
+const MAX_CONFIG_BYTES = 1024 * 1024;
 const MAX_ALIAS_COUNT = 100;
 
 function parseYaml(text: string, source: string): unknown {

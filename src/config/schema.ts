@@ -52,7 +52,7 @@ const serviceSchema = z.strictObject({
 });
 
 /** A calendar date, YYYY-MM-DD, that exists (2026-02-30 does not). */
-export const holidayDate = calendarDate;
+const holidayDate = calendarDate;
 
 /** access.responders: still admitted during a lockdown; everyDoor: at every door, whatever their levels say. */
 const respondersSchema = z
@@ -151,7 +151,7 @@ export const gpioSchema = z.discriminatedUnion('driver', [
 ]);
 
 /** The reference service's own section (`door-agent service`); it shares the file and the mqtt section. */
-export const serverSchema = z
+const serverSchema = z
   .strictObject({
     listen: z
       .string()

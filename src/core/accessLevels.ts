@@ -99,7 +99,7 @@ const ORDER: readonly LevelRefusal[] = [
 ];
 
 /** Whether a level is in force at `t` (null), or why not. */
-export function levelInForce(level: AccessLevel, t: LevelTime): LevelRefusal | null {
+function levelInForce(level: AccessLevel, t: LevelTime): LevelRefusal | null {
   const timeBound = level.schedule !== null || level.fromDate !== undefined || level.untilDate !== undefined || level.startAt != null || level.endAt != null;
   if (!timeBound) return null;
   if (!t.clockTrusted) return 'clock_untrusted';

@@ -7,7 +7,6 @@
 
 export const WEEKDAY_KEYS = ['sun', 'mon', 'tue', 'wed', 'thu', 'fri', 'sat'] as const;
 export type WeekdayKey = (typeof WEEKDAY_KEYS)[number];
-export const WEEKDAY_NAMES = ['Sunday', 'Monday', 'Tuesday', 'Wednesday', 'Thursday', 'Friday', 'Saturday'] as const;
 
 export type HolidayRule = 'closed' | 'open';
 
@@ -29,7 +28,7 @@ export interface ScheduleProblem {
 }
 
 const MINUTES_PER_DAY = 24 * 60;
-export const MINUTES_PER_WEEK = 7 * MINUTES_PER_DAY;
+const MINUTES_PER_WEEK = 7 * MINUTES_PER_DAY;
 const RANGE = /^(\d{2}):(\d{2})-(\d{2}):(\d{2})$/;
 
 /** A parsed range: minutes from its weekday's midnight; end > MINUTES_PER_DAY runs into the next day. */

@@ -16,7 +16,7 @@ import { claimDemoDir } from './demoDir.js';
 import { formatEvent } from './narrator.js';
 import { listenLoopback, onPreferredPort } from './ports.js';
 
-export const DEMO_DOOR = '6f1c2a0e-8d0b-4a57-9d43-1f2e3a4b5c6d';
+const DEMO_DOOR = '6f1c2a0e-8d0b-4a57-9d43-1f2e3a4b5c6d';
 
 export interface DemoHandle {
   stop(): Promise<void>;

@@ -52,7 +52,7 @@ function withValidity(result: AccessResult, holders: readonly Holder[]): AccessR
   return result;
 }
 
-export function memberPolicy(policy: MemberPolicy): AccessPolicy {
+function memberPolicy(policy: MemberPolicy): AccessPolicy {
   return { groups: new Set(policy.groups), policies: new Set(policy.policies) };
 }
 

@@ -7,7 +7,7 @@ import type { LockController, LockSnapshot } from './lockController.js';
 
 /** The lock causes of the schedule's own moves: a hold it made, and its end. */
 export const SCHEDULE_UNLOCK_CAUSE = 'unlock schedule';
-export const SCHEDULE_LOCK_CAUSE = 'unlock schedule ended';
+const SCHEDULE_LOCK_CAUSE = 'unlock schedule ended';
 /**
  * A lock by hand (a lock command from an operator, Home Assistant or the service) suspends the rest of a run;
  * the automatic ones (a timer, a door closing, a lockdown, the schedule's own end) do not.

@@ -7,7 +7,7 @@ import { refusalCode } from './brokerRefusals.js';
 const BATCH = 500;
 const WINDOW = 100;
 /** Refused events are tried again after 2 s, doubling up to a minute (one publish per refused topic each time), until the broker takes them. */
-export const REFUSED_RETRY: BackoffOptions = { initialMs: 2000, maxMs: 60_000, jitter: 0.2 };
+const REFUSED_RETRY: BackoffOptions = { initialMs: 2000, maxMs: 60_000, jitter: 0.2 };
 
 /**
  * Drains the SQLite event outbox to MQTT in sequence order, QoS 1; an event is marked published only after its

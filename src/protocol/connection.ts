@@ -9,7 +9,7 @@ import { redactUrl } from '../util/redact.js';
 import type { Topics } from './topics.js';
 import { AVAILABILITY_OFFLINE } from './doorState.js';
 
-export const MQTT_BACKOFF: BackoffOptions = { initialMs: 1000, maxMs: 60_000, jitter: 0.3 };
+const MQTT_BACKOFF: BackoffOptions = { initialMs: 1000, maxMs: 60_000, jitter: 0.3 };
 
 function readFileFor(keyPath: string, file: string | undefined): Buffer | undefined {
   if (file === undefined) return undefined;

@@ -14,7 +14,7 @@ export { canonicalJson } from './signing.js';
  */
 
 /** At most this many bytes per message, in any mode: a link with a few cards and addresses is far smaller. */
-export const MAX_GUEST_LINK_BYTES = 16 * 1024;
+const MAX_GUEST_LINK_BYTES = 16 * 1024;
 
 export type GuestLinkMessage = { kind: 'link'; link: GuestLink; issuedAt: number | null } | { kind: 'revoke'; issuedAt: number | null };
 

@@ -17,11 +17,11 @@ export function scopeName(scope: LockdownScope): string {
   return scope.kind === 'agent' ? `agent:${scope.id}` : `door:${scope.uuid}`;
 }
 
-export function lockdownContext(scope: LockdownScope): string {
+function lockdownContext(scope: LockdownScope): string {
   return `lockdown ${scopeName(scope)}`;
 }
 
-export const HOLIDAYS_CONTEXT = 'holidays';
+const HOLIDAYS_CONTEXT = 'holidays';
 
 export const lockdownMessageSchema = z.object({
   lockdown: z.boolean({ error: 'expected true (start) or false (end)' }),

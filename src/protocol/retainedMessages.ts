@@ -12,7 +12,7 @@ import { canonicalJson, sign, signatureMatches } from './signing.js';
  * An empty payload clears the retained message: believed only when nothing needs signing.
  */
 
-export const MAX_RETAINED_BYTES = 16 * 1024;
+const MAX_RETAINED_BYTES = 16 * 1024;
 
 export type RetainedMessage<T> = { kind: 'set'; body: T; issuedAt: number | null } | { kind: 'clear'; issuedAt: null };
 export interface RetainedRefusal {

@@ -50,7 +50,7 @@ export function readHolidaysFile(file: string): string[] {
 }
 
 /** The dates of a holidays file's text, and a problem for each line that is not one. */
-export function parseHolidays(text: string): { dates: string[]; problems: Problem[] } {
+function parseHolidays(text: string): { dates: string[]; problems: Problem[] } {
   const dates = new Set<string>();
   const problems: Problem[] = [];
   text.split(/\r?\n/).forEach((raw, i) => {

@@ -60,7 +60,7 @@ export function fastifyHttpOptions(limits: HttpLimits, longestWaitMs = 0) {
 }
 
 /** The soft limit on open files of this process (Linux /proc), or null when it cannot be read. */
-export function openFilesLimit(limitsFile = '/proc/self/limits'): number | null {
+function openFilesLimit(limitsFile = '/proc/self/limits'): number | null {
   try {
     const line = readFileSync(limitsFile, 'utf8')
       .split('\n')

@@ -48,8 +48,8 @@ export const emailParam = z
   .trim()
   .regex(/^[^\s@]+@[^\s@]+\.[^\s@]+$/, 'not an e-mail address');
 
-/** The longest smartcard or PIN number accepted: what the agents store (src/api/shapes.ts integerString). */
-export const SMARTCARD_MAX_DIGITS = 40;
+/** The longest smartcard or PIN number accepted: what the agents store (smartcardSchema in src/api/shapes.ts). */
+const SMARTCARD_MAX_DIGITS = 40;
 
 /**
  * A smartcard or PIN entry of every call that assigns cards: `number` "a string holding an integer" (digits only,

@@ -30,7 +30,7 @@ interface Row {
  * issued_at (unix seconds) for the next message about a subject: strictly after the last one, even within the
  * same second or after the clock stepped back, so the doors take it as newer and refuse a replay of the one before.
  */
-export function nextIssuedAt(nowMs: number, last: number | undefined): number {
+function nextIssuedAt(nowMs: number, last: number | undefined): number {
   return Math.max(Math.floor(nowMs / 1000), (last ?? 0) + 1);
 }
 

@@ -15,7 +15,7 @@ export class JsonSyntaxError extends Error {
 export type ByteSource = (buf: Buffer) => number;
 
 /** The bytes of an open file, read from where it stands. */
-export function fileSource(fd: number): ByteSource {
+function fileSource(fd: number): ByteSource {
   return (buf) => readSync(fd, buf, 0, buf.length, null);
 }
 

@@ -5,7 +5,7 @@ import type { Db } from './database.js';
 export type GuestLinkChange = 'stored' | 'unchanged' | 'revoked' | 'not_here' | 'over_budget' | 'stale';
 
 /** How many links received over MQTT the cache keeps at most (each at most MAX_GUEST_LINK_BYTES). */
-export const DEFAULT_MAX_MQTT_LINKS = 500;
+const DEFAULT_MAX_MQTT_LINKS = 500;
 
 /**
  * Guest links pushed over MQTT (retained `P/guest-links/<id>`): stored with their cards and token digest, in

@@ -15,7 +15,7 @@ import type { DirectoryFindings, DirectoryRules } from '../core/directoryFinding
 import { scanDirectory } from '../store/directoryScan.js';
 
 /** How much lower than the daemon the sync thread runs (nice +10: it gets the CPU the door does not need). */
-export const SYNC_NICENESS = 10;
+const SYNC_NICENESS = 10;
 
 export interface SyncWorkerData {
   cacheFile: string;

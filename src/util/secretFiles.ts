@@ -60,7 +60,7 @@ export function readSecret(keyPath: string, file: string | undefined, env: Env, 
  * An HMAC-SHA256 key shorter than its 32-byte output is weaker than the signature it makes, and a short
  * passphrase can be guessed offline from one signed message captured on the broker.
  */
-export const MIN_COMMAND_SECRET_BYTES = 32;
+const MIN_COMMAND_SECRET_BYTES = 32;
 
 /**
  * The command secret of mqtt.commandSecretFile (agent and service): at least MIN_COMMAND_SECRET_BYTES bytes,

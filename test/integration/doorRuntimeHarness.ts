@@ -33,7 +33,7 @@ export const BOB_CARD = '4213579';
 export const GUEST_CARD = '7700001';
 export const GUEST_TOKEN = 'guest-token-carol-0001';
 
-export class MemoryRelay implements GpioOutput {
+class MemoryRelay implements GpioOutput {
   readonly pin = 17;
   writes: Level[] = [];
   write(level: Level): void {

@@ -14,7 +14,7 @@ export const CONSUMER = 'door-agent';
  * Edges the kernel queues for a Wiegand pair: a 37-bit frame is 74 edges, a card and a PIN typed at once a few
  * hundred. The kernel's default (16 per line) would overflow inside one card frame.
  */
-export const EDGE_QUEUE = 1024;
+const EDGE_QUEUE = 1024;
 
 // `none` leaves the pin's bias as it is: a pull set in config.txt (gpio=22=ip,pu) or by the board stays, as
 // it did with sysfs. Turning it off would leave a button line floating after a migration from onoff.

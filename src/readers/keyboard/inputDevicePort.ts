@@ -23,7 +23,7 @@ const CANDIDATES = ['../../../../build/Release/evdev.node', '../../../build/Rele
 let grabAddon: { grab(fd: number, exclusive: boolean): void } | null = null;
 
 /** The real system: fs for the fd, our evdev addon for the grab, the GPIO addon's generic poll and read. */
-export function systemInputIo(): InputIo {
+function systemInputIo(): InputIo {
   if (!grabAddon) {
     const path = CANDIDATES.find((p) => existsSync(p)) ?? CANDIDATES[0]!;
     try {

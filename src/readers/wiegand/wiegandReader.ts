@@ -11,7 +11,7 @@ import type { Reader } from '../reader.js';
 
 const NOISE_WARNING_INTERVAL_MS = 1000;
 /** Dropped frames go into the audit log at most this often, summed (someone probing the wires, a bad cable). */
-export const NOISE_AUDIT_INTERVAL_MS = 60_000;
+const NOISE_AUDIT_INTERVAL_MS = 60_000;
 
 export interface WiegandReaderOptions {
   d0: number;
