@@ -17,6 +17,7 @@ export const serviceTime = z.string().refine((s) => parseServiceTime(s) !== null
  */
 export const MASKED_PIN = '****';
 
+/** @internal */
 export const smartcardSchema = z
   .object({
     number: z.string().superRefine((n, ctx) => {

@@ -43,7 +43,9 @@ interface SignalPatterns {
   deny: number[];
   lockdown: number[];
 }
+/** @internal */
 export const LED_PATTERNS: SignalPatterns = { grant: [2000], deny: [200, 200, 200, 200, 200], lockdown: [1000, 300, 1000, 300, 1000] };
+/** @internal */
 export const BUZZER_PATTERNS: SignalPatterns = { grant: [150], deny: [400, 100, 400], lockdown: [1500] };
 const signalLines = {
   led: signalLine(LED_PATTERNS).optional(),

@@ -76,7 +76,7 @@ export function parseConfig(text: string, source: string): AgentOptions {
   return agentOptions(result.data);
 }
 
-/** The reference service's view of a configuration file (its `server` and `mqtt` sections). */
+/** The reference service's view of a configuration file (its `server` and `mqtt` sections). @internal */
 export function parseServiceConfig(text: string, source: string): ServiceOptions {
   const result = serviceConfigSchema.safeParse(parseYaml(text, source));
   if (!result.success) {

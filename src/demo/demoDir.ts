@@ -2,7 +2,7 @@ import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, s
 import { join } from 'node:path';
 import { DoorAgentError } from '../util/errors.js';
 
-/** The file that marks a directory as the demo's own: only such a directory is ever emptied. */
+/** The file that marks a directory as the demo's own: only such a directory is ever emptied. @internal */
 export const DEMO_MARKER = '.door-agent-demo';
 
 interface Marker {

@@ -4,7 +4,7 @@ import type { Timers } from '../util/clock.js';
 
 /** A flood's interval: at most one summary per event type and door per minute. */
 const FLOOD_INTERVAL_MS = 60_000;
-/** Events of one type a door records one by one per interval before the rest are summarized (a busy door's passages stay exact). */
+/** Events of one type a door records one by one per interval before the rest are summarized (a busy door's passages stay exact). @internal */
 export const FLOOD_BURST = 10;
 
 /**

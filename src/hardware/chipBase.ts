@@ -21,12 +21,13 @@ export function pickPinController<T extends { label: string }>(chips: readonly T
 /**
  * The sysfs number of BCM pin 0: the base of the pin controller (512 or 571 on Raspberry Pi kernels 6.6+, 0
  * before); the lowest base wins among several pinctrl chips. Null when there is none.
+ * @internal
  */
 export function pinctrlBase(chips: readonly GpioChip[]): GpioChip | null {
   return pickPinController([...chips].sort((a, b) => a.base - b.base));
 }
 
-/** Reads each gpiochip label and base under a sysfs gpio class directory (normally /sys/class/gpio). */
+/** Reads each gpiochip label and base under a sysfs gpio class directory (normally /sys/class/gpio). @internal */
 export function readGpioChips(gpioClassDir: string): GpioChip[] {
   let names: string[];
   try {

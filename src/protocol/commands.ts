@@ -21,6 +21,7 @@ export interface CommandError {
   requestId: string | null;
 }
 
+/** @internal */
 export const MAX_COMMAND_BYTES = 16 * 1024;
 
 // A Map, not an object literal: "constructor" or "__proto__" must not find something on a prototype.

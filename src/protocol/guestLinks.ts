@@ -2,7 +2,6 @@ import { z } from 'zod';
 import { guestLinkSchema, type GuestLink } from '../api/shapes.js';
 import { problemsInOneLine } from '../util/issues.js';
 import { openSignedObject, retainedPayload } from './retainedMessages.js';
-export { canonicalJson } from './signing.js';
 
 /**
  * Messages on `P/guest-links/<magic_link_id>` (retained). A link is the guest link as POST /magiclinkadmin

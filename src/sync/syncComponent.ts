@@ -14,6 +14,7 @@ import type { DirectoryFindings, DirectoryRules } from '../core/directoryFinding
 /**
  * What a `P/directory/revision` payload asks for, given the version held: pure, for the tests too. A message
  * without history (a service from before histories) is judged on its revision alone, as before.
+ * @internal
  */
 export function judgeRevision(held: DirectoryVersion | null, payload: Buffer): { action: 'sync' | 'full' | 'none'; revision: number | null; why: string } {
   const pushed = parseRevisionMessage(payload);

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { canonicalJson, guestLinkPayload, guestLinkRevocationPayload, parseGuestLinkMessage } from '../../src/protocol/guestLinks.js';
+import { guestLinkPayload, guestLinkRevocationPayload, parseGuestLinkMessage } from '../../src/protocol/guestLinks.js';
+import { canonicalJson } from '../../src/protocol/signing.js';
 
 const SECRET = 'guest-link-secret';
 const LINK = {

@@ -55,6 +55,7 @@ function systemInputIo(): InputIo {
  * A keyboard-style reader (/dev/input/by-id/...-event-kbd) as a serial port to the reader logic: opened by path,
  * taken exclusively where the device allows it, its key records turned into the bytes it types; unplugged, it
  * closes with an error and the serial reader's backoff reopens it when it is back.
+ * @internal
  */
 export class InputDevicePort extends EventEmitter implements PortLike {
   private fd: number | null = null;

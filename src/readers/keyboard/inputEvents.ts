@@ -7,10 +7,11 @@
  * so a record is 24 bytes on a 64-bit kernel (arm64, x64) and 16 on a 32-bit one (armhf Raspberry Pi OS).
  */
 
+/** @internal */
 export const EV_KEY = 1;
 const PRESS = 1; // 0 release, 2 autorepeat (ignored: a reader never holds a key)
 
-/** The record size for a process on `arch` (process.arch); a 32-bit userland runs on a 32-bit kernel ABI here. */
+/** The record size for a process on `arch` (process.arch); a 32-bit userland runs on a 32-bit kernel ABI here. @internal */
 export function inputEventBytes(arch: string = process.arch): 16 | 24 {
   return arch === 'arm' || arch === 'ia32' ? 16 : 24;
 }
@@ -121,7 +122,7 @@ export class KeyboardDecoder {
   }
 }
 
-/** One record, as the kernel writes it (tests and fixtures). */
+/** One record, as the kernel writes it (tests and fixtures). @internal */
 export function encodeInputEvent(type: number, code: number, value: number, recordBytes: 16 | 24 = inputEventBytes()): Buffer {
   const buf = Buffer.alloc(recordBytes);
   const at = recordBytes - 8;

@@ -50,12 +50,14 @@ const CRC_TABLE = (() => {
   return table;
 })();
 
+/** @internal */
 export function crc16(bytes: Uint8Array, from = 0, to = bytes.length): number {
   let crc = 0x1d0f;
   for (let i = from; i < to; i++) crc = ((crc << 8) & 0xffff) ^ CRC_TABLE[((crc >> 8) ^ bytes[i]!) & 0xff]!;
   return crc;
 }
 
+/** @internal */
 export function checksum(bytes: Uint8Array, from = 0, to = bytes.length): number {
   let sum = 0;
   for (let i = from; i < to; i++) sum = (sum + bytes[i]!) & 0xff;
