@@ -39,7 +39,16 @@ async function startAgent(index: number): Promise<FleetAgent> {
   const cache = openDatabase(cachePath(dataDir), { busyTimeoutMs: DAEMON_BUSY_TIMEOUT_MS });
   const component = new SyncComponent({
     // The deployed defaults, but an hourly periodic sync: every sync measured here is a pushed one.
-    options: { baseUrl: serviceUrl, apiKeyFile, apiKeyIn: 'header', syncIntervalSeconds: 3600, concurrency: 8, maxRemovalRatio: 0.5, timeoutSeconds: 10, warnCacheAgeSeconds: 3600 },
+    options: {
+      baseUrl: serviceUrl,
+      apiKeyFile,
+      apiKeyIn: 'header',
+      syncIntervalSeconds: 3600,
+      concurrency: 8,
+      maxRemovalRatio: 0.5,
+      timeoutSeconds: 10,
+      warnCacheAgeSeconds: 3600,
+    },
     dataDir,
     env: {},
     timers: systemTimers,
@@ -57,11 +66,13 @@ async function startAgent(index: number): Promise<FleetAgent> {
 
 const agents: FleetAgent[] = [];
 let stopping: Promise<void> | null = null;
-const stop = () =>
-  void (stopping ??= Promise.allSettled(agents.flatMap((a) => [a.mqtt.endAsync(true), a.component.stop()])).then(() => {
+const stop = (): void => {
+  if (stopping) return;
+  stopping = Promise.allSettled(agents.flatMap((a) => [a.mqtt.endAsync(true), a.component.stop()])).then(() => {
     for (const a of agents) a.cache.close();
     process.exit(0);
-  }));
+  });
+};
 // Asked to, or the coordinator gone (ended, or killed): these agents end too.
 process.on('SIGTERM', stop);
 process.on('disconnect', stop);

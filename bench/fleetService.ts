@@ -31,7 +31,10 @@ process.on('message', (message: { type: string }) => {
   if (message.type === 'count') send({ type: 'count', requests: { ...requests }, revision: directory.revision().revision });
 });
 let stopping: Promise<void> | null = null;
-const stop = () => void (stopping ??= service.stop().finally(() => process.exit(0)));
+const stop = (): void => {
+  if (stopping) return;
+  stopping = service.stop().finally(() => process.exit(0));
+};
 // Asked to, or the coordinator gone (ended, or killed): this process ends too.
 process.on('SIGTERM', stop);
 process.on('disconnect', stop);

@@ -21,8 +21,7 @@ export interface BenchRow {
   met: boolean | null;
 }
 
-const fmt = (n: number | null) =>
-  n === null ? '' : Math.abs(n) >= 1000 ? Math.round(n).toLocaleString('en-US') : n >= 100 ? n.toFixed(0) : n.toFixed(2);
+const fmt = (n: number | null) => (n === null ? '' : Math.abs(n) >= 1000 ? Math.round(n).toLocaleString('en-US') : n >= 100 ? n.toFixed(0) : n.toFixed(2));
 
 export function renderTable(rows: readonly BenchRow[]): string {
   const header = ['bench', 'figure', 'value', 'floor', 'ratio', 'target', 'met'];
@@ -36,7 +35,11 @@ export function renderTable(rows: readonly BenchRow[]): string {
     r.met === null ? '' : r.met ? 'yes' : 'NO',
   ]);
   const widths = header.map((h, i) => Math.max(h.length, ...body.map((row) => row[i]!.length)));
-  const line = (cells: string[]) => cells.map((c, i) => c.padEnd(widths[i]!)).join('  ').trimEnd();
+  const line = (cells: string[]) =>
+    cells
+      .map((c, i) => c.padEnd(widths[i]!))
+      .join('  ')
+      .trimEnd();
   return [line(header), line(widths.map((w) => '-'.repeat(w))), ...body.map(line)].join('\n');
 }
 

@@ -21,7 +21,9 @@ const root = resolve(fileURLToPath(import.meta.url), '../../..');
 
 /** A field of /proc/PID/status in MB (VmRSS: now; VmHWM: the peak so far). */
 function statusMb(pid: number, field: 'VmRSS' | 'VmHWM'): number {
-  const line = readFileSync(`/proc/${pid}/status`, 'utf8').split('\n').find((l) => l.startsWith(`${field}:`));
+  const line = readFileSync(`/proc/${pid}/status`, 'utf8')
+    .split('\n')
+    .find((l) => l.startsWith(`${field}:`));
   return Number(line?.split(/\s+/)[1] ?? NaN) / 1024;
 }
 
@@ -36,7 +38,9 @@ export async function benchmarkServiceMemory(workDir: string): Promise<BenchRow[
   const port = await freePort();
   const config = join(dir, 'config.yaml');
   writeFileSync(config, `server: { listen: 127.0.0.1:${port}, dataDir: ${dir}/data }\n`);
-  const service: ChildProcess = spawn(process.execPath, [join(root, 'dist/src/cli.js'), 'service', '--config', config], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const service: ChildProcess = spawn(process.execPath, [join(root, 'dist/src/cli.js'), 'service', '--config', config], {
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
   try {
     await new Promise<void>((res, rej) => {
       service.stdout!.on('data', (d: Buffer) => d.toString().includes('service ready') && res());
@@ -86,8 +90,28 @@ export async function benchmarkServiceMemory(workDir: string): Promise<BenchRow[
         target: `< ${MEMORY_MAX_MB} MB (MemoryMax)`,
         met: peak < MEMORY_MAX_MB,
       },
-      { bench: b, metric: 'POST /groups with 120,000 add_ids: refused (413)', value: hugeMs, unit: 'ms', floor: null, floorLabel: '', ratio: null, target: '413 before any work', met: true },
-      { bench: b, metric: `POST /invites with ${invites.toLocaleString('en-US')} addresses`, value: invitesMs, unit: 'ms', floor: null, floorLabel: '', ratio: null, target: '', met: null },
+      {
+        bench: b,
+        metric: 'POST /groups with 120,000 add_ids: refused (413)',
+        value: hugeMs,
+        unit: 'ms',
+        floor: null,
+        floorLabel: '',
+        ratio: null,
+        target: '413 before any work',
+        met: true,
+      },
+      {
+        bench: b,
+        metric: `POST /invites with ${invites.toLocaleString('en-US')} addresses`,
+        value: invitesMs,
+        unit: 'ms',
+        floor: null,
+        floorLabel: '',
+        ratio: null,
+        target: '',
+        met: null,
+      },
     ];
   } finally {
     service.kill('SIGTERM');

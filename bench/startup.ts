@@ -24,7 +24,10 @@ function medianMs(args: string[]): number {
     times.push(performance.now() - started);
     if (r.error) throw r.error;
   }
-  return percentile(times.sort((a, b) => a - b), 50);
+  return percentile(
+    times.sort((a, b) => a - b),
+    50,
+  );
 }
 
 /** Median time from spawning `door-agent run` to its "door-agent ready" line, in ms (the daemon is stopped each time). */
@@ -42,12 +45,17 @@ async function daemonReadyMs(config: string): Promise<number> {
           child.kill('SIGTERM');
         }
       });
-      child.once('exit', (code) => (ready > 0 ? resolveReady(ready) : reject(new Error(`door-agent run exited ${code} before it was ready: ${buffered.slice(-500)}`))));
+      child.once('exit', (code) =>
+        ready > 0 ? resolveReady(ready) : reject(new Error(`door-agent run exited ${code} before it was ready: ${buffered.slice(-500)}`)),
+      );
     });
   await once();
   const times: number[] = [];
   for (let i = 0; i < 7; i++) times.push(await once());
-  return percentile(times.sort((a, b) => a - b), 50);
+  return percentile(
+    times.sort((a, b) => a - b),
+    50,
+  );
 }
 
 export async function benchmarkStartup(workDir: string): Promise<BenchRow[]> {
@@ -67,14 +75,34 @@ doors: [ { uuid: 6f1c2a0e-8d0b-4a57-9d43-1f2e3a4b5c6d, resourceId: 12, name: Fro
   const rows: BenchRow[] = [];
   const command = (label: string, args: string[]) => {
     const ms = medianMs([CLI, ...args]);
-    rows.push({ bench: 'startup', metric: `door-agent ${label} (median of ${ROUNDS})`, value: ms, unit: 'ms', floor: bare, floorLabel: 'bare node -e 0', ratio: ms / bare, target: '< 2x floor', met: ms < 2 * bare });
+    rows.push({
+      bench: 'startup',
+      metric: `door-agent ${label} (median of ${ROUNDS})`,
+      value: ms,
+      unit: 'ms',
+      floor: bare,
+      floorLabel: 'bare node -e 0',
+      ratio: ms / bare,
+      target: '< 2x floor',
+      met: ms < 2 * bare,
+    });
   };
   command('--version', ['--version']);
   command('relock', ['relock', '--config', config]);
   command('status', ['status', '--config', config]);
   command('check --help', ['check', '--help']);
   const ready = await daemonReadyMs(config);
-  rows.push({ bench: 'startup', metric: 'door-agent run to "door-agent ready" (median of 7)', value: ready, unit: 'ms', floor: bare, floorLabel: 'bare node -e 0', ratio: ready / bare, target: '< 500', met: ready < 500 });
+  rows.push({
+    bench: 'startup',
+    metric: 'door-agent run to "door-agent ready" (median of 7)',
+    value: ready,
+    unit: 'ms',
+    floor: bare,
+    floorLabel: 'bare node -e 0',
+    ratio: ready / bare,
+    target: '< 500',
+    met: ready < 500,
+  });
   rmSync(dir, { recursive: true, force: true });
   return rows;
 }

@@ -21,7 +21,6 @@ const USERS = 10_000;
 const CONCURRENCY = 8;
 const root = resolve(fileURLToPath(import.meta.url), '../../..');
 
-
 function phase<T>(args: string[]): T {
   const r = spawnSync(process.execPath, [...AGENT_NODE_OPTIONS, join(root, 'dist/bench/syncPhase.js'), ...args], { encoding: 'utf8' });
   if (r.status !== 0) throw new Error(`syncPhase ${args[0]} failed: ${r.stderr}`);
@@ -47,14 +46,38 @@ doors: [ { uuid: 6f1c2a0e-8d0b-4a57-9d43-1f2e3a4b5c6d, resourceId: 12, relay: { 
   );
   const mqttPort = await freePort();
   const broker = await startBroker(dir, mqttPort);
-  writeFileSync(join(dir, 'service.yaml'), `server: { listen: 127.0.0.1:${port}, dataDir: ${dir}/svc }\nmqtt: { url: "mqtt://127.0.0.1:${mqttPort}", topicPrefix: bench }\n`);
-  const admin = spawnSync(process.execPath, [join(root, 'dist/src/cli.js'), 'service', 'key', 'create', '--rank', 'ADMIN', '--config', join(dir, 'service.yaml')], { encoding: 'utf8' }).stdout.trim();
-  const service = spawn(process.execPath, [join(root, 'dist/src/cli.js'), 'service', '--config', join(dir, 'service.yaml')], { stdio: ['ignore', 'pipe', 'inherit'] });
+  writeFileSync(
+    join(dir, 'service.yaml'),
+    `server: { listen: 127.0.0.1:${port}, dataDir: ${dir}/svc }\nmqtt: { url: "mqtt://127.0.0.1:${mqttPort}", topicPrefix: bench }\n`,
+  );
+  const admin = spawnSync(
+    process.execPath,
+    [join(root, 'dist/src/cli.js'), 'service', 'key', 'create', '--rank', 'ADMIN', '--config', join(dir, 'service.yaml')],
+    { encoding: 'utf8' },
+  ).stdout.trim();
+  const service = spawn(process.execPath, [join(root, 'dist/src/cli.js'), 'service', '--config', join(dir, 'service.yaml')], {
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
   const api = (method: string, path: string, body: unknown) =>
-    fetch(`http://127.0.0.1:${port}${path}`, { method, headers: { authorization: `Bearer ${admin}`, 'content-type': 'application/json' }, body: JSON.stringify(body) });
+    fetch(`http://127.0.0.1:${port}${path}`, {
+      method,
+      headers: { authorization: `Bearer ${admin}`, 'content-type': 'application/json' },
+      body: JSON.stringify(body),
+    });
   try {
     await new Promise<void>((res) => service.stdout!.on('data', (d: Buffer) => d.toString().includes('service ready') && res()));
-    type SyncOut = { seconds: number; workMs: number; applyMs: number | null; requests: number; bytesIn: number; mode: string; rowsWritten: number; rssMb: number; writeBytes: number; fileBytes: number };
+    type SyncOut = {
+      seconds: number;
+      workMs: number;
+      applyMs: number | null;
+      requests: number;
+      bytesIn: number;
+      mode: string;
+      rowsWritten: number;
+      rssMb: number;
+      writeBytes: number;
+      fileBytes: number;
+    };
     const floor = phase<{ seconds: number }>(['bare-directory', `http://127.0.0.1:${port}`, key]);
     const full = phase<SyncOut>(['sync', agentConfig]);
     const again = phase<SyncOut>(['sync', agentConfig]);
@@ -64,18 +87,118 @@ doors: [ { uuid: 6f1c2a0e-8d0b-4a57-9d43-1f2e3a4b5c6d, resourceId: 12, relay: { 
     const b = 'sync';
     const { p50, p99 } = p50p99(revocation);
     return [
-      { bench: b, metric: `full sync, ${USERS} users / ${2 * USERS} cards (GET /directory)`, value: full.seconds, unit: 's', floor: floor.seconds, floorLabel: 'bare client, the same GET /directory', ratio: full.seconds / floor.seconds, target: '< 15', met: full.seconds < 15 },
+      {
+        bench: b,
+        metric: `full sync, ${USERS} users / ${2 * USERS} cards (GET /directory)`,
+        value: full.seconds,
+        unit: 's',
+        floor: floor.seconds,
+        floorLabel: 'bare client, the same GET /directory',
+        ratio: full.seconds / floor.seconds,
+        target: '< 15',
+        met: full.seconds < 15,
+      },
       { bench: b, metric: 'peak RSS, full sync', value: full.rssMb, unit: 'MB', floor: null, floorLabel: '', ratio: null, target: '', met: null },
       { bench: b, metric: 'bytes written, full sync', value: full.writeBytes, unit: 'B', floor: null, floorLabel: '', ratio: null, target: '', met: null },
-      { bench: b, metric: 'resync, no change: requests', value: again.requests, unit: '', floor: null, floorLabel: '', ratio: null, target: '1', met: again.requests === 1 },
-      { bench: b, metric: 'resync, no change: bytes received', value: again.bytesIn, unit: 'B', floor: null, floorLabel: '', ratio: null, target: '< 1024', met: again.bytesIn < 1024 },
-      { bench: b, metric: 'resync, no change: rows written', value: again.rowsWritten, unit: '', floor: null, floorLabel: '', ratio: null, target: '0', met: again.rowsWritten === 0 },
-      { bench: b, metric: 'resync, no change: bytes written', value: again.writeBytes, unit: 'B', floor: null, floorLabel: '', ratio: null, target: '', met: null },
-      { bench: b, metric: `one user changed of ${USERS}: requests`, value: one.requests, unit: '', floor: null, floorLabel: '', ratio: null, target: '1', met: one.requests === 1 },
-      { bench: b, metric: `one user changed of ${USERS}: round trip`, value: one.workMs, unit: 'ms', floor: null, floorLabel: '', ratio: null, target: '', met: null },
-      { bench: b, metric: `one user changed of ${USERS}: agent work (apply)`, value: one.applyMs ?? NaN, unit: 'ms', floor: null, floorLabel: '', ratio: null, target: '< 50', met: (one.applyMs ?? Infinity) < 50 },
-      { bench: b, metric: 'revocation latency p50 (20 changes, pushed)', value: p50, unit: 'ms', floor: null, floorLabel: '', ratio: null, target: '', met: null },
-      { bench: b, metric: 'revocation latency p99 (20 changes, pushed)', value: p99, unit: 'ms', floor: null, floorLabel: '', ratio: null, target: '< 2000', met: p99 < 2000 },
+      {
+        bench: b,
+        metric: 'resync, no change: requests',
+        value: again.requests,
+        unit: '',
+        floor: null,
+        floorLabel: '',
+        ratio: null,
+        target: '1',
+        met: again.requests === 1,
+      },
+      {
+        bench: b,
+        metric: 'resync, no change: bytes received',
+        value: again.bytesIn,
+        unit: 'B',
+        floor: null,
+        floorLabel: '',
+        ratio: null,
+        target: '< 1024',
+        met: again.bytesIn < 1024,
+      },
+      {
+        bench: b,
+        metric: 'resync, no change: rows written',
+        value: again.rowsWritten,
+        unit: '',
+        floor: null,
+        floorLabel: '',
+        ratio: null,
+        target: '0',
+        met: again.rowsWritten === 0,
+      },
+      {
+        bench: b,
+        metric: 'resync, no change: bytes written',
+        value: again.writeBytes,
+        unit: 'B',
+        floor: null,
+        floorLabel: '',
+        ratio: null,
+        target: '',
+        met: null,
+      },
+      {
+        bench: b,
+        metric: `one user changed of ${USERS}: requests`,
+        value: one.requests,
+        unit: '',
+        floor: null,
+        floorLabel: '',
+        ratio: null,
+        target: '1',
+        met: one.requests === 1,
+      },
+      {
+        bench: b,
+        metric: `one user changed of ${USERS}: round trip`,
+        value: one.workMs,
+        unit: 'ms',
+        floor: null,
+        floorLabel: '',
+        ratio: null,
+        target: '',
+        met: null,
+      },
+      {
+        bench: b,
+        metric: `one user changed of ${USERS}: agent work (apply)`,
+        value: one.applyMs ?? NaN,
+        unit: 'ms',
+        floor: null,
+        floorLabel: '',
+        ratio: null,
+        target: '< 50',
+        met: (one.applyMs ?? Infinity) < 50,
+      },
+      {
+        bench: b,
+        metric: 'revocation latency p50 (20 changes, pushed)',
+        value: p50,
+        unit: 'ms',
+        floor: null,
+        floorLabel: '',
+        ratio: null,
+        target: '',
+        met: null,
+      },
+      {
+        bench: b,
+        metric: 'revocation latency p99 (20 changes, pushed)',
+        value: p99,
+        unit: 'ms',
+        floor: null,
+        floorLabel: '',
+        ratio: null,
+        target: '< 2000',
+        met: p99 < 2000,
+      },
     ];
   } finally {
     service.kill('SIGTERM');
@@ -89,10 +212,15 @@ doors: [ { uuid: 6f1c2a0e-8d0b-4a57-9d43-1f2e3a4b5c6d, resourceId: 12, relay: { 
  * call until the door's cache holds the new status (read from the cache file, as the decision reads it).
  */
 async function revocationLatency(dir: string, agentConfig: string, api: (m: string, p: string, b: unknown) => Promise<Response>): Promise<number[]> {
-  const config = readFileSync(agentConfig, 'utf8').replace('service: {', `mqtt: { url: "mqtt://127.0.0.1:${/mqtt:\/\/127.0.0.1:(\d+)/.exec(readFileSync(join(dir, 'service.yaml'), 'utf8'))![1]}", topicPrefix: bench }\nservice: { syncIntervalSeconds: 3600,`);
+  const config = readFileSync(agentConfig, 'utf8').replace(
+    'service: {',
+    `mqtt: { url: "mqtt://127.0.0.1:${/mqtt:\/\/127.0.0.1:(\d+)/.exec(readFileSync(join(dir, 'service.yaml'), 'utf8'))![1]}", topicPrefix: bench }\nservice: { syncIntervalSeconds: 3600,`,
+  );
   const pushedConfig = join(dir, 'agent-pushed.yaml');
   writeFileSync(pushedConfig, config);
-  const agent = spawn(process.execPath, [...AGENT_NODE_OPTIONS, join(root, 'dist/src/cli.js'), 'run', '--config', pushedConfig], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const agent = spawn(process.execPath, [...AGENT_NODE_OPTIONS, join(root, 'dist/src/cli.js'), 'run', '--config', pushedConfig], {
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
   let log = '';
   agent.stdout!.on('data', (d: Buffer) => (log += d.toString()));
   const samples: number[] = [];

@@ -64,12 +64,18 @@ export async function measureAgent(dir: string, options: MeasureOptions = {}): P
   try {
     const relayFile = join(dir, 'gpio/gpio17/value');
     const contactFile = join(dir, 'gpio/gpio27/value');
-    await waitFor('tap-to-relay', () => existsSync(relayFile) && existsSync(contactFile) && (!wiegand || existsSync(join(dir, 'gpio/edges'))), 10_000, 'agent start');
+    await waitFor(
+      'tap-to-relay',
+      () => existsSync(relayFile) && existsSync(contactFile) && (!wiegand || existsSync(join(dir, 'gpio/edges'))),
+      10_000,
+      'agent start',
+    );
     await sleep(500); // reader open
     await options.onReady?.();
     const terminal = wiegand ? null : openSync(join(dir, 'terminal'), 'w');
     // A card: a line into the pty, or the frame's edges into the simulated chip, its last edge just now.
-    const tap = terminal !== null ? () => writeSync(terminal, Buffer.from('4213578\r\n')) : () => writeSimulatedEdges(join(dir, 'gpio'), WIEGAND_PINS, ALICE_CARD_EDGES);
+    const tap =
+      terminal !== null ? () => writeSync(terminal, Buffer.from('4213578\r\n')) : () => writeSimulatedEdges(join(dir, 'gpio'), WIEGAND_PINS, ALICE_CARD_EDGES);
     const relay = openSync(relayFile, 'r');
     const taps: number[] = [];
     const relocks: number[] = [];
@@ -143,8 +149,38 @@ export async function benchmarkTapToRelay(workDir: string): Promise<BenchRow[]> 
   rmSync(dir, { recursive: true, force: true });
   const b = 'tap-to-relay';
   return [
-    { bench: b, metric: `card line to relay p50 (${TAPS} taps)`, value: agent.p50, unit: 'ms', floor: floor.p50, floorLabel: 'bare serialport reader p50', ratio: agent.p50 / floor.p50, target: '', met: null },
-    { bench: b, metric: `card line to relay p99 (${TAPS} taps)`, value: agent.p99, unit: 'ms', floor: floor.p99, floorLabel: 'bare serialport reader p99', ratio: agent.p99 / floor.p99, target: '< 5', met: agent.p99 < 5 },
-    { bench: b, metric: 'ratio to floor (p50)', value: agent.p50 / floor.p50, unit: 'x', floor: null, floorLabel: '', ratio: agent.p50 / floor.p50, target: '< 2', met: agent.p50 / floor.p50 < 2 },
+    {
+      bench: b,
+      metric: `card line to relay p50 (${TAPS} taps)`,
+      value: agent.p50,
+      unit: 'ms',
+      floor: floor.p50,
+      floorLabel: 'bare serialport reader p50',
+      ratio: agent.p50 / floor.p50,
+      target: '',
+      met: null,
+    },
+    {
+      bench: b,
+      metric: `card line to relay p99 (${TAPS} taps)`,
+      value: agent.p99,
+      unit: 'ms',
+      floor: floor.p99,
+      floorLabel: 'bare serialport reader p99',
+      ratio: agent.p99 / floor.p99,
+      target: '< 5',
+      met: agent.p99 < 5,
+    },
+    {
+      bench: b,
+      metric: 'ratio to floor (p50)',
+      value: agent.p50 / floor.p50,
+      unit: 'x',
+      floor: null,
+      floorLabel: '',
+      ratio: agent.p50 / floor.p50,
+      target: '< 2',
+      met: agent.p50 / floor.p50 < 2,
+    },
   ];
 }

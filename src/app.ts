@@ -223,7 +223,8 @@ export async function startAgent(config: AgentOptions, deps: AgentDeps): Promise
         // Levels are compiled now, not on the first tap (1,000 levels take tens of milliseconds).
         const { index, shadowed, unknownResourceGroups } = getChecker().levels;
         if (shadowed.length > 0) logger.warn({ shadowed }, 'levels from the service with the name of a config level are ignored: the config wins');
-        if (unknownResourceGroups.length > 0) logger.warn({ unknownResourceGroups }, 'levels name resource groups the service does not list: they cover only the doors they list');
+        if (unknownResourceGroups.length > 0)
+          logger.warn({ unknownResourceGroups }, 'levels name resource groups the service does not list: they cover only the doors they list');
         logger.info({ doors: config.doors.map((d) => d.uuid), cache: cachePath(config.agent.dataDir), levels: index.levels.length }, 'door-agent ready');
         watchdog?.ready();
       },

@@ -93,7 +93,12 @@ export async function main(argv: string[], ctx: CommandContext): Promise<number>
   switch (command) {
     case 'demo': {
       const { values } = parse('demo', rest);
-      return (await import('./commands/demo.js')).runDemo({ dir: str(values.dir) }, ctx, { ...processHooks, onStopSignal: stopSignalsOrReaderGone }, process.stdin);
+      return (await import('./commands/demo.js')).runDemo(
+        { dir: str(values.dir) },
+        ctx,
+        { ...processHooks, onStopSignal: stopSignalsOrReaderGone },
+        process.stdin,
+      );
     }
     case 'run':
       return (await import('./commands/run.js')).runDaemon({ config: str(parse('run', rest).values.config) }, ctx, processHooks);
@@ -104,7 +109,11 @@ export async function main(argv: string[], ctx: CommandContext): Promise<number>
     case 'events': {
       const { values } = parse('events', rest);
       const stopped = new Promise<void>((resolve) => stopSignalsOrReaderGone(() => resolve()));
-      return (await import('./commands/events.js')).runEvents({ since: str(values.since), follow: values.follow === true, config: str(values.config) }, ctx, stopped);
+      return (await import('./commands/events.js')).runEvents(
+        { since: str(values.since), follow: values.follow === true, config: str(values.config) },
+        ctx,
+        stopped,
+      );
     }
     case 'check': {
       const { values, positionals } = parse('check', rest);
@@ -140,9 +149,13 @@ export async function main(argv: string[], ctx: CommandContext): Promise<number>
         const [, sub, ...keyArgs] = rest;
         if (sub !== 'create') throw new UsageError(usageLine('service key create'));
         const { values } = parse('service key create', keyArgs);
-        return (await import('./commands/service.js')).runServiceKeyCreate({ rank: str(values.rank), expiresDays: str(values['expires-days']), config: str(values.config) }, ctx);
+        return (await import('./commands/service.js')).runServiceKeyCreate(
+          { rank: str(values.rank), expiresDays: str(values['expires-days']), config: str(values.config) },
+          ctx,
+        );
       }
-      if (rest[0] === 'outbox') return (await import('./commands/service.js')).runServiceOutbox({ config: str(parse('service outbox', rest.slice(1)).values.config) }, ctx);
+      if (rest[0] === 'outbox')
+        return (await import('./commands/service.js')).runServiceOutbox({ config: str(parse('service outbox', rest.slice(1)).values.config) }, ctx);
       return (await import('./commands/service.js')).runService({ config: str(parse('service', rest).values.config) }, ctx, processHooks);
     }
     case 'config': {

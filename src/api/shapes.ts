@@ -11,30 +11,33 @@ export const serviceTime = z.string().refine((s) => parseServiceTime(s) !== null
   message: 'expected a UTC date "YYYY-MM-DD hh:mm:ss"',
 });
 
-/** "a string holding an integer" (smartcard and PIN numbers). */
-export const integerString = z.string().regex(/^[0-9]{1,40}$/, 'expected a string holding an integer');
-
 /**
  * The number the reference service gives a PIN entry in place of its digits when the API key may not read PINs
  * (docs/reference-service.md, "Who reads PINs"). The agent refuses a sync that holds one, saying which key it needs.
  */
 export const MASKED_PIN = '****';
 
-export const smartcardSchema = z.object({
-  number: z.string().superRefine((n, ctx) => {
-    if (n === MASKED_PIN) {
-      ctx.addIssue({ code: 'custom', message: 'a masked PIN ("****"): this API key may not read PINs; give the agent a DOOR key (door-agent service key create --rank DOOR)' });
-    } else if (!/^[0-9]{1,40}$/.test(n)) ctx.addIssue({ code: 'custom', message: 'expected a string holding an integer' });
-  }),
-  label: z.string().nullish(),
-  /** The card's or PIN's validity (an extension of the reference service): from inclusive, until exclusive; null: unbounded. */
-  valid_from: serviceTime.nullish(),
-  valid_until: serviceTime.nullish(),
-}).superRefine((card, ctx) => {
-  if (card.valid_from && card.valid_until && parseServiceTime(card.valid_until)! <= parseServiceTime(card.valid_from)!) {
-    ctx.addIssue({ code: 'custom', path: ['valid_until'], message: 'is not after valid_from' });
-  }
-});
+/** @internal */
+export const smartcardSchema = z
+  .object({
+    number: z.string().superRefine((n, ctx) => {
+      if (n === MASKED_PIN) {
+        ctx.addIssue({
+          code: 'custom',
+          message: 'a masked PIN ("****"): this API key may not read PINs; give the agent a DOOR key (door-agent service key create --rank DOOR)',
+        });
+      } else if (!/^[0-9]{1,40}$/.test(n)) ctx.addIssue({ code: 'custom', message: 'expected a string holding an integer' });
+    }),
+    label: z.string().nullish(),
+    /** The card's or PIN's validity (an extension of the reference service): from inclusive, until exclusive; null: unbounded. */
+    valid_from: serviceTime.nullish(),
+    valid_until: serviceTime.nullish(),
+  })
+  .superRefine((card, ctx) => {
+    if (card.valid_from && card.valid_until && parseServiceTime(card.valid_until)! <= parseServiceTime(card.valid_from)!) {
+      ctx.addIssue({ code: 'custom', path: ['valid_until'], message: 'is not after valid_from' });
+    }
+  });
 
 const nameMatrix = z.array(z.array(z.string()));
 
@@ -67,13 +70,7 @@ export type UserDetail = z.output<typeof userDetailSchema>;
 
 const hour = z.number().int().min(0, 'hours run from 0 to 24').max(24, 'hours run from 0 to 24');
 export const timeMappingSchema = z
-  .array(
-    z.array(
-      z
-        .tuple([hour, hour])
-        .refine(([start, end]) => start < end, { message: 'a range [start, end] needs start < end' }),
-    ),
-  )
+  .array(z.array(z.tuple([hour, hour]).refine(([start, end]) => start < end, { message: 'a range [start, end] needs start < end' })))
   .length(7, 'expected exactly 7 elements, one per weekday starting on Sunday');
 
 /** A guest link as POST /magiclinkadmin creates it: its parameters plus the creation result. */
@@ -102,7 +99,7 @@ export type GuestLink = z.output<typeof guestLinkSchema>;
  * A weekly schedule as the service sends a level's (the shape of the agent's config `schedules:` entries),
  * checked whole: ranges, overlaps, at least one day.
  */
-export const weeklyScheduleSchema = z.unknown().superRefine((spec, ctx) => {
+const weeklyScheduleSchema = z.unknown().superRefine((spec, ctx) => {
   const compiled = compileWeeklySchedule(spec);
   if ('problems' in compiled) for (const p of compiled.problems) ctx.addIssue({ code: 'custom', path: p.path, message: p.message });
 });
@@ -126,13 +123,16 @@ export const directoryLevelSchema = z
   });
 export type DirectoryLevel = z.output<typeof directoryLevelSchema>;
 
-export const directoryLevelsSchema = z.array(directoryLevelSchema).max(10_000, 'at most 10,000 levels').superRefine((levels, ctx) => {
-  const seen = new Set<string>();
-  levels.forEach((level, i) => {
-    if (seen.has(level.name)) ctx.addIssue({ code: 'custom', path: [i, 'name'], message: `level ${JSON.stringify(level.name)} is listed twice` });
-    seen.add(level.name);
+export const directoryLevelsSchema = z
+  .array(directoryLevelSchema)
+  .max(10_000, 'at most 10,000 levels')
+  .superRefine((levels, ctx) => {
+    const seen = new Set<string>();
+    levels.forEach((level, i) => {
+      if (seen.has(level.name)) ctx.addIssue({ code: 'custom', path: [i, 'name'], message: `level ${JSON.stringify(level.name)} is listed twice` });
+      seen.add(level.name);
+    });
   });
-});
 
 /** A resource group of the service (GET /directory `resource_groups`): agents' own levels may name one. */
 export const resourceGroupSchema = z.object({

@@ -11,12 +11,15 @@ export function brokerLines(refused: readonly BrokerRefusal[], keptPastWindow: n
     ? [
         `refused by the broker (${refused.length}; fix its ACL, reload it: the agent retries by itself):`,
         ...refused.map(
-          (r) => `  ${r.kind} ${r.topic}: 0x${r.reasonCode.toString(16)} ${r.reason} since ${r.since}${r.kind === 'publish' ? '' : ' (its messages do not arrive)'}`,
+          (r) =>
+            `  ${r.kind} ${r.topic}: 0x${r.reasonCode.toString(16)} ${r.reason} since ${r.since}${r.kind === 'publish' ? '' : ' (its messages do not arrive)'}`,
         ),
       ]
     : [];
   if (keptPastWindow > 0) {
-    lines.push(`WARNING: the audit log is past agent.maxEvents (${maxEvents}): ${keptPastWindow === 1 ? '1 older event not yet published is' : `${keptPastWindow} older events not yet published are`} kept until the broker has them`);
+    lines.push(
+      `WARNING: the audit log is past agent.maxEvents (${maxEvents}): ${keptPastWindow === 1 ? '1 older event not yet published is' : `${keptPastWindow} older events not yet published are`} kept until the broker has them`,
+    );
   }
   return lines;
 }

@@ -26,14 +26,16 @@ const KIND_FORMAT: Record<CredentialKind, string> = {
 };
 
 /** A configured door by uuid, name or resourceId (the one door when there is one and none is named). */
-export function selectDoor(doors: readonly DoorOptions[], ref: string | undefined): DoorOptions {
+function selectDoor(doors: readonly DoorOptions[], ref: string | undefined): DoorOptions {
   const list = () => doors.map((d) => `  ${d.uuid}  ${d.resourceId}  ${d.name}`).join('\n');
   if (ref === undefined) {
     if (doors.length === 1) return doors[0]!;
     throw new UsageError(`${doors.length} doors are configured: name one with --door UUID, NAME or RESOURCE_ID\n${list()}`);
   }
   const door =
-    doors.find((d) => d.uuid === ref.toLowerCase()) ?? doors.find((d) => d.name === ref) ?? (/^\d+$/.test(ref) ? doors.find((d) => d.resourceId === Number(ref)) : undefined);
+    doors.find((d) => d.uuid === ref.toLowerCase()) ??
+    doors.find((d) => d.name === ref) ??
+    (/^\d+$/.test(ref) ? doors.find((d) => d.resourceId === Number(ref)) : undefined);
   if (!door) throw new UsageError(`--door ${ref} is not a configured door (uuid, name or resourceId); configured doors:\n${list()}`);
   return door;
 }
@@ -69,7 +71,7 @@ function utcMinute(ms: number): string {
 }
 
 /** A credential's validity dates for people: `2026-01-01 00:00 – 2026-12-31 00:00 UTC`, `from ... UTC`, `until ... UTC`. */
-export function validityText(dates: { validFrom?: number | null; validUntil?: number | null }): string {
+function validityText(dates: { validFrom?: number | null; validUntil?: number | null }): string {
   const from = dates.validFrom ?? null;
   const until = dates.validUntil ?? null;
   if (from !== null && until !== null) return `${utcMinute(from)} – ${utcMinute(until)} UTC`;

@@ -87,8 +87,12 @@ export function runConfigCheck(args: { config: string | undefined }, ctx: Comman
       : `  WARNING: gpio.driver ${config.gpio.driver} does not work on this machine (${chosen.detail}); ` +
         (suggested.supported ? `${probe.suggested} does\n` : `fix that first\n`)) +
     pinProblems.map((p) => `  WARNING: ${p}\n`).join('') +
-    plainOsdpWarnings(config.doors).map((w) => `  WARNING: ${w}\n`).join('') +
-    lockoutWarnings(config.doors, config.access.keypadLockout).map((w) => `  WARNING: ${w}\n`).join('');
+    plainOsdpWarnings(config.doors)
+      .map((w) => `  WARNING: ${w}\n`)
+      .join('') +
+    lockoutWarnings(config.doors, config.access.keypadLockout)
+      .map((w) => `  WARNING: ${w}\n`)
+      .join('');
   ctx.stdout.write(
     `${path}: ok\n` +
       `  agent ${config.agent.id}, time zone ${config.agent.timezone}, data in ${config.agent.dataDir}\n` +
@@ -144,6 +148,11 @@ function configuredPins(doors: readonly DoorOptions[]): Array<{ where: string; p
     { where: `doors[${i}].relay.pin`, pin: d.relay.pin },
     ...(d.contact ? [{ where: `doors[${i}].contact.pin`, pin: d.contact.pin }] : []),
     ...(d.exitButton ? [{ where: `doors[${i}].exitButton.pin`, pin: d.exitButton.pin }] : []),
-    ...(d.reader?.type === 'wiegand' ? [{ where: `doors[${i}].reader.d0`, pin: d.reader.d0 }, { where: `doors[${i}].reader.d1`, pin: d.reader.d1 }] : []),
+    ...(d.reader?.type === 'wiegand'
+      ? [
+          { where: `doors[${i}].reader.d0`, pin: d.reader.d0 },
+          { where: `doors[${i}].reader.d1`, pin: d.reader.d1 },
+        ]
+      : []),
   ]);
 }

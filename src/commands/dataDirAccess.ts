@@ -12,6 +12,7 @@ export function daemonWrites(dataDir: string): string[] {
 /**
  * Why `door-agent run` would refuse this data directory as not writable, in its own words (for `config check`);
  * null when it would not. Only looks: a directory that does not exist yet is made by `run` and is not checked here.
+ * @internal
  */
 export function dataDirWriteProblem(dataDir: string): string | null {
   try {

@@ -42,6 +42,10 @@ export function operationsStatus(
   const { agent, holidays, lockdown: lockdownOf } = readOperations(config, state);
   const localTime = localTimeIn(config.agent.timezone);
   let synchronized: boolean | undefined;
+  const isSynchronized = (): boolean => {
+    synchronized ??= clockSynchronized();
+    return synchronized;
+  };
   const doors = new Map<string, DoorOperationsView>();
   for (const door of config.doors) {
     const record = lockdownOf(door.uuid);
@@ -50,7 +54,7 @@ export function operationsStatus(
       ? scheduleState(
           { hours: door.unlockSchedule, holidays, firstPersonIn: door.firstPersonIn !== undefined },
           (state && readScheduleMemory(state, door.uuid)) || NO_MEMORY,
-          { at: now, localTime, lockdown: lockdown.active, clockTrusted: isClockTrusted(now), clockSynchronized: (synchronized ??= clockSynchronized()) },
+          { at: now, localTime, lockdown: lockdown.active, clockTrusted: isClockTrusted(now), clockSynchronized: isSynchronized() },
         )
       : null;
     const reason = schedule?.state !== 'waiting_for_clock' ? null : isClockTrusted(now) ? CLOCK_NOT_SYNCHRONIZED : CLOCK_NOT_TRUSTED;

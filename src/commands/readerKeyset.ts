@@ -44,7 +44,11 @@ function fsyncDir(path: string): void {
  * established with the current key (or SCBK-D in install mode), and FILE.new replaces FILE once the reader has
  * acknowledged it. The daemon must be stopped: it holds the bus.
  */
-export async function runReaderKeyset(args: { config: string | undefined; door: string | undefined }, ctx: CommandContext, openPort?: PortFactory): Promise<number> {
+export async function runReaderKeyset(
+  args: { config: string | undefined; door: string | undefined },
+  ctx: CommandContext,
+  openPort?: PortFactory,
+): Promise<number> {
   const config = loadConfig(configPath(args.config, ctx.env));
   // A running daemon holds the bus (and may be mid-handshake with this reader): never talk over it.
   const holder = dataDirHolder(config.agent.dataDir);
@@ -52,7 +56,9 @@ export async function runReaderKeyset(args: { config: string | undefined; door: 
   const osdpDoors = config.doors.filter((d) => d.reader?.type === 'osdp');
   const door = args.door ? config.doors.find((d) => d.uuid === args.door!.toLowerCase()) : osdpDoors.length === 1 ? osdpDoors[0] : undefined;
   if (!door) {
-    throw new UsageError(args.door ? `no door ${args.door} in the configuration` : `name the door: --door UUID (OSDP doors: ${osdpDoors.map((d) => d.uuid).join(', ') || 'none'})`);
+    throw new UsageError(
+      args.door ? `no door ${args.door} in the configuration` : `name the door: --door UUID (OSDP doors: ${osdpDoors.map((d) => d.uuid).join(', ') || 'none'})`,
+    );
   }
   const reader = door.reader;
   if (reader?.type !== 'osdp') throw new UsageError(`${door.name} has no OSDP reader`);
@@ -65,7 +71,10 @@ export async function runReaderKeyset(args: { config: string | undefined; door: 
   try {
     writeKeyFile(pending, fresh.toString('hex'), owner);
   } catch (err) {
-    throw new DoorAgentError(`cannot save the new key in ${pending}: ${(err as Error).message}${(err as NodeJS.ErrnoException).code === 'EEXIST' ? ' (a keyset that did not finish left it: see whether the reader took it, then remove it)' : ''}`, { cause: err });
+    throw new DoorAgentError(
+      `cannot save the new key in ${pending}: ${(err as Error).message}${(err as NodeJS.ErrnoException).code === 'EEXIST' ? ' (a keyset that did not finish left it: see whether the reader took it, then remove it)' : ''}`,
+      { cause: err },
+    );
   }
   let secure: () => void = () => {};
   let failed: (message: string) => void = () => {};
@@ -93,13 +102,24 @@ export async function runReaderKeyset(args: { config: string | undefined; door: 
   let sent = false;
   try {
     const timeout = new Promise<never>((_, reject) =>
-      setTimeout(() => reject(new DoorAgentError(`${door.name}: no secure channel within ${HANDSHAKE_TIMEOUT_MS / 1000} s (is door-agent stopped, the reader at address ${reader.address} on ${reader.path}?)`)), HANDSHAKE_TIMEOUT_MS).unref(),
+      setTimeout(
+        () =>
+          reject(
+            new DoorAgentError(
+              `${door.name}: no secure channel within ${HANDSHAKE_TIMEOUT_MS / 1000} s (is door-agent stopped, the reader at address ${reader.address} on ${reader.path}?)`,
+            ),
+          ),
+        HANDSHAKE_TIMEOUT_MS,
+      ).unref(),
     );
     await Promise.race([established, timeout]);
     sent = true;
     // osdp_KEYSET: key type 1 (the SCBK), its length, the key; over the secure channel, encrypted.
     const reply = await Promise.race([handle.request(CMD.KEYSET, Buffer.concat([Buffer.from([0x01, 16]), fresh])), timeout]);
-    if (reply.code !== REPLY.ACK) throw new DoorAgentError(`${door.name}: the reader refused the new key (reply 0x${reply.code.toString(16)}${reply.data.length > 0 ? `, code ${reply.data[0]}` : ''})`);
+    if (reply.code !== REPLY.ACK)
+      throw new DoorAgentError(
+        `${door.name}: the reader refused the new key (reply 0x${reply.code.toString(16)}${reply.data.length > 0 ? `, code ${reply.data[0]}` : ''})`,
+      );
     renameSync(pending, reader.scbkFile);
     fsyncDir(dirname(reader.scbkFile));
   } catch (err) {

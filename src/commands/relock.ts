@@ -82,10 +82,10 @@ export function relockFromConfig(path: string, ctx: CommandContext, doing: strin
   }
   if (configError) {
     const note = failures.length > 0 ? `\nnot locked:\n  ${failures.join('\n  ')}` : '';
-    throw new DoorAgentError(
-      `${configError.message}\n(the relays that could be read from it were driven locked anyway: ${locked} locked)${note}`,
-      { cause: configError, exitCode: configError.exitCode },
-    );
+    throw new DoorAgentError(`${configError.message}\n(the relays that could be read from it were driven locked anyway: ${locked} locked)${note}`, {
+      cause: configError,
+      exitCode: configError.exitCode,
+    });
   }
   if (failures.length > 0) {
     throw new DoorAgentError(`could not lock ${failures.length} door(s):\n  ${failures.join('\n  ')}`);

@@ -72,7 +72,12 @@ export function runStatus(args: { json: boolean; config: string | undefined }, c
         changedAt: explained ? iso(stored?.changedAt ?? null) : null,
         cause: explained ? (stored?.cause ?? null) : null,
         reader: door.reader
-          ? { type: door.reader.type, path: describeReader(door.reader), connected: running ? (runtime?.readers[door.uuid] ?? false) : false, channel: osdpChannelView(door, runtime, running) }
+          ? {
+              type: door.reader.type,
+              path: describeReader(door.reader),
+              connected: running ? (runtime?.readers[door.uuid] ?? false) : false,
+              channel: osdpChannelView(door, runtime, running),
+            }
           : null,
         ...operations.doors.get(door.uuid)!,
       };
@@ -148,7 +153,11 @@ export function runStatus(args: { json: boolean; config: string | undefined }, c
           ]
         : ['sync: no service configured (offline cache)']),
       `events: ${status.events.total} in the log (last seq ${status.events.lastSeq}), ${status.events.unpublished} not yet published, ${status.events.evicted} evicted`,
-      ...brokerLines(status.refused, state ? new EventLog(state, { agentId: config.agent.id, maxEvents: config.agent.maxEvents }).keptPastWindow() : 0, config.agent.maxEvents),
+      ...brokerLines(
+        status.refused,
+        state ? new EventLog(state, { agentId: config.agent.id, maxEvents: config.agent.maxEvents }).keptPastWindow() : 0,
+        config.agent.maxEvents,
+      ),
     ];
     ctx.stdout.write(`${lines.join('\n')}\n`);
     // A door without a cache refuses everyone: a monitoring script sees it in the exit code (README, Commands).

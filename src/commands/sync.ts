@@ -8,14 +8,10 @@ import { findingsWarnings } from '../core/directoryFindings.js';
 import { scanDirectory } from '../store/directoryScan.js';
 import { shortPinLine } from './pinStatus.js';
 
-const line = (name: string, c: RowCounts) =>
-  `  ${name.padEnd(12)} ${c.added} added, ${c.changed} changed, ${c.removed} removed, ${c.unchanged} unchanged`;
+const line = (name: string, c: RowCounts) => `  ${name.padEnd(12)} ${c.added} added, ${c.changed} changed, ${c.removed} removed, ${c.unchanged} unchanged`;
 
 /** `door-agent sync`: one sync from the service, a progress bar on a terminal, a summary at the end. */
-export async function runSync(
-  args: { config: string | undefined; allowMassRemoval: boolean; isTty: boolean },
-  ctx: CommandContext,
-): Promise<number> {
+export async function runSync(args: { config: string | undefined; allowMassRemoval: boolean; isTty: boolean }, ctx: CommandContext): Promise<number> {
   const config = loadConfigFor(args.config, ctx);
   const service = config.service;
   if (!service) throw new DoorAgentError('no service section in the configuration: nothing to sync from (door-agent import provisions offline)');

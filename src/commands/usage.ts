@@ -29,7 +29,7 @@ export interface CommandUsage {
 const CONFIG_OPTION: OptionUsage = { flag: '--config F', meaning: 'the configuration file (see "Config" below)' };
 const INVALID_CONFIG: [number, string] = [78, 'the configuration is missing or invalid'];
 
-export const COMMANDS: readonly CommandUsage[] = [
+const COMMANDS: readonly CommandUsage[] = [
   {
     name: 'demo',
     args: '[--dir D]',
@@ -38,7 +38,7 @@ export const COMMANDS: readonly CommandUsage[] = [
     config: false,
     exits: [
       [0, 'stopped by Ctrl-C'],
-      [1, 'the demo could not start, or D holds files that are not the demo\'s, or a running demo uses D'],
+      [1, "the demo could not start, or D holds files that are not the demo's, or a running demo uses D"],
     ],
   },
   {
@@ -47,11 +47,7 @@ export const COMMANDS: readonly CommandUsage[] = [
     summary: 'the daemon: relays locked first, then the cache, inputs and readers; SIGTERM locks and stops',
     options: [],
     config: true,
-    exits: [
-      [0, 'stopped by SIGTERM or SIGINT (every door locked)'],
-      [1, 'a fatal error (every relay driven locked first)'],
-      INVALID_CONFIG,
-    ],
+    exits: [[0, 'stopped by SIGTERM or SIGINT (every door locked)'], [1, 'a fatal error (every relay driven locked first)'], INVALID_CONFIG],
   },
   {
     name: 'status',
@@ -116,7 +112,11 @@ export const COMMANDS: readonly CommandUsage[] = [
     details: ['Works on a configuration that does not validate: every relay whose pin can be read is locked.'],
     options: [],
     config: true,
-    exits: [[0, 'every relay locked'], [1, 'a relay could not be driven'], [78, 'the configuration is invalid (the relays it names were still locked)']],
+    exits: [
+      [0, 'every relay locked'],
+      [1, 'a relay could not be driven'],
+      [78, 'the configuration is invalid (the relays it names were still locked)'],
+    ],
   },
   {
     name: 'reader keyset',
@@ -137,12 +137,15 @@ export const COMMANDS: readonly CommandUsage[] = [
     ],
     options: [],
     config: true,
-    exits: [[0, 'valid (warnings may be printed)'], [78, 'invalid: every problem listed on stderr']],
+    exits: [
+      [0, 'valid (warnings may be printed)'],
+      [78, 'invalid: every problem listed on stderr'],
+    ],
   },
   {
     name: 'service',
     args: '[--config F]',
-    summary: 'the reference access-control service (HTTP API), from the file\'s server section',
+    summary: "the reference access-control service (HTTP API), from the file's server section",
     options: [],
     config: true,
     exits: [[0, 'stopped by SIGTERM or SIGINT'], [1, 'could not start'], INVALID_CONFIG],
@@ -181,7 +184,7 @@ export function usagesUnder(words: readonly string[]): CommandUsage[] {
   return COMMANDS.filter((c) => words.every((w, i) => c.name.split(' ')[i] === w));
 }
 
-export function synopsis(c: CommandUsage): string {
+function synopsis(c: CommandUsage): string {
   return `door-agent ${c.name}${c.args ? ` ${c.args}` : ''}`;
 }
 

@@ -83,19 +83,35 @@ export function refineDoors(config: { gpio: { driver: string }; doors: Array<z.o
       checkRequiredSecureChannel(door.reader, i, ctx);
       const bus = osdpBuses.get(door.reader.path);
       if (bus && bus.baudRate !== door.reader.baudRate) {
-        ctx.addIssue({ code: 'custom', path: ['doors', i, 'reader', 'baudRate'], message: `the OSDP bus ${door.reader.path} runs at ${bus.baudRate} for doors[${bus.door}]` });
+        ctx.addIssue({
+          code: 'custom',
+          path: ['doors', i, 'reader', 'baudRate'],
+          message: `the OSDP bus ${door.reader.path} runs at ${bus.baudRate} for doors[${bus.door}]`,
+        });
       }
       const sameAddress = bus?.addresses.get(door.reader.address);
       if (sameAddress !== undefined) {
-        ctx.addIssue({ code: 'custom', path: ['doors', i, 'reader', 'address'], message: `OSDP address ${door.reader.address} on ${door.reader.path} is already doors[${sameAddress}]` });
+        ctx.addIssue({
+          code: 'custom',
+          path: ['doors', i, 'reader', 'address'],
+          message: `OSDP address ${door.reader.address} on ${door.reader.path} is already doors[${sameAddress}]`,
+        });
       }
       if (!bus) osdpBuses.set(door.reader.path, { baudRate: door.reader.baudRate, door: i, addresses: new Map([[door.reader.address, i]]) });
       else bus.addresses.set(door.reader.address, i);
       if (readers.has(door.reader.path)) {
-        ctx.addIssue({ code: 'custom', path: ['doors', i, 'reader', 'path'], message: `reader ${door.reader.path} is already used by doors[${readers.get(door.reader.path)}]` });
+        ctx.addIssue({
+          code: 'custom',
+          path: ['doors', i, 'reader', 'path'],
+          message: `reader ${door.reader.path} is already used by doors[${readers.get(door.reader.path)}]`,
+        });
       }
       if (door.reader.numbering === 'facility_card') {
-        ctx.addIssue({ code: 'custom', path: ['doors', i, 'reader', 'numbering'], message: 'facility_card is exact only for 26- and 34-bit cards: an OSDP reader may send any format; use numbering: data' });
+        ctx.addIssue({
+          code: 'custom',
+          path: ['doors', i, 'reader', 'numbering'],
+          message: 'facility_card is exact only for 26- and 34-bit cards: an OSDP reader may send any format; use numbering: data',
+        });
       }
     }
     if (door.reader?.type === 'serial' || door.reader?.type === 'keyboard') {

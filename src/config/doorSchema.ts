@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { keypadLockoutSchema } from './keypadLockout.js';
 import { timeMappingSchema } from '../api/shapes.js';
 
-export const bcmPin = z.number().int().min(0).max(63);
+const bcmPin = z.number().int().min(0).max(63);
 export const seconds = (min: number, max: number) => z.number().int().min(min).max(max);
 
 const level = z.literal([0, 1], { error: 'expected 0 or 1' });
@@ -43,7 +43,9 @@ interface SignalPatterns {
   deny: number[];
   lockdown: number[];
 }
+/** @internal */
 export const LED_PATTERNS: SignalPatterns = { grant: [2000], deny: [200, 200, 200, 200, 200], lockdown: [1000, 300, 1000, 300, 1000] };
+/** @internal */
 export const BUZZER_PATTERNS: SignalPatterns = { grant: [150], deny: [400, 100, 400], lockdown: [1500] };
 const signalLines = {
   led: signalLine(LED_PATTERNS).optional(),
@@ -51,7 +53,11 @@ const signalLines = {
 };
 
 /** Lines sent back to a serial reader that takes commands (an LED or a beeper of its own); "\r\n" is not added. */
-const replyLine = z.string().min(1).max(64).regex(/^[\x20-\x7e\r\n\t]+$/, 'printable ASCII, with \\r, \\n or \\t');
+const replyLine = z
+  .string()
+  .min(1)
+  .max(64)
+  .regex(/^[\x20-\x7e\r\n\t]+$/, 'printable ASCII, with \\r, \\n or \\t');
 const serialReplies = z.strictObject({
   grant: replyLine.optional(),
   deny: replyLine.optional(),
@@ -121,11 +127,13 @@ const osdpReaderSchema = z.strictObject({
 // `type` may be left out for a serial reader (every configuration before Wiegand readers).
 const readerSchema = z.preprocess(
   (value) => (value !== null && typeof value === 'object' && !Array.isArray(value) && !('type' in value) ? { type: 'serial', ...value } : value),
-  z.discriminatedUnion('type', [serialReaderSchema, wiegandReaderSchema, keyboardReaderSchema, osdpReaderSchema], { error: 'expected type serial, wiegand, keyboard or osdp' }),
+  z.discriminatedUnion('type', [serialReaderSchema, wiegandReaderSchema, keyboardReaderSchema, osdpReaderSchema], {
+    error: 'expected type serial, wiegand, keyboard or osdp',
+  }),
 );
 
 /** Who is still admitted during a lockdown, or who starts a first-person-in schedule: groups and policies. */
-export const memberPolicySchema = z
+const memberPolicySchema = z
   .strictObject({
     groups: z.array(z.string().min(1)).default([]),
     policies: z.array(z.string().min(1)).default([]),
@@ -140,20 +148,14 @@ export const doorSchema = z.strictObject({
   failMode: z.enum(['secure', 'safe']).default('secure'),
   unlockSeconds: seconds(1, 3600).default(5),
   maxUnlockSeconds: seconds(0, 604_800).default(0),
-  contact: z
-    .strictObject({ pin: bcmPin, openLevel: level.default(1), debounceMs: debounce, pull: pull.default('none') })
-    .optional(),
-  exitButton: z
-    .strictObject({ pin: bcmPin, activeLevel: level.default(0), debounceMs: debounce, pull: pull.default('none') })
-    .optional(),
+  contact: z.strictObject({ pin: bcmPin, openLevel: level.default(1), debounceMs: debounce, pull: pull.default('none') }).optional(),
+  exitButton: z.strictObject({ pin: bcmPin, activeLevel: level.default(0), debounceMs: debounce, pull: pull.default('none') }).optional(),
   /** With a contact: a timed unlock ends as soon as the door has opened and closed again. */
   relockOnClose: z.boolean().default(true),
   heldOpenSeconds: seconds(1, 86_400).default(30),
   reader: readerSchema.optional(),
   /** A tamper switch (the controller's or the reader's enclosure): tamper events and an MQTT alarm. */
-  tamper: z
-    .strictObject({ pin: bcmPin, activeLevel: level.default(1), debounceMs: debounce, pull: pull.default('none') })
-    .optional(),
+  tamper: z.strictObject({ pin: bcmPin, activeLevel: level.default(1), debounceMs: debounce, pull: pull.default('none') }).optional(),
   /** Hours the door is held unlocked, in agent.timezone: a guest link's time_mapping (7 weekdays from Sunday). */
   unlockSchedule: timeMappingSchema.optional(),
   /** The schedule starts each day only once a member of these groups or policies was granted in its hours. */

@@ -11,7 +11,7 @@ import type { Problem } from '../util/issues.js';
  */
 
 /** The user this process runs as, as an operator reads it: `door-agent (uid 998)`. */
-export function currentUser(): string {
+function currentUser(): string {
   const uid = process.getuid?.();
   try {
     return `${userInfo().username} (uid ${uid})`;
@@ -56,7 +56,12 @@ export function dataDirProblems(dataDir: string, keyPath = 'agent.dataDir'): { p
     if (!st.isDirectory()) return { problems: [{ path: keyPath, message: `${dir} is a ${kindOf(st)}, not a directory` }], line: '' };
     if (!writable(dir)) {
       return {
-        problems: [{ path: keyPath, message: `${dir} is not writable by ${user} (owner uid ${st.uid}, group ${groupName(st.gid)}, mode ${(st.mode & 0o777).toString(8)}): ${readOnlyHint(dir)}` }],
+        problems: [
+          {
+            path: keyPath,
+            message: `${dir} is not writable by ${user} (owner uid ${st.uid}, group ${groupName(st.gid)}, mode ${(st.mode & 0o777).toString(8)}): ${readOnlyHint(dir)}`,
+          },
+        ],
         line: '',
       };
     }
@@ -73,7 +78,10 @@ export function dataDirProblems(dataDir: string, keyPath = 'agent.dataDir'): { p
     }
   }
   if (!writable(parent)) {
-    return { problems: [{ path: keyPath, message: `${dir} does not exist and ${user} cannot create it (${parent} is not writable): ${readOnlyHint(parent)}` }], line: '' };
+    return {
+      problems: [{ path: keyPath, message: `${dir} does not exist and ${user} cannot create it (${parent} is not writable): ${readOnlyHint(parent)}` }],
+      line: '',
+    };
   }
   return { problems: [], line: `  data directory ${dir}: does not exist yet; ${user} can create it (door-agent does on start)\n` };
 }

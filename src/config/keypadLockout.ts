@@ -13,7 +13,7 @@ export const keypadLockoutSchema = z.strictObject({
 });
 export type KeypadLockoutKeys = z.output<typeof keypadLockoutSchema>;
 
-export const KEYPAD_LOCKOUT_DEFAULTS: KeypadLockoutPolicy = { failures: 5, windowSeconds: 900, lockoutSeconds: 60, maxLockoutSeconds: 900 };
+const KEYPAD_LOCKOUT_DEFAULTS: KeypadLockoutPolicy = { failures: 5, windowSeconds: 900, lockoutSeconds: 60, maxLockoutSeconds: 900 };
 
 /**
  * The agent's keypad policy (`access.keypadLockout`). A `doors[].keypadLockout` from before the lockout became
@@ -45,7 +45,9 @@ export function lockoutWarnings(
 ): string[] {
   const card = doors.flatMap((d, i) =>
     d.cardLockout.lockoutSeconds > MAX_CARD_LOCKOUT_SECONDS
-      ? [`doors[${i}].cardLockout.lockoutSeconds ${d.cardLockout.lockoutSeconds} is taken as ${MAX_CARD_LOCKOUT_SECONDS}: a card lockout never keeps a valid card out longer`]
+      ? [
+          `doors[${i}].cardLockout.lockoutSeconds ${d.cardLockout.lockoutSeconds} is taken as ${MAX_CARD_LOCKOUT_SECONDS}: a card lockout never keeps a valid card out longer`,
+        ]
       : [],
   );
   const moved = doors.flatMap((d, i) => (d.keypadLockout ? [`doors[${i}].keypadLockout`] : []));

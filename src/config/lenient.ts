@@ -51,9 +51,18 @@ export function relaysFromInvalidConfig(raw: Record<string, unknown> | undefined
     const pin = relay.pin;
     const failMode = d.failMode ?? 'secure';
     const activeLow = relay.activeLow ?? false;
-    if (typeof pin !== 'number' || !Number.isInteger(pin) || pin < 0 || pin > 63) return void skipped.push(`${label}: relay.pin is not a BCM pin number`);
-    if (failMode !== 'secure' && failMode !== 'safe') return void skipped.push(`${label}: failMode is neither secure nor safe, so its locked level is unknown`);
-    if (typeof activeLow !== 'boolean') return void skipped.push(`${label}: relay.activeLow is not true or false, so its locked level is unknown`);
+    if (typeof pin !== 'number' || !Number.isInteger(pin) || pin < 0 || pin > 63) {
+      skipped.push(`${label}: relay.pin is not a BCM pin number`);
+      return;
+    }
+    if (failMode !== 'secure' && failMode !== 'safe') {
+      skipped.push(`${label}: failMode is neither secure nor safe, so its locked level is unknown`);
+      return;
+    }
+    if (typeof activeLow !== 'boolean') {
+      skipped.push(`${label}: relay.activeLow is not true or false, so its locked level is unknown`);
+      return;
+    }
     relays.push({ label, pin, level: relayLevel('LOCKED', failMode, activeLow) });
   });
   return { gpio, relays, skipped };

@@ -4,8 +4,8 @@ import { isCalendarDate } from '../core/schedule.js';
 import { clockText, compileWeeklySchedule, skippedLocalMinutes, WEEKDAY_KEYS, type WeeklySchedule } from '../core/weeklySchedule.js';
 
 /** Limits: each level is compiled into per-door maps and each schedule into a 1,260-byte bitmap. */
-export const MAX_LEVELS = 1000;
-export const MAX_SCHEDULES = 500;
+const MAX_LEVELS = 1000;
+const MAX_SCHEDULES = 500;
 
 /** A calendar date, YYYY-MM-DD, that exists (2026-02-30 does not). */
 export const calendarDate = z.preprocess(
@@ -50,7 +50,10 @@ const levelSchema = z
     }
   });
 
-export const levelsSchema = z.array(levelSchema).max(MAX_LEVELS, `at most ${MAX_LEVELS.toLocaleString("en-US")} levels per agent`).default([]);
+export const levelsSchema = z
+  .array(levelSchema)
+  .max(MAX_LEVELS, `at most ${MAX_LEVELS.toLocaleString('en-US')} levels per agent`)
+  .default([]);
 
 type ConfigLevel = z.output<typeof levelSchema>;
 interface DoorRef {
@@ -67,7 +70,11 @@ function doorNameOf(door: DoorRef): string {
 function findDoor(doors: readonly DoorRef[], ref: string | number): DoorRef | undefined {
   if (typeof ref === 'number') return doors.find((d) => d.resourceId === ref);
   const lower = ref.toLowerCase();
-  return doors.find((d) => doorNameOf(d) === ref) ?? doors.find((d) => d.uuid.toLowerCase() === lower) ?? (/^\d+$/.test(ref) ? doors.find((d) => d.resourceId === Number(ref)) : undefined);
+  return (
+    doors.find((d) => doorNameOf(d) === ref) ??
+    doors.find((d) => d.uuid.toLowerCase() === lower) ??
+    (/^\d+$/.test(ref) ? doors.find((d) => d.resourceId === Number(ref)) : undefined)
+  );
 }
 
 /**
@@ -96,7 +103,11 @@ export function refineLevels(
   config.access.levels.forEach((level, i) => {
     const seen = names.get(level.name);
     if (level.name === 'every_door') {
-      ctx.addIssue({ code: 'custom', path: ['access', 'levels', i, 'name'], message: '"every_door" is the name of access.groups/policies (every door, always): choose another' });
+      ctx.addIssue({
+        code: 'custom',
+        path: ['access', 'levels', i, 'name'],
+        message: '"every_door" is the name of access.groups/policies (every door, always): choose another',
+      });
     } else if (seen !== undefined) ctx.addIssue({ code: 'custom', path: ['access', 'levels', i, 'name'], message: `same name as access.levels[${seen}]` });
     else names.set(level.name, i);
     level.doors.forEach((ref, j) => {
@@ -120,7 +131,11 @@ export function refineLevels(
 }
 
 /** Boundaries of a schedule that fall in a time the zone skips on that weekday: they would never happen that day. */
-function dstGapProblems(schedule: WeeklySchedule, gaps: ReturnType<typeof skippedLocalMinutes>, timeZone: string): Array<{ path: Array<string | number>; message: string }> {
+function dstGapProblems(
+  schedule: WeeklySchedule,
+  gaps: ReturnType<typeof skippedLocalMinutes>,
+  timeZone: string,
+): Array<{ path: Array<string | number>; message: string }> {
   const out: Array<{ path: Array<string | number>; message: string }> = [];
   WEEKDAY_KEYS.forEach((key, day) => {
     (schedule.spec[key] ?? []).forEach((text, index) => {
@@ -128,7 +143,10 @@ function dstGapProblems(schedule: WeeklySchedule, gaps: ReturnType<typeof skippe
       const start = Number(m[1]) * 60 + Number(m[2]);
       const end = Number(m[3]) * 60 + Number(m[4]);
       const endDay = end < start ? (day + 1) % 7 : day;
-      for (const [boundary, onDay] of [[start, day], [end, endDay]] as const) {
+      for (const [boundary, onDay] of [
+        [start, day],
+        [end, endDay],
+      ] as const) {
         const gap = gaps.find((g) => g.day === onDay && boundary > g.start && boundary < g.end);
         if (!gap) continue;
         out.push({

@@ -10,7 +10,7 @@ import { configLevels } from './levels.js';
 export const DEFAULT_CONFIG_PATH = '/etc/door-agent/config.yaml';
 
 /** A configuration is a few kilobytes; a larger file is refused before it is parsed (parsing costs memory). */
-export const MAX_CONFIG_BYTES = 1024 * 1024;
+const MAX_CONFIG_BYTES = 1024 * 1024;
 const MAX_ALIAS_COUNT = 100;
 
 function parseYaml(text: string, source: string): unknown {
@@ -18,7 +18,10 @@ function parseYaml(text: string, source: string): unknown {
   if (doc.errors.length > 0) {
     const problems: Problem[] = doc.errors.map((e) => {
       const pos = e.linePos?.[0];
-      return { path: pos ? `line ${pos.line}, column ${pos.col}` : 'YAML', message: (e.message.split('\n')[0] ?? e.code).replace(/ at line \d+, column \d+:?$/, '') };
+      return {
+        path: pos ? `line ${pos.line}, column ${pos.col}` : 'YAML',
+        message: (e.message.split('\n')[0] ?? e.code).replace(/ at line \d+, column \d+:?$/, ''),
+      };
     });
     throw new InputError(`${source} is not valid YAML`, problems, EXIT_INVALID_CONFIG);
   }
@@ -40,7 +43,14 @@ function agentOptions(parsed: Config): AgentOptions {
   const { agent, access, gpio, doors, mqtt, service } = parsed;
   return {
     agent,
-    access: { ...access, levels: configLevels(parsed), keypadLockout: keypadPolicy(access.keypadLockout, doors.map((d) => d.keypadLockout)) },
+    access: {
+      ...access,
+      levels: configLevels(parsed),
+      keypadLockout: keypadPolicy(
+        access.keypadLockout,
+        doors.map((d) => d.keypadLockout),
+      ),
+    },
     gpio,
     doors: doors.map((door) => ({ ...door, uuid: door.uuid.toLowerCase(), name: door.name ?? `Door ${door.resourceId}` })),
     ...(mqtt ? { mqtt } : {}),
@@ -66,7 +76,7 @@ export function parseConfig(text: string, source: string): AgentOptions {
   return agentOptions(result.data);
 }
 
-/** The reference service's view of a configuration file (its `server` and `mqtt` sections). */
+/** The reference service's view of a configuration file (its `server` and `mqtt` sections). @internal */
 export function parseServiceConfig(text: string, source: string): ServiceOptions {
   const result = serviceConfigSchema.safeParse(parseYaml(text, source));
   if (!result.success) {

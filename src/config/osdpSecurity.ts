@@ -19,9 +19,17 @@ interface OsdpLike {
 export function checkRequiredSecureChannel(reader: OsdpLike, i: number, ctx: z.RefinementCtx): void {
   if (reader.type !== 'osdp' || !reader.requireSecureChannel) return;
   if (!reader.scbkFile) {
-    ctx.addIssue({ code: 'custom', path: ['doors', i, 'reader', 'scbkFile'], message: 'requireSecureChannel is set but there is no scbkFile: the reader would run plain (give it a key: door-agent reader keyset)' });
+    ctx.addIssue({
+      code: 'custom',
+      path: ['doors', i, 'reader', 'scbkFile'],
+      message: 'requireSecureChannel is set but there is no scbkFile: the reader would run plain (give it a key: door-agent reader keyset)',
+    });
   } else if (reader.installMode) {
-    ctx.addIssue({ code: 'custom', path: ['doors', i, 'reader', 'installMode'], message: 'requireSecureChannel is set but installMode uses the public default key SCBK-D: set installMode: false' });
+    ctx.addIssue({
+      code: 'custom',
+      path: ['doors', i, 'reader', 'installMode'],
+      message: 'requireSecureChannel is set but installMode uses the public default key SCBK-D: set installMode: false',
+    });
   }
 }
 

@@ -9,7 +9,6 @@ export { EXIT_INVALID_CONFIG } from '../util/errors.js';
 
 export const DEFAULT_DATA_DIR = '/var/lib/door-agent';
 
-
 function isValidTimeZone(zone: string): boolean {
   try {
     new Intl.DateTimeFormat('en-US', { timeZone: zone });
@@ -53,7 +52,7 @@ const serviceSchema = z.strictObject({
 });
 
 /** A calendar date, YYYY-MM-DD, that exists (2026-02-30 does not). */
-export const holidayDate = calendarDate;
+const holidayDate = calendarDate;
 
 /** access.responders: still admitted during a lockdown; everyDoor: at every door, whatever their levels say. */
 const respondersSchema = z
@@ -152,11 +151,11 @@ export const gpioSchema = z.discriminatedUnion('driver', [
 ]);
 
 /** The reference service's own section (`door-agent service`); it shares the file and the mqtt section. */
-export const serverSchema = z
+const serverSchema = z
   .strictObject({
     listen: z
       .string()
-      .regex(/^[A-Za-z0-9.\-\[\]:]+:\d{1,5}$/, 'expected HOST:PORT, e.g. 127.0.0.1:8080')
+      .regex(/^[A-Za-z0-9.\-[\]:]+:\d{1,5}$/, 'expected HOST:PORT, e.g. 127.0.0.1:8080')
       .default('127.0.0.1:8080'),
     dataDir: z.string().min(1).default('/var/lib/door-agent-service'),
     lockReplyTimeoutSeconds: seconds(1, 120).default(5),
@@ -183,7 +182,11 @@ export const serverSchema = z
   })
   .superRefine((server, ctx) => {
     if (server.headersTimeoutSeconds > server.requestTimeoutSeconds) {
-      ctx.addIssue({ code: 'custom', path: ['headersTimeoutSeconds'], message: `must not be longer than requestTimeoutSeconds (${server.requestTimeoutSeconds})` });
+      ctx.addIssue({
+        code: 'custom',
+        path: ['headersTimeoutSeconds'],
+        message: `must not be longer than requestTimeoutSeconds (${server.requestTimeoutSeconds})`,
+      });
     }
     const ids = new Map<number, number>();
     const uuids = new Map<string, number>();

@@ -88,10 +88,18 @@ export function compileLevels(levels: readonly AccessLevel[], doorUuids: readonl
   return { levels, byDoor, everyDoor, anyGroup, anyPolicy };
 }
 
-const ORDER: readonly LevelRefusal[] = ['clock_untrusted', 'not_authorized', 'wrong_door', 'level_not_yet_valid', 'level_expired', 'holiday', 'outside_schedule'];
+const ORDER: readonly LevelRefusal[] = [
+  'clock_untrusted',
+  'not_authorized',
+  'wrong_door',
+  'level_not_yet_valid',
+  'level_expired',
+  'holiday',
+  'outside_schedule',
+];
 
 /** Whether a level is in force at `t` (null), or why not. */
-export function levelInForce(level: AccessLevel, t: LevelTime): LevelRefusal | null {
+function levelInForce(level: AccessLevel, t: LevelTime): LevelRefusal | null {
   const timeBound = level.schedule !== null || level.fromDate !== undefined || level.untilDate !== undefined || level.startAt != null || level.endAt != null;
   if (!timeBound) return null;
   if (!t.clockTrusted) return 'clock_untrusted';
@@ -154,7 +162,12 @@ export interface LevelExplanation {
 export function describeLevel(level: AccessLevel, doorName: (uuid: string) => string): string {
   const where = level.doors === 'all' ? 'every door' : level.doors.map(doorName).join(', ') || 'no door of this agent';
   const group = level.resourceGroup ? ` (resource group ${level.resourceGroup})` : '';
-  const when = level.schedule === null ? 'always' : level.scheduleName ? `schedule ${level.scheduleName}: ${describeSchedule(level.schedule)}` : describeSchedule(level.schedule);
+  const when =
+    level.schedule === null
+      ? 'always'
+      : level.scheduleName
+        ? `schedule ${level.scheduleName}: ${describeSchedule(level.schedule)}`
+        : describeSchedule(level.schedule);
   const dates: string[] = [];
   if (level.fromDate) dates.push(`from ${level.fromDate}`);
   if (level.untilDate) dates.push(`until ${level.untilDate}`);
@@ -190,9 +203,7 @@ export function explainLevels(index: LevelIndex, doorUuid: string, user: UserMem
 
 /** The levels covering a door, and whether each is in force at `t` (status). */
 export function levelsAtDoor(index: LevelIndex, doorUuid: string, t: LevelTime): Array<{ level: AccessLevel; refusal: LevelRefusal | null }> {
-  return index.levels
-    .filter((level) => level.doors === 'all' || level.doors.includes(doorUuid))
-    .map((level) => ({ level, refusal: levelInForce(level, t) }));
+  return index.levels.filter((level) => level.doors === 'all' || level.doors.includes(doorUuid)).map((level) => ({ level, refusal: levelInForce(level, t) }));
 }
 
 export const LEVEL_REFUSAL_TEXT = REFUSAL_TEXT;

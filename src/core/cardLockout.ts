@@ -42,11 +42,7 @@ export function isCardLockedOut(state: CardLockoutState, now: number, policy: Ca
 }
 
 /** A refused card or token (not during a lockout): counted; returns whether it started a lockout. */
-export function recordCardFailure(
-  state: CardLockoutState,
-  now: number,
-  policy: CardLockoutPolicy,
-): { state: CardLockoutState; lockoutStarted: boolean } {
+export function recordCardFailure(state: CardLockoutState, now: number, policy: CardLockoutPolicy): { state: CardLockoutState; lockoutStarted: boolean } {
   if (isCardLockedOut(state, now, policy)) return { state, lockoutStarted: false };
   const windowStart = now - policy.windowSeconds * 1000;
   const failures = [...state.failures.filter((t) => t > windowStart), now];

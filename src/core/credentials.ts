@@ -23,11 +23,12 @@ export function normalizeCardNumber(raw: string, format: CardFormat): string | n
   return DECIMAL.test(raw) ? stripLeadingZeros(raw) : null;
 }
 
-/** A PIN is a string of digits: leading zeros count (0123 is not 123). */
+/** A PIN is a string of digits: leading zeros count (0123 is not 123). @internal */
 export function normalizePin(raw: string): string | null {
   return PIN.test(raw) ? raw : null;
 }
 
+/** @internal */
 export function isWellFormedToken(raw: string): boolean {
   return TOKEN.test(raw);
 }

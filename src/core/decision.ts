@@ -152,11 +152,23 @@ function credentialDatesVerdict(holder: Holder, now: number): DenyReason | null 
 /** The moment as the access levels see it (local minute of the week, date, holiday, clock trusted). */
 export function levelTime(now: number, ctx: Pick<DecisionContext, 'localTime' | 'holidays'>): LevelTime {
   const local = ctx.localTime(now);
-  return { now, minuteOfWeek: local.weekday * 1440 + local.minuteOfDay, date: local.date, holiday: ctx.holidays.has(local.date), clockTrusted: isClockTrusted(now) };
+  return {
+    now,
+    minuteOfWeek: local.weekday * 1440 + local.minuteOfDay,
+    date: local.date,
+    holiday: ctx.holidays.has(local.date),
+    clockTrusted: isClockTrusted(now),
+  };
 }
 
 /** A user's verdict, and the level that admits them. `everyDoor`: a responder in a lockdown, admitted at any door. */
-function userVerdict(user: UserHolder, req: DecisionRequest, ctx: DecisionContext, t: () => LevelTime, everyDoor: boolean): { reason: DenyReason | null; level?: string } {
+function userVerdict(
+  user: UserHolder,
+  req: DecisionRequest,
+  ctx: DecisionContext,
+  t: () => LevelTime,
+  everyDoor: boolean,
+): { reason: DenyReason | null; level?: string } {
   if (user.adStatus !== 'ACTIVE') return { reason: 'user_suspended' };
   const dates = credentialDatesVerdict(user, req.now);
   if (dates !== null) return { reason: dates };

@@ -34,7 +34,7 @@ export interface DirectoryFindings {
 export const MAX_LISTED = 100;
 const NO_LABEL = '(no label)';
 
-/** The PIN a holder of `pin` would type under duress: the rule applied to the last digit (9 + 1 wraps to 0). */
+/** The PIN a holder of `pin` would type under duress: the rule applied to the last digit (9 + 1 wraps to 0). @internal */
 export function duressPinOf(pin: string, rule: DuressRule): string | null {
   if (rule === 'off' || !/^\d+$/.test(pin)) return null;
   const last = Number(pin[pin.length - 1]);
@@ -89,7 +89,9 @@ export class DirectoryScan {
     const ids = (kind: string) => [...involved].filter((k) => k.startsWith(`${kind}:`)).map((k) => k.slice(kind.length + 1));
     return {
       count,
-      emailIds: ids('user').map(Number).sort((a, b) => a - b),
+      emailIds: ids('user')
+        .map(Number)
+        .sort((a, b) => a - b),
       magicLinkIds: ids('link').sort(),
     };
   }

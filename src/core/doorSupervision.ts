@@ -70,11 +70,7 @@ export function heldOpenDueAt(state: SupervisionState, settings: SupervisionSett
   return state.openedAt + settings.heldOpenMs;
 }
 
-export function tick(
-  state: SupervisionState,
-  now: number,
-  settings: SupervisionSettings,
-): { state: SupervisionState; events: SupervisionEvent[] } {
+export function tick(state: SupervisionState, now: number, settings: SupervisionSettings): { state: SupervisionState; events: SupervisionEvent[] } {
   const due = heldOpenDueAt(state, settings);
   if (due === null || now < due) return { state, events: [] };
   return { state: { ...state, heldOpenReported: true }, events: ['door_held_open'] };

@@ -29,7 +29,7 @@ export function isLockedOut(state: KeypadState, now: number): boolean {
   return state.lockedUntil !== null && now < state.lockedUntil;
 }
 
-/** How long the lockout after `streak` lockouts in a row lasts, ms. */
+/** How long the lockout after `streak` lockouts in a row lasts, ms. @internal */
 export function lockoutLengthMs(policy: KeypadLockoutPolicy, streak: number): number {
   return Math.min(policy.lockoutSeconds * 2 ** Math.min(streak, 30), Math.max(policy.maxLockoutSeconds, policy.lockoutSeconds)) * 1000;
 }

@@ -41,11 +41,7 @@ export function lockedState(cause: string): LockState {
  * from the request (a hold-open becomes an unlock of maxUnlockSeconds). A later unlock extends the deadline,
  * never shortens it, and never turns a hold-open into a timed unlock (nor changes the hold's cause).
  */
-export function unlock(
-  current: LockState,
-  request: { now: number; seconds: number | null; cause: string },
-  limits: LockLimits,
-): LockState {
+export function unlock(current: LockState, request: { now: number; seconds: number | null; cause: string }, limits: LockLimits): LockState {
   const { now, seconds, cause } = request;
   if (seconds !== null && !(Number.isInteger(seconds) && seconds >= 1 && seconds <= MAX_UNLOCK_SECONDS)) {
     throw new RangeError(`unlock seconds must be an integer from 1 to ${MAX_UNLOCK_SECONDS} (got ${seconds})`);
@@ -106,7 +102,7 @@ export function resume(
   clock: { wallNow: number; monoNow: number; wallTrusted: boolean; synchronized: boolean },
   limits: LockLimits,
 ): LockState {
-  if (!persisted || persisted.state !== 'UNLOCKED') return lockedState('start');
+  if (persisted?.state !== 'UNLOCKED') return lockedState('start');
   const { wallNow, monoNow, wallTrusted } = clock;
   const cap = limits.maxUnlockSeconds > 0 ? limits.maxUnlockSeconds * 1000 : Infinity;
   const elapsed = persisted.unlockedSince === null ? 0 : Math.max(0, wallNow - persisted.unlockedSince);

@@ -102,7 +102,15 @@ export function zonedInstant(timeZone: string, date: string, minuteOfDay: number
   if (!isCalendarDate(date)) return null;
   const [y, m, d] = date.split('-').map(Number) as [number, number, number];
   const wallAsUtc = Date.UTC(y, m - 1, d, Math.floor(minuteOfDay / 60), minuteOfDay % 60);
-  const format = new Intl.DateTimeFormat('en-US', { timeZone, hourCycle: 'h23', year: 'numeric', month: 'numeric', day: 'numeric', hour: 'numeric', minute: 'numeric' });
+  const format = new Intl.DateTimeFormat('en-US', {
+    timeZone,
+    hourCycle: 'h23',
+    year: 'numeric',
+    month: 'numeric',
+    day: 'numeric',
+    hour: 'numeric',
+    minute: 'numeric',
+  });
   const offsetAt = (ms: number) => {
     const p: Record<string, number> = {};
     for (const part of format.formatToParts(ms)) p[part.type] = Number(part.value);

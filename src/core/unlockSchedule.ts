@@ -38,12 +38,12 @@ export interface ScheduleState {
 }
 
 const QUARTER_MS = 15 * 60 * 1000;
-/** How far ahead the next change is looked for (and back for the start of a run). */
+/** How far ahead the next change is looked for (and back for the start of a run). @internal */
 export const LOOKAHEAD_MS = 8 * 24 * 3600 * 1000;
 
 type LocalTimeOf = (epochMs: number) => LocalTime;
 
-/** Whether the schedule's hours include this instant (a holiday has none). */
+/** Whether the schedule's hours include this instant (a holiday has none). @internal */
 export function inScheduleHours(schedule: UnlockSchedule, at: number, localTime: LocalTimeOf): boolean {
   const local = localTime(at);
   return !schedule.holidays.has(local.date) && scheduleAllows(schedule.hours, local);
@@ -53,7 +53,7 @@ function quarterStart(at: number): number {
   return Math.floor(at / QUARTER_MS) * QUARTER_MS;
 }
 
-/** The next instant after `at` where inScheduleHours differs from its value at `at`, or null within the lookahead. */
+/** The next instant after `at` where inScheduleHours differs from its value at `at`, or null within the lookahead. @internal */
 export function nextScheduleChange(schedule: UnlockSchedule, at: number, localTime: LocalTimeOf): number | null {
   const now = inScheduleHours(schedule, at, localTime);
   for (let t = quarterStart(at) + QUARTER_MS; t <= at + LOOKAHEAD_MS; t += QUARTER_MS) {
@@ -66,6 +66,7 @@ export function nextScheduleChange(schedule: UnlockSchedule, at: number, localTi
  * The start of the run of hours containing `at` (it is in hours). A run longer than the lookahead (a schedule
  * open all week) is taken to start each local midnight: a lock by hand then lasts the day, and first-person-in
  * is needed each day.
+ * @internal
  */
 export function runStartOf(schedule: UnlockSchedule, at: number, localTime: LocalTimeOf): number {
   let start = quarterStart(at);
@@ -87,6 +88,7 @@ function localDayStart(at: number, localTime: LocalTimeOf): number {
 /**
  * Whether first-person-in has armed the schedule at `at`: a first person was granted during the current run of
  * hours, or earlier on the same local date during the hours (the rest of that day's hours follow on their own).
+ * @internal
  */
 export function firstPersonArmed(firstPersonAt: number | null, runStart: number, at: number, localTime: LocalTimeOf): boolean {
   if (firstPersonAt === null || firstPersonAt > at) return false;

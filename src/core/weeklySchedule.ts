@@ -7,7 +7,6 @@
 
 export const WEEKDAY_KEYS = ['sun', 'mon', 'tue', 'wed', 'thu', 'fri', 'sat'] as const;
 export type WeekdayKey = (typeof WEEKDAY_KEYS)[number];
-export const WEEKDAY_NAMES = ['Sunday', 'Monday', 'Tuesday', 'Wednesday', 'Thursday', 'Friday', 'Saturday'] as const;
 
 export type HolidayRule = 'closed' | 'open';
 
@@ -29,7 +28,7 @@ export interface ScheduleProblem {
 }
 
 const MINUTES_PER_DAY = 24 * 60;
-export const MINUTES_PER_WEEK = 7 * MINUTES_PER_DAY;
+const MINUTES_PER_WEEK = 7 * MINUTES_PER_DAY;
 const RANGE = /^(\d{2}):(\d{2})-(\d{2}):(\d{2})$/;
 
 /** A parsed range: minutes from its weekday's midnight; end > MINUTES_PER_DAY runs into the next day. */
@@ -107,7 +106,12 @@ export function compileWeeklySchedule(spec: unknown): { schedule: WeeklySchedule
   const segments = ranges.flatMap((range) => {
     const from = range.day * MINUTES_PER_DAY + range.start;
     const to = range.day * MINUTES_PER_DAY + range.end;
-    return to > MINUTES_PER_WEEK ? [{ from, to: MINUTES_PER_WEEK, range }, { from: 0, to: to - MINUTES_PER_WEEK, range }] : [{ from, to, range }];
+    return to > MINUTES_PER_WEEK
+      ? [
+          { from, to: MINUTES_PER_WEEK, range },
+          { from: 0, to: to - MINUTES_PER_WEEK, range },
+        ]
+      : [{ from, to, range }];
   });
   segments.sort((a, b) => a.from - b.from || a.to - b.to);
   const clashing = new Set<ParsedRange>();
@@ -115,7 +119,10 @@ export function compileWeeklySchedule(spec: unknown): { schedule: WeeklySchedule
   for (const segment of segments) {
     if (reach && segment.from < reach.to && segment.range !== reach.range && !clashing.has(segment.range)) {
       // Reported on the later range, naming the one it runs into.
-      const [later, earlier] = segment.range.day * 10_000 + segment.range.index >= reach.range.day * 10_000 + reach.range.index ? [segment.range, reach.range] : [reach.range, segment.range];
+      const [later, earlier] =
+        segment.range.day * 10_000 + segment.range.index >= reach.range.day * 10_000 + reach.range.index
+          ? [segment.range, reach.range]
+          : [reach.range, segment.range];
       clashing.add(later);
       problems.push({
         path: [WEEKDAY_KEYS[later.day]!, later.index],

@@ -194,7 +194,7 @@ export class WiegandDecoder {
   }
 }
 
-/** The bits of a card frame of `format` carrying `data` (parity added): for simulators, tests and the bench. */
+/** The bits of a card frame of `format` carrying `data` (parity added): for simulators, tests and the bench. @internal */
 export function encodeCard(data: bigint, format: 26 | 34 | 37): number[] {
   const layout = LAYOUTS[format];
   const dataBits = format - 2;
@@ -207,7 +207,7 @@ export function encodeCard(data: bigint, format: 26 | 34 | 37): number[] {
   return bits;
 }
 
-/** The bits a keypad sends for `key` ('0'-'9', '*', '#'): 4-bit, or 8-bit with the complement nibble. */
+/** The bits a keypad sends for `key` ('0'-'9', '*', '#'): 4-bit, or 8-bit with the complement nibble. @internal */
 export function encodeKey(key: string, width: 4 | 8): number[] {
   const value = KEYS.indexOf(key);
   if (key.length !== 1 || value < 0) throw new RangeError(`not a keypad key: ${JSON.stringify(key)}`);
@@ -215,8 +215,12 @@ export function encodeKey(key: string, width: 4 | 8): number[] {
   return width === 4 ? nibble(value) : [...nibble(~value & 0xf), ...nibble(value)];
 }
 
-/** The edges a reader puts on D0/D1 for `bits`, starting at `startUs`: a low pulse per bit, `intervalUs` apart. */
-export function edgesOf(bits: readonly number[], startUs: number, wire: { pulseUs: number; intervalUs: number } = { pulseUs: 50, intervalUs: 1000 }): WiegandEdge[] {
+/** The edges a reader puts on D0/D1 for `bits`, starting at `startUs`: a low pulse per bit, `intervalUs` apart. @internal */
+export function edgesOf(
+  bits: readonly number[],
+  startUs: number,
+  wire: { pulseUs: number; intervalUs: number } = { pulseUs: 50, intervalUs: 1000 },
+): WiegandEdge[] {
   return bits.flatMap((bit, i): WiegandEdge[] => {
     const line: WiegandLine = bit === 1 ? 'd1' : 'd0';
     const at = startUs + i * wire.intervalUs;

@@ -16,7 +16,7 @@ import { claimDemoDir } from './demoDir.js';
 import { formatEvent } from './narrator.js';
 import { listenLoopback, onPreferredPort } from './ports.js';
 
-export const DEMO_DOOR = '6f1c2a0e-8d0b-4a57-9d43-1f2e3a4b5c6d';
+const DEMO_DOOR = '6f1c2a0e-8d0b-4a57-9d43-1f2e3a4b5c6d';
 
 export interface DemoHandle {
   stop(): Promise<void>;
@@ -57,7 +57,13 @@ function stdinReader(input: NodeJS.ReadableStream): PortFactory {
  * reference service seeded with a demo organization, a door agent on simulated GPIO synced from it, and the
  * terminal as the card reader.
  */
-export async function startDemo(options: { dir: string; out: (text: string) => void; input: NodeJS.ReadableStream; clock: Clock; timers: Timers }): Promise<DemoHandle> {
+export async function startDemo(options: {
+  dir: string;
+  out: (text: string) => void;
+  input: NodeJS.ReadableStream;
+  clock: Clock;
+  timers: Timers;
+}): Promise<DemoHandle> {
   const { out } = options;
   const dir = resolve(options.dir);
   claimDemoDir(dir, new Date(options.clock.wallNow()));
@@ -75,26 +81,49 @@ export async function startDemo(options: { dir: string; out: (text: string) => v
   // 2. The reference service with a demo organization (its own composition root, as `door-agent service`).
   const quiet = pino({ level: 'warn' }, pino.destination({ dest: join(dir, 'demo.log'), sync: true }));
   // aedes speaks MQTT 3.1.1.
-  const mqttOptions = { url: mqttUrl, topicPrefix: 'door-agent', commandMaxAgeSeconds: 30, maxGuestLinks: 500, guestLinkMaxAgeSeconds: 7 * 86_400, futureSkewSeconds: 300, retainedMaxAgeSeconds: 3 * 86_400, keepaliveSeconds: 15, protocolVersion: 4 as const, homeAssistant: { discovery: true, prefix: 'homeassistant' } };
+  const mqttOptions = {
+    url: mqttUrl,
+    topicPrefix: 'door-agent',
+    commandMaxAgeSeconds: 30,
+    maxGuestLinks: 500,
+    guestLinkMaxAgeSeconds: 7 * 86_400,
+    futureSkewSeconds: 300,
+    retainedMaxAgeSeconds: 3 * 86_400,
+    keepaliveSeconds: 15,
+    protocolVersion: 4 as const,
+    homeAssistant: { discovery: true, prefix: 'homeassistant' },
+  };
   const server = (port: number) => ({
     listen: `127.0.0.1:${port}`,
     dataDir: join(dir, 'service'),
     lockReplyTimeoutSeconds: 5,
     resources: [{ resourceId: 12, uuid: DEMO_DOOR, type: 'DOOR' as const, name: 'Front door' }],
   });
-  const serviceStart = await onPreferredPort(8080, (port) => startService({ server: server(port), mqtt: mqttOptions }, { clock: options.clock, logger: quiet, env: {} }));
+  const serviceStart = await onPreferredPort(8080, (port) =>
+    startService({ server: server(port), mqtt: mqttOptions }, { clock: options.clock, logger: quiet, env: {} }),
+  );
   const service = serviceStart.started;
   const key = new ApiKeys(service.db).create('ADMIN', 0, options.clock.wallNow());
   const base = service.url;
   const call = async (method: string, path: string, body: unknown) => {
-    const res = await fetch(`${base}${path}`, { method, headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' }, body: JSON.stringify(body) });
+    const res = await fetch(`${base}${path}`, {
+      method,
+      headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+      body: JSON.stringify(body),
+    });
     return (await res.json()) as Record<string, unknown>;
   };
   const staff = await call('POST', '/groups', { type: 'users', name: 'Staff', add_ids: [] });
   await call('POST', '/groups', { type: 'users', name: 'Contractors', add_ids: [] });
   const invited = await call('POST', '/invites', {
     emails: ['alice@example.org', 'bob@example.org'],
-    smartcards: [[{ number: '4213578', label: 'badge' }, { number: '1234', label: 'PIN' }], [{ number: '4213579', label: 'badge' }]],
+    smartcards: [
+      [
+        { number: '4213578', label: 'badge' },
+        { number: '1234', label: 'PIN' },
+      ],
+      [{ number: '4213579', label: 'badge' }],
+    ],
     groups: [{ id: staff.group_id, name: 'Staff' }],
     no_email: true,
   });
@@ -102,8 +131,12 @@ export async function startDemo(options: { dir: string; out: (text: string) => v
   await call('PUT', '/togglesuspension', { email_id: (invited.add_ids as number[])[1] });
   const weekdays = [[], [[9, 17]], [[9, 17]], [[9, 17]], [[9, 17]], [[9, 17]], []];
   const link = await call('POST', '/magiclinkadmin', {
-    email_list: ['carol@example.org'], resource_id_list: [12], name: 'Carol visiting', time_mapping: weekdays,
-    smartcards: [{ number: '7700001', label: 'visitor card' }], send_email: false,
+    email_list: ['carol@example.org'],
+    resource_id_list: [12],
+    name: 'Carol visiting',
+    time_mapping: weekdays,
+    smartcards: [{ number: '7700001', label: 'visitor card' }],
+    send_email: false,
   });
 
   // 3. The door agent on simulated GPIO, synced from the service, the terminal as its reader.
@@ -121,7 +154,11 @@ doors:
   );
   const env = { DOOR_AGENT_API_KEY: key };
   const agentDb = openDatabase(cachePath(config.agent.dataDir));
-  await syncOnce(agentDb, createServiceClient(config.service!, env, config.agent.dataDir), { concurrency: 4, maxRemovalRatio: null, now: () => options.clock.wallNow() });
+  await syncOnce(agentDb, createServiceClient(config.service!, env, config.agent.dataDir), {
+    concurrency: 4,
+    maxRemovalRatio: null,
+    now: () => options.clock.wallNow(),
+  });
   agentDb.close();
   const narrator = new Writable({
     write(chunk: Buffer, _enc, done) {

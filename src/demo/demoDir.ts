@@ -2,7 +2,7 @@ import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, s
 import { join } from 'node:path';
 import { DoorAgentError } from '../util/errors.js';
 
-/** The file that marks a directory as the demo's own: only such a directory is ever emptied. */
+/** The file that marks a directory as the demo's own: only such a directory is ever emptied. @internal */
 export const DEMO_MARKER = '.door-agent-demo';
 
 interface Marker {
@@ -58,14 +58,18 @@ export function claimDemoDir(dir: string, now: Date): void {
   const markerPath = join(dir, DEMO_MARKER);
   if (existsSync(dir)) {
     if (!statSync(dir).isDirectory()) {
-      throw new DoorAgentError(`demo: ${dir} exists and is not a directory; nothing was touched. Give the demo another place: door-agent demo --dir <new or empty directory>`);
+      throw new DoorAgentError(
+        `demo: ${dir} exists and is not a directory; nothing was touched. Give the demo another place: door-agent demo --dir <new or empty directory>`,
+      );
     }
     const entries = readdirSync(dir);
     if (entries.length > 0) {
       const marker = readMarker(markerPath);
       if (marker === null) {
         // A demo before the marker left these same names: say so, and leave the removal to the person.
-        const earlier = entries.every((e) => EARLIER_DEMO.has(e)) ? ` If it is an earlier demo's directory, remove it yourself (rm -r ${dir}) and start again.` : '';
+        const earlier = entries.every((e) => EARLIER_DEMO.has(e))
+          ? ` If it is an earlier demo's directory, remove it yourself (rm -r ${dir}) and start again.`
+          : '';
         throw new DoorAgentError(
           `demo: ${dir} is not empty and was not made by the demo (it has no ${DEMO_MARKER} file), so the demo will not reset it; nothing was touched. ` +
             `Give the demo another place: door-agent demo --dir <new or empty directory> (or DOOR_AGENT_DEMO_DIR).${earlier}`,

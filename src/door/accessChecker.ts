@@ -52,7 +52,7 @@ function withValidity(result: AccessResult, holders: readonly Holder[]): AccessR
   return result;
 }
 
-export function memberPolicy(policy: MemberPolicy): AccessPolicy {
+function memberPolicy(policy: MemberPolicy): AccessPolicy {
   return { groups: new Set(policy.groups), policies: new Set(policy.policies) };
 }
 
@@ -146,8 +146,7 @@ export class AccessChecker {
     const normalized = request.credential;
     // A short "card" is most likely a PIN sent as a card line, and a PIN under the minimum length never opens:
     // both are refused without a lookup.
-    const tooShort =
-      kind === 'card' ? normalized.length < this.minCardDigits : kind === 'pin' && normalized.length < this.minPinLength;
+    const tooShort = kind === 'card' ? normalized.length < this.minCardDigits : kind === 'pin' && normalized.length < this.minPinLength;
     const holders = tooShort ? [] : this.holdersOf(kind, normalized, door);
     const hint = credentialHint(normalized, kind);
     const result: AccessResult = withValidity({ ...this.decideFor(request, holders, tooShort), door: door.uuid, kind, hint }, holders);
@@ -160,7 +159,10 @@ export class AccessChecker {
     const owners = this.holdersOf('pin', original, door);
     if (owners.length === 0) return result;
     // Decided as the owner's own PIN (lockdown, lockout, schedule alike): a guesser learns nothing more.
-    const duress: AccessResult = withValidity({ ...this.decideFor(request, owners, false), door: door.uuid, kind, hint, duress: true, duressHolders: owners.map(refOf) }, owners);
+    const duress: AccessResult = withValidity(
+      { ...this.decideFor(request, owners, false), door: door.uuid, kind, hint, duress: true, duressHolders: owners.map(refOf) },
+      owners,
+    );
     if (duress.granted) this.nameWho(duress);
     return duress;
   }
@@ -178,7 +180,8 @@ export class AccessChecker {
     return this.holdersOf(kind, normalized, door).flatMap((holder) => {
       if (holder.kind !== 'user') return [];
       const levels = explainLevels(this.context.levels, door.uuid, holder, t, doorName).map((e) => e.text);
-      if (levels.length === 0) levels.push(`holds no access level (groups: ${holder.groups.join(', ') || 'none'}; policies: ${holder.policies.join(', ') || 'none'})`);
+      if (levels.length === 0)
+        levels.push(`holds no access level (groups: ${holder.groups.join(', ') || 'none'}; policies: ${holder.policies.join(', ') || 'none'})`);
       return [{ holder: refOf(holder), name: this.cache.userName(holder.emailId), levels }];
     });
   }
@@ -233,7 +236,10 @@ export class AccessChecker {
   private firstPersonPolicy(door: DoorOptions): AccessPolicy | undefined {
     if (!door.firstPersonIn) return undefined;
     let policy = this.firstPersonIn.get(door.uuid);
-    if (!policy) this.firstPersonIn.set(door.uuid, (policy = memberPolicy(door.firstPersonIn)));
+    if (!policy) {
+      policy = memberPolicy(door.firstPersonIn);
+      this.firstPersonIn.set(door.uuid, policy);
+    }
     return policy;
   }
 }

@@ -152,7 +152,9 @@ export class CredentialFlow {
    */
   private isGuess(kind: CredentialKind, credential: string): boolean {
     try {
-      return countsAsGuess(this.deps.checker.checkPresented({ door: this.door, kind, credential, now: this.deps.clock.wallNow(), lockdown: this.deps.lockdown?.() ?? false }));
+      return countsAsGuess(
+        this.deps.checker.checkPresented({ door: this.door, kind, credential, now: this.deps.clock.wallNow(), lockdown: this.deps.lockdown?.() ?? false }),
+      );
     } catch {
       return true; // the cache cannot be read: the lockout runs its course
     }
@@ -190,7 +192,8 @@ export class CredentialFlow {
       const matches =
         normalizeCardNumber(pinDigits, 'decimal') !== cardNumber &&
         result.holders.some(
-          (h) => h.reason === null && ('email_id' in h.holder ? pending.emailIds.includes(h.holder.email_id) : pending.linkIds.includes(h.holder.magic_link_id)),
+          (h) =>
+            h.reason === null && ('email_id' in h.holder ? pending.emailIds.includes(h.holder.email_id) : pending.linkIds.includes(h.holder.magic_link_id)),
         );
       if (matches) return this.grant(result, { kind: 'card_and_pin', card_hint: pending.hint });
       this.lockouts.failed('pin');

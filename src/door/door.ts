@@ -151,7 +151,11 @@ export class Door implements Component {
     };
     if (door.contact) runtime.initialContact(watch(door.contact, door.contact.openLevel, (open) => runtime.onContact(open)));
     if (door.exitButton) watch(door.exitButton, door.exitButton.activeLevel, (pressed) => runtime.onExitButton(pressed));
-    if (door.tamper) runtime.onTamper(watch(door.tamper, door.tamper.activeLevel, (open) => runtime.onTamper(open)), true);
+    if (door.tamper)
+      runtime.onTamper(
+        watch(door.tamper, door.tamper.activeLevel, (open) => runtime.onTamper(open)),
+        true,
+      );
     // After the inputs: the schedule may unlock the door at once, and the exit button and contact must be watched.
     this.scheduler?.start();
     if (door.reader) {

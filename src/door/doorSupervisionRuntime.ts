@@ -82,12 +82,7 @@ export class DoorSupervisionRuntime {
 
   onContact(open: boolean): void {
     const lock = this.deps.controller.snapshot();
-    const { state, events } = supervision.contactChanged(
-      this.door_,
-      open,
-      { now: this.deps.clock.monoNow(), lock: lock.state },
-      this.settings,
-    );
+    const { state, events } = supervision.contactChanged(this.door_, open, { now: this.deps.clock.monoNow(), lock: lock.state }, this.settings);
     this.door_ = state;
     for (const type of events) this.record(type);
     if (events.length > 0) this.deps.onDoorChange?.();
@@ -109,14 +104,17 @@ export class DoorSupervisionRuntime {
     this.heldTimer = null;
     const due = supervision.heldOpenDueAt(this.door_, this.settings);
     if (due === null) return;
-    this.heldTimer = this.deps.timers.setTimeout(() => {
-      this.heldTimer = null;
-      const { state, events } = supervision.tick(this.door_, this.deps.clock.monoNow(), this.settings);
-      this.door_ = state;
-      for (const type of events) this.record(type, { seconds: this.door.heldOpenSeconds });
-      if (events.length > 0) this.deps.logger.warn('door held open');
-      this.scheduleHeldOpen();
-    }, Math.max(0, due - this.deps.clock.monoNow()));
+    this.heldTimer = this.deps.timers.setTimeout(
+      () => {
+        this.heldTimer = null;
+        const { state, events } = supervision.tick(this.door_, this.deps.clock.monoNow(), this.settings);
+        this.door_ = state;
+        for (const type of events) this.record(type, { seconds: this.door.heldOpenSeconds });
+        if (events.length > 0) this.deps.logger.warn('door held open');
+        this.scheduleHeldOpen();
+      },
+      Math.max(0, due - this.deps.clock.monoNow()),
+    );
   }
 
   stop(): void {

@@ -3,8 +3,8 @@ import { BurstSummarizer } from '../util/burstSummarizer.js';
 import type { Timers } from '../util/clock.js';
 
 /** A flood's interval: at most one summary per event type and door per minute. */
-export const FLOOD_INTERVAL_MS = 60_000;
-/** Events of one type a door records one by one per interval before the rest are summarized (a busy door's passages stay exact). */
+const FLOOD_INTERVAL_MS = 60_000;
+/** Events of one type a door records one by one per interval before the rest are summarized (a busy door's passages stay exact). @internal */
 export const FLOOD_BURST = 10;
 
 /**
@@ -12,7 +12,7 @@ export const FLOOD_BURST = 10;
  * tamper switch, a device answering the reader's polls, a reader unplugged and plugged again. Never the
  * decisions, and never `duress`: a duress alarm is always recorded and published on its own.
  */
-export const FLOODABLE: ReadonlySet<EventType> = new Set<EventType>([
+const FLOODABLE: ReadonlySet<EventType> = new Set<EventType>([
   'door_opened',
   'door_closed',
   'door_forced',

@@ -6,7 +6,7 @@ import type { ServiceLevels } from '../store/serviceLevels.js';
 import type { AccessOptions, DoorOptions } from './options.js';
 
 /** The name of the level access.groups/policies stand for: every door, always. */
-export const EVERY_DOOR_LEVEL = 'every_door';
+const EVERY_DOOR_LEVEL = 'every_door';
 
 export interface LevelSet {
   index: LevelIndex;
@@ -66,5 +66,12 @@ export function buildLevelSet(access: AccessOptions, doors: readonly DoorOptions
     if (configNames.has(level.name)) shadowed.push(level.name);
     else levels.push(serviceLevel(level, doors));
   }
-  return { index: compileLevels(levels, doors.map((d) => d.uuid)), shadowed, unknownResourceGroups };
+  return {
+    index: compileLevels(
+      levels,
+      doors.map((d) => d.uuid),
+    ),
+    shadowed,
+    unknownResourceGroups,
+  };
 }

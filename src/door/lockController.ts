@@ -146,11 +146,7 @@ export class LockController {
     afterRelay?.();
     if (next === previous) return;
     this.schedule();
-    const changed =
-      forcePersist ||
-      next.state !== previous.state ||
-      next.relockAt !== previous.relockAt ||
-      next.unlockedSince !== previous.unlockedSince;
+    const changed = forcePersist || next.state !== previous.state || next.relockAt !== previous.relockAt || next.unlockedSince !== previous.unlockedSince;
     if (!changed) return;
     this.persist();
     if (next.state !== previous.state || next.relockAt !== previous.relockAt) {
@@ -202,7 +198,8 @@ export class LockController {
     this.timer = this.deps.timers.setTimeout(() => {
       this.timer = null;
       const next = machine.expire(this.state, this.deps.clock.monoNow());
-      if (next === this.state) this.schedule(); // woke early: wait for the rest
+      if (next === this.state)
+        this.schedule(); // woke early: wait for the rest
       else this.apply(next);
     }, delay);
   }

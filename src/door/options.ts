@@ -44,7 +44,6 @@ export interface MemberPolicy {
   policies: readonly string[];
 }
 
-
 /** Who may open this agent's doors, and which smartcard labels mark a PIN. */
 export interface AccessOptions {
   groups: readonly string[];

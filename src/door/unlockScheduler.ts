@@ -7,7 +7,7 @@ import type { LockController, LockSnapshot } from './lockController.js';
 
 /** The lock causes of the schedule's own moves: a hold it made, and its end. */
 export const SCHEDULE_UNLOCK_CAUSE = 'unlock schedule';
-export const SCHEDULE_LOCK_CAUSE = 'unlock schedule ended';
+const SCHEDULE_LOCK_CAUSE = 'unlock schedule ended';
 /**
  * A lock by hand (a lock command from an operator, Home Assistant or the service) suspends the rest of a run;
  * the automatic ones (a timer, a door closing, a lockdown, the schedule's own end) do not.
@@ -127,10 +127,13 @@ export class UnlockScheduler {
       this.deps.onStateChange?.(state);
     }
     const untilChange = state.nextChange === null ? Infinity : Math.max(0, state.nextChange - now);
-    this.timer = this.deps.timers.setTimeout(() => {
-      this.timer = null;
-      this.evaluate();
-    }, Math.min(untilChange, RECHECK_MS, MAX_TIMER_MS));
+    this.timer = this.deps.timers.setTimeout(
+      () => {
+        this.timer = null;
+        this.evaluate();
+      },
+      Math.min(untilChange, RECHECK_MS, MAX_TIMER_MS),
+    );
   }
 
   /** The wait for the clock goes into the audit log once, and so does its end. */
@@ -153,7 +156,13 @@ export class UnlockScheduler {
    */
   private compute(at: number): ScheduleState {
     const { hours, firstPersonIn, localTime } = this.deps;
-    const key = { quarter: Math.floor(at / QUARTER_MS), holidays: this.deps.holidays(), lockdown: this.deps.lockdown(), memory: this.memory, synchronized: this.deps.clockSynchronized() };
+    const key = {
+      quarter: Math.floor(at / QUARTER_MS),
+      holidays: this.deps.holidays(),
+      lockdown: this.deps.lockdown(),
+      memory: this.memory,
+      synchronized: this.deps.clockSynchronized(),
+    };
     const cached = this.cached;
     if (
       cached &&

@@ -21,20 +21,20 @@ export function pickPinController<T extends { label: string }>(chips: readonly T
 /**
  * The sysfs number of BCM pin 0: the base of the pin controller (512 or 571 on Raspberry Pi kernels 6.6+, 0
  * before); the lowest base wins among several pinctrl chips. Null when there is none.
+ * @internal
  */
 export function pinctrlBase(chips: readonly GpioChip[]): GpioChip | null {
   return pickPinController([...chips].sort((a, b) => a.base - b.base));
 }
 
-/** Reads each gpiochip label and base under a sysfs gpio class directory (normally /sys/class/gpio). */
+/** Reads each gpiochip label and base under a sysfs gpio class directory (normally /sys/class/gpio). @internal */
 export function readGpioChips(gpioClassDir: string): GpioChip[] {
   let names: string[];
   try {
     names = readdirSync(gpioClassDir).filter((n) => /^gpiochip\d+$/.test(n));
   } catch (err) {
     throw new DoorAgentError(
-      `cannot list ${gpioClassDir}: this machine has no sysfs GPIO (CONFIG_GPIO_SYSFS). ` +
-        'Use gpio.driver: simulated to run without hardware.',
+      `cannot list ${gpioClassDir}: this machine has no sysfs GPIO (CONFIG_GPIO_SYSFS). Use gpio.driver: simulated to run without hardware.`,
       { cause: err },
     );
   }
@@ -48,9 +48,7 @@ export function readGpioChips(gpioClassDir: string): GpioChip[] {
     };
     const baseText = read('base');
     if (!/^\d+$/.test(baseText)) {
-      throw new DoorAgentError(
-        `${join(gpioClassDir, name, 'base')} holds ${JSON.stringify(baseText.slice(0, 20))}, not a number: set gpio.chipBase`,
-      );
+      throw new DoorAgentError(`${join(gpioClassDir, name, 'base')} holds ${JSON.stringify(baseText.slice(0, 20))}, not a number: set gpio.chipBase`);
     }
     return { name, label: read('label'), base: Number(baseText) };
   });

@@ -60,7 +60,4 @@ export interface GpioDriver {
 }
 
 /** Which driver (`gpio.driver`: README "Configuration", docs/hardware.md): the character device, sysfs through onoff, or the simulated tree. */
-export type GpioOptions =
-  | { driver: 'chardev'; chip: string }
-  | { driver: 'onoff'; chipBase: number | 'auto' }
-  | { driver: 'simulated'; simulatedDir: string };
+export type GpioOptions = { driver: 'chardev'; chip: string } | { driver: 'onoff'; chipBase: number | 'auto' } | { driver: 'simulated'; simulatedDir: string };

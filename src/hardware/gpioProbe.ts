@@ -96,7 +96,12 @@ export function checkChardevPins(
     try {
       const info = binding.lineInfo(chip.path, pin);
       if (info.used && info.consumer !== CONSUMER) {
-        const who = info.consumer === 'sysfs' ? 'sysfs (still exported: unexport it or reboot)' : info.consumer ? `"${info.consumer}"` : 'the kernel (an overlay or a bus: I2C, SPI, UART)';
+        const who =
+          info.consumer === 'sysfs'
+            ? 'sysfs (still exported: unexport it or reboot)'
+            : info.consumer
+              ? `"${info.consumer}"`
+              : 'the kernel (an overlay or a bus: I2C, SPI, UART)';
         problems.push(`${where}: GPIO ${pin} is in use by ${who}`);
       }
     } catch (err) {

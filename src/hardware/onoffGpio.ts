@@ -56,8 +56,7 @@ export class OnoffGpio implements GpioDriver {
       if (gpio.readSync() !== initial) throw new Error(`reads back ${gpio.readSync()} after writing ${initial}`);
     } catch (err) {
       throw new DoorAgentError(
-        `GPIO ${pin} (sysfs gpio${number}): ${describeFsError(err)}. ` +
-          'The service user needs the gpio group; check the pin is not used by another program.',
+        `GPIO ${pin} (sysfs gpio${number}): ${describeFsError(err)}. The service user needs the gpio group; check the pin is not used by another program.`,
         { cause: err },
       );
     }
@@ -73,10 +72,7 @@ export class OnoffGpio implements GpioDriver {
     try {
       gpio = new this.Gpio(number, 'in', 'both', NOT_INVERTED);
     } catch (err) {
-      throw new DoorAgentError(
-        `GPIO ${pin} (sysfs gpio${number}) as input: ${describeFsError(err)}. The service user needs the gpio group.`,
-        { cause: err },
-      );
+      throw new DoorAgentError(`GPIO ${pin} (sysfs gpio${number}) as input: ${describeFsError(err)}. The service user needs the gpio group.`, { cause: err });
     }
     // Interrupt-driven (epoll on the value file); debouncing is done by the caller, the same for every driver.
     gpio.watch((err, value) => {

@@ -7,11 +7,11 @@ import { DoorAgentError, describeFsError } from '../util/errors.js';
 import { LineEventParser, monotonicUs } from './chardev/lineEvents.js';
 import type { EdgeInputs, GpioDriver, GpioInput, GpioOutput, PinEdge, Pull } from './gpio.js';
 
-/** The simulated chip's edge FIFO under the simulated directory (see SimulatedGpio.openEdgeInputs). */
+/** The simulated chip's edge FIFO under the simulated directory (see SimulatedGpio.openEdgeInputs). @internal */
 export const SIMULATED_EDGES_FIFO = 'edges';
 
 /** How often a simulated input's value file is read: changes written from outside are seen within 50 ms. */
-export const SIMULATED_INPUT_POLL_MS = 10;
+const SIMULATED_INPUT_POLL_MS = 10;
 
 /**
  * GPIO without hardware, mirroring sysfs under `dir`: `gpio<N>/value` holds "0" or "1" and is rewritten on

@@ -1,3 +1,4 @@
+// biome-ignore-all lint/complexity/useSimpleNumberKeys: the reason codes keep the hex keys MQTT 5 lists them by (0x80 and up)
 import type { IClientPublishOptions, IClientSubscribeOptions, MqttClient } from 'mqtt';
 import type { Logger } from 'pino';
 import type { BrokerRefusal } from '../store/runtimeStatus.js';

@@ -8,13 +8,13 @@ export interface DiscoveryMessage {
 }
 
 /** The `event_type`s published on `P/doors/<uuid>/alarm`. */
-export const ALARM_EVENT_TYPES = ALARM_TYPES;
+const ALARM_EVENT_TYPES = ALARM_TYPES;
 
 /**
  * The `schedule.state` values of `P/doors/<uuid>/state`, plus `none` (the sensor's value when the state carries no
  * schedule). The schedule sensor is an enum sensor over exactly these: a state the agent adds must be added here.
  */
-export const SCHEDULE_SENSOR_STATES = ['closed', 'holiday', 'waiting_for_first_person', 'suspended', 'unlocked', 'none', 'waiting_for_clock'] as const;
+const SCHEDULE_SENSOR_STATES = ['closed', 'holiday', 'waiting_for_first_person', 'suspended', 'unlocked', 'none', 'waiting_for_clock'] as const;
 
 /**
  * The lock's attributes, picked from the state topic. `.get` gives null for a field an older agent does not send,
@@ -25,7 +25,7 @@ const LOCK_ATTRIBUTES_TEMPLATE =
   "'cause': value_json.get('cause'), 'relock_at': value_json.get('relock_at')} | tojson }}";
 
 /** The access event entity's payload: a decision's type and who, by which level, or why not (nothing for other events). */
-export const ACCESS_EVENT_TEMPLATE =
+const ACCESS_EVENT_TEMPLATE =
   "{% if value_json.type in ['access_granted', 'access_denied'] %}{{ {'event_type': value_json.type, " +
   "'who': value_json.get('who'), 'level': value_json.get('level'), 'reason': value_json.get('reason'), " +
   "'kind': value_json.get('kind'), 'credential': value_json.get('hint')} | tojson }}{% endif %}";

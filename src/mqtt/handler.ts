@@ -50,5 +50,11 @@ export function subscriptionUnion(handlers: readonly MqttHandler[]): Map<string,
 
 /** Whether `promise` settled successfully within `ms` (a broker that does not answer is not waited for at stop). */
 export function settlesWithin(promise: Promise<unknown>, ms: number): Promise<boolean> {
-  return Promise.race([promise.then(() => true, () => false), new Promise<boolean>((resolve) => setTimeout(() => resolve(false), ms))]);
+  return Promise.race([
+    promise.then(
+      () => true,
+      () => false,
+    ),
+    new Promise<boolean>((resolve) => setTimeout(() => resolve(false), ms)),
+  ]);
 }

@@ -82,7 +82,9 @@ export class MqttComponent implements Component {
     const times = new RetainedClock({ clock, futureSkewSeconds: options.futureSkewSeconds, record: (event) => store.events.append(event), logger });
     const refusals = new BrokerRefusals({ logger, wallNow: () => clock.wallNow(), onChange: (refused) => store.setBrokerRefusals(refused) });
     if (options.protocolVersion !== 5) {
-      logger.warn('mqtt.protocolVersion 4 (MQTT 3.1.1): a broker that refuses a publish (its ACL) acknowledges it all the same, so the agent cannot tell; use 5');
+      logger.warn(
+        'mqtt.protocolVersion 4 (MQTT 3.1.1): a broker that refuses a publish (its ACL) acknowledges it all the same, so the agent cannot tell; use 5',
+      );
     }
     const doors: MqttDoor[] = this.deps.doors.map((d) => ({
       door: d.options,
@@ -95,7 +97,19 @@ export class MqttComponent implements Component {
     // The one list of topic families. Connect runs in this order (the door state and availability last: `online`
     // and the outbox once the rest is in place); stop in the reverse.
     const handlers: MqttHandler[] = [
-      new DoorCommandsHandler({ client, topics, doors, events: store.events, replay, secret, maxAgeSeconds: options.commandMaxAgeSeconds, clock, timers, logger, refusals }),
+      new DoorCommandsHandler({
+        client,
+        topics,
+        doors,
+        events: store.events,
+        replay,
+        secret,
+        maxAgeSeconds: options.commandMaxAgeSeconds,
+        clock,
+        timers,
+        logger,
+        refusals,
+      }),
       new GuestLinksHandler({
         topics,
         guestLinks,
@@ -108,7 +122,17 @@ export class MqttComponent implements Component {
         connected: () => client.connected,
       }),
       ...(secret !== null
-        ? [new GuestLinkIndexHandler({ prefix: options.topicPrefix, secret, guestLinks, writes: store.writes, times, maxAgeSeconds: options.guestLinkMaxAgeSeconds, logger })]
+        ? [
+            new GuestLinkIndexHandler({
+              prefix: options.topicPrefix,
+              secret,
+              guestLinks,
+              writes: store.writes,
+              times,
+              maxAgeSeconds: options.guestLinkMaxAgeSeconds,
+              logger,
+            }),
+          ]
         : []),
       new DirectoryHandler({ topics, logger, onSyncRequest: this.deps.onSyncRequest, onDirectoryRevision: this.deps.onDirectoryRevision }),
       new OperationsHandler({
@@ -126,7 +150,16 @@ export class MqttComponent implements Component {
         doorEvents,
       }),
       ...(options.homeAssistant.discovery
-        ? [new HomeAssistantHandler({ topics, doors: doors.map((d) => d.door), prefix: options.homeAssistant.prefix, version: this.deps.version, signed: secret !== null, refusals })]
+        ? [
+            new HomeAssistantHandler({
+              topics,
+              doors: doors.map((d) => d.door),
+              prefix: options.homeAssistant.prefix,
+              version: this.deps.version,
+              signed: secret !== null,
+              refusals,
+            }),
+          ]
         : []),
       doorState,
     ];

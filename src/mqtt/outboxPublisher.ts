@@ -7,7 +7,7 @@ import { refusalCode } from './brokerRefusals.js';
 const BATCH = 500;
 const WINDOW = 100;
 /** Refused events are tried again after 2 s, doubling up to a minute (one publish per refused topic each time), until the broker takes them. */
-export const REFUSED_RETRY: BackoffOptions = { initialMs: 2000, maxMs: 60_000, jitter: 0.2 };
+const REFUSED_RETRY: BackoffOptions = { initialMs: 2000, maxMs: 60_000, jitter: 0.2 };
 
 /**
  * Drains the SQLite event outbox to MQTT in sequence order, QoS 1; an event is marked published only after its
@@ -28,6 +28,7 @@ export class OutboxPublisher {
   constructor(
     private readonly events: EventLog,
     /** Resolves true on PUBACK, false (or rejects with a reason code >= 0x80) when refused; rejects when the connection failed. */
+    // biome-ignore lint/suspicious/noConfusingVoidType: a publish resolving with nothing (Promise<void>) is an ack; `undefined` would refuse such functions
     private readonly publish: (event: WireEvent) => Promise<boolean | void>,
     private readonly deps: { logger: Logger; clock: Clock; timers?: Timers; random?: () => number },
   ) {}

@@ -59,7 +59,7 @@ export class RetainedClock {
     const { logger, record, clock, futureSkewSeconds } = this.deps;
     logger.warn(
       { source, aheadSeconds: aheadBy, skewSeconds: futureSkewSeconds },
-      'clock skew: a signed message is dated ahead of this agent by more than mqtt.futureSkewSeconds; it counts as dated now + the skew (is the sender\'s clock right?)',
+      "clock skew: a signed message is dated ahead of this agent by more than mqtt.futureSkewSeconds; it counts as dated now + the skew (is the sender's clock right?)",
     );
     try {
       record({ type: 'clock_skew', door: null, at: clock.wallNow(), data: { source, ahead_seconds: aheadBy, skew_seconds: futureSkewSeconds } });

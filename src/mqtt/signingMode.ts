@@ -27,7 +27,10 @@ export function resetOnSwitchToSigned(deps: {
     const scopes = deps.lockdowns.forgetIssuedAt();
     deps.forgetHolidaysIssuedAt();
     const links = deps.guestLinks.forgetVersions();
-    logger.warn({ lockdownScopes: scopes, guestLinks: links }, 'signed mode (mqtt.commandSecretFile) is new here: the issued_at learned from unsigned messages is forgotten');
+    logger.warn(
+      { lockdownScopes: scopes, guestLinks: links },
+      'signed mode (mqtt.commandSecretFile) is new here: the issued_at learned from unsigned messages is forgotten',
+    );
     reset = true;
   }
   if (before !== signed) writeMeta(state, KEY, signed);

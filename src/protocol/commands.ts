@@ -21,6 +21,7 @@ export interface CommandError {
   requestId: string | null;
 }
 
+/** @internal */
 export const MAX_COMMAND_BYTES = 16 * 1024;
 
 // A Map, not an object literal: "constructor" or "__proto__" must not find something on a prototype.
@@ -42,7 +43,10 @@ const jsonCommandSchema = z.object({
   uuid: z.string().optional(),
   request_id: z.string().min(1).max(128).optional(),
   issued_at: z.number().int().nonnegative().optional(),
-  signature: z.string().regex(/^[0-9a-fA-F]{64}$/, 'must be 64 hex digits (HMAC-SHA256)').optional(),
+  signature: z
+    .string()
+    .regex(/^[0-9a-fA-F]{64}$/, 'must be 64 hex digits (HMAC-SHA256)')
+    .optional(),
 });
 
 export interface CommandContext {
@@ -80,7 +84,7 @@ export function parseCommand(payload: Buffer, ctx: CommandContext): ParsedComman
   }
   const requestIdOf = (value: unknown) =>
     typeof value === 'object' && value !== null && typeof (value as { request_id?: unknown }).request_id === 'string'
-      ? ((value as { request_id: string }).request_id.slice(0, 128))
+      ? (value as { request_id: string }).request_id.slice(0, 128)
       : null;
   const result = jsonCommandSchema.safeParse(data);
   if (!result.success) {
@@ -110,7 +114,11 @@ export function parseCommand(payload: Buffer, ctx: CommandContext): ParsedComman
   });
   if (!signatureMatches(ctx.secret, signed, cmd.signature)) return { status: 401, error: 'signature does not match', requestId };
   if (Math.abs(ctx.nowSeconds - cmd.issued_at) > ctx.maxAgeSeconds) {
-    return { status: 409, error: `command issued ${ctx.nowSeconds - cmd.issued_at} s ago: older than ${ctx.maxAgeSeconds} s (or the clocks differ)`, requestId };
+    return {
+      status: 409,
+      error: `command issued ${ctx.nowSeconds - cmd.issued_at} s ago: older than ${ctx.maxAgeSeconds} s (or the clocks differ)`,
+      requestId,
+    };
   }
   if (ctx.seen(cmd.request_id)) return { status: 409, error: `request_id ${cmd.request_id} was already executed`, requestId };
   return { action, requestId, signed: true, issuedAt: cmd.issued_at };

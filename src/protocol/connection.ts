@@ -9,8 +9,7 @@ import { redactUrl } from '../util/redact.js';
 import type { Topics } from './topics.js';
 import { AVAILABILITY_OFFLINE } from './doorState.js';
 
-export const MQTT_BACKOFF: BackoffOptions = { initialMs: 1000, maxMs: 60_000, jitter: 0.3 };
-
+const MQTT_BACKOFF: BackoffOptions = { initialMs: 1000, maxMs: 60_000, jitter: 0.3 };
 
 function readFileFor(keyPath: string, file: string | undefined): Buffer | undefined {
   if (file === undefined) return undefined;
@@ -82,10 +81,13 @@ export function connectWithBackoff(url: string, options: IClientOptions, logger:
     if (!down) logger.warn({ broker: redactUrl(url) }, 'broker connection lost; doors keep working, events are kept');
     down = true;
     if (retry !== null) return;
-    retry = setTimeout(() => {
-      retry = null;
-      if (!client.disconnecting && !client.disconnected && !client.connected) client.reconnect();
-    }, backoffDelay(attempt++, MQTT_BACKOFF, random));
+    retry = setTimeout(
+      () => {
+        retry = null;
+        if (!client.disconnecting && !client.disconnected && !client.connected) client.reconnect();
+      },
+      backoffDelay(attempt++, MQTT_BACKOFF, random),
+    );
     retry.unref();
   });
   client.on('end', () => {

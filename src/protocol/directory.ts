@@ -12,8 +12,8 @@ import { z } from 'zod';
  *   history and tag from a service from before histories: read as before).
  */
 
-export const HISTORY_PATTERN = /^[0-9a-f]{32}$/;
-export const TAG_PATTERN = /^[0-9a-f]{16}$/;
+const HISTORY_PATTERN = /^[0-9a-f]{32}$/;
+const TAG_PATTERN = /^[0-9a-f]{16}$/;
 
 export const historySchema = z.string().regex(HISTORY_PATTERN, 'expected a history id (32 hex digits)');
 export const tagSchema = z.string().regex(TAG_PATTERN, 'expected a revision tag (16 hex digits)');

@@ -8,10 +8,10 @@ import { parseRetained, retainedPayload, type RetainedMessage, type RetainedRefu
  * door drops the links it received over MQTT that a fresh, valid index no longer lists: the reconcile path
  * for a revocation it missed (any broker client can clear a retained tombstone, so its absence proves nothing).
  */
-export const GUEST_LINK_INDEX_CONTEXT = 'guest-link-index';
+const GUEST_LINK_INDEX_CONTEXT = 'guest-link-index';
 
 /** A few bytes per id: room for 100,000 links. */
-export const MAX_GUEST_LINK_INDEX_BYTES = 1024 * 1024;
+const MAX_GUEST_LINK_INDEX_BYTES = 1024 * 1024;
 
 export const guestLinkIndexSchema = z.object({
   ids: z.array(z.union([z.string().min(1).max(128), z.number().int()]).transform(String)).max(100_000),

@@ -2,7 +2,6 @@ import { z } from 'zod';
 import { guestLinkSchema, type GuestLink } from '../api/shapes.js';
 import { problemsInOneLine } from '../util/issues.js';
 import { openSignedObject, retainedPayload } from './retainedMessages.js';
-export { canonicalJson } from './signing.js';
 
 /**
  * Messages on `P/guest-links/<magic_link_id>` (retained). A link is the guest link as POST /magiclinkadmin
@@ -14,11 +13,9 @@ export { canonicalJson } from './signing.js';
  */
 
 /** At most this many bytes per message, in any mode: a link with a few cards and addresses is far smaller. */
-export const MAX_GUEST_LINK_BYTES = 16 * 1024;
+const MAX_GUEST_LINK_BYTES = 16 * 1024;
 
-export type GuestLinkMessage =
-  | { kind: 'link'; link: GuestLink; issuedAt: number | null }
-  | { kind: 'revoke'; issuedAt: number | null };
+export type GuestLinkMessage = { kind: 'link'; link: GuestLink; issuedAt: number | null } | { kind: 'revoke'; issuedAt: number | null };
 
 export interface GuestLinkRefusal {
   refused: string;

@@ -46,5 +46,3 @@ export function olderThan(issuedAt: number, nowSeconds: number, maxAgeSeconds: n
 
 /** Default skew allowed for the clocks of the service and the agent before a time from the network is clamped. */
 export const DEFAULT_FUTURE_SKEW_SECONDS = 300;
-/** Default maximum age of a signed lockdown or holidays message (the reference service re-signs them daily). */
-export const DEFAULT_RETAINED_MAX_AGE_SECONDS = 3 * 86_400;

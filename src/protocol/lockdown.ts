@@ -17,11 +17,11 @@ export function scopeName(scope: LockdownScope): string {
   return scope.kind === 'agent' ? `agent:${scope.id}` : `door:${scope.uuid}`;
 }
 
-export function lockdownContext(scope: LockdownScope): string {
+function lockdownContext(scope: LockdownScope): string {
   return `lockdown ${scopeName(scope)}`;
 }
 
-export const HOLIDAYS_CONTEXT = 'holidays';
+const HOLIDAYS_CONTEXT = 'holidays';
 
 export const lockdownMessageSchema = z.object({
   lockdown: z.boolean({ error: 'expected true (start) or false (end)' }),
@@ -52,7 +52,12 @@ export function parseLockdownMessage(scope: LockdownScope, payload: Buffer, secr
 
 /** Retained `P/agents/<id>/lockdown/state`: the agent-wide lockdown as the agent holds it (`since` in wall ms). */
 export function lockdownStatePayload(record: { active: boolean; by: string | null; reason: string | null; since: number | null }): string {
-  return JSON.stringify({ lockdown: record.active, by: record.by, reason: record.reason, since: record.since === null ? null : new Date(record.since).toISOString() });
+  return JSON.stringify({
+    lockdown: record.active,
+    by: record.by,
+    reason: record.reason,
+    since: record.since === null ? null : new Date(record.since).toISOString(),
+  });
 }
 
 export function holidaysPayload(message: HolidaysMessage, secret: string | null, issuedAt: number): string {

@@ -12,7 +12,7 @@ import { canonicalJson, sign, signatureMatches } from './signing.js';
  * An empty payload clears the retained message: believed only when nothing needs signing.
  */
 
-export const MAX_RETAINED_BYTES = 16 * 1024;
+const MAX_RETAINED_BYTES = 16 * 1024;
 
 export type RetainedMessage<T> = { kind: 'set'; body: T; issuedAt: number | null } | { kind: 'clear'; issuedAt: null };
 export interface RetainedRefusal {
@@ -21,7 +21,10 @@ export interface RetainedRefusal {
 
 const envelopeSchema = z.object({
   issued_at: z.number().int().nonnegative().optional(),
-  signature: z.string().regex(/^[0-9a-fA-F]{64}$/, 'must be 64 hex digits (HMAC-SHA256)').optional(),
+  signature: z
+    .string()
+    .regex(/^[0-9a-fA-F]{64}$/, 'must be 64 hex digits (HMAC-SHA256)')
+    .optional(),
 });
 
 function signedText(context: string, message: Record<string, unknown>): string {

@@ -13,13 +13,7 @@ export function signatureMatches(secret: string, text: string, signature: string
 }
 
 /** The string a command signature covers: `<uuid>\n<lock_state>\n<unlock_time or empty>\n<request_id>\n<issued_at>`. */
-export function signedString(fields: {
-  uuid: string;
-  lockState: boolean;
-  unlockTime: number | undefined;
-  requestId: string;
-  issuedAt: number;
-}): string {
+export function signedString(fields: { uuid: string; lockState: boolean; unlockTime: number | undefined; requestId: string; issuedAt: number }): string {
   return `${fields.uuid}\n${fields.lockState}\n${fields.unlockTime ?? ''}\n${fields.requestId}\n${fields.issuedAt}`;
 }
 

@@ -19,9 +19,7 @@ export class NoiseReporter {
   private pending: NoiseSummary | null = null;
   private timer: unknown = null;
 
-  constructor(
-    private readonly options: { timers: Timers; intervalMs: number; report: (summary: NoiseSummary) => void },
-  ) {}
+  constructor(private readonly options: { timers: Timers; intervalMs: number; report: (summary: NoiseSummary) => void }) {}
 
   add(units: number, reasons: readonly string[]): void {
     this.pending ??= { count: 0, units: 0, reasons: {} };

@@ -33,7 +33,17 @@ export type ReaderOptions =
     } & SignalLines)
   | ({ type: 'wiegand'; d0: number; d1: number; pull: Pull; format: WiegandFormat; numbering: WiegandNumbering } & SignalLines)
   | ({ type: 'keyboard'; path: string; cardFormat: CardFormat } & SignalLines)
-  | { type: 'osdp'; path: string; baudRate: number; address: number; scbkFile?: string; installMode: boolean; requireSecureChannel?: boolean; numbering: WiegandNumbering; check: 'crc' | 'checksum' };
+  | {
+      type: 'osdp';
+      path: string;
+      baudRate: number;
+      address: number;
+      scbkFile?: string;
+      installMode: boolean;
+      requireSecureChannel?: boolean;
+      numbering: WiegandNumbering;
+      check: 'crc' | 'checksum';
+    };
 
 /** One reader type's options. */
 export type ReaderType = ReaderOptions['type'];
@@ -49,6 +59,7 @@ export function readerCardFormat(door: { reader?: ReaderOptions }): CardFormat {
 /** A reader as status and logs name it: its device, or its two GPIO lines. */
 export function describeReader(reader: ReaderOptions): string {
   if (reader.type === 'wiegand') return `Wiegand D0 GPIO ${reader.d0} / D1 GPIO ${reader.d1}`;
-  if (reader.type === 'osdp') return `OSDP ${reader.path} address ${reader.address}${reader.scbkFile ? ' (secure channel)' : reader.installMode ? ' (install mode)' : ' (plain)'}`;
+  if (reader.type === 'osdp')
+    return `OSDP ${reader.path} address ${reader.address}${reader.scbkFile ? ' (secure channel)' : reader.installMode ? ' (install mode)' : ' (plain)'}`;
   return reader.type === 'keyboard' ? `keyboard ${reader.path}` : reader.path;
 }

@@ -73,7 +73,8 @@ class SignalLine {
       this.level = level;
     } catch (err) {
       this.level = null;
-      if (!this.failing) this.deps.logger.warn({ err, pin: this.options.pin, line: this.which }, `reader ${this.which} line cannot be driven; the door works on without it`);
+      if (!this.failing)
+        this.deps.logger.warn({ err, pin: this.options.pin, line: this.which }, `reader ${this.which} line cannot be driven; the door works on without it`);
       this.failing = true;
       return;
     }
@@ -85,6 +86,7 @@ class SignalLine {
 /**
  * A reader's LED and buzzer lines driven by the agent (Wiegand, serial and keyboard readers wired to GPIO): each
  * line is opened at its inactive level, and `play` shows an outcome on all of them together.
+ * @public (scripts/hw-selftest.sh runs it from dist)
  */
 export class ReaderSignals {
   private readonly lines: SignalLine[] = [];

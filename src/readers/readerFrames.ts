@@ -173,7 +173,6 @@ export class ReaderFrameParser implements FrameParser {
     this.lineBinary = false;
   }
 
-
   private emit(out: ReaderFrame[], frame: ReaderFrame): void {
     this.noise.flush(out);
     out.push(frame);

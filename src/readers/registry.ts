@@ -16,7 +16,7 @@ const sinks = (options: ReaderOptions, context: ReaderContext) => ({
   onConnectionChange: (connected: boolean) => context.events.connection(connected),
 });
 
-/** One line per reader type (`doors[].reader.type`): how it is made. */
+/** One line per reader type (`doors[].reader.type`): how it is made. @internal */
 export const READERS: { [T in ReaderType]: ReaderFactory<T> } = {
   serial: (o, c) => new SerialReader({ ...o, ...sinks(o, c), openPort: c.openPort }),
   keyboard: (o, c) => keyboardReader(o, c),

@@ -79,7 +79,9 @@ export class Directory {
       }
       return map;
     };
-    const policies = byUser('SELECT m.email_id, p.name FROM policies p JOIN policy_members m USING (policy_id) ORDER BY p.policy_id', (r) => [r.name as string]);
+    const policies = byUser('SELECT m.email_id, p.name FROM policies p JOIN policy_members m USING (policy_id) ORDER BY p.policy_id', (r) => [
+      r.name as string,
+    ]);
     // As GET /user gives them: label in every card, null when none was given; the validity dates when set.
     const cards = byUser('SELECT email_id, number, label, valid_from, valid_until FROM smartcards ORDER BY email_id, position', (r) =>
       cardOut(r as Parameters<typeof cardOut>[0]),
@@ -88,10 +90,23 @@ export class Directory {
     const out = new Map<number, { item: Record<string, unknown>; detail: Record<string, unknown>; hash: string }>();
     for (const user of this.users.list()) {
       const item = this.users.listItem(user, false, groups);
-      const detail = { policies: policies.get(user.email_id) ?? [], computer_usernames: usernames.get(user.email_id) ?? [], smartcards: cards.get(user.email_id) ?? [] };
+      const detail = {
+        policies: policies.get(user.email_id) ?? [],
+        computer_usernames: usernames.get(user.email_id) ?? [],
+        smartcards: cards.get(user.email_id) ?? [],
+      };
       // What a door decides on: status, tag, groups, policies, cards with their validity dates (plus the names and
       // e-mail it shows). An undated card fingerprints as before the dates existed.
-      const seen = { ad_status: item.ad_status, user_tag: item.user_tag, groups: item.groups, user_id: item.user_id, email: item.email, name: item.name, policies: detail.policies, smartcards: detail.smartcards };
+      const seen = {
+        ad_status: item.ad_status,
+        user_tag: item.user_tag,
+        groups: item.groups,
+        user_id: item.user_id,
+        email: item.email,
+        name: item.name,
+        policies: detail.policies,
+        smartcards: detail.smartcards,
+      };
       out.set(user.email_id, { item, detail, hash: fingerprint(seen) });
     }
     return out;
@@ -110,7 +125,9 @@ export class Directory {
       const current = this.revision().revision;
       const next = current + 1;
       const known = new Map(
-        (this.db.prepare('SELECT email_id, hash, removed FROM directory_entries').all() as Array<{ email_id: number; hash: string; removed: number }>).map((r) => [r.email_id, r]),
+        (this.db.prepare('SELECT email_id, hash, removed FROM directory_entries').all() as Array<{ email_id: number; hash: string; removed: number }>).map(
+          (r) => [r.email_id, r],
+        ),
       );
       const upsert = this.db.prepare(
         'INSERT INTO directory_entries (email_id, hash, rev, removed) VALUES (?, ?, ?, 0) ON CONFLICT (email_id) DO UPDATE SET hash = excluded.hash, rev = excluded.rev, removed = 0',
@@ -139,7 +156,9 @@ export class Directory {
       }
       if (!changed) return { revision: current, changed: false };
       this.db
-        .prepare('INSERT INTO directory_revision (id, revision, at) VALUES (1, ?, ?) ON CONFLICT (id) DO UPDATE SET revision = excluded.revision, at = excluded.at')
+        .prepare(
+          'INSERT INTO directory_revision (id, revision, at) VALUES (1, ?, ?) ON CONFLICT (id) DO UPDATE SET revision = excluded.revision, at = excluded.at',
+        )
         .run(next, new Date(now).toISOString());
       this.history.issueTag(next);
       return { revision: next, changed: true };
@@ -169,7 +188,10 @@ export class Directory {
     }
     if (why === null) return true;
     const renewed = this.history.renew(`went back: ${why}`, now, current);
-    this.logger?.warn({ since, revision: current.revision, oldHistory: current.history, newHistory: renewed }, `the directory went back (${why}): its history is renewed and every door syncs in full`);
+    this.logger?.warn(
+      { since, revision: current.revision, oldHistory: current.history, newHistory: renewed },
+      `the directory went back (${why}): its history is renewed and every door syncs in full`,
+    );
     this.onAdvance(this.revision());
     return false;
   }
@@ -201,7 +223,9 @@ export class Directory {
         details[String(id)] = this.users.detail(user);
       }
     }
-    const removed = full ? [] : (this.db.prepare('SELECT email_id FROM directory_entries WHERE rev > ? AND removed = 1 ORDER BY email_id').pluck().all(since) as number[]);
+    const removed = full
+      ? []
+      : (this.db.prepare('SELECT email_id FROM directory_entries WHERE rev > ? AND removed = 1 ORDER BY email_id').pluck().all(since) as number[]);
     return { revision, history, tag, full, users, details, removed, ...this.levels.forDirectory() };
   }
 }

@@ -103,8 +103,7 @@ export class DirectoryHistory {
     const mark = this.readMark();
     const history = this.id();
     const wentBack =
-      mark !== null &&
-      (mark.history !== history || mark.revision > current.revision || (mark.revision === current.revision && mark.tag !== current.tag));
+      mark !== null && (mark.history !== history || mark.revision > current.revision || (mark.revision === current.revision && mark.tag !== current.tag));
     if (!wentBack) {
       this.record({ revision: current.revision, history, tag: current.tag });
       return false;

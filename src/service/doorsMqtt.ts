@@ -8,7 +8,15 @@ import { guestLinkPayload, guestLinkRevocationPayload } from '../protocol/guestL
 import { guestLinkIndexPayload, guestLinkIndexTopic } from '../protocol/guestLinkIndex.js';
 import { clientOptions, connectWithBackoff } from '../protocol/connection.js';
 import { DoorTopics } from '../protocol/topics.js';
-import { holidaysPayload, holidaysTopic, lockdownPayload, lockdownTopic, type HolidaysMessage, type LockdownMessage, type LockdownScope } from '../protocol/lockdown.js';
+import {
+  holidaysPayload,
+  holidaysTopic,
+  lockdownPayload,
+  lockdownTopic,
+  type HolidaysMessage,
+  type LockdownMessage,
+  type LockdownScope,
+} from '../protocol/lockdown.js';
 import { revisionPayload } from '../protocol/directory.js';
 import type { DirectoryRevision } from './directory.js';
 import type { StoredLink } from './linkStore.js';
@@ -122,7 +130,11 @@ export class ServiceMqtt {
    */
   private publishIndex(live: StoredLink[] = this.links()): void {
     if (!this.client.connected) return;
-    const payload = guestLinkIndexPayload(live.map((l) => l.magic_link_id), this.secret, this.issuedAt(INDEX_SUBJECT));
+    const payload = guestLinkIndexPayload(
+      live.map((l) => l.magic_link_id),
+      this.secret,
+      this.issuedAt(INDEX_SUBJECT),
+    );
     this.client.publish(guestLinkIndexTopic(this.topics.prefix), payload, { qos: 1, retain: true });
   }
 
@@ -145,7 +157,8 @@ export class ServiceMqtt {
     // lockdown again would lift one started there since. Only an active one is sent again (it must not be lost; an
     // end that a door missed leaves it locked down, the safe side). Signed, every message is ours and the newest wins.
     for (const l of lockdowns) if (this.secret !== null || l.message.lockdown) this.publishLockdown(l.scope, l.message, l.issuedAt);
-    if (holidays) this.client.publish(holidaysTopic(this.topics.prefix), holidaysPayload(holidays.message, this.secret, holidays.issuedAt), { qos: 1, retain: true });
+    if (holidays)
+      this.client.publish(holidaysTopic(this.topics.prefix), holidaysPayload(holidays.message, this.secret, holidays.issuedAt), { qos: 1, retain: true });
   }
 
   /**

@@ -30,12 +30,19 @@ export function readHolidaysFile(file: string): string[] {
   try {
     const size = statSync(file).size;
     if (size > MAX_BYTES) {
-      throw new InputError(`${file} (server.holidaysFile) is invalid`, [{ path: '(file)', message: `${size} bytes; a holidays file is at most ${MAX_BYTES} bytes` }], EXIT_INVALID_CONFIG);
+      throw new InputError(
+        `${file} (server.holidaysFile) is invalid`,
+        [{ path: '(file)', message: `${size} bytes; a holidays file is at most ${MAX_BYTES} bytes` }],
+        EXIT_INVALID_CONFIG,
+      );
     }
     text = readFileSync(file, 'utf8');
   } catch (err) {
     if (err instanceof InputError) throw err;
-    throw new DoorAgentError(`cannot read the holidays file ${file} (server.holidaysFile): ${describeFsError(err)}`, { cause: err, exitCode: EXIT_INVALID_CONFIG });
+    throw new DoorAgentError(`cannot read the holidays file ${file} (server.holidaysFile): ${describeFsError(err)}`, {
+      cause: err,
+      exitCode: EXIT_INVALID_CONFIG,
+    });
   }
   const { dates, problems } = parseHolidays(text);
   if (problems.length > 0) throw new InputError(`${file} (server.holidaysFile) is invalid`, problems, EXIT_INVALID_CONFIG);
@@ -43,14 +50,18 @@ export function readHolidaysFile(file: string): string[] {
 }
 
 /** The dates of a holidays file's text, and a problem for each line that is not one. */
-export function parseHolidays(text: string): { dates: string[]; problems: Problem[] } {
+function parseHolidays(text: string): { dates: string[]; problems: Problem[] } {
   const dates = new Set<string>();
   const problems: Problem[] = [];
   text.split(/\r?\n/).forEach((raw, i) => {
     const line = raw.replace(/#.*$/, '').trim();
     if (line === '') return;
     if (isDate(line)) dates.add(line);
-    else problems.push({ path: `line ${i + 1}`, message: `${JSON.stringify(line.slice(0, 40))} is not a date YYYY-MM-DD (one date per line; # starts a comment)` });
+    else
+      problems.push({
+        path: `line ${i + 1}`,
+        message: `${JSON.stringify(line.slice(0, 40))} is not a date YYYY-MM-DD (one date per line; # starts a comment)`,
+      });
   });
   if (dates.size > MAX_DATES) problems.push({ path: '(file)', message: `${dates.size} dates; at most ${MAX_DATES}` });
   return { dates: [...dates].sort(), problems };

@@ -34,6 +34,7 @@ const OTHER_FILES = 64;
  * How often Node looks for connections past their header or request timeout: a fifth of the shorter timeout,
  * between 0.25 and 5 s, so a connection is closed at most 5 s after its timeout (Node's default, 30 s, is why
  * slow clients used to stay open for about 88 s).
+ * @internal
  */
 export function checkingIntervalMs(limits: HttpLimits): number {
   const shorter = Math.min(limits.headersTimeoutSeconds, limits.requestTimeoutSeconds) * 1000;
@@ -60,9 +61,11 @@ export function fastifyHttpOptions(limits: HttpLimits, longestWaitMs = 0) {
 }
 
 /** The soft limit on open files of this process (Linux /proc), or null when it cannot be read. */
-export function openFilesLimit(limitsFile = '/proc/self/limits'): number | null {
+function openFilesLimit(limitsFile = '/proc/self/limits'): number | null {
   try {
-    const line = readFileSync(limitsFile, 'utf8').split('\n').find((l) => l.startsWith('Max open files'));
+    const line = readFileSync(limitsFile, 'utf8')
+      .split('\n')
+      .find((l) => l.startsWith('Max open files'));
     const soft = line?.slice('Max open files'.length).trim().split(/\s+/)[0];
     return soft === undefined || soft === 'unlimited' ? null : Number(soft);
   } catch {

@@ -71,7 +71,6 @@ export class LevelStore {
     this.sql = preparedStatements(db);
   }
 
-
   private static fromRow(row: LevelRow): Level {
     return {
       policy_id: row.policy_id,
@@ -113,7 +112,9 @@ export class LevelStore {
   }
 
   memberCounts(): Map<number, number> {
-    const rows = this.sql('SELECT policy_id, count(*) AS n FROM policy_members WHERE policy_id IN (SELECT policy_id FROM policy_levels) GROUP BY policy_id').all() as Array<{
+    const rows = this.sql(
+      'SELECT policy_id, count(*) AS n FROM policy_members WHERE policy_id IN (SELECT policy_id FROM policy_levels) GROUP BY policy_id',
+    ).all() as Array<{
       policy_id: number;
       n: number;
     }>;
@@ -180,7 +181,10 @@ export class LevelStore {
    */
   forDirectory(): { levels: DirectoryLevel[]; resource_groups: DirectoryResourceGroup[] } {
     const groups = new Map<number, { name: string; members: number[] }>();
-    for (const g of this.sql("SELECT group_id, name FROM groups WHERE type = 'resources' ORDER BY group_id").all() as Array<{ group_id: number; name: string }>) {
+    for (const g of this.sql("SELECT group_id, name FROM groups WHERE type = 'resources' ORDER BY group_id").all() as Array<{
+      group_id: number;
+      name: string;
+    }>) {
       groups.set(g.group_id, { name: g.name, members: [] });
     }
     const members = this.sql(

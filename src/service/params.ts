@@ -20,10 +20,7 @@ export const intParam = z.union([
     .transform(Number),
 ]);
 
-export const boolParam = z.union([
-  z.boolean(),
-  z.enum(['true', 'false', '1', '0']).transform((v) => v === 'true' || v === '1'),
-]);
+export const boolParam = z.union([z.boolean(), z.enum(['true', 'false', '1', '0']).transform((v) => v === 'true' || v === '1')]);
 
 /**
  * A "serialized JSON array" parameter. With `limit`, a longer list is refused with 413 naming `limit.field` before
@@ -46,10 +43,13 @@ export function jsonArrayParam<T extends z.ZodType>(item: T, limit?: { field: st
 }
 
 /** An e-mail address as users type them; the check is deliberately plain (one @, a dot in the domain). */
-export const emailParam = z.string().trim().regex(/^[^\s@]+@[^\s@]+\.[^\s@]+$/, 'not an e-mail address');
+export const emailParam = z
+  .string()
+  .trim()
+  .regex(/^[^\s@]+@[^\s@]+\.[^\s@]+$/, 'not an e-mail address');
 
-/** The longest smartcard or PIN number accepted: what the agents store (src/api/shapes.ts integerString). */
-export const SMARTCARD_MAX_DIGITS = 40;
+/** The longest smartcard or PIN number accepted: what the agents store (smartcardSchema in src/api/shapes.ts). */
+const SMARTCARD_MAX_DIGITS = 40;
 
 /**
  * A smartcard or PIN entry of every call that assigns cards: `number` "a string holding an integer" (digits only,

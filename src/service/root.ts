@@ -50,13 +50,20 @@ export async function startService(
   const db = openServiceDatabase(join(server.dataDir, 'service.db'));
   const lockdowns = new LockdownStore(db);
   const retainedState: RetainedState = {
-    lockdowns: () =>
-      lockdowns.reissueAll(deps.clock.wallNow()).map((l) => ({ scope: l.scope, message: lockdownMessage(l), issuedAt: l.issuedAt })),
+    lockdowns: () => lockdowns.reissueAll(deps.clock.wallNow()).map((l) => ({ scope: l.scope, message: lockdownMessage(l), issuedAt: l.issuedAt })),
     holidays: () => (holidays === null ? null : { message: { dates: holidays }, issuedAt: issueRetained(db, 'holidays', deps.clock.wallNow()) }),
   };
   const mqttLogger = deps.logger.child({ component: 'mqtt' });
   const doors = options.mqtt
-    ? new ServiceMqtt(options.mqtt, deps.env, mqttLogger, () => storedLinks(db), () => revokedLinkIds(db), undefined, retainedState)
+    ? new ServiceMqtt(
+        options.mqtt,
+        deps.env,
+        mqttLogger,
+        () => storedLinks(db),
+        () => revokedLinkIds(db),
+        undefined,
+        retainedState,
+      )
     : undefined;
   if (holidays !== null) {
     if (doors) deps.logger.info({ holidays: holidays.length, file: server.holidaysFile }, 'holidays read; published on P/holidays at every connect');
@@ -103,7 +110,8 @@ export async function startService(
     throw new DoorAgentError(`cannot listen on ${server.listen} (server.listen): ${(err as Error).message}${hint}`, { cause: err });
   }
   const address = app.addresses()[0];
-  const listening = address && typeof address !== 'string' ? `${address.family === 'IPv6' ? `[${address.address}]` : address.address}:${address.port}` : server.listen;
+  const listening =
+    address && typeof address !== 'string' ? `${address.family === 'IPv6' ? `[${address.address}]` : address.address}:${address.port}` : server.listen;
   deps.logger.info({ listen: listening }, 'service ready');
   return {
     url: `http://${listening}`,

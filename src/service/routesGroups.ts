@@ -87,9 +87,7 @@ export function registerGroupRoutes(app: FastifyInstance, ctx: RouteContext): vo
     );
     const groupById = db.prepare("SELECT group_id, name FROM groups WHERE group_id = ? AND type = 'users'");
     const groupRows = (p.groups ?? []).map((g) => {
-      const row = groupById.get(g.id) as
-        | { group_id: number; name: string }
-        | undefined;
+      const row = groupById.get(g.id) as { group_id: number; name: string } | undefined;
       if (!row) throw new BadRequest(`no user group with id ${g.id}`);
       return row;
     });
@@ -100,11 +98,21 @@ export function registerGroupRoutes(app: FastifyInstance, ctx: RouteContext): vo
     const cardsFor = (i: number) => p.smartcards?.[i] ?? [];
     // Cards go to new members only (a re-invited user's were released at removal), so any number held by an
     // active user, or listed twice in the call, would be shared: refused (POST /invites has no allow_duplicates).
-    const taken = users.newlyShared(null, p.emails.flatMap((_e, i) => cardsFor(i).map((c) => c.number)));
+    const taken = users.newlyShared(
+      null,
+      p.emails.flatMap((_e, i) => cardsFor(i).map((c) => c.number)),
+    );
     if (taken.length > 0) {
       throw new BadRequest(`smartcard number(s) already in use: ${taken.map((n) => `…${n.slice(-4)}`).join(', ')}`);
     }
-    const result = { added: [] as string[], invited: [] as string[], exists: [] as string[], invalid: [] as string[], failed_invite: [] as string[], add_ids: [] as number[] };
+    const result = {
+      added: [] as string[],
+      invited: [] as string[],
+      exists: [] as string[],
+      invalid: [] as string[],
+      failed_invite: [] as string[],
+      add_ids: [] as number[],
+    };
     const sendEmail = !p.no_email;
     const now = ctx.clock.wallNow();
     // Prepared once for the whole list (not once per address).
@@ -113,9 +121,15 @@ export function registerGroupRoutes(app: FastifyInstance, ctx: RouteContext): vo
     db.transaction(() => {
       p.emails.forEach((raw, i) => {
         const email = emailParam.safeParse(raw);
-        if (!email.success) return void result.invalid.push(raw);
+        if (!email.success) {
+          result.invalid.push(raw);
+          return;
+        }
         const { user, created } = users.ensure(email.data.toLowerCase(), 'USER', now);
-        if (!created) return void result.exists.push(user.email);
+        if (!created) {
+          result.exists.push(user.email);
+          return;
+        }
         result.added.push(user.email);
         result.add_ids.push(user.email_id);
         if (cardsFor(i).length > 0) users.replaceSmartcards(user.email_id, cardsFor(i));

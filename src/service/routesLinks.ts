@@ -38,7 +38,8 @@ export function registerLinkRoutes(app: FastifyInstance, ctx: RouteContext): voi
     if (p.end_time && parseServiceTime(p.end_time)! <= parseServiceTime(start)!) throw new BadRequest('end_time: is not after start_time');
     // Doors match access levels by policy name: a link's policy must not carry a level's name to its guests.
     const level = ctx.levels.named(p.name);
-    if (level) throw new BadRequest(`name: an access level is named "${level.name}" (policy_id ${level.policy_id}): choose another name for the guest link`, 409);
+    if (level)
+      throw new BadRequest(`name: an access level is named "${level.name}" (policy_id ${level.policy_id}): choose another name for the guest link`, 409);
     const notDoors = p.resource_id_list.filter((id) => ctx.resources.find((r) => r.resourceId === id)?.type !== 'DOOR');
     if (notDoors.length > 0) throw new BadRequest(`resource_id_list: not doors of this organization: ${notDoors.join(', ')}`);
     const cards = p.smartcards ?? [];
@@ -49,7 +50,10 @@ export function registerLinkRoutes(app: FastifyInstance, ctx: RouteContext): voi
     const ignored = new Set<string>();
     p.email_list.forEach((raw, i) => {
       const email = raw.toLowerCase();
-      if (!guests.has(email)) return void guests.set(email, cards[i]);
+      if (!guests.has(email)) {
+        guests.set(email, cards[i]);
+        return;
+      }
       if (cards[i]) throw new BadRequest(`email_list: ${email} is listed twice and smartcards gives each a card (one card per guest)`);
       ignored.add(email);
     });
@@ -65,7 +69,8 @@ export function registerLinkRoutes(app: FastifyInstance, ctx: RouteContext): voi
         const holds = holder !== undefined && users.smartcards(holder.email_id).some((c) => c.number === card.number);
         if (!holds && (given.get(card.number)! > 1 || users.numbersHeldByOthers(holder?.email_id ?? -1, [card.number]).length > 0)) taken.add(card.number);
       }
-      if (taken.size > 0) throw new BadRequest(`smartcard number(s) already in use: ${[...taken].map((n) => `…${n.slice(-4)}`).join(', ')} (set allow_duplicates to allow)`);
+      if (taken.size > 0)
+        throw new BadRequest(`smartcard number(s) already in use: ${[...taken].map((n) => `…${n.slice(-4)}`).join(', ')} (set allow_duplicates to allow)`);
     }
     const link = db.transaction(() => {
       const emailIds: Record<string, number> = {};

@@ -30,7 +30,7 @@ interface Row {
  * issued_at (unix seconds) for the next message about a subject: strictly after the last one, even within the
  * same second or after the clock stepped back, so the doors take it as newer and refuse a replay of the one before.
  */
-export function nextIssuedAt(nowMs: number, last: number | undefined): number {
+function nextIssuedAt(nowMs: number, last: number | undefined): number {
   return Math.max(Math.floor(nowMs / 1000), (last ?? 0) + 1);
 }
 
@@ -42,7 +42,10 @@ export function issueRetained(db: ServiceDb, subject: string, nowMs: number): nu
   return db.transaction(() => {
     const last = db.prepare('SELECT issued_at FROM retained_issued_at WHERE subject = ?').pluck().get(subject) as number | undefined;
     const at = nextIssuedAt(nowMs, last);
-    db.prepare('INSERT INTO retained_issued_at (subject, issued_at) VALUES (?, ?) ON CONFLICT (subject) DO UPDATE SET issued_at = excluded.issued_at').run(subject, at);
+    db.prepare('INSERT INTO retained_issued_at (subject, issued_at) VALUES (?, ?) ON CONFLICT (subject) DO UPDATE SET issued_at = excluded.issued_at').run(
+      subject,
+      at,
+    );
     return at;
   })();
 }
@@ -72,12 +75,18 @@ export class LockdownStore {
   }
 
   get(scope: LockdownScope): StoredLockdown | undefined {
-    const row = this.db.prepare('SELECT scope, active, "by" AS by, reason, changed_at, issued_at FROM lockdowns WHERE scope = ?').get(scopeName(scope)) as Row | undefined;
+    const row = this.db.prepare('SELECT scope, active, "by" AS by, reason, changed_at, issued_at FROM lockdowns WHERE scope = ?').get(scopeName(scope)) as
+      | Row
+      | undefined;
     return row ? fromRow(row) : undefined;
   }
 
   /** Records a start or an end; returns the state before it and the stored one (with its message's issued_at). */
-  set(scope: LockdownScope, change: { active: boolean; by: string; reason: string | null }, nowMs: number): { previous: StoredLockdown | undefined; stored: StoredLockdown } {
+  set(
+    scope: LockdownScope,
+    change: { active: boolean; by: string; reason: string | null },
+    nowMs: number,
+  ): { previous: StoredLockdown | undefined; stored: StoredLockdown } {
     return this.db.transaction(() => {
       const previous = this.get(scope);
       const stored: StoredLockdown = {
@@ -158,7 +167,10 @@ export function registerLockdownRoutes(app: FastifyInstance, ctx: RouteContext):
     const { previous, stored } = store.set(scope, { active: p.active, by: p.by ?? `API key (${request.rank})`, reason }, ctx.clock.wallNow());
     // An end is published even when nothing was active here: it also clears a lockdown set on the broker directly.
     const sent = ctx.doors.publishLockdown(stored.scope, lockdownMessage(stored), stored.issuedAt);
-    ctx.logger.info({ scope: scopeName(scope), active: stored.active, by: stored.by, reason: stored.reason, sent }, stored.active ? 'lockdown started' : 'lockdown ended');
+    ctx.logger.info(
+      { scope: scopeName(scope), active: stored.active, by: stored.by, reason: stored.reason, sent },
+      stored.active ? 'lockdown started' : 'lockdown ended',
+    );
     const wasActive = previous?.active === true;
     const success = stored.active
       ? wasActive
@@ -167,9 +179,7 @@ export function registerLockdownRoutes(app: FastifyInstance, ctx: RouteContext):
       : wasActive
         ? `lockdown ended for ${label}`
         : `${label} was not in lockdown`;
-    return sent
-      ? { success }
-      : { success, warning: 'the MQTT broker is not reachable now: the doors get this when the service reconnects to it' };
+    return sent ? { success } : { success, warning: 'the MQTT broker is not reachable now: the doors get this when the service reconnects to it' };
   });
 
   app.get('/lockdown', async (request) => {

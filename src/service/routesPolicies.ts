@@ -104,7 +104,8 @@ export function registerPolicyRoutes(app: FastifyInstance, ctx: RouteContext): v
     if (p.resource_group_id !== undefined && p.resource_group_id !== null) {
       const group = levels.resourceGroup(p.resource_group_id);
       if (!group) throw new BadRequest(`resource_group_id: no resource group with group_id ${p.resource_group_id}`);
-      if (group.resource_type === 'COMPUTER') throw new BadRequest(`resource_group_id: group ${p.resource_group_id} (${group.name}) is a group of computers, not doors`);
+      if (group.resource_type === 'COMPUTER')
+        throw new BadRequest(`resource_group_id: group ${p.resource_group_id} (${group.name}) is a group of computers, not doors`);
     }
     if (def.resource_ids.length === 0 && def.resource_group_id === null) {
       throw new BadRequest('resource_ids, resource_group_id: a level needs doors: give resource_ids, resource_group_id or both');

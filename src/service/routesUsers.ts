@@ -57,13 +57,20 @@ export function registerUserRoutes(app: FastifyInstance, ctx: RouteContext): voi
   const modifySmartcards = async (request: FastifyRequest) => {
     ctx.requireRank(request, 'ADMIN');
     const p = params(
-      z.object({ email_id: intParam, smartcards: jsonArrayParam(smartcard, { field: 'smartcards', max: LIMITS.perUser }), allow_duplicates: boolParam.optional() }),
+      z.object({
+        email_id: intParam,
+        smartcards: jsonArrayParam(smartcard, { field: 'smartcards', max: LIMITS.perUser }),
+        allow_duplicates: boolParam.optional(),
+      }),
       request,
     );
     const user = userOr(p.email_id);
     if (!p.allow_duplicates) {
       // Numbers the user already holds never count: re-saving an unchanged list always works.
-      const taken = users.newlyShared(user.email_id, p.smartcards.map((c) => c.number));
+      const taken = users.newlyShared(
+        user.email_id,
+        p.smartcards.map((c) => c.number),
+      );
       if (taken.length > 0) {
         throw new BadRequest(`smartcard number(s) already in use: ${taken.map((n) => `…${n.slice(-4)}`).join(', ')} (set allow_duplicates to allow)`);
       }
@@ -77,11 +84,17 @@ export function registerUserRoutes(app: FastifyInstance, ctx: RouteContext): voi
   app.put('/modifyallusernames', async (request) => {
     ctx.requireRank(request, 'ADMIN');
     const p = params(
-      z.object({ email_id: intParam, computer_usernames: jsonArrayParam(z.object({ computer_username: z.string().min(1).max(100) }), { field: 'computer_usernames', max: LIMITS.usernames }) }),
+      z.object({
+        email_id: intParam,
+        computer_usernames: jsonArrayParam(z.object({ computer_username: z.string().min(1).max(100) }), { field: 'computer_usernames', max: LIMITS.usernames }),
+      }),
       request,
     );
     const user = userOr(p.email_id);
-    users.replaceComputerUsernames(user.email_id, p.computer_usernames.map((c) => c.computer_username));
+    users.replaceComputerUsernames(
+      user.email_id,
+      p.computer_usernames.map((c) => c.computer_username),
+    );
     return { success: `${p.computer_usernames.length} computer username(s) set for ${user.email}` };
   });
 

@@ -1,4 +1,4 @@
-import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
+import Fastify, { type FastifyInstance, type FastifyReply } from 'fastify';
 import { ApiKeys, type KeyKind } from './apiKeys.js';
 import { BadRequest } from './params.js';
 import { answerClientError, errorBody, methodList, parseFormBody, parseJsonBody } from './http.js';
@@ -135,7 +135,10 @@ export function buildService(deps: ServiceDeps): FastifyInstance {
     const methods = methodsByPath.get(path);
     if (methods === undefined) return reply.code(404).send(errorBody(`no endpoint ${request.method} ${path}`));
     const allowed = [...methods].sort();
-    return reply.code(405).header('allow', allowed.join(', ')).send(errorBody(`${request.method} is not allowed on ${path}: use ${methodList(allowed)}`));
+    return reply
+      .code(405)
+      .header('allow', allowed.join(', '))
+      .send(errorBody(`${request.method} is not allowed on ${path}: use ${methodList(allowed)}`));
   });
 
   const context: RouteContext = {

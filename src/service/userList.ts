@@ -37,7 +37,7 @@ function utf8(json: string): Buffer {
  * changes no answer (a directory revision, a mail marked sent, an API key) drops them too, and the next GET builds
  * them again (the list of 10,000 users: about 50-90 ms, once per change and variant asked for).
  */
-export class UserAnswers {
+class UserAnswers {
   private readonly users: UserStore;
   private readonly changes: Statement;
   private readonly dataVersion: Statement;

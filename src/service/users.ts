@@ -60,7 +60,9 @@ export class UserStore {
 
   /** The email_ids of `ids` that are active users, in one query. */
   activeIds(ids: readonly number[]): Set<number> {
-    const rows = this.sql('SELECT email_id FROM users WHERE removed_at IS NULL AND email_id IN (SELECT value FROM json_each(?))').pluck().all(JSON.stringify(ids));
+    const rows = this.sql('SELECT email_id FROM users WHERE removed_at IS NULL AND email_id IN (SELECT value FROM json_each(?))')
+      .pluck()
+      .all(JSON.stringify(ids));
     return new Set(rows as number[]);
   }
 
@@ -83,32 +85,42 @@ export class UserStore {
     if (existing) {
       this.db.transaction(() => {
         this.releaseHoldings(existing.email_id);
-        this.sql("UPDATE users SET removed_at = NULL, tag = ?, rank = 'REGULAR', suspended = 0, created = ? WHERE email_id = ?")
-          .run(tag, serviceTimestamp(now), existing.email_id);
+        this.sql("UPDATE users SET removed_at = NULL, tag = ?, rank = 'REGULAR', suspended = 0, created = ? WHERE email_id = ?").run(
+          tag,
+          serviceTimestamp(now),
+          existing.email_id,
+        );
       })();
       return { user: this.get(existing.email_id)!, created: true };
     }
     const local = email.split('@')[0] ?? email;
     const nextUserId = (this.sql('SELECT coalesce(max(user_id), 0) + 1 FROM users').pluck().get() as number) ?? 1;
-    const info = this.sql(
-        `INSERT INTO users (user_id, email, first_name, username, tag, unique_id, created) VALUES (?, ?, ?, ?, ?, ?, ?)`,
-      )
-      .run(nextUserId, email, local, local, tag, randomUUID(), serviceTimestamp(now));
+    const info = this.sql(`INSERT INTO users (user_id, email, first_name, username, tag, unique_id, created) VALUES (?, ?, ?, ?, ?, ?, ?)`).run(
+      nextUserId,
+      email,
+      local,
+      local,
+      tag,
+      randomUUID(),
+      serviceTimestamp(now),
+    );
     return { user: this.get(Number(info.lastInsertRowid))!, created: true };
   }
 
   list(tag?: 'USER' | 'GUEST'): UserRow[] {
-    return (tag
-      ? this.sql('SELECT * FROM users WHERE removed_at IS NULL AND tag = ? ORDER BY email_id').all(tag)
-      : this.sql('SELECT * FROM users WHERE removed_at IS NULL ORDER BY email_id').all()) as UserRow[];
+    return (
+      tag
+        ? this.sql('SELECT * FROM users WHERE removed_at IS NULL AND tag = ? ORDER BY email_id').all(tag)
+        : this.sql('SELECT * FROM users WHERE removed_at IS NULL ORDER BY email_id').all()
+    ) as UserRow[];
   }
 
   /** Group names per user (user groups), as the API's array of arrays. */
   groupsOf(emailId: number): string[][] {
     const names = this.sql(
-        `SELECT g.name FROM groups g JOIN group_members m ON m.group_id = g.group_id
+      `SELECT g.name FROM groups g JOIN group_members m ON m.group_id = g.group_id
           WHERE g.type = 'users' AND m.member_id = ? ORDER BY g.group_id`,
-      )
+    )
       .pluck()
       .all(emailId) as string[];
     return names.map((n) => [n]);
@@ -132,9 +144,7 @@ export class UserStore {
 
   /** Card numbers held by anyone but `emailId` (for the duplicate check). */
   numbersHeldByOthers(emailId: number, numbers: readonly string[]): string[] {
-    const held = this.sql(
-      'SELECT 1 FROM smartcards s JOIN users u USING (email_id) WHERE s.number = ? AND s.email_id <> ? AND u.removed_at IS NULL',
-    );
+    const held = this.sql('SELECT 1 FROM smartcards s JOIN users u USING (email_id) WHERE s.number = ? AND s.email_id <> ? AND u.removed_at IS NULL');
     return numbers.filter((n) => held.get(n, emailId) !== undefined);
   }
 
@@ -162,7 +172,9 @@ export class UserStore {
     this.db.transaction(() => {
       this.sql('DELETE FROM smartcards WHERE email_id = ?').run(emailId);
       const insert = this.sql('INSERT INTO smartcards (email_id, position, number, label, valid_from, valid_until) VALUES (?, ?, ?, ?, ?, ?)');
-      cards.forEach((c, i) => insert.run(emailId, i, c.number, c.label ?? null, c.valid_from ?? null, c.valid_until ?? null));
+      cards.forEach((c, i) => {
+        insert.run(emailId, i, c.number, c.label ?? null, c.valid_from ?? null, c.valid_until ?? null);
+      });
     })();
   }
 
@@ -170,7 +182,9 @@ export class UserStore {
     this.db.transaction(() => {
       this.sql('DELETE FROM computer_usernames WHERE email_id = ?').run(emailId);
       const insert = this.sql('INSERT INTO computer_usernames (email_id, position, computer_username) VALUES (?, ?, ?)');
-      names.forEach((n, i) => insert.run(emailId, i, n));
+      names.forEach((n, i) => {
+        insert.run(emailId, i, n);
+      });
     })();
   }
 
@@ -203,11 +217,10 @@ export class UserStore {
       this.releaseHoldings(emailId);
       this.sql(`DELETE FROM group_members WHERE member_id = ? AND group_id IN (SELECT group_id FROM groups WHERE type = 'users')`).run(emailId);
       this.sql(
-          `DELETE FROM policies WHERE policy_id IN (
+        `DELETE FROM policies WHERE policy_id IN (
              SELECT policy_id FROM policy_members GROUP BY policy_id HAVING count(*) = 1 AND max(email_id) = ?)
              AND policy_id NOT IN (SELECT policy_id FROM policy_levels)`,
-        )
-        .run(emailId);
+      ).run(emailId);
       this.sql('DELETE FROM policy_members WHERE email_id = ?').run(emailId);
       this.sql('UPDATE users SET removed_at = ? WHERE email_id = ?').run(serviceTimestamp(now), emailId);
     })();
@@ -216,10 +229,9 @@ export class UserStore {
   /** Every user's group names in one query (GET /multipleusers lists thousands of users). */
   allGroups(): Map<number, string[][]> {
     const rows = this.sql(
-        `SELECT m.member_id AS email_id, g.name FROM groups g JOIN group_members m ON m.group_id = g.group_id
+      `SELECT m.member_id AS email_id, g.name FROM groups g JOIN group_members m ON m.group_id = g.group_id
           WHERE g.type = 'users' ORDER BY g.group_id`,
-      )
-      .all() as Array<{ email_id: number; name: string }>;
+    ).all() as Array<{ email_id: number; name: string }>;
     const byUser = new Map<number, string[][]>();
     for (const r of rows) {
       const list = byUser.get(r.email_id) ?? [];

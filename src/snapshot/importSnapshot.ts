@@ -40,12 +40,7 @@ class ProblemList {
   }
 }
 
-function parseMember<T>(
-  raw: string,
-  schema: z.ZodType<T>,
-  path: PropertyKey[],
-  problems: ProblemList,
-): T | undefined {
+function parseMember<T>(raw: string, schema: z.ZodType<T>, path: PropertyKey[], problems: ProblemList): T | undefined {
   let value: unknown;
   try {
     value = JSON.parse(raw);
@@ -107,10 +102,7 @@ export function importSnapshot(db: Db, file: string, options: ImportOptions): Im
     // SQLite failures (busy, disk full, I/O): the transaction was rolled back.
     const code = errorCode(err);
     const hint = code === 'SQLITE_BUSY' ? ' (another door-agent process is writing the cache: try again)' : '';
-    throw new DoorAgentError(
-      `snapshot ${file} was not imported, the cache is unchanged: ${(err as Error).message}${hint}`,
-      { cause: err },
-    );
+    throw new DoorAgentError(`snapshot ${file} was not imported, the cache is unchanged: ${(err as Error).message}${hint}`, { cause: err });
   } finally {
     stage.drop();
     closeSync(fd);

@@ -15,7 +15,7 @@ export class JsonSyntaxError extends Error {
 export type ByteSource = (buf: Buffer) => number;
 
 /** The bytes of an open file, read from where it stands. */
-export function fileSource(fd: number): ByteSource {
+function fileSource(fd: number): ByteSource {
   return (buf) => readSync(fd, buf, 0, buf.length, null);
 }
 
@@ -213,8 +213,7 @@ export class JsonMemberStream {
         } else if (this.options.objects.has(section) && next === OPEN_OBJ) {
           yield { kind: 'start', section, byteOffset: this.offset() };
           yield* this.objectEntries(section);
-        }
-        else yield { kind: 'value', section, ...this.captureValue() };
+        } else yield { kind: 'value', section, ...this.captureValue() };
         const sep = this.skipWhitespace();
         this.pos++;
         if (sep === CLOSE_OBJ) break;

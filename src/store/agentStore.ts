@@ -134,7 +134,8 @@ export class AgentStore implements Component {
 
   /** An OSDP reader's secure channel as it is now (shown by `door-agent status`). */
   setReaderChannel(doorUuid: string, channel: string): void {
-    (this.status.readerChannels ??= {})[doorUuid] = channel;
+    this.status.readerChannels ??= {};
+    this.status.readerChannels[doorUuid] = channel;
     this.saveStatus();
   }
 

@@ -7,7 +7,7 @@ import { readMeta, writeMeta } from './meta.js';
 
 const KEY = 'clock:high_water';
 /** How often the mark is saved: a restart after a clock step loses at most this much of it. */
-export const SAVE_INTERVAL_MS = 60_000;
+const SAVE_INTERVAL_MS = 60_000;
 
 /** The forward-only clock's high-water mark in state.db (restored at start, saved each minute and at stop). */
 export class ClockMark implements Component {

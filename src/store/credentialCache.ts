@@ -64,9 +64,10 @@ export class CredentialCache {
     this.byToken = db
       .prepare('SELECT magic_link_id, resource_ids, start_at, end_at, time_mapping FROM guest_links WHERE token_digest = ?')
       .raw(true) as unknown as Statement<[string], LinkRow>;
-    this.linkLabels = db
-      .prepare("SELECT label FROM credentials WHERE holder_kind = 'link' AND holder_id = ?")
-      .pluck(true) as unknown as Statement<[string], string | null>;
+    this.linkLabels = db.prepare("SELECT label FROM credentials WHERE holder_kind = 'link' AND holder_id = ?").pluck(true) as unknown as Statement<
+      [string],
+      string | null
+    >;
     this.nameOf = db.prepare('SELECT name FROM users WHERE email_id = ?').pluck(true) as unknown as Statement<[number], string>;
   }
 

@@ -75,7 +75,9 @@ function openSchema(file: string, schema: Schema, options: { readonly?: boolean;
   const isNew = !existsSync(file);
   if (readonly && isNew) {
     throw new DoorAgentError(
-      schema === CACHE ? `no cache at ${file}: provision it with door-agent import first` : `no ${schema.what} at ${file} yet: door-agent run (or any writing command) creates it`,
+      schema === CACHE
+        ? `no cache at ${file}: provision it with door-agent import first`
+        : `no ${schema.what} at ${file} yet: door-agent run (or any writing command) creates it`,
     );
   }
   if (!readonly) {

@@ -145,11 +145,9 @@ export class EventLog {
 
   /** Events not yet published (PUBACK not received), oldest first, after `afterSeq`. */
   unpublished(afterSeq: number, limit: number): WireEvent[] {
-    return (
-      this.db
-        .prepare('SELECT * FROM events WHERE published_at IS NULL AND seq > ? ORDER BY seq LIMIT ?')
-        .all(afterSeq, limit) as EventRow[]
-    ).map((row) => this.toWire(row));
+    return (this.db.prepare('SELECT * FROM events WHERE published_at IS NULL AND seq > ? ORDER BY seq LIMIT ?').all(afterSeq, limit) as EventRow[]).map((row) =>
+      this.toWire(row),
+    );
   }
 
   /** Marks events as published, in one transaction (one fsync for a whole batch of PUBACKs). */
@@ -169,9 +167,7 @@ export class EventLog {
 
   stats(): EventLogStats {
     const row = this.db
-      .prepare(
-        'SELECT count(*) AS total, count(*) FILTER (WHERE published_at IS NULL) AS unpublished, coalesce(max(seq), 0) AS lastSeq FROM events',
-      )
+      .prepare('SELECT count(*) AS total, count(*) FILTER (WHERE published_at IS NULL) AS unpublished, coalesce(max(seq), 0) AS lastSeq FROM events')
       .get() as { total: number; unpublished: number; lastSeq: number };
     return { ...row, evicted: evictedCount(this.db) };
   }

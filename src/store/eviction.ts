@@ -5,10 +5,10 @@ import { readMeta, writeMeta } from './meta.js';
 /** The event types raised as alarms (`P/doors/<uuid>/alarm`): the last KEPT_ALARMS of them are never evicted. */
 export const ALARM_TYPES = ['duress', 'tamper', 'door_forced', 'door_held_open'] as const;
 
-/** How many of the most recent alarm events eviction keeps, however many other events come after them. */
+/** How many of the most recent alarm events eviction keeps, however many other events come after them. @internal */
 export const KEPT_ALARMS = 1000;
 
-/** The SQL condition of an alarm row; the state database's partial index `events_alarms` has the same one. */
+/** The SQL condition of an alarm row; the state database's partial index `events_alarms` has the same one. @internal */
 export const ALARM_CONDITION = `type IN (${ALARM_TYPES.map((t) => `'${t}'`).join(', ')})`;
 
 const EVICTED_KEY = 'events_evicted';

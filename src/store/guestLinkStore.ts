@@ -5,7 +5,7 @@ import type { Db } from './database.js';
 export type GuestLinkChange = 'stored' | 'unchanged' | 'revoked' | 'not_here' | 'over_budget' | 'stale';
 
 /** How many links received over MQTT the cache keeps at most (each at most MAX_GUEST_LINK_BYTES). */
-export const DEFAULT_MAX_MQTT_LINKS = 500;
+const DEFAULT_MAX_MQTT_LINKS = 500;
 
 /**
  * Guest links pushed over MQTT (retained `P/guest-links/<id>`): stored with their cards and token digest, in
@@ -57,7 +57,9 @@ export class GuestLinkStore {
   removeMqttLinksNotIndexed(ids: ReadonlySet<string>, indexIssuedAt: number): string[] {
     return this.db.transaction(() => {
       const rows = this.db
-        .prepare("SELECT l.magic_link_id AS id, v.issued_at AS at FROM guest_links l LEFT JOIN guest_link_versions v USING (magic_link_id) WHERE l.source = 'mqtt'")
+        .prepare(
+          "SELECT l.magic_link_id AS id, v.issued_at AS at FROM guest_links l LEFT JOIN guest_link_versions v USING (magic_link_id) WHERE l.source = 'mqtt'",
+        )
         .all() as Array<{ id: string; at: number | null }>;
       const removed = rows.filter((r) => !ids.has(r.id) && (r.at === null || r.at < indexIssuedAt)).map((r) => r.id);
       for (const id of removed) this.remove(id);
@@ -113,9 +115,7 @@ export class GuestLinkStore {
       // One row per number (the last entry wins), in number order: compared with the rows held as they are.
       const cards = [...new Map(staged.smartcards.map((c) => [c.number, c])).values()].sort((a, b) => (a.number < b.number ? -1 : a.number > b.number ? 1 : 0));
       const existing = this.db
-        .prepare(
-          `SELECT name, token_digest, resource_ids, start_at, end_at, time_mapping, email_list, source FROM guest_links WHERE magic_link_id = ?`,
-        )
+        .prepare(`SELECT name, token_digest, resource_ids, start_at, end_at, time_mapping, email_list, source FROM guest_links WHERE magic_link_id = ?`)
         .raw()
         .get(row.id) as unknown[] | undefined;
       const existingCards = this.db

@@ -7,8 +7,5 @@ export function readMeta<T>(db: Db, key: string): T | undefined {
 }
 
 export function writeMeta(db: Db, key: string, value: unknown): void {
-  db.prepare('INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value').run(
-    key,
-    JSON.stringify(value),
-  );
+  db.prepare('INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value').run(key, JSON.stringify(value));
 }

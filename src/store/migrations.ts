@@ -122,8 +122,7 @@ export const MIGRATIONS: readonly Migration[] = [
   `,
 ];
 
-const tableExists = (db: Db, name: string) =>
-  db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?").get(name) !== undefined;
+const tableExists = (db: Db, name: string) => db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?").get(name) !== undefined;
 
 /**
  * Migration 4: the audit log and outbox, the replay cache and the daemon's status move to state.db beside the

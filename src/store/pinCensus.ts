@@ -9,10 +9,9 @@ export function countShortPins(db: Db, pinLabels: readonly string[], minLength: 
   const labels = pinLabelSet(pinLabels);
   const hasDigits = (db.prepare("SELECT count(*) FROM pragma_table_info('credentials') WHERE name = 'digits'").pluck().get() as number) > 0;
   const length = hasDigits ? 'length(coalesce(digits, number))' : 'length(number)';
-  const rows = db
-    .prepare(`SELECT label, count(*) FROM credentials WHERE label IS NOT NULL AND ${length} < ? GROUP BY label`)
-    .raw()
-    .all(minLength) as Array<[string, number]>;
+  const rows = db.prepare(`SELECT label, count(*) FROM credentials WHERE label IS NOT NULL AND ${length} < ? GROUP BY label`).raw().all(minLength) as Array<
+    [string, number]
+  >;
   return rows.reduce((sum, [label, n]) => (isPinLabel(label, labels) ? sum + n : sum), 0);
 }
 

@@ -66,32 +66,26 @@ const STAGED_CREDENTIAL = `EXISTS (SELECT 1 FROM temp.stage_credentials s
  * Replaces the cache's users, credentials and snapshot guest links with the staged ones. Rows that did not
  * change are not rewritten. Must run inside the caller's transaction; throws MassRemovalError before writing.
  */
-export function mergeStage(
-  db: Db,
-  options: { maxRemovalRatio: number | null; includeLinks?: boolean; scoped?: boolean },
-): MergeSummary {
+export function mergeStage(db: Db, options: { maxRemovalRatio: number | null; includeLinks?: boolean; scoped?: boolean }): MergeSummary {
   const includeLinks = options.includeLinks ?? true;
   // scoped (a delta): only the users listed in temp.stage_scope are replaced or removed; every other row stays.
   const scoped = options.scoped ?? false;
   const MANAGED_CREDENTIAL = includeLinks ? SNAPSHOT_CREDENTIAL : USER_CREDENTIAL;
-  const IN_SCOPE = scoped
-    ? `(c.holder_kind = 'user' AND c.holder_id IN (SELECT CAST(email_id AS TEXT) FROM ${SCOPE_TABLE}))`
-    : 'true';
+  const IN_SCOPE = scoped ? `(c.holder_kind = 'user' AND c.holder_id IN (SELECT CAST(email_id AS TEXT) FROM ${SCOPE_TABLE}))` : 'true';
   const USER_IN_SCOPE = scoped ? `email_id IN (SELECT email_id FROM ${SCOPE_TABLE})` : 'true';
   // The ratio is taken over the credentials this merge may remove: guest-link cards that arrived over MQTT
   // must not dilute it (a sync that empties every user would otherwise pass).
   const credentialsBefore = count(db, `SELECT count(*) FROM credentials c WHERE ${MANAGED_CREDENTIAL}`);
   // The guard is judged on the resulting set: what this merge removes, out of everything it manages.
   const credentialsRemoved = count(db, `SELECT count(*) FROM credentials c WHERE ${MANAGED_CREDENTIAL} AND ${IN_SCOPE} AND NOT ${STAGED_CREDENTIAL}`);
-  if (
-    options.maxRemovalRatio !== null &&
-    credentialsBefore > 0 &&
-    credentialsRemoved / credentialsBefore > options.maxRemovalRatio
-  ) {
+  if (options.maxRemovalRatio !== null && credentialsBefore > 0 && credentialsRemoved / credentialsBefore > options.maxRemovalRatio) {
     throw new MassRemovalError(credentialsRemoved, credentialsBefore, options.maxRemovalRatio);
   }
-  const credentialsAdded = count(db, `SELECT count(*) FROM temp.stage_credentials c WHERE NOT EXISTS
-    (SELECT 1 FROM credentials l WHERE l.number = c.number AND l.holder_kind = c.holder_kind AND l.holder_id = c.holder_id)`);
+  const credentialsAdded = count(
+    db,
+    `SELECT count(*) FROM temp.stage_credentials c WHERE NOT EXISTS
+    (SELECT 1 FROM credentials l WHERE l.number = c.number AND l.holder_kind = c.holder_kind AND l.holder_id = c.holder_id)`,
+  );
   const usersAdded = count(db, 'SELECT count(*) FROM temp.stage_users WHERE email_id NOT IN (SELECT email_id FROM users)');
   const linksAdded = count(db, 'SELECT count(*) FROM temp.stage_links WHERE magic_link_id NOT IN (SELECT magic_link_id FROM guest_links)');
 
@@ -111,7 +105,9 @@ export function mergeStage(
     WHERE users.user_id IS NOT excluded.user_id OR users.name IS NOT excluded.name OR users.email IS NOT excluded.email
        OR users.tag IS NOT excluded.tag OR users.ad_status IS NOT excluded.ad_status
        OR users.groups IS NOT excluded.groups OR users.policies IS NOT excluded.policies`);
-  const upsertedLinks = !includeLinks ? 0 : run(`
+  const upsertedLinks = !includeLinks
+    ? 0
+    : run(`
     INSERT INTO guest_links (magic_link_id, name, token_digest, resource_ids, start_at, end_at, time_mapping, email_list, source)
     SELECT magic_link_id, name, token_digest, resource_ids, start_at, end_at, time_mapping, email_list, 'snapshot'
       FROM temp.stage_links WHERE true
@@ -157,14 +153,8 @@ export function mergeStage(
   });
   return {
     users: counts(count(db, 'SELECT count(*) FROM temp.stage_users'), usersAdded, upsertedUsers, deletedUsers),
-    credentials: counts(
-      count(db, 'SELECT count(*) FROM temp.stage_credentials'),
-      credentialsAdded,
-      upsertedCredentials,
-      deletedCredentials,
-    ),
+    credentials: counts(count(db, 'SELECT count(*) FROM temp.stage_credentials'), credentialsAdded, upsertedCredentials, deletedCredentials),
     guestLinks: counts(count(db, 'SELECT count(*) FROM temp.stage_links'), linksAdded, upsertedLinks, deletedLinks),
-    rowsWritten:
-      deletedCredentials + deletedLinks + deletedUsers + upsertedUsers + upsertedLinks + upsertedCredentials,
+    rowsWritten: deletedCredentials + deletedLinks + deletedUsers + upsertedUsers + upsertedLinks + upsertedCredentials,
   };
 }

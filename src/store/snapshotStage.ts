@@ -67,9 +67,7 @@ export class SnapshotStage {
         valid_from INTEGER, valid_until INTEGER, PRIMARY KEY (number, holder_kind, holder_id)) STRICT, WITHOUT ROWID;
     `);
     for (const table of STAGE_TABLES) db.exec(`DELETE FROM temp.${table}`);
-    this.insertUser = db.prepare(
-      'INSERT OR IGNORE INTO temp.stage_users VALUES (@emailId, @userId, @name, @email, @tag, @adStatus, @groups)',
-    );
+    this.insertUser = db.prepare('INSERT OR IGNORE INTO temp.stage_users VALUES (@emailId, @userId, @name, @email, @tag, @adStatus, @groups)');
     this.insertDetail = db.prepare('INSERT OR IGNORE INTO temp.stage_details VALUES (?, ?)');
     this.insertLink = db.prepare(`INSERT OR IGNORE INTO temp.stage_links VALUES
       (@magicLinkId, @name, @tokenDigest, @resourceIds, @startAt, @endAt, @timeMapping, @emailList)`);
@@ -113,9 +111,7 @@ export class SnapshotStage {
   /** email_ids listed in users without a details entry. */
   usersWithoutDetails(limit: number): number[] {
     return this.db
-      .prepare(
-        'SELECT email_id FROM temp.stage_users WHERE email_id NOT IN (SELECT email_id FROM temp.stage_details) ORDER BY email_id LIMIT ?',
-      )
+      .prepare('SELECT email_id FROM temp.stage_users WHERE email_id NOT IN (SELECT email_id FROM temp.stage_details) ORDER BY email_id LIMIT ?')
       .pluck()
       .all(limit) as number[];
   }
@@ -123,9 +119,7 @@ export class SnapshotStage {
   /** details entries for email_ids that are not in users. */
   detailsWithoutUsers(limit: number): number[] {
     return this.db
-      .prepare(
-        'SELECT email_id FROM temp.stage_details WHERE email_id NOT IN (SELECT email_id FROM temp.stage_users) ORDER BY email_id LIMIT ?',
-      )
+      .prepare('SELECT email_id FROM temp.stage_details WHERE email_id NOT IN (SELECT email_id FROM temp.stage_users) ORDER BY email_id LIMIT ?')
       .pluck()
       .all(limit) as number[];
   }

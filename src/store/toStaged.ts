@@ -5,7 +5,7 @@ import type { StagedDetail, StagedLink, StagedUser } from './snapshotStage.js';
 import { tokenDigest } from './tokens.js';
 
 /** Flattens the service's array-of-arrays name lists, without duplicates, in first-seen order. */
-export function flattenNames(matrix: ReadonlyArray<ReadonlyArray<string>>): string[] {
+function flattenNames(matrix: ReadonlyArray<ReadonlyArray<string>>): string[] {
   return [...new Set(matrix.flat())];
 }
 

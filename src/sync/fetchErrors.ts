@@ -75,6 +75,7 @@ export function fetchFailureReason(err: unknown, url: URL): string {
       `give door-agent the CA that signed it with NODE_EXTRA_CA_CERTS=/path/ca.pem (see the README)`
     );
   }
-  if (message === 'bad port') return `port ${url.port} is one that fetch refuses to use (a "bad port" of the Fetch standard): serve the service on another port`;
+  if (message === 'bad port')
+    return `port ${url.port} is one that fetch refuses to use (a "bad port" of the Fetch standard): serve the service on another port`;
   return code ? `${code}: ${message}` : message;
 }

@@ -28,7 +28,11 @@ export class FindingsReporter {
     const c = findings.duressCollisions;
     if (c && c.count > 0) {
       logger.warn(
-        { count: c.count, email_ids: c.emailIds.slice(0, MAX_LISTED), ...(c.magicLinkIds.length ? { magic_link_ids: c.magicLinkIds.slice(0, MAX_LISTED) } : {}) },
+        {
+          count: c.count,
+          email_ids: c.emailIds.slice(0, MAX_LISTED),
+          ...(c.magicLinkIds.length ? { magic_link_ids: c.magicLinkIds.slice(0, MAX_LISTED) } : {}),
+        },
         "duress PIN collisions in the directory: a duress PIN that is also someone's PIN opens as that PIN with no alarm; change one of the PINs",
       );
     }

@@ -1,5 +1,5 @@
 import { tmpdir } from 'node:os';
-import { z } from 'zod';
+import type { z } from 'zod';
 import { userDetailSchema, type UserDetail } from '../api/shapes.js';
 import { readSecret, type Env } from '../util/secretFiles.js';
 import { DoorAgentError } from '../util/errors.js';
@@ -165,7 +165,6 @@ export class ServiceClient {
     return answer.body;
   }
 }
-
 
 /** The client options for the `service` section, the key from its file or DOOR_AGENT_API_KEY: built here only. */
 export function serviceClientOptions(options: SyncServiceOptions, env: Env): ServiceClientOptions {

@@ -56,7 +56,9 @@ function* membersOf<M extends StreamedMember>(endpoint: string, members: Generat
     yield* members;
   } catch (err) {
     if (!(err instanceof JsonSyntaxError)) throw err;
-    const what = /truncated/.test(err.message) ? `the body is not complete JSON (it ends at byte ${err.byteOffset})` : `the body is not valid JSON (${err.message})`;
+    const what = /truncated/.test(err.message)
+      ? `the body is not complete JSON (it ends at byte ${err.byteOffset})`
+      : `the body is not valid JSON (${err.message})`;
     throw new ServiceError(`GET ${endpoint}: ${what}`, endpoint, 200, { cause: err });
   }
 }
@@ -75,7 +77,8 @@ export async function stageUserList(db: Db, stage: SnapshotStage, list: () => Pr
       db.transaction(() => {
         for (const member of membersOf(endpoint, new JsonMemberStream(body.source(), { ...NO_SECTIONS, maxValueBytes: MAX_MEMBER_BYTES }).elements(''))) {
           const item = parse(endpoint, member.raw, userListItemSchema, [member.index]);
-          if (!stage.addUser(toStagedUser(item, item.user_tag ?? 'USER'))) throw invalid(endpoint, formatPath([member.index, 'email_id'], '$'), `email_id ${item.email_id} is listed twice`);
+          if (!stage.addUser(toStagedUser(item, item.user_tag ?? 'USER')))
+            throw invalid(endpoint, formatPath([member.index, 'email_id'], '$'), `email_id ${item.email_id} is listed twice`);
           if (item.user_tag === undefined) untagged.add(item.email_id);
           count++;
         }
@@ -189,7 +192,8 @@ export function stageDirectory(db: Db, stage: SnapshotStage, body: ResponseSpool
           const path = ['users', member.index];
           const item = parse(endpoint, member.raw, userListItemSchema, path);
           if (item.user_tag === undefined) throw invalid(endpoint, formatPath([...path, 'user_tag'], '$'), 'required');
-          if (!stage.addUser(toStagedUser(item, item.user_tag))) throw invalid(endpoint, formatPath([...path, 'email_id'], '$'), `email_id ${item.email_id} is listed twice`);
+          if (!stage.addUser(toStagedUser(item, item.user_tag)))
+            throw invalid(endpoint, formatPath([...path, 'email_id'], '$'), `email_id ${item.email_id} is listed twice`);
           scope.addListed(item.email_id);
         } else if (member.kind === 'element') {
           scope.addRemoved(parse(endpoint, member.raw, emailIdSchema, ['removed', member.index]));
@@ -197,7 +201,8 @@ export function stageDirectory(db: Db, stage: SnapshotStage, body: ResponseSpool
           const path = ['details', member.key];
           if (!/^[0-9]{1,15}$/.test(member.key)) throw invalid(endpoint, formatPath(path, '$'), 'expected an email_id as the key');
           const detail = parse(endpoint, member.raw, userDetailSchema, path);
-          if (!stage.addDetail(toStagedDetail(Number(member.key), detail))) throw invalid(endpoint, formatPath(path, '$'), `a second entry for email_id ${Number(member.key)}`);
+          if (!stage.addDetail(toStagedDetail(Number(member.key), detail)))
+            throw invalid(endpoint, formatPath(path, '$'), `a second entry for email_id ${Number(member.key)}`);
         }
       }
     })();

@@ -62,7 +62,14 @@ export async function syncOnce(db: Db, client: ServiceClient, options: SyncOptio
     let held = options.full ? null : heldVersion;
     let answer = await client.directory(held);
     if (answer === 'unchanged') {
-      const lastSummary = { users: NO_CHANGE, credentials: NO_CHANGE, guestLinks: NO_CHANGE, rowsWritten: 0, revision: held?.revision ?? null, mode: 'unchanged' as const };
+      const lastSummary = {
+        users: NO_CHANGE,
+        credentials: NO_CHANGE,
+        guestLinks: NO_CHANGE,
+        rowsWritten: 0,
+        revision: held?.revision ?? null,
+        mode: 'unchanged' as const,
+      };
       writeMeta(db, STATUS_KEY, { lastSuccessAt: attemptAt, lastAttemptAt: attemptAt, lastError: null, lastSummary } satisfies SyncStatus);
       return { ...lastSummary, durationMs: performance.now() - started };
     }
@@ -83,7 +90,12 @@ export async function syncOnce(db: Db, client: ServiceClient, options: SyncOptio
     // Staged in the connection's own temp tables first; the cache's write lock is held only for the merge.
     const stage = new SnapshotStage(db);
     try {
-      const total = await stageUserList(db, stage, () => client.listUsers(), () => client.listUsers('GUEST'));
+      const total = await stageUserList(
+        db,
+        stage,
+        () => client.listUsers(),
+        () => client.listUsers('GUEST'),
+      );
       await stageDetails(db, stage, (emailId) => client.userDetail(emailId), { concurrency: options.concurrency, total, onProgress: options.onProgress });
       const result = db
         .transaction(() => {

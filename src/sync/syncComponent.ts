@@ -14,6 +14,7 @@ import type { DirectoryFindings, DirectoryRules } from '../core/directoryFinding
 /**
  * What a `P/directory/revision` payload asks for, given the version held: pure, for the tests too. A message
  * without history (a service from before histories) is judged on its revision alone, as before.
+ * @internal
  */
 export function judgeRevision(held: DirectoryVersion | null, payload: Buffer): { action: 'sync' | 'full' | 'none'; revision: number | null; why: string } {
   const pushed = parseRevisionMessage(payload);
@@ -21,7 +22,8 @@ export function judgeRevision(held: DirectoryVersion | null, payload: Buffer): {
   if (held !== null && held.history !== null && pushed.history !== null && pushed.history !== held.history) {
     return { action: 'full', revision: pushed.revision, why: "changed history (the service's database was restored from a backup or replaced)" };
   }
-  if (held !== null && pushed.revision < held.revision) return { action: 'full', revision: pushed.revision, why: 'went backwards (a service restored from a backup?)' };
+  if (held !== null && pushed.revision < held.revision)
+    return { action: 'full', revision: pushed.revision, why: 'went backwards (a service restored from a backup?)' };
   if (held !== null && pushed.revision === held.revision && held.tag !== null && pushed.tag !== null && pushed.tag !== held.tag) {
     return { action: 'full', revision: pushed.revision, why: 'is the same number with another tag (a service restored from a backup?)' };
   }

@@ -59,8 +59,18 @@ export class SyncThread {
     const id = this.nextId++;
     return new Promise<SyncOutcome>((resolve, reject) => {
       this.pending.set(id, { resolve, reject });
-      const rules = options.rules && { pinLabels: [...options.rules.pinLabels], duressPin: options.rules.duressPin, minCardDigits: options.rules.minCardDigits };
-      this.worker!.postMessage({ id, concurrency: options.concurrency, maxRemovalRatio: options.maxRemovalRatio, full: options.full ?? false, ...(rules ? { rules } : {}) } satisfies SyncRequest);
+      const rules = options.rules && {
+        pinLabels: [...options.rules.pinLabels],
+        duressPin: options.rules.duressPin,
+        minCardDigits: options.rules.minCardDigits,
+      };
+      this.worker!.postMessage({
+        id,
+        concurrency: options.concurrency,
+        maxRemovalRatio: options.maxRemovalRatio,
+        full: options.full ?? false,
+        ...(rules ? { rules } : {}),
+      } satisfies SyncRequest);
     });
   }
 

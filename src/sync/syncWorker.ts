@@ -15,7 +15,7 @@ import type { DirectoryFindings, DirectoryRules } from '../core/directoryFinding
 import { scanDirectory } from '../store/directoryScan.js';
 
 /** How much lower than the daemon the sync thread runs (nice +10: it gets the CPU the door does not need). */
-export const SYNC_NICENESS = 10;
+const SYNC_NICENESS = 10;
 
 export interface SyncWorkerData {
   cacheFile: string;
@@ -43,7 +43,8 @@ export type SyncFailure =
 export type SyncReply = { id: number; ok: true; result: SyncOutcome } | { id: number; ok: false; error: SyncFailure };
 
 function failure(err: unknown): SyncFailure {
-  if (err instanceof MassRemovalError) return { kind: 'mass_removal', message: err.message, removed: err.removed, current: err.current, maxRatio: err.maxRatio, history: err.history };
+  if (err instanceof MassRemovalError)
+    return { kind: 'mass_removal', message: err.message, removed: err.removed, current: err.current, maxRatio: err.maxRatio, history: err.history };
   if (err instanceof ServiceError) return { kind: 'service', message: err.message, endpoint: err.endpoint, status: err.status };
   return { kind: 'other', message: err instanceof Error ? err.message : String(err) };
 }

@@ -1,4 +1,17 @@
-import { accessSync, chownSync, closeSync, constants, existsSync, mkdirSync, openSync, readFileSync, renameSync, statSync, unlinkSync, writeFileSync } from 'node:fs';
+import {
+  accessSync,
+  chownSync,
+  closeSync,
+  constants,
+  existsSync,
+  mkdirSync,
+  openSync,
+  readFileSync,
+  renameSync,
+  statSync,
+  unlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import { userInfo } from 'node:os';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
@@ -20,7 +33,7 @@ import { DoorAgentError, errorCode } from '../util/errors.js';
  * held (after a crash it stays behind with a dead pid, and means nothing).
  */
 export const LOCK_FILE = 'daemon.lock';
-export const PID_FILE = 'daemon.pid';
+const PID_FILE = 'daemon.pid';
 
 /** How long a taker waits out a probe (`status` reads the lock file for a moment) before calling it held. */
 const TAKE_WAIT_MS = 500;

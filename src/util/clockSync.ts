@@ -2,7 +2,7 @@ import { execFile, spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 
 /** Written by systemd-timesyncd once the clock has been synchronized (systemd 239+). */
-export const TIMESYNC_FLAG = '/run/systemd/timesync/synchronized';
+const TIMESYNC_FLAG = '/run/systemd/timesync/synchronized';
 
 export interface ClockSyncOptions {
   rtc: boolean;

@@ -36,11 +36,7 @@ export function problemsInOneLine(issues: ReadonlyArray<z.core.$ZodIssue>): stri
 }
 
 /** Flattens zod issues into problems; unknown keys become one problem per key, at the key's own path. */
-export function problemsFromZod(
-  issues: ReadonlyArray<z.core.$ZodIssue>,
-  basePath: ReadonlyArray<PropertyKey> = [],
-  root = '',
-): Problem[] {
+export function problemsFromZod(issues: ReadonlyArray<z.core.$ZodIssue>, basePath: ReadonlyArray<PropertyKey> = [], root = ''): Problem[] {
   const problems: Problem[] = [];
   for (const issue of issues) {
     const path = [...basePath, ...issue.path];

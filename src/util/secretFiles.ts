@@ -26,7 +26,9 @@ export function readScbk(keyPath: string, file: string, expectedUid: number | un
       throw new DoorAgentError(`${keyPath}: ${file} is readable by others (mode ${(stat.mode & 0o777).toString(8)}): chmod 600 ${file}`);
     }
     if (expectedUid !== undefined && stat.uid !== expectedUid) {
-      throw new DoorAgentError(`${keyPath}: ${file} belongs to uid ${stat.uid}, not to the user door-agent runs as (uid ${expectedUid}): chown it to that user`);
+      throw new DoorAgentError(
+        `${keyPath}: ${file} belongs to uid ${stat.uid}, not to the user door-agent runs as (uid ${expectedUid}): chown it to that user`,
+      );
     }
     const text = readFileSync(fd, 'utf8').trim();
     if (!/^[0-9a-fA-F]{32}$/.test(text)) throw new DoorAgentError(`${keyPath}: ${file} must hold the key as 32 hex digits (16 bytes)`);
@@ -58,7 +60,7 @@ export function readSecret(keyPath: string, file: string | undefined, env: Env, 
  * An HMAC-SHA256 key shorter than its 32-byte output is weaker than the signature it makes, and a short
  * passphrase can be guessed offline from one signed message captured on the broker.
  */
-export const MIN_COMMAND_SECRET_BYTES = 32;
+const MIN_COMMAND_SECRET_BYTES = 32;
 
 /**
  * The command secret of mqtt.commandSecretFile (agent and service): at least MIN_COMMAND_SECRET_BYTES bytes,

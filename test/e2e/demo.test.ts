@@ -19,7 +19,17 @@ afterAll(() => {
 
 describe('door-agent demo (npm start)', () => {
   it('starts everything, decides typed cards and PINs, answers a remote unlock, and stops cleanly on Ctrl-C', async () => {
-    tmux('new-session', '-d', '-s', session, '-x', '220', '-y', '60', `cd ${ROOT} && node ${CLI} demo --dir ${join(tmp.path, 'demo')}; echo DEMO-EXITED $?; sleep 60`);
+    tmux(
+      'new-session',
+      '-d',
+      '-s',
+      session,
+      '-x',
+      '220',
+      '-y',
+      '60',
+      `cd ${ROOT} && node ${CLI} demo --dir ${join(tmp.path, 'demo')}; echo DEMO-EXITED $?; sleep 60`,
+    );
     const screen = () => tmux('capture-pane', '-t', session, '-p', '-J', '-S', '-200');
     await waitUntil(() => screen().includes('Ctrl-C stops everything.'), 30_000, 'the demo is ready');
     await waitUntil(() => screen().includes('guest link 1 received'), 10_000, 'the guest link reached the door over MQTT');
@@ -32,12 +42,18 @@ describe('door-agent demo (npm start)', () => {
     await waitUntil(() => screen().includes('GRANTED  PIN'), 5000, 'the PIN');
 
     // The printed curl line works as printed.
-    const curl = screen().split('\n').find((l) => l.includes('/setlockstatus'))!.trim();
+    const curl = screen()
+      .split('\n')
+      .find((l) => l.includes('/setlockstatus'))!
+      .trim();
     const r = spawnSync('sh', ['-c', curl], { encoding: 'utf8' });
     expect(r.stdout).toBe('{"success":"Front door unlocked for 5 s"}');
 
     // The printed suspension line: Alice's card is refused within 2 s (the change is pushed, no 300 s wait).
-    const suspend = screen().split('\n').find((l) => l.includes('/togglesuspension'))!.trim();
+    const suspend = screen()
+      .split('\n')
+      .find((l) => l.includes('/togglesuspension'))!
+      .trim();
     expect(spawnSync('sh', ['-c', suspend], { encoding: 'utf8' }).status).toBe(0);
     const suspendedAt = Date.now();
     const refused = async () => {

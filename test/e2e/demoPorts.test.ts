@@ -63,9 +63,14 @@ describe('door-agent demo with 1883 and 8080 taken', () => {
     expect(serviceUrl).toBeDefined();
     expect(serviceUrl).not.toContain(':8080');
     expect(out).toContain(`mosquitto_pub -h 127.0.0.1 -p ${brokerPort} `);
-    const retained = spawnSync('mosquitto_sub', ['-h', '127.0.0.1', '-p', String(brokerPort), '-t', 'door-agent/#', '-C', '1', '-W', '10'], { encoding: 'utf8' });
+    const retained = spawnSync('mosquitto_sub', ['-h', '127.0.0.1', '-p', String(brokerPort), '-t', 'door-agent/#', '-C', '1', '-W', '10'], {
+      encoding: 'utf8',
+    });
     expect(retained.status).toBe(0);
-    const users = out.split('\n').find((l) => l.includes(`${serviceUrl}/multipleusers`))!.trim();
+    const users = out
+      .split('\n')
+      .find((l) => l.includes(`${serviceUrl}/multipleusers`))!
+      .trim();
     expect(spawnSync('sh', ['-c', users], { encoding: 'utf8' }).stdout).toContain('alice@example.org');
 
     // A granted tap, a denied one and a PIN, typed as a person would.

@@ -107,7 +107,10 @@ describe('the whole system', () => {
     const staff = await call('POST', '/groups', { type: 'users', name: 'Staff', add_ids: [] });
     const invite = await call('POST', '/invites', { emails: ['alice@example.org'], groups: [{ id: staff.body.group_id, name: 'Staff' }] });
     expect(invite.body.added).toEqual(['alice@example.org']);
-    const cards = await call('PUT', '/modifysmartcard', { email_id: (invite.body.add_ids as number[])[0], smartcards: '[{"number":"4213578","label":"badge"}]' });
+    const cards = await call('PUT', '/modifysmartcard', {
+      email_id: (invite.body.add_ids as number[])[0],
+      smartcards: '[{"number":"4213578","label":"badge"}]',
+    });
     expect(cards.status).toBe(200);
     await waitUntil(() => mail.some((m) => m.to === 'alice@example.org'), 5000, 'the invitation e-mail over SMTP');
 
@@ -150,7 +153,10 @@ describe('the whole system', () => {
     const { weekday, hour } = localTimeIn('Europe/Berlin')(Date.now());
     const mapping = (open: boolean) => Array.from({ length: 7 }, (_, d) => (d === weekday && open ? [[hour, hour + 1]] : []));
     const closed = await call('POST', '/magiclinkadmin', {
-      email_list: ['late@example.org'], resource_id_list: [12], name: 'Late visitor', time_mapping: mapping(false),
+      email_list: ['late@example.org'],
+      resource_id_list: [12],
+      name: 'Late visitor',
+      time_mapping: mapping(false),
       smartcards: [{ number: '7700002' }],
     });
     const link = await call('POST', '/magiclinkadmin', {
@@ -187,8 +193,15 @@ describe('the whole system', () => {
     await waitUntil(() => runCli(['events', '--config', agentConfig]).stdout.split('\n').filter(Boolean).length >= 2, 5000, 'decided offline');
     await broker.start();
     const all = () =>
-      runCli(['events', '--since', String(seenBefore), '--config', agentConfig]).stdout.trim().split('\n').map((l) => (JSON.parse(l) as { id: string }).id);
-    await waitUntil(() => JSON.parse(runCli(['status', '--json', '--config', agentConfig]).stdout).events.unpublished === 0, 20_000, 'outbox drained after the restart');
+      runCli(['events', '--since', String(seenBefore), '--config', agentConfig])
+        .stdout.trim()
+        .split('\n')
+        .map((l) => (JSON.parse(l) as { id: string }).id);
+    await waitUntil(
+      () => JSON.parse(runCli(['status', '--json', '--config', agentConfig]).stdout).events.unpublished === 0,
+      20_000,
+      'outbox drained after the restart',
+    );
     await waitUntil(() => all().every((id) => watcher.received.some((m) => (m.json as { id: string }).id === id)), 10_000, 'every event delivered');
     expect(all().length).toBeGreaterThanOrEqual(2);
     await watcher.end();

@@ -122,7 +122,9 @@ describe('door-agent status and config check list each door levels', () => {
   it('status: every door with its levels and whether each is in force now', () => {
     const r = runCli(['status', '--json', '--config', config]);
     expect(r.status).toBe(0);
-    const status = JSON.parse(r.stdout) as { levels: { doors: Record<string, Array<{ name: string; source: string; inForce: boolean }>>; serviceLevels: number | null } };
+    const status = JSON.parse(r.stdout) as {
+      levels: { doors: Record<string, Array<{ name: string; source: string; inForce: boolean }>>; serviceLevels: number | null };
+    };
     expect(status.levels.serviceLevels).toBeNull();
     expect(status.levels.doors[DOOR_UUID]!.map((l) => l.name)).toEqual(['Staff front door', 'Night shift']);
     expect(status.levels.doors[SECOND_DOOR_UUID]!.map((l) => l.name)).toEqual(['Contractors 2026', 'Night shift']);

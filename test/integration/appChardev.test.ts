@@ -32,7 +32,14 @@ function site() {
 }
 
 async function start(s: ReturnType<typeof site>, extra: Partial<Parameters<typeof startAgent>[1]> = {}) {
-  const agent = await startAgent(s.config, { logger: pino({ level: 'silent' }), clock: s.time, timers: s.time, gpio: s.gpio, clockSynchronized: () => true, ...extra });
+  const agent = await startAgent(s.config, {
+    logger: pino({ level: 'silent' }),
+    clock: s.time,
+    timers: s.time,
+    gpio: s.gpio,
+    clockSynchronized: () => true,
+    ...extra,
+  });
   agents.push(agent);
   return agent;
 }
@@ -41,7 +48,10 @@ async function start(s: ReturnType<typeof site>, extra: Partial<Parameters<typeo
 function tapAlice(s: ReturnType<typeof site>) {
   const edges = edgesOf(encodeCard(4_213_578n, 26), 0);
   const start = monotonicUs() - 30_000 - edges.at(-1)!.atUs;
-  s.kernel.edges(s.kernel.fdOf(5), edges.map((e) => ({ offset: e.line === 'd0' ? 5 : 6, rising: e.rising, atUs: start + e.atUs })));
+  s.kernel.edges(
+    s.kernel.fdOf(5),
+    edges.map((e) => ({ offset: e.line === 'd0' ? 5 : 6, rising: e.rising, atUs: start + e.atUs })),
+  );
   s.time.advance(30);
 }
 

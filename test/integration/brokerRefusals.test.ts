@@ -73,7 +73,9 @@ describe('a broker that refuses some topics', () => {
     const refused = s.status().refused;
     expect(refused.length).toBeGreaterThan(0);
     expect(refused.every((r) => r.topic.startsWith('homeassistant/') && r.kind === 'publish' && r.reasonCode === 0x87)).toBe(true);
-    expect(runCli(['status', '--config', s.config]).stdout).toMatch(/refused by the broker .*\n {2}publish homeassistant\/lock\/.*\/config: 0x87 not authorized/);
+    expect(runCli(['status', '--config', s.config]).stdout).toMatch(
+      /refused by the broker .*\n {2}publish homeassistant\/lock\/.*\/config: 0x87 not authorized/,
+    );
     // Once per topic: a topic is not logged again.
     const topics = daemon.logs.filter((l) => l.reasonCode === 0x87).map((l) => l.topic);
     expect(new Set(topics).size).toBe(topics.length);
@@ -93,7 +95,11 @@ describe('a broker that refuses some topics', () => {
 
     s.setAgentAcl('topic readwrite da/#\ntopic readwrite homeassistant/#');
     s.broker.reload();
-    const event = await op.waitFor((m) => m.topic === EVENTS && (m.json as { type: string }).type === 'exit_request', 100_000, 'the kept event after the ACL fix'); // retried 2, 4, 8 ... 60 s apart
+    const event = await op.waitFor(
+      (m) => m.topic === EVENTS && (m.json as { type: string }).type === 'exit_request',
+      100_000,
+      'the kept event after the ACL fix',
+    ); // retried 2, 4, 8 ... 60 s apart
     expect(event.json).toMatchObject({ door: DOOR_UUID });
     await waitUntil(() => s.status().events.unpublished === 0, 20_000, 'all published');
     await waitUntil(() => s.status().refused.length === 0, 10_000, 'the refusal cleared from status');

@@ -60,13 +60,55 @@ describe('door-agent check: every rule of the access decision (docs/architecture
         { email_id: 103, granted: false, reason: 'not_authorized' },
       ],
     ],
-    ['a guest token inside its schedule', ['guest-token-carol-0001', '--kind', 'token', '--at', '2026-11-27T16:59:59+01:00'], true, null, [{ magic_link_id: '501', granted: true, reason: null }]],
-    ['a guest token at the end hour (exclusive)', ['guest-token-carol-0001', '--kind', 'token', '--at', '2026-11-27T17:00:00+01:00'], false, 'outside_schedule', [{ magic_link_id: '501', granted: false, reason: 'outside_schedule' }]],
-    ['a guest token on Sunday', ['guest-token-carol-0001', '--kind', 'token', '--at', '2026-11-22T10:00:00+01:00'], false, 'outside_schedule', [{ magic_link_id: '501', granted: false, reason: 'outside_schedule' }]],
-    ['a guest token after the link expired', ['guest-token-carol-0001', '--kind', 'token', '--at', '2027-01-04T10:00:00+01:00'], false, 'link_expired', [{ magic_link_id: '501', granted: false, reason: 'link_expired' }]],
-    ['a card of a link not yet valid', ['8800001', '--at', MONDAY_10], false, 'link_not_yet_valid', [{ magic_link_id: 'future', granted: false, reason: 'link_not_yet_valid' }]],
-    ['a guest token while the clock is untrusted (before 2024)', ['guest-token-carol-0001', '--kind', 'token', '--at', '2019-06-03T10:00:00Z'], false, 'clock_untrusted', [{ magic_link_id: '501', granted: false, reason: 'clock_untrusted' }]],
-    ['a Staff card while the clock is untrusted (not time-bound)', ['4213578', '--at', '1970-01-02T00:00:00Z'], true, null, [{ email_id: 101, granted: true, reason: null }]],
+    [
+      'a guest token inside its schedule',
+      ['guest-token-carol-0001', '--kind', 'token', '--at', '2026-11-27T16:59:59+01:00'],
+      true,
+      null,
+      [{ magic_link_id: '501', granted: true, reason: null }],
+    ],
+    [
+      'a guest token at the end hour (exclusive)',
+      ['guest-token-carol-0001', '--kind', 'token', '--at', '2026-11-27T17:00:00+01:00'],
+      false,
+      'outside_schedule',
+      [{ magic_link_id: '501', granted: false, reason: 'outside_schedule' }],
+    ],
+    [
+      'a guest token on Sunday',
+      ['guest-token-carol-0001', '--kind', 'token', '--at', '2026-11-22T10:00:00+01:00'],
+      false,
+      'outside_schedule',
+      [{ magic_link_id: '501', granted: false, reason: 'outside_schedule' }],
+    ],
+    [
+      'a guest token after the link expired',
+      ['guest-token-carol-0001', '--kind', 'token', '--at', '2027-01-04T10:00:00+01:00'],
+      false,
+      'link_expired',
+      [{ magic_link_id: '501', granted: false, reason: 'link_expired' }],
+    ],
+    [
+      'a card of a link not yet valid',
+      ['8800001', '--at', MONDAY_10],
+      false,
+      'link_not_yet_valid',
+      [{ magic_link_id: 'future', granted: false, reason: 'link_not_yet_valid' }],
+    ],
+    [
+      'a guest token while the clock is untrusted (before 2024)',
+      ['guest-token-carol-0001', '--kind', 'token', '--at', '2019-06-03T10:00:00Z'],
+      false,
+      'clock_untrusted',
+      [{ magic_link_id: '501', granted: false, reason: 'clock_untrusted' }],
+    ],
+    [
+      'a Staff card while the clock is untrusted (not time-bound)',
+      ['4213578', '--at', '1970-01-02T00:00:00Z'],
+      true,
+      null,
+      [{ email_id: 101, granted: true, reason: null }],
+    ],
     ['an unknown token', ['no-such-token-at-all', '--kind', 'token'], false, 'unknown_credential', []],
   ] as const)('%s', (_name, args, granted, reason, holders) => {
     const r = check([...args]);
@@ -109,7 +151,10 @@ describe('door-agent check: usage errors (exit 2)', () => {
     let r = runCli(['check', '1', '--kind', 'face', '--config', config]);
     expect([r.status, r.stderr]).toEqual([2, expect.stringContaining('--kind must be card, pin or token')]);
     r = runCli(['check', '1', '--at', 'tomorrow', '--config', config]);
-    expect([r.status, r.stderr]).toEqual([2, expect.stringContaining('--at "tomorrow" is neither a local time such as "2026-12-24 19:00" (agent.timezone) nor an ISO 8601 instant')]);
+    expect([r.status, r.stderr]).toEqual([
+      2,
+      expect.stringContaining('--at "tomorrow" is neither a local time such as "2026-12-24 19:00" (agent.timezone) nor an ISO 8601 instant'),
+    ]);
     r = runCli(['check', '1', '--at', '2026-11-23T10:00:00', '--config', config]);
     expect(r.status).toBe(2);
     r = runCli(['check', '1', '--at', '2026-02-30T10:00:00Z', '--config', config]); // no rollover into March

@@ -23,17 +23,25 @@ function expectUsage(stdout: string, c: (typeof COMMANDS)[number]) {
   // Each option on a line of its own, with a meaning after it.
   for (const option of [...c.options, '-h, --help']) {
     const line = stdout.split('\n').find((l) => l.trimStart().startsWith(`${option} `));
-    expect(line, `${c.argv.join(' ')}: ${option}`).toMatch(new RegExp(`^  \\S.*\\s{2}\\w`));
+    expect(line, `${c.argv.join(' ')}: ${option}`).toMatch(/^ {2}\S.*\s{2}\w/);
   }
   expect(stdout.includes('Config: --config, else $DOOR_AGENT_CONFIG, else /etc/door-agent/config.yaml')).toBe(c.config);
-  const exits = stdout.split('Exit codes:\n')[1]!.split('\n').filter((l) => /^\s+\d+  /.test(l)).map((l) => Number(l.trim().split(' ')[0]));
+  const exits = stdout
+    .split('Exit codes:\n')[1]!
+    .split('\n')
+    .filter((l) => /^\s+\d+ {2}/.test(l))
+    .map((l) => Number(l.trim().split(' ')[0]));
   expect(exits).toEqual(c.exits);
 }
 
 describe('door-agent <command> --help', () => {
   for (const c of COMMANDS) {
     it(`${c.argv.join(' ')}: --help, -h and help ${c.argv.join(' ')} print its usage, exit 0`, () => {
-      for (const argv of [[...c.argv, '--help'], [...c.argv, '-h'], ['help', ...c.argv]]) {
+      for (const argv of [
+        [...c.argv, '--help'],
+        [...c.argv, '-h'],
+        ['help', ...c.argv],
+      ]) {
         const r = runCli(argv, { env: { DOOR_AGENT_CONFIG: '/nonexistent/config.yaml' } });
         expect(r.stderr, argv.join(' ')).toBe('');
         expect(r.status, argv.join(' ')).toBe(0);
@@ -43,7 +51,11 @@ describe('door-agent <command> --help', () => {
   }
 
   it('--help wins over the other arguments: nothing runs (no config is read, nothing synced or relocked)', () => {
-    for (const argv of [['check', '123', '--door', 'x', '--help'], ['relock', '--config', '/nonexistent', '-h'], ['service', 'key', 'create', '--rank', 'ADMIN', '--help']]) {
+    for (const argv of [
+      ['check', '123', '--door', 'x', '--help'],
+      ['relock', '--config', '/nonexistent', '-h'],
+      ['service', 'key', 'create', '--rank', 'ADMIN', '--help'],
+    ]) {
       const r = runCli(argv);
       expect(r.status, argv.join(' ')).toBe(0);
       expect(r.stdout).toContain(`Usage: door-agent ${argv[0]}`);
@@ -62,7 +74,7 @@ describe('door-agent <command> --help', () => {
     expect(r.stdout).toContain('door-agent <command> --help');
   });
 
-  it('a usage error ends with the command\'s usage line; help of an unknown command exits 2', () => {
+  it("a usage error ends with the command's usage line; help of an unknown command exits 2", () => {
     let r = runCli(['sync', '--colour']);
     expect(r.status).toBe(2);
     expect(r.stderr).toContain("Unknown option '--colour'");

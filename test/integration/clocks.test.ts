@@ -50,7 +50,6 @@ const AGENT = 'c';
 const DAY = 86_400;
 const SKEW = 300;
 
-
 /** A logger whose lines the test reads. */
 function capturingLogger(): { logger: Logger; lines: Array<Record<string, unknown>> } {
   const lines: Array<Record<string, unknown>> = [];
@@ -77,11 +76,15 @@ doors: [ { uuid: ${DOOR_UUID}, resourceId: 12, name: Front door, relay: { pin: 1
   const events = new EventLog(state, { agentId: AGENT, maxEvents: 1000 });
   const writes = new PendingWrites({ timers: time, logger });
   const relay: Level[] = [];
-  const controller = new LockController(door, { pin: 17, write: (l) => void relay.push(l), read: () => relay.at(-1) ?? 0 }, {
-    clock,
-    timers: time,
-    persistence: new DoorStateStore(join(tmp.path, `doors${id}`)),
-  });
+  const controller = new LockController(
+    door,
+    { pin: 17, write: (l) => void relay.push(l), read: () => relay.at(-1) ?? 0 },
+    {
+      clock,
+      timers: time,
+      persistence: new DoorStateStore(join(tmp.path, `doors${id}`)),
+    },
+  );
   const client = new ScriptedClient();
   const topics = new Topics(P, AGENT);
   const guestLinks = new GuestLinkStore(db, new Set([12]));
@@ -145,7 +148,26 @@ doors: [ { uuid: ${DOOR_UUID}, resourceId: 12, name: Front door, relay: { pin: 1
     const replies = client.published.filter((p) => p.topic === topics.reply(DOOR_UUID));
     return JSON.parse(replies.at(-1)!.message) as { status: number; error?: string };
   };
-  return { clockMark, time, clock, db, state, events, lockdowns, guestLinks, holidays: () => holidays, lines, deliver, nowS, agentLockdown, skewEvents, tapLink, command, topics, writes };
+  return {
+    clockMark,
+    time,
+    clock,
+    db,
+    state,
+    events,
+    lockdowns,
+    guestLinks,
+    holidays: () => holidays,
+    lines,
+    deliver,
+    nowS,
+    agentLockdown,
+    skewEvents,
+    tapLink,
+    command,
+    topics,
+    writes,
+  };
 }
 
 const LINK = {
@@ -255,7 +277,9 @@ describe('signed retained messages: maximum age', () => {
     const s = site();
     s.agentLockdown(true, s.nowS() - 30 * DAY);
     expect(s.lockdowns.isLockedDown(DOOR_UUID)).toBe(false);
-    expect(s.lines).toContainEqual(expect.objectContaining({ level: 40, msg: 'lockdown message refused: signed longer ago than mqtt.retainedMaxAgeSeconds (a replay?)' }));
+    expect(s.lines).toContainEqual(
+      expect.objectContaining({ level: 40, msg: 'lockdown message refused: signed longer ago than mqtt.retainedMaxAgeSeconds (a replay?)' }),
+    );
     s.agentLockdown(true, s.nowS() - DAY);
     expect(s.lockdowns.isLockedDown(DOOR_UUID)).toBe(true);
   });
@@ -279,11 +303,27 @@ describe('the switch to signed mode', () => {
     u.deliver(u.topics.agentLockdown, JSON.stringify({ lockdown: true, by: 'HA', issued_at: farFuture }), { retain: true });
     u.deliver(u.topics.guestLink('41'), JSON.stringify({ ...LINK, issued_at: farFuture }), { retain: true });
     expect(u.lockdowns.isLockedDown(DOOR_UUID)).toBe(true);
-    expect(resetOnSwitchToSigned({ state: u.state, signed: false, lockdowns: u.lockdowns, guestLinks: u.guestLinks, forgetHolidaysIssuedAt: () => undefined, logger: pino({ level: 'silent' }) })).toBe(false);
+    expect(
+      resetOnSwitchToSigned({
+        state: u.state,
+        signed: false,
+        lockdowns: u.lockdowns,
+        guestLinks: u.guestLinks,
+        forgetHolidaysIssuedAt: () => undefined,
+        logger: pino({ level: 'silent' }),
+      }),
+    ).toBe(false);
 
     // The same files, now with a command secret.
     const reset = () =>
-      resetOnSwitchToSigned({ state: u.state, signed: true, lockdowns: u.lockdowns, guestLinks: u.guestLinks, forgetHolidaysIssuedAt: () => undefined, logger: pino({ level: 'silent' }) });
+      resetOnSwitchToSigned({
+        state: u.state,
+        signed: true,
+        lockdowns: u.lockdowns,
+        guestLinks: u.guestLinks,
+        forgetHolidaysIssuedAt: () => undefined,
+        logger: pino({ level: 'silent' }),
+      });
     expect(u.lockdowns.apply('agent', { active: false, by: 'service', issuedAt: u.nowS() })).toBe('stale'); // without the reset
     expect(reset()).toBe(true);
     expect(u.lockdowns.get('agent')).toMatchObject({ active: true, issuedAt: null });
@@ -298,7 +338,9 @@ describe('the guest-link index (signed mode)', () => {
     const s = site();
     const t = s.nowS();
     for (const id of ['41', '42']) {
-      s.deliver(s.topics.guestLink(id), guestLinkPayload({ ...LINK, magic_link_id: id, smartcards: [{ number: `55512${id}` }] }, SECRET, t - 100), { retain: true });
+      s.deliver(s.topics.guestLink(id), guestLinkPayload({ ...LINK, magic_link_id: id, smartcards: [{ number: `55512${id}` }] }, SECRET, t - 100), {
+        retain: true,
+      });
     }
     expect(s.tapLink('5551242')?.granted).toBe(true);
     const index = (ids: string[], at: number, secret = SECRET) => s.deliver(`${P}/guest-link-index`, guestLinkIndexPayload(ids, secret, at), { retain: true });

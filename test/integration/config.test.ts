@@ -66,7 +66,11 @@ doors:
     const r = runCli(['config', 'check', '--config', path]);
     expect(r.status).toBe(78);
     const lines = r.stderr.split('\n');
-    const has = (text: string) => expect(lines.some((l) => l.includes(text)), `${text}\n${r.stderr}`).toBe(true);
+    const has = (text: string) =>
+      expect(
+        lines.some((l) => l.includes(text)),
+        `${text}\n${r.stderr}`,
+      ).toBe(true);
     has('colour: unknown key');
     has('doors[0].relay.pin: required (expected number)');
     has('doors[0].unlockSecs: unknown key');
@@ -163,20 +167,34 @@ doors:
     const c = runCli(['config', 'check', '--config', pins]);
     expect(c.stderr).toContain('doors[0].reader.d0: GPIO 17 is already used by doors[0].relay.pin');
     expect(c.stderr).toContain('doors[0].reader.d1: GPIO 17 is already used by doors[0].relay.pin');
-    const ambiguous = configFile('wiegand-37.yaml', `${BASE}doors:\n  - { uuid: ${DOOR_UUID}, resourceId: 12, relay: { pin: 17 }, reader: { type: wiegand, d0: 5, d1: 6, numbering: facility_card } }\n`);
+    const ambiguous = configFile(
+      'wiegand-37.yaml',
+      `${BASE}doors:\n  - { uuid: ${DOOR_UUID}, resourceId: 12, relay: { pin: 17 }, reader: { type: wiegand, d0: 5, d1: 6, numbering: facility_card } }\n`,
+    );
     // With format auto a 37-bit card (19-bit card field) would map two cards to one number.
-    expect(runCli(['config', 'check', '--config', ambiguous]).stderr).toContain('doors[0].reader.numbering: facility_card (facility * 65536 + card) is exact only for 26- and 34-bit cards');
-    const rdm = configFile('rdm-hex.yaml', `${BASE}doors:\n  - { uuid: ${DOOR_UUID}, resourceId: 12, relay: { pin: 17 }, reader: { path: /dev/serial0, format: rdm6300, cardFormat: hex, numbering: half } }\n`);
+    expect(runCli(['config', 'check', '--config', ambiguous]).stderr).toContain(
+      'doors[0].reader.numbering: facility_card (facility * 65536 + card) is exact only for 26- and 34-bit cards',
+    );
+    const rdm = configFile(
+      'rdm-hex.yaml',
+      `${BASE}doors:\n  - { uuid: ${DOOR_UUID}, resourceId: 12, relay: { pin: 17 }, reader: { path: /dev/serial0, format: rdm6300, cardFormat: hex, numbering: half } }\n`,
+    );
     const rdmCheck = runCli(['config', 'check', '--config', rdm]).stderr;
     expect(rdmCheck).toContain('doors[0].reader.numbering: expected one of "last32"|"whole"');
-    const rdmHex = configFile('rdm-hex2.yaml', `${BASE}doors:\n  - { uuid: ${DOOR_UUID}, resourceId: 12, relay: { pin: 17 }, reader: { path: /dev/serial0, format: rdm6300, cardFormat: hex } }\n`);
+    const rdmHex = configFile(
+      'rdm-hex2.yaml',
+      `${BASE}doors:\n  - { uuid: ${DOOR_UUID}, resourceId: 12, relay: { pin: 17 }, reader: { path: /dev/serial0, format: rdm6300, cardFormat: hex } }\n`,
+    );
     expect(runCli(['config', 'check', '--config', rdmHex]).stderr).toContain('doors[0].reader.cardFormat: an rdm6300 reader sends binary frames');
     const unknown = configFile('reader-type.yaml', `${BASE}doors:\n  - { uuid: ${DOOR_UUID}, resourceId: 12, relay: { pin: 17 }, reader: { type: osdp2 } }\n`);
     expect(runCli(['config', 'check', '--config', unknown]).stderr).toContain('doors[0].reader.type: expected type serial, wiegand, keyboard or osdp');
   });
 
-  it('accepts a keyboard reader and refuses it on a path another door\'s reader uses', () => {
-    const ok = configFile('kbd.yaml', `${BASE}doors:\n  - { uuid: ${DOOR_UUID}, resourceId: 12, relay: { pin: 17 }, reader: { type: keyboard, path: /dev/input/by-id/usb-R-event-kbd } }\n`);
+  it("accepts a keyboard reader and refuses it on a path another door's reader uses", () => {
+    const ok = configFile(
+      'kbd.yaml',
+      `${BASE}doors:\n  - { uuid: ${DOOR_UUID}, resourceId: 12, relay: { pin: 17 }, reader: { type: keyboard, path: /dev/input/by-id/usb-R-event-kbd } }\n`,
+    );
     const r = runCli(['config', 'check', '--config', ok]);
     expect(r.status, r.stderr).toBe(0);
     expect(r.stdout).toContain('reader keyboard /dev/input/by-id/usb-R-event-kbd');
@@ -235,7 +253,9 @@ doors:
       'osdp-required-install.yaml',
       `${BASE}doors:\n  - { uuid: ${DOOR_UUID}, resourceId: 12, relay: { pin: 17 }, reader: { type: osdp, path: /dev/ttyUSB0, address: 0, scbkFile: ${key}, installMode: true, requireSecureChannel: true } }\n`,
     );
-    expect(runCli(['config', 'check', '--config', install]).stderr).toContain('doors[0].reader.installMode: requireSecureChannel is set but installMode uses the public default key SCBK-D');
+    expect(runCli(['config', 'check', '--config', install]).stderr).toContain(
+      'doors[0].reader.installMode: requireSecureChannel is set but installMode uses the public default key SCBK-D',
+    );
     const secure = configFile(
       'osdp-secure.yaml',
       `${BASE}doors:\n  - { uuid: ${DOOR_UUID}, resourceId: 12, relay: { pin: 17 }, reader: { type: osdp, path: /dev/ttyUSB0, address: 0, scbkFile: ${key}, requireSecureChannel: true } }\n`,
@@ -293,7 +313,12 @@ access: { groups: [] }
 
   it('a YAML alias bomb is a configuration error (exit 78), not a crash', () => {
     const levels = ['a: &a [x, x, x, x, x, x, x, x, x]'];
-    for (let i = 1; i < 9; i++) levels.push(`${String.fromCharCode(97 + i)}: &${String.fromCharCode(97 + i)} [${Array(9).fill(`*${String.fromCharCode(96 + i)}`).join(', ')}]`);
+    for (let i = 1; i < 9; i++)
+      levels.push(
+        `${String.fromCharCode(97 + i)}: &${String.fromCharCode(97 + i)} [${Array(9)
+          .fill(`*${String.fromCharCode(96 + i)}`)
+          .join(', ')}]`,
+      );
     const r = runCli(['config', 'check', '--config', configFile('bomb.yaml', `${levels.join('\n')}\n`)]);
     expect(r.status).toBe(78);
     expect(r.stderr).toMatch(/is not valid YAML:\n {2}YAML: Excessive alias count/);
@@ -398,10 +423,7 @@ describe('config check of a reference service file', () => {
     let r = runCli(['config', 'check', '--config', ok]);
     expect(r.status).toBe(0);
     expect(r.stdout).toContain('ok (reference service)');
-    const bad = configFile(
-      'service-bad.yaml',
-      'server: { listen: nope, resources: [ { resourceId: 12, uuid: x, type: GATE, name: Front } ] }\n',
-    );
+    const bad = configFile('service-bad.yaml', 'server: { listen: nope, resources: [ { resourceId: 12, uuid: x, type: GATE, name: Front } ] }\n');
     r = runCli(['config', 'check', '--config', bad]);
     expect(r.status).toBe(78);
     expect(r.stderr).toContain('server.listen: expected HOST:PORT');

@@ -127,9 +127,15 @@ describe('config check: reader device paths are warnings (exit 0)', () => {
       const r = asUser(['config', 'check', '--config', path]);
       expect(r.status, r.stderr).toBe(0);
       expect(r.stdout).toContain(`: ok\n`);
-      expect(r.stdout).toContain(`WARNING: doors[0].reader.path: ${join(dir, 'ttyUSB9')} does not exist (the reader is not plugged in yet?); door-agent starts without it`);
+      expect(r.stdout).toContain(
+        `WARNING: doors[0].reader.path: ${join(dir, 'ttyUSB9')} does not exist (the reader is not plugged in yet?); door-agent starts without it`,
+      );
       expect(r.stdout).toContain(`WARNING: doors[1].reader.path: ${plain} is a regular file, not a character device`);
-      expect(r.stdout).toMatch(new RegExp(`WARNING: doors\\[2\\]\\.reader\\.path: ${join(dir, 'ttyLocked')} is not readable and writable by \\S+ \\(uid ${OTHER_UID}\\) \\(owner uid \\d+, group \\S+, mode 0\\): add the user to group`));
+      expect(r.stdout).toMatch(
+        new RegExp(
+          `WARNING: doors\\[2\\]\\.reader\\.path: ${join(dir, 'ttyLocked')} is not readable and writable by \\S+ \\(uid ${OTHER_UID}\\) \\(owner uid \\d+, group \\S+, mode 0\\): add the user to group`,
+        ),
+      );
       expect(r.stdout).not.toContain('doors[3].reader.path');
     } finally {
       await pty.unplug();
@@ -141,7 +147,11 @@ describe('config check agrees with run', () => {
   const secretMissing = (dir: string) => `service: { baseUrl: "http://127.0.0.1:9999", apiKeyFile: ${dir}/no-such-key }`;
   it.each([
     ['a schema error', { agent: '"bad id!"' }, ['agent.id']],
-    ['two doors on one pin (across keys)', { doors: `  - { uuid: ${DOOR_UUID}, resourceId: 12, relay: { pin: 17 } }\n  - { uuid: ${SECOND_DOOR_UUID}, resourceId: 13, relay: { pin: 17 } }` }, ['doors[1].relay.pin']],
+    [
+      'two doors on one pin (across keys)',
+      { doors: `  - { uuid: ${DOOR_UUID}, resourceId: 12, relay: { pin: 17 } }\n  - { uuid: ${SECOND_DOOR_UUID}, resourceId: 13, relay: { pin: 17 } }` },
+      ['doors[1].relay.pin'],
+    ],
     ['a secret file that is missing', { extra: 'SECRET' }, ['service.apiKeyFile']],
   ] as const)('%s: both exit 78, and config check names what run names', (_name, options, paths) => {
     const c = config(options as Parameters<typeof config>[0]);

@@ -42,7 +42,7 @@ type Check = { granted: boolean; reason: string | null; holders: Array<Record<st
 const check = (config: string, credential: string, ...flags: string[]) =>
   JSON.parse(runCli(['check', credential, '--at', AT, '--config', config, ...flags]).stdout) as Check;
 
-describe('the reference service keeps a card\'s validity dates', () => {
+describe("the reference service keeps a card's validity dates", () => {
   let db: ServiceDb;
   let app: Awaited<ReturnType<typeof inProcessService>>['app'];
   let headers: Record<string, string>;
@@ -61,16 +61,29 @@ describe('the reference service keeps a card\'s validity dates', () => {
   });
 
   it('PUT /modifysmartcard takes them; GET /user and GET /modifysmartcard return them, an undated card without them', async () => {
-    const cards = [{ number: '4213578', label: 'badge', ...CURRENT }, { number: '2468', label: 'PIN', valid_until: '2026-12-31 00:00:00' }, { number: '7777777', label: null, valid_from: null, valid_until: null }];
+    const cards = [
+      { number: '4213578', label: 'badge', ...CURRENT },
+      { number: '2468', label: 'PIN', valid_until: '2026-12-31 00:00:00' },
+      { number: '7777777', label: null, valid_from: null, valid_until: null },
+    ];
     const put = await inject('PUT', '/modifysmartcard', { email_id: aliceId, smartcards: cards });
     expect(put.statusCode, put.body).toBe(200);
-    const expected = [{ number: '4213578', label: 'badge', ...CURRENT }, { number: '2468', label: 'PIN', valid_until: '2026-12-31 00:00:00' }, { number: '7777777', label: null }];
+    const expected = [
+      { number: '4213578', label: 'badge', ...CURRENT },
+      { number: '2468', label: 'PIN', valid_until: '2026-12-31 00:00:00' },
+      { number: '7777777', label: null },
+    ];
     expect((await inject('GET', `/user?email_id=${aliceId}`)).json<{ smartcards: unknown }>().smartcards).toEqual(expected);
     expect((await inject('GET', `/modifysmartcard?email_id=${aliceId}`)).json<{ smartcards: unknown }>().smartcards).toEqual(expected);
     // PUT /modifysmartcards (the plural) is the same call; a serialized JSON array is accepted too.
-    const plural = await inject('PUT', '/modifysmartcards', { email_id: aliceId, smartcards: JSON.stringify([{ number: '4213578', label: 'badge', ...EXPIRED }]) });
+    const plural = await inject('PUT', '/modifysmartcards', {
+      email_id: aliceId,
+      smartcards: JSON.stringify([{ number: '4213578', label: 'badge', ...EXPIRED }]),
+    });
     expect(plural.statusCode, plural.body).toBe(200);
-    expect((await inject('GET', `/user?email_id=${aliceId}`)).json<{ smartcards: unknown }>().smartcards).toEqual([{ number: '4213578', label: 'badge', ...EXPIRED }]);
+    expect((await inject('GET', `/user?email_id=${aliceId}`)).json<{ smartcards: unknown }>().smartcards).toEqual([
+      { number: '4213578', label: 'badge', ...EXPIRED },
+    ]);
   });
 
   it.each<[string, Record<string, unknown>, string]>([
@@ -86,35 +99,64 @@ describe('the reference service keeps a card\'s validity dates', () => {
     expect((await inject('GET', `/user?email_id=${aliceId}`)).body).toBe(before);
   });
 
-  it('a date change advances GET /directory\'s revision, and the delta carries the dates', async () => {
-    const first = (await inject('GET', '/directory')).json<{ revision: number; history: string; tag: string; details: Record<string, { smartcards: unknown }> }>();
+  it("a date change advances GET /directory's revision, and the delta carries the dates", async () => {
+    const first = (await inject('GET', '/directory')).json<{
+      revision: number;
+      history: string;
+      tag: string;
+      details: Record<string, { smartcards: unknown }>;
+    }>();
     expect(first.details[String(aliceId)]!.smartcards).toEqual([{ number: '4213578', label: 'badge', ...EXPIRED }]);
     const since = `/directory?since=${first.revision}&history=${first.history}&tag=${first.tag}`;
     // The same cards again: no change, no new revision.
     await inject('PUT', '/modifysmartcard', { email_id: aliceId, smartcards: [{ number: '4213578', label: 'badge', ...EXPIRED }] });
     expect((await inject('GET', since)).json<{ revision: number; users: unknown[] }>()).toMatchObject({ revision: first.revision, users: [] });
     // Only valid_until moves.
-    await inject('PUT', '/modifysmartcard', { email_id: aliceId, smartcards: [{ number: '4213578', label: 'badge', ...EXPIRED, valid_until: '2026-07-02 00:00:00' }] });
+    await inject('PUT', '/modifysmartcard', {
+      email_id: aliceId,
+      smartcards: [{ number: '4213578', label: 'badge', ...EXPIRED, valid_until: '2026-07-02 00:00:00' }],
+    });
     const delta = (await inject('GET', since)).json<{ revision: number; full: boolean; details: Record<string, { smartcards: unknown }> }>();
     expect(delta.revision).toBe(first.revision + 1);
     expect(delta.full).toBe(false);
     expect(delta.details[String(aliceId)]!.smartcards).toEqual([{ number: '4213578', label: 'badge', ...EXPIRED, valid_until: '2026-07-02 00:00:00' }]);
   });
 
-  it('POST /invites and POST /magiclinkadmin pass a card\'s dates through (and check them)', async () => {
-    const invited = await inject('POST', '/invites', { emails: ['bob@example.org'], smartcards: [[{ number: '5550001', label: 'badge', ...FUTURE }]], no_email: true });
+  it("POST /invites and POST /magiclinkadmin pass a card's dates through (and check them)", async () => {
+    const invited = await inject('POST', '/invites', {
+      emails: ['bob@example.org'],
+      smartcards: [[{ number: '5550001', label: 'badge', ...FUTURE }]],
+      no_email: true,
+    });
     expect(invited.statusCode, invited.body).toBe(200);
     const bob = invited.json<{ add_ids: number[] }>().add_ids[0]!;
-    expect((await inject('GET', `/user?email_id=${bob}`)).json<{ smartcards: unknown }>().smartcards).toEqual([{ number: '5550001', label: 'badge', ...FUTURE }]);
-    const bad = await inject('POST', '/invites', { emails: ['carol@example.org'], smartcards: [[{ number: '5550002', valid_from: '2026-02-01 00:00:00', valid_until: '2026-01-01 00:00:00' }]], no_email: true });
+    expect((await inject('GET', `/user?email_id=${bob}`)).json<{ smartcards: unknown }>().smartcards).toEqual([
+      { number: '5550001', label: 'badge', ...FUTURE },
+    ]);
+    const bad = await inject('POST', '/invites', {
+      emails: ['carol@example.org'],
+      smartcards: [[{ number: '5550002', valid_from: '2026-02-01 00:00:00', valid_until: '2026-01-01 00:00:00' }]],
+      no_email: true,
+    });
     expect(bad.statusCode).toBe(400);
     expect(bad.json<{ error: string }>().error).toContain('smartcards[0][0].valid_until: is not after valid_from');
 
-    const created = await inject('POST', '/magiclinkadmin', { email_list: ['guest@example.org'], resource_id_list: [12], name: 'Visitor', smartcards: [{ number: '7700001', label: 'visitor', ...CURRENT }], send_email: false });
+    const created = await inject('POST', '/magiclinkadmin', {
+      email_list: ['guest@example.org'],
+      resource_id_list: [12],
+      name: 'Visitor',
+      smartcards: [{ number: '7700001', label: 'visitor', ...CURRENT }],
+      send_email: false,
+    });
     expect(created.statusCode, created.body).toBe(200);
     const guest = created.json<{ email_ids: Record<string, number> }>().email_ids['guest@example.org']!;
-    expect((await inject('GET', `/user?email_id=${guest}`)).json<{ smartcards: unknown }>().smartcards).toEqual([{ number: '7700001', label: 'visitor', ...CURRENT }]);
-    const stored = JSON.parse(db.prepare('SELECT link FROM guest_links ORDER BY magic_link_id DESC LIMIT 1').pluck().get() as string) as Record<string, unknown>;
+    expect((await inject('GET', `/user?email_id=${guest}`)).json<{ smartcards: unknown }>().smartcards).toEqual([
+      { number: '7700001', label: 'visitor', ...CURRENT },
+    ]);
+    const stored = JSON.parse(db.prepare('SELECT link FROM guest_links ORDER BY magic_link_id DESC LIMIT 1').pluck().get() as string) as Record<
+      string,
+      unknown
+    >;
     // What the doors receive over MQTT: the agent's guestLinkSchema accepts it, dates included.
     expect(guestLinkSchema.parse(stored).smartcards).toEqual([{ number: '7700001', label: 'visitor', ...CURRENT }]);
   });
@@ -125,7 +167,11 @@ describe('a sync brings the dates to the door, and the door decides on them', ()
   let admin: string;
   let config: string;
   const call = async (method: string, path: string, body: unknown) => {
-    const res = await fetch(`${service.url}${path}`, { method, headers: { authorization: `Bearer ${admin}`, 'content-type': 'application/json' }, body: JSON.stringify(body) });
+    const res = await fetch(`${service.url}${path}`, {
+      method,
+      headers: { authorization: `Bearer ${admin}`, 'content-type': 'application/json' },
+      body: JSON.stringify(body),
+    });
     expect(res.status, `${method} ${path}`).toBe(200);
     return (await res.json()) as Record<string, unknown>;
   };
@@ -141,15 +187,29 @@ describe('a sync brings the dates to the door, and the door decides on them', ()
     // keepAliveTimeoutSeconds: this test's fetch reuses its connection after the CLI runs of seconds in between;
     // the default 10 s would let the service close it just as it is reused (ECONNRESET on a loaded machine).
     service = await startService(
-      { server: { listen: '127.0.0.1:0', dataDir, lockReplyTimeoutSeconds: 5, keepAliveTimeoutSeconds: 600, resources: [{ resourceId: 12, uuid: DOOR_UUID, type: 'DOOR', name: 'Front door' }] } },
+      {
+        server: {
+          listen: '127.0.0.1:0',
+          dataDir,
+          lockReplyTimeoutSeconds: 5,
+          keepAliveTimeoutSeconds: 600,
+          resources: [{ resourceId: 12, uuid: DOOR_UUID, type: 'DOOR', name: 'Front door' }],
+        },
+      },
       { clock: systemClock, logger: pino({ level: 'silent' }), env: {} },
     );
     admin = new ApiKeys(service.db).create('ADMIN', 0, Date.now());
     const invited = (await call('POST', '/invites', {
       emails: ['alice@example.org', 'bob@example.org', 'carol@example.org'],
       smartcards: [
-        [{ number: '4213578', label: 'badge', ...EXPIRED }, { number: '2468', label: 'PIN', ...EXPIRED }],
-        [{ number: '4213579', label: 'badge', ...FUTURE }, { number: '1357', label: 'PIN', ...FUTURE }],
+        [
+          { number: '4213578', label: 'badge', ...EXPIRED },
+          { number: '2468', label: 'PIN', ...EXPIRED },
+        ],
+        [
+          { number: '4213579', label: 'badge', ...FUTURE },
+          { number: '1357', label: 'PIN', ...FUTURE },
+        ],
         [{ number: '4213580', label: 'badge', ...CURRENT }],
       ],
       no_email: true,
@@ -164,23 +224,47 @@ describe('a sync brings the dates to the door, and the door decides on them', ()
 
   it('refuses an expired card or PIN with credential_expired, a future one with credential_not_yet_valid, and shows the dates', async () => {
     await sync();
-    expect(check(config, '4213578')).toMatchObject({ granted: false, reason: 'credential_expired', holders: [{ granted: false, reason: 'credential_expired', valid: '2026-01-01 00:00 – 2026-07-01 12:00 UTC' }] });
+    expect(check(config, '4213578')).toMatchObject({
+      granted: false,
+      reason: 'credential_expired',
+      holders: [{ granted: false, reason: 'credential_expired', valid: '2026-01-01 00:00 – 2026-07-01 12:00 UTC' }],
+    });
     expect(check(config, '2468', '--kind', 'pin')).toMatchObject({ granted: false, reason: 'credential_expired' });
-    expect(check(config, '4213579')).toMatchObject({ granted: false, reason: 'credential_not_yet_valid', holders: [{ valid: 'from 2026-07-01 12:00:01 UTC' }] });
+    expect(check(config, '4213579')).toMatchObject({
+      granted: false,
+      reason: 'credential_not_yet_valid',
+      holders: [{ valid: 'from 2026-07-01 12:00:01 UTC' }],
+    });
     expect(check(config, '1357', '--kind', 'pin')).toMatchObject({ granted: false, reason: 'credential_not_yet_valid' });
-    expect(check(config, '4213580')).toMatchObject({ granted: true, reason: null, holders: [{ granted: true, valid: '2026-07-01 12:00 – 2026-12-31 00:00 UTC' }] });
+    expect(check(config, '4213580')).toMatchObject({
+      granted: true,
+      reason: null,
+      holders: [{ granted: true, valid: '2026-07-01 12:00 – 2026-12-31 00:00 UTC' }],
+    });
     // A second later the future card opens; the expired one opened a second before.
     expect(JSON.parse(runCli(['check', '4213579', '--at', '2026-07-01T12:00:01Z', '--config', config]).stdout)).toMatchObject({ granted: true });
     expect(JSON.parse(runCli(['check', '4213578', '--at', '2026-07-01T11:59:59Z', '--config', config]).stdout)).toMatchObject({ granted: true });
     // A dated card needs a trusted clock.
-    expect(JSON.parse(runCli(['check', '4213580', '--at', '2023-06-01T00:00:00Z', '--config', config]).stdout)).toMatchObject({ granted: false, reason: 'clock_untrusted' });
+    expect(JSON.parse(runCli(['check', '4213580', '--at', '2023-06-01T00:00:00Z', '--config', config]).stdout)).toMatchObject({
+      granted: false,
+      reason: 'clock_untrusted',
+    });
   });
 
   it('a date changed at the service reaches the door with the next (incremental) sync; the row is rewritten', async () => {
-    const list = (await (await fetch(`${service.url}/multipleusers`, { headers: { authorization: `Bearer ${admin}` } })).json()) as Array<{ email_id: number; email: string }>;
+    const list = (await (await fetch(`${service.url}/multipleusers`, { headers: { authorization: `Bearer ${admin}` } })).json()) as Array<{
+      email_id: number;
+      email: string;
+    }>;
     const aliceId = list.find((u) => u.email === 'alice@example.org')!.email_id;
     await sync(); // up to date first (nothing to do after the test above), so the one below is a delta
-    await call('PUT', '/modifysmartcard', { email_id: aliceId, smartcards: [{ number: '4213578', label: 'badge', valid_from: '2026-01-01 00:00:00', valid_until: '2027-01-01 00:00:00' }, { number: '2468', label: 'PIN', ...EXPIRED }] });
+    await call('PUT', '/modifysmartcard', {
+      email_id: aliceId,
+      smartcards: [
+        { number: '4213578', label: 'badge', valid_from: '2026-01-01 00:00:00', valid_until: '2027-01-01 00:00:00' },
+        { number: '2468', label: 'PIN', ...EXPIRED },
+      ],
+    });
     const r = await sync();
     // One row rewritten; a delta of Alice alone (a full sync would count the other users' cards as unchanged too).
     expect(r.stdout).toContain('(1 rows written)');
@@ -188,7 +272,13 @@ describe('a sync brings the dates to the door, and the door decides on them', ()
     expect(check(config, '4213578')).toMatchObject({ granted: true, holders: [{ valid: '2026-01-01 00:00 – 2027-01-01 00:00 UTC' }] });
     expect(check(config, '2468', '--kind', 'pin')).toMatchObject({ granted: false, reason: 'credential_expired' });
     // The dates removed: unbounded again, no dates shown.
-    await call('PUT', '/modifysmartcard', { email_id: aliceId, smartcards: [{ number: '4213578', label: 'badge' }, { number: '2468', label: 'PIN' }] });
+    await call('PUT', '/modifysmartcard', {
+      email_id: aliceId,
+      smartcards: [
+        { number: '4213578', label: 'badge' },
+        { number: '2468', label: 'PIN' },
+      ],
+    });
     await sync();
     const undated = check(config, '2468', '--kind', 'pin');
     expect(undated).toMatchObject({ granted: true });
@@ -221,16 +311,34 @@ describe('a delta carrying a bad date', () => {
   const item = (id: number) => ({ email_id: id, ad_status: 'ACTIVE', groups: [['Staff']], user_tag: 'USER', email: `u${id}@example.org` });
   const detail = (id: number, dates: Record<string, unknown> = {}) => ({ policies: [], smartcards: [{ number: String(5_000_000 + id), ...dates }] });
   const ids = [1, 2, 3, 4];
-  const full = { revision: 7, full: true, users: ids.map(item), details: Object.fromEntries(ids.map((id) => [String(id), detail(id, id === 3 ? CURRENT : {})])), removed: [] };
+  const full = {
+    revision: 7,
+    full: true,
+    users: ids.map(item),
+    details: Object.fromEntries(ids.map((id) => [String(id), detail(id, id === 3 ? CURRENT : {})])),
+    removed: [],
+  };
 
   it.each<[string, Record<string, unknown>, string]>([
-    ['valid_until before valid_from', { valid_from: '2026-08-01 00:00:00', valid_until: '2026-07-01 00:00:00' }, 'GET /directory: $.details["3"].smartcards[0].valid_until: is not after valid_from'],
-    ['a malformed valid_until', { valid_until: 'next year' }, 'GET /directory: $.details["3"].smartcards[0].valid_until: expected a UTC date "YYYY-MM-DD hh:mm:ss"'],
+    [
+      'valid_until before valid_from',
+      { valid_from: '2026-08-01 00:00:00', valid_until: '2026-07-01 00:00:00' },
+      'GET /directory: $.details["3"].smartcards[0].valid_until: is not after valid_from',
+    ],
+    [
+      'a malformed valid_until',
+      { valid_until: 'next year' },
+      'GET /directory: $.details["3"].smartcards[0].valid_until: expected a UTC date "YYYY-MM-DD hh:mm:ss"',
+    ],
   ])('%s is refused, naming the field, and the cache stays as it was', async (_what, dates, message) => {
     const dir = join(tmp.path, `bad-${n++}`);
     mkdirSync(dir);
     writeFileSync(join(dir, 'api-key'), 'dak_test-key\n');
-    const config = writeConfig(dir, { id: 'bad', access: '{ groups: [Staff] }', extra: `service: { baseUrl: "http://127.0.0.1:${port}", apiKeyFile: ${dir}/api-key, timeoutSeconds: 5 }` });
+    const config = writeConfig(dir, {
+      id: 'bad',
+      access: '{ groups: [Staff] }',
+      extra: `service: { baseUrl: "http://127.0.0.1:${port}", apiKeyFile: ${dir}/api-key, timeoutSeconds: 5 }`,
+    });
     answer = () => full;
     expect((await runCliAsync(['sync', '--config', config])).status).toBe(0);
     const before = dumpCache(join(dir, 'data', 'cache.db'));
@@ -265,15 +373,23 @@ describe('snapshot import and guest links over MQTT carry the dates too', () => 
     expect(dumpCache(join(dir, 'data', 'cache.db'))).toBe(before);
   });
 
-  it('a guest link\'s card keeps its own dates; a date change is stored, not taken as unchanged', () => {
+  it("a guest link's card keeps its own dates; a date change is stored, not taken as unchanged", () => {
     const db = openDatabase(join(tmp.path, `links-${n++}.db`));
     try {
       const store = new GuestLinkStore(db, new Set([12]));
       const cache = new CredentialCache(db);
       const link = (dates: Record<string, unknown>) =>
-        guestLinkSchema.parse({ magic_link_id: '9', magic_token: 'GuestToken-0123456789abcdef', name: 'Visitor', resource_id_list: [12], smartcards: [{ number: '7700001', ...dates }] });
+        guestLinkSchema.parse({
+          magic_link_id: '9',
+          magic_token: 'GuestToken-0123456789abcdef',
+          name: 'Visitor',
+          resource_id_list: [12],
+          smartcards: [{ number: '7700001', ...dates }],
+        });
       expect(store.store(link(EXPIRED))).toBe('stored');
-      expect(cache.holdersOfNumber('7700001', 'card', pinLabelSet(['PIN']))).toMatchObject([{ kind: 'link', validFrom: Date.UTC(2026, 0, 1), validUntil: Date.UTC(2026, 6, 1, 12) }]);
+      expect(cache.holdersOfNumber('7700001', 'card', pinLabelSet(['PIN']))).toMatchObject([
+        { kind: 'link', validFrom: Date.UTC(2026, 0, 1), validUntil: Date.UTC(2026, 6, 1, 12) },
+      ]);
       expect(store.store(link(EXPIRED))).toBe('unchanged');
       expect(store.store(link({ ...EXPIRED, valid_until: '2026-09-01 00:00:00' }))).toBe('stored');
       expect(cache.holdersOfNumber('7700001', 'card', pinLabelSet(['PIN']))).toMatchObject([{ validUntil: Date.UTC(2026, 8, 1) }]);
@@ -297,7 +413,10 @@ describe('upgrade: a cache from before validity dates', () => {
     const upgraded = openDatabase(file);
     try {
       expect(readHeldRevision(upgraded)).toBeNull();
-      expect(upgraded.prepare("SELECT name FROM pragma_table_info('credentials') WHERE name LIKE 'valid_%' ORDER BY name").pluck().all()).toEqual(['valid_from', 'valid_until']);
+      expect(upgraded.prepare("SELECT name FROM pragma_table_info('credentials') WHERE name LIKE 'valid_%' ORDER BY name").pluck().all()).toEqual([
+        'valid_from',
+        'valid_until',
+      ]);
     } finally {
       upgraded.close();
     }

@@ -150,7 +150,7 @@ describe('door-agent run', () => {
     expect(JSON.stringify(events(s))).not.toContain('1234');
   });
 
-  it('card_and_pin: the card alone does not open; the same user\'s PIN within 10 s does; another PIN does not', async () => {
+  it("card_and_pin: the card alone does not open; the same user's PIN within 10 s does; another PIN does not", async () => {
     const s = await setup('    mode: card_and_pin\n');
     const daemon = await start(s);
     s.pty.write('4213578\r\n');
@@ -262,7 +262,10 @@ describe('door-agent run', () => {
     const second = new Daemon(config);
     running.push({ daemon: second, pty: s.pty });
     await second.waitForMessage('door-agent ready');
-    expect(second.logs.find((l) => l.msg === 'resumed an unlock from before the restart'), second.rawOutput.join('\n')).toBeDefined();
+    expect(
+      second.logs.find((l) => l.msg === 'resumed an unlock from before the restart'),
+      second.rawOutput.join('\n'),
+    ).toBeDefined();
     expect(readLevel(s.relay)).toBe('1'); // the unexpired unlock resumed...
     await waitUntil(relayIs(s, '0'), 15_000, 'relocked at the deadline');
     const log = events(s);
@@ -294,7 +297,14 @@ describe('door-agent run', () => {
       const unlockedFor = await waitUntil(relayIs(s, '0'), 15_000, 'relocked');
       expect(unlockedFor).toBeLessThan(3500);
       // The audit log is in state.db, which only the daemon writes: recorded at once, in order, lock or no lock.
-      await waitUntil(() => events(s).map((e) => e.type).join() === 'access_granted,unlocked,locked', 5000, 'events written');
+      await waitUntil(
+        () =>
+          events(s)
+            .map((e) => e.type)
+            .join() === 'access_granted,unlocked,locked',
+        5000,
+        'events written',
+      );
       writer.exec('COMMIT');
     } finally {
       if (writer.inTransaction) writer.exec('ROLLBACK');

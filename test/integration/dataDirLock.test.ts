@@ -58,13 +58,17 @@ describe('one daemon per data directory', () => {
     // reader keyset would talk over the bus the daemon holds: refused the same way.
     const keyset = runCli(['reader', 'keyset', '--config', s.config]);
     expect(keyset.status).toBe(1);
-    expect(keyset.stderr).toContain(`another door-agent (pid ${first.pid}) is running on the data directory ${s.dataDir}; reader keyset does not talk to a bus`);
+    expect(keyset.stderr).toContain(
+      `another door-agent (pid ${first.pid}) is running on the data directory ${s.dataDir}; reader keyset does not talk to a bus`,
+    );
     // Nor does a run with an invalid configuration on the same directory, which would otherwise lock every relay.
     const invalid = join(s.dir, 'invalid.yaml');
     writeFileSync(invalid, readFileSync(s.config, 'utf8').replace('timezone: Europe/Berlin', 'timezone: Europe/Berlin, colour: red'));
     const bad = runCli(['run', '--config', invalid]);
     expect(bad.status, bad.stderr).toBe(1);
-    expect(bad.stderr).toContain(`another door-agent (pid ${first.pid}) is running on the data directory ${s.dataDir}; this one exits without driving any relay`);
+    expect(bad.stderr).toContain(
+      `another door-agent (pid ${first.pid}) is running on the data directory ${s.dataDir}; this one exits without driving any relay`,
+    );
     expect(readLevel(s.relay)).toBe('1');
     expect(first.exitCode).toBe(null);
 

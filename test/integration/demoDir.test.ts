@@ -14,7 +14,7 @@ const fresh = () => join(tmp.path, `d${++n}`);
 const marker = (dir: string) => JSON.parse(readFileSync(join(dir, DEMO_MARKER), 'utf8')) as { writtenBy: string; pid: number; processStart: string | null };
 const NOW = new Date('2026-11-25T02:00:00Z');
 
-describe('door-agent demo --dir on a directory that is not the demo\'s', () => {
+describe("door-agent demo --dir on a directory that is not the demo's", () => {
   it('refuses a non-empty directory without the marker, names it, and touches nothing', () => {
     const dir = fresh();
     mkdirSync(join(dir, 'photos'), { recursive: true });
@@ -51,7 +51,7 @@ describe('door-agent demo --dir on a directory that is not the demo\'s', () => {
 });
 
 describe('claimDemoDir', () => {
-  it('creates an absent directory and marks it as the demo\'s, with this process', () => {
+  it("creates an absent directory and marks it as the demo's, with this process", () => {
     const dir = join(fresh(), 'nested');
     claimDemoDir(dir, NOW);
     expect(readdirSync(dir)).toEqual([DEMO_MARKER]);
@@ -101,7 +101,7 @@ describe('claimDemoDir', () => {
     }
   });
 
-  it('takes a marker cut short (unreadable) as the demo\'s own, naming no running demo', () => {
+  it("takes a marker cut short (unreadable) as the demo's own, naming no running demo", () => {
     const dir = fresh();
     mkdirSync(dir);
     writeFileSync(join(dir, DEMO_MARKER), '{"writtenBy":"door-');

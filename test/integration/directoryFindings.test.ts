@@ -61,7 +61,12 @@ describe('import, status, config check and check', () => {
     expect(check.stdout).toContain('  WARNING: 1 card entry has fewer than 6 digits');
 
     // At the door: the short "card" is refused without a lookup; 1235 opens as Erin's own PIN, with no alarm.
-    expect(JSON.parse(runCli(['check', '4321', '--config', s.config]).stdout)).toMatchObject({ granted: false, reason: 'card_too_short', hint: '…', holders: [] });
+    expect(JSON.parse(runCli(['check', '4321', '--config', s.config]).stdout)).toMatchObject({
+      granted: false,
+      reason: 'card_too_short',
+      hint: '…',
+      holders: [],
+    });
     const typed = JSON.parse(runCli(['check', '1235', '--kind', 'pin', '--config', s.config]).stdout) as Record<string, unknown>;
     expect(typed).toMatchObject({ granted: true, holders: [{ email_id: 105, granted: true }] });
     expect(typed.duress).toBeUndefined();
@@ -81,7 +86,16 @@ describe('import, status, config check and check', () => {
     const users = Array.from({ length: 10_000 }, (_, i) => ({ email_id: i + 1, ad_status: 'ACTIVE', groups: [['Staff']] }));
     // Sequential PINs 100001-110000: almost every duress PIN is someone's PIN (the worst case).
     const details = Object.fromEntries(
-      users.map((u) => [u.email_id, { policies: [], smartcards: [{ number: String(5_000_000 + u.email_id), label: 'badge' }, { number: String(100_000 + u.email_id), label: 'PIN' }] }]),
+      users.map((u) => [
+        u.email_id,
+        {
+          policies: [],
+          smartcards: [
+            { number: String(5_000_000 + u.email_id), label: 'badge' },
+            { number: String(100_000 + u.email_id), label: 'PIN' },
+          ],
+        },
+      ]),
     );
     const file = writeSnapshot(tmp.path, 'big.json', { users, details });
     const db = openDatabase(join(tmp.path, 'big.db'));
@@ -122,7 +136,9 @@ async function service(directory: { current: Snapshot }): Promise<{ url: string;
 function collisionEvents(dir: string): Array<Record<string, unknown>> {
   const db = new Database(join(dir, 'data', 'state.db'), { readonly: true });
   try {
-    return (db.prepare("SELECT payload FROM events WHERE type = 'duress_collision' ORDER BY seq").all() as Array<{ payload: string }>).map((r) => JSON.parse(r.payload));
+    return (db.prepare("SELECT payload FROM events WHERE type = 'duress_collision' ORDER BY seq").all() as Array<{ payload: string }>).map((r) =>
+      JSON.parse(r.payload),
+    );
   } finally {
     db.close();
   }

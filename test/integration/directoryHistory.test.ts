@@ -17,7 +17,12 @@ function open(dir: string) {
   const lines: Array<{ level: number; msg: string }> = [];
   const db = openServiceDatabase(join(dir, 'service.db'));
   const pushed: Array<{ history: string }> = [];
-  const directory = new Directory(db, new UserStore(db), (r) => pushed.push(r), pino({ level: 'info' }, { write: (l: string) => void lines.push(JSON.parse(l) as { level: number; msg: string }) }));
+  const directory = new Directory(
+    db,
+    new UserStore(db),
+    (r) => pushed.push(r),
+    pino({ level: 'info' }, { write: (l: string) => void lines.push(JSON.parse(l) as { level: number; msg: string }) }),
+  );
   return { db, directory, lines, pushed, mark: markFileFor(db)! };
 }
 

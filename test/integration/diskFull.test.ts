@@ -17,13 +17,23 @@ describe('a full disk', () => {
     const script = join(ROOT, 'test/support/diskFullScenario.mjs');
     const run = spawnSync(
       'unshare',
-      ['-m', '--propagation', 'private', 'sh', '-c', 'mount -t tmpfs -o size=8m tmpfs "$1" && exec "$2" "$3" "$1" "$4" "$5"', 'sh', data, process.execPath, script, gpio, DOOR_UUID],
+      [
+        '-m',
+        '--propagation',
+        'private',
+        'sh',
+        '-c',
+        'mount -t tmpfs -o size=8m tmpfs "$1" && exec "$2" "$3" "$1" "$4" "$5"',
+        'sh',
+        data,
+        process.execPath,
+        script,
+        gpio,
+        DOOR_UUID,
+      ],
       { encoding: 'utf8', timeout: 60_000 },
     );
-    expect(
-      run.status,
-      `the disk-full test mounts a tmpfs in a private mount namespace and needs root (unshare from util-linux):\n${run.stderr}`,
-    ).toBe(0);
+    expect(run.status, `the disk-full test mounts a tmpfs in a private mount namespace and needs root (unshare from util-linux):\n${run.stderr}`).toBe(0);
     const result = JSON.parse(run.stdout) as Record<string, unknown>;
     expect(result.fillError).toBe('ENOSPC');
     expect(result.relayAfterLock).toBe(0);

@@ -104,7 +104,7 @@ interface Recorded {
   type: string;
   door: string | null;
   at: number;
-  data: Record<string, any>;
+  data: Record<string, unknown>;
 }
 
 interface SiteOptions {
@@ -177,7 +177,10 @@ ${options.door ?? ''}
 
   const gpioLog: string[] = [];
   const logs: Array<Record<string, unknown>> = [];
-  const logger = pino({ level: 'info', base: undefined, timestamp: false }, { write: (line: string) => void logs.push(JSON.parse(line) as Record<string, unknown>) });
+  const logger = pino(
+    { level: 'info', base: undefined, timestamp: false },
+    { write: (line: string) => void logs.push(JSON.parse(line) as Record<string, unknown>) },
+  );
   let agent: Agent | null = null;
   let config: AgentOptions | null = null;
   let state: Database.Database | null = null;
@@ -241,8 +244,14 @@ ${options.door ?? ''}
     },
 
     events(): Recorded[] {
-      const rows = s.db().prepare('SELECT seq, at, door_uuid, type, payload FROM events ORDER BY seq').all() as Array<{ seq: number; at: number; door_uuid: string | null; type: string; payload: string }>;
-      return rows.map((r) => ({ seq: r.seq, at: r.at, type: r.type, door: r.door_uuid, data: JSON.parse(r.payload) as Record<string, any> }));
+      const rows = s.db().prepare('SELECT seq, at, door_uuid, type, payload FROM events ORDER BY seq').all() as Array<{
+        seq: number;
+        at: number;
+        door_uuid: string | null;
+        type: string;
+        payload: string;
+      }>;
+      return rows.map((r) => ({ seq: r.seq, at: r.at, type: r.type, door: r.door_uuid, data: JSON.parse(r.payload) as Record<string, unknown> }));
     },
 
     lastSeq(): number {
@@ -262,7 +271,9 @@ ${options.door ?? ''}
 
     /** The reader sends bytes (a card line, keypad keys). */
     async send(text: string): Promise<void> {
-      await new Promise<void>((resolve, reject) => readerEnd.write(Buffer.from(text, 'latin1'), (err) => (err ? reject(err) : readerEnd.drain(() => resolve()))));
+      await new Promise<void>((resolve, reject) =>
+        readerEnd.write(Buffer.from(text, 'latin1'), (err) => (err ? reject(err) : readerEnd.drain(() => resolve()))),
+      );
     },
 
     /** A card at the reader; resolves with the decision it led to. */
@@ -764,7 +775,7 @@ describe('unlock schedule (doors[].unlockSchedule, Europe/Berlin)', () => {
   });
 
   // A timed unlock running when the hours start becomes the schedule's hold.
-  it('a card granted just before the hours start does not cancel the day\'s hours', async () => {
+  it("a card granted just before the hours start does not cancel the day's hours", async () => {
     const s = await site({ door: SCHEDULED });
     await s.start();
     s.time.advance(30 * MINUTE - 2_000); // 07:59:58
@@ -799,8 +810,14 @@ describe('unlock schedule (doors[].unlockSchedule, Europe/Berlin)', () => {
 
       // door-agent status: the door's schedule line says why it is not following its hours.
       const view = operationsStatus(s.config, s.db(), s.time.wallNow(), () => synchronized).doors.get(DOOR_UUID)!;
-      expect(view.schedule).toEqual({ state: 'waiting_for_clock', nextChange: null, reason: 'clock not synchronized (no RTC configured): unlock schedule waits' });
-      expect(operationsLines(view)).toEqual(['    unlock schedule: NOT following its hours, door locked: clock not synchronized (no RTC configured): unlock schedule waits']);
+      expect(view.schedule).toEqual({
+        state: 'waiting_for_clock',
+        nextChange: null,
+        reason: 'clock not synchronized (no RTC configured): unlock schedule waits',
+      });
+      expect(operationsLines(view)).toEqual([
+        '    unlock schedule: NOT following its hours, door locked: clock not synchronized (no RTC configured): unlock schedule waits',
+      ]);
 
       // NTP sets the clock: it is really 23:00, outside the hours. The door stays locked, and says it follows now.
       s.time.wall = Date.parse('2026-11-24T23:00:00+01:00');
@@ -810,7 +827,10 @@ describe('unlock schedule (doors[].unlockSchedule, Europe/Berlin)', () => {
       await s.waitEvent('schedule_clock_synchronized', from);
       expect(s.since(from, 'schedule_clock_synchronized')[0]!.data).toEqual({ state: 'closed' });
       expect(s.level(RELAY)).toBe(LOCKED);
-      expect(operationsStatus(s.config, s.db(), s.time.wallNow(), () => synchronized).doors.get(DOOR_UUID)!.schedule).toMatchObject({ state: 'closed', reason: null });
+      expect(operationsStatus(s.config, s.db(), s.time.wallNow(), () => synchronized).doors.get(DOOR_UUID)!.schedule).toMatchObject({
+        state: 'closed',
+        reason: null,
+      });
       s.time.advance(9 * HOUR - CLOCK_RECHECK_MS); // Wednesday 08:00
       expect(s.level(RELAY)).toBe(UNLOCKED);
       expect(s.since(0, 'schedule_waiting_for_clock')).toHaveLength(1);
@@ -885,7 +905,12 @@ describe('tamper input (doors[].tamper)', () => {
     op.clear();
     s.setInput(TAMPER, 0);
     expect(await s.waitEvent('tamper', from, 'the tamper cleared event')).toMatchObject({ data: { state: 'cleared' } });
-    expect(s.events().filter((e) => e.type === 'tamper').map((e) => e.data.state)).toEqual(['active', 'cleared']);
+    expect(
+      s
+        .events()
+        .filter((e) => e.type === 'tamper')
+        .map((e) => e.data.state),
+    ).toEqual(['active', 'cleared']);
   });
 
   it('a tamper switch already open at start is recorded with at_start, and goes out with the events', async () => {

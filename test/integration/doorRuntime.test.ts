@@ -57,7 +57,12 @@ describe('DoorRuntime decisions (card_or_pin)', () => {
     expect(t.relay.writes).toEqual([0]);
     t.pin(ALICE_PIN); // each still works the way it was issued
     t.card(ALICE_CARD);
-    expect(t.all().filter((e) => e.type === 'access_granted').map((e) => e.kind)).toEqual(['pin', 'card']);
+    expect(
+      t
+        .all()
+        .filter((e) => e.type === 'access_granted')
+        .map((e) => e.kind),
+    ).toEqual(['pin', 'card']);
   });
 
   it('a PIN stored under the label "Pin code" is a short card: refused card_too_short without a lookup, counted toward the card lockout', () => {
@@ -212,7 +217,10 @@ describe('DoorRuntime card_and_pin', () => {
     expect(t.relay.writes).toEqual([0]);
     expect(t.last('access_denied')).toMatchObject({ kind: 'card', reason: 'no_second_factor' });
     expect(t.last('access_denied')?.holders).toEqual(
-      expect.arrayContaining([{ magic_link_id: '501', reason: 'no_second_factor' }, { email_id: 103, reason: 'not_authorized' }]),
+      expect.arrayContaining([
+        { magic_link_id: '501', reason: 'no_second_factor' },
+        { email_id: 103, reason: 'not_authorized' },
+      ]),
     );
     // Not left waiting for a PIN: any PIN now is refused as typed without a card.
     t.pin(ALICE_PIN);
@@ -235,7 +243,7 @@ describe('DoorRuntime card_and_pin', () => {
     expect(withPin.last('access_granted')).toMatchObject({ kind: 'card_and_pin', holders: [{ magic_link_id: '501', reason: null }] });
   });
 
-  it("a guest link with a PIN: its card then its PIN within 10 s opens; a wrong PIN, a late PIN or outside its hours does not", () => {
+  it('a guest link with a PIN: its card then its PIN within 10 s opens; a wrong PIN, a late PIN or outside its hours does not', () => {
     const directory = exampleSnapshot();
     (directory.guest_links![0] as { smartcards: unknown[] }).smartcards.push({ number: '5550', label: 'pin' });
     const t = setup({ mode: 'card_and_pin' }, { snapshot: directory });
@@ -280,7 +288,12 @@ describe('DoorRuntime secrets', () => {
     t.time.advance(60_000);
     const wire = JSON.stringify(t.all());
     const stored = JSON.stringify(t.state.prepare('SELECT payload FROM events').all());
-    expect(t.all().map((e) => e.hint).filter(Boolean)).toEqual(expect.arrayContaining(['token', '…78', 'PIN', '…79', '…01']));
+    expect(
+      t
+        .all()
+        .map((e) => e.hint)
+        .filter(Boolean),
+    ).toEqual(expect.arrayContaining(['token', '…78', 'PIN', '…79', '…01']));
     expect(t.last('access_granted')).toBeDefined();
     for (const text of [wire, stored, t.logs.join('')]) {
       for (const secret of [ALICE_CARD, ALICE_PIN, '4711', BOB_CARD, GUEST_CARD, GUEST_TOKEN]) expect(text).not.toContain(secret);

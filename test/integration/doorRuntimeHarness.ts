@@ -33,8 +33,7 @@ export const BOB_CARD = '4213579';
 export const GUEST_CARD = '7700001';
 export const GUEST_TOKEN = 'guest-token-carol-0001';
 
-
-export class MemoryRelay implements GpioOutput {
+class MemoryRelay implements GpioOutput {
   readonly pin = 17;
   writes: Level[] = [];
   write(level: Level): void {
@@ -137,7 +136,10 @@ doors: [ { uuid: ${DOOR_UUID}, resourceId: 12, relay: { pin: 17 }, unlockSeconds
   });
   const all = (): WireEvent[] => events.since(0);
   const types = (): EventType[] => all().map((e) => e.type);
-  const last = (type: EventType): WireEvent | undefined => all().filter((e) => e.type === type).at(-1);
+  const last = (type: EventType): WireEvent | undefined =>
+    all()
+      .filter((e) => e.type === type)
+      .at(-1);
   // The door's reader, as src/readers hands its frames on: normalized once (the door reader's card format).
   const frame: (frame: ReaderFrame) => void = credentialsFrom(readerCardFormat(door), {
     logger,

@@ -31,12 +31,21 @@ function signals(t: Runtime): FeedbackKind[] {
 
 /** What a decision event says, without its bookkeeping (id, seq, time). */
 function decisionOf(t: Runtime) {
-  const e = t.all().filter((x) => x.type === 'access_granted' || x.type === 'access_denied').at(-1)!;
+  const e = t
+    .all()
+    .filter((x) => x.type === 'access_granted' || x.type === 'access_denied')
+    .at(-1)!;
   return { type: e.type, kind: e.kind, hint: e.hint, reason: e.reason, holders: e.holders };
 }
 
 /** Types the owner's PIN, then its duress PIN, each on a fresh door; both must be refused the same way. */
-function compare(options: { pin: string; duress: string; door?: Parameters<typeof setup>[0]; site?: Parameters<typeof setup>[1]; before?: (t: Runtime) => void }) {
+function compare(options: {
+  pin: string;
+  duress: string;
+  door?: Parameters<typeof setup>[0];
+  site?: Parameters<typeof setup>[1];
+  before?: (t: Runtime) => void;
+}) {
   const own = setup(options.door, { ...DURESS, snapshot: directory(), ...options.site });
   options.before?.(own);
   const ownSignals = signals(own);

@@ -49,9 +49,15 @@ describe('eviction', () => {
     expect(overCap).toEqual([1]);
     expect(log.keptPastWindow()).toBe(1500); // what door-agent status warns about
     // The broker is back: as PUBACKs mark them, those behind the window go.
-    log.markPublished(Array.from({ length: 500 }, (_, i) => i + 1), AT0 + 5000);
+    log.markPublished(
+      Array.from({ length: 500 }, (_, i) => i + 1),
+      AT0 + 5000,
+    );
     expect(log.stats()).toMatchObject({ total: 2000, unpublished: 2000, evicted: 500 });
-    log.markPublished(Array.from({ length: 2000 }, (_, i) => i + 501), AT0 + 5000);
+    log.markPublished(
+      Array.from({ length: 2000 }, (_, i) => i + 501),
+      AT0 + 5000,
+    );
     expect(log.stats()).toMatchObject({ total: 1000, unpublished: 0, evicted: 1500 });
     expect(log.keptPastWindow()).toBe(0);
     expect(seqs(log)[0]).toBe(1501);
@@ -76,7 +82,9 @@ describe('eviction', () => {
     const { db } = open({ keepUnpublished: true });
     const index = db.prepare("SELECT sql FROM sqlite_master WHERE name = 'events_alarms'").get() as { sql: string };
     expect(index.sql).toContain(ALARM_CONDITION);
-    const plan = db.prepare(`EXPLAIN QUERY PLAN SELECT seq FROM events WHERE ${ALARM_CONDITION} ORDER BY seq DESC LIMIT 1 OFFSET 999`).all() as Array<{ detail: string }>;
+    const plan = db.prepare(`EXPLAIN QUERY PLAN SELECT seq FROM events WHERE ${ALARM_CONDITION} ORDER BY seq DESC LIMIT 1 OFFSET 999`).all() as Array<{
+      detail: string;
+    }>;
     expect(plan.map((p) => p.detail).join(';')).toContain('events_alarms');
   });
 
@@ -85,7 +93,10 @@ describe('eviction', () => {
     batch(first.log, () => {
       for (let i = 1; i <= 1500; i++) first.log.append({ type: i === 3 ? 'door_forced' : 'access_granted', door: DOOR_UUID, at: AT0 + i });
     });
-    first.log.markPublished(Array.from({ length: 1500 }, (_, i) => i + 1).filter((s) => s !== 7), AT0 + 2000);
+    first.log.markPublished(
+      Array.from({ length: 1500 }, (_, i) => i + 1).filter((s) => s !== 7),
+      AT0 + 2000,
+    );
     first.db.close();
     const again = open({ keepUnpublished: true }, first.file);
     again.log.append({ type: 'locked', door: DOOR_UUID, at: AT0 + 3000 });

@@ -47,7 +47,12 @@ describe('EventLog on a SQLite file', () => {
 
   it('data cannot overwrite the id, seq, time, door or type of an event', () => {
     const { log } = open(freshFile());
-    const event = log.append({ type: 'locked', door: DOOR_UUID, at: AT0, data: { id: 'x', seq: 99, at: 'then', door: 'other', type: 'unlocked', cause: 'timer' } });
+    const event = log.append({
+      type: 'locked',
+      door: DOOR_UUID,
+      at: AT0,
+      data: { id: 'x', seq: 99, at: 'then', door: 'other', type: 'unlocked', cause: 'timer' },
+    });
     expect(event).toMatchObject({ id: 'front-agent-1', seq: 1, at: '2026-11-24T09:00:00.000Z', door: DOOR_UUID, type: 'locked', cause: 'timer' });
     expect(log.since(0)).toEqual([event]);
   });
@@ -119,7 +124,8 @@ describe('door-agent events into a pipe', () => {
     const db = openStateDatabase(join(dir, 'data/state.db'));
     const log = new EventLog(db, { agentId: 'test-agent', maxEvents: 100_000 });
     db.transaction(() => {
-      for (let i = 1; i <= 30_000; i++) log.append({ type: 'access_denied', door: DOOR_UUID, at: AT0 + i, data: { kind: 'card', hint: '…', reason: 'unknown_credential', i } });
+      for (let i = 1; i <= 30_000; i++)
+        log.append({ type: 'access_denied', door: DOOR_UUID, at: AT0 + i, data: { kind: 'card', hint: '…', reason: 'unknown_credential', i } });
     })();
     db.close();
     // The reader starts a second late, so the pipe fills and Node has to buffer the rest.
@@ -154,7 +160,10 @@ describe('upgrade from a cache that held the audit log (before state.db)', () =>
     const state = openStateDatabase(join(dir, 'state.db'));
     opened.push(state);
     const log = new EventLog(state, { agentId: 'a', maxEvents: 1000 });
-    expect(log.since(0).map((e) => [e.seq, e.type])).toEqual([[41, 'access_granted'], [42, 'unlocked']]);
+    expect(log.since(0).map((e) => [e.seq, e.type])).toEqual([
+      [41, 'access_granted'],
+      [42, 'unlocked'],
+    ]);
     expect(log.stats()).toMatchObject({ unpublished: 1, evicted: 7, lastSeq: 42 });
     expect(log.append({ type: 'locked', door: DOOR_UUID, at: AT0 + 2 })?.seq).toBe(43); // the sequence goes on
     expect(new ReplayCache(state).seen('req-old')).toBe(true);

@@ -52,7 +52,11 @@ describe('a tamper switch toggled by hand', () => {
     expect(duress.json).toMatchObject({ door: DOOR_UUID, kind: 'pin' });
     await waitUntil(() => readLevel(join(dir, 'gpio/gpio17/value')) === '1' || auditEvents(config).some((e) => e.type === 'duress'), 10_000, 'duress recorded');
     // The last state is exact in the retained door state.
-    await op.waitFor((m) => m.topic === STATE && (m.json as { tamper: string }).tamper === 'ON' && m === op.received.filter((x) => x.topic === STATE).at(-1), 10_000, 'tamper ON');
+    await op.waitFor(
+      (m) => m.topic === STATE && (m.json as { tamper: string }).tamper === 'ON' && m === op.received.filter((x) => x.topic === STATE).at(-1),
+      10_000,
+      'tamper ON',
+    );
     await sleep(1000);
     const tamperAlarms = op.received.filter((m) => m.topic === ALARM && (m.json as { event_type: string }).event_type === 'tamper');
     expect(tamperAlarms.length).toBeGreaterThan(0);

@@ -100,9 +100,9 @@ describe('errors an operator sees', () => {
     // Valid requests get as far as the kernel, which refuses them.
     expect(() => binding.requestLines('/dev/null', input)).toThrow(notAChip);
     expect(() => binding.requestLines('/dev/null', output)).toThrow(notAChip);
-    expect(() =>
-      binding.requestLines('/dev/null', { ...input, offsets: [5, 6], bias: 'pull-up', edges: true, debounceUs: 5000, eventBufferSize: 64 }),
-    ).toThrow(notAChip);
+    expect(() => binding.requestLines('/dev/null', { ...input, offsets: [5, 6], bias: 'pull-up', edges: true, debounceUs: 5000, eventBufferSize: 64 })).toThrow(
+      notAChip,
+    );
   });
 
   it('a chip the service user may not open: EACCES, saying it needs access (the gpio group)', () => {
@@ -132,7 +132,13 @@ describe('errors an operator sees', () => {
     writeFileSync(file, '');
     const fd = openSync(file, 'r');
     fds.push(fd);
-    expect(() => binding.watch(fd, () => {}, () => {})).toThrow(expect.objectContaining({ code: 'EPERM' }));
+    expect(() =>
+      binding.watch(
+        fd,
+        () => {},
+        () => {},
+      ),
+    ).toThrow(expect.objectContaining({ code: 'EPERM' }));
   });
 
   it('close(fd) closes, and a second close is EBADF (in a child process: the fd number may be reused here)', () => {
@@ -146,7 +152,8 @@ describe('errors an operator sees', () => {
 });
 
 describe('argument checks (TypeError naming the argument, before any system call)', () => {
-  const rejects = (f: () => unknown, message: RegExp) => expect(f).toThrow(expect.objectContaining({ name: 'TypeError', message: expect.stringMatching(message) }));
+  const rejects = (f: () => unknown, message: RegExp) =>
+    expect(f).toThrow(expect.objectContaining({ name: 'TypeError', message: expect.stringMatching(message) }));
 
   it('requestLines', () => {
     const req = (r: Record<string, unknown>) => () => binding.requestLines('/dev/null', r as unknown as LineRequest);
@@ -279,7 +286,11 @@ describe('readEvents and watch on a FIFO standing in for a line request', () => 
     const fd = fifoFd();
     let first = 0;
     let second = 0;
-    const { close } = binding.watch(fd, () => first++, () => {});
+    const { close } = binding.watch(
+      fd,
+      () => first++,
+      () => {},
+    );
     close();
     await sleep(20); // uv_close completes on a later loop turn
     const again = binding.watch(
@@ -323,7 +334,11 @@ describe('readEvents and watch on a FIFO standing in for a line request', () => 
     fds.push(writer);
     const errors: string[] = [];
     let readable = 0;
-    const watcher = binding.watch(writer, () => readable++, (message) => errors.push(message));
+    const watcher = binding.watch(
+      writer,
+      () => readable++,
+      (message) => errors.push(message),
+    );
     cleanups.push(() => watcher.close());
     closeSync(reader);
     await waitFor(() => errors.length >= 1, 'onError');
@@ -446,11 +461,15 @@ describe.skipIf(!HAVE_CC)('the structs handed to the kernel (an LD_PRELOAD stand
       if (cc.status !== 0) throw new Error(`cc failed: ${cc.stderr}`);
     }
     const logPath = join(tmp.path, `fake-gpio-${run++}.log`);
-    const r = spawnSync(process.execPath, ['-e', `const addon = require(${JSON.stringify(ADDON)});\nconst out = (v) => console.log(JSON.stringify(v));\n${script}`], {
-      encoding: 'utf8',
-      timeout: 20_000,
-      env: { ...process.env, LD_PRELOAD: shim, FAKE_GPIO_LOG: logPath },
-    });
+    const r = spawnSync(
+      process.execPath,
+      ['-e', `const addon = require(${JSON.stringify(ADDON)});\nconst out = (v) => console.log(JSON.stringify(v));\n${script}`],
+      {
+        encoding: 'utf8',
+        timeout: 20_000,
+        env: { ...process.env, LD_PRELOAD: shim, FAKE_GPIO_LOG: logPath },
+      },
+    );
     expect(r.stderr).toBe('');
     expect(r.status).toBe(0);
     const log = existsSync(logPath)
@@ -462,7 +481,14 @@ describe.skipIf(!HAVE_CC)('the structs handed to the kernel (an LD_PRELOAD stand
             return { what: what!, bytes: Buffer.from(hex!, 'hex') };
           })
       : [];
-    return { out: r.stdout.trim().split('\n').filter(Boolean).map((l) => JSON.parse(l) as unknown), log };
+    return {
+      out: r.stdout
+        .trim()
+        .split('\n')
+        .filter(Boolean)
+        .map((l) => JSON.parse(l) as unknown),
+      log,
+    };
   }
 
   // struct gpio_v2_line_request (592 bytes): offsets[64] u32 @0, consumer[32] @256, config @288 (flags u64 @288,

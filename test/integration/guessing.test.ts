@@ -36,7 +36,12 @@ describe('PINs are strings of digits, with a minimum length', () => {
     expect(t.last('access_granted')).toMatchObject({ kind: 'pin', holders: [{ email_id: 105, reason: null }] });
     t.pin('123');
     t.pin('00123');
-    expect(t.all().filter((e) => e.type === 'access_denied').map((e) => e.reason)).toEqual(['unknown_credential', 'unknown_credential']);
+    expect(
+      t
+        .all()
+        .filter((e) => e.type === 'access_denied')
+        .map((e) => e.reason),
+    ).toEqual(['unknown_credential', 'unknown_credential']);
   });
 
   it('a typed PIN under minPinLength is refused as pin_too_short, and a shorter PIN in the directory never opens', () => {
@@ -83,7 +88,12 @@ describe('one wrong-PIN counter per agent, growing, across doors and restarts', 
     t.time.advance(1_000);
     for (const pin of WRONG) t.pin(pin);
     expect(t.last('keypad_locked_out')).toMatchObject({ seconds: 240 });
-    expect(t.all().filter((e) => e.type === 'keypad_locked_out').map((e) => e.seconds)).toEqual([60, 120, 240]);
+    expect(
+      t
+        .all()
+        .filter((e) => e.type === 'keypad_locked_out')
+        .map((e) => e.seconds),
+    ).toEqual([60, 120, 240]);
   });
 
   it('a restart (state.db reopened) gives no fresh tries and restarts a lockout in progress in full', async () => {
@@ -147,13 +157,13 @@ describe('the default window keeps a patient guesser from staying under the thre
 });
 
 describe('refused known credentials count like unknown ones', () => {
-  it('a suspended user\'s card, tapped again and again, locks the reader', () => {
+  it("a suspended user's card, tapped again and again, locks the reader", () => {
     const t = setup({}, { snapshot });
     for (let i = 0; i < 10; i++) t.card(BOB_CARD);
     expect(t.types()).toContain('card_locked_out');
   });
 
-  it('a suspended user\'s PIN and an unauthorized user\'s PIN count toward the keypad lockout', () => {
+  it("a suspended user's PIN and an unauthorized user's PIN count toward the keypad lockout", () => {
     const t = setup({}, { snapshot });
     for (const pin of ['5555', '5555', '6666', '6666', '5555']) t.pin(pin);
     expect(t.last('keypad_locked_out')).toMatchObject({ seconds: 60 });
@@ -237,8 +247,10 @@ describe('upgrade: a cache from before PINs kept their zeros', () => {
     writeHeldRevision(db, { revision: 41, history: null, tag: null });
     // The cache as it was before the digits migration (the columns of later migrations dropped too).
     const digitsStep = MIGRATIONS.findIndex((m) => typeof m === 'string' && m.includes('ADD COLUMN digits'));
-    const later = MIGRATIONS.slice(digitsStep + 1).flatMap((m) => (typeof m === 'string' ? [...m.matchAll(/ALTER TABLE credentials ADD COLUMN (\w+)/g)].map((x) => x[1]) : []));
-    db.exec([...later, 'digits'].map((c) => `ALTER TABLE credentials DROP COLUMN ${c};`).join(' ') + ` PRAGMA user_version = ${digitsStep}`);
+    const later = MIGRATIONS.slice(digitsStep + 1).flatMap((m) =>
+      typeof m === 'string' ? [...m.matchAll(/ALTER TABLE credentials ADD COLUMN (\w+)/g)].map((x) => x[1]) : [],
+    );
+    db.exec(`${[...later, 'digits'].map((c) => `ALTER TABLE credentials DROP COLUMN ${c};`).join(' ')} PRAGMA user_version = ${digitsStep}`);
     db.close();
     const upgraded = openDatabase(file);
     expect(readHeldRevision(upgraded)).toBeNull();

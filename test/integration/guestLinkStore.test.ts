@@ -189,7 +189,12 @@ describe('GuestLinkStore on a SQLite file', () => {
     const { store, cache } = open();
     store.store(link());
     store.store(link({ magic_link_id: 'ml-2', magic_token: 'SecondToken-0123456789abcdef', resource_id_list: [13] }));
-    expect(cache.holdersOfNumber('12345', 'card', PIN_LABELS).map((h) => (h.kind === 'link' ? h.magicLinkId : null)).sort()).toEqual(['ml-1', 'ml-2']);
+    expect(
+      cache
+        .holdersOfNumber('12345', 'card', PIN_LABELS)
+        .map((h) => (h.kind === 'link' ? h.magicLinkId : null))
+        .sort(),
+    ).toEqual(['ml-1', 'ml-2']);
     store.revoke('ml-1');
     expect(cache.holdersOfNumber('12345', 'card', PIN_LABELS)).toEqual([linkHolder('ml-2', [13])]);
     expect(cache.holdersOfToken('SecondToken-0123456789abcdef')).toHaveLength(1);

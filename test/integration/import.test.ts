@@ -169,15 +169,12 @@ describe('door-agent import', () => {
     });
 
     it('the same email_id twice in details (a later entry must not be silently ignored)', () => {
-      const text = JSON.stringify(exampleSnapshot()).replace(
-        '"details":{',
-        '"details":{"101":{"smartcards":[{"number":"555"}]},',
-      );
+      const text = JSON.stringify(exampleSnapshot()).replace('"details":{', '"details":{"101":{"smartcards":[{"number":"555"}]},');
       expectRefused(writeSnapshot(tmp.path, 'dupdetail.json', text), '$.details["101"]: a second entry for email_id 101');
     });
 
     it('broken JSON inside a value is located without quoting the value (it may hold a card number)', () => {
-      const text = JSON.stringify(exampleSnapshot()).replace('{"number":"4213580"', "{\"number\":'42135809'");
+      const text = JSON.stringify(exampleSnapshot()).replace('{"number":"4213580"', '{"number":\'42135809\'');
       importExample();
       const r = importFile(writeSnapshot(tmp.path, 'quote.json', text));
       expect(r.status).toBe(1);
@@ -223,7 +220,13 @@ describe('door-agent import', () => {
     const details: Record<string, unknown> = {};
     for (let i = 1; i <= 30_000; i++) {
       users.push({ email_id: i, ad_status: 'ACTIVE', groups: [['Staff']], name: `User ${i}`, email: `u${i}@example.org` });
-      details[i] = { policies: [], smartcards: [{ number: String(10_000_000 + i), label: 'badge' }, { number: String(1000 + i), label: 'PIN' }] };
+      details[i] = {
+        policies: [],
+        smartcards: [
+          { number: String(10_000_000 + i), label: 'badge' },
+          { number: String(1000 + i), label: 'PIN' },
+        ],
+      };
     }
     const file = writeSnapshot(dir, 'large.json', JSON.stringify({ users, details }));
     const watcher = new Database(cache);

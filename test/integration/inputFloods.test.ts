@@ -36,7 +36,10 @@ describe('floods of toggled inputs', () => {
       t.time.advance(100);
     }
     t.time.advance(120_000);
-    const later = t.all().filter((e) => e.type === 'tamper').slice(FLOOD_BURST + 1);
+    const later = t
+      .all()
+      .filter((e) => e.type === 'tamper')
+      .slice(FLOOD_BURST + 1);
     expect(later.every((e) => e.summary === true)).toBe(true);
     expect(later.length).toBeGreaterThanOrEqual(5);
     expect(later.length).toBeLessThanOrEqual(6);

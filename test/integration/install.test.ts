@@ -138,12 +138,30 @@ describe('scripts/install.sh from a clean copy of the tree, npm steps included',
     expect(r.stdout).toContain('npm ci with the dev tools');
     expect(existsSync(join(TR, 'var/cache/door-agent/build/node_modules/better-sqlite3/build/Release/better_sqlite3.node'))).toBe(true);
 
-    for (const p of ['dist/src/cli.js', 'node_modules/better-sqlite3/build/Release/better_sqlite3.node', 'build/Release/sd_notify.node',
-      'build/Release/gpio_chardev.node', 'build/Release/evdev.node', 'examples/snapshot.json', 'scripts/hw-selftest.sh', 'README.md', 'INSTALLED']) {
+    for (const p of [
+      'dist/src/cli.js',
+      'node_modules/better-sqlite3/build/Release/better_sqlite3.node',
+      'build/Release/sd_notify.node',
+      'build/Release/gpio_chardev.node',
+      'build/Release/evdev.node',
+      'examples/snapshot.json',
+      'scripts/hw-selftest.sh',
+      'README.md',
+      'INSTALLED',
+    ]) {
       expect(existsSync(join(APP, p)), p).toBe(true);
     }
     // Only what runs: no compiler, no test runner, no TypeScript sources, no staging left behind.
-    for (const p of ['node_modules/typescript', 'node_modules/vitest', 'node_modules/@types/better-sqlite3', 'node_modules/smtp-server', 'src', 'test', 'dist/bench', 'tsconfig.json']) {
+    for (const p of [
+      'node_modules/typescript',
+      'node_modules/vitest',
+      'node_modules/@types/better-sqlite3',
+      'node_modules/smtp-server',
+      'src',
+      'test',
+      'dist/bench',
+      'tsconfig.json',
+    ]) {
       expect(existsSync(join(APP, p)), p).toBe(false);
     }
     // Readable by the door-agent user although root's umask was 077.
@@ -250,7 +268,11 @@ describe('scripts/install.sh from a clean copy of the tree, npm steps included',
     const bin = join(tmp.path, 'failing-npm');
     mkdirSync(bin, { recursive: true });
     const log = join(bin, 'calls');
-    writeFileSync(join(bin, 'npm'), `#!/bin/sh\necho "npm $*" >> ${log}\nif [ "$1" = ci ]; then exit 1; fi\nexec ${spawnSync('sh', ['-c', 'command -v npm'], { encoding: 'utf8' }).stdout.trim()} "$@"\n`, { mode: 0o755 });
+    writeFileSync(
+      join(bin, 'npm'),
+      `#!/bin/sh\necho "npm $*" >> ${log}\nif [ "$1" = ci ]; then exit 1; fi\nexec ${spawnSync('sh', ['-c', 'command -v npm'], { encoding: 'utf8' }).stdout.trim()} "$@"\n`,
+      { mode: 0o755 },
+    );
     try {
       writeFileSync(lock, `${original}\n`); // any change to the lock file
       const r = await installFrom(SRC, ['--root', TR], { ...process.env, PATH: `${bin}:${process.env.PATH ?? ''}` });

@@ -38,7 +38,11 @@ describe('a keyboard reader (type: keyboard)', () => {
     mkdirSync(dir);
     const device = join(dir, 'event-kbd');
     expect(spawnSync('mkfifo', [device]).status).toBe(0);
-    const config = writeConfig(dir, { id: 'kbd', access: '{ groups: [Staff] }', doorExtra: `    unlockSeconds: 1\n    reader: { type: keyboard, path: ${device} }\n` });
+    const config = writeConfig(dir, {
+      id: 'kbd',
+      access: '{ groups: [Staff] }',
+      doorExtra: `    unlockSeconds: 1\n    reader: { type: keyboard, path: ${device} }\n`,
+    });
     expect(runCli(['import', 'examples/snapshot.json', '--config', config]).status).toBe(0);
     const daemon = new Daemon(config);
     running.push(daemon);
@@ -64,7 +68,11 @@ describe('a keyboard reader (type: keyboard)', () => {
   it('a path that is not an input device is refused with a clear reason, retried, and the door still works', async () => {
     const dir = join(tmp.path, 'k1');
     mkdirSync(dir);
-    const config = writeConfig(dir, { id: 'kbd', access: '{ groups: [Staff] }', doorExtra: `    reader: { type: keyboard, path: ${join(dir, 'config.yaml')} }\n` });
+    const config = writeConfig(dir, {
+      id: 'kbd',
+      access: '{ groups: [Staff] }',
+      doorExtra: `    reader: { type: keyboard, path: ${join(dir, 'config.yaml')} }\n`,
+    });
     const daemon = new Daemon(config);
     running.push(daemon);
     const line = await daemon.waitForMessage('cannot open reader; retrying with backoff');

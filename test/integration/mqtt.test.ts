@@ -7,7 +7,7 @@ import { guestLinkPayload, guestLinkRevocationPayload } from '../../src/protocol
 import { DOOR_UUID, runCli, tempDir, writeConfig } from '../support/cli.js';
 import { Daemon, readLevel, waitUntil } from '../support/daemon.js';
 import { Mosquitto, makeTlsFiles } from '../support/mosquitto.js';
-import { Operator } from '../support/operator.js';
+import type { Operator } from '../support/operator.js';
 import { PtyPair } from '../support/socat.js';
 import { auditEvents, connectOperator, startDaemon } from '../support/agentSite.js';
 import { sleep } from '../support/wait.js';
@@ -344,7 +344,13 @@ describe('stopping and starting safely', () => {
   it('a guest link revoked while the agent was away is removed when it reconnects', async () => {
     const s = await site();
     const op = await operator(s);
-    const link = JSON.stringify({ magic_link_id: '950', magic_token: 'offline-revoke-token-01', name: 'x', resource_id_list: [12], smartcards: [{ number: '5550950' }] });
+    const link = JSON.stringify({
+      magic_link_id: '950',
+      magic_token: 'offline-revoke-token-01',
+      name: 'x',
+      resource_id_list: [12],
+      smartcards: [{ number: '5550950' }],
+    });
     await op.publish(`${P}/guest-links/950`, link, { retain: true });
     const first = await agent(s);
     await first.waitForLog((l) => l.msg === 'guest link received' && l.guestLink === '950');
@@ -374,7 +380,10 @@ describe('TLS', () => {
     const s = await site({ tls: true });
     const config = join(s.dir, 'config.yaml');
     const { readFileSync } = await import('node:fs');
-    writeFileSync(config, readFileSync(config, 'utf8').replace('  keepaliveSeconds: 5', `  keepaliveSeconds: 5\n  caFile: ${join(s.dir, 'tls/broker-ca.crt')}`));
+    writeFileSync(
+      config,
+      readFileSync(config, 'utf8').replace('  keepaliveSeconds: 5', `  keepaliveSeconds: 5\n  caFile: ${join(s.dir, 'tls/broker-ca.crt')}`),
+    );
     await agent(s);
   });
 });

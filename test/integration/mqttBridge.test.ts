@@ -23,7 +23,6 @@ import { ScriptedClient } from '../support/scriptedClient.js';
 const tmp = tempDir('door-agent-bridge-');
 afterAll(tmp.cleanup);
 
-
 function setup() {
   const door = parseConfig(
     `agent: { id: b }
@@ -34,11 +33,15 @@ doors: [ { uuid: ${DOOR_UUID}, resourceId: 12, name: Front door, relay: { pin: 1
   const db = openDatabase(join(tmp.path, `c${Math.random()}.db`));
   const state = openStateDatabase(join(tmp.path, `s${Math.random()}.db`));
   const writes: Level[] = [];
-  const controller = new LockController(door, { pin: 17, write: (l) => void writes.push(l), read: () => writes.at(-1) ?? 0 }, {
-    clock: systemClock,
-    timers: systemTimers,
-    persistence: new DoorStateStore(join(tmp.path, `doors${Math.random()}`)),
-  });
+  const controller = new LockController(
+    door,
+    { pin: 17, write: (l) => void writes.push(l), read: () => writes.at(-1) ?? 0 },
+    {
+      clock: systemClock,
+      timers: systemTimers,
+      persistence: new DoorStateStore(join(tmp.path, `doors${Math.random()}`)),
+    },
+  );
   const client = new ScriptedClient();
   const events = new EventLog(state, { agentId: 'b', maxEvents: 1000 });
   const logger = pino({ level: 'silent' });

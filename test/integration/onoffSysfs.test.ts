@@ -198,7 +198,7 @@ describe('onoff driver against a fake /sys/class/gpio (unshare -m, tmpfs)', () =
     // The tree the code under test will see is ours, on the tmpfs, not the host's sysfs.
     expect(ns.mount).toMatch(/ - tmpfs door-agent-test /);
     expect(ns.tree['gpiochip512/label']).toBe('pinctrl-bcm2711\n');
-    expect(ns.tree['export']).toBe('');
+    expect(ns.tree.export).toBe('');
   });
 
   it('auto-detects chip base 512 and drives BCM 17 through gpio529 without exporting', () => {
@@ -223,7 +223,7 @@ describe('onoff driver against a fake /sys/class/gpio (unshare -m, tmpfs)', () =
     expect(ns.tree['gpio529/active_low']?.trim()).toBe('0'); // never inverted in sysfs: levels are physical
     expect(ns.tree['gpio17/value']).toBe('1\n');
     expect(ns.tree['gpio17/direction']).toBe('in\n');
-    expect(ns.tree['export']).toBe(''); // already exported: onoff must not write export
+    expect(ns.tree.export).toBe(''); // already exported: onoff must not write export
   });
 
   it.each([
@@ -274,7 +274,7 @@ describe('onoff driver against a fake /sys/class/gpio (unshare -m, tmpfs)', () =
     expect(ns.tree['gpio17/direction']).toBe('low');
     expect(ns.tree['gpio529/value']).toBe('1\n');
     expect(ns.tree['gpio529/direction']).toBe('in\n');
-    expect(ns.tree['export']).toBe('');
+    expect(ns.tree.export).toBe('');
   });
 
   it('picks pinctrl-rp1 at 571 on a Pi 5 style tree: BCM 17 is gpio588', () => {
@@ -319,10 +319,7 @@ describe('onoff driver against a fake /sys/class/gpio (unshare -m, tmpfs)', () =
       driver.close();
       process.stdout.write(JSON.stringify({ name: driver.name, steps }));
     `;
-    const ns = inNamespace(
-      { chips: PI4_CHIPS, pins: [{ number: 529, value: '0\n' }] },
-      `${sh(process.execPath)} --input-type=module -e ${sh(script)}`,
-    );
+    const ns = inNamespace({ chips: PI4_CHIPS, pins: [{ number: 529, value: '0\n' }] }, `${sh(process.execPath)} --input-type=module -e ${sh(script)}`);
     expect(ns.stderr).toBe('');
     expect(ns.status).toBe(0);
     const { name, steps } = JSON.parse(ns.stdout) as { name: string; steps: Array<{ pin?: number; read: number; file: string }> };
@@ -342,7 +339,7 @@ describe('onoff driver against a fake /sys/class/gpio (unshare -m, tmpfs)', () =
     // No kernel here to create gpio529/ after the export write, so onoff gives up: relock must say which pin.
     const config = writeOnoffConfig('auto', { pin: 17 });
     const ns = inNamespace({ chips: PI4_CHIPS }, relockCommand(config));
-    expect(ns.tree['export']).toBe('529');
+    expect(ns.tree.export).toBe('529');
     expect(ns.status).toBe(1);
     expect(ns.stderr).toContain(`Front door (${DOOR_UUID})`);
     expect(ns.stderr).toContain('GPIO 17 (sysfs gpio529)');
@@ -351,15 +348,12 @@ describe('onoff driver against a fake /sys/class/gpio (unshare -m, tmpfs)', () =
   it('relock fails naming gpio.chipBase when no gpiochip is a pin controller', () => {
     requireUnshare();
     const config = writeOnoffConfig('auto', { pin: 17 });
-    const ns = inNamespace(
-      { chips: [{ base: 504, label: 'raspberrypi-exp-gpio' }], pins: [{ number: 521, value: '1\n' }] },
-      relockCommand(config),
-    );
+    const ns = inNamespace({ chips: [{ base: 504, label: 'raspberrypi-exp-gpio' }], pins: [{ number: 521, value: '1\n' }] }, relockCommand(config));
     expect(ns.status).toBe(1);
     expect(ns.stdout).toBe('');
     expect(ns.stderr).toContain(`Front door (${DOOR_UUID})`);
     expect(ns.stderr).toContain('gpio.chipBase');
-    expect(ns.tree['export']).toBe('');
+    expect(ns.tree.export).toBe('');
     expect(ns.tree['gpio521/value']).toBe('1\n');
   });
 

@@ -3,9 +3,9 @@ import { join } from 'node:path';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { holidaysPayload, lockdownPayload } from '../../src/protocol/lockdown.js';
 import { DOOR_UUID, runCli, tempDir, writeConfig } from '../support/cli.js';
-import { Daemon, readLevel, waitUntil } from '../support/daemon.js';
+import { type Daemon, readLevel, waitUntil } from '../support/daemon.js';
 import { Mosquitto } from '../support/mosquitto.js';
-import { Operator } from '../support/operator.js';
+import type { Operator } from '../support/operator.js';
 import { PtyPair } from '../support/socat.js';
 import { auditEvents, connectOperator, startDaemon } from '../support/agentSite.js';
 
@@ -222,7 +222,11 @@ describe('alarms and holidays over MQTT', () => {
     await op.publish(`${P}/holidays`, holidaysPayload({ dates: [today, tomorrow] }, null, 0), { retain: true });
     await waitUntil(() => readLevel(s.relay) === '0', 10_000, 'locked on the holiday');
     await op.waitFor((m) => m.topic === STATE && (m.json as { schedule?: { state: string } }).schedule?.state === 'holiday', 10_000, 'schedule state holiday');
-    expect(events(s).filter((e) => e.type === 'locked').at(-1)).toMatchObject({ cause: 'unlock schedule ended' });
+    expect(
+      events(s)
+        .filter((e) => e.type === 'locked')
+        .at(-1),
+    ).toMatchObject({ cause: 'unlock schedule ended' });
 
     await first.stop();
     await s.broker.stop();

@@ -52,7 +52,11 @@ async function setup(readerExtra: string, keyMode = 0o600) {
   let latest: Array<Record<string, unknown>> = [];
   const refresh = async () => {
     const r = await runCliAsync(['events', '--config', config]);
-    latest = r.stdout.trim().split('\n').filter(Boolean).map((l) => JSON.parse(l) as Record<string, unknown>);
+    latest = r.stdout
+      .trim()
+      .split('\n')
+      .filter(Boolean)
+      .map((l) => JSON.parse(l) as Record<string, unknown>);
     return latest;
   };
   const events = () => latest;
@@ -68,7 +72,7 @@ async function start(config: string): Promise<Daemon> {
 }
 
 describe('an OSDP reader at the door', () => {
-  it('secure channel: a card opens the door, the reader shows green and beeps; a suspended user\'s card shows red', async () => {
+  it("secure channel: a card opens the door, the reader shows green and beeps; a suspended user's card shows red", async () => {
     const s = await setup(', scbkFile: SCBK');
     s.pd.reader(3).scbk = Buffer.from(KEY, 'hex');
     const daemon = await start(s.config);
@@ -78,7 +82,12 @@ describe('an OSDP reader at the door', () => {
     await waitUntil(() => s.pd.reader(3).received.includes(0x69) && s.pd.reader(3).received.includes(0x6a), 5000, 'LED and buzzer commands');
     s.pd.presentCard(3, encodeCard(4_213_579n, 26));
     await eventually(async () => (await s.refresh()).some((e) => e.type === 'access_denied'), 8000, 'Bob refused');
-    expect(s.events().filter((e) => e.type === 'reader_online').map((e) => [e.secure, e.channel])).toEqual([[true, 'secure']]);
+    expect(
+      s
+        .events()
+        .filter((e) => e.type === 'reader_online')
+        .map((e) => [e.secure, e.channel]),
+    ).toEqual([[true, 'secure']]);
     expect(daemon.rawOutput.join('\n')).not.toContain(KEY);
     // The runtime status is written after the door acts: give the write its moment.
     expect(await s.status()).toContain(`reader OSDP ${join(s.dir, 'bus')} address 3 (secure channel) connected; secure channel in use`);
@@ -99,7 +108,12 @@ describe('an OSDP reader at the door', () => {
     expect(daemon.logs.filter((l) => String(l.msg).includes('another secure channel key'))).toHaveLength(1);
     expect(await s.status()).toContain('connected; secure channel FAILED (another key, or no secure channel on the reader)');
     await eventually(async () => (await s.refresh()).some((e) => e.type === 'reader_online'), 8000, 'reader_online');
-    expect(s.events().filter((e) => e.type === 'reader_online').map((e) => [e.secure, e.channel])).toEqual([[false, 'failed']]);
+    expect(
+      s
+        .events()
+        .filter((e) => e.type === 'reader_online')
+        .map((e) => [e.secure, e.channel]),
+    ).toEqual([[false, 'failed']]);
   }, 60_000);
 
   it('a tamper switch open at start is reported though the reader answers LSTAT in block 0x15 (the libosdp reply of issue 32); the quirk is logged once', async () => {
@@ -109,7 +123,12 @@ describe('an OSDP reader at the door', () => {
     s.pd.reader(3).lstatReplyInBlock15 = true;
     const daemon = await start(s.config);
     await eventually(async () => (await s.refresh()).some((e) => e.type === 'reader_tamper'), 10_000, 'the tamper');
-    expect(s.events().filter((e) => e.type === 'reader_tamper').map((e) => e.state)).toEqual(['tampered']);
+    expect(
+      s
+        .events()
+        .filter((e) => e.type === 'reader_tamper')
+        .map((e) => e.state),
+    ).toEqual(['tampered']);
     s.pd.reader(3).pending.push({ code: 0x48, data: [0, 0] });
     await eventually(async () => (await s.refresh()).filter((e) => e.type === 'reader_tamper').length === 2, 8000, 'the restore');
     expect(daemon.logs.filter((l) => String(l.msg).includes('security block type 0x15'))).toHaveLength(1);
@@ -125,7 +144,15 @@ describe('an OSDP reader at the door', () => {
     s.pd.reader(3).silent = false;
     await eventually(async () => (await s.refresh()).filter((e) => e.type === 'reader_online').length === 2, 10_000, 'online again');
     expect(s.events().map((e) => e.type)).toEqual(['reader_online', 'reader_offline', 'reader_online']);
-    expect(s.events().filter((e) => e.type === 'reader_online').map((e) => [e.secure, e.channel])).toEqual([[false, 'plain'], [false, 'plain']]);
+    expect(
+      s
+        .events()
+        .filter((e) => e.type === 'reader_online')
+        .map((e) => [e.secure, e.channel]),
+    ).toEqual([
+      [false, 'plain'],
+      [false, 'plain'],
+    ]);
     expect(await s.status()).toContain('connected; PLAIN (no secure channel: a device on the bus can read and inject cards and PINs)');
     // A tamper switch opened while it was away is reported when it is back, and its restore too.
     s.pd.reader(3).tamper = true;
@@ -134,7 +161,12 @@ describe('an OSDP reader at the door', () => {
     s.pd.reader(3).tamper = false;
     s.pd.reader(3).pending.push({ code: 0x48, data: [0, 0] });
     await eventually(async () => (await s.refresh()).filter((e) => e.type === 'reader_tamper').length === 2, 8000, 'the restore');
-    expect(s.events().filter((e) => e.type === 'reader_tamper').map((e) => e.state)).toEqual(['tampered', 'restored']);
+    expect(
+      s
+        .events()
+        .filter((e) => e.type === 'reader_tamper')
+        .map((e) => e.state),
+    ).toEqual(['tampered', 'restored']);
     expect(daemon.logs.some((l) => l.msg === 'OSDP reader without a secure channel (no scbkFile): its traffic can be read and forged on the line')).toBe(true);
   }, 90_000); // a start, an offline spell, a paced return and six CLI runs: slow on a loaded machine
 
@@ -178,4 +210,3 @@ describe('an OSDP reader at the door', () => {
     expect(existsSync(join(s.dir, 'scbk.new'))).toBe(false);
   });
 });
-

@@ -55,10 +55,12 @@ describe('OSDP over a serial line', () => {
     pd.presentCard(2, encodeCard(4_213_578n, 26));
     pd.typeKeys(1, '1234#');
     await waitUntil(() => frames.length === 2, 5000, 'a card and a PIN');
-    expect(frames).toEqual(expect.arrayContaining([
-      [2, { kind: 'card', value: '4213578' }],
-      [1, { kind: 'pin', value: '1234' }],
-    ]));
+    expect(frames).toEqual(
+      expect.arrayContaining([
+        [2, { kind: 'card', value: '4213578' }],
+        [1, { kind: 'pin', value: '1234' }],
+      ]),
+    );
   });
 
   it('secure channel, two readers on one bus: cards and PINs; a corrupted reply and a reader that stops answering and comes back', async () => {
@@ -98,10 +100,12 @@ describe('OSDP over a serial line', () => {
     pd.reader(1).corrupt = false;
     pd.typeKeys(2, '1234#');
     await waitUntil(() => frames.length === 2, 5000, 'the card and the PIN');
-    expect(frames).toEqual(expect.arrayContaining([
-      [1, { kind: 'card', value: '4213578' }],
-      [2, { kind: 'pin', value: '1234' }],
-    ]));
+    expect(frames).toEqual(
+      expect.arrayContaining([
+        [1, { kind: 'card', value: '4213578' }],
+        [2, { kind: 'pin', value: '1234' }],
+      ]),
+    );
     // Reader 2 stops answering (unplugged) and comes back: a new handshake, and it reads again.
     pd.reader(2).silent = true;
     await new Promise((r) => setTimeout(r, 2600));

@@ -30,7 +30,8 @@ describe('PINs at the command line (issue 32)', () => {
   });
 
   it('check --kind pin: 0123 is not 123, and a PIN under the minimum is pin_too_short', () => {
-    const check = (pin: string) => JSON.parse(runCli(['check', pin, '--kind', 'pin', '--config', config]).stdout) as { granted: boolean; reason: string | null };
+    const check = (pin: string) =>
+      JSON.parse(runCli(['check', pin, '--kind', 'pin', '--config', config]).stdout) as { granted: boolean; reason: string | null };
     expect(check('0123')).toMatchObject({ granted: true });
     expect(check('00123')).toMatchObject({ granted: false, reason: 'unknown_credential' });
     expect(check('123')).toMatchObject({ granted: false, reason: 'pin_too_short' });

@@ -24,7 +24,8 @@ beforeAll(() => {
   const db = openStateDatabase(join(dir, 'data/state.db'));
   const log = new EventLog(db, { agentId: 'test-agent', maxEvents: 100_000 });
   db.transaction(() => {
-    for (let i = 1; i <= 5000; i++) log.append({ type: 'access_denied', door: DOOR_UUID, at: AT0 + i, data: { kind: 'card', hint: '…', reason: 'unknown_credential', i } });
+    for (let i = 1; i <= 5000; i++)
+      log.append({ type: 'access_denied', door: DOOR_UUID, at: AT0 + i, data: { kind: 'card', hint: '…', reason: 'unknown_credential', i } });
   })();
   db.close();
 });
@@ -44,9 +45,7 @@ function pipeline(script: string) {
  * closed pipe, whatever the machine's load).
  */
 function intoClosedPipe(args: string, flag: string) {
-  return pipeline(
-    `rm -f "$4/${flag}"; (until [ -e "$4/${flag}" ]; do sleep 0.02; done; exec "$1" "$2" ${args} --config "$3") | (exec 0<&-; : > "$4/${flag}")`,
-  );
+  return pipeline(`rm -f "$4/${flag}"; (until [ -e "$4/${flag}" ]; do sleep 0.02; done; exec "$1" "$2" ${args} --config "$3") | (exec 0<&-; : > "$4/${flag}")`);
 }
 
 describe('door-agent into a pipe whose reader goes away', () => {
@@ -54,7 +53,12 @@ describe('door-agent into a pipe whose reader goes away', () => {
     const r = pipeline('"$1" "$2" events --config "$3" | head -n 2');
     expect(r.stderr).toBe('');
     expect(r.status).toBe(0);
-    expect(r.stdout.trim().split('\n').map((line) => (JSON.parse(line) as { seq: number }).seq)).toEqual([1, 2]);
+    expect(
+      r.stdout
+        .trim()
+        .split('\n')
+        .map((line) => (JSON.parse(line) as { seq: number }).seq),
+    ).toEqual([1, 2]);
   });
 
   it('events --follow | head -n 2 stops too (exit 0) instead of following for ever', () => {
@@ -67,7 +71,10 @@ describe('door-agent into a pipe whose reader goes away', () => {
   });
 
   it('status (and status --json) into a closed pipe: exit 0, no stack trace', () => {
-    for (const [args, flag] of [['status', 'a'], ['status --json', 'b']] as const) {
+    for (const [args, flag] of [
+      ['status', 'a'],
+      ['status --json', 'b'],
+    ] as const) {
       const r = intoClosedPipe(args, flag);
       expect(r.stderr, args).toBe('');
       expect(r.status, args).toBe(0);
@@ -82,7 +89,10 @@ describe('door-agent into a pipe whose reader goes away', () => {
   });
 
   it('config check and check into a closed pipe: exit 0, no stack trace', () => {
-    for (const [args, flag] of [['config check', 'c'], ['check 0004213578', 'd']] as const) {
+    for (const [args, flag] of [
+      ['config check', 'c'],
+      ['check 0004213578', 'd'],
+    ] as const) {
       const r = intoClosedPipe(args, flag);
       expect(r.stderr, args).toBe('');
       expect(r.status, args).toBe(0);

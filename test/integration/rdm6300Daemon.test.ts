@@ -41,7 +41,11 @@ describe('an RDM6300-style reader (format: rdm6300)', () => {
     running.push({ daemon, pty });
     await daemon.waitForMessage('reader connected');
     const events = () =>
-      runCli(['events', '--config', config]).stdout.trim().split('\n').filter(Boolean).map((l) => JSON.parse(l) as Record<string, unknown>);
+      runCli(['events', '--config', config])
+        .stdout.trim()
+        .split('\n')
+        .filter(Boolean)
+        .map((l) => JSON.parse(l) as Record<string, unknown>);
 
     // Alice's card held to the reader for a second: the module sends its frame every 50 ms.
     for (let i = 0; i < 20; i++) {

@@ -126,7 +126,9 @@ describe('GET /directory (extension: incremental sync)', () => {
     const revision = full.body.revision as number;
     expect((full.body.users as Array<{ email_id: number }>).map((u) => u.email_id)).toEqual(expect.arrayContaining([a, b]));
 
-    const same = await fetch(`${base}/directory?since=${revision}`, { headers: { authorization: `Bearer ${keys.ADMIN}`, 'if-none-match': `"dir-${revision}"` } });
+    const same = await fetch(`${base}/directory?since=${revision}`, {
+      headers: { authorization: `Bearer ${keys.ADMIN}`, 'if-none-match': `"dir-${revision}"` },
+    });
     expect(same.status).toBe(304);
     expect(await same.text()).toBe('');
 
@@ -176,7 +178,12 @@ describe('the directory revision is published whoever computes it first', () => 
     const app = buildService({ db, clock: systemClock, logger: pino({ level: 'silent' }), resources: [], lockReplyTimeoutMs: 1000, doors: doors as never });
     const headers = { authorization: `Bearer ${key}` };
     try {
-      await app.inject({ method: 'POST', url: '/invites', headers, payload: { emails: ['a@example.org'], smartcards: [[{ number: '4213578' }]], no_email: true } });
+      await app.inject({
+        method: 'POST',
+        url: '/invites',
+        headers,
+        payload: { emails: ['a@example.org'], smartcards: [[{ number: '4213578' }]], no_email: true },
+      });
       await sleep(400);
       const afterInvite = pushed.at(-1)!;
       const emailId = (await app.inject({ method: 'GET', url: '/directory', headers })).json<{ users: Array<{ email_id: number }> }>().users[0]!.email_id;
@@ -199,18 +206,34 @@ describe('users, cards, groups', () => {
     expect(group.status).toBe(200);
     const r = await call('POST', '/invites', {
       emails: ['alice@example.org', 'not-an-address', 'bob@example.org'],
-      smartcards: [[{ number: '0004213578', label: 'badge' }, { number: '1234', label: 'PIN' }], [], [{ number: '4213579' }]],
+      smartcards: [
+        [
+          { number: '0004213578', label: 'badge' },
+          { number: '1234', label: 'PIN' },
+        ],
+        [],
+        [{ number: '4213579' }],
+      ],
       groups: [{ id: group.body.group_id, name: 'Staff' }],
     });
     expect(r.status).toBe(200);
-    expect(r.body).toMatchObject({ added: ['alice@example.org', 'bob@example.org'], invalid: ['not-an-address'], exists: [], group_names: ['Staff'], send_email: true });
+    expect(r.body).toMatchObject({
+      added: ['alice@example.org', 'bob@example.org'],
+      invalid: ['not-an-address'],
+      exists: [],
+      group_names: ['Staff'],
+      send_email: true,
+    });
     expect((await call('POST', '/invites', { emails: ['alice@example.org'] })).body.exists).toEqual(['alice@example.org']);
     const alice = (await call('GET', '/multipleusers')).body.find((u) => u.email === 'alice@example.org')!;
     expect(alice).toMatchObject({ ad_status: 'ACTIVE', groups: [['Staff']], user_tag: 'USER' });
     expect((await call('GET', `/user?email_id=${alice.email_id}`)).body).toEqual({
       policies: [],
       computer_usernames: [],
-      smartcards: [{ number: '0004213578', label: 'badge' }, { number: '1234', label: 'PIN' }],
+      smartcards: [
+        { number: '0004213578', label: 'badge' },
+        { number: '1234', label: 'PIN' },
+      ],
     });
   });
 
@@ -314,7 +337,11 @@ describe('guest links, doors without MQTT, the mail outbox', () => {
   });
 
   it('a removed or suspended guest leaves the link: their card goes; a link left with nobody is deleted', async () => {
-    const r = await call('POST', '/magiclinkadmin', link({ email_list: ['g1@example.org', 'g2@example.org'], smartcards: [{ number: '7711001' }, { number: '7711002' }] }));
+    const r = await call(
+      'POST',
+      '/magiclinkadmin',
+      link({ email_list: ['g1@example.org', 'g2@example.org'], smartcards: [{ number: '7711001' }, { number: '7711002' }] }),
+    );
     expect(r.status).toBe(200);
     const stored = () => {
       const db = new Database(join(tmp.path, 'svc', 'data', 'service.db'), { readonly: true });
@@ -367,7 +394,10 @@ describe('guest links, doors without MQTT, the mail outbox', () => {
     await call('POST', '/magiclinkadmin', { ...link(), email_list: ['quiet-guest@example.org'], smartcards: [], send_email: false });
     const r = runCli(['service', 'outbox', '--config', config]);
     expect(r.status).toBe(0);
-    const mails = r.stdout.trim().split('\n').map((l) => JSON.parse(l) as { to: string; sent_at: string | null });
+    const mails = r.stdout
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as { to: string; sent_at: string | null });
     expect(mails.map((m) => m.to)).toContain('mail-me@example.org');
     expect(mails.map((m) => m.to)).toContain('visitor@example.org'); // the guest link above
     expect(mails.map((m) => m.to)).not.toContain('quiet@example.org');

@@ -68,12 +68,15 @@ interface Answer {
 /** One request with node:http (which, unlike fetch, sends a body with GET too). */
 function send(method: string, path: string, body?: string, headers: Record<string, string> = {}): Promise<Answer> {
   return new Promise((resolve, reject) => {
-    const req = httpRequest({ host: '127.0.0.1', port, method, path, headers: body === undefined ? headers : { 'content-length': String(Buffer.byteLength(body)), ...headers } }, (res) => {
-      let text = '';
-      res.setEncoding('utf8');
-      res.on('data', (d: string) => (text += d));
-      res.on('end', () => resolve({ status: res.statusCode!, body: text === '' ? {} : (JSON.parse(text) as Record<string, unknown>), headers: res.headers }));
-    });
+    const req = httpRequest(
+      { host: '127.0.0.1', port, method, path, headers: body === undefined ? headers : { 'content-length': String(Buffer.byteLength(body)), ...headers } },
+      (res) => {
+        let text = '';
+        res.setEncoding('utf8');
+        res.on('data', (d: string) => (text += d));
+        res.on('end', () => resolve({ status: res.statusCode!, body: text === '' ? {} : (JSON.parse(text) as Record<string, unknown>), headers: res.headers }));
+      },
+    );
     req.on('error', reject);
     req.end(body);
   });
@@ -145,13 +148,19 @@ describe('api_key in the body of every call', () => {
   });
 
   it('a key in two places that disagree is refused (400) naming both; the same key twice is fine', async () => {
-    const both = await send('POST', '/invites', form({ api_key: superKey, emails: ['two@example.org'], no_email: true }), { ...FORM, authorization: `Bearer ${admin}` });
+    const both = await send('POST', '/invites', form({ api_key: superKey, emails: ['two@example.org'], no_email: true }), {
+      ...FORM,
+      authorization: `Bearer ${admin}`,
+    });
     expect(both).toMatchObject({ status: 400, body: { error: expect.stringContaining('two API keys that differ') } });
     expect(both.body.error).toContain('Authorization header');
     expect(both.body.error).toContain('api_key in the body');
     const query = await send('GET', `/multipleusers?api_key=${superKey}`, undefined, { 'x-api-key': admin });
     expect(query).toMatchObject({ status: 400, body: { error: expect.stringContaining('X-API-Key header') } });
-    const same = await send('POST', '/invites', form({ api_key: admin, emails: ['two@example.org'], no_email: true }), { ...FORM, authorization: `Bearer ${admin}` });
+    const same = await send('POST', '/invites', form({ api_key: admin, emails: ['two@example.org'], no_email: true }), {
+      ...FORM,
+      authorization: `Bearer ${admin}`,
+    });
     expect(same.status, JSON.stringify(same.body)).toBe(200);
   });
 
@@ -213,19 +222,33 @@ describe('a large body without a valid key is refused at once, not read', () => 
   const MB50 = 50 * 1024 * 1024;
   const path = '/groups';
   it.each([
-    ['no key, Content-Length', `POST ${path} HTTP/1.1\r\nHost: x\r\nContent-Type: application/x-www-form-urlencoded\r\nContent-Length: ${MB50}\r\n\r\n`, false, 401],
+    [
+      'no key, Content-Length',
+      `POST ${path} HTTP/1.1\r\nHost: x\r\nContent-Type: application/x-www-form-urlencoded\r\nContent-Length: ${MB50}\r\n\r\n`,
+      false,
+      401,
+    ],
     ['no key, chunked', `POST ${path} HTTP/1.1\r\nHost: x\r\nContent-Type: application/x-www-form-urlencoded\r\nTransfer-Encoding: chunked\r\n\r\n`, true, 401],
     ['no key, chunked JSON', `POST ${path} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n`, true, 401],
-    ['a wrong key in the header', `POST ${path} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer dak_wrong\r\nContent-Type: application/json\r\nContent-Length: ${MB50}\r\n\r\n`, false, 401],
-  ] as const)('%s: the answer comes at once and the connection is closed, not read to its end', async (_name, head, chunked, status) => {
-    const r = await upload(head, MB50, chunked);
-    expect(r.answer).toMatch(new RegExp(`^HTTP/1\\.1 ${status} `));
-    expect(r.answer.toLowerCase()).toContain('connection: close');
-    expect(r.closed).toBe(true);
-    // The kernel's buffers hold a few MB at most: far from the 50 MB a service reading it all would take.
-    expect(r.sent).toBeLessThan(16 * 1024 * 1024);
-    expect(r.ms).toBeLessThan(10_000);
-  }, 60_000);
+    [
+      'a wrong key in the header',
+      `POST ${path} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer dak_wrong\r\nContent-Type: application/json\r\nContent-Length: ${MB50}\r\n\r\n`,
+      false,
+      401,
+    ],
+  ] as const)(
+    '%s: the answer comes at once and the connection is closed, not read to its end',
+    async (_name, head, chunked, status) => {
+      const r = await upload(head, MB50, chunked);
+      expect(r.answer).toMatch(new RegExp(`^HTTP/1\\.1 ${status} `));
+      expect(r.answer.toLowerCase()).toContain('connection: close');
+      expect(r.closed).toBe(true);
+      // The kernel's buffers hold a few MB at most: far from the 50 MB a service reading it all would take.
+      expect(r.sent).toBeLessThan(16 * 1024 * 1024);
+      expect(r.ms).toBeLessThan(10_000);
+    },
+    60_000,
+  );
 
   it('the service still answers at once afterwards, and never logged a key', async () => {
     expect((await send('GET', '/multipleusers', undefined, { authorization: `Bearer ${admin}` })).status).toBe(200);

@@ -10,7 +10,7 @@ afterAll(tmp.cleanup);
 describe("the reference service's database", () => {
   it('a service.db that is not SQLite is left untouched, and the message never advises deleting it', () => {
     const file = join(tmp.path, 'service.db');
-    const precious = 'the only copy of somebody\'s users\n'.repeat(200);
+    const precious = "the only copy of somebody's users\n".repeat(200);
     writeFileSync(file, precious);
     let message = '';
     try {

@@ -177,7 +177,9 @@ describe('errors raised before a route answers have the API shape and say what i
 
   it('400 for Transfer-Encoding together with Content-Length, either order', async () => {
     for (const headers of ['Content-Length: 5\r\nTransfer-Encoding: chunked', 'Transfer-Encoding: chunked\r\nContent-Length: 5']) {
-      const answer = await rawRequest(`POST /invites HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${key}\r\nContent-Type: application/json\r\n${headers}\r\n\r\n0\r\n\r\n`);
+      const answer = await rawRequest(
+        `POST /invites HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${key}\r\nContent-Type: application/json\r\n${headers}\r\n\r\n0\r\n\r\n`,
+      );
       expect(answer.status).toBe(400);
       expect(answer.headers.connection).toBe('close');
       expect(errorOf(answer)).toBe('the request has both Transfer-Encoding and Content-Length: send only one of them');

@@ -39,13 +39,20 @@ async function invite(email: string, cards: Array<{ number: string; label?: stri
 }
 
 const setCards = (emailId: number, cards: Array<{ number: string; label?: string }>, allowDuplicates?: boolean) =>
-  call('PUT', '/modifysmartcard', { email_id: emailId, smartcards: JSON.stringify(cards), ...(allowDuplicates === undefined ? {} : { allow_duplicates: allowDuplicates }) });
+  call('PUT', '/modifysmartcard', {
+    email_id: emailId,
+    smartcards: JSON.stringify(cards),
+    ...(allowDuplicates === undefined ? {} : { allow_duplicates: allowDuplicates }),
+  });
 
 const cardsOf = async (emailId: number) => (await call('GET', `/modifysmartcard?email_id=${emailId}`)).body.smartcards;
 
 /** How many active users hold `number` (what a door would find for the card). */
 const activeHolders = (number: string) =>
-  db.prepare('SELECT count(DISTINCT s.email_id) FROM smartcards s JOIN users u USING (email_id) WHERE s.number = ? AND u.removed_at IS NULL').pluck().get(number) as number;
+  db
+    .prepare('SELECT count(DISTINCT s.email_id) FROM smartcards s JOIN users u USING (email_id) WHERE s.number = ? AND u.removed_at IS NULL')
+    .pluck()
+    .get(number) as number;
 
 const userCount = () => db.prepare('SELECT count(*) FROM users').pluck().get() as number;
 
@@ -112,15 +119,23 @@ describe('a removed user never brings a card back beside its new holder (item 1)
     expect((await setCards(eve, [{ number: '5500002' }])).status).toBe(200);
   });
 
-  it('a guest link gives one card to one holder: the same number twice in a link is refused, a guest\'s own card is not a duplicate', async () => {
+  it("a guest link gives one card to one holder: the same number twice in a link is refused, a guest's own card is not a duplicate", async () => {
     const before = userCount();
-    const twice = await call('POST', '/magiclinkadmin', guestLink({ email_list: ['g-a@example.org', 'g-b@example.org'], smartcards: [{ number: '5500010' }, { number: '5500010' }] }));
+    const twice = await call(
+      'POST',
+      '/magiclinkadmin',
+      guestLink({ email_list: ['g-a@example.org', 'g-b@example.org'], smartcards: [{ number: '5500010' }, { number: '5500010' }] }),
+    );
     expect(twice.status).toBe(400);
     expect(twice.body.error).toContain('already in use: …0010');
     expect(userCount()).toBe(before);
     expect(activeHolders('5500010')).toBe(0);
     // Allowed when asked for.
-    const allowed = await call('POST', '/magiclinkadmin', guestLink({ email_list: ['g-a@example.org', 'g-b@example.org'], smartcards: [{ number: '5500010' }, { number: '5500010' }], allow_duplicates: true }));
+    const allowed = await call(
+      'POST',
+      '/magiclinkadmin',
+      guestLink({ email_list: ['g-a@example.org', 'g-b@example.org'], smartcards: [{ number: '5500010' }, { number: '5500010' }], allow_duplicates: true }),
+    );
     expect(allowed.status).toBe(200);
     expect(activeHolders('5500010')).toBe(2);
 
@@ -157,7 +172,11 @@ describe('POST /invites maps card lists one to one (item 2)', () => {
 
 describe('a guest link lists each guest once (item 4)', () => {
   it('an e-mail given twice (in any case) makes one guest, and the answer says so', async () => {
-    const r = await call('POST', '/magiclinkadmin', guestLink({ email_list: ['Kim@Example.org', 'kim@example.org', 'lou@example.org'], smartcards: [{ number: '5500040' }] }));
+    const r = await call(
+      'POST',
+      '/magiclinkadmin',
+      guestLink({ email_list: ['Kim@Example.org', 'kim@example.org', 'lou@example.org'], smartcards: [{ number: '5500040' }] }),
+    );
     expect(r.status, JSON.stringify(r.body)).toBe(200);
     expect(r.body.success).toBe(`guest link ${String(r.body.magic_link_id)} created for 2 guest(s); duplicate e-mail addresses ignored: kim@example.org`);
     expect(Object.keys(r.body.email_ids as object).sort()).toEqual(['kim@example.org', 'lou@example.org']);
@@ -171,7 +190,11 @@ describe('a guest link lists each guest once (item 4)', () => {
 
   it('a repeated e-mail given a card of its own is refused (one card per guest), and nothing is created', async () => {
     const before = userCount();
-    const r = await call('POST', '/magiclinkadmin', guestLink({ email_list: ['max@example.org', 'MAX@example.org'], smartcards: [{ number: '5500041' }, { number: '5500042' }] }));
+    const r = await call(
+      'POST',
+      '/magiclinkadmin',
+      guestLink({ email_list: ['max@example.org', 'MAX@example.org'], smartcards: [{ number: '5500041' }, { number: '5500042' }] }),
+    );
     expect(r.status).toBe(400);
     expect(r.body.error).toContain('max@example.org');
     expect(userCount()).toBe(before);
@@ -197,7 +220,10 @@ describe('card numbers and labels (item 7)', () => {
 
   it('a card stored without a label comes back with label null, in GET /modifysmartcard, GET /user and GET /directory', async () => {
     const oda = await invite('oda@example.org', [{ number: '5500050' }, { number: '5500051', label: 'PIN' }]);
-    const expected = [{ number: '5500050', label: null }, { number: '5500051', label: 'PIN' }];
+    const expected = [
+      { number: '5500050', label: null },
+      { number: '5500051', label: 'PIN' },
+    ];
     expect(await cardsOf(oda)).toEqual(expected);
     expect((await call('GET', `/user?email_id=${oda}`)).body.smartcards).toEqual(expected);
     const directory = (await call('GET', '/directory')).body as { details: Record<string, { smartcards: unknown }> };

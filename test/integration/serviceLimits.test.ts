@@ -47,7 +47,13 @@ describe('lists over their limit: 413 naming the parameter and the limit, nothin
     ['POST', '/invites', 'emails', L.emails, { emails: emails(L.emails + 1), no_email: true }],
     ['POST', '/invites', 'smartcards (of one user)', L.perUser, { emails: ['a@example.org'], smartcards: [cards(L.perUser + 1)], no_email: true }],
     ['PUT', '/modifysmartcard', 'smartcards', L.perUser, { email_id: 1, smartcards: cards(L.perUser + 1) }],
-    ['PUT', '/modifyallusernames', 'computer_usernames', L.usernames, { email_id: 1, computer_usernames: ids(L.usernames + 1).map((i) => ({ computer_username: `c${i}` })) }],
+    [
+      'PUT',
+      '/modifyallusernames',
+      'computer_usernames',
+      L.usernames,
+      { email_id: 1, computer_usernames: ids(L.usernames + 1).map((i) => ({ computer_username: `c${i}` })) },
+    ],
     ['POST', '/magiclinkadmin', 'email_list', L.emails, { email_list: emails(L.emails + 1), resource_id_list: [12], name: 'Crowd' }],
     ['POST', '/magiclinkadmin', 'resource_id_list', L.resources, { email_list: ['v@example.org'], resource_id_list: ids(L.resources + 1), name: 'Everywhere' }],
   ] as const)('%s %s: %s over %s', async (method, url, field, max, body) => {
@@ -76,7 +82,12 @@ describe('lists over their limit: 413 naming the parameter and the limit, nothin
 describe('JSON nested too deep: 400 naming the limit, never a crash', () => {
   it.each([
     ['the body', (d: number) => `{"type":"users","name":"Deep","add_ids":[1],"extra":${'['.repeat(d)}${']'.repeat(d)}}`, 'application/json', 'request body'],
-    ['a form parameter holding JSON', (d: number) => `type=users&name=Deep&add_ids=${encodeURIComponent('['.repeat(d) + ']'.repeat(d))}`, 'application/x-www-form-urlencoded', 'add_ids'],
+    [
+      'a form parameter holding JSON',
+      (d: number) => `type=users&name=Deep&add_ids=${encodeURIComponent('['.repeat(d) + ']'.repeat(d))}`,
+      'application/x-www-form-urlencoded',
+      'add_ids',
+    ],
   ])('%s', async (_what, make, type, field) => {
     const before = state();
     for (const depth of [REQUEST_LIMITS.depth + 1, 7000, 150_000]) {
@@ -86,10 +97,20 @@ describe('JSON nested too deep: 400 naming the limit, never a crash', () => {
     }
     expect(state()).toBe(before);
     // At the limit it is parsed (and refused for what it is, not for its depth).
-    const atLimit = await app.inject({ method: 'POST', url: '/groups', headers: { ...headers, 'content-type': type }, payload: make(REQUEST_LIMITS.depth - 2) });
+    const atLimit = await app.inject({
+      method: 'POST',
+      url: '/groups',
+      headers: { ...headers, 'content-type': type },
+      payload: make(REQUEST_LIMITS.depth - 2),
+    });
     expect(atLimit.json().error ?? '').not.toMatch(/nested deeper/);
     // Brackets inside strings do not count.
-    const inString = await app.inject({ method: 'POST', url: '/groups', headers: { ...headers, 'content-type': 'application/json' }, payload: JSON.stringify({ type: 'users', name: '['.repeat(150), add_ids: [] }) });
+    const inString = await app.inject({
+      method: 'POST',
+      url: '/groups',
+      headers: { ...headers, 'content-type': 'application/json' },
+      payload: JSON.stringify({ type: 'users', name: '['.repeat(150), add_ids: [] }),
+    });
     expect(inString.json().error ?? '').not.toMatch(/nested deeper/);
   });
 });
@@ -115,7 +136,12 @@ describe('the largest allowed requests work, with statements prepared once', () 
       // A few statements per call whatever its size (the directory's refresh after a change may fall in the count).
       expect(small.prepares).toBeLessThan(50);
       expect(large.prepares).toBeLessThan(50);
-      const update = await prepares('PUT', '/groups', { type: 'users', group_id: large.body.group_id, add_ids: ids(REQUEST_LIMITS.ids), del_ids: ids(REQUEST_LIMITS.ids) });
+      const update = await prepares('PUT', '/groups', {
+        type: 'users',
+        group_id: large.body.group_id,
+        add_ids: ids(REQUEST_LIMITS.ids),
+        del_ids: ids(REQUEST_LIMITS.ids),
+      });
       expect(update.prepares).toBeLessThan(50);
       const started = performance.now();
       const invited = await prepares('POST', '/invites', { emails: emails(REQUEST_LIMITS.emails), groups: [{ id: large.body.group_id }], no_email: false });
@@ -140,12 +166,18 @@ describe('the body of PUT /modifysmartcard(s)', () => {
       expect(answer.json()).toEqual({ error: `request body over ${REQUEST_LIMITS.smartcardBody} bytes` });
       const keyless = await app.inject({ method: 'PUT', url, headers: { 'content-type': 'application/json' }, payload: big });
       expect(keyless.statusCode).toBe(401);
-      expect(keyless.json()).toEqual({ error: `an API key is required (none in a header or the query string; a body over ${REQUEST_LIMITS.smartcardBody} bytes is not read)` });
+      expect(keyless.json()).toEqual({
+        error: `an API key is required (none in a header or the query string; a body over ${REQUEST_LIMITS.smartcardBody} bytes is not read)`,
+      });
     }
     expect(state()).toBe(before);
     // The largest list it takes fits well within it.
-    const fits = await app.inject({ method: 'PUT', url: '/modifysmartcard', headers, payload: { email_id: 1, smartcards: cards(REQUEST_LIMITS.perUser).map((c) => ({ ...c, label: 'a card label of forty characters, about' })) } });
+    const fits = await app.inject({
+      method: 'PUT',
+      url: '/modifysmartcard',
+      headers,
+      payload: { email_id: 1, smartcards: cards(REQUEST_LIMITS.perUser).map((c) => ({ ...c, label: 'a card label of forty characters, about' })) },
+    });
     expect(fits.statusCode, fits.body).toBe(200);
   });
 });
-

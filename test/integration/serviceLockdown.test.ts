@@ -39,7 +39,12 @@ interface Harness {
   service: RunningService;
   url: string;
   keys: { REGULAR: string; ADMIN: string };
-  call(method: string, path: string, body?: Record<string, unknown>, options?: { key?: string; form?: boolean }): Promise<{ status: number; body: Record<string, unknown> }>;
+  call(
+    method: string,
+    path: string,
+    body?: Record<string, unknown>,
+    options?: { key?: string; form?: boolean },
+  ): Promise<{ status: number; body: Record<string, unknown> }>;
 }
 
 let dirs = 0;
@@ -70,10 +75,7 @@ function mqttOptions(broker: Mosquitto, prefix: string, signed: boolean): MqttOp
   };
 }
 
-async function start(
-  dataDir: string,
-  options: { mqtt?: MqttOptions; holidaysFile?: string; clock?: ReturnType<typeof frozenClock> } = {},
-): Promise<Harness> {
+async function start(dataDir: string, options: { mqtt?: MqttOptions; holidaysFile?: string; clock?: ReturnType<typeof frozenClock> } = {}): Promise<Harness> {
   const clock = options.clock ?? frozenClock();
   const service = await startService(
     {
@@ -155,10 +157,12 @@ function holidaysOf(payload: Buffer, secret: string | null): RetainedMessage<Hol
 }
 
 /** Accepts a signed lockdown message with this state whose issued_at is after `after`. */
-const signedLockdown = (scope: LockdownScope, active: boolean, after = 0) => (payload: Buffer) => {
-  const parsed = parseLockdownMessage(scope, payload, SECRET);
-  return !isRetainedRefusal(parsed) && parsed.kind === 'set' && parsed.body.lockdown === active && (parsed.issuedAt ?? 0) > after;
-};
+const signedLockdown =
+  (scope: LockdownScope, active: boolean, after = 0) =>
+  (payload: Buffer) => {
+    const parsed = parseLockdownMessage(scope, payload, SECRET);
+    return !isRetainedRefusal(parsed) && parsed.kind === 'set' && parsed.body.lockdown === active && (parsed.issuedAt ?? 0) > after;
+  };
 
 const signedHolidaysAfter = (after: number) => (payload: Buffer) => {
   const parsed = parseHolidaysMessage(payload, SECRET);
@@ -206,7 +210,11 @@ describe('POST /lockdown publishes retained, signed, with issued_at strictly inc
       await h.service.stop();
       clock.wall = START - 3600_000;
       h = await start(dataDir, { mqtt: mqttOptions(broker, 'sa', true), holidaysFile: file, clock });
-      const again = lockdownOf(DOOR, await retainedWhen(broker.url, topic, signedLockdown(DOOR, false, second.issuedAt!), 'the end published again after the restart'), SECRET);
+      const again = lockdownOf(
+        DOOR,
+        await retainedWhen(broker.url, topic, signedLockdown(DOOR, false, second.issuedAt!), 'the end published again after the restart'),
+        SECRET,
+      );
       expect(again.body).toEqual(second.body);
       const restarted = await h.call('POST', '/lockdown', { active: true, uuid: DOOR_UUID });
       expect(restarted.status).toBe(200);
@@ -217,7 +225,9 @@ describe('POST /lockdown publishes retained, signed, with issued_at strictly inc
       const listed = await h.call('GET', '/lockdown');
       expect(listed).toEqual({
         status: 200,
-        body: { lockdowns: [{ scope: `door:${DOOR_UUID}`, active: true, by: 'API key (ADMIN)', reason: null, changed_at: new Date(clock.wall).toISOString() }] },
+        body: {
+          lockdowns: [{ scope: `door:${DOOR_UUID}`, active: true, by: 'API key (ADMIN)', reason: null, changed_at: new Date(clock.wall).toISOString() }],
+        },
       });
     } finally {
       await h.service.stop();
@@ -235,16 +245,30 @@ describe('POST /lockdown publishes retained, signed, with issued_at strictly inc
       const holidays = holidaysOf(await retainedWhen(broker.url, 'sb/holidays', signedHolidaysAfter(0), 'the holidays retained'), SECRET);
       expect(holidays.body).toEqual({ dates: ['2026-12-25', '2026-12-26'] });
       // A form, as curl -d sends it.
-      expect((await h.call('POST', '/lockdown', { active: 'true', agent_id: 'lobby-pi', reason: 'fire drill' }, { form: true })).body).toEqual({ success: 'lockdown started for agent lobby-pi' });
-      expect((await h.call('POST', '/lockdown', { active: 'false', agent_id: 'lobby-pi' }, { form: true })).body).toEqual({ success: 'lockdown ended for agent lobby-pi' });
-      expect((await h.call('POST', '/lockdown', { active: true, uuid: DOOR_UUID, reason: 'intruder' })).body).toEqual({ success: 'lockdown started for Front door' });
+      expect((await h.call('POST', '/lockdown', { active: 'true', agent_id: 'lobby-pi', reason: 'fire drill' }, { form: true })).body).toEqual({
+        success: 'lockdown started for agent lobby-pi',
+      });
+      expect((await h.call('POST', '/lockdown', { active: 'false', agent_id: 'lobby-pi' }, { form: true })).body).toEqual({
+        success: 'lockdown ended for agent lobby-pi',
+      });
+      expect((await h.call('POST', '/lockdown', { active: true, uuid: DOOR_UUID, reason: 'intruder' })).body).toEqual({
+        success: 'lockdown started for Front door',
+      });
       const agentBefore = lockdownOf(LOBBY, await retainedWhen(broker.url, agentTopic, signedLockdown(LOBBY, false), 'the agent lockdown ended'), SECRET);
       const doorBefore = lockdownOf(DOOR, await retainedWhen(broker.url, doorTopic, signedLockdown(DOOR, true), 'the door lockdown'), SECRET);
 
       await broker.stop(); // not persistent: it comes back empty, as a broker replaced or wiped would
       await broker.start();
-      const agentAfter = lockdownOf(LOBBY, await retainedWhen(broker.url, agentTopic, signedLockdown(LOBBY, false, agentBefore.issuedAt!), 'the ended agent lockdown again'), SECRET);
-      const doorAfter = lockdownOf(DOOR, await retainedWhen(broker.url, doorTopic, signedLockdown(DOOR, true, doorBefore.issuedAt!), 'the door lockdown again'), SECRET);
+      const agentAfter = lockdownOf(
+        LOBBY,
+        await retainedWhen(broker.url, agentTopic, signedLockdown(LOBBY, false, agentBefore.issuedAt!), 'the ended agent lockdown again'),
+        SECRET,
+      );
+      const doorAfter = lockdownOf(
+        DOOR,
+        await retainedWhen(broker.url, doorTopic, signedLockdown(DOOR, true, doorBefore.issuedAt!), 'the door lockdown again'),
+        SECRET,
+      );
       const holidaysAfter = holidaysOf(await retainedWhen(broker.url, 'sb/holidays', signedHolidaysAfter(holidays.issuedAt!), 'the holidays again'), SECRET);
       expect(agentAfter.body).toEqual({ lockdown: false, by: 'API key (ADMIN)' });
       expect(doorAfter.body).toEqual({ lockdown: true, by: 'API key (ADMIN)', reason: 'intruder' });
@@ -287,7 +311,9 @@ describe('POST /lockdown without signing', () => {
     try {
       const holidays = holidaysOf(await retainedWhen(broker.url, 'ua/holidays', () => true, 'the holidays retained'), null);
       expect(holidays).toEqual({ kind: 'set', body: { dates: ['2026-05-01'] }, issuedAt: null });
-      expect((await h.call('POST', '/lockdown', { active: true, agent_id: 'lobby-pi', by: '  Night guard ' })).body).toEqual({ success: 'lockdown started for agent lobby-pi' });
+      expect((await h.call('POST', '/lockdown', { active: true, agent_id: 'lobby-pi', by: '  Night guard ' })).body).toEqual({
+        success: 'lockdown started for agent lobby-pi',
+      });
       const payload = await retainedWhen(broker.url, 'ua/agents/lobby-pi/lockdown', (p) => p.length > 0, 'the lockdown retained');
       expect(JSON.parse(payload.toString())).toEqual({ lockdown: true, by: 'Night guard' });
       expect(lockdownOf(LOBBY, payload, null)).toEqual({ kind: 'set', body: { lockdown: true, by: 'Night guard' }, issuedAt: null });
@@ -363,10 +389,22 @@ describe('POST and GET /lockdown: ranks, parameters, answers', () => {
       expect(await h.call('GET', '/lockdown')).toEqual({ status: 200, body: { lockdowns: [] } });
 
       // Ending what is not in lockdown is fine (and published: it also clears a lockdown set on the broker directly).
-      expect(await h.call('POST', '/lockdown', { active: false, uuid: SECOND_DOOR_UUID })).toEqual({ status: 200, body: { success: 'Back door was not in lockdown' } });
-      await retainedWhen(broker.url, `pa/doors/${SECOND_DOOR_UUID}/lockdown`, signedLockdown({ kind: 'door', uuid: SECOND_DOOR_UUID }, false), 'the end retained');
-      expect((await h.call('POST', '/lockdown', { active: true, agent_id: 'lobby-pi', reason: 'drill', by: 'Ops' })).body).toEqual({ success: 'lockdown started for agent lobby-pi' });
-      expect((await h.call('POST', '/lockdown', { active: true, agent_id: 'lobby-pi', reason: 'real this time' })).body).toEqual({ success: 'agent lobby-pi was already in lockdown' });
+      expect(await h.call('POST', '/lockdown', { active: false, uuid: SECOND_DOOR_UUID })).toEqual({
+        status: 200,
+        body: { success: 'Back door was not in lockdown' },
+      });
+      await retainedWhen(
+        broker.url,
+        `pa/doors/${SECOND_DOOR_UUID}/lockdown`,
+        signedLockdown({ kind: 'door', uuid: SECOND_DOOR_UUID }, false),
+        'the end retained',
+      );
+      expect((await h.call('POST', '/lockdown', { active: true, agent_id: 'lobby-pi', reason: 'drill', by: 'Ops' })).body).toEqual({
+        success: 'lockdown started for agent lobby-pi',
+      });
+      expect((await h.call('POST', '/lockdown', { active: true, agent_id: 'lobby-pi', reason: 'real this time' })).body).toEqual({
+        success: 'agent lobby-pi was already in lockdown',
+      });
       expect((await h.call('POST', '/lockdown?active=false&agent_id=lobby-pi')).body).toEqual({ success: 'lockdown ended for agent lobby-pi' });
       expect((await h.call('POST', '/lockdown', { active: false, agent_id: 'lobby-pi' })).body).toEqual({ success: 'agent lobby-pi was not in lockdown' });
       expect(await h.call('GET', '/lockdown')).toEqual({
@@ -431,10 +469,17 @@ describe('POST and GET /lockdown: ranks, parameters, answers', () => {
       const r = await h.call('POST', '/lockdown', { active: true, uuid: DOOR_UUID, reason: 'storm' });
       expect(r).toEqual({
         status: 200,
-        body: { success: 'lockdown started for Front door', warning: 'the MQTT broker is not reachable now: the doors get this when the service reconnects to it' },
+        body: {
+          success: 'lockdown started for Front door',
+          warning: 'the MQTT broker is not reachable now: the doors get this when the service reconnects to it',
+        },
       });
       await broker.start();
-      const message = lockdownOf(DOOR, await retainedWhen(broker.url, `pc/doors/${DOOR_UUID}/lockdown`, signedLockdown(DOOR, true), 'published at connect'), SECRET);
+      const message = lockdownOf(
+        DOOR,
+        await retainedWhen(broker.url, `pc/doors/${DOOR_UUID}/lockdown`, signedLockdown(DOOR, true), 'published at connect'),
+        SECRET,
+      );
       expect(message.body).toEqual({ lockdown: true, by: 'API key (ADMIN)', reason: 'storm' });
     } finally {
       await h.service.stop();

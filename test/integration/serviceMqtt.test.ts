@@ -37,15 +37,38 @@ async function retained(url: string, topic: string): Promise<Record<string, unkn
 describe("the service's guest-link messages on the broker", () => {
   const broker = new Mosquitto(join(tmp.path, 'broker'), undefined, true); // retained messages survive its restart
   afterAll(() => broker.stop());
-  const link = { magic_link_id: '7', magic_token: 'GuestToken-0123456789abcdef', name: 'Visitor', email_list: ['g@example.org'], resource_id_list: [12], start_time: '2024-01-01 00:00:00', end_time: null } as unknown as StoredLink;
+  const link = {
+    magic_link_id: '7',
+    magic_token: 'GuestToken-0123456789abcdef',
+    name: 'Visitor',
+    email_list: ['g@example.org'],
+    resource_id_list: [12],
+    start_time: '2024-01-01 00:00:00',
+    end_time: null,
+  } as unknown as StoredLink;
 
   it('a revocation made while the broker was away reaches it on reconnect (the signed link is not left retained)', async () => {
     await broker.start();
     writeFileSync(join(tmp.path, 'secret'), 'a-command-secret-of-at-least-32-bytes\n');
     let live: StoredLink[] = [link];
     let revoked: string[] = [];
-    const options = { url: broker.url, topicPrefix: 'da', commandSecretFile: join(tmp.path, 'secret'), commandMaxAgeSeconds: 30, maxGuestLinks: 500, keepaliveSeconds: 5, protocolVersion: 5 as const, homeAssistant: { discovery: false, prefix: 'ha' } };
-    const service = new ServiceMqtt(options as never, {}, pino({ level: 'silent' }), () => live, () => revoked);
+    const options = {
+      url: broker.url,
+      topicPrefix: 'da',
+      commandSecretFile: join(tmp.path, 'secret'),
+      commandMaxAgeSeconds: 30,
+      maxGuestLinks: 500,
+      keepaliveSeconds: 5,
+      protocolVersion: 5 as const,
+      homeAssistant: { discovery: false, prefix: 'ha' },
+    };
+    const service = new ServiceMqtt(
+      options as never,
+      {},
+      pino({ level: 'silent' }),
+      () => live,
+      () => revoked,
+    );
     try {
       await eventually(async () => (await retained(broker.url, 'da/guest-links/7'))?.magic_token === link.magic_token, 10_000, 'the link retained');
       const published = (await retained(broker.url, 'da/guest-links/7'))!;
@@ -62,7 +85,11 @@ describe("the service's guest-link messages on the broker", () => {
       // Strictly newer than the link, even within the same second: a replay of the link is stale at every door.
       expect(tombstone.issued_at as number).toBeGreaterThan(published.issued_at as number);
       expect(tombstone.signature).toEqual(expect.any(String));
-      await eventually(async () => JSON.stringify((await retained(broker.url, 'da/guest-link-index'))?.ids) === '[]', 10_000, 'the index without the revoked link');
+      await eventually(
+        async () => JSON.stringify((await retained(broker.url, 'da/guest-link-index'))?.ids) === '[]',
+        10_000,
+        'the index without the revoked link',
+      );
     } finally {
       await service.close();
     }
@@ -71,15 +98,32 @@ describe("the service's guest-link messages on the broker", () => {
   it('refuses a command secret shorter than 32 bytes: exit 78 naming the file, never the secret', () => {
     const file = join(tmp.path, 'short-secret');
     writeFileSync(file, 'a-command-secret\n');
-    const options = { url: broker.url, topicPrefix: 'dd', commandSecretFile: file, commandMaxAgeSeconds: 30, maxGuestLinks: 500, keepaliveSeconds: 5, protocolVersion: 5 as const, homeAssistant: { discovery: false, prefix: 'ha' } };
+    const options = {
+      url: broker.url,
+      topicPrefix: 'dd',
+      commandSecretFile: file,
+      commandMaxAgeSeconds: 30,
+      maxGuestLinks: 500,
+      keepaliveSeconds: 5,
+      protocolVersion: 5 as const,
+      homeAssistant: { discovery: false, prefix: 'ha' },
+    };
     let error: DoorAgentError | undefined;
     try {
-      new ServiceMqtt(options as never, {}, pino({ level: 'silent' }), () => [], () => []);
+      new ServiceMqtt(
+        options as never,
+        {},
+        pino({ level: 'silent' }),
+        () => [],
+        () => [],
+      );
     } catch (err) {
       error = err as DoorAgentError;
     }
     expect(error?.exitCode).toBe(78);
-    expect(error?.message).toBe(`mqtt.commandSecretFile: ${file} holds a secret of 16 bytes; it must be at least 32 bytes (for example: openssl rand -hex 32 > ${file})`);
+    expect(error?.message).toBe(
+      `mqtt.commandSecretFile: ${file} holds a secret of 16 bytes; it must be at least 32 bytes (for example: openssl rand -hex 32 > ${file})`,
+    );
   });
 
   it('an update and a revocation within one second carry increasing issued_at', async () => {
@@ -89,8 +133,23 @@ describe("the service's guest-link messages on the broker", () => {
     watcher.on('message', (_t, payload) => payload.length > 0 && seen.push((JSON.parse(payload.toString()) as { issued_at: number }).issued_at));
     await watcher.subscribeAsync('db/guest-links/9');
     writeFileSync(join(tmp.path, 'secret'), 'a-command-secret-of-at-least-32-bytes\n');
-    const options = { url: broker.url, topicPrefix: 'db', commandSecretFile: join(tmp.path, 'secret'), commandMaxAgeSeconds: 30, maxGuestLinks: 500, keepaliveSeconds: 5, protocolVersion: 5 as const, homeAssistant: { discovery: false, prefix: 'ha' } };
-    const service = new ServiceMqtt(options as never, {}, pino({ level: 'silent' }), () => [], () => []);
+    const options = {
+      url: broker.url,
+      topicPrefix: 'db',
+      commandSecretFile: join(tmp.path, 'secret'),
+      commandMaxAgeSeconds: 30,
+      maxGuestLinks: 500,
+      keepaliveSeconds: 5,
+      protocolVersion: 5 as const,
+      homeAssistant: { discovery: false, prefix: 'ha' },
+    };
+    const service = new ServiceMqtt(
+      options as never,
+      {},
+      pino({ level: 'silent' }),
+      () => [],
+      () => [],
+    );
     try {
       await sleep(1000);
       const nine = { ...link, magic_link_id: '9' } as unknown as StoredLink;
@@ -109,14 +168,30 @@ describe("the service's guest-link messages on the broker", () => {
   it('signs every live link and revocation again on its own schedule (daily), so doors keep them within guestLinkMaxAgeSeconds', async () => {
     await broker.start();
     writeFileSync(join(tmp.path, 'secret'), 'a-command-secret-of-at-least-32-bytes\n');
-    const options = { url: broker.url, topicPrefix: 'dc', commandSecretFile: join(tmp.path, 'secret'), commandMaxAgeSeconds: 30, maxGuestLinks: 500, keepaliveSeconds: 5, protocolVersion: 5 as const, homeAssistant: { discovery: false, prefix: 'ha' } };
-    const service = new ServiceMqtt(options as never, {}, pino({ level: 'silent' }), () => [link], () => ['8'], 400);
+    const options = {
+      url: broker.url,
+      topicPrefix: 'dc',
+      commandSecretFile: join(tmp.path, 'secret'),
+      commandMaxAgeSeconds: 30,
+      maxGuestLinks: 500,
+      keepaliveSeconds: 5,
+      protocolVersion: 5 as const,
+      homeAssistant: { discovery: false, prefix: 'ha' },
+    };
+    const service = new ServiceMqtt(
+      options as never,
+      {},
+      pino({ level: 'silent' }),
+      () => [link],
+      () => ['8'],
+      400,
+    );
     try {
       await eventually(async () => (await retained(broker.url, 'dc/guest-links/7')) !== null, 10_000, 'the link retained');
       const first = (await retained(broker.url, 'dc/guest-links/7'))!.issued_at as number;
       const firstTombstone = (await retained(broker.url, 'dc/guest-links/8'))!.issued_at as number;
       await eventually(async () => ((await retained(broker.url, 'dc/guest-links/7'))!.issued_at as number) > first, 10_000, 'the link signed again');
-      expect(((await retained(broker.url, 'dc/guest-links/8'))!.issued_at as number)).toBeGreaterThan(firstTombstone);
+      expect((await retained(broker.url, 'dc/guest-links/8'))!.issued_at as number).toBeGreaterThan(firstTombstone);
     } finally {
       await service.close();
     }

@@ -109,7 +109,12 @@ describe('a DOOR key only reads', () => {
     ['POST', '/setlockstatus', { uuid: DOOR_UUID, lock_state: false }],
     ['POST', '/lockdown', { active: true, uuid: DOOR_UUID }],
   ] as const)('%s %s: 403, nothing changed', async (method, url, payload) => {
-    const before = db.prepare('SELECT (SELECT count(*) FROM users), (SELECT sum(suspended) FROM users), (SELECT count(*) FROM smartcards), (SELECT count(*) FROM groups), (SELECT count(*) FROM guest_links)').raw().get();
+    const before = db
+      .prepare(
+        'SELECT (SELECT count(*) FROM users), (SELECT sum(suspended) FROM users), (SELECT count(*) FROM smartcards), (SELECT count(*) FROM groups), (SELECT count(*) FROM guest_links)',
+      )
+      .raw()
+      .get();
     for (const inBody of [false, true]) {
       const answer = await app.inject({
         method,
@@ -121,7 +126,14 @@ describe('a DOOR key only reads', () => {
       expect(answer.statusCode, answer.body).toBe(403);
       expect(answer.json().error).toMatch(/DOOR key only reads|rank ADMIN/);
     }
-    expect(db.prepare('SELECT (SELECT count(*) FROM users), (SELECT sum(suspended) FROM users), (SELECT count(*) FROM smartcards), (SELECT count(*) FROM groups), (SELECT count(*) FROM guest_links)').raw().get()).toEqual(before);
+    expect(
+      db
+        .prepare(
+          'SELECT (SELECT count(*) FROM users), (SELECT sum(suspended) FROM users), (SELECT count(*) FROM smartcards), (SELECT count(*) FROM groups), (SELECT count(*) FROM guest_links)',
+        )
+        .raw()
+        .get(),
+    ).toEqual(before);
   });
 });
 
@@ -154,14 +166,36 @@ describe('DOOR keys: created by the CLI, kept across the schema upgrade, and wha
     const dataDir = join(tmp.path, 'svc');
     mkdirSync(dataDir);
     const service: RunningService = await startService(
-      { server: { listen: '127.0.0.1:0', dataDir, lockReplyTimeoutSeconds: 5, resources: [{ resourceId: 12, uuid: DOOR_UUID, type: 'DOOR', name: 'Front door' }] } },
+      {
+        server: {
+          listen: '127.0.0.1:0',
+          dataDir,
+          lockReplyTimeoutSeconds: 5,
+          resources: [{ resourceId: 12, uuid: DOOR_UUID, type: 'DOOR', name: 'Front door' }],
+        },
+      },
       { clock: systemClock, logger: pino({ level: 'silent' }), env: {} },
     );
     try {
       const admin = new ApiKeys(service.db).create('ADMIN', 0, Date.now());
       const call = (method: string, path: string, body: unknown) =>
-        fetch(`${service.url}${path}`, { method, headers: { authorization: `Bearer ${admin}`, 'content-type': 'application/json' }, body: JSON.stringify(body) });
-      const invited = (await (await call('POST', '/invites', { emails: ['bob@example.org'], smartcards: [[{ number: '4213578', label: 'badge' }, { number: '2468', label: 'PIN' }]], no_email: true })).json()) as { add_ids: number[] };
+        fetch(`${service.url}${path}`, {
+          method,
+          headers: { authorization: `Bearer ${admin}`, 'content-type': 'application/json' },
+          body: JSON.stringify(body),
+        });
+      const invited = (await (
+        await call('POST', '/invites', {
+          emails: ['bob@example.org'],
+          smartcards: [
+            [
+              { number: '4213578', label: 'badge' },
+              { number: '2468', label: 'PIN' },
+            ],
+          ],
+          no_email: true,
+        })
+      ).json()) as { add_ids: number[] };
       expect((await call('POST', '/groups', { type: 'users', name: 'Staff', add_ids: invited.add_ids })).status).toBe(200);
       const agent = (kind: KeyKind) => {
         const dir = join(tmp.path, `agent-${kind}`);

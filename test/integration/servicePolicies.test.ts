@@ -138,7 +138,12 @@ describe('/policies (extension: access levels)', () => {
     });
     // Only the fields given change.
     await ok('PUT', '/policies', { policy_id: id, resource_ids: [12] });
-    expect(await ok('GET', `/policies?policy_id=${id}`)).toMatchObject({ name: 'Late shift', resource_ids: [12], end_time: '2027-01-01 00:00:00', email_ids: [bob, carol] });
+    expect(await ok('GET', `/policies?policy_id=${id}`)).toMatchObject({
+      name: 'Late shift',
+      resource_ids: [12],
+      end_time: '2027-01-01 00:00:00',
+      email_ids: [bob, carol],
+    });
     expect((await ok('GET', `/user?email_id=${alice}`)).policies).toEqual([]);
     expect((await ok('GET', `/user?email_id=${bob}`)).policies).toEqual([['Late shift']]);
 
@@ -159,14 +164,32 @@ describe('/policies (extension: access levels)', () => {
     );
     expect(created.status, created.body.error).toBe(200);
     const id = created.body.policy_id as number;
-    expect(await ok('GET', `/policies?policy_id=${id}`)).toMatchObject({ resource_ids: [3], schedule: { sat: ['09:00-13:00'], holidays: 'open' }, email_ids: [bob] });
+    expect(await ok('GET', `/policies?policy_id=${id}`)).toMatchObject({
+      resource_ids: [3],
+      schedule: { sat: ['09:00-13:00'], holidays: 'open' },
+      email_ids: [bob],
+    });
     await ok('PUT', `/policies?policy_id=${id}&schedule=null&resource_group_id=${groundFloor}&add_ids=[${carol}]`);
     expect(await ok('GET', `/policies?policy_id=${id}`)).toMatchObject({ schedule: null, resource_group: { group_id: groundFloor }, email_ids: [bob, carol] });
     await ok('DELETE', `/policies?policy_id=${id}`);
   });
 
-  it('converts a time_mapping (the guest links\' shape) to the schedule format', async () => {
-    const mapping = [[], [[8, 12], [12, 18]], [[0, 24]], [[10, 12], [8, 11]], [], [], [[22, 24]]];
+  it("converts a time_mapping (the guest links' shape) to the schedule format", async () => {
+    const mapping = [
+      [],
+      [
+        [8, 12],
+        [12, 18],
+      ],
+      [[0, 24]],
+      [
+        [10, 12],
+        [8, 11],
+      ],
+      [],
+      [],
+      [[22, 24]],
+    ];
     const id = (await ok('POST', '/policies', { name: 'Mapped', resource_ids: [3], time_mapping: mapping })).policy_id as number;
     const converted = { mon: ['08:00-18:00'], tue: ['00:00-24:00'], wed: ['08:00-12:00'], sat: ['22:00-24:00'], holidays: 'closed' };
     expect((await ok('GET', `/policies?policy_id=${id}`)).schedule).toEqual(converted);
@@ -192,7 +215,9 @@ describe('/policies (extension: access levels)', () => {
       ] as const) {
         const r = await call(method, url, payload, key);
         expect(r.status, `${method} ${url}`).toBe(403);
-        expect(r.body.error).toMatch(key === keys.REGULAR ? /needs an API key of rank ADMIN or higher \(this key: REGULAR\)/ : /a DOOR key only reads \(GET\)|rank ADMIN/);
+        expect(r.body.error).toMatch(
+          key === keys.REGULAR ? /needs an API key of rank ADMIN or higher \(this key: REGULAR\)/ : /a DOOR key only reads \(GET\)|rank ADMIN/,
+        );
       }
     }
     expect(stored()).toEqual(before);
@@ -200,7 +225,8 @@ describe('/policies (extension: access levels)', () => {
   });
 
   it('refuses every bad input with a message naming the field, and changes nothing', async () => {
-    const taken = (await ok('POST', '/policies', { name: 'Day staff', email_ids: [alice], resource_ids: [3], start_time: '2026-03-01 00:00:00' })).policy_id as number;
+    const taken = (await ok('POST', '/policies', { name: 'Day staff', email_ids: [alice], resource_ids: [3], start_time: '2026-03-01 00:00:00' }))
+      .policy_id as number;
     const other = (await ok('POST', '/policies', { name: 'Cleaners', resource_ids: [4] })).policy_id as number;
     const where = { resource_ids: [3] };
     const cases: Array<[method: 'POST' | 'PUT' | 'DELETE', payload: Record<string, unknown>, status: number, error: string | RegExp]> = [
@@ -209,7 +235,12 @@ describe('/policies (extension: access levels)', () => {
       ['POST', { name: 'x'.repeat(101), ...where }, 400, 'name: a name of 1 to 100 characters'],
       ['POST', { name: 'day STAFF', ...where }, 409, `name: an access level named "Day staff" already exists (policy_id ${taken})`],
       ['POST', { name: 'N', ...where, email_ids: [alice, 99999, 99998] }, 400, 'email_ids: no user with email_id 99999, 99998'],
-      ['POST', { name: 'N', ...where, email_ids: [bob, guest] }, 400, `email_ids: GUEST users cannot hold policies (promote them with PUT /promoteguest first): email_id ${guest}`],
+      [
+        'POST',
+        { name: 'N', ...where, email_ids: [bob, guest] },
+        400,
+        `email_ids: GUEST users cannot hold policies (promote them with PUT /promoteguest first): email_id ${guest}`,
+      ],
       ['POST', { name: 'N', ...where, email_ids: 'alice' }, 400, /^email_ids: expected array/],
       ['POST', { name: 'N', resource_ids: [3, 77] }, 400, 'resource_ids: not doors of this organization (server.resources): 77'],
       ['POST', { name: 'N', resource_ids: [40] }, 400, 'resource_ids: not doors of this organization (server.resources): 40'],
@@ -246,7 +277,12 @@ describe('/policies (extension: access levels)', () => {
       ['POST', { name: 'N', ...where, schedule: {} }, 400, 'schedule: no weekday has a range: list at least one day'],
       ['POST', { name: 'N', ...where, schedule: { holidays: 'open' } }, 400, 'schedule: no weekday has a range: list at least one day'],
       ['POST', { name: 'N', ...where, schedule: { mon: [] } }, 400, 'schedule.mon: an empty list: leave the day out for no access that day'],
-      ['POST', { name: 'N', ...where, schedule: { mon: ['08:00-09:00'], monday: ['08:00-09:00'] } }, 400, 'schedule.monday: unknown key: use sun, mon, tue, wed, thu, fri, sat and holidays'],
+      [
+        'POST',
+        { name: 'N', ...where, schedule: { mon: ['08:00-09:00'], monday: ['08:00-09:00'] } },
+        400,
+        'schedule.monday: unknown key: use sun, mon, tue, wed, thu, fri, sat and holidays',
+      ],
       [
         'POST',
         { name: 'N', ...where, schedule: { sun: Array.from({ length: 49 }, (_, i) => `${clock(i * 25)}-${clock(i * 25 + 10)}`) } },
@@ -254,7 +290,12 @@ describe('/policies (extension: access levels)', () => {
         'schedule.sun: 49 ranges; at most 48 a day',
       ],
       ['POST', { name: 'N', ...where, schedule: { mon: ['08:00-09:00'], holidays: 'maybe' } }, 400, 'schedule.holidays: expected "closed" or "open"'],
-      ['POST', { name: 'N', ...where, schedule: ['08:00-09:00'] }, 400, 'schedule: expected an object with weekdays (sun, mon, ..., sat) and optional holidays'],
+      [
+        'POST',
+        { name: 'N', ...where, schedule: ['08:00-09:00'] },
+        400,
+        'schedule: expected an object with weekdays (sun, mon, ..., sat) and optional holidays',
+      ],
       ['POST', { name: 'N', ...where, schedule: 'always' }, 400, 'schedule: expected an object with weekdays (sun, mon, ..., sat) and optional holidays'],
       [
         'POST',
@@ -281,9 +322,19 @@ describe('/policies (extension: access levels)', () => {
       ],
       ['PUT', { add_ids: [bob] }, 400, /^policy_id: required/],
       ['PUT', { policy_id: 99999, add_ids: [bob] }, 404, 'no access level with policy_id 99999 (only policies made by POST /policies are levels)'],
-      ['PUT', { policy_id: guestPolicy, add_ids: [bob] }, 404, `no access level with policy_id ${guestPolicy} (only policies made by POST /policies are levels)`],
+      [
+        'PUT',
+        { policy_id: guestPolicy, add_ids: [bob] },
+        404,
+        `no access level with policy_id ${guestPolicy} (only policies made by POST /policies are levels)`,
+      ],
       // All or nothing: a good rename and a bad member in one call change neither.
-      ['PUT', { policy_id: taken, name: 'Renamed', add_ids: [bob, guest] }, 400, `add_ids: GUEST users cannot hold policies (promote them with PUT /promoteguest first): email_id ${guest}`],
+      [
+        'PUT',
+        { policy_id: taken, name: 'Renamed', add_ids: [bob, guest] },
+        400,
+        `add_ids: GUEST users cannot hold policies (promote them with PUT /promoteguest first): email_id ${guest}`,
+      ],
       ['PUT', { policy_id: taken, name: 'Renamed', add_ids: [4242] }, 400, 'add_ids: no user with email_id 4242'],
       ['PUT', { policy_id: taken, add_ids: [bob], del_ids: [bob] }, 400, `add_ids, del_ids: email_id ${bob} is in both`],
       ['PUT', { policy_id: taken, name: 'cleaners' }, 409, `name: an access level named "Cleaners" already exists (policy_id ${other})`],
@@ -298,7 +349,10 @@ describe('/policies (extension: access levels)', () => {
     const before = stored();
     const revision = (await directory()).revision;
     for (const [method, payload, status, error] of cases) {
-      const r = method === 'DELETE' ? await call('DELETE', `/policies?${new URLSearchParams(payload as Record<string, string>)}`) : await call(method, '/policies', payload);
+      const r =
+        method === 'DELETE'
+          ? await call('DELETE', `/policies?${new URLSearchParams(payload as Record<string, string>)}`)
+          : await call(method, '/policies', payload);
       const what = `${method} ${JSON.stringify(payload)}`;
       expect(r.status, `${what}: ${r.body.error}`).toBe(status);
       if (typeof error === 'string') expect(r.body.error, what).toBe(error);
@@ -315,7 +369,7 @@ describe('/policies (extension: access levels)', () => {
     await ok('DELETE', `/policies?policy_id=${other}`);
   });
 
-  it('guest links\' policies are no levels: never listed, never changed here', async () => {
+  it("guest links' policies are no levels: never listed, never changed here", async () => {
     const listed = (await ok('GET', '/policies')).policies as Array<{ name: string }>;
     expect(listed.map((p) => p.name)).not.toContain('Visitor Tuesday');
     expect((await ok('GET', `/user?email_id=${guest}`)).policies).toEqual([['Visitor'], ['Visitor Tuesday']]);
@@ -325,7 +379,12 @@ describe('/policies (extension: access levels)', () => {
     expect(clash).toMatchObject({ status: 409, body: { error: `name: a guest link's policy is named "visitor": choose another name for the level` } });
     expect((await directory()).levels.map((l) => l.name)).not.toContain('visitor');
     const id = (await ok('POST', '/policies', { name: 'Visitor level', resource_ids: [3] })).policy_id as number;
-    const link = await call('POST', '/magiclinkadmin', { email_list: ['visitor2@example.org'], resource_id_list: [12], name: 'Visitor level', send_email: false });
+    const link = await call('POST', '/magiclinkadmin', {
+      email_list: ['visitor2@example.org'],
+      resource_id_list: [12],
+      name: 'Visitor level',
+      send_email: false,
+    });
     expect(link.status).toBe(409);
     expect(link.body.error).toBe(`name: an access level is named "Visitor level" (policy_id ${id}): choose another name for the guest link`);
     await ok('DELETE', `/policies?policy_id=${id}`);
@@ -350,13 +409,15 @@ describe('GET /directory carries the levels and resource groups', () => {
       { name: 'Kiosks', resource_ids: [40] },
     ]);
 
-    const night = (await ok('POST', '/policies', {
-      name: 'Night shift',
-      resource_ids: [4, 3],
-      resource_group_id: groundFloor,
-      schedule: { mon: ['22:00-06:00'] },
-      start_time: '2026-01-01 00:00:00',
-    })).policy_id as number;
+    const night = (
+      await ok('POST', '/policies', {
+        name: 'Night shift',
+        resource_ids: [4, 3],
+        resource_group_id: groundFloor,
+        schedule: { mon: ['22:00-06:00'] },
+        start_time: '2026-01-01 00:00:00',
+      })
+    ).policy_id as number;
     await ok('POST', '/policies', { name: 'Always lobby', resource_ids: [3] });
     const created = await directory(start.revision);
     expect(created.revision).toBeGreaterThan(start.revision);
@@ -379,8 +440,13 @@ describe('GET /directory carries the levels and resource groups', () => {
     expect(full).toMatchObject({ full: true, revision: created.revision, levels, resource_groups: start.resource_groups });
 
     // Nothing changed: the same revision, and 304 for the ETag.
-    const etag = (await app.inject({ method: 'GET', url: `/directory?since=${created.revision}`, headers: { authorization: `Bearer ${keys.ADMIN}` } })).headers.etag as string;
-    const same = await app.inject({ method: 'GET', url: `/directory?since=${created.revision}`, headers: { authorization: `Bearer ${keys.ADMIN}`, 'if-none-match': etag } });
+    const etag = (await app.inject({ method: 'GET', url: `/directory?since=${created.revision}`, headers: { authorization: `Bearer ${keys.ADMIN}` } })).headers
+      .etag as string;
+    const same = await app.inject({
+      method: 'GET',
+      url: `/directory?since=${created.revision}`,
+      headers: { authorization: `Bearer ${keys.ADMIN}`, 'if-none-match': etag },
+    });
     expect(same.statusCode).toBe(304);
 
     // A member of the level's resource group added: the next revision resolves it.
@@ -389,7 +455,11 @@ describe('GET /directory carries the levels and resource groups', () => {
     expect(regrouped.revision).toBeGreaterThan(created.revision);
     expect(regrouped.levels.find((l) => l.name === 'Night shift')?.resource_ids).toEqual([3, 4, 5]);
     expect(regrouped.resource_groups).toContainEqual({ name: 'Ground floor', resource_ids: [4, 5] });
-    const refetched = await app.inject({ method: 'GET', url: `/directory?since=${created.revision}`, headers: { authorization: `Bearer ${keys.ADMIN}`, 'if-none-match': etag } });
+    const refetched = await app.inject({
+      method: 'GET',
+      url: `/directory?since=${created.revision}`,
+      headers: { authorization: `Bearer ${keys.ADMIN}`, 'if-none-match': etag },
+    });
     expect(refetched.statusCode).toBe(200);
 
     // A definition change alone.
@@ -446,20 +516,25 @@ describe('GET /directory carries the levels and resource groups', () => {
 
 describe('a door synced from the service applies its levels', () => {
   it('door-agent sync takes the level; check grants inside its schedule and refuses outside it', async () => {
-    const id = (await ok('POST', '/policies', { name: 'Late crew', email_ids: [carol], resource_ids: [12], schedule: { mon: ['22:00-06:00'] } })).policy_id as number;
+    const id = (await ok('POST', '/policies', { name: 'Late crew', email_ids: [carol], resource_ids: [12], schedule: { mon: ['22:00-06:00'] } }))
+      .policy_id as number;
     await ok('PUT', '/modifysmartcard', { email_id: carol, smartcards: JSON.stringify([{ number: '4213578' }]) });
     const port = await freePort();
     await app.listen({ port, host: '127.0.0.1' });
     const dir = join(tmp.path, 'agent');
     mkdirSync(dir);
     writeFileSync(join(dir, 'api-key'), `${keys.DOOR}\n`);
-    const config = writeConfig(dir, { access: '{ groups: [Nobody], policies: [] }', extra: `service: { baseUrl: "http://127.0.0.1:${port}", apiKeyFile: ${dir}/api-key }` });
+    const config = writeConfig(dir, {
+      access: '{ groups: [Nobody], policies: [] }',
+      extra: `service: { baseUrl: "http://127.0.0.1:${port}", apiKeyFile: ${dir}/api-key }`,
+    });
     const synced = await runCliAsync(['sync', '--config', config]);
     expect(synced.status, synced.stderr).toBe(0);
     const status = JSON.parse(runCli(['status', '--json', '--config', config]).stdout) as { levels: { serviceLevels: number | null } };
     expect(status.levels.serviceLevels).toBe(((await ok('GET', '/policies')).policies as unknown[]).length);
     // Monday 23:00 and Tuesday 05:30 in the agent's zone (Europe/Berlin) are inside; Monday noon is not.
-    const at = (when: string) => JSON.parse(runCli(['check', '4213578', '--at', when, '--config', config]).stdout) as { granted: boolean; reason: string | null };
+    const at = (when: string) =>
+      JSON.parse(runCli(['check', '4213578', '--at', when, '--config', config]).stdout) as { granted: boolean; reason: string | null };
     expect(at('2026-11-23T23:00:00+01:00')).toMatchObject({ granted: true, reason: null });
     expect(at('2026-11-24T05:30:00+01:00')).toMatchObject({ granted: true });
     expect(at('2026-11-23T12:00:00+01:00')).toMatchObject({ granted: false, reason: 'outside_schedule' });

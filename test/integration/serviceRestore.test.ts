@@ -69,10 +69,27 @@ class Site {
     if (this.port === 0) this.port = await freePort();
     const logger = pino({ level: 'info' }, { write: (line: string) => void this.logs.push(JSON.parse(line) as LogLine) });
     const mqtt = this.mqtt
-      ? { url: this.mqtt.url, topicPrefix: this.mqtt.prefix, commandMaxAgeSeconds: 30, maxGuestLinks: 500, guestLinkMaxAgeSeconds: 7 * 86_400, keepaliveSeconds: 5, protocolVersion: 5 as const, homeAssistant: { discovery: false, prefix: 'ha' } }
+      ? {
+          url: this.mqtt.url,
+          topicPrefix: this.mqtt.prefix,
+          commandMaxAgeSeconds: 30,
+          maxGuestLinks: 500,
+          guestLinkMaxAgeSeconds: 7 * 86_400,
+          keepaliveSeconds: 5,
+          protocolVersion: 5 as const,
+          homeAssistant: { discovery: false, prefix: 'ha' },
+        }
       : undefined;
     this.running = await startService(
-      { server: { listen: `127.0.0.1:${this.port}`, dataDir: this.dataDir, lockReplyTimeoutSeconds: 5, resources: [{ resourceId: 12, uuid: DOOR_UUID, type: 'DOOR', name: 'Front door' }] }, mqtt: mqtt as never },
+      {
+        server: {
+          listen: `127.0.0.1:${this.port}`,
+          dataDir: this.dataDir,
+          lockReplyTimeoutSeconds: 5,
+          resources: [{ resourceId: 12, uuid: DOOR_UUID, type: 'DOOR', name: 'Front door' }],
+        },
+        mqtt: mqtt as never,
+      },
       { clock: systemClock, logger, env: {} },
     );
     if (this.key === '') this.key = new ApiKeys(this.running.db).create('ADMIN', 0, Date.now());
@@ -116,7 +133,12 @@ class Site {
   staffGroup = 0;
 
   async invite(email: string, card: string): Promise<number> {
-    const r = await this.change('POST', '/invites', { emails: [email], no_email: true, groups: [{ id: this.staffGroup, name: 'Staff' }], smartcards: [[{ number: cardNumber(card) }]] });
+    const r = await this.change('POST', '/invites', {
+      emails: [email],
+      no_email: true,
+      groups: [{ id: this.staffGroup, name: 'Staff' }],
+      smartcards: [[{ number: cardNumber(card) }]],
+    });
     return (r.add_ids as number[])[0]!;
   }
 
@@ -245,7 +267,16 @@ describe('a service database restored from a backup (the issue, end to end)', ()
     const cache = openDatabase(daemon.cache);
     const time = new ManualTime();
     const component = new SyncComponent({
-      options: { baseUrl: site.url, apiKeyFile: join(daemon.dir, 'api-key'), apiKeyIn: 'header', syncIntervalSeconds: 3600, concurrency: 4, maxRemovalRatio: 0.5, timeoutSeconds: 20, warnCacheAgeSeconds: 3600 },
+      options: {
+        baseUrl: site.url,
+        apiKeyFile: join(daemon.dir, 'api-key'),
+        apiKeyIn: 'header',
+        syncIntervalSeconds: 3600,
+        concurrency: 4,
+        maxRemovalRatio: 0.5,
+        timeoutSeconds: 20,
+        warnCacheAgeSeconds: 3600,
+      },
       dataDir: daemon.dataDir,
       env: {},
       timers: time,
@@ -264,7 +295,11 @@ describe('a service database restored from a backup (the issue, end to end)', ()
     }
     expect(lines.find((l) => /changed history/.test(l.msg))?.msg).toMatch(/full sync/);
     expect(results[0]).toMatchObject({ mode: 'directory_full', revision: atBackup + 5 });
-    expect([decide(daemon.config, '1001'), decide(daemon.config, '2001'), decide(daemon.config, '3004')]).toEqual(['user_suspended', 'unknown_credential', 'granted']);
+    expect([decide(daemon.config, '1001'), decide(daemon.config, '2001'), decide(daemon.config, '3004')]).toEqual([
+      'user_suspended',
+      'unknown_credential',
+      'granted',
+    ]);
   });
 });
 
@@ -323,7 +358,10 @@ describe('a since above what the database issued', () => {
     expect(site.logs.some((l) => l.level === 40 && /went back/.test(l.msg))).toBe(true);
     // The ETag names the new history; If-None-Match with it gives 304, with the old one a full answer.
     const res = await fetch(`${site.url}/directory?since=${answer.revision as number}&history=${answer.history as string}&tag=${answer.tag as string}`, {
-      headers: { authorization: `Bearer ${site.key}`, 'if-none-match': `"dir-${answer.revision as number}-${answer.history as string}-${answer.tag as string}"` },
+      headers: {
+        authorization: `Bearer ${site.key}`,
+        'if-none-match': `"dir-${answer.revision as number}-${answer.history as string}-${answer.tag as string}"`,
+      },
     });
     expect(res.status).toBe(304);
     expect(res.headers.get('etag')).toBe(`"dir-${answer.revision as number}-${answer.history as string}-${answer.tag as string}"`);

@@ -26,13 +26,63 @@ function certificate(name: string, options: { expired?: boolean } = {}): { key: 
   mkdirSync(dir);
   const san = /^[\d.]+$/.test(name) ? `IP:${name}` : `DNS:${name}`;
   if (!options.expired) {
-    openssl(dir, ['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-keyout', 'key.pem', '-out', 'cert.pem', '-days', '2', '-subj', `/CN=${name}`, '-addext', `subjectAltName=${san}`]);
+    openssl(dir, [
+      'req',
+      '-x509',
+      '-newkey',
+      'rsa:2048',
+      '-nodes',
+      '-keyout',
+      'key.pem',
+      '-out',
+      'cert.pem',
+      '-days',
+      '2',
+      '-subj',
+      `/CN=${name}`,
+      '-addext',
+      `subjectAltName=${san}`,
+    ]);
   } else {
-    writeFileSync(join(dir, 'ca.cnf'), '[ca]\ndefault_ca=d\n[d]\ndatabase=index.txt\nnew_certs_dir=.\nserial=serial\ndefault_md=sha256\npolicy=p\ncopy_extensions=copy\n[p]\ncommonName=supplied\n');
+    writeFileSync(
+      join(dir, 'ca.cnf'),
+      '[ca]\ndefault_ca=d\n[d]\ndatabase=index.txt\nnew_certs_dir=.\nserial=serial\ndefault_md=sha256\npolicy=p\ncopy_extensions=copy\n[p]\ncommonName=supplied\n',
+    );
     writeFileSync(join(dir, 'index.txt'), '');
     writeFileSync(join(dir, 'serial'), '01\n');
-    openssl(dir, ['req', '-new', '-newkey', 'rsa:2048', '-nodes', '-keyout', 'key.pem', '-out', 'req.csr', '-subj', `/CN=${name}`, '-addext', `subjectAltName=${san}`]);
-    openssl(dir, ['ca', '-batch', '-config', 'ca.cnf', '-selfsign', '-keyfile', 'key.pem', '-in', 'req.csr', '-out', 'cert.pem', '-notext', '-startdate', '20200101000000Z', '-enddate', '20200102000000Z']);
+    openssl(dir, [
+      'req',
+      '-new',
+      '-newkey',
+      'rsa:2048',
+      '-nodes',
+      '-keyout',
+      'key.pem',
+      '-out',
+      'req.csr',
+      '-subj',
+      `/CN=${name}`,
+      '-addext',
+      `subjectAltName=${san}`,
+    ]);
+    openssl(dir, [
+      'ca',
+      '-batch',
+      '-config',
+      'ca.cnf',
+      '-selfsign',
+      '-keyfile',
+      'key.pem',
+      '-in',
+      'req.csr',
+      '-out',
+      'cert.pem',
+      '-notext',
+      '-startdate',
+      '20200101000000Z',
+      '-enddate',
+      '20200102000000Z',
+    ]);
   }
   return { key: join(dir, 'key.pem'), cert: join(dir, 'cert.pem') };
 }
@@ -77,14 +127,18 @@ describe('door-agent sync names the URL and the cause when the service cannot be
 
   it('a host name that does not resolve: DNS, the name', async () => {
     const err = await syncError('http://nonexistent.invalid:8080');
-    expect(err).toMatch(/cannot reach http:\/\/nonexistent\.invalid:8080\/: the host name nonexistent\.invalid (does not resolve \(DNS: ENOTFOUND\)|could not be resolved now \(DNS: EAI_AGAIN)/);
+    expect(err).toMatch(
+      /cannot reach http:\/\/nonexistent\.invalid:8080\/: the host name nonexistent\.invalid (does not resolve \(DNS: ENOTFOUND\)|could not be resolved now \(DNS: EAI_AGAIN)/,
+    );
   });
 
   it('TLS, a self-signed certificate: not trusted, and how to trust it', async () => {
     const { server, port } = await httpsServer(certificate('127.0.0.1'));
     servers.push(server);
     const err = await syncError(`https://127.0.0.1:${port}`);
-    expect(err).toContain(`cannot reach https://127.0.0.1:${port}/: TLS: the service's certificate is not trusted (DEPTH_ZERO_SELF_SIGNED_CERT: self-signed certificate)`);
+    expect(err).toContain(
+      `cannot reach https://127.0.0.1:${port}/: TLS: the service's certificate is not trusted (DEPTH_ZERO_SELF_SIGNED_CERT: self-signed certificate)`,
+    );
     expect(err).toContain('NODE_EXTRA_CA_CERTS');
   });
 

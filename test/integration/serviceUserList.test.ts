@@ -45,7 +45,17 @@ const call = async (method: 'GET' | 'POST' | 'PUT' | 'DELETE', url: string, payl
 const list = async (query = '') => (await app.inject({ method: 'GET', url: `/multipleusers${query}`, headers })).json<Array<Record<string, unknown>>>();
 const byEmail = async (email: string) => (await list()).find((u) => u.email === email);
 
-const LIST_QUERIES = ['', '?email=true', '?email=1', '?email=false', '?email=0', '?user_tag=USER', '?user_tag=GUEST', '?email=true&user_tag=GUEST', '?email=1&user_tag=USER'];
+const LIST_QUERIES = [
+  '',
+  '?email=true',
+  '?email=1',
+  '?email=false',
+  '?email=0',
+  '?user_tag=USER',
+  '?user_tag=GUEST',
+  '?email=true&user_tag=GUEST',
+  '?email=1&user_tag=USER',
+];
 
 /** Every variant of the list, and every user's detail (and a few unknown ids), answered the same as the reference. */
 async function expectSameAsReference(): Promise<void> {
@@ -72,7 +82,12 @@ beforeAll(async () => {
   const staff = (await call('POST', '/groups', { type: 'users', name: 'Staff', add_ids: [] })).group_id as number;
   const night = (await call('POST', '/groups', { type: 'users', name: 'Night shift', add_ids: [] })).group_id as number;
   const emails = Array.from({ length: 24 }, (_, i) => `user${i}@example.org`);
-  await call('POST', '/invites', { emails: emails.slice(0, 12), groups: [{ id: staff, name: 'Staff' }], no_email: true, smartcards: [[{ number: '4213578', label: 'badge' }, { number: '1234' }]] });
+  await call('POST', '/invites', {
+    emails: emails.slice(0, 12),
+    groups: [{ id: staff, name: 'Staff' }],
+    no_email: true,
+    smartcards: [[{ number: '4213578', label: 'badge' }, { number: '1234' }]],
+  });
   await call('POST', '/invites', { emails: emails.slice(12), no_email: true });
   const ids = Object.fromEntries((await list()).map((u) => [u.email as string, u.email_id as number]));
   await call('PUT', '/groups', { type: 'users', group_id: night, add_ids: [ids['user3@example.org'], ids['user15@example.org'], ids['user20@example.org']] });
@@ -215,7 +230,9 @@ describe('GET /multipleusers and GET /user from the serialized answers (issue 15
     new UserStore(db).toggleSuspension(id);
     expect((await byEmail(email))!.ad_status).toBe('SUSPENDED');
     new UserStore(db).replaceSmartcards(id, [{ number: '6660001', label: 'spare' }]);
-    expect((await app.inject({ url: `/user?email_id=${id}`, headers })).json<{ smartcards: Array<{ number: string }> }>().smartcards.map((c) => c.number)).toEqual(['6660001']);
+    expect(
+      (await app.inject({ url: `/user?email_id=${id}`, headers })).json<{ smartcards: Array<{ number: string }> }>().smartcards.map((c) => c.number),
+    ).toEqual(['6660001']);
     // Another connection (another process, sqlite3 by hand): SQLite's data_version moves.
     const other = new Database(join(tmp.path, 'service.db'));
     try {

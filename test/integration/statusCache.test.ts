@@ -23,7 +23,9 @@ describe('door-agent status and the cache', () => {
     expect(r.stdout).toContain('daemon: not running');
     expect(r.stdout).toContain(`(${DOOR_UUID}): LOCKED`);
     expect(r.stdout).toContain('cache: 0 users, 0 credentials, 0 guest links; never imported or synced');
-    expect(r.stdout).toContain(`WARNING: no cache at ${join(a.dir, 'data', 'cache.db')}: every card, PIN and guest link is refused until door-agent sync (or import) provisions it`);
+    expect(r.stdout).toContain(
+      `WARNING: no cache at ${join(a.dir, 'data', 'cache.db')}: every card, PIN and guest link is refused until door-agent sync (or import) provisions it`,
+    );
     const json = runCli(['status', '--json', '--config', a.config]);
     expect(json.status).toBe(1);
     expect((JSON.parse(json.stdout) as { cacheExists: boolean }).cacheExists).toBe(false);
@@ -37,7 +39,8 @@ describe('door-agent status and the cache', () => {
       server = createServer((req, res) => {
         const url = new URL(req.url ?? '/', 'http://x');
         res.setHeader('content-type', 'application/json');
-        if (url.pathname === '/multipleusers') return void res.end(JSON.stringify([{ email_id: 1, ad_status: 'ACTIVE', groups: [['Staff']], user_tag: 'USER', email: 'a@example.org' }]));
+        if (url.pathname === '/multipleusers')
+          return void res.end(JSON.stringify([{ email_id: 1, ad_status: 'ACTIVE', groups: [['Staff']], user_tag: 'USER', email: 'a@example.org' }]));
         if (url.pathname === '/user') return void res.end(JSON.stringify({ policies: [], smartcards: [{ number: '5000001' }] }));
         res.statusCode = 404;
         res.end('{"error":"no"}');

@@ -4,7 +4,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { CLI, DOOR_UUID, ROOT, runCli, runCliAsync, tempDir, writeConfig } from '../support/cli.js';
+import { CLI, ROOT, runCli, runCliAsync, tempDir, writeConfig } from '../support/cli.js';
 import { dumpCache, installWriteCounter } from '../support/db.js';
 import { Daemon } from '../support/daemon.js';
 import { freePort } from '../support/net.js';
@@ -27,7 +27,13 @@ class HostileService {
   port = 0;
 
   seed(count: number): void {
-    this.users = Array.from({ length: count }, (_, i) => ({ email_id: i + 1, ad_status: 'ACTIVE', groups: [['Staff']], user_tag: 'USER', email: `u${i}@example.org` }));
+    this.users = Array.from({ length: count }, (_, i) => ({
+      email_id: i + 1,
+      ad_status: 'ACTIVE',
+      groups: [['Staff']],
+      user_tag: 'USER',
+      email: `u${i}@example.org`,
+    }));
     for (let i = 1; i <= count; i++) this.details.set(i, { policies: [], smartcards: [{ number: String(5_000_000 + i) }] });
   }
 
@@ -89,32 +95,52 @@ describe('door-agent sync against a scripted service', () => {
   });
 
   it.each([
-    ['a 500 on some GET /user', (req: IncomingMessage, res: ServerResponse) => {
-      if (!req.url?.includes('email_id=17')) return false;
-      res.statusCode = 500;
-      res.end('{"error":"database on fire"}');
-      return true;
-    }, 'GET /user: HTTP 500: database on fire'],
-    ['a body truncated mid-JSON', (req: IncomingMessage, res: ServerResponse) => {
-      if (!req.url?.startsWith('/multipleusers')) return false;
-      res.end('[{"email_id":1,"ad_status":"ACT');
-      return true;
-    }, 'GET /multipleusers: the body is not complete JSON'],
-    ['a smartcard that is not an integer', (req: IncomingMessage, res: ServerResponse) => {
-      if (!req.url?.includes('email_id=3')) return false;
-      res.end('{"policies":[],"smartcards":[{"number":"12ab"}]}');
-      return true;
-    }, 'GET /user: $.smartcards[0].number: expected a string holding an integer'],
-    ['a slow service', (req: IncomingMessage, res: ServerResponse) => {
-      if (!req.url?.includes('email_id=5')) return false;
-      setTimeout(() => res.end('{}'), 3000);
-      return true;
-    }, 'within 1 s (service.timeoutSeconds)'],
-    ['a refused API key', (_req: IncomingMessage, res: ServerResponse) => {
-      res.statusCode = 401;
-      res.end('{"error":"API key not valid or expired"}');
-      return true;
-    }, 'HTTP 401: API key not valid or expired (check service.apiKeyFile)'],
+    [
+      'a 500 on some GET /user',
+      (req: IncomingMessage, res: ServerResponse) => {
+        if (!req.url?.includes('email_id=17')) return false;
+        res.statusCode = 500;
+        res.end('{"error":"database on fire"}');
+        return true;
+      },
+      'GET /user: HTTP 500: database on fire',
+    ],
+    [
+      'a body truncated mid-JSON',
+      (req: IncomingMessage, res: ServerResponse) => {
+        if (!req.url?.startsWith('/multipleusers')) return false;
+        res.end('[{"email_id":1,"ad_status":"ACT');
+        return true;
+      },
+      'GET /multipleusers: the body is not complete JSON',
+    ],
+    [
+      'a smartcard that is not an integer',
+      (req: IncomingMessage, res: ServerResponse) => {
+        if (!req.url?.includes('email_id=3')) return false;
+        res.end('{"policies":[],"smartcards":[{"number":"12ab"}]}');
+        return true;
+      },
+      'GET /user: $.smartcards[0].number: expected a string holding an integer',
+    ],
+    [
+      'a slow service',
+      (req: IncomingMessage, res: ServerResponse) => {
+        if (!req.url?.includes('email_id=5')) return false;
+        setTimeout(() => res.end('{}'), 3000);
+        return true;
+      },
+      'within 1 s (service.timeoutSeconds)',
+    ],
+    [
+      'a refused API key',
+      (_req: IncomingMessage, res: ServerResponse) => {
+        res.statusCode = 401;
+        res.end('{"error":"API key not valid or expired"}');
+        return true;
+      },
+      'HTTP 401: API key not valid or expired (check service.apiKeyFile)',
+    ],
   ])('%s: a clear error, exit 1, the cache unchanged', async (_name, handler, message) => {
     svc.handler = null;
     const a = agentConfig(`http://127.0.0.1:${svc.port}`);
@@ -172,7 +198,14 @@ describe('door-agent sync against a scripted service', () => {
       const db = openDatabase(a.cache);
       const links = new GuestLinkStore(db, new Set([12]));
       for (let i = 0; i < 6; i++) {
-        links.store({ magic_link_id: `g${i}`, magic_token: `guest-token-dilute-${i}0000`, name: 'g', email_list: [], resource_id_list: [12], smartcards: [{ number: String(880000 + i) }] });
+        links.store({
+          magic_link_id: `g${i}`,
+          magic_token: `guest-token-dilute-${i}0000`,
+          name: 'g',
+          email_list: [],
+          resource_id_list: [12],
+          smartcards: [{ number: String(880000 + i) }],
+        });
       }
       db.close();
       small.users = [];
@@ -240,7 +273,10 @@ describe('the daemon syncs on its own and on request', () => {
     const broker = new Mosquitto(join(tmp.path, 'sync-broker'));
     await broker.start();
     const a = agentConfig(`http://127.0.0.1:${svc.port}`, ', syncIntervalSeconds: 60');
-    writeFileSync(a.config, `${a.config ? '' : ''}${(await import('node:fs')).readFileSync(a.config, 'utf8')}mqtt: { url: "${broker.url}", topicPrefix: sy }\n`);
+    writeFileSync(
+      a.config,
+      `${a.config ? '' : ''}${(await import('node:fs')).readFileSync(a.config, 'utf8')}mqtt: { url: "${broker.url}", topicPrefix: sy }\n`,
+    );
     const daemon = new Daemon(a.config);
     try {
       await daemon.waitForMessage('sync done', 10_000);
@@ -278,7 +314,10 @@ describe('the sync worker thread (the daemon never runs a sync on its event loop
   function thread(apiKey = 'dak_test-key') {
     const { dir, cache } = agentConfig(`http://127.0.0.1:${svc.port}`);
     mkdirSync(join(dir, 'data'), { recursive: true });
-    return { cache, worker: new SyncThread({ cacheFile: cache, client: { baseUrl: `http://127.0.0.1:${svc.port}`, apiKey, apiKeyIn: 'header', timeoutMs: 5000 } }) };
+    return {
+      cache,
+      worker: new SyncThread({ cacheFile: cache, client: { baseUrl: `http://127.0.0.1:${svc.port}`, apiKey, apiKeyIn: 'header', timeoutMs: 5000 } }),
+    };
   }
 
   it('applies a sync in its own thread while this event loop stays free', async () => {
@@ -310,7 +349,13 @@ describe('the sync worker thread (the daemon never runs a sync on its event loop
     const { readdirSync, readFileSync } = await import('node:fs');
     const { getPriority } = await import('node:os');
     const niceOfThreads = () =>
-      readdirSync('/proc/self/task').map((tid) => Number(readFileSync(`/proc/self/task/${tid}/stat`, 'utf8').replace(/^.*\) /, '').split(' ')[16]));
+      readdirSync('/proc/self/task').map((tid) =>
+        Number(
+          readFileSync(`/proc/self/task/${tid}/stat`, 'utf8')
+            .replace(/^.*\) /, '')
+            .split(' ')[16],
+        ),
+      );
     const own = getPriority();
     expect(niceOfThreads().filter((n) => n !== own)).toEqual([]);
     const { worker } = thread();
@@ -374,7 +419,13 @@ describe('incremental sync through GET /directory (the extension), and bad delta
       return true;
     };
   };
-  const full = { revision: 7, full: true, users: Array.from({ length: 10 }, (_, i) => item(i + 1)), details: Object.fromEntries(Array.from({ length: 10 }, (_, i) => [String(i + 1), detail(i + 1)])), removed: [] };
+  const full = {
+    revision: 7,
+    full: true,
+    users: Array.from({ length: 10 }, (_, i) => item(i + 1)),
+    details: Object.fromEntries(Array.from({ length: 10 }, (_, i) => [String(i + 1), detail(i + 1)])),
+    removed: [],
+  };
 
   it('one request for a change, 304 for none; a truncated or inconsistent delta, or a mass removal, leaves the cache unchanged', async () => {
     const a = agentConfig(`http://127.0.0.1:${svc.port}`);
@@ -427,7 +478,14 @@ describe('access levels from the service, with the directory', () => {
     { email_id: 2, ad_status: 'ACTIVE', groups: [['Ground floor staff']], user_tag: 'USER', name: 'Vic' },
   ];
   const details = { '1': { policies: [['Front desk']], smartcards: [{ number: '6000001' }] }, '2': { policies: [], smartcards: [{ number: '6000002' }] } };
-  const frontDesk = { name: 'Front desk', resource_ids: [12], resource_group: null, schedule: { mon: ['07:00-19:00'], tue: ['07:00-19:00'] }, start_time: null, end_time: null };
+  const frontDesk = {
+    name: 'Front desk',
+    resource_ids: [12],
+    resource_group: null,
+    schedule: { mon: ['07:00-19:00'], tue: ['07:00-19:00'] },
+    start_time: null,
+    end_time: null,
+  };
   const answer = (revision: number, extra: Record<string, unknown>) => ({ revision, full: true, users, details, removed: [], ...extra });
   const serve = (body: () => unknown) => {
     svc.handler = (req, res) => {
@@ -471,7 +529,9 @@ describe('access levels from the service, with the directory', () => {
     writeFileSync(a.config, shadowing);
     expect(check(a.config, '6000001', '2026-11-23 20:00')).toMatchObject({ granted: true, level: 'Front desk' });
     const checked = runCli(['config', 'check', '--config', a.config]);
-    expect(checked.stdout).toContain('WARNING: the service defines a level "Front desk" too: the config\'s level of that name applies, the service\'s is ignored');
+    expect(checked.stdout).toContain(
+      'WARNING: the service defines a level "Front desk" too: the config\'s level of that name applies, the service\'s is ignored',
+    );
   });
 
   it('a bad definition refuses the whole answer and leaves the cache and the levels as they were; an answer without levels clears them', async () => {
@@ -511,7 +571,15 @@ describe('a delta from another history than the one held (a service that should 
     const H2 = '2'.repeat(32);
     const item = (id: number) => ({ email_id: id, ad_status: 'ACTIVE', groups: [['Staff']], user_tag: 'USER', email: `u${id}@example.org` });
     const detail = (id: number) => ({ policies: [], smartcards: [{ number: String(5_000_000 + id) }] });
-    const answer = (ids: number[], history: string, full: boolean) => ({ revision: 9, history, tag: 'a'.repeat(16), full, users: ids.map(item), details: Object.fromEntries(ids.map((i) => [String(i), detail(i)])), removed: [] });
+    const answer = (ids: number[], history: string, full: boolean) => ({
+      revision: 9,
+      history,
+      tag: 'a'.repeat(16),
+      full,
+      users: ids.map(item),
+      details: Object.fromEntries(ids.map((i) => [String(i), detail(i)])),
+      removed: [],
+    });
     let body: (url: URL) => unknown = () => answer([1, 2, 3, 4], H1, true);
     svc.handler = (req, res) => {
       const url = new URL(req.url ?? '/', 'http://x');
@@ -547,8 +615,17 @@ describe('a directory larger than the agent heap (read member by member, never p
   let directoryText = '';
   let listText = '';
   beforeAll(async () => {
-    const users = Array.from({ length: USERS }, (_, i) => ({ email_id: i + 1, ad_status: 'ACTIVE', groups: [['Staff']], user_tag: 'USER', email: `user${i + 1}@example.org`, name: `User number ${i + 1}` }));
-    const details = Object.fromEntries(users.map((u) => [String(u.email_id), { policies: [], smartcards: [{ number: String(5_000_000 + u.email_id), label: 'badge' }] }]));
+    const users = Array.from({ length: USERS }, (_, i) => ({
+      email_id: i + 1,
+      ad_status: 'ACTIVE',
+      groups: [['Staff']],
+      user_tag: 'USER',
+      email: `user${i + 1}@example.org`,
+      name: `User number ${i + 1}`,
+    }));
+    const details = Object.fromEntries(
+      users.map((u) => [String(u.email_id), { policies: [], smartcards: [{ number: String(5_000_000 + u.email_id), label: 'badge' }] }]),
+    );
     directoryText = JSON.stringify({ revision: 3, full: true, users, details, removed: [] });
     const groups = [['Staff'], ...Array.from({ length: 40 }, (_, g) => [`Department group number ${g}`])];
     listText = JSON.stringify(users.slice(0, LISTED).map((u) => ({ ...u, groups })));
@@ -569,10 +646,10 @@ describe('a directory larger than the agent heap (read member by member, never p
 
   it("the seed's GET /multipleusers: 11 MB for 8,000 users in 41 groups each, with a 32 MB heap (details staged as they arrive)", async () => {
     svc.handler = (req, res) => {
-      if (req.url?.startsWith('/multipleusers')) return void res.end(listText), true;
+      if (req.url?.startsWith('/multipleusers')) return (void res.end(listText), true);
       if (req.url?.startsWith('/user')) {
         const id = Number(new URL(req.url, 'http://x').searchParams.get('email_id'));
-        return void res.end(`{"policies":[],"smartcards":[{"number":"${5_000_000 + id}"}]}`), true;
+        return (void res.end(`{"policies":[],"smartcards":[{"number":"${5_000_000 + id}"}]}`), true);
       }
       return false;
     };
@@ -595,8 +672,8 @@ describe('an import between syncs', () => {
     const current = { revision: 100, full: true, users: [item(1), item(2)], details: { '1': detail(1), '2': detail(2) }, removed: [] };
     svc.handler = (req, res) => {
       if (!req.url?.startsWith('/directory')) return false;
-      if (req.url.includes('since=100')) return void ((res.statusCode = 304), res.end()), true;
-      return void res.end(JSON.stringify(current)), true;
+      if (req.url.includes('since=100')) return (void ((res.statusCode = 304), res.end()), true);
+      return (void res.end(JSON.stringify(current)), true);
     };
     try {
       const a = agentConfig(`http://127.0.0.1:${svc.port}`, ', maxRemovalRatio: 1');
@@ -625,14 +702,32 @@ describe('GET /directory answers that must leave the cache unchanged', () => {
   afterAll(() => svc.stop());
   const item = (id: number, status = 'ACTIVE') => ({ email_id: id, ad_status: status, groups: [['Staff']], user_tag: 'USER', email: `u${id}@example.org` });
   const detail = (id: number) => ({ policies: [], smartcards: [{ number: String(5_000_000 + id) }] });
-  const full = { revision: 7, full: true, users: [1, 2, 3].map((id) => item(id)), details: Object.fromEntries([1, 2, 3].map((id) => [String(id), detail(id)])), removed: [] };
+  const full = {
+    revision: 7,
+    full: true,
+    users: [1, 2, 3].map((id) => item(id)),
+    details: Object.fromEntries([1, 2, 3].map((id) => [String(id), detail(id)])),
+    removed: [],
+  };
 
   it.each([
-    ['a user both changed and removed', { revision: 8, full: false, users: [item(3, 'SUSPENDED')], details: { '3': detail(3) }, removed: [3] }, 'GET /directory: $.removed: email_id 3 is also listed in users'],
-    ['a removed id that is not a number', { revision: 8, full: false, users: [], details: {}, removed: ['3'] }, 'GET /directory: $.removed[0]: expected number'],
+    [
+      'a user both changed and removed',
+      { revision: 8, full: false, users: [item(3, 'SUSPENDED')], details: { '3': detail(3) }, removed: [3] },
+      'GET /directory: $.removed: email_id 3 is also listed in users',
+    ],
+    [
+      'a removed id that is not a number',
+      { revision: 8, full: false, users: [], details: {}, removed: ['3'] },
+      'GET /directory: $.removed[0]: expected number',
+    ],
     ['no revision', { full: false, users: [], details: {}, removed: [] }, 'GET /directory: $.revision: required'],
     ['users not an array', { revision: 8, full: false, users: {}, details: {}, removed: [] }, 'GET /directory: $.users: expected an array'],
-    ['a user listed twice', { revision: 8, full: false, users: [item(3), item(3)], details: { '3': detail(3) }, removed: [] }, 'GET /directory: $.users[1].email_id: email_id 3 is listed twice'],
+    [
+      'a user listed twice',
+      { revision: 8, full: false, users: [item(3), item(3)], details: { '3': detail(3) }, removed: [] },
+      'GET /directory: $.users[1].email_id: email_id 3 is listed twice',
+    ],
     ['a body that stops half-way', 'stall', '/ stopped for 1 s after'],
   ])('%s: refused with the path, the cache unchanged', async (_what, answer, message) => {
     const a = agentConfig(`http://127.0.0.1:${svc.port}`);

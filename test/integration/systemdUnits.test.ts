@@ -28,7 +28,15 @@ describe('systemd units', () => {
     expect(r.stderr).toBe('');
     expect(r.status).toBe(0);
     const unit = unitText('door-agent.service');
-    for (const line of ['RestartPreventExitStatus=78', 'Restart=always', 'SupplementaryGroups=gpio dialout input', 'DeviceAllow=char-gpiochip rw', 'DeviceAllow=char-input r', 'ProtectSystem=strict', 'StateDirectory=door-agent']) {
+    for (const line of [
+      'RestartPreventExitStatus=78',
+      'Restart=always',
+      'SupplementaryGroups=gpio dialout input',
+      'DeviceAllow=char-gpiochip rw',
+      'DeviceAllow=char-input r',
+      'ProtectSystem=strict',
+      'StateDirectory=door-agent',
+    ]) {
       expect(unit).toContain(line);
     }
   });

@@ -42,7 +42,11 @@ ${doorExtra}`,
   const events = () => {
     const r = runCli(['events', '--config', config]);
     expect(r.status, r.stderr).toBe(0);
-    return r.stdout.trim().split('\n').filter(Boolean).map((l) => JSON.parse(l) as Record<string, unknown>);
+    return r.stdout
+      .trim()
+      .split('\n')
+      .filter(Boolean)
+      .map((l) => JSON.parse(l) as Record<string, unknown>);
   };
   const relay = join(gpio, 'gpio17/value');
   return { dir, config, daemon, gpio, events, relayIs: (level: string) => () => readLevel(relay) === level };
@@ -58,7 +62,7 @@ const keys = async (gpio: string, typed: string) => {
 };
 
 describe('a Wiegand reader at the door (simulated chip)', () => {
-  it('a 26-bit card of a user opens the door; a suspended user\'s does not; numbers stay masked', async () => {
+  it("a 26-bit card of a user opens the door; a suspended user's does not; numbers stay masked", async () => {
     const s = await start();
     card(s.gpio, 4_213_578n);
     await waitUntil(s.relayIs('1'), 5000, 'relay unlocked by the card');

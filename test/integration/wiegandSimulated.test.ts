@@ -35,7 +35,11 @@ function listen(driver: (gpio: SimulatedGpio) => GpioDriver = (g) => g) {
     timers: systemTimers,
   });
   reader.start();
-  cleanups.push(dir.cleanup, () => gpio.close(), () => reader.stop());
+  cleanups.push(
+    dir.cleanup,
+    () => gpio.close(),
+    () => reader.stop(),
+  );
   return { dir: dir.path, frames, logs };
 }
 

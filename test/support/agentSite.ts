@@ -6,7 +6,11 @@ import { Operator } from './operator.js';
 export type Cleanups = Array<() => Promise<unknown>>;
 
 /** The daemon on `config`, killed at cleanup; resolves once it is ready (and connected to the broker). */
-export async function startDaemon(config: string, cleanups: Cleanups, options: { waitConnected?: boolean; timeoutMs?: number; waitFor?: string[] } = {}): Promise<Daemon> {
+export async function startDaemon(
+  config: string,
+  cleanups: Cleanups,
+  options: { waitConnected?: boolean; timeoutMs?: number; waitFor?: string[] } = {},
+): Promise<Daemon> {
   const daemon = new Daemon(config);
   cleanups.push(() => daemon.stop('SIGKILL'));
   await daemon.waitForMessage('door-agent ready', options.timeoutMs);

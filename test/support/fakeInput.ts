@@ -2,7 +2,7 @@ import { EV_KEY, encodeInputEvent } from '../../src/readers/keyboard/inputEvents
 import type { InputIo } from '../../src/readers/keyboard/inputDevicePort.js';
 
 const DIGIT: Record<string, number> = { '1': 2, '2': 3, '3': 4, '4': 5, '5': 6, '6': 7, '7': 8, '8': 9, '9': 10, '0': 11 };
-export const keys = (text: string) =>
+const keys = (text: string) =>
   Buffer.concat([...text].flatMap((c) => [encodeInputEvent(EV_KEY, c === '\n' ? 28 : DIGIT[c]!, 1), encodeInputEvent(EV_KEY, c === '\n' ? 28 : DIGIT[c]!, 0)]));
 
 /** The system as a keyboard reader sees it: a device that can be plugged, unplugged, grabbed by someone else. */
@@ -44,4 +44,3 @@ export class FakeInput implements InputIo {
     this.error?.('polling fd 7 failed: bad file descriptor (EBADF); the fd reports an error or hang-up');
   }
 }
-

@@ -43,7 +43,23 @@ export function makeTlsFiles(dir: string, name: string): TlsFiles {
   run(['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-days', '2', '-subj', `/CN=${name} test CA`, '-keyout', f('ca.key'), '-out', f('ca.crt')]);
   run(['req', '-newkey', 'rsa:2048', '-nodes', '-subj', '/CN=127.0.0.1', '-keyout', f('server.key'), '-out', f('server.csr')]);
   writeFileSync(f('ext.cnf'), 'subjectAltName=IP:127.0.0.1,DNS:localhost\n');
-  run(['x509', '-req', '-in', f('server.csr'), '-CA', f('ca.crt'), '-CAkey', f('ca.key'), '-CAcreateserial', '-days', '2', '-extfile', f('ext.cnf'), '-out', f('server.crt')]);
+  run([
+    'x509',
+    '-req',
+    '-in',
+    f('server.csr'),
+    '-CA',
+    f('ca.crt'),
+    '-CAkey',
+    f('ca.key'),
+    '-CAcreateserial',
+    '-days',
+    '2',
+    '-extfile',
+    f('ext.cnf'),
+    '-out',
+    f('server.crt'),
+  ]);
   return { ca: f('ca.crt'), cert: f('server.crt'), key: f('server.key') };
 }
 
@@ -60,7 +76,8 @@ export class Mosquitto {
     /** Users (name -> password) and an ACL (mosquitto acl_file text): anonymous clients are then refused. */
     private readonly auth?: { users: Record<string, string>; acl: string },
   ) {
-    if (!MOSQUITTO) throw new Error('mosquitto is required for the MQTT tests: apt-get install mosquitto mosquitto-clients (npm test installs them when run as root)');
+    if (!MOSQUITTO)
+      throw new Error('mosquitto is required for the MQTT tests: apt-get install mosquitto mosquitto-clients (npm test installs them when run as root)');
     mkdirSync(dir, { recursive: true });
   }
 

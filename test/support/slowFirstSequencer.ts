@@ -3,12 +3,7 @@ import { BaseSequencer, type TestSpecification } from 'vitest/node';
 // The files that run for minutes start first, so the two workers finish together: on a fresh clone (CI) vitest
 // has no timings yet and would order by file size, which can leave the installer's test (npm ci with the native
 // builds, about two minutes) for last and add its whole length to the run.
-const SLOW_FIRST = [
-  'test/integration/install.test.ts',
-  'test/integration/sync.test.ts',
-  'test/integration/mqtt.test.ts',
-  'test/integration/daemon.test.ts',
-];
+const SLOW_FIRST = ['test/integration/install.test.ts', 'test/integration/sync.test.ts', 'test/integration/mqtt.test.ts', 'test/integration/daemon.test.ts'];
 
 export class SlowFirstSequencer extends BaseSequencer {
   override async sort(files: TestSpecification[]): Promise<TestSpecification[]> {
@@ -17,6 +12,9 @@ export class SlowFirstSequencer extends BaseSequencer {
       const i = SLOW_FIRST.findIndex((path) => spec.moduleId.endsWith(path));
       return i === -1 ? SLOW_FIRST.length : i;
     };
-    return sorted.map((spec, i) => ({ spec, i })).sort((a, b) => rank(a.spec) - rank(b.spec) || a.i - b.i).map(({ spec }) => spec);
+    return sorted
+      .map((spec, i) => ({ spec, i }))
+      .sort((a, b) => rank(a.spec) - rank(b.spec) || a.i - b.i)
+      .map(({ spec }) => spec);
   }
 }

@@ -21,8 +21,26 @@ const levels: AccessLevel[] = [
   { name: 'Staff front door', source: 'config', groups: ['Staff'], policies: [], doors: [FRONT], schedule: officeHours, scheduleName: 'office' },
   { name: 'IT server room', source: 'config', groups: ['IT'], policies: [], doors: [SERVER], schedule: null },
   { name: 'Night cleaning', source: 'service', groups: [], policies: ['Cleaning'], doors: [FRONT, SERVER], schedule: nightShift },
-  { name: 'Contractor 2026', source: 'config', groups: ['Contractors'], policies: [], doors: [FRONT], schedule: null, fromDate: '2026-03-01', untilDate: '2026-06-30' },
-  { name: 'Auditor', source: 'service', groups: [], policies: ['Audit'], doors: [SERVER], schedule: null, startAt: Date.parse('2026-07-01T08:00:00Z'), endAt: Date.parse('2026-07-01T12:00:00Z') },
+  {
+    name: 'Contractor 2026',
+    source: 'config',
+    groups: ['Contractors'],
+    policies: [],
+    doors: [FRONT],
+    schedule: null,
+    fromDate: '2026-03-01',
+    untilDate: '2026-06-30',
+  },
+  {
+    name: 'Auditor',
+    source: 'service',
+    groups: [],
+    policies: ['Audit'],
+    doors: [SERVER],
+    schedule: null,
+    startAt: Date.parse('2026-07-01T08:00:00Z'),
+    endAt: Date.parse('2026-07-01T12:00:00Z'),
+  },
 ];
 
 const holidays = new Set<string>();
@@ -119,7 +137,10 @@ describe('responders in a lockdown', () => {
 
   it('pass at every door, at any time, with responders.everyDoor (still active USERs)', () => {
     const c = ctx({ responders: { ...responders, everyDoor: true } });
-    expect(decide(at(SERVER, '2026-07-04T03:00:00Z', { lockdown: true }), [user(['Security'])], c)).toMatchObject({ granted: true, level: 'responders (every door)' });
+    expect(decide(at(SERVER, '2026-07-04T03:00:00Z', { lockdown: true }), [user(['Security'])], c)).toMatchObject({
+      granted: true,
+      level: 'responders (every door)',
+    });
     expect(decide(at(SERVER, WED_10, { lockdown: true }), [user(['Security'], [], { adStatus: 'SUSPENDED' })], c).reason).toBe('user_suspended');
     // Outside a lockdown, everyDoor gives nothing.
     expect(decide(at(SERVER, WED_10), [user(['Security'])], c).reason).toBe('not_authorized');

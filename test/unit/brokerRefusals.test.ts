@@ -27,7 +27,9 @@ describe('BrokerRefusals', () => {
     } as unknown as MqttClient;
     await t.refusals.subscribe(client, ['a/set', 'a/guest-links/+', 'a/sync'], { qos: 1 });
     await t.refusals.subscribe(client, ['a/set', 'a/guest-links/+', 'a/sync'], { qos: 1 }); // a reconnect: not logged again
-    expect(t.refusals.list()).toEqual([{ topic: 'a/guest-links/+', kind: 'subscribe', reasonCode: 0x87, reason: 'not authorized', since: '2026-11-24T10:00:00.000Z' }]);
+    expect(t.refusals.list()).toEqual([
+      { topic: 'a/guest-links/+', kind: 'subscribe', reasonCode: 0x87, reason: 'not authorized', since: '2026-11-24T10:00:00.000Z' },
+    ]);
     expect(t.lines.filter((l) => l.level === 40)).toMatchObject([{ topic: 'a/guest-links/+', reasonCode: 0x87 }]);
     granted = [1, 1, 1]; // the ACL was fixed
     await t.refusals.subscribe(client, ['a/set', 'a/guest-links/+', 'a/sync'], { qos: 1 });
@@ -51,7 +53,8 @@ describe('BrokerRefusals', () => {
   it('a PUBACK refusal resolves false and is listed; the list stays bounded however many response topics are refused', async () => {
     const t = setup();
     const client = {
-      publish: (_t: string, _p: string, _o: unknown, cb: (err?: Error) => void) => cb(Object.assign(new Error('Publish error: Not authorized'), { code: 0x87 })),
+      publish: (_t: string, _p: string, _o: unknown, cb: (err?: Error) => void) =>
+        cb(Object.assign(new Error('Publish error: Not authorized'), { code: 0x87 })),
     } as unknown as MqttClient;
     expect(await t.refusals.publish(client, 'x/0', '{}', { qos: 1 })).toBe(false);
     for (let i = 1; i < 500; i++) t.refusals.publishQuietly(client, `x/${i}`, '{}', { qos: 1 });

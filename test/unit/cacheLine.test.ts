@@ -11,7 +11,9 @@ describe("status's cache line", () => {
 
   it('names the last sync and the last import, the most recent first', () => {
     const imported = { at: '2026-11-24T08:00:00.000Z', file: '/tmp/snap.json' };
-    expect(cacheLine({ users: 2, credentials: 2, guestLinks: 0 }, null, '2026-11-24T09:00:00.000Z')).toBe('cache: 2 users, 2 credentials, 0 guest links; last sync 2026-11-24T09:00:00.000Z');
+    expect(cacheLine({ users: 2, credentials: 2, guestLinks: 0 }, null, '2026-11-24T09:00:00.000Z')).toBe(
+      'cache: 2 users, 2 credentials, 0 guest links; last sync 2026-11-24T09:00:00.000Z',
+    );
     expect(cacheLine({ users: 2, credentials: 2, guestLinks: 0 }, imported, '2026-11-24T09:00:00.000Z')).toBe(
       'cache: 2 users, 2 credentials, 0 guest links; last sync 2026-11-24T09:00:00.000Z, last import 2026-11-24T08:00:00.000Z from /tmp/snap.json',
     );

@@ -49,9 +49,14 @@ describe('chip resolution', () => {
   });
 
   it('names the chips it found when none matches, and the ones it could not open', () => {
-    const { kernel, dev } = setup({ gpiochip0: { name: 'gpiochip0', label: 'gpio-mockup-A', lines: 8 }, gpiochip1: { name: 'gpiochip1', label: 'x', lines: 1 } });
+    const { kernel, dev } = setup({
+      gpiochip0: { name: 'gpiochip0', label: 'gpio-mockup-A', lines: 8 },
+      gpiochip1: { name: 'gpiochip1', label: 'x', lines: 1 },
+    });
     kernel.denied.add(`${dev}/gpiochip1`);
-    expect(() => resolveChip(kernel, 'auto', dev)).toThrow(/no GPIO chip labelled pinctrl-\*.*gpiochip0 "gpio-mockup-A" \(8 lines\).*cannot read .*gpiochip1: EACCES.*Set gpio.chip/);
+    expect(() => resolveChip(kernel, 'auto', dev)).toThrow(
+      /no GPIO chip labelled pinctrl-\*.*gpiochip0 "gpio-mockup-A" \(8 lines\).*cannot read .*gpiochip1: EACCES.*Set gpio.chip/,
+    );
     expect(() => resolveChip(kernel, 'pinctrl-rp1', dev)).toThrow(DoorAgentError);
   });
 });
@@ -104,7 +109,10 @@ describe('inputs', () => {
     const fd = kernel.fdOf(22);
     expect(kernel.held.get(fd)!.request).toMatchObject({ direction: 'input', bias: 'pull-up', edges: true, offsets: [22] });
     kernel.edges(fd, [{ offset: 22, rising: false, atUs: 10 }]);
-    kernel.edges(fd, [{ offset: 22, rising: true, atUs: 20 }, { offset: 22, rising: false, atUs: 30 }]);
+    kernel.edges(fd, [
+      { offset: 22, rising: true, atUs: 20 },
+      { offset: 22, rising: false, atUs: 30 },
+    ]);
     expect(levels).toEqual([0, 0]);
     expect(input.read()).toBe(0);
     input.close();

@@ -10,12 +10,7 @@ const chip = (base: number, label: string): GpioChip => ({ name: `gpiochip${base
 // Raspberry Pi 4, kernel 6.6+: the SoC controller moved to 512, the firmware expander sits above it.
 const PI4_KERNEL_66 = [chip(512, 'pinctrl-bcm2711'), chip(570, 'raspberrypi-exp-gpio')];
 // Raspberry Pi 5, kernel 6.6+: the 40-pin header is on the RP1, whose base is not the lowest.
-const PI5_KERNEL_66 = [
-  chip(512, 'gpio-brcmstb@107d508500'),
-  chip(544, 'pinctrl-bcm2712'),
-  chip(548, 'gpio-brcmstb@107d517c00'),
-  chip(571, 'pinctrl-rp1'),
-];
+const PI5_KERNEL_66 = [chip(512, 'gpio-brcmstb@107d508500'), chip(544, 'pinctrl-bcm2712'), chip(548, 'gpio-brcmstb@107d517c00'), chip(571, 'pinctrl-rp1')];
 // Raspberry Pi 3, kernel 5.x: the SoC controller is at 0.
 const PI3_OLD_KERNEL = [chip(0, 'pinctrl-bcm2835'), chip(504, 'raspberrypi-exp-gpio')];
 

@@ -36,7 +36,9 @@ describe('lockDataDir', () => {
     writeFileSync(join(tmp.path, 'plain-file'), 'x');
     const dir = join(tmp.path, 'plain-file/data');
     expect(() => lockDataDir(dir, options)).toThrow(DataDirUnwritableError);
-    expect(() => lockDataDir(dir, options)).toThrow(/the data directory .*plain-file\/data is not writable by user .* \(ENOTDIR\): a part of that path is a file/);
+    expect(() => lockDataDir(dir, options)).toThrow(
+      /the data directory .*plain-file\/data is not writable by user .* \(ENOTDIR\): a part of that path is a file/,
+    );
     const thrown = (() => {
       try {
         lockDataDir(dir, { ...options, unwritableExitCode: 5 });
@@ -56,7 +58,7 @@ describe('lockDataDir', () => {
 });
 
 describe('dataDirWriteProblem (for config check: what run would say)', () => {
-  it('null for a writable or a not yet made directory; run\'s own message for one it would refuse', () => {
+  it("null for a writable or a not yet made directory; run's own message for one it would refuse", () => {
     expect(dataDirWriteProblem(tmp.path)).toBeNull();
     expect(dataDirWriteProblem(join(tmp.path, 'not/made/yet'))).toBeNull();
     writeFileSync(join(tmp.path, 'a-file'), 'x');

@@ -9,7 +9,6 @@ import type { Timers } from '../../src/util/clock.js';
 import { ManualTime } from '../support/manualTime.js';
 import { tempDir } from '../support/cli.js';
 
-
 /** A raw input pin the test sets by hand; set() reports the change as a driver would (not debounced). */
 class FakeDriver implements GpioDriver {
   readonly name = 'fake';

@@ -109,7 +109,12 @@ const rules: Row[] = [
   ['link at schedule start (Wed 09:00 local)', { now: utc('2026-07-01T07:00:00Z') }, [link({ timeMapping: WORKDAYS_9_17 })], null],
   ['link before schedule start (Wed 08:59 local)', { now: utc('2026-07-01T06:59:59Z') }, [link({ timeMapping: WORKDAYS_9_17 })], 'outside_schedule'],
   // 2026-07-04 23:30 UTC is Sunday 01:30 in Berlin, Saturday in UTC: the local weekday decides.
-  ['link on a local Sunday that is Saturday in UTC', { now: utc('2026-07-04T23:30:00Z') }, [link({ timeMapping: [[], [], [], [], [], [], [[0, 24]]] })], 'outside_schedule'],
+  [
+    'link on a local Sunday that is Saturday in UTC',
+    { now: utc('2026-07-04T23:30:00Z') },
+    [link({ timeMapping: [[], [], [], [], [], [], [[0, 24]]] })],
+    'outside_schedule',
+  ],
   ['link on local Sunday allowed by element 0', { now: utc('2026-07-04T23:30:00Z') }, [link({ timeMapping: [[[0, 24]], [], [], [], [], [], []] })], null],
   ['link with an empty schedule', {}, [link({ timeMapping: [[], [], [], [], [], [], []] })], 'outside_schedule'],
   ['link by token', { kind: 'token' }, [link()], null],
@@ -129,14 +134,24 @@ const rules: Row[] = [
   ['a guest link card at a card_and_pin door, the link without a PIN', { secondFactor: true }, [link()], 'no_second_factor'],
   ['a guest link card at a card_and_pin door, the link with a PIN', { secondFactor: true }, [link({ hasPin: true })], null],
   ['a user card at a card_and_pin door (the runtime asks for the PIN)', { secondFactor: true }, [user()], null],
-  ['no PIN and outside its schedule: the schedule is the reason', { secondFactor: true, now: utc('2026-07-01T15:00:00Z') }, [link({ timeMapping: WORKDAYS_9_17 })], 'outside_schedule'],
+  [
+    'no PIN and outside its schedule: the schedule is the reason',
+    { secondFactor: true, now: utc('2026-07-01T15:00:00Z') },
+    [link({ timeMapping: WORKDAYS_9_17 })],
+    'outside_schedule',
+  ],
   ['no PIN, the card also held by a GUEST-tag user: no_second_factor says why', { secondFactor: true }, [user({ tag: 'GUEST' }), link()], 'no_second_factor'],
   ['a link without a PIN at a card_or_pin door', { secondFactor: false }, [link()], null],
   // Duplicates (rule 2)
   ['suspended user and a valid link', {}, [user({ adStatus: 'SUSPENDED' }), link()], null],
   ['expired link and a qualifying user', {}, [link({ endAt: NOW }), user()], null],
   ['two denied users', {}, [user({ emailId: 1, groups: [] }), user({ emailId: 2, adStatus: 'SUSPENDED' })], 'user_suspended'],
-  ['wrong-door link and outside-schedule link', { now: utc('2026-07-01T15:00:00Z') }, [link({ magicLinkId: 'a', timeMapping: WORKDAYS_9_17 }), link({ magicLinkId: 'b', resourceIds: [OTHER_DOOR] })], 'wrong_door'],
+  [
+    'wrong-door link and outside-schedule link',
+    { now: utc('2026-07-01T15:00:00Z') },
+    [link({ magicLinkId: 'a', timeMapping: WORKDAYS_9_17 }), link({ magicLinkId: 'b', resourceIds: [OTHER_DOOR] })],
+    'wrong_door',
+  ],
 ];
 
 describe('decide: one rule per row', () => {
@@ -250,7 +265,7 @@ describe('decide: reason precedence when every holder is denied', () => {
   });
 });
 
-describe('decide: a credential\'s validity dates (valid_from inclusive, valid_until exclusive)', () => {
+describe("decide: a credential's validity dates (valid_from inclusive, valid_until exclusive)", () => {
   const FROM = utc('2026-06-01T00:00:00Z');
   const UNTIL = utc('2026-08-01T00:00:00Z');
   const dated = { validFrom: FROM, validUntil: UNTIL };
@@ -328,7 +343,14 @@ describe('decide: lockdown (issue 14)', () => {
 
   it('refuses every holder with lockdown, reason first, and lists each holder', () => {
     const d = decide(req({ lockdown: true }), [user({ emailId: 7 }), link()], responders);
-    expect(d).toEqual({ granted: false, reason: 'lockdown', holders: [{ holder: { email_id: 7 }, reason: 'lockdown' }, { holder: { magic_link_id: 'ml-1' }, reason: 'lockdown' }] });
+    expect(d).toEqual({
+      granted: false,
+      reason: 'lockdown',
+      holders: [
+        { holder: { email_id: 7 }, reason: 'lockdown' },
+        { holder: { magic_link_id: 'ml-1' }, reason: 'lockdown' },
+      ],
+    });
   });
 
   it('refuses an unknown credential with lockdown too (nothing told about the number)', () => {

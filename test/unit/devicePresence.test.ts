@@ -29,7 +29,9 @@ function watch() {
     },
   };
   const port = closeWhenDeviceVanishes(new Port(), '/dev/ttyUSB0', deps);
-  const tick = () => ticks.filter((t) => !t.stopped).forEach((t) => t.tick());
+  const tick = () => {
+    for (const t of ticks.filter((t) => !t.stopped)) t.tick();
+  };
   return { port, ticks, tick, setPresent: (p: boolean) => (present = p) };
 }
 

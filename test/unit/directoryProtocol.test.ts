@@ -12,7 +12,8 @@ describe('the directory wire formats (protocol/directory.ts, shared by the servi
     expect(parseDirectoryEtag('"dir-7"')).toEqual({ revision: 7, history: null, tag: null });
     expect(directoryEtag({ revision: 7, history: null, tag: null })).toBe('"dir-7"');
     expect(parseDirectoryEtag(`W/"dir-3-${H}"`)).toEqual({ revision: 3, history: H, tag: null });
-    for (const bad of [undefined, '', 'dir-7', '"dir-x"', `"dir-1-${H.toUpperCase()}"`, `"dir-1-${H}-zz"`]) expect(parseDirectoryEtag(bad), String(bad)).toBeNull();
+    for (const bad of [undefined, '', 'dir-7', '"dir-x"', `"dir-1-${H.toUpperCase()}"`, `"dir-1-${H}-zz"`])
+      expect(parseDirectoryEtag(bad), String(bad)).toBeNull();
   });
 
   it('the query of a door holding a version names its history and tag; an old cache sends since alone', () => {
@@ -26,6 +27,7 @@ describe('the directory wire formats (protocol/directory.ts, shared by the servi
     expect(JSON.parse(payload)).toEqual({ revision: 9, at: '2026-11-24T09:00:00.000Z', history: H, tag: T });
     expect(parseRevisionMessage(Buffer.from(payload))).toEqual({ revision: 9, at: '2026-11-24T09:00:00.000Z', history: H, tag: T });
     expect(parseRevisionMessage(Buffer.from('{"revision":9,"at":"x"}'))).toEqual({ revision: 9, at: 'x', history: null, tag: null });
-    for (const bad of ['{"revision":9,"at":"x","history":"short"}', '{"revision":9,"at":"x","tag":5}', 'nope', '']) expect(parseRevisionMessage(Buffer.from(bad)), bad).toBeNull();
+    for (const bad of ['{"revision":9,"at":"x","history":"short"}', '{"revision":9,"at":"x","tag":5}', 'nope', ''])
+      expect(parseRevisionMessage(Buffer.from(bad)), bad).toBeNull();
   });
 });

@@ -91,39 +91,165 @@ function expectedLock(uuid: string, name: string) {
 
 /** Options of Home Assistant's MQTT lock and binary_sensor platforms (plus the device/availability blocks). */
 const LOCK_OPTIONS = new Set([
-  'availability', 'availability_mode', 'availability_template', 'availability_topic', 'code_format', 'command_template',
-  'command_topic', 'device', 'enabled_by_default', 'encoding', 'entity_category', 'entity_picture', 'icon',
-  'json_attributes_template', 'json_attributes_topic', 'name', 'object_id', 'optimistic', 'payload_available',
-  'payload_lock', 'payload_not_available', 'payload_open', 'payload_reset', 'payload_unlock', 'platform', 'qos',
-  'retain', 'state_jammed', 'state_locked', 'state_locking', 'state_open', 'state_opening', 'state_topic',
-  'state_unlocked', 'state_unlocking', 'unique_id', 'value_template', 'default_entity_id',
+  'availability',
+  'availability_mode',
+  'availability_template',
+  'availability_topic',
+  'code_format',
+  'command_template',
+  'command_topic',
+  'device',
+  'enabled_by_default',
+  'encoding',
+  'entity_category',
+  'entity_picture',
+  'icon',
+  'json_attributes_template',
+  'json_attributes_topic',
+  'name',
+  'object_id',
+  'optimistic',
+  'payload_available',
+  'payload_lock',
+  'payload_not_available',
+  'payload_open',
+  'payload_reset',
+  'payload_unlock',
+  'platform',
+  'qos',
+  'retain',
+  'state_jammed',
+  'state_locked',
+  'state_locking',
+  'state_open',
+  'state_opening',
+  'state_topic',
+  'state_unlocked',
+  'state_unlocking',
+  'unique_id',
+  'value_template',
+  'default_entity_id',
 ]);
 const BINARY_SENSOR_OPTIONS = new Set([
-  'availability', 'availability_mode', 'availability_template', 'availability_topic', 'device', 'device_class',
-  'enabled_by_default', 'encoding', 'entity_category', 'entity_picture', 'expire_after', 'force_update', 'icon',
-  'json_attributes_template', 'json_attributes_topic', 'name', 'object_id', 'off_delay', 'payload_available',
-  'payload_not_available', 'payload_off', 'payload_on', 'platform', 'qos', 'state_topic', 'unique_id', 'value_template',
+  'availability',
+  'availability_mode',
+  'availability_template',
+  'availability_topic',
+  'device',
+  'device_class',
+  'enabled_by_default',
+  'encoding',
+  'entity_category',
+  'entity_picture',
+  'expire_after',
+  'force_update',
+  'icon',
+  'json_attributes_template',
+  'json_attributes_topic',
+  'name',
+  'object_id',
+  'off_delay',
+  'payload_available',
+  'payload_not_available',
+  'payload_off',
+  'payload_on',
+  'platform',
+  'qos',
+  'state_topic',
+  'unique_id',
+  'value_template',
   'default_entity_id',
 ]);
 const SWITCH_OPTIONS = new Set([
-  'availability', 'availability_mode', 'availability_template', 'availability_topic', 'command_template',
-  'command_topic', 'device', 'device_class', 'enabled_by_default', 'encoding', 'entity_category', 'entity_picture',
-  'icon', 'json_attributes_template', 'json_attributes_topic', 'name', 'object_id', 'optimistic', 'payload_available',
-  'payload_not_available', 'payload_off', 'payload_on', 'platform', 'qos', 'retain', 'state_off', 'state_on',
-  'state_topic', 'unique_id', 'value_template', 'default_entity_id',
+  'availability',
+  'availability_mode',
+  'availability_template',
+  'availability_topic',
+  'command_template',
+  'command_topic',
+  'device',
+  'device_class',
+  'enabled_by_default',
+  'encoding',
+  'entity_category',
+  'entity_picture',
+  'icon',
+  'json_attributes_template',
+  'json_attributes_topic',
+  'name',
+  'object_id',
+  'optimistic',
+  'payload_available',
+  'payload_not_available',
+  'payload_off',
+  'payload_on',
+  'platform',
+  'qos',
+  'retain',
+  'state_off',
+  'state_on',
+  'state_topic',
+  'unique_id',
+  'value_template',
+  'default_entity_id',
 ]);
 const EVENT_OPTIONS = new Set([
-  'availability', 'availability_mode', 'availability_template', 'availability_topic', 'device', 'device_class',
-  'enabled_by_default', 'encoding', 'entity_category', 'entity_picture', 'event_types', 'icon',
-  'json_attributes_template', 'json_attributes_topic', 'name', 'object_id', 'payload_available',
-  'payload_not_available', 'platform', 'qos', 'state_topic', 'unique_id', 'value_template', 'default_entity_id',
+  'availability',
+  'availability_mode',
+  'availability_template',
+  'availability_topic',
+  'device',
+  'device_class',
+  'enabled_by_default',
+  'encoding',
+  'entity_category',
+  'entity_picture',
+  'event_types',
+  'icon',
+  'json_attributes_template',
+  'json_attributes_topic',
+  'name',
+  'object_id',
+  'payload_available',
+  'payload_not_available',
+  'platform',
+  'qos',
+  'state_topic',
+  'unique_id',
+  'value_template',
+  'default_entity_id',
 ]);
 const SENSOR_OPTIONS = new Set([
-  'availability', 'availability_mode', 'availability_template', 'availability_topic', 'device', 'device_class',
-  'enabled_by_default', 'encoding', 'entity_category', 'entity_picture', 'expire_after', 'force_update', 'icon',
-  'json_attributes_template', 'json_attributes_topic', 'last_reset_value_template', 'name', 'object_id', 'options',
-  'payload_available', 'payload_not_available', 'platform', 'qos', 'state_class', 'state_topic',
-  'suggested_display_precision', 'unique_id', 'unit_of_measurement', 'value_template', 'default_entity_id',
+  'availability',
+  'availability_mode',
+  'availability_template',
+  'availability_topic',
+  'device',
+  'device_class',
+  'enabled_by_default',
+  'encoding',
+  'entity_category',
+  'entity_picture',
+  'expire_after',
+  'force_update',
+  'icon',
+  'json_attributes_template',
+  'json_attributes_topic',
+  'last_reset_value_template',
+  'name',
+  'object_id',
+  'options',
+  'payload_available',
+  'payload_not_available',
+  'platform',
+  'qos',
+  'state_class',
+  'state_topic',
+  'suggested_display_precision',
+  'unique_id',
+  'unit_of_measurement',
+  'value_template',
+  'default_entity_id',
 ]);
 const OPTIONS_BY_COMPONENT: Record<string, Set<string>> = {
   lock: LOCK_OPTIONS,
@@ -133,8 +259,18 @@ const OPTIONS_BY_COMPONENT: Record<string, Set<string>> = {
   sensor: SENSOR_OPTIONS,
 };
 const DEVICE_OPTIONS = new Set([
-  'configuration_url', 'connections', 'hw_version', 'identifiers', 'manufacturer', 'model', 'model_id', 'name',
-  'serial_number', 'suggested_area', 'sw_version', 'via_device',
+  'configuration_url',
+  'connections',
+  'hw_version',
+  'identifiers',
+  'manufacturer',
+  'model',
+  'model_id',
+  'name',
+  'serial_number',
+  'suggested_area',
+  'sw_version',
+  'via_device',
 ]);
 
 function hasUndefined(value: unknown): boolean {
@@ -166,18 +302,32 @@ function renderAll(cases: Array<{ template: string; payload: unknown }>): string
 
 /** State payloads of the wire contract: a door in lockdown with tamper active and a suspended schedule; a plain one; an older agent's. */
 const STATE_LOCKDOWN = {
-  state: 'LOCKED', relock_at: null, door: 'CLOSED', changed_at: '2026-11-24T09:00:00.000Z', cause: 'lockdown',
-  lockdown: true, tamper: 'ON', schedule: { state: 'suspended', next_change: '2026-11-24T17:00:00.000Z' },
+  state: 'LOCKED',
+  relock_at: null,
+  door: 'CLOSED',
+  changed_at: '2026-11-24T09:00:00.000Z',
+  cause: 'lockdown',
+  lockdown: true,
+  tamper: 'ON',
+  schedule: { state: 'suspended', next_change: '2026-11-24T17:00:00.000Z' },
 };
 const STATE_PLAIN = {
-  state: 'UNLOCKED', relock_at: '2026-11-24T09:00:08.120Z', door: null, changed_at: '2026-11-24T09:00:03.120Z',
-  cause: 'remote command r1', lockdown: false, tamper: null, schedule: null,
+  state: 'UNLOCKED',
+  relock_at: '2026-11-24T09:00:08.120Z',
+  door: null,
+  changed_at: '2026-11-24T09:00:03.120Z',
+  cause: 'remote command r1',
+  lockdown: false,
+  tamper: null,
+  schedule: null,
 };
 const STATE_OLD_AGENT = { state: 'LOCKED', relock_at: null, door: null, changed_at: '2026-11-24T09:00:00.000Z', cause: 'boot' };
 
 describe('Home Assistant discovery', () => {
   it('publishes per door a lock and an alarm event, contact, tamper and schedule entities only where configured, and the agent lockdown', () => {
-    const topics = messages().map((m) => m.topic).sort();
+    const topics = messages()
+      .map((m) => m.topic)
+      .sort();
     expect(topics).toEqual(
       [
         `${HA}/lock/${AGENT}_${FRONT}/config`,
@@ -203,11 +353,42 @@ describe('Home Assistant discovery', () => {
     if (!jinjaAvailable()) throw new Error('python3 with jinja2 is needed to render the templates: apt-get install python3-jinja2');
     const template = config.value_template as string;
     const [granted, denied, other] = renderAll([
-      { template, payload: { id: 'a-1', seq: 1, type: 'access_granted', kind: 'card', hint: '…5678', reason: null, who: 'Ada Lovelace', level: 'Staff front door', holders: [{ email_id: 7, reason: null }] } },
-      { template, payload: { id: 'a-2', seq: 2, type: 'access_denied', kind: 'card', hint: '…5678', reason: 'outside_schedule', holders: [{ email_id: 7, reason: 'outside_schedule' }] } },
+      {
+        template,
+        payload: {
+          id: 'a-1',
+          seq: 1,
+          type: 'access_granted',
+          kind: 'card',
+          hint: '…5678',
+          reason: null,
+          who: 'Ada Lovelace',
+          level: 'Staff front door',
+          holders: [{ email_id: 7, reason: null }],
+        },
+      },
+      {
+        template,
+        payload: {
+          id: 'a-2',
+          seq: 2,
+          type: 'access_denied',
+          kind: 'card',
+          hint: '…5678',
+          reason: 'outside_schedule',
+          holders: [{ email_id: 7, reason: 'outside_schedule' }],
+        },
+      },
       { template, payload: { id: 'a-3', seq: 3, type: 'lock_changed', state: 'UNLOCKED' } },
     ]);
-    expect(JSON.parse(granted!)).toEqual({ event_type: 'access_granted', who: 'Ada Lovelace', level: 'Staff front door', reason: null, kind: 'card', credential: '…5678' });
+    expect(JSON.parse(granted!)).toEqual({
+      event_type: 'access_granted',
+      who: 'Ada Lovelace',
+      level: 'Staff front door',
+      reason: null,
+      kind: 'card',
+      credential: '…5678',
+    });
     expect(JSON.parse(denied!)).toMatchObject({ event_type: 'access_denied', who: null, level: null, reason: 'outside_schedule' });
     // Home Assistant ignores an empty rendering: a lock change is not an access event.
     expect(other!.trim()).toBe('');
@@ -262,7 +443,11 @@ describe('Home Assistant discovery', () => {
       device: expectedDevice,
     });
     expect(sensor.name).toMatch(/Side door/);
-    expect(messages().filter((m) => m.topic.includes('_tamper/')).map((m) => m.topic)).toEqual([`${HA}/binary_sensor/${AGENT}_${SIDE}_tamper/config`]);
+    expect(
+      messages()
+        .filter((m) => m.topic.includes('_tamper/'))
+        .map((m) => m.topic),
+    ).toEqual([`${HA}/binary_sensor/${AGENT}_${SIDE}_tamper/config`]);
   });
 
   it('describes an unlock schedule as an enum sensor of schedule.state (none without one) with next_change as attribute', () => {
@@ -279,11 +464,19 @@ describe('Home Assistant discovery', () => {
     expect(sensor.options).toEqual(expect.arrayContaining(['closed', 'holiday', 'waiting_for_first_person', 'suspended', 'unlocked', 'none']));
     expect(sensor.json_attributes_template).toContain('next_change');
     expect(sensor.name).toMatch(/Side door/);
-    expect(messages().filter((m) => m.topic.includes('/sensor/')).map((m) => m.topic)).toEqual([`${HA}/sensor/${AGENT}_${SIDE}_schedule/config`]);
+    expect(
+      messages()
+        .filter((m) => m.topic.includes('/sensor/'))
+        .map((m) => m.topic),
+    ).toEqual([`${HA}/sensor/${AGENT}_${SIDE}_schedule/config`]);
   });
 
   it('gives every door an alarm event entity on its alarm topic with the four alarm types', () => {
-    for (const [uuid, name] of [[FRONT, 'Front door'], [BACK, 'Back door'], [SIDE, 'Side door']] as const) {
+    for (const [uuid, name] of [
+      [FRONT, 'Front door'],
+      [BACK, 'Back door'],
+      [SIDE, 'Side door'],
+    ] as const) {
       expect(byTopic(`${HA}/event/${AGENT}_${uuid}_alarm/config`)).toMatchObject({
         name: `${name} alarm`,
         unique_id: `${AGENT}_${uuid}_alarm`,
@@ -315,8 +508,16 @@ describe('Home Assistant discovery', () => {
     expect(JSON.parse(sw.payload_on as string)).toEqual({ lockdown: true, by: 'Home Assistant' });
     expect(JSON.parse(sw.payload_off as string)).toEqual({ lockdown: false, by: 'Home Assistant' });
     const scope = { kind: 'agent', id: AGENT } as const;
-    expect(parseLockdownMessage(scope, Buffer.from(sw.payload_on as string), null)).toEqual({ kind: 'set', body: { lockdown: true, by: 'Home Assistant' }, issuedAt: null });
-    expect(parseLockdownMessage(scope, Buffer.from(sw.payload_off as string), null)).toEqual({ kind: 'set', body: { lockdown: false, by: 'Home Assistant' }, issuedAt: null });
+    expect(parseLockdownMessage(scope, Buffer.from(sw.payload_on as string), null)).toEqual({
+      kind: 'set',
+      body: { lockdown: true, by: 'Home Assistant' },
+      issuedAt: null,
+    });
+    expect(parseLockdownMessage(scope, Buffer.from(sw.payload_off as string), null)).toEqual({
+      kind: 'set',
+      body: { lockdown: false, by: 'Home Assistant' },
+      issuedAt: null,
+    });
   });
 
   it('shows the lockdown read-only when commands are signed: a binary_sensor, and no command topic for lockdown anywhere', () => {
@@ -407,8 +608,14 @@ describe('Home Assistant discovery', () => {
       const match = /^homeassistant\/(lock|binary_sensor|switch|event|sensor)\/[a-zA-Z0-9_-]+\/config$/.exec(topic);
       expect(match, topic).not.toBeNull();
       const allowed = OPTIONS_BY_COMPONENT[match![1]!]!;
-      expect(Object.keys(payload).filter((k) => !allowed.has(k)), topic).toEqual([]);
-      expect(Object.keys(payload.device as object).filter((k) => !DEVICE_OPTIONS.has(k)), topic).toEqual([]);
+      expect(
+        Object.keys(payload).filter((k) => !allowed.has(k)),
+        topic,
+      ).toEqual([]);
+      expect(
+        Object.keys(payload.device as object).filter((k) => !DEVICE_OPTIONS.has(k)),
+        topic,
+      ).toEqual([]);
     }
   });
 

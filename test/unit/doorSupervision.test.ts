@@ -15,8 +15,7 @@ const settings: SupervisionSettings = { unlockWindowMs: 5_000, heldOpenMs: 30_00
 const T0 = 100_000;
 
 const closedAt = (now: number) => initialContact(SUPERVISION_START, false, now);
-const change = (state: SupervisionState, open: boolean, now: number, lock: LockStateName = 'LOCKED') =>
-  contactChanged(state, open, { now, lock }, settings);
+const change = (state: SupervisionState, open: boolean, now: number, lock: LockStateName = 'LOCKED') => contactChanged(state, open, { now, lock }, settings);
 
 describe('contact readings', () => {
   it('the first reading gives no events, open or closed', () => {
@@ -59,10 +58,7 @@ describe('door_forced', () => {
 
   it('opened while LOCKED long after the last authorization: forced', () => {
     const granted = authorized(closedAt(T0), T0 + 1_000);
-    expect(change(granted, true, T0 + 1_001 + settings.unlockWindowMs, 'LOCKED').events).toEqual([
-      'door_opened',
-      'door_forced',
-    ]);
+    expect(change(granted, true, T0 + 1_001 + settings.unlockWindowMs, 'LOCKED').events).toEqual(['door_opened', 'door_forced']);
     expect(change(granted, true, T0 + 3_600_000, 'LOCKED').events).toEqual(['door_opened', 'door_forced']);
   });
 

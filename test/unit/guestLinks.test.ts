@@ -1,8 +1,15 @@
 import { describe, expect, it } from 'vitest';
-import { canonicalJson, guestLinkPayload, guestLinkRevocationPayload, parseGuestLinkMessage } from '../../src/protocol/guestLinks.js';
+import { guestLinkPayload, guestLinkRevocationPayload, parseGuestLinkMessage } from '../../src/protocol/guestLinks.js';
+import { canonicalJson } from '../../src/protocol/signing.js';
 
 const SECRET = 'guest-link-secret';
-const LINK = { magic_link_id: '77', magic_token: 'token-0123456789abcdef', name: 'Visitor', resource_id_list: [12], smartcards: [{ number: '5551234', label: 'visitor' }] };
+const LINK = {
+  magic_link_id: '77',
+  magic_token: 'token-0123456789abcdef',
+  name: 'Visitor',
+  resource_id_list: [12],
+  smartcards: [{ number: '5551234', label: 'visitor' }],
+};
 const parse = (payload: string, secret: string | null = SECRET, id = '77') => parseGuestLinkMessage(id, Buffer.from(payload), secret);
 
 describe('guest link messages', () => {

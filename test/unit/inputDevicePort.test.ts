@@ -50,7 +50,9 @@ describe('a keyboard reader through the serial reader logic', () => {
     io.grabbedElsewhere = true;
     const t = setup(io);
     expect(t.connection).toEqual([]);
-    expect(t.logs.find((l) => l.msg === 'cannot open reader; retrying with backoff')).toMatchObject({ reason: expect.stringContaining('held exclusively by another program') });
+    expect(t.logs.find((l) => l.msg === 'cannot open reader; retrying with backoff')).toMatchObject({
+      reason: expect.stringContaining('held exclusively by another program'),
+    });
     io.grabbedElsewhere = false;
     t.time.advance(35_000);
     expect(t.connection).toEqual([true]);
@@ -63,7 +65,9 @@ describe('a keyboard reader through the serial reader logic', () => {
     const t = setup(io);
     await Promise.resolve();
     expect(t.connection).toEqual([true]);
-    expect(t.logs.find((l) => l.msg === 'reader error')).toMatchObject({ err: { message: expect.stringContaining('cannot take /dev/input/by-id/usb-Reader-event-kbd exclusively') } });
+    expect(t.logs.find((l) => l.msg === 'reader error')).toMatchObject({
+      err: { message: expect.stringContaining('cannot take /dev/input/by-id/usb-Reader-event-kbd exclusively') },
+    });
     await t.reader.stop();
   });
 });

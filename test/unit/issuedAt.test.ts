@@ -19,7 +19,10 @@ describe('orderIssuedAt: issued_at from the future clamped to now + skew', () =>
     expect(day).toMatchObject({ order: 'newer', clamped: true, next: { issuedAt: NOW + SKEW, future: NOW + 86_400 } });
     const held = day.next;
     expect(orderIssuedAt(held, NOW + 10, NOW + 10, SKEW).order).toBe('stale'); // within the skew of its arrival
-    expect(orderIssuedAt(held, NOW + SKEW + 1, NOW + SKEW + 1, SKEW)).toMatchObject({ order: 'newer', next: { issuedAt: NOW + SKEW + 1, future: NOW + 86_400 } });
+    expect(orderIssuedAt(held, NOW + SKEW + 1, NOW + SKEW + 1, SKEW)).toMatchObject({
+      order: 'newer',
+      next: { issuedAt: NOW + SKEW + 1, future: NOW + 86_400 },
+    });
     expect(orderIssuedAt(held, NOW + 86_400, NOW + 60, SKEW).order).toBe('same'); // the same message again
     expect(orderIssuedAt(held, NOW + 86_399, NOW + 60, SKEW).order).toBe('stale'); // an older future one
     expect(orderIssuedAt(held, NOW + 86_401, NOW, SKEW).order).toBe('newer'); // the sender's next one, same second

@@ -57,7 +57,7 @@ function randomValue(random: () => number, depth: number): unknown {
 
 function prng(seed: number): () => number {
   let s = seed;
-  return () => ((s = (s * 1103515245 + 12345) % 2147483648) / 2147483648);
+  return () => (s = (s * 1103515245 + 12345) % 2147483648) / 2147483648;
 }
 
 describe('JsonMemberStream', () => {
@@ -99,7 +99,10 @@ describe('JsonMemberStream', () => {
 
   it('marks where each streamed section starts, so an empty array or object is still seen', () => {
     const members = stream('{"users": [], "details": {}}', 3);
-    expect(members.map((m) => [m.kind, m.section])).toEqual([['start', 'users'], ['start', 'details']]);
+    expect(members.map((m) => [m.kind, m.section])).toEqual([
+      ['start', 'users'],
+      ['start', 'details'],
+    ]);
     expect(rebuild(members)).toEqual({ users: [], details: {} });
   });
 
@@ -115,8 +118,14 @@ describe('JsonMemberStream', () => {
     expect(elements.map((e) => JSON.parse(e.raw))).toEqual([{ email_id: 1 }, { email_id: 2, name: 'é]"' }, 3]);
     expect(elements.map((e) => e.index)).toEqual([0, 1, 2]);
     const truncated = Buffer.from('[{"email_id":1},{"ema');
-    expect(() => [...new JsonMemberStream((buf) => (at < 1 ? ((at = 1), truncated.copy(buf)) : 0), { arrays: new Set(), objects: new Set(), maxValueBytes: 1024 }).elements('')]).toThrow(/truncated/);
-    expect(() => [...new JsonMemberStream(fileSourceOf('{"a":1}'), { arrays: new Set(), objects: new Set(), maxValueBytes: 1024 }).elements('')]).toThrow(/expected a JSON array/);
+    expect(() => [
+      ...new JsonMemberStream((buf) => (at < 1 ? ((at = 1), truncated.copy(buf)) : 0), { arrays: new Set(), objects: new Set(), maxValueBytes: 1024 }).elements(
+        '',
+      ),
+    ]).toThrow(/truncated/);
+    expect(() => [...new JsonMemberStream(fileSourceOf('{"a":1}'), { arrays: new Set(), objects: new Set(), maxValueBytes: 1024 }).elements('')]).toThrow(
+      /expected a JSON array/,
+    );
   });
 });
 

@@ -44,8 +44,18 @@ describe('keypad lockout', () => {
 
   it('honours the configured number of failures', () => {
     const five = { ...policy, failures: 5 };
-    expect(fail([1, 2, 3, 4].map((i) => T0 + i * 1000), five).startedAt).toEqual([]);
-    expect(fail([1, 2, 3, 4, 5].map((i) => T0 + i * 1000), five).startedAt).toEqual([T0 + 5000]);
+    expect(
+      fail(
+        [1, 2, 3, 4].map((i) => T0 + i * 1000),
+        five,
+      ).startedAt,
+    ).toEqual([]);
+    expect(
+      fail(
+        [1, 2, 3, 4, 5].map((i) => T0 + i * 1000),
+        five,
+      ).startedAt,
+    ).toEqual([T0 + 5000]);
     expect(fail([T0], { ...policy, failures: 1 }).startedAt).toEqual([T0]);
   });
 
@@ -178,7 +188,18 @@ describe('the growing keypad lockout (issue 32)', () => {
 describe('countsAsGuess', () => {
   const refused = (reason: string, holders: unknown[] = [{}]) => ({ granted: false, reason, holders });
   it('refused known credentials count like unknown ones', () => {
-    for (const reason of ['user_suspended', 'not_authorized', 'wrong_door', 'link_expired', 'link_not_yet_valid', 'credential_expired', 'credential_not_yet_valid', 'outside_schedule', 'holiday', 'pin_too_short']) {
+    for (const reason of [
+      'user_suspended',
+      'not_authorized',
+      'wrong_door',
+      'link_expired',
+      'link_not_yet_valid',
+      'credential_expired',
+      'credential_not_yet_valid',
+      'outside_schedule',
+      'holiday',
+      'pin_too_short',
+    ]) {
       expect(countsAsGuess(refused(reason)), reason).toBe(true);
     }
     expect(countsAsGuess(refused('unknown_credential', []))).toBe(true);

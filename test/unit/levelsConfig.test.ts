@@ -105,10 +105,14 @@ describe('access levels in the configuration', () => {
   it('refuses a schedule boundary in a daylight-saving gap of the agent time zone, and takes it in a zone without one', () => {
     const gap = problems(config({ groups: ['Staff'] }, { sunday: { sun: ['02:30-18:00'] } }));
     expect(gap).toHaveLength(1);
-    expect(gap[0]).toMatch(/^schedules\.sunday\.sun\[0\]: 02:30 does not exist on \d{4}-03-\d{2} in Europe\/Berlin \(clocks go from 02:00 to 03:00\): use 02:00 or 03:00$/);
+    expect(gap[0]).toMatch(
+      /^schedules\.sunday\.sun\[0\]: 02:30 does not exist on \d{4}-03-\d{2} in Europe\/Berlin \(clocks go from 02:00 to 03:00\): use 02:00 or 03:00$/,
+    );
     expect(problems(config({ groups: ['Staff'] }, { sunday: { sun: ['02:30-18:00'] } }, 'Asia/Tokyo'))).toEqual([]);
     // New York springs forward on a Sunday at 02:00 too; an overnight range ending at 02:30 on Sunday is refused.
-    expect(problems(config({ groups: ['Staff'] }, { night: { sat: ['22:00-02:30'] } }, 'America/New_York'))[0]).toMatch(/^schedules\.night\.sat\[0\]: 02:30 does not exist/);
+    expect(problems(config({ groups: ['Staff'] }, { night: { sat: ['22:00-02:30'] } }, 'America/New_York'))[0]).toMatch(
+      /^schedules\.night\.sat\[0\]: 02:30 does not exist/,
+    );
   });
 
   it('says what the limit is: at most 1,000 levels and 500 schedules', () => {

@@ -11,9 +11,7 @@ describe('LineEventParser (struct gpio_v2_line_event, 48 bytes)', () => {
     raw.writeUInt32LE(17, 12);
     raw.writeUInt32LE(1, 16);
     raw.writeUInt32LE(1, 20);
-    expect(new LineEventParser().push(raw)).toEqual([
-      { timestampUs: 123_456_789, rising: false, offset: 17, seqno: 1, lineSeqno: 1, afterLoss: false },
-    ]);
+    expect(new LineEventParser().push(raw)).toEqual([{ timestampUs: 123_456_789, rising: false, offset: 17, seqno: 1, lineSeqno: 1, afterLoss: false }]);
   });
 
   it('keeps a record split across reads for the next chunk', () => {
@@ -50,7 +48,7 @@ describe('LineEventParser (struct gpio_v2_line_event, 48 bytes)', () => {
     expect(new LineEventParser().push(record(1, true, ns, 1))[0]!.timestampUs).toBe(Number(ns / 1000n));
   });
 
-  it('edges lost before the first read count too (the kernel numbers a request\'s events from 1)', () => {
+  it("edges lost before the first read count too (the kernel numbers a request's events from 1)", () => {
     const parser = new LineEventParser();
     expect(parser.push(record(5, true, 1000n, 9)).map((e) => e.afterLoss)).toEqual([true]);
     expect(parser.lost).toBe(8);

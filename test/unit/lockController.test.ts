@@ -9,7 +9,6 @@ import { ManualTime } from '../support/manualTime.js';
 const UUID = '6f1c2a0e-8d0b-4a57-9d43-1f2e3a4b5c6d';
 const WALL0 = Date.parse('2026-07-01T12:00:00Z');
 
-
 class RecordingGpio implements GpioOutput {
   readonly pin = 17;
   writes: Level[] = [];
@@ -61,9 +60,7 @@ function door(failMode: FailMode = 'secure', activeLow = false, maxUnlockSeconds
   };
 }
 
-function setup(
-  opts: { failMode?: FailMode; activeLow?: boolean; persisted?: PersistedLock; maxUnlockSeconds?: number; synchronized?: boolean } = {},
-) {
+function setup(opts: { failMode?: FailMode; activeLow?: boolean; persisted?: PersistedLock; maxUnlockSeconds?: number; synchronized?: boolean } = {}) {
   const log: string[] = [];
   const time = new ManualTime({ wall: WALL0, mono: 1_000 });
   const gpio = new RecordingGpio(log);
@@ -192,15 +189,10 @@ describe('LockController', () => {
   it('calls onChange with the snapshot and the previous state', () => {
     const { time, controller, changes } = setup();
     controller.unlock(5, 'card');
-    expect(changes).toEqual([
-      [{ door: UUID, state: 'UNLOCKED', relockAt: WALL0 + 5000, heldOpen: false, changedAt: WALL0, cause: 'card' }, 'LOCKED'],
-    ]);
+    expect(changes).toEqual([[{ door: UUID, state: 'UNLOCKED', relockAt: WALL0 + 5000, heldOpen: false, changedAt: WALL0, cause: 'card' }, 'LOCKED']]);
     time.advance(5000);
     expect(changes).toHaveLength(2);
-    expect(changes[1]).toEqual([
-      { door: UUID, state: 'LOCKED', relockAt: null, heldOpen: false, changedAt: WALL0 + 5000, cause: 'timer' },
-      'UNLOCKED',
-    ]);
+    expect(changes[1]).toEqual([{ door: UUID, state: 'LOCKED', relockAt: null, heldOpen: false, changedAt: WALL0 + 5000, cause: 'timer' }, 'UNLOCKED']);
   });
 
   it('a persistence failure does not stop the relay from moving, is reported and retried', () => {

@@ -44,10 +44,13 @@ function setup(handlers: MqttHandler[]) {
 const qos1 = { qos: 1 } as const;
 
 describe('HandlerList: subscribe once, dispatch by topic', () => {
-  it('subscribes once to the union of the filters, with each filter\'s options, then runs onConnect in order', async () => {
+  it("subscribes once to the union of the filters, with each filter's options, then runs onConnect in order", async () => {
     const commands = new Recorder('commands', [{ filter: 'da/doors/d1/set', options: { qos: 1, rap: true } }]);
     const links = new Recorder('links', [{ filter: 'da/guest-links/+', options: qos1 }]);
-    const shared = new Recorder('shared', [{ filter: 'da/guest-links/+', options: { qos: 0 } }, { filter: 'da/holidays', options: qos1 }]);
+    const shared = new Recorder('shared', [
+      { filter: 'da/guest-links/+', options: { qos: 0 } },
+      { filter: 'da/holidays', options: qos1 },
+    ]);
     const t = setup([commands, links, shared]);
     await t.list.connect();
     expect(t.client.subscriptions).toEqual([
@@ -90,7 +93,10 @@ describe('HandlerList: subscribe once, dispatch by topic', () => {
   });
 
   it('removing a handler stops it and unsubscribes only the filters no other handler needs', async () => {
-    const links = new Recorder('links', [{ filter: 'da/guest-links/+', options: qos1 }, { filter: 'da/guest-link-index', options: qos1 }]);
+    const links = new Recorder('links', [
+      { filter: 'da/guest-links/+', options: qos1 },
+      { filter: 'da/guest-link-index', options: qos1 },
+    ]);
     const audit = new Recorder('audit', [{ filter: 'da/guest-links/+', options: qos1 }]);
     const t = setup([links, audit]);
     await t.list.remove(links);
@@ -103,7 +109,7 @@ describe('HandlerList: subscribe once, dispatch by topic', () => {
     expect(t.client.unsubscribed).toEqual([['da/guest-link-index'], ['da/guest-links/+']]);
   });
 
-  it('stop runs every handler\'s stop, the last first', async () => {
+  it("stop runs every handler's stop, the last first", async () => {
     const order: string[] = [];
     const handler = (name: string): MqttHandler => ({ name, subscriptions: () => [], stop: () => void order.push(name) });
     const t = setup([handler('a'), handler('b'), handler('c')]);

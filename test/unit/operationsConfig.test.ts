@@ -33,12 +33,20 @@ describe('door operations configuration', () => {
       ),
       'test.yaml',
     );
-    expect(parsed.access).toMatchObject({ responders: { groups: ['Security'], policies: [] }, holidays: ['2026-12-25', '2026-12-26'], duressPin: 'lastDigitPlusOne' });
+    expect(parsed.access).toMatchObject({
+      responders: { groups: ['Security'], policies: [] },
+      holidays: ['2026-12-25', '2026-12-26'],
+      duressPin: 'lastDigitPlusOne',
+    });
     const door = parsed.doors[0]!;
     expect(door.unlockSchedule?.[1]).toEqual([[8, 18]]);
     expect(door.firstPersonIn).toEqual({ groups: ['Managers'], policies: [] });
     expect(door.tamper).toEqual({ pin: 23, activeLevel: 1, debounceMs: 50, pull: 'none' });
-    const reader = door.reader as unknown as { replies: unknown; led: { activeLevel: number; patterns: Record<string, number[]> }; buzzer: { patterns: Record<string, number[]> } };
+    const reader = door.reader as unknown as {
+      replies: unknown;
+      led: { activeLevel: number; patterns: Record<string, number[]> };
+      buzzer: { patterns: Record<string, number[]> };
+    };
     expect(reader.replies).toEqual({ grant: 'OK\r\n', deny: 'DENY\r\n' });
     expect(reader.led.activeLevel).toBe(0);
     // A lockout is a refusal: the deny pattern unless one is given; an empty pattern keeps the line off.
@@ -65,7 +73,9 @@ describe('door operations configuration', () => {
       'access.holidays[1]: expected a date YYYY-MM-DD',
       'access.holidays[2]: expected a date YYYY-MM-DD',
     ]);
-    expect(problems(config('{ groups: [Staff], duressPin: reverse }', ''))[0]).toMatch(/^access\.duressPin: expected one of "off"\|"lastDigitPlusOne"\|"lastDigitMinusOne"/);
+    expect(problems(config('{ groups: [Staff], duressPin: reverse }', ''))[0]).toMatch(
+      /^access\.duressPin: expected one of "off"\|"lastDigitPlusOne"\|"lastDigitMinusOne"/,
+    );
     expect(problems(config('{ groups: [Staff], responders: {} }', ''))).toEqual(['access.responders: list at least one group or policy']);
   });
 
@@ -102,13 +112,15 @@ describe('door operations configuration', () => {
   });
 
   it('refuses replies on a reader that cannot take them, and LED lines on an OSDP reader (its own bus drives them)', () => {
-    expect(problems(config('{ groups: [Staff] }', '    reader: { type: wiegand, d0: 5, d1: 6, replies: { grant: "OK" } }\n', 'gpio: { driver: chardev }'))).toEqual([
-      'doors[0].reader.replies: unknown key',
-    ]);
+    expect(
+      problems(config('{ groups: [Staff] }', '    reader: { type: wiegand, d0: 5, d1: 6, replies: { grant: "OK" } }\n', 'gpio: { driver: chardev }')),
+    ).toEqual(['doors[0].reader.replies: unknown key']);
     expect(problems(config('{ groups: [Staff] }', '    reader: { type: osdp, path: /dev/ttyUSB0, address: 1, led: { pin: 24 } }\n'))).toEqual([
       'doors[0].reader.led: unknown key',
     ]);
-    expect(problems(config('{ groups: [Staff] }', '    reader: { path: /dev/ttyUSB0, replies: { grant: "\\u0007" } }\n'))[0]).toMatch(/^doors\[0\]\.reader\.replies\.grant: /);
+    expect(problems(config('{ groups: [Staff] }', '    reader: { path: /dev/ttyUSB0, replies: { grant: "\\u0007" } }\n'))[0]).toMatch(
+      /^doors\[0\]\.reader\.replies\.grant: /,
+    );
     expect(problems(config('{ groups: [Staff] }', '    reader: { path: /dev/ttyUSB0, led: { pin: 24, patterns: { deny: [5] } } }\n'))).toEqual([
       'doors[0].reader.led.patterns.deny[0]: at least 10 ms',
     ]);

@@ -4,7 +4,8 @@ import type { ReaderFrame } from '../../src/readers/readerFrames.js';
 import { CMD, OsdpBus } from '../../src/readers/osdp/controlPanel.js';
 import { encodePacket } from '../../src/readers/osdp/packet.js';
 
-const packBits = (bits: number[]) => Array.from({ length: Math.ceil(bits.length / 8) }, (_, i) => bits.slice(i * 8, i * 8 + 8).reduce((a, b, j) => a | (b << (7 - j)), 0));
+const packBits = (bits: number[]) =>
+  Array.from({ length: Math.ceil(bits.length / 8) }, (_, i) => bits.slice(i * 8, i * 8 + 8).reduce((a, b, j) => a | (b << (7 - j)), 0));
 import { ManualTime } from '../support/manualTime.js';
 import { OsdpEmulator } from '../../src/readers/osdp/readerEmulator.js';
 
@@ -105,11 +106,18 @@ describe('OSDP control panel (plain mode) against an emulated reader', () => {
     t.time.advance(50);
     t.pd.reader(0).silent = true;
     t.time.advance(2500);
-    expect(t.online).toEqual([[0, true], [0, false]]);
+    expect(t.online).toEqual([
+      [0, true],
+      [0, false],
+    ]);
     t.pd.reader(0).silent = false;
     t.pd.reader(0).received.length = 0;
     t.time.advance(1500); // offline, it is tried 1 s after the last try
-    expect(t.online).toEqual([[0, true], [0, false], [0, true]]);
+    expect(t.online).toEqual([
+      [0, true],
+      [0, false],
+      [0, true],
+    ]);
     expect(t.pd.reader(0).received[0]).toBe(CMD.ID);
     expect(t.identified).toEqual([0, 0]);
   });
@@ -141,7 +149,12 @@ describe('OSDP control panel (plain mode) against an emulated reader', () => {
       panel!.receive(bytes.subarray(0, half));
       time.setTimeout(() => panel!.receive(bytes.subarray(half)), gapMs);
     });
-    panel = new OsdpBus({ transport: { write: (b) => pd.receive(b) }, clock: time, timers: time, readers: [{ address: 0, numbering: 'data', onFrame: (f) => frames.push(f) }] });
+    panel = new OsdpBus({
+      transport: { write: (b) => pd.receive(b) },
+      clock: time,
+      timers: time,
+      readers: [{ address: 0, numbering: 'data', onFrame: (f) => frames.push(f) }],
+    });
     panel.start();
     time.advance(50);
     gapMs = 60;
@@ -156,7 +169,10 @@ describe('OSDP control panel (plain mode) against an emulated reader', () => {
   it('two readers on one bus: both polled, each card reported with its reader; one offline leaves the other working', () => {
     const t = bus([1, 2]);
     t.time.advance(100);
-    expect(t.online).toEqual([[1, true], [2, true]]);
+    expect(t.online).toEqual([
+      [1, true],
+      [2, true],
+    ]);
     t.pd.reader(2).silent = true;
     t.time.advance(3000);
     t.pd.presentCard(1, encodeCard(11n, 26));
@@ -180,7 +196,7 @@ describe('OSDP control panel (plain mode) against an emulated reader', () => {
 });
 
 describe('OSDP secure channel', () => {
-  it('with the reader\'s key: the handshake, then every poll MACed; a card read arrives encrypted and is decided', () => {
+  it("with the reader's key: the handshake, then every poll MACed; a card read arrives encrypted and is decided", () => {
     const t = bus([0], { scbk: KEY, readerKey: KEY });
     t.time.advance(100);
     expect(t.pd.reader(0).log).toEqual(['established']);
@@ -224,13 +240,16 @@ describe('OSDP secure channel', () => {
     t.time.advance(100);
     t.pd.reader(0).scbk = KEY;
     t.time.advance(15_000);
-    expect(t.channels).toEqual([[0, 'failed'], [0, 'secure']]);
+    expect(t.channels).toEqual([
+      [0, 'failed'],
+      [0, 'secure'],
+    ]);
     t.pd.presentCard(0, encodeCard(8n, 26));
     t.time.advance(50);
     expect(t.frames).toEqual([[0, { kind: 'card', value: '8' }]]);
   });
 
-  it('install mode uses the standard\'s default key, for a new reader', () => {
+  it("install mode uses the standard's default key, for a new reader", () => {
     const t = bus([0], { installMode: true });
     t.time.advance(100);
     expect(t.pd.reader(0).log).toEqual(['established']);
@@ -305,7 +324,10 @@ describe('OSDP secure channel', () => {
     // A second one: no second quirk message; the channel holds.
     t.pd.reader(0).pending.push({ code: 0x48, data: [0, 0] });
     t.time.advance(50);
-    expect(t.statuses).toEqual([{ tamper: true, powerFailure: false }, { tamper: false, powerFailure: false }]);
+    expect(t.statuses).toEqual([
+      { tamper: true, powerFailure: false },
+      { tamper: false, powerFailure: false },
+    ]);
     expect(t.quirks).toHaveLength(1);
     expect(t.pd.reader(0).log).toEqual(['established']);
   });
@@ -358,7 +380,9 @@ describe('OSDP secure channel', () => {
       transport: { write: (bytes) => panel!.receive(forged(bytes[5]! & 0x03)) },
       clock: time,
       timers: time,
-      readers: [{ address: 0, numbering: 'data', scbk: KEY, onFrame: (f) => frames.push(f), onDropped: (r) => dropped.push(r), onOnline: (o) => online.push(o) }],
+      readers: [
+        { address: 0, numbering: 'data', scbk: KEY, onFrame: (f) => frames.push(f), onDropped: (r) => dropped.push(r), onOnline: (o) => online.push(o) },
+      ],
     });
     panel.start();
     time.advance(3000);

@@ -19,7 +19,7 @@ describe('OSDP packets', () => {
     expect(crc16(Buffer.from('123456789', 'latin1'))).toBe(0xe5cc);
     let seed = 7;
     for (let n = 0; n < 50; n++) {
-      const bytes = Array.from({ length: 1 + (n * 13) % 90 }, () => (seed = (seed * 1103515245 + 12345) & 0x7fffffff) & 0xff);
+      const bytes = Array.from({ length: 1 + ((n * 13) % 90) }, () => (seed = (seed * 1103515245 + 12345) & 0x7fffffff) & 0xff);
       expect(crc16(Buffer.from(bytes))).toBe(referenceCrc(bytes));
     }
   });
@@ -39,7 +39,16 @@ describe('OSDP packets', () => {
   });
 
   it('parses what it encodes, with a security block and a MAC, from a noisy stream split anywhere', () => {
-    const secure: Packet = { addr: 5, reply: true, sqn: 3, crc: true, scb: { type: 0x16, data: Buffer.alloc(0) }, code: 0x50, data: Buffer.from([0, 1, 26, 0, 1, 2, 3, 4]), mac: Buffer.from([9, 8, 7, 6]) };
+    const secure: Packet = {
+      addr: 5,
+      reply: true,
+      sqn: 3,
+      crc: true,
+      scb: { type: 0x16, data: Buffer.alloc(0) },
+      code: 0x50,
+      data: Buffer.from([0, 1, 26, 0, 1, 2, 3, 4]),
+      mac: Buffer.from([9, 8, 7, 6]),
+    };
     const plain: Packet = { addr: 5, reply: true, sqn: 1, crc: true, code: 0x40, data: Buffer.alloc(0) };
     const stream = Buffer.concat([Buffer.from([0xff, 0x12, 0x00]), encodePacket(secure), Buffer.from([0xff]), encodePacket(plain)]);
     for (const split of [1, 5, 17, stream.length - 1]) {

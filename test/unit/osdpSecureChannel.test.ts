@@ -1,5 +1,15 @@
 import { describe, expect, it } from 'vitest';
-import { SCBK_D, clientCryptogram, computeMac, decryptData, deriveSessionKeys, encryptData, initialRmac, macMatches, serverCryptogram } from '../../src/readers/osdp/secureChannel.js';
+import {
+  SCBK_D,
+  clientCryptogram,
+  computeMac,
+  decryptData,
+  deriveSessionKeys,
+  encryptData,
+  initialRmac,
+  macMatches,
+  serverCryptogram,
+} from '../../src/readers/osdp/secureChannel.js';
 import { checksum, crc16 } from '../../src/readers/osdp/packet.js';
 
 const rndA = Buffer.from('0102030405060708', 'hex');
@@ -54,7 +64,7 @@ describe('OSDP secure channel cryptography', () => {
 
   // The worked examples of the standard (SIA OSDP v2.2, Annex E): the host (CP) random B0..B7, the PD random
   // A0..A7, SCBK-D.
-  it('Annex E: session keys, both cryptograms and the initial R-MAC are the standard\'s own numbers', () => {
+  it("Annex E: session keys, both cryptograms and the initial R-MAC are the standard's own numbers", () => {
     const hex = (h: string) => Buffer.from(h, 'hex');
     const cpRandom = hex('b0b1b2b3b4b5b6b7');
     const pdRandom = hex('a0a1a2a3a4a5a6a7');

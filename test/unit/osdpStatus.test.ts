@@ -5,8 +5,17 @@ import type { RuntimeStatus } from '../../src/store/runtimeStatus.js';
 
 const UUID = '6f1c2a0e-8d0b-4a57-9d43-1f2e3a4b5c6d';
 const door = (reader: Partial<{ scbkFile: string; installMode: boolean }> = {}) =>
-  ({ uuid: UUID, reader: { type: 'osdp', path: '/dev/ttyUSB0', baudRate: 9600, address: 0, installMode: false, numbering: 'data', check: 'crc', ...reader } }) as unknown as DoorOptions;
-const runtime = (channel?: string): RuntimeStatus => ({ pid: 1, startedAt: '', stoppedAt: null, readers: { [UUID]: true }, ...(channel ? { readerChannels: { [UUID]: channel } } : {}) });
+  ({
+    uuid: UUID,
+    reader: { type: 'osdp', path: '/dev/ttyUSB0', baudRate: 9600, address: 0, installMode: false, numbering: 'data', check: 'crc', ...reader },
+  }) as unknown as DoorOptions;
+const runtime = (channel?: string): RuntimeStatus => ({
+  pid: 1,
+  startedAt: '',
+  stoppedAt: null,
+  readers: { [UUID]: true },
+  ...(channel ? { readerChannels: { [UUID]: channel } } : {}),
+});
 
 describe('status: the OSDP channel in use, not only the configured one', () => {
   it('a reader with a key whose handshake failed shows FAILED, configured secure', () => {
@@ -18,8 +27,12 @@ describe('status: the OSDP channel in use, not only the configured one', () => {
   it('secure in use; pending before the daemon has reported; plain for a reader without a key', () => {
     expect(osdpChannelText(osdpChannelView(door({ scbkFile: '/k' }), runtime('secure'), true))).toBe('; secure channel in use');
     expect(osdpChannelView(door({ scbkFile: '/k' }), runtime(), true)).toEqual({ configured: 'secure', inUse: 'pending' });
-    expect(osdpChannelText(osdpChannelView(door(), runtime(), true))).toContain('PLAIN (no secure channel: a device on the bus can read and inject cards and PINs)');
-    expect(osdpChannelText(osdpChannelView(door({ installMode: true }), runtime('secure'), true))).toBe('; secure channel in use (install mode: the public default key)');
+    expect(osdpChannelText(osdpChannelView(door(), runtime(), true))).toContain(
+      'PLAIN (no secure channel: a device on the bus can read and inject cards and PINs)',
+    );
+    expect(osdpChannelText(osdpChannelView(door({ installMode: true }), runtime('secure'), true))).toBe(
+      '; secure channel in use (install mode: the public default key)',
+    );
   });
 
   it('no daemon: only the configured channel; no OSDP reader: nothing', () => {

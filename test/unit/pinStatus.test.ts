@@ -10,6 +10,8 @@ describe('status lines for PINs (issue 32)', () => {
     ]);
     expect(pinLines({ minPinLength: 6, shortPins: 0, keypad: { failures: 3, lockedOut: false, streak: 0 } })).toEqual(['keypads: 3 wrong PINs counted']);
     // One of each: singular.
-    expect(pinLines({ minPinLength: 6, shortPins: 0, keypad: { failures: 1, lockedOut: false, streak: 1 } })).toEqual(['keypads: 1 wrong PIN counted; 1 lockout in a row']);
+    expect(pinLines({ minPinLength: 6, shortPins: 0, keypad: { failures: 1, lockedOut: false, streak: 1 } })).toEqual([
+      'keypads: 1 wrong PIN counted; 1 lockout in a row',
+    ]);
   });
 });

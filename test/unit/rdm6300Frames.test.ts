@@ -40,21 +40,33 @@ describe('RDM6300 frames', () => {
 
   it('another card while one is held is decided at once', () => {
     const parser = new Rdm6300FrameParser({ numbering: 'last32' });
-    expect(run(parser, [[frame(ALICE), 0], [frame('1A00404B4B'), 100]])).toEqual([card('4213578'), card('4213579')]);
+    expect(
+      run(parser, [
+        [frame(ALICE), 0],
+        [frame('1A00404B4B'), 100],
+      ]),
+    ).toEqual([card('4213578'), card('4213579')]);
   });
 
   it('a frame split over reads, byte by byte, decodes the same', () => {
     const parser = new Rdm6300FrameParser({ numbering: 'last32' });
     const bytes = frame(ALICE);
-    expect(run(parser, [...bytes].map((b, i): [Buffer, number] => [Buffer.from([b]), i]))).toEqual([card('4213578')]);
+    expect(
+      run(
+        parser,
+        [...bytes].map((b, i): [Buffer, number] => [Buffer.from([b]), i]),
+      ),
+    ).toEqual([card('4213578')]);
   });
 
   it('a bad checksum is noise, never a card; the next good frame still is', () => {
     const parser = new Rdm6300FrameParser({ numbering: 'last32' });
-    expect(run(parser, [[frame(ALICE, { checksum: 0x00 }), 0], [frame(ALICE), 100]])).toEqual([
-      { kind: 'noise', bytes: 14, reasons: ['checksum'] },
-      card('4213578'),
-    ]);
+    expect(
+      run(parser, [
+        [frame(ALICE, { checksum: 0x00 }), 0],
+        [frame(ALICE), 100],
+      ]),
+    ).toEqual([{ kind: 'noise', bytes: 14, reasons: ['checksum'] }, card('4213578')]);
   });
 
   it('garbage between frames, a frame cut short by the next, non-hex digits and a missing ETX are noise', () => {

@@ -63,7 +63,8 @@ async function serialDevice(name: string, format: 'lines' | 'rdm6300'): Promise<
     return port;
   };
   let frame: Buffer;
-  if (format === 'lines') frame = Buffer.from(`000${CARD}\r\n`, 'latin1'); // leading zeros: normalized away
+  if (format === 'lines')
+    frame = Buffer.from(`000${CARD}\r\n`, 'latin1'); // leading zeros: normalized away
   else {
     // STX, 10 hex digits (a version byte, then the 32-bit card), 2 hex digits of XOR, ETX; sent over and over.
     const id = (0x1an << 32n) | CARD;

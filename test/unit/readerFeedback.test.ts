@@ -168,23 +168,26 @@ describe('ReaderSignals', () => {
     expect(t.gpio.take()).toEqual([`0 ${LED}=1`, `1800 ${LED}=0`]);
   });
 
-  it.each([0, 1] as const)('activeLevel %i: close() in the middle of a pattern stops it and leaves the line inactive; play() then does nothing', (activeLevel) => {
-    const t = setup();
-    const off = activeLevel === 1 ? 0 : 1;
-    const signals = new ReaderSignals({ led: line(LED, activeLevel), buzzer: line(BUZZER, activeLevel) }, t.deps);
-    t.gpio.take();
-    signals.play('deny');
-    t.time.advance(50);
-    signals.close();
-    expect(t.gpio.levels.get(LED)).toBe(off);
-    expect(t.gpio.levels.get(BUZZER)).toBe(off);
-    expect(t.time.pendingCount).toBe(0);
-    t.gpio.take();
-    signals.play('grant');
-    signals.close();
-    t.time.advance(10_000);
-    expect(t.gpio.take()).toEqual([]);
-  });
+  it.each([0, 1] as const)(
+    'activeLevel %i: close() in the middle of a pattern stops it and leaves the line inactive; play() then does nothing',
+    (activeLevel) => {
+      const t = setup();
+      const off = activeLevel === 1 ? 0 : 1;
+      const signals = new ReaderSignals({ led: line(LED, activeLevel), buzzer: line(BUZZER, activeLevel) }, t.deps);
+      t.gpio.take();
+      signals.play('deny');
+      t.time.advance(50);
+      signals.close();
+      expect(t.gpio.levels.get(LED)).toBe(off);
+      expect(t.gpio.levels.get(BUZZER)).toBe(off);
+      expect(t.time.pendingCount).toBe(0);
+      t.gpio.take();
+      signals.play('grant');
+      signals.close();
+      t.time.advance(10_000);
+      expect(t.gpio.take()).toEqual([]);
+    },
+  );
 
   it('close() with nothing playing writes nothing (the lines are idle already)', () => {
     const t = setup();
@@ -265,7 +268,7 @@ describe('readerFeedback', () => {
     expect(t.gpio.take()).toEqual([]);
   });
 
-  it('plays the default patterns of a Wiegand reader\'s LED and buzzer (active low); a lockout plays the deny pattern', () => {
+  it("plays the default patterns of a Wiegand reader's LED and buzzer (active low); a lockout plays the deny pattern", () => {
     const t = setup();
     const feedback = readerFeedback(door({ type: 'wiegand', d0: 5, d1: 6, led: { pin: LED }, buzzer: { pin: BUZZER } }), t.deps);
     expect(feedback).not.toBeNull();
@@ -303,7 +306,10 @@ describe('readerFeedback', () => {
     const t = setup();
     const sent: string[] = [];
     const serial = { send: (text: string) => (sent.push(text), true) };
-    const feedback = readerFeedback(door({ type: 'serial', path: '/dev/ttyUSB0', replies: { grant: 'OK\r\n', deny: 'NO\r\n', lockdown: 'LOCK\r\n' } }), { ...t.deps, serial })!;
+    const feedback = readerFeedback(door({ type: 'serial', path: '/dev/ttyUSB0', replies: { grant: 'OK\r\n', deny: 'NO\r\n', lockdown: 'LOCK\r\n' } }), {
+      ...t.deps,
+      serial,
+    })!;
     expect(t.gpio.take()).toEqual([]);
     feedback.signal('grant');
     feedback.signal('deny');
@@ -324,7 +330,10 @@ describe('readerFeedback', () => {
         return true;
       },
     };
-    const feedback = readerFeedback(door({ type: 'serial', path: '/dev/ttyUSB0', led: { pin: LED, activeLevel: 1 }, replies: { grant: 'OK\r\n' } }), { ...t.deps, serial })!;
+    const feedback = readerFeedback(door({ type: 'serial', path: '/dev/ttyUSB0', led: { pin: LED, activeLevel: 1 }, replies: { grant: 'OK\r\n' } }), {
+      ...t.deps,
+      serial,
+    })!;
     expect(t.gpio.take()).toEqual([`open ${LED}=0`]);
     feedback.signal('deny');
     expect(sent).toEqual([]);

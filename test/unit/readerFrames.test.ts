@@ -51,10 +51,20 @@ describe('card lines', () => {
 
   it('a card split across chunks, down to one byte per chunk, is one card', () => {
     const p = parser();
-    const out = run(p, [...'0004213578\r\n'].map((c, i): [string, number] => [c, i * 5]));
+    const out = run(
+      p,
+      [...'0004213578\r\n'].map((c, i): [string, number] => [c, i * 5]),
+    );
     expect(out).toEqual([card('0004213578')]);
     const q = parser();
-    expect(run(q, [['42', 0], ['135', 10], ['78\r', 20], ['\n', 30]])).toEqual([card('4213578')]);
+    expect(
+      run(q, [
+        ['42', 0],
+        ['135', 10],
+        ['78\r', 20],
+        ['\n', 30],
+      ]),
+    ).toEqual([card('4213578')]);
   });
 
   it('several cards in one chunk come out in order', () => {
@@ -62,11 +72,7 @@ describe('card lines', () => {
   });
 
   it('hex cards are cards for a hex reader, upper or lower case', () => {
-    expect(parser('hex').feed(buf('04A3B2C1\r\n0a0b0c0d\r\n12345678\r\n'), 0)).toEqual([
-      card('04A3B2C1'),
-      card('0a0b0c0d'),
-      card('12345678'),
-    ]);
+    expect(parser('hex').feed(buf('04A3B2C1\r\n0a0b0c0d\r\n12345678\r\n'), 0)).toEqual([card('04A3B2C1'), card('0a0b0c0d'), card('12345678')]);
   });
 
   it('a hex line is not a card for a decimal reader: 16-128 chars is a token, shorter is noise', () => {
@@ -88,39 +94,88 @@ describe('keypad', () => {
 
   it('keys one per line, each in its own chunk seconds apart, are one PIN', () => {
     const p = parser();
-    expect(run(p, [['5\r\n', 0], ['6\r\n', 2000], ['7\r\n', 4000], ['#\r\n', 6000]])).toEqual([pin('567')]);
+    expect(
+      run(p, [
+        ['5\r\n', 0],
+        ['6\r\n', 2000],
+        ['7\r\n', 4000],
+        ['#\r\n', 6000],
+      ]),
+    ).toEqual([pin('567')]);
   });
 
   it('raw keys with pauses between chunks are still one PIN', () => {
-    expect(run(parser(), [['12', 0], ['34#', 3000]])).toEqual([pin('1234')]);
+    expect(
+      run(parser(), [
+        ['12', 0],
+        ['34#', 3000],
+      ]),
+    ).toEqual([pin('1234')]);
   });
 
   it('"*" clears what was typed', () => {
     expect(parser().feed(buf('12*34#'), 0)).toEqual([cleared, pin('34')]);
-    expect(run(parser(), [['98', 0], ['*', 1000], ['76#', 2000]])).toEqual([cleared, pin('76')]);
+    expect(
+      run(parser(), [
+        ['98', 0],
+        ['*', 1000],
+        ['76#', 2000],
+      ]),
+    ).toEqual([cleared, pin('76')]);
   });
 
   it('more than 10 s between keys starts the entry over', () => {
-    expect(run(parser(), [['12', 0], ['34#', 10_001]])).toEqual([pin('34')]);
-    expect(run(parser(), [['1\r\n2\r\n', 0], ['3\r\n4\r\n#\r\n', 10_001]])).toEqual([pin('34')]);
+    expect(
+      run(parser(), [
+        ['12', 0],
+        ['34#', 10_001],
+      ]),
+    ).toEqual([pin('34')]);
+    expect(
+      run(parser(), [
+        ['1\r\n2\r\n', 0],
+        ['3\r\n4\r\n#\r\n', 10_001],
+      ]),
+    ).toEqual([pin('34')]);
   });
 
   it('keys up to 10 s apart still belong together', () => {
-    expect(run(parser(), [['12', 0], ['34#', 10_000]])).toEqual([pin('1234')]);
+    expect(
+      run(parser(), [
+        ['12', 0],
+        ['34#', 10_000],
+      ]),
+    ).toEqual([pin('1234')]);
   });
 
   it('"#" more than 10 s after the last key submits nothing', () => {
-    expect(run(parser(), [['12', 0], ['#', 10_001]])).toEqual([]);
+    expect(
+      run(parser(), [
+        ['12', 0],
+        ['#', 10_001],
+      ]),
+    ).toEqual([]);
   });
 
   it('"#" with nothing typed emits nothing', () => {
     expect(parser().feed(buf('#'), 0)).toEqual([]);
     expect(parser().feed(buf('#\r\n'), 0)).toEqual([]);
-    expect(run(parser(), [['1234#', 0], ['#', 100]])).toEqual([pin('1234')]);
+    expect(
+      run(parser(), [
+        ['1234#', 0],
+        ['#', 100],
+      ]),
+    ).toEqual([pin('1234')]);
   });
 
   it('a card line in between discards the keys typed before it', () => {
-    expect(run(parser(), [['5\r\n6\r\n', 0], ['4213578\r\n', 50], ['#', 100]])).toEqual([card('4213578')]);
+    expect(
+      run(parser(), [
+        ['5\r\n6\r\n', 0],
+        ['4213578\r\n', 50],
+        ['#', 100],
+      ]),
+    ).toEqual([card('4213578')]);
   });
 });
 
@@ -128,11 +183,9 @@ describe('QR tokens', () => {
   const t16 = 'AbCdEfGhIjKlMnOp';
 
   it('a printable line of 16 to 128 characters without spaces is a token', () => {
-    const t128 = 'x'.repeat(127) + 'Y';
+    const t128 = `${'x'.repeat(127)}Y`;
     expect(parser().feed(buf(`${t16}\r\n${t128}\r\n`), 0)).toEqual([token(t16), token(t128)]);
-    expect(parser().feed(buf('https://door.example/t/9f8e7d6c?x=1\r\n'), 0)).toEqual([
-      token('https://door.example/t/9f8e7d6c?x=1'),
-    ]);
+    expect(parser().feed(buf('https://door.example/t/9f8e7d6c?x=1\r\n'), 0)).toEqual([token('https://door.example/t/9f8e7d6c?x=1')]);
   });
 
   it.each([
@@ -156,7 +209,9 @@ describe('QR tokens', () => {
 describe('noise', () => {
   // Non-printable bytes (0x00 and 0xff included) with CR and LF scattered through them.
   const burst = [0x00, 0xff];
-  randomBytes(400, 0x2545f491, (b) => !isPrintable(b)).forEach((b, i) => burst.push(...(i % 37 === 36 ? [b, 0x0d] : [b])));
+  randomBytes(400, 0x2545f491, (b) => !isPrintable(b)).forEach((b, i) => {
+    burst.push(...(i % 37 === 36 ? [b, 0x0d] : [b]));
+  });
   burst.push(0x0a, 0x00, 0xff);
   const lineBytes = burst.filter((b) => b !== 0x0d && b !== 0x0a).length;
 
@@ -183,7 +238,9 @@ describe('noise', () => {
   it('a burst fed byte by byte is still ONE noise frame, never one per byte', () => {
     const p = parser();
     const out: ReaderFrame[] = [];
-    burst.forEach((b, i) => out.push(...p.feed(Buffer.from([b]), i)));
+    burst.forEach((b, i) => {
+      out.push(...p.feed(Buffer.from([b]), i));
+    });
     out.push(...p.feed(buf('4213578\r\n'), 1000));
     expect(out).toEqual([noise(lineBytes, 'binary'), card('4213578')]);
   });
@@ -221,7 +278,12 @@ describe('noise', () => {
   });
 
   it('half a card frame then a pause: the stale digits never merge into the next card', () => {
-    expect(run(parser(), [['4213', 0], ['4213578\r\n', 1000]])).toEqual([card('4213578')]);
+    expect(
+      run(parser(), [
+        ['4213', 0],
+        ['4213578\r\n', 1000],
+      ]),
+    ).toEqual([card('4213578')]);
     const p = parser();
     expect(p.feed(buf('4213'), 0)).toEqual([]);
     expect(p.idle(1000)).toEqual([]);
@@ -229,7 +291,12 @@ describe('noise', () => {
   });
 
   it('a partial non-digit line followed by a pause is noise', () => {
-    expect(run(parser(), [['AB?', 0], ['4213578\r\n', 1000]])).toEqual([noise(3, 'unrecognized'), card('4213578')]);
+    expect(
+      run(parser(), [
+        ['AB?', 0],
+        ['4213578\r\n', 1000],
+      ]),
+    ).toEqual([noise(3, 'unrecognized'), card('4213578')]);
     const p = parser();
     expect(p.feed(buf('\x00\x01zz'), 0)).toEqual([]);
     expect(p.idle(1000)).toEqual([noise(4, 'binary')]);

@@ -29,8 +29,17 @@ describe('api_key in the first bytes of a body', () => {
 describe('keys in several places', () => {
   it('the same key anywhere is one key; two that differ are refused naming both places', () => {
     expect(oneKey([])).toBeUndefined();
-    expect(oneKey([{ place: 'the Authorization header', key: 'A' }, { place: 'api_key in the body', key: 'A' }])).toBe('A');
-    const differ = () => oneKey([{ place: 'the Authorization header', key: 'A' }, { place: 'api_key in the body', key: 'B' }]);
+    expect(
+      oneKey([
+        { place: 'the Authorization header', key: 'A' },
+        { place: 'api_key in the body', key: 'A' },
+      ]),
+    ).toBe('A');
+    const differ = () =>
+      oneKey([
+        { place: 'the Authorization header', key: 'A' },
+        { place: 'api_key in the body', key: 'B' },
+      ]);
     expect(differ).toThrow(BadRequest);
     expect(differ).toThrow('two API keys that differ, in the Authorization header and in api_key in the body: send one key, in one place');
   });

@@ -40,7 +40,18 @@ describe('parseServiceTime', () => {
 
 describe('scheduleAllows', () => {
   const noneOnSunday: TimeMapping = [[], [[0, 24]], [[0, 24]], [[0, 24]], [[0, 24]], [[0, 24]], [[0, 24]]];
-  const officeHours: TimeMapping = [[], [[8, 12], [13, 17]], [[8, 17]], [[8, 17]], [[8, 17]], [[8, 17]], []];
+  const officeHours: TimeMapping = [
+    [],
+    [
+      [8, 12],
+      [13, 17],
+    ],
+    [[8, 17]],
+    [[8, 17]],
+    [[8, 17]],
+    [[8, 17]],
+    [],
+  ];
 
   it('[[0,24]] allows every hour of every day', () => {
     for (let weekday = 0; weekday < 7; weekday++) {

@@ -6,7 +6,6 @@ import type { ReaderFrame } from '../../src/readers/readerFrames.js';
 import { backoffDelay } from '../../src/util/backoff.js';
 import { ManualTime } from '../support/manualTime.js';
 
-
 type OpenOutcome = 'ok' | 'fail' | 'later';
 
 /** A serial port whose open() succeeds or fails as scripted (then `rest` once the script is used up). */
@@ -188,7 +187,7 @@ describe('SerialReader reconnect', () => {
 
   it('keeps retrying with growing delays, first within 1 s, never more than 30 s apart', () => {
     let seed = 7;
-    vi.spyOn(Math, 'random').mockImplementation(() => ((seed = (seed * 1_103_515_245 + 12_345) % 2 ** 31) / 2 ** 31));
+    vi.spyOn(Math, 'random').mockImplementation(() => (seed = (seed * 1_103_515_245 + 12_345) % 2 ** 31) / 2 ** 31);
     const t = setup(['ok', ...Array<OpenOutcome>(40).fill('fail')], 'ok');
     t.reader.start();
     t.current().unplug();

@@ -95,7 +95,14 @@ describe('inScheduleHours', () => {
   });
 
   it('a gap between two ranges of one day is out of hours', () => {
-    const split = schedule(week({ [MON]: [[8, 12], [13, 17]] }));
+    const split = schedule(
+      week({
+        [MON]: [
+          [8, 12],
+          [13, 17],
+        ],
+      }),
+    );
     expect(inScheduleHours(split, utc('2026-01-12T10:59:59.999Z'), berlin)).toBe(true);
     expect(inScheduleHours(split, utc('2026-01-12T11:00:00Z'), berlin)).toBe(false);
     expect(inScheduleHours(split, utc('2026-01-12T11:59:59.999Z'), berlin)).toBe(false);
@@ -199,7 +206,14 @@ describe('nextScheduleChange', () => {
   });
 
   it('is strictly after `at` and lands exactly on the boundary', () => {
-    const s = schedule(week({ [MON]: [[8, 12], [13, 17]] }));
+    const s = schedule(
+      week({
+        [MON]: [
+          [8, 12],
+          [13, 17],
+        ],
+      }),
+    );
     const changes: number[] = [];
     let t = utc('2026-01-12T00:00:00Z');
     for (let i = 0; i < 5; i++) {
@@ -209,13 +223,18 @@ describe('nextScheduleChange', () => {
       changes.push(next!);
       t = next!;
     }
-    expect(changes).toEqual(
-      ['2026-01-12T07:00:00Z', '2026-01-12T11:00:00Z', '2026-01-12T12:00:00Z', '2026-01-12T16:00:00Z', '2026-01-19T07:00:00Z'].map(utc),
-    );
+    expect(changes).toEqual(['2026-01-12T07:00:00Z', '2026-01-12T11:00:00Z', '2026-01-12T12:00:00Z', '2026-01-12T16:00:00Z', '2026-01-19T07:00:00Z'].map(utc));
   });
 
   it('ranges that touch ([8,12] and [12,17]) change only at 8 and 17', () => {
-    const s = schedule(week({ [MON]: [[8, 12], [12, 17]] }));
+    const s = schedule(
+      week({
+        [MON]: [
+          [8, 12],
+          [12, 17],
+        ],
+      }),
+    );
     expect(nextScheduleChange(s, utc('2026-01-12T07:00:00Z'), berlin)).toBe(utc('2026-01-12T16:00:00Z'));
   });
 
@@ -335,9 +354,23 @@ describe('runStartOf', () => {
   });
 
   it('separate ranges of one day are separate runs; touching ranges are one', () => {
-    const split = schedule(week({ [MON]: [[8, 12], [13, 17]] }));
+    const split = schedule(
+      week({
+        [MON]: [
+          [8, 12],
+          [13, 17],
+        ],
+      }),
+    );
     expect(runStartOf(split, utc('2026-01-12T13:00:00Z'), berlin)).toBe(utc('2026-01-12T12:00:00Z'));
-    const touching = schedule(week({ [MON]: [[8, 12], [12, 17]] }));
+    const touching = schedule(
+      week({
+        [MON]: [
+          [8, 12],
+          [12, 17],
+        ],
+      }),
+    );
     expect(runStartOf(touching, utc('2026-01-12T13:00:00Z'), berlin)).toBe(utc('2026-01-12T07:00:00Z'));
   });
 
@@ -354,9 +387,7 @@ describe('runStartOf', () => {
   });
 
   it('a holiday on the first day starts the run at local midnight', () => {
-    expect(runStartOf(schedule(fridayNight, { holidays: ['2026-01-09'] }), utc('2026-01-10T02:00:00Z'), berlin)).toBe(
-      utc('2026-01-09T23:00:00Z'),
-    );
+    expect(runStartOf(schedule(fridayNight, { holidays: ['2026-01-09'] }), utc('2026-01-10T02:00:00Z'), berlin)).toBe(utc('2026-01-09T23:00:00Z'));
   });
 
   it('across the Berlin spring-forward gap', () => {
@@ -384,7 +415,14 @@ describe('runStartOf', () => {
   });
 
   it('the longest possible finite run (all week but one hour) is found whole', () => {
-    const hours = Array.from({ length: 7 }, (_, day): HourRange[] => (day === WED ? [[0, 3], [4, 24]] : [[0, 24]]));
+    const hours = Array.from({ length: 7 }, (_, day): HourRange[] =>
+      day === WED
+        ? [
+            [0, 3],
+            [4, 24],
+          ]
+        : [[0, 24]],
+    );
     // Wednesday 2026-01-14 04:00Z to Wednesday 2026-01-21 03:00Z.
     expect(runStartOf(schedule(hours), utc('2026-01-21T02:59:00Z'), inUtc)).toBe(utc('2026-01-14T04:00:00Z'));
   });
@@ -570,7 +608,14 @@ describe('scheduleState', () => {
   });
 
   it('a suspension of an earlier run of the same day does not suspend the next one', () => {
-    const split = schedule(week({ [MON]: [[8, 12], [13, 17]] }));
+    const split = schedule(
+      week({
+        [MON]: [
+          [8, 12],
+          [13, 17],
+        ],
+      }),
+    );
     const memory: ScheduleMemory = { firstPersonAt: null, suspendedRun: utc('2026-01-12T07:00:00Z') };
     expect(scheduleState(split, memory, context('2026-01-12T10:00:00Z')).state).toBe('suspended');
     expect(scheduleState(split, memory, context('2026-01-12T12:00:00Z')).state).toBe('unlocked');
@@ -582,10 +627,15 @@ describe('scheduleState', () => {
   });
 
   describe('first-person-in', () => {
-    const fpi = schedule(weekdays([[8, 12], [13, 17]]), { firstPersonIn: true });
+    const fpi = schedule(
+      weekdays([
+        [8, 12],
+        [13, 17],
+      ]),
+      { firstPersonIn: true },
+    );
     const at = (iso: string, firstPersonAt: string | null, extra: Partial<ScheduleMemory> = {}) =>
-      scheduleState(fpi, { firstPersonAt: firstPersonAt === null ? null : utc(firstPersonAt), suspendedRun: null, ...extra }, context(iso))
-        .state;
+      scheduleState(fpi, { firstPersonAt: firstPersonAt === null ? null : utc(firstPersonAt), suspendedRun: null, ...extra }, context(iso)).state;
 
     it("'waiting_for_first_person' in hours until someone is granted", () => {
       expect(scheduleState(fpi, NO_MEMORY, context('2026-01-12T08:00:00Z'))).toEqual({
@@ -694,14 +744,49 @@ describe('scheduleState', () => {
 describe('longestUnlockRunHours', () => {
   it.each<[string, TimeMapping, number]>([
     ['all week', ALL_WEEK, Infinity],
-    ['all week in split ranges', Array.from({ length: 7 }, (): HourRange[] => [[0, 12], [12, 24]]), Infinity],
+    [
+      'all week in split ranges',
+      Array.from({ length: 7 }, (): HourRange[] => [
+        [0, 12],
+        [12, 24],
+      ]),
+      Infinity,
+    ],
     ['empty week', week({}), 0],
     ['no days at all', [], 0],
     ['one day given', [[[0, 24]]], 24],
     ['office hours', weekdays([[8, 17]]), 9],
-    ['lunch break', week({ [MON]: [[8, 12], [13, 17]], [WED]: [[9, 11]] }), 4],
-    ['touching ranges', week({ [MON]: [[8, 12], [12, 17]] }), 9],
-    ['overlapping ranges', week({ [MON]: [[8, 12], [10, 17]] }), 9],
+    [
+      'lunch break',
+      week({
+        [MON]: [
+          [8, 12],
+          [13, 17],
+        ],
+        [WED]: [[9, 11]],
+      }),
+      4,
+    ],
+    [
+      'touching ranges',
+      week({
+        [MON]: [
+          [8, 12],
+          [12, 17],
+        ],
+      }),
+      9,
+    ],
+    [
+      'overlapping ranges',
+      week({
+        [MON]: [
+          [8, 12],
+          [10, 17],
+        ],
+      }),
+      9,
+    ],
     ['across midnight', fridayNight, 10],
     ['across Saturday -> Sunday (wrap)', saturdayNight, 10],
     ['Friday evening to Sunday morning', week({ [FRI]: [[18, 24]], [SAT]: [[0, 24]], [SUN]: [[0, 6]] }), 36],
@@ -711,7 +796,14 @@ describe('longestUnlockRunHours', () => {
     ['Saturday 23:00 only', week({ [SAT]: [[23, 24]] }), 1],
     [
       'all week but one hour (the run wraps)',
-      Array.from({ length: 7 }, (_, day): HourRange[] => (day === WED ? [[0, 3], [4, 24]] : [[0, 24]])),
+      Array.from({ length: 7 }, (_, day): HourRange[] =>
+        day === WED
+          ? [
+              [0, 3],
+              [4, 24],
+            ]
+          : [[0, 24]],
+      ),
       167,
     ],
     ['all week but Sunday 00:00', Array.from({ length: 7 }, (_, day): HourRange[] => (day === SUN ? [[1, 24]] : [[0, 24]])), 167],

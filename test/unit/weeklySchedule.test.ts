@@ -64,7 +64,9 @@ describe('compileWeeklySchedule', () => {
 
   it('refuses overlapping ranges, an overnight tail over the next day included', () => {
     expect(problems({ mon: ['08:00-12:00', '11:00-14:00'] })).toEqual(['mon.1: "11:00-14:00" overlaps "08:00-12:00" (mon[0]): merge them into one range']);
-    expect(problems({ mon: ['22:00-06:00'], tue: ['05:00-09:00'] })).toEqual(['tue.0: "05:00-09:00" overlaps "22:00-06:00" (mon[0]): merge them into one range']);
+    expect(problems({ mon: ['22:00-06:00'], tue: ['05:00-09:00'] })).toEqual([
+      'tue.0: "05:00-09:00" overlaps "22:00-06:00" (mon[0]): merge them into one range',
+    ]);
     // Touching is not overlapping.
     expect(problems({ mon: ['08:00-12:00', '12:00-14:00'] })).toEqual([]);
   });

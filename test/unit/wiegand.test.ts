@@ -46,7 +46,9 @@ describe('Wiegand frames from synthetic edge streams', () => {
   });
 
   it('34- and 37-bit cards; for 37 bits the two numberings differ', () => {
-    expect(decode(wire(cardBits(34, 0xbeefn * 65536n + 0x1234n)))).toEqual([{ kind: 'card', bits: 34, data: 0xbeefn * 65536n + 0x1234n, facility: 0xbeef, card: 0x1234 }]);
+    expect(decode(wire(cardBits(34, 0xbeefn * 65536n + 0x1234n)))).toEqual([
+      { kind: 'card', bits: 34, data: 0xbeefn * 65536n + 0x1234n, facility: 0xbeef, card: 0x1234 },
+    ]);
     const data = 1234n * 524288n + 300000n;
     const [frame] = decode(wire(cardBits(37, data))) as Array<Extract<WiegandFrame, { kind: 'card' }>>;
     expect(frame).toMatchObject({ kind: 'card', bits: 37, facility: 1234, card: 300000 });
@@ -56,7 +58,7 @@ describe('Wiegand frames from synthetic edge streams', () => {
 
   it('decodes through jitter: pulses of 20-200 µs, bits 0.5-3 ms apart', () => {
     let seed = 42;
-    const random = () => ((seed = (seed * 1103515245 + 12345) % 2147483648) / 2147483648);
+    const random = () => (seed = (seed * 1103515245 + 12345) % 2147483648) / 2147483648;
     for (let round = 0; round < 200; round++) {
       const edges = wire(cardBits(26, H10301), { pulseUs: () => 20 + random() * 180, intervalUs: () => 500 + random() * 2500 });
       expect(decode(edges), `round ${round}`).toEqual([{ kind: 'card', bits: 26, data: H10301, facility: 123, card: 45678 }]);
@@ -75,7 +77,12 @@ describe('Wiegand frames from synthetic edge streams', () => {
     const edges = wire(cardBits(26, H10301));
     edges.push({ line: 'd1', rising: false, atUs: 1_000_000 + 10 * 1500 + 700 }, { line: 'd1', rising: true, atUs: 1_000_000 + 10 * 1500 + 703 });
     expect(decode(edges)).toEqual([{ kind: 'card', bits: 26, data: H10301, facility: 123, card: 45678 }]);
-    expect(decode([{ line: 'd0', rising: false, atUs: 5 }, { line: 'd0', rising: true, atUs: 7 }])).toEqual([{ kind: 'dropped', bits: 0, reason: 'glitch_only' }]);
+    expect(
+      decode([
+        { line: 'd0', rising: false, atUs: 5 },
+        { line: 'd0', rising: true, atUs: 7 },
+      ]),
+    ).toEqual([{ kind: 'dropped', bits: 0, reason: 'glitch_only' }]);
   });
 
   it('a bounce (a second pulse 80 µs after the first), both lines low at once, a line stuck low: the frame is dropped', () => {
@@ -113,7 +120,12 @@ describe('Wiegand frames from synthetic edge streams', () => {
   });
 
   it('keypad frames: 4-bit keys 0-9, * and #; 8-bit keys checked against their complement', () => {
-    expect([0, 9, 10, 11].map((k) => decodeBits(keyBits(k)))).toEqual([{ kind: 'key', key: '0' }, { kind: 'key', key: '9' }, { kind: 'key', key: '*' }, { kind: 'key', key: '#' }]);
+    expect([0, 9, 10, 11].map((k) => decodeBits(keyBits(k)))).toEqual([
+      { kind: 'key', key: '0' },
+      { kind: 'key', key: '9' },
+      { kind: 'key', key: '*' },
+      { kind: 'key', key: '#' },
+    ]);
     expect(decodeBits(keyBits(7, true))).toEqual({ kind: 'key', key: '7' });
     expect(decodeBits([1, 1, 1, 1, 0, 1, 1, 1])).toEqual({ kind: 'dropped', bits: 8, reason: 'parity' });
     expect(decodeBits(keyBits(13))).toEqual({ kind: 'dropped', bits: 4, reason: 'bad_key' });
@@ -139,7 +151,11 @@ describe('Wiegand frames from synthetic edge streams', () => {
 
 describe('the encoder (simulators, bench)', () => {
   it('writes the same bits as the layout in the specification, and they decode back', () => {
-    for (const [format, data] of [[26, 0xabcdefn], [34, 0xfedc_ba98n], [37, 0x7_1234_5678n]] as const) {
+    for (const [format, data] of [
+      [26, 0xabcdefn],
+      [34, 0xfedc_ba98n],
+      [37, 0x7_1234_5678n],
+    ] as const) {
       expect(encodeCard(data, format)).toEqual(cardBits(format, data));
       const decoder = new WiegandDecoder();
       const frames = [...edgesOf(encodeCard(data, format), 0).flatMap((e) => decoder.push(e)), ...decoder.flush(1_000_000)];

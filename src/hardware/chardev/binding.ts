@@ -74,9 +74,7 @@ export interface ChardevBinding {
 
 // node-gyp builds native/gpio_chardev.c into <package root>/build/Release; this module runs from
 // dist/src/hardware/chardev (built) or src/hardware/chardev (tests).
-const ADDON_CANDIDATES = ['../../../../build/Release/gpio_chardev.node', '../../../build/Release/gpio_chardev.node'].map((p) =>
-  join(import.meta.dirname, p),
-);
+const ADDON_CANDIDATES = ['../../../../build/Release/gpio_chardev.node', '../../../build/Release/gpio_chardev.node'].map((p) => join(import.meta.dirname, p));
 
 let loaded: ChardevBinding | undefined;
 

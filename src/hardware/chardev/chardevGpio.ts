@@ -14,7 +14,7 @@ export const CONSUMER = 'door-agent';
  * Edges the kernel queues for a Wiegand pair: a 37-bit frame is 74 edges, a card and a PIN typed at once a few
  * hundred. The kernel's default (16 per line) would overflow inside one card frame.
  */
-export const EDGE_QUEUE = 1024;
+const EDGE_QUEUE = 1024;
 
 // `none` leaves the pin's bias as it is: a pull set in config.txt (gpio=22=ip,pu) or by the board stays, as
 // it did with sysfs. Turning it off would leave a button line floating after a migration from onoff.
@@ -115,7 +115,8 @@ export class ChardevGpio implements GpioDriver {
       const holders = pins.flatMap((pin) => {
         try {
           const info = this.binding.lineInfo(this.chip.path, pin);
-          if (info.used && info.consumer === CONSUMER) return [`GPIO ${pin} is held by another door-agent process (a second daemon, with another agent.dataDir?)`];
+          if (info.used && info.consumer === CONSUMER)
+            return [`GPIO ${pin} is held by another door-agent process (a second daemon, with another agent.dataDir?)`];
           return info.used ? [`GPIO ${pin} is held by ${info.consumer ? `"${info.consumer}"` : 'another program (or the kernel)'}`] : [];
         } catch {
           return [];
@@ -123,7 +124,8 @@ export class ChardevGpio implements GpioDriver {
       });
       return `${message}${holders.length > 0 ? ` (${holders.join('; ')})` : ''}. Stop the other user of the line (\`gpioinfo\` names it) or pick another pin.`;
     }
-    if (code === 'EACCES' || code === 'EPERM') return `${message}. The service user needs the gpio group (Raspberry Pi OS) or a udev rule for ${this.chip.path}.`;
+    if (code === 'EACCES' || code === 'EPERM')
+      return `${message}. The service user needs the gpio group (Raspberry Pi OS) or a udev rule for ${this.chip.path}.`;
     return message;
   }
 

@@ -5,6 +5,7 @@
  * serves both and the simulator exercises the real path.
  */
 
+/** @internal */
 export const LINE_EVENT_BYTES = 48;
 const RISING = 1;
 const FALLING = 2;
@@ -58,7 +59,7 @@ export class LineEventParser {
   }
 }
 
-/** One record as the kernel writes it (the simulator, the tests and the bench write edges with this). */
+/** One record as the kernel writes it (the simulator, the tests and the bench write edges with this). @internal */
 export function encodeLineEvent(event: { offset: number; rising: boolean; timestampNs: bigint; seqno: number; lineSeqno?: number }): Buffer {
   const buf = Buffer.alloc(LINE_EVENT_BYTES);
   buf.writeBigUInt64LE(event.timestampNs, 0);

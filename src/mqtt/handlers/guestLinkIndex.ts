@@ -47,7 +47,10 @@ export class GuestLinkIndexHandler implements MqttHandler {
     if (isRetainedRefusal(message)) return void logger.warn({ topic: this.topic, reason: message.refused }, 'guest-link index refused');
     if (message.kind !== 'set' || message.issuedAt === null) return; // cannot happen in signed mode
     if (times.tooOld(message.issuedAt, this.deps.maxAgeSeconds)) {
-      return void logger.warn({ topic: this.topic, issuedAt: message.issuedAt }, 'guest-link index refused: signed longer ago than mqtt.guestLinkMaxAgeSeconds (a replay?)');
+      return void logger.warn(
+        { topic: this.topic, issuedAt: message.issuedAt },
+        'guest-link index refused: signed longer ago than mqtt.guestLinkMaxAgeSeconds (a replay?)',
+      );
     }
     const ordered = times.order('guest_link_index', { issuedAt: this.held }, message.issuedAt);
     if (ordered.order !== 'newer') return; // the same index again (a reconnect), or an older one
@@ -56,7 +59,8 @@ export class GuestLinkIndexHandler implements MqttHandler {
     const at = ordered.next.issuedAt;
     this.deps.writes.run('guest-link-index', () => {
       const removed = this.deps.guestLinks.removeMqttLinksNotIndexed(ids, at);
-      if (removed.length > 0) logger.info({ guestLinks: removed }, 'guest links no longer in the service\'s index removed (revoked while this door did not hear it)');
+      if (removed.length > 0)
+        logger.info({ guestLinks: removed }, "guest links no longer in the service's index removed (revoked while this door did not hear it)");
     });
   }
 }

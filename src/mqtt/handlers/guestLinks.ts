@@ -113,7 +113,8 @@ export class GuestLinksHandler implements MqttHandler {
       if (ordered.clamped && ordered.order !== 'newer') {
         if (message.kind === 'link') this.linksThisSession.add(id);
         // 'same': the retained message delivered again (a reconnect); 'stale': an older one from the future.
-        if (ordered.order === 'stale') logger.warn({ guestLink: id, issuedAt }, 'guest link message refused: older than one from the future already applied (a replay?)');
+        if (ordered.order === 'stale')
+          logger.warn({ guestLink: id, issuedAt }, 'guest link message refused: older than one from the future already applied (a replay?)');
         return;
       }
       ({ issuedAt, future } = ordered.next);
@@ -131,7 +132,10 @@ export class GuestLinksHandler implements MqttHandler {
     const maxAgeMs = this.deps.secret !== null && issuedAt !== null ? (this.deps.guestLinkMaxAgeSeconds ?? 7 * 86_400) * 1000 : null;
     const validUntil = maxAgeMs === null ? null : issuedAt! * 1000 + maxAgeMs;
     if (validUntil !== null && validUntil <= this.deps.clock.wallNow()) {
-      return void logger.warn({ guestLink: id, issuedAt: message.issuedAt }, 'guest link refused: signed longer ago than mqtt.guestLinkMaxAgeSeconds (a replay?)');
+      return void logger.warn(
+        { guestLink: id, issuedAt: message.issuedAt },
+        'guest link refused: signed longer ago than mqtt.guestLinkMaxAgeSeconds (a replay?)',
+      );
     }
     this.write(`guest-link-${id}`, () => {
       const result = guestLinks.store(message.link, issuedAt, validUntil, future);

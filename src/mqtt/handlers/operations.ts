@@ -91,7 +91,10 @@ export class OperationsHandler implements MqttHandler {
     const message = parseLockdownMessage(scope, payload, this.deps.secret);
     if (isRetainedRefusal(message)) return void logger.warn({ topic: this.topicOf(key), scope: key, reason: message.refused }, 'lockdown message refused');
     if (this.tooOld(message.issuedAt)) {
-      return void logger.warn({ scope: key, issuedAt: message.issuedAt, maxAgeSeconds: this.deps.retainedMaxAgeSeconds }, 'lockdown message refused: signed longer ago than mqtt.retainedMaxAgeSeconds (a replay?)');
+      return void logger.warn(
+        { scope: key, issuedAt: message.issuedAt, maxAgeSeconds: this.deps.retainedMaxAgeSeconds },
+        'lockdown message refused: signed longer ago than mqtt.retainedMaxAgeSeconds (a replay?)',
+      );
     }
     const { times } = this.deps;
     const issuedAt = message.issuedAt;
@@ -102,7 +105,10 @@ export class OperationsHandler implements MqttHandler {
         : { active: message.body.lockdown, by: message.body.by, reason: message.body.reason ?? null, issuedAt, order };
     const outcome: LockdownOutcome = lockdowns.apply(key, request);
     if (outcome === 'stale') {
-      logger.warn({ scope: key, issuedAt: request.issuedAt, held: lockdowns.get(key).issuedAt }, 'lockdown message refused: older than the one in force (a replay?)');
+      logger.warn(
+        { scope: key, issuedAt: request.issuedAt, held: lockdowns.get(key).issuedAt },
+        'lockdown message refused: older than the one in force (a replay?)',
+      );
     }
     if (key === 'agent' && outcome !== 'stale') this.publishAgentLockdown();
   }
@@ -112,7 +118,10 @@ export class OperationsHandler implements MqttHandler {
     const message = parseHolidaysMessage(payload, this.deps.secret);
     if (isRetainedRefusal(message)) return void logger.warn({ topic: this.deps.topics.holidays, reason: message.refused }, 'holidays message refused');
     if (this.tooOld(message.issuedAt)) {
-      return void logger.warn({ issuedAt: message.issuedAt, maxAgeSeconds: this.deps.retainedMaxAgeSeconds }, 'holidays message refused: signed longer ago than mqtt.retainedMaxAgeSeconds (a replay?)');
+      return void logger.warn(
+        { issuedAt: message.issuedAt, maxAgeSeconds: this.deps.retainedMaxAgeSeconds },
+        'holidays message refused: signed longer ago than mqtt.retainedMaxAgeSeconds (a replay?)',
+      );
     }
     const held = this.deps.heldHolidaysIssuedAt();
     let issuedAt = message.issuedAt;

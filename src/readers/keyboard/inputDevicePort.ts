@@ -23,7 +23,7 @@ const CANDIDATES = ['../../../../build/Release/evdev.node', '../../../build/Rele
 let grabAddon: { grab(fd: number, exclusive: boolean): void } | null = null;
 
 /** The real system: fs for the fd, our evdev addon for the grab, the GPIO addon's generic poll and read. */
-export function systemInputIo(): InputIo {
+function systemInputIo(): InputIo {
   if (!grabAddon) {
     const path = CANDIDATES.find((p) => existsSync(p)) ?? CANDIDATES[0]!;
     try {
@@ -55,6 +55,7 @@ export function systemInputIo(): InputIo {
  * A keyboard-style reader (/dev/input/by-id/...-event-kbd) as a serial port to the reader logic: opened by path,
  * taken exclusively where the device allows it, its key records turned into the bytes it types; unplugged, it
  * closes with an error and the serial reader's backoff reopens it when it is back.
+ * @internal
  */
 export class InputDevicePort extends EventEmitter implements PortLike {
   private fd: number | null = null;
@@ -88,10 +89,16 @@ export class InputDevicePort extends EventEmitter implements PortLike {
         return callback(new Error(`${this.path} is held exclusively by another program (EBUSY)`));
       }
       // Not an input device that can be grabbed (a test's FIFO, an unusual driver): read it anyway, and say so.
-      queueMicrotask(() => this.emit('error', new Error(`cannot take ${this.path} exclusively (${errorCode(err) ?? 'error'}): what it types may also reach a console`)));
+      queueMicrotask(() =>
+        this.emit('error', new Error(`cannot take ${this.path} exclusively (${errorCode(err) ?? 'error'}): what it types may also reach a console`)),
+      );
     }
     this.fd = fd;
-    this.watcher = this.io.watch(fd, () => this.readable(), (message) => this.lost(new Error(message)));
+    this.watcher = this.io.watch(
+      fd,
+      () => this.readable(),
+      (message) => this.lost(new Error(message)),
+    );
     callback(null);
   }
 

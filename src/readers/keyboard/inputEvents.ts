@@ -7,27 +7,81 @@
  * so a record is 24 bytes on a 64-bit kernel (arm64, x64) and 16 on a 32-bit one (armhf Raspberry Pi OS).
  */
 
+/** @internal */
 export const EV_KEY = 1;
 const PRESS = 1; // 0 release, 2 autorepeat (ignored: a reader never holds a key)
 
-/** The record size for a process on `arch` (process.arch); a 32-bit userland runs on a 32-bit kernel ABI here. */
+/** The record size for a process on `arch` (process.arch); a 32-bit userland runs on a 32-bit kernel ABI here. @internal */
 export function inputEventBytes(arch: string = process.arch): 16 | 24 {
   return arch === 'arm' || arch === 'ia32' ? 16 : 24;
 }
 
 // Linux key codes (input-event-codes.h) to characters, US layout as HID readers send: [plain, shifted].
 const KEYS: Record<number, [string, string]> = {
-  2: ['1', '!'], 3: ['2', '@'], 4: ['3', '#'], 5: ['4', '$'], 6: ['5', '%'], 7: ['6', '^'], 8: ['7', '&'], 9: ['8', '*'],
-  10: ['9', '('], 11: ['0', ')'], 12: ['-', '_'], 13: ['=', '+'],
-  16: ['q', 'Q'], 17: ['w', 'W'], 18: ['e', 'E'], 19: ['r', 'R'], 20: ['t', 'T'], 21: ['y', 'Y'], 22: ['u', 'U'],
-  23: ['i', 'I'], 24: ['o', 'O'], 25: ['p', 'P'], 26: ['[', '{'], 27: [']', '}'],
-  30: ['a', 'A'], 31: ['s', 'S'], 32: ['d', 'D'], 33: ['f', 'F'], 34: ['g', 'G'], 35: ['h', 'H'], 36: ['j', 'J'],
-  37: ['k', 'K'], 38: ['l', 'L'], 39: [';', ':'], 40: ["'", '"'], 41: ['`', '~'], 43: ['\\', '|'],
-  44: ['z', 'Z'], 45: ['x', 'X'], 46: ['c', 'C'], 47: ['v', 'V'], 48: ['b', 'B'], 49: ['n', 'N'], 50: ['m', 'M'],
-  51: [',', '<'], 52: ['.', '>'], 53: ['/', '?'], 57: [' ', ' '],
+  2: ['1', '!'],
+  3: ['2', '@'],
+  4: ['3', '#'],
+  5: ['4', '$'],
+  6: ['5', '%'],
+  7: ['6', '^'],
+  8: ['7', '&'],
+  9: ['8', '*'],
+  10: ['9', '('],
+  11: ['0', ')'],
+  12: ['-', '_'],
+  13: ['=', '+'],
+  16: ['q', 'Q'],
+  17: ['w', 'W'],
+  18: ['e', 'E'],
+  19: ['r', 'R'],
+  20: ['t', 'T'],
+  21: ['y', 'Y'],
+  22: ['u', 'U'],
+  23: ['i', 'I'],
+  24: ['o', 'O'],
+  25: ['p', 'P'],
+  26: ['[', '{'],
+  27: [']', '}'],
+  30: ['a', 'A'],
+  31: ['s', 'S'],
+  32: ['d', 'D'],
+  33: ['f', 'F'],
+  34: ['g', 'G'],
+  35: ['h', 'H'],
+  36: ['j', 'J'],
+  37: ['k', 'K'],
+  38: ['l', 'L'],
+  39: [';', ':'],
+  40: ["'", '"'],
+  41: ['`', '~'],
+  43: ['\\', '|'],
+  44: ['z', 'Z'],
+  45: ['x', 'X'],
+  46: ['c', 'C'],
+  47: ['v', 'V'],
+  48: ['b', 'B'],
+  49: ['n', 'N'],
+  50: ['m', 'M'],
+  51: [',', '<'],
+  52: ['.', '>'],
+  53: ['/', '?'],
+  57: [' ', ' '],
   // The numeric keypad (many readers type there).
-  55: ['*', '*'], 71: ['7', '7'], 72: ['8', '8'], 73: ['9', '9'], 74: ['-', '-'], 75: ['4', '4'], 76: ['5', '5'],
-  77: ['6', '6'], 78: ['+', '+'], 79: ['1', '1'], 80: ['2', '2'], 81: ['3', '3'], 82: ['0', '0'], 83: ['.', '.'], 98: ['/', '/'],
+  55: ['*', '*'],
+  71: ['7', '7'],
+  72: ['8', '8'],
+  73: ['9', '9'],
+  74: ['-', '-'],
+  75: ['4', '4'],
+  76: ['5', '5'],
+  77: ['6', '6'],
+  78: ['+', '+'],
+  79: ['1', '1'],
+  80: ['2', '2'],
+  81: ['3', '3'],
+  82: ['0', '0'],
+  83: ['.', '.'],
+  98: ['/', '/'],
 };
 const ENTER = new Set([28, 96]); // KEY_ENTER, KEY_KPENTER
 const SHIFT = new Set([42, 54]); // KEY_LEFTSHIFT, KEY_RIGHTSHIFT
@@ -68,7 +122,7 @@ export class KeyboardDecoder {
   }
 }
 
-/** One record, as the kernel writes it (tests and fixtures). */
+/** One record, as the kernel writes it (tests and fixtures). @internal */
 export function encodeInputEvent(type: number, code: number, value: number, recordBytes: 16 | 24 = inputEventBytes()): Buffer {
   const buf = Buffer.alloc(recordBytes);
   const at = recordBytes - 8;

@@ -6,7 +6,6 @@ import { CMD, OsdpBus, type OsdpReaderOptions } from './controlPanel.js';
 import type { Packet } from './packet.js';
 import type { ReaderFeedback } from '../readerFrames.js';
 
-
 const GREEN = 2;
 const RED = 1;
 
@@ -14,6 +13,7 @@ const RED = 1;
  * osdp_LED (temporary: on/off times and the timer in 100 ms units) and osdp_BUZ (on/off in 100 ms units, count)
  * for each feedback: grant green 2 s and one beep; deny red 1 s and three quick beeps; lockout red flashing fast
  * for 3 s and five quick beeps; lockdown red flashing slowly for 3 s and three spaced beeps.
+ * @internal
  */
 export function feedbackCommands(kind: ReaderFeedback): Array<{ code: number; data: Buffer }> {
   const led = (color: number, onTenths: number, offTenths: number, timerTenths: number) => ({
@@ -139,10 +139,13 @@ export class OsdpBuses {
 
   private reopen(path: string, entry: BusEntry): void {
     if (entry.stopped || entry.retry !== null) return;
-    entry.retry = this.deps.timers.setTimeout(() => {
-      entry.retry = null;
-      this.open(path, entry);
-    }, backoffDelay(entry.attempt++, READER_BACKOFF));
+    entry.retry = this.deps.timers.setTimeout(
+      () => {
+        entry.retry = null;
+        this.open(path, entry);
+      },
+      backoffDelay(entry.attempt++, READER_BACKOFF),
+    );
   }
 
   private async close(path: string, entry: BusEntry): Promise<void> {

@@ -25,7 +25,7 @@ export class OsdpDoorReader implements Reader {
     private readonly options: OsdpOptions,
     private readonly context: ReaderContext,
   ) {
-    if (!context.osdp) throw new Error('an OSDP reader needs the agent\'s OSDP buses');
+    if (!context.osdp) throw new Error("an OSDP reader needs the agent's OSDP buses");
     this.buses = context.osdp;
     this.channel = options.scbkFile || options.installMode ? 'pending' : 'plain';
   }
@@ -47,10 +47,17 @@ export class OsdpDoorReader implements Reader {
     const o = this.options;
     // The key is read at start and kept in memory only; a bad file stops the start with a clear error.
     const scbk = o.scbkFile && !o.installMode ? readScbk('reader.scbkFile', o.scbkFile) : undefined;
-    if (!scbk && !o.installMode) this.logger.warn({ path: o.path, address: o.address }, 'OSDP reader without a secure channel (no scbkFile): its traffic can be read and forged on the line');
+    if (!scbk && !o.installMode)
+      this.logger.warn(
+        { path: o.path, address: o.address },
+        'OSDP reader without a secure channel (no scbkFile): its traffic can be read and forged on the line',
+      );
     if (o.installMode) {
       // SCBK-D is printed in the standard: a channel made with it protects nothing. Only while installing.
-      this.logger.warn({ path: o.path, address: o.address }, 'OSDP reader in install mode (the public default key): give it its own key with door-agent reader keyset, then set installMode: false');
+      this.logger.warn(
+        { path: o.path, address: o.address },
+        'OSDP reader in install mode (the public default key): give it its own key with door-agent reader keyset, then set installMode: false',
+      );
     }
     this.handle = this.buses.attach(o.path, o.baudRate, {
       address: o.address,
@@ -78,7 +85,8 @@ export class OsdpDoorReader implements Reader {
       onStatus: ({ tamper, powerFailure }) => {
         // Changes only (the state is asked for each time the reader comes online), restores included.
         if (tamper !== this.tamper) this.context.events.audit?.('reader_tamper', { address: o.address, state: tamper ? 'tampered' : 'restored' });
-        if (powerFailure !== this.powerFailure) this.context.events.audit?.('reader_power', { address: o.address, state: powerFailure ? 'failure' : 'restored' });
+        if (powerFailure !== this.powerFailure)
+          this.context.events.audit?.('reader_power', { address: o.address, state: powerFailure ? 'failure' : 'restored' });
         this.tamper = tamper;
         this.powerFailure = powerFailure;
       },

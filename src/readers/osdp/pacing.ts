@@ -8,7 +8,7 @@ import { backoffDelay, type BackoffOptions } from '../../util/backoff.js';
  */
 
 /** An offline reader (no answer for offlineAfterMs): the next osdp_ID after 1 s, then 2 s, 4 s, then every 5 s. */
-export const OFFLINE_RETRY: BackoffOptions = { initialMs: 1000, maxMs: 5000, jitter: 0 };
+const OFFLINE_RETRY: BackoffOptions = { initialMs: 1000, maxMs: 5000, jitter: 0 };
 
 /**
  * A reader whose secure channel handshake failed (another key, no secure channel): it is supervised in the clear
@@ -16,7 +16,7 @@ export const OFFLINE_RETRY: BackoffOptions = { initialMs: 1000, maxMs: 5000, jit
  * 20 s, 40 s, then every 60 s.
  */
 export const SECURE_FAILED_POLL_MS = 5000;
-export const HANDSHAKE_RETRY: BackoffOptions = { initialMs: 10_000, maxMs: 60_000, jitter: 0 };
+const HANDSHAKE_RETRY: BackoffOptions = { initialMs: 10_000, maxMs: 60_000, jitter: 0 };
 
 /** osdp_LSTAT is asked again (at most once a second) until a tamper and power report has come back. */
 export const STATUS_RETRY_MS = 1000;

@@ -9,13 +9,11 @@
  * The checksum is the two's complement of the byte sum, so that every byte of the packet sums to zero.
  */
 
-export const SOM = 0x53;
-export const MARK = 0xff;
-export const BROADCAST = 0x7f;
+const SOM = 0x53;
 const CTRL_CRC = 0x04;
 const CTRL_SCB = 0x08;
 /** The longest packet we take: the standard leaves it to the PD's receive buffer; 1,440 is what readers report. */
-export const MAX_PACKET = 1440;
+const MAX_PACKET = 1440;
 
 export interface SecurityBlock {
   type: number;
@@ -38,7 +36,7 @@ export interface Packet {
 }
 
 /** Security block types that carry a MAC after the data. */
-export function hasMac(scbType: number | undefined): boolean {
+function hasMac(scbType: number | undefined): boolean {
   return scbType !== undefined && scbType >= 0x15 && scbType <= 0x18;
 }
 
@@ -52,12 +50,14 @@ const CRC_TABLE = (() => {
   return table;
 })();
 
+/** @internal */
 export function crc16(bytes: Uint8Array, from = 0, to = bytes.length): number {
   let crc = 0x1d0f;
   for (let i = from; i < to; i++) crc = ((crc << 8) & 0xffff) ^ CRC_TABLE[((crc >> 8) ^ bytes[i]!) & 0xff]!;
   return crc;
 }
 
+/** @internal */
 export function checksum(bytes: Uint8Array, from = 0, to = bytes.length): number {
   let sum = 0;
   for (let i = from; i < to; i++) sum = (sum + bytes[i]!) & 0xff;

@@ -101,7 +101,25 @@ export class OsdpEmulator {
     addresses: number[],
     private readonly reply: (bytes: Buffer) => void,
   ) {
-    for (const address of addresses) this.readers.set(address, { address, silent: false, corrupt: false, pending: [], received: [], lastSqn: null, lastReply: null, scbk: null, session: null, log: [], forgeNextMac: false, checksumMode: false, lastCode: null, tamper: false, powerFailure: false, lstatReplyInBlock15: false });
+    for (const address of addresses)
+      this.readers.set(address, {
+        address,
+        silent: false,
+        corrupt: false,
+        pending: [],
+        received: [],
+        lastSqn: null,
+        lastReply: null,
+        scbk: null,
+        session: null,
+        log: [],
+        forgeNextMac: false,
+        checksumMode: false,
+        lastCode: null,
+        tamper: false,
+        powerFailure: false,
+        lstatReplyInBlock15: false,
+      });
   }
 
   reader(address: number): EmulatedReader {
@@ -123,7 +141,10 @@ export class OsdpEmulator {
     this.buffer.push(...chunk);
     for (;;) {
       const som = this.buffer.indexOf(0x53);
-      if (som < 0) return void (this.buffer = []);
+      if (som < 0) {
+        this.buffer = [];
+        return;
+      }
       this.buffer.splice(0, som);
       if (this.buffer.length < 5) return;
       const length = this.buffer[2]! | (this.buffer[3]! << 8);
@@ -215,7 +236,16 @@ export class OsdpEmulator {
     if (!key || rndA.length !== 8) return this.send(reader, sqn, 0x41, [0x06]);
     const derive = (which: number) => ecb(key, Buffer.from([0x01, which, ...rndA.subarray(0, 6), 0, 0, 0, 0, 0, 0, 0, 0]));
     const rndB = randomBytes(8);
-    const session: Session = { enc: derive(0x82), mac1: derive(0x01), mac2: derive(0x02), rndA, rndB, established: false, cmac: Buffer.alloc(16), rmac: Buffer.alloc(16) };
+    const session: Session = {
+      enc: derive(0x82),
+      mac1: derive(0x01),
+      mac2: derive(0x02),
+      rndA,
+      rndB,
+      established: false,
+      cmac: Buffer.alloc(16),
+      rmac: Buffer.alloc(16),
+    };
     reader.session = session;
     const cuid = Buffer.from([0x0a, 0x0b, 0x0c, 1, 4, 3, 2, 1]);
     this.send(reader, sqn, 0x76, [...cuid, ...rndB, ...ecb(session.enc, Buffer.concat([rndA, rndB]))], [0x12, keyType]);

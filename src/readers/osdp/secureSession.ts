@@ -145,7 +145,7 @@ export class SecureSession {
       }
       const expected = initialRmac(this.keys!, serverCryptogram(this.keys!, this.rndA, this.rndB));
       if (!timingSafeEqual(expected, reply.data)) {
-        this.end('the reader\'s initial MAC does not verify: the secure channel is not established', now, true);
+        this.end("the reader's initial MAC does not verify: the secure channel is not established", now, true);
         return null;
       }
       this.rmac = expected;
@@ -172,7 +172,9 @@ export class SecureSession {
     this.rmac = mac;
     if (type === SCS.CMD_MAC && !this.quirkReported) {
       this.quirkReported = true;
-      this.options.onQuirk?.(`the reader answered command 0x${sent.code.toString(16)} with security block type 0x15 where the standard says 0x16; accepted, its MAC verifies`);
+      this.options.onQuirk?.(
+        `the reader answered command 0x${sent.code.toString(16)} with security block type 0x15 where the standard says 0x16; accepted, its MAC verifies`,
+      );
     }
     if (type === SCS.REPLY_MAC || type === SCS.CMD_MAC) return reply;
     const data = decryptData(this.keys, cmac, reply.data);

@@ -2,6 +2,7 @@ import { existsSync } from 'node:fs';
 
 // serialport does not always report a device that went away (its poller can miss the hang-up; node-serialport
 // #2043, #2351), so a real port's device node is also watched: an unplugged USB reader's node disappears.
+/** @internal */
 export const PRESENCE_CHECK_MS = 2000;
 
 export interface PresenceDeps {

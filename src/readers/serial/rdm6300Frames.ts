@@ -25,7 +25,7 @@ export interface Rdm6300Options {
 
 const isHex = (b: number) => (b >= 0x30 && b <= 0x39) || (b >= 0x41 && b <= 0x46) || (b >= 0x61 && b <= 0x66);
 
-/** The card number for a 40-bit ID: its last 32 bits as decimal (what most badges print), or all 40 bits. */
+/** The card number for a 40-bit ID: its last 32 bits as decimal (what most badges print), or all 40 bits. @internal */
 export function rdm6300CardNumber(id: bigint, numbering: Rdm6300Numbering): string {
   return (numbering === 'last32' ? id & 0xffff_ffffn : id).toString(10);
 }

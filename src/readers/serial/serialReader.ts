@@ -13,7 +13,6 @@ import { replyFor } from '../readerFeedback.js';
 export type SerialFormat = 'lines' | 'rdm6300';
 
 export type { PortFactory, PortLike } from './port.js';
-export { READER_BACKOFF, openSerialPort } from './port.js';
 
 const IDLE_CHECK_MS = 250;
 const NOISE_WARNING_INTERVAL_MS = 1000;

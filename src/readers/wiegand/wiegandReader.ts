@@ -1,12 +1,5 @@
 import type { Logger } from 'pino';
-import {
-  DEFAULT_WIEGAND_TIMING,
-  WiegandDecoder,
-  cardNumber,
-  type WiegandFormat,
-  type WiegandFrame,
-  type WiegandNumbering,
-} from '../../core/wiegand.js';
+import { DEFAULT_WIEGAND_TIMING, WiegandDecoder, cardNumber, type WiegandFormat, type WiegandFrame, type WiegandNumbering } from '../../core/wiegand.js';
 import type { Clock, Timers } from '../../util/clock.js';
 import { DoorAgentError } from '../../util/errors.js';
 import type { Level } from '../../core/relay.js';
@@ -18,7 +11,7 @@ import type { Reader } from '../reader.js';
 
 const NOISE_WARNING_INTERVAL_MS = 1000;
 /** Dropped frames go into the audit log at most this often, summed (someone probing the wires, a bad cable). */
-export const NOISE_AUDIT_INTERVAL_MS = 60_000;
+const NOISE_AUDIT_INTERVAL_MS = 60_000;
 
 export interface WiegandReaderOptions {
   d0: number;
@@ -111,15 +104,18 @@ export class WiegandReader implements Reader {
     if (this.flushTimer !== null) this.options.timers.clearTimeout(this.flushTimer);
     this.flushTimer = null;
     if (!this.decoder.pending || !this.edges) return;
-    this.flushTimer = this.options.timers.setTimeout(() => {
-      // A zero timeout runs on the loop's next turn, after its I/O phase has read any edge already queued.
-      this.flushTimer = this.options.timers.setTimeout(() => {
-        this.flushTimer = null;
-        if (!this.edges) return;
-        for (const frame of this.decoder.flush(this.edges.nowUs())) this.handle(frame);
-        this.armFlush();
-      }, 0);
-    }, Math.ceil(DEFAULT_WIEGAND_TIMING.frameGapUs / 1000) + 1);
+    this.flushTimer = this.options.timers.setTimeout(
+      () => {
+        // A zero timeout runs on the loop's next turn, after its I/O phase has read any edge already queued.
+        this.flushTimer = this.options.timers.setTimeout(() => {
+          this.flushTimer = null;
+          if (!this.edges) return;
+          for (const frame of this.decoder.flush(this.edges.nowUs())) this.handle(frame);
+          this.armFlush();
+        }, 0);
+      },
+      Math.ceil(DEFAULT_WIEGAND_TIMING.frameGapUs / 1000) + 1,
+    );
   }
 
   private handle(frame: WiegandFrame): void {
