@@ -5,6 +5,9 @@ import type { ProcessHooks } from './run.js';
 
 /** `door-agent demo` (npm start): the whole system on this machine until Ctrl-C. */
 export async function runDemo(args: { dir: string | undefined }, ctx: CommandContext, hooks: ProcessHooks, input: NodeJS.ReadableStream): Promise<number> {
+  // The stop signal is taken before the demo starts: its banner ends with "Ctrl-C stops everything.", and a
+  // Ctrl-C right after it (or during the start) must stop the demo cleanly, not kill the process mid-way.
+  const stopRequested = new Promise<void>((resolve) => hooks.onStopSignal(() => resolve()));
   const demo = await startDemo({
     dir: args.dir ?? ctx.env.DOOR_AGENT_DEMO_DIR ?? 'demo-data',
     out: (text) => ctx.stdout.write(text),
@@ -12,10 +15,8 @@ export async function runDemo(args: { dir: string | undefined }, ctx: CommandCon
     clock: ctx.clock,
     timers: systemTimers,
   });
-  return new Promise<number>((resolve) => {
-    hooks.onStopSignal(() => {
-      ctx.stdout.write('\nstopping the demo: door locked, broker and service closed\n');
-      void demo.stop().then(() => resolve(0));
-    });
-  });
+  await stopRequested;
+  ctx.stdout.write('\nstopping the demo: door locked, broker and service closed\n');
+  await demo.stop();
+  return 0;
 }

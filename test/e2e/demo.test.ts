@@ -1,4 +1,5 @@
-import { spawnSync } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
+import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { CLI, ROOT, tempDir } from '../support/cli.js';
@@ -68,4 +69,18 @@ describe('door-agent demo (npm start)', () => {
     await waitUntil(() => screen().includes('DEMO-EXITED 0'), 10_000, 'a clean exit');
     expect(screen()).toContain('stopping the demo: door locked, broker and service closed');
   });
+
+  it('a Ctrl-C while it starts (before its banner) stops it cleanly: exit 0, nothing killed mid-way', async () => {
+    const dir = join(tmp.path, 'early-stop');
+    const demo = spawn(process.execPath, [CLI, 'demo', '--dir', dir], { cwd: ROOT, env: { PATH: process.env.PATH ?? '/usr/bin:/bin', TZ: 'UTC' } });
+    let out = '';
+    demo.stdout.on('data', (d: Buffer) => (out += d.toString()));
+    demo.stderr.on('data', (d: Buffer) => (out += d.toString()));
+    const exited = new Promise<number | null>((resolve) => demo.once('exit', (code) => resolve(code)));
+    // The marker is the demo's first write: it is starting, its broker and service not up yet.
+    await waitUntil(() => existsSync(join(dir, '.door-agent-demo')) || demo.exitCode !== null, 30_000, 'the demo starts');
+    demo.kill('SIGINT');
+    expect(await exited, out).toBe(0);
+    expect(out).toContain('stopping the demo: door locked, broker and service closed');
+  }, 60_000);
 });
