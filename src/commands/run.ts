@@ -75,6 +75,14 @@ function lockForDaemon(config: AgentOptions, path: string, ctx: CommandContext):
 async function serve(config: AgentOptions, ctx: CommandContext, hooks: ProcessHooks): Promise<number> {
   const logger = createLogger({ level: config.agent.logLevel, agentId: config.agent.id });
   let agent: Agent | undefined;
+  // The stop signal is taken before the agent starts: a SIGTERM or Ctrl-C during the start stops it cleanly once
+  // it is up (every relay driven locked first), instead of killing the process between two relay writes.
+  let stopRequested: string | null = null;
+  let stopNow: ((signal: string) => void) | null = null;
+  hooks.onStopSignal((signal) => {
+    if (stopNow) stopNow(signal);
+    else stopRequested = signal;
+  });
   hooks.onFatal((err) => {
     logger.fatal({ err }, 'fatal error: locking every door and exiting');
     agent?.lockAllNow();
@@ -98,7 +106,7 @@ async function serve(config: AgentOptions, ctx: CommandContext, hooks: ProcessHo
   // reader nor broker: its timers and the sync worker do not keep a process alive on their own).
   const keepAlive = setInterval(() => undefined, 1 << 30);
   return new Promise<number>((resolve) => {
-    hooks.onStopSignal((signal) => {
+    stopNow = (signal) => {
       clearInterval(keepAlive);
       logger.info({ signal }, 'stopping: locking every door');
       running
@@ -112,6 +120,7 @@ async function serve(config: AgentOptions, ctx: CommandContext, hooks: ProcessHo
           running.lockAllNow();
           resolve(1);
         });
-    });
+    };
+    if (stopRequested !== null) stopNow(stopRequested);
   });
 }

@@ -94,6 +94,17 @@ describe('door-agent run', () => {
     }
   });
 
+  it('a SIGTERM during the start stops it cleanly once it is up (relays locked, exit 0), never killed mid-start', async () => {
+    const s = await setup();
+    const daemon = new Daemon(s.config);
+    running.push({ daemon, pty: s.pty });
+    // The first thing the agent logs: every relay is at its locked level; the components are still to start.
+    await daemon.waitForMessage('relays locked');
+    expect(await daemon.stop('SIGTERM'), daemon.rawOutput.join('\n')).toMatchObject({ code: 0 });
+    expect(daemon.logs.map((l) => l.msg)).toEqual(expect.arrayContaining(['stopping: locking every door', 'stopped']));
+    expect(readLevel(s.relay)).toBe('0');
+  });
+
   it('locks the relay before anything else, then a granted card opens and recloses it', async () => {
     const s = await setup();
     mkdirSync(join(s.dir, 'gpio/gpio17'), { recursive: true });
