@@ -5,6 +5,7 @@ import { clockText, compileWeeklySchedule, skippedLocalMinutes, WEEKDAY_KEYS, ty
 
 /** Limits: each level is compiled into per-door maps and each schedule into a 1,260-byte bitmap. */
 const MAX_LEVELS = 1000;
+const MINUTES_PER_DAY = 24 * 60;
 const MAX_SCHEDULES = 500;
 
 /** A calendar date, YYYY-MM-DD, that exists (2026-02-30 does not). */
@@ -14,6 +15,21 @@ export const calendarDate = z.preprocess(
 );
 
 const NAME = /^[^\s](.{0,98}[^\s])?$/;
+
+/**
+ * A schedule entry compiled once per parsed configuration: the checks across keys and the options built from the
+ * same parse both need it (entries are the parsed objects themselves, so they key the memo).
+ */
+const compiledEntries = new WeakMap<object, ReturnType<typeof compileWeeklySchedule>>();
+function compileEntry(spec: unknown): ReturnType<typeof compileWeeklySchedule> {
+  if (spec === null || typeof spec !== 'object') return compileWeeklySchedule(spec);
+  let compiled = compiledEntries.get(spec);
+  if (!compiled) {
+    compiled = compileWeeklySchedule(spec);
+    compiledEntries.set(spec, compiled);
+  }
+  return compiled;
+}
 
 /** `schedules:` named weekly schedules; each entry is checked whole by compileWeeklySchedule (refineLevels). */
 export const schedulesSchema = z
@@ -89,7 +105,7 @@ export function refineLevels(
 ): void {
   let gaps: ReturnType<typeof skippedLocalMinutes> | undefined;
   for (const [name, spec] of Object.entries(config.schedules)) {
-    const compiled = compileWeeklySchedule(spec);
+    const compiled = compileEntry(spec);
     if ('problems' in compiled) {
       for (const p of compiled.problems) ctx.addIssue({ code: 'custom', path: ['schedules', name, ...p.path], message: p.message });
       continue;
@@ -137,26 +153,22 @@ function dstGapProblems(
   timeZone: string,
 ): Array<{ path: Array<string | number>; message: string }> {
   const out: Array<{ path: Array<string | number>; message: string }> = [];
-  WEEKDAY_KEYS.forEach((key, day) => {
-    (schedule.spec[key] ?? []).forEach((text, index) => {
-      const m = /^(\d{2}):(\d{2})-(\d{2}):(\d{2})$/.exec(text)!;
-      const start = Number(m[1]) * 60 + Number(m[2]);
-      const end = Number(m[3]) * 60 + Number(m[4]);
-      const endDay = end < start ? (day + 1) % 7 : day;
-      for (const [boundary, onDay] of [
-        [start, day],
-        [end, endDay],
-      ] as const) {
-        const gap = gaps.find((g) => g.day === onDay && boundary > g.start && boundary < g.end);
-        if (!gap) continue;
-        out.push({
-          path: [key, index],
-          message: `${clockText(boundary)} does not exist on ${gap.date} in ${timeZone} (clocks go from ${clockText(gap.start)} to ${clockText(gap.end)}): use ${clockText(gap.start)} or ${clockText(gap.end)}`,
-        });
-        break;
-      }
-    });
-  });
+  for (const { day, start, end, index } of schedule.ranges) {
+    // A range past midnight ends on the next day.
+    const boundaries = [
+      [start, day],
+      [end % MINUTES_PER_DAY, end > MINUTES_PER_DAY ? (day + 1) % 7 : day],
+    ] as const;
+    for (const [boundary, onDay] of boundaries) {
+      const gap = gaps.find((g) => g.day === onDay && boundary > g.start && boundary < g.end);
+      if (!gap) continue;
+      out.push({
+        path: [WEEKDAY_KEYS[day]!, index],
+        message: `${clockText(boundary)} does not exist on ${gap.date} in ${timeZone} (clocks go from ${clockText(gap.start)} to ${clockText(gap.end)}): use ${clockText(gap.start)} or ${clockText(gap.end)}`,
+      });
+      break;
+    }
+  }
   return out;
 }
 
@@ -164,7 +176,7 @@ function dstGapProblems(
 export function configLevels(config: { schedules: Record<string, unknown>; access: { levels: ConfigLevel[] }; doors: readonly DoorRef[] }): AccessLevel[] {
   const schedules = new Map<string, WeeklySchedule>();
   for (const [name, spec] of Object.entries(config.schedules)) {
-    const compiled = compileWeeklySchedule(spec);
+    const compiled = compileEntry(spec);
     if ('schedule' in compiled) schedules.set(name, compiled.schedule);
   }
   return config.access.levels.map((level) => {

@@ -19,6 +19,8 @@ export interface WeeklySchedule {
   readonly holidays: HolidayRule;
   /** The ranges as given, per weekday (for explanations). */
   readonly spec: WeeklyScheduleSpec;
+  /** The ranges parsed, in the order given (their boundaries, for the daylight-saving check). */
+  readonly ranges: readonly ParsedRange[];
 }
 
 export interface ScheduleProblem {
@@ -32,11 +34,14 @@ const MINUTES_PER_WEEK = 7 * MINUTES_PER_DAY;
 const RANGE = /^(\d{2}):(\d{2})-(\d{2}):(\d{2})$/;
 
 /** A parsed range: minutes from its weekday's midnight; end > MINUTES_PER_DAY runs into the next day. */
-interface ParsedRange {
+export interface ParsedRange {
+  /** 0 = Sunday: the weekday it is listed under. */
   day: number;
   start: number;
+  /** Past MINUTES_PER_DAY when it runs into the next day. */
   end: number;
   text: string;
+  /** Its place in the weekday's list. */
   index: number;
 }
 
@@ -136,8 +141,11 @@ export function compileWeeklySchedule(spec: unknown): { schedule: WeeklySchedule
   if (problems.length > 0) return { problems };
   const kept: Record<string, unknown> = { holidays };
   for (const key of WEEKDAY_KEYS) if (Array.isArray(record[key])) kept[key] = (record[key] as string[]).map((t) => t.trim());
-  return { schedule: { minutes, holidays: holidays as HolidayRule, spec: kept as WeeklyScheduleSpec } };
+  return { schedule: { minutes, holidays: holidays as HolidayRule, spec: kept as WeeklyScheduleSpec, ranges } };
 }
+
+/** A schedule open at no minute (what a stored schedule that no longer compiles stands for: never "always"). */
+export const NEVER_OPEN: WeeklySchedule = { minutes: new Uint32Array(MINUTES_PER_WEEK / 32), holidays: 'closed', spec: {}, ranges: [] };
 
 /** Whether minute `minuteOfWeek` (0 = Sunday 00:00, local) is inside the schedule. */
 export function scheduleOpenAt(schedule: WeeklySchedule, minuteOfWeek: number): boolean {

@@ -1,6 +1,6 @@
 import { readerCardFormat, type AccessOptions, type DoorOptions, type MemberPolicy } from './options.js';
 import { buildLevelSet, type LevelSet } from './levelSet.js';
-import { readServiceLevels, serviceLevelsText } from '../store/serviceLevels.js';
+import { serviceLevelsOf, serviceLevelsText } from '../store/serviceLevels.js';
 import { credentialHint, duressOriginal, normalizeCredential, pinLabelSet, type CredentialKind, type DuressRule } from '../core/credentials.js';
 import { explainLevels } from '../core/accessLevels.js';
 import { decide, levelTime, refOf, type AccessPolicy, type Decision, type DecisionContext, type Holder, type HolderRef } from '../core/decision.js';
@@ -90,7 +90,7 @@ export class AccessChecker {
   private readServiceLevels() {
     try {
       this.serviceText = serviceLevelsText(this.cache.db);
-      return readServiceLevels(this.cache.db);
+      return serviceLevelsOf(this.serviceText);
     } catch (err) {
       throw new CacheUnreadableError(err);
     }

@@ -1,7 +1,7 @@
 import type { DirectoryLevel } from '../api/shapes.js';
 import { compileLevels, type AccessLevel, type LevelIndex } from '../core/accessLevels.js';
 import { parseServiceTime } from '../core/schedule.js';
-import { compileWeeklySchedule } from '../core/weeklySchedule.js';
+import { compileWeeklySchedule, NEVER_OPEN } from '../core/weeklySchedule.js';
 import type { ServiceLevels } from '../store/serviceLevels.js';
 import type { AccessOptions, DoorOptions } from './options.js';
 
@@ -32,7 +32,7 @@ function serviceLevel(level: DirectoryLevel, doors: readonly DoorOptions[]): Acc
   if (level.schedule != null) {
     const compiled = compileWeeklySchedule(level.schedule);
     // Validated when the sync stored it; a schedule that no longer compiles grants nothing (never "always").
-    out.schedule = 'schedule' in compiled ? compiled.schedule : { minutes: new Uint32Array(315), holidays: 'closed', spec: {} };
+    out.schedule = 'schedule' in compiled ? compiled.schedule : NEVER_OPEN;
   }
   if (level.resource_group) out.resourceGroup = level.resource_group;
   return out;

@@ -1,6 +1,6 @@
 import type { DirectoryLevel, ResourceGroup } from '../api/shapes.js';
 import type { Db } from './database.js';
-import { readMeta, writeMeta } from './meta.js';
+import { writeMeta } from './meta.js';
 
 /**
  * The access levels and resource groups the service defines (GET /directory `levels`, `resource_groups`), as
@@ -16,7 +16,12 @@ export interface ServiceLevels {
 const KEY = 'service_levels';
 
 export function readServiceLevels(db: Db): ServiceLevels | null {
-  return readMeta<ServiceLevels | null>(db, KEY) ?? null;
+  return serviceLevelsOf(serviceLevelsText(db));
+}
+
+/** The stored text (serviceLevelsText) as the levels it holds. */
+export function serviceLevelsOf(text: string | undefined): ServiceLevels | null {
+  return text === undefined ? null : (JSON.parse(text) as ServiceLevels | null);
 }
 
 /** The stored text, to tell cheaply whether it changed since it was last read. */
