@@ -1,4 +1,4 @@
-import type { z } from 'zod';
+import type * as z from 'zod';
 import { problemsFromZod, type Problem } from '../util/issues.js';
 import { doorSchema } from './doorSchema.js';
 import { refineDoors } from './doorChecks.js';

@@ -1,4 +1,4 @@
-import type { z } from 'zod';
+import type * as z from 'zod';
 import { longestUnlockRunHours } from '../core/unlockSchedule.js';
 import type { doorSchema } from './doorSchema.js';
 import { checkRequiredSecureChannel } from './osdpSecurity.js';

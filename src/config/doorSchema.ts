@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import * as z from 'zod';
 import { keypadLockoutSchema } from './keypadLockout.js';
 import { timeMappingSchema } from '../api/shapes.js';
 

@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import * as z from 'zod';
 import type { KeypadLockoutPolicy } from '../core/keypad.js';
 import { MAX_CARD_LOCKOUT_SECONDS } from '../core/cardLockout.js';
 

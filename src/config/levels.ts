@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import * as z from 'zod';
 import type { AccessLevel } from '../core/accessLevels.js';
 import { isCalendarDate } from '../core/schedule.js';
 import { clockText, compileWeeklySchedule, skippedLocalMinutes, WEEKDAY_KEYS, type WeeklySchedule } from '../core/weeklySchedule.js';
@@ -68,7 +68,7 @@ const levelSchema = z
 
 export const levelsSchema = z
   .array(levelSchema)
-  .max(MAX_LEVELS, `at most ${MAX_LEVELS.toLocaleString('en-US')} levels per agent`)
+  .max(MAX_LEVELS, 'at most 1,000 levels per agent')
   .default([]);
 
 type ConfigLevel = z.output<typeof levelSchema>;

@@ -1,4 +1,4 @@
-import type { z } from 'zod';
+import type * as z from 'zod';
 
 /**
  * Whether each OSDP reader's traffic is protected. Without scbkFile the bus is plain: anything on the RS-485 pair

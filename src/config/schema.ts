@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import * as z from 'zod';
 import { doorSchema, seconds } from './doorSchema.js';
 import { refineDoors } from './doorChecks.js';
 import { keypadLockoutSchema } from './keypadLockout.js';

@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import * as z from 'zod';
 import { MAX_UNLOCK_SECONDS } from '../core/lockState.js';
 import { signatureMatches, signedString } from './signing.js';
 import { problemsFromZod } from '../util/issues.js';

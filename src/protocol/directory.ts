@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import * as z from 'zod';
 
 /**
  * The directory's wire formats, shared by the reference service and the agent (docs/sync.md, docs/mqtt.md):

@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import * as z from 'zod';
 import { guestLinkSchema, type GuestLink } from '../api/shapes.js';
 import { problemsInOneLine } from '../util/issues.js';
 import { openSignedObject, retainedPayload } from './retainedMessages.js';

@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import * as z from 'zod';
 import { problemsInOneLine } from '../util/issues.js';
 import { MAX_JSON_DEPTH, deeperThan } from './jsonDepth.js';
 import { canonicalJson, sign, signatureMatches } from './signing.js';

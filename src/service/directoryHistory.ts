@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { closeSync, fsyncSync, openSync, readFileSync, renameSync, writeSync } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
 import type { Logger } from 'pino';
-import { z } from 'zod';
+import * as z from 'zod';
 import { historySchema, tagSchema, type DirectoryVersion } from '../protocol/directory.js';
 import type { ServiceDb } from './database.js';
 

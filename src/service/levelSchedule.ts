@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import * as z from 'zod';
 import { timeMappingSchema } from '../api/shapes.js';
 import type { HourRange } from '../core/schedule.js';
 import { compileWeeklySchedule, WEEKDAY_KEYS, type HolidayRule, type WeekdayKey } from '../core/weeklySchedule.js';

@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import * as z from 'zod';
 import { serviceTime } from '../api/shapes.js';
 import { parseServiceTime } from '../core/schedule.js';
 import { problemsInOneLine } from '../util/issues.js';

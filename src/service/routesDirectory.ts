@@ -1,5 +1,5 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { z } from 'zod';
+import * as z from 'zod';
 import { directoryEtag, historySchema, parseDirectoryEtag, tagSchema, type DirectoryVersion } from '../protocol/directory.js';
 import { intParam, parseParams } from './params.js';
 import type { RouteContext } from './routeContext.js';

@@ -1,5 +1,5 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { z } from 'zod';
+import * as z from 'zod';
 import { boolParam, BadRequest, intParam, parseParams } from './params.js';
 import type { RouteContext } from './routeContext.js';
 

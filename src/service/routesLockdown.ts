@@ -1,5 +1,5 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { z } from 'zod';
+import * as z from 'zod';
 import { scopeName, type LockdownMessage, type LockdownScope } from '../protocol/lockdown.js';
 import type { ServiceDb } from './database.js';
 import { BadRequest, boolParam, parseParams } from './params.js';

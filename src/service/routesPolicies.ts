@@ -1,5 +1,5 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
-import { z } from 'zod';
+import * as z from 'zod';
 import { parseServiceTime } from '../core/schedule.js';
 import { levelScheduleSchema, timeMappingSchema, timeMappingToSchedule, type LevelSchedule } from './levelSchedule.js';
 import { MAX_LEVELS, type Level, type LevelDefinition } from './levels.js';

@@ -1,5 +1,5 @@
 import { closeSync, fstatSync, openSync } from 'node:fs';
-import { z } from 'zod';
+import * as z from 'zod';
 import { guestLinkSchema, userDetailSchema, userListItemSchema } from '../api/shapes.js';
 import type { Db } from '../store/database.js';
 import { forgetHeldRevision } from '../store/heldRevision.js';

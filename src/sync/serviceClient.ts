@@ -1,5 +1,5 @@
 import { tmpdir } from 'node:os';
-import type { z } from 'zod';
+import type * as z from 'zod';
 import { userDetailSchema, type UserDetail } from '../api/shapes.js';
 import { readSecret, type Env } from '../util/secretFiles.js';
 import { DoorAgentError } from '../util/errors.js';

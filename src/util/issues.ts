@@ -1,4 +1,4 @@
-import type { z } from 'zod';
+import type * as z from 'zod';
 
 /** One problem found in an input, located by a path an operator can follow (`doors[0].relay.pin`). */
 export interface Problem {
