@@ -1,6 +1,7 @@
 import * as z from 'zod';
 import type { AccessLevel } from '../core/accessLevels.js';
 import { isCalendarDate } from '../core/schedule.js';
+import { thousands } from '../util/plural.js';
 import { clockText, compileWeeklySchedule, skippedLocalMinutes, WEEKDAY_KEYS, type WeeklySchedule } from '../core/weeklySchedule.js';
 
 /** Limits: each level is compiled into per-door maps and each schedule into a 1,260-byte bitmap. */
@@ -68,7 +69,7 @@ const levelSchema = z
 
 export const levelsSchema = z
   .array(levelSchema)
-  .max(MAX_LEVELS, 'at most 1,000 levels per agent')
+  .max(MAX_LEVELS, `at most ${thousands(MAX_LEVELS)} levels per agent`)
   .default([]);
 
 type ConfigLevel = z.output<typeof levelSchema>;

@@ -6,6 +6,7 @@ import { MAX_LEVELS, type Level, type LevelDefinition } from './levels.js';
 import { BadRequest, intParam, jsonArrayParam, parseParams } from './params.js';
 import { REQUEST_LIMITS as LIMITS } from './requestLimits.js';
 import type { RouteContext } from './routeContext.js';
+import { thousands } from '../util/plural.js';
 
 /** A parameter that may hold JSON (a form or the query string): the text is parsed, anything else passes. */
 const jsonValue = (value: unknown) => {
@@ -144,7 +145,7 @@ export function registerPolicyRoutes(app: FastifyInstance, ctx: RouteContext): v
     checkMembers('email_ids', members);
     checkName(p.name);
     if (levels.count() >= MAX_LEVELS) {
-      throw new BadRequest(`there are already ${MAX_LEVELS.toLocaleString('en-US')} access levels, the most the doors take: delete one first`, 409);
+      throw new BadRequest(`there are already ${thousands(MAX_LEVELS)} access levels, the most the doors take: delete one first`, 409);
     }
     const policyId = levels.create(p.name, def, members);
     return { success: `access level ${p.name} created with ${new Set(members).size} member(s)`, policy_id: policyId };
