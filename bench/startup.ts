@@ -12,7 +12,7 @@ import { percentile } from './stats.js';
 
 const ROUNDS = 15;
 const root = resolve(fileURLToPath(import.meta.url), '../../..');
-const CLI = join(root, 'dist/src/cli.js');
+const CLI = join(root, 'dist/cli/door-agent.js');
 
 /** Median wall time of `node args` over ROUNDS runs, in ms (one warm-up run first: the page cache). */
 function medianMs(args: string[]): number {
@@ -71,6 +71,19 @@ gpio: { driver: simulated, simulatedDir: ${join(dir, 'gpio')} }
 doors: [ { uuid: 6f1c2a0e-8d0b-4a57-9d43-1f2e3a4b5c6d, resourceId: 12, name: Front door, relay: { pin: 17 } } ]
 `,
   );
+  // As deployed: a broker and a service configured (nothing listens there: the daemon is ready without them).
+  const deployed = join(dir, 'deployed.yaml');
+  writeFileSync(join(dir, 'service.key'), 'startup-bench-key\n', { mode: 0o600 });
+  writeFileSync(
+    deployed,
+    `agent: { id: startup2, dataDir: ${join(dir, 'data2')}, timezone: Europe/Berlin }
+access: { groups: [Staff] }
+gpio: { driver: simulated, simulatedDir: ${join(dir, 'gpio2')} }
+mqtt: { url: "mqtt://127.0.0.1:1" }
+service: { baseUrl: "http://127.0.0.1:1", apiKeyFile: ${join(dir, 'service.key')} }
+doors: [ { uuid: 6f1c2a0e-8d0b-4a57-9d43-1f2e3a4b5c6d, resourceId: 12, name: Front door, relay: { pin: 17 } } ]
+`,
+  );
   const bare = medianMs(['-e', '0']);
   const rows: BenchRow[] = [];
   const command = (label: string, args: string[]) => {
@@ -91,18 +104,23 @@ doors: [ { uuid: 6f1c2a0e-8d0b-4a57-9d43-1f2e3a4b5c6d, resourceId: 12, name: Fro
   command('relock', ['relock', '--config', config]);
   command('status', ['status', '--config', config]);
   command('check --help', ['check', '--help']);
-  const ready = await daemonReadyMs(config);
-  rows.push({
-    bench: 'startup',
-    metric: 'door-agent run to "door-agent ready" (median of 7)',
-    value: ready,
-    unit: 'ms',
-    floor: bare,
-    floorLabel: 'bare node -e 0',
-    ratio: ready / bare,
-    target: '< 500',
-    met: ready < 500,
-  });
+  for (const [label, path] of [
+    ['one door', config],
+    ['with MQTT and service', deployed],
+  ] as const) {
+    const ready = await daemonReadyMs(path);
+    rows.push({
+      bench: 'startup',
+      metric: `door-agent run to "door-agent ready", ${label} (median of 7)`,
+      value: ready,
+      unit: 'ms',
+      floor: bare,
+      floorLabel: 'bare node -e 0',
+      ratio: ready / bare,
+      target: '< 500',
+      met: ready < 500,
+    });
+  }
   rmSync(dir, { recursive: true, force: true });
   return rows;
 }

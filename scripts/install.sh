@@ -228,7 +228,7 @@ assemble() {
   local stage=$1
   rm -rf "$NEW"
   mkdir -p "$NEW/dist" "$NEW/build/Release" "$NEW/scripts"
-  mv "$stage/dist/src" "$NEW/dist/src"
+  mv "$stage/dist/cli" "$NEW/dist/cli"
   mv "$stage/node_modules" "$NEW/node_modules"
   cp "$stage"/build/Release/*.node "$NEW/build/Release/"
   cp -R "$stage/config" "$stage/systemd" "$stage/native" "$stage/docs" "$stage/examples" "$NEW/"
@@ -263,7 +263,7 @@ assemble "$STAGE"
 NODE=$(command -v node)
 cat > "$BIN.tmp" <<WRAPPER
 #!/bin/sh
-exec "$NODE" "$APP/dist/src/cli.js" "\$@"
+exec "$NODE" "$APP/dist/cli/door-agent.js" "\$@"
 WRAPPER
 chmod 0755 "$BIN.tmp" && mv -f "$BIN.tmp" "$BIN"
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 import { parseArgs } from 'node:util';
-import type { CommandContext } from './commands/context.js';
-import type { ProcessHooks } from './commands/run.js';
+import type { CommandContext, ProcessHooks } from './commands/context.js';
+import { COMMANDS } from './commands/registry.js';
 import { commandHelp, commandWords, findUsage, parserSpec, topLevelHelp, usageLine, usagesUnder } from './commands/usage.js';
 import { systemClock } from './util/clock.js';
 import { DoorAgentError, UsageError } from './util/errors.js';
@@ -44,8 +44,6 @@ function help(words: readonly string[], ctx: CommandContext): number {
   return 0;
 }
 
-const str = (v: string | boolean | undefined) => (typeof v === 'string' ? v : undefined);
-
 const stopSignals: ProcessHooks['onStopSignal'] = (handler) => {
   for (const signal of ['SIGTERM', 'SIGINT'] as const) process.once(signal, () => handler(signal));
 };
@@ -80,103 +78,42 @@ const processHooks: ProcessHooks = {
   raiseFatal: die,
 };
 
-// Each command's module is imported when it runs: `status` or `check` need neither the MQTT client nor the HTTP
-// server, and a CLI start on a Pi-class board is mostly module loading.
+/** Runs argv's command: its words name it (commands/usage.ts), commands/registry.ts imports its module. */
 export async function main(argv: string[], ctx: CommandContext): Promise<number> {
-  const [command, ...rest] = argv;
-  if (command === 'help') return help(rest, ctx);
-  if (command !== undefined && !command.startsWith('-') && wantsHelp(rest)) {
-    const words = commandWords(argv);
-    if (words.length === 0) throw new UsageError(`unknown command ${JSON.stringify(command)}; run door-agent --help`);
-    return help(words, ctx);
+  const [first, ...rest] = argv;
+  if (first === 'help') return help(rest, ctx);
+  if (first === 'version' || first === '--version') {
+    ctx.stdout.write(`${VERSION}\n`);
+    return 0;
   }
-  switch (command) {
-    case 'demo': {
-      const { values } = parse('demo', rest);
-      return (await import('./commands/demo.js')).runDemo(
-        { dir: str(values.dir) },
-        ctx,
-        { ...processHooks, onStopSignal: stopSignalsOrReaderGone },
-        process.stdin,
-      );
-    }
-    case 'run':
-      return (await import('./commands/run.js')).runDaemon({ config: str(parse('run', rest).values.config) }, ctx, processHooks);
-    case 'status': {
-      const { values } = parse('status', rest);
-      return (await import('./commands/status.js')).runStatus({ json: values.json === true, config: str(values.config) }, ctx);
-    }
-    case 'events': {
-      const { values } = parse('events', rest);
-      const stopped = new Promise<void>((resolve) => stopSignalsOrReaderGone(() => resolve()));
-      return (await import('./commands/events.js')).runEvents(
-        { since: str(values.since), follow: values.follow === true, config: str(values.config) },
-        ctx,
-        stopped,
-      );
-    }
-    case 'check': {
-      const { values, positionals } = parse('check', rest);
-      return (await import('./commands/check.js')).runCheck(
-        { credential: positionals[0]!, kind: str(values.kind), door: str(values.door), at: str(values.at), config: str(values.config) },
-        ctx,
-      );
-    }
-    case 'import': {
-      const { values, positionals } = parse('import', rest);
-      return (await import('./commands/import.js')).runImport(
-        { file: positionals[0]!, config: str(values.config), allowMassRemoval: values['allow-mass-removal'] === true, json: values.json === true },
-        ctx,
-      );
-    }
-    case 'sync': {
-      const { values } = parse('sync', rest);
-      return (await import('./commands/sync.js')).runSync(
-        { config: str(values.config), allowMassRemoval: values['allow-mass-removal'] === true, isTty: process.stderr.isTTY === true },
-        ctx,
-      );
-    }
-    case 'relock':
-      return (await import('./commands/relock.js')).runRelock({ config: str(parse('relock', rest).values.config) }, ctx);
-    case 'reader': {
-      const [sub, ...readerArgs] = rest;
-      if (sub !== 'keyset') throw new UsageError(usageLine('reader keyset'));
-      const { values } = parse('reader keyset', readerArgs);
-      return (await import('./commands/readerKeyset.js')).runReaderKeyset({ config: str(values.config), door: str(values.door) }, ctx);
-    }
-    case 'service': {
-      if (rest[0] === 'key') {
-        const [, sub, ...keyArgs] = rest;
-        if (sub !== 'create') throw new UsageError(usageLine('service key create'));
-        const { values } = parse('service key create', keyArgs);
-        return (await import('./commands/service.js')).runServiceKeyCreate(
-          { rank: str(values.rank), expiresDays: str(values['expires-days']), config: str(values.config) },
-          ctx,
-        );
-      }
-      if (rest[0] === 'outbox')
-        return (await import('./commands/service.js')).runServiceOutbox({ config: str(parse('service outbox', rest.slice(1)).values.config) }, ctx);
-      return (await import('./commands/service.js')).runService({ config: str(parse('service', rest).values.config) }, ctx, processHooks);
-    }
-    case 'config': {
-      const [sub, ...configArgs] = rest;
-      if (sub !== 'check') throw new UsageError(usageLine('config check'));
-      return (await import('./commands/configCheck.js')).runConfigCheck({ config: str(parse('config check', configArgs).values.config) }, ctx);
-    }
-    case 'version':
-    case '--version': {
-      ctx.stdout.write(`${VERSION}\n`);
-      return 0;
-    }
-    case undefined:
-      ctx.stdout.write(topLevelHelp());
-      return 2;
-    case '--help':
-    case '-h':
-      return help(rest, ctx);
-    default:
-      throw new UsageError(`unknown command ${JSON.stringify(command)}; run door-agent --help`);
+  if (first === undefined) {
+    ctx.stdout.write(topLevelHelp());
+    return 2;
   }
+  if (first === '--help' || first === '-h') return help(rest, ctx);
+  const words = commandWords(argv);
+  if (words.length === 0) throw new UsageError(`unknown command ${JSON.stringify(first)}; run door-agent --help`);
+  if (wantsHelp(argv.slice(words.length))) return help(words, ctx);
+  const name = words.join(' ');
+  const load = COMMANDS[name];
+  // `door-agent service key`: the start of a command, not one.
+  if (!load)
+    throw new UsageError(
+      usagesUnder(words)
+        .map((usage) => usageLine(usage.name))
+        .join('\n'),
+    );
+  const { values, positionals } = parse(name, argv.slice(words.length));
+  const command = await load();
+  return command({
+    options: values,
+    positionals,
+    ctx,
+    hooks: processHooks,
+    outputHooks: { ...processHooks, onStopSignal: stopSignalsOrReaderGone },
+    stdin: process.stdin,
+    stderrIsTty: process.stderr.isTTY === true,
+  });
 }
 
 async function run(): Promise<void> {

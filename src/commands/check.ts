@@ -7,7 +7,7 @@ import { existsSync } from 'node:fs';
 import { readOperations } from './operationsStatus.js';
 import { parseServiceTime, zonedInstant } from '../core/schedule.js';
 import { UsageError } from '../util/errors.js';
-import { loadConfigFor, type CommandContext } from './context.js';
+import { loadConfigFor, stringOption, type Command, type CommandContext } from './context.js';
 
 export interface CheckArgs {
   credential: string;
@@ -79,7 +79,7 @@ function validityText(dates: { validFrom?: number | null; validUntil?: number | 
 }
 
 /** `door-agent check`: the offline decision from the cache, as JSON. Exit 0 granted, 1 denied. */
-export function runCheck(args: CheckArgs, ctx: CommandContext): number {
+function runCheck(args: CheckArgs, ctx: CommandContext): number {
   const kind = (args.kind ?? 'card') as CredentialKind;
   if (!KINDS.includes(kind)) throw new UsageError(`--kind must be card, pin or token (got ${JSON.stringify(args.kind)})`);
   const config = loadConfigFor(args.config, ctx);
@@ -127,3 +127,15 @@ export function runCheck(args: CheckArgs, ctx: CommandContext): number {
     db.close();
   }
 }
+
+export const command: Command = (input) =>
+  runCheck(
+    {
+      credential: input.positionals[0]!,
+      kind: stringOption(input, 'kind'),
+      door: stringOption(input, 'door'),
+      at: stringOption(input, 'at'),
+      config: stringOption(input, 'config'),
+    },
+    input.ctx,
+  );

@@ -3,7 +3,7 @@ import { checkReferencedFiles, type FileReferences } from '../config/secrets.js'
 import { DEFAULT_DATA_DIR, EXIT_INVALID_CONFIG } from '../config/schema.js';
 import { InputError } from '../util/errors.js';
 import { redactUrl } from '../util/redact.js';
-import { configPath, loadConfigFor, type CommandContext } from './context.js';
+import { configPath, loadConfigFor, stringOption, type Command, type CommandContext } from './context.js';
 import { loadServiceConfig } from '../config/load.js';
 import { existsSync, readFileSync } from 'node:fs';
 import type { AgentOptions } from '../config/options.js';
@@ -32,7 +32,7 @@ function loadServiceConfigIfServiceOnly(path: string) {
 }
 
 /** `door-agent config check`: validates the file and every file it names; prints each problem with its key path. */
-export function runConfigCheck(args: { config: string | undefined }, ctx: CommandContext): number {
+function runConfigCheck(args: { config: string | undefined }, ctx: CommandContext): number {
   const path = configPath(args.config, ctx.env);
   // A file for the reference service alone (a server section, no door): checked as the service reads it.
   const service = loadServiceConfigIfServiceOnly(path);
@@ -156,3 +156,5 @@ function configuredPins(doors: readonly DoorOptions[]): Array<{ where: string; p
       : []),
   ]);
 }
+
+export const command: Command = (input) => runConfigCheck({ config: stringOption(input, 'config') }, input.ctx);

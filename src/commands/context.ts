@@ -17,6 +17,36 @@ export interface CommandContext {
   clock: Clock;
 }
 
+/** Hooks the process gives the long-running commands: signals to stop on, and a handler for fatal errors. */
+export interface ProcessHooks {
+  onStopSignal(handler: (signal: string) => void): void;
+  onFatal(handler: (err: unknown) => void): void;
+  /** Ends the process as a fatal error would (the onFatal handler runs, exit code 1). */
+  raiseFatal(err: unknown): void;
+}
+
+/** What cli.ts hands a command: its arguments as parsed with its usage (commands/usage.ts), the outside world, the process. */
+export interface CommandInput {
+  options: Record<string, string | boolean | undefined>;
+  positionals: string[];
+  ctx: CommandContext;
+  hooks: ProcessHooks;
+  /** The hooks of a command whose output is its purpose: it also stops when nobody reads any more (door-agent events | head). */
+  outputHooks: ProcessHooks;
+  stdin: NodeJS.ReadableStream;
+  /** stderr is a terminal (progress is drawn in place). */
+  stderrIsTty: boolean;
+}
+
+/** A command's entry (commands/registry.ts): resolves with the exit code. */
+export type Command = (input: CommandInput) => number | Promise<number>;
+
+/** A string option's value (`--config F`), undefined when not given. */
+export function stringOption(input: CommandInput, name: string): string | undefined {
+  const value = input.options[name];
+  return typeof value === 'string' ? value : undefined;
+}
+
 export function configPath(flag: string | undefined, env: Env): string {
   return flag ?? (env.DOOR_AGENT_CONFIG || undefined) ?? DEFAULT_CONFIG_PATH;
 }

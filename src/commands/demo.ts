@@ -1,10 +1,9 @@
 import { startDemo } from '../demo/demo.js';
 import { systemTimers } from '../util/clock.js';
-import type { CommandContext } from './context.js';
-import type { ProcessHooks } from './run.js';
+import { stringOption, type Command, type CommandContext, type ProcessHooks } from './context.js';
 
 /** `door-agent demo` (npm start): the whole system on this machine until Ctrl-C. */
-export async function runDemo(args: { dir: string | undefined }, ctx: CommandContext, hooks: ProcessHooks, input: NodeJS.ReadableStream): Promise<number> {
+async function runDemo(args: { dir: string | undefined }, ctx: CommandContext, hooks: ProcessHooks, input: NodeJS.ReadableStream): Promise<number> {
   // The stop signal is taken before the demo starts: its banner ends with "Ctrl-C stops everything.", and a
   // Ctrl-C right after it (or during the start) must stop the demo cleanly, not kill the process mid-way.
   const stopRequested = new Promise<void>((resolve) => hooks.onStopSignal(() => resolve()));
@@ -20,3 +19,5 @@ export async function runDemo(args: { dir: string | undefined }, ctx: CommandCon
   await demo.stop();
   return 0;
 }
+
+export const command: Command = (input) => runDemo({ dir: stringOption(input, 'dir') }, input.ctx, input.outputHooks, input.stdin);

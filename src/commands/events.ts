@@ -1,7 +1,7 @@
 import { openStateDatabase, statePath } from '../store/database.js';
 import { EventLog } from '../store/eventLog.js';
 import { UsageError } from '../util/errors.js';
-import { loadConfigFor, type CommandContext, type Output } from './context.js';
+import { loadConfigFor, stringOption, type Command, type CommandContext, type Output } from './context.js';
 
 const FOLLOW_POLL_MS = 250;
 
@@ -16,7 +16,7 @@ function waitForDrain(out: Output): Promise<void> {
  * `door-agent events [--since SEQ] [--follow]`: the local audit log as JSON lines, oldest first. With
  * --follow, keeps printing new events until interrupted (`stopSignal` resolves).
  */
-export async function runEvents(
+async function runEvents(
   args: { since: string | undefined; follow: boolean; config: string | undefined },
   ctx: CommandContext,
   stopSignal: Promise<void>,
@@ -59,3 +59,8 @@ export async function runEvents(
     db.close();
   }
 }
+
+export const command: Command = (input) => {
+  const stopped = new Promise<void>((resolve) => input.outputHooks.onStopSignal(() => resolve()));
+  return runEvents({ since: stringOption(input, 'since'), follow: input.options.follow === true, config: stringOption(input, 'config') }, input.ctx, stopped);
+};

@@ -1,7 +1,7 @@
 import { importSnapshot } from '../snapshot/importSnapshot.js';
 import type { RowCounts } from '../store/snapshotMerge.js';
 import { cachePath, openDatabase } from '../store/database.js';
-import { loadConfigFor, type CommandContext } from './context.js';
+import { loadConfigFor, stringOption, type Command, type CommandContext } from './context.js';
 import { findingsWarnings } from '../core/directoryFindings.js';
 import { scanDirectory } from '../store/directoryScan.js';
 import { shortPinLine } from './pinStatus.js';
@@ -20,7 +20,7 @@ function line(name: string, c: RowCounts): string {
 }
 
 /** `door-agent import FILE`: offline provisioning from a snapshot, atomically. */
-export function runImport(args: ImportArgs, ctx: CommandContext): number {
+function runImport(args: ImportArgs, ctx: CommandContext): number {
   const config = loadConfigFor(args.config, ctx);
   const db = openDatabase(cachePath(config.agent.dataDir));
   try {
@@ -50,3 +50,14 @@ export function runImport(args: ImportArgs, ctx: CommandContext): number {
     db.close();
   }
 }
+
+export const command: Command = (input) =>
+  runImport(
+    {
+      file: input.positionals[0]!,
+      config: stringOption(input, 'config'),
+      allowMassRemoval: input.options['allow-mass-removal'] === true,
+      json: input.options.json === true,
+    },
+    input.ctx,
+  );

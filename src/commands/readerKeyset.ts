@@ -10,7 +10,7 @@ import { OsdpBuses } from '../readers/osdp/osdpBuses.js';
 import type { PortFactory } from '../readers/serial/port.js';
 import { systemClock, systemTimers } from '../util/clock.js';
 import { DoorAgentError, UsageError } from '../util/errors.js';
-import { configPath, type CommandContext } from './context.js';
+import { configPath, stringOption, type Command, type CommandContext } from './context.js';
 
 const HANDSHAKE_TIMEOUT_MS = 15_000;
 
@@ -44,11 +44,7 @@ function fsyncDir(path: string): void {
  * established with the current key (or SCBK-D in install mode), and FILE.new replaces FILE once the reader has
  * acknowledged it. The daemon must be stopped: it holds the bus.
  */
-export async function runReaderKeyset(
-  args: { config: string | undefined; door: string | undefined },
-  ctx: CommandContext,
-  openPort?: PortFactory,
-): Promise<number> {
+async function runReaderKeyset(args: { config: string | undefined; door: string | undefined }, ctx: CommandContext, openPort?: PortFactory): Promise<number> {
   const config = loadConfig(configPath(args.config, ctx.env));
   // A running daemon holds the bus (and may be mid-handshake with this reader): never talk over it.
   const holder = dataDirHolder(config.agent.dataDir);
@@ -141,3 +137,5 @@ export async function runReaderKeyset(
   );
   return 0;
 }
+
+export const command: Command = (input) => runReaderKeyset({ config: stringOption(input, 'config'), door: stringOption(input, 'door') }, input.ctx);

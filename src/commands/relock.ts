@@ -6,7 +6,7 @@ import { relayLevel } from '../core/relay.js';
 import { createGpioDriver } from '../hardware/createGpio.js';
 import { DataDirBusyError, dataDirHolder, lockDataDir, type DataDirLock } from '../system/dataDirLock.js';
 import { DoorAgentError } from '../util/errors.js';
-import { configPath, type CommandContext } from './context.js';
+import { configPath, stringOption, type Command, type CommandContext } from './context.js';
 
 /** agent.dataDir when the configuration does not say (the schema's default). */
 const DEFAULT_DATA_DIR = '/var/lib/door-agent';
@@ -21,7 +21,7 @@ const DEFAULT_DATA_DIR = '/var/lib/door-agent';
  * door open on purpose), relock drives nothing and fails naming its pid. ExecStopPost runs after the daemon
  * has exited, when the kernel has already let the lock go.
  */
-export function runRelock(args: { config: string | undefined }, ctx: CommandContext): number {
+function runRelock(args: { config: string | undefined }, ctx: CommandContext): number {
   return relockFromConfig(configPath(args.config, ctx.env), ctx, 'relock drives no relay under a running daemon');
 }
 
@@ -110,3 +110,5 @@ function holdAgainstDaemon(dataDir: string | undefined, doing: string): DataDirL
     return null;
   }
 }
+
+export const command: Command = (input) => runRelock({ config: stringOption(input, 'config') }, input.ctx);

@@ -8,17 +8,9 @@ import { watchdogUsecFrom } from '../system/watchdog.js';
 import { systemTimers } from '../util/clock.js';
 import { createLogger } from '../util/logger.js';
 import { DoorAgentError } from '../util/errors.js';
-import { configPath, type CommandContext } from './context.js';
+import { configPath, stringOption, type Command, type CommandContext, type ProcessHooks } from './context.js';
 import { daemonWrites } from './dataDirAccess.js';
 import { relockFromConfig } from './relock.js';
-
-/** Hooks the process gives the daemon: signals to stop on, and a handler for fatal errors. */
-export interface ProcessHooks {
-  onStopSignal(handler: (signal: string) => void): void;
-  onFatal(handler: (err: unknown) => void): void;
-  /** Ends the process as a fatal error would (the onFatal handler runs, exit code 1). */
-  raiseFatal(err: unknown): void;
-}
 
 /**
  * `door-agent run`: the daemon. Resolves with the exit code once stopped by SIGTERM/SIGINT (every door
@@ -28,7 +20,7 @@ export interface ProcessHooks {
  * directory exits at once, naming the first, and leaves the relays to it. An invalid configuration, or a data
  * directory it cannot write, drives every relay it can read locked (as `door-agent relock`) and exits 78.
  */
-export async function runDaemon(args: { config: string | undefined }, ctx: CommandContext, hooks: ProcessHooks): Promise<number> {
+async function runDaemon(args: { config: string | undefined }, ctx: CommandContext, hooks: ProcessHooks): Promise<number> {
   const path = configPath(args.config, ctx.env);
   let config: AgentOptions;
   try {
@@ -124,3 +116,5 @@ async function serve(config: AgentOptions, ctx: CommandContext, hooks: ProcessHo
     if (stopRequested !== null) stopNow(stopRequested);
   });
 }
+
+export const command: Command = (input) => runDaemon({ config: stringOption(input, 'config') }, input.ctx, input.hooks);

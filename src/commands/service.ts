@@ -6,8 +6,7 @@ import { openServiceDatabase } from '../service/database.js';
 import { startService } from '../service/root.js';
 import { UsageError } from '../util/errors.js';
 import { createLogger } from '../util/logger.js';
-import { configPath, type CommandContext } from './context.js';
-import type { ProcessHooks } from './run.js';
+import { configPath, stringOption, type Command, type CommandContext, type ProcessHooks } from './context.js';
 
 /** Created by root (sudo) before the service ever ran: hand the files to the data directory's owner. */
 function giveToDataDirOwner(dataDir: string): void {
@@ -30,10 +29,7 @@ function openServiceDb(config: ReturnType<typeof loadServiceConfig>) {
  * `door-agent service key create --rank R [--expires-days N]` (R: REGULAR, ADMIN, SUPER or DOOR): prints the new key alone on one line of stdout,
  * the only time it is shown (only its hash is stored). Works whether or not the service is running.
  */
-export function runServiceKeyCreate(
-  args: { rank: string | undefined; expiresDays: string | undefined; config: string | undefined },
-  ctx: CommandContext,
-): number {
+function runServiceKeyCreate(args: { rank: string | undefined; expiresDays: string | undefined; config: string | undefined }, ctx: CommandContext): number {
   if (!args.rank || !(KEY_KINDS as readonly string[]).includes(args.rank)) {
     throw new UsageError(`--rank must be one of ${KEY_KINDS.join(', ')} (DOOR: a door controller's key, read-only, reads PINs)`);
   }
@@ -58,7 +54,7 @@ export function runServiceKeyCreate(
 }
 
 /** `door-agent service`: the reference access-control service, until SIGTERM/SIGINT. */
-export async function runService(args: { config: string | undefined }, ctx: CommandContext, hooks: ProcessHooks): Promise<number> {
+async function runService(args: { config: string | undefined }, ctx: CommandContext, hooks: ProcessHooks): Promise<number> {
   const config = loadServiceConfig(configPath(args.config, ctx.env));
   const logger = createLogger({ level: 'info', agentId: 'service' });
   const service = await startService(config, { clock: ctx.clock, logger, env: ctx.env });
@@ -73,7 +69,7 @@ export async function runService(args: { config: string | undefined }, ctx: Comm
 }
 
 /** `door-agent service outbox`: the e-mail the service queued (sent or not), as JSON lines. */
-export function runServiceOutbox(args: { config: string | undefined }, ctx: CommandContext): number {
+function runServiceOutbox(args: { config: string | undefined }, ctx: CommandContext): number {
   const config = loadServiceConfig(configPath(args.config, ctx.env));
   const db = openServiceDb(config);
   try {
@@ -95,3 +91,13 @@ export function runServiceOutbox(args: { config: string | undefined }, ctx: Comm
     db.close();
   }
 }
+
+export const command: Command = (input) => runService({ config: stringOption(input, 'config') }, input.ctx, input.hooks);
+
+export const keyCreateCommand: Command = (input) =>
+  runServiceKeyCreate(
+    { rank: stringOption(input, 'rank'), expiresDays: stringOption(input, 'expires-days'), config: stringOption(input, 'config') },
+    input.ctx,
+  );
+
+export const outboxCommand: Command = (input) => runServiceOutbox({ config: stringOption(input, 'config') }, input.ctx);

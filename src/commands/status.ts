@@ -10,7 +10,7 @@ import { EventLog } from '../store/eventLog.js';
 import { readMeta } from '../store/meta.js';
 import { readRuntimeStatus } from '../store/runtimeStatus.js';
 import { readHeldRevision, readSyncStatus, type SyncStatus } from '../sync/sync.js';
-import { loadConfigFor, type CommandContext } from './context.js';
+import { loadConfigFor, stringOption, type Command, type CommandContext } from './context.js';
 import { describeReader } from '../door/options.js';
 import { operationsLines, operationsStatus } from './operationsStatus.js';
 import { osdpChannelText, osdpChannelView } from './osdpStatus.js';
@@ -37,7 +37,7 @@ function syncView(s: SyncStatus, now: number, warnAfterSeconds: number) {
 const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
 
 /** `door-agent status [--json]`: door states, relock deadlines, readers, cache counts, outbox depth, clock trust. */
-export function runStatus(args: { json: boolean; config: string | undefined }, ctx: CommandContext): number {
+function runStatus(args: { json: boolean; config: string | undefined }, ctx: CommandContext): number {
   const config = loadConfigFor(args.config, ctx);
   const file = cachePath(config.agent.dataDir);
   const cache = openCacheView(file);
@@ -167,3 +167,5 @@ export function runStatus(args: { json: boolean; config: string | undefined }, c
     cache.close();
   }
 }
+
+export const command: Command = (input) => runStatus({ json: input.options.json === true, config: stringOption(input, 'config') }, input.ctx);

@@ -3,7 +3,7 @@ import type { RowCounts } from '../store/snapshotMerge.js';
 import { createServiceClient } from '../sync/serviceClient.js';
 import { syncOnce } from '../sync/sync.js';
 import { DoorAgentError } from '../util/errors.js';
-import { loadConfigFor, type CommandContext } from './context.js';
+import { loadConfigFor, stringOption, type Command, type CommandContext } from './context.js';
 import { findingsWarnings } from '../core/directoryFindings.js';
 import { scanDirectory } from '../store/directoryScan.js';
 import { shortPinLine } from './pinStatus.js';
@@ -11,7 +11,7 @@ import { shortPinLine } from './pinStatus.js';
 const line = (name: string, c: RowCounts) => `  ${name.padEnd(12)} ${c.added} added, ${c.changed} changed, ${c.removed} removed, ${c.unchanged} unchanged`;
 
 /** `door-agent sync`: one sync from the service, a progress bar on a terminal, a summary at the end. */
-export async function runSync(args: { config: string | undefined; allowMassRemoval: boolean; isTty: boolean }, ctx: CommandContext): Promise<number> {
+async function runSync(args: { config: string | undefined; allowMassRemoval: boolean; isTty: boolean }, ctx: CommandContext): Promise<number> {
   const config = loadConfigFor(args.config, ctx);
   const service = config.service;
   if (!service) throw new DoorAgentError('no service section in the configuration: nothing to sync from (door-agent import provisions offline)');
@@ -52,3 +52,6 @@ export async function runSync(args: { config: string | undefined; allowMassRemov
     db.close();
   }
 }
+
+export const command: Command = (input) =>
+  runSync({ config: stringOption(input, 'config'), allowMassRemoval: input.options['allow-mass-removal'] === true, isTty: input.stderrIsTty }, input.ctx);

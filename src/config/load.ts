@@ -69,7 +69,8 @@ function serviceOptions(parsed: ServiceConfig): ServiceOptions {
 /** Parses, validates and normalizes configuration text; throws InputError (exit 78) listing every problem. */
 export function parseConfig(text: string, source: string): AgentOptions {
   const data = parseYaml(text, source);
-  const result = configSchema.safeParse(data);
+  // Parsed once per start: zod's compiled fast path (new Function per object schema) costs more than it saves.
+  const result = configSchema.safeParse(data, { jitless: true });
   if (!result.success) {
     throw new InputError(`${source} is invalid`, problemsFromZod(result.error.issues), EXIT_INVALID_CONFIG);
   }
@@ -78,7 +79,7 @@ export function parseConfig(text: string, source: string): AgentOptions {
 
 /** The reference service's view of a configuration file (its `server` and `mqtt` sections). @internal */
 export function parseServiceConfig(text: string, source: string): ServiceOptions {
-  const result = serviceConfigSchema.safeParse(parseYaml(text, source));
+  const result = serviceConfigSchema.safeParse(parseYaml(text, source), { jitless: true });
   if (!result.success) {
     throw new InputError(`${source} is invalid`, problemsFromZod(result.error.issues), EXIT_INVALID_CONFIG);
   }

@@ -7,7 +7,8 @@ import { ServiceError } from './serviceClient.js';
 import type { SyncFailure, SyncOutcome, SyncReply, SyncRequest, SyncWorkerData } from './syncWorker.js';
 import type { DirectoryRules } from '../core/directoryFindings.js';
 
-// The worker runs the built module (dist/src/sync/syncWorker.js), also when this file runs from src/ in tests.
+// The worker is the built module beside this code (dist/cli/syncWorker.js in the bundle, dist/src/sync/syncWorker.js
+// from tsc), or tsc's when this file runs from src/ in the tests.
 const CANDIDATES = ['syncWorker.js', '../../dist/src/sync/syncWorker.js'].map((p) => join(import.meta.dirname, p));
 
 function rebuild(error: SyncFailure): Error {

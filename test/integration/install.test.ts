@@ -139,7 +139,8 @@ describe('scripts/install.sh from a clean copy of the tree, npm steps included',
     expect(existsSync(join(TR, 'var/cache/door-agent/build/node_modules/better-sqlite3/build/Release/better_sqlite3.node'))).toBe(true);
 
     for (const p of [
-      'dist/src/cli.js',
+      'dist/cli/door-agent.js',
+      'dist/cli/syncWorker.js',
       'node_modules/better-sqlite3/build/Release/better_sqlite3.node',
       'build/Release/sd_notify.node',
       'build/Release/gpio_chardev.node',
@@ -165,14 +166,14 @@ describe('scripts/install.sh from a clean copy of the tree, npm steps included',
       expect(existsSync(join(APP, p)), p).toBe(false);
     }
     // Readable by the door-agent user although root's umask was 077.
-    for (const p of ['opt/door-agent', 'opt/door-agent/dist/src', 'opt/door-agent/node_modules/better-sqlite3']) expect(mode(p), p).toBe('755');
-    for (const p of ['opt/door-agent/dist/src/cli.js', 'opt/door-agent/build/Release/gpio_chardev.node', 'opt/door-agent/package.json']) {
+    for (const p of ['opt/door-agent', 'opt/door-agent/dist/cli', 'opt/door-agent/node_modules/better-sqlite3']) expect(mode(p), p).toBe('755');
+    for (const p of ['opt/door-agent/dist/cli/door-agent.js', 'opt/door-agent/build/Release/gpio_chardev.node', 'opt/door-agent/package.json']) {
       expect(Number.parseInt(mode(p), 8) & 0o044, p).toBe(0o044);
     }
     expect(readdirSync(join(TR, 'var/tmp'))).toEqual([]);
     expect(existsSync(`${APP}.new`)).toBe(false);
     // The wrapper follows --root, and is what runs below.
-    expect(readFileSync(WRAPPER, 'utf8')).toContain(`"${APP}/dist/src/cli.js" "$@"`);
+    expect(readFileSync(WRAPPER, 'utf8')).toContain(`"${APP}/dist/cli/door-agent.js" "$@"`);
     expect(mode('usr/local/bin/door-agent')).toBe('755');
     expect(readFileSync(join(TR, 'etc/systemd/system/door-agent.service'), 'utf8')).toContain('ExecStopPost=/usr/local/bin/door-agent relock');
     expect(existsSync(join(TR, 'etc/systemd/system/door-agent-service.service'))).toBe(true);

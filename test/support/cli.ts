@@ -4,7 +4,8 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 
 export const ROOT = resolve(import.meta.dirname, '../..');
-export const CLI = join(ROOT, 'dist/src/cli.js');
+// The bin as installed (package.json "bin"): the bundle npm run build makes from tsc's output.
+export const CLI = join(ROOT, 'dist/cli/door-agent.js');
 
 export interface CliResult {
   status: number;

@@ -1,6 +1,5 @@
-import { existsSync } from 'node:fs';
 import { createRequire } from 'node:module';
-import { join } from 'node:path';
+import { addonPath } from '../../util/addonPath.js';
 import { DoorAgentError } from '../../util/errors.js';
 
 /**
@@ -72,10 +71,6 @@ export interface ChardevBinding {
   close(fd: number): void;
 }
 
-// node-gyp builds native/gpio_chardev.c into <package root>/build/Release; this module runs from
-// dist/src/hardware/chardev (built) or src/hardware/chardev (tests).
-const ADDON_CANDIDATES = ['../../../../build/Release/gpio_chardev.node', '../../../build/Release/gpio_chardev.node'].map((p) => join(import.meta.dirname, p));
-
 let loaded: ChardevBinding | undefined;
 
 /**
@@ -84,7 +79,7 @@ let loaded: ChardevBinding | undefined;
  */
 export function loadChardevBinding(): ChardevBinding {
   if (loaded) return loaded;
-  const path = ADDON_CANDIDATES.find((p) => existsSync(p)) ?? ADDON_CANDIDATES[0]!;
+  const path = addonPath(import.meta.dirname, 'gpio_chardev');
   try {
     loaded = createRequire(import.meta.url)(path) as ChardevBinding;
   } catch (err) {

@@ -1,7 +1,7 @@
 import { EventEmitter } from 'node:events';
-import { closeSync, constants, existsSync, openSync, statSync } from 'node:fs';
+import { closeSync, constants, openSync, statSync } from 'node:fs';
 import { createRequire } from 'node:module';
-import { join } from 'node:path';
+import { addonPath } from '../../util/addonPath.js';
 import { DoorAgentError, errorCode } from '../../util/errors.js';
 import { loadChardevBinding } from '../../hardware/chardev/binding.js';
 import { KeyboardDecoder } from './inputEvents.js';
@@ -18,14 +18,12 @@ export interface InputIo {
   close(fd: number): void;
 }
 
-const CANDIDATES = ['../../../../build/Release/evdev.node', '../../../build/Release/evdev.node'].map((p) => join(import.meta.dirname, p));
-
 let grabAddon: { grab(fd: number, exclusive: boolean): void } | null = null;
 
 /** The real system: fs for the fd, our evdev addon for the grab, the GPIO addon's generic poll and read. */
 function systemInputIo(): InputIo {
   if (!grabAddon) {
-    const path = CANDIDATES.find((p) => existsSync(p)) ?? CANDIDATES[0]!;
+    const path = addonPath(import.meta.dirname, 'evdev');
     try {
       grabAddon = createRequire(import.meta.url)(path) as { grab(fd: number, exclusive: boolean): void };
     } catch (err) {

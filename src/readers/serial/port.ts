@@ -1,4 +1,5 @@
-import { SerialPort } from 'serialport';
+import { createRequire } from 'node:module';
+import type { SerialPort as SerialPortClass } from 'serialport';
 import type { BackoffOptions } from '../../util/backoff.js';
 import { closeWhenDeviceVanishes } from './devicePresence.js';
 
@@ -17,8 +18,14 @@ export interface PortLike {
 
 export type PortFactory = (path: string, baudRate: number) => PortLike;
 
-export const openSerialPort: PortFactory = (path, baudRate) =>
-  closeWhenDeviceVanishes(new SerialPort({ path, baudRate, autoOpen: false, lock: true }), path) as unknown as PortLike;
+// serialport (and its native binding) is loaded when the first port opens: a door without a serial reader, and
+// every command but `run`, never pays for it at start.
+let SerialPort: typeof SerialPortClass | undefined;
+
+export const openSerialPort: PortFactory = (path, baudRate) => {
+  SerialPort ??= (createRequire(import.meta.url)('serialport') as { SerialPort: typeof SerialPortClass }).SerialPort;
+  return closeWhenDeviceVanishes(new SerialPort({ path, baudRate, autoOpen: false, lock: true }), path) as unknown as PortLike;
+};
 
 // First retry within a second, then doubling up to 30 s (docs/hardware.md: an unplugged reader is reopened with backoff).
 export const READER_BACKOFF: BackoffOptions = { initialMs: 500, maxMs: 30_000, jitter: 0.2 };

@@ -1,0 +1,23 @@
+import type { Command } from './context.js';
+
+/**
+ * Every command, one line each: its words (as commands/usage.ts names them) and its module, imported only when
+ * it runs. `relock` (what systemd runs after a crash) and `status` load neither the MQTT client nor fastify;
+ * `--version` and `--help` load no command at all. A new command is its usage in usage.ts, a module exporting
+ * `command`, and one line here.
+ */
+export const COMMANDS: Readonly<Record<string, () => Promise<Command>>> = {
+  demo: async () => (await import('./demo.js')).command,
+  run: async () => (await import('./run.js')).command,
+  status: async () => (await import('./status.js')).command,
+  events: async () => (await import('./events.js')).command,
+  check: async () => (await import('./check.js')).command,
+  import: async () => (await import('./import.js')).command,
+  sync: async () => (await import('./sync.js')).command,
+  relock: async () => (await import('./relock.js')).command,
+  'reader keyset': async () => (await import('./readerKeyset.js')).command,
+  'config check': async () => (await import('./configCheck.js')).command,
+  service: async () => (await import('./service.js')).command,
+  'service key create': async () => (await import('./service.js')).keyCreateCommand,
+  'service outbox': async () => (await import('./service.js')).outboxCommand,
+};
