@@ -44,6 +44,7 @@ async function startAgent(index: number): Promise<FleetAgent> {
       apiKeyFile,
       apiKeyIn: 'header',
       syncIntervalSeconds: 3600,
+      startDelaySeconds: 5, // the default: the first syncs of a cold start spread over 5 s
       concurrency: 8,
       maxRemovalRatio: 0.5,
       timeoutSeconds: 10,

@@ -19,6 +19,7 @@ import { pinLines, pinStatus } from './pinStatus.js';
 import { brokerLines, brokerStatus } from './brokerStatus.js';
 import { daemonView, runningText } from './daemonStatus.js';
 import { levelLines, levelStatus } from './levelStatus.js';
+import { lastSyncLines, lastSyncView } from './syncStatus.js';
 
 function processAlive(pid: number): boolean {
   try {
@@ -31,7 +32,7 @@ function processAlive(pid: number): boolean {
 
 function syncView(s: SyncStatus, now: number, warnAfterSeconds: number) {
   const age = s.lastSuccessAt ? (now - Date.parse(s.lastSuccessAt)) / 1000 : null;
-  return { ...s, cacheAgeSeconds: age, stale: age === null || age > warnAfterSeconds };
+  return { ...s, last: lastSyncView(s), cacheAgeSeconds: age, stale: age === null || age > warnAfterSeconds };
 }
 
 const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
@@ -143,6 +144,7 @@ function runStatus(args: { json: boolean; config: string | undefined }, ctx: Com
             `sync: last success ${status.sync.lastSuccessAt ?? 'never'}` +
               (status.sync.cacheAgeSeconds !== null ? ` (${Math.round(status.sync.cacheAgeSeconds / 60)} min ago)` : '') +
               (status.sync.lastError ? `; last error: ${status.sync.lastError}` : ''),
+            ...lastSyncLines(status.sync.last),
             `directory: revision ${status.directory?.revision ?? 'none (the service offers no GET /directory)'} held; ` +
               (status.directory?.push
                 ? `push active (last revision ${status.directory.push.lastRevision ?? 'not understood'} at ${status.directory.push.at})`

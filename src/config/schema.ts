@@ -43,6 +43,11 @@ const serviceSchema = z.strictObject({
   apiKeyFile: z.string().min(1).optional(),
   apiKeyIn: z.enum(['header', 'query']).default('header'),
   syncIntervalSeconds: seconds(10, 86_400).default(300),
+  /**
+   * The daemon's first sync after start waits a random delay between 0 and this, so doors started together (a
+   * power cut, a deploy) do not all ask the service at once. 0: at once. Requests never wait.
+   */
+  startDelaySeconds: seconds(0, 3600).default(5),
   concurrency: z.number().int().min(1).max(64).default(8),
   maxRemovalRatio: z.number().min(0).max(1).default(0.5),
   /** Each request to the service must answer within this. */

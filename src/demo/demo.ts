@@ -144,7 +144,7 @@ export async function startDemo(options: {
     `agent: { id: demo, dataDir: ${dir}/agent, logLevel: info }
 access: { groups: [Staff] }
 gpio: { driver: simulated, simulatedDir: ${dir}/gpio }
-service: { baseUrl: "${base}", syncIntervalSeconds: 300 }
+service: { baseUrl: "${base}", syncIntervalSeconds: 300, startDelaySeconds: 0 }
 mqtt: { url: "${mqttUrl}", topicPrefix: door-agent, protocolVersion: 4 }
 doors:
   - { uuid: ${DEMO_DOOR}, resourceId: 12, name: Front door, relay: { pin: 17 }, unlockSeconds: 5,

@@ -4,6 +4,8 @@ export interface SyncServiceOptions {
   apiKeyFile?: string;
   apiKeyIn: 'header' | 'query';
   syncIntervalSeconds: number;
+  /** The daemon's first sync waits a random delay up to this (0: at once); a request (MQTT, door-agent sync) never waits. */
+  startDelaySeconds: number;
   concurrency: number;
   maxRemovalRatio: number;
   timeoutSeconds: number;

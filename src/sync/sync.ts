@@ -8,6 +8,7 @@ import { writeServiceLevels } from '../store/serviceLevels.js';
 import type { ResponseSpool } from './responseSpool.js';
 import { ServiceError, type ServiceClient } from './serviceClient.js';
 import { dropDirectoryScope, stageDetails, stageDirectory, stageUserList } from './streamedAnswers.js';
+import { etagContradiction } from './etagCheck.js';
 
 export interface SyncOptions {
   concurrency: number;
@@ -28,13 +29,23 @@ export interface SyncResult extends MergeSummary {
   mode: 'directory_full' | 'directory_delta' | 'unchanged' | 'lists';
   /** The agent's own work on the answer (staging and the apply), without the time waiting for the service. */
   applyMs?: number;
+  /** The bodies of the sync's answers as received (compressed or not), in bytes. */
+  wireBytes: number;
+  /** The same after decompression (what was parsed). */
+  bodyBytes: number;
+  /** Why a delta was asked for and everything came instead (a delta of another history, an ETag that contradicts its body). */
+  fullBecause?: string;
 }
+
+/** The last successful sync as status keeps it: duration and sizes are absent in a status from before they were kept. */
+export type SyncSummary = Omit<SyncResult, 'durationMs' | 'applyMs' | 'wireBytes' | 'bodyBytes' | 'fullBecause'> &
+  Partial<Pick<SyncResult, 'durationMs' | 'wireBytes' | 'bodyBytes'>>;
 
 export interface SyncStatus {
   lastSuccessAt: string | null;
   lastAttemptAt: string | null;
   lastError: string | null;
-  lastSummary: Omit<SyncResult, 'durationMs'> | null;
+  lastSummary: SyncSummary | null;
 }
 
 const STATUS_KEY = 'sync_status';
@@ -56,36 +67,58 @@ export async function syncOnce(db: Db, client: ServiceClient, options: SyncOptio
   const started = performance.now();
   const attemptAt = new Date(options.now()).toISOString();
   const status = readSyncStatus(db);
+  const before = { ...client.traffic };
+  // What this sync has cost so far: its duration and its answers' bytes (status shows them).
+  const measured = () => ({
+    durationMs: performance.now() - started,
+    wireBytes: client.traffic.wireBytes - before.wireBytes,
+    bodyBytes: client.traffic.bodyBytes - before.bodyBytes,
+  });
+  const record = (lastSummary: SyncSummary) =>
+    writeMeta(db, STATUS_KEY, { lastSuccessAt: attemptAt, lastAttemptAt: attemptAt, lastError: null, lastSummary } satisfies SyncStatus);
   try {
     // The extension endpoint first: one request, and only what changed; the seed's calls when it is absent (404).
     const heldVersion = readHeldVersion(db);
     let held = options.full ? null : heldVersion;
-    let answer = await client.directory(held);
-    if (answer === 'unchanged') {
-      const lastSummary = {
-        users: NO_CHANGE,
-        credentials: NO_CHANGE,
-        guestLinks: NO_CHANGE,
-        rowsWritten: 0,
-        revision: held?.revision ?? null,
-        mode: 'unchanged' as const,
-      };
-      writeMeta(db, STATUS_KEY, { lastSuccessAt: attemptAt, lastAttemptAt: attemptAt, lastError: null, lastSummary } satisfies SyncStatus);
-      return { ...lastSummary, durationMs: performance.now() - started };
-    }
-    while (answer !== 'unsupported' && answer !== 'unchanged') {
+    let fullBecause: string | undefined;
+    for (;;) {
+      const answer = await client.directory(held);
+      if (answer.kind === 'unsupported') break;
+      if (answer.kind === 'unchanged') {
+        const contradiction = held === null ? null : etagContradiction(answer.etag, held);
+        if (contradiction !== null) {
+          // "Unchanged", but not from the version held: nothing says what the cache misses. Everything instead.
+          fullBecause = `${contradiction} (a 304 answer to the version held)`;
+          held = null;
+          continue;
+        }
+        const summary = {
+          users: NO_CHANGE,
+          credentials: NO_CHANGE,
+          guestLinks: NO_CHANGE,
+          rowsWritten: 0,
+          revision: held?.revision ?? null,
+          mode: 'unchanged' as const,
+        };
+        const lastSummary = { ...summary, ...measured() };
+        record(lastSummary);
+        return { ...lastSummary, ...measured() };
+      }
       const applying = performance.now();
       let result: ReturnType<typeof applyDirectory>;
       try {
-        result = applyDirectory(db, answer, options, attemptAt, heldVersion);
+        result = applyDirectory(db, answer.body, answer.etag, options, heldVersion, (summary) => record({ ...summary, ...measured() }));
       } finally {
-        answer.dispose();
+        answer.body.dispose();
       }
-      if (result !== 'another_history') return { ...result, durationMs: performance.now() - started, applyMs: performance.now() - applying };
+      if (typeof result !== 'string') {
+        return { ...result, ...measured(), applyMs: performance.now() - applying, ...(fullBecause ? { fullBecause } : {}) };
+      }
       if (held === null) throw new ServiceError('GET /directory: a full answer was asked for and a delta came', '/directory', 200);
-      // A delta of another history than the one held: never applied on top of this cache; everything instead.
+      // A delta of another history than the one held, or one whose ETag contradicts it: never applied on top of
+      // this cache; everything instead.
+      fullBecause = result;
       held = null;
-      answer = await client.directory(null);
     }
     // Staged in the connection's own temp tables first; the cache's write lock is held only for the merge.
     const stage = new SnapshotStage(db);
@@ -103,11 +136,11 @@ export async function syncOnce(db: Db, client: ServiceClient, options: SyncOptio
           // The seed's calls carry no level definitions: the config's levels alone apply.
           writeServiceLevels(db, null);
           const lastSummary = { ...summary, revision: null, mode: 'lists' as const };
-          writeMeta(db, STATUS_KEY, { lastSuccessAt: attemptAt, lastAttemptAt: attemptAt, lastError: null, lastSummary } satisfies SyncStatus);
+          record({ ...lastSummary, ...measured() });
           return lastSummary;
         })
         .immediate();
-      return { ...result, durationMs: performance.now() - started };
+      return { ...result, ...measured() };
     } finally {
       stage.drop();
     }
@@ -129,17 +162,21 @@ export async function syncOnce(db: Db, client: ServiceClient, options: SyncOptio
 function applyDirectory(
   db: Db,
   body: ResponseSpool,
+  etag: DirectoryVersion | null,
   options: SyncOptions,
-  attemptAt: string,
   held: DirectoryVersion | null,
-): Omit<SyncResult, 'durationMs'> | 'another_history' {
+  record: (summary: Omit<SyncSummary, 'durationMs' | 'wireBytes' | 'bodyBytes'>) => void,
+): Omit<SyncSummary, 'durationMs' | 'wireBytes' | 'bodyBytes'> | string {
   const stage = new SnapshotStage(db);
   try {
     const answer = stageDirectory(db, stage, body);
     // The service's history changed (restored from a backup): only a full answer may replace this cache, and the
     // mass-removal guard still judges it (a restore is no reason to trust a mass removal).
     const history = held?.history && answer.history && held.history !== answer.history ? { from: held.history, to: answer.history } : undefined;
-    if (history && !answer.full) return 'another_history';
+    if (history && !answer.full) return `a delta of another history (held ${held!.history}, the answer's ${answer.history})`;
+    // A full answer replaces everything and names its own version: it is applied whatever its ETag says.
+    const contradiction = etagContradiction(etag, answer);
+    if (contradiction !== null && !answer.full) return contradiction;
     return db
       .transaction(() => {
         let summary: MergeSummary;
@@ -152,7 +189,7 @@ function applyDirectory(
         const lastSummary = { ...summary, revision: answer.revision, mode: answer.full ? ('directory_full' as const) : ('directory_delta' as const) };
         writeHeldRevision(db, answer);
         writeServiceLevels(db, answer.levels);
-        writeMeta(db, STATUS_KEY, { lastSuccessAt: attemptAt, lastAttemptAt: attemptAt, lastError: null, lastSummary } satisfies SyncStatus);
+        record(lastSummary);
         return lastSummary;
       })
       .immediate();

@@ -81,18 +81,23 @@ export class SyncComponent implements Component {
         return result;
       },
       intervalMs: options.syncIntervalSeconds * 1000,
+      startDelayMs: options.startDelaySeconds * 1000,
       timers: this.deps.timers,
       logger,
     });
     this.scheduler.start();
   }
 
-  /** Sync now (or right after the sync under way). */
+  /** Asked to sync (`P/agents/<id>/sync`): now (or right after the sync under way), even during the start delay. */
   trigger(): void {
     this.scheduler?.trigger();
   }
 
-  /** A `P/directory/revision` message: sync when it is ahead; a bad or backward one leads to a full sync. */
+  /**
+   * A `P/directory/revision` message: sync when it is ahead; a bad or backward one leads to a full sync. Before
+   * the first sync (its random start delay) it waits for that one: every door gets the retained message at
+   * connect, so after a power cut it would otherwise bring them all to the service at once.
+   */
   onRevision(payload: Buffer): void {
     const { logger } = this.deps;
     // The cache's own record, not only the last sync's: an import in between forgets the revision held.
@@ -106,7 +111,7 @@ export class SyncComponent implements Component {
       logger.warn({ held: this.held?.revision ?? null, revision: judged.revision, bytes: payload.length }, `directory revision ${judged.why}: full sync`);
       this.fullNext = true;
     } else logger.info({ held: this.held?.revision ?? null, revision: judged.revision }, 'directory changed at the service: syncing');
-    this.trigger();
+    this.scheduler?.changed();
   }
 
   async stop(): Promise<void> {

@@ -16,7 +16,7 @@ function rebuild(error: SyncFailure): Error {
     case 'mass_removal':
       return new MassRemovalError(error.removed, error.current, error.maxRatio, error.history);
     case 'service':
-      return new ServiceError(error.message, error.endpoint, error.status);
+      return new ServiceError(error.message, error.endpoint, error.status, { retryAfterMs: error.retryAfterMs });
     default:
       return new DoorAgentError(error.message);
   }

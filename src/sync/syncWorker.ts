@@ -37,7 +37,7 @@ export type SyncOutcome = SyncResult & { findings?: DirectoryFindings };
 /** An error as it crosses the thread boundary, with what the scheduler needs to tell the kinds apart. */
 export type SyncFailure =
   | { kind: 'mass_removal'; message: string; removed: number; current: number; maxRatio: number; history?: HistoryChange }
-  | { kind: 'service'; message: string; endpoint: string; status: number | null }
+  | { kind: 'service'; message: string; endpoint: string; status: number | null; retryAfterMs: number | null }
   | { kind: 'other'; message: string };
 
 export type SyncReply = { id: number; ok: true; result: SyncOutcome } | { id: number; ok: false; error: SyncFailure };
@@ -45,7 +45,7 @@ export type SyncReply = { id: number; ok: true; result: SyncOutcome } | { id: nu
 function failure(err: unknown): SyncFailure {
   if (err instanceof MassRemovalError)
     return { kind: 'mass_removal', message: err.message, removed: err.removed, current: err.current, maxRatio: err.maxRatio, history: err.history };
-  if (err instanceof ServiceError) return { kind: 'service', message: err.message, endpoint: err.endpoint, status: err.status };
+  if (err instanceof ServiceError) return { kind: 'service', message: err.message, endpoint: err.endpoint, status: err.status, retryAfterMs: err.retryAfterMs };
   return { kind: 'other', message: err instanceof Error ? err.message : String(err) };
 }
 

@@ -72,7 +72,7 @@ mqtt: { url: "${broker.url}", topicPrefix: site }
 access: { groups: [Staff] }
 gpio: { driver: simulated, simulatedDir: ${tmp.path}/gpio }
 mqtt: { url: "${broker.url}", topicPrefix: site }
-service: { baseUrl: "${base}", apiKeyFile: ${tmp.path}/api-key, syncIntervalSeconds: 3600 }
+service: { baseUrl: "${base}", apiKeyFile: ${tmp.path}/api-key, syncIntervalSeconds: 3600, startDelaySeconds: 0 }
 doors:
   - { uuid: ${DOOR_UUID}, resourceId: 12, name: Front door, relay: { pin: 17 }, unlockSeconds: 1, reader: { path: ${tmp.path}/reader } }
 `,

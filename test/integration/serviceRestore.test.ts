@@ -272,6 +272,7 @@ describe('a service database restored from a backup (the issue, end to end)', ()
         apiKeyFile: join(daemon.dir, 'api-key'),
         apiKeyIn: 'header',
         syncIntervalSeconds: 3600,
+        startDelaySeconds: 0,
         concurrency: 4,
         maxRemovalRatio: 0.5,
         timeoutSeconds: 20,

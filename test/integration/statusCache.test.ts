@@ -59,6 +59,11 @@ describe('door-agent status and the cache', () => {
       expect(r.stdout).toMatch(/cache: 1 user, 1 credential, 0 guest links; last sync \d{4}-\d\d-\d\dT[\d:.]+Z\n/);
       expect(r.stdout).not.toContain('never imported or synced');
       expect(r.stdout).not.toContain('WARNING: no cache');
+      // The seed's calls (no GET /directory): a full sync, its duration and its bytes (uncompressed here).
+      expect(r.stdout).toMatch(/\nlast sync: full \(GET \/multipleusers and GET \/user\), \d+\.\d s, \d+ bytes on the wire \(not compressed\)\n/);
+      const json = JSON.parse(runCli(['status', '--json', '--config', a.config]).stdout) as { sync: { last: Record<string, unknown> } };
+      expect(json.sync.last).toMatchObject({ kind: 'full', mode: 'lists', durationMs: expect.any(Number), wireBytes: expect.any(Number) });
+      expect(json.sync.last.wireBytes).toBe(json.sync.last.bodyBytes);
     });
   });
 });

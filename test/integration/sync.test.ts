@@ -272,7 +272,7 @@ describe('the daemon syncs on its own and on request', () => {
     const { Operator } = await import('../support/operator.js');
     const broker = new Mosquitto(join(tmp.path, 'sync-broker'));
     await broker.start();
-    const a = agentConfig(`http://127.0.0.1:${svc.port}`, ', syncIntervalSeconds: 60');
+    const a = agentConfig(`http://127.0.0.1:${svc.port}`, ', syncIntervalSeconds: 60, startDelaySeconds: 0');
     writeFileSync(
       a.config,
       `${a.config ? '' : ''}${(await import('node:fs')).readFileSync(a.config, 'utf8')}mqtt: { url: "${broker.url}", topicPrefix: sy }\n`,

@@ -39,6 +39,13 @@ export class ManualTime implements Clock, Timers {
     return this.pending.size;
   }
 
+  /** When the next timer is due (monotonic), null when none is pending. */
+  nextDue(): number | null {
+    let due: number | null = null;
+    for (const entry of this.pending.values()) if (due === null || entry.due < due) due = entry.due;
+    return due;
+  }
+
   advance(ms: number): void {
     const target = this.mono + ms;
     for (let fired = 0; ; fired++) {

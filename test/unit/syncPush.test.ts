@@ -9,7 +9,17 @@ const msg = (text: string) => Buffer.from(text);
 /** A version held from a service from before histories (no history, no tag). */
 const v = (revision: number) => ({ revision, history: null, tag: null });
 const ZERO = { added: 0, changed: 0, removed: 0, unchanged: 0 };
-const RESULT: SyncResult = { users: ZERO, credentials: ZERO, guestLinks: ZERO, rowsWritten: 0, durationMs: 1, revision: 1, mode: 'unchanged' };
+const RESULT: SyncResult = {
+  users: ZERO,
+  credentials: ZERO,
+  guestLinks: ZERO,
+  rowsWritten: 0,
+  durationMs: 1,
+  revision: 1,
+  mode: 'unchanged',
+  wireBytes: 0,
+  bodyBytes: 0,
+};
 
 describe('a pushed directory revision', () => {
   it('syncs when it is ahead of the revision held (or none is held), not when it is the same', () => {
@@ -74,6 +84,7 @@ describe('a pushed directory revision', () => {
         );
       },
       intervalMs: 3_600_000,
+      startDelayMs: 0,
       timers: time,
       logger: pino({ level: 'silent' }),
     });

@@ -1,5 +1,5 @@
 /**
- * A failed fetch (undici's "fetch failed" TypeError, its cause a system or TLS error) as an operator reads it:
+ * A failed request (node:http's system or TLS error, or one wrapping it as its cause) as an operator reads it:
  * what could not be reached and why, with what to check. The URL is the service's, never one with a key in it.
  */
 
@@ -23,9 +23,9 @@ const UNTRUSTED = new Set([
   'CERT_SIGNATURE_FAILURE',
 ]);
 
-/** The innermost error that says something: undici's cause, or the first of a happy-eyeballs AggregateError. */
+/** The innermost error that says something: the error, its cause, or the first of a happy-eyeballs AggregateError. */
 function rootCause(err: unknown): Cause | undefined {
-  let cause: unknown = err instanceof Error && err.cause !== undefined ? err.cause : undefined;
+  let cause: unknown = err instanceof Error && err.cause !== undefined ? err.cause : err;
   if (cause && typeof cause === 'object' && Array.isArray((cause as Cause).errors) && !(cause as Cause).code) {
     cause = ((cause as Cause).errors as unknown[])[0] ?? cause;
   }
@@ -38,8 +38,8 @@ function hostPort(url: URL): string {
   return `${url.hostname}:${port}`;
 }
 
-/** Why the fetch failed, without the URL: `connection refused: nothing is listening at 127.0.0.1:8080 ...`. */
-export function fetchFailureReason(err: unknown, url: URL): string {
+/** Why the request failed, without the URL: `connection refused: nothing is listening at 127.0.0.1:8080 ...`. */
+export function requestFailureReason(err: unknown, url: URL): string {
   const cause = rootCause(err);
   const code = typeof cause?.code === 'string' ? cause.code : undefined;
   const message = typeof cause?.message === 'string' ? cause.message : err instanceof Error ? err.message : String(err);
@@ -57,7 +57,6 @@ export function fetchFailureReason(err: unknown, url: URL): string {
     case 'ENETUNREACH':
       return `no route to ${url.hostname} (${code}): check the network`;
     case 'ETIMEDOUT':
-    case 'UND_ERR_CONNECT_TIMEOUT':
       return `no connection to ${at} could be made (connect timeout): a firewall, or the host is down`;
     case 'CERT_HAS_EXPIRED':
       return `TLS: the service's certificate has expired (CERT_HAS_EXPIRED): renew it (or check this controller's clock)`;
@@ -75,7 +74,5 @@ export function fetchFailureReason(err: unknown, url: URL): string {
       `give door-agent the CA that signed it with NODE_EXTRA_CA_CERTS=/path/ca.pem (see the README)`
     );
   }
-  if (message === 'bad port')
-    return `port ${url.port} is one that fetch refuses to use (a "bad port" of the Fetch standard): serve the service on another port`;
   return code ? `${code}: ${message}` : message;
 }
