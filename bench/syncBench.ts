@@ -113,7 +113,7 @@ doors: [ { uuid: 6f1c2a0e-8d0b-4a57-9d43-1f2e3a4b5c6d, resourceId: 12, relay: { 
       },
       {
         bench: b,
-        metric: 'resync, no change: bytes received',
+        metric: 'resync, no change: body bytes received',
         value: again.bytesIn,
         unit: 'B',
         floor: null,

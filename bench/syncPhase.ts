@@ -28,18 +28,6 @@ function fileBytes(path: string): number {
   return total;
 }
 
-// Every request and every byte received, as the service sees the agent: counted around fetch.
-let requests = 0;
-let bytesIn = 0;
-const realFetch = globalThis.fetch;
-globalThis.fetch = async (input, init) => {
-  requests++;
-  const response = await realFetch(input, init);
-  const body = await response.arrayBuffer();
-  bytesIn += body.byteLength + [...response.headers].reduce((n, [k, v]) => n + k.length + v.length + 4, 17);
-  return new Response(response.status === 304 ? null : body, { status: response.status, headers: response.headers });
-};
-
 const [phase, ...args] = process.argv.slice(2);
 const started = performance.now();
 if (phase === 'sync') {
@@ -62,7 +50,7 @@ if (phase === 'sync') {
   const written = writeBytes() - bytesBefore;
   db.close();
   process.stdout.write(
-    `${JSON.stringify({ seconds: (performance.now() - started) / 1000, workMs, applyMs: r.applyMs ?? null, requests, bytesIn, mode: r.mode, rowsWritten: r.rowsWritten, users: r.users, rssMb: process.resourceUsage().maxRSS / 1024, writeBytes: written, fileBytes: fileBytes(file) })}\n`,
+    `${JSON.stringify({ seconds: (performance.now() - started) / 1000, workMs, applyMs: r.applyMs ?? null, requests: client.traffic.requests, bytesIn: client.traffic.wireBytes, bodyBytes: client.traffic.bodyBytes, mode: r.mode, rowsWritten: r.rowsWritten, users: r.users, rssMb: process.resourceUsage().maxRSS / 1024, writeBytes: written, fileBytes: fileBytes(file) })}\n`,
   );
 } else if (phase === 'bare') {
   const [url, key, n, c] = args as [string, string, string, string];

@@ -69,8 +69,9 @@ export type DirectoryAnswer =
   | { kind: 'unchanged'; etag: DirectoryVersion | null }
   | { kind: 'unsupported' };
 
-/** The bodies received so far: bytes on the wire (compressed or not) and after decompression. */
+/** The requests made so far, and their bodies: bytes on the wire (compressed or not) and after decompression. */
 export interface Traffic {
+  requests: number;
   wireBytes: number;
   bodyBytes: number;
 }
@@ -83,7 +84,7 @@ export interface Traffic {
  */
 export class ServiceClient {
   /** Counted over the client's life; a sync takes the difference (sync.ts). */
-  readonly traffic: Traffic = { wireBytes: 0, bodyBytes: 0 };
+  readonly traffic: Traffic = { requests: 0, wireBytes: 0, bodyBytes: 0 };
 
   constructor(private readonly options: ServiceClientOptions) {}
 
@@ -107,6 +108,7 @@ export class ServiceClient {
     let status: number | null = null;
     let coding: ContentCoding = 'identity';
     let wire = 0;
+    this.traffic.requests++;
     const received = async function* (message: AsyncIterable<Buffer>): AsyncGenerator<Buffer> {
       for await (const chunk of message) {
         wire += chunk.length;
