@@ -10,6 +10,7 @@ import { benchmarkFleet } from './fleetBench.js';
 import { benchmarkMqtt } from './mqttBench.js';
 import { benchmarkService } from './serviceBench.js';
 import { benchmarkSync } from './syncBench.js';
+import { benchmarkSyncScale } from './syncScale.js';
 import { benchmarkTapDuringSync } from './tapDuringSync.js';
 import { benchmarkTapToRelay } from './tapToRelay.js';
 import { benchmarkWiegand } from './wiegandBench.js';
@@ -23,6 +24,7 @@ const BENCHES: Record<string, (workDir: string) => BenchRow[] | Promise<BenchRow
   mqtt: benchmarkMqtt,
   service: benchmarkService,
   sync: benchmarkSync,
+  'sync-scale': benchmarkSyncScale,
   'tap-during-sync': benchmarkTapDuringSync,
   fleet: benchmarkFleet,
   wiegand: benchmarkWiegand,
