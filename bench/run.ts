@@ -6,6 +6,7 @@ import { mkdirSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { benchmarkDecisions } from './decisions.js';
+import { benchmarkDirectoryStorm } from './directoryStorm.js';
 import { benchmarkFleet } from './fleetBench.js';
 import { benchmarkMqtt } from './mqttBench.js';
 import { benchmarkService } from './serviceBench.js';
@@ -23,6 +24,7 @@ const BENCHES: Record<string, (workDir: string) => BenchRow[] | Promise<BenchRow
   'tap-to-relay': benchmarkTapToRelay,
   mqtt: benchmarkMqtt,
   service: benchmarkService,
+  'directory-storm': benchmarkDirectoryStorm,
   sync: benchmarkSync,
   'sync-scale': benchmarkSyncScale,
   'tap-during-sync': benchmarkTapDuringSync,

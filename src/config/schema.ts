@@ -182,6 +182,10 @@ const serverSchema = z
     requestTimeoutSeconds: seconds(1, 600).default(60),
     keepAliveTimeoutSeconds: seconds(1, 600).default(10),
     maxConnections: z.number().int().min(16).max(100_000).default(1000),
+    // Load shedding (issue 28 item 2): the defaults are DEFAULT_LOAD_LIMITS of service/loadGate.ts.
+    maxDirectoryAnswers: z.number().int().min(1).max(100_000).default(200),
+    maxDirectoryBuilds: z.number().int().min(1).max(64).default(4),
+    retryAfterSeconds: seconds(1, 3600).default(5),
     /** Smartcard labels that mark a PIN, as the agent's access.pinLabels: masked to keys that may not read PINs. */
     pinLabels: z.array(z.string().trim().min(1)).min(1).default(['PIN']),
   })

@@ -4,22 +4,33 @@ import type { DirectoryVersion } from '../protocol/directory.js';
 import type { ServiceDb } from './database.js';
 import { DirectoryHistory, markFileFor } from './directoryHistory.js';
 import { LevelStore, type DirectoryLevel, type DirectoryResourceGroup } from './levels.js';
-import { cardOut, type UserStore } from './users.js';
+import { DirectoryUsers, type DoorUser, type DoorUserReader } from './directoryUsers.js';
+import type { UserStore } from './users.js';
 
-/** Past this many changed users, a delta reads every membership in one query rather than one per user. */
-const DELTA_MEMBERSHIPS_AT_ONCE = 200;
+/** Users read and fingerprinted at a time when the revision is brought up to date (a bound on memory). */
+const REFRESH_BATCH = 2000;
 
 /** The revision with its history and tag (protocol/directory.ts) and when it was issued. */
 export type DirectoryRevision = DirectoryVersion & { history: string; at: string };
 
-export interface DirectoryAnswer {
-  revision: number;
-  history: string;
-  tag: string | null;
+/**
+ * What a GET /directory is answered with: the current revision, and either everything (`full`) or the changes after
+ * `since`. Two requests with the same plan get the same bytes (directoryBytes.ts).
+ */
+export interface DirectoryPlan {
+  version: DirectoryRevision;
   /** true: every user is listed (no `since`, a `since` this service never issued, another history or tag); false: only changes. */
   full: boolean;
-  users: Array<Record<string, unknown>>;
-  details: Record<string, Record<string, unknown>>;
+  /** The caller's revision, for a delta; null for everything. */
+  since: number | null;
+}
+
+/** What the body of a plan holds, to be read a batch at a time (directoryBody.ts). */
+export interface DirectoryContents {
+  /** The users to list, as sorted email_ids (every active user, or those changed after `since`). */
+  ids: number[];
+  read: DoorUserReader;
+  /** The ids removed after `since` (none in a full answer). */
   removed: number[];
   /** The access levels (POST /policies), in every answer, full or not: sorted by name, doors resolved. */
   levels: DirectoryLevel[];
@@ -41,10 +52,11 @@ export class Directory {
   /** A change went through since the last refresh (set by the server after each successful change). */
   private dirty = true;
   private readonly history: DirectoryHistory;
+  private readonly doorUsers: DirectoryUsers;
 
   constructor(
     private readonly db: ServiceDb,
-    private readonly users: UserStore,
+    users: UserStore,
     /**
      * Called after every refresh that advanced the revision, whoever asked for it: the change timer, or an agent's
      * GET /directory that came first (the push must not be lost to the agent that happened to ask); and when the
@@ -56,6 +68,7 @@ export class Directory {
     private readonly levels: LevelStore = new LevelStore(db),
   ) {
     this.history = new DirectoryHistory(db, markFileFor(db), logger);
+    this.doorUsers = new DirectoryUsers(db, users);
     // A database restored from a backup holds less than the service had issued: renewed before anyone is answered.
     this.history.checkAtStart(this.revision(), Date.now());
   }
@@ -66,50 +79,21 @@ export class Directory {
     return { revision, at, history: this.history.id(), tag: revision === 0 ? null : this.history.tagOf(revision) };
   }
 
-  /** Every user as the doors see them, read in a handful of bulk queries (not a few per user). */
-  private snapshot(): Map<number, { item: Record<string, unknown>; detail: Record<string, unknown>; hash: string }> {
-    const groups = this.users.allGroups();
-    const byUser = <T>(sql: string, pick: (row: Record<string, unknown>) => T) => {
-      const map = new Map<number, T[]>();
-      for (const row of this.db.prepare(sql).all() as Array<Record<string, unknown>>) {
-        const id = row.email_id as number;
-        const list = map.get(id) ?? [];
-        list.push(pick(row));
-        map.set(id, list);
-      }
-      return map;
-    };
-    const policies = byUser('SELECT m.email_id, p.name FROM policies p JOIN policy_members m USING (policy_id) ORDER BY p.policy_id', (r) => [
-      r.name as string,
-    ]);
-    // As GET /user gives them: label in every card, null when none was given; the validity dates when set.
-    const cards = byUser('SELECT email_id, number, label, valid_from, valid_until FROM smartcards ORDER BY email_id, position', (r) =>
-      cardOut(r as Parameters<typeof cardOut>[0]),
-    );
-    const usernames = byUser('SELECT email_id, computer_username FROM computer_usernames ORDER BY email_id, position', (r) => r.computer_username as string);
-    const out = new Map<number, { item: Record<string, unknown>; detail: Record<string, unknown>; hash: string }>();
-    for (const user of this.users.list()) {
-      const item = this.users.listItem(user, false, groups);
-      const detail = {
-        policies: policies.get(user.email_id) ?? [],
-        computer_usernames: usernames.get(user.email_id) ?? [],
-        smartcards: cards.get(user.email_id) ?? [],
-      };
-      // What a door decides on: status, tag, groups, policies, cards with their validity dates (plus the names and
-      // e-mail it shows). An undated card fingerprints as before the dates existed.
-      const seen = {
-        ad_status: item.ad_status,
-        user_tag: item.user_tag,
-        groups: item.groups,
-        user_id: item.user_id,
-        email: item.email,
-        name: item.name,
-        policies: detail.policies,
-        smartcards: detail.smartcards,
-      };
-      out.set(user.email_id, { item, detail, hash: fingerprint(seen) });
-    }
-    return out;
+  /** Each user's fingerprint: what a door decides on (and the names and e-mail it shows). */
+  private static fingerprintOf(user: DoorUser): string {
+    const { item, detail } = user;
+    // Status, tag, groups, policies, cards with their validity dates (plus the names and e-mail it shows). An undated
+    // card fingerprints as before the dates existed.
+    return fingerprint({
+      ad_status: item.ad_status,
+      user_tag: item.user_tag,
+      groups: item.groups,
+      user_id: item.user_id,
+      email: item.email,
+      name: item.name,
+      policies: detail.policies,
+      smartcards: detail.smartcards,
+    });
   }
 
   /** A change went through: the next refresh (or answer) recomputes the fingerprints. */
@@ -124,28 +108,32 @@ export class Directory {
     const result = this.db.transaction(() => {
       const current = this.revision().revision;
       const next = current + 1;
-      const known = new Map(
-        (this.db.prepare('SELECT email_id, hash, removed FROM directory_entries').all() as Array<{ email_id: number; hash: string; removed: number }>).map(
-          (r) => [r.email_id, r],
-        ),
-      );
+      // The stored fingerprints a batch at a time too: 250,000 of them held at once cost 40 MB more.
+      const stored = this.db.prepare('SELECT email_id, hash, removed FROM directory_entries WHERE email_id IN (SELECT value FROM json_each(?))');
       const upsert = this.db.prepare(
         'INSERT INTO directory_entries (email_id, hash, rev, removed) VALUES (?, ?, ?, 0) ON CONFLICT (email_id) DO UPDATE SET hash = excluded.hash, rev = excluded.rev, removed = 0',
       );
       let changed = false;
-      const present = this.snapshot();
-      for (const [emailId, entry] of present) {
-        const before = known.get(emailId);
-        if (before && before.hash === entry.hash && before.removed === 0) continue;
-        upsert.run(emailId, entry.hash, next);
-        changed = true;
+      const ids = this.doorUsers.activeIds();
+      const read = this.doorUsers.reader(ids.length);
+      for (let i = 0; i < ids.length; i += REFRESH_BATCH) {
+        const batch = ids.slice(i, i + REFRESH_BATCH);
+        const known = new Map((stored.all(JSON.stringify(batch)) as Array<{ email_id: number; hash: string; removed: number }>).map((r) => [r.email_id, r]));
+        for (const user of read(batch)) {
+          const hash = Directory.fingerprintOf(user);
+          const before = known.get(user.emailId);
+          if (before && before.hash === hash && before.removed === 0) continue;
+          upsert.run(user.emailId, hash, next);
+          changed = true;
+        }
       }
-      const remove = this.db.prepare('UPDATE directory_entries SET removed = 1, rev = ? WHERE email_id = ?');
-      for (const [emailId, before] of known) {
-        if (present.has(emailId) || before.removed === 1) continue;
-        remove.run(next, emailId);
-        changed = true;
-      }
+      // Every entry of a user no longer active (removed, by the API or another process) is marked removed.
+      const gone = this.db
+        .prepare(
+          'UPDATE directory_entries SET removed = 1, rev = ? WHERE removed = 0 AND email_id NOT IN (SELECT email_id FROM users WHERE removed_at IS NULL)',
+        )
+        .run(next).changes;
+      if (gone > 0) changed = true;
       // The levels and resource groups have one fingerprint for all: any change to them is a new revision (the
       // answers carry them whole, so no per-level bookkeeping is needed).
       const levelsHash = fingerprint(this.levels.forDirectory());
@@ -197,35 +185,30 @@ export class Directory {
   }
 
   /**
-   * Everything (since undefined, a revision this service never reached, another history or tag), or the changes
-   * after `since`.
+   * What a caller holding `since` (of `held`'s history and tag) is answered: everything (since undefined, a revision
+   * this service never reached, another history or tag), or the changes after `since`. Brings the revision up to
+   * date first, so the plan's version is the one the answer's bytes are built for.
    */
-  answer(since: number | undefined, now: number, held: { history?: string; tag?: string } = {}): DirectoryAnswer {
+  plan(since: number | undefined, now: number, held: { history?: string; tag?: string } = {}): DirectoryPlan {
     this.refresh(now);
     const full = since === undefined || !this.deltaPossible(since, held, this.revision(), now);
-    const { revision, history, tag } = this.revision();
-    const users: Array<Record<string, unknown>> = [];
-    const details: Record<string, Record<string, unknown>> = {};
-    if (full) {
-      for (const [id, entry] of this.snapshot()) {
-        users.push(entry.item);
-        details[String(id)] = entry.detail;
-      }
-    } else {
-      // Only the changed users are read: a delta of one costs one user's queries, not the whole directory (every
-      // door asks for the same delta: reading all memberships for each cost the service 15 ms x doors per change).
-      const ids = this.db.prepare('SELECT email_id FROM directory_entries WHERE rev > ? AND removed = 0 ORDER BY email_id').pluck().all(since) as number[];
-      const groups = ids.length > DELTA_MEMBERSHIPS_AT_ONCE ? this.users.allGroups() : undefined;
-      for (const id of ids) {
-        const user = this.users.get(id);
-        if (!user || user.removed_at !== null) continue;
-        users.push(this.users.listItem(user, false, groups));
-        details[String(id)] = this.users.detail(user);
-      }
-    }
-    const removed = full
-      ? []
-      : (this.db.prepare('SELECT email_id FROM directory_entries WHERE rev > ? AND removed = 1 ORDER BY email_id').pluck().all(since) as number[]);
-    return { revision, history, tag, full, users, details, removed, ...this.levels.forDirectory() };
+    return { version: this.revision(), full, since: full ? null : (since as number) };
+  }
+
+  /**
+   * The users, removals and levels of a plan's answer, read now (the users themselves a batch at a time by the
+   * caller: each is read as it is then, which is the plan's revision or later, never earlier; a user changed in
+   * between is in the next delta again).
+   */
+  contents(plan: DirectoryPlan): DirectoryContents {
+    const ids =
+      plan.since === null
+        ? this.doorUsers.activeIds()
+        : (this.db.prepare('SELECT email_id FROM directory_entries WHERE rev > ? AND removed = 0 ORDER BY email_id').pluck().all(plan.since) as number[]);
+    const removed =
+      plan.since === null
+        ? []
+        : (this.db.prepare('SELECT email_id FROM directory_entries WHERE rev > ? AND removed = 1 ORDER BY email_id').pluck().all(plan.since) as number[]);
+    return { ids, read: this.doorUsers.reader(ids.length), removed, ...this.levels.forDirectory() };
   }
 }

@@ -77,7 +77,15 @@ function openFilesLimit(limitsFile = '/proc/self/limits'): number | null {
  * Sets the connection limit on the server; connections refused by it are logged at most once a minute (with how
  * many); a limit the process's open-files limit cannot hold is a warning at start.
  */
-export function applyConnectionLimit(server: Server, limits: HttpLimits, logger: Logger, clock: Clock, filesLimit = openFilesLimit()): void {
+export function applyConnectionLimit(
+  server: Server,
+  limits: HttpLimits,
+  logger: Logger,
+  clock: Clock,
+  /** Each connection refused (counted for GET /status). */
+  onDrop: () => void = () => undefined,
+  filesLimit = openFilesLimit(),
+): void {
   server.maxConnections = limits.maxConnections;
   if (filesLimit !== null && filesLimit < limits.maxConnections + OTHER_FILES) {
     logger.warn(
@@ -88,6 +96,7 @@ export function applyConnectionLimit(server: Server, limits: HttpLimits, logger:
   let dropped = 0;
   let lastLog = -Infinity;
   server.on('drop', () => {
+    onDrop();
     dropped++;
     const now = clock.monoNow();
     if (now - lastLog < 60_000) return;

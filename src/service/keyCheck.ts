@@ -68,7 +68,12 @@ class KeyWithinLimit extends Transform {
  */
 export function registerKeyCheck(
   app: FastifyInstance,
-  deps: { verify(key: string): KeyKind | null; stopping(): boolean },
+  deps: {
+    verify(key: string): KeyKind | null;
+    stopping(): boolean;
+    /** Counts and logs a request refused while stopping (path without its query); answers its Retry-After in seconds. */
+    refusedWhileStopping(path: string, message: string): number;
+  },
 ): { parseFailed(request: FastifyRequest, body: Buffer, err: Error): Error } {
   const authenticate = (request: FastifyRequest, given: GivenKey[], missing = 'an API key is required'): void => {
     const key = oneKey(given);
@@ -82,7 +87,11 @@ export function registerKeyCheck(
   };
 
   app.addHook('onRequest', async (request, reply) => {
-    if (deps.stopping()) return reply.code(503).send({ error: 'the service is stopping: try again in a moment' });
+    if (deps.stopping()) {
+      const message = 'the service is stopping: try again in a moment';
+      const seconds = deps.refusedWhileStopping(request.url.split('?')[0]!, message);
+      return reply.code(503).header('retry-after', String(seconds)).send({ error: message });
+    }
     const given = keysBeforeBody(request);
     if (given.length > 0 || !mayCarryKey(request)) return authenticate(request, given);
     const bodyLimit = request.routeOptions.bodyLimit ?? Infinity;

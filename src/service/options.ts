@@ -26,6 +26,10 @@ export interface ServerOptions {
   requestTimeoutSeconds?: number;
   keepAliveTimeoutSeconds?: number;
   maxConnections?: number;
+  /** Load shedding (loadGate.ts): the loader fills them, a caller of startService may leave them out. */
+  maxDirectoryAnswers?: number;
+  maxDirectoryBuilds?: number;
+  retryAfterSeconds?: number;
   /** Smartcard labels that mark a PIN (default PIN): their numbers are masked to keys that may not read PINs. */
   pinLabels?: readonly string[];
 }

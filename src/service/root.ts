@@ -85,6 +85,11 @@ export async function startService(
       keepAliveTimeoutSeconds: server.keepAliveTimeoutSeconds,
       maxConnections: server.maxConnections,
     }),
+    loadLimits: definedOnly({
+      maxDirectoryAnswers: server.maxDirectoryAnswers,
+      maxDirectoryBuilds: server.maxDirectoryBuilds,
+      retryAfterSeconds: server.retryAfterSeconds,
+    }),
   });
   const { onRequest } = deps;
   // On the HTTP server itself, not a fastify hook: a hook after the key check would miss the requests it refuses.

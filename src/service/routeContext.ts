@@ -4,13 +4,16 @@ import type { Clock } from '../util/clock.js';
 import type { Rank } from './apiKeys.js';
 import type { ServiceDb as Db } from './database.js';
 import type { Directory } from './directory.js';
+import type { DirectoryBytes, DirectoryVariant } from './directoryBytes.js';
 import type { ServiceMqtt } from './doorsMqtt.js';
 import type { HttpLimits } from './httpLimits.js';
 import type { LevelStore } from './levels.js';
+import type { Gate, LoadLimits } from './loadGate.js';
 import type { StoredLink } from './linkStore.js';
 import type { Mailer } from './mailer.js';
 import type { ServiceResource } from './options.js';
 import type { PinMasking } from './pinMasking.js';
+import type { Refusals } from './refusals.js';
 import type { UserStore } from './users.js';
 
 /*
@@ -34,12 +37,29 @@ export interface ServiceDeps {
   pinLabels?: readonly string[];
   /** Timeouts and the connection limit (server.*TimeoutSeconds, server.maxConnections); defaults when absent. */
   http?: Partial<HttpLimits>;
+  /** Bounds on directory work and the Retry-After of a refusal (server.maxDirectoryAnswers, ...); defaults when absent. */
+  loadLimits?: Partial<LoadLimits>;
+  /** Called as each GET /directory answer starts being built (tests count the builds; a promise returned holds it). */
+  onDirectoryBuild?: (variant: DirectoryVariant) => void | Promise<void>;
+}
+
+/** The service's load: the bounds in force, what is in flight, and the requests refused. */
+export interface ServiceLoad {
+  limits: LoadLimits;
+  /** Full GET /directory answers being sent. */
+  answers: Gate;
+  /** Directory answers being built or compressed. */
+  builds: Gate;
+  refusals: Refusals;
 }
 
 export interface RouteContext extends ServiceDeps {
   users: UserStore;
   levels: LevelStore;
   directory: Directory;
+  /** GET /directory's answers as stored bytes, one build per revision. */
+  directoryBytes: DirectoryBytes;
+  load: ServiceLoad;
   /** Refuses the request (403) unless the key's rank is at least `rank` (a DOOR key has none). */
   requireRank(request: FastifyRequest, rank: Rank): void;
   /** The masking of PINs for this request's key; null when it reads them in clear (ADMIN, SUPER, DOOR). */

@@ -1,8 +1,16 @@
+import { Readable } from 'node:stream';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import * as z from 'zod';
 import { directoryEtag, historySchema, parseDirectoryEtag, tagSchema, type DirectoryVersion } from '../protocol/directory.js';
+import { negotiateEncoding } from './acceptEncoding.js';
+import { Overloaded } from './loadGate.js';
 import { intParam, parseParams } from './params.js';
 import type { RouteContext } from './routeContext.js';
+import { JSON_CONTENT_TYPE } from './userList.js';
+
+const query = z.object({ since: intParam.optional(), history: historySchema.optional(), tag: tagSchema.optional() });
+/** Read as a plain string: a value that is not one is no coding we know, so identity. */
+const acceptEncoding = z.string().optional().catch(undefined);
 
 /** If-None-Match names what is answered: the same revision, history and tag (an old agent's "dir-N": the revision). */
 function notModified(ifNoneMatch: string | undefined, answer: DirectoryVersion): boolean {
@@ -16,16 +24,45 @@ function notModified(ifNoneMatch: string | undefined, answer: DirectoryVersion):
  * users changed after REV (in the GET /multipleusers item and GET /user detail shapes), the ids removed, the
  * current revision with its history and tag; everything, flagged `full`, without `since`, or when the caller's
  * history or tag is not this database's (a restore). The ETag names the version (protocol/directory.ts):
- * If-None-Match with it answers 304.
+ * If-None-Match with it answers 304 to a caller that holds it.
+ *
+ * Answered from the bytes stored for the revision (directoryBytes.ts), gzip or brotli when Accept-Encoding allows
+ * (`Vary: Accept-Encoding`). A full answer takes one of `server.maxDirectoryAnswers` places while it is sent: past
+ * them, and when no build can start, 503 with Retry-After (server.ts) rather than a wait that times out.
  */
 export function registerDirectoryRoutes(app: FastifyInstance, ctx: RouteContext): void {
   app.get('/directory', async (request: FastifyRequest, reply: FastifyReply) => {
-    const p = parseParams(z.object({ since: intParam.optional(), history: historySchema.optional(), tag: tagSchema.optional() }), request.query, undefined);
-    const answer = ctx.directory.answer(p.since, ctx.clock.wallNow(), { history: p.history, tag: p.tag });
-    reply.header('etag', directoryEtag(answer));
-    const unchanged = !answer.full && answer.users.length === 0 && answer.removed.length === 0;
-    if (unchanged && notModified(request.headers['if-none-match'], answer)) return reply.code(304).send();
-    const pins = ctx.pinMaskFor(request);
-    return pins === null ? answer : { ...answer, details: pins.details(answer.details) };
+    const p = parseParams(query, request.query, undefined);
+    const plan = ctx.directory.plan(p.since, ctx.clock.wallNow(), { history: p.history, tag: p.tag });
+    reply.header('etag', directoryEtag(plan.version)).header('vary', 'Accept-Encoding');
+    if (!plan.full && notModified(request.headers['if-none-match'], plan.version)) return reply.code(304).send();
+    let release: (() => void) | null = null;
+    if (plan.full) {
+      release = ctx.load.answers.tryEnter();
+      if (release === null) {
+        throw new Overloaded(
+          'directory_answers',
+          `the service is already sending the full directory to ${ctx.load.answers.max} clients (server.maxDirectoryAnswers; raise it if the machine has the bandwidth)`,
+        );
+      }
+      // Until the answer is sent, or its connection closes: a door reading 100 MB slowly holds its place.
+      reply.raw.once('close', release);
+    }
+    try {
+      const encoding = negotiateEncoding(acceptEncoding.parse(request.headers['accept-encoding']));
+      const { encoding: sent, body } = ctx.directoryBytes.get({ ...plan, masked: ctx.pinMaskFor(request) !== null }, encoding);
+      reply.type(JSON_CONTENT_TYPE);
+      if (sent !== 'identity') reply.header('content-encoding', sent);
+      // Complete: its length and its bytes. Still being built: its bytes as they come (chunked), from the start.
+      if (body.complete) {
+        const parts = body.parts();
+        reply.header('content-length', body.length);
+        return reply.send(parts.length === 1 ? parts[0] : Readable.from(parts, { objectMode: false }));
+      }
+      return reply.send(Readable.from(body.read(), { objectMode: false }));
+    } catch (err) {
+      release?.();
+      throw err;
+    }
   });
 }

@@ -5,6 +5,10 @@ import { answerClientError, errorBody, methodList, parseFormBody, parseJsonBody 
 import { DEFAULT_HTTP_LIMITS, applyConnectionLimit, fastifyHttpOptions, type HttpLimits } from './httpLimits.js';
 import { registerKeyCheck } from './keyCheck.js';
 import { Directory } from './directory.js';
+import { buildDirectoryBody } from './directoryBody.js';
+import { DirectoryBytes } from './directoryBytes.js';
+import { DEFAULT_LOAD_LIMITS, Gate, Overloaded, type LoadLimits } from './loadGate.js';
+import { Refusals } from './refusals.js';
 import { LevelStore } from './levels.js';
 import { PinMasking, readsPins } from './pinMasking.js';
 import { registerDirectoryRoutes } from './routesDirectory.js';
@@ -13,8 +17,9 @@ import { registerGroupRoutes } from './routesGroups.js';
 import { registerLinkRoutes } from './routesLinks.js';
 import { registerLockdownRoutes } from './routesLockdown.js';
 import { registerPolicyRoutes } from './routesPolicies.js';
+import { registerStatusRoutes } from './routesStatus.js';
 import { registerUserRoutes } from './routesUsers.js';
-import type { RouteContext, ServiceDeps } from './routeContext.js';
+import type { RouteContext, ServiceDeps, ServiceLoad } from './routeContext.js';
 import { UserStore } from './users.js';
 
 const RANK_ORDER: Record<KeyKind, number> = { DOOR: -1, REGULAR: 0, ADMIN: 1, SUPER: 2 };
@@ -46,7 +51,14 @@ export function buildService(deps: ServiceDeps): FastifyInstance {
     },
     return503OnClosing: false, // answered by the first onRequest hook below
   });
-  applyConnectionLimit(app.server, limits, deps.logger, deps.clock);
+  const loadLimits: LoadLimits = { ...DEFAULT_LOAD_LIMITS, ...deps.loadLimits };
+  const load: ServiceLoad = {
+    limits: loadLimits,
+    answers: new Gate(loadLimits.maxDirectoryAnswers),
+    builds: new Gate(loadLimits.maxDirectoryBuilds),
+    refusals: new Refusals(deps.logger, deps.clock, loadLimits.retryAfterSeconds),
+  };
+  applyConnectionLimit(app.server, limits, deps.logger, deps.clock, () => load.refusals.count('connections'));
   let stopping = false;
   app.addHook('preClose', async () => {
     stopping = true;
@@ -65,6 +77,14 @@ export function buildService(deps: ServiceDeps): FastifyInstance {
   // an agent's GET /directory computed it first.
   const levels = new LevelStore(deps.db, deps.resources);
   const directory = new Directory(deps.db, users, (revision) => deps.doors?.publishRevision(revision), deps.logger, levels);
+  // GET /directory's answers, built once per revision (and variant) and kept until the revision moves.
+  const directoryBytes = new DirectoryBytes({
+    build: (variant, sink) => buildDirectoryBody(variant, directory.contents(variant), variant.masked ? pinMasking : null, sink),
+    gate: load.builds,
+    clock: deps.clock,
+    logger: deps.logger,
+    ...(deps.onDirectoryBuild ? { onBuild: deps.onDirectoryBuild } : {}),
+  });
   // After a change that went through (any successful non-GET call), the revision is brought up to date: changes
   // within 200 ms share one revision.
   let pending: NodeJS.Timeout | null = null;
@@ -76,7 +96,17 @@ export function buildService(deps: ServiceDeps): FastifyInstance {
       deps.logger.error({ err }, 'cannot update the directory revision');
     }
   };
-  deps.doors?.publishRevision(directory.revision());
+  // Brought up to date before the first request rather than by it: at 250,000 users this pass over every user
+  // takes seconds, which no door should wait for (the change timer below and each GET /directory keep it so).
+  let advanced = false;
+  try {
+    const started = deps.clock.monoNow();
+    advanced = directory.refresh(deps.clock.wallNow()).changed;
+    deps.logger.info({ revision: directory.revision().revision, ms: Math.round(deps.clock.monoNow() - started) }, 'directory revision up to date');
+  } catch (err) {
+    deps.logger.error({ err }, 'cannot update the directory revision');
+  }
+  if (!advanced) deps.doors?.publishRevision(directory.revision());
   app.addHook('onResponse', async (request, reply) => {
     if (request.method === 'GET' || reply.statusCode >= 300 || NOT_DIRECTORY_CHANGES.has(request.routeOptions.url ?? '')) return;
     directory.markChanged();
@@ -87,7 +117,11 @@ export function buildService(deps: ServiceDeps): FastifyInstance {
   });
 
   // The key of every request, from a header, the query string or the body (keyCheck.ts).
-  const keyCheck = registerKeyCheck(app, { verify: (key) => keys.verify(key, deps.clock.wallNow()), stopping: () => stopping });
+  const keyCheck = registerKeyCheck(app, {
+    verify: (key) => keys.verify(key, deps.clock.wallNow()),
+    stopping: () => stopping,
+    refusedWhileStopping: (path, message) => load.refusals.refuse('stopping', path, message),
+  });
   // A GET may carry its parameters (and api_key) in a body too: the API document does not say where they go.
   app.addHttpMethod('GET', { hasBody: true, overrideExisting: true });
   // JSON and forms only: fastify's own text/plain parser would take a body whose parameters then go unread.
@@ -111,6 +145,14 @@ export function buildService(deps: ServiceDeps): FastifyInstance {
 
   app.setErrorHandler((err: Error & { statusCode?: number; code?: string }, request, reply: FastifyReply) => {
     if (err instanceof BadRequest) return reply.code(err.status).send({ error: err.message });
+    // Over a bound (loadGate.ts): shed with a Retry-After, counted and logged (the path only: a query may carry api_key).
+    if (err instanceof Overloaded) {
+      const seconds = load.refusals.refuse(err.reason, request.url.split('?')[0]!, err.message);
+      return reply
+        .code(503)
+        .header('retry-after', String(seconds))
+        .send(errorBody(`${err.message}: try again in ${seconds} s`));
+    }
     // 400, the document's status for a refused request, with the reason (HTTP would also allow 413).
     if (err.code === 'FST_ERR_CTP_BODY_TOO_LARGE') {
       return reply.code(400).send({ error: `request body over ${request.routeOptions.bodyLimit ?? BODY_LIMIT} bytes` });
@@ -146,6 +188,8 @@ export function buildService(deps: ServiceDeps): FastifyInstance {
     users,
     levels,
     directory,
+    directoryBytes,
+    load,
     requireRank(request, rank) {
       if (RANK_ORDER[request.rank ?? 'REGULAR'] < RANK_ORDER[rank]) {
         throw new BadRequest(`this needs an API key of rank ${rank} or higher (this key: ${request.rank})`, 403);
@@ -163,5 +207,6 @@ export function buildService(deps: ServiceDeps): FastifyInstance {
   registerDirectoryRoutes(app, context);
   registerLockdownRoutes(app, context);
   registerPolicyRoutes(app, context);
+  registerStatusRoutes(app, context);
   return app;
 }

@@ -267,7 +267,7 @@ describe('a wrong method on a known path is 405 with Allow; an unknown path stay
 });
 
 describe('a request that arrives while the service stops', () => {
-  it('503 in the API shape, with Connection: close', async () => {
+  it('503 in the API shape, with Retry-After and Connection: close', async () => {
     const other = await startHere();
     // The request line is in, the headers are not: the connection is not idle, so closing waits for it.
     const socket = connect(other.port, '127.0.0.1');
@@ -285,6 +285,7 @@ describe('a request that arrives while the service stops', () => {
     const text = Buffer.concat(chunks).toString();
     expect(text).toMatch(/^HTTP\/1\.1 503 /);
     expect(text.toLowerCase()).toContain('connection: close');
+    expect(text.toLowerCase()).toMatch(/\r\nretry-after: \d+\r\n/);
     const body = text.slice(text.indexOf('\r\n\r\n') + 4);
     expect(errorOf({ headers: { 'content-type': 'application/json' }, body })).toBe('the service is stopping: try again in a moment');
   });

@@ -1,3 +1,4 @@
+import { type IncomingHttpHeaders, request } from 'node:http';
 import { createServer } from 'node:net';
 
 /** A TCP port free on the loopback address right now (the OS picks it). */
@@ -9,5 +10,26 @@ export function freePort(): Promise<number> {
       const { port } = server.address() as { port: number };
       server.close(() => resolve(port));
     });
+  });
+}
+
+export interface RawAnswer {
+  status: number;
+  headers: IncomingHttpHeaders;
+  /** The body's bytes as sent (not decompressed). */
+  body: Buffer;
+}
+
+/** A GET on loopback with Node's own client, which sends no header it is not given and decompresses nothing. */
+export function rawGet(port: number, path: string, headers: Record<string, string> = {}): Promise<RawAnswer> {
+  return new Promise((resolve, reject) => {
+    request({ host: '127.0.0.1', port, path, headers, agent: false }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (c: Buffer) => chunks.push(c));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks) }));
+      res.on('error', reject);
+    })
+      .on('error', reject)
+      .end();
   });
 }

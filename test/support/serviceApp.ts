@@ -1,7 +1,9 @@
+import type { AddressInfo } from 'node:net';
 import { pino } from 'pino';
 import { ApiKeys } from '../../src/service/apiKeys.js';
 import { openServiceDatabase, type ServiceDb } from '../../src/service/database.js';
 import type { ServiceResource } from '../../src/service/options.js';
+import type { ServiceDeps } from '../../src/service/routeContext.js';
 import { buildService } from '../../src/service/server.js';
 import { systemClock } from '../../src/util/clock.js';
 import { DOOR_UUID } from './cli.js';
@@ -25,4 +27,32 @@ export async function inProcessService(
   });
   await app.ready();
   return { db, app, headers };
+}
+
+/**
+ * The reference service listening on a free loopback port (real HTTP, for clients that read raw bytes: compressed
+ * answers, answers held open), on a real database file, with `deps` added (load limits, the build hook); keys
+ * of each rank in `keys`.
+ */
+export async function listeningService(
+  dbFile: string,
+  deps: Pick<ServiceDeps, 'loadLimits' | 'onDirectoryBuild'> = {},
+): Promise<{ db: ServiceDb; app: ReturnType<typeof buildService>; port: number; keys: Record<'SUPER' | 'DOOR' | 'REGULAR', string> }> {
+  const db = openServiceDatabase(dbFile);
+  const apiKeys = new ApiKeys(db);
+  const keys = {
+    SUPER: apiKeys.create('SUPER', 0, Date.now()),
+    DOOR: apiKeys.create('DOOR', 0, Date.now()),
+    REGULAR: apiKeys.create('REGULAR', 0, Date.now()),
+  };
+  const app = buildService({
+    db,
+    clock: systemClock,
+    logger: pino({ level: 'silent' }),
+    resources: [{ resourceId: 12, uuid: DOOR_UUID, type: 'DOOR', name: 'Front door' }],
+    lockReplyTimeoutMs: 1000,
+    ...deps,
+  });
+  await app.listen({ host: '127.0.0.1', port: 0 });
+  return { db, app, port: (app.server.address() as AddressInfo).port, keys };
 }

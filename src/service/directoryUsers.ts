@@ -1,0 +1,107 @@
+import type { Statement } from 'better-sqlite3';
+import type { ServiceDb } from './database.js';
+import { preparedStatements } from './preparedStatements.js';
+import { cardOut, type CardOut, type UserRow, type UserStore } from './users.js';
+
+/** Past this many users in one pass, every membership is read in one query rather than per batch. */
+const MEMBERSHIPS_AT_ONCE = 200;
+
+/** A user as the doors see them: the GET /multipleusers item (with user_tag) and the GET /user detail. */
+export interface DoorUser {
+  emailId: number;
+  item: Record<string, unknown>;
+  detail: { policies: string[][]; computer_usernames: string[]; smartcards: CardOut[] };
+}
+
+/** Reads the users of `ids` (sorted email_ids) that are still active, in email_id order. */
+export type DoorUserReader = (ids: readonly number[]) => DoorUser[];
+
+const IN_IDS = 'IN (SELECT value FROM json_each(?))';
+
+function byUser<T>(rows: Array<Record<string, unknown>>, pick: (row: Record<string, unknown>) => T): Map<number, T[]> {
+  const map = new Map<number, T[]>();
+  for (const row of rows) {
+    const id = row.email_id as number;
+    const list = map.get(id);
+    if (list) list.push(pick(row));
+    else map.set(id, [pick(row)]);
+  }
+  return map;
+}
+
+const nameInArray = (r: Record<string, unknown>) => [r.name as string];
+
+/**
+ * The users of the directory, read a batch at a time (issue 28 item 1): a batch of ids costs a constant number of
+ * queries whatever its size, and only that batch's rows and objects are alive at once, so a pass over 250,000
+ * users never holds them all (the pass before held every user's objects and fingerprint: 600 MB).
+ */
+export class DirectoryUsers {
+  private readonly sql: (text: string) => Statement;
+
+  constructor(
+    db: ServiceDb,
+    private readonly users: UserStore,
+  ) {
+    this.sql = preparedStatements(db);
+  }
+
+  /** Every active user's email_id, in order. */
+  activeIds(): number[] {
+    return this.sql('SELECT email_id FROM users WHERE removed_at IS NULL ORDER BY email_id').pluck().all() as number[];
+  }
+
+  /**
+   * A reader for one pass over `count` users. With many, every user-group and policy membership is read once for
+   * the pass (two queries, a few small arrays per user); with few, per batch.
+   */
+  reader(count: number): DoorUserReader {
+    const many = count > MEMBERSHIPS_AT_ONCE;
+    const allGroups = many ? this.users.allGroups() : null;
+    const allPolicies = many
+      ? byUser(
+          this.sql('SELECT m.email_id, p.name FROM policies p JOIN policy_members m USING (policy_id) ORDER BY p.policy_id').all() as Array<
+            Record<string, unknown>
+          >,
+          nameInArray,
+        )
+      : null;
+    return (ids) => {
+      if (ids.length === 0) return [];
+      const json = JSON.stringify(ids);
+      const rows = this.sql(`SELECT * FROM users WHERE removed_at IS NULL AND email_id ${IN_IDS} ORDER BY email_id`).all(json) as UserRow[];
+      const all = (text: string) => this.sql(text).all(json) as Array<Record<string, unknown>>;
+      // As GET /user gives them: label in every card, null when none was given; the validity dates when set.
+      const cards = byUser(
+        all(`SELECT email_id, number, label, valid_from, valid_until FROM smartcards WHERE email_id ${IN_IDS} ORDER BY email_id, position`),
+        (r) => cardOut(r as Parameters<typeof cardOut>[0]),
+      );
+      const usernames = byUser(
+        all(`SELECT email_id, computer_username FROM computer_usernames WHERE email_id ${IN_IDS} ORDER BY email_id, position`),
+        (r) => r.computer_username as string,
+      );
+      const groups =
+        allGroups ??
+        byUser(
+          all(`SELECT m.member_id AS email_id, g.name FROM groups g JOIN group_members m ON m.group_id = g.group_id
+                 WHERE g.type = 'users' AND m.member_id ${IN_IDS} ORDER BY g.group_id`),
+          nameInArray,
+        );
+      const policies =
+        allPolicies ??
+        byUser(
+          all(`SELECT m.email_id, p.name FROM policies p JOIN policy_members m USING (policy_id) WHERE m.email_id ${IN_IDS} ORDER BY p.policy_id`),
+          nameInArray,
+        );
+      return rows.map((user) => ({
+        emailId: user.email_id,
+        item: this.users.listItem(user, false, groups),
+        detail: {
+          policies: policies.get(user.email_id) ?? [],
+          computer_usernames: usernames.get(user.email_id) ?? [],
+          smartcards: cards.get(user.email_id) ?? [],
+        },
+      }));
+    };
+  }
+}

@@ -1,0 +1,37 @@
+import type { FastifyInstance } from 'fastify';
+import type { RouteContext } from './routeContext.js';
+
+/**
+ * GET /status (an extension beside the seed's API, any key): the service's load for an operator or a monitor. The
+ * directory revision and the bytes stored for it, what is in flight against its bounds, and every request refused
+ * or shed since the service started, by reason (refusals.ts). Never shed itself: it costs a few lookups.
+ */
+export function registerStatusRoutes(app: FastifyInstance, ctx: RouteContext): void {
+  const startedAt = ctx.clock.monoNow();
+  app.get('/status', async () => {
+    const { revision, history, tag } = ctx.directory.revision();
+    const { limits, answers, builds, refusals } = ctx.load;
+    const stored = ctx.directoryBytes.status();
+    return {
+      uptime_seconds: Math.floor((ctx.clock.monoNow() - startedAt) / 1000),
+      directory: {
+        revision,
+        history,
+        tag,
+        stored: { revision: stored.revision, full_bytes: stored.full, deltas: stored.deltas, delta_bytes: stored.deltaBytes },
+        builds: stored.builds,
+        compressions: stored.compressions,
+      },
+      in_flight: {
+        directory_answers: answers.inFlight,
+        directory_builds: builds.inFlight,
+      },
+      limits: {
+        max_directory_answers: limits.maxDirectoryAnswers,
+        max_directory_builds: limits.maxDirectoryBuilds,
+        retry_after_seconds: limits.retryAfterSeconds,
+      },
+      refused: refusals.counts(),
+    };
+  });
+}
