@@ -7,7 +7,7 @@ import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { benchmarkDecisions } from './decisions.js';
 import { benchmarkDirectoryStorm } from './directoryStorm.js';
-import { benchmarkFleet } from './fleetBench.js';
+import { benchmarkFleet, benchmarkFleet1000 } from './fleetBench.js';
 import { benchmarkMqtt } from './mqttBench.js';
 import { benchmarkService } from './serviceBench.js';
 import { benchmarkSync } from './syncBench.js';
@@ -29,6 +29,7 @@ const BENCHES: Record<string, (workDir: string) => BenchRow[] | Promise<BenchRow
   'sync-scale': benchmarkSyncScale,
   'tap-during-sync': benchmarkTapDuringSync,
   fleet: benchmarkFleet,
+  'fleet-1000': benchmarkFleet1000,
   wiegand: benchmarkWiegand,
   osdp: benchmarkOsdp,
   startup: benchmarkStartup,

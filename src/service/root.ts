@@ -1,4 +1,4 @@
-import type { IncomingMessage } from 'node:http';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Logger } from 'pino';
 import { join } from 'node:path';
 import { readCommandSecret, type Env } from '../util/secretFiles.js';
@@ -38,8 +38,11 @@ export async function startService(
     clock: Clock;
     logger: Logger;
     env: Env;
-    /** Each HTTP request as it arrives, whatever its answer (its path without the query, which may carry api_key). */
-    onRequest?: (method: string, path: string) => void;
+    /**
+     * Each HTTP request as it arrives, whatever its answer (its path without the query, which may carry api_key),
+     * with its response (the fleet bench times the answers as the service sends them).
+     */
+    onRequest?: (method: string, path: string, response: ServerResponse) => void;
   },
 ): Promise<RunningService> {
   const { server } = options;
@@ -93,7 +96,10 @@ export async function startService(
   });
   const { onRequest } = deps;
   // On the HTTP server itself, not a fastify hook: a hook after the key check would miss the requests it refuses.
-  if (onRequest) app.server.on('request', (request: IncomingMessage) => onRequest(request.method ?? '', (request.url ?? '').split('?')[0]!));
+  if (onRequest)
+    app.server.on('request', (request: IncomingMessage, response: ServerResponse) =>
+      onRequest(request.method ?? '', (request.url ?? '').split('?')[0]!, response),
+    );
   void mailer.flush();
   const separator = server.listen.lastIndexOf(':');
   const host = server.listen.slice(0, separator).replace(/^\[|\]$/g, '');

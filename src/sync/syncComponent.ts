@@ -9,6 +9,7 @@ import { SyncScheduler } from './scheduler.js';
 import { serviceClientOptions } from './serviceClient.js';
 import type { SyncResult } from './sync.js';
 import { SyncThread } from './syncThread.js';
+import type { SyncRunner, SyncWorkerData } from './syncSession.js';
 import type { DirectoryFindings, DirectoryRules } from '../core/directoryFindings.js';
 
 /**
@@ -40,7 +41,7 @@ export function judgeRevision(held: DirectoryVersion | null, payload: Buffer): {
 export class SyncComponent implements Component {
   readonly name = 'sync';
   private scheduler: SyncScheduler | null = null;
-  private thread: SyncThread | null = null;
+  private thread: SyncRunner | null = null;
   private held: DirectoryVersion | null = null;
   private fullNext = false;
   private pushSeen = false;
@@ -62,13 +63,16 @@ export class SyncComponent implements Component {
       onFindings?: (findings: DirectoryFindings) => void;
       /** A sync run succeeded (the fleet benchmark times the push with it). */
       onSynced?: (result: SyncResult) => void;
+      /** Where the syncs run: a worker thread of their own (the default, the daemon's), or one a fleet shares. */
+      runner?: (data: SyncWorkerData) => SyncRunner;
     },
   ) {}
 
   start(): void {
     const { options, logger } = this.deps;
     this.held = this.deps.heldVersion();
-    const thread = new SyncThread({ cacheFile: cachePath(this.deps.dataDir), client: serviceClientOptions(options, this.deps.env) });
+    const data: SyncWorkerData = { cacheFile: cachePath(this.deps.dataDir), client: serviceClientOptions(options, this.deps.env) };
+    const thread = this.deps.runner?.(data) ?? new SyncThread(data);
     thread.start();
     this.thread = thread;
     this.scheduler = new SyncScheduler({

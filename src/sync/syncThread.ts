@@ -4,8 +4,8 @@ import { Worker } from 'node:worker_threads';
 import { MassRemovalError } from '../store/snapshotMerge.js';
 import { DoorAgentError } from '../util/errors.js';
 import { ServiceError } from './serviceClient.js';
-import type { SyncFailure, SyncOutcome, SyncReply, SyncRequest, SyncWorkerData } from './syncWorker.js';
-import type { DirectoryRules } from '../core/directoryFindings.js';
+import type { SyncOrder, SyncOutcome, SyncRunner, SyncWorkerData } from './syncSession.js';
+import type { SyncFailure, SyncReply, SyncRequest } from './syncWorker.js';
 
 // The worker is the built module beside this code (dist/cli/syncWorker.js in the bundle, dist/src/sync/syncWorker.js
 // from tsc), or tsc's when this file runs from src/ in the tests.
@@ -26,7 +26,7 @@ function rebuild(error: SyncFailure): Error {
  * The daemon's side of the sync worker (syncWorker.ts): one worker thread with its own connection to the cache.
  * `run` sends one sync and resolves with its summary, or rejects with the same error kinds as syncOnce.
  */
-export class SyncThread {
+export class SyncThread implements SyncRunner {
   private worker: Worker | null = null;
   private nextId = 1;
   private readonly pending = new Map<number, { resolve: (r: SyncOutcome) => void; reject: (e: Error) => void }>();
@@ -55,7 +55,7 @@ export class SyncThread {
     this.worker = worker;
   }
 
-  run(options: { concurrency: number; maxRemovalRatio: number | null; full?: boolean; rules?: DirectoryRules }): Promise<SyncOutcome> {
+  run(options: SyncOrder): Promise<SyncOutcome> {
     if (!this.worker) this.start();
     const id = this.nextId++;
     return new Promise<SyncOutcome>((resolve, reject) => {
@@ -69,7 +69,7 @@ export class SyncThread {
         id,
         concurrency: options.concurrency,
         maxRemovalRatio: options.maxRemovalRatio,
-        full: options.full ?? false,
+        full: options.full,
         ...(rules ? { rules } : {}),
       } satisfies SyncRequest);
     });

@@ -5,34 +5,16 @@
  */
 import { readlinkSync } from 'node:fs';
 import { getPriority, setPriority } from 'node:os';
-import { dirname } from 'node:path';
 import { parentPort, workerData } from 'node:worker_threads';
-import { openDatabase } from '../store/database.js';
 import { MassRemovalError, type HistoryChange } from '../store/snapshotMerge.js';
-import { ServiceClient, ServiceError, type ServiceClientOptions } from './serviceClient.js';
-import { syncOnce, type SyncResult } from './sync.js';
-import type { DirectoryFindings, DirectoryRules } from '../core/directoryFindings.js';
-import { scanDirectory } from '../store/directoryScan.js';
+import { ServiceError } from './serviceClient.js';
+import { openSyncSession, type SyncOrder, type SyncOutcome, type SyncWorkerData } from './syncSession.js';
 
 /** How much lower than the daemon the sync thread runs (nice +10: it gets the CPU the door does not need). */
 const SYNC_NICENESS = 10;
 
-export interface SyncWorkerData {
-  cacheFile: string;
-  client: ServiceClientOptions;
-}
-
-export interface SyncRequest {
-  id: number;
-  concurrency: number;
-  maxRemovalRatio: number | null;
-  full: boolean;
-  /** Scan the directory after the sync (short cards, duress collisions), here, off the door's thread. */
-  rules?: DirectoryRules;
-}
-
-/** A sync's summary, with the directory's findings when asked for. */
-export type SyncOutcome = SyncResult & { findings?: DirectoryFindings };
+/** An order as it crosses to the thread; the directory's scan runs here too, off the door's thread. */
+export type SyncRequest = SyncOrder & { id: number };
 
 /** An error as it crosses the thread boundary, with what the scheduler needs to tell the kinds apart. */
 export type SyncFailure =
@@ -66,18 +48,13 @@ function yieldCpuToTheDoor(): void {
 if (parentPort) {
   yieldCpuToTheDoor();
   const port = parentPort;
-  const data = workerData as SyncWorkerData;
-  // This thread may wait for another writer (an import): the daemon's event loop does not wait with it.
-  const db = openDatabase(data.cacheFile, { busyTimeoutMs: 5000 });
-  const client = new ServiceClient({ spoolDir: dirname(data.cacheFile), ...data.client });
+  const session = openSyncSession(workerData as SyncWorkerData);
   port.on('message', (request: SyncRequest) => {
-    syncOnce(db, client, { concurrency: request.concurrency, maxRemovalRatio: request.maxRemovalRatio, full: request.full, now: () => Date.now() }).then(
-      (result) => {
-        const findings = request.rules ? scanDirectory(db, request.rules) : undefined;
-        port.postMessage({ id: request.id, ok: true, result: { ...result, ...(findings ? { findings } : {}) } } satisfies SyncReply);
-      },
-      (err: unknown) => port.postMessage({ id: request.id, ok: false, error: failure(err) } satisfies SyncReply),
+    const { id, ...order } = request;
+    session.sync(order).then(
+      (result) => port.postMessage({ id, ok: true, result } satisfies SyncReply),
+      (err: unknown) => port.postMessage({ id, ok: false, error: failure(err) } satisfies SyncReply),
     );
   });
-  port.on('close', () => db.close());
+  port.on('close', () => session.close());
 }
