@@ -14,7 +14,7 @@ export interface SyncWorkerData {
 export interface SyncOrder {
   concurrency: number;
   maxRemovalRatio: number | null;
-  full: boolean;
+  full?: boolean;
   rules?: DirectoryRules;
 }
 

@@ -69,7 +69,7 @@ export class SyncThread implements SyncRunner {
         id,
         concurrency: options.concurrency,
         maxRemovalRatio: options.maxRemovalRatio,
-        full: options.full,
+        full: options.full ?? false,
         ...(rules ? { rules } : {}),
       } satisfies SyncRequest);
     });
