@@ -218,7 +218,7 @@ describe('a sync brings the dates to the door, and the door decides on them', ()
     const dir = join(tmp.path, 'agent');
     mkdirSync(dir);
     writeFileSync(join(dir, 'api-key'), `${new ApiKeys(service.db).create('DOOR', 0, Date.now())}\n`);
-    config = writeConfig(dir, { id: 'dates', access: '{ groups: [Staff] }', extra: `service: { baseUrl: "${service.url}", apiKeyFile: ${dir}/api-key }` });
+    config = writeConfig(dir, { id: 'dates', access: '{ groups: [Staff] }', extra: `service: { baseUrl: "${service.url}", apiKeyFile: ${dir}/api-key, startDelaySeconds: 0 }` });
   });
   afterAll(() => service.stop());
 
@@ -337,7 +337,7 @@ describe('a delta carrying a bad date', () => {
     const config = writeConfig(dir, {
       id: 'bad',
       access: '{ groups: [Staff] }',
-      extra: `service: { baseUrl: "http://127.0.0.1:${port}", apiKeyFile: ${dir}/api-key, timeoutSeconds: 5 }`,
+      extra: `service: { baseUrl: "http://127.0.0.1:${port}", apiKeyFile: ${dir}/api-key, timeoutSeconds: 5, startDelaySeconds: 0 }`,
     });
     answer = () => full;
     expect((await runCliAsync(['sync', '--config', config])).status).toBe(0);

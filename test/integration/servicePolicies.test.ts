@@ -526,7 +526,7 @@ describe('a door synced from the service applies its levels', () => {
     writeFileSync(join(dir, 'api-key'), `${keys.DOOR}\n`);
     const config = writeConfig(dir, {
       access: '{ groups: [Nobody], policies: [] }',
-      extra: `service: { baseUrl: "http://127.0.0.1:${port}", apiKeyFile: ${dir}/api-key }`,
+      extra: `service: { baseUrl: "http://127.0.0.1:${port}", apiKeyFile: ${dir}/api-key, startDelaySeconds: 0 }`,
     });
     const synced = await runCliAsync(['sync', '--config', config]);
     expect(synced.status, synced.stderr).toBe(0);

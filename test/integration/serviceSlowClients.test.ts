@@ -133,7 +133,7 @@ describe('slow clients (issue 32 item 7)', () => {
     const agent = writeConfig(dir, {
       id: 'slow',
       access: '{ groups: [Staff] }',
-      extra: `service: { baseUrl: "http://127.0.0.1:${port}", apiKeyFile: ${dir}/api-key, timeoutSeconds: 20 }`,
+      extra: `service: { baseUrl: "http://127.0.0.1:${port}", apiKeyFile: ${dir}/api-key, timeoutSeconds: 20, startDelaySeconds: 0 }`,
     });
     const [synced, list] = await Promise.all([
       runCliAsync(['sync', '--config', agent]),

@@ -51,7 +51,7 @@ describe('door-agent status and the cache', () => {
     afterAll(() => new Promise((r) => server.close(r)));
 
     it('says when it synced (not "never imported or synced"), in the singular for one of each, and exits 0', async () => {
-      const a = agent(`service: { baseUrl: "http://127.0.0.1:${port}", apiKeyFile: ${join(tmp.path, `a${n}`)}/api-key }`);
+      const a = agent(`service: { baseUrl: "http://127.0.0.1:${port}", apiKeyFile: ${join(tmp.path, `a${n}`)}/api-key, startDelaySeconds: 0 }`);
       const synced = await runCliAsync(['sync', '--config', a.config]);
       expect(synced.status, synced.stderr).toBe(0);
       const r = runCli(['status', '--config', a.config]);

@@ -65,7 +65,7 @@ function agentConfig(baseUrl: string, extra = '', timeoutSeconds = 1): { dir: st
   const config = writeConfig(dir, {
     id: 'sy',
     access: '{ groups: [Staff] }',
-    extra: `service: { baseUrl: "${baseUrl}", apiKeyFile: ${dir}/api-key, concurrency: 4, timeoutSeconds: ${timeoutSeconds}${extra} }`,
+    extra: `service: { baseUrl: "${baseUrl}", apiKeyFile: ${dir}/api-key, concurrency: 4, timeoutSeconds: ${timeoutSeconds}, startDelaySeconds: 0${extra} }`,
   });
   return { dir, config, cache: join(dir, 'data', 'cache.db') };
 }
@@ -272,7 +272,7 @@ describe('the daemon syncs on its own and on request', () => {
     const { Operator } = await import('../support/operator.js');
     const broker = new Mosquitto(join(tmp.path, 'sync-broker'));
     await broker.start();
-    const a = agentConfig(`http://127.0.0.1:${svc.port}`, ', syncIntervalSeconds: 60, startDelaySeconds: 0');
+    const a = agentConfig(`http://127.0.0.1:${svc.port}`, ', syncIntervalSeconds: 60');
     writeFileSync(
       a.config,
       `${a.config ? '' : ''}${(await import('node:fs')).readFileSync(a.config, 'utf8')}mqtt: { url: "${broker.url}", topicPrefix: sy }\n`,
