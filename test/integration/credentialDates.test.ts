@@ -218,7 +218,11 @@ describe('a sync brings the dates to the door, and the door decides on them', ()
     const dir = join(tmp.path, 'agent');
     mkdirSync(dir);
     writeFileSync(join(dir, 'api-key'), `${new ApiKeys(service.db).create('DOOR', 0, Date.now())}\n`);
-    config = writeConfig(dir, { id: 'dates', access: '{ groups: [Staff] }', extra: `service: { baseUrl: "${service.url}", apiKeyFile: ${dir}/api-key, startDelaySeconds: 0 }` });
+    config = writeConfig(dir, {
+      id: 'dates',
+      access: '{ groups: [Staff] }',
+      extra: `service: { baseUrl: "${service.url}", apiKeyFile: ${dir}/api-key, startDelaySeconds: 0 }`,
+    });
   });
   afterAll(() => service.stop());
 

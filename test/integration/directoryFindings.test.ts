@@ -150,7 +150,10 @@ describe('the daemon after each sync', () => {
     const svc = await service(directory);
     const s = site(ACCESS);
     writeFileSync(join(s.dir, 'api-key'), 'dak_test-key\n');
-    writeConfig(s.dir, { access: ACCESS, extra: `service: { baseUrl: "${svc.url}", apiKeyFile: ${s.dir}/api-key, syncIntervalSeconds: 10, startDelaySeconds: 0 }` });
+    writeConfig(s.dir, {
+      access: ACCESS,
+      extra: `service: { baseUrl: "${svc.url}", apiKeyFile: ${s.dir}/api-key, syncIntervalSeconds: 10, startDelaySeconds: 0 }`,
+    });
     // door-agent sync says it too.
     const synced = await runCliAsync(['sync', '--config', s.config]);
     expect(synced.status).toBe(0);

@@ -201,7 +201,11 @@ describe('DOOR keys: created by the CLI, kept across the schema upgrade, and wha
         const dir = join(tmp.path, `agent-${kind}`);
         mkdirSync(dir);
         writeFileSync(join(dir, 'api-key'), `${new ApiKeys(service.db).create(kind, 0, Date.now())}\n`);
-        return writeConfig(dir, { id: 'pins', access: '{ groups: [Staff] }', extra: `service: { baseUrl: "${service.url}", apiKeyFile: ${dir}/api-key, startDelaySeconds: 0 }` });
+        return writeConfig(dir, {
+          id: 'pins',
+          access: '{ groups: [Staff] }',
+          extra: `service: { baseUrl: "${service.url}", apiKeyFile: ${dir}/api-key, startDelaySeconds: 0 }`,
+        });
       };
       const door = agent('DOOR');
       const synced = await runCliAsync(['sync', '--config', door]);
