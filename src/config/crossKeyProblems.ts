@@ -3,6 +3,7 @@ import { problemsFromZod, type Problem } from '../util/issues.js';
 import { doorSchema } from './doorSchema.js';
 import { refineDoors } from './doorChecks.js';
 import { gpioSchema } from './schema.js';
+import { powerSchema, refineAgentInputs } from './agentInputs.js';
 
 type Door = z.output<typeof doorSchema>;
 
@@ -26,7 +27,11 @@ export function crossKeyProblems(raw: Record<string, unknown> | undefined): Prob
   const issues: z.core.$ZodIssue[] = [];
   const ctx = { addIssue: (issue: z.core.$ZodIssue) => void issues.push(issue), value: raw } as unknown as z.RefinementCtx;
   // An unreadable gpio section: its own problem is reported; the checks that depend on the driver are left out.
-  refineDoors({ gpio: { driver: gpio.success ? gpio.data.driver : 'unknown' }, doors: doors.map((d) => d.door) }, ctx);
+  const driver = gpio.success ? gpio.data.driver : 'unknown';
+  refineDoors({ gpio: { driver }, doors: doors.map((d) => d.door) }, ctx);
+  // The agent's own inputs against the doors that validated (a power section that does not validate reports itself).
+  const power = raw?.power === undefined ? undefined : powerSchema.safeParse(raw.power);
+  if (power?.success) refineAgentInputs({ gpio: { driver }, doors: doors.map((d) => d.door), power: power.data }, ctx);
   // Indices among the doors that validated, back to the file's own.
   const original = (i: number) => doors[i]?.index ?? i;
   return problemsFromZod(

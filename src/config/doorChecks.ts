@@ -3,8 +3,25 @@ import { longestUnlockRunHours } from '../core/unlockSchedule.js';
 import type { doorSchema } from './doorSchema.js';
 import { checkRequiredSecureChannel } from './osdpSecurity.js';
 
+type Door = z.output<typeof doorSchema>;
+
+/** Every GPIO line a door uses, with its key below the door (a pin left out: undefined). */
+export function doorPins(door: Door): Array<[string[], number | undefined]> {
+  const wiegand = door.reader?.type === 'wiegand' ? door.reader : undefined;
+  return [
+    [['relay', 'pin'], door.relay.pin],
+    [['contact', 'pin'], door.contact?.pin],
+    [['exitButton', 'pin'], door.exitButton?.pin],
+    [['reader', 'd0'], wiegand?.d0],
+    [['reader', 'd1'], wiegand?.d1],
+    [['tamper', 'pin'], door.tamper?.pin],
+    [['reader', 'led', 'pin'], door.reader && door.reader.type !== 'osdp' ? door.reader.led?.pin : undefined],
+    [['reader', 'buzzer', 'pin'], door.reader && door.reader.type !== 'osdp' ? door.reader.buzzer?.pin : undefined],
+  ];
+}
+
 /** The checks across doors (shared pins, readers, buses) and between a door's own keys. */
-export function refineDoors(config: { gpio: { driver: string }; doors: Array<z.output<typeof doorSchema>> }, ctx: z.RefinementCtx): void {
+export function refineDoors(config: { gpio: { driver: string }; doors: Door[] }, ctx: z.RefinementCtx): void {
   const uuids = new Map<string, number>();
   const resourceIds = new Map<number, number>();
   const pins = new Map<number, string>();
@@ -24,17 +41,7 @@ export function refineDoors(config: { gpio: { driver: string }; doors: Array<z.o
       });
     } else resourceIds.set(door.resourceId, i);
     const wiegand = door.reader?.type === 'wiegand' ? door.reader : undefined;
-    const doorPins: Array<[string[], number | undefined]> = [
-      [['relay', 'pin'], door.relay.pin],
-      [['contact', 'pin'], door.contact?.pin],
-      [['exitButton', 'pin'], door.exitButton?.pin],
-      [['reader', 'd0'], wiegand?.d0],
-      [['reader', 'd1'], wiegand?.d1],
-      [['tamper', 'pin'], door.tamper?.pin],
-      [['reader', 'led', 'pin'], door.reader && door.reader.type !== 'osdp' ? door.reader.led?.pin : undefined],
-      [['reader', 'buzzer', 'pin'], door.reader && door.reader.type !== 'osdp' ? door.reader.buzzer?.pin : undefined],
-    ];
-    for (const [where, pin] of doorPins) {
+    for (const [where, pin] of doorPins(door)) {
       if (pin === undefined) continue;
       const owner = pins.get(pin);
       if (owner !== undefined) {

@@ -1,4 +1,4 @@
-import type { AccessOptions, DoorOptions } from '../door/options.js';
+import type { AccessOptions, DoorOptions, PowerOptions } from '../door/options.js';
 import type { GpioOptions } from '../hardware/gpio.js';
 import type { MqttOptions } from '../protocol/options.js';
 import type { ServerOptions } from '../service/options.js';
@@ -26,6 +26,8 @@ export interface AgentOptions {
   doors: DoorOptions[];
   mqtt?: MqttOptions;
   service?: SyncServiceOptions;
+  /** The agent's power inputs (mains present, battery low). */
+  power?: PowerOptions;
 }
 
 /** The reference service's configuration (its `server` section and the shared `mqtt` section). */

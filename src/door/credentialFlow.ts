@@ -9,6 +9,7 @@ import type { EventType } from '../store/eventLog.js';
 import type { Clock, Timers } from '../util/clock.js';
 import type { AccessChecker, AccessResult } from './accessChecker.js';
 import type { AuditRecorder } from './auditRecorder.js';
+import type { GrantSeen } from './doorSupervisionRuntime.js';
 import type { LockController } from './lockController.js';
 
 export interface CredentialFlowDeps {
@@ -26,7 +27,9 @@ export interface CredentialFlowDeps {
   /** The agent's wrong-PIN counter and keypad lockout, shared by all its doors. */
   keypad: KeypadGuesses;
   /** A grant is about to unlock the door: its supervision expects the door to open. */
-  onAuthorized: () => void;
+  onGranted: (grant: GrantSeen) => void;
+  /** The cache is past access.maxCacheAgeHours (door/offlineLimit.ts): only responders and guest links are decided. */
+  cacheTooOld?: () => boolean;
 }
 
 /**
@@ -78,8 +81,8 @@ export class CredentialFlow {
     this.feedback = feedback;
   }
 
-  private grant(result: AccessResult, extra: Record<string, unknown> = {}): void {
-    this.deps.onAuthorized();
+  private grant(result: AccessResult, extra: { kind?: string; card_hint?: string } = {}): void {
+    this.deps.onGranted({ kind: extra.kind ?? result.kind, hint: result.hint, ...(extra.card_hint !== undefined ? { card_hint: extra.card_hint } : {}) });
     // Logged once the relay has moved but before the lock change is announced: a log reads "granted", then "unlocked".
     this.deps.controller.unlock(this.door.unlockSeconds, `${result.kind} ${result.hint}`, () => {
       this.record('access_granted', this.decisionData(result, extra));
@@ -115,6 +118,7 @@ export class CredentialFlow {
         keypadLockedOut: this.lockouts.isLockedOut('pin'),
         cardLockedOut: this.lockouts.isLockedOut('card'),
         lockdown: this.deps.lockdown?.() ?? false,
+        cacheTooOld: this.deps.cacheTooOld?.() ?? false,
       });
     } catch (err) {
       // The door stays locked and the daemon keeps running (a restart would not mend the file).
@@ -153,7 +157,14 @@ export class CredentialFlow {
   private isGuess(kind: CredentialKind, credential: string): boolean {
     try {
       return countsAsGuess(
-        this.deps.checker.checkPresented({ door: this.door, kind, credential, now: this.deps.clock.wallNow(), lockdown: this.deps.lockdown?.() ?? false }),
+        this.deps.checker.checkPresented({
+          door: this.door,
+          kind,
+          credential,
+          now: this.deps.clock.wallNow(),
+          lockdown: this.deps.lockdown?.() ?? false,
+          cacheTooOld: this.deps.cacheTooOld?.() ?? false,
+        }),
       );
     } catch {
       return true; // the cache cannot be read: the lockout runs its course

@@ -34,6 +34,8 @@ export interface DoorRuntimeDeps {
   onTamperChange?: () => void;
   /** The agent's wrong-PIN counter and keypad lockout, shared by all its doors. */
   keypad: KeypadGuesses;
+  /** The cache is past access.maxCacheAgeHours (asked at each decision); absent: no offline limit. */
+  cacheTooOld?: () => boolean;
 }
 
 /**
@@ -75,7 +77,8 @@ export class DoorRuntime {
       lockdown: deps.lockdown,
       onFirstPerson: deps.onFirstPerson,
       keypad: deps.keypad,
-      onAuthorized: () => this.supervision.authorized(),
+      cacheTooOld: deps.cacheTooOld,
+      onGranted: (grant) => this.supervision.granted(grant),
     });
   }
 

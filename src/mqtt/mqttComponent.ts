@@ -47,6 +47,8 @@ export interface MqttComponentDeps {
   heldHolidaysIssuedAt: () => number | null;
   /** The switch to signed mode: forget the holidays' issued_at an unsigned message set. */
   forgetHolidaysIssuedAt?: () => void;
+  /** Told of each connection made and each one lost or refused (link_lost / link_restored, util/linkWatch.ts). */
+  brokerLink?: { failed(): void; succeeded(): void };
 }
 
 /**
@@ -68,6 +70,13 @@ export class MqttComponent implements Component {
     const replay = new ReplayCache(store.state, store.writes, () => clock.monoNow());
     replay.prune(clock.wallNow() - 2 * options.commandMaxAgeSeconds * 1000);
     const client = connectBroker(options, topics, this.deps.env, logger);
+    const link = this.deps.brokerLink;
+    if (link) {
+      client.on('connect', () => link.succeeded());
+      client.on('close', () => {
+        if (!client.disconnecting && !client.disconnected) link.failed(); // not our own stop
+      });
+    }
     const secret = readCommandSecret(options.commandSecretFile);
     const lockdowns = this.deps.lockdowns();
     const guestLinks = store.guestLinks();

@@ -132,6 +132,12 @@ export class AgentStore implements Component {
     this.saveStatus();
   }
 
+  /** The power inputs as they are now (shown by `door-agent status`). */
+  setPower(power: NonNullable<RuntimeStatus['power']>): void {
+    this.status.power = power;
+    this.saveStatus();
+  }
+
   /** An OSDP reader's secure channel as it is now (shown by `door-agent status`). */
   setReaderChannel(doorUuid: string, channel: string): void {
     this.status.readerChannels ??= {};

@@ -29,7 +29,18 @@ export type EventType =
   | 'first_person_in'
   | 'schedule_waiting_for_clock'
   | 'schedule_clock_synchronized'
-  | 'clock_skew';
+  | 'clock_skew'
+  // Issue 30 items 2 and 3: the offline limit and the supervision events (README, "Audit log and status").
+  | 'cache_too_old'
+  | 'cache_fresh'
+  | 'granted_not_opened'
+  | 'power_lost'
+  | 'power_restored'
+  | 'battery_low'
+  | 'battery_ok'
+  | 'link_lost'
+  | 'link_restored'
+  | 'config_changed';
 
 export interface NewEvent {
   type: EventType;

@@ -33,7 +33,8 @@ export class FakeGpio implements GpioDriver {
 
   openInput(pin: number, onChange: (level: Level) => void, idleLevel: Level): GpioInput {
     this.log.push(`open in ${pin}`);
-    this.levels.set(pin, idleLevel);
+    // A level the test set before the input was opened stays (a switch already open at start).
+    if (!this.levels.has(pin)) this.levels.set(pin, idleLevel);
     this.inputs.set(pin, onChange);
     return {
       pin,
