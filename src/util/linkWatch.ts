@@ -7,7 +7,7 @@ export type LinkName = 'broker' | 'service';
 
 /** The broker: disconnected (or not connecting) for more than 30 s; a reconnect within that is a blip. */
 export const BROKER_OUTAGE: OutagePolicy = { graceMs: 30_000, minFailures: 1 };
-/** The service: two failed syncs in a row, 30 s or more apart from the first (the backoff's retries come sooner). */
+/** The service: two failed syncs in a row and 30 s since the first began (the backoff's first retries come sooner). */
 export const SERVICE_OUTAGE: OutagePolicy = { graceMs: 30_000, minFailures: 2 };
 
 /** When an attempt began: a failed one dates the outage from its start (a sync may take seconds to fail). */
