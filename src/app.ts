@@ -84,6 +84,7 @@ export async function startAgent(config: AgentOptions, deps: AgentDeps): Promise
   const gpio = deps.gpio ?? createGpioDriver(config.gpio);
   const relays = new RelayBank(gpio, logger, (err) => deps.onRelayFailure?.(err));
   const doors: Door[] = [];
+  const persistence = new DoorStateStore(doorStateDir(config.agent.dataDir));
   let stopComponents: () => Promise<void> = async () => undefined;
   let stopped = false;
   const stop = async () => {
@@ -103,6 +104,9 @@ export async function startAgent(config: AgentOptions, deps: AgentDeps): Promise
     } finally {
       relays.lockAll();
       gpio.close();
+      // The lock states saved last are synced on the thread pool: on disk before the process ends.
+      await persistence.settled();
+      persistence.close();
     }
   };
 
@@ -133,7 +137,6 @@ export async function startAgent(config: AgentOptions, deps: AgentDeps): Promise
     const getChecker = () => (checker ??= new AccessChecker(store.credentials(), config));
     const keypad = keypadGuesses(config, store, clock, logger);
     const operations = new SiteOperations({ store, doors, checker: getChecker, clock, logger });
-    const persistence = new DoorStateStore(doorStateDir(config.agent.dataDir));
     const probe = deps.clockSynchronized;
     const clockWatch = new ClockSyncWatch({
       probeNow: probe ?? (() => isClockSynchronized({ rtc: config.agent.rtc })),

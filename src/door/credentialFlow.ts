@@ -81,7 +81,9 @@ export class CredentialFlow {
   private grant(result: AccessResult, extra: Record<string, unknown> = {}): void {
     this.deps.onAuthorized();
     // Logged once the relay has moved but before the lock change is announced: a log reads "granted", then "unlocked".
+    // Who it was is looked up then too (a query the relay need not wait for).
     this.deps.controller.unlock(this.door.unlockSeconds, `${result.kind} ${result.hint}`, () => {
+      this.deps.checker.name(result);
       this.record('access_granted', this.decisionData(result, extra));
       this.deps.logger.info({ kind: result.kind, hint: result.hint }, 'access granted');
     });
@@ -107,15 +109,18 @@ export class CredentialFlow {
 
   private check(kind: CredentialKind, credential: string): AccessResult | null {
     try {
-      return this.deps.checker.checkPresented({
-        door: this.door,
-        kind,
-        credential,
-        now: this.deps.clock.wallNow(),
-        keypadLockedOut: this.lockouts.isLockedOut('pin'),
-        cardLockedOut: this.lockouts.isLockedOut('card'),
-        lockdown: this.deps.lockdown?.() ?? false,
-      });
+      return this.deps.checker.checkPresented(
+        {
+          door: this.door,
+          kind,
+          credential,
+          now: this.deps.clock.wallNow(),
+          keypadLockedOut: this.lockouts.isLockedOut('pin'),
+          cardLockedOut: this.lockouts.isLockedOut('card'),
+          lockdown: this.deps.lockdown?.() ?? false,
+        },
+        { name: false },
+      );
     } catch (err) {
       // The door stays locked and the daemon keeps running (a restart would not mend the file).
       this.deps.logger.error({ err, kind }, err instanceof Error ? err.message : 'the cache cannot be read');
@@ -153,7 +158,10 @@ export class CredentialFlow {
   private isGuess(kind: CredentialKind, credential: string): boolean {
     try {
       return countsAsGuess(
-        this.deps.checker.checkPresented({ door: this.door, kind, credential, now: this.deps.clock.wallNow(), lockdown: this.deps.lockdown?.() ?? false }),
+        this.deps.checker.checkPresented(
+          { door: this.door, kind, credential, now: this.deps.clock.wallNow(), lockdown: this.deps.lockdown?.() ?? false },
+          { name: false },
+        ),
       );
     } catch {
       return true; // the cache cannot be read: the lockout runs its course

@@ -9,7 +9,11 @@ import type { Clock, Timers } from '../util/clock.js';
 
 export interface LockStatePersistence {
   load(doorUuid: string): PersistedLock | undefined;
-  save(doorUuid: string, state: PersistedLock, changedAt: number): void;
+  /**
+   * Saves what a crash of the process must find, or throws. `durable`, when the persistence syncs later (off the
+   * event loop), is told once the state is on disk, or the error of that sync.
+   */
+  save(doorUuid: string, state: PersistedLock, changedAt: number, durable?: (err: unknown) => void): void;
 }
 
 /** A door's lock state as reported to people and programs: wall-clock times. */
@@ -55,6 +59,9 @@ export class LockController {
   private timer: unknown = null;
   private persistRetry: unknown = null;
   private persistFailures = 0;
+  /** Counts saves: a sync that fails after a newer save was made is that newer save's business. */
+  private saves = 0;
+  private halted = false;
   private readonly limits: machine.LockLimits;
 
   constructor(
@@ -130,6 +137,7 @@ export class LockController {
 
   /** Drives the relay to its locked level and stops the timers, leaving the persisted state for the next start. */
   shutdown(): void {
+    this.halted = true;
     this.clearTimer();
     this.clearPersistRetry();
     this.relay.write(this.levelFor('LOCKED'));
@@ -161,22 +169,33 @@ export class LockController {
   private persist(): void {
     this.clearPersistRetry();
     const { clock } = this.deps;
+    const save = ++this.saves;
     try {
-      this.deps.persistence.save(this.door.uuid, machine.toPersisted(this.state, clock.wallNow(), clock.monoNow()), this.changedAt);
+      this.deps.persistence.save(this.door.uuid, machine.toPersisted(this.state, clock.wallNow(), clock.monoNow()), this.changedAt, (err) => {
+        // The sync of this save failed (an I/O error): saved again, as a failed save is, unless a newer one was made
+        // or the controller was shut down meanwhile (the next start reads what is there).
+        if (err && save === this.saves && !this.halted) this.persistFailed(err);
+      });
     } catch (err) {
-      this.persistFailures++;
-      this.deps.onPersistError?.(err);
-      const delay = Math.min(PERSIST_RETRY_MS * 2 ** (this.persistFailures - 1), PERSIST_RETRY_MAX_MS);
-      this.persistRetry = this.deps.timers.setTimeout(() => {
-        this.persistRetry = null;
-        this.persist();
-      }, delay);
+      this.persistFailed(err);
       return;
     }
     if (this.persistFailures > 0) {
       this.persistFailures = 0;
       this.deps.onPersistRecovered?.();
     }
+  }
+
+  /** A failed save is reported and tried again with backoff (the state current then is saved). */
+  private persistFailed(err: unknown): void {
+    this.persistFailures++;
+    this.deps.onPersistError?.(err);
+    this.clearPersistRetry();
+    const delay = Math.min(PERSIST_RETRY_MS * 2 ** (this.persistFailures - 1), PERSIST_RETRY_MAX_MS);
+    this.persistRetry = this.deps.timers.setTimeout(() => {
+      this.persistRetry = null;
+      this.persist();
+    }, delay);
   }
 
   private clearPersistRetry(): void {

@@ -8,6 +8,7 @@ import { GuestLinkStore } from './guestLinkStore.js';
 import { PendingWrites } from './pendingWrites.js';
 import { ReplayCache } from './replayCache.js';
 import { writeRuntimeStatus, type BrokerRefusal, type RuntimeStatus } from './runtimeStatus.js';
+import { WalSync } from './walSync.js';
 
 export interface AgentStoreOptions {
   dataDir: string;
@@ -40,17 +41,32 @@ export class AgentStore implements Component {
   private db_: Db | null = null;
   private state_: Db | null = null;
   private events_: EventLog | null = null;
+  private walSync: WalSync | null = null;
   private readonly eventListeners: Array<() => void> = [];
   private readonly status: RuntimeStatus;
 
   constructor(private readonly options: AgentStoreOptions) {
-    this.writes = new PendingWrites({ timers: options.timers, logger: options.logger });
+    this.writes = new PendingWrites({
+      timers: options.timers,
+      logger: options.logger,
+      runWrite: (write) => (this.walSync ? this.walSync.run(write) : write()),
+    });
     this.status = { pid: options.pid, startedAt: new Date(options.wallNow()).toISOString(), stoppedAt: null, readers: {} };
   }
 
   start(): void {
     this.db_ = openDatabase(cachePath(this.options.dataDir), { busyTimeoutMs: DAEMON_BUSY_TIMEOUT_MS });
     this.state_ = openStateDatabase(statePath(this.options.dataDir), { busyTimeoutMs: DAEMON_BUSY_TIMEOUT_MS });
+    // state.db's writes are committed at once and synced right after on libuv's thread pool: the event loop never
+    // waits for the disk, neither before nor after a relay moves (a crash of the process loses nothing).
+    this.walSync = new WalSync(this.state_, {
+      timers: this.options.timers,
+      onError: (err, failures) => {
+        // One line at the first failure and then at powers of two: a failing disk must not also flood the journal.
+        if ((failures & (failures - 1)) === 0)
+          this.options.logger.error({ err, failures }, 'cannot sync the state database: retrying; events wait to be published');
+      },
+    });
     this.events_ = new EventLog(this.state_, {
       agentId: this.options.agentId,
       maxEvents: this.options.maxEvents,
@@ -61,6 +77,7 @@ export class AgentStore implements Component {
           'audit log past agent.maxEvents: events the broker has not acknowledged are kept, never evicted (see door-agent status)',
         ),
       writes: this.writes,
+      walSync: this.walSync,
       onAppend: () => {
         for (const listener of this.eventListeners) listener();
       },
@@ -73,6 +90,9 @@ export class AgentStore implements Component {
     this.saveStatus();
     this.writes.flush();
     this.writes.stop();
+    if (this.state_?.open) this.walSync?.syncNow();
+    this.walSync?.close();
+    this.walSync = null;
     this.state_?.close();
     this.state_ = null;
     this.db_?.close();
