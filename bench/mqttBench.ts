@@ -69,7 +69,9 @@ doors:
 /** `timed`: below the benchmark's priority, as a process it times (benchAgent.ts, spawnTimed). */
 function startAgent(config: string, timed = false): ChildProcess {
   const args = [...AGENT_NODE_OPTIONS, cli, 'run', '--config', config];
-  return timed ? spawnTimed(process.execPath, args, { stdio: ['ignore', 'ignore', 'inherit'] }) : spawn(process.execPath, args, { stdio: ['ignore', 'ignore', 'inherit'] });
+  return timed
+    ? spawnTimed(process.execPath, args, { stdio: ['ignore', 'ignore', 'inherit'] })
+    : spawn(process.execPath, args, { stdio: ['ignore', 'ignore', 'inherit'] });
 }
 
 /** Small messages, measured for latency: no Nagle delay on the benchmark's own clients either. */
@@ -116,7 +118,9 @@ async function commandToRelay(dir: string, url: string, config: string): Promise
   const floorValue = join(dir, 'floor-value');
   writeFileSync(floorValue, '0\n');
   const floorTopic = 'bench/floor/set';
-  const floor = spawnTimed(process.execPath, [join(root, 'dist/bench/floorSubscriber.js'), url, floorTopic, floorValue], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const floor = spawnTimed(process.execPath, [join(root, 'dist/bench/floorSubscriber.js'), url, floorTopic, floorValue], {
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
   const op: MqttClient = await connectAsync(url);
   noDelay(op);
   try {

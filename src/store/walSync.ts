@@ -16,7 +16,16 @@ export interface WalSyncOptions {
   defer?: (start: () => void) => void;
   /** A sync failed (an I/O error): it is tried again with backoff; the commits wait for it, in memory and on disk. */
   onError: (err: unknown, failures: number) => void;
+  /** The syncs themselves (default: node:fs): a test gives a disk that fails. */
+  io?: WalSyncIo;
 }
+
+export interface WalSyncIo {
+  fdatasync(fd: number, done: (err: NodeJS.ErrnoException | null) => void): void;
+  fdatasyncSync(fd: number): void;
+}
+
+const NODE_IO: WalSyncIo = { fdatasync, fdatasyncSync };
 
 /**
  * The daemon's state.db writes without the event loop waiting for the disk (issue 28: the tap path). In WAL mode a
@@ -46,6 +55,7 @@ export class WalSync {
   private closed = false;
   private deferred = false;
   private readonly defer: (start: () => void) => void;
+  private readonly io: WalSyncIo;
   private readonly listeners: Array<(upTo: number) => void> = [];
 
   constructor(
@@ -54,6 +64,7 @@ export class WalSync {
   ) {
     this.walFile = `${db.name}-wal`;
     this.defer = options.defer ?? ((start) => setImmediate(start));
+    this.io = options.io ?? NODE_IO;
   }
 
   /**
@@ -108,7 +119,7 @@ export class WalSync {
     const upTo = ++this.requested; // a ticket of its own: the commits after it in a run's task wait for the next sync
     try {
       const fd = this.wal();
-      if (fd !== null) fdatasyncSync(fd);
+      if (fd !== null) this.io.fdatasyncSync(fd);
     } catch (err) {
       if (errorCode(err) !== 'ENOENT') {
         this.options.onError(err, ++this.failures);
@@ -168,7 +179,7 @@ export class WalSync {
       return;
     }
     this.running = true;
-    fdatasync(fd, (err) => {
+    this.io.fdatasync(fd, (err) => {
       this.running = false;
       if (this.closeWhenDone) {
         this.closeWhenDone = false;
