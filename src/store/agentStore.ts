@@ -3,7 +3,7 @@ import type { Component } from '../lifecycle.js';
 import type { Timers } from '../util/clock.js';
 import { CredentialCache } from './credentialCache.js';
 import { cachePath, openDatabase, openStateDatabase, statePath, type Db } from './database.js';
-import { EventLog } from './eventLog.js';
+import { EventLog, type WireEvent } from './eventLog.js';
 import { GuestLinkStore } from './guestLinkStore.js';
 import { PendingWrites } from './pendingWrites.js';
 import { ReplayCache } from './replayCache.js';
@@ -40,7 +40,7 @@ export class AgentStore implements Component {
   private db_: Db | null = null;
   private state_: Db | null = null;
   private events_: EventLog | null = null;
-  private readonly eventListeners: Array<() => void> = [];
+  private readonly eventListeners: Array<(event: WireEvent) => void> = [];
   private readonly status: RuntimeStatus;
 
   constructor(private readonly options: AgentStoreOptions) {
@@ -61,8 +61,8 @@ export class AgentStore implements Component {
           'audit log past agent.maxEvents: events the broker has not acknowledged are kept, never evicted (see door-agent status)',
         ),
       writes: this.writes,
-      onAppend: () => {
-        for (const listener of this.eventListeners) listener();
+      onAppend: (event) => {
+        for (const listener of this.eventListeners) listener(event);
       },
     });
     this.saveStatus();
@@ -96,8 +96,8 @@ export class AgentStore implements Component {
     return this.events_;
   }
 
-  /** Called once per event written (the MQTT outbox then publishes it). */
-  onEventWritten(listener: () => void): void {
+  /** Called once per event written, with the event (the MQTT outbox then publishes it). */
+  onEventWritten(listener: (event: WireEvent) => void): void {
     this.eventListeners.push(listener);
   }
 

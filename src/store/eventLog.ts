@@ -69,8 +69,8 @@ export interface EventLogStats {
 export interface EventLogOptions {
   agentId: string;
   maxEvents: number;
-  /** Called once an event is written (the outbox then publishes it). */
-  onAppend?: () => void;
+  /** Called once an event is written (the outbox then publishes it), with the event as written. */
+  onAppend?: (event: WireEvent) => void;
   /** The daemon's retry queue: an event that cannot be written now waits in memory, in order, never lost. */
   writes?: PendingWrites;
   /** Events go out over MQTT: an event not yet published is never evicted, whatever maxEvents says. */
@@ -119,8 +119,9 @@ export class EventLog {
         return inserted;
       })();
       if (seq % 100 === 0) this.checkOverCap(); // a look every 100 events is enough
-      wire = this.toWire({ seq, at: event.at, door_uuid: event.door, type: event.type, payload, published_at: null });
-      this.options.onAppend?.();
+      const written = this.toWire({ seq, at: event.at, door_uuid: event.door, type: event.type, payload, published_at: null });
+      wire = written;
+      this.options.onAppend?.(written);
     };
     if (this.options.writes) this.options.writes.run(`event-${this.nextKey++}`, write);
     else write();
@@ -163,6 +164,11 @@ export class EventLog {
   /** Events with seq > `since`, oldest first. */
   since(since: number, limit = 1000): WireEvent[] {
     return this.after.all(since, limit).map((row) => this.toWire(row));
+  }
+
+  /** How many events the broker has not acknowledged (the outbox's depth), read through the partial index. */
+  unpublishedCount(): number {
+    return (this.db.prepare('SELECT count(*) AS n FROM events WHERE published_at IS NULL').get() as { n: number }).n;
   }
 
   stats(): EventLogStats {
