@@ -21,7 +21,8 @@ import { MqttComponent } from './mqtt/mqttComponent.js';
 import { AgentStore } from './store/agentStore.js';
 import { cachePath } from './store/database.js';
 import { DoorStateStore, doorStateDir } from './store/doorState.js';
-import { readHeldVersion } from './sync/sync.js';
+import { readHeldRevision, readHeldVersion, readSyncStatus } from './sync/sync.js';
+import { readMeta } from './store/meta.js';
 import { SyncComponent } from './sync/syncComponent.js';
 import { FindingsReporter } from './sync/findingsReporter.js';
 import type { Notify } from './system/sdNotify.js';
@@ -30,8 +31,8 @@ import type { Clock, Timers } from './util/clock.js';
 import { isClockSynchronized, isClockSynchronizedLater } from './util/clockSync.js';
 import { ClockSyncWatch } from './door/clockSyncWatch.js';
 import { InputError } from './util/errors.js';
-import { VERSION } from './version.js';
-import { CLOCK_TRUSTED_FROM } from './core/decision.js';
+import { PROJECT_URL, VERSION } from './version.js';
+import { CLOCK_TRUSTED_FROM, isClockTrusted } from './core/decision.js';
 import { DEFAULT_FUTURE_SKEW_SECONDS } from './protocol/issuedAt.js';
 import { ClockMark } from './store/clockMark.js';
 import { ForwardClock } from './util/forwardClock.js';
@@ -211,6 +212,12 @@ export async function startAgent(config: AgentOptions, deps: AgentDeps): Promise
           timers,
           logger: logger.child({ component: 'mqtt' }),
           version: VERSION,
+          projectUrl: PROJECT_URL,
+          health: {
+            cache: () => cacheFreshness(store, logger),
+            clockTrusted: () => clockSynchronized() && isClockTrusted(clock.wallNow()),
+            onClockChange: (listener) => clockWatch.onSynchronized(listener),
+          },
           onSyncRequest: sync ? () => sync.trigger() : undefined,
           onDirectoryRevision: sync ? (payload) => sync.onRevision(payload) : undefined,
           lockdowns: () => operations.lockdowns,
@@ -265,6 +272,19 @@ function keypadGuesses(config: AgentOptions, store: AgentStore, clock: Clock, lo
     });
     return keypad;
   };
+}
+
+/** The health message's cache: the directory revision held and when the cache was last refreshed (a sync, an import). */
+function cacheFreshness(store: AgentStore, logger: Logger): { revision: number | null; refreshedAt: number | null } {
+  try {
+    const synced = readSyncStatus(store.db).lastSuccessAt;
+    const imported = readMeta<{ at: string }>(store.db, 'last_import')?.at ?? null;
+    const times = [synced, imported].map((t) => (t === null ? Number.NaN : Date.parse(t))).filter(Number.isFinite);
+    return { revision: readHeldRevision(store.db), refreshedAt: times.length > 0 ? Math.max(...times) : null };
+  } catch (err) {
+    logger.debug({ err }, 'cannot read the cache for the health message');
+    return { revision: null, refreshedAt: null };
+  }
 }
 
 /** Runs both after each sync. */

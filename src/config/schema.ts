@@ -135,6 +135,10 @@ const mqttSchema = z.strictObject({
     .strictObject({
       discovery: z.boolean().default(true),
       prefix: z.string().min(1).default('homeassistant'),
+      /** A file holding the code Home Assistant asks for before it unlocks (checked by the agent); none: no code. */
+      codeFile: z.string().min(1).optional(),
+      /** The device's "Visit" link in Home Assistant (an http(s) URL); none: no link. */
+      configurationUrl: z.url({ protocol: /^https?$/, error: 'must be an http:// or https:// URL' }).optional(),
     })
     .prefault({}),
 });

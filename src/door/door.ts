@@ -171,7 +171,10 @@ export class Door implements Component {
         osdp: deps.osdp,
         events: {
           credential: (credential) => runtime.onCredential(credential),
-          connection: deps.onReaderConnection,
+          connection: (connected) => {
+            deps.onReaderConnection(connected);
+            deps.doorEvents.emit('reader', door.uuid, connected);
+          },
           noise: (summary) => runtime.onReaderNoise(summary),
           audit: (type, data) => runtime.audit(type, data),
           channel: (state) => deps.onReaderChannel?.(state),
@@ -234,6 +237,11 @@ export class Door implements Component {
 
   contactState(): 'OPEN' | 'CLOSED' | null {
     return this.runtime?.contactState() ?? null;
+  }
+
+  /** Whether its reader is connected; null without a reader. */
+  readerConnected(): boolean | null {
+    return this.options.reader ? (this.reader?.connected ?? false) : null;
   }
 
   /** The lock controller, for remote commands (MQTT). */

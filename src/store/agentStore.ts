@@ -3,7 +3,7 @@ import type { Component } from '../lifecycle.js';
 import type { Timers } from '../util/clock.js';
 import { CredentialCache } from './credentialCache.js';
 import { cachePath, openDatabase, openStateDatabase, statePath, type Db } from './database.js';
-import { EventLog } from './eventLog.js';
+import { EventLog, type WireEvent } from './eventLog.js';
 import { GuestLinkStore } from './guestLinkStore.js';
 import { PendingWrites } from './pendingWrites.js';
 import { ReplayCache } from './replayCache.js';
@@ -42,7 +42,9 @@ export class AgentStore implements Component {
   private state_: Db | null = null;
   private events_: EventLog | null = null;
   private walSync: WalSync | null = null;
-  private readonly eventListeners: Array<() => void> = [];
+  /** Told when events are durable (the outbox), and of each event as it is written (live notifications). */
+  private readonly durableListeners: Array<() => void> = [];
+  private readonly eventListeners: Array<(event: WireEvent) => void> = [];
   private readonly status: RuntimeStatus;
 
   constructor(private readonly options: AgentStoreOptions) {
@@ -79,7 +81,10 @@ export class AgentStore implements Component {
       writes: this.writes,
       walSync: this.walSync,
       onAppend: () => {
-        for (const listener of this.eventListeners) listener();
+        for (const listener of this.durableListeners) listener();
+      },
+      onWritten: (event) => {
+        for (const listener of this.eventListeners) listener(event);
       },
     });
     this.saveStatus();
@@ -116,9 +121,15 @@ export class AgentStore implements Component {
     return this.events_;
   }
 
-  /** Called once per event written (the MQTT outbox then publishes it). */
-  onEventWritten(listener: () => void): void {
+  /** Called once per event written, with the event (the MQTT outbox then publishes it). */
+  /** `listener` hears of each event as it is committed (before it is durable: not for the outbox). */
+  onEventWritten(listener: (event: WireEvent) => void): void {
     this.eventListeners.push(listener);
+  }
+
+  /** `listener` is told when events are durable: the outbox may publish them. */
+  onEventsDurable(listener: () => void): void {
+    this.durableListeners.push(listener);
   }
 
   credentials(): CredentialCache {

@@ -72,6 +72,8 @@ export interface EventLogOptions {
   maxEvents: number;
   /** Called once an event is written, and durable with `walSync` (the outbox then publishes it). */
   onAppend?: () => void;
+  /** Called with each event as it is committed (live notifications, e.g. Home Assistant: not the audit trail). */
+  onWritten?: (event: WireEvent) => void;
   /** The daemon's retry queue: an event that cannot be written now waits in memory, in order, never lost. */
   writes?: PendingWrites;
   /**
@@ -155,7 +157,9 @@ export class EventLog {
     const write = () => {
       const seq = walSync ? walSync.run(() => this.insertTransaction(event, payload)) : this.insertTransaction(event, payload);
       if (seq % 100 === 0) this.checkOverCap(); // a look every 100 events is enough
-      wire = this.toWire({ seq, at: event.at, door_uuid: event.door, type: event.type, payload, published_at: null });
+      const written = this.toWire({ seq, at: event.at, door_uuid: event.door, type: event.type, payload, published_at: null });
+      wire = written;
+      this.options.onWritten?.(written);
       if (!walSync) {
         this.options.onAppend?.();
         return;
@@ -207,6 +211,11 @@ export class EventLog {
   /** Events with seq > `since`, oldest first. */
   since(since: number, limit = 1000): WireEvent[] {
     return this.after.all(since, limit).map((row) => this.toWire(row));
+  }
+
+  /** How many events the broker has not acknowledged (the outbox's depth), read through the partial index. */
+  unpublishedCount(): number {
+    return (this.db.prepare('SELECT count(*) AS n FROM events WHERE published_at IS NULL').get() as { n: number }).n;
   }
 
   stats(): EventLogStats {

@@ -11,4 +11,6 @@ export interface MqttDoor {
   lockdown?: () => boolean;
   /** The rest of the door's published state: lockdown, tamper, unlock schedule (absent: only lock and contact). */
   operations?: () => DoorOperationsFields;
+  /** Whether its reader is connected, null without a reader (the health message). */
+  readerOnline?: () => boolean | null;
 }
