@@ -22,7 +22,10 @@ const SCHEDULE_SENSOR_STATES = ['closed', 'holiday', 'waiting_for_first_person',
  */
 const LOCK_ATTRIBUTES_TEMPLATE =
   "{{ {'lockdown': value_json.get('lockdown'), 'tamper': value_json.get('tamper'), 'schedule': value_json.get('schedule'), " +
-  "'cause': value_json.get('cause'), 'relock_at': value_json.get('relock_at')} | tojson }}";
+  "'emergency': value_json.get('emergency'), 'cause': value_json.get('cause'), 'relock_at': value_json.get('relock_at')} | tojson }}";
+
+/** On while the emergency input holds the door released (an older agent's state has no field: off). */
+const EMERGENCY_VALUE_TEMPLATE = "{{ 'ON' if value_json.get('emergency') else 'OFF' }}";
 
 /** The access event entity's payload: a decision's type and who, by which level, or why not (nothing for other events). */
 const ACCESS_EVENT_TEMPLATE =
@@ -37,7 +40,8 @@ const LOCKDOWN_VALUE_TEMPLATE = "{{ 'ON' if value_json.lockdown else 'OFF' }}";
  * with the agent's last will:
  * - per door a `lock` (LOCK, UNLOCK = hold open, OPEN = unlockSeconds) with lockdown, tamper, schedule, cause and
  *   relock_at of the state topic as attributes; an `event` entity for its alarms; a door `binary_sensor` per
- *   contact, a tamper `binary_sensor` per tamper input, a `sensor` for the unlock schedule when it has one;
+ *   contact, a tamper `binary_sensor` per tamper input, a `sensor` for the unlock schedule when it has one, a
+ *   safety `binary_sensor` when the emergency input releases it;
  * - per agent (with at least one door) its lockdown: a `switch` when commands are not signed, else (Home
  *   Assistant cannot sign) a read-only `binary_sensor` with the same unique_id, so there is no command topic.
  */
@@ -114,6 +118,25 @@ export function discoveryMessages(options: {
           payload_on: 'ON',
           payload_off: 'OFF',
           qos: 1,
+          ...availability,
+          device,
+        },
+      });
+    }
+    if (door.emergencyRelease) {
+      messages.push({
+        topic: `${haPrefix}/binary_sensor/${id}_emergency/config`,
+        payload: {
+          name: `${door.name} emergency release`,
+          unique_id: `${id}_emergency`,
+          // safety: on reads "Unsafe": the fire alarm input holds the door released.
+          device_class: 'safety',
+          state_topic: state,
+          value_template: EMERGENCY_VALUE_TEMPLATE,
+          payload_on: 'ON',
+          payload_off: 'OFF',
+          qos: 1,
+          icon: 'mdi:fire-alert',
           ...availability,
           device,
         },

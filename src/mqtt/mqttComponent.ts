@@ -91,7 +91,13 @@ export class MqttComponent implements Component {
       controller: d.lock,
       contact: () => d.contactState(),
       lockdown: () => lockdowns.isLockedDown(d.options.uuid),
-      operations: () => ({ lockdown: lockdowns.effective(d.options.uuid), tamper: d.tamperState(), schedule: d.scheduleState() }),
+      emergency: () => d.emergencyReleased(),
+      operations: () => ({
+        lockdown: lockdowns.effective(d.options.uuid),
+        tamper: d.tamperState(),
+        schedule: d.scheduleState(),
+        emergency: d.emergencyReleased(),
+      }),
     }));
     const doorState = new DoorStateHandler({ client, topics, doors, events: store.events, doorEvents, clock, timers, logger, refusals });
     // The one list of topic families. Connect runs in this order (the door state and availability last: `online`
