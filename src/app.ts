@@ -5,6 +5,7 @@ import { checkReferencedFiles } from './config/secrets.js';
 import { AccessChecker } from './door/accessChecker.js';
 import { Door } from './door/door.js';
 import { DoorEvents } from './door/doorEvents.js';
+import { EmergencyInput } from './door/emergencyInput.js';
 import { KeypadGuesses } from './door/keypadGuesses.js';
 import { lockoutWarnings } from './config/keypadLockout.js';
 import { readKeypadGuesses, writeKeypadGuesses } from './store/keypadGuessState.js';
@@ -241,7 +242,20 @@ export async function startAgent(config: AgentOptions, deps: AgentDeps): Promise
       stop: () => watchdog?.stopping(),
     };
     const clockMark = new ClockMark({ clock, store, timers, logger: logger.child({ component: 'clock' }) });
-    const components = [store, clockMark, operations, clockWatch, ...doors, mqtt, sync, readiness].filter((c): c is Component => c !== null);
+    // After the doors (their relays locked, their inputs and schedules set up): an agent started during a fire
+    // releases its doors as soon as it reads the input.
+    const emergency = config.emergency
+      ? new EmergencyInput({
+          options: config.emergency,
+          gpio,
+          doors: doors.filter((d) => d.options.emergencyRelease),
+          clock,
+          timers,
+          logger: logger.child({ component: 'emergency' }),
+          onStatus: (status) => store.setEmergency(status),
+        })
+      : null;
+    const components = [store, clockMark, operations, clockWatch, ...doors, emergency, mqtt, sync, readiness].filter((c): c is Component => c !== null);
     stopComponents = await startInOrder(components, logger);
   } catch (err) {
     await stop().catch((stopErr: unknown) => logger.error({ err: stopErr }, 'error while cleaning up a failed start'));

@@ -3,6 +3,7 @@ import { problemsFromZod, type Problem } from '../util/issues.js';
 import { doorSchema } from './doorSchema.js';
 import { refineDoors } from './doorChecks.js';
 import { gpioSchema } from './schema.js';
+import { emergencySchema, refineEmergency } from './emergencySchema.js';
 
 type Door = z.output<typeof doorSchema>;
 
@@ -27,6 +28,14 @@ export function crossKeyProblems(raw: Record<string, unknown> | undefined): Prob
   const ctx = { addIssue: (issue: z.core.$ZodIssue) => void issues.push(issue), value: raw } as unknown as z.RefinementCtx;
   // An unreadable gpio section: its own problem is reported; the checks that depend on the driver are left out.
   refineDoors({ gpio: { driver: gpio.success ? gpio.data.driver : 'unknown' }, doors: doors.map((d) => d.door) }, ctx);
+  // The emergency input against the doors that validated: its pins always; its doors only when every door did.
+  const emergency = emergencySchema.safeParse(raw?.emergency);
+  if (raw?.emergency !== undefined && emergency.success) {
+    const before = issues.length;
+    refineEmergency({ gpio: { driver: gpio.success ? gpio.data.driver : 'unknown' }, doors: doors.map((d) => d.door), emergency: emergency.data }, ctx);
+    const everyDoor = Array.isArray(raw?.doors) && doors.length === raw.doors.length;
+    if (!everyDoor) issues.splice(before, issues.length - before, ...issues.slice(before).filter((issue) => issue.path[1] !== 'doors'));
+  }
   // Indices among the doors that validated, back to the file's own.
   const original = (i: number) => doors[i]?.index ?? i;
   return problemsFromZod(

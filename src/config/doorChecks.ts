@@ -3,6 +3,22 @@ import { longestUnlockRunHours } from '../core/unlockSchedule.js';
 import type { doorSchema } from './doorSchema.js';
 import { checkRequiredSecureChannel } from './osdpSecurity.js';
 
+/** Every GPIO line a door uses, with the keys (under the door) that name it. */
+export function doorPins(door: z.output<typeof doorSchema>): Array<[string[], number]> {
+  const wiegand = door.reader?.type === 'wiegand' ? door.reader : undefined;
+  const lines: Array<[string[], number | undefined]> = [
+    [['relay', 'pin'], door.relay.pin],
+    [['contact', 'pin'], door.contact?.pin],
+    [['exitButton', 'pin'], door.exitButton?.pin],
+    [['reader', 'd0'], wiegand?.d0],
+    [['reader', 'd1'], wiegand?.d1],
+    [['tamper', 'pin'], door.tamper?.pin],
+    [['reader', 'led', 'pin'], door.reader && door.reader.type !== 'osdp' ? door.reader.led?.pin : undefined],
+    [['reader', 'buzzer', 'pin'], door.reader && door.reader.type !== 'osdp' ? door.reader.buzzer?.pin : undefined],
+  ];
+  return lines.filter((line): line is [string[], number] => line[1] !== undefined);
+}
+
 /** The checks across doors (shared pins, readers, buses) and between a door's own keys. */
 export function refineDoors(config: { gpio: { driver: string }; doors: Array<z.output<typeof doorSchema>> }, ctx: z.RefinementCtx): void {
   const uuids = new Map<string, number>();
@@ -24,18 +40,7 @@ export function refineDoors(config: { gpio: { driver: string }; doors: Array<z.o
       });
     } else resourceIds.set(door.resourceId, i);
     const wiegand = door.reader?.type === 'wiegand' ? door.reader : undefined;
-    const doorPins: Array<[string[], number | undefined]> = [
-      [['relay', 'pin'], door.relay.pin],
-      [['contact', 'pin'], door.contact?.pin],
-      [['exitButton', 'pin'], door.exitButton?.pin],
-      [['reader', 'd0'], wiegand?.d0],
-      [['reader', 'd1'], wiegand?.d1],
-      [['tamper', 'pin'], door.tamper?.pin],
-      [['reader', 'led', 'pin'], door.reader && door.reader.type !== 'osdp' ? door.reader.led?.pin : undefined],
-      [['reader', 'buzzer', 'pin'], door.reader && door.reader.type !== 'osdp' ? door.reader.buzzer?.pin : undefined],
-    ];
-    for (const [where, pin] of doorPins) {
-      if (pin === undefined) continue;
+    for (const [where, pin] of doorPins(door)) {
       const owner = pins.get(pin);
       if (owner !== undefined) {
         ctx.addIssue({

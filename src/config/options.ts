@@ -1,4 +1,4 @@
-import type { AccessOptions, DoorOptions } from '../door/options.js';
+import type { AccessOptions, DoorOptions, EmergencyOptions } from '../door/options.js';
 import type { GpioOptions } from '../hardware/gpio.js';
 import type { MqttOptions } from '../protocol/options.js';
 import type { ServerOptions } from '../service/options.js';
@@ -24,6 +24,8 @@ export interface AgentOptions {
   access: AccessOptions;
   gpio: GpioOptions;
   doors: DoorOptions[];
+  /** The fire alarm input; the doors it releases carry `emergencyRelease`. */
+  emergency?: EmergencyOptions;
   mqtt?: MqttOptions;
   service?: SyncServiceOptions;
 }

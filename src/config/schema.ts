@@ -3,6 +3,7 @@ import { doorSchema, seconds } from './doorSchema.js';
 import { refineDoors } from './doorChecks.js';
 import { keypadLockoutSchema } from './keypadLockout.js';
 import { calendarDate, levelsSchema, refineLevels, schedulesSchema } from './levels.js';
+import { emergencySchema, refineEmergency } from './emergencySchema.js';
 
 // Defined in util/errors.ts, below the layers that refuse a configuration file (secret files, the holidays file).
 export { EXIT_INVALID_CONFIG } from '../util/errors.js';
@@ -226,6 +227,7 @@ export const serviceConfigSchema = z.strictObject({
   schedules: z.unknown().optional(),
   gpio: z.unknown().optional(),
   doors: z.unknown().optional(),
+  emergency: z.unknown().optional(),
 });
 export type ServiceConfig = z.output<typeof serviceConfigSchema>;
 
@@ -241,10 +243,13 @@ export const configSchema = z
     server: z.unknown().optional(),
     gpio: gpioSchema.prefault({ driver: 'onoff' }),
     doors: z.array(doorSchema).min(1, 'configure at least one door'),
+    /** The fire alarm input (config/emergencySchema.ts). */
+    emergency: emergencySchema.optional(),
   })
   .superRefine((config, ctx) => {
     refineDoors(config, ctx);
     refineLevels(config, ctx);
+    refineEmergency(config, ctx);
   });
 
 /** The file as validated, before normalization (config/load.ts turns it into AgentOptions). */

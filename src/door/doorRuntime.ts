@@ -11,6 +11,7 @@ import { CredentialFlow } from './credentialFlow.js';
 import { DoorSupervisionRuntime } from './doorSupervisionRuntime.js';
 import type { LockController } from './lockController.js';
 import type { ScheduleEventType } from './unlockScheduler.js';
+import type { EmergencyEventType } from '../core/emergencyRelease.js';
 
 export type { AlarmType } from './auditRecorder.js';
 
@@ -90,9 +91,9 @@ export class DoorRuntime {
 
   /**
    * Something else about this door for the audit log (a reader's own state, the unlock schedule's first person
-   * in), recorded as the door's own events are: a failing disk is logged, never thrown at the caller.
+   * in, the emergency input), recorded as the door's own events are: a failing disk is logged, never thrown at the caller.
    */
-  audit(type: ReaderAuditType | ScheduleEventType, data: Record<string, unknown> = {}): void {
+  audit(type: ReaderAuditType | ScheduleEventType | EmergencyEventType, data: Record<string, unknown> = {}): void {
     this.recorder.record(type, data);
   }
 

@@ -1,5 +1,6 @@
 import type { DoorOptions } from './options.js';
 import { isClockTrusted } from '../core/decision.js';
+import { afterRelease, isReleased, release, whileReleased } from '../core/emergencyRelease.js';
 import * as machine from '../core/lockState.js';
 import type { LockState } from '../core/lockState.js';
 import { relayLevel, type LockStateName } from '../core/relay.js';
@@ -114,12 +115,34 @@ export class LockController {
    * anything else (the place to record what caused it). Returns the resulting state.
    */
   unlock(seconds: number | null, cause: string, afterRelay?: () => void): LockSnapshot {
-    this.apply(machine.unlock(this.state, { now: this.deps.clock.monoNow(), seconds, cause }, this.limits), false, afterRelay);
+    const requested = machine.unlock(this.state, { now: this.deps.clock.monoNow(), seconds, cause }, this.limits);
+    this.apply(whileReleased(this.state, requested), false, afterRelay);
     return this.snapshot();
   }
 
+  /** Locks, unless the emergency input holds the door released (then nothing moves: see `released`). */
   lock(cause: string, afterRelay?: () => void): LockSnapshot {
-    this.apply(machine.lock(cause), false, afterRelay);
+    this.apply(whileReleased(this.state, machine.lock(cause)), false, afterRelay);
+    return this.snapshot();
+  }
+
+  /** Whether the emergency input holds the door released: no lock, unlock or relock timer moves it meanwhile. */
+  get released(): boolean {
+    return isReleased(this.state);
+  }
+
+  /** The emergency input is active: the door is released at once, whatever it was doing (core/emergencyRelease.ts). */
+  release(): LockSnapshot {
+    this.apply(release(this.state, this.deps.clock.monoNow()), true);
+    return this.snapshot();
+  }
+
+  /**
+   * The emergency input cleared: the door is locked, or held unlocked under `holdCause` when the unlock schedule
+   * says it should be now. Saved whatever changed (the cause too: a hold the schedule takes over resumes as its own).
+   */
+  endRelease(holdCause: string | null): LockSnapshot {
+    this.apply(afterRelease(this.state, { now: this.deps.clock.monoNow(), holdCause }, this.limits), true);
     return this.snapshot();
   }
 
@@ -216,7 +239,7 @@ export class LockController {
     const delay = Math.min(due, 2 ** 31 - 1);
     this.timer = this.deps.timers.setTimeout(() => {
       this.timer = null;
-      const next = machine.expire(this.state, this.deps.clock.monoNow());
+      const next = whileReleased(this.state, machine.expire(this.state, this.deps.clock.monoNow()));
       if (next === this.state)
         this.schedule(); // woke early: wait for the rest
       else this.apply(next);

@@ -19,7 +19,10 @@ const SCHEDULE_SENSOR_STATES = ['closed', 'holiday', 'waiting_for_first_person',
  */
 const LOCK_ATTRIBUTES_TEMPLATE =
   "{{ {'lockdown': value_json.get('lockdown'), 'tamper': value_json.get('tamper'), 'schedule': value_json.get('schedule'), " +
-  "'cause': value_json.get('cause'), 'relock_at': value_json.get('relock_at')} | tojson }}";
+  "'emergency': value_json.get('emergency'), 'cause': value_json.get('cause'), 'relock_at': value_json.get('relock_at')} | tojson }}";
+
+/** On while the emergency input holds the door released (an older agent's state has no field: off). */
+const EMERGENCY_VALUE_TEMPLATE = "{{ 'ON' if value_json.get('emergency') else 'OFF' }}";
 
 const LOCKDOWN_VALUE_TEMPLATE = "{{ 'ON' if value_json.lockdown else 'OFF' }}";
 
@@ -73,7 +76,8 @@ const HEALTH_SENSORS = [
  * - per door a `lock` (LOCK, UNLOCK = hold open, OPEN = unlockSeconds; with a code file, Home Assistant asks for the
  *   code and sends it) with lockdown, tamper, schedule, cause and relock_at of the state topic as attributes;
  *   `event` entities for its access decisions and its alarms (haEvents.ts); a door `binary_sensor` per contact, a
- *   tamper `binary_sensor` per tamper input, a `sensor` for the unlock schedule when it has one;
+ *   tamper `binary_sensor` per tamper input, a `sensor` for the unlock schedule when it has one, a
+ *   safety `binary_sensor` when the emergency input releases it;
  * - per agent (with at least one door) its lockdown: a `switch` when commands are not signed, else (Home
  *   Assistant cannot sign) a read-only `binary_sensor` with the same unique_id, so there is no command topic;
  * - per agent, diagnostic entities: sensors and a binary sensor from the health message, and an `event` entity
@@ -162,6 +166,25 @@ export function discoveryMessages(options: {
           payload_on: 'ON',
           payload_off: 'OFF',
           qos: 1,
+          ...availability,
+          device,
+        },
+      });
+    }
+    if (door.emergencyRelease) {
+      messages.push({
+        topic: `${haPrefix}/binary_sensor/${id}_emergency/config`,
+        payload: {
+          name: `${door.name} emergency release`,
+          unique_id: `${id}_emergency`,
+          // safety: on reads "Unsafe": the fire alarm input holds the door released.
+          device_class: 'safety',
+          state_topic: state,
+          value_template: EMERGENCY_VALUE_TEMPLATE,
+          payload_on: 'ON',
+          payload_off: 'OFF',
+          qos: 1,
+          icon: 'mdi:fire-alert',
           ...availability,
           device,
         },

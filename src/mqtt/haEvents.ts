@@ -61,6 +61,8 @@ export const HA_EVENTS: readonly HaEventRow[] = [
   { eventType: 'door_held_open', entity: 'alarm' },
   { eventType: 'emergency_release', entity: 'alarm' },
   { eventType: 'emergency_cleared', entity: 'alarm' },
+  { eventType: 'emergency_wiring', entity: 'alarm' },
+  { eventType: 'emergency_wiring_cleared', entity: 'alarm' },
   { eventType: 'power_lost', entity: 'supervision' },
   { eventType: 'power_restored', entity: 'supervision' },
   { eventType: 'link_lost', entity: 'supervision' },

@@ -100,8 +100,14 @@ export class MqttComponent implements Component {
       controller: d.lock,
       contact: () => d.contactState(),
       lockdown: () => lockdowns.isLockedDown(d.options.uuid),
-      operations: () => ({ lockdown: lockdowns.effective(d.options.uuid), tamper: d.tamperState(), schedule: d.scheduleState() }),
       readerOnline: () => d.readerConnected(),
+      emergency: () => d.emergencyReleased(),
+      operations: () => ({
+        lockdown: lockdowns.effective(d.options.uuid),
+        tamper: d.tamperState(),
+        schedule: d.scheduleState(),
+        emergency: d.emergencyReleased(),
+      }),
     }));
     const doorState = new DoorStateHandler({ client, topics, doors, events: store.events, doorEvents, clock, timers, logger, refusals });
     const haEvents = options.homeAssistant.discovery ? new HomeAssistantEventsHandler({ client, topics, refusals, doorEvents }) : null;

@@ -7,7 +7,7 @@ import { EventLog, type WireEvent } from './eventLog.js';
 import { GuestLinkStore } from './guestLinkStore.js';
 import { PendingWrites } from './pendingWrites.js';
 import { ReplayCache } from './replayCache.js';
-import { writeRuntimeStatus, type BrokerRefusal, type RuntimeStatus } from './runtimeStatus.js';
+import { writeRuntimeStatus, type BrokerRefusal, type EmergencyRuntime, type RuntimeStatus } from './runtimeStatus.js';
 import { WalSync } from './walSync.js';
 
 export interface AgentStoreOptions {
@@ -160,6 +160,12 @@ export class AgentStore implements Component {
   /** A door's reader came or went (shown by `door-agent status`). */
   setReaderConnected(doorUuid: string, connected: boolean): void {
     this.status.readers[doorUuid] = connected;
+    this.saveStatus();
+  }
+
+  /** The emergency input as it reads now (shown by `door-agent status`). */
+  setEmergency(emergency: EmergencyRuntime): void {
+    this.status.emergency = emergency;
     this.saveStatus();
   }
 

@@ -30,7 +30,11 @@ export type EventType =
   | 'first_person_in'
   | 'schedule_waiting_for_clock'
   | 'schedule_clock_synchronized'
-  | 'clock_skew';
+  | 'clock_skew'
+  | 'emergency_release'
+  | 'emergency_cleared'
+  | 'emergency_wiring'
+  | 'emergency_wiring_cleared';
 
 export interface NewEvent {
   type: EventType;

@@ -14,6 +14,17 @@ export interface RuntimeStatus {
   push?: { lastRevision: number | null; at: string };
   /** Topics the broker refuses this agent (its ACL): until a later publish or subscription there succeeds. */
   refused?: BrokerRefusal[];
+  /** The emergency input as the daemon reads it (absent without one). */
+  emergency?: EmergencyRuntime;
+}
+
+/** The emergency (fire alarm) input: its reading, whether its doors are released, a wiring fault reported. */
+export interface EmergencyRuntime {
+  reading: 'normal' | 'alarm' | 'wiring_open' | 'wiring_short';
+  active: boolean;
+  /** Since when it reads that (ISO). */
+  since: string;
+  wiringFault: 'open' | 'short' | null;
 }
 
 /** A topic the broker refused (MQTT 5 PUBACK or SUBACK reason code >= 0x80). */

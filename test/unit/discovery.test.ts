@@ -18,7 +18,7 @@ const HA = 'homeassistant';
  * Doors as the real config parser produces them: Front door without a contact, Back door with one, Side door
  * with a tamper input and an unlock schedule (weekdays 8-17).
  */
-function doors(): DoorOptions[] {
+function doors(extra = ''): DoorOptions[] {
   return parseConfig(
     `agent: { id: ${AGENT}, dataDir: /tmp/unused, timezone: Europe/Berlin }
 access: { groups: [Staff] }
@@ -39,13 +39,14 @@ doors:
     relay: { pin: 23 }
     tamper: { pin: 24 }
     unlockSchedule: [[], [[8, 17]], [[8, 17]], [[8, 17]], [[8, 17]], [[8, 17]], []]
+${extra}
 `,
     'test config',
   ).doors;
 }
 
-function messages(ha = HA, signed = false, more: { codeFormat?: string; configurationUrl?: string; projectUrl?: string } = {}): DiscoveryMessage[] {
-  return discoveryMessages({ haPrefix: ha, topics: new Topics(P, AGENT), doors: doors(), version: '1.2.3', signed, ...more });
+function messages(ha = HA, signed = false, more: { codeFormat?: string; configurationUrl?: string; projectUrl?: string } = {}, extra = ''): DiscoveryMessage[] {
+  return discoveryMessages({ haPrefix: ha, topics: new Topics(P, AGENT), doors: doors(extra), version: '1.2.3', signed, ...more });
 }
 
 function byTopic(topic: string, signed = false): Record<string, unknown> {
@@ -325,6 +326,7 @@ const STATE_LOCKDOWN = {
   lockdown: true,
   tamper: 'ON',
   schedule: { state: 'suspended', next_change: '2026-11-24T17:00:00.000Z' },
+  emergency: false,
 };
 const STATE_PLAIN = {
   state: 'UNLOCKED',
@@ -335,6 +337,7 @@ const STATE_PLAIN = {
   lockdown: false,
   tamper: null,
   schedule: null,
+  emergency: false,
 };
 const STATE_OLD_AGENT = { state: 'LOCKED', relock_at: null, door: null, changed_at: '2026-11-24T09:00:00.000Z', cause: 'boot' };
 
@@ -461,12 +464,49 @@ describe('Home Assistant discovery', () => {
         name: `${name} alarm`,
         unique_id: `${AGENT}_${uuid}_alarm`,
         state_topic: `${P}/doors/${uuid}/ha/alarm`,
-        event_types: ['duress', 'tamper', 'tamper_cleared', 'door_forced', 'door_held_open', 'emergency_release', 'emergency_cleared'],
+        event_types: [
+          'duress',
+          'tamper',
+          'tamper_cleared',
+          'door_forced',
+          'door_held_open',
+          'emergency_release',
+          'emergency_cleared',
+          'emergency_wiring',
+          'emergency_wiring_cleared',
+        ],
         qos: 1,
         ...AVAILABILITY,
         device: expectedDevice,
       });
     }
+  });
+
+  it('gives a door the emergency input releases a safety binary_sensor on its state (emergency), and no other door one', () => {
+    const all = messages(HA, false, 'emergency: { pin: 26, doors: [Side door] }');
+    const sensors = all.filter((m) => m.topic.endsWith('_emergency/config'));
+    expect(sensors.map((m) => m.topic)).toEqual([`${HA}/binary_sensor/${AGENT}_${SIDE}_emergency/config`]);
+    expect(sensors[0]!.payload).toMatchObject({
+      name: 'Side door emergency release',
+      unique_id: `${AGENT}_${SIDE}_emergency`,
+      device_class: 'safety',
+      state_topic: STATE(SIDE),
+      payload_on: 'ON',
+      payload_off: 'OFF',
+      ...AVAILABILITY,
+      device: expectedDevice,
+    });
+    for (const key of Object.keys(sensors[0]!.payload)) expect(BINARY_SENSOR_OPTIONS.has(key) || key === 'device', key).toBe(true);
+    // Without an emergency section: none.
+    expect(messages().filter((m) => m.topic.endsWith('_emergency/config'))).toEqual([]);
+    if (!jinjaAvailable()) throw new Error('python3 with jinja2 is needed to render the templates: apt-get install python3-jinja2');
+    const template = sensors[0]!.payload.value_template as string;
+    const rendered = renderAll([
+      { template, payload: { ...STATE_PLAIN, cause: 'emergency release', emergency: true } },
+      { template, payload: STATE_PLAIN },
+      { template, payload: STATE_OLD_AGENT },
+    ]);
+    expect(rendered).toEqual(['ON', 'OFF', 'OFF']);
   });
 
   it('offers the agent lockdown as a retained switch when commands are not signed, with payloads the agent accepts', () => {
@@ -548,10 +588,17 @@ describe('Home Assistant discovery', () => {
     ];
     const [l1, l2, l3, a1, a2, a3, t1, t2, t3, s1, s2, s3, n1, n2, n3, sw1, sw2, bs1, bs2] = renderAll(cases);
     expect([l1, l2, l3]).toEqual(['LOCKED', 'UNLOCKED', 'LOCKED']);
-    expect(JSON.parse(a1!)).toEqual({ lockdown: true, tamper: 'ON', schedule: STATE_LOCKDOWN.schedule, cause: 'lockdown', relock_at: null });
-    expect(JSON.parse(a2!)).toEqual({ lockdown: false, tamper: null, schedule: null, cause: 'remote command r1', relock_at: STATE_PLAIN.relock_at });
-    // An older agent's state (no lockdown, tamper, schedule) still gives a JSON object, not a template error.
-    expect(JSON.parse(a3!)).toEqual({ lockdown: null, tamper: null, schedule: null, cause: 'boot', relock_at: null });
+    expect(JSON.parse(a1!)).toEqual({ lockdown: true, tamper: 'ON', schedule: STATE_LOCKDOWN.schedule, emergency: false, cause: 'lockdown', relock_at: null });
+    expect(JSON.parse(a2!)).toEqual({
+      lockdown: false,
+      tamper: null,
+      schedule: null,
+      emergency: false,
+      cause: 'remote command r1',
+      relock_at: STATE_PLAIN.relock_at,
+    });
+    // An older agent's state (no lockdown, tamper, schedule, emergency) still gives a JSON object, not a template error.
+    expect(JSON.parse(a3!)).toEqual({ lockdown: null, tamper: null, schedule: null, emergency: null, cause: 'boot', relock_at: null });
     expect([t1, t2, t3]).toEqual(['ON', 'None', '']); // Home Assistant: 'None' is unknown, '' is ignored
     expect([s1, s2, s3]).toEqual(['suspended', 'none', 'none']);
     expect(schedule.options).toEqual(expect.arrayContaining([s1, s2]));

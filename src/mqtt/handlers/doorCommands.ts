@@ -123,6 +123,10 @@ export class DoorCommandsHandler implements MqttHandler {
       // Ids older than twice the maximum age can only come with a stale command: no need to keep them.
       this.deps.replay.prune(clock.wallNow() - 2 * this.deps.maxAgeSeconds * 1000);
     }
+    if (parsed.action.lock && d.emergency?.()) {
+      const error = `${d.door.name} is released by the emergency input (fire alarm): lock refused until it clears`;
+      return this.reject(d.door.uuid, { status: 409, error, requestId: parsed.requestId }, packet, true);
+    }
     if (!parsed.action.lock && parsed.homeAssistant && this.deps.homeAssistantCode) {
       // Only Home Assistant's commands carry a code; locking needs none (the safe direction, as in a lockdown).
       const { code } = parsed.homeAssistant;
@@ -158,6 +162,8 @@ export class DoorCommandsHandler implements MqttHandler {
       return `${door.name} locked`;
     }
     const seconds = action.seconds === 'default' ? door.unlockSeconds : action.seconds;
+    // Already unlocked, and held so by the emergency input: nothing to do, and nothing remembered for after it.
+    if (controller.released) return `${door.name} is released by the emergency input (fire alarm): unlocked until it clears`;
     const s = controller.unlock(seconds, cause);
     if (s.relockAt === null) return `${door.name} unlocked until locked (held open)`;
     const remaining = Math.max(1, Math.round((s.relockAt - this.deps.clock.wallNow()) / 1000));
