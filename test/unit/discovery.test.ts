@@ -483,7 +483,7 @@ describe('Home Assistant discovery', () => {
   });
 
   it('gives a door the emergency input releases a safety binary_sensor on its state (emergency), and no other door one', () => {
-    const all = messages(HA, false, 'emergency: { pin: 26, doors: [Side door] }');
+    const all = messages(HA, false, {}, 'emergency: { pin: 26, doors: [Side door] }');
     const sensors = all.filter((m) => m.topic.endsWith('_emergency/config'));
     expect(sensors.map((m) => m.topic)).toEqual([`${HA}/binary_sensor/${AGENT}_${SIDE}_emergency/config`]);
     expect(sensors[0]!.payload).toMatchObject({
