@@ -40,7 +40,7 @@ function parseYaml(text: string, source: string): unknown {
 
 /** The normalized options of a validated agent configuration: names given, UUIDs in lower case. */
 function agentOptions(parsed: Config): AgentOptions {
-  const { agent, access, gpio, doors, mqtt, service } = parsed;
+  const { agent, access, gpio, doors, mqtt, service, metrics } = parsed;
   return {
     agent,
     access: {
@@ -55,6 +55,7 @@ function agentOptions(parsed: Config): AgentOptions {
     doors: doors.map((door) => ({ ...door, uuid: door.uuid.toLowerCase(), name: door.name ?? `Door ${door.resourceId}` })),
     ...(mqtt ? { mqtt } : {}),
     ...(service ? { service } : {}),
+    ...(metrics ? { metrics } : {}),
   };
 }
 

@@ -20,6 +20,7 @@ import { SCHEDULE_UNLOCK_CAUSE, UnlockScheduler } from './unlockScheduler.js';
 import { readerFeedback, type ReaderFeedbackHandle } from '../readers/readerFeedback.js';
 import type { ChannelState } from '../readers/osdp/pacing.js';
 import type { KeypadGuesses } from './keypadGuesses.js';
+import type { DecisionMetrics } from './credentialFlow.js';
 
 export interface DoorDeps {
   gpio: GpioDriver;
@@ -54,6 +55,8 @@ export interface DoorDeps {
   timezone?: string;
   /** Where the unlock schedule keeps its memory (first person in, a suspended run) across restarts. */
   scheduleMemory?: { load: () => ScheduleMemory | undefined; save: (memory: ScheduleMemory) => void };
+  /** The agent's metrics of this door's decisions (with `metrics` configured). */
+  metrics?: DecisionMetrics;
 }
 
 /**
@@ -110,6 +113,7 @@ export class Door implements Component {
       lockdown,
       onFirstPerson: (holders) => this.scheduler?.onFirstPerson(holders),
       onAlarm: (type, data, at) => deps.doorEvents.emit('alarm', door.uuid, type, data, at),
+      metrics: deps.metrics,
     });
     this.runtime = runtime;
     if (door.unlockSchedule) {
@@ -234,6 +238,11 @@ export class Door implements Component {
 
   contactState(): 'OPEN' | 'CLOSED' | null {
     return this.runtime?.contactState() ?? null;
+  }
+
+  /** Whether the door's reader is there now (opened, online on its bus); null for a door without a reader. */
+  readerConnected(): boolean | null {
+    return this.options.reader ? (this.reader?.connected ?? false) : null;
   }
 
   /** The lock controller, for remote commands (MQTT). */

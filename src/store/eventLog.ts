@@ -165,6 +165,11 @@ export class EventLog {
     return this.after.all(since, limit).map((row) => this.toWire(row));
   }
 
+  /** Events not yet published: the outbox's depth (counted on the partial index, without a scan of the log). */
+  unpublishedCount(): number {
+    return (this.db.prepare('SELECT count(*) AS n FROM events WHERE published_at IS NULL').get() as { n: number }).n;
+  }
+
   stats(): EventLogStats {
     const row = this.db
       .prepare('SELECT count(*) AS total, count(*) FILTER (WHERE published_at IS NULL) AS unpublished, coalesce(max(seq), 0) AS lastSeq FROM events')
