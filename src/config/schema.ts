@@ -160,7 +160,8 @@ const listenAddress = (example: string) =>
   z
     .string()
     .regex(/^[A-Za-z0-9.\-[\]:]+:\d{1,5}$/, `expected HOST:PORT, e.g. ${example}`)
-    .refine((listen) => Number(listen.slice(listen.lastIndexOf(':') + 1)) <= 65_535, 'the port must be 0-65535');
+    // Only on a HOST:PORT: a malformed value gets the one message above.
+    .refine((listen) => !/:\d+$/.test(listen) || Number(listen.slice(listen.lastIndexOf(':') + 1)) <= 65_535, 'the port must be 0-65535');
 
 /** Prometheus metrics on a listener of their own (README, "Metrics"); loopback unless said otherwise. */
 const metricsSchema = (defaultListen: string) => z.strictObject({ listen: listenAddress(defaultListen).default(defaultListen) });
