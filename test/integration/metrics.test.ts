@@ -11,9 +11,8 @@ import { Daemon, readLevel } from '../support/daemon.js';
 import { FakeGpio } from '../support/fakeGpio.js';
 import { ManualTime } from '../support/manualTime.js';
 import { freePort, rawGet } from '../support/net.js';
-import { labelValues, scrape, sampleValue, type Exposition } from '../support/prometheus.js';
+import { labelValues, sampleValue, scrape, scrapeUntil, type Exposition } from '../support/prometheus.js';
 import { PtyPair } from '../support/socat.js';
-import { sleep } from '../support/wait.js';
 
 // The agent's Prometheus metrics (README, "Metrics"): the real `door-agent run` with a socat pty as its reader,
 // scraped over HTTP and parsed as the exposition format. Cards of examples/snapshot.json: 4213578 Alice (Staff,
@@ -31,17 +30,6 @@ function siteDir(): string {
   const dir = join(tmp.path, `m${n++}`);
   mkdirSync(dir);
   return dir;
-}
-
-/** Scrapes until `done` holds (the daemon decides a tap a little after the line is written). */
-async function scrapeUntil(port: number, done: (e: Exposition) => boolean, what: string): Promise<{ text: string; exposition: Exposition }> {
-  const started = Date.now();
-  for (;;) {
-    const scraped = await scrape(port);
-    if (done(scraped.exposition)) return scraped;
-    if (Date.now() - started > 10_000) throw new Error(`${what} not seen within 10 s:\n${scraped.text}`);
-    await sleep(50);
-  }
 }
 
 const decisions = (e: Exposition) => e.samples.filter((s) => s.name === 'door_agent_decisions_total').reduce((sum, s) => sum + s.value, 0);

@@ -10,8 +10,7 @@ import { VERSION } from '../../src/version.js';
 import { DOOR_UUID, runCliAsync, tempDir, writeConfig } from '../support/cli.js';
 import { Daemon } from '../support/daemon.js';
 import { freePort, rawGet } from '../support/net.js';
-import { labelValues, scrape, sampleValue, type Exposition } from '../support/prometheus.js';
-import { sleep } from '../support/wait.js';
+import { labelValues, sampleValue, scrape, scrapeUntil } from '../support/prometheus.js';
 
 // The reference service's Prometheus metrics (docs/reference-service.md, "Metrics"), with a real agent syncing
 // from it: both scraped over HTTP and parsed as the exposition format.
@@ -56,16 +55,6 @@ async function call(method: string, path: string, body?: Record<string, string>,
   return { status: res.status, body: (await res.json()) as Record<string, unknown> };
 }
 
-async function scrapeUntil(port: number, done: (e: Exposition) => boolean, what: string): Promise<Exposition> {
-  const started = Date.now();
-  for (;;) {
-    const { exposition, text } = await scrape(port);
-    if (done(exposition)) return exposition;
-    if (Date.now() - started > 15_000) throw new Error(`${what} not seen within 15 s:\n${text}`);
-    await sleep(100);
-  }
-}
-
 describe('the reference service with server.metrics', () => {
   it('counts and times requests per route pattern and status class, with the directory revision; no key, e-mail or id in it', async () => {
     const invited = await call('POST', '/invites', { emails: JSON.stringify([EMAIL]), no_email: 'true' });
@@ -86,7 +75,11 @@ describe('the reference service with server.metrics', () => {
     const agent = new Daemon(config);
     try {
       await agent.waitForMessage('door-agent ready');
-      const synced = await scrapeUntil(agentPort, (e) => (sampleValue(e, 'door_agent_sync_duration_seconds_count') ?? 0) >= 1, 'the first sync');
+      const { exposition: synced } = await scrapeUntil(
+        agentPort,
+        (e) => (sampleValue(e, 'door_agent_sync_duration_seconds_count') ?? 0) >= 1,
+        'the first sync',
+      );
       expect(sampleValue(synced, 'door_agent_sync_duration_seconds_sum')).toBeGreaterThan(0);
       expect(sampleValue(synced, 'door_agent_cache_age_seconds')).toBeLessThan(60);
     } finally {

@@ -1,4 +1,5 @@
 import { rawGet } from './net.js';
+import { sleep } from './wait.js';
 
 /** One sample of the Prometheus text format: `name{label="value",...} value`. */
 export interface Sample {
@@ -91,6 +92,22 @@ export async function scrape(port: number): Promise<{ text: string; exposition: 
   if (!String(answer.headers['content-type']).startsWith('text/plain; version=0.0.4')) throw new Error(`content type ${answer.headers['content-type']}`);
   const text = answer.body.toString('utf8');
   return { text, exposition: parseExposition(text) };
+}
+
+/** Scrapes until `done` holds (a daemon decides a tap a little after the line is written, a sync takes a while). */
+export async function scrapeUntil(
+  port: number,
+  done: (e: Exposition) => boolean,
+  what: string,
+  timeoutMs = 15_000,
+): Promise<{ text: string; exposition: Exposition }> {
+  const started = Date.now();
+  for (;;) {
+    const scraped = await scrape(port);
+    if (done(scraped.exposition)) return scraped;
+    if (Date.now() - started > timeoutMs) throw new Error(`${what} not seen within ${timeoutMs} ms:\n${scraped.text}`);
+    await sleep(50);
+  }
 }
 
 /** The value of the one sample named `name` whose labels include `labels`; undefined when there is none. */
