@@ -22,7 +22,7 @@ import { MqttComponent } from './mqtt/mqttComponent.js';
 import { AgentStore } from './store/agentStore.js';
 import { cachePath } from './store/database.js';
 import { DoorStateStore, doorStateDir } from './store/doorState.js';
-import { readHeldRevision, readHeldVersion, readSyncStatus } from './sync/sync.js';
+import { readHeldRevision, readHeldVersion, readSyncStatus, type SyncResult } from './sync/sync.js';
 import { readMeta } from './store/meta.js';
 import { SyncComponent } from './sync/syncComponent.js';
 import { FindingsReporter } from './sync/findingsReporter.js';
@@ -38,6 +38,7 @@ import { DEFAULT_FUTURE_SKEW_SECONDS } from './protocol/issuedAt.js';
 import { ClockMark } from './store/clockMark.js';
 import { ForwardClock } from './util/forwardClock.js';
 import type { Env } from './util/secretFiles.js';
+import type { AgentMetrics } from './metrics/agentMetrics.js';
 
 export interface AgentDeps {
   logger: Logger;
@@ -64,6 +65,8 @@ export interface AgentDeps {
 
 export interface Agent {
   lockState(doorUuid: string): LockSnapshot | undefined;
+  /** HOST:PORT the metrics listen on (the port chosen, for port 0); null without `metrics`. */
+  metricsAddress(): string | null;
   /** Graceful stop: every relay locked first, then the components in reverse order of start. */
   stop(): Promise<void>;
   /** Last resort on a fatal error: every relay to its locked level, synchronously, nothing else. */
@@ -88,6 +91,7 @@ export async function startAgent(config: AgentOptions, deps: AgentDeps): Promise
   const doors: Door[] = [];
   const persistence = new DoorStateStore(doorStateDir(config.agent.dataDir));
   let stopComponents: () => Promise<void> = async () => undefined;
+  let metrics: AgentMetrics | null = null;
   let stopped = false;
   const stop = async () => {
     if (stopped) return;
@@ -147,6 +151,19 @@ export async function startAgent(config: AgentOptions, deps: AgentDeps): Promise
       logger: logger.child({ component: 'clock' }),
     });
     const clockSynchronized = () => clockWatch.synchronized();
+    // Loaded only when configured: an agent without metrics never loads prom-client.
+    metrics = config.metrics
+      ? new (await import('./metrics/agentMetrics.js')).AgentMetrics({
+          options: config.metrics,
+          version: VERSION,
+          doors,
+          store,
+          outbox: config.mqtt !== undefined,
+          syncs: config.service !== undefined,
+          clock,
+          logger: logger.child({ component: 'metrics' }),
+        })
+      : null;
     // One per RS-485 line, shared by the doors whose OSDP readers are on it.
     const osdp = new OsdpBuses({ clock, timers, logger: logger.child({ component: 'osdp' }), openPort: deps.openPort });
     for (const options of config.doors) {
@@ -172,6 +189,7 @@ export async function startAgent(config: AgentOptions, deps: AgentDeps): Promise
           holidays: () => getChecker().holidays,
           timezone: config.agent.timezone,
           scheduleMemory: operations.scheduleMemory(options.uuid),
+          metrics: metrics?.forDoor(options),
         }),
       );
     }
@@ -187,18 +205,21 @@ export async function startAgent(config: AgentOptions, deps: AgentDeps): Promise
           onPush: (revision) => store.setDirectoryPush(revision),
           rules: config.access,
           onFindings: (found) => findings.report(found),
-          onSynced: afterSync(shortPinsWarning(config, store, logger), () => {
-            const checker = getChecker();
-            try {
-              if (!checker.reloadLevels()) return;
-            } catch (err) {
-              // The cache cannot be read: every decision refuses until it can (and says so); the levels stay as they were.
-              logger.error({ err }, 'cannot read the access levels the sync stored');
-              return;
-            }
-            const { index, shadowed, unknownResourceGroups } = checker.levels;
-            logger.info({ levels: index.levels.map((l) => l.name), shadowed, unknownResourceGroups }, 'access levels changed: compiled again');
-          }),
+          onSynced: afterSync(
+            afterSync((result: SyncResult) => metrics?.synced(result.durationMs), shortPinsWarning(config, store, logger)),
+            () => {
+              const checker = getChecker();
+              try {
+                if (!checker.reloadLevels()) return;
+              } catch (err) {
+                // The cache cannot be read: every decision refuses until it can (and says so); the levels stay as they were.
+                logger.error({ err }, 'cannot read the access levels the sync stored');
+                return;
+              }
+              const { index, shadowed, unknownResourceGroups } = checker.levels;
+              logger.info({ levels: index.levels.map((l) => l.name), shadowed, unknownResourceGroups }, 'access levels changed: compiled again');
+            },
+          ),
         })
       : null;
     const mqtt = config.mqtt
@@ -255,7 +276,8 @@ export async function startAgent(config: AgentOptions, deps: AgentDeps): Promise
           onStatus: (status) => store.setEmergency(status),
         })
       : null;
-    const components = [store, clockMark, operations, clockWatch, ...doors, emergency, mqtt, sync, readiness].filter((c): c is Component => c !== null);
+    // The metrics listener before the doors: an address in use stops the start before any reader opens.
+    const components = [store, clockMark, metrics, operations, clockWatch, ...doors, emergency, mqtt, sync, readiness].filter((c): c is Component => c !== null);
     stopComponents = await startInOrder(components, logger);
   } catch (err) {
     await stop().catch((stopErr: unknown) => logger.error({ err: stopErr }, 'error while cleaning up a failed start'));
@@ -264,6 +286,7 @@ export async function startAgent(config: AgentOptions, deps: AgentDeps): Promise
 
   return {
     lockState: (uuid) => doors.find((d) => d.options.uuid === uuid)?.lockState(),
+    metricsAddress: () => metrics?.address ?? null,
     stop,
     lockAllNow: () => relays.lockAll(),
   };

@@ -40,6 +40,7 @@ function runConfigCheck(args: { config: string | undefined }, ctx: CommandContex
     ctx.stdout.write(
       `${path}: ok (reference service)\n` +
         `  listen ${service.server.listen}, data in ${service.server.dataDir}, ${service.server.resources.length} resource(s)\n` +
+        (service.server.metrics ? `  metrics: GET http://${service.server.metrics.listen}/metrics\n` : '') +
         `  mqtt ${service.mqtt ? redactUrl(service.mqtt.url) : 'not configured (POST /setlockstatus answers 503)'}; ` +
         `smtp ${service.server.smtp ? redactUrl(service.server.smtp.url) : 'not configured (mail waits in the outbox)'}\n`,
     );
@@ -102,6 +103,7 @@ function runConfigCheck(args: { config: string | undefined }, ctx: CommandContex
         .join('') +
       `  service ${config.service ? redactUrl(config.service.baseUrl) : 'not configured (offline)'}; ` +
       `mqtt ${config.mqtt ? redactUrl(config.mqtt.url) : 'not configured'}\n` +
+      (config.metrics ? `  metrics: GET http://${config.metrics.listen}/metrics\n` : '') +
       (sharedService ? `  reference service: listen ${sharedService.server.listen}, ${sharedService.server.resources.length} resource(s)\n` : '') +
       dataDir.line +
       gpioLines +

@@ -41,7 +41,7 @@ function parseYaml(text: string, source: string): unknown {
 
 /** The normalized options of a validated agent configuration: names given, UUIDs in lower case. */
 function agentOptions(parsed: Config): AgentOptions {
-  const { agent, access, gpio, doors, mqtt, service } = parsed;
+  const { agent, access, gpio, doors, mqtt, service, metrics } = parsed;
   const emergency = emergencyOptions(parsed);
   return {
     agent,
@@ -63,6 +63,7 @@ function agentOptions(parsed: Config): AgentOptions {
     ...(emergency ? { emergency: emergency.options } : {}),
     ...(mqtt ? { mqtt } : {}),
     ...(service ? { service } : {}),
+    ...(metrics ? { metrics } : {}),
   };
 }
 

@@ -1,5 +1,6 @@
 import type { AccessOptions, DoorOptions, EmergencyOptions } from '../door/options.js';
 import type { GpioOptions } from '../hardware/gpio.js';
+import type { MetricsOptions } from '../metrics/options.js';
 import type { MqttOptions } from '../protocol/options.js';
 import type { ServerOptions } from '../service/options.js';
 import type { SyncServiceOptions } from '../sync/options.js';
@@ -28,6 +29,7 @@ export interface AgentOptions {
   emergency?: EmergencyOptions;
   mqtt?: MqttOptions;
   service?: SyncServiceOptions;
+  metrics?: MetricsOptions;
 }
 
 /** The reference service's configuration (its `server` section and the shared `mqtt` section). */

@@ -160,13 +160,23 @@ export const gpioSchema = z.discriminatedUnion('driver', [
   }),
 ]);
 
+/** A listener's HOST:PORT (`127.0.0.1:8080`, `[::1]:9464`); port 0 lets the system choose. */
+const listenAddress = (example: string) =>
+  z
+    .string()
+    .regex(/^[A-Za-z0-9.\-[\]:]+:\d{1,5}$/, `expected HOST:PORT, e.g. ${example}`)
+    // Only on a HOST:PORT: a malformed value gets the one message above.
+    .refine((listen) => !/:\d+$/.test(listen) || Number(listen.slice(listen.lastIndexOf(':') + 1)) <= 65_535, 'the port must be 0-65535');
+
+/** Prometheus metrics on a listener of their own (README, "Metrics"); loopback unless said otherwise. */
+const metricsSchema = (defaultListen: string) => z.strictObject({ listen: listenAddress(defaultListen).default(defaultListen) });
+
 /** The reference service's own section (`door-agent service`); it shares the file and the mqtt section. */
 const serverSchema = z
   .strictObject({
-    listen: z
-      .string()
-      .regex(/^[A-Za-z0-9.\-[\]:]+:\d{1,5}$/, 'expected HOST:PORT, e.g. 127.0.0.1:8080')
-      .default('127.0.0.1:8080'),
+    listen: listenAddress('127.0.0.1:8080').default('127.0.0.1:8080'),
+    /** GET /metrics on its own listener, apart from the API (docs/reference-service.md, "Metrics"). */
+    metrics: metricsSchema('127.0.0.1:9465').optional(),
     dataDir: z.string().min(1).default('/var/lib/door-agent-service'),
     lockReplyTimeoutSeconds: seconds(1, 120).default(5),
     resources: z
@@ -222,6 +232,7 @@ export const serviceConfigSchema = z.strictObject({
   server: serverSchema,
   mqtt: mqttSchema.optional(),
   agent: z.unknown().optional(),
+  metrics: z.unknown().optional(),
   service: z.unknown().optional(),
   access: z.unknown().optional(),
   schedules: z.unknown().optional(),
@@ -239,6 +250,7 @@ export const configSchema = z
     /** Named weekly schedules of access levels. */
     schedules: schedulesSchema,
     mqtt: mqttSchema.optional(),
+    metrics: metricsSchema('127.0.0.1:9464').optional(),
     // The reference service's section, when one file serves both: validated by the service's schema.
     server: z.unknown().optional(),
     gpio: gpioSchema.prefault({ driver: 'onoff' }),

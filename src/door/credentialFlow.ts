@@ -11,6 +11,14 @@ import type { AccessChecker, AccessResult } from './accessChecker.js';
 import type { AuditRecorder } from './auditRecorder.js';
 import type { LockController } from './lockController.js';
 
+/** What the agent's metrics learn of each decision (src/metrics/): never the credential nor its holder. */
+export interface DecisionMetrics {
+  /** A grant, once the relay has moved: the seconds since the credential arrived. */
+  granted(secondsToRelay: number): void;
+  /** A refusal, with its reason code. */
+  denied(reason: string): void;
+}
+
 export interface CredentialFlowDeps {
   controller: LockController;
   checker: AccessChecker;
@@ -27,6 +35,8 @@ export interface CredentialFlowDeps {
   keypad: KeypadGuesses;
   /** A grant is about to unlock the door: its supervision expects the door to open. */
   onAuthorized: () => void;
+  /** Counts the decisions and times tap to relay (with `metrics` configured). */
+  metrics?: DecisionMetrics;
 }
 
 /**
@@ -43,6 +53,8 @@ export class CredentialFlow {
   private pendingNumber: string | null = null;
   /** The reader shows the decision (LED and buzzer lines, a reply line, OSDP); absent for readers without feedback. */
   private feedback: ((kind: FeedbackKind) => void) | null = null;
+  /** When the credential being decided arrived (monotonic ms), for tap to relay; read only with metrics. */
+  private arrivedAt = 0;
 
   constructor(
     private readonly door: DoorOptions,
@@ -83,6 +95,7 @@ export class CredentialFlow {
     // Logged once the relay has moved but before the lock change is announced: a log reads "granted", then "unlocked".
     // Who it was is looked up then too (a query the relay need not wait for).
     this.deps.controller.unlock(this.door.unlockSeconds, `${result.kind} ${result.hint}`, () => {
+      this.deps.metrics?.granted((this.deps.clock.monoNow() - this.arrivedAt) / 1000);
       this.deps.checker.name(result);
       this.record('access_granted', this.decisionData(result, extra));
       this.deps.logger.info({ kind: result.kind, hint: result.hint }, 'access granted');
@@ -101,6 +114,7 @@ export class CredentialFlow {
   }
 
   private deny(result: AccessResult, extra: Record<string, unknown> = {}): void {
+    this.deps.metrics?.denied(result.reason ?? 'not_authorized');
     this.record('access_denied', this.decisionData(result, extra));
     this.deps.logger.info({ kind: result.kind, hint: result.hint, reason: result.reason }, 'access denied');
     const reason = result.reason;
@@ -124,6 +138,7 @@ export class CredentialFlow {
     } catch (err) {
       // The door stays locked and the daemon keeps running (a restart would not mend the file).
       this.deps.logger.error({ err, kind }, err instanceof Error ? err.message : 'the cache cannot be read');
+      this.deps.metrics?.denied('cache_unreadable');
       this.record('access_denied', { kind, reason: 'cache_unreadable', holders: [] });
       return null;
     }
@@ -131,6 +146,7 @@ export class CredentialFlow {
 
   /** A credential from the door's reader, normalized there (src/readers/reader.ts). */
   onCredential(credential: Credential): void {
+    if (this.deps.metrics) this.arrivedAt = this.deps.clock.monoNow();
     const result = this.check(credential.kind, credential.value);
     if (result === null) return;
     // The silent alarm first, whatever the decision, before anything that may fail (the relay, the other events).
@@ -138,6 +154,7 @@ export class CredentialFlow {
     if (result.reason === 'keypad_locked_out' || result.reason === 'card_locked_out') {
       const which = result.reason === 'keypad_locked_out' ? 'pin' : 'card';
       if (this.lockouts.refusedDuringLockout(which, () => this.isGuess(credential.kind, credential.value))) this.deny(result);
+      else this.deps.metrics?.denied(result.reason); // recorded in the lockout's summary, counted one by one here
       return;
     }
     if (credential.kind === 'pin') return this.onPin(result, credential.value);

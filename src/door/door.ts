@@ -21,6 +21,7 @@ import { readerFeedback, type ReaderFeedbackHandle } from '../readers/readerFeed
 import { EMERGENCY_CAUSE, type EmergencyEventType } from '../core/emergencyRelease.js';
 import type { ChannelState } from '../readers/osdp/pacing.js';
 import type { KeypadGuesses } from './keypadGuesses.js';
+import type { DecisionMetrics } from './credentialFlow.js';
 
 export interface DoorDeps {
   gpio: GpioDriver;
@@ -55,6 +56,8 @@ export interface DoorDeps {
   timezone?: string;
   /** Where the unlock schedule keeps its memory (first person in, a suspended run) across restarts. */
   scheduleMemory?: { load: () => ScheduleMemory | undefined; save: (memory: ScheduleMemory) => void };
+  /** The agent's metrics of this door's decisions (with `metrics` configured). */
+  metrics?: DecisionMetrics;
 }
 
 /**
@@ -121,6 +124,7 @@ export class Door implements Component {
       lockdown,
       onFirstPerson: (holders) => this.scheduler?.onFirstPerson(holders),
       onAlarm: (type, data, at) => deps.doorEvents.emit('alarm', door.uuid, type, data, at),
+      metrics: deps.metrics,
     });
     this.runtime = runtime;
     if (door.unlockSchedule) {
@@ -297,7 +301,7 @@ export class Door implements Component {
     return this.runtime?.contactState() ?? null;
   }
 
-  /** Whether its reader is connected; null without a reader. */
+  /** Whether the door's reader is there now (opened, online on its bus); null for a door without a reader. */
   readerConnected(): boolean | null {
     return this.options.reader ? (this.reader?.connected ?? false) : null;
   }

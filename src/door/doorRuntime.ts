@@ -7,7 +7,7 @@ import type { EventLog } from '../store/eventLog.js';
 import type { Clock, Timers } from '../util/clock.js';
 import type { AccessChecker } from './accessChecker.js';
 import { AuditRecorder, type AlarmType } from './auditRecorder.js';
-import { CredentialFlow } from './credentialFlow.js';
+import { CredentialFlow, type DecisionMetrics } from './credentialFlow.js';
 import { DoorSupervisionRuntime } from './doorSupervisionRuntime.js';
 import type { LockController } from './lockController.js';
 import type { ScheduleEventType } from './unlockScheduler.js';
@@ -35,6 +35,8 @@ export interface DoorRuntimeDeps {
   onTamperChange?: () => void;
   /** The agent's wrong-PIN counter and keypad lockout, shared by all its doors. */
   keypad: KeypadGuesses;
+  /** The agent's metrics of this door's decisions (with `metrics` configured). */
+  metrics?: DecisionMetrics;
 }
 
 /**
@@ -77,6 +79,7 @@ export class DoorRuntime {
       onFirstPerson: deps.onFirstPerson,
       keypad: deps.keypad,
       onAuthorized: () => this.supervision.authorized(),
+      metrics: deps.metrics,
     });
   }
 

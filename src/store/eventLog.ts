@@ -217,7 +217,7 @@ export class EventLog {
     return this.after.all(since, limit).map((row) => this.toWire(row));
   }
 
-  /** How many events the broker has not acknowledged (the outbox's depth), read through the partial index. */
+  /** Events not yet published: the outbox's depth (counted on the partial index, without a scan of the log). */
   unpublishedCount(): number {
     return (this.db.prepare('SELECT count(*) AS n FROM events WHERE published_at IS NULL').get() as { n: number }).n;
   }
