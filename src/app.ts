@@ -277,7 +277,9 @@ export async function startAgent(config: AgentOptions, deps: AgentDeps): Promise
         })
       : null;
     // The metrics listener before the doors: an address in use stops the start before any reader opens.
-    const components = [store, clockMark, metrics, operations, clockWatch, ...doors, emergency, mqtt, sync, readiness].filter((c): c is Component => c !== null);
+    const components = [store, clockMark, metrics, operations, clockWatch, ...doors, emergency, mqtt, sync, readiness].filter(
+      (c): c is Component => c !== null,
+    );
     stopComponents = await startInOrder(components, logger);
   } catch (err) {
     await stop().catch((stopErr: unknown) => logger.error({ err: stopErr }, 'error while cleaning up a failed start'));

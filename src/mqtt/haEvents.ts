@@ -48,6 +48,7 @@ const decision = (f: Record<string, unknown>) => ({
 
 const cleared = (f: Record<string, unknown>) => f.state === 'cleared';
 
+/** @internal */
 export const HA_EVENTS: readonly HaEventRow[] = [
   { eventType: 'access_granted', entity: 'access', attributes: decision },
   { eventType: 'access_denied', entity: 'access', attributes: decision },

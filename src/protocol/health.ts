@@ -55,7 +55,7 @@ export function healthPayload(health: Health): string {
   return JSON.stringify(health);
 }
 
-/** Parses a health message (a client's, a test's); throws naming the fields that are wrong. */
+/** Parses a health message (a client's, a test's); throws naming the fields that are wrong. @internal */
 export function parseHealth(payload: Buffer | string): Health {
   const result = healthSchema.safeParse(JSON.parse(payload.toString()));
   if (!result.success) {
