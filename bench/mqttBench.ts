@@ -1,13 +1,15 @@
 /**
  * MQTT benchmarks (issue: remote control over MQTT), against a real mosquitto on a free loopback port:
  * - command to relay: 1,000 unlock commands published by a client, 25 ms apart (each followed by a LOCK),
- *   timed from the publish to the simulated relay's value file changing (inotify); floor: a bare mqtt.js publish-to-subscriber round trip through the
- *   same broker, in the same run;
+ *   timed from the publish to the simulated relay's value file changing (inotify); floor: the same commands to a
+ *   bare mqtt.js subscriber in a process of its own flipping a value file (bench/floorSubscriber.ts), timed the same
+ *   way through the same broker, in blocks of 100 between the agent's (issue 28: before, the floor was a publish to
+ *   a subscriber in the benchmark's own process, without the file, the inotify wake-up and the second process);
  * - outbox drain: 100,000 events recorded while the broker is down, then drained by the agent: events/s and
  *   lost events; floor: a bare mqtt.js client publishing as many QoS 1 messages with the same window.
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdirSync, openSync, rmSync, writeFileSync } from 'node:fs';
+import { closeSync, existsSync, mkdirSync, openSync, rmSync, writeFileSync } from 'node:fs';
 import { freePort } from './net.js';
 import { userInfo } from 'node:os';
 import { join, resolve } from 'node:path';
@@ -15,15 +17,19 @@ import { fileURLToPath } from 'node:url';
 import { connectAsync, type MqttClient } from 'mqtt';
 import { openStateDatabase, statePath } from '../src/store/database.js';
 import { EventLog } from '../src/store/eventLog.js';
-import { AGENT_NODE_OPTIONS, type BenchRow } from './report.js';
-import { p50p99, timeUntilLevel } from './valueFile.js';
+import { spawnTimed } from './benchAgent.js';
+import { AGENT_NODE_OPTIONS, latencyRows, type BenchRow } from './report.js';
+import { level, p50p99, timeUntilLevel } from './valueFile.js';
 import { sleep, waitFor } from './wait.js';
 
 const COMMANDS = 1000;
+const WARMUP = 20;
+/** The floor's commands and the agent's come in blocks of this many in turn, so both see the same load. */
+const BLOCK = 100;
 const EVENTS = 100_000;
 const DOOR = '6f1c2a0e-8d0b-4a57-9d43-1f2e3a4b5c6d';
 const root = resolve(fileURLToPath(import.meta.url), '../../..');
-const cli = join(root, 'dist/src/cli.js');
+const cli = join(root, 'dist/cli/door-agent.js'); // the installed bundle
 
 export async function startBroker(dir: string, port: number): Promise<ChildProcess> {
   const binary = ['/usr/sbin/mosquitto', '/usr/bin/mosquitto'].find((p) => existsSync(p));
@@ -60,8 +66,12 @@ doors:
   return config;
 }
 
-function startAgent(config: string): ChildProcess {
-  return spawn(process.execPath, [...AGENT_NODE_OPTIONS, cli, 'run', '--config', config], { stdio: ['ignore', 'ignore', 'inherit'] });
+/** `timed`: below the benchmark's priority, as a process it times (benchAgent.ts, spawnTimed). */
+function startAgent(config: string, timed = false): ChildProcess {
+  const args = [...AGENT_NODE_OPTIONS, cli, 'run', '--config', config];
+  return timed
+    ? spawnTimed(process.execPath, args, { stdio: ['ignore', 'ignore', 'inherit'] })
+    : spawn(process.execPath, args, { stdio: ['ignore', 'ignore', 'inherit'] });
 }
 
 /** Small messages, measured for latency: no Nagle delay on the benchmark's own clients either. */
@@ -69,29 +79,48 @@ function noDelay(client: MqttClient): void {
   (client.stream as { setNoDelay?: (on: boolean) => void }).setNoDelay?.(true);
 }
 
-async function roundTripFloor(url: string): Promise<number[]> {
-  const sub = await connectAsync(url);
-  const pub = await connectAsync(url);
-  noDelay(sub);
-  noDelay(pub);
-  await sub.subscribeAsync('bench/floor', { qos: 1 });
-  const samples: number[] = [];
-  for (let i = 0; i < COMMANDS + 20; i++) {
-    await sleep(25); // the same pacing as the commands
-    const ms = await new Promise<number>((res) => {
-      const started = performance.now();
-      sub.once('message', () => res(performance.now() - started));
-      void pub.publishAsync('bench/floor', '{"lock_state":false,"unlock_time":5}', { qos: 1 });
-    });
-    if (i >= 20) samples.push(ms);
+/** One command and its LOCK: the unlock timed from the publish to the value file reading '1', in ms. */
+type Cycle = () => Promise<number>;
+
+/** The cycles of the agent and of the floor, in blocks of BLOCK in turn, each block after one untimed cycle. */
+async function interleaved(agent: Cycle, floor: Cycle): Promise<{ agent: number[]; floor: number[] }> {
+  const samples = { agent: [] as number[], floor: [] as number[] };
+  for (let i = 0; i < WARMUP; i++) {
+    await floor();
+    await agent();
   }
-  await sub.endAsync();
-  await pub.endAsync();
+  for (let done = 0; done < COMMANDS; done += BLOCK) {
+    for (const [cycle, into] of [
+      [floor, samples.floor],
+      [agent, samples.agent],
+    ] as const) {
+      await cycle();
+      for (let i = 0; i < BLOCK; i++) into.push(await cycle());
+    }
+  }
   return samples;
 }
 
-async function commandToRelay(dir: string, url: string, config: string): Promise<number[]> {
-  const agent = startAgent(config);
+/** A command, timed until the value file reads '1'; then a LOCK until it reads '0'; then the pause between commands. */
+function cycleOf(op: MqttClient, topic: string, valueFile: string, fd: number): Cycle {
+  return async () => {
+    const ms = await timeUntilLevel(valueFile, fd, '1', () => void op.publishAsync(topic, '{"lock_state":false,"unlock_time":5}', { qos: 1 }));
+    await timeUntilLevel(valueFile, fd, '0', () => void op.publishAsync(topic, 'LOCK', { qos: 1 }));
+    // Commands come one at a time, not back to back: let the agent finish recording the last one
+    // (state, events, their publication), as the tap benchmark's pacing does.
+    await sleep(25);
+    return ms;
+  };
+}
+
+async function commandToRelay(dir: string, url: string, config: string): Promise<{ agent: number[]; floor: number[] }> {
+  const agent = startAgent(config, true);
+  const floorValue = join(dir, 'floor-value');
+  writeFileSync(floorValue, '0\n');
+  const floorTopic = 'bench/floor/set';
+  const floor = spawnTimed(process.execPath, [join(root, 'dist/bench/floorSubscriber.js'), url, floorTopic, floorValue], {
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
   const op: MqttClient = await connectAsync(url);
   noDelay(op);
   try {
@@ -99,20 +128,19 @@ async function commandToRelay(dir: string, url: string, config: string): Promise
     await waitFor('mqtt', () => existsSync(relayFile), 10_000, 'agent start');
     await op.subscribeAsync(`bench/agents/bench/status`, { qos: 1 });
     await new Promise<void>((res) => op.on('message', (_t, p) => p.toString() === 'online' && res()));
-    const fd = openSync(relayFile, 'r');
-    const set = `bench/doors/${DOOR}/set`;
-    const samples: number[] = [];
-    for (let i = 0; i < COMMANDS + 20; i++) {
-      const ms = await timeUntilLevel(relayFile, fd, '1', () => void op.publishAsync(set, '{"lock_state":false,"unlock_time":5}', { qos: 1 }));
-      if (i >= 20) samples.push(ms);
-      await timeUntilLevel(relayFile, fd, '0', () => void op.publishAsync(set, 'LOCK', { qos: 1 }));
-      // Commands come one at a time, not back to back: let the agent finish recording the last one
-      // (state, events, their publication), as the tap benchmark's pacing does.
-      await sleep(25);
+    await new Promise<void>((r) => floor.stdout!.once('data', () => r()));
+    const relayFd = openSync(relayFile, 'r');
+    const floorFd = openSync(floorValue, 'r');
+    if (level(floorFd) !== '0') throw new Error('the floor subscriber did not start at 0');
+    try {
+      return await interleaved(cycleOf(op, `bench/doors/${DOOR}/set`, relayFile, relayFd), cycleOf(op, floorTopic, floorValue, floorFd));
+    } finally {
+      closeSync(relayFd);
+      closeSync(floorFd);
     }
-    return samples;
   } finally {
     await op.endAsync();
+    floor.kill('SIGTERM');
     agent.kill('SIGTERM');
     await new Promise((r) => agent.once('exit', r));
   }
@@ -177,44 +205,13 @@ export async function benchmarkMqtt(workDir: string): Promise<BenchRow[]> {
   const url = `mqtt://127.0.0.1:${port}`;
   try {
     const config = writeConfig(dir, port);
-    const floor = p50p99(await roundTripFloor(url));
-    const command = p50p99(await commandToRelay(dir, url, config));
+    const samples = await commandToRelay(dir, url, config);
+    const floor = p50p99(samples.floor);
+    const command = p50p99(samples.agent);
     const drain = await outboxDrain(dir, url, config, port);
     const b = 'mqtt';
     return [
-      {
-        bench: b,
-        metric: `command to relay p50 (${COMMANDS} commands)`,
-        value: command.p50,
-        unit: 'ms',
-        floor: floor.p50,
-        floorLabel: 'bare publish-to-subscriber p50',
-        ratio: command.p50 / floor.p50,
-        target: '',
-        met: null,
-      },
-      {
-        bench: b,
-        metric: `command to relay p99 (${COMMANDS} commands)`,
-        value: command.p99,
-        unit: 'ms',
-        floor: floor.p99,
-        floorLabel: 'bare publish-to-subscriber p99',
-        ratio: command.p99 / floor.p99,
-        target: '< 5',
-        met: command.p99 < 5,
-      },
-      {
-        bench: b,
-        metric: 'ratio to floor (p50)',
-        value: command.p50 / floor.p50,
-        unit: 'x',
-        floor: null,
-        floorLabel: '',
-        ratio: command.p50 / floor.p50,
-        target: '< 2',
-        met: command.p50 / floor.p50 < 2,
-      },
+      ...latencyRows(b, `command to relay (${COMMANDS} commands)`, command, floor, 'bare subscriber process', 5),
       {
         bench: b,
         metric: `outbox drain of ${EVENTS} events`,

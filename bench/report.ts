@@ -7,6 +7,8 @@ import { cpus } from 'node:os';
  */
 export const AGENT_NODE_OPTIONS = ['--max-old-space-size=64'];
 
+const fmt = (n: number | null) => (n === null ? '' : Math.abs(n) >= 1000 ? Math.round(n).toLocaleString('en-US') : n >= 100 ? n.toFixed(0) : n.toFixed(2));
+
 export interface BenchRow {
   bench: string;
   metric: string;
@@ -19,9 +21,58 @@ export interface BenchRow {
   target: string;
   /** null when the row has no target of its own. */
   met: boolean | null;
+  /**
+   * A regression bound on `ratio`: past it the benchmark run fails (exit 1), naming the figure. Looser than the
+   * target, so a loaded machine does not fail it (bench/README.md, "Regression bounds").
+   */
+  bound?: number;
 }
 
-const fmt = (n: number | null) => (n === null ? '' : Math.abs(n) >= 1000 ? Math.round(n).toLocaleString('en-US') : n >= 100 ? n.toFixed(0) : n.toFixed(2));
+/**
+ * The latency rows of the real daemon (tap-to-relay, mqtt): a stimulus to the relay, beside the same stimulus
+ * handled by a bare process. Issue 28's target is at most 1.3x the floor at p50 and p99. The run fails past 1.6x:
+ * on the shared 2-core VM the same code measured up to about 1.45x while other work ran beside it (the floor
+ * moves with the load, the agent a little more), and the regression this bound is there to catch measured 2.4x.
+ */
+const LATENCY_RATIO_TARGET = 1.3;
+const LATENCY_RATIO_BOUND = 1.6;
+
+/** The p50 and p99 rows of a latency (ms), each with its ratio to the floor, the target and the regression bound. */
+export function latencyRows(
+  bench: string,
+  figure: string,
+  agent: { p50: number; p99: number },
+  floor: { p50: number; p99: number },
+  floorLabel: string,
+  p99TargetMs: number,
+): BenchRow[] {
+  return (['p50', 'p99'] as const).map((p) => {
+    const ratio = agent[p] / floor[p];
+    const absolute = p === 'p99' ? agent.p99 < p99TargetMs : true;
+    return {
+      bench,
+      metric: `${figure} ${p}`,
+      value: agent[p],
+      unit: 'ms',
+      floor: floor[p],
+      floorLabel: `${floorLabel} ${p}`,
+      ratio,
+      target: `<= ${LATENCY_RATIO_TARGET}x${p === 'p99' ? `, < ${p99TargetMs} ms` : ''} (fails past ${LATENCY_RATIO_BOUND}x)`,
+      met: ratio <= LATENCY_RATIO_TARGET && absolute,
+      bound: LATENCY_RATIO_BOUND,
+    };
+  });
+}
+
+/** The rows past their regression bound, each as one sentence naming the figure, its ratio and the bound. */
+export function exceededBounds(rows: readonly BenchRow[]): string[] {
+  return rows
+    .filter((r) => r.bound !== undefined && r.ratio !== null && !(r.ratio <= r.bound))
+    .map(
+      (r) =>
+        `${r.bench}: ${r.metric} is ${r.ratio!.toFixed(2)}x its floor (${fmt(r.value)} ${r.unit} against ${fmt(r.floor)} ${r.unit}), past the regression bound of ${r.bound!.toFixed(2)}x`,
+    );
+}
 
 export function renderTable(rows: readonly BenchRow[]): string {
   const header = ['bench', 'figure', 'value', 'floor', 'ratio', 'target', 'met'];

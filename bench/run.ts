@@ -17,7 +17,7 @@ import { benchmarkTapToRelay } from './tapToRelay.js';
 import { benchmarkWiegand } from './wiegandBench.js';
 import { benchmarkOsdp } from './osdpBench.js';
 import { benchmarkStartup } from './startup.js';
-import { renderTable, writeResults, type BenchRow } from './report.js';
+import { exceededBounds, renderTable, writeResults, type BenchRow } from './report.js';
 
 const BENCHES: Record<string, (workDir: string) => BenchRow[] | Promise<BenchRow[]>> = {
   decisions: benchmarkDecisions,
@@ -52,3 +52,9 @@ for (const name of wanted.length > 0 ? wanted : Object.keys(BENCHES)) {
 process.stdout.write(`\n${renderTable(rows)}\n`);
 writeResults(join(root, 'bench/results.json'), rows);
 process.stdout.write(`\nwritten to bench/results.json\n`);
+// A ratio past its regression bound fails the run, so a regression is caught where it happens.
+const exceeded = exceededBounds(rows);
+if (exceeded.length > 0) {
+  process.stderr.write(`\nbenchmark FAILED: ${exceeded.length} ratio(s) past their regression bound\n${exceeded.map((m) => `  ${m}\n`).join('')}`);
+  process.exitCode = 1;
+}

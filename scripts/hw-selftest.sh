@@ -3,8 +3,9 @@
 # real hardware can show, through door-agent's own drivers and the installed configuration:
 #   1. the configuration is valid;
 #   2. each relay clicks: driven to its unlocked level for 2 s, then back to locked (listen for the strike);
-#   3. each door contact, exit button and tamper switch: for 20 s every level change is printed (open the door,
-#      press the button, open the enclosure);
+#   3. each door contact, exit button and tamper switch, and the emergency (fire alarm) input: for 20 s every level
+#      change is printed (open the door, press the button, open the enclosure, trip the fire panel's relay or
+#      unplug its loop);
 #   4. each reader: for 20 s every frame is printed by kind (tap a card, type 1234#), card numbers masked; for a
 #      Wiegand reader also every frame dropped and why (parity, bit count, noise);
 #   2b. each reader's LED and buzzer lines (reader.led, reader.buzzer): the grant, deny and lockdown patterns are
@@ -81,8 +82,15 @@ const inputs = config.doors.flatMap((d) => [
   ...(d.exitButton ? [{ door: d.name, what: 'exit button', pin: d.exitButton.pin, pull: d.exitButton.pull, idle: 1 - d.exitButton.activeLevel, meaning: (l) => (l === d.exitButton.activeLevel ? 'PRESSED' : 'released') }] : []),
   ...(d.tamper ? [{ door: d.name, what: 'tamper switch', pin: d.tamper.pin, pull: d.tamper.pull, idle: 1 - d.tamper.activeLevel, meaning: (l) => (l === d.tamper.activeLevel ? 'OPEN (tamper)' : 'closed') }] : []),
 ]);
+// The fire alarm loop (normally closed: open = alarm, and a cut wire reads the same) and its confirm contact
+// (normally open); the released doors are not moved here, only the levels are shown.
+const e = config.emergency;
+if (e) {
+  inputs.push({ door: 'agent', what: 'emergency input', pin: e.pin, pull: e.pull, idle: 1 - e.activeLevel, meaning: (l) => (l === e.activeLevel ? 'OPEN (alarm: its doors would be released)' : 'closed (normal)') });
+  if (e.confirmPin !== null) inputs.push({ door: 'agent', what: 'emergency confirm contact', pin: e.confirmPin, pull: e.pull, idle: e.activeLevel, meaning: (l) => (l === e.activeLevel ? 'open (normal)' : 'CLOSED (alarm)') });
+}
 const readers = config.doors.filter((d) => d.reader);
-console.log(`== 3 and 4. for ${watchMs / 1000} s: open and close the door, press the exit button, tap a card, type 1234#`);
+console.log(`== 3 and 4. for ${watchMs / 1000} s: open and close the door, press the exit button, tap a card, type 1234#${e ? ', trip the fire alarm relay' : ''}`);
 for (const input of inputs) {
   const pin = gpio.openInput(input.pin, (level) => console.log(`${stamp()} ${input.door}: ${input.what} (GPIO ${input.pin}) ${input.meaning(level)}`), input.idle, input.pull);
   console.log(`${input.door}: ${input.what} (GPIO ${input.pin}, pull ${input.pull}) is ${input.meaning(pin.read())} now`);

@@ -5,6 +5,7 @@ import { checkReferencedFiles } from './config/secrets.js';
 import { AccessChecker } from './door/accessChecker.js';
 import { Door } from './door/door.js';
 import { DoorEvents } from './door/doorEvents.js';
+import { EmergencyInput } from './door/emergencyInput.js';
 import { KeypadGuesses } from './door/keypadGuesses.js';
 import { lockoutWarnings } from './config/keypadLockout.js';
 import { readKeypadGuesses, writeKeypadGuesses } from './store/keypadGuessState.js';
@@ -21,7 +22,8 @@ import { MqttComponent } from './mqtt/mqttComponent.js';
 import { AgentStore } from './store/agentStore.js';
 import { cachePath } from './store/database.js';
 import { DoorStateStore, doorStateDir } from './store/doorState.js';
-import { readHeldVersion } from './sync/sync.js';
+import { readHeldRevision, readHeldVersion, readSyncStatus, type SyncResult } from './sync/sync.js';
+import { readMeta } from './store/meta.js';
 import { SyncComponent } from './sync/syncComponent.js';
 import { FindingsReporter } from './sync/findingsReporter.js';
 import type { Notify } from './system/sdNotify.js';
@@ -30,8 +32,8 @@ import type { Clock, Timers } from './util/clock.js';
 import { isClockSynchronized, isClockSynchronizedLater } from './util/clockSync.js';
 import { ClockSyncWatch } from './door/clockSyncWatch.js';
 import { InputError } from './util/errors.js';
-import { VERSION } from './version.js';
-import { CLOCK_TRUSTED_FROM } from './core/decision.js';
+import { PROJECT_URL, VERSION } from './version.js';
+import { CLOCK_TRUSTED_FROM, isClockTrusted } from './core/decision.js';
 import { DEFAULT_FUTURE_SKEW_SECONDS } from './protocol/issuedAt.js';
 import { ClockMark } from './store/clockMark.js';
 import { ForwardClock } from './util/forwardClock.js';
@@ -43,6 +45,7 @@ import { PowerSupervision } from './door/powerSupervision.js';
 import { configHash } from './config/configHash.js';
 import { recordConfigLoaded } from './store/configChanges.js';
 import type { EventType } from './store/eventLog.js';
+import type { AgentMetrics } from './metrics/agentMetrics.js';
 
 export interface AgentDeps {
   logger: Logger;
@@ -71,6 +74,8 @@ export interface AgentDeps {
 
 export interface Agent {
   lockState(doorUuid: string): LockSnapshot | undefined;
+  /** HOST:PORT the metrics listen on (the port chosen, for port 0); null without `metrics`. */
+  metricsAddress(): string | null;
   /** Graceful stop: every relay locked first, then the components in reverse order of start. */
   stop(): Promise<void>;
   /** Last resort on a fatal error: every relay to its locked level, synchronously, nothing else. */
@@ -93,7 +98,9 @@ export async function startAgent(config: AgentOptions, deps: AgentDeps): Promise
   const gpio = deps.gpio ?? createGpioDriver(config.gpio);
   const relays = new RelayBank(gpio, logger, (err) => deps.onRelayFailure?.(err));
   const doors: Door[] = [];
+  const persistence = new DoorStateStore(doorStateDir(config.agent.dataDir));
   let stopComponents: () => Promise<void> = async () => undefined;
+  let metrics: AgentMetrics | null = null;
   let stopped = false;
   const stop = async () => {
     if (stopped) return;
@@ -112,6 +119,9 @@ export async function startAgent(config: AgentOptions, deps: AgentDeps): Promise
     } finally {
       relays.lockAll();
       gpio.close();
+      // The lock states saved last are synced on the thread pool: on disk before the process ends.
+      await persistence.settled();
+      persistence.close();
     }
   };
 
@@ -142,7 +152,6 @@ export async function startAgent(config: AgentOptions, deps: AgentDeps): Promise
     const getChecker = () => (checker ??= new AccessChecker(store.credentials(), config));
     const keypad = keypadGuesses(config, store, clock, logger);
     const operations = new SiteOperations({ store, doors, checker: getChecker, clock, logger });
-    const persistence = new DoorStateStore(doorStateDir(config.agent.dataDir));
     const probe = deps.clockSynchronized;
     const clockWatch = new ClockSyncWatch({
       probeNow: probe ?? (() => isClockSynchronized({ rtc: config.agent.rtc })),
@@ -163,6 +172,19 @@ export async function startAgent(config: AgentOptions, deps: AgentDeps): Promise
             logger: logger.child({ component: 'offline limit' }),
           });
     const supervision = agentSupervision(config, store, clock, timers, gpio, logger);
+    // Loaded only when configured: an agent without metrics never loads prom-client.
+    metrics = config.metrics
+      ? new (await import('./metrics/agentMetrics.js')).AgentMetrics({
+          options: config.metrics,
+          version: VERSION,
+          doors,
+          store,
+          outbox: config.mqtt !== undefined,
+          syncs: config.service !== undefined,
+          clock,
+          logger: logger.child({ component: 'metrics' }),
+        })
+      : null;
     // One per RS-485 line, shared by the doors whose OSDP readers are on it.
     const osdp = new OsdpBuses({ clock, timers, logger: logger.child({ component: 'osdp' }), openPort: deps.openPort });
     for (const options of config.doors) {
@@ -189,6 +211,7 @@ export async function startAgent(config: AgentOptions, deps: AgentDeps): Promise
           holidays: () => getChecker().holidays,
           timezone: config.agent.timezone,
           scheduleMemory: operations.scheduleMemory(options.uuid),
+          metrics: metrics?.forDoor(options),
         }),
       );
     }
@@ -205,19 +228,22 @@ export async function startAgent(config: AgentOptions, deps: AgentDeps): Promise
           rules: config.access,
           onFindings: (found) => findings.report(found),
           link: supervision.links.service,
-          onSynced: afterSync(shortPinsWarning(config, store, logger), () => {
-            offlineLimit?.synced();
-            const checker = getChecker();
-            try {
-              if (!checker.reloadLevels()) return;
-            } catch (err) {
-              // The cache cannot be read: every decision refuses until it can (and says so); the levels stay as they were.
-              logger.error({ err }, 'cannot read the access levels the sync stored');
-              return;
-            }
-            const { index, shadowed, unknownResourceGroups } = checker.levels;
-            logger.info({ levels: index.levels.map((l) => l.name), shadowed, unknownResourceGroups }, 'access levels changed: compiled again');
-          }),
+          onSynced: afterSync(
+            afterSync((result: SyncResult) => metrics?.synced(result.durationMs), shortPinsWarning(config, store, logger)),
+            () => {
+              offlineLimit?.synced();
+              const checker = getChecker();
+              try {
+                if (!checker.reloadLevels()) return;
+              } catch (err) {
+                // The cache cannot be read: every decision refuses until it can (and says so); the levels stay as they were.
+                logger.error({ err }, 'cannot read the access levels the sync stored');
+                return;
+              }
+              const { index, shadowed, unknownResourceGroups } = checker.levels;
+              logger.info({ levels: index.levels.map((l) => l.name), shadowed, unknownResourceGroups }, 'access levels changed: compiled again');
+            },
+          ),
         })
       : null;
     const mqtt = config.mqtt
@@ -232,6 +258,12 @@ export async function startAgent(config: AgentOptions, deps: AgentDeps): Promise
           timers,
           logger: logger.child({ component: 'mqtt' }),
           version: VERSION,
+          projectUrl: PROJECT_URL,
+          health: {
+            cache: () => cacheFreshness(store, logger),
+            clockTrusted: () => clockSynchronized() && isClockTrusted(clock.wallNow()),
+            onClockChange: (listener) => clockWatch.onSynchronized(listener),
+          },
           onSyncRequest: sync ? () => sync.trigger() : undefined,
           onDirectoryRevision: sync ? (payload) => sync.onRevision(payload) : undefined,
           lockdowns: () => operations.lockdowns,
@@ -267,9 +299,24 @@ export async function startAgent(config: AgentOptions, deps: AgentDeps): Promise
       },
       stop: () => undefined,
     };
+    // After the doors (their relays locked, their inputs and schedules set up): an agent started during a fire
+    // releases its doors as soon as it reads the input.
+    const emergency = config.emergency
+      ? new EmergencyInput({
+          options: config.emergency,
+          gpio,
+          doors: doors.filter((d) => d.options.emergencyRelease),
+          clock,
+          timers,
+          logger: logger.child({ component: 'emergency' }),
+          onStatus: (status) => store.setEmergency(status),
+        })
+      : null;
+    // The metrics listener before the doors: an address in use stops the start before any reader opens.
     const components = [
       store,
       clockMark,
+      metrics,
       configAudit,
       offlineLimit,
       supervision.power,
@@ -277,6 +324,7 @@ export async function startAgent(config: AgentOptions, deps: AgentDeps): Promise
       operations,
       clockWatch,
       ...doors,
+      emergency,
       mqtt,
       sync,
       readiness,
@@ -289,6 +337,7 @@ export async function startAgent(config: AgentOptions, deps: AgentDeps): Promise
 
   return {
     lockState: (uuid) => doors.find((d) => d.options.uuid === uuid)?.lockState(),
+    metricsAddress: () => metrics?.address ?? null,
     stop,
     lockAllNow: () => relays.lockAll(),
   };
@@ -356,6 +405,19 @@ function agentSupervision(config: AgentOptions, store: AgentStore, clock: Clock,
     },
   };
   return { links, power, component };
+}
+
+/** The health message's cache: the directory revision held and when the cache was last refreshed (a sync, an import). */
+function cacheFreshness(store: AgentStore, logger: Logger): { revision: number | null; refreshedAt: number | null } {
+  try {
+    const synced = readSyncStatus(store.db).lastSuccessAt;
+    const imported = readMeta<{ at: string }>(store.db, 'last_import')?.at ?? null;
+    const times = [synced, imported].map((t) => (t === null ? Number.NaN : Date.parse(t))).filter(Number.isFinite);
+    return { revision: readHeldRevision(store.db), refreshedAt: times.length > 0 ? Math.max(...times) : null };
+  } catch (err) {
+    logger.debug({ err }, 'cannot read the cache for the health message');
+    return { revision: null, refreshedAt: null };
+  }
 }
 
 /** Runs both after each sync. */

@@ -12,13 +12,13 @@ import { directoryFindings, directoryLines } from './directoryStatus.js';
 import { describeReader } from '../door/options.js';
 import { loadChardevBinding } from '../hardware/chardev/binding.js';
 import { checkChardevPins, probeGpio } from '../hardware/gpioProbe.js';
-import type { DoorOptions } from '../door/options.js';
 import { parse as parseYaml } from 'yaml';
 import { plainOsdpWarnings } from '../config/osdpSecurity.js';
 import { lockoutWarnings } from '../config/keypadLockout.js';
 import { crossKeyProblems, doorsParsedAlone } from '../config/crossKeyProblems.js';
 import { dataDirProblems, readerDeviceWarnings, readerDevices } from '../config/hostChecks.js';
 import { levelLines, levelStatus } from './levelStatus.js';
+import { emergencyConfigLines, emergencyView } from './emergencyStatus.js';
 
 function loadServiceConfigIfServiceOnly(path: string) {
   let data: unknown;
@@ -40,6 +40,7 @@ function runConfigCheck(args: { config: string | undefined }, ctx: CommandContex
     ctx.stdout.write(
       `${path}: ok (reference service)\n` +
         `  listen ${service.server.listen}, data in ${service.server.dataDir}, ${service.server.resources.length} resource(s)\n` +
+        (service.server.metrics ? `  metrics: GET http://${service.server.metrics.listen}/metrics\n` : '') +
         `  mqtt ${service.mqtt ? redactUrl(service.mqtt.url) : 'not configured (POST /setlockstatus answers 503)'}; ` +
         `smtp ${service.server.smtp ? redactUrl(service.server.smtp.url) : 'not configured (mail waits in the outbox)'}\n`,
     );
@@ -78,7 +79,7 @@ function runConfigCheck(args: { config: string | undefined }, ctx: CommandContex
   const chosen = probe.drivers.find((d) => d.driver === config.gpio.driver)!;
   const suggested = probe.drivers.find((d) => d.driver === probe.suggested)!;
   const pinProblems =
-    config.gpio.driver === 'chardev' && chosen.supported ? checkChardevPins(loadChardevBinding(), config.gpio.chip, configuredPins(config.doors)) : [];
+    config.gpio.driver === 'chardev' && chosen.supported ? checkChardevPins(loadChardevBinding(), config.gpio.chip, configuredPins(config)) : [];
   const gpioLines =
     `  gpio drivers on this machine (suggested: ${probe.suggested}):\n` +
     probe.drivers.map((d) => `    ${d.driver}: ${d.supported ? 'yes' : 'no'} - ${d.detail}\n`).join('') +
@@ -97,6 +98,9 @@ function runConfigCheck(args: { config: string | undefined }, ctx: CommandContex
     `${path}: ok\n` +
       `  agent ${config.agent.id}, time zone ${config.agent.timezone}, data in ${config.agent.dataDir}\n` +
       `  gpio driver ${config.gpio.driver}; ${config.doors.length} door(s): ${doors.join(', ')}\n` +
+      emergencyConfigLines(emergencyView(config, undefined, false))
+        .map((l) => `${l}\n`)
+        .join('') +
       `  service ${config.service ? redactUrl(config.service.baseUrl) : 'not configured (offline)'}; ` +
       `mqtt ${config.mqtt ? redactUrl(config.mqtt.url) : 'not configured'}\n` +
       (config.access.maxCacheAgeHours !== undefined
@@ -105,6 +109,7 @@ function runConfigCheck(args: { config: string | undefined }, ctx: CommandContex
       (config.power
         ? `  power inputs: ${[config.power.mainsPin === undefined ? null : `mains GPIO ${config.power.mainsPin}`, config.power.batteryLowPin === undefined ? null : `battery low GPIO ${config.power.batteryLowPin}`].filter(Boolean).join(', ')}\n`
         : '') +
+      (config.metrics ? `  metrics: GET http://${config.metrics.listen}/metrics\n` : '') +
       (sharedService ? `  reference service: listen ${sharedService.server.listen}, ${sharedService.server.resources.length} resource(s)\n` : '') +
       dataDir.line +
       gpioLines +
@@ -148,19 +153,25 @@ function cacheLines(config: AgentOptions, now: number): string {
   }
 }
 
-/** Every GPIO line the doors use, with the key that names it. */
-function configuredPins(doors: readonly DoorOptions[]): Array<{ where: string; pin: number }> {
-  return doors.flatMap((d, i) => [
-    { where: `doors[${i}].relay.pin`, pin: d.relay.pin },
-    ...(d.contact ? [{ where: `doors[${i}].contact.pin`, pin: d.contact.pin }] : []),
-    ...(d.exitButton ? [{ where: `doors[${i}].exitButton.pin`, pin: d.exitButton.pin }] : []),
-    ...(d.reader?.type === 'wiegand'
-      ? [
-          { where: `doors[${i}].reader.d0`, pin: d.reader.d0 },
-          { where: `doors[${i}].reader.d1`, pin: d.reader.d1 },
-        ]
-      : []),
-  ]);
+/** Every GPIO line the doors and the emergency input use, with the key that names it. */
+function configuredPins(config: AgentOptions): Array<{ where: string; pin: number }> {
+  const emergency = config.emergency;
+  const emergencyPins = emergency
+    ? [{ where: 'emergency.pin', pin: emergency.pin }, ...(emergency.confirmPin === null ? [] : [{ where: 'emergency.confirmPin', pin: emergency.confirmPin }])]
+    : [];
+  return config.doors
+    .flatMap((d, i) => [
+      { where: `doors[${i}].relay.pin`, pin: d.relay.pin },
+      ...(d.contact ? [{ where: `doors[${i}].contact.pin`, pin: d.contact.pin }] : []),
+      ...(d.exitButton ? [{ where: `doors[${i}].exitButton.pin`, pin: d.exitButton.pin }] : []),
+      ...(d.reader?.type === 'wiegand'
+        ? [
+            { where: `doors[${i}].reader.d0`, pin: d.reader.d0 },
+            { where: `doors[${i}].reader.d1`, pin: d.reader.d1 },
+          ]
+        : []),
+    ])
+    .concat(emergencyPins);
 }
 
 export const command: Command = (input) => runConfigCheck({ config: stringOption(input, 'config') }, input.ctx);

@@ -22,6 +22,8 @@ import { levelLines, levelStatus } from './levelStatus.js';
 import { lastSyncLines, lastSyncView } from './syncStatus.js';
 import { offlineLimitLines, offlineLimitStatus, powerLines, powerStatus } from './supervisionStatus.js';
 import { systemBootClock } from '../util/bootClock.js';
+import { emergencyStatusLines, emergencyView } from './emergencyStatus.js';
+import { EMERGENCY_CAUSE } from '../core/emergencyRelease.js';
 
 function processAlive(pid: number): boolean {
   try {
@@ -92,6 +94,7 @@ function runStatus(args: { json: boolean; config: string | undefined }, ctx: Com
       daemon,
       clock: { now: iso(now), trusted: isClockTrusted(now) },
       doors,
+      emergency: emergencyView(config, runtime, running),
       holidays: operations.holidays,
       levels: levelStatus(config, db, now, new Set(operations.holidays)),
       counts: new CredentialCache(db).counts(),
@@ -126,11 +129,13 @@ function runStatus(args: { json: boolean; config: string | undefined }, ctx: Com
         const state =
           d.state === 'LOCKED' || d.state === 'UNKNOWN'
             ? d.state
-            : d.heldOpen
-              ? 'UNLOCKED (held open)'
-              : d.relockAt
-                ? `UNLOCKED until ${d.relockAt} (relock in ${Math.max(0, Math.ceil((Date.parse(d.relockAt) - now) / 1000))} s)`
-                : 'UNLOCKED';
+            : d.cause === EMERGENCY_CAUSE
+              ? 'UNLOCKED (released by the emergency input)'
+              : d.heldOpen
+                ? 'UNLOCKED (held open)'
+                : d.relockAt
+                  ? `UNLOCKED until ${d.relockAt} (relock in ${Math.max(0, Math.ceil((Date.parse(d.relockAt) - now) / 1000))} s)`
+                  : 'UNLOCKED';
         const relay = d.relay ? ` (relay GPIO ${d.relay.pin} = ${d.relay.level})` : '';
         const reader = d.reader
           ? `reader ${d.reader.path} ${d.reader.connected ? (d.reader.type === 'wiegand' ? 'listening' : 'connected') : 'NOT connected'}${osdpChannelText(d.reader.channel)}`
@@ -138,6 +143,7 @@ function runStatus(args: { json: boolean; config: string | undefined }, ctx: Com
         const unsaved = d.savedState ? [`    WARNING: the saved state says ${d.savedState}; the daemon is still retrying to save the relay's state`] : [];
         return [`  ${d.name} (${d.uuid}): ${state}${relay}; ${reader}`, ...unsaved, ...operationsLines(d)];
       }),
+      ...emergencyStatusLines(status.emergency, status.daemon.running),
       ...levelLines(status.levels, config),
       cacheLine(status.counts, status.lastImport, readSyncStatus(db).lastSuccessAt),
       ...(cache.missing ? [missingCacheWarning(file)] : []),

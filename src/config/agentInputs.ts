@@ -39,11 +39,21 @@ function agentInputPins(config: { power?: Power }): Array<[string[], number | un
  * The agent's inputs against the doors' lines and each other: a pin used twice is an error naming the key (a
  * relay's line read as an input would report its own level). With sysfs (onoff), no pull can be set.
  */
-export function refineAgentInputs(config: { gpio: { driver: string }; doors: Array<z.output<typeof doorSchema>>; power?: Power }, ctx: z.RefinementCtx): void {
+export function refineAgentInputs(
+  config: { gpio: { driver: string }; doors: Array<z.output<typeof doorSchema>>; power?: Power; emergency?: { pin: number; confirmPin?: number } },
+  ctx: z.RefinementCtx,
+): void {
   const used = new Map<number, string>();
   config.doors.forEach((door, i) => {
     for (const [where, pin] of doorPins(door)) if (pin !== undefined && !used.has(pin)) used.set(pin, `doors[${i}].${where.join('.')}`);
   });
+  // The fire alarm input's lines (checked against the doors by config/emergencySchema.ts): taken, not reported again.
+  for (const [key, pin] of [
+    ['pin', config.emergency?.pin],
+    ['confirmPin', config.emergency?.confirmPin],
+  ] as const) {
+    if (pin !== undefined && !used.has(pin)) used.set(pin, `emergency.${key}`);
+  }
   for (const [path, pin] of agentInputPins(config)) {
     if (pin === undefined) continue;
     const owner = used.get(pin);

@@ -4,6 +4,7 @@ import { doorSchema } from './doorSchema.js';
 import { refineDoors } from './doorChecks.js';
 import { gpioSchema } from './schema.js';
 import { powerSchema, refineAgentInputs } from './agentInputs.js';
+import { emergencySchema, refineEmergency } from './emergencySchema.js';
 
 type Door = z.output<typeof doorSchema>;
 
@@ -31,7 +32,18 @@ export function crossKeyProblems(raw: Record<string, unknown> | undefined): Prob
   refineDoors({ gpio: { driver }, doors: doors.map((d) => d.door) }, ctx);
   // The agent's own inputs against the doors that validated (a power section that does not validate reports itself).
   const power = raw?.power === undefined ? undefined : powerSchema.safeParse(raw.power);
-  if (power?.success) refineAgentInputs({ gpio: { driver }, doors: doors.map((d) => d.door), power: power.data }, ctx);
+  // The emergency input against the doors that validated: its pins always; its doors only when every door did.
+  const emergency = emergencySchema.safeParse(raw?.emergency);
+  if (power?.success) {
+    const fire = raw?.emergency !== undefined && emergency.success ? emergency.data : undefined;
+    refineAgentInputs({ gpio: { driver }, doors: doors.map((d) => d.door), power: power.data, emergency: fire }, ctx);
+  }
+  if (raw?.emergency !== undefined && emergency.success) {
+    const before = issues.length;
+    refineEmergency({ gpio: { driver }, doors: doors.map((d) => d.door), emergency: emergency.data }, ctx);
+    const everyDoor = Array.isArray(raw?.doors) && doors.length === raw.doors.length;
+    if (!everyDoor) issues.splice(before, issues.length - before, ...issues.slice(before).filter((issue) => issue.path[1] !== 'doors'));
+  }
   // Indices among the doors that validated, back to the file's own.
   const original = (i: number) => doors[i]?.index ?? i;
   return problemsFromZod(

@@ -3,12 +3,10 @@ import { longestUnlockRunHours } from '../core/unlockSchedule.js';
 import type { doorSchema } from './doorSchema.js';
 import { checkRequiredSecureChannel } from './osdpSecurity.js';
 
-type Door = z.output<typeof doorSchema>;
-
-/** Every GPIO line a door uses, with its key below the door (a pin left out: undefined). */
-export function doorPins(door: Door): Array<[string[], number | undefined]> {
+/** Every GPIO line a door uses, with the keys (under the door) that name it. */
+export function doorPins(door: z.output<typeof doorSchema>): Array<[string[], number]> {
   const wiegand = door.reader?.type === 'wiegand' ? door.reader : undefined;
-  return [
+  const lines: Array<[string[], number | undefined]> = [
     [['relay', 'pin'], door.relay.pin],
     [['contact', 'pin'], door.contact?.pin],
     [['exitButton', 'pin'], door.exitButton?.pin],
@@ -18,10 +16,11 @@ export function doorPins(door: Door): Array<[string[], number | undefined]> {
     [['reader', 'led', 'pin'], door.reader && door.reader.type !== 'osdp' ? door.reader.led?.pin : undefined],
     [['reader', 'buzzer', 'pin'], door.reader && door.reader.type !== 'osdp' ? door.reader.buzzer?.pin : undefined],
   ];
+  return lines.filter((line): line is [string[], number] => line[1] !== undefined);
 }
 
 /** The checks across doors (shared pins, readers, buses) and between a door's own keys. */
-export function refineDoors(config: { gpio: { driver: string }; doors: Door[] }, ctx: z.RefinementCtx): void {
+export function refineDoors(config: { gpio: { driver: string }; doors: Array<z.output<typeof doorSchema>> }, ctx: z.RefinementCtx): void {
   const uuids = new Map<string, number>();
   const resourceIds = new Map<number, number>();
   const pins = new Map<number, string>();
@@ -42,7 +41,6 @@ export function refineDoors(config: { gpio: { driver: string }; doors: Door[] },
     } else resourceIds.set(door.resourceId, i);
     const wiegand = door.reader?.type === 'wiegand' ? door.reader : undefined;
     for (const [where, pin] of doorPins(door)) {
-      if (pin === undefined) continue;
       const owner = pins.get(pin);
       if (owner !== undefined) {
         ctx.addIssue({

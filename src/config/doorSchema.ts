@@ -2,15 +2,15 @@ import * as z from 'zod';
 import { keypadLockoutSchema } from './keypadLockout.js';
 import { timeMappingSchema } from '../api/shapes.js';
 
-const bcmPin = z.number().int().min(0).max(63);
+export const bcmPin = z.number().int().min(0).max(63);
 export const seconds = (min: number, max: number) => z.number().int().min(min).max(max);
 
-const level = z.literal([0, 1], { error: 'expected 0 or 1' });
+export const level = z.literal([0, 1], { error: 'expected 0 or 1' });
 /** An input's bias resistor (character device only; sysfs cannot set one). */
-const pull = z.enum(['up', 'down', 'none']);
+export const pull = z.enum(['up', 'down', 'none']);
 const BAUD_RATES = [1200, 2400, 4800, 9600, 19200, 38400, 57600, 115200, 230400] as const;
 // An input level must hold this long before it counts (contact bounce, button chatter).
-const debounce = z.number().int().min(0).max(5000).default(50);
+export const debounce = z.number().int().min(0).max(5000).default(50);
 
 /**
  * Durations in ms, alternately on and off, starting on: what an LED or a buzzer line plays for one outcome.

@@ -83,8 +83,8 @@ function doorNameOf(door: DoorRef): string {
   return door.name ?? `Door ${door.resourceId}`;
 }
 
-/** The door a level names (name, uuid or resourceId), or undefined. */
-function findDoor(doors: readonly DoorRef[], ref: string | number): DoorRef | undefined {
+/** The door a level (or emergency.doors) names: by name, uuid or resourceId; undefined when none. */
+export function findDoor(doors: readonly DoorRef[], ref: string | number): DoorRef | undefined {
   if (typeof ref === 'number') return doors.find((d) => d.resourceId === ref);
   const lower = ref.toLowerCase();
   return (
@@ -92,6 +92,11 @@ function findDoor(doors: readonly DoorRef[], ref: string | number): DoorRef | un
     doors.find((d) => d.uuid.toLowerCase() === lower) ??
     (/^\d+$/.test(ref) ? doors.find((d) => d.resourceId === Number(ref)) : undefined)
   );
+}
+
+/** A door reference that names no door of this agent, and the doors it could have named. */
+export function unknownDoorMessage(ref: string | number, doors: readonly DoorRef[]): string {
+  return `${JSON.stringify(ref)} is not a door of this agent (doors: ${doors.map((d) => `${doorNameOf(d)} / ${d.resourceId}`).join(', ')})`;
 }
 
 /**
@@ -129,11 +134,7 @@ export function refineLevels(
     else names.set(level.name, i);
     level.doors.forEach((ref, j) => {
       if (!findDoor(config.doors, ref)) {
-        ctx.addIssue({
-          code: 'custom',
-          path: ['access', 'levels', i, 'doors', j],
-          message: `${JSON.stringify(ref)} is not a door of this agent (doors: ${config.doors.map((d) => `${doorNameOf(d)} / ${d.resourceId}`).join(', ')})`,
-        });
+        ctx.addIssue({ code: 'custom', path: ['access', 'levels', i, 'doors', j], message: unknownDoorMessage(ref, config.doors) });
       }
     });
     if (level.schedule !== undefined && !Object.hasOwn(config.schedules, level.schedule)) {

@@ -6,6 +6,7 @@ import { DoorAgentError, InputError, describeFsError } from '../util/errors.js';
 import { problemsFromZod, type Problem } from '../util/issues.js';
 import { keypadPolicy } from './keypadLockout.js';
 import { configLevels } from './levels.js';
+import { emergencyOptions } from './emergencySchema.js';
 
 export const DEFAULT_CONFIG_PATH = '/etc/door-agent/config.yaml';
 
@@ -40,7 +41,8 @@ function parseYaml(text: string, source: string): unknown {
 
 /** The normalized options of a validated agent configuration: names given, UUIDs in lower case. */
 function agentOptions(parsed: Config): AgentOptions {
-  const { agent, access, gpio, doors, mqtt, service, power } = parsed;
+  const { agent, access, gpio, doors, mqtt, service, power, metrics } = parsed;
+  const emergency = emergencyOptions(parsed);
   return {
     agent,
     access: {
@@ -52,10 +54,17 @@ function agentOptions(parsed: Config): AgentOptions {
       ),
     },
     gpio,
-    doors: doors.map((door) => ({ ...door, uuid: door.uuid.toLowerCase(), name: door.name ?? `Door ${door.resourceId}` })),
+    doors: doors.map((door) => ({
+      ...door,
+      uuid: door.uuid.toLowerCase(),
+      name: door.name ?? `Door ${door.resourceId}`,
+      ...(emergency ? { emergencyRelease: emergency.doors.has(door.uuid.toLowerCase()) } : {}),
+    })),
+    ...(emergency ? { emergency: emergency.options } : {}),
     ...(mqtt ? { mqtt } : {}),
     ...(service ? { service } : {}),
     ...(power ? { power } : {}),
+    ...(metrics ? { metrics } : {}),
   };
 }
 

@@ -1,5 +1,6 @@
-import type { AccessOptions, DoorOptions, PowerOptions } from '../door/options.js';
+import type { AccessOptions, DoorOptions, EmergencyOptions, PowerOptions } from '../door/options.js';
 import type { GpioOptions } from '../hardware/gpio.js';
+import type { MetricsOptions } from '../metrics/options.js';
 import type { MqttOptions } from '../protocol/options.js';
 import type { ServerOptions } from '../service/options.js';
 import type { SyncServiceOptions } from '../sync/options.js';
@@ -24,10 +25,13 @@ export interface AgentOptions {
   access: AccessOptions;
   gpio: GpioOptions;
   doors: DoorOptions[];
+  /** The fire alarm input; the doors it releases carry `emergencyRelease`. */
+  emergency?: EmergencyOptions;
   mqtt?: MqttOptions;
   service?: SyncServiceOptions;
   /** The agent's power inputs (mains present, battery low). */
   power?: PowerOptions;
+  metrics?: MetricsOptions;
 }
 
 /** The reference service's configuration (its `server` section and the shared `mqtt` section). */

@@ -4,6 +4,7 @@ import { refineDoors } from './doorChecks.js';
 import { powerSchema, refineAgentInputs } from './agentInputs.js';
 import { keypadLockoutSchema } from './keypadLockout.js';
 import { calendarDate, levelsSchema, refineLevels, schedulesSchema } from './levels.js';
+import { emergencySchema, refineEmergency } from './emergencySchema.js';
 
 // Defined in util/errors.ts, below the layers that refuse a configuration file (secret files, the holidays file).
 export { EXIT_INVALID_CONFIG } from '../util/errors.js';
@@ -141,6 +142,10 @@ const mqttSchema = z.strictObject({
     .strictObject({
       discovery: z.boolean().default(true),
       prefix: z.string().min(1).default('homeassistant'),
+      /** A file holding the code Home Assistant asks for before it unlocks (checked by the agent); none: no code. */
+      codeFile: z.string().min(1).optional(),
+      /** The device's "Visit" link in Home Assistant (an http(s) URL); none: no link. */
+      configurationUrl: z.url({ protocol: /^https?$/, error: 'must be an http:// or https:// URL' }).optional(),
     })
     .prefault({}),
 });
@@ -161,13 +166,23 @@ export const gpioSchema = z.discriminatedUnion('driver', [
   }),
 ]);
 
+/** A listener's HOST:PORT (`127.0.0.1:8080`, `[::1]:9464`); port 0 lets the system choose. */
+const listenAddress = (example: string) =>
+  z
+    .string()
+    .regex(/^[A-Za-z0-9.\-[\]:]+:\d{1,5}$/, `expected HOST:PORT, e.g. ${example}`)
+    // Only on a HOST:PORT: a malformed value gets the one message above.
+    .refine((listen) => !/:\d+$/.test(listen) || Number(listen.slice(listen.lastIndexOf(':') + 1)) <= 65_535, 'the port must be 0-65535');
+
+/** Prometheus metrics on a listener of their own (README, "Metrics"); loopback unless said otherwise. */
+const metricsSchema = (defaultListen: string) => z.strictObject({ listen: listenAddress(defaultListen).default(defaultListen) });
+
 /** The reference service's own section (`door-agent service`); it shares the file and the mqtt section. */
 const serverSchema = z
   .strictObject({
-    listen: z
-      .string()
-      .regex(/^[A-Za-z0-9.\-[\]:]+:\d{1,5}$/, 'expected HOST:PORT, e.g. 127.0.0.1:8080')
-      .default('127.0.0.1:8080'),
+    listen: listenAddress('127.0.0.1:8080').default('127.0.0.1:8080'),
+    /** GET /metrics on its own listener, apart from the API (docs/reference-service.md, "Metrics"). */
+    metrics: metricsSchema('127.0.0.1:9465').optional(),
     dataDir: z.string().min(1).default('/var/lib/door-agent-service'),
     lockReplyTimeoutSeconds: seconds(1, 120).default(5),
     resources: z
@@ -223,12 +238,14 @@ export const serviceConfigSchema = z.strictObject({
   server: serverSchema,
   mqtt: mqttSchema.optional(),
   agent: z.unknown().optional(),
+  metrics: z.unknown().optional(),
   service: z.unknown().optional(),
   access: z.unknown().optional(),
   schedules: z.unknown().optional(),
   gpio: z.unknown().optional(),
   doors: z.unknown().optional(),
   power: z.unknown().optional(),
+  emergency: z.unknown().optional(),
 });
 export type ServiceConfig = z.output<typeof serviceConfigSchema>;
 
@@ -240,12 +257,15 @@ export const configSchema = z
     /** Named weekly schedules of access levels. */
     schedules: schedulesSchema,
     mqtt: mqttSchema.optional(),
+    metrics: metricsSchema('127.0.0.1:9464').optional(),
     // The reference service's section, when one file serves both: validated by the service's schema.
     server: z.unknown().optional(),
     gpio: gpioSchema.prefault({ driver: 'onoff' }),
     doors: z.array(doorSchema).min(1, 'configure at least one door'),
     /** The agent's power inputs: mains present, battery low (config/agentInputs.ts). */
     power: powerSchema.optional(),
+    /** The fire alarm input (config/emergencySchema.ts). */
+    emergency: emergencySchema.optional(),
   })
   .superRefine((config, ctx) => {
     refineDoors(config, ctx);
@@ -258,6 +278,7 @@ export const configSchema = z
         message: 'needs a service section: the age is measured from the last successful sync (an imported cache is never synced)',
       });
     }
+    refineEmergency(config, ctx);
   });
 
 /** The file as validated, before normalization (config/load.ts turns it into AgentOptions). */

@@ -1,7 +1,7 @@
 import { accessSync, constants } from 'node:fs';
 import { DoorAgentError, describeFsError } from '../util/errors.js';
 import type { Problem } from '../util/issues.js';
-import { readCommandSecret, readScbk, type Env } from '../util/secretFiles.js';
+import { readCommandSecret, readHomeAssistantCode, readScbk, type Env } from '../util/secretFiles.js';
 
 /** Where a secret comes from: a file named in the config, or an environment variable that overrides it. */
 interface SecretRef {
@@ -13,12 +13,21 @@ interface SecretRef {
   scbk?: boolean;
   /** The command secret: also checked for its length (MIN_COMMAND_SECRET_BYTES). */
   commandSecret?: boolean;
+  /** Home Assistant's code: also checked for its length and file mode. */
+  homeAssistantCode?: boolean;
 }
 
 /** The parts of a configuration that name files: a validated Config, or the raw data of one that is not. */
 export interface FileReferences {
   service?: { apiKeyFile?: unknown } | null;
-  mqtt?: { passwordFile?: unknown; commandSecretFile?: unknown; caFile?: unknown; certFile?: unknown; keyFile?: unknown } | null;
+  mqtt?: {
+    passwordFile?: unknown;
+    commandSecretFile?: unknown;
+    caFile?: unknown;
+    certFile?: unknown;
+    keyFile?: unknown;
+    homeAssistant?: { codeFile?: unknown } | null;
+  } | null;
   doors?: unknown;
 }
 
@@ -40,6 +49,10 @@ function secretRefs(config: FileReferences): SecretRef[] {
     refs.push({ keyPath: 'mqtt.commandSecretFile', file: asFile(mqtt.commandSecretFile), required: false, commandSecret: true });
     for (const key of ['caFile', 'certFile', 'keyFile'] as const) {
       refs.push({ keyPath: `mqtt.${key}`, file: asFile(mqtt[key]), required: false });
+    }
+    const ha = mqtt.homeAssistant;
+    if (ha && typeof ha === 'object') {
+      refs.push({ keyPath: 'mqtt.homeAssistant.codeFile', file: asFile(ha.codeFile), required: false, homeAssistantCode: true });
     }
   }
   if (Array.isArray(config.doors)) {
@@ -72,6 +85,7 @@ export function checkReferencedFiles(config: FileReferences, env: Env): Problem[
       accessSync(ref.file, constants.R_OK);
       if (ref.scbk) readScbk(ref.keyPath, ref.file);
       if (ref.commandSecret) readCommandSecret(ref.file);
+      if (ref.homeAssistantCode) readHomeAssistantCode(ref.file);
     } catch (err) {
       const message = err instanceof DoorAgentError ? err.message.replace(`${ref.keyPath}: `, '') : `cannot read ${ref.file}: ${describeFsError(err)}`;
       problems.push({ path: ref.keyPath, message });

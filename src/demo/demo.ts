@@ -149,6 +149,7 @@ mqtt: { url: "${mqttUrl}", topicPrefix: door-agent, protocolVersion: 4 }
 doors:
   - { uuid: ${DEMO_DOOR}, resourceId: 12, name: Front door, relay: { pin: 17 }, unlockSeconds: 5,
       contact: { pin: 27 }, exitButton: { pin: 22 }, reader: { path: stdin } }
+emergency: { pin: 26 }
 `,
     'demo',
   );
@@ -183,6 +184,7 @@ Type a card number or a PIN and press Enter (the terminal is the card reader):
   7700001      Carol's visitor card: Mon-Fri 9-17 (${config.agent.timezone})
   ${String(link.magic_token)}   Carol's QR token
 The relay is the file ${dir}/gpio/gpio17/value (1 = unlocked); open the door: echo 1 > ${dir}/gpio/gpio27/value
+Fire alarm (the loop opens): echo 1 > ${dir}/gpio/gpio26/value   and clear it: echo 0 > ${dir}/gpio/gpio26/value
 
 From another terminal:
   mosquitto_pub -h 127.0.0.1 -p ${mqttPort} -t door-agent/doors/${DEMO_DOOR}/set -m '{"lock_state":false,"unlock_time":5}'

@@ -1,3 +1,4 @@
+import { EMERGENCY_ACTIVE_LOG, EMERGENCY_NORMAL_LOG } from '../door/emergencyInput.js';
 /** A credential as a person names it: "card …78", "PIN", "QR token" (the log's kind and hint, never both words twice). */
 function credential(kind: unknown, hint: unknown): string {
   if (kind === 'pin') return 'PIN';
@@ -38,6 +39,10 @@ export function formatEvent(line: string): string | null {
     case 'door held open':
     case 'command rejected':
       return `${time}  ${String(entry.msg)}${entry.error ? `: ${String(entry.error)}` : ''}`;
+    case EMERGENCY_ACTIVE_LOG:
+      return `${time}  FIRE ALARM: the emergency input releases the door until it clears`;
+    case EMERGENCY_NORMAL_LOG:
+      return `${time}  fire alarm cleared`;
     case 'guest link received':
       return `${time}  guest link ${String(entry.guestLink)} received (${String(entry.result)})`;
     case 'sync done':

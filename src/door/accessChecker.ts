@@ -141,9 +141,11 @@ export class AccessChecker {
 
   /**
    * A credential a reader has normalized already (src/readers, the one place it is normalized): decided as it
-   * is, never normalized again. `check` is this after normalizing what an operator typed.
+   * is, never normalized again. `check` is this after normalizing what an operator typed. `name: false` leaves the
+   * granted user's name (`who`, for the record) to `name()`: the door looks it up once the relay has moved.
    */
-  checkPresented(request: AccessRequest): AccessResult {
+  checkPresented(request: AccessRequest, options: { name?: boolean } = {}): AccessResult {
+    const naming = options.name ?? true;
     const { door, kind } = request;
     const normalized = request.credential;
     // A short "card" is most likely a PIN sent as a card line, and a PIN under the minimum length never opens:
@@ -152,7 +154,7 @@ export class AccessChecker {
     const holders = tooShort ? [] : this.holdersOf(kind, normalized, door);
     const hint = credentialHint(normalized, kind);
     const result: AccessResult = withValidity({ ...this.decideFor(request, holders, tooShort), door: door.uuid, kind, hint }, holders);
-    if (result.granted) this.nameWho(result);
+    if (result.granted && naming) this.name(result);
     // A PIN someone holds is that PIN, never a duress PIN (the real PIN wins a collision, see directoryFindings).
     if (kind !== 'pin' || tooShort || holders.length > 0) return result;
     // The rule works on the digits as typed, which a PIN keeps (a PIN is not normalized beyond its check).
@@ -165,7 +167,7 @@ export class AccessChecker {
       { ...this.decideFor(request, owners, false), door: door.uuid, kind, hint, duress: true, duressHolders: owners.map(refOf) },
       owners,
     );
-    if (duress.granted) this.nameWho(duress);
+    if (duress.granted && naming) this.name(duress);
     return duress;
   }
 
@@ -188,8 +190,8 @@ export class AccessChecker {
     });
   }
 
-  /** The granted user's name: the first holder granted, when a user. */
-  private nameWho(result: AccessResult): void {
+  /** Adds the granted user's name (`who`): the first holder granted, when a user. Never throws. */
+  name(result: AccessResult): void {
     const granted = result.holders.find((h) => h.reason === null)?.holder;
     if (!granted || !('email_id' in granted)) return;
     try {

@@ -12,6 +12,14 @@ import type { AuditRecorder } from './auditRecorder.js';
 import type { GrantSeen } from './doorSupervisionRuntime.js';
 import type { LockController } from './lockController.js';
 
+/** What the agent's metrics learn of each decision (src/metrics/): never the credential nor its holder. */
+export interface DecisionMetrics {
+  /** A grant, once the relay has moved: the seconds since the credential arrived. */
+  granted(secondsToRelay: number): void;
+  /** A refusal, with its reason code. */
+  denied(reason: string): void;
+}
+
 export interface CredentialFlowDeps {
   controller: LockController;
   checker: AccessChecker;
@@ -30,6 +38,8 @@ export interface CredentialFlowDeps {
   onGranted: (grant: GrantSeen) => void;
   /** The cache is past access.maxCacheAgeHours (door/offlineLimit.ts): only responders and guest links are decided. */
   cacheTooOld?: () => boolean;
+  /** Counts the decisions and times tap to relay (with `metrics` configured). */
+  metrics?: DecisionMetrics;
 }
 
 /**
@@ -46,6 +56,8 @@ export class CredentialFlow {
   private pendingNumber: string | null = null;
   /** The reader shows the decision (LED and buzzer lines, a reply line, OSDP); absent for readers without feedback. */
   private feedback: ((kind: FeedbackKind) => void) | null = null;
+  /** When the credential being decided arrived (monotonic ms), for tap to relay; read only with metrics. */
+  private arrivedAt = 0;
 
   constructor(
     private readonly door: DoorOptions,
@@ -84,7 +96,10 @@ export class CredentialFlow {
   private grant(result: AccessResult, extra: { kind?: string; card_hint?: string } = {}): void {
     this.deps.onGranted({ kind: extra.kind ?? result.kind, hint: result.hint, ...(extra.card_hint !== undefined ? { card_hint: extra.card_hint } : {}) });
     // Logged once the relay has moved but before the lock change is announced: a log reads "granted", then "unlocked".
+    // Who it was is looked up then too (a query the relay need not wait for).
     this.deps.controller.unlock(this.door.unlockSeconds, `${result.kind} ${result.hint}`, () => {
+      this.deps.metrics?.granted((this.deps.clock.monoNow() - this.arrivedAt) / 1000);
+      this.deps.checker.name(result);
       this.record('access_granted', this.decisionData(result, extra));
       this.deps.logger.info({ kind: result.kind, hint: result.hint }, 'access granted');
     });
@@ -102,6 +117,7 @@ export class CredentialFlow {
   }
 
   private deny(result: AccessResult, extra: Record<string, unknown> = {}): void {
+    this.deps.metrics?.denied(result.reason ?? 'not_authorized');
     this.record('access_denied', this.decisionData(result, extra));
     this.deps.logger.info({ kind: result.kind, hint: result.hint, reason: result.reason }, 'access denied');
     const reason = result.reason;
@@ -110,19 +126,23 @@ export class CredentialFlow {
 
   private check(kind: CredentialKind, credential: string): AccessResult | null {
     try {
-      return this.deps.checker.checkPresented({
-        door: this.door,
-        kind,
-        credential,
-        now: this.deps.clock.wallNow(),
-        keypadLockedOut: this.lockouts.isLockedOut('pin'),
-        cardLockedOut: this.lockouts.isLockedOut('card'),
-        lockdown: this.deps.lockdown?.() ?? false,
-        cacheTooOld: this.deps.cacheTooOld?.() ?? false,
-      });
+      return this.deps.checker.checkPresented(
+        {
+          door: this.door,
+          kind,
+          credential,
+          now: this.deps.clock.wallNow(),
+          keypadLockedOut: this.lockouts.isLockedOut('pin'),
+          cardLockedOut: this.lockouts.isLockedOut('card'),
+          lockdown: this.deps.lockdown?.() ?? false,
+          cacheTooOld: this.deps.cacheTooOld?.() ?? false,
+        },
+        { name: false },
+      );
     } catch (err) {
       // The door stays locked and the daemon keeps running (a restart would not mend the file).
       this.deps.logger.error({ err, kind }, err instanceof Error ? err.message : 'the cache cannot be read');
+      this.deps.metrics?.denied('cache_unreadable');
       this.record('access_denied', { kind, reason: 'cache_unreadable', holders: [] });
       return null;
     }
@@ -130,6 +150,7 @@ export class CredentialFlow {
 
   /** A credential from the door's reader, normalized there (src/readers/reader.ts). */
   onCredential(credential: Credential): void {
+    if (this.deps.metrics) this.arrivedAt = this.deps.clock.monoNow();
     const result = this.check(credential.kind, credential.value);
     if (result === null) return;
     // The silent alarm first, whatever the decision, before anything that may fail (the relay, the other events).
@@ -137,6 +158,7 @@ export class CredentialFlow {
     if (result.reason === 'keypad_locked_out' || result.reason === 'card_locked_out') {
       const which = result.reason === 'keypad_locked_out' ? 'pin' : 'card';
       if (this.lockouts.refusedDuringLockout(which, () => this.isGuess(credential.kind, credential.value))) this.deny(result);
+      else this.deps.metrics?.denied(result.reason); // recorded in the lockout's summary, counted one by one here
       return;
     }
     if (credential.kind === 'pin') return this.onPin(result, credential.value);
@@ -157,14 +179,17 @@ export class CredentialFlow {
   private isGuess(kind: CredentialKind, credential: string): boolean {
     try {
       return countsAsGuess(
-        this.deps.checker.checkPresented({
-          door: this.door,
-          kind,
-          credential,
-          now: this.deps.clock.wallNow(),
-          lockdown: this.deps.lockdown?.() ?? false,
-          cacheTooOld: this.deps.cacheTooOld?.() ?? false,
-        }),
+        this.deps.checker.checkPresented(
+          {
+            door: this.door,
+            kind,
+            credential,
+            now: this.deps.clock.wallNow(),
+            lockdown: this.deps.lockdown?.() ?? false,
+            cacheTooOld: this.deps.cacheTooOld?.() ?? false,
+          },
+          { name: false },
+        ),
       );
     } catch {
       return true; // the cache cannot be read: the lockout runs its course

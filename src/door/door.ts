@@ -18,8 +18,10 @@ import { localTimeIn } from '../core/schedule.js';
 import type { ScheduleMemory, ScheduleState } from '../core/unlockSchedule.js';
 import { SCHEDULE_UNLOCK_CAUSE, UnlockScheduler } from './unlockScheduler.js';
 import { readerFeedback, type ReaderFeedbackHandle } from '../readers/readerFeedback.js';
+import { EMERGENCY_CAUSE, type EmergencyEventType } from '../core/emergencyRelease.js';
 import type { ChannelState } from '../readers/osdp/pacing.js';
 import type { KeypadGuesses } from './keypadGuesses.js';
+import type { DecisionMetrics } from './credentialFlow.js';
 
 export interface DoorDeps {
   gpio: GpioDriver;
@@ -56,6 +58,8 @@ export interface DoorDeps {
   timezone?: string;
   /** Where the unlock schedule keeps its memory (first person in, a suspended run) across restarts. */
   scheduleMemory?: { load: () => ScheduleMemory | undefined; save: (memory: ScheduleMemory) => void };
+  /** The agent's metrics of this door's decisions (with `metrics` configured). */
+  metrics?: DecisionMetrics;
 }
 
 /**
@@ -72,6 +76,11 @@ export class Door implements Component {
   private scheduler: UnlockScheduler | null = null;
   private stopListening: (() => void) | null = null;
   private feedback: ReaderFeedbackHandle | null = null;
+  private halted = false;
+  /** The saved state was a release by the emergency input: the input, read after the start, says whether it still is. */
+  private releasedBeforeStart = false;
+  /** When the current release began (wall ms), null when not released. */
+  private releasedSince: number | null = null;
 
   constructor(
     readonly options: DoorOptions,
@@ -94,10 +103,15 @@ export class Door implements Component {
     });
     const lockdown = deps.lockdown ?? (() => false);
     // The schedule's own hold is not resumed: the schedule decides at its start (after the restart, maybe outside
-    // its hours), so the relay never moves to unlocked only to be locked again.
-    const resumed = this.controller.resume(lockdown() ? 'lockdown' : null, (persisted) =>
-      door.unlockSchedule && persisted.cause === SCHEDULE_UNLOCK_CAUSE ? 'unlock schedule decided again at start' : null,
-    );
+    // its hours), so the relay never moves to unlocked only to be locked again. Nor is a release by the emergency
+    // input: the input is read once the doors have started, and releases again if it is still active.
+    const resumed = this.controller.resume(lockdown() ? 'lockdown' : null, (persisted) => {
+      if (persisted.cause === EMERGENCY_CAUSE) {
+        this.releasedBeforeStart = true;
+        return 'emergency release decided again at start';
+      }
+      return door.unlockSchedule && persisted.cause === SCHEDULE_UNLOCK_CAUSE ? 'unlock schedule decided again at start' : null;
+    });
     if (resumed.state === 'UNLOCKED') log.info({ relockAt: resumed.relockAt }, 'resumed an unlock from before the restart');
     const runtime = new DoorRuntime(door, {
       controller: this.controller,
@@ -113,6 +127,7 @@ export class Door implements Component {
       cacheTooOld: deps.cacheTooOld,
       onFirstPerson: (holders) => this.scheduler?.onFirstPerson(holders),
       onAlarm: (type, data, at) => deps.doorEvents.emit('alarm', door.uuid, type, data, at),
+      metrics: deps.metrics,
     });
     this.runtime = runtime;
     if (door.unlockSchedule) {
@@ -174,7 +189,10 @@ export class Door implements Component {
         osdp: deps.osdp,
         events: {
           credential: (credential) => runtime.onCredential(credential),
-          connection: deps.onReaderConnection,
+          connection: (connected) => {
+            deps.onReaderConnection(connected);
+            deps.doorEvents.emit('reader', door.uuid, connected);
+          },
           noise: (summary) => runtime.onReaderNoise(summary),
           audit: (type, data) => runtime.audit(type, data),
           channel: (state) => deps.onReaderChannel?.(state),
@@ -195,9 +213,55 @@ export class Door implements Component {
     }
   }
 
+  /**
+   * The agent's emergency input (a door listed in `emergency.doors`): active, the door is released at once and stays
+   * released whatever else happens; cleared, it goes to what it should be now: held by its unlock schedule when the
+   * schedule says so (its hours, holidays, lockdown, first person in, a lock by hand), else locked. `atStart`: the
+   * input's first reading, once the inputs are set up.
+   */
+  emergencyChanged(active: boolean, atStart = false): void {
+    const controller = this.controller;
+    if (this.halted || !controller) return; // stopping: the relay stays locked
+    const log = this.deps.logger;
+    if (active && !controller.released) {
+      controller.release();
+      this.releasedSince = this.deps.clock.wallNow();
+      this.releasedBeforeStart = false;
+      this.recordEmergency('emergency_release', atStart ? { at_start: true } : {});
+      log.warn('released by the emergency input (fire alarm): the door stays unlocked until the input clears');
+    } else if (!active && controller.released) {
+      const hold = this.scheduler?.state().state === 'unlocked' ? SCHEDULE_UNLOCK_CAUSE : null;
+      controller.endRelease(hold);
+      const since = this.releasedSince;
+      this.releasedSince = null;
+      this.recordEmergency('emergency_cleared', since === null ? {} : { since: new Date(since).toISOString() });
+      log.warn(
+        { state: controller.snapshot().state, cause: controller.snapshot().cause },
+        'the emergency input cleared: the door is back to what it should be now',
+      );
+      this.scheduler?.evaluate();
+    } else if (!active && atStart && this.releasedBeforeStart) {
+      // Released when the agent stopped, and the input is normal now: the release ended while it was stopped.
+      this.releasedBeforeStart = false;
+      this.recordEmergency('emergency_cleared', { at_start: true });
+    } else return;
+    this.deps.doorEvents.emit('position', this.options.uuid);
+  }
+
+  /** An event of the emergency input at this door (an alarm: published at once on its alarm topic). */
+  recordEmergency(type: EmergencyEventType, data: Record<string, unknown> = {}): void {
+    this.runtime?.audit(type, data);
+  }
+
+  /** Whether the emergency input holds this door released now. */
+  emergencyReleased(): boolean {
+    return this.controller?.released ?? false;
+  }
+
   /** The door's lockdown began or ended: an unlock in progress ends at once; the schedule pauses or resumes. */
   lockdownChanged(lockedDown: boolean): void {
-    if (lockedDown && this.controller?.snapshot().state === 'UNLOCKED') this.controller.lock('lockdown');
+    if (this.controller?.released) this.deps.logger.warn({ lockdown: lockedDown }, 'lockdown changed: the door stays released by the emergency input');
+    else if (lockedDown && this.controller?.snapshot().state === 'UNLOCKED') this.controller.lock('lockdown');
     this.scheduler?.evaluate();
     this.deps.doorEvents.emit('position', this.options.uuid);
   }
@@ -218,6 +282,7 @@ export class Door implements Component {
 
   /** Ends the timers and drives the relay locked, at once (the first step of every stop). */
   halt(): void {
+    this.halted = true;
     this.scheduler?.stop();
     this.feedback?.close();
     this.runtime?.stop();
@@ -237,6 +302,11 @@ export class Door implements Component {
 
   contactState(): 'OPEN' | 'CLOSED' | null {
     return this.runtime?.contactState() ?? null;
+  }
+
+  /** Whether the door's reader is there now (opened, online on its bus); null for a door without a reader. */
+  readerConnected(): boolean | null {
+    return this.options.reader ? (this.reader?.connected ?? false) : null;
   }
 
   /** The lock controller, for remote commands (MQTT). */

@@ -10,6 +10,8 @@ export interface DoorEventMap {
   position: [door: string];
   /** An alarm was recorded: published at once on the door's alarm topic. */
   alarm: [door: string, type: AlarmType, data: Record<string, unknown>, at: number];
+  /** A door's reader connected or went away. */
+  reader: [door: string, connected: boolean];
 }
 
 type Listener<A extends unknown[]> = (...args: A) => void;
@@ -20,7 +22,7 @@ type Listener<A extends unknown[]> = (...args: A) => void;
  * (or the door) down.
  */
 export class DoorEvents {
-  private readonly listeners: { [K in keyof DoorEventMap]: Array<Listener<DoorEventMap[K]>> } = { lock: [], position: [], alarm: [] };
+  private readonly listeners: { [K in keyof DoorEventMap]: Array<Listener<DoorEventMap[K]>> } = { lock: [], position: [], alarm: [], reader: [] };
 
   constructor(private readonly onListenerError: (err: unknown, event: keyof DoorEventMap) => void) {}
 

@@ -7,10 +7,11 @@ import type { EventLog } from '../store/eventLog.js';
 import type { Clock, Timers } from '../util/clock.js';
 import type { AccessChecker } from './accessChecker.js';
 import { AuditRecorder, type AlarmType } from './auditRecorder.js';
-import { CredentialFlow } from './credentialFlow.js';
+import { CredentialFlow, type DecisionMetrics } from './credentialFlow.js';
 import { DoorSupervisionRuntime } from './doorSupervisionRuntime.js';
 import type { LockController } from './lockController.js';
 import type { ScheduleEventType } from './unlockScheduler.js';
+import type { EmergencyEventType } from '../core/emergencyRelease.js';
 
 export type { AlarmType } from './auditRecorder.js';
 
@@ -36,6 +37,8 @@ export interface DoorRuntimeDeps {
   keypad: KeypadGuesses;
   /** The cache is past access.maxCacheAgeHours (asked at each decision); absent: no offline limit. */
   cacheTooOld?: () => boolean;
+  /** The agent's metrics of this door's decisions (with `metrics` configured). */
+  metrics?: DecisionMetrics;
 }
 
 /**
@@ -79,6 +82,7 @@ export class DoorRuntime {
       keypad: deps.keypad,
       cacheTooOld: deps.cacheTooOld,
       onGranted: (grant) => this.supervision.granted(grant),
+      metrics: deps.metrics,
     });
   }
 
@@ -93,9 +97,9 @@ export class DoorRuntime {
 
   /**
    * Something else about this door for the audit log (a reader's own state, the unlock schedule's first person
-   * in), recorded as the door's own events are: a failing disk is logged, never thrown at the caller.
+   * in, the emergency input), recorded as the door's own events are: a failing disk is logged, never thrown at the caller.
    */
-  audit(type: ReaderAuditType | ScheduleEventType, data: Record<string, unknown> = {}): void {
+  audit(type: ReaderAuditType | ScheduleEventType | EmergencyEventType, data: Record<string, unknown> = {}): void {
     this.recorder.record(type, data);
   }
 

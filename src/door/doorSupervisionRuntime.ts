@@ -96,17 +96,22 @@ export class DoorSupervisionRuntime {
     const lock = this.deps.controller.snapshot();
     const { state, events } = supervision.contactChanged(this.door_, open, { now: this.deps.clock.monoNow(), lock: lock.state }, this.settings);
     this.door_ = state;
-    for (const type of events) this.record(type);
-    if (events.length > 0) this.deps.onDoorChange?.();
-    if (events.includes('door_forced')) this.deps.logger.warn('door forced open');
     // Relock on close ends the unlocks this door granted itself (card, PIN, token, exit button): one passage per
     // release. A remote unlock_time was asked for explicitly by an operator and runs its course; holds stay.
     const timedUnlock = lock.state === 'UNLOCKED' && !lock.heldOpen && !lock.cause.startsWith('remote command');
+    const relock = !open && this.openedWhileUnlocked && this.door.relockOnClose && timedUnlock;
+    const record = () => {
+      for (const type of events) this.record(type);
+    };
+    if (!relock) record();
+    if (events.length > 0) this.deps.onDoorChange?.();
+    if (events.includes('door_forced')) this.deps.logger.warn('door forced open');
     if (open) this.openedWhileUnlocked = timedUnlock;
-    else if (this.openedWhileUnlocked && this.door.relockOnClose && timedUnlock) {
-      // Someone went through: relock now rather than leaving the door unlocked behind them.
+    else if (relock) {
+      // Someone went through: relock now rather than leaving the door unlocked behind them. The relay first: the
+      // door's events are recorded right after it has moved, before the lock change (door_closed, then locked).
       this.openedWhileUnlocked = false;
-      this.deps.controller.lock('door closed');
+      this.deps.controller.lock('door closed', record);
     }
     this.schedule();
   }

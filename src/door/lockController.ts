@@ -1,5 +1,6 @@
 import type { DoorOptions } from './options.js';
 import { isClockTrusted } from '../core/decision.js';
+import { afterRelease, isReleased, release, whileReleased } from '../core/emergencyRelease.js';
 import * as machine from '../core/lockState.js';
 import type { LockState } from '../core/lockState.js';
 import { relayLevel, type LockStateName } from '../core/relay.js';
@@ -9,7 +10,11 @@ import type { Clock, Timers } from '../util/clock.js';
 
 export interface LockStatePersistence {
   load(doorUuid: string): PersistedLock | undefined;
-  save(doorUuid: string, state: PersistedLock, changedAt: number): void;
+  /**
+   * Saves what a crash of the process must find, or throws. `durable`, when the persistence syncs later (off the
+   * event loop), is told once the state is on disk, or the error of that sync.
+   */
+  save(doorUuid: string, state: PersistedLock, changedAt: number, durable?: (err: unknown) => void): void;
 }
 
 /** A door's lock state as reported to people and programs: wall-clock times. */
@@ -55,6 +60,9 @@ export class LockController {
   private timer: unknown = null;
   private persistRetry: unknown = null;
   private persistFailures = 0;
+  /** Counts saves: a sync that fails after a newer save was made is that newer save's business. */
+  private saves = 0;
+  private halted = false;
   private readonly limits: machine.LockLimits;
 
   constructor(
@@ -107,12 +115,34 @@ export class LockController {
    * anything else (the place to record what caused it). Returns the resulting state.
    */
   unlock(seconds: number | null, cause: string, afterRelay?: () => void): LockSnapshot {
-    this.apply(machine.unlock(this.state, { now: this.deps.clock.monoNow(), seconds, cause }, this.limits), false, afterRelay);
+    const requested = machine.unlock(this.state, { now: this.deps.clock.monoNow(), seconds, cause }, this.limits);
+    this.apply(whileReleased(this.state, requested), false, afterRelay);
     return this.snapshot();
   }
 
+  /** Locks, unless the emergency input holds the door released (then nothing moves: see `released`). */
   lock(cause: string, afterRelay?: () => void): LockSnapshot {
-    this.apply(machine.lock(cause), false, afterRelay);
+    this.apply(whileReleased(this.state, machine.lock(cause)), false, afterRelay);
+    return this.snapshot();
+  }
+
+  /** Whether the emergency input holds the door released: no lock, unlock or relock timer moves it meanwhile. */
+  get released(): boolean {
+    return isReleased(this.state);
+  }
+
+  /** The emergency input is active: the door is released at once, whatever it was doing (core/emergencyRelease.ts). */
+  release(): LockSnapshot {
+    this.apply(release(this.state, this.deps.clock.monoNow()), true);
+    return this.snapshot();
+  }
+
+  /**
+   * The emergency input cleared: the door is locked, or held unlocked under `holdCause` when the unlock schedule
+   * says it should be now. Saved whatever changed (the cause too: a hold the schedule takes over resumes as its own).
+   */
+  endRelease(holdCause: string | null): LockSnapshot {
+    this.apply(afterRelease(this.state, { now: this.deps.clock.monoNow(), holdCause }, this.limits), true);
     return this.snapshot();
   }
 
@@ -130,6 +160,7 @@ export class LockController {
 
   /** Drives the relay to its locked level and stops the timers, leaving the persisted state for the next start. */
   shutdown(): void {
+    this.halted = true;
     this.clearTimer();
     this.clearPersistRetry();
     this.relay.write(this.levelFor('LOCKED'));
@@ -161,22 +192,33 @@ export class LockController {
   private persist(): void {
     this.clearPersistRetry();
     const { clock } = this.deps;
+    const save = ++this.saves;
     try {
-      this.deps.persistence.save(this.door.uuid, machine.toPersisted(this.state, clock.wallNow(), clock.monoNow()), this.changedAt);
+      this.deps.persistence.save(this.door.uuid, machine.toPersisted(this.state, clock.wallNow(), clock.monoNow()), this.changedAt, (err) => {
+        // The sync of this save failed (an I/O error): saved again, as a failed save is, unless a newer one was made
+        // or the controller was shut down meanwhile (the next start reads what is there).
+        if (err && save === this.saves && !this.halted) this.persistFailed(err);
+      });
     } catch (err) {
-      this.persistFailures++;
-      this.deps.onPersistError?.(err);
-      const delay = Math.min(PERSIST_RETRY_MS * 2 ** (this.persistFailures - 1), PERSIST_RETRY_MAX_MS);
-      this.persistRetry = this.deps.timers.setTimeout(() => {
-        this.persistRetry = null;
-        this.persist();
-      }, delay);
+      this.persistFailed(err);
       return;
     }
     if (this.persistFailures > 0) {
       this.persistFailures = 0;
       this.deps.onPersistRecovered?.();
     }
+  }
+
+  /** A failed save is reported and tried again with backoff (the state current then is saved). */
+  private persistFailed(err: unknown): void {
+    this.persistFailures++;
+    this.deps.onPersistError?.(err);
+    this.clearPersistRetry();
+    const delay = Math.min(PERSIST_RETRY_MS * 2 ** (this.persistFailures - 1), PERSIST_RETRY_MAX_MS);
+    this.persistRetry = this.deps.timers.setTimeout(() => {
+      this.persistRetry = null;
+      this.persist();
+    }, delay);
   }
 
   private clearPersistRetry(): void {
@@ -197,7 +239,7 @@ export class LockController {
     const delay = Math.min(due, 2 ** 31 - 1);
     this.timer = this.deps.timers.setTimeout(() => {
       this.timer = null;
-      const next = machine.expire(this.state, this.deps.clock.monoNow());
+      const next = whileReleased(this.state, machine.expire(this.state, this.deps.clock.monoNow()));
       if (next === this.state)
         this.schedule(); // woke early: wait for the rest
       else this.apply(next);

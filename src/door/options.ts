@@ -36,6 +36,22 @@ export interface DoorOptions {
   /** As written in the file (it moved to access.keypadLockout; the loader merged it there). */
   keypadLockout?: Partial<KeypadLockoutPolicy>;
   cardLockout: CardLockoutPolicy;
+  /** Released while the agent's emergency input is active (listed in emergency.doors); absent without one. */
+  emergencyRelease?: boolean;
+}
+
+/**
+ * The agent's emergency input (issue 30 item 1): the fire panel's relay, its normally-closed contact in a loop to
+ * `pin`, so that an alarm and a cut wire both read as open and release the doors (fail-safe).
+ */
+export interface EmergencyOptions {
+  pin: number;
+  /** The same relay's normally-open contact: tells a cut wire or a short from an alarm (null: none wired). */
+  confirmPin: number | null;
+  /** The level of `pin` while its loop is open (alarm); closed, it reads the other one. */
+  activeLevel: Level;
+  pull: Pull;
+  debounceMs: number;
 }
 
 /** Members of any of these groups or policies. */

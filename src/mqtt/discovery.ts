@@ -1,14 +1,11 @@
 import type { DoorOptions } from '../door/options.js';
 import type { Topics } from '../protocol/topics.js';
-import { ALARM_TYPES } from '../store/eviction.js';
+import { haEventTypes } from './haEvents.js';
 
 export interface DiscoveryMessage {
   topic: string;
   payload: Record<string, unknown>;
 }
-
-/** The `event_type`s published on `P/doors/<uuid>/alarm`. */
-const ALARM_EVENT_TYPES = ALARM_TYPES;
 
 /**
  * The `schedule.state` values of `P/doors/<uuid>/state`, plus `none` (the sensor's value when the state carries no
@@ -22,24 +19,69 @@ const SCHEDULE_SENSOR_STATES = ['closed', 'holiday', 'waiting_for_first_person',
  */
 const LOCK_ATTRIBUTES_TEMPLATE =
   "{{ {'lockdown': value_json.get('lockdown'), 'tamper': value_json.get('tamper'), 'schedule': value_json.get('schedule'), " +
-  "'cause': value_json.get('cause'), 'relock_at': value_json.get('relock_at')} | tojson }}";
+  "'emergency': value_json.get('emergency'), 'cause': value_json.get('cause'), 'relock_at': value_json.get('relock_at')} | tojson }}";
 
-/** The access event entity's payload: a decision's type and who, by which level, or why not (nothing for other events). */
-const ACCESS_EVENT_TEMPLATE =
-  "{% if value_json.type in ['access_granted', 'access_denied'] %}{{ {'event_type': value_json.type, " +
-  "'who': value_json.get('who'), 'level': value_json.get('level'), 'reason': value_json.get('reason'), " +
-  "'kind': value_json.get('kind'), 'credential': value_json.get('hint')} | tojson }}{% endif %}";
+/** On while the emergency input holds the door released (an older agent's state has no field: off). */
+const EMERGENCY_VALUE_TEMPLATE = "{{ 'ON' if value_json.get('emergency') else 'OFF' }}";
 
 const LOCKDOWN_VALUE_TEMPLATE = "{{ 'ON' if value_json.lockdown else 'OFF' }}";
 
 /**
+ * The lock's command with a code (mqtt.homeAssistant.codeFile): Home Assistant renders its payload (`value`: LOCK,
+ * UNLOCK or OPEN) and the code typed (`code`, None without one) as JSON; `tojson` escapes whatever the code holds.
+ */
+const CODE_COMMAND_TEMPLATE = "{{ {'action': value, 'code': code} | tojson }}";
+
+/** The agent's diagnostic sensors, each a value of the health message (protocol/health.ts); a null renders None: unknown. */
+const HEALTH_SENSORS = [
+  {
+    key: 'outbox_depth',
+    name: 'Outbox depth',
+    value_template: '{{ value_json.outbox_depth }}',
+    unit_of_measurement: 'events',
+    state_class: 'measurement',
+    icon: 'mdi:tray-full',
+  },
+  {
+    key: 'cache_age',
+    name: 'Cache age',
+    value_template: '{{ value_json.cache.age_s }}',
+    device_class: 'duration',
+    unit_of_measurement: 's',
+    state_class: 'measurement',
+    json_attributes_template: "{{ {'revision': value_json.cache.revision} | tojson }}",
+  },
+  {
+    key: 'readers_online',
+    name: 'Readers online',
+    value_template: '{{ value_json.readers.online }}',
+    state_class: 'measurement',
+    icon: 'mdi:card-account-details-outline',
+    json_attributes_template: "{{ {'total': value_json.readers.total, 'per_door': value_json.readers.per_door} | tojson }}",
+  },
+  {
+    key: 'event_loop_lag',
+    name: 'Event loop lag p99',
+    value_template: '{{ value_json.event_loop_lag_p99_ms }}',
+    device_class: 'duration',
+    unit_of_measurement: 'ms',
+    state_class: 'measurement',
+  },
+  { key: 'uptime', name: 'Uptime', value_template: '{{ value_json.uptime_s }}', device_class: 'duration', unit_of_measurement: 's' },
+] as const;
+
+/**
  * Home Assistant MQTT discovery (retained), all of one agent's entities under one device that goes unavailable
- * with the agent's last will:
- * - per door a `lock` (LOCK, UNLOCK = hold open, OPEN = unlockSeconds) with lockdown, tamper, schedule, cause and
- *   relock_at of the state topic as attributes; an `event` entity for its alarms; a door `binary_sensor` per
- *   contact, a tamper `binary_sensor` per tamper input, a `sensor` for the unlock schedule when it has one;
+ * with the agent's last will, each message naming its origin (door-agent, its version):
+ * - per door a `lock` (LOCK, UNLOCK = hold open, OPEN = unlockSeconds; with a code file, Home Assistant asks for the
+ *   code and sends it) with lockdown, tamper, schedule, cause and relock_at of the state topic as attributes;
+ *   `event` entities for its access decisions and its alarms (haEvents.ts); a door `binary_sensor` per contact, a
+ *   tamper `binary_sensor` per tamper input, a `sensor` for the unlock schedule when it has one, a
+ *   safety `binary_sensor` when the emergency input releases it;
  * - per agent (with at least one door) its lockdown: a `switch` when commands are not signed, else (Home
- *   Assistant cannot sign) a read-only `binary_sensor` with the same unique_id, so there is no command topic.
+ *   Assistant cannot sign) a read-only `binary_sensor` with the same unique_id, so there is no command topic;
+ * - per agent, diagnostic entities: sensors and a binary sensor from the health message, and an `event` entity
+ *   for its supervision events.
  */
 export function discoveryMessages(options: {
   haPrefix: string;
@@ -48,6 +90,12 @@ export function discoveryMessages(options: {
   version: string;
   /** Whether commands and retained lockdowns must be signed (mqtt.commandSecretFile). */
   signed: boolean;
+  /** The lock's `code_format` when Home Assistant's unlocks need a code (mqtt.homeAssistant.codeFile); absent: no code. */
+  codeFormat?: string | null;
+  /** The device's `configuration_url` (mqtt.homeAssistant.configurationUrl). */
+  configurationUrl?: string;
+  /** The origin's `support_url`: the project's address, when package.json names one. */
+  projectUrl?: string | null;
 }): DiscoveryMessage[] {
   const { haPrefix, topics, doors, version, signed } = options;
   const agent = topics.agentId;
@@ -57,8 +105,11 @@ export function discoveryMessages(options: {
     manufacturer: 'door-agent',
     model: 'door-agent',
     sw_version: version,
+    ...(options.configurationUrl ? { configuration_url: options.configurationUrl } : {}),
   };
+  const origin = { name: 'door-agent', sw_version: version, ...(options.projectUrl ? { support_url: options.projectUrl } : {}) };
   const availability = { availability_topic: topics.status, payload_available: 'online', payload_not_available: 'offline' };
+  const code = options.codeFormat ? { code_format: options.codeFormat, command_template: CODE_COMMAND_TEMPLATE } : {};
   const messages: DiscoveryMessage[] = [];
   for (const door of doors) {
     const id = `${agent}_${door.uuid}`;
@@ -81,6 +132,7 @@ export function discoveryMessages(options: {
         optimistic: false,
         qos: 1,
         retain: false,
+        ...code,
         ...availability,
         device,
       },
@@ -119,6 +171,25 @@ export function discoveryMessages(options: {
         },
       });
     }
+    if (door.emergencyRelease) {
+      messages.push({
+        topic: `${haPrefix}/binary_sensor/${id}_emergency/config`,
+        payload: {
+          name: `${door.name} emergency release`,
+          unique_id: `${id}_emergency`,
+          // safety: on reads "Unsafe": the fire alarm input holds the door released.
+          device_class: 'safety',
+          state_topic: state,
+          value_template: EMERGENCY_VALUE_TEMPLATE,
+          payload_on: 'ON',
+          payload_off: 'OFF',
+          qos: 1,
+          icon: 'mdi:fire-alert',
+          ...availability,
+          device,
+        },
+      });
+    }
     if (door.unlockSchedule) {
       messages.push({
         topic: `${haPrefix}/sensor/${id}_schedule/config`,
@@ -138,16 +209,14 @@ export function discoveryMessages(options: {
         },
       });
     }
+    // The payload's own event_type picks the type; its other fields become the event's attributes.
     messages.push({
       topic: `${haPrefix}/event/${id}_access/config`,
       payload: {
         name: `${door.name} access`,
         unique_id: `${id}_access`,
-        // Every audit event comes on the events topic; the template keeps the decisions (an empty rendering is
-        // ignored) and names who opened the door and by which access level.
-        state_topic: topics.events(door.uuid),
-        value_template: ACCESS_EVENT_TEMPLATE,
-        event_types: ['access_granted', 'access_denied'],
+        state_topic: topics.homeAssistantEvents('access', door.uuid),
+        event_types: haEventTypes('access'),
         icon: 'mdi:badge-account',
         qos: 1,
         ...availability,
@@ -159,9 +228,8 @@ export function discoveryMessages(options: {
       payload: {
         name: `${door.name} alarm`,
         unique_id: `${id}_alarm`,
-        // The alarm payload's own event_type picks the type; its other fields become the event's attributes.
-        state_topic: topics.alarm(door.uuid),
-        event_types: [...ALARM_EVENT_TYPES],
+        state_topic: topics.homeAssistantEvents('alarm', door.uuid),
+        event_types: haEventTypes('alarm'),
         icon: 'mdi:alarm-light',
         qos: 1,
         ...availability,
@@ -214,5 +282,35 @@ export function discoveryMessages(options: {
       });
     }
   }
+  const diagnostic = { entity_category: 'diagnostic', qos: 1, ...availability, device } as const;
+  for (const { key, ...sensor } of HEALTH_SENSORS) {
+    const health = { state_topic: topics.health, ...('json_attributes_template' in sensor ? { json_attributes_topic: topics.health } : {}) };
+    messages.push({ topic: `${haPrefix}/sensor/${agent}_${key}/config`, payload: { ...sensor, unique_id: `${agent}_${key}`, ...health, ...diagnostic } });
+  }
+  messages.push({
+    topic: `${haPrefix}/binary_sensor/${agent}_clock_trusted/config`,
+    payload: {
+      name: 'Clock trusted',
+      unique_id: `${agent}_clock_trusted`,
+      state_topic: topics.health,
+      value_template: "{{ 'ON' if value_json.clock_trusted else 'OFF' }}",
+      payload_on: 'ON',
+      payload_off: 'OFF',
+      icon: 'mdi:clock-check-outline',
+      ...diagnostic,
+    },
+  });
+  messages.push({
+    topic: `${haPrefix}/event/${agent}_supervision/config`,
+    payload: {
+      name: 'Supervision',
+      unique_id: `${agent}_supervision`,
+      state_topic: topics.homeAssistantEvents('supervision', null),
+      event_types: haEventTypes('supervision'),
+      icon: 'mdi:shield-alert-outline',
+      ...diagnostic,
+    },
+  });
+  for (const message of messages) message.payload.origin = origin;
   return messages;
 }

@@ -6,7 +6,7 @@ import type { DoorEvents } from '../door/doorEvents.js';
 import type { Component } from '../lifecycle.js';
 import { connectBroker } from '../protocol/connection.js';
 import type { MqttOptions } from '../protocol/options.js';
-import { readCommandSecret } from '../util/secretFiles.js';
+import { readCommandSecret, readHomeAssistantCode } from '../util/secretFiles.js';
 import { Topics } from '../protocol/topics.js';
 import type { AgentStore } from '../store/agentStore.js';
 import { ReplayCache } from '../store/replayCache.js';
@@ -25,6 +25,9 @@ import { DirectoryHandler } from './handlers/directory.js';
 import { OperationsHandler } from './handlers/operations.js';
 import { HomeAssistantHandler } from './handlers/homeAssistant.js';
 import { DoorStateHandler } from './handlers/doorState.js';
+import { HealthHandler, type HealthSources } from './handlers/health.js';
+import { HomeAssistantEventsHandler } from './handlers/homeAssistantEvents.js';
+import { HomeAssistantCode } from './homeAssistantCode.js';
 
 export interface MqttComponentDeps {
   options: MqttOptions;
@@ -37,6 +40,10 @@ export interface MqttComponentDeps {
   timers: Timers;
   logger: Logger;
   version: string;
+  /** The project's address (Home Assistant's discovery origin), when package.json names one. */
+  projectUrl?: string | null;
+  /** What the health message reports beyond MQTT: the cache's revision and age, the clock's trust. */
+  health?: HealthSources;
   /** `P/agents/<id>/sync` arrived (absent without a service). */
   onSyncRequest?: () => void;
   onDirectoryRevision?: (payload: Buffer) => void;
@@ -78,6 +85,8 @@ export class MqttComponent implements Component {
       });
     }
     const secret = readCommandSecret(options.commandSecretFile);
+    const { codeFile } = options.homeAssistant;
+    const haCode = codeFile ? new HomeAssistantCode(readHomeAssistantCode(codeFile), { monoNow: () => clock.monoNow(), logger }) : null;
     const lockdowns = this.deps.lockdowns();
     const guestLinks = store.guestLinks();
     resetOnSwitchToSigned({
@@ -100,11 +109,20 @@ export class MqttComponent implements Component {
       controller: d.lock,
       contact: () => d.contactState(),
       lockdown: () => lockdowns.isLockedDown(d.options.uuid),
-      operations: () => ({ lockdown: lockdowns.effective(d.options.uuid), tamper: d.tamperState(), schedule: d.scheduleState() }),
+      readerOnline: () => d.readerConnected(),
+      emergency: () => d.emergencyReleased(),
+      operations: () => ({
+        lockdown: lockdowns.effective(d.options.uuid),
+        tamper: d.tamperState(),
+        schedule: d.scheduleState(),
+        emergency: d.emergencyReleased(),
+      }),
     }));
     const doorState = new DoorStateHandler({ client, topics, doors, events: store.events, doorEvents, clock, timers, logger, refusals });
-    // The one list of topic families. Connect runs in this order (the door state and availability last: `online`
-    // and the outbox once the rest is in place); stop in the reverse.
+    const haEvents = options.homeAssistant.discovery ? new HomeAssistantEventsHandler({ client, topics, refusals, doorEvents }) : null;
+    // The one list of topic families. Connect runs in this order (the door state and availability near the end:
+    // `online` and the outbox once the rest is in place; then the health, which so reports the outbox as it was at
+    // the connect); stop in the reverse (the health's timers end before the doors are published LOCKED).
     const handlers: MqttHandler[] = [
       new DoorCommandsHandler({
         client,
@@ -118,6 +136,8 @@ export class MqttComponent implements Component {
         timers,
         logger,
         refusals,
+        homeAssistantCode: haCode,
+        onUnlockRefused: haEvents ? (door, reason, error, at) => haEvents.unlockRefused(door, reason, error, at) : undefined,
       }),
       new GuestLinksHandler({
         topics,
@@ -166,16 +186,36 @@ export class MqttComponent implements Component {
               prefix: options.homeAssistant.prefix,
               version: this.deps.version,
               signed: secret !== null,
+              codeFormat: haCode?.format ?? null,
+              configurationUrl: options.homeAssistant.configurationUrl,
+              projectUrl: this.deps.projectUrl ?? null,
               refusals,
             }),
           ]
         : []),
+      ...(haEvents ? [haEvents] : []),
       doorState,
+      new HealthHandler({
+        client,
+        topics,
+        version: this.deps.version,
+        doors,
+        outboxDepth: () => store.events.unpublishedCount(),
+        sources: this.deps.health,
+        doorEvents,
+        clock,
+        timers,
+        logger,
+        refusals,
+      }),
     ];
     this.handlers = new HandlerList(handlers, { client, refusals, logger }).attach();
     this.client = client;
     this.doorState = doorState;
-    store.onEventWritten(() => this.doorState?.eventAppended());
+    store.onEventsDurable(() => this.doorState?.eventAppended());
+    store.onEventWritten((event) => {
+      if (this.handlers) haEvents?.eventWritten(event);
+    });
   }
 
   /**

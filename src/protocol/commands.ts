@@ -13,6 +13,11 @@ export interface ParsedCommand {
   issuedAt?: number;
   /** For signed commands: used for the replay cache. */
   signed: boolean;
+  /**
+   * A command in Home Assistant's form (a plain LOCK, UNLOCK or OPEN, or `{"action":...,"code":...}` from the
+   * lock's command template), with the code the user typed (null: none). Absent for the JSON commands.
+   */
+  homeAssistant?: { code: string | null };
 }
 
 export interface CommandError {
@@ -30,6 +35,12 @@ const PLAIN_COMMANDS = new Map<string, LockAction>([
   ['UNLOCK', { lock: false, seconds: null }],
   ['OPEN', { lock: false, seconds: 'default' }],
 ]);
+
+/** Home Assistant's lock with a code (mqtt.homeAssistant.codeFile): its command template renders this. */
+const homeAssistantCommandSchema = z.strictObject({
+  action: z.enum(['LOCK', 'UNLOCK', 'OPEN'], { error: 'must be LOCK, UNLOCK or OPEN' }),
+  code: z.string().max(1024).nullable().optional(),
+});
 
 /** POST /setlockstatus as JSON, plus the signing fields of docs/mqtt.md (signed commands). */
 const jsonCommandSchema = z.object({
@@ -74,7 +85,7 @@ export function parseCommand(payload: Buffer, ctx: CommandContext): ParsedComman
     if (ctx.secret !== null) {
       return { status: 401, error: `commands must be signed at this door; a plain ${text} is refused`, requestId: null };
     }
-    return { action: plainAction, requestId: null, signed: false };
+    return { action: plainAction, requestId: null, signed: false, homeAssistant: { code: null } };
   }
   let data: unknown;
   try {
@@ -86,6 +97,7 @@ export function parseCommand(payload: Buffer, ctx: CommandContext): ParsedComman
     typeof value === 'object' && value !== null && typeof (value as { request_id?: unknown }).request_id === 'string'
       ? (value as { request_id: string }).request_id.slice(0, 128)
       : null;
+  if (typeof data === 'object' && data !== null && 'action' in data) return parseHomeAssistantCommand(data, ctx);
   const result = jsonCommandSchema.safeParse(data);
   if (!result.success) {
     const problems = problemsFromZod(result.error.issues);
@@ -122,6 +134,18 @@ export function parseCommand(payload: Buffer, ctx: CommandContext): ParsedComman
   }
   if (ctx.seen(cmd.request_id)) return { status: 409, error: `request_id ${cmd.request_id} was already executed`, requestId };
   return { action, requestId, signed: true, issuedAt: cmd.issued_at };
+}
+
+/** `{"action":"UNLOCK","code":"1234"}`: Home Assistant cannot sign, so it is refused like a plain word in signed mode. */
+function parseHomeAssistantCommand(data: object, ctx: CommandContext): ParsedCommand | CommandError {
+  const result = homeAssistantCommandSchema.safeParse(data);
+  if (!result.success) {
+    const problems = problemsFromZod(result.error.issues);
+    return { status: 400, error: problems.map((p) => `${p.path}: ${p.message}`).join('; '), requestId: null };
+  }
+  const { action, code } = result.data;
+  if (ctx.secret !== null) return { status: 401, error: `commands must be signed at this door; Home Assistant's ${action} is refused`, requestId: null };
+  return { action: PLAIN_COMMANDS.get(action)!, requestId: null, signed: false, homeAssistant: { code: code ?? null } };
 }
 
 export function isCommandError(value: ParsedCommand | CommandError): value is CommandError {

@@ -4,7 +4,7 @@ import type { LockStateName } from '../core/relay.js';
  * What the agent publishes about each door (docs/mqtt.md, "Door state" and "Alarms"):
  * - `P/doors/<uuid>/state`, retained: `{"state":"UNLOCKED","relock_at":ISO|null,"door":"OPEN"|"CLOSED"|null,
  *   "changed_at":ISO,"cause":"...","lockdown":bool,"lockdown_scope":"door"|"agent"|null,"lockdown_by":...,
- *   "tamper":"ON"|"OFF"|null,"schedule":{"state":...,"next_change":ISO|null}|null}`;
+ *   "tamper":"ON"|"OFF"|null,"schedule":{"state":...,"next_change":ISO|null}|null,"emergency":bool}`;
  * - `P/doors/<uuid>/alarm`, QoS 1, not retained: the alarm's fields with `event_type`, `door` and `at`;
  * - `P/agents/<id>/status`, retained (and the last will): `online` / `offline`.
  */
@@ -20,11 +20,15 @@ export interface LockFields {
   cause: string;
 }
 
-/** The door's state beyond its lock and contact: its lockdown (own or the agent's), tamper input, unlock schedule. */
+/**
+ * The door's state beyond its lock and contact: its lockdown (own or the agent's), tamper input, unlock schedule,
+ * and whether the emergency input holds it released (always false for a door the input does not release).
+ */
 export interface DoorOperationsFields {
   lockdown: { active: boolean; scope: 'door' | 'agent' | null; by: string | null };
   tamper: 'ON' | 'OFF' | null;
   schedule: { state: string; nextChange: number | null } | null;
+  emergency?: boolean;
 }
 
 const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
@@ -46,6 +50,7 @@ export function doorStatePayload(lock: LockFields, door: 'OPEN' | 'CLOSED' | nul
       lockdown_by: lockdown.by,
       tamper: operations.tamper,
       schedule: schedule === null ? null : { state: schedule.state, next_change: iso(schedule.nextChange) },
+      emergency: operations.emergency ?? false,
     });
   }
   return JSON.stringify(payload);
@@ -56,7 +61,7 @@ export function stoppedDoorStatePayload(door: 'OPEN' | 'CLOSED' | null, at: numb
   return JSON.stringify({ state: 'LOCKED', relock_at: null, door, changed_at: iso(at), cause: 'agent stopped' });
 }
 
-/** An alarm: duress, tamper, door_forced, door_held_open. */
+/** An alarm: duress, tamper, door_forced, door_held_open, and the emergency input's (store/eviction.ts ALARM_TYPES). */
 export function alarmPayload(door: string, type: string, data: Record<string, unknown>, at: number): string {
   return JSON.stringify({ ...data, event_type: type, door, at: iso(at) });
 }

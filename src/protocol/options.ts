@@ -19,5 +19,12 @@ export interface MqttOptions {
   keepaliveSeconds: number;
   /** 5, or 4 (MQTT 3.1.1) for brokers without MQTT 5. */
   protocolVersion: 4 | 5;
-  homeAssistant: { discovery: boolean; prefix: string };
+  homeAssistant: {
+    discovery: boolean;
+    prefix: string;
+    /** The code Home Assistant's unlocks must carry, in a file (util/secretFiles.ts readHomeAssistantCode). */
+    codeFile?: string;
+    /** The device's configuration_url in Home Assistant. */
+    configurationUrl?: string;
+  };
 }

@@ -84,4 +84,12 @@ export class Topics extends DoorTopics {
   get agentLockdownState(): string {
     return `${this.prefix}/agents/${this.agentId}/lockdown/state`;
   }
+  /** Retained JSON: the agent's health (protocol/health.ts), every minute and on a change (out). */
+  get health(): string {
+    return `${this.prefix}/agents/${this.agentId}/health`;
+  }
+  /** `{"event_type":...}` for one of Home Assistant's event entities: a door's (`door` given) or the agent's (out). */
+  homeAssistantEvents(entity: string, door: string | null): string {
+    return door === null ? `${this.prefix}/agents/${this.agentId}/ha/${entity}` : `${this.prefix}/doors/${door}/ha/${entity}`;
+  }
 }

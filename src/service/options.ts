@@ -15,6 +15,8 @@ export interface SmtpOptions {
 /** The reference service's own settings (the `server` section). */
 export interface ServerOptions {
   listen: string;
+  /** GET /metrics on a listener of its own (HOST:PORT), apart from the API; absent: no metrics. */
+  metrics?: { listen: string };
   dataDir: string;
   lockReplyTimeoutSeconds: number;
   resources: ServiceResource[];

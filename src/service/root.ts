@@ -4,7 +4,9 @@ import { join } from 'node:path';
 import { readCommandSecret, type Env } from '../util/secretFiles.js';
 import type { MqttOptions } from '../protocol/options.js';
 import type { Clock } from '../util/clock.js';
-import { DoorAgentError } from '../util/errors.js';
+import { cannotListen, splitListen } from '../util/listenAddress.js';
+import { serveMetrics, type MetricsServer } from '../util/metricsServer.js';
+import { VERSION } from '../version.js';
 import { openServiceDatabase, type ServiceDb } from './database.js';
 import { ServiceMqtt, type RetainedState } from './doorsMqtt.js';
 import { readHolidaysFile } from './holidaysFile.js';
@@ -22,6 +24,8 @@ function definedOnly<T extends object>(values: T): Partial<T> {
 export interface RunningService {
   /** The base URL it answers on (http://host:port). */
   url: string;
+  /** Where GET /metrics answers (http://host:port/metrics); null without server.metrics. */
+  metricsUrl: string | null;
   db: ServiceDb;
   stop(): Promise<void>;
 }
@@ -73,6 +77,8 @@ export async function startService(
     else deps.logger.warn({ file: server.holidaysFile }, 'server.holidaysFile is set but there is no mqtt section: the holidays reach no door');
   }
   const mailer = new Mailer(db, server.smtp, deps.logger.child({ component: 'mail' }));
+  // Loaded only when configured: a service without metrics never loads prom-client.
+  const metrics = server.metrics ? new (await import('./serviceMetrics.js')).ServiceMetrics(VERSION) : undefined;
   const app = buildService({
     db,
     clock: deps.clock,
@@ -82,6 +88,7 @@ export async function startService(
     mailer,
     lockReplyTimeoutMs: server.lockReplyTimeoutSeconds * 1000,
     ...(server.pinLabels ? { pinLabels: server.pinLabels } : {}),
+    ...(metrics ? { metrics } : {}),
     http: definedOnly({
       headersTimeoutSeconds: server.headersTimeoutSeconds,
       requestTimeoutSeconds: server.requestTimeoutSeconds,
@@ -101,24 +108,24 @@ export async function startService(
       onRequest(request.method ?? '', (request.url ?? '').split('?')[0]!, response),
     );
   void mailer.flush();
-  const separator = server.listen.lastIndexOf(':');
-  const host = server.listen.slice(0, separator).replace(/^\[|\]$/g, '');
-  const port = Number(server.listen.slice(separator + 1));
+  const { host, port } = splitListen(server.listen);
   try {
     await app.listen({ host, port });
   } catch (err) {
     await doors?.close();
     db.close();
-    const code = (err as NodeJS.ErrnoException).code;
-    const hint =
-      code === 'EADDRINUSE'
-        ? ': another program already listens there (stop it, or change server.listen)'
-        : code === 'EADDRNOTAVAIL'
-          ? ': this machine has no such address (change server.listen)'
-          : code === 'EACCES'
-            ? ': permission denied (ports below 1024 need privileges; use a higher port)'
-            : '';
-    throw new DoorAgentError(`cannot listen on ${server.listen} (server.listen): ${(err as Error).message}${hint}`, { cause: err });
+    throw cannotListen(err, server.listen, 'server.listen');
+  }
+  let metricsServer: MetricsServer | null = null;
+  if (metrics && server.metrics) {
+    try {
+      metricsServer = await serveMetrics(metrics.registry, server.metrics.listen, 'server.metrics.listen', deps.logger.child({ component: 'metrics' }));
+    } catch (err) {
+      await app.close();
+      await doors?.close();
+      db.close();
+      throw err;
+    }
   }
   const address = app.addresses()[0];
   const listening =
@@ -126,8 +133,10 @@ export async function startService(
   deps.logger.info({ listen: listening }, 'service ready');
   return {
     url: `http://${listening}`,
+    metricsUrl: metricsServer ? `http://${metricsServer.address}/metrics` : null,
     db,
     async stop() {
+      await metricsServer?.close();
       await app.close();
       await doors?.close();
       db.close();

@@ -14,6 +14,7 @@ import type { Mailer } from './mailer.js';
 import type { ServiceResource } from './options.js';
 import type { PinMasking } from './pinMasking.js';
 import type { Refusals } from './refusals.js';
+import type { ServiceMetrics } from './serviceMetrics.js';
 import type { UserStore } from './users.js';
 
 /*
@@ -41,6 +42,8 @@ export interface ServiceDeps {
   loadLimits?: Partial<LoadLimits>;
   /** Called as each GET /directory answer starts being built (tests count the builds; a promise returned holds it). */
   onDirectoryBuild?: (variant: DirectoryVariant) => void | Promise<void>;
+  /** Counts and times the requests, reads the directory revision (with server.metrics). */
+  metrics?: ServiceMetrics;
 }
 
 /** The service's load: the bounds in force, what is in flight, and the requests refused. */

@@ -115,6 +115,7 @@ export function buildService(deps: ServiceDeps): FastifyInstance {
   app.addHook('onClose', async () => {
     if (pending !== null) clearTimeout(pending);
   });
+  deps.metrics?.instrument(app, () => directory.revision().revision);
 
   // The key of every request, from a header, the query string or the body (keyCheck.ts).
   const keyCheck = registerKeyCheck(app, {

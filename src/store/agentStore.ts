@@ -3,11 +3,12 @@ import type { Component } from '../lifecycle.js';
 import type { Timers } from '../util/clock.js';
 import { CredentialCache } from './credentialCache.js';
 import { cachePath, openDatabase, openStateDatabase, statePath, type Db } from './database.js';
-import { EventLog } from './eventLog.js';
+import { EventLog, type WireEvent } from './eventLog.js';
 import { GuestLinkStore } from './guestLinkStore.js';
 import { PendingWrites } from './pendingWrites.js';
 import { ReplayCache } from './replayCache.js';
-import { writeRuntimeStatus, type BrokerRefusal, type RuntimeStatus } from './runtimeStatus.js';
+import { writeRuntimeStatus, type BrokerRefusal, type EmergencyRuntime, type RuntimeStatus } from './runtimeStatus.js';
+import { WalSync } from './walSync.js';
 
 export interface AgentStoreOptions {
   dataDir: string;
@@ -40,17 +41,34 @@ export class AgentStore implements Component {
   private db_: Db | null = null;
   private state_: Db | null = null;
   private events_: EventLog | null = null;
-  private readonly eventListeners: Array<() => void> = [];
+  private walSync: WalSync | null = null;
+  /** Told when events are durable (the outbox), and of each event as it is written (live notifications). */
+  private readonly durableListeners: Array<() => void> = [];
+  private readonly eventListeners: Array<(event: WireEvent) => void> = [];
   private readonly status: RuntimeStatus;
 
   constructor(private readonly options: AgentStoreOptions) {
-    this.writes = new PendingWrites({ timers: options.timers, logger: options.logger });
+    this.writes = new PendingWrites({
+      timers: options.timers,
+      logger: options.logger,
+      runWrite: (write) => (this.walSync ? this.walSync.run(write) : write()),
+    });
     this.status = { pid: options.pid, startedAt: new Date(options.wallNow()).toISOString(), stoppedAt: null, readers: {} };
   }
 
   start(): void {
     this.db_ = openDatabase(cachePath(this.options.dataDir), { busyTimeoutMs: DAEMON_BUSY_TIMEOUT_MS });
     this.state_ = openStateDatabase(statePath(this.options.dataDir), { busyTimeoutMs: DAEMON_BUSY_TIMEOUT_MS });
+    // state.db's writes are committed at once and synced right after on libuv's thread pool: the event loop never
+    // waits for the disk, neither before nor after a relay moves (a crash of the process loses nothing).
+    this.walSync = new WalSync(this.state_, {
+      timers: this.options.timers,
+      onError: (err, failures) => {
+        // One line at the first failure and then at powers of two: a failing disk must not also flood the journal.
+        if ((failures & (failures - 1)) === 0)
+          this.options.logger.error({ err, failures }, 'cannot sync the state database: retrying; events wait to be published');
+      },
+    });
     this.events_ = new EventLog(this.state_, {
       agentId: this.options.agentId,
       maxEvents: this.options.maxEvents,
@@ -61,8 +79,12 @@ export class AgentStore implements Component {
           'audit log past agent.maxEvents: events the broker has not acknowledged are kept, never evicted (see door-agent status)',
         ),
       writes: this.writes,
+      walSync: this.walSync,
       onAppend: () => {
-        for (const listener of this.eventListeners) listener();
+        for (const listener of this.durableListeners) listener();
+      },
+      onWritten: (event) => {
+        for (const listener of this.eventListeners) listener(event);
       },
     });
     this.saveStatus();
@@ -73,6 +95,9 @@ export class AgentStore implements Component {
     this.saveStatus();
     this.writes.flush();
     this.writes.stop();
+    if (this.state_?.open) this.walSync?.syncNow();
+    this.walSync?.close();
+    this.walSync = null;
     this.state_?.close();
     this.state_ = null;
     this.db_?.close();
@@ -96,9 +121,15 @@ export class AgentStore implements Component {
     return this.events_;
   }
 
-  /** Called once per event written (the MQTT outbox then publishes it). */
-  onEventWritten(listener: () => void): void {
+  /** Called once per event written, with the event (the MQTT outbox then publishes it). */
+  /** `listener` hears of each event as it is committed (before it is durable: not for the outbox). */
+  onEventWritten(listener: (event: WireEvent) => void): void {
     this.eventListeners.push(listener);
+  }
+
+  /** `listener` is told when events are durable: the outbox may publish them. */
+  onEventsDurable(listener: () => void): void {
+    this.durableListeners.push(listener);
   }
 
   credentials(): CredentialCache {
@@ -135,6 +166,11 @@ export class AgentStore implements Component {
   /** The power inputs as they are now (shown by `door-agent status`). */
   setPower(power: NonNullable<RuntimeStatus['power']>): void {
     this.status.power = power;
+  }
+
+  /** The emergency input as it reads now (shown by `door-agent status`). */
+  setEmergency(emergency: EmergencyRuntime): void {
+    this.status.emergency = emergency;
     this.saveStatus();
   }
 

@@ -1,7 +1,8 @@
 import type { Statement } from 'better-sqlite3';
 import type { Db } from './database.js';
 import type { PendingWrites } from './pendingWrites.js';
-import { Eviction, evictedCount } from './eviction.js';
+import { ALARM_TYPES, Eviction, evictedCount } from './eviction.js';
+import type { WalSync } from './walSync.js';
 
 export type EventType =
   | 'access_granted'
@@ -40,7 +41,11 @@ export type EventType =
   | 'battery_ok'
   | 'link_lost'
   | 'link_restored'
-  | 'config_changed';
+  | 'config_changed'
+  | 'emergency_release'
+  | 'emergency_cleared'
+  | 'emergency_wiring'
+  | 'emergency_wiring_cleared';
 
 export interface NewEvent {
   type: EventType;
@@ -80,10 +85,19 @@ export interface EventLogStats {
 export interface EventLogOptions {
   agentId: string;
   maxEvents: number;
-  /** Called once an event is written (the outbox then publishes it). */
+  /** Called once an event is written, and durable with `walSync` (the outbox then publishes it). */
   onAppend?: () => void;
+  /** Called with each event as it is committed (live notifications, e.g. Home Assistant: not the audit trail). */
+  onWritten?: (event: WireEvent) => void;
   /** The daemon's retry queue: an event that cannot be written now waits in memory, in order, never lost. */
   writes?: PendingWrites;
+  /**
+   * The daemon (store/walSync.ts): events are committed with synchronous=NORMAL, as its pending writes run them,
+   * and made durable off the event loop; the outbox is given only durable ones (a power cut must not take back
+   * an event the broker has, whose seq would be used again). An alarm is synced before `append` returns, as
+   * synchronous=FULL would have: it goes out at once, naming its seq.
+   */
+  walSync?: WalSync;
   /** Events go out over MQTT: an event not yet published is never evicted, whatever maxEvents says. */
   keepUnpublished?: boolean;
   /**
@@ -93,18 +107,26 @@ export interface EventLogOptions {
   onOverCap?: (oldestKept: number) => void;
 }
 
+const ALARMS: ReadonlySet<string> = new Set<string>(ALARM_TYPES);
+
 /**
  * The audit log and MQTT outbox: every decision and door event with a sequence number, written with
- * synchronous=FULL so it survives a crash. Bounded: past `maxEvents` the oldest are evicted and counted, never an
+ * synchronous=FULL so it survives a crash (the daemon: synced right after, off the event loop, see `walSync`). Bounded: past `maxEvents` the oldest are evicted and counted, never an
  * unpublished one nor one of the last KEPT_ALARMS alarms (store/eviction.ts).
  */
 export class EventLog {
   private readonly insert: Statement<[number, string | null, string, string]>;
+  private readonly insertTransaction: (event: NewEvent, payload: string) => number;
   private readonly eviction: Eviction;
   private readonly oldestUnpublished: Statement<[number], { seq: number }>;
   private overCap = false;
   private readonly after: Statement<[number, number], EventRow>;
+  private readonly unpublishedAfter: Statement<[number, number, number], EventRow>;
+  private readonly mark: Statement<[number, number]>;
   private nextKey = 0;
+  /** With walSync: the newest seq known durable, and the seqs committed since with the sync ticket covering each. */
+  private durableSeq = Number.MAX_SAFE_INTEGER;
+  private readonly awaitingSync: Array<{ ticket: number; seq: number }> = [];
 
   constructor(
     private readonly db: Db,
@@ -114,6 +136,29 @@ export class EventLog {
     this.eviction = new Eviction(db, { maxEvents: options.maxEvents, keepUnpublished: options.keepUnpublished ?? false });
     this.oldestUnpublished = db.prepare('SELECT seq FROM events WHERE published_at IS NULL AND seq <= ? ORDER BY seq LIMIT 1');
     this.after = db.prepare('SELECT * FROM events WHERE seq > ? ORDER BY seq LIMIT ?');
+    this.unpublishedAfter = db.prepare('SELECT * FROM events WHERE published_at IS NULL AND seq > ? AND seq <= ? ORDER BY seq LIMIT ?');
+    this.mark = db.prepare('UPDATE events SET published_at = ? WHERE seq = ?');
+    this.insertTransaction = db.transaction((event: NewEvent, payload: string) => {
+      const inserted = Number(this.insert.run(event.at, event.door, event.type, payload).lastInsertRowid);
+      this.eviction.inserted(inserted, event.type);
+      return inserted;
+    });
+    const { walSync } = options;
+    if (walSync) {
+      // What is in the log at start is made durable first (a crash of the last run may have left it unsynced).
+      walSync.syncNow();
+      this.durableSeq = (db.prepare('SELECT coalesce(max(seq), 0) FROM events').pluck().get() as number) ?? 0;
+      walSync.onSynced((upTo) => this.synced(upTo));
+    }
+  }
+
+  /** A sync covering tickets up to `upTo` finished: the events it covers go to the outbox. */
+  private synced(upTo: number): void {
+    let durable = this.durableSeq;
+    while (this.awaitingSync.length > 0 && this.awaitingSync[0]!.ticket <= upTo) durable = this.awaitingSync.shift()!.seq;
+    if (durable === this.durableSeq) return;
+    this.durableSeq = durable;
+    this.options.onAppend?.();
   }
 
   /**
@@ -123,15 +168,20 @@ export class EventLog {
   append(event: NewEvent): WireEvent | null {
     const payload = JSON.stringify(event.data ?? {});
     let wire: WireEvent | null = null;
+    const { walSync } = this.options;
     const write = () => {
-      const seq = this.db.transaction(() => {
-        const inserted = Number(this.insert.run(event.at, event.door, event.type, payload).lastInsertRowid);
-        this.eviction.inserted(inserted, event.type);
-        return inserted;
-      })();
+      const seq = walSync ? walSync.run(() => this.insertTransaction(event, payload)) : this.insertTransaction(event, payload);
       if (seq % 100 === 0) this.checkOverCap(); // a look every 100 events is enough
-      wire = this.toWire({ seq, at: event.at, door_uuid: event.door, type: event.type, payload, published_at: null });
-      this.options.onAppend?.();
+      const written = this.toWire({ seq, at: event.at, door_uuid: event.door, type: event.type, payload, published_at: null });
+      wire = written;
+      this.options.onWritten?.(written);
+      if (!walSync) {
+        this.options.onAppend?.();
+        return;
+      }
+      this.awaitingSync.push({ ticket: walSync.ticket, seq });
+      // As synchronous=FULL would: durable before the alarm goes out naming it (the outbox hears of it too).
+      if (ALARMS.has(event.type)) walSync.syncNow();
     };
     if (this.options.writes) this.options.writes.run(`event-${this.nextKey++}`, write);
     else write();
@@ -154,26 +204,33 @@ export class EventLog {
     return row.n;
   }
 
-  /** Events not yet published (PUBACK not received), oldest first, after `afterSeq`. */
+  /** Events not yet published (PUBACK not received), oldest first, after `afterSeq`; with walSync only durable ones. */
   unpublished(afterSeq: number, limit: number): WireEvent[] {
-    return (this.db.prepare('SELECT * FROM events WHERE published_at IS NULL AND seq > ? ORDER BY seq LIMIT ?').all(afterSeq, limit) as EventRow[]).map((row) =>
-      this.toWire(row),
-    );
+    return this.unpublishedAfter.all(afterSeq, this.durableSeq, limit).map((row) => this.toWire(row));
   }
 
-  /** Marks events as published, in one transaction (one fsync for a whole batch of PUBACKs). */
+  /**
+   * Marks events as published, in one transaction (one commit for a whole batch of PUBACKs). With walSync it is
+   * not waited for: lost to a power cut, the events are published again, with the same ids.
+   */
   markPublished(seqs: readonly number[], at: number): void {
     if (seqs.length === 0) return;
-    const mark = this.db.prepare('UPDATE events SET published_at = ? WHERE seq = ?');
-    this.db.transaction(() => {
-      for (const seq of seqs) mark.run(at, seq);
+    const mark = this.db.transaction(() => {
+      for (const seq of seqs) this.mark.run(at, seq);
       this.eviction.published(seqs);
-    })();
+    });
+    if (this.options.walSync) this.options.walSync.run(mark);
+    else mark();
   }
 
   /** Events with seq > `since`, oldest first. */
   since(since: number, limit = 1000): WireEvent[] {
     return this.after.all(since, limit).map((row) => this.toWire(row));
+  }
+
+  /** Events not yet published: the outbox's depth (counted on the partial index, without a scan of the log). */
+  unpublishedCount(): number {
+    return (this.db.prepare('SELECT count(*) AS n FROM events WHERE published_at IS NULL').get() as { n: number }).n;
   }
 
   stats(): EventLogStats {

@@ -3,7 +3,16 @@ import type { Db } from './database.js';
 import { readMeta, writeMeta } from './meta.js';
 
 /** The event types raised as alarms (`P/doors/<uuid>/alarm`): the last KEPT_ALARMS of them are never evicted. */
-export const ALARM_TYPES = ['duress', 'tamper', 'door_forced', 'door_held_open'] as const;
+export const ALARM_TYPES = [
+  'duress',
+  'tamper',
+  'door_forced',
+  'door_held_open',
+  'emergency_release',
+  'emergency_cleared',
+  'emergency_wiring',
+  'emergency_wiring_cleared',
+] as const;
 
 /** How many of the most recent alarm events eviction keeps, however many other events come after them. @internal */
 export const KEPT_ALARMS = 1000;

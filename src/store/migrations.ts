@@ -180,4 +180,7 @@ export const STATE_MIGRATIONS: readonly Migration[] = [
   `,
   // Eviction keeps the last alarms (store/alarmRetention.ts): found through this index, whatever else the log holds.
   `CREATE INDEX events_alarms ON events (seq) WHERE type IN ('duress', 'tamper', 'door_forced', 'door_held_open');`,
+  // The emergency input's alarms (issue 30 item 1) join them: the index's condition stays the eviction's (ALARM_TYPES).
+  `DROP INDEX events_alarms;
+  CREATE INDEX events_alarms ON events (seq) WHERE type IN ('duress', 'tamper', 'door_forced', 'door_held_open', 'emergency_release', 'emergency_cleared', 'emergency_wiring', 'emergency_wiring_cleared');`,
 ];

@@ -6,6 +6,11 @@ export interface PendingWritesOptions {
   logger: Logger;
   /** How many writes may wait in memory; past it the newest are refused and counted (see `refused`). */
   maxPending?: number;
+  /**
+   * How each write is run: the daemon's commits state.db without waiting for the disk, and syncs it right after
+   * off the event loop (store/walSync.ts). Default: the write as it is.
+   */
+  runWrite?: (write: () => void) => void;
 }
 
 const FIRST_RETRY_MS = 100;
@@ -26,13 +31,17 @@ export class PendingWrites {
   private refusedCount = 0;
   private stopped = false;
 
-  constructor(private readonly options: PendingWritesOptions) {}
+  private readonly runWrite: (write: () => void) => void;
+
+  constructor(private readonly options: PendingWritesOptions) {
+    this.runWrite = options.runWrite ?? ((write) => write());
+  }
 
   /** Runs `write` now, or after the writes already waiting. */
   run(key: string, write: () => void): void {
     if (this.queue.size === 0) {
       try {
-        write();
+        this.runWrite(write);
         return;
       } catch (err) {
         this.failed(err);
@@ -59,7 +68,7 @@ export class PendingWrites {
   flush(): boolean {
     for (const [key, write] of this.queue) {
       try {
-        write();
+        this.runWrite(write);
       } catch (err) {
         this.failed(err);
         this.arm();

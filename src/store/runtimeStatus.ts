@@ -16,6 +16,17 @@ export interface RuntimeStatus {
   refused?: BrokerRefusal[];
   /** The power inputs (the power section): null for one not configured; absent without the section. */
   power?: { mains: 'present' | 'lost' | null; battery: 'ok' | 'low' | null };
+  /** The emergency input as the daemon reads it (absent without one). */
+  emergency?: EmergencyRuntime;
+}
+
+/** The emergency (fire alarm) input: its reading, whether its doors are released, a wiring fault reported. */
+export interface EmergencyRuntime {
+  reading: 'normal' | 'alarm' | 'wiring_open' | 'wiring_short';
+  active: boolean;
+  /** Since when it reads that (ISO). */
+  since: string;
+  wiringFault: 'open' | 'short' | null;
 }
 
 /** A topic the broker refused (MQTT 5 PUBACK or SUBACK reason code >= 0x80). */

@@ -78,3 +78,43 @@ export function readCommandSecret(file: string | undefined): string | null {
   }
   return secret;
 }
+
+/** The shortest Home Assistant code taken: fewer characters are guessed in a few tries at the lock's dialog. */
+export const MIN_HOME_ASSISTANT_CODE_LENGTH = 4;
+const MAX_HOME_ASSISTANT_CODE_LENGTH = 256;
+
+/**
+ * The code Home Assistant asks for before it unlocks (mqtt.homeAssistant.codeFile): the file's content without
+ * its trailing newline, MIN_HOME_ASSISTANT_CODE_LENGTH to 256 characters, in a file others cannot read (mode
+ * 0600 or 0640). A missing, empty, short or world-readable file is a configuration error (exit 78) naming the
+ * key and the file, never the code.
+ */
+export function readHomeAssistantCode(file: string): string {
+  const keyPath = 'mqtt.homeAssistant.codeFile';
+  let fd: number;
+  try {
+    fd = openSync(file, 'r');
+  } catch (err) {
+    throw new DoorAgentError(`${keyPath}: cannot read ${file}: ${describeFsError(err)}`, { cause: err, exitCode: EXIT_INVALID_CONFIG });
+  }
+  try {
+    const stat = fstatSync(fd);
+    if ((stat.mode & 0o007) !== 0) {
+      throw new DoorAgentError(`${keyPath}: ${file} is readable by others (mode ${(stat.mode & 0o777).toString(8)}): chmod 600 ${file}`, {
+        exitCode: EXIT_INVALID_CONFIG,
+      });
+    }
+    const code = readFileSync(fd, 'utf8').replace(/\r?\n$/, '');
+    if (code === '') throw new DoorAgentError(`${keyPath}: ${file} is empty`, { exitCode: EXIT_INVALID_CONFIG });
+    const length = [...code].length;
+    if (length < MIN_HOME_ASSISTANT_CODE_LENGTH || length > MAX_HOME_ASSISTANT_CODE_LENGTH) {
+      throw new DoorAgentError(
+        `${keyPath}: ${file} holds a code of ${length} characters; it must have ${MIN_HOME_ASSISTANT_CODE_LENGTH} to ${MAX_HOME_ASSISTANT_CODE_LENGTH}`,
+        { exitCode: EXIT_INVALID_CONFIG },
+      );
+    }
+    return code;
+  } finally {
+    closeSync(fd);
+  }
+}

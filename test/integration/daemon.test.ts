@@ -1,6 +1,6 @@
 import { spawn } from 'node:child_process';
 import Database from 'better-sqlite3';
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { CLI, DOOR_UUID, ROOT, runCli, tempDir, writeConfig } from '../support/cli.js';
@@ -349,6 +349,8 @@ describe('door-agent run', () => {
     await second.waitForMessage('door-agent ready');
     expect(second.logs.find((l) => l.msg === 'resumed an unlock from before the restart')).toBeUndefined();
     expect(readLevel(s.relay)).toBe('0');
+    // The LOCKED record is written off the event loop right after the relay moved (store/doorState.ts).
+    await waitUntil(() => existsSync(join(s.dir, `data/doors/${DOOR_UUID}.json`)) && saved().state === 'LOCKED', 5000, 'the LOCKED record');
     expect(saved()).toMatchObject({ state: 'LOCKED', cause: 'clock not synchronized at start' });
   });
 

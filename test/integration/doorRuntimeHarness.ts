@@ -8,6 +8,7 @@ import { KeypadGuesses } from '../../src/door/keypadGuesses.js';
 import type { Level } from '../../src/core/relay.js';
 import { AccessChecker } from '../../src/door/accessChecker.js';
 import { DoorRuntime, type AlarmType } from '../../src/door/doorRuntime.js';
+import type { DecisionMetrics } from '../../src/door/credentialFlow.js';
 import { LockController } from '../../src/door/lockController.js';
 import { credentialsFrom } from '../../src/readers/reader.js';
 import type { ReaderFrame } from '../../src/readers/readerFrames.js';
@@ -73,6 +74,8 @@ export interface SetupMore {
   snapshot?: Snapshot | string;
   /** Whether the door is in lockdown (asked at each decision, as the daemon's Lockdowns answer). */
   lockdown?: () => boolean;
+  /** What the agent's metrics are told of each decision. */
+  metrics?: DecisionMetrics;
 }
 
 function setup(dir: string, name: string, overrides: Partial<DoorOptions>, cleanups: Array<() => void>, more: SetupMore) {
@@ -123,6 +126,7 @@ doors: [ { uuid: ${DOOR_UUID}, resourceId: 12, relay: { pin: 17 }, unlockSeconds
     keypad,
     events,
     lockdown: more.lockdown,
+    metrics: more.metrics,
     clock: time,
     timers: time,
     logger,

@@ -33,7 +33,7 @@ export class FakeGpio implements GpioDriver {
 
   openInput(pin: number, onChange: (level: Level) => void, idleLevel: Level): GpioInput {
     this.log.push(`open in ${pin}`);
-    // A level the test set before the input was opened stays (a switch already open at start).
+    // A level set before the open (an input already active when the agent starts) stays; otherwise it starts idle.
     if (!this.levels.has(pin)) this.levels.set(pin, idleLevel);
     this.inputs.set(pin, onChange);
     return {
@@ -43,7 +43,7 @@ export class FakeGpio implements GpioDriver {
     };
   }
 
-  /** Drives an input pin from outside (a button pressed, a door opened). */
+  /** Drives an input pin from outside (a button pressed, a door opened); before its open, the level it starts at. */
   set(pin: number, level: Level): void {
     this.levels.set(pin, level);
     this.inputs.get(pin)?.(level);

@@ -3,6 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { parseConfig } from '../../src/config/load.js';
 import type { DoorOptions } from '../../src/door/options.js';
 import { discoveryMessages, type DiscoveryMessage } from '../../src/mqtt/discovery.js';
+import { parseHealth } from '../../src/protocol/health.js';
 import { parseLockdownMessage } from '../../src/protocol/lockdown.js';
 import { Topics } from '../../src/protocol/topics.js';
 
@@ -17,7 +18,7 @@ const HA = 'homeassistant';
  * Doors as the real config parser produces them: Front door without a contact, Back door with one, Side door
  * with a tamper input and an unlock schedule (weekdays 8-17).
  */
-function doors(): DoorOptions[] {
+function doors(extra = ''): DoorOptions[] {
   return parseConfig(
     `agent: { id: ${AGENT}, dataDir: /tmp/unused, timezone: Europe/Berlin }
 access: { groups: [Staff] }
@@ -38,13 +39,14 @@ doors:
     relay: { pin: 23 }
     tamper: { pin: 24 }
     unlockSchedule: [[], [[8, 17]], [[8, 17]], [[8, 17]], [[8, 17]], [[8, 17]], []]
+${extra}
 `,
     'test config',
   ).doors;
 }
 
-function messages(ha = HA, signed = false): DiscoveryMessage[] {
-  return discoveryMessages({ haPrefix: ha, topics: new Topics(P, AGENT), doors: doors(), version: '1.2.3', signed });
+function messages(ha = HA, signed = false, more: { codeFormat?: string; configurationUrl?: string; projectUrl?: string } = {}, extra = ''): DiscoveryMessage[] {
+  return discoveryMessages({ haPrefix: ha, topics: new Topics(P, AGENT), doors: doors(extra), version: '1.2.3', signed, ...more });
 }
 
 function byTopic(topic: string, signed = false): Record<string, unknown> {
@@ -61,6 +63,13 @@ const AVAILABILITY = {
   payload_not_available: 'offline',
 };
 const LOCKDOWN_TOPIC = `${P}/agents/${AGENT}/lockdown`;
+const HEALTH_TOPIC = `${P}/agents/${AGENT}/health`;
+/** The agent's diagnostic entities: from the health message, and its supervision events. */
+const AGENT_DIAGNOSTICS = [
+  ...['outbox_depth', 'cache_age', 'readers_online', 'event_loop_lag', 'uptime'].map((key) => `${HA}/sensor/${AGENT}_${key}/config`),
+  `${HA}/binary_sensor/${AGENT}_clock_trusted/config`,
+  `${HA}/event/${AGENT}_supervision/config`,
+];
 const LOCKDOWN_STATE_TOPIC = `${P}/agents/${AGENT}/lockdown/state`;
 
 const expectedDevice = {
@@ -108,6 +117,7 @@ const LOCK_OPTIONS = new Set([
   'json_attributes_topic',
   'name',
   'object_id',
+  'origin',
   'optimistic',
   'payload_available',
   'payload_lock',
@@ -148,6 +158,7 @@ const BINARY_SENSOR_OPTIONS = new Set([
   'json_attributes_topic',
   'name',
   'object_id',
+  'origin',
   'off_delay',
   'payload_available',
   'payload_not_available',
@@ -178,6 +189,7 @@ const SWITCH_OPTIONS = new Set([
   'json_attributes_topic',
   'name',
   'object_id',
+  'origin',
   'optimistic',
   'payload_available',
   'payload_not_available',
@@ -210,6 +222,7 @@ const EVENT_OPTIONS = new Set([
   'json_attributes_topic',
   'name',
   'object_id',
+  'origin',
   'payload_available',
   'payload_not_available',
   'platform',
@@ -238,6 +251,7 @@ const SENSOR_OPTIONS = new Set([
   'last_reset_value_template',
   'name',
   'object_id',
+  'origin',
   'options',
   'payload_available',
   'payload_not_available',
@@ -258,6 +272,8 @@ const OPTIONS_BY_COMPONENT: Record<string, Set<string>> = {
   event: EVENT_OPTIONS,
   sensor: SENSOR_OPTIONS,
 };
+/** Home Assistant's discovery `origin` block. */
+const ORIGIN_OPTIONS = new Set(['name', 'sw_version', 'support_url']);
 const DEVICE_OPTIONS = new Set([
   'configuration_url',
   'connections',
@@ -287,13 +303,13 @@ function hasUndefined(value: unknown): boolean {
 function jinjaAvailable(): boolean {
   return spawnSync('python3', ['-c', 'import jinja2'], { stdio: 'ignore' }).status === 0;
 }
-function renderAll(cases: Array<{ template: string; payload: unknown }>): string[] {
+function renderAll(cases: Array<{ template: string; payload?: unknown; variables?: Record<string, unknown> }>): string[] {
   const script = [
     'import json, sys',
     'from jinja2.sandbox import ImmutableSandboxedEnvironment',
     'env = ImmutableSandboxedEnvironment()',
     'cases = json.load(sys.stdin)',
-    'print(json.dumps([env.from_string(c["template"]).render(value_json=c["payload"]) for c in cases]))',
+    'print(json.dumps([env.from_string(c["template"]).render(value_json=c.get("payload"), **c.get("variables", {})) for c in cases]))',
   ].join('\n');
   const run = spawnSync('python3', ['-c', script], { input: JSON.stringify(cases), encoding: 'utf8' });
   if (run.status !== 0) throw new Error(`jinja2 failed: ${run.stderr}`);
@@ -310,6 +326,7 @@ const STATE_LOCKDOWN = {
   lockdown: true,
   tamper: 'ON',
   schedule: { state: 'suspended', next_change: '2026-11-24T17:00:00.000Z' },
+  emergency: false,
 };
 const STATE_PLAIN = {
   state: 'UNLOCKED',
@@ -320,11 +337,12 @@ const STATE_PLAIN = {
   lockdown: false,
   tamper: null,
   schedule: null,
+  emergency: false,
 };
 const STATE_OLD_AGENT = { state: 'LOCKED', relock_at: null, door: null, changed_at: '2026-11-24T09:00:00.000Z', cause: 'boot' };
 
 describe('Home Assistant discovery', () => {
-  it('publishes per door a lock and an alarm event, contact, tamper and schedule entities only where configured, and the agent lockdown', () => {
+  it('publishes per door a lock, access and alarm events, contact, tamper and schedule entities only where configured, the agent lockdown and diagnostics', () => {
     const topics = messages()
       .map((m) => m.topic)
       .sort();
@@ -343,55 +361,20 @@ describe('Home Assistant discovery', () => {
         `${HA}/event/${AGENT}_${SIDE}_alarm/config`,
         `${HA}/event/${AGENT}_${SIDE}_access/config`,
         `${HA}/switch/${AGENT}_lockdown/config`,
+        ...AGENT_DIAGNOSTICS,
       ].sort(),
     );
   });
 
-  it('an access event entity per door names who opened it and by which level, and ignores the other events (Jinja2)', () => {
-    const config = byTopic(`${HA}/event/${AGENT}_${FRONT}_access/config`);
-    expect(config).toMatchObject({ state_topic: `acme/doors-v1/doors/${FRONT}/events`, event_types: ['access_granted', 'access_denied'] });
-    if (!jinjaAvailable()) throw new Error('python3 with jinja2 is needed to render the templates: apt-get install python3-jinja2');
-    const template = config.value_template as string;
-    const [granted, denied, other] = renderAll([
-      {
-        template,
-        payload: {
-          id: 'a-1',
-          seq: 1,
-          type: 'access_granted',
-          kind: 'card',
-          hint: '…5678',
-          reason: null,
-          who: 'Ada Lovelace',
-          level: 'Staff front door',
-          holders: [{ email_id: 7, reason: null }],
-        },
-      },
-      {
-        template,
-        payload: {
-          id: 'a-2',
-          seq: 2,
-          type: 'access_denied',
-          kind: 'card',
-          hint: '…5678',
-          reason: 'outside_schedule',
-          holders: [{ email_id: 7, reason: 'outside_schedule' }],
-        },
-      },
-      { template, payload: { id: 'a-3', seq: 3, type: 'lock_changed', state: 'UNLOCKED' } },
-    ]);
-    expect(JSON.parse(granted!)).toEqual({
-      event_type: 'access_granted',
-      who: 'Ada Lovelace',
-      level: 'Staff front door',
-      reason: null,
-      kind: 'card',
-      credential: '…5678',
-    });
-    expect(JSON.parse(denied!)).toMatchObject({ event_type: 'access_denied', who: null, level: null, reason: 'outside_schedule' });
-    // Home Assistant ignores an empty rendering: a lock change is not an access event.
-    expect(other!.trim()).toBe('');
+  it('gives every door an access event entity on its Home Assistant event topic: decisions and refused remote unlocks', () => {
+    for (const uuid of [FRONT, BACK, SIDE]) {
+      const config = byTopic(`${HA}/event/${AGENT}_${uuid}_access/config`);
+      expect(config).toMatchObject({ state_topic: `${P}/doors/${uuid}/ha/access`, qos: 1, ...AVAILABILITY, device: expectedDevice });
+      expect(config.event_types).toEqual(expect.arrayContaining(['access_granted', 'access_denied', 'unlock_refused', 'granted_not_opened']));
+      // The agent publishes the event_type itself: no template to go wrong, nothing to ignore.
+      expect(config).not.toHaveProperty('value_template');
+      expect(config).not.toHaveProperty('entity_category');
+    }
   });
 
   it('describes a door without a contact as a lock with the MQTT topics of docs/mqtt.md', () => {
@@ -466,12 +449,12 @@ describe('Home Assistant discovery', () => {
     expect(sensor.name).toMatch(/Side door/);
     expect(
       messages()
-        .filter((m) => m.topic.includes('/sensor/'))
+        .filter((m) => m.topic.includes('/sensor/') && m.topic.includes('_schedule/'))
         .map((m) => m.topic),
     ).toEqual([`${HA}/sensor/${AGENT}_${SIDE}_schedule/config`]);
   });
 
-  it('gives every door an alarm event entity on its alarm topic with the four alarm types', () => {
+  it('gives every door an alarm event entity with tamper and its clearing as two event types', () => {
     for (const [uuid, name] of [
       [FRONT, 'Front door'],
       [BACK, 'Back door'],
@@ -480,13 +463,50 @@ describe('Home Assistant discovery', () => {
       expect(byTopic(`${HA}/event/${AGENT}_${uuid}_alarm/config`)).toMatchObject({
         name: `${name} alarm`,
         unique_id: `${AGENT}_${uuid}_alarm`,
-        state_topic: `${P}/doors/${uuid}/alarm`,
-        event_types: ['duress', 'tamper', 'door_forced', 'door_held_open'],
+        state_topic: `${P}/doors/${uuid}/ha/alarm`,
+        event_types: [
+          'duress',
+          'tamper',
+          'tamper_cleared',
+          'door_forced',
+          'door_held_open',
+          'emergency_release',
+          'emergency_cleared',
+          'emergency_wiring',
+          'emergency_wiring_cleared',
+        ],
         qos: 1,
         ...AVAILABILITY,
         device: expectedDevice,
       });
     }
+  });
+
+  it('gives a door the emergency input releases a safety binary_sensor on its state (emergency), and no other door one', () => {
+    const all = messages(HA, false, {}, 'emergency: { pin: 26, doors: [Side door] }');
+    const sensors = all.filter((m) => m.topic.endsWith('_emergency/config'));
+    expect(sensors.map((m) => m.topic)).toEqual([`${HA}/binary_sensor/${AGENT}_${SIDE}_emergency/config`]);
+    expect(sensors[0]!.payload).toMatchObject({
+      name: 'Side door emergency release',
+      unique_id: `${AGENT}_${SIDE}_emergency`,
+      device_class: 'safety',
+      state_topic: STATE(SIDE),
+      payload_on: 'ON',
+      payload_off: 'OFF',
+      ...AVAILABILITY,
+      device: expectedDevice,
+    });
+    for (const key of Object.keys(sensors[0]!.payload)) expect(BINARY_SENSOR_OPTIONS.has(key) || key === 'device', key).toBe(true);
+    // Without an emergency section: none.
+    expect(messages().filter((m) => m.topic.endsWith('_emergency/config'))).toEqual([]);
+    if (!jinjaAvailable()) throw new Error('python3 with jinja2 is needed to render the templates: apt-get install python3-jinja2');
+    const template = sensors[0]!.payload.value_template as string;
+    const rendered = renderAll([
+      { template, payload: { ...STATE_PLAIN, cause: 'emergency release', emergency: true } },
+      { template, payload: STATE_PLAIN },
+      { template, payload: STATE_OLD_AGENT },
+    ]);
+    expect(rendered).toEqual(['ON', 'OFF', 'OFF']);
   });
 
   it('offers the agent lockdown as a retained switch when commands are not signed, with payloads the agent accepts', () => {
@@ -568,10 +588,17 @@ describe('Home Assistant discovery', () => {
     ];
     const [l1, l2, l3, a1, a2, a3, t1, t2, t3, s1, s2, s3, n1, n2, n3, sw1, sw2, bs1, bs2] = renderAll(cases);
     expect([l1, l2, l3]).toEqual(['LOCKED', 'UNLOCKED', 'LOCKED']);
-    expect(JSON.parse(a1!)).toEqual({ lockdown: true, tamper: 'ON', schedule: STATE_LOCKDOWN.schedule, cause: 'lockdown', relock_at: null });
-    expect(JSON.parse(a2!)).toEqual({ lockdown: false, tamper: null, schedule: null, cause: 'remote command r1', relock_at: STATE_PLAIN.relock_at });
-    // An older agent's state (no lockdown, tamper, schedule) still gives a JSON object, not a template error.
-    expect(JSON.parse(a3!)).toEqual({ lockdown: null, tamper: null, schedule: null, cause: 'boot', relock_at: null });
+    expect(JSON.parse(a1!)).toEqual({ lockdown: true, tamper: 'ON', schedule: STATE_LOCKDOWN.schedule, emergency: false, cause: 'lockdown', relock_at: null });
+    expect(JSON.parse(a2!)).toEqual({
+      lockdown: false,
+      tamper: null,
+      schedule: null,
+      emergency: false,
+      cause: 'remote command r1',
+      relock_at: STATE_PLAIN.relock_at,
+    });
+    // An older agent's state (no lockdown, tamper, schedule, emergency) still gives a JSON object, not a template error.
+    expect(JSON.parse(a3!)).toEqual({ lockdown: null, tamper: null, schedule: null, emergency: null, cause: 'boot', relock_at: null });
     expect([t1, t2, t3]).toEqual(['ON', 'None', '']); // Home Assistant: 'None' is unknown, '' is ignored
     expect([s1, s2, s3]).toEqual(['suspended', 'none', 'none']);
     expect(schedule.options).toEqual(expect.arrayContaining([s1, s2]));
@@ -616,6 +643,10 @@ describe('Home Assistant discovery', () => {
         Object.keys(payload.device as object).filter((k) => !DEVICE_OPTIONS.has(k)),
         topic,
       ).toEqual([]);
+      expect(
+        Object.keys(payload.origin as object).filter((k) => !ORIGIN_OPTIONS.has(k)),
+        topic,
+      ).toEqual([]);
     }
   });
 
@@ -626,9 +657,95 @@ describe('Home Assistant discovery', () => {
     }
   });
 
-  it('publishes nothing, no lockdown entity either, for an agent without doors', () => {
+  it('publishes only the agent diagnostics, no lockdown entity, for an agent without doors', () => {
     for (const signed of [false, true]) {
-      expect(discoveryMessages({ haPrefix: HA, topics: new Topics(P, AGENT), doors: [], version: '1', signed })).toEqual([]);
+      const topics = discoveryMessages({ haPrefix: HA, topics: new Topics(P, AGENT), doors: [], version: '1', signed }).map((m) => m.topic);
+      expect(topics.sort()).toEqual([...AGENT_DIAGNOSTICS].sort());
     }
+  });
+
+  it('names its origin in every message (name, sw_version, support_url when package.json has one)', () => {
+    for (const { topic, payload } of messages()) expect(payload.origin, topic).toEqual({ name: 'door-agent', sw_version: '1.2.3' });
+    for (const { topic, payload } of messages(HA, false, { projectUrl: 'https://example.org/door-agent' })) {
+      expect(payload.origin, topic).toEqual({ name: 'door-agent', sw_version: '1.2.3', support_url: 'https://example.org/door-agent' });
+    }
+  });
+
+  it('gives the device a configuration_url only when mqtt.homeAssistant.configurationUrl is set', () => {
+    for (const { payload } of messages()) expect(payload.device).not.toHaveProperty('configuration_url');
+    for (const { payload } of messages(HA, false, { configurationUrl: 'https://door.example.org/' })) {
+      expect(payload.device).toMatchObject({ configuration_url: 'https://door.example.org/' });
+    }
+  });
+
+  it('asks Home Assistant for a code (code_format) and sends it (command_template) only with a code file', () => {
+    for (const { payload } of messages().filter((m) => m.topic.includes('/lock/'))) {
+      expect(payload).not.toHaveProperty('code_format');
+      expect(payload).not.toHaveProperty('command_template');
+    }
+    const withCode = messages(HA, false, { codeFormat: '^\\d{4,}$' });
+    const locks = withCode.filter((m) => m.topic.includes('/lock/'));
+    expect(locks).toHaveLength(3);
+    for (const { payload } of locks) {
+      expect(payload).toMatchObject({ code_format: '^\\d{4,}$', command_template: expect.stringContaining('code'), payload_unlock: 'UNLOCK' });
+    }
+    // Only the locks take a code.
+    expect(withCode.filter((m) => 'code_format' in m.payload)).toHaveLength(3);
+    if (!jinjaAvailable()) throw new Error('python3 with jinja2 is needed to render the templates: apt-get install python3-jinja2');
+    const template = locks[0]!.payload.command_template as string;
+    const rendered = renderAll([
+      { template, variables: { value: 'UNLOCK', code: '1234' } },
+      { template, variables: { value: 'OPEN', code: 'a"b\\c</x>' } },
+      { template, variables: { value: 'LOCK', code: null } },
+    ]).map((r) => JSON.parse(r));
+    expect(rendered).toEqual([
+      { action: 'UNLOCK', code: '1234' },
+      { action: 'OPEN', code: 'a"b\\c</x>' },
+      { action: 'LOCK', code: null },
+    ]);
+  });
+
+  it('puts the agent diagnostics under entity_category diagnostic, on the health topic and the supervision events', () => {
+    const diagnostic = messages().filter((m) => m.payload.entity_category === 'diagnostic');
+    expect(diagnostic.map((m) => m.topic).sort()).toEqual([...AGENT_DIAGNOSTICS].sort());
+    for (const { topic, payload } of diagnostic) {
+      expect(payload, topic).toMatchObject({ qos: 1, ...AVAILABILITY, device: expectedDevice });
+      if (!topic.includes('/event/')) expect(payload.state_topic, topic).toBe(HEALTH_TOPIC);
+    }
+    expect(byTopic(`${HA}/event/${AGENT}_supervision/config`)).toMatchObject({
+      name: 'Supervision',
+      state_topic: `${P}/agents/${AGENT}/ha/supervision`,
+      event_types: expect.arrayContaining(['power_lost', 'power_restored', 'link_lost', 'link_restored', 'cache_too_old', 'config_changed']),
+    });
+    expect(byTopic(`${HA}/binary_sensor/${AGENT}_clock_trusted/config`)).toMatchObject({ payload_on: 'ON', payload_off: 'OFF' });
+  });
+
+  it.skipIf(!jinjaAvailable())('reads each diagnostic value from a health message (Jinja2, python3)', () => {
+    const health = parseHealth(
+      JSON.stringify({
+        at: '2026-11-24T09:00:00.000Z',
+        uptime_s: 3600,
+        version: '1.2.3',
+        outbox_depth: 7,
+        cache: { revision: 42, age_s: 125 },
+        readers: { online: 1, total: 2, per_door: { [FRONT]: true, [BACK]: false } },
+        clock_trusted: true,
+        doors: [],
+        memory: { rss: 50_000_000, heap_used: 20_000_000 },
+        event_loop_lag_p99_ms: 3.5,
+      }),
+    );
+    const fresh = { ...health, cache: { revision: null, age_s: null }, clock_trusted: false, event_loop_lag_p99_ms: null };
+    const sensors = ['outbox_depth', 'cache_age', 'readers_online', 'event_loop_lag', 'uptime'].map((key) => byTopic(`${HA}/sensor/${AGENT}_${key}/config`));
+    const clock = byTopic(`${HA}/binary_sensor/${AGENT}_clock_trusted/config`);
+    const cases = [health, fresh].flatMap((payload) => [
+      ...sensors.map((s) => ({ template: s.value_template as string, payload })),
+      { template: clock.value_template as string, payload },
+    ]);
+    // Home Assistant takes 'None' as unknown.
+    expect(renderAll(cases)).toEqual(['7', '125', '1', '3.5', '3600', 'ON', '7', 'None', '1', 'None', '3600', 'OFF']);
+    const attributes = sensors.filter((s) => s.json_attributes_template);
+    const rendered = renderAll(attributes.map((s) => ({ template: s.json_attributes_template as string, payload: health }))).map((r) => JSON.parse(r));
+    expect(rendered).toEqual([{ revision: 42 }, { total: 2, per_door: { [FRONT]: true, [BACK]: false } }]);
   });
 });

@@ -249,3 +249,36 @@ describe('parseCommand, signed (command secret set)', () => {
     expect(err(parse({ ...signedPayload(base), signature: 'abc' }, signedCtx)).status).toBe(400);
   });
 });
+
+describe("parseCommand, Home Assistant's lock with a code (its command template)", () => {
+  it('takes {"action","code"} as the plain word it names, with the code typed (null: none)', () => {
+    expect(ok(parse({ action: 'UNLOCK', code: '4711' }))).toEqual({
+      action: { lock: false, seconds: null },
+      requestId: null,
+      signed: false,
+      homeAssistant: { code: '4711' },
+    });
+    expect(ok(parse({ action: 'OPEN', code: null })).action).toEqual({ lock: false, seconds: 'default' });
+    expect(ok(parse({ action: 'LOCK' })).homeAssistant).toEqual({ code: null });
+    // The plain words are Home Assistant's too, without a code.
+    expect(ok(parse('UNLOCK')).homeAssistant).toEqual({ code: null });
+    // The JSON commands are not: the code never applies to them.
+    expect(ok(parse({ lock_state: false })).homeAssistant).toBeUndefined();
+  });
+
+  it('400 for an unknown action, a code that is not text, or another field; the error never echoes the code', () => {
+    for (const body of [
+      { action: 'unlock', code: '4711' },
+      { action: 'UNLOCK', code: 4711 },
+      { action: 'UNLOCK', code: '4711', lock_state: false },
+    ]) {
+      const e = err(parse(body));
+      expect(e.status, JSON.stringify(body)).toBe(400);
+      expect(e.error).not.toContain('4711');
+    }
+  });
+
+  it('401 in signed mode: Home Assistant cannot sign', () => {
+    expect(err(parse({ action: 'UNLOCK', code: '4711' }, { secret: SECRET }))).toMatchObject({ status: 401 });
+  });
+});

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { formatEvent } from '../../src/demo/narrator.js';
+import { EMERGENCY_ACTIVE_LOG, EMERGENCY_NORMAL_LOG } from '../../src/door/emergencyInput.js';
 
 // The demo's sentences name each credential once, as a person says it (the log carries kind and hint).
 const line = (entry: Record<string, unknown>) => formatEvent(JSON.stringify({ level: 30, ...entry }))?.trim();
@@ -17,5 +18,11 @@ describe('demo narrator', () => {
     expect(line({ msg: 'unlocked', cause: 'card …78', relockAt: null })).toBe('door UNLOCKED (card …78), held open');
     expect(line({ msg: 'unlocked', cause: 'mqtt', relockAt: null })).toBe('door UNLOCKED (mqtt), held open');
     expect(line({ msg: 'locked', cause: 'timer' })).toBe('door LOCKED (timer)');
+  });
+
+  it('tells the fire alarm input and the release it causes', () => {
+    expect(line({ msg: 'unlocked', cause: 'emergency release', relockAt: null })).toBe('door UNLOCKED (emergency release), held open');
+    expect(line({ level: 40, msg: EMERGENCY_ACTIVE_LOG })).toBe('FIRE ALARM: the emergency input releases the door until it clears');
+    expect(line({ level: 40, msg: EMERGENCY_NORMAL_LOG })).toBe('fire alarm cleared');
   });
 });

@@ -8,6 +8,7 @@ import type { Topics } from '../../protocol/topics.js';
 import { RejectionLog } from '../rejections.js';
 import type { BrokerRefusals } from '../brokerRefusals.js';
 import type { HandlerSubscription, MqttHandler } from '../handler.js';
+import type { HomeAssistantCode } from '../homeAssistantCode.js';
 import type { MqttDoor } from './mqttDoor.js';
 
 export interface DoorCommandsDeps {
@@ -24,6 +25,10 @@ export interface DoorCommandsDeps {
   timers?: Timers;
   logger: Logger;
   refusals: BrokerRefusals;
+  /** With mqtt.homeAssistant.codeFile: Home Assistant's unlocks must carry this code (the other commands do not). */
+  homeAssistantCode?: HomeAssistantCode | null;
+  /** A remote unlock was refused (lockdown, wrong code): shown in Home Assistant beside the reply. */
+  onUnlockRefused?: (door: string, reason: string, error: string, at: number) => void;
 }
 
 const RECENT_MESSAGE_IDS = 256;
@@ -75,8 +80,8 @@ export class DoorCommandsHandler implements MqttHandler {
     this.rejections.flush();
   }
 
-  private reject(doorUuid: string, error: CommandError, packet: IPublishPacket, reply: boolean): void {
-    this.deps.logger.warn({ door: doorUuid, status: error.status, error: error.error, requestId: error.requestId }, 'command rejected');
+  private reject(doorUuid: string, error: CommandError, packet: IPublishPacket, reply: boolean, level: 'warn' | 'info' = 'warn'): void {
+    this.deps.logger[level]({ door: doorUuid, status: error.status, error: error.error, requestId: error.requestId }, 'command rejected');
     this.rejections.reject(doorUuid, error);
     if (reply) this.reply(doorUuid, packet, { status: error.status, error: error.error }, error.requestId);
   }
@@ -118,8 +123,21 @@ export class DoorCommandsHandler implements MqttHandler {
       // Ids older than twice the maximum age can only come with a stale command: no need to keep them.
       this.deps.replay.prune(clock.wallNow() - 2 * this.deps.maxAgeSeconds * 1000);
     }
+    if (parsed.action.lock && d.emergency?.()) {
+      const error = `${d.door.name} is released by the emergency input (fire alarm): lock refused until it clears`;
+      return this.reject(d.door.uuid, { status: 409, error, requestId: parsed.requestId }, packet, true);
+    }
+    if (!parsed.action.lock && parsed.homeAssistant && this.deps.homeAssistantCode) {
+      // Only Home Assistant's commands carry a code; locking needs none (the safe direction, as in a lockdown).
+      const { code } = parsed.homeAssistant;
+      if (!this.deps.homeAssistantCode.matches(code)) {
+        const error = code === null || code === '' ? 'a Home Assistant code is required to unlock' : 'wrong Home Assistant code';
+        // Each one at info: the code object warns when they come several a minute.
+        return this.refuseUnlock(d, 'wrong_code', { status: 401, error, requestId: parsed.requestId }, packet, 'info');
+      }
+    }
     if (!parsed.action.lock && d.lockdown?.()) {
-      return this.reject(d.door.uuid, { status: 409, error: `${d.door.name} is in lockdown: unlock refused`, requestId: parsed.requestId }, packet, true);
+      return this.refuseUnlock(d, 'lockdown', { status: 409, error: `${d.door.name} is in lockdown: unlock refused`, requestId: parsed.requestId }, packet);
     }
     const cause = `remote command${parsed.requestId ? ` ${parsed.requestId}` : ''}`;
     const result = this.execute(d, parsed.action, cause);
@@ -130,6 +148,12 @@ export class DoorCommandsHandler implements MqttHandler {
     this.reply(d.door.uuid, packet, { status: 200, success: result }, parsed.requestId);
   }
 
+  /** A valid unlock the door may not obey now (`reason`: lockdown, wrong_code, ...): the reply, and Home Assistant's `unlock_refused`. */
+  private refuseUnlock(d: MqttDoor, reason: string, error: CommandError, packet: IPublishPacket, level: 'warn' | 'info' = 'warn'): void {
+    this.reject(d.door.uuid, error, packet, true, level);
+    this.deps.onUnlockRefused?.(d.door.uuid, reason, error.error, this.deps.clock.wallNow());
+  }
+
   /** Moves the relay and returns the reply message naming the door and its resulting state. */
   private execute(d: MqttDoor, action: LockAction, cause: string): string {
     const { door, controller } = d;
@@ -138,6 +162,8 @@ export class DoorCommandsHandler implements MqttHandler {
       return `${door.name} locked`;
     }
     const seconds = action.seconds === 'default' ? door.unlockSeconds : action.seconds;
+    // Already unlocked, and held so by the emergency input: nothing to do, and nothing remembered for after it.
+    if (controller.released) return `${door.name} is released by the emergency input (fire alarm): unlocked until it clears`;
     const s = controller.unlock(seconds, cause);
     if (s.relockAt === null) return `${door.name} unlocked until locked (held open)`;
     const remaining = Math.max(1, Math.round((s.relockAt - this.deps.clock.wallNow()) / 1000));

@@ -13,6 +13,12 @@ export interface HomeAssistantDeps {
   version: string;
   /** Whether commands and retained lockdowns must be signed (the lockdown is then a read-only binary sensor). */
   signed: boolean;
+  /** The lock's code_format when unlocks need a code (mqtt.homeAssistant.codeFile), else null. */
+  codeFormat: string | null;
+  /** mqtt.homeAssistant.configurationUrl. */
+  configurationUrl?: string;
+  /** The project's address (the discovery's origin), when package.json names one. */
+  projectUrl: string | null;
   refusals: BrokerRefusals;
 }
 
@@ -28,8 +34,8 @@ export class HomeAssistantHandler implements MqttHandler {
   }
 
   async onConnect(client: MqttClient): Promise<void> {
-    const { topics, doors, version, signed, refusals } = this.deps;
-    const messages = discoveryMessages({ haPrefix: this.deps.prefix, topics, doors, version, signed });
+    const { topics, doors, version, signed, codeFormat, configurationUrl, projectUrl, refusals } = this.deps;
+    const messages = discoveryMessages({ haPrefix: this.deps.prefix, topics, doors, version, signed, codeFormat, configurationUrl, projectUrl });
     await Promise.all(messages.map((m) => refusals.publish(client, m.topic, JSON.stringify(m.payload), { qos: 1, retain: true })));
   }
 }

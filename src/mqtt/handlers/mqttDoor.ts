@@ -9,6 +9,10 @@ export interface MqttDoor {
   contact: () => 'OPEN' | 'CLOSED' | null;
   /** In lockdown, remote unlocks are refused (409). */
   lockdown?: () => boolean;
-  /** The rest of the door's published state: lockdown, tamper, unlock schedule (absent: only lock and contact). */
+  /** Released by the emergency input: remote locks are refused (409). */
+  emergency?: () => boolean;
+  /** The rest of the door's published state: lockdown, tamper, unlock schedule, emergency (absent: only lock and contact). */
   operations?: () => DoorOperationsFields;
+  /** Whether its reader is connected, null without a reader (the health message). */
+  readerOnline?: () => boolean | null;
 }
