@@ -166,6 +166,7 @@ export class AgentStore implements Component {
   /** The power inputs as they are now (shown by `door-agent status`). */
   setPower(power: NonNullable<RuntimeStatus['power']>): void {
     this.status.power = power;
+    this.saveStatus();
   }
 
   /** The emergency input as it reads now (shown by `door-agent status`). */
