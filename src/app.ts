@@ -39,6 +39,9 @@ import { ClockMark } from './store/clockMark.js';
 import { ForwardClock } from './util/forwardClock.js';
 import type { Env } from './util/secretFiles.js';
 import type { AgentMetrics } from './metrics/agentMetrics.js';
+import { AreaRuntime } from './door/areaRuntime.js';
+import { DoorGroups } from './door/doorGroups.js';
+import { doorGroupWarnings } from './config/doorGroups.js';
 
 export interface AgentDeps {
   logger: Logger;
@@ -166,6 +169,7 @@ export async function startAgent(config: AgentOptions, deps: AgentDeps): Promise
       : null;
     // One per RS-485 line, shared by the doors whose OSDP readers are on it.
     const osdp = new OsdpBuses({ clock, timers, logger: logger.child({ component: 'osdp' }), openPort: deps.openPort });
+    const { areas, groups } = doorGroups(config, store, doors, doorEvents, clock, timers, logger);
     for (const options of config.doors) {
       doors.push(
         new Door(options, {
@@ -183,13 +187,14 @@ export async function startAgent(config: AgentOptions, deps: AgentDeps): Promise
           logger: logger.child({ door: options.uuid, name: options.name }),
           openPort: deps.openPort,
           osdp,
-          onReaderConnection: (connected) => store.setReaderConnected(options.uuid, connected),
+          onReaderConnection: (connected, direction) => store.setReaderConnected(direction === 'exit' ? `${options.uuid}/exit` : options.uuid, connected),
           onReaderChannel: (channel) => store.setReaderChannel(options.uuid, channel),
           lockdown: () => operations.isLockedDown(options.uuid),
           holidays: () => getChecker().holidays,
           timezone: config.agent.timezone,
           scheduleMemory: operations.scheduleMemory(options.uuid),
           metrics: metrics?.forDoor(options),
+          gate: groups?.gate(options) ?? null,
         }),
       );
     }
@@ -277,7 +282,7 @@ export async function startAgent(config: AgentOptions, deps: AgentDeps): Promise
         })
       : null;
     // The metrics listener before the doors: an address in use stops the start before any reader opens.
-    const components = [store, clockMark, metrics, operations, clockWatch, ...doors, emergency, mqtt, sync, readiness].filter(
+    const components = [store, clockMark, metrics, operations, areas, clockWatch, ...doors, emergency, mqtt, sync, readiness].filter(
       (c): c is Component => c !== null,
     );
     stopComponents = await startInOrder(components, logger);
@@ -292,6 +297,56 @@ export async function startAgent(config: AgentOptions, deps: AgentDeps): Promise
     stop,
     lockAllNow: () => relays.lockAll(),
   };
+}
+
+/**
+ * Doors that work together (docs/areas.md): the areas (their state replayed from the audit log when they start,
+ * before the doors) and the site's door groups, whose gates the doors ask; null parts when nothing is configured.
+ */
+function doorGroups(
+  config: AgentOptions,
+  store: AgentStore,
+  doors: readonly Door[],
+  doorEvents: DoorEvents,
+  clock: Clock,
+  timers: Timers,
+  logger: Logger,
+): { areas: AreaRuntime | null; groups: DoorGroups | null } {
+  for (const warning of doorGroupWarnings(config)) logger.warn(warning);
+  const configured = config.areas ?? [];
+  const areas =
+    configured.length > 0
+      ? new AreaRuntime({
+          areas: configured,
+          timezone: config.agent.timezone,
+          maxEvents: config.agent.maxEvents,
+          state: () => store.state,
+          append: (event) => store.events.append(event),
+          clock,
+          timers,
+          logger: logger.child({ component: 'areas' }),
+        })
+      : null;
+  const interlocks = config.interlocks ?? [];
+  if (!areas && interlocks.length === 0 && !config.doors.some((d) => d.twoPerson)) return { areas: null, groups: null };
+  if (areas) store.onEventWritten((event) => areas.onEventWritten(event));
+  const byUuid = (uuid: string) => doors.find((d) => d.options.uuid === uuid);
+  const groups = new DoorGroups({
+    interlocks,
+    areas,
+    doorState: (uuid) => {
+      const door = byUuid(uuid);
+      const lock = door?.lockState();
+      return door && lock ? { unlocked: lock.state === 'UNLOCKED', open: door.contactState() === 'OPEN' } : undefined;
+    },
+    released: (uuid) => byUuid(uuid)?.emergencyReleased() ?? false,
+    clock,
+  });
+  // A grant whose door locked again before it opened is no passage.
+  doorEvents.on('lock', (uuid, snapshot) => {
+    if (snapshot.state === 'LOCKED') groups.relocked(uuid);
+  });
+  return { areas, groups };
 }
 
 /**

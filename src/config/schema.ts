@@ -4,6 +4,7 @@ import { refineDoors } from './doorChecks.js';
 import { keypadLockoutSchema } from './keypadLockout.js';
 import { calendarDate, levelsSchema, refineLevels, schedulesSchema } from './levels.js';
 import { emergencySchema, refineEmergency } from './emergencySchema.js';
+import { areasSchema, interlocksSchema, refineDoorGroups } from './doorGroups.js';
 
 // Defined in util/errors.ts, below the layers that refuse a configuration file (secret files, the holidays file).
 export { EXIT_INVALID_CONFIG } from '../util/errors.js';
@@ -239,6 +240,8 @@ export const serviceConfigSchema = z.strictObject({
   gpio: z.unknown().optional(),
   doors: z.unknown().optional(),
   emergency: z.unknown().optional(),
+  areas: z.unknown().optional(),
+  interlocks: z.unknown().optional(),
 });
 export type ServiceConfig = z.output<typeof serviceConfigSchema>;
 
@@ -257,11 +260,15 @@ export const configSchema = z
     doors: z.array(doorSchema).min(1, 'configure at least one door'),
     /** The fire alarm input (config/emergencySchema.ts). */
     emergency: emergencySchema.optional(),
+    /** Doors that work together (config/doorGroups.ts, docs/areas.md): areas and interlocks. */
+    areas: areasSchema,
+    interlocks: interlocksSchema,
   })
   .superRefine((config, ctx) => {
     refineDoors(config, ctx);
     refineLevels(config, ctx);
     refineEmergency(config, ctx);
+    refineDoorGroups(config, ctx);
   });
 
 /** The file as validated, before normalization (config/load.ts turns it into AgentOptions). */

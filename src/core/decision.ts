@@ -25,6 +25,11 @@ export const DENY_REASONS = [
   'level_expired',
   'holiday',
   'outside_schedule',
+  // Doors that work together (docs/areas.md): decided after a grant, for the door, never for a holder, so they
+  // never compete with the reasons above.
+  'passback',
+  'area_full',
+  'interlock',
 ] as const;
 export type DenyReason = (typeof DENY_REASONS)[number];
 const PRECEDENCE = new Map<DenyReason, number>(DENY_REASONS.map((r, i) => [r, i]));
@@ -114,6 +119,8 @@ export type HolderRef = { email_id: number } | { magic_link_id: string };
 export interface HolderVerdict {
   holder: HolderRef;
   reason: DenyReason | null;
+  /** A member of access.responders (exempt from anti-passback and an area's maximum: docs/areas.md). */
+  responder?: true;
 }
 
 export interface Decision {
@@ -232,7 +239,11 @@ export function decide(req: DecisionRequest, holders: readonly Holder[], ctx: De
     let verdictReason = user ? user.reason : linkVerdict(holder as LinkHolder, req, ctx);
     if (lockdown && verdictReason === null && !responder) verdictReason = 'lockdown';
     if (verdictReason === null && req.secondFactor && holder.kind === 'link' && holder.hasPin !== true) verdictReason = 'no_second_factor';
-    verdicts.push({ holder: refOf(holder), reason: verdictReason });
+    verdicts.push(
+      isResponder(holder, ctx.responders)
+        ? { holder: refOf(holder), reason: verdictReason, responder: true }
+        : { holder: refOf(holder), reason: verdictReason },
+    );
     if (verdictReason === null) {
       granted = true;
       if (user?.level !== undefined) level ??= user.level;

@@ -102,6 +102,7 @@ export class MqttComponent implements Component {
       lockdown: () => lockdowns.isLockedDown(d.options.uuid),
       readerOnline: () => d.readerConnected(),
       emergency: () => d.emergencyReleased(),
+      interlock: () => d.interlockBlocker(),
       operations: () => ({
         lockdown: lockdowns.effective(d.options.uuid),
         tamper: d.tamperState(),
