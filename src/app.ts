@@ -251,6 +251,7 @@ export async function startAgent(config: AgentOptions, deps: AgentDeps): Promise
           onHolidays: (dates, issuedAt) => operations.applyPublishedHolidays(dates, issuedAt),
           heldHolidaysIssuedAt: () => operations.heldHolidaysIssuedAt,
           forgetHolidaysIssuedAt: () => operations.forgetHolidaysIssuedAt(),
+          areas,
         })
       : null;
     const watchdog = deps.notify ? new SystemdWatchdog({ notify: deps.notify, watchdogUsec: deps.watchdogUsec ?? null, logger }) : null;

@@ -134,7 +134,7 @@ const osdpReaderSchema = z.strictObject({
 });
 
 // `type` may be left out for a serial reader (every configuration before Wiegand readers).
-export const readerSchema = z.preprocess(
+const readerSchema = z.preprocess(
   (value) => (value !== null && typeof value === 'object' && !Array.isArray(value) && !('type' in value) ? { type: 'serial', ...value } : value),
   z.discriminatedUnion('type', [serialReaderSchema, wiegandReaderSchema, keyboardReaderSchema, osdpReaderSchema], {
     error: 'expected type serial, wiegand, keyboard or osdp',

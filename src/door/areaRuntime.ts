@@ -87,6 +87,11 @@ export class AreaRuntime implements Component {
     return [...this.policies.keys()];
   }
 
+  /** The areas as configured. */
+  get configured(): readonly AreaOptions[] {
+    return this.deps.areas;
+  }
+
   /** `listener` hears of each area whose occupancy or list changed (the muster topic, status). */
   onChange(listener: (area: string) => void): void {
     this.listeners.push(listener);

@@ -10,7 +10,7 @@ import type { Pull } from '../hardware/gpio.js';
 export type { FeedbackKind, ReaderOptions, SignalLineOptions, SignalLines } from '../readers/options.js';
 export { describeReader, readerCardFormat } from '../readers/options.js';
 import type { ReaderOptions } from '../readers/options.js';
-import type { AreaOptions as CoreAreaOptions, InterlockOptions } from '../core/doorGroupChecks.js';
+import type { AreaOptions as CoreAreaOptions } from '../core/doorGroupChecks.js';
 export type { InterlockOptions } from '../core/doorGroupChecks.js';
 
 /** An area (docs/areas.md): its policy, its doors (lower-case uuids) and daily reset, and a name for people. */

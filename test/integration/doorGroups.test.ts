@@ -1,6 +1,6 @@
 import Database from 'better-sqlite3';
 import { EventEmitter } from 'node:events';
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { pino } from 'pino';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
@@ -37,7 +37,6 @@ const ALICE = '4213578';
 const ERIN = '4213581';
 const DAVE = '4213580';
 const ALICE_REF = { email_id: 101 };
-const ERIN_REF = { email_id: 105 };
 const OPEN = 1;
 const CLOSED = 0;
 
@@ -395,6 +394,34 @@ describe('an area: anti-passback and occupancy', () => {
     expect(s.relay(FRONT)).toBe(0);
     expect(s.of('access_denied').at(-1)!.data.reason).toBe('passback');
     expect((s.status() as { areas: Array<{ occupants: Array<{ email_id: number }> }> }).areas[0]!.occupants.map((o) => o.email_id)).toEqual([101, 105]);
+  });
+});
+
+describe('an area and the bounded audit log', () => {
+  it('writes a checkpoint before the passages a replay needs could be evicted: the list survives eviction and a restart', async () => {
+    const s = site({
+      extra: `areas: [ { id: lab, doors: [Front door], antiPassback: { mode: hard, rule: inout } } ]`,
+    });
+    writeFileSync(s.path, readFileSync(s.path, 'utf8').replace('timezone: Europe/Berlin }', 'timezone: Europe/Berlin, maxEvents: 1000 }'));
+    let agent = await s.start();
+    s.tap('/dev/front-in', ALICE);
+    passThrough(s, FRONT_CONTACT);
+    s.time.advance(6000);
+    // 1,200 more events at the back door (exit button: exit_request, unlocked, locked), which is in no area.
+    for (let i = 0; i < 400; i++) {
+      s.set(BACK_EXIT, 0);
+      s.set(BACK_EXIT, 1);
+      s.time.advance(6000);
+    }
+    expect(s.of('door_opened').filter((e) => e.door === DOOR_UUID)).toEqual([]); // evicted
+    const checkpoints = s.of('area_checkpoint');
+    expect(checkpoints.length).toBeGreaterThanOrEqual(1);
+    expect(checkpoints.at(-1)!.data).toMatchObject({ area: 'lab', presence: [expect.objectContaining({ holder: 'user:101', inside: true, door: DOOR_UUID })] });
+    await s.stop(agent);
+    agent = await s.start();
+    s.tap('/dev/front-in', ALICE);
+    expect(s.of('access_denied').at(-1)!.data.reason).toBe('passback');
+    expect((s.status() as { areas: Array<{ count: number }> }).areas[0]!.count).toBe(1);
   });
 });
 
