@@ -12,6 +12,7 @@ import type { AuditRecorder } from './auditRecorder.js';
 import type { LockController } from './lockController.js';
 import type { Direction } from '../core/areas.js';
 import type { DoorGate, TapOutcome } from './doorGroups.js';
+import type { PassageRecord } from '../store/areaFacts.js';
 
 /** What the agent's metrics learn of each decision (src/metrics/): never the credential nor its holder. */
 export interface DecisionMetrics {
@@ -126,7 +127,7 @@ export class CredentialFlow {
       this.deps.metrics?.granted((this.deps.clock.monoNow() - this.arrivedAt) / 1000);
       this.deps.checker.name(result);
       // An area's passages now (no contact, or the door open already) go with the grant, synced at once.
-      const passages = outcome && this.deps.gate ? this.deps.gate.unlocked(outcome, this.direction) : [];
+      const passages = outcome ? this.passagesOf(outcome) : [];
       this.deps.recorder.record('access_granted', this.decisionData(result, passages.length > 0 ? { ...extra, passages } : extra), {
         durable: passages.length > 0,
       });
@@ -140,6 +141,16 @@ export class CredentialFlow {
     this.feedback?.('grant');
     const holders = result.holders.filter((h) => h.reason === null).map((h) => ({ ...h.holder }));
     if (result.firstPerson) this.deps.onFirstPerson?.(holders);
+  }
+
+  /** The area's passages of a grant whose relay has moved; never throws (this runs before the relock timer is set). */
+  private passagesOf(outcome: Extract<TapOutcome, { outcome: 'unlock' }>): PassageRecord[] {
+    try {
+      return this.deps.gate?.unlocked(outcome, this.direction) ?? [];
+    } catch (err) {
+      this.deps.logger.error({ err }, 'cannot count the passage in its area');
+      return [];
+    }
   }
 
   /** A two-person door's first person: acknowledged at the reader and audited; the door stays locked. */

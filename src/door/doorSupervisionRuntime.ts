@@ -6,6 +6,7 @@ import type { Clock, Timers } from '../util/clock.js';
 import type { AuditRecorder } from './auditRecorder.js';
 import type { LockController } from './lockController.js';
 import type { DoorGate } from './doorGroups.js';
+import type { PassageRecord } from '../store/areaFacts.js';
 
 export interface DoorSupervisionDeps {
   controller: LockController;
@@ -99,7 +100,7 @@ export class DoorSupervisionRuntime {
     const timedUnlock = lock.state === 'UNLOCKED' && !lock.heldOpen && !lock.cause.startsWith('remote command');
     const relock = !open && this.openedWhileUnlocked && this.door.relockOnClose && timedUnlock;
     // The grants waiting for this opening pass now (an area's passages, recorded with the opening and synced at once).
-    const passages = open && events.includes('door_opened') ? (this.deps.gate?.opened() ?? []) : [];
+    const passages = open && events.includes('door_opened') ? this.passages() : [];
     const record = () => {
       for (const type of events) {
         if (type === 'door_opened' && passages.length > 0) this.deps.recorder.record(type, { passages }, { durable: true });
@@ -117,6 +118,16 @@ export class DoorSupervisionRuntime {
       this.deps.controller.lock('door closed', record);
     }
     this.scheduleHeldOpen();
+  }
+
+  /** The passages of the grants that waited for this opening; never throws (the door's supervision goes on). */
+  private passages(): PassageRecord[] {
+    try {
+      return this.deps.gate?.opened() ?? [];
+    } catch (err) {
+      this.deps.logger.error({ err }, 'cannot count the passages of this opening in its area');
+      return [];
+    }
   }
 
   private scheduleHeldOpen(): void {
