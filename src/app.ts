@@ -38,6 +38,13 @@ import { DEFAULT_FUTURE_SKEW_SECONDS } from './protocol/issuedAt.js';
 import { ClockMark } from './store/clockMark.js';
 import { ForwardClock } from './util/forwardClock.js';
 import type { Env } from './util/secretFiles.js';
+import { systemBootClock, type BootClock } from './util/bootClock.js';
+import { BROKER_OUTAGE, LinkWatch, SERVICE_OUTAGE, type LinkName } from './util/linkWatch.js';
+import { OfflineLimit } from './door/offlineLimit.js';
+import { PowerSupervision } from './door/powerSupervision.js';
+import { configHash } from './config/configHash.js';
+import { recordConfigLoaded } from './store/configChanges.js';
+import type { EventType } from './store/eventLog.js';
 import type { AgentMetrics } from './metrics/agentMetrics.js';
 import { AreaRuntime } from './door/areaRuntime.js';
 import { DoorGroups } from './door/doorGroups.js';
@@ -59,6 +66,8 @@ export interface AgentDeps {
   notify?: Notify | null;
   /** WATCHDOG_USEC for this process, null without WatchdogSec=. */
   watchdogUsec?: number | null;
+  /** The monotonic clock since boot and the boot id the offline limit measures with; defaults to the system's. */
+  bootClock?: BootClock;
   /**
    * A relay write failed, on whatever path (reader, exit button, timer, MQTT, resume). Every relay has already
    * been driven locked; the caller ends the process with a failure so that systemd restarts the agent.
@@ -154,6 +163,18 @@ export async function startAgent(config: AgentOptions, deps: AgentDeps): Promise
       logger: logger.child({ component: 'clock' }),
     });
     const clockSynchronized = () => clockWatch.synchronized();
+    const offlineLimit =
+      config.access.maxCacheAgeHours === undefined
+        ? null
+        : new OfflineLimit({
+            limitHours: config.access.maxCacheAgeHours,
+            store,
+            clock,
+            boot: deps.bootClock ?? systemBootClock,
+            timers,
+            logger: logger.child({ component: 'offline limit' }),
+          });
+    const supervision = agentSupervision(config, store, clock, timers, gpio, logger);
     // Loaded only when configured: an agent without metrics never loads prom-client.
     metrics = config.metrics
       ? new (await import('./metrics/agentMetrics.js')).AgentMetrics({
@@ -190,6 +211,7 @@ export async function startAgent(config: AgentOptions, deps: AgentDeps): Promise
           onReaderConnection: (connected, direction) => store.setReaderConnected(direction === 'exit' ? `${options.uuid}/exit` : options.uuid, connected),
           onReaderChannel: (channel) => store.setReaderChannel(options.uuid, channel),
           lockdown: () => operations.isLockedDown(options.uuid),
+          ...(offlineLimit ? { cacheTooOld: () => offlineLimit.tooOld() } : {}),
           holidays: () => getChecker().holidays,
           timezone: config.agent.timezone,
           scheduleMemory: operations.scheduleMemory(options.uuid),
@@ -210,9 +232,11 @@ export async function startAgent(config: AgentOptions, deps: AgentDeps): Promise
           onPush: (revision) => store.setDirectoryPush(revision),
           rules: config.access,
           onFindings: (found) => findings.report(found),
+          link: supervision.links.service,
           onSynced: afterSync(
             afterSync((result: SyncResult) => metrics?.synced(result.durationMs), shortPinsWarning(config, store, logger)),
             () => {
+              offlineLimit?.synced();
               const checker = getChecker();
               try {
                 if (!checker.reloadLevels()) return;
@@ -252,6 +276,7 @@ export async function startAgent(config: AgentOptions, deps: AgentDeps): Promise
           heldHolidaysIssuedAt: () => operations.heldHolidaysIssuedAt,
           forgetHolidaysIssuedAt: () => operations.forgetHolidaysIssuedAt(),
           areas,
+          brokerLink: supervision.links.broker,
         })
       : null;
     const watchdog = deps.notify ? new SystemdWatchdog({ notify: deps.notify, watchdogUsec: deps.watchdogUsec ?? null, logger }) : null;
@@ -269,6 +294,17 @@ export async function startAgent(config: AgentOptions, deps: AgentDeps): Promise
       stop: () => watchdog?.stopping(),
     };
     const clockMark = new ClockMark({ clock, store, timers, logger: logger.child({ component: 'clock' }) });
+    const configAudit: Component = {
+      name: 'config audit',
+      start: () => {
+        try {
+          recordConfigLoaded(store, config.agent.dataDir, configHash(config), clock.wallNow());
+        } catch (err) {
+          logger.error({ err }, 'cannot record config_changed');
+        }
+      },
+      stop: () => undefined,
+    };
     // After the doors (their relays locked, their inputs and schedules set up): an agent started during a fire
     // releases its doors as soon as it reads the input.
     const emergency = config.emergency
@@ -283,9 +319,23 @@ export async function startAgent(config: AgentOptions, deps: AgentDeps): Promise
         })
       : null;
     // The metrics listener before the doors: an address in use stops the start before any reader opens.
-    const components = [store, clockMark, metrics, operations, areas, clockWatch, ...doors, emergency, mqtt, sync, readiness].filter(
-      (c): c is Component => c !== null,
-    );
+    const components = [
+      store,
+      clockMark,
+      metrics,
+      configAudit,
+      offlineLimit,
+      supervision.power,
+      supervision.component,
+      operations,
+      areas,
+      clockWatch,
+      ...doors,
+      emergency,
+      mqtt,
+      sync,
+      readiness,
+    ].filter((c): c is Component => c !== null);
     stopComponents = await startInOrder(components, logger);
   } catch (err) {
     await stop().catch((stopErr: unknown) => logger.error({ err: stopErr }, 'error while cleaning up a failed start'));
@@ -367,6 +417,51 @@ function keypadGuesses(config: AgentOptions, store: AgentStore, clock: Clock, lo
     });
     return keypad;
   };
+}
+
+/**
+ * What the agent supervises beside its doors, each change an agent-level audit event: its power inputs, and its
+ * links to the broker and the service (outages, once each). Built before the store starts; they record once it has.
+ */
+function agentSupervision(config: AgentOptions, store: AgentStore, clock: Clock, timers: Timers, gpio: GpioDriver, logger: Logger) {
+  const record = (type: EventType, data: Record<string, unknown>) => {
+    try {
+      store.events.append({ type, door: null, at: clock.wallNow(), data });
+    } catch (err) {
+      logger.error({ err, type }, 'cannot record event');
+    }
+  };
+  const watch = (link: LinkName, present: boolean) =>
+    present
+      ? new LinkWatch({
+          link,
+          policy: link === 'broker' ? BROKER_OUTAGE : SERVICE_OUTAGE,
+          clock,
+          timers,
+          record,
+          logger: logger.child({ component: link === 'broker' ? 'mqtt' : 'sync' }),
+        })
+      : undefined;
+  const links = { broker: watch('broker', config.mqtt !== undefined), service: watch('service', config.service !== undefined) };
+  const power = config.power
+    ? new PowerSupervision(config.power, {
+        gpio,
+        timers,
+        logger: logger.child({ component: 'power' }),
+        record,
+        onState: (state) => store.setPower(state),
+      })
+    : null;
+  // The links' grace timers end with the agent (the connections themselves are MQTT's and sync's).
+  const component: Component = {
+    name: 'link supervision',
+    start: () => undefined,
+    stop: () => {
+      links.broker?.stop();
+      links.service?.stop();
+    },
+  };
+  return { links, power, component };
 }
 
 /** The health message's cache: the directory revision held and when the cache was last refreshed (a sync, an import). */

@@ -3,6 +3,8 @@ import type { CredentialKind } from '../core/credentials.js';
 import { AccessChecker } from '../door/accessChecker.js';
 import { CredentialCache } from '../store/credentialCache.js';
 import { cachePath, openDatabase, openStateDatabase, statePath } from '../store/database.js';
+import { offlineLimitStatus } from './supervisionStatus.js';
+import { systemBootClock } from '../util/bootClock.js';
 import { existsSync } from 'node:fs';
 import { readOperations } from './operationsStatus.js';
 import { parseServiceTime, zonedInstant } from '../core/schedule.js';
@@ -94,7 +96,9 @@ function runCheck(args: CheckArgs, ctx: CommandContext): number {
     const checker = new AccessChecker(new CredentialCache(db), config);
     checker.setPublishedHolidays([...operations.holidays]);
     const lockdown = operations.lockdown(door.uuid).active;
-    const result = checker.check({ door, kind, credential: args.credential, now: at, lockdown });
+    // The offline limit as it stands now (the cache's age now, whatever --at says), as the daemon measures it.
+    const cacheTooOld = offlineLimitStatus(config, db, state, ctx.clock.wallNow(), systemBootClock).inForce;
+    const result = checker.check({ door, kind, credential: args.credential, now: at, lockdown, cacheTooOld });
     if (result === null) {
       // Never echo the credential: it may be a PIN or a card number.
       throw new UsageError(`the ${kind} given is malformed: expected ${KIND_FORMAT[kind]} (${args.credential.length} characters given)`);
@@ -118,6 +122,7 @@ function runCheck(args: CheckArgs, ctx: CommandContext): number {
       at: new Date(at).toISOString(),
       timezone: config.agent.timezone,
       ...(lockdown ? { lockdown: true } : {}),
+      ...(cacheTooOld ? { cache_too_old: true } : {}),
       ...(result.duress ? { duress: true } : {}),
     };
     ctx.stdout.write(`${JSON.stringify(output)}\n`);

@@ -122,6 +122,12 @@ function runConfigCheck(args: { config: string | undefined }, ctx: CommandContex
         .join('') +
       `  service ${config.service ? redactUrl(config.service.baseUrl) : 'not configured (offline)'}; ` +
       `mqtt ${config.mqtt ? redactUrl(config.mqtt.url) : 'not configured'}\n` +
+      (config.access.maxCacheAgeHours !== undefined
+        ? `  offline limit: ${config.access.maxCacheAgeHours} h without a successful sync, then only responders (access.maxCacheAgeHours)\n`
+        : '') +
+      (config.power
+        ? `  power inputs: ${[config.power.mainsPin === undefined ? null : `mains GPIO ${config.power.mainsPin}`, config.power.batteryLowPin === undefined ? null : `battery low GPIO ${config.power.batteryLowPin}`].filter(Boolean).join(', ')}\n`
+        : '') +
       (config.metrics ? `  metrics: GET http://${config.metrics.listen}/metrics\n` : '') +
       (sharedService ? `  reference service: listen ${sharedService.server.listen}, ${sharedService.server.resources.length} resource(s)\n` : '') +
       dataDir.line +

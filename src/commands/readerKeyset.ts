@@ -9,7 +9,9 @@ import { CMD, REPLY } from '../readers/osdp/controlPanel.js';
 import { OsdpBuses } from '../readers/osdp/osdpBuses.js';
 import type { PortFactory } from '../readers/serial/port.js';
 import { systemClock, systemTimers } from '../util/clock.js';
-import { DoorAgentError, UsageError } from '../util/errors.js';
+import { DoorAgentError, UsageError, describeFsError } from '../util/errors.js';
+import { configHash } from '../config/configHash.js';
+import { noteConfigChange } from '../store/configChanges.js';
 import { configPath, stringOption, type Command, type CommandContext } from './context.js';
 
 const HANDSHAKE_TIMEOUT_MS = 15_000;
@@ -135,6 +137,12 @@ async function runReaderKeyset(args: { config: string | undefined; door: string 
     `${door.name}: the reader at address ${reader.address} now uses a new secure channel key, saved in ${reader.scbkFile}` +
       `${reader.installMode ? '; set installMode: false before starting door-agent' : ''}\n`,
   );
+  // For the audit log (config_changed, reason reader_keyset): recorded by the daemon when it next starts.
+  try {
+    noteConfigChange(config.agent.dataDir, { at: ctx.clock.wallNow(), reason: 'reader_keyset', hash: configHash(config), door: door.uuid });
+  } catch (err) {
+    ctx.stderr.write(`door-agent: the key change could not be noted for the audit log (config_changed): ${describeFsError(err)}\n`);
+  }
   return 0;
 }
 

@@ -20,6 +20,8 @@ import { brokerLines, brokerStatus } from './brokerStatus.js';
 import { daemonView, runningText } from './daemonStatus.js';
 import { levelLines, levelStatus } from './levelStatus.js';
 import { lastSyncLines, lastSyncView } from './syncStatus.js';
+import { offlineLimitLines, offlineLimitStatus, powerLines, powerStatus } from './supervisionStatus.js';
+import { systemBootClock } from '../util/bootClock.js';
 import { emergencyStatusLines, emergencyView } from './emergencyStatus.js';
 import { EMERGENCY_CAUSE } from '../core/emergencyRelease.js';
 import { areaLines, areaStatus } from './areaStatus.js';
@@ -109,6 +111,8 @@ function runStatus(args: { json: boolean; config: string | undefined }, ctx: Com
       pins: pinStatus(config, db, state),
       lastImport: readMeta<{ at: string; file: string }>(db, 'last_import') ?? null,
       sync: config.service ? syncView(readSyncStatus(db), now, config.service.warnCacheAgeSeconds) : null,
+      offlineLimit: offlineLimitStatus(config, db, state, now, systemBootClock),
+      power: powerStatus(config, runtime, running),
       directory: config.service
         ? { revision: readHeldRevision(db), push: config.mqtt ? (running ? (runtime?.push ?? null) : null) : null, pushConfigured: config.mqtt !== undefined }
         : null,
@@ -169,8 +173,10 @@ function runStatus(args: { json: boolean; config: string | undefined }, ctx: Com
                   ? 'push: no revision received yet (periodic sync meanwhile)'
                   : 'push off (no mqtt section): periodic sync only'),
             ...(status.sync.stale ? [`WARNING: the cache is older than ${config.service!.warnCacheAgeSeconds} s: check the service and the network`] : []),
+            ...offlineLimitLines(status.offlineLimit),
           ]
         : ['sync: no service configured (offline cache)']),
+      ...powerLines(status.power, config),
       `events: ${status.events.total} in the log (last seq ${status.events.lastSeq}), ${status.events.unpublished} not yet published, ${status.events.evicted} evicted`,
       ...brokerLines(
         status.refused,

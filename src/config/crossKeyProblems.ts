@@ -3,6 +3,7 @@ import { problemsFromZod, type Problem } from '../util/issues.js';
 import { doorSchema } from './doorSchema.js';
 import { refineDoors } from './doorChecks.js';
 import { gpioSchema } from './schema.js';
+import { powerSchema, refineAgentInputs } from './agentInputs.js';
 import { emergencySchema, refineEmergency } from './emergencySchema.js';
 import { areasSchema, interlocksSchema, refineDoorGroups } from './doorGroups.js';
 
@@ -28,12 +29,19 @@ export function crossKeyProblems(raw: Record<string, unknown> | undefined): Prob
   const issues: z.core.$ZodIssue[] = [];
   const ctx = { addIssue: (issue: z.core.$ZodIssue) => void issues.push(issue), value: raw } as unknown as z.RefinementCtx;
   // An unreadable gpio section: its own problem is reported; the checks that depend on the driver are left out.
-  refineDoors({ gpio: { driver: gpio.success ? gpio.data.driver : 'unknown' }, doors: doors.map((d) => d.door) }, ctx);
+  const driver = gpio.success ? gpio.data.driver : 'unknown';
+  refineDoors({ gpio: { driver }, doors: doors.map((d) => d.door) }, ctx);
+  // The agent's own inputs against the doors that validated (a power section that does not validate reports itself).
+  const power = raw?.power === undefined ? undefined : powerSchema.safeParse(raw.power);
   // The emergency input against the doors that validated: its pins always; its doors only when every door did.
   const emergency = emergencySchema.safeParse(raw?.emergency);
+  if (power?.success) {
+    const fire = raw?.emergency !== undefined && emergency.success ? emergency.data : undefined;
+    refineAgentInputs({ gpio: { driver }, doors: doors.map((d) => d.door), power: power.data, emergency: fire }, ctx);
+  }
   if (raw?.emergency !== undefined && emergency.success) {
     const before = issues.length;
-    refineEmergency({ gpio: { driver: gpio.success ? gpio.data.driver : 'unknown' }, doors: doors.map((d) => d.door), emergency: emergency.data }, ctx);
+    refineEmergency({ gpio: { driver }, doors: doors.map((d) => d.door), emergency: emergency.data }, ctx);
     const everyDoor = Array.isArray(raw?.doors) && doors.length === raw.doors.length;
     if (!everyDoor) issues.splice(before, issues.length - before, ...issues.slice(before).filter((issue) => issue.path[1] !== 'doors'));
   }

@@ -42,7 +42,7 @@ function parseYaml(text: string, source: string): unknown {
 
 /** The normalized options of a validated agent configuration: names given, UUIDs in lower case. */
 function agentOptions(parsed: Config): AgentOptions {
-  const { agent, access, gpio, doors, mqtt, service, metrics } = parsed;
+  const { agent, access, gpio, doors, mqtt, service, power, metrics } = parsed;
   const emergency = emergencyOptions(parsed);
   return {
     agent,
@@ -72,6 +72,7 @@ function agentOptions(parsed: Config): AgentOptions {
     ...(parsed.interlocks.length > 0 ? { interlocks: interlockOptions(parsed) } : {}),
     ...(mqtt ? { mqtt } : {}),
     ...(service ? { service } : {}),
+    ...(power ? { power } : {}),
     ...(metrics ? { metrics } : {}),
   };
 }

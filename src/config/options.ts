@@ -1,4 +1,4 @@
-import type { AccessOptions, AreaOptions, DoorOptions, EmergencyOptions, InterlockOptions } from '../door/options.js';
+import type { AccessOptions, AreaOptions, DoorOptions, EmergencyOptions, InterlockOptions, PowerOptions } from '../door/options.js';
 import type { GpioOptions } from '../hardware/gpio.js';
 import type { MetricsOptions } from '../metrics/options.js';
 import type { MqttOptions } from '../protocol/options.js';
@@ -32,6 +32,8 @@ export interface AgentOptions {
   interlocks?: InterlockOptions[];
   mqtt?: MqttOptions;
   service?: SyncServiceOptions;
+  /** The agent's power inputs (mains present, battery low). */
+  power?: PowerOptions;
   metrics?: MetricsOptions;
 }
 

@@ -1,6 +1,7 @@
 import * as z from 'zod';
 import { doorSchema, seconds } from './doorSchema.js';
 import { refineDoors } from './doorChecks.js';
+import { powerSchema, refineAgentInputs } from './agentInputs.js';
 import { keypadLockoutSchema } from './keypadLockout.js';
 import { calendarDate, levelsSchema, refineLevels, schedulesSchema } from './levels.js';
 import { emergencySchema, refineEmergency } from './emergencySchema.js';
@@ -97,6 +98,11 @@ const accessSchema = z
     minPinLength: z.number().int().min(1).max(16).default(4),
     /** Wrong PINs at any of the agent's doors lock every keypad, for longer each time (see config/keypadLockout.ts). */
     keypadLockout: keypadLockoutSchema.optional(),
+    /**
+     * The offline limit: past this many hours without a successful sync only responders are admitted (guest links
+     * keep their own validity; the exit button always works). Absent: no limit (the door decides on any cache).
+     */
+    maxCacheAgeHours: z.number().positive('must be a positive number of hours (leave it out for no limit)').optional(),
   })
   .refine((a) => a.groups.length + a.policies.length + a.levels.length > 0, {
     message: 'list at least one group or policy whose members may open every door (access.groups, access.policies), or access levels (access.levels)',
@@ -239,6 +245,7 @@ export const serviceConfigSchema = z.strictObject({
   schedules: z.unknown().optional(),
   gpio: z.unknown().optional(),
   doors: z.unknown().optional(),
+  power: z.unknown().optional(),
   emergency: z.unknown().optional(),
   areas: z.unknown().optional(),
   interlocks: z.unknown().optional(),
@@ -258,6 +265,8 @@ export const configSchema = z
     server: z.unknown().optional(),
     gpio: gpioSchema.prefault({ driver: 'onoff' }),
     doors: z.array(doorSchema).min(1, 'configure at least one door'),
+    /** The agent's power inputs: mains present, battery low (config/agentInputs.ts). */
+    power: powerSchema.optional(),
     /** The fire alarm input (config/emergencySchema.ts). */
     emergency: emergencySchema.optional(),
     /** Doors that work together (config/doorGroups.ts, docs/areas.md): areas and interlocks. */
@@ -267,6 +276,14 @@ export const configSchema = z
   .superRefine((config, ctx) => {
     refineDoors(config, ctx);
     refineLevels(config, ctx);
+    refineAgentInputs(config, ctx);
+    if (config.access.maxCacheAgeHours !== undefined && !config.service) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['access', 'maxCacheAgeHours'],
+        message: 'needs a service section: the age is measured from the last successful sync (an imported cache is never synced)',
+      });
+    }
     refineEmergency(config, ctx);
     refineDoorGroups(config, ctx);
   });

@@ -5,6 +5,8 @@ import { levelFor, type LevelIndex, type LevelTime } from './accessLevels.js';
 /** Denial reasons, most specific first: when every holder is refused, the earliest reason here is reported. */
 export const DENY_REASONS = [
   'lockdown',
+  // access.maxCacheAgeHours passed without a successful sync: only responders (and guest links) are admitted.
+  'cache_too_old',
   'clock_untrusted',
   'keypad_locked_out',
   'card_locked_out',
@@ -112,6 +114,11 @@ export interface DecisionRequest {
   cardTooShort?: boolean;
   /** A card or QR token at a card_and_pin door: a guest link qualifies only if it has a PIN to add (hasPin). */
   secondFactor?: boolean;
+  /**
+   * The cache is older than access.maxCacheAgeHours (core/cacheAge.ts): a user is admitted only as a responder
+   * would be in a lockdown; a guest link keeps its own validity (it reaches the agent over MQTT, not the sync).
+   */
+  cacheTooOld?: boolean;
 }
 
 export type HolderRef = { email_id: number } | { magic_link_id: string };
@@ -139,6 +146,11 @@ function isMember(user: UserHolder, policy: AccessPolicy): boolean {
 
 function isResponder(holder: Holder, responders: AccessPolicy | null): boolean {
   return responders !== null && holder.kind === 'user' && isMember(holder, responders);
+}
+
+/** With the cache too old: a guest link and a responder are still decided; any other holder is not. */
+function passesOldCache(holder: Holder, responders: AccessPolicy | null): boolean {
+  return holder.kind === 'link' || isResponder(holder, responders);
 }
 
 export function refOf(holder: Holder): HolderRef {
@@ -207,7 +219,8 @@ function linkVerdict(link: LinkHolder, req: DecisionRequest, ctx: DecisionContex
  *
  * A keypad or reader in lockout refuses before anything is looked up, lockdown or not: otherwise the reader's
  * signal would tell a guesser which of the numbers tried belongs to a responder. In lockdown every holder but a
- * responder (who must still qualify as usual) is refused with `lockdown`, unknown numbers included. Then a card
+ * responder (who must still qualify as usual) is refused with `lockdown`, unknown numbers included; with the cache
+ * too old (cacheTooOld) every user but a responder likewise with `cache_too_old`, guest links decided as always. Then a card
  * too short to be a card (cardTooShort) is `card_too_short`, and at a card_and_pin door (secondFactor) a guest
  * link that qualifies but carries no PIN is `no_second_factor`.
  */
@@ -223,6 +236,11 @@ export function decide(req: DecisionRequest, holders: readonly Holder[], ctx: De
   if (lockdown && !holders.some((h) => isResponder(h, ctx.responders))) {
     return { granted: false, reason: 'lockdown', holders: holders.map((h) => ({ holder: refOf(h), reason: 'lockdown' })) };
   }
+  // The offline limit, like a lockdown: unknown numbers too get its reason (the reader tells a guesser nothing more).
+  const oldCache = req.cacheTooOld === true;
+  if (oldCache && !holders.some((h) => passesOldCache(h, ctx.responders))) {
+    return { granted: false, reason: 'cache_too_old', holders: holders.map((h) => ({ holder: refOf(h), reason: 'cache_too_old' })) };
+  }
   if (req.kind === 'card' && req.cardTooShort) return { granted: false, reason: 'card_too_short', holders: [] };
   if (holders.length === 0) return { granted: false, reason: 'unknown_credential', holders: [] };
 
@@ -234,10 +252,12 @@ export function decide(req: DecisionRequest, holders: readonly Holder[], ctx: De
   let time: LevelTime | undefined;
   const at = () => (time ??= levelTime(req.now, ctx));
   for (const holder of holders) {
-    const responder = lockdown && isResponder(holder, ctx.responders);
+    // The responder rule of a lockdown serves the offline limit too (everyDoor included).
+    const responder = (lockdown || oldCache) && isResponder(holder, ctx.responders);
     const user = holder.kind === 'user' ? userVerdict(holder, req, ctx, at, responder && ctx.responders?.everyDoor === true) : null;
     let verdictReason = user ? user.reason : linkVerdict(holder as LinkHolder, req, ctx);
     if (lockdown && verdictReason === null && !responder) verdictReason = 'lockdown';
+    if (oldCache && verdictReason === null && !passesOldCache(holder, ctx.responders)) verdictReason = 'cache_too_old';
     if (verdictReason === null && req.secondFactor && holder.kind === 'link' && holder.hasPin !== true) verdictReason = 'no_second_factor';
     verdicts.push(
       isResponder(holder, ctx.responders)

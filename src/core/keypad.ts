@@ -99,13 +99,14 @@ export function restoreKeypadState(saved: unknown, now: number, policy: KeypadLo
 /**
  * Whether a refused PIN, card or token counts toward its lockout: unknown and refused known credentials alike
  * (a suspended user's or an expired link's number is as good a guess as any). Not counted: a refusal for the
- * clock or a lockout in progress, and a known credential refused only for the lockdown (its holder is no guesser).
+ * clock or a lockout in progress, and a known credential refused only for the lockdown or the offline limit
+ * (cache_too_old: its holder is no guesser).
  * An unknown one refused for the lockdown still counts: otherwise a lockdown would be a free guessing window for
  * the responders' PINs.
  */
 export function countsAsGuess(decision: { granted: boolean; reason: string | null; holders: readonly unknown[] }): boolean {
   if (decision.granted) return false;
-  if (decision.reason === 'lockdown') return decision.holders.length === 0;
+  if (decision.reason === 'lockdown' || decision.reason === 'cache_too_old') return decision.holders.length === 0;
   return decision.reason !== 'clock_untrusted' && decision.reason !== 'keypad_locked_out' && decision.reason !== 'card_locked_out';
 }
 

@@ -21,6 +21,8 @@ export interface AccessRequest {
   cardLockedOut?: boolean;
   /** The door is in lockdown (its own or the agent's). */
   lockdown?: boolean;
+  /** The cache is past access.maxCacheAgeHours: only responders and guest links are decided. */
+  cacheTooOld?: boolean;
 }
 
 export interface AccessResult extends Decision {
@@ -225,6 +227,7 @@ export class AccessChecker {
         keypadLockedOut: request.keypadLockedOut ?? false,
         cardLockedOut: request.cardLockedOut ?? false,
         lockdown: request.lockdown ?? false,
+        cacheTooOld: request.cacheTooOld ?? false,
         pinTooShort: kind === 'pin' && tooShort,
         firstPersonIn: this.firstPersonPolicy(door),
         cardTooShort: kind === 'card' && tooShort,

@@ -9,6 +9,7 @@ import type { EventType } from '../store/eventLog.js';
 import type { Clock, Timers } from '../util/clock.js';
 import type { AccessChecker, AccessResult } from './accessChecker.js';
 import type { AuditRecorder } from './auditRecorder.js';
+import type { GrantSeen } from './doorSupervisionRuntime.js';
 import type { LockController } from './lockController.js';
 import type { Direction } from '../core/areas.js';
 import type { DoorGate, TapOutcome } from './doorGroups.js';
@@ -37,7 +38,9 @@ export interface CredentialFlowDeps {
   /** The agent's wrong-PIN counter and keypad lockout, shared by all its doors. */
   keypad: KeypadGuesses;
   /** A grant is about to unlock the door: its supervision expects the door to open. */
-  onAuthorized: () => void;
+  onGranted: (grant: GrantSeen) => void;
+  /** The cache is past access.maxCacheAgeHours (door/offlineLimit.ts): only responders and guest links are decided. */
+  cacheTooOld?: () => boolean;
   /** Counts the decisions and times tap to relay (with `metrics` configured). */
   metrics?: DecisionMetrics;
   /** The reader this flow serves: its taps are entries or exits (default entry). */
@@ -120,7 +123,11 @@ export class CredentialFlow {
   }
 
   private unlock(result: AccessResult, extra: Record<string, unknown>, outcome: Extract<TapOutcome, { outcome: 'unlock' }> | null): void {
-    this.deps.onAuthorized();
+    this.deps.onGranted({
+      kind: typeof extra.kind === 'string' ? extra.kind : result.kind,
+      hint: result.hint,
+      ...(typeof extra.card_hint === 'string' ? { card_hint: extra.card_hint } : {}),
+    });
     // Logged once the relay has moved but before the lock change is announced: a log reads "granted", then "unlocked".
     // Who it was is looked up then too (a query the relay need not wait for).
     this.deps.controller.unlock(this.door.unlockSeconds, `${result.kind} ${result.hint}`, () => {
@@ -187,6 +194,7 @@ export class CredentialFlow {
           keypadLockedOut: this.lockouts.isLockedOut('pin'),
           cardLockedOut: this.lockouts.isLockedOut('card'),
           lockdown: this.deps.lockdown?.() ?? false,
+          cacheTooOld: this.deps.cacheTooOld?.() ?? false,
         },
         { name: false },
       );
@@ -231,7 +239,14 @@ export class CredentialFlow {
     try {
       return countsAsGuess(
         this.deps.checker.checkPresented(
-          { door: this.door, kind, credential, now: this.deps.clock.wallNow(), lockdown: this.deps.lockdown?.() ?? false },
+          {
+            door: this.door,
+            kind,
+            credential,
+            now: this.deps.clock.wallNow(),
+            lockdown: this.deps.lockdown?.() ?? false,
+            cacheTooOld: this.deps.cacheTooOld?.() ?? false,
+          },
           { name: false },
         ),
       );

@@ -54,6 +54,8 @@ export interface DoorDeps {
   onReaderChannel?: (state: ChannelState) => void;
   /** Whether this door is in lockdown now (its own or the agent's). */
   lockdown?: () => boolean;
+  /** Whether the cache is past access.maxCacheAgeHours now (the offline limit); absent: no limit. */
+  cacheTooOld?: () => boolean;
   /** The holidays in force (configured and published). */
   holidays?: () => ReadonlySet<string>;
   /** agent.timezone: the unlock schedule's hours are local hours. */
@@ -129,6 +131,7 @@ export class Door implements Component {
       onDoorChange: () => deps.doorEvents.emit('position', door.uuid),
       onTamperChange: () => deps.doorEvents.emit('position', door.uuid),
       lockdown,
+      cacheTooOld: deps.cacheTooOld,
       onFirstPerson: (holders) => this.scheduler?.onFirstPerson(holders),
       onAlarm: (type, data, at) => deps.doorEvents.emit('alarm', door.uuid, type, data, at),
       metrics: deps.metrics,

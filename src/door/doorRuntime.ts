@@ -37,6 +37,8 @@ export interface DoorRuntimeDeps {
   onTamperChange?: () => void;
   /** The agent's wrong-PIN counter and keypad lockout, shared by all its doors. */
   keypad: KeypadGuesses;
+  /** The cache is past access.maxCacheAgeHours (asked at each decision); absent: no offline limit. */
+  cacheTooOld?: () => boolean;
   /** The agent's metrics of this door's decisions (with `metrics` configured). */
   metrics?: DecisionMetrics;
   /** The door's areas, interlock and two-person rule (docs/areas.md); absent when it is in none. */
@@ -88,7 +90,8 @@ export class DoorRuntime {
           lockdown: deps.lockdown,
           onFirstPerson: deps.onFirstPerson,
           keypad: deps.keypad,
-          onAuthorized: () => this.supervision.authorized(),
+          cacheTooOld: deps.cacheTooOld,
+          onGranted: (grant) => this.supervision.granted(grant),
           metrics: deps.metrics,
           direction,
           recordsDirection: door.exitReader !== undefined,

@@ -23,13 +23,23 @@ export interface DoorSupervisionDeps {
   gate?: DoorGate | null;
 }
 
+/** What granted_not_opened names of the grant: as access_granted does (kind and masked hint, never the number). */
+export interface GrantSeen {
+  kind: string;
+  hint: string;
+  card_hint?: string;
+}
+
 /**
- * The door's supervision: the exit button unlocks, the contact tells open from closed (forced and held open
- * raised, a door closed behind someone relocked), the tamper switch is watched; each records its events.
+ * The door's supervision: the exit button unlocks, the contact tells open from closed (forced, held open and
+ * granted-but-not-opened raised, a door closed behind someone relocked), the tamper switch is watched; each
+ * records its events.
  */
 export class DoorSupervisionRuntime {
   private door_ = supervision.SUPERVISION_START;
-  private heldTimer: unknown = null;
+  private timer: unknown = null;
+  /** The grant granted_not_opened would name. */
+  private lastGrant: GrantSeen | null = null;
   private openedWhileUnlocked = false;
   private readonly settings: supervision.SupervisionSettings;
   private tamper_: boolean | null = null;
@@ -45,9 +55,11 @@ export class DoorSupervisionRuntime {
     this.deps.recorder.record(type, data);
   }
 
-  /** A grant is unlocking the door: its opening within the unlock window is not forced. */
-  authorized(): void {
-    this.door_ = supervision.authorized(this.door_, this.deps.clock.monoNow());
+  /** A grant is unlocking the door: its opening within the unlock window is not forced, and is expected. */
+  granted(grant: GrantSeen): void {
+    this.door_ = supervision.granted(this.door_, this.deps.clock.monoNow());
+    this.lastGrant = grant;
+    this.schedule();
   }
 
   onExitButton(pressed: boolean): void {
@@ -88,7 +100,7 @@ export class DoorSupervisionRuntime {
   /** The contact's first reading at start: no events, but a door already open is timed for held-open. */
   initialContact(open: boolean): void {
     this.door_ = supervision.initialContact(this.door_, open, this.deps.clock.monoNow());
-    this.scheduleHeldOpen();
+    this.schedule();
   }
 
   onContact(open: boolean): void {
@@ -117,7 +129,7 @@ export class DoorSupervisionRuntime {
       this.openedWhileUnlocked = false;
       this.deps.controller.lock('door closed', record);
     }
-    this.scheduleHeldOpen();
+    this.schedule();
   }
 
   /** The passages of the grants that waited for this opening; never throws (the door's supervision goes on). */
@@ -130,26 +142,34 @@ export class DoorSupervisionRuntime {
     }
   }
 
-  private scheduleHeldOpen(): void {
-    if (this.heldTimer !== null) this.deps.timers.clearTimeout(this.heldTimer);
-    this.heldTimer = null;
-    const due = supervision.heldOpenDueAt(this.door_, this.settings);
+  /** One timer for whatever falls due next: door_held_open, granted_not_opened. */
+  private schedule(): void {
+    if (this.timer !== null) this.deps.timers.clearTimeout(this.timer);
+    this.timer = null;
+    const due = supervision.nextDueAt(this.door_, this.settings);
     if (due === null) return;
-    this.heldTimer = this.deps.timers.setTimeout(
+    this.timer = this.deps.timers.setTimeout(
       () => {
-        this.heldTimer = null;
+        this.timer = null;
         const { state, events } = supervision.tick(this.door_, this.deps.clock.monoNow(), this.settings);
         this.door_ = state;
-        for (const type of events) this.record(type, { seconds: this.door.heldOpenSeconds });
-        if (events.length > 0) this.deps.logger.warn('door held open');
-        this.scheduleHeldOpen();
+        for (const type of events) {
+          if (type === 'door_held_open') {
+            this.record(type, { seconds: this.door.heldOpenSeconds });
+            this.deps.logger.warn('door held open');
+          } else if (type === 'granted_not_opened') {
+            this.record(type, { ...this.lastGrant, seconds: this.door.unlockSeconds });
+            this.deps.logger.info({ kind: this.lastGrant?.kind, hint: this.lastGrant?.hint }, 'access granted, but the door was not opened');
+          }
+        }
+        this.schedule();
       },
       Math.max(0, due - this.deps.clock.monoNow()),
     );
   }
 
   stop(): void {
-    if (this.heldTimer !== null) this.deps.timers.clearTimeout(this.heldTimer);
-    this.heldTimer = null;
+    if (this.timer !== null) this.deps.timers.clearTimeout(this.timer);
+    this.timer = null;
   }
 }

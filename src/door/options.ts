@@ -90,4 +90,21 @@ export interface AccessOptions {
   minPinLength: number;
   /** One wrong-PIN counter and lockout for all the agent's doors. */
   keypadLockout: KeypadLockoutPolicy;
+  /** The offline limit: past this many hours without a successful sync only responders are admitted; absent: none. */
+  maxCacheAgeHours?: number;
+}
+
+/**
+ * The agent's power inputs (the `power` section): mains present or lost (a UPS's power-good line), battery low. Each
+ * pin is optional; each level is the pin's level in that condition.
+ */
+export interface PowerOptions {
+  mainsPin?: number;
+  /** The level of mainsPin while mains power is present. */
+  mainsPresentLevel: Level;
+  batteryLowPin?: number;
+  /** The level of batteryLowPin while the battery is low. */
+  batteryLowLevel: Level;
+  debounceMs: number;
+  pull: Pull;
 }

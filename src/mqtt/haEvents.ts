@@ -70,9 +70,12 @@ export const HA_EVENTS: readonly HaEventRow[] = [
   { eventType: 'emergency_wiring_cleared', entity: 'alarm' },
   { eventType: 'power_lost', entity: 'supervision' },
   { eventType: 'power_restored', entity: 'supervision' },
+  { eventType: 'battery_low', entity: 'supervision' },
+  { eventType: 'battery_ok', entity: 'supervision' },
   { eventType: 'link_lost', entity: 'supervision' },
   { eventType: 'link_restored', entity: 'supervision' },
   { eventType: 'cache_too_old', entity: 'supervision' },
+  { eventType: 'cache_fresh', entity: 'supervision' },
   { eventType: 'config_changed', entity: 'supervision' },
 ];
 

@@ -58,6 +58,8 @@ export interface MqttComponentDeps {
   forgetHolidaysIssuedAt?: () => void;
   /** The agent's areas (docs/areas.md): their muster lists and the reset command; absent without areas. */
   areas?: AreaRuntime | null;
+  /** Told of each connection made and each one lost or refused (link_lost / link_restored, util/linkWatch.ts). */
+  brokerLink?: { failed(): void; succeeded(): void };
 }
 
 /**
@@ -79,6 +81,13 @@ export class MqttComponent implements Component {
     const replay = new ReplayCache(store.state, store.writes, () => clock.monoNow());
     replay.prune(clock.wallNow() - 2 * options.commandMaxAgeSeconds * 1000);
     const client = connectBroker(options, topics, this.deps.env, logger);
+    const link = this.deps.brokerLink;
+    if (link) {
+      client.on('connect', () => link.succeeded());
+      client.on('close', () => {
+        if (!client.disconnecting && !client.disconnected) link.failed(); // not our own stop
+      });
+    }
     const secret = readCommandSecret(options.commandSecretFile);
     const { codeFile } = options.homeAssistant;
     const haCode = codeFile ? new HomeAssistantCode(readHomeAssistantCode(codeFile), { monoNow: () => clock.monoNow(), logger }) : null;

@@ -163,6 +163,12 @@ export class AgentStore implements Component {
     this.saveStatus();
   }
 
+  /** The power inputs as they are now (shown by `door-agent status`). */
+  setPower(power: NonNullable<RuntimeStatus['power']>): void {
+    this.status.power = power;
+    this.saveStatus();
+  }
+
   /** The emergency input as it reads now (shown by `door-agent status`). */
   setEmergency(emergency: EmergencyRuntime): void {
     this.status.emergency = emergency;

@@ -14,6 +14,8 @@ export interface RuntimeStatus {
   push?: { lastRevision: number | null; at: string };
   /** Topics the broker refuses this agent (its ACL): until a later publish or subscription there succeeds. */
   refused?: BrokerRefusal[];
+  /** The power inputs (the power section): null for one not configured; absent without the section. */
+  power?: { mains: 'present' | 'lost' | null; battery: 'ok' | 'low' | null };
   /** The emergency input as the daemon reads it (absent without one). */
   emergency?: EmergencyRuntime;
 }

@@ -2,6 +2,7 @@ import type { Db } from '../store/database.js';
 import type { DirectoryVersion } from '../protocol/directory.js';
 import { readHeldVersion, writeHeldRevision } from '../store/heldRevision.js';
 import { readMeta, writeMeta } from '../store/meta.js';
+import { SYNC_STATUS_KEY } from '../store/offlineLimitState.js';
 import { MassRemovalError, mergeStage, type MergeSummary } from '../store/snapshotMerge.js';
 import { SnapshotStage } from '../store/snapshotStage.js';
 import { writeServiceLevels } from '../store/serviceLevels.js';
@@ -48,7 +49,8 @@ export interface SyncStatus {
   lastSummary: SyncSummary | null;
 }
 
-const STATUS_KEY = 'sync_status';
+// The offline limit reads lastSuccessAt there too (store/offlineLimitState.ts).
+const STATUS_KEY = SYNC_STATUS_KEY;
 export { readHeldRevision, readHeldVersion } from '../store/heldRevision.js';
 
 const NO_CHANGE = { added: 0, changed: 0, removed: 0, unchanged: 0 };

@@ -4,12 +4,14 @@ import type { Component } from '../lifecycle.js';
 import { parseRevisionMessage, type DirectoryVersion } from '../protocol/directory.js';
 import { cachePath } from '../store/database.js';
 import type { Timers } from '../util/clock.js';
+import type { LinkAttempt } from '../util/linkWatch.js';
 import type { SyncServiceOptions } from './options.js';
+import { MassRemovalError } from '../store/snapshotMerge.js';
 import { SyncScheduler } from './scheduler.js';
-import { serviceClientOptions } from './serviceClient.js';
+import { ServiceError, serviceClientOptions } from './serviceClient.js';
 import type { SyncResult } from './sync.js';
 import { SyncThread } from './syncThread.js';
-import type { SyncRunner, SyncWorkerData } from './syncSession.js';
+import type { SyncOutcome, SyncRunner, SyncWorkerData } from './syncSession.js';
 import type { DirectoryFindings, DirectoryRules } from '../core/directoryFindings.js';
 
 /**
@@ -30,6 +32,17 @@ export function judgeRevision(held: DirectoryVersion | null, payload: Buffer): {
   }
   if (held === null || pushed.revision > held.revision) return { action: 'sync', revision: pushed.revision, why: 'ahead of the revision held' };
   return { action: 'none', revision: pushed.revision, why: 'already held' };
+}
+
+/**
+ * Whether a failed sync reached the service: false when no answer came or the answer was a 5xx (the service is
+ * unreachable or down); true when it answered (a refused key, a mass removal, a bad body); null for a failure of
+ * the agent's own (its worker, its disk), which says nothing about the link.
+ */
+function serviceReached(err: unknown): boolean | null {
+  if (err instanceof MassRemovalError) return true;
+  if (!(err instanceof ServiceError)) return null;
+  return err.status !== null && err.status < 500;
 }
 
 /**
@@ -65,6 +78,8 @@ export class SyncComponent implements Component {
       onSynced?: (result: SyncResult) => void;
       /** Where the syncs run: a worker thread of their own (the default, the daemon's), or one a fleet shares. */
       runner?: (data: SyncWorkerData) => SyncRunner;
+      /** Told whether each sync reached the service (link_lost / link_restored, util/linkWatch.ts). */
+      link?: { attempt(): LinkAttempt; failed(attempt: LinkAttempt): void; succeeded(): void };
     },
   ) {}
 
@@ -79,7 +94,17 @@ export class SyncComponent implements Component {
       run: async () => {
         const full = this.fullNext;
         this.fullNext = false;
-        const result = await thread.run({ concurrency: options.concurrency, maxRemovalRatio: options.maxRemovalRatio, full, rules: this.deps.rules });
+        let result: SyncOutcome;
+        const attempt = this.deps.link?.attempt();
+        try {
+          result = await thread.run({ concurrency: options.concurrency, maxRemovalRatio: options.maxRemovalRatio, full, rules: this.deps.rules });
+        } catch (err) {
+          const reached = serviceReached(err);
+          if (reached === false && attempt) this.deps.link?.failed(attempt);
+          else if (reached === true) this.deps.link?.succeeded();
+          throw err;
+        }
+        this.deps.link?.succeeded();
         if (result.findings) this.deps.onFindings?.(result.findings);
         this.deps.onSynced?.(result);
         return result;

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { ALICE_CARD, useDoorRuntime } from './doorRuntimeHarness.js';
+import { ALICE_CARD, ALICE_PIN, useDoorRuntime } from './doorRuntimeHarness.js';
 
 // Door contact supervision at work (decisions, keypad and exit button: doorRuntime.test.ts).
 
@@ -177,5 +177,49 @@ describe('DoorRuntime door contact', () => {
     t.time.advance(4000);
     expect(t.relay.writes).toEqual([0, 1, 0]);
     expect(t.last('locked')).toMatchObject({ cause: 'timer' });
+  });
+
+  // Issue 30 item 3: a grant after which the door was not opened within unlockSeconds.
+  describe('granted_not_opened', () => {
+    it('a granted card whose door stays shut: one event naming the credential (masked), when the unlock time ends', () => {
+      const t = setup();
+      t.runtime.initialContact(false);
+      t.card(ALICE_CARD);
+      t.time.advance(4_999);
+      expect(t.types()).not.toContain('granted_not_opened');
+      t.time.advance(1);
+      expect(t.last('granted_not_opened')).toMatchObject({ kind: 'card', hint: '…78', seconds: 5, door: t.door.uuid });
+      expect(JSON.stringify(t.all())).not.toContain(ALICE_CARD);
+      t.time.advance(60_000);
+      expect(t.types().filter((x) => x === 'granted_not_opened')).toHaveLength(1);
+    });
+
+    it('the door opened in time: no event; a PIN (card_and_pin) names both factors as access_granted does', () => {
+      const t = setup();
+      t.runtime.initialContact(false);
+      t.card(ALICE_CARD);
+      t.time.advance(2_000);
+      t.runtime.onContact(true);
+      t.time.advance(60_000);
+      expect(t.types()).not.toContain('granted_not_opened');
+
+      const both = setup({ mode: 'card_and_pin' });
+      both.runtime.initialContact(false);
+      both.card(ALICE_CARD);
+      both.pin(ALICE_PIN);
+      both.time.advance(5_000);
+      expect(both.last('granted_not_opened')).toMatchObject({ kind: 'card_and_pin', hint: 'PIN', card_hint: '…78' });
+    });
+
+    it('a door without a contact cannot tell, and an exit request is not a grant: no event', () => {
+      const t = setup();
+      t.card(ALICE_CARD); // no contact reading ever
+      t.time.advance(60_000);
+      const u = setup();
+      u.runtime.initialContact(false);
+      u.runtime.onExitButton(true);
+      u.time.advance(60_000);
+      expect([...t.types(), ...u.types()]).not.toContain('granted_not_opened');
+    });
   });
 });

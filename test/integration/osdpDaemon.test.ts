@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { SerialPort } from 'serialport';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { encodeCard } from '../../src/core/wiegand.js';
-import { runCli, runCliAsync, tempDir, writeConfig } from '../support/cli.js';
+import { DOOR_UUID, runCli, runCliAsync, tempDir, writeConfig } from '../support/cli.js';
 import { Daemon, readLevel, waitUntil } from '../support/daemon.js';
 import { OsdpEmulator } from '../../src/readers/osdp/readerEmulator.js';
 import { PtyPair } from '../support/socat.js';
@@ -143,7 +143,8 @@ describe('an OSDP reader at the door', () => {
     await daemon.waitForMessage('OSDP reader offline', 10_000);
     s.pd.reader(3).silent = false;
     await eventually(async () => (await s.refresh()).filter((e) => e.type === 'reader_online').length === 2, 10_000, 'online again');
-    expect(s.events().map((e) => e.type)).toEqual(['reader_online', 'reader_offline', 'reader_online']);
+    const readerEvents = s.events().filter((e) => e.type !== 'config_changed'); // not the start's configuration
+    expect(readerEvents.map((e) => e.type)).toEqual(['reader_online', 'reader_offline', 'reader_online']);
     expect(
       s
         .events()
@@ -194,6 +195,11 @@ describe('an OSDP reader at the door', () => {
     expect(keyset.stdout + keyset.stderr).not.toContain(saved);
     const daemon = await start(s.config);
     await daemon.waitForMessage('OSDP secure channel established', 10_000);
+    // The change enters the audit log when the daemon starts (config_changed, reason reader_keyset), never the key.
+    const changes = (await s.refresh()).filter((e) => e.type === 'config_changed');
+    expect(changes.map((e) => e.reason)).toEqual(['reader_keyset', 'loaded']);
+    expect(changes[0]).toMatchObject({ door: DOOR_UUID, hash: changes[1]!.hash });
+    expect(JSON.stringify(s.events())).not.toContain(saved);
   });
 
   it('reader keyset while door-agent holds the bus fails clearly and keeps the key', async () => {

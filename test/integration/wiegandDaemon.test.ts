@@ -46,7 +46,8 @@ ${doorExtra}`,
       .trim()
       .split('\n')
       .filter(Boolean)
-      .map((l) => JSON.parse(l) as Record<string, unknown>);
+      .map((l) => JSON.parse(l) as Record<string, unknown>)
+      .filter((e) => e.type !== 'config_changed'); // the door's events, not the configuration each start records
   };
   const relay = join(gpio, 'gpio17/value');
   return { dir, config, daemon, gpio, events, relayIs: (level: string) => () => readLevel(relay) === level };

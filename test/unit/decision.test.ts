@@ -243,6 +243,7 @@ describe('decide: reason precedence when every holder is denied', () => {
   it('DENY_REASONS is the order of the contract', () => {
     expect([...DENY_REASONS]).toEqual([
       'lockdown',
+      'cache_too_old',
       'clock_untrusted',
       'keypad_locked_out',
       'card_locked_out',
@@ -381,6 +382,47 @@ describe('decide: lockdown (issue 14)', () => {
 
   it('changes nothing without lockdown', () => {
     expect(decide(req({ lockdown: false }), [user()], responders).granted).toBe(true);
+  });
+});
+
+describe('decide: the offline limit, cacheTooOld (issue 30 item 2)', () => {
+  const responders: DecisionContext = { ...ctx, responders: { groups: new Set(['Security']), policies: new Set(['FirstAid']) } };
+  const old = (over: Partial<DecisionRequest> = {}) => req({ cacheTooOld: true, ...over });
+
+  it('refuses a card or PIN of anyone but a responder, and an unknown number, with cache_too_old', () => {
+    expect(decide(old(), [user({ emailId: 7 })], responders)).toEqual({
+      granted: false,
+      reason: 'cache_too_old',
+      holders: [{ holder: { email_id: 7 }, reason: 'cache_too_old' }],
+    });
+    expect(decide(old({ kind: 'pin' }), [user()], responders).reason).toBe('cache_too_old');
+    expect(decide(old(), [], responders)).toEqual({ granted: false, reason: 'cache_too_old', holders: [] });
+    expect(decide(old(), [user({ groups: ['Staff', 'Security'] })], ctx).reason).toBe('cache_too_old'); // no responders configured
+  });
+
+  it('admits a responder who qualifies as usual, as in a lockdown (everyDoor too)', () => {
+    expect(decide(old(), [user({ groups: ['Staff', 'Security'] })], responders).granted).toBe(true);
+    expect(decide(old({ kind: 'pin' }), [user({ groups: [], policies: ['FirstAid'] })], responders).reason).toBe('not_authorized');
+    expect(decide(old(), [user({ groups: ['Staff', 'Security'], adStatus: 'SUSPENDED' })], responders).reason).toBe('user_suspended');
+    const everyDoor: DecisionContext = { ...responders, responders: { ...responders.responders!, everyDoor: true } };
+    expect(decide(old(), [user({ groups: ['Security'] })], everyDoor)).toMatchObject({ granted: true, level: 'responders (every door)' });
+  });
+
+  it('leaves a guest link to its own validity (its card or QR token), and a co-holder user refused', () => {
+    expect(decide(old({ kind: 'token' }), [link()], ctx).granted).toBe(true);
+    expect(decide(old(), [link({ endAt: NOW - 1 })], ctx).reason).toBe('link_expired');
+    const both = decide(old(), [user({ emailId: 7 }), link()], ctx);
+    expect(both.granted).toBe(true);
+    expect(both.holders).toEqual([
+      { holder: { email_id: 7 }, reason: 'cache_too_old' },
+      { holder: { magic_link_id: 'ml-1' }, reason: null },
+    ]);
+  });
+
+  it('comes after a lockout and a lockdown, and changes nothing when false', () => {
+    expect(decide(old({ cardLockedOut: true }), [user()], responders).reason).toBe('card_locked_out');
+    expect(decide(old({ lockdown: true }), [user()], responders).reason).toBe('lockdown');
+    expect(decide(req({ cacheTooOld: false }), [user()], responders).granted).toBe(true);
   });
 });
 

@@ -3,8 +3,10 @@ import {
   SUPERVISION_START,
   authorized,
   contactChanged,
+  granted,
   heldOpenDueAt,
   initialContact,
+  nextDueAt,
   tick,
   type SupervisionSettings,
   type SupervisionState,
@@ -175,5 +177,41 @@ describe('door_held_open', () => {
   it('a tick long overdue still reports only one event', () => {
     const opened = change(closedAt(T0), true, T0, 'UNLOCKED').state;
     expect(tick(opened, T0 + 10 * settings.heldOpenMs, settings).events).toEqual(['door_held_open']);
+  });
+});
+
+describe('granted_not_opened (issue 30 item 3)', () => {
+  it('a grant at a closed door that does not open within the unlock window: once, when the window ends', () => {
+    const g = granted(closedAt(T0), T0 + 1_000);
+    expect(nextDueAt(g, settings)).toBe(T0 + 1_000 + settings.unlockWindowMs);
+    expect(tick(g, T0 + 1_000 + settings.unlockWindowMs - 1, settings).events).toEqual([]);
+    const fired = tick(g, T0 + 1_000 + settings.unlockWindowMs, settings);
+    expect(fired.events).toEqual(['granted_not_opened']);
+    expect(nextDueAt(fired.state, settings)).toBeNull();
+    expect(tick(fired.state, T0 + 3_600_000, settings).events).toEqual([]);
+  });
+
+  it('the door opened within the window: nothing; opening later is door_forced, not also granted_not_opened', () => {
+    const g = granted(closedAt(T0), T0);
+    const opened = change(g, true, T0 + 2_000, 'UNLOCKED');
+    expect(opened.events).toEqual(['door_opened']);
+    expect(tick(opened.state, T0 + settings.unlockWindowMs, settings).events).toEqual([]);
+  });
+
+  it('a door without a contact reading, or already open, cannot tell: nothing', () => {
+    expect(nextDueAt(granted(SUPERVISION_START, T0), settings)).toBeNull();
+    const open = initialContact(SUPERVISION_START, true, T0);
+    const g = granted(open, T0 + 1_000);
+    expect(tick(g, T0 + 1_000 + settings.unlockWindowMs, settings).events).toEqual([]);
+  });
+
+  it('a second grant while one waits replaces it: one event, timed from the last', () => {
+    const g = granted(granted(closedAt(T0), T0), T0 + 3_000);
+    expect(tick(g, T0 + settings.unlockWindowMs, settings).events).toEqual([]);
+    expect(tick(g, T0 + 3_000 + settings.unlockWindowMs, settings).events).toEqual(['granted_not_opened']);
+  });
+
+  it('an exit request is not a grant: nothing expected of it', () => {
+    expect(nextDueAt(authorized(closedAt(T0), T0), settings)).toBeNull();
   });
 });

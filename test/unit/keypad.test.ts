@@ -207,6 +207,9 @@ describe('countsAsGuess', () => {
   it('the lockdown (for a known credential), the clock and a lockout in progress do not count; a grant neither', () => {
     expect(countsAsGuess(refused('lockdown'))).toBe(false);
     expect(countsAsGuess(refused('lockdown', []))).toBe(true); // an unknown number is a guess, lockdown or not
+    // The offline limit likewise: its holder is no guesser, an unknown number is.
+    expect(countsAsGuess(refused('cache_too_old'))).toBe(false);
+    expect(countsAsGuess(refused('cache_too_old', []))).toBe(true);
     expect(countsAsGuess(refused('clock_untrusted'))).toBe(false);
     expect(countsAsGuess(refused('keypad_locked_out', []))).toBe(false);
     expect(countsAsGuess(refused('card_locked_out', []))).toBe(false);
