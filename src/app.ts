@@ -46,6 +46,9 @@ import { configHash } from './config/configHash.js';
 import { recordConfigLoaded } from './store/configChanges.js';
 import type { EventType } from './store/eventLog.js';
 import type { AgentMetrics } from './metrics/agentMetrics.js';
+import { AreaRuntime } from './door/areaRuntime.js';
+import { DoorGroups } from './door/doorGroups.js';
+import { doorGroupWarnings } from './config/doorGroups.js';
 
 export interface AgentDeps {
   logger: Logger;
@@ -187,6 +190,7 @@ export async function startAgent(config: AgentOptions, deps: AgentDeps): Promise
       : null;
     // One per RS-485 line, shared by the doors whose OSDP readers are on it.
     const osdp = new OsdpBuses({ clock, timers, logger: logger.child({ component: 'osdp' }), openPort: deps.openPort });
+    const { areas, groups } = doorGroups(config, store, doors, doorEvents, clock, timers, logger);
     for (const options of config.doors) {
       doors.push(
         new Door(options, {
@@ -204,7 +208,7 @@ export async function startAgent(config: AgentOptions, deps: AgentDeps): Promise
           logger: logger.child({ door: options.uuid, name: options.name }),
           openPort: deps.openPort,
           osdp,
-          onReaderConnection: (connected) => store.setReaderConnected(options.uuid, connected),
+          onReaderConnection: (connected, direction) => store.setReaderConnected(direction === 'exit' ? `${options.uuid}/exit` : options.uuid, connected),
           onReaderChannel: (channel) => store.setReaderChannel(options.uuid, channel),
           lockdown: () => operations.isLockedDown(options.uuid),
           ...(offlineLimit ? { cacheTooOld: () => offlineLimit.tooOld() } : {}),
@@ -212,6 +216,7 @@ export async function startAgent(config: AgentOptions, deps: AgentDeps): Promise
           timezone: config.agent.timezone,
           scheduleMemory: operations.scheduleMemory(options.uuid),
           metrics: metrics?.forDoor(options),
+          gate: groups?.gate(options) ?? null,
         }),
       );
     }
@@ -270,6 +275,7 @@ export async function startAgent(config: AgentOptions, deps: AgentDeps): Promise
           onHolidays: (dates, issuedAt) => operations.applyPublishedHolidays(dates, issuedAt),
           heldHolidaysIssuedAt: () => operations.heldHolidaysIssuedAt,
           forgetHolidaysIssuedAt: () => operations.forgetHolidaysIssuedAt(),
+          areas,
           brokerLink: supervision.links.broker,
         })
       : null;
@@ -322,6 +328,7 @@ export async function startAgent(config: AgentOptions, deps: AgentDeps): Promise
       supervision.power,
       supervision.component,
       operations,
+      areas,
       clockWatch,
       ...doors,
       emergency,
@@ -341,6 +348,56 @@ export async function startAgent(config: AgentOptions, deps: AgentDeps): Promise
     stop,
     lockAllNow: () => relays.lockAll(),
   };
+}
+
+/**
+ * Doors that work together (docs/areas.md): the areas (their state replayed from the audit log when they start,
+ * before the doors) and the site's door groups, whose gates the doors ask; null parts when nothing is configured.
+ */
+function doorGroups(
+  config: AgentOptions,
+  store: AgentStore,
+  doors: readonly Door[],
+  doorEvents: DoorEvents,
+  clock: Clock,
+  timers: Timers,
+  logger: Logger,
+): { areas: AreaRuntime | null; groups: DoorGroups | null } {
+  for (const warning of doorGroupWarnings(config)) logger.warn(warning);
+  const configured = config.areas ?? [];
+  const areas =
+    configured.length > 0
+      ? new AreaRuntime({
+          areas: configured,
+          timezone: config.agent.timezone,
+          maxEvents: config.agent.maxEvents,
+          state: () => store.state,
+          append: (event) => store.events.append(event),
+          clock,
+          timers,
+          logger: logger.child({ component: 'areas' }),
+        })
+      : null;
+  const interlocks = config.interlocks ?? [];
+  if (!areas && interlocks.length === 0 && !config.doors.some((d) => d.twoPerson)) return { areas: null, groups: null };
+  if (areas) store.onEventWritten((event) => areas.onEventWritten(event));
+  const byUuid = (uuid: string) => doors.find((d) => d.options.uuid === uuid);
+  const groups = new DoorGroups({
+    interlocks,
+    areas,
+    doorState: (uuid) => {
+      const door = byUuid(uuid);
+      const lock = door?.lockState();
+      return door && lock ? { unlocked: lock.state === 'UNLOCKED', open: door.contactState() === 'OPEN' } : undefined;
+    },
+    released: (uuid) => byUuid(uuid)?.emergencyReleased() ?? false,
+    clock,
+  });
+  // A grant whose door locked again before it opened is no passage.
+  doorEvents.on('lock', (uuid, snapshot) => {
+    if (snapshot.state === 'LOCKED') groups.relocked(uuid);
+  });
+  return { areas, groups };
 }
 
 /**

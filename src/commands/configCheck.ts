@@ -19,6 +19,9 @@ import { crossKeyProblems, doorsParsedAlone } from '../config/crossKeyProblems.j
 import { dataDirProblems, readerDeviceWarnings, readerDevices } from '../config/hostChecks.js';
 import { levelLines, levelStatus } from './levelStatus.js';
 import { emergencyConfigLines, emergencyView } from './emergencyStatus.js';
+import { readersOf } from '../config/doorReaders.js';
+import { doorGroupWarnings } from '../config/doorGroups.js';
+import { doorGroupLines } from './areaStatus.js';
 
 function loadServiceConfigIfServiceOnly(path: string) {
   let data: unknown;
@@ -61,11 +64,18 @@ function runConfigCheck(args: { config: string | undefined }, ctx: CommandContex
       ...(dataDir ? dataDirProblems(dataDir).problems : []),
     ];
     const known = new Set(err.problems.map((p) => p.path));
-    writeWarnings(ctx, readerDeviceWarnings(readerDevices(doorsParsedAlone(raw).map(({ index, door }) => ({ index, reader: door.reader })))));
+    writeWarnings(ctx, readerDeviceWarnings(readerDevices(doorsParsedAlone(raw).flatMap(({ index, door }) => readersOf(door).map((r) => ({ index, ...r }))))));
     throw new InputError(err.what, [...err.problems, ...more.filter((p) => !known.has(p.path))], EXIT_INVALID_CONFIG);
   }
   const dataDir = dataDirProblems(config.agent.dataDir);
-  const deviceWarnings = readerDeviceWarnings(readerDevices(config.doors.map((door, index) => ({ index, reader: door.reader }))));
+  const deviceWarnings = readerDeviceWarnings(
+    readerDevices(
+      config.doors.flatMap((door, index) => [
+        { index, reader: door.reader },
+        { index, key: ['readers', 'exit'], reader: door.exitReader },
+      ]),
+    ),
+  );
   const problems = [...checkReferencedFiles(config, ctx.env), ...dataDir.problems];
   if (problems.length > 0) {
     writeWarnings(ctx, deviceWarnings);
@@ -74,7 +84,10 @@ function runConfigCheck(args: { config: string | undefined }, ctx: CommandContex
   // One file for a door that also runs the reference service: its server section is checked as the service reads it.
   const raw = readRawConfig(path);
   const sharedService = raw && 'server' in raw ? loadServiceConfig(path) : undefined;
-  const doors = config.doors.map((d) => `${d.name} (GPIO ${d.relay.pin}${d.reader ? `, reader ${describeReader(d.reader)}` : ''})`);
+  const doors = config.doors.map(
+    (d) =>
+      `${d.name} (GPIO ${d.relay.pin}${d.reader ? `, reader ${describeReader(d.reader)}` : ''}${d.exitReader ? `, exit reader ${describeReader(d.exitReader)}` : ''})`,
+  );
   const probe = probeGpio({ binding: loadChardevBinding });
   const chosen = probe.drivers.find((d) => d.driver === config.gpio.driver)!;
   const suggested = probe.drivers.find((d) => d.driver === probe.suggested)!;
@@ -93,12 +106,18 @@ function runConfigCheck(args: { config: string | undefined }, ctx: CommandContex
       .join('') +
     lockoutWarnings(config.doors, config.access.keypadLockout)
       .map((w) => `  WARNING: ${w}\n`)
+      .join('') +
+    doorGroupWarnings(config)
+      .map((w) => `  WARNING: ${w}\n`)
       .join('');
   ctx.stdout.write(
     `${path}: ok\n` +
       `  agent ${config.agent.id}, time zone ${config.agent.timezone}, data in ${config.agent.dataDir}\n` +
       `  gpio driver ${config.gpio.driver}; ${config.doors.length} door(s): ${doors.join(', ')}\n` +
       emergencyConfigLines(emergencyView(config, undefined, false))
+        .map((l) => `${l}\n`)
+        .join('') +
+      doorGroupLines(config)
         .map((l) => `${l}\n`)
         .join('') +
       `  service ${config.service ? redactUrl(config.service.baseUrl) : 'not configured (offline)'}; ` +
@@ -168,6 +187,12 @@ function configuredPins(config: AgentOptions): Array<{ where: string; pin: numbe
         ? [
             { where: `doors[${i}].reader.d0`, pin: d.reader.d0 },
             { where: `doors[${i}].reader.d1`, pin: d.reader.d1 },
+          ]
+        : []),
+      ...(d.exitReader?.type === 'wiegand'
+        ? [
+            { where: `doors[${i}].readers.exit.d0`, pin: d.exitReader.d0 },
+            { where: `doors[${i}].readers.exit.d1`, pin: d.exitReader.d1 },
           ]
         : []),
     ])

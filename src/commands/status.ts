@@ -24,6 +24,7 @@ import { offlineLimitLines, offlineLimitStatus, powerLines, powerStatus } from '
 import { systemBootClock } from '../util/bootClock.js';
 import { emergencyStatusLines, emergencyView } from './emergencyStatus.js';
 import { EMERGENCY_CAUSE } from '../core/emergencyRelease.js';
+import { areaLines, areaStatus } from './areaStatus.js';
 
 function processAlive(pid: number): boolean {
   try {
@@ -84,6 +85,13 @@ function runStatus(args: { json: boolean; config: string | undefined }, ctx: Com
               channel: osdpChannelView(door, runtime, running),
             }
           : null,
+        exitReader: door.exitReader
+          ? {
+              type: door.exitReader.type,
+              path: describeReader(door.exitReader),
+              connected: running ? (runtime?.readers[`${door.uuid}/exit`] ?? false) : false,
+            }
+          : null,
         ...operations.doors.get(door.uuid)!,
       };
     });
@@ -95,6 +103,7 @@ function runStatus(args: { json: boolean; config: string | undefined }, ctx: Com
       clock: { now: iso(now), trusted: isClockTrusted(now) },
       doors,
       emergency: emergencyView(config, runtime, running),
+      areas: areaStatus(config, state, db, now),
       holidays: operations.holidays,
       levels: levelStatus(config, db, now, new Set(operations.holidays)),
       counts: new CredentialCache(db).counts(),
@@ -137,13 +146,15 @@ function runStatus(args: { json: boolean; config: string | undefined }, ctx: Com
                   ? `UNLOCKED until ${d.relockAt} (relock in ${Math.max(0, Math.ceil((Date.parse(d.relockAt) - now) / 1000))} s)`
                   : 'UNLOCKED';
         const relay = d.relay ? ` (relay GPIO ${d.relay.pin} = ${d.relay.level})` : '';
-        const reader = d.reader
-          ? `reader ${d.reader.path} ${d.reader.connected ? (d.reader.type === 'wiegand' ? 'listening' : 'connected') : 'NOT connected'}${osdpChannelText(d.reader.channel)}`
-          : 'no reader';
+        const connected = (r: { type: string; connected: boolean }) => (r.connected ? (r.type === 'wiegand' ? 'listening' : 'connected') : 'NOT connected');
+        const reader =
+          (d.reader ? `reader ${d.reader.path} ${connected(d.reader)}${osdpChannelText(d.reader.channel)}` : d.exitReader ? 'no entry reader' : 'no reader') +
+          (d.exitReader ? `; exit reader ${d.exitReader.path} ${connected(d.exitReader)}` : '');
         const unsaved = d.savedState ? [`    WARNING: the saved state says ${d.savedState}; the daemon is still retrying to save the relay's state`] : [];
         return [`  ${d.name} (${d.uuid}): ${state}${relay}; ${reader}`, ...unsaved, ...operationsLines(d)];
       }),
       ...emergencyStatusLines(status.emergency, status.daemon.running),
+      ...areaLines(status.areas),
       ...levelLines(status.levels, config),
       cacheLine(status.counts, status.lastImport, readSyncStatus(db).lastSuccessAt),
       ...(cache.missing ? [missingCacheWarning(file)] : []),

@@ -5,6 +5,7 @@ import { refineDoors } from './doorChecks.js';
 import { gpioSchema } from './schema.js';
 import { powerSchema, refineAgentInputs } from './agentInputs.js';
 import { emergencySchema, refineEmergency } from './emergencySchema.js';
+import { areasSchema, interlocksSchema, refineDoorGroups } from './doorGroups.js';
 
 type Door = z.output<typeof doorSchema>;
 
@@ -43,6 +44,13 @@ export function crossKeyProblems(raw: Record<string, unknown> | undefined): Prob
     refineEmergency({ gpio: { driver }, doors: doors.map((d) => d.door), emergency: emergency.data }, ctx);
     const everyDoor = Array.isArray(raw?.doors) && doors.length === raw.doors.length;
     if (!everyDoor) issues.splice(before, issues.length - before, ...issues.slice(before).filter((issue) => issue.path[1] !== 'doors'));
+  }
+  // Areas and interlocks (each section when it validates) against the doors, only when every door validated: which
+  // doors have which readers decides most of their problems.
+  const areas = areasSchema.safeParse(raw?.areas);
+  const interlocks = interlocksSchema.safeParse(raw?.interlocks);
+  if (Array.isArray(raw?.doors) && doors.length === raw.doors.length && (areas.success || interlocks.success)) {
+    refineDoorGroups({ doors: doors.map((d) => d.door), areas: areas.success ? areas.data : [], interlocks: interlocks.success ? interlocks.data : [] }, ctx);
   }
   // Indices among the doors that validated, back to the file's own.
   const original = (i: number) => doors[i]?.index ?? i;

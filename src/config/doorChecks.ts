@@ -2,20 +2,21 @@ import type * as z from 'zod';
 import { longestUnlockRunHours } from '../core/unlockSchedule.js';
 import type { doorSchema } from './doorSchema.js';
 import { checkRequiredSecureChannel } from './osdpSecurity.js';
+import { readersOf } from './doorReaders.js';
 
 /** Every GPIO line a door uses, with the keys (under the door) that name it. */
 export function doorPins(door: z.output<typeof doorSchema>): Array<[string[], number]> {
-  const wiegand = door.reader?.type === 'wiegand' ? door.reader : undefined;
   const lines: Array<[string[], number | undefined]> = [
     [['relay', 'pin'], door.relay.pin],
     [['contact', 'pin'], door.contact?.pin],
     [['exitButton', 'pin'], door.exitButton?.pin],
-    [['reader', 'd0'], wiegand?.d0],
-    [['reader', 'd1'], wiegand?.d1],
     [['tamper', 'pin'], door.tamper?.pin],
-    [['reader', 'led', 'pin'], door.reader && door.reader.type !== 'osdp' ? door.reader.led?.pin : undefined],
-    [['reader', 'buzzer', 'pin'], door.reader && door.reader.type !== 'osdp' ? door.reader.buzzer?.pin : undefined],
   ];
+  // Each reader's lines (the exit reader's as the entry reader's): its Wiegand pair, its LED and buzzer.
+  for (const { key, reader } of readersOf(door)) {
+    if (reader.type === 'wiegand') lines.push([[...key, 'd0'], reader.d0], [[...key, 'd1'], reader.d1]);
+    if (reader.type !== 'osdp') lines.push([[...key, 'led', 'pin'], reader.led?.pin], [[...key, 'buzzer', 'pin'], reader.buzzer?.pin]);
+  }
   return lines.filter((line): line is [string[], number] => line[1] !== undefined);
 }
 
@@ -39,7 +40,6 @@ export function refineDoors(config: { gpio: { driver: string }; doors: Array<z.o
         message: `same resourceId as doors[${seenResource}]`,
       });
     } else resourceIds.set(door.resourceId, i);
-    const wiegand = door.reader?.type === 'wiegand' ? door.reader : undefined;
     for (const [where, pin] of doorPins(door)) {
       const owner = pins.get(pin);
       if (owner !== undefined) {
@@ -50,22 +50,7 @@ export function refineDoors(config: { gpio: { driver: string }; doors: Array<z.o
         });
       } else pins.set(pin, `doors[${i}].${where.join('.')}`);
     }
-    if (wiegand?.numbering === 'facility_card' && wiegand.format !== 26 && wiegand.format !== 34) {
-      ctx.addIssue({
-        code: 'custom',
-        path: ['doors', i, 'reader', 'numbering'],
-        message:
-          'facility_card (facility * 65536 + card) is exact only for 26- and 34-bit cards (16-bit card field): set format: 26 or 34, or use numbering: data',
-      });
-    }
     if (config.gpio.driver === 'onoff') {
-      if (wiegand) {
-        ctx.addIssue({
-          code: 'custom',
-          path: ['doors', i, 'reader', 'type'],
-          message: 'a Wiegand reader needs gpio.driver: chardev (sysfs cannot see its 50 µs pulses)',
-        });
-      }
       for (const input of ['contact', 'exitButton', 'tamper'] as const) {
         const setting = door[input];
         if (setting && setting.pull !== 'none') {
@@ -77,60 +62,80 @@ export function refineDoors(config: { gpio: { driver: string }; doors: Array<z.o
         }
       }
     }
-    if (door.reader?.type === 'serial' && door.reader.format === 'rdm6300' && door.reader.cardFormat !== 'decimal') {
-      ctx.addIssue({
-        code: 'custom',
-        path: ['doors', i, 'reader', 'cardFormat'],
-        message: 'an rdm6300 reader sends binary frames whose IDs become decimal numbers: leave cardFormat out',
-      });
+    if (door.reader !== undefined && door.readers !== undefined) {
+      ctx.addIssue({ code: 'custom', path: ['doors', i, 'readers'], message: 'give reader (an entry reader alone) or readers, not both' });
     }
-    if (door.reader?.type === 'osdp') {
-      checkRequiredSecureChannel(door.reader, i, ctx);
-      const bus = osdpBuses.get(door.reader.path);
-      if (bus && bus.baudRate !== door.reader.baudRate) {
+    for (const { key, reader } of readersOf(door)) {
+      if (reader.type === 'wiegand' && reader.numbering === 'facility_card' && reader.format !== 26 && reader.format !== 34) {
         ctx.addIssue({
           code: 'custom',
-          path: ['doors', i, 'reader', 'baudRate'],
-          message: `the OSDP bus ${door.reader.path} runs at ${bus.baudRate} for doors[${bus.door}]`,
+          path: ['doors', i, ...key, 'numbering'],
+          message:
+            'facility_card (facility * 65536 + card) is exact only for 26- and 34-bit cards (16-bit card field): set format: 26 or 34, or use numbering: data',
         });
       }
-      const sameAddress = bus?.addresses.get(door.reader.address);
-      if (sameAddress !== undefined) {
+      if (config.gpio.driver === 'onoff' && reader.type === 'wiegand') {
         ctx.addIssue({
           code: 'custom',
-          path: ['doors', i, 'reader', 'address'],
-          message: `OSDP address ${door.reader.address} on ${door.reader.path} is already doors[${sameAddress}]`,
+          path: ['doors', i, ...key, 'type'],
+          message: 'a Wiegand reader needs gpio.driver: chardev (sysfs cannot see its 50 µs pulses)',
         });
       }
-      if (!bus) osdpBuses.set(door.reader.path, { baudRate: door.reader.baudRate, door: i, addresses: new Map([[door.reader.address, i]]) });
-      else bus.addresses.set(door.reader.address, i);
-      if (readers.has(door.reader.path)) {
+      if (reader.type === 'serial' && reader.format === 'rdm6300' && reader.cardFormat !== 'decimal') {
         ctx.addIssue({
           code: 'custom',
-          path: ['doors', i, 'reader', 'path'],
-          message: `reader ${door.reader.path} is already used by doors[${readers.get(door.reader.path)}]`,
+          path: ['doors', i, ...key, 'cardFormat'],
+          message: 'an rdm6300 reader sends binary frames whose IDs become decimal numbers: leave cardFormat out',
         });
       }
-      if (door.reader.numbering === 'facility_card') {
-        ctx.addIssue({
-          code: 'custom',
-          path: ['doors', i, 'reader', 'numbering'],
-          message: 'facility_card is exact only for 26- and 34-bit cards: an OSDP reader may send any format; use numbering: data',
-        });
+      if (reader.type === 'osdp') {
+        checkRequiredSecureChannel(reader, ['doors', i, ...key], ctx);
+        const bus = osdpBuses.get(reader.path);
+        if (bus && bus.baudRate !== reader.baudRate) {
+          ctx.addIssue({
+            code: 'custom',
+            path: ['doors', i, ...key, 'baudRate'],
+            message: `the OSDP bus ${reader.path} runs at ${bus.baudRate} for doors[${bus.door}]`,
+          });
+        }
+        const sameAddress = bus?.addresses.get(reader.address);
+        if (sameAddress !== undefined) {
+          ctx.addIssue({
+            code: 'custom',
+            path: ['doors', i, ...key, 'address'],
+            message: `OSDP address ${reader.address} on ${reader.path} is already doors[${sameAddress}]`,
+          });
+        }
+        if (!bus) osdpBuses.set(reader.path, { baudRate: reader.baudRate, door: i, addresses: new Map([[reader.address, i]]) });
+        else bus.addresses.set(reader.address, i);
+        if (readers.has(reader.path)) {
+          ctx.addIssue({
+            code: 'custom',
+            path: ['doors', i, ...key, 'path'],
+            message: `reader ${reader.path} is already used by doors[${readers.get(reader.path)}]`,
+          });
+        }
+        if (reader.numbering === 'facility_card') {
+          ctx.addIssue({
+            code: 'custom',
+            path: ['doors', i, ...key, 'numbering'],
+            message: 'facility_card is exact only for 26- and 34-bit cards: an OSDP reader may send any format; use numbering: data',
+          });
+        }
       }
-    }
-    if (door.reader?.type === 'serial' || door.reader?.type === 'keyboard') {
-      if (osdpBuses.has(door.reader.path)) {
-        ctx.addIssue({ code: 'custom', path: ['doors', i, 'reader', 'path'], message: `${door.reader.path} is an OSDP bus of another door` });
+      if (reader.type === 'serial' || reader.type === 'keyboard') {
+        if (osdpBuses.has(reader.path)) {
+          ctx.addIssue({ code: 'custom', path: ['doors', i, ...key, 'path'], message: `${reader.path} is an OSDP bus of another door` });
+        }
+        const seenReader = readers.get(reader.path);
+        if (seenReader !== undefined) {
+          ctx.addIssue({
+            code: 'custom',
+            path: ['doors', i, ...key, 'path'],
+            message: `reader ${reader.path} is already used by doors[${seenReader}]`,
+          });
+        } else readers.set(reader.path, i);
       }
-      const seenReader = readers.get(door.reader.path);
-      if (seenReader !== undefined) {
-        ctx.addIssue({
-          code: 'custom',
-          path: ['doors', i, 'reader', 'path'],
-          message: `reader ${door.reader.path} is already used by doors[${seenReader}]`,
-        });
-      } else readers.set(door.reader.path, i);
     }
     if (door.firstPersonIn && !door.unlockSchedule) {
       ctx.addIssue({ code: 'custom', path: ['doors', i, 'firstPersonIn'], message: 'needs an unlockSchedule: first-person-in delays the start of its hours' });

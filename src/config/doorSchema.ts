@@ -32,6 +32,7 @@ const signalLine = (defaults: SignalPatterns) =>
         deny: pattern.default(defaults.deny),
         lockedOut: pattern.optional(),
         lockdown: pattern.default(defaults.lockdown),
+        awaiting: pattern.default(defaults.awaiting),
       })
       .prefault({})
       // A lockout is a refusal: the deny pattern unless one is given.
@@ -42,11 +43,18 @@ interface SignalPatterns {
   grant: number[];
   deny: number[];
   lockdown: number[];
+  /** A two-person door's first tap (docs/areas.md): three short flashes and two beeps, "one more, please". */
+  awaiting: number[];
 }
 /** @internal */
-export const LED_PATTERNS: SignalPatterns = { grant: [2000], deny: [200, 200, 200, 200, 200], lockdown: [1000, 300, 1000, 300, 1000] };
+export const LED_PATTERNS: SignalPatterns = {
+  grant: [2000],
+  deny: [200, 200, 200, 200, 200],
+  lockdown: [1000, 300, 1000, 300, 1000],
+  awaiting: [150, 150, 150, 150, 150],
+};
 /** @internal */
-export const BUZZER_PATTERNS: SignalPatterns = { grant: [150], deny: [400, 100, 400], lockdown: [1500] };
+export const BUZZER_PATTERNS: SignalPatterns = { grant: [150], deny: [400, 100, 400], lockdown: [1500], awaiting: [100, 100, 100] };
 const signalLines = {
   led: signalLine(LED_PATTERNS).optional(),
   buzzer: signalLine(BUZZER_PATTERNS).optional(),
@@ -63,6 +71,7 @@ const serialReplies = z.strictObject({
   deny: replyLine.optional(),
   lockedOut: replyLine.optional(),
   lockdown: replyLine.optional(),
+  awaiting: replyLine.optional(),
 });
 
 const serialReaderSchema = z.strictObject({
@@ -153,7 +162,15 @@ export const doorSchema = z.strictObject({
   /** With a contact: a timed unlock ends as soon as the door has opened and closed again. */
   relockOnClose: z.boolean().default(true),
   heldOpenSeconds: seconds(1, 86_400).default(30),
+  /** The entry reader alone (the shorthand of `readers: { entry }`). */
   reader: readerSchema.optional(),
+  /** An entry and an exit reader (docs/areas.md): a tap's direction is the reader it was made at. */
+  readers: z
+    .strictObject({ entry: readerSchema.optional(), exit: readerSchema.optional() })
+    .refine((r) => r.entry !== undefined || r.exit !== undefined, { message: 'give an entry or an exit reader (or both)' })
+    .optional(),
+  /** The door opens only for two different authorized holders within windowSeconds (docs/areas.md). */
+  twoPerson: z.strictObject({ windowSeconds: seconds(1, 300).default(15) }).optional(),
   /** A tamper switch (the controller's or the reader's enclosure): tamper events and an MQTT alarm. */
   tamper: z.strictObject({ pin: bcmPin, activeLevel: level.default(1), debounceMs: debounce, pull: pull.default('none') }).optional(),
   /** Hours the door is held unlocked, in agent.timezone: a guest link's time_mapping (7 weekdays from Sunday). */

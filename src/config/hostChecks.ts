@@ -146,13 +146,15 @@ export function readerDeviceWarnings(devices: readonly ReaderDevice[]): string[]
 }
 
 /** The device nodes of the doors' readers (any door shape: validated options or doors parsed one by one). */
-export function readerDevices(doors: ReadonlyArray<{ index: number; reader?: { type: string; path?: string } | undefined }>): ReaderDevice[] {
+export function readerDevices(
+  doors: ReadonlyArray<{ index: number; key?: readonly string[]; reader?: { type: string; path?: string } | undefined }>,
+): ReaderDevice[] {
   const seen = new Set<string>();
   const devices: ReaderDevice[] = [];
-  for (const { index, reader } of doors) {
+  for (const { index, key, reader } of doors) {
     if (!reader || reader.type === 'wiegand' || typeof reader.path !== 'string' || seen.has(reader.path)) continue;
     seen.add(reader.path); // an OSDP bus shared by doors: checked once
-    devices.push({ keyPath: `doors[${index}].reader.path`, path: reader.path, write: reader.type !== 'keyboard' });
+    devices.push({ keyPath: `doors[${index}].${(key ?? ['reader']).join('.')}.path`, path: reader.path, write: reader.type !== 'keyboard' });
   }
   return devices;
 }

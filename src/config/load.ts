@@ -7,6 +7,7 @@ import { problemsFromZod, type Problem } from '../util/issues.js';
 import { keypadPolicy } from './keypadLockout.js';
 import { configLevels } from './levels.js';
 import { emergencyOptions } from './emergencySchema.js';
+import { areaOptions, interlockOptions } from './doorGroups.js';
 
 export const DEFAULT_CONFIG_PATH = '/etc/door-agent/config.yaml';
 
@@ -54,13 +55,21 @@ function agentOptions(parsed: Config): AgentOptions {
       ),
     },
     gpio,
-    doors: doors.map((door) => ({
-      ...door,
-      uuid: door.uuid.toLowerCase(),
-      name: door.name ?? `Door ${door.resourceId}`,
-      ...(emergency ? { emergencyRelease: emergency.doors.has(door.uuid.toLowerCase()) } : {}),
-    })),
+    doors: doors.map(({ reader, readers, ...door }) => {
+      // `reader` is the entry reader alone; `readers` gives an entry and an exit reader (one or the other: checked).
+      const entry = reader ?? readers?.entry;
+      return {
+        ...door,
+        uuid: door.uuid.toLowerCase(),
+        name: door.name ?? `Door ${door.resourceId}`,
+        ...(entry ? { reader: entry } : {}),
+        ...(readers?.exit ? { exitReader: readers.exit } : {}),
+        ...(emergency ? { emergencyRelease: emergency.doors.has(door.uuid.toLowerCase()) } : {}),
+      };
+    }),
     ...(emergency ? { emergency: emergency.options } : {}),
+    ...(parsed.areas.length > 0 ? { areas: areaOptions(parsed) } : {}),
+    ...(parsed.interlocks.length > 0 ? { interlocks: interlockOptions(parsed) } : {}),
     ...(mqtt ? { mqtt } : {}),
     ...(service ? { service } : {}),
     ...(power ? { power } : {}),

@@ -1,4 +1,4 @@
-import type { AccessOptions, DoorOptions, EmergencyOptions, PowerOptions } from '../door/options.js';
+import type { AccessOptions, AreaOptions, DoorOptions, EmergencyOptions, InterlockOptions, PowerOptions } from '../door/options.js';
 import type { GpioOptions } from '../hardware/gpio.js';
 import type { MetricsOptions } from '../metrics/options.js';
 import type { MqttOptions } from '../protocol/options.js';
@@ -27,6 +27,9 @@ export interface AgentOptions {
   doors: DoorOptions[];
   /** The fire alarm input; the doors it releases carry `emergencyRelease`. */
   emergency?: EmergencyOptions;
+  /** Doors that work together (docs/areas.md): doors as lower-case uuids; absent or empty: none. */
+  areas?: AreaOptions[];
+  interlocks?: InterlockOptions[];
   mqtt?: MqttOptions;
   service?: SyncServiceOptions;
   /** The agent's power inputs (mains present, battery low). */

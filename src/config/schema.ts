@@ -5,6 +5,7 @@ import { powerSchema, refineAgentInputs } from './agentInputs.js';
 import { keypadLockoutSchema } from './keypadLockout.js';
 import { calendarDate, levelsSchema, refineLevels, schedulesSchema } from './levels.js';
 import { emergencySchema, refineEmergency } from './emergencySchema.js';
+import { areasSchema, interlocksSchema, refineDoorGroups } from './doorGroups.js';
 
 // Defined in util/errors.ts, below the layers that refuse a configuration file (secret files, the holidays file).
 export { EXIT_INVALID_CONFIG } from '../util/errors.js';
@@ -246,6 +247,8 @@ export const serviceConfigSchema = z.strictObject({
   doors: z.unknown().optional(),
   power: z.unknown().optional(),
   emergency: z.unknown().optional(),
+  areas: z.unknown().optional(),
+  interlocks: z.unknown().optional(),
 });
 export type ServiceConfig = z.output<typeof serviceConfigSchema>;
 
@@ -266,6 +269,9 @@ export const configSchema = z
     power: powerSchema.optional(),
     /** The fire alarm input (config/emergencySchema.ts). */
     emergency: emergencySchema.optional(),
+    /** Doors that work together (config/doorGroups.ts, docs/areas.md): areas and interlocks. */
+    areas: areasSchema,
+    interlocks: interlocksSchema,
   })
   .superRefine((config, ctx) => {
     refineDoors(config, ctx);
@@ -279,6 +285,7 @@ export const configSchema = z
       });
     }
     refineEmergency(config, ctx);
+    refineDoorGroups(config, ctx);
   });
 
 /** The file as validated, before normalization (config/load.ts turns it into AgentOptions). */

@@ -1,6 +1,7 @@
 import { accessSync, constants } from 'node:fs';
 import { DoorAgentError, describeFsError } from '../util/errors.js';
 import type { Problem } from '../util/issues.js';
+import { readersOf } from './doorReaders.js';
 import { readCommandSecret, readHomeAssistantCode, readScbk, type Env } from '../util/secretFiles.js';
 
 /** Where a secret comes from: a file named in the config, or an environment variable that overrides it. */
@@ -57,9 +58,15 @@ function secretRefs(config: FileReferences): SecretRef[] {
   }
   if (Array.isArray(config.doors)) {
     config.doors.forEach((door: unknown, i) => {
-      const reader = door && typeof door === 'object' ? (door as { reader?: { type?: unknown; scbkFile?: unknown } }).reader : undefined;
-      if (reader?.type === 'osdp' && asFile(reader.scbkFile)) {
-        refs.push({ keyPath: `doors[${i}].reader.scbkFile`, file: asFile(reader.scbkFile), required: false, scbk: true });
+      if (!door || typeof door !== 'object') return;
+      // A raw file (`readers` may be anything until validated), or the loader's options (the exit reader apart).
+      const { reader, readers, exitReader } = door as { reader?: unknown; readers?: unknown; exitReader?: unknown };
+      const both = readers && typeof readers === 'object' ? (readers as { entry?: unknown; exit?: unknown }) : { exit: exitReader };
+      for (const { key, reader: r } of readersOf({ reader, readers: both })) {
+        const osdp = r && typeof r === 'object' ? (r as { type?: unknown; scbkFile?: unknown }) : undefined;
+        if (osdp?.type === 'osdp' && asFile(osdp.scbkFile)) {
+          refs.push({ keyPath: `doors[${i}].${key.join('.')}.scbkFile`, file: asFile(osdp.scbkFile), required: false, scbk: true });
+        }
       }
     });
   }

@@ -84,7 +84,7 @@ export function holderRefOf(key: string): HolderRef {
   return key.startsWith('user:') ? { email_id: Number(key.slice(5)) } : { magic_link_id: key.slice(5) };
 }
 
-/** The facts applied in order. One code path for the live state and for replay, so the two cannot differ. */
+/** The facts applied in order. One code path for the live state and for replay, so the two cannot differ. @internal */
 export function applyFacts(state: AreasState, facts: readonly AreaFact[]): AreasState {
   if (facts.length === 0) return state;
   const areas = new Map(state.areas);

@@ -27,6 +27,11 @@ export const DENY_REASONS = [
   'level_expired',
   'holiday',
   'outside_schedule',
+  // Doors that work together (docs/areas.md): decided after a grant, for the door, never for a holder, so they
+  // never compete with the reasons above.
+  'passback',
+  'area_full',
+  'interlock',
 ] as const;
 export type DenyReason = (typeof DENY_REASONS)[number];
 const PRECEDENCE = new Map<DenyReason, number>(DENY_REASONS.map((r, i) => [r, i]));
@@ -121,6 +126,8 @@ export type HolderRef = { email_id: number } | { magic_link_id: string };
 export interface HolderVerdict {
   holder: HolderRef;
   reason: DenyReason | null;
+  /** A member of access.responders (exempt from anti-passback and an area's maximum: docs/areas.md). */
+  responder?: true;
 }
 
 export interface Decision {
@@ -252,7 +259,11 @@ export function decide(req: DecisionRequest, holders: readonly Holder[], ctx: De
     if (lockdown && verdictReason === null && !responder) verdictReason = 'lockdown';
     if (oldCache && verdictReason === null && !passesOldCache(holder, ctx.responders)) verdictReason = 'cache_too_old';
     if (verdictReason === null && req.secondFactor && holder.kind === 'link' && holder.hasPin !== true) verdictReason = 'no_second_factor';
-    verdicts.push({ holder: refOf(holder), reason: verdictReason });
+    verdicts.push(
+      isResponder(holder, ctx.responders)
+        ? { holder: refOf(holder), reason: verdictReason, responder: true }
+        : { holder: refOf(holder), reason: verdictReason },
+    );
     if (verdictReason === null) {
       granted = true;
       if (user?.level !== undefined) level ??= user.level;

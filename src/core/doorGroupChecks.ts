@@ -97,7 +97,7 @@ export function doorGroupProblems(config: { doors: readonly GroupDoorFacts[]; ar
     for (const door of known) {
       if (door.exitReader && !door.contact) {
         warnings.push({
-          path: `doors[${door.index}].exit`,
+          path: `doors[${door.index}].readers.exit`,
           message: `an exit reader on a door without a contact: ${at} counts each grant here as a passage (nothing tells whether the door was opened)`,
         });
       }

@@ -18,7 +18,7 @@ export type TwoPersonOutcome =
   /** A different holder within the window: unlock for both. */
   | { outcome: 'complete'; first: readonly string[]; waiting: null };
 
-/** The first person still waiting at `now`, or null once their window has passed. */
+/** The first person still waiting at `now`, or null once their window has passed. @internal */
 export function stillWaiting(waiting: TwoPersonWaiting | null, now: number, windowSeconds: number): TwoPersonWaiting | null {
   return waiting !== null && now - waiting.at < windowSeconds * 1000 ? waiting : null;
 }

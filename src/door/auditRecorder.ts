@@ -37,16 +37,21 @@ export class AuditRecorder {
     });
   }
 
-  record(type: EventType, data: Record<string, unknown> = {}): void {
+  /**
+   * `durable`: an event carrying an area's passages (docs/areas.md): synced at once, as an alarm is, and never
+   * summarized into a flood's count (a muster list needs each one, after a power cut too).
+   */
+  record(type: EventType, data: Record<string, unknown> = {}, options: { durable?: boolean } = {}): void {
     const at = this.deps.clock.wallNow();
-    if (!this.floods.admit(type, at, data)) return; // a flood (contact, tamper, reader): counted in its next summary
-    this.write(type, data, at);
+    const durable = options.durable === true;
+    if (!durable && !this.floods.admit(type, at, data)) return; // a flood (contact, tamper, reader): counted in its next summary
+    this.write(type, data, at, durable);
   }
 
-  private write(type: EventType, data: Record<string, unknown>, at: number): void {
+  private write(type: EventType, data: Record<string, unknown>, at: number, durable = false): void {
     let written: { id: string; seq: number } | null = null;
     try {
-      written = this.deps.events.append({ type, door: this.deps.door, at, data });
+      written = this.deps.events.append({ type, door: this.deps.door, at, data, ...(durable ? { durable } : {}) });
     } catch (err) {
       // The door has already acted; a failing disk must not stop it. The log line keeps the trace.
       this.deps.logger.error({ err, type }, 'cannot record event');

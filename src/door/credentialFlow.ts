@@ -11,6 +11,9 @@ import type { AccessChecker, AccessResult } from './accessChecker.js';
 import type { AuditRecorder } from './auditRecorder.js';
 import type { GrantSeen } from './doorSupervisionRuntime.js';
 import type { LockController } from './lockController.js';
+import type { Direction } from '../core/areas.js';
+import type { DoorGate, TapOutcome } from './doorGroups.js';
+import type { PassageRecord } from '../store/areaFacts.js';
 
 /** What the agent's metrics learn of each decision (src/metrics/): never the credential nor its holder. */
 export interface DecisionMetrics {
@@ -40,6 +43,12 @@ export interface CredentialFlowDeps {
   cacheTooOld?: () => boolean;
   /** Counts the decisions and times tap to relay (with `metrics` configured). */
   metrics?: DecisionMetrics;
+  /** The reader this flow serves: its taps are entries or exits (default entry). */
+  direction?: Direction;
+  /** The door has an exit reader: each decision records its direction. */
+  recordsDirection?: boolean;
+  /** The door's areas, interlock and two-person rule (docs/areas.md); absent when it is in none. */
+  gate?: DoorGate | null;
 }
 
 /**
@@ -77,8 +86,13 @@ export class CredentialFlow {
     this.deps.recorder.record(type, data);
   }
 
+  private get direction(): Direction {
+    return this.deps.direction ?? 'entry';
+  }
+
   private decisionData(result: AccessResult, extra: Record<string, unknown> = {}) {
     return {
+      ...(this.deps.recordsDirection ? { direction: this.direction } : {}),
       kind: result.kind,
       hint: result.hint,
       reason: result.reason,
@@ -93,20 +107,65 @@ export class CredentialFlow {
     this.feedback = feedback;
   }
 
-  private grant(result: AccessResult, extra: { kind?: string; card_hint?: string } = {}): void {
-    this.deps.onGranted({ kind: extra.kind ?? result.kind, hint: result.hint, ...(extra.card_hint !== undefined ? { card_hint: extra.card_hint } : {}) });
+  /**
+   * A granted credential: the door's groups have their say first (docs/areas.md, "At a tap": the area, the
+   * two-person rule, the interlock), then the relay moves.
+   */
+  private grant(result: AccessResult, extra: Record<string, unknown> = {}): void {
+    const gate = this.deps.gate;
+    if (!gate) return this.unlock(result, extra, null);
+    // The holders granted; a responder or a grant under duress is exempt from anti-passback and the maximum.
+    const parties = result.holders.filter((h) => h.reason === null).map((h) => ({ ref: h.holder, exempt: result.duress === true || h.responder === true }));
+    const outcome = gate.tap(this.direction, parties);
+    if (outcome.outcome === 'refused') return this.deny({ ...result, granted: false, reason: outcome.reason }, { ...extra, ...outcome.detail });
+    if (outcome.outcome === 'awaiting') return this.awaitSecondPerson(result, extra, outcome);
+    this.unlock(result, outcome.firstPerson ? { ...extra, first_person: outcome.firstPerson } : extra, outcome);
+  }
+
+  private unlock(result: AccessResult, extra: Record<string, unknown>, outcome: Extract<TapOutcome, { outcome: 'unlock' }> | null): void {
+    this.deps.onGranted({
+      kind: typeof extra.kind === 'string' ? extra.kind : result.kind,
+      hint: result.hint,
+      ...(typeof extra.card_hint === 'string' ? { card_hint: extra.card_hint } : {}),
+    });
     // Logged once the relay has moved but before the lock change is announced: a log reads "granted", then "unlocked".
     // Who it was is looked up then too (a query the relay need not wait for).
     this.deps.controller.unlock(this.door.unlockSeconds, `${result.kind} ${result.hint}`, () => {
       this.deps.metrics?.granted((this.deps.clock.monoNow() - this.arrivedAt) / 1000);
       this.deps.checker.name(result);
-      this.record('access_granted', this.decisionData(result, extra));
+      // An area's passages now (no contact, or the door open already) go with the grant, synced at once.
+      const passages = outcome ? this.passagesOf(outcome) : [];
+      this.deps.recorder.record('access_granted', this.decisionData(result, passages.length > 0 ? { ...extra, passages } : extra), {
+        durable: passages.length > 0,
+      });
+      if (outcome && outcome.violations.length > 0) {
+        this.record('passback_violation', { area: outcome.area?.id, direction: this.direction, holders: outcome.violations, hint: result.hint });
+        this.deps.logger.warn({ area: outcome.area?.id, holders: outcome.violations }, 'anti-passback violation (soft: granted)');
+      }
       this.deps.logger.info({ kind: result.kind, hint: result.hint }, 'access granted');
     });
     // Under duress the door behaves exactly as usual: the alarm is silent.
     this.feedback?.('grant');
     const holders = result.holders.filter((h) => h.reason === null).map((h) => ({ ...h.holder }));
     if (result.firstPerson) this.deps.onFirstPerson?.(holders);
+  }
+
+  /** The area's passages of a grant whose relay has moved; never throws (this runs before the relock timer is set). */
+  private passagesOf(outcome: Extract<TapOutcome, { outcome: 'unlock' }>): PassageRecord[] {
+    try {
+      return this.deps.gate?.unlocked(outcome, this.direction) ?? [];
+    } catch (err) {
+      this.deps.logger.error({ err }, 'cannot count the passage in its area');
+      return [];
+    }
+  }
+
+  /** A two-person door's first person: acknowledged at the reader and audited; the door stays locked. */
+  private awaitSecondPerson(result: AccessResult, extra: Record<string, unknown>, outcome: Extract<TapOutcome, { outcome: 'awaiting' }>): void {
+    this.deps.checker.name(result);
+    this.record('awaiting_second_person', this.decisionData(result, { ...extra, window_seconds: outcome.windowSeconds, restarted: outcome.restarted }));
+    this.deps.logger.info({ kind: result.kind, hint: result.hint, windowSeconds: outcome.windowSeconds }, 'two-person door: waiting for a second person');
+    this.feedback?.('awaiting');
   }
 
   /** A duress PIN: the alarm (audit event and the alarm topic) names the PIN's holders, never the digits. */
@@ -143,7 +202,7 @@ export class CredentialFlow {
       // The door stays locked and the daemon keeps running (a restart would not mend the file).
       this.deps.logger.error({ err, kind }, err instanceof Error ? err.message : 'the cache cannot be read');
       this.deps.metrics?.denied('cache_unreadable');
-      this.record('access_denied', { kind, reason: 'cache_unreadable', holders: [] });
+      this.record('access_denied', { ...(this.deps.recordsDirection ? { direction: this.direction } : {}), kind, reason: 'cache_unreadable', holders: [] });
       return null;
     }
   }

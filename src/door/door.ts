@@ -22,6 +22,9 @@ import { EMERGENCY_CAUSE, type EmergencyEventType } from '../core/emergencyRelea
 import type { ChannelState } from '../readers/osdp/pacing.js';
 import type { KeypadGuesses } from './keypadGuesses.js';
 import type { DecisionMetrics } from './credentialFlow.js';
+import type { Direction } from '../core/areas.js';
+import type { ReaderOptions } from './options.js';
+import type { DoorGate } from './doorGroups.js';
 
 export interface DoorDeps {
   gpio: GpioDriver;
@@ -45,7 +48,8 @@ export interface DoorDeps {
   openInputDevice?: PortFactory;
   /** The agent's OSDP buses (shared by the doors whose readers are on one line). */
   osdp?: OsdpBuses;
-  onReaderConnection: (connected: boolean) => void;
+  /** A reader of the door came or went (`exit`: its exit reader). */
+  onReaderConnection: (connected: boolean, direction: Direction) => void;
   /** An OSDP reader's secure channel as it is now (plain, pending, secure, failed), for status. */
   onReaderChannel?: (state: ChannelState) => void;
   /** Whether this door is in lockdown now (its own or the agent's). */
@@ -60,6 +64,8 @@ export interface DoorDeps {
   scheduleMemory?: { load: () => ScheduleMemory | undefined; save: (memory: ScheduleMemory) => void };
   /** The agent's metrics of this door's decisions (with `metrics` configured). */
   metrics?: DecisionMetrics;
+  /** The door's areas, interlock and two-person rule (door/doorGroups.ts); absent when it is in none. */
+  gate?: DoorGate | null;
 }
 
 /**
@@ -72,10 +78,11 @@ export class Door implements Component {
   private controller: LockController | null = null;
   private runtime: DoorRuntime | null = null;
   private readonly inputs: DebouncedInput[] = [];
-  private reader: Reader | null = null;
+  /** The entry reader, and the exit reader of a door with one. */
+  private readonly readers = new Map<Direction, Reader>();
   private scheduler: UnlockScheduler | null = null;
   private stopListening: (() => void) | null = null;
-  private feedback: ReaderFeedbackHandle | null = null;
+  private readonly feedback: ReaderFeedbackHandle[] = [];
   private halted = false;
   /** The saved state was a release by the emergency input: the input, read after the start, says whether it still is. */
   private releasedBeforeStart = false;
@@ -128,6 +135,7 @@ export class Door implements Component {
       onFirstPerson: (holders) => this.scheduler?.onFirstPerson(holders),
       onAlarm: (type, data, at) => deps.doorEvents.emit('alarm', door.uuid, type, data, at),
       metrics: deps.metrics,
+      gate: deps.gate,
     });
     this.runtime = runtime;
     if (door.unlockSchedule) {
@@ -176,41 +184,49 @@ export class Door implements Component {
       );
     // After the inputs: the schedule may unlock the door at once, and the exit button and contact must be watched.
     this.scheduler?.start();
-    if (door.reader) {
-      deps.onReaderConnection(false);
-      // The reader type's one line in the registry (src/readers/registry.ts) makes it.
-      const reader = createReader(door.reader, {
-        logger: log,
-        clock: deps.clock,
-        timers: deps.timers,
-        gpio: deps.gpio,
-        openPort: deps.openPort,
-        openInputDevice: deps.openInputDevice,
-        osdp: deps.osdp,
-        events: {
-          credential: (credential) => runtime.onCredential(credential),
-          connection: (connected) => {
-            deps.onReaderConnection(connected);
-            deps.doorEvents.emit('reader', door.uuid, connected);
-          },
-          noise: (summary) => runtime.onReaderNoise(summary),
-          audit: (type, data) => runtime.audit(type, data),
-          channel: (state) => deps.onReaderChannel?.(state),
+    if (door.reader) this.startReader(door.reader, 'entry', runtime);
+    if (door.exitReader) this.startReader(door.exitReader, 'exit', runtime);
+  }
+
+  /** One reader of the door: its taps go to the runtime in its direction, the decisions shown on it. */
+  private startReader(options: ReaderOptions, direction: Direction, runtime: DoorRuntime): void {
+    const { deps } = this;
+    const door = this.options;
+    const log = door.exitReader ? deps.logger.child({ reader: direction }) : deps.logger;
+    deps.onReaderConnection(false, direction);
+    // The reader type's one line in the registry (src/readers/registry.ts) makes it.
+    const reader = createReader(options, {
+      logger: log,
+      clock: deps.clock,
+      timers: deps.timers,
+      gpio: deps.gpio,
+      openPort: deps.openPort,
+      openInputDevice: deps.openInputDevice,
+      osdp: deps.osdp,
+      events: {
+        credential: (credential) => runtime.onCredential(credential, direction),
+        connection: (connected) => {
+          deps.onReaderConnection(connected, direction);
+          deps.doorEvents.emit('reader', door.uuid, this.readerConnected() === true);
         },
-      });
-      this.reader = reader;
-      // The decision shown at the reader: its LED and buzzer lines (driven by the agent), then the device's own
-      // feedback (a serial reader's reply line, an OSDP reader's LED and beeper over its bus).
-      this.feedback = readerFeedback(door, { gpio: deps.gpio, timers: deps.timers, logger: log });
-      const lines = this.feedback;
-      if (lines || reader.feedback) {
-        runtime.setFeedback((kind) => {
-          lines?.signal(kind);
-          reader.feedback?.(kind);
-        });
-      }
-      reader.start();
+        noise: (summary) => runtime.onReaderNoise(summary),
+        audit: (type, data) => runtime.audit(type, door.exitReader ? { ...data, reader: direction } : data),
+        // Status shows the entry reader's secure channel.
+        channel: (state) => (direction === 'entry' ? deps.onReaderChannel?.(state) : undefined),
+      },
+    });
+    this.readers.set(direction, reader);
+    // The decision shown at the reader: its LED and buzzer lines (driven by the agent), then the device's own
+    // feedback (a serial reader's reply line, an OSDP reader's LED and beeper over its bus).
+    const lines = readerFeedback({ reader: options }, { gpio: deps.gpio, timers: deps.timers, logger: log });
+    if (lines) this.feedback.push(lines);
+    if (lines || reader.feedback) {
+      runtime.setFeedback((kind) => {
+        lines?.signal(kind);
+        reader.feedback?.(kind);
+      }, direction);
     }
+    reader.start();
   }
 
   /**
@@ -284,7 +300,7 @@ export class Door implements Component {
   halt(): void {
     this.halted = true;
     this.scheduler?.stop();
-    this.feedback?.close();
+    for (const lines of this.feedback) lines.close();
     this.runtime?.stop();
     this.controller?.shutdown();
   }
@@ -292,7 +308,7 @@ export class Door implements Component {
   async stop(): Promise<void> {
     this.halt();
     this.stopListening?.();
-    await this.reader?.stop();
+    for (const reader of this.readers.values()) await reader.stop();
     for (const input of this.inputs.splice(0)) input.close();
   }
 
@@ -304,9 +320,16 @@ export class Door implements Component {
     return this.runtime?.contactState() ?? null;
   }
 
-  /** Whether the door's reader is there now (opened, online on its bus); null for a door without a reader. */
+  /** Whether the door's readers are all there now (opened, online on their bus); null for a door without a reader. */
   readerConnected(): boolean | null {
-    return this.options.reader ? (this.reader?.connected ?? false) : null;
+    if (!this.options.reader && !this.options.exitReader) return null;
+    const wanted = (this.options.reader ? 1 : 0) + (this.options.exitReader ? 1 : 0);
+    return this.readers.size === wanted && [...this.readers.values()].every((r) => r.connected);
+  }
+
+  /** The door of its interlock that keeps it from unlocking now (a remote unlock asks), or null. */
+  interlockBlocker(): string | null {
+    return this.deps.gate?.blocker() ?? null;
   }
 
   /** The lock controller, for remote commands (MQTT). */

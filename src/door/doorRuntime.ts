@@ -12,6 +12,8 @@ import { DoorSupervisionRuntime } from './doorSupervisionRuntime.js';
 import type { LockController } from './lockController.js';
 import type { ScheduleEventType } from './unlockScheduler.js';
 import type { EmergencyEventType } from '../core/emergencyRelease.js';
+import type { Direction } from '../core/areas.js';
+import type { DoorGate } from './doorGroups.js';
 
 export type { AlarmType } from './auditRecorder.js';
 
@@ -39,6 +41,8 @@ export interface DoorRuntimeDeps {
   cacheTooOld?: () => boolean;
   /** The agent's metrics of this door's decisions (with `metrics` configured). */
   metrics?: DecisionMetrics;
+  /** The door's areas, interlock and two-person rule (docs/areas.md); absent when it is in none. */
+  gate?: DoorGate | null;
 }
 
 /**
@@ -47,7 +51,8 @@ export interface DoorRuntimeDeps {
  */
 export class DoorRuntime {
   private readonly recorder: AuditRecorder;
-  private readonly credentials: CredentialFlow;
+  /** One credential flow per reader (entry, exit): each its own card lockout, card_and_pin wait and feedback. */
+  private readonly credentials = new Map<Direction, CredentialFlow>();
   private readonly supervision: DoorSupervisionRuntime;
 
   constructor(door: DoorOptions, deps: DoorRuntimeDeps) {
@@ -69,30 +74,41 @@ export class DoorRuntime {
       logger,
       onDoorChange: deps.onDoorChange,
       onTamperChange: deps.onTamperChange,
+      gate: deps.gate,
     });
-    this.credentials = new CredentialFlow(door, {
-      controller,
-      checker: deps.checker,
-      recorder: this.recorder,
-      clock,
-      timers,
-      logger,
-      lockdown: deps.lockdown,
-      onFirstPerson: deps.onFirstPerson,
-      keypad: deps.keypad,
-      cacheTooOld: deps.cacheTooOld,
-      onGranted: (grant) => this.supervision.granted(grant),
-      metrics: deps.metrics,
-    });
+    const directions: Direction[] = door.exitReader ? ['entry', 'exit'] : ['entry'];
+    for (const direction of directions) {
+      this.credentials.set(
+        direction,
+        new CredentialFlow(door, {
+          controller,
+          checker: deps.checker,
+          recorder: this.recorder,
+          clock,
+          timers,
+          logger: door.exitReader ? logger.child({ reader: direction }) : logger,
+          lockdown: deps.lockdown,
+          onFirstPerson: deps.onFirstPerson,
+          keypad: deps.keypad,
+          cacheTooOld: deps.cacheTooOld,
+          onGranted: (grant) => this.supervision.granted(grant),
+          metrics: deps.metrics,
+          direction,
+          recordsDirection: door.exitReader !== undefined,
+          gate: deps.gate,
+        }),
+      );
+    }
   }
 
-  /** A credential from the door's reader, normalized there (src/readers/reader.ts). */
-  onCredential(credential: Credential): void {
-    this.credentials.onCredential(credential);
+  /** A credential from one of the door's readers (the entry reader unless said), normalized there (src/readers/reader.ts). */
+  onCredential(credential: Credential, direction: Direction = 'entry'): void {
+    this.credentials.get(direction)?.onCredential(credential);
   }
 
-  setFeedback(feedback: ((kind: FeedbackKind) => void) | null): void {
-    this.credentials.setFeedback(feedback);
+  /** How the reader of `direction` shows a decision. */
+  setFeedback(feedback: ((kind: FeedbackKind) => void) | null, direction: Direction = 'entry'): void {
+    this.credentials.get(direction)?.setFeedback(feedback);
   }
 
   /**
@@ -135,7 +151,7 @@ export class DoorRuntime {
   }
 
   stop(): void {
-    this.credentials.stop();
+    for (const flow of this.credentials.values()) flow.stop();
     this.recorder.flush();
     this.supervision.stop();
   }

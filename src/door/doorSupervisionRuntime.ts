@@ -5,6 +5,8 @@ import type { EventType } from '../store/eventLog.js';
 import type { Clock, Timers } from '../util/clock.js';
 import type { AuditRecorder } from './auditRecorder.js';
 import type { LockController } from './lockController.js';
+import type { DoorGate } from './doorGroups.js';
+import type { PassageRecord } from '../store/areaFacts.js';
 
 export interface DoorSupervisionDeps {
   controller: LockController;
@@ -17,6 +19,8 @@ export interface DoorSupervisionDeps {
   onDoorChange?: () => void;
   /** The tamper input changed (for the published door state). */
   onTamperChange?: () => void;
+  /** The door's areas and interlock (docs/areas.md): the exit button asks the interlock; an opening may be a passage. */
+  gate?: DoorGate | null;
 }
 
 /** What granted_not_opened names of the grant: as access_granted does (kind and masked hint, never the number). */
@@ -60,6 +64,13 @@ export class DoorSupervisionRuntime {
 
   onExitButton(pressed: boolean): void {
     if (!pressed) return;
+    // A mantrap's exit button waits for the other door like a card does (the emergency release overrides it).
+    const blocker = this.deps.gate?.blocker() ?? null;
+    if (blocker !== null) {
+      this.record('exit_request', { refused: 'interlock', blocked_by: blocker });
+      this.deps.logger.info({ blockedBy: blocker }, 'exit button refused: another door of the interlock is unlocked or open');
+      return;
+    }
     this.door_ = supervision.authorized(this.door_, this.deps.clock.monoNow());
     this.deps.controller.unlock(this.door.unlockSeconds, 'exit button', () => this.record('exit_request'));
   }
@@ -100,8 +111,13 @@ export class DoorSupervisionRuntime {
     // release. A remote unlock_time was asked for explicitly by an operator and runs its course; holds stay.
     const timedUnlock = lock.state === 'UNLOCKED' && !lock.heldOpen && !lock.cause.startsWith('remote command');
     const relock = !open && this.openedWhileUnlocked && this.door.relockOnClose && timedUnlock;
+    // The grants waiting for this opening pass now (an area's passages, recorded with the opening and synced at once).
+    const passages = open && events.includes('door_opened') ? this.passages() : [];
     const record = () => {
-      for (const type of events) this.record(type);
+      for (const type of events) {
+        if (type === 'door_opened' && passages.length > 0) this.deps.recorder.record(type, { passages }, { durable: true });
+        else this.record(type);
+      }
     };
     if (!relock) record();
     if (events.length > 0) this.deps.onDoorChange?.();
@@ -114,6 +130,16 @@ export class DoorSupervisionRuntime {
       this.deps.controller.lock('door closed', record);
     }
     this.schedule();
+  }
+
+  /** The passages of the grants that waited for this opening; never throws (the door's supervision goes on). */
+  private passages(): PassageRecord[] {
+    try {
+      return this.deps.gate?.opened() ?? [];
+    } catch (err) {
+      this.deps.logger.error({ err }, 'cannot count the passages of this opening in its area');
+      return [];
+    }
   }
 
   /** One timer for whatever falls due next: door_held_open, granted_not_opened. */

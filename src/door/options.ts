@@ -10,6 +10,13 @@ import type { Pull } from '../hardware/gpio.js';
 export type { FeedbackKind, ReaderOptions, SignalLineOptions, SignalLines } from '../readers/options.js';
 export { describeReader, readerCardFormat } from '../readers/options.js';
 import type { ReaderOptions } from '../readers/options.js';
+import type { AreaOptions as CoreAreaOptions } from '../core/doorGroupChecks.js';
+export type { InterlockOptions } from '../core/doorGroupChecks.js';
+
+/** An area (docs/areas.md): its policy, its doors (lower-case uuids) and daily reset, and a name for people. */
+export interface AreaOptions extends CoreAreaOptions {
+  name: string;
+}
 
 /** One door as the door components take it: normalized (lower-case uuid, a name), every default applied. */
 export interface DoorOptions {
@@ -26,7 +33,12 @@ export interface DoorOptions {
   exitButton?: { pin: number; activeLevel: Level; debounceMs: number; pull: Pull };
   relockOnClose: boolean;
   heldOpenSeconds: number;
+  /** The entry reader (`reader`, or `readers.entry`). */
   reader?: ReaderOptions;
+  /** The exit reader (`readers.exit`): its taps are exits (docs/areas.md). */
+  exitReader?: ReaderOptions;
+  /** Opens only for two different authorized holders within windowSeconds (docs/areas.md). */
+  twoPerson?: { windowSeconds: number };
   tamper?: { pin: number; activeLevel: Level; debounceMs: number; pull: Pull };
   /** Hours held unlocked (time_mapping shape, agent.timezone). */
   unlockSchedule?: TimeMapping;

@@ -80,6 +80,7 @@ const HEALTH_SENSORS = [
  *   safety `binary_sensor` when the emergency input releases it;
  * - per agent (with at least one door) its lockdown: a `switch` when commands are not signed, else (Home
  *   Assistant cannot sign) a read-only `binary_sensor` with the same unique_id, so there is no command topic;
+ * - per area (docs/areas.md) a `sensor` of the count of who is in, the muster list as its attributes;
  * - per agent, diagnostic entities: sensors and a binary sensor from the health message, and an `event` entity
  *   for its supervision events.
  */
@@ -96,6 +97,8 @@ export function discoveryMessages(options: {
   configurationUrl?: string;
   /** The origin's `support_url`: the project's address, when package.json names one. */
   projectUrl?: string | null;
+  /** The agent's areas (docs/areas.md): a sensor each for the count of who is in. */
+  areas?: ReadonlyArray<{ id: string; name: string }>;
 }): DiscoveryMessage[] {
   const { haPrefix, topics, doors, version, signed } = options;
   const agent = topics.agentId;
@@ -281,6 +284,27 @@ export function discoveryMessages(options: {
         },
       });
     }
+  }
+  for (const area of options.areas ?? []) {
+    const occupancy = topics.areaOccupancy(area.id);
+    messages.push({
+      topic: `${haPrefix}/sensor/${agent}_area_${area.id}_occupancy/config`,
+      payload: {
+        name: `${area.name} occupancy`,
+        unique_id: `${agent}_area_${area.id}_occupancy`,
+        state_topic: occupancy,
+        value_template: '{{ value_json.count }}',
+        // The muster list (names, since when, which door) and the maximum as attributes.
+        json_attributes_topic: occupancy,
+        json_attributes_template: "{{ {'max': value_json.max, 'occupants': value_json.occupants} | tojson }}",
+        unit_of_measurement: 'people',
+        state_class: 'measurement',
+        icon: 'mdi:account-group',
+        qos: 1,
+        ...availability,
+        device,
+      },
+    });
   }
   const diagnostic = { entity_category: 'diagnostic', qos: 1, ...availability, device } as const;
   for (const { key, ...sensor } of HEALTH_SENSORS) {

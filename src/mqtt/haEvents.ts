@@ -43,7 +43,8 @@ const decision = (f: Record<string, unknown>) => ({
   reason: f.reason ?? null,
   kind: f.kind ?? null,
   credential: f.hint ?? null,
-  ...pick(f, ['id', 'at', 'summary', 'count']),
+  // A door with an exit reader says which reader (docs/areas.md); an area's refusal names the area.
+  ...pick(f, ['direction', 'area', 'id', 'at', 'summary', 'count']),
 });
 
 const cleared = (f: Record<string, unknown>) => f.state === 'cleared';
@@ -55,6 +56,9 @@ export const HA_EVENTS: readonly HaEventRow[] = [
   // A remote unlock refused (lockdown, a wrong Home Assistant code; emergency, interlock): `reason`, `error`.
   { eventType: 'unlock_refused', entity: 'access', from: null },
   { eventType: 'granted_not_opened', entity: 'access' },
+  // Doors that work together (docs/areas.md): a two-person door's first tap; a holder soft anti-passback let through.
+  { eventType: 'awaiting_second_person', entity: 'access', attributes: decision },
+  { eventType: 'passback_violation', entity: 'access' },
   { eventType: 'duress', entity: 'alarm' },
   { eventType: 'tamper', entity: 'alarm', when: (f) => !cleared(f) },
   { eventType: 'tamper_cleared', entity: 'alarm', from: 'tamper', when: cleared },

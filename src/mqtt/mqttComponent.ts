@@ -28,6 +28,8 @@ import { DoorStateHandler } from './handlers/doorState.js';
 import { HealthHandler, type HealthSources } from './handlers/health.js';
 import { HomeAssistantEventsHandler } from './handlers/homeAssistantEvents.js';
 import { HomeAssistantCode } from './homeAssistantCode.js';
+import { AreasHandler } from './handlers/areas.js';
+import type { AreaRuntime } from '../door/areaRuntime.js';
 
 export interface MqttComponentDeps {
   options: MqttOptions;
@@ -54,6 +56,8 @@ export interface MqttComponentDeps {
   heldHolidaysIssuedAt: () => number | null;
   /** The switch to signed mode: forget the holidays' issued_at an unsigned message set. */
   forgetHolidaysIssuedAt?: () => void;
+  /** The agent's areas (docs/areas.md): their muster lists and the reset command; absent without areas. */
+  areas?: AreaRuntime | null;
   /** Told of each connection made and each one lost or refused (link_lost / link_restored, util/linkWatch.ts). */
   brokerLink?: { failed(): void; succeeded(): void };
 }
@@ -111,6 +115,7 @@ export class MqttComponent implements Component {
       lockdown: () => lockdowns.isLockedDown(d.options.uuid),
       readerOnline: () => d.readerConnected(),
       emergency: () => d.emergencyReleased(),
+      interlock: () => d.interlockBlocker(),
       operations: () => ({
         lockdown: lockdowns.effective(d.options.uuid),
         tamper: d.tamperState(),
@@ -189,11 +194,35 @@ export class MqttComponent implements Component {
               codeFormat: haCode?.format ?? null,
               configurationUrl: options.homeAssistant.configurationUrl,
               projectUrl: this.deps.projectUrl ?? null,
+              areas: this.deps.areas?.configured ?? [],
               refusals,
             }),
           ]
         : []),
       ...(haEvents ? [haEvents] : []),
+      ...(this.deps.areas
+        ? [
+            new AreasHandler({
+              client,
+              topics,
+              areas: this.deps.areas,
+              userName: (emailId) => {
+                try {
+                  return store.credentials().userName(emailId);
+                } catch {
+                  return null; // the list is published without the name rather than not at all
+                }
+              },
+              doorName: (uuid) => this.deps.doors.find((d) => d.options.uuid === uuid)?.options.name ?? uuid,
+              secret,
+              maxAgeSeconds: options.commandMaxAgeSeconds,
+              replay,
+              clock,
+              logger,
+              refusals,
+            }),
+          ]
+        : []),
       doorState,
       new HealthHandler({
         client,

@@ -88,6 +88,18 @@ export class Topics extends DoorTopics {
   get health(): string {
     return `${this.prefix}/agents/${this.agentId}/health`;
   }
+  /** Retained muster list of one of the agent's areas (out): protocol/areas.ts. */
+  areaOccupancy(area: string): string {
+    return `${this.prefix}/agents/${this.agentId}/areas/${area}/occupancy`;
+  }
+  /** `{"area":...}`: reset an area's anti-passback and occupancy, or every area's (in, not retained). */
+  get areasReset(): string {
+    return `${this.prefix}/agents/${this.agentId}/areas/reset`;
+  }
+  /** The reply to a reset without an MQTT 5 response topic (out). */
+  get areasReply(): string {
+    return `${this.prefix}/agents/${this.agentId}/areas/reply`;
+  }
   /** `{"event_type":...}` for one of Home Assistant's event entities: a door's (`door` given) or the agent's (out). */
   homeAssistantEvents(entity: string, door: string | null): string {
     return door === null ? `${this.prefix}/agents/${this.agentId}/ha/${entity}` : `${this.prefix}/doors/${door}/ha/${entity}`;

@@ -2,7 +2,8 @@ import type { CardFormat } from '../core/credentials.js';
 import { KeypadEntry, MAX_PIN_DIGITS } from './keypadEntry.js';
 
 /** What a reader is shown of a decision: its LED and buzzer lines, a reply line, OSDP's LED and beeper. */
-export type ReaderFeedback = 'grant' | 'deny' | 'lockedOut' | 'lockdown';
+/** What a reader shows: a decision, or `awaiting` (a two-person door's first tap: a second person is needed). */
+export type ReaderFeedback = 'grant' | 'deny' | 'lockedOut' | 'lockdown' | 'awaiting';
 
 import type { NoiseReason, ReaderFrame } from './frame.js';
 export type { NoiseReason, ReaderFrame } from './frame.js';

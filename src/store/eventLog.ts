@@ -45,7 +45,12 @@ export type EventType =
   | 'emergency_release'
   | 'emergency_cleared'
   | 'emergency_wiring'
-  | 'emergency_wiring_cleared';
+  | 'emergency_wiring_cleared'
+  // Doors that work together (docs/areas.md).
+  | 'awaiting_second_person'
+  | 'passback_violation'
+  | 'area_reset'
+  | 'area_checkpoint';
 
 export interface NewEvent {
   type: EventType;
@@ -54,6 +59,8 @@ export interface NewEvent {
   at: number;
   /** Type-specific fields; never a whole card number, PIN or token (use hints). */
   data?: Record<string, unknown>;
+  /** Synced before `append` returns, as an alarm is: an area's fact (a passage, a reset), which a muster list needs after a power cut. */
+  durable?: boolean;
 }
 
 /** An event as published and printed (docs/mqtt.md, `P/doors/<uuid>/events`). */
@@ -181,7 +188,7 @@ export class EventLog {
       }
       this.awaitingSync.push({ ticket: walSync.ticket, seq });
       // As synchronous=FULL would: durable before the alarm goes out naming it (the outbox hears of it too).
-      if (ALARMS.has(event.type)) walSync.syncNow();
+      if (ALARMS.has(event.type) || event.durable === true) walSync.syncNow();
     };
     if (this.options.writes) this.options.writes.run(`event-${this.nextKey++}`, write);
     else write();

@@ -121,6 +121,13 @@ describe('WalSync and the event log', () => {
     expect(appended()).toBeGreaterThan(0);
   });
 
+  it("an area's passage (a durable event) is synced before append returns, as an alarm is: a muster list survives a power cut", () => {
+    const { log, appended } = setup();
+    log.append({ ...granted, type: 'door_opened', data: { passages: [{ area: 'lab', holder: 'user:101', direction: 'entry' }] }, durable: true });
+    expect(log.unpublished(0, 10).map((e) => e.type)).toEqual(['door_opened']);
+    expect(appended()).toBe(1);
+  });
+
   it('a failing disk: events wait, unpublished and kept, the sync is retried with backoff, then they go out', async () => {
     const { log, io, timers, errors, startSyncs, appended } = setup();
     io.failing = true;

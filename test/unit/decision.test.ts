@@ -262,6 +262,9 @@ describe('decide: reason precedence when every holder is denied', () => {
       'level_expired',
       'holiday',
       'outside_schedule',
+      'passback',
+      'area_full',
+      'interlock',
     ]);
   });
 });

@@ -83,7 +83,7 @@ describe('doorGroupProblems', () => {
   it('warning, not error: an exit reader on a door of an area without a contact (its grants count as passages)', () => {
     expect(check([area({ doors: ['d1', 'd4'] })])).toEqual({
       errors: [],
-      warnings: [{ path: 'doors[3].exit', message: expect.stringMatching(/counts each grant here as a passage/) }],
+      warnings: [{ path: 'doors[3].readers.exit', message: expect.stringMatching(/counts each grant here as a passage/) }],
     });
     // Outside any area it does not matter.
     expect(check([]).warnings).toEqual([]);

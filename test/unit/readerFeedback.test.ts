@@ -54,7 +54,11 @@ interface LogLine {
 }
 
 function line(pin: number, activeLevel: Level, patterns: Partial<Record<FeedbackKind, number[]>> = {}): SignalLineOptions {
-  return { pin, activeLevel, patterns: { grant: [1000], deny: [200, 100, 200], lockedOut: [100, 100, 100, 100], lockdown: [500, 500], ...patterns } };
+  return {
+    pin,
+    activeLevel,
+    patterns: { grant: [1000], deny: [200, 100, 200], lockedOut: [100, 100, 100, 100], lockdown: [500, 500], awaiting: [100, 100], ...patterns },
+  };
 }
 
 function setup() {

@@ -139,6 +139,13 @@ export class DoorCommandsHandler implements MqttHandler {
     if (!parsed.action.lock && d.lockdown?.()) {
       return this.refuseUnlock(d, 'lockdown', { status: 409, error: `${d.door.name} is in lockdown: unlock refused`, requestId: parsed.requestId }, packet);
     }
+    const blocker = parsed.action.lock ? null : (d.interlock?.() ?? null);
+    if (blocker !== null) {
+      // Checked in the turn of the event loop that unlocks (execute, below): the other door cannot unlock meanwhile.
+      const other = this.byUuid.get(blocker)?.door.name ?? blocker;
+      const error = `${d.door.name} is interlocked with ${other}, which is unlocked or open: unlock refused`;
+      return this.refuseUnlock(d, 'interlock', { status: 409, error, requestId: parsed.requestId }, packet);
+    }
     const cause = `remote command${parsed.requestId ? ` ${parsed.requestId}` : ''}`;
     const result = this.execute(d, parsed.action, cause);
     if (packet.messageId !== undefined) {

@@ -1,5 +1,5 @@
 import type { MqttClient } from 'mqtt';
-import type { DoorOptions } from '../../door/options.js';
+import type { AreaOptions, DoorOptions } from '../../door/options.js';
 import type { Topics } from '../../protocol/topics.js';
 import type { BrokerRefusals } from '../brokerRefusals.js';
 import { discoveryMessages } from '../discovery.js';
@@ -19,6 +19,8 @@ export interface HomeAssistantDeps {
   configurationUrl?: string;
   /** The project's address (the discovery's origin), when package.json names one. */
   projectUrl: string | null;
+  /** The agent's areas: a sensor each for its occupancy. */
+  areas?: readonly AreaOptions[];
   refusals: BrokerRefusals;
 }
 
@@ -34,8 +36,8 @@ export class HomeAssistantHandler implements MqttHandler {
   }
 
   async onConnect(client: MqttClient): Promise<void> {
-    const { topics, doors, version, signed, codeFormat, configurationUrl, projectUrl, refusals } = this.deps;
-    const messages = discoveryMessages({ haPrefix: this.deps.prefix, topics, doors, version, signed, codeFormat, configurationUrl, projectUrl });
+    const { topics, doors, version, signed, codeFormat, configurationUrl, projectUrl, areas, refusals } = this.deps;
+    const messages = discoveryMessages({ haPrefix: this.deps.prefix, topics, doors, version, signed, codeFormat, configurationUrl, projectUrl, areas });
     await Promise.all(messages.map((m) => refusals.publish(client, m.topic, JSON.stringify(m.payload), { qos: 1, retain: true })));
   }
 }

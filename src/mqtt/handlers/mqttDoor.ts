@@ -9,6 +9,8 @@ export interface MqttDoor {
   contact: () => 'OPEN' | 'CLOSED' | null;
   /** In lockdown, remote unlocks are refused (409). */
   lockdown?: () => boolean;
+  /** The door of its interlock that keeps it from unlocking now (remote unlocks are refused, 409), or null. */
+  interlock?: () => string | null;
   /** Released by the emergency input: remote locks are refused (409). */
   emergency?: () => boolean;
   /** The rest of the door's published state: lockdown, tamper, unlock schedule, emergency (absent: only lock and contact). */

@@ -12,7 +12,8 @@ const RED = 1;
 /**
  * osdp_LED (temporary: on/off times and the timer in 100 ms units) and osdp_BUZ (on/off in 100 ms units, count)
  * for each feedback: grant green 2 s and one beep; deny red 1 s and three quick beeps; lockout red flashing fast
- * for 3 s and five quick beeps; lockdown red flashing slowly for 3 s and three spaced beeps.
+ * for 3 s and five quick beeps; lockdown red flashing slowly for 3 s and three spaced beeps; awaiting (a two-person
+ * door's first tap) green flashing for 3 s and two quick beeps.
  * @internal
  */
 export function feedbackCommands(kind: ReaderFeedback): Array<{ code: number; data: Buffer }> {
@@ -30,6 +31,8 @@ export function feedbackCommands(kind: ReaderFeedback): Array<{ code: number; da
       return [led(RED, 2, 2, 30), buzz(1, 1, 5)];
     case 'lockdown':
       return [led(RED, 5, 5, 30), buzz(1, 4, 3)];
+    case 'awaiting':
+      return [led(GREEN, 2, 2, 30), buzz(1, 1, 2)];
     default:
       return [];
   }

@@ -1,0 +1,490 @@
+import Database from 'better-sqlite3';
+import { EventEmitter } from 'node:events';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { pino } from 'pino';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { startAgent, type Agent } from '../../src/app.js';
+import { loadConfig } from '../../src/config/load.js';
+import type { PortLike } from '../../src/readers/serial/port.js';
+import { DOOR_UUID, SECOND_DOOR_UUID, runCli, tempDir } from '../support/cli.js';
+import { FakeGpio } from '../support/fakeGpio.js';
+import { ManualTime } from '../support/manualTime.js';
+import { Mosquitto } from '../support/mosquitto.js';
+import { Operator } from '../support/operator.js';
+
+// Doors that work together (issue 26, docs/areas.md) through the agent's composition root in this process: a fake
+// GPIO driver (relays and inputs), serial readers on fake ports (a card is a line of digits), the manual clock, real
+// SQLite (the cache of examples/snapshot.json, the audit log the areas are replayed from).
+// Front door: relay 17, contact 20 (1 = open), exit button 22 (0 = pressed), an entry reader /dev/front-in (it
+// answers each outcome with a reply line) and an exit reader /dev/front-out. Back door: relay 18, contact 21, exit
+// button 23, reader /dev/back. Cards: Alice 4213578 (Staff), Erin 4213581 (Night shift), Dave 4213580
+// (Contractors: a responder). The clock starts on Wednesday 2026-07-01, 14:00 in Berlin.
+const tmp = tempDir('door-agent-groups-');
+afterAll(tmp.cleanup);
+const agents: Agent[] = [];
+afterEach(async () => {
+  for (const a of agents.splice(0)) await a.stop();
+});
+
+const FRONT = 17;
+const BACK = 18;
+const FRONT_CONTACT = 20;
+const BACK_CONTACT = 21;
+const FRONT_EXIT = 22;
+const BACK_EXIT = 23;
+const ALICE = '4213578';
+const ERIN = '4213581';
+const DAVE = '4213580';
+const ALICE_REF = { email_id: 101 };
+const OPEN = 1;
+const CLOSED = 0;
+
+/** A serial port that opens at once; `line` is a frame from the reader, `written` what the agent sent it. */
+class FakePort extends EventEmitter implements PortLike {
+  isOpen = false;
+  readonly written: string[] = [];
+  open(callback: (err: Error | null) => void): void {
+    this.isOpen = true;
+    callback(null);
+  }
+  close(callback?: (err: Error | null) => void): void {
+    this.isOpen = false;
+    this.emit('close', null);
+    callback?.(null);
+  }
+  write(data: Buffer): void {
+    this.written.push(data.toString('latin1'));
+  }
+  line(text: string): void {
+    this.emit('data', Buffer.from(`${text}\r\n`));
+  }
+}
+
+interface Recorded {
+  seq: number;
+  type: string;
+  door: string | null;
+  data: Record<string, unknown>;
+}
+
+let n = 0;
+/** An agent site; `front`/`back`: more keys of each door (YAML lines indented by four spaces); `extra`: sections. */
+function site(options: { front?: string; back?: string; extra?: string; frontReaders?: string } = {}) {
+  const dir = join(tmp.path, `g${n++}`);
+  mkdirSync(dir);
+  const path = join(dir, 'config.yaml');
+  writeFileSync(
+    path,
+    `agent: { id: test-agent, dataDir: ${join(dir, 'data')}, timezone: Europe/Berlin }
+access: { groups: [Staff, Contractors], policies: [Night shift], responders: { groups: [Contractors] } }
+gpio: { driver: simulated, simulatedDir: ${join(dir, 'gpio')} }
+${options.extra ?? ''}
+doors:
+  - uuid: ${DOOR_UUID}
+    resourceId: 12
+    name: Front door
+    relay: { pin: ${FRONT} }
+    contact: { pin: ${FRONT_CONTACT}, debounceMs: 0 }
+    exitButton: { pin: ${FRONT_EXIT}, debounceMs: 0 }
+${
+  options.frontReaders ??
+  `    readers:
+      entry: { type: serial, path: /dev/front-in, replies: { grant: "OK\\r\\n", deny: "NO\\r\\n", awaiting: "WAIT\\r\\n" } }
+      exit: { type: serial, path: /dev/front-out }`
+}
+${options.front ?? ''}
+  - uuid: ${SECOND_DOOR_UUID}
+    resourceId: 13
+    name: Back door
+    relay: { pin: ${BACK} }
+    contact: { pin: ${BACK_CONTACT}, debounceMs: 0 }
+    exitButton: { pin: ${BACK_EXIT}, debounceMs: 0 }
+    reader: { path: /dev/back }
+${options.back ?? ''}
+`,
+  );
+  expect(runCli(['import', 'examples/snapshot.json', '--config', path]).status).toBe(0);
+  const gpio = new FakeGpio();
+  const time = new ManualTime();
+  const ports = new Map<string, FakePort>();
+  const logs: Array<Record<string, unknown>> = [];
+  const logger = pino({ level: 'info', base: undefined, timestamp: false }, { write: (line: string) => void logs.push(JSON.parse(line)) });
+  const s = {
+    dir,
+    path,
+    gpio,
+    time,
+    logs,
+    async start(): Promise<Agent> {
+      ports.clear();
+      const openPort = (device: string) => {
+        const port = new FakePort();
+        ports.set(device, port);
+        return port;
+      };
+      const agent = await startAgent(loadConfig(path), { logger, clock: time, timers: time, gpio, openPort, clockSynchronized: () => true });
+      agents.push(agent);
+      return agent;
+    },
+    async stop(agent: Agent): Promise<void> {
+      agents.splice(agents.indexOf(agent), 1);
+      await agent.stop();
+    },
+    /** A card at a reader (its device path). */
+    tap(device: string, card: string): void {
+      ports.get(device)!.line(card);
+    },
+    port(device: string): FakePort {
+      return ports.get(device)!;
+    },
+    /** An input's level (a door opened, a button pressed); debounce 0. */
+    set(pin: number, level: 0 | 1): void {
+      gpio.set(pin, level);
+    },
+    relay(pin: number): number | undefined {
+      return gpio.levels.get(pin);
+    },
+    events(): Recorded[] {
+      const db = new Database(join(dir, 'data/state.db'), { readonly: true });
+      try {
+        const rows = db.prepare('SELECT seq, type, door_uuid, payload FROM events ORDER BY seq').all() as Array<{
+          seq: number;
+          type: string;
+          door_uuid: string | null;
+          payload: string;
+        }>;
+        return rows.map((r) => ({ seq: r.seq, type: r.type, door: r.door_uuid, data: JSON.parse(r.payload) as Record<string, unknown> }));
+      } finally {
+        db.close();
+      }
+    },
+    of(...types: string[]): Recorded[] {
+      return s.events().filter((e) => types.includes(e.type));
+    },
+    /** The decisions in order: [type, reason or null, direction]. */
+    decisions(): Array<[string, unknown, unknown]> {
+      return s.of('access_granted', 'access_denied', 'awaiting_second_person').map((e) => [e.type, e.data.reason ?? null, e.data.direction ?? null]);
+    },
+    /** `door-agent status --json` of this site. */
+    status(): Record<string, unknown> {
+      const r = runCli(['status', '--json', '--config', path]);
+      return JSON.parse(r.stdout) as Record<string, unknown>;
+    },
+  };
+  return s;
+}
+
+/** Through a door: its contact opens and closes again. */
+function passThrough(s: ReturnType<typeof site>, contact: number): void {
+  s.set(contact, OPEN);
+  s.time.advance(1000);
+  s.set(contact, CLOSED);
+}
+
+describe('an entry and an exit reader on one door', () => {
+  it("each decision records the reader's direction; a door with one reader records none", async () => {
+    const s = site();
+    await s.start();
+    s.tap('/dev/front-in', ALICE);
+    expect(s.relay(FRONT)).toBe(1);
+    passThrough(s, FRONT_CONTACT);
+    s.tap('/dev/front-out', ALICE);
+    expect(s.relay(FRONT)).toBe(1);
+    passThrough(s, FRONT_CONTACT);
+    s.tap('/dev/front-out', '4213579'); // Bob: suspended
+    s.tap('/dev/back', ALICE);
+    expect(s.decisions()).toEqual([
+      ['access_granted', null, 'entry'],
+      ['access_granted', null, 'exit'],
+      ['access_denied', 'user_suspended', 'exit'],
+      ['access_granted', null, null],
+    ]);
+    // The decision is shown at the reader it was made at.
+    expect(s.port('/dev/front-in').written).toEqual(['OK\r\n']);
+  });
+});
+
+describe('the interlock (mantrap)', () => {
+  const interlock = `interlocks: [ { doors: [Front door, Back door] } ]`;
+
+  it('refuses a grant, an exit button and the other door while one is unlocked or open', async () => {
+    const s = site({ extra: interlock });
+    await s.start();
+    s.tap('/dev/back', ALICE);
+    expect(s.relay(BACK)).toBe(1);
+    s.tap('/dev/front-in', ERIN); // the back door is unlocked
+    expect(s.relay(FRONT)).toBe(0);
+    expect(s.of('access_denied').at(-1)!.data).toMatchObject({ reason: 'interlock', blocked_by: SECOND_DOOR_UUID, direction: 'entry' });
+    expect(s.port('/dev/front-in').written).toEqual(['NO\r\n']);
+    s.set(FRONT_EXIT, 0);
+    s.set(FRONT_EXIT, 1);
+    expect(s.relay(FRONT)).toBe(0);
+    expect(s.of('exit_request').at(-1)!.data).toEqual({ refused: 'interlock', blocked_by: SECOND_DOOR_UUID });
+
+    // The back door opens and relocks on its own; held open, it still blocks the front door.
+    s.set(BACK_CONTACT, OPEN);
+    s.time.advance(6000);
+    expect(s.relay(BACK)).toBe(0);
+    s.tap('/dev/front-in', ERIN);
+    expect(s.relay(FRONT)).toBe(0);
+    s.set(BACK_CONTACT, CLOSED);
+    s.tap('/dev/front-in', ERIN);
+    expect(s.relay(FRONT)).toBe(1);
+    // And now the front door blocks the back door's exit button.
+    s.set(BACK_EXIT, 0);
+    s.set(BACK_EXIT, 1);
+    expect(s.relay(BACK)).toBe(0);
+    expect(s.decisions().map(([type, reason]) => [type, reason])).toEqual([
+      ['access_granted', null],
+      ['access_denied', 'interlock'],
+      ['access_denied', 'interlock'],
+      ['access_granted', null],
+    ]);
+  });
+
+  it('gives way to the emergency release', async () => {
+    const s = site({ extra: `${interlock}\nemergency: { pin: 26, doors: [Back door] }` });
+    await s.start();
+    s.set(26, OPEN); // the fire alarm releases the back door
+    s.time.advance(100);
+    expect(s.relay(BACK)).toBe(1);
+    s.tap('/dev/front-in', ALICE);
+    expect(s.relay(FRONT)).toBe(1);
+    s.time.advance(6000);
+    s.set(FRONT_EXIT, 0);
+    s.set(FRONT_EXIT, 1);
+    expect(s.relay(FRONT)).toBe(1);
+    expect(s.of('access_denied')).toEqual([]);
+  });
+});
+
+describe('the two-person rule', () => {
+  it('the first tap is acknowledged and audited, the relay does not move; a second person within the window opens', async () => {
+    const s = site({ front: '    twoPerson: { windowSeconds: 10 }' });
+    await s.start();
+    s.tap('/dev/front-in', ALICE);
+    expect(s.relay(FRONT)).toBe(0);
+    expect(s.port('/dev/front-in').written).toEqual(['WAIT\r\n']);
+    expect(s.of('awaiting_second_person').at(-1)!.data).toMatchObject({ window_seconds: 10, restarted: false, who: 'Alice Adams', direction: 'entry' });
+    s.time.advance(4000);
+    s.tap('/dev/front-in', ALICE); // the same person again: still waiting, the window starts again
+    expect(s.relay(FRONT)).toBe(0);
+    s.time.advance(8000);
+    s.tap('/dev/front-in', ERIN);
+    expect(s.relay(FRONT)).toBe(1);
+    expect(s.of('access_granted').at(-1)!.data).toMatchObject({ who: 'Erin Evans', first_person: [ALICE_REF] });
+    expect(s.of('unlocked')).toHaveLength(1);
+
+    // After the window, a tap is a first tap again.
+    s.time.advance(20_000);
+    s.tap('/dev/front-in', ERIN);
+    s.time.advance(11_000);
+    s.tap('/dev/front-in', ALICE);
+    expect(s.relay(FRONT)).toBe(0);
+    expect(s.decisions().map(([type]) => type)).toEqual([
+      'awaiting_second_person',
+      'awaiting_second_person',
+      'access_granted',
+      'awaiting_second_person',
+      'awaiting_second_person',
+    ]);
+    expect(s.of('awaiting_second_person').map((e) => e.data.restarted)).toEqual([false, true, false, false]);
+  });
+});
+
+describe('an area: anti-passback and occupancy', () => {
+  const area = (keys: string) => `areas: [ { id: lab, name: Lab, doors: [Front door], ${keys} } ]`;
+
+  it('hard in/out anti-passback refuses a second entry, and soft grants it raising passback_violation', async () => {
+    const s = site({ extra: area('antiPassback: { mode: hard, rule: inout }') });
+    await s.start();
+    s.tap('/dev/front-in', ALICE);
+    passThrough(s, FRONT_CONTACT);
+    s.time.advance(6000);
+    s.tap('/dev/front-in', ALICE); // inside already
+    expect(s.relay(FRONT)).toBe(0);
+    expect(s.of('access_denied').at(-1)!.data).toMatchObject({ reason: 'passback', area: 'lab', refused: [ALICE_REF] });
+    s.tap('/dev/front-out', ALICE);
+    passThrough(s, FRONT_CONTACT);
+    s.time.advance(6000);
+    s.tap('/dev/front-out', ALICE); // outside already
+    expect(s.of('access_denied').at(-1)!.data).toMatchObject({ reason: 'passback', direction: 'exit' });
+    // A responder is exempt: in twice.
+    s.tap('/dev/front-in', DAVE);
+    passThrough(s, FRONT_CONTACT);
+    s.time.advance(6000);
+    s.tap('/dev/front-in', DAVE);
+    expect(s.relay(FRONT)).toBe(1);
+
+    const soft = site({ extra: area('antiPassback: { mode: soft, rule: timed, seconds: 60 }') });
+    await soft.start();
+    soft.tap('/dev/front-in', ALICE);
+    passThrough(soft, FRONT_CONTACT);
+    soft.time.advance(10_000);
+    soft.tap('/dev/front-out', ALICE); // within 60 s of the last passage
+    expect(soft.relay(FRONT)).toBe(1);
+    expect(soft.of('passback_violation').map((e) => e.data)).toEqual([{ area: 'lab', direction: 'exit', holders: [ALICE_REF], hint: '…78' }]);
+  });
+
+  it('counts who is in by passages (a grant not followed by an opening is none), refuses area_full at the maximum', async () => {
+    const s = site({ extra: area('maxOccupancy: 2') });
+    const agent = await s.start();
+    s.tap('/dev/front-in', ALICE);
+    s.time.advance(6000); // relocked: never opened
+    expect(agent.lockState(DOOR_UUID)?.state).toBe('LOCKED');
+    s.tap('/dev/front-in', ALICE);
+    passThrough(s, FRONT_CONTACT);
+    s.time.advance(6000);
+    s.tap('/dev/front-in', ERIN);
+    passThrough(s, FRONT_CONTACT);
+    s.time.advance(6000);
+    const opened = s.of('door_opened').map((e) => e.data.passages);
+    expect(opened).toEqual([[{ area: 'lab', holder: 'user:101', direction: 'entry' }], [{ area: 'lab', holder: 'user:105', direction: 'entry' }]]);
+    s.tap('/dev/front-in', '7700001'); // Carol's guest card: the lab is full
+    expect(s.of('access_denied').at(-1)!.data).toMatchObject({ reason: 'area_full', area: 'lab' });
+    s.tap('/dev/front-in', DAVE); // a responder is never refused for the maximum
+    passThrough(s, FRONT_CONTACT);
+    s.time.advance(6000);
+    s.tap('/dev/front-out', ERIN);
+    passThrough(s, FRONT_CONTACT);
+    const status = s.status() as { areas: Array<Record<string, unknown>> };
+    expect(status.areas).toEqual([
+      expect.objectContaining({
+        id: 'lab',
+        count: 2,
+        maxOccupancy: 2,
+        occupants: [
+          expect.objectContaining({ email_id: 101, name: 'Alice Adams', door: DOOR_UUID }),
+          expect.objectContaining({ email_id: 104, name: 'Dave Dunn' }),
+        ],
+      }),
+    ]);
+  });
+
+  it('resets at its local time, also one missed while the agent was stopped', async () => {
+    const s = site({ extra: area('antiPassback: { mode: hard, rule: inout }, resetAt: "15:00"') });
+    let agent = await s.start();
+    s.tap('/dev/front-in', ALICE);
+    passThrough(s, FRONT_CONTACT);
+    s.time.advance(61 * 60_000); // past 15:00
+    expect(s.of('area_reset').map((e) => e.data)).toEqual([{ area: 'lab', by: 'schedule', scheduled: '2026-07-01T13:00:00.000Z' }]);
+    s.tap('/dev/front-in', ALICE); // unknown again: in
+    expect(s.relay(FRONT)).toBe(1);
+    passThrough(s, FRONT_CONTACT);
+    await s.stop(agent);
+
+    s.time.advance(24 * 60 * 60_000); // stopped through the next day's 15:00
+    agent = await s.start();
+    expect(s.of('area_reset').map((e) => e.data.by)).toEqual(['schedule', 'schedule (missed while the agent was stopped)']);
+    expect((s.status() as { areas: Array<{ count: number }> }).areas[0]!.count).toBe(0);
+  });
+
+  it('is replayed from the audit log at start: the muster list and anti-passback survive a restart', async () => {
+    const s = site({ extra: area('antiPassback: { mode: hard, rule: inout }') });
+    let agent = await s.start();
+    s.tap('/dev/front-in', ALICE);
+    passThrough(s, FRONT_CONTACT);
+    s.time.advance(6000);
+    s.tap('/dev/front-in', ERIN);
+    passThrough(s, FRONT_CONTACT);
+    await s.stop(agent);
+    agent = await s.start();
+    s.tap('/dev/front-in', ALICE);
+    expect(s.relay(FRONT)).toBe(0);
+    expect(s.of('access_denied').at(-1)!.data.reason).toBe('passback');
+    expect((s.status() as { areas: Array<{ occupants: Array<{ email_id: number }> }> }).areas[0]!.occupants.map((o) => o.email_id)).toEqual([101, 105]);
+  });
+});
+
+describe('an area and the bounded audit log', () => {
+  it('writes a checkpoint before the passages a replay needs could be evicted: the list survives eviction and a restart', async () => {
+    const s = site({
+      extra: `areas: [ { id: lab, doors: [Front door], antiPassback: { mode: hard, rule: inout } } ]`,
+    });
+    writeFileSync(s.path, readFileSync(s.path, 'utf8').replace('timezone: Europe/Berlin }', 'timezone: Europe/Berlin, maxEvents: 1000 }'));
+    let agent = await s.start();
+    s.tap('/dev/front-in', ALICE);
+    passThrough(s, FRONT_CONTACT);
+    s.time.advance(6000);
+    // 1,200 more events at the back door (exit button: exit_request, unlocked, locked), which is in no area.
+    for (let i = 0; i < 400; i++) {
+      s.set(BACK_EXIT, 0);
+      s.set(BACK_EXIT, 1);
+      s.time.advance(6000);
+    }
+    expect(s.of('door_opened').filter((e) => e.door === DOOR_UUID)).toEqual([]); // evicted
+    const checkpoints = s.of('area_checkpoint');
+    expect(checkpoints.length).toBeGreaterThanOrEqual(1);
+    expect(checkpoints.at(-1)!.data).toMatchObject({ area: 'lab', presence: [expect.objectContaining({ holder: 'user:101', inside: true, door: DOOR_UUID })] });
+    await s.stop(agent);
+    agent = await s.start();
+    s.tap('/dev/front-in', ALICE);
+    expect(s.of('access_denied').at(-1)!.data.reason).toBe('passback');
+    expect((s.status() as { areas: Array<{ count: number }> }).areas[0]!.count).toBe(1);
+  });
+});
+
+describe('doors that work together on MQTT', () => {
+  let broker: Mosquitto;
+  beforeAll(async () => {
+    broker = new Mosquitto(join(tmp.path, 'broker'));
+    await broker.start();
+  });
+  afterAll(async () => {
+    await broker?.stop();
+  });
+
+  it('a remote unlock refused by the interlock; the muster list retained; a reset by command; the HA sensor', async () => {
+    const prefix = `grp${n}`;
+    const s = site({
+      extra: `mqtt: { url: "${broker.url}", topicPrefix: ${prefix}, keepaliveSeconds: 5, homeAssistant: { prefix: ha-${prefix} } }
+interlocks: [ { doors: [Front door, Back door] } ]
+areas: [ { id: lab, name: Lab, doors: [Front door], antiPassback: { mode: hard, rule: inout } } ]`,
+    });
+    const op = await Operator.connect(broker.url);
+    try {
+      await op.subscribe(`${prefix}/#`, `ha-${prefix}/#`);
+      await s.start();
+      await op.waitFor((m) => m.topic === `${prefix}/agents/test-agent/status` && m.text === 'online', 10_000, 'the agent online');
+      const occupancy = `${prefix}/agents/test-agent/areas/lab/occupancy`;
+      const first = await op.waitFor((m) => m.topic === occupancy, 10_000, 'the occupancy');
+      expect(first.json).toMatchObject({ area: 'lab', name: 'Lab', count: 0, occupants: [] });
+      expect(first.retain).toBe(false); // published live; retained on the broker
+      const sensor = await op.waitFor((m) => m.topic === `ha-${prefix}/sensor/test-agent_area_lab_occupancy/config`, 10_000, 'the sensor');
+      expect(sensor.json).toMatchObject({ state_topic: occupancy, value_template: '{{ value_json.count }}' });
+
+      s.tap('/dev/front-in', ALICE);
+      s.set(FRONT_CONTACT, OPEN);
+      const inside = await op.waitFor((m) => m.topic === occupancy && (m.json as { count: number }).count === 1, 10_000, 'Alice in');
+      expect((inside.json as { occupants: unknown[] }).occupants).toEqual([
+        { holder: 'user:101', email_id: 101, name: 'Alice Adams', since: new Date(s.time.wall).toISOString(), door: DOOR_UUID, door_name: 'Front door' },
+      ]);
+      expect(JSON.stringify(inside.json)).not.toContain('4213578');
+
+      // The front door is open: the back door's remote unlock is refused.
+      op.clear();
+      await op.publish(`${prefix}/doors/${SECOND_DOOR_UUID}/set`, '{"lock_state":false,"unlock_time":5}');
+      const refused = await op.waitFor((m) => m.topic === `${prefix}/doors/${SECOND_DOOR_UUID}/reply`, 10_000, 'the reply');
+      expect(refused.json).toMatchObject({ status: 409, error: 'Back door is interlocked with Front door, which is unlocked or open: unlock refused' });
+      expect(s.relay(BACK)).toBe(0);
+      const ha = await op.waitFor((m) => m.topic === `${prefix}/doors/${SECOND_DOOR_UUID}/ha/access`, 10_000, 'unlock_refused');
+      expect(ha.json).toMatchObject({ event_type: 'unlock_refused', reason: 'interlock' });
+      s.set(FRONT_CONTACT, CLOSED);
+
+      // The reset command: the list empties, Alice is unknown again.
+      op.clear();
+      await op.publish(`${prefix}/agents/test-agent/areas/reset`, JSON.stringify({ area: 'lab', by: 'Fire marshal' }));
+      await op.waitFor((m) => m.topic === occupancy && (m.json as { count: number }).count === 0, 10_000, 'emptied');
+      expect(s.of('area_reset').map((e) => e.data)).toEqual([{ area: 'lab', by: 'Fire marshal (MQTT)' }]);
+      await op.publish(`${prefix}/agents/test-agent/areas/reset`, JSON.stringify({ area: 'nowhere' }));
+      await op.publish(`${prefix}/agents/test-agent/areas/reset`, '{"area":');
+      s.time.advance(6000);
+      s.tap('/dev/front-in', ALICE);
+      expect(s.relay(FRONT)).toBe(1);
+      expect(s.of('area_reset')).toHaveLength(1);
+    } finally {
+      await op.client.endAsync();
+    }
+  });
+});
