@@ -4,6 +4,8 @@ import { closeSync, fchownSync, fsyncSync, openSync, renameSync, rmSync, statSyn
 import { dirname } from 'node:path';
 import { pino } from 'pino';
 import { loadConfig } from '../config/load.js';
+import type { AgentOptions } from '../config/options.js';
+import type { DoorOptions } from '../door/options.js';
 import { readScbk } from '../util/secretFiles.js';
 import { CMD, REPLY } from '../readers/osdp/controlPanel.js';
 import { OsdpBuses } from '../readers/osdp/osdpBuses.js';
@@ -40,30 +42,61 @@ function fsyncDir(path: string): void {
   }
 }
 
+type ReaderChoice = 'entry' | 'exit';
+
+function readerChoice(flag: string | undefined): ReaderChoice {
+  if (flag === undefined || flag === 'entry' || flag === 'exit') return flag ?? 'entry';
+  throw new UsageError(`--reader must be entry or exit, not ${flag}`);
+}
+
+/** The door's reader in that direction: `reader` (or `readers.entry`), or `readers.exit`. */
+function readerOf(door: DoorOptions, choice: ReaderChoice) {
+  return choice === 'exit' ? door.exitReader : door.reader;
+}
+
+/** The door whose reader gets the key: the one named, or the only door with an OSDP reader in that direction. */
+function chooseDoor(config: AgentOptions, uuid: string | undefined, choice: ReaderChoice) {
+  if (uuid) {
+    const door = config.doors.find((d) => d.uuid === uuid.toLowerCase());
+    if (!door) throw new UsageError(`no door ${uuid} in the configuration`);
+    return door;
+  }
+  const osdpDoors = config.doors.filter((d) => readerOf(d, choice)?.type === 'osdp');
+  if (osdpDoors.length === 1) return osdpDoors[0]!;
+  const what = choice === 'exit' ? 'OSDP exit readers' : 'OSDP doors';
+  throw new UsageError(`name the door: --door UUID (${what}: ${osdpDoors.map((d) => d.uuid).join(', ') || 'none'})`);
+}
+
 /**
- * `door-agent reader keyset --door UUID`: gives an OSDP reader a new secure channel key. The key is random, saved
- * next to `scbkFile` (FILE.new, mode 0600, fsynced) before the reader is told, sent over the secure channel
- * established with the current key (or SCBK-D in install mode), and FILE.new replaces FILE once the reader has
- * acknowledged it. The daemon must be stopped: it holds the bus.
+ * `door-agent reader keyset [--door UUID] [--reader entry|exit]`: gives an OSDP reader a new secure channel key.
+ * The key is random, saved next to `scbkFile` (FILE.new, mode 0600, fsynced) before the reader is told, sent over
+ * the secure channel established with the current key (or SCBK-D in install mode), and FILE.new replaces FILE once
+ * the reader has acknowledged it. The daemon must be stopped: it holds the bus.
  */
-async function runReaderKeyset(args: { config: string | undefined; door: string | undefined }, ctx: CommandContext, openPort?: PortFactory): Promise<number> {
+async function runReaderKeyset(
+  args: { config: string | undefined; door: string | undefined; reader: string | undefined },
+  ctx: CommandContext,
+  openPort?: PortFactory,
+): Promise<number> {
+  const choice = readerChoice(args.reader);
   const config = loadConfig(configPath(args.config, ctx.env));
   // A running daemon holds the bus (and may be mid-handshake with this reader): never talk over it.
   const holder = dataDirHolder(config.agent.dataDir);
   if (holder) throw new DataDirBusyError(config.agent.dataDir, holder.pid, 'reader keyset does not talk to a bus a running daemon holds');
-  const osdpDoors = config.doors.filter((d) => d.reader?.type === 'osdp');
-  const door = args.door ? config.doors.find((d) => d.uuid === args.door!.toLowerCase()) : osdpDoors.length === 1 ? osdpDoors[0] : undefined;
-  if (!door) {
-    throw new UsageError(
-      args.door ? `no door ${args.door} in the configuration` : `name the door: --door UUID (OSDP doors: ${osdpDoors.map((d) => d.uuid).join(', ') || 'none'})`,
-    );
+  const door = chooseDoor(config, args.door, choice);
+  const reader = readerOf(door, choice);
+  if (!reader) {
+    throw new UsageError(`${door.name} (${door.uuid}) has no ${choice} reader (${choice === 'exit' ? 'readers.exit' : 'reader or readers.entry'})`);
   }
-  const reader = door.reader;
-  if (reader?.type !== 'osdp') throw new UsageError(`${door.name} has no OSDP reader`);
-  if (!reader.scbkFile) throw new DoorAgentError(`${door.name}: set reader.scbkFile (where the new key is kept) first`, { exitCode: 78 });
+  // The key that names this reader in the configuration file (`readers` is what gives a door an exit reader).
+  const key = choice === 'exit' ? 'readers.exit' : door.exitReader ? 'readers.entry' : 'reader';
+  // On a door with two readers, which one; on a door with one, "the reader" as before.
+  const which = door.exitReader ? `the ${choice} reader` : 'the reader';
+  if (reader.type !== 'osdp') throw new UsageError(`${door.name}: ${which} (${key}) is not an OSDP reader`);
+  if (!reader.scbkFile) throw new DoorAgentError(`${door.name}: set ${key}.scbkFile (where the new key is kept) first`, { exitCode: 78 });
   // As root (an installer), the key file is the daemon's: read it as such, and the new one is made the same.
   const owner = statSync(reader.scbkFile, { throwIfNoEntry: false }) ?? { uid: process.getuid?.() ?? 0, gid: process.getgid?.() ?? 0 };
-  const current = reader.installMode ? undefined : readScbk('reader.scbkFile', reader.scbkFile, process.getuid?.() === 0 ? owner.uid : process.getuid?.());
+  const current = reader.installMode ? undefined : readScbk(`${key}.scbkFile`, reader.scbkFile, process.getuid?.() === 0 ? owner.uid : process.getuid?.());
   const fresh = randomBytes(16);
   const pending = `${reader.scbkFile}.new`;
   try {
@@ -116,7 +149,7 @@ async function runReaderKeyset(args: { config: string | undefined; door: string 
     const reply = await Promise.race([handle.request(CMD.KEYSET, Buffer.concat([Buffer.from([0x01, 16]), fresh])), timeout]);
     if (reply.code !== REPLY.ACK)
       throw new DoorAgentError(
-        `${door.name}: the reader refused the new key (reply 0x${reply.code.toString(16)}${reply.data.length > 0 ? `, code ${reply.data[0]}` : ''})`,
+        `${door.name}: ${which} refused the new key (reply 0x${reply.code.toString(16)}${reply.data.length > 0 ? `, code ${reply.data[0]}` : ''})`,
       );
     renameSync(pending, reader.scbkFile);
     fsyncDir(dirname(reader.scbkFile));
@@ -134,16 +167,24 @@ async function runReaderKeyset(args: { config: string | undefined; door: string 
     await handle.detach();
   }
   ctx.stdout.write(
-    `${door.name}: the reader at address ${reader.address} now uses a new secure channel key, saved in ${reader.scbkFile}` +
+    `${door.name}: ${which} at address ${reader.address} now uses a new secure channel key, saved in ${reader.scbkFile}` +
       `${reader.installMode ? '; set installMode: false before starting door-agent' : ''}\n`,
   );
   // For the audit log (config_changed, reason reader_keyset): recorded by the daemon when it next starts.
   try {
-    noteConfigChange(config.agent.dataDir, { at: ctx.clock.wallNow(), reason: 'reader_keyset', hash: configHash(config), door: door.uuid });
+    noteConfigChange(config.agent.dataDir, {
+      at: ctx.clock.wallNow(),
+      reason: 'reader_keyset',
+      hash: configHash(config),
+      door: door.uuid,
+      // Named on a door with two readers, as the reader's own audit events are.
+      ...(door.exitReader ? { reader: choice } : {}),
+    });
   } catch (err) {
     ctx.stderr.write(`door-agent: the key change could not be noted for the audit log (config_changed): ${describeFsError(err)}\n`);
   }
   return 0;
 }
 
-export const command: Command = (input) => runReaderKeyset({ config: stringOption(input, 'config'), door: stringOption(input, 'door') }, input.ctx);
+export const command: Command = (input) =>
+  runReaderKeyset({ config: stringOption(input, 'config'), door: stringOption(input, 'door'), reader: stringOption(input, 'reader') }, input.ctx);

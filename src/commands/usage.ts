@@ -120,9 +120,12 @@ const COMMANDS: readonly CommandUsage[] = [
   },
   {
     name: 'reader keyset',
-    args: '[--door UUID] [--config F]',
+    args: '[--door UUID] [--reader entry|exit] [--config F]',
     summary: 'give an OSDP reader a new secure channel key (saved to its scbkFile first); door-agent must be stopped',
-    options: [{ flag: '--door UUID', meaning: 'the door whose reader gets the key (needed with more than one OSDP door)' }],
+    options: [
+      { flag: '--door UUID', meaning: 'the door whose reader gets the key (needed with more than one such door)' },
+      { flag: '--reader entry|exit', meaning: "which of the door's readers (default entry; exit: its readers.exit)" },
+    ],
     config: true,
     exits: [[0, 'the reader took the new key'], [1, 'failed (the old key still works)'], INVALID_CONFIG],
   },

@@ -22,6 +22,8 @@ export interface ConfigNote {
   hash: string;
   /** The door whose reader got a new key. */
   door: string;
+  /** Which of its readers, on a door with an exit reader (absent: its only reader). */
+  reader?: 'entry' | 'exit';
 }
 
 /**
@@ -71,7 +73,12 @@ function takeConfigNotes(dataDir: string): ConfigNote[] {
  */
 export function recordConfigLoaded(store: { state: Db; events: EventLog }, dataDir: string, hash: string, now: number): void {
   for (const note of takeConfigNotes(dataDir)) {
-    store.events.append({ type: 'config_changed', door: note.door, at: note.at, data: { reason: note.reason, hash: note.hash } });
+    store.events.append({
+      type: 'config_changed',
+      door: note.door,
+      at: note.at,
+      data: { reason: note.reason, hash: note.hash, ...(note.reader ? { reader: note.reader } : {}) },
+    });
   }
   const previous = readMeta<string>(store.state, HASH_KEY) ?? null;
   store.events.append({ type: 'config_changed', door: null, at: now, data: { reason: 'loaded', hash, previous_hash: previous } });

@@ -11,7 +11,7 @@ const COMMANDS: Array<{ argv: string[]; options: string[]; config: boolean; exit
   { argv: ['import'], options: ['FILE', '--allow-mass-removal', '--json', '--config F'], config: true, exits: [0, 1, 2, 78] },
   { argv: ['sync'], options: ['--allow-mass-removal', '--config F'], config: true, exits: [0, 1, 2, 78] },
   { argv: ['relock'], options: ['--config F'], config: true, exits: [0, 1, 2, 78] },
-  { argv: ['reader', 'keyset'], options: ['--door UUID', '--config F'], config: true, exits: [0, 1, 2, 78] },
+  { argv: ['reader', 'keyset'], options: ['--door UUID', '--reader entry|exit', '--config F'], config: true, exits: [0, 1, 2, 78] },
   { argv: ['config', 'check'], options: ['--config F'], config: true, exits: [0, 2, 78] },
   { argv: ['service'], options: ['--config F'], config: true, exits: [0, 1, 2, 78] },
   { argv: ['service', 'key', 'create'], options: ['--rank R', '--expires-days N', '--config F'], config: true, exits: [0, 1, 2, 78] },
@@ -84,7 +84,7 @@ describe('door-agent <command> --help', () => {
     expect(r.stderr).toContain('expected no arguments, got 1 argument\nusage: door-agent relock [--config F]');
     r = runCli(['reader', 'frob']);
     expect(r.status).toBe(2);
-    expect(r.stderr).toContain('usage: door-agent reader keyset [--door UUID] [--config F]');
+    expect(r.stderr).toContain('usage: door-agent reader keyset [--door UUID] [--reader entry|exit] [--config F]');
     r = runCli(['help', 'frobnicate']);
     expect(r.status).toBe(2);
     expect(r.stderr).toContain('unknown command "frobnicate"');

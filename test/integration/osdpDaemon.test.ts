@@ -18,6 +18,7 @@ afterEach(async () => {
 });
 
 const KEY = '00112233445566778899aabbccddeeff';
+const EXIT_KEY = 'ffeeddccbbaa99887766554433221100';
 
 async function eventually(check: () => Promise<boolean>, ms: number, what: string): Promise<void> {
   const end = Date.now() + ms;
@@ -27,25 +28,31 @@ async function eventually(check: () => Promise<boolean>, ms: number, what: strin
   }
 }
 
-async function setup(readerExtra: string, keyMode = 0o600) {
+// `withExit`: the door has readers: { entry, exit }, the exit reader at address 4 on the same bus, its own key file.
+async function setup(readerExtra: string, keyMode = 0o600, withExit = false) {
   const dir = join(tmp.path, `o${cleanups.length}-${Date.now()}`);
   mkdirSync(dir);
   const scbk = join(dir, 'scbk');
   writeFileSync(scbk, `${KEY}\n`);
   chmodSync(scbk, keyMode);
+  const exitScbk = join(dir, 'scbk-exit');
+  writeFileSync(exitScbk, `${EXIT_KEY}\n`, { mode: 0o600 });
+  const entryReader = `{ type: osdp, path: ${dir}/bus, address: 3${readerExtra.replace('SCBK', scbk)} }`;
   const pty = new PtyPair(join(dir, 'bus'), join(dir, 'reader-side'));
   await pty.plugIn();
   cleanups.push(() => pty.unplug());
   const config = writeConfig(dir, {
     id: 'osdp',
     access: '{ groups: [Staff] }',
-    doorExtra: `    unlockSeconds: 1\n    reader: { type: osdp, path: ${dir}/bus, address: 3${readerExtra.replace('SCBK', scbk)} }\n`,
+    doorExtra: withExit
+      ? `    unlockSeconds: 1\n    readers:\n      entry: ${entryReader}\n      exit: { type: osdp, path: ${dir}/bus, address: 4, scbkFile: ${exitScbk} }\n`
+      : `    unlockSeconds: 1\n    reader: ${entryReader}\n`,
   });
   expect(runCli(['import', 'examples/snapshot.json', '--config', config]).status).toBe(0);
   const port = new SerialPort({ path: join(dir, 'reader-side'), baudRate: 9600, autoOpen: false });
   await new Promise<void>((resolve, reject) => port.open((err) => (err ? reject(err) : resolve())));
   cleanups.push(() => new Promise<void>((r) => port.close(() => r())));
-  const pd = new OsdpEmulator([3], (bytes) => port.write(bytes));
+  const pd = new OsdpEmulator(withExit ? [3, 4] : [3], (bytes) => port.write(bytes));
   port.on('data', (chunk: Buffer) => pd.receive(chunk));
   // The emulated reader lives in this process: CLI runs must not block its event loop (a reader that does not
   // answer for 2 s is offline), so they run asynchronously.
@@ -200,6 +207,47 @@ describe('an OSDP reader at the door', () => {
     expect(changes.map((e) => e.reason)).toEqual(['reader_keyset', 'loaded']);
     expect(changes[0]).toMatchObject({ door: DOOR_UUID, hash: changes[1]!.hash });
     expect(JSON.stringify(s.events())).not.toContain(saved);
+  });
+
+  it("reader keyset --reader exit: the door's exit reader (two addresses on one bus) gets the new key, the entry reader keeps its own", async () => {
+    const s = await setup(', scbkFile: SCBK', 0o600, true);
+    s.pd.reader(3).scbk = Buffer.from(KEY, 'hex');
+    s.pd.reader(4).scbk = Buffer.from(EXIT_KEY, 'hex');
+    const keyset = await runCliAsync(['reader', 'keyset', '--reader', 'exit', '--config', s.config]);
+    expect(keyset.stderr).toBe('');
+    expect(keyset.status).toBe(0);
+    expect(keyset.stdout).toContain('Front door: the exit reader at address 4 now uses a new secure channel key, saved in');
+    const saved = readFileSync(join(s.dir, 'scbk-exit'), 'utf8').trim();
+    expect(saved).toMatch(/^[0-9a-f]{32}$/);
+    expect(saved).not.toBe(EXIT_KEY);
+    expect(statSync(join(s.dir, 'scbk-exit')).mode & 0o777).toBe(0o600);
+    expect(s.pd.reader(4).scbk!.toString('hex')).toBe(saved);
+    // The entry reader and its key file are untouched.
+    expect(readFileSync(join(s.dir, 'scbk'), 'utf8').trim()).toBe(KEY);
+    expect(s.pd.reader(3).scbk!.toString('hex')).toBe(KEY);
+    expect(s.pd.reader(3).log).not.toContain('keyset');
+    const daemon = await start(s.config);
+    await waitUntil(() => daemon.logs.filter((l) => l.msg === 'OSDP secure channel established').length === 2, 10_000, 'both channels');
+    const changes = (await s.refresh()).filter((e) => e.type === 'config_changed');
+    expect(changes.map((e) => [e.reason, e.reader])).toEqual([
+      ['reader_keyset', 'exit'],
+      ['loaded', undefined],
+    ]);
+    expect(changes[0]).toMatchObject({ door: DOOR_UUID });
+  }, 60_000);
+
+  it('reader keyset --reader exit on a door without an exit reader: a usage error naming the door; nothing changes', async () => {
+    const s = await setup(', scbkFile: SCBK');
+    s.pd.reader(3).scbk = Buffer.from(KEY, 'hex');
+    const keyset = await runCliAsync(['reader', 'keyset', '--door', DOOR_UUID, '--reader', 'exit', '--config', s.config]);
+    expect(keyset.status).toBe(2);
+    expect(keyset.stderr).toContain(`Front door (${DOOR_UUID}) has no exit reader (readers.exit)`);
+    const wrong = await runCliAsync(['reader', 'keyset', '--reader', 'side', '--config', s.config]);
+    expect(wrong.status).toBe(2);
+    expect(wrong.stderr).toContain('--reader must be entry or exit, not side');
+    expect(readFileSync(join(s.dir, 'scbk'), 'utf8').trim()).toBe(KEY);
+    expect(existsSync(join(s.dir, 'scbk.new'))).toBe(false);
+    expect(s.pd.reader(3).log).not.toContain('keyset');
   });
 
   it('reader keyset while door-agent holds the bus fails clearly and keeps the key', async () => {
