@@ -20,6 +20,7 @@ import type { PortFactory } from './readers/serial/port.js';
 import { startInOrder, type Component } from './lifecycle.js';
 import { MqttComponent } from './mqtt/mqttComponent.js';
 import { AgentStore } from './store/agentStore.js';
+import { readerStatusKey } from './store/runtimeStatus.js';
 import { cachePath } from './store/database.js';
 import { DoorStateStore, doorStateDir } from './store/doorState.js';
 import { readHeldRevision, readHeldVersion, readSyncStatus, type SyncResult } from './sync/sync.js';
@@ -208,8 +209,8 @@ export async function startAgent(config: AgentOptions, deps: AgentDeps): Promise
           logger: logger.child({ door: options.uuid, name: options.name }),
           openPort: deps.openPort,
           osdp,
-          onReaderConnection: (connected, direction) => store.setReaderConnected(direction === 'exit' ? `${options.uuid}/exit` : options.uuid, connected),
-          onReaderChannel: (channel) => store.setReaderChannel(options.uuid, channel),
+          onReaderConnection: (connected, direction) => store.setReaderConnected(readerStatusKey(options.uuid, direction), connected),
+          onReaderChannel: (channel, direction) => store.setReaderChannel(readerStatusKey(options.uuid, direction), channel),
           lockdown: () => operations.isLockedDown(options.uuid),
           ...(offlineLimit ? { cacheTooOld: () => offlineLimit.tooOld() } : {}),
           holidays: () => getChecker().holidays,

@@ -1,5 +1,5 @@
 import type { DoorOptions } from '../door/options.js';
-import type { RuntimeStatus } from '../store/runtimeStatus.js';
+import { type RuntimeStatus, readerStatusKey } from '../store/runtimeStatus.js';
 
 /** An OSDP reader's secure channel in `door-agent status`: what the configuration asks for and what is in use. */
 export interface OsdpChannelView {
@@ -9,11 +9,17 @@ export interface OsdpChannelView {
   inUse: string | null;
 }
 
-export function osdpChannelView(door: DoorOptions, runtime: RuntimeStatus | undefined, running: boolean): OsdpChannelView | undefined {
-  const reader = door.reader;
+/** The channel of the door's entry reader, or of its exit reader (`readers.exit`). */
+export function osdpChannelView(
+  door: DoorOptions,
+  runtime: RuntimeStatus | undefined,
+  running: boolean,
+  direction: 'entry' | 'exit' = 'entry',
+): OsdpChannelView | undefined {
+  const reader = direction === 'exit' ? door.exitReader : door.reader;
   if (reader?.type !== 'osdp') return undefined;
   const configured = reader.installMode ? 'install' : reader.scbkFile ? 'secure' : 'plain';
-  const reported = running ? runtime?.readerChannels?.[door.uuid] : undefined;
+  const reported = running ? runtime?.readerChannels?.[readerStatusKey(door.uuid, direction)] : undefined;
   // A plain reader never reports a change: plain is what it has whenever the daemon runs.
   return { configured, inUse: running ? (reported ?? (configured === 'plain' ? 'plain' : 'pending')) : null };
 }

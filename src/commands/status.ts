@@ -8,7 +8,7 @@ import { readOutputLevel } from '../hardware/createGpio.js';
 import { DoorStateStore, doorStateDir } from '../store/doorState.js';
 import { EventLog } from '../store/eventLog.js';
 import { readMeta } from '../store/meta.js';
-import { readRuntimeStatus } from '../store/runtimeStatus.js';
+import { readRuntimeStatus, readerStatusKey } from '../store/runtimeStatus.js';
 import { readHeldRevision, readSyncStatus, type SyncStatus } from '../sync/sync.js';
 import { loadConfigFor, stringOption, type Command, type CommandContext } from './context.js';
 import { describeReader } from '../door/options.js';
@@ -81,7 +81,7 @@ function runStatus(args: { json: boolean; config: string | undefined }, ctx: Com
           ? {
               type: door.reader.type,
               path: describeReader(door.reader),
-              connected: running ? (runtime?.readers[door.uuid] ?? false) : false,
+              connected: running ? (runtime?.readers[readerStatusKey(door.uuid, 'entry')] ?? false) : false,
               channel: osdpChannelView(door, runtime, running),
             }
           : null,
@@ -89,7 +89,8 @@ function runStatus(args: { json: boolean; config: string | undefined }, ctx: Com
           ? {
               type: door.exitReader.type,
               path: describeReader(door.exitReader),
-              connected: running ? (runtime?.readers[`${door.uuid}/exit`] ?? false) : false,
+              connected: running ? (runtime?.readers[readerStatusKey(door.uuid, 'exit')] ?? false) : false,
+              channel: osdpChannelView(door, runtime, running, 'exit'),
             }
           : null,
         ...operations.doors.get(door.uuid)!,
@@ -149,7 +150,7 @@ function runStatus(args: { json: boolean; config: string | undefined }, ctx: Com
         const connected = (r: { type: string; connected: boolean }) => (r.connected ? (r.type === 'wiegand' ? 'listening' : 'connected') : 'NOT connected');
         const reader =
           (d.reader ? `reader ${d.reader.path} ${connected(d.reader)}${osdpChannelText(d.reader.channel)}` : d.exitReader ? 'no entry reader' : 'no reader') +
-          (d.exitReader ? `; exit reader ${d.exitReader.path} ${connected(d.exitReader)}` : '');
+          (d.exitReader ? `; exit reader ${d.exitReader.path} ${connected(d.exitReader)}${osdpChannelText(d.exitReader.channel)}` : '');
         const unsaved = d.savedState ? [`    WARNING: the saved state says ${d.savedState}; the daemon is still retrying to save the relay's state`] : [];
         return [`  ${d.name} (${d.uuid}): ${state}${relay}; ${reader}`, ...unsaved, ...operationsLines(d)];
       }),

@@ -51,7 +51,7 @@ export interface DoorDeps {
   /** A reader of the door came or went (`exit`: its exit reader). */
   onReaderConnection: (connected: boolean, direction: Direction) => void;
   /** An OSDP reader's secure channel as it is now (plain, pending, secure, failed), for status. */
-  onReaderChannel?: (state: ChannelState) => void;
+  onReaderChannel?: (state: ChannelState, direction: Direction) => void;
   /** Whether this door is in lockdown now (its own or the agent's). */
   lockdown?: () => boolean;
   /** Whether the cache is past access.maxCacheAgeHours now (the offline limit); absent: no limit. */
@@ -211,8 +211,8 @@ export class Door implements Component {
         },
         noise: (summary) => runtime.onReaderNoise(summary),
         audit: (type, data) => runtime.audit(type, door.exitReader ? { ...data, reader: direction } : data),
-        // Status shows the entry reader's secure channel.
-        channel: (state) => (direction === 'entry' ? deps.onReaderChannel?.(state) : undefined),
+        // Status shows each reader's secure channel.
+        channel: (state) => deps.onReaderChannel?.(state, direction),
       },
     });
     this.readers.set(direction, reader);

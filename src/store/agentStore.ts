@@ -157,9 +157,9 @@ export class AgentStore implements Component {
     this.saveStatus();
   }
 
-  /** A door's reader came or went (shown by `door-agent status`). */
-  setReaderConnected(doorUuid: string, connected: boolean): void {
-    this.status.readers[doorUuid] = connected;
+  /** A reader came or went (shown by `door-agent status`); keyed by readerStatusKey. */
+  setReaderConnected(readerKey: string, connected: boolean): void {
+    this.status.readers[readerKey] = connected;
     this.saveStatus();
   }
 
@@ -175,10 +175,10 @@ export class AgentStore implements Component {
     this.saveStatus();
   }
 
-  /** An OSDP reader's secure channel as it is now (shown by `door-agent status`). */
-  setReaderChannel(doorUuid: string, channel: string): void {
+  /** An OSDP reader's secure channel as it is now (shown by `door-agent status`); keyed by readerStatusKey. */
+  setReaderChannel(readerKey: string, channel: string): void {
     this.status.readerChannels ??= {};
-    this.status.readerChannels[doorUuid] = channel;
+    this.status.readerChannels[readerKey] = channel;
     this.saveStatus();
   }
 

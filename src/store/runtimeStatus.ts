@@ -6,9 +6,9 @@ export interface RuntimeStatus {
   pid: number;
   startedAt: string;
   stoppedAt: string | null;
-  /** Per door uuid: whether its reader is connected (absent: no reader configured). */
+  /** Per reader (readerStatusKey): whether it is connected (absent: no reader configured). */
   readers: Record<string, boolean>;
-  /** Per door uuid: its OSDP reader's secure channel now (plain, pending, secure, failed). */
+  /** Per reader (readerStatusKey): an OSDP reader's secure channel now (plain, pending, secure, failed). */
   readerChannels?: Record<string, string>;
   /** The last directory revision pushed over MQTT (absent: none arrived since the daemon started). */
   push?: { lastRevision: number | null; at: string };
@@ -41,6 +41,14 @@ export interface BrokerRefusal {
 }
 
 const KEY = 'runtime';
+
+/**
+ * A reader's key in `readers` and `readerChannels`: the door's uuid for its entry reader (the only key before doors
+ * had exit readers, so an older daemon's row still reads right), `<uuid>/exit` for its exit reader.
+ */
+export function readerStatusKey(doorUuid: string, direction: 'entry' | 'exit'): string {
+  return direction === 'exit' ? `${doorUuid}/exit` : doorUuid;
+}
 
 export function readRuntimeStatus(db: Db): RuntimeStatus | undefined {
   return readMeta<RuntimeStatus>(db, KEY);

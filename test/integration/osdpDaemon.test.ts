@@ -209,7 +209,7 @@ describe('an OSDP reader at the door', () => {
     expect(JSON.stringify(s.events())).not.toContain(saved);
   });
 
-  it("reader keyset --reader exit: the door's exit reader (two addresses on one bus) gets the new key, the entry reader keeps its own", async () => {
+  it("reader keyset --reader exit: the door's exit reader (two addresses on one bus) gets the new key, the entry reader keeps its own; status shows both channels", async () => {
     const s = await setup(', scbkFile: SCBK', 0o600, true);
     s.pd.reader(3).scbk = Buffer.from(KEY, 'hex');
     s.pd.reader(4).scbk = Buffer.from(EXIT_KEY, 'hex');
@@ -234,6 +234,21 @@ describe('an OSDP reader at the door', () => {
       ['loaded', undefined],
     ]);
     expect(changes[0]).toMatchObject({ door: DOOR_UUID });
+    // Each reader's secure channel, the exit reader's too (before, status showed the entry reader's only).
+    const bus = join(s.dir, 'bus');
+    await eventually(
+      async () =>
+        (await s.status()).includes(
+          `reader OSDP ${bus} address 3 (secure channel) connected; secure channel in use; exit reader OSDP ${bus} address 4 (secure channel) connected; secure channel in use`,
+        ),
+      8000,
+      'both channels in status',
+    );
+    const json = JSON.parse((await runCliAsync(['status', '--json', '--config', s.config])).stdout) as {
+      doors: Array<{ reader: { channel: unknown }; exitReader: { channel: unknown } }>;
+    };
+    expect(json.doors[0]!.exitReader.channel).toEqual({ configured: 'secure', inUse: 'secure' });
+    expect(json.doors[0]!.reader.channel).toEqual({ configured: 'secure', inUse: 'secure' });
   }, 60_000);
 
   it('reader keyset --reader exit on a door without an exit reader: a usage error naming the door; nothing changes', async () => {

@@ -41,4 +41,22 @@ describe('status: the OSDP channel in use, not only the configured one', () => {
     expect(osdpChannelText(view)).toBe('; channel configured secure');
     expect(osdpChannelView({ uuid: UUID } as DoorOptions, runtime(), true)).toBeUndefined();
   });
+
+  it("a door's exit reader has its own channel, under <uuid>/exit; an older daemon's row (keyed by the door alone) still reads for the entry reader", () => {
+    const osdp = { type: 'osdp', path: '/dev/ttyUSB0', baudRate: 9600, numbering: 'data', check: 'crc', installMode: false };
+    const twoReaders = {
+      uuid: UUID,
+      reader: { ...osdp, address: 0, scbkFile: '/k' },
+      exitReader: { ...osdp, address: 1, scbkFile: '/k-exit' },
+    } as unknown as DoorOptions;
+    const both = { ...runtime(), readerChannels: { [UUID]: 'secure', [`${UUID}/exit`]: 'failed' } };
+    expect(osdpChannelView(twoReaders, both, true)).toEqual({ configured: 'secure', inUse: 'secure' });
+    expect(osdpChannelView(twoReaders, both, true, 'exit')).toEqual({ configured: 'secure', inUse: 'failed' });
+    // The row of a daemon from before exit readers reported a channel: only the entry reader's, under the door.
+    const older = runtime('secure');
+    expect(osdpChannelView(twoReaders, older, true)).toEqual({ configured: 'secure', inUse: 'secure' });
+    expect(osdpChannelView(twoReaders, older, true, 'exit')).toEqual({ configured: 'secure', inUse: 'pending' });
+    // A door without an exit reader has no exit channel.
+    expect(osdpChannelView(door({ scbkFile: '/k' }), both, true, 'exit')).toBeUndefined();
+  });
 });
