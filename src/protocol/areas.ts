@@ -65,14 +65,29 @@ export interface AreaReset {
 
 const MAX_RESET_BYTES = 4096;
 
+/** Why a reset was refused, with the reply's status as a door command's: 400 invalid, 401 signature missing or wrong. */
+export interface AreaResetRefusal {
+  refused: string;
+  status: 400 | 401;
+  /** The message's request_id, for the reply (not authenticated when the signature is what failed). */
+  requestId: string | null;
+}
+
 /** A reset command parsed, validated and (with a secret) authenticated; a refusal says why. */
-export function parseAreaReset(payload: Buffer, agentId: string, secret: string | null): AreaReset | { refused: string; requestId: string | null } {
-  if (payload.length > MAX_RESET_BYTES) return { refused: `${payload.length} bytes, more than ${MAX_RESET_BYTES}`, requestId: null };
-  const opened = openSignedObject(`areas reset agent:${agentId}`, payload, secret);
-  if ('refused' in opened) return { refused: opened.refused, requestId: null };
+export function parseAreaReset(payload: Buffer, agentId: string, secret: string | null): AreaReset | AreaResetRefusal {
+  if (payload.length > MAX_RESET_BYTES) return { refused: `${payload.length} bytes, more than ${MAX_RESET_BYTES}`, status: 400, requestId: null };
+  const context = `areas reset agent:${agentId}`;
+  // Its form first, so a refused signature still gets its reply under the request_id the sender waits for.
+  const opened = openSignedObject(context, payload, null);
+  if ('refused' in opened) return { refused: opened.refused, status: 400, requestId: null };
   const parsed = resetSchema.safeParse(opened.data);
-  if (!parsed.success) return { refused: problemsInOneLine(parsed.error.issues), requestId: null };
+  if (!parsed.success) return { refused: problemsInOneLine(parsed.error.issues), status: 400, requestId: null };
   const requestId = parsed.data.request_id ?? null;
-  if (secret !== null && requestId === null) return { refused: 'a signed reset needs a request_id', requestId };
-  return { area: parsed.data.area ?? null, by: parsed.data.by ?? null, requestId, issuedAt: opened.issuedAt };
+  const area = parsed.data.area ?? null;
+  const by = parsed.data.by ?? null;
+  if (secret === null) return { area, by, requestId, issuedAt: null };
+  const authenticated = openSignedObject(context, payload, secret);
+  if ('refused' in authenticated) return { refused: authenticated.refused, status: 401, requestId };
+  if (requestId === null) return { refused: 'a signed reset needs a request_id', status: 401, requestId };
+  return { area, by, requestId, issuedAt: authenticated.issuedAt };
 }

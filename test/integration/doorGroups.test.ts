@@ -6,6 +6,7 @@ import { pino } from 'pino';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { startAgent, type Agent } from '../../src/app.js';
 import { loadConfig } from '../../src/config/load.js';
+import { retainedPayload } from '../../src/protocol/retainedMessages.js';
 import type { PortLike } from '../../src/readers/serial/port.js';
 import { DOOR_UUID, SECOND_DOOR_UUID, runCli, tempDir } from '../support/cli.js';
 import { FakeGpio } from '../support/fakeGpio.js';
@@ -483,6 +484,71 @@ areas: [ { id: lab, name: Lab, doors: [Front door], antiPassback: { mode: hard, 
       s.tap('/dev/front-in', ALICE);
       expect(s.relay(FRONT)).toBe(1);
       expect(s.of('area_reset')).toHaveLength(1);
+    } finally {
+      await op.client.endAsync();
+    }
+  });
+
+  it('signed resets (mqtt.commandSecretFile): a correct one empties the list; a wrong signature, a stale issued_at and a replayed request_id are refused and change nothing', async () => {
+    const prefix = `grp${n}`;
+    const secret = 'a-command-secret-of-at-least-32-bytes!!';
+    const secretFile = join(tmp.path, `secret-${prefix}`);
+    writeFileSync(secretFile, `${secret}\n`, { mode: 0o600 });
+    const s = site({
+      extra: `mqtt: { url: "${broker.url}", topicPrefix: ${prefix}, keepaliveSeconds: 5, commandSecretFile: ${secretFile}, commandMaxAgeSeconds: 60 }
+areas: [ { id: lab, name: Lab, doors: [Front door], antiPassback: { mode: hard, rule: inout } } ]`,
+    });
+    const resetTopic = `${prefix}/agents/test-agent/areas/reset`;
+    const replyTopic = `${prefix}/agents/test-agent/areas/reply`;
+    const occupancy = `${prefix}/agents/test-agent/areas/lab/occupancy`;
+    // Signed as docs/mqtt.md says: over "areas reset agent:<id>\n" and the canonical JSON, issued now by the agent's clock.
+    const signed = (requestId: string, options: { issuedAt?: number; key?: string } = {}) =>
+      retainedPayload(
+        'areas reset agent:test-agent',
+        { area: 'lab', by: 'Fire marshal', request_id: requestId },
+        options.key ?? secret,
+        options.issuedAt ?? Math.floor(s.time.wall / 1000),
+      );
+    const inside = () => (s.status().areas as Array<{ count: number; occupants: Array<{ holder: string }> }>)[0]!;
+    const op = await Operator.connect(broker.url);
+    try {
+      await op.subscribe(`${prefix}/#`);
+      await s.start();
+      await op.waitFor((m) => m.topic === `${prefix}/agents/test-agent/status` && m.text === 'online', 10_000, 'the agent online');
+      s.tap('/dev/front-in', ALICE);
+      s.set(FRONT_CONTACT, OPEN);
+      await op.waitFor((m) => m.topic === occupancy && (m.json as { count: number }).count === 1, 10_000, 'Alice in');
+      s.set(FRONT_CONTACT, CLOSED);
+
+      // Signed with another key: 401, as a door command's wrong signature; the reply under its request_id.
+      const forged = await op.command(replyTopic, resetTopic, signed('r-forged', { key: 'another-secret-of-at-least-32-bytes!!!' }), 'r-forged');
+      expect(forged).toEqual({ status: 401, error: 'signature does not match', request_id: 'r-forged' });
+      // Unsigned: 401 too.
+      const plain = await op.command(replyTopic, resetTopic, { area: 'lab' }, 'r-plain');
+      expect(plain).toMatchObject({ status: 401, error: 'unsigned: issued_at and signature are required here' });
+      // Signed right, but issued longer ago than commandMaxAgeSeconds: 409.
+      const stale = await op.command(replyTopic, resetTopic, signed('r-stale', { issuedAt: Math.floor(s.time.wall / 1000) - 61 }), 'r-stale');
+      expect(stale).toEqual({ status: 409, error: 'issued 61 s ago: older than 60 s (or the clocks differ)', request_id: 'r-stale' });
+      expect(s.of('area_reset')).toEqual([]);
+      expect(inside()).toMatchObject({ count: 1, occupants: [{ holder: 'user:101' }] });
+
+      // Signed right and fresh: the list empties.
+      const good = signed('r-good');
+      expect(await op.command(replyTopic, resetTopic, good, 'r-good')).toEqual({ status: 200, success: 'lab reset', request_id: 'r-good' });
+      await op.waitFor((m) => m.topic === occupancy && (m.json as { count: number }).count === 0, 10_000, 'emptied');
+      expect(s.of('area_reset').map((e) => e.data)).toEqual([{ area: 'lab', by: 'Fire marshal (MQTT)' }]);
+
+      // Alice in again (unknown since the reset); the very same reset sent again, still within its age: 409.
+      s.time.advance(6000);
+      s.tap('/dev/front-in', ALICE);
+      s.set(FRONT_CONTACT, OPEN);
+      await op.waitFor((m) => m.topic === occupancy && (m.json as { count: number }).count === 1, 10_000, 'Alice in again');
+      s.set(FRONT_CONTACT, CLOSED);
+      const replayed = await op.command(replyTopic, resetTopic, good, 'r-good');
+      expect(replayed).toEqual({ status: 409, error: 'request_id r-good was already executed', request_id: 'r-good' });
+      expect(s.of('area_reset')).toHaveLength(1);
+      expect(inside()).toMatchObject({ count: 1, occupants: [{ holder: 'user:101' }] });
+      expect(s.logs.filter((l) => l.msg === 'area reset refused')).toHaveLength(4);
     } finally {
       await op.client.endAsync();
     }

@@ -24,19 +24,24 @@ describe('the reset command', () => {
     ['an area that is not a string', '{"area":5}', 'area: expected string, received number'],
     ['an empty by', '{"area":"lab","by":" "}', 'by: Too small: expected string to have >=1 characters'],
   ])('refused: %s', (_what, payload, refused) => {
-    expect(parseAreaReset(Buffer.from(payload), 'lobby-pi', null)).toEqual({ refused, requestId: null });
+    expect(parseAreaReset(Buffer.from(payload), 'lobby-pi', null)).toEqual({ refused, status: 400, requestId: null });
   });
 
-  it('signed: over "areas reset agent:<id>" and the canonical JSON, with a request_id; another agent\'s signature is refused', () => {
+  it('signed: over "areas reset agent:<id>" and the canonical JSON, with a request_id; another agent\'s signature is refused (401, as a door command)', () => {
     const body = { area: 'lab', by: 'Fire marshal', request_id: 'r1' };
     const signed = Buffer.from(retainedPayload(CONTEXT, body, SECRET, 1_795_000_000));
     expect(parseAreaReset(signed, 'lobby-pi', SECRET)).toEqual({ area: 'lab', by: 'Fire marshal', requestId: 'r1', issuedAt: 1_795_000_000 });
-    expect(parseAreaReset(signed, 'back-pi', SECRET)).toEqual({ refused: 'signature does not match', requestId: null });
-    expect(parseAreaReset(Buffer.from(JSON.stringify(body)), 'lobby-pi', SECRET)).toMatchObject({
+    // The reply carries the request_id the sender waits for, though the signature failed.
+    expect(parseAreaReset(signed, 'back-pi', SECRET)).toEqual({ refused: 'signature does not match', status: 401, requestId: 'r1' });
+    expect(parseAreaReset(Buffer.from(JSON.stringify(body)), 'lobby-pi', SECRET)).toEqual({
       refused: 'unsigned: issued_at and signature are required here',
+      status: 401,
+      requestId: 'r1',
     });
     const withoutId = Buffer.from(retainedPayload(CONTEXT, { area: 'lab' }, SECRET, 1_795_000_000));
-    expect(parseAreaReset(withoutId, 'lobby-pi', SECRET)).toMatchObject({ refused: 'a signed reset needs a request_id' });
+    expect(parseAreaReset(withoutId, 'lobby-pi', SECRET)).toMatchObject({ refused: 'a signed reset needs a request_id', status: 401 });
+    // Not a reset at all: 400, signed or not.
+    expect(parseAreaReset(Buffer.from('{"area":5}'), 'lobby-pi', SECRET)).toMatchObject({ status: 400 });
   });
 });
 

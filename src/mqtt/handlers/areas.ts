@@ -68,7 +68,7 @@ export class AreasHandler implements MqttHandler {
     const { logger, clock, secret } = this.deps;
     if (packet.retain) return void logger.warn({ topic }, 'retained area reset ignored: a reset is a command, not a state');
     const reset = parseAreaReset(payload, this.deps.topics.agentId, secret);
-    if ('refused' in reset) return this.refuse(packet, reset.refused, 400, reset.requestId);
+    if ('refused' in reset) return this.refuse(packet, reset.refused, reset.status, reset.requestId);
     if (secret !== null && reset.issuedAt !== null) {
       const age = Math.floor(clock.wallNow() / 1000) - reset.issuedAt;
       if (Math.abs(age) > this.deps.maxAgeSeconds)
