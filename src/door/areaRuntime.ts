@@ -169,7 +169,7 @@ export class AreaRuntime implements Component {
     const touched = new Set<string>();
     for (const fact of step.facts) {
       if (fact.kind !== 'passage') continue;
-      passages.push({ area: fact.area, holder: fact.holder, direction: fact.direction });
+      passages.push({ area: fact.area, holder: fact.holder, direction: fact.direction, at: new Date(fact.at).toISOString() });
       touched.add(fact.area);
     }
     for (const area of touched) this.changed(area);

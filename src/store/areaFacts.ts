@@ -15,9 +15,17 @@ export interface PassageRecord {
   area: string;
   holder: string;
   direction: Direction;
+  /** When the person passed (ISO): the time the live state holds, so the state rebuilt at start is the same to the ms. */
+  at: string;
 }
 
 const iso = (ms: number) => new Date(ms).toISOString();
+
+/** A passage's own time; an event written before passages carried one (or a bad one): the event's. */
+function passageTime(at: unknown, eventAt: number): number {
+  const ms = typeof at === 'string' ? Date.parse(at) : Number.NaN;
+  return Number.isFinite(ms) ? ms : eventAt;
+}
 
 /** The payload of an area_reset event of this fact (besides who asked for it). */
 export function resetData(area: string | null): Record<string, unknown> {
@@ -64,7 +72,7 @@ function factsOf(row: Row, areas: ReadonlySet<string>): AreaFact[] {
   const door = row.door_uuid;
   return (data.passages as Array<Record<string, unknown>>).flatMap((p) =>
     typeof p.area === 'string' && areas.has(p.area) && typeof p.holder === 'string' && isDirection(p.direction)
-      ? [{ kind: 'passage' as const, area: p.area, holder: p.holder, direction: p.direction, door, at: row.at }]
+      ? [{ kind: 'passage' as const, area: p.area, holder: p.holder, direction: p.direction, door, at: passageTime(p.at, row.at) }]
       : [],
   );
 }
