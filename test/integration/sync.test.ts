@@ -343,7 +343,9 @@ describe('the sync worker thread (the daemon never runs a sync on its event loop
     db.close();
     // Here only the scripted service's HTTP answers run; the JSON, the validation and the apply ran elsewhere.
     expect(longestLag).toBeLessThan(250);
-  });
+    // The worker runs at nice +10 on purpose (the next test): beside a loaded suite it waits for the CPU, so the
+    // time allowed is generous; what is asserted is that this thread's event loop stayed free meanwhile.
+  }, 120_000);
 
   it('runs at a lower CPU priority than the door (nice +10), so a busy board serves the tap first', async () => {
     const { readdirSync, readFileSync } = await import('node:fs');
