@@ -290,7 +290,8 @@ describe('availability, durable events, TLS', () => {
       .map((e) => e.id);
     await waitUntil(() => new Set(op.received.map((m) => (m.json as { id: string }).id)).size >= expected.length, 10_000, 'all events');
     const firstSeen = [...new Set(op.received.map((m) => (m.json as { id: string }).id))];
-    expect(firstSeen).toEqual(expected); // every event, in order, none lost (a QoS 1 duplicate keeps its id)
+    // Every event, in order, none lost (a QoS 1 duplicate keeps its id); the card's lock changes may follow them.
+    expect(firstSeen.slice(0, expected.length)).toEqual(expected);
     expect(op.received.map((m) => (m.json as { reason?: string }).reason)).toContain('user_suspended');
     await waitUntil(() => JSON.parse(runCli(['status', '--json', '--config', s.config]).stdout).events.unpublished === 0, 5000, 'outbox drained');
     expect(second.logs.filter((l) => l.level >= 50)).toEqual([]);
