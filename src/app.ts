@@ -23,8 +23,7 @@ import { AgentStore } from './store/agentStore.js';
 import { readerStatusKey } from './store/runtimeStatus.js';
 import { cachePath } from './store/database.js';
 import { DoorStateStore, doorStateDir } from './store/doorState.js';
-import { readHeldRevision, readHeldVersion, readSyncStatus, type SyncResult } from './sync/sync.js';
-import { readMeta } from './store/meta.js';
+import { lastRefreshAt, readHeldRevision, readHeldVersion, type SyncResult } from './sync/sync.js';
 import { SyncComponent } from './sync/syncComponent.js';
 import { FindingsReporter } from './sync/findingsReporter.js';
 import type { Notify } from './system/sdNotify.js';
@@ -468,10 +467,7 @@ function agentSupervision(config: AgentOptions, store: AgentStore, clock: Clock,
 /** The health message's cache: the directory revision held and when the cache was last refreshed (a sync, an import). */
 function cacheFreshness(store: AgentStore, logger: Logger): { revision: number | null; refreshedAt: number | null } {
   try {
-    const synced = readSyncStatus(store.db).lastSuccessAt;
-    const imported = readMeta<{ at: string }>(store.db, 'last_import')?.at ?? null;
-    const times = [synced, imported].map((t) => (t === null ? Number.NaN : Date.parse(t))).filter(Number.isFinite);
-    return { revision: readHeldRevision(store.db), refreshedAt: times.length > 0 ? Math.max(...times) : null };
+    return { revision: readHeldRevision(store.db), refreshedAt: lastRefreshAt(store.db) };
   } catch (err) {
     logger.debug({ err }, 'cannot read the cache for the health message');
     return { revision: null, refreshedAt: null };

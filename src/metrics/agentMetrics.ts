@@ -5,8 +5,7 @@ import type { Door } from '../door/door.js';
 import type { DoorOptions } from '../door/options.js';
 import type { Component } from '../lifecycle.js';
 import type { AgentStore } from '../store/agentStore.js';
-import { readMeta } from '../store/meta.js';
-import { readSyncStatus } from '../sync/sync.js';
+import { lastRefreshAt } from '../sync/sync.js';
 import type { Clock } from '../util/clock.js';
 import { metricsRegistry } from '../util/metricsRegistry.js';
 import { serveMetrics, type MetricsServer } from '../util/metricsServer.js';
@@ -89,7 +88,7 @@ export class AgentMetrics implements Component {
       registers: [registry],
       collect() {
         this.reset();
-        const updated = lastUpdate(store);
+        const updated = lastRefreshAt(store.db);
         if (updated !== null) this.set(Math.max(0, (clock.wallNow() - updated) / 1000));
       },
     });
@@ -153,12 +152,4 @@ export class AgentMetrics implements Component {
     await this.server?.close();
     this.server = null;
   }
-}
-
-/** The newest of the last successful sync and the last import (wall ms), null before either. */
-function lastUpdate(store: AgentStore): number | null {
-  const synced = readSyncStatus(store.db).lastSuccessAt;
-  const imported = readMeta<{ at: string }>(store.db, 'last_import')?.at ?? null;
-  const times = [synced, imported].filter((t): t is string => t !== null).map((t) => Date.parse(t));
-  return times.length === 0 ? null : Math.max(...times);
 }

@@ -55,6 +55,17 @@ export { readHeldRevision, readHeldVersion } from '../store/heldRevision.js';
 
 const NO_CHANGE = { added: 0, changed: 0, removed: 0, unchanged: 0 };
 
+/**
+ * When the cache was last refreshed: the newer of the last successful sync and the last import (wall ms), null
+ * before either (an unreadable time counts as none). The health topic and the metrics both report its age.
+ */
+export function lastRefreshAt(db: Db): number | null {
+  const synced = readSyncStatus(db).lastSuccessAt;
+  const imported = readMeta<{ at: string }>(db, 'last_import')?.at ?? null;
+  const times = [synced, imported].map((t) => (t === null ? Number.NaN : Date.parse(t))).filter(Number.isFinite);
+  return times.length > 0 ? Math.max(...times) : null;
+}
+
 export function readSyncStatus(db: Db): SyncStatus {
   return readMeta<SyncStatus>(db, STATUS_KEY) ?? { lastSuccessAt: null, lastAttemptAt: null, lastError: null, lastSummary: null };
 }
