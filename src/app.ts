@@ -210,6 +210,7 @@ export async function startAgent(config: AgentOptions, deps: AgentDeps): Promise
           osdp,
           onReaderConnection: (connected, direction) => store.setReaderConnected(readerStatusKey(options.uuid, direction), connected),
           onReaderChannel: (channel, direction) => store.setReaderChannel(readerStatusKey(options.uuid, direction), channel),
+          onReaderIdentity: (text, direction) => store.setReaderIdentity(readerStatusKey(options.uuid, direction), text),
           lockdown: () => operations.isLockedDown(options.uuid),
           ...(offlineLimit ? { cacheTooOld: () => offlineLimit.tooOld() } : {}),
           holidays: () => getChecker().holidays,

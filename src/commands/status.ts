@@ -83,6 +83,7 @@ function runStatus(args: { json: boolean; config: string | undefined }, ctx: Com
               path: describeReader(door.reader),
               connected: running ? (runtime?.readers[readerStatusKey(door.uuid, 'entry')] ?? false) : false,
               channel: osdpChannelView(door, runtime, running),
+              identity: running ? (runtime?.readerIdentities?.[readerStatusKey(door.uuid, 'entry')] ?? null) : null,
             }
           : null,
         exitReader: door.exitReader
@@ -91,6 +92,7 @@ function runStatus(args: { json: boolean; config: string | undefined }, ctx: Com
               path: describeReader(door.exitReader),
               connected: running ? (runtime?.readers[readerStatusKey(door.uuid, 'exit')] ?? false) : false,
               channel: osdpChannelView(door, runtime, running, 'exit'),
+              identity: running ? (runtime?.readerIdentities?.[readerStatusKey(door.uuid, 'exit')] ?? null) : null,
             }
           : null,
         ...operations.doors.get(door.uuid)!,
@@ -148,9 +150,17 @@ function runStatus(args: { json: boolean; config: string | undefined }, ctx: Com
                   : 'UNLOCKED';
         const relay = d.relay ? ` (relay GPIO ${d.relay.pin} = ${d.relay.level})` : '';
         const connected = (r: { type: string; connected: boolean }) => (r.connected ? (r.type === 'wiegand' ? 'listening' : 'connected') : 'NOT connected');
+        // A reader's own identity (a PN532's firmware) as it last came online.
+        const identity = (r: { identity: string | null }) => (r.identity ? ` (${r.identity})` : '');
         const reader =
-          (d.reader ? `reader ${d.reader.path} ${connected(d.reader)}${osdpChannelText(d.reader.channel)}` : d.exitReader ? 'no entry reader' : 'no reader') +
-          (d.exitReader ? `; exit reader ${d.exitReader.path} ${connected(d.exitReader)}${osdpChannelText(d.exitReader.channel)}` : '');
+          (d.reader
+            ? `reader ${d.reader.path}${identity(d.reader)} ${connected(d.reader)}${osdpChannelText(d.reader.channel)}`
+            : d.exitReader
+              ? 'no entry reader'
+              : 'no reader') +
+          (d.exitReader
+            ? `; exit reader ${d.exitReader.path}${identity(d.exitReader)} ${connected(d.exitReader)}${osdpChannelText(d.exitReader.channel)}`
+            : '');
         const unsaved = d.savedState ? [`    WARNING: the saved state says ${d.savedState}; the daemon is still retrying to save the relay's state`] : [];
         return [`  ${d.name} (${d.uuid}): ${state}${relay}; ${reader}`, ...unsaved, ...operationsLines(d)];
       }),

@@ -123,7 +123,7 @@ export function refineDoors(config: { gpio: { driver: string }; doors: Array<z.o
           });
         }
       }
-      if (reader.type === 'serial' || reader.type === 'keyboard') {
+      if (reader.type === 'serial' || reader.type === 'keyboard' || reader.type === 'pn532') {
         if (osdpBuses.has(reader.path)) {
           ctx.addIssue({ code: 'custom', path: ['doors', i, ...key, 'path'], message: `${reader.path} is an OSDP bus of another door` });
         }

@@ -133,11 +133,28 @@ const osdpReaderSchema = z.strictObject({
   check: z.enum(['crc', 'checksum']).default('crc'),
 });
 
+const pn532ReaderSchema = z.strictObject({
+  type: z.literal('pn532'),
+  ...signalLines,
+  /** The serial port the module's HSU lines are on: /dev/serial0 on a Pi's header, /dev/ttyUSB0 through an adapter. */
+  path: z.string().min(1),
+  baudRate: z
+    .number()
+    .refine((b) => (BAUD_RATES as readonly number[]).includes(b), `expected one of ${BAUD_RATES.join(', ')} (a PN532 starts at 115200)`)
+    .default(115200),
+  /** How often the field is asked for a card (ms). */
+  pollMs: z.number().int().min(50).max(5000).default(150),
+  /** A card must be gone this long (ms) before the same card is a new tap. */
+  releaseMs: z.number().int().min(100).max(60_000).default(500),
+  /** msb_first: the UID's bytes in the order the PN532 reports them, first byte most significant; lsb_first: reversed. */
+  uidByteOrder: z.enum(['msb_first', 'lsb_first']).default('msb_first'),
+});
+
 // `type` may be left out for a serial reader (every configuration before Wiegand readers).
 const readerSchema = z.preprocess(
   (value) => (value !== null && typeof value === 'object' && !Array.isArray(value) && !('type' in value) ? { type: 'serial', ...value } : value),
-  z.discriminatedUnion('type', [serialReaderSchema, wiegandReaderSchema, keyboardReaderSchema, osdpReaderSchema], {
-    error: 'expected type serial, wiegand, keyboard or osdp',
+  z.discriminatedUnion('type', [serialReaderSchema, wiegandReaderSchema, keyboardReaderSchema, osdpReaderSchema, pn532ReaderSchema], {
+    error: 'expected type serial, wiegand, keyboard, osdp or pn532',
   }),
 );
 

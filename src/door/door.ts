@@ -52,6 +52,8 @@ export interface DoorDeps {
   onReaderConnection: (connected: boolean, direction: Direction) => void;
   /** An OSDP reader's secure channel as it is now (plain, pending, secure, failed), for status. */
   onReaderChannel?: (state: ChannelState, direction: Direction) => void;
+  /** What a reader says it is (a PN532's firmware version), for status. */
+  onReaderIdentity?: (text: string, direction: Direction) => void;
   /** Whether this door is in lockdown now (its own or the agent's). */
   lockdown?: () => boolean;
   /** Whether the cache is past access.maxCacheAgeHours now (the offline limit); absent: no limit. */
@@ -213,6 +215,7 @@ export class Door implements Component {
         audit: (type, data) => runtime.audit(type, door.exitReader ? { ...data, reader: direction } : data),
         // Status shows each reader's secure channel.
         channel: (state) => deps.onReaderChannel?.(state, direction),
+        identity: (text) => deps.onReaderIdentity?.(text, direction),
       },
     });
     this.readers.set(direction, reader);

@@ -2,6 +2,7 @@ import type { CardFormat } from '../core/credentials.js';
 import type { Level } from '../core/relay.js';
 import type { WiegandFormat, WiegandNumbering } from '../core/wiegand.js';
 import type { Pull } from '../hardware/gpio.js';
+import type { UidByteOrder } from './pn532/uid.js';
 
 /** What a reader is told of a decision (its LED and buzzer, a line sent back, OSDP's LED and beeper). */
 export type { ReaderFeedback as FeedbackKind } from './readerFrames.js';
@@ -33,6 +34,8 @@ export type ReaderOptions =
     } & SignalLines)
   | ({ type: 'wiegand'; d0: number; d1: number; pull: Pull; format: WiegandFormat; numbering: WiegandNumbering } & SignalLines)
   | ({ type: 'keyboard'; path: string; cardFormat: CardFormat } & SignalLines)
+  /** A PN532 NFC module on a serial port (HSU): ISO 14443 A UIDs as decimal card numbers (docs/hardware.md). */
+  | ({ type: 'pn532'; path: string; baudRate: number; pollMs: number; releaseMs: number; uidByteOrder: UidByteOrder } & SignalLines)
   | {
       type: 'osdp';
       path: string;
@@ -61,5 +64,6 @@ export function describeReader(reader: ReaderOptions): string {
   if (reader.type === 'wiegand') return `Wiegand D0 GPIO ${reader.d0} / D1 GPIO ${reader.d1}`;
   if (reader.type === 'osdp')
     return `OSDP ${reader.path} address ${reader.address}${reader.scbkFile ? ' (secure channel)' : reader.installMode ? ' (install mode)' : ' (plain)'}`;
+  if (reader.type === 'pn532') return `PN532 ${reader.path}`;
   return reader.type === 'keyboard' ? `keyboard ${reader.path}` : reader.path;
 }

@@ -35,6 +35,8 @@ export interface ReaderEvents {
   audit?(type: ReaderAuditType, data: Record<string, unknown>): void;
   /** An OSDP reader's secure channel as it is now, for status. */
   channel?(state: ChannelState): void;
+  /** What the device says it is (a PN532's firmware version, "PN532 v1.6"), for status. */
+  identity?(text: string): void;
 }
 
 /** What the registry gives every reader it creates; each type takes what it needs. */

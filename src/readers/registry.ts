@@ -1,6 +1,7 @@
 import { keyboardReader } from './keyboard/keyboardReader.js';
 import { readerCardFormat, type ReaderOptions, type ReaderOptionsOf, type ReaderType } from './options.js';
 import { OsdpDoorReader } from './osdp/osdpDoorReader.js';
+import { Pn532Reader } from './pn532/pn532Reader.js';
 import { credentialsFrom, type Reader, type ReaderContext } from './reader.js';
 import { SerialReader } from './serial/serialReader.js';
 import { WiegandReader } from './wiegand/wiegandReader.js';
@@ -22,6 +23,7 @@ export const READERS: { [T in ReaderType]: ReaderFactory<T> } = {
   keyboard: (o, c) => keyboardReader(o, c),
   wiegand: (o, c) => new WiegandReader({ ...o, ...sinks(o, c), gpio: c.gpio, onNoise: (summary) => c.events.noise?.(summary) }),
   osdp: (o, c) => new OsdpDoorReader(o, c),
+  pn532: (o, c) => new Pn532Reader(o, c),
 };
 
 /** The reader a door's options describe. */

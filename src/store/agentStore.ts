@@ -182,6 +182,13 @@ export class AgentStore implements Component {
     this.saveStatus();
   }
 
+  /** What a reader says it is (a PN532's firmware version), shown by `door-agent status`; keyed by readerStatusKey. */
+  setReaderIdentity(readerKey: string, identity: string): void {
+    this.status.readerIdentities ??= {};
+    this.status.readerIdentities[readerKey] = identity;
+    this.saveStatus();
+  }
+
   private saveStatus(): void {
     const snapshot = structuredClone(this.status);
     this.writes.run('runtime', () => {

@@ -10,6 +10,8 @@ export interface RuntimeStatus {
   readers: Record<string, boolean>;
   /** Per reader (readerStatusKey): an OSDP reader's secure channel now (plain, pending, secure, failed). */
   readerChannels?: Record<string, string>;
+  /** Per reader (readerStatusKey): what it said it is when it last came online (a PN532's "PN532 v1.6"). */
+  readerIdentities?: Record<string, string>;
   /** The last directory revision pushed over MQTT (absent: none arrived since the daemon started). */
   push?: { lastRevision: number | null; at: string };
   /** Topics the broker refuses this agent (its ACL): until a later publish or subscription there succeeds. */

@@ -187,7 +187,7 @@ doors:
     );
     expect(runCli(['config', 'check', '--config', rdmHex]).stderr).toContain('doors[0].reader.cardFormat: an rdm6300 reader sends binary frames');
     const unknown = configFile('reader-type.yaml', `${BASE}doors:\n  - { uuid: ${DOOR_UUID}, resourceId: 12, relay: { pin: 17 }, reader: { type: osdp2 } }\n`);
-    expect(runCli(['config', 'check', '--config', unknown]).stderr).toContain('doors[0].reader.type: expected type serial, wiegand, keyboard or osdp');
+    expect(runCli(['config', 'check', '--config', unknown]).stderr).toContain('doors[0].reader.type: expected type serial, wiegand, keyboard, osdp or pn532');
   });
 
   it("accepts a keyboard reader and refuses it on a path another door's reader uses", () => {

@@ -9,6 +9,7 @@ import { inputDevicePorts } from '../../src/readers/keyboard/inputDevicePort.js'
 import type { ReaderOptions, ReaderType } from '../../src/readers/options.js';
 import { OsdpBuses } from '../../src/readers/osdp/osdpBuses.js';
 import { OsdpEmulator } from '../../src/readers/osdp/readerEmulator.js';
+import { Pn532Emulator } from '../../src/readers/pn532/pn532Emulator.js';
 import type { Credential, Reader, ReaderContext } from '../../src/readers/reader.js';
 import { READERS, createReader } from '../../src/readers/registry.js';
 import type { PortFactory, PortLike } from '../../src/readers/serial/port.js';
@@ -169,12 +170,43 @@ function osdpDevice(): Device {
   };
 }
 
+/** pn532: the emulated module behind an in-memory serial port; the card's UID is the number's 4 bytes, first byte most significant. */
+function pn532Device(): Device {
+  const emulator = new Pn532Emulator((bytes) => setImmediate(() => port.emit('data', bytes)));
+  cleanups.push(() => emulator.close());
+  const port = Object.assign(new EventEmitter(), {
+    isOpen: false,
+    open(callback: (err: Error | null) => void) {
+      port.isOpen = true;
+      setImmediate(() => callback(null));
+    },
+    close(callback?: (err: Error | null) => void) {
+      port.isOpen = false;
+      port.emit('close', null);
+      callback?.(null);
+    },
+    write(data: Buffer) {
+      if (port.isOpen) setImmediate(() => emulator.receive(data));
+      return true;
+    },
+  });
+  const uid = Buffer.alloc(4);
+  uid.writeUInt32BE(Number(CARD));
+  return {
+    options: { type: 'pn532', path: '/dev/serial0', baudRate: 115200, pollMs: 50, releaseMs: 500, uidByteOrder: 'msb_first' },
+    context: { openPort: () => port as unknown as PortLike },
+    present: () => emulator.present([...uid]),
+    released: () => !port.isOpen,
+  };
+}
+
 const DEVICES: Array<{ name: string; type: ReaderType; device: (name: string) => Device | Promise<Device> }> = [
   { name: 'serial (lines)', type: 'serial', device: (n) => serialDevice(n, 'lines') },
   { name: 'serial (rdm6300)', type: 'serial', device: (n) => serialDevice(n, 'rdm6300') },
   { name: 'keyboard', type: 'keyboard', device: keyboardDevice },
   { name: 'wiegand', type: 'wiegand', device: wiegandDevice },
   { name: 'osdp', type: 'osdp', device: osdpDevice },
+  { name: 'pn532', type: 'pn532', device: pn532Device },
 ];
 
 it('every type in the registry has an entry in this suite', () => {

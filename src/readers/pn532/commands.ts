@@ -3,7 +3,7 @@
  * code and parameters, after TFI) and the parsing of its answer (the code is the command's plus one).
  */
 
-export const CMD = {
+const CMD = {
   getFirmwareVersion: 0x02,
   samConfiguration: 0x14,
   rfConfiguration: 0x32,

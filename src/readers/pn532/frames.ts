@@ -9,7 +9,7 @@
  * 0xD4 from the host to the PN532 and 0xD5 back.
  */
 
-export const TFI_HOST = 0xd4;
+const TFI_HOST = 0xd4;
 export const TFI_PN532 = 0xd5;
 /** The TFI of the PN532's syntax error frame (00 00 FF 01 FF 7F 81 00): it could not take the frame it got. */
 const TFI_ERROR = 0x7f;
