@@ -6,7 +6,8 @@
 #   3. each door contact, exit button and tamper switch, and the emergency (fire alarm) input: for 20 s every level
 #      change is printed (open the door, press the button, open the enclosure, trip the fire panel's relay or
 #      unplug its loop);
-#   4. each reader: for 20 s every frame is printed by kind (tap a card, type 1234#), card numbers masked; for a
+#   4. each reader: for 20 s every frame is printed by kind (tap a card, type 1234#), card numbers masked (a PN532
+#      prints its firmware version once it answers: the HSU wiring, mode switches and baud rate are right); for a
 #      Wiegand reader also every frame dropped and why (parity, bit count, noise);
 #   2b. each reader's LED and buzzer lines (reader.led, reader.buzzer): the grant, deny and lockdown patterns are
 #      played once each, 2 s apart (watch the reader's LED, listen for its beeper); a serial reader with
@@ -126,6 +127,19 @@ function osdpReader(d, common) {
     async stop() { await handle?.detach(); },
   };
 }
+// PN532: woken and set up as the daemon does; its firmware version is printed once it answers (the installer's
+// check that the HSU wiring, the mode switches and the baud rate are right), then each card read.
+const { Pn532Reader } = await import(`${app}/dist/src/readers/pn532/pn532Reader.js`);
+function pn532Reader(d, common) {
+  return new Pn532Reader(d.reader, {
+    logger: pino({ level: 'warn' }), clock: systemClock, timers: systemTimers, gpio,
+    events: {
+      credential: (c) => console.log(`${stamp()} ${d.name}: card ${credentialHint(c.value, c.kind)}`),
+      connection: common.onConnectionChange,
+      identity: (text) => console.log(`${stamp()} ${d.name}: PN532 answers: firmware ${text}`),
+    },
+  });
+}
 const open = readers.map((d) => {
   const common = {
     logger, clock: systemClock, timers: systemTimers,
@@ -140,6 +154,8 @@ const open = readers.map((d) => {
     ? new SerialReader({ ...d.reader, ...common })
     : d.reader.type === 'osdp'
     ? osdpReader(d, common)
+    : d.reader.type === 'pn532'
+    ? pn532Reader(d, common)
     : d.reader.type === 'keyboard'
     ? new SerialReader({ ...d.reader, ...common, baudRate: 0, format: 'lines', openPort: inputDevicePorts() })
     // Wiegand: dropped frames show as the daemon's warning, once a second with the count per reason.
