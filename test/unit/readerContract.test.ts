@@ -138,9 +138,8 @@ function wiegandDevice(): Device {
   };
 }
 
-/** osdp: the reader emulator at address 1 behind an in-memory serial port (the bus's transport). */
-function osdpDevice(): Device {
-  const emulator = new OsdpEmulator([1], (bytes) => setImmediate(() => port.emit('data', bytes)));
+/** An in-memory serial port with an emulated device on its far end: what is written reaches `device`, what it sends comes back as 'data'. */
+function memoryPort(device: { receive(bytes: Buffer): void }) {
   const port = Object.assign(new EventEmitter(), {
     isOpen: false,
     open(callback: (err: Error | null) => void) {
@@ -153,10 +152,17 @@ function osdpDevice(): Device {
       callback?.(null);
     },
     write(data: Buffer) {
-      if (port.isOpen) setImmediate(() => emulator.receive(data));
+      if (port.isOpen) setImmediate(() => device.receive(data));
       return true;
     },
   });
+  return port;
+}
+
+/** osdp: the reader emulator at address 1 behind an in-memory serial port (the bus's transport). */
+function osdpDevice(): Device {
+  const emulator = new OsdpEmulator([1], (bytes) => setImmediate(() => port.emit('data', bytes)));
+  const port = memoryPort(emulator);
   const logger = pino({ level: 'silent' });
   const osdp = new OsdpBuses({ clock: systemClock, timers: systemTimers, logger, openPort: () => port as unknown as PortLike });
   const LED = 0x69;
@@ -174,22 +180,7 @@ function osdpDevice(): Device {
 function pn532Device(): Device {
   const emulator = new Pn532Emulator((bytes) => setImmediate(() => port.emit('data', bytes)));
   cleanups.push(() => emulator.close());
-  const port = Object.assign(new EventEmitter(), {
-    isOpen: false,
-    open(callback: (err: Error | null) => void) {
-      port.isOpen = true;
-      setImmediate(() => callback(null));
-    },
-    close(callback?: (err: Error | null) => void) {
-      port.isOpen = false;
-      port.emit('close', null);
-      callback?.(null);
-    },
-    write(data: Buffer) {
-      if (port.isOpen) setImmediate(() => emulator.receive(data));
-      return true;
-    },
-  });
+  const port = memoryPort(emulator);
   const uid = Buffer.alloc(4);
   uid.writeUInt32BE(Number(CARD));
   return {
