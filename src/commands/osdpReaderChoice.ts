@@ -9,9 +9,9 @@ import { UsageError } from '../util/errors.js';
  * names it, as the operator reads it in the file.
  */
 
-export type ReaderChoice = 'entry' | 'exit';
+type ReaderChoice = 'entry' | 'exit';
 
-export function readerChoice(flag: string | undefined): ReaderChoice {
+function readerChoice(flag: string | undefined): ReaderChoice {
   if (flag === undefined || flag === 'entry' || flag === 'exit') return flag ?? 'entry';
   throw new UsageError(`--reader must be entry or exit, not ${flag}`);
 }

@@ -8,7 +8,7 @@
 export const OSDP_BAUD_RATES = [9600, 19200, 38400, 57600, 115200, 230400] as const;
 
 /** The highest address a PD may have: 0x7F is the broadcast address, which every PD answers. */
-export const OSDP_MAX_ADDRESS = 126;
+const OSDP_MAX_ADDRESS = 126;
 
 export interface ComSettings {
   address: number;

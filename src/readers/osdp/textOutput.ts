@@ -15,7 +15,7 @@ export interface OsdpTextOptions {
 }
 
 /** libosdp's PD refuses a longer text (OSDP_CMD_TEXT_MAX_LEN); two 16-character rows show 32. */
-export const OSDP_TEXT_MAX = 32;
+const OSDP_TEXT_MAX = 32;
 
 /** Why a configured text cannot be shown, or null. */
 export function textProblem(text: string): string | null {
