@@ -325,6 +325,15 @@ describe('OSDP maintenance: reader osdp set-address / set-baud (osdp_COMSET), os
     expect(existsSync(join(s.dir, 'data', 'config-changes.jsonl'))).toBe(false);
   });
 
+  it('a reader that confirms but does not answer at the new address: said so, and where it still answers', async () => {
+    const s = await setup('');
+    s.pd.reader(3).comsetStays = true;
+    const r = await runCliAsync(['reader', 'osdp', 'set-address', '--to', '5', '--config', s.config]);
+    expect(r.status).toBe(1);
+    expect(r.stderr).toContain('Front door: the reader took address 5 at 9600 baud but does not answer there; it answers at address 3 at 9600 baud');
+    expect(r.stdout).toBe('');
+  });
+
   it('a reader that refuses (NAK): the reason named, the reader unchanged', async () => {
     const s = await setup('');
     s.pd.reader(3).comsetNak = 9;

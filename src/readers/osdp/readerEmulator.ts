@@ -108,6 +108,8 @@ export interface EmulatedReader {
   comsetNak: number | null;
   /** Answers osdp_COMSET with these settings rather than the ones asked for, and moves to them (a PD that chose). */
   comsetAnswer: { address: number; baudRate: number } | null;
+  /** Answers osdp_COM as asked but stays where it is (a PD whose firmware does not switch). */
+  comsetStays: boolean;
 }
 
 export class OsdpEmulator {
@@ -141,6 +143,7 @@ export class OsdpEmulator {
         shown: [],
         comsetNak: null,
         comsetAnswer: null,
+        comsetStays: false,
       });
   }
 
@@ -272,6 +275,7 @@ export class OsdpEmulator {
     answer[0] = next.address;
     answer.writeUInt32LE(next.baudRate, 1);
     this.send(reader, sqn, 0x54, [...answer]);
+    if (reader.comsetStays) return;
     this.readers.delete(reader.address);
     reader.address = next.address;
     reader.baudRate = next.baudRate;
