@@ -16,6 +16,8 @@ export const COMMANDS: Readonly<Record<string, () => Promise<Command>>> = {
   sync: async () => (await import('./sync.js')).command,
   relock: async () => (await import('./relock.js')).command,
   'reader keyset': async () => (await import('./readerKeyset.js')).command,
+  'reader osdp set-address': async () => (await import('./readerComset.js')).setAddressCommand,
+  'reader osdp set-baud': async () => (await import('./readerComset.js')).setBaudCommand,
   'config check': async () => (await import('./configCheck.js')).command,
   service: async () => (await import('./service.js')).command,
   'service key create': async () => (await import('./service.js')).keyCreateCommand,

@@ -130,6 +130,35 @@ const COMMANDS: readonly CommandUsage[] = [
     exits: [[0, 'the reader took the new key'], [1, 'failed (the old key still works)'], INVALID_CONFIG],
   },
   {
+    name: 'reader osdp set-address',
+    args: '--to N [--door UUID] [--reader entry|exit] [--config F]',
+    summary: 'move an OSDP reader to another address (osdp_COMSET); prints the config line to change; door-agent must be stopped',
+    details: [
+      'Refused before anything is sent: an address out of 0-126 (127 is broadcast), or one another reader on the same bus has.',
+      'The reader must confirm the new address (osdp_COM) and answer there; the configuration file is not rewritten.',
+    ],
+    options: [
+      { flag: '--to N', meaning: 'the new address, 0-126' },
+      { flag: '--door UUID', meaning: 'the door whose reader moves (needed with more than one OSDP door)' },
+      { flag: '--reader entry|exit', meaning: "which of the door's readers (default entry; exit: its readers.exit)" },
+    ],
+    config: true,
+    exits: [[0, 'the reader answers at the new address'], [1, 'failed (the message says where the reader answers)'], INVALID_CONFIG],
+  },
+  {
+    name: 'reader osdp set-baud',
+    args: '--to RATE [--door UUID] [--reader entry|exit] [--config F]',
+    summary: 'move an OSDP reader to another baud rate (osdp_COMSET); prints the config line to change; door-agent must be stopped',
+    details: ['RATE: 9600, 19200, 38400, 57600, 115200 or 230400. Every reader on one bus runs at one rate: move each.'],
+    options: [
+      { flag: '--to RATE', meaning: 'the new baud rate' },
+      { flag: '--door UUID', meaning: 'the door whose reader moves (needed with more than one OSDP door)' },
+      { flag: '--reader entry|exit', meaning: "which of the door's readers (default entry; exit: its readers.exit)" },
+    ],
+    config: true,
+    exits: [[0, 'the reader answers at the new rate'], [1, 'failed (the message says where the reader answers)'], INVALID_CONFIG],
+  },
+  {
     name: 'config check',
     args: '[--config F]',
     summary: 'validate the configuration; print every problem with its key path',

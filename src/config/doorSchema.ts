@@ -1,6 +1,8 @@
 import * as z from 'zod';
 import { keypadLockoutSchema } from './keypadLockout.js';
 import { timeMappingSchema } from '../api/shapes.js';
+import { OSDP_BAUD_RATES } from '../readers/osdp/comset.js';
+import { textProblem } from '../readers/osdp/textOutput.js';
 
 export const bcmPin = z.number().int().min(0).max(63);
 export const seconds = (min: number, max: number) => z.number().int().min(min).max(max);
@@ -111,7 +113,11 @@ const keyboardReaderSchema = z.strictObject({
   cardFormat: z.enum(['decimal', 'hex']).default('decimal'),
 });
 
-const OSDP_BAUD_RATES = [9600, 19200, 38400, 57600, 115200, 230400] as const;
+/** A text for an OSDP reader's display (textOutput.ts says why the limits). */
+const osdpText = z.string().superRefine((text, ctx) => {
+  const problem = textProblem(text);
+  if (problem) ctx.addIssue({ code: 'custom', message: problem });
+});
 
 const osdpReaderSchema = z.strictObject({
   type: z.literal('osdp'),
@@ -131,6 +137,8 @@ const osdpReaderSchema = z.strictObject({
   numbering: z.enum(['data', 'facility_card']).default('data'),
   /** crc: CRC-16 on every packet (default); checksum: the 8-bit checksum, for a reader that offers only that. */
   check: z.enum(['crc', 'checksum']).default('crc'),
+  /** osdp_TEXT with the decision, on a reader with a display; none without this key. */
+  text: z.strictObject({ granted: osdpText.optional(), denied: osdpText.optional(), seconds: z.number().int().min(1).max(255).default(3) }).optional(),
 });
 
 const pn532ReaderSchema = z.strictObject({

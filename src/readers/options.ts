@@ -3,6 +3,7 @@ import type { Level } from '../core/relay.js';
 import type { WiegandFormat, WiegandNumbering } from '../core/wiegand.js';
 import type { Pull } from '../hardware/gpio.js';
 import type { UidByteOrder } from './pn532/uid.js';
+import type { OsdpTextOptions } from './osdp/textOutput.js';
 
 /** What a reader is told of a decision (its LED and buzzer, a line sent back, OSDP's LED and beeper). */
 export type { ReaderFeedback as FeedbackKind } from './readerFrames.js';
@@ -46,6 +47,7 @@ export type ReaderOptions =
       requireSecureChannel?: boolean;
       numbering: WiegandNumbering;
       check: 'crc' | 'checksum';
+      text?: OsdpTextOptions;
     };
 
 /** One reader type's options. */

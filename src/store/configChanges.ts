@@ -5,10 +5,10 @@ import type { EventLog } from './eventLog.js';
 import { readMeta, writeMeta } from './meta.js';
 
 /**
- * Configuration changes made by a command while no daemon runs (`door-agent reader keyset`), waiting for the
- * daemon's next start to enter the audit log. A command does not write state.db itself: it may run as root (an
- * installer), and SQLite files (the -wal, the -shm) it created would then be root's, which the daemon could no
- * longer write. One JSON line per change; the daemon records them and removes the file.
+ * Configuration changes made by a command while no daemon runs (`door-agent reader keyset`, `reader osdp
+ * set-address`/`set-baud`), waiting for the daemon's next start to enter the audit log. A command does not write
+ * state.db itself: it may run as root (an installer), and SQLite files (the -wal, the -shm) it created would then
+ * be root's, which the daemon could no longer write. One JSON line per change; the daemon records them and removes the file.
  */
 const NOTES_FILE = 'config-changes.jsonl';
 /** The hash of the configuration last recorded (state.db). */
@@ -17,13 +17,15 @@ const HASH_KEY = 'config_hash';
 export interface ConfigNote {
   /** Wall-clock ms of the change. */
   at: number;
-  reason: 'reader_keyset';
+  reason: 'reader_keyset' | 'reader_comset';
   /** configHash of the configuration in force (the key itself is never hashed). */
   hash: string;
   /** The door whose reader got a new key. */
   door: string;
   /** Which of its readers, on a door with an exit reader (absent: its only reader). */
   reader?: 'entry' | 'exit';
+  /** reader_comset: the address and baud rate the reader now uses (the configuration is the operator's to edit). */
+  comset?: { address: number; baudRate: number };
 }
 
 /**
@@ -77,7 +79,12 @@ export function recordConfigLoaded(store: { state: Db; events: EventLog }, dataD
       type: 'config_changed',
       door: note.door,
       at: note.at,
-      data: { reason: note.reason, hash: note.hash, ...(note.reader ? { reader: note.reader } : {}) },
+      data: {
+        reason: note.reason,
+        hash: note.hash,
+        ...(note.reader ? { reader: note.reader } : {}),
+        ...(note.comset ? { address: note.comset.address, baud_rate: note.comset.baudRate } : {}),
+      },
     });
   }
   const previous = readMeta<string>(store.state, HASH_KEY) ?? null;

@@ -279,3 +279,136 @@ describe('an OSDP reader at the door', () => {
     expect(existsSync(join(s.dir, 'scbk.new'))).toBe(false);
   });
 });
+
+describe('OSDP maintenance: reader osdp set-address / set-baud (osdp_COMSET), osdp_TEXT', () => {
+  const pendingNotes = (dir: string) =>
+    readFileSync(join(dir, 'data', 'config-changes.jsonl'), 'utf8')
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as Record<string, unknown>);
+
+  it('set-address 3 -> 5: the reader confirms and answers only at 5; the CLI prints the line to change and leaves the file alone', async () => {
+    const s = await setup('');
+    const before = readFileSync(s.config, 'utf8');
+    const r = await runCliAsync(['reader', 'osdp', 'set-address', '--to', '5', '--config', s.config]);
+    expect(r.stderr).toBe('');
+    expect(r.status).toBe(0);
+    expect(r.stdout).toContain(`Front door: the reader on ${join(s.dir, 'bus')} now answers at address 5 at 9600 baud (it was at address 3 at 9600 baud)`);
+    expect(r.stdout).toContain('  doors[0].reader.address: 5\n');
+    expect(readFileSync(s.config, 'utf8')).toBe(before);
+    expect([...s.pd.readers.keys()]).toEqual([5]);
+    expect(s.pd.reader(5).log).toEqual(['comset']);
+    expect(pendingNotes(s.dir)).toMatchObject([{ reason: 'reader_comset', door: DOOR_UUID, comset: { address: 5, baudRate: 9600 } }]);
+  });
+
+  it('set-baud over the secure channel: COMSET inside the channel, a new handshake at the new rate; the line names baudRate', async () => {
+    const s = await setup(', scbkFile: SCBK');
+    s.pd.reader(3).scbk = Buffer.from(KEY, 'hex');
+    const r = await runCliAsync(['reader', 'osdp', 'set-baud', '--to', '19200', '--config', s.config]);
+    expect(r.stderr).toBe('');
+    expect(r.status).toBe(0);
+    expect(r.stdout).toContain('  doors[0].reader.baudRate: 19200\n');
+    expect(s.pd.reader(3).baudRate).toBe(19200);
+    expect(s.pd.reader(3).log).toEqual(['established', 'comset', 'established']);
+    expect(r.stdout + r.stderr).not.toContain(KEY);
+  });
+
+  it('a reader whose osdp_COM names other settings: an error with what it answered and where it is; exit 1', async () => {
+    const s = await setup('');
+    s.pd.reader(3).comsetAnswer = { address: 6, baudRate: 9600 };
+    const r = await runCliAsync(['reader', 'osdp', 'set-address', '--to', '5', '--config', s.config]);
+    expect(r.status).toBe(1);
+    expect(r.stderr).toContain(
+      'Front door: the reader answered that it will use address 6 at 9600 baud, not the address 5 at 9600 baud asked for; the configuration is unchanged; it answers at address 6 at 9600 baud',
+    );
+    expect(r.stdout).toBe('');
+    expect(existsSync(join(s.dir, 'data', 'config-changes.jsonl'))).toBe(false);
+  });
+
+  it('a reader that confirms but does not answer at the new address: said so, and where it still answers', async () => {
+    const s = await setup('');
+    s.pd.reader(3).comsetStays = true;
+    const r = await runCliAsync(['reader', 'osdp', 'set-address', '--to', '5', '--config', s.config]);
+    expect(r.status).toBe(1);
+    expect(r.stderr).toContain('Front door: the reader took address 5 at 9600 baud but does not answer there; it answers at address 3 at 9600 baud');
+    expect(r.stdout).toBe('');
+  });
+
+  it('a reader that refuses (NAK): the reason named, the reader unchanged', async () => {
+    const s = await setup('');
+    s.pd.reader(3).comsetNak = 9;
+    const r = await runCliAsync(['reader', 'osdp', 'set-address', '--to', '5', '--config', s.config]);
+    expect(r.status).toBe(1);
+    expect(r.stderr).toContain(
+      'Front door: the reader refused the new settings (NAK 9: unable to process the command record); it keeps address 3 at 9600 baud',
+    );
+    expect([...s.pd.readers.keys()]).toEqual([3]);
+  });
+
+  it('an address another reader on the bus has, the broadcast address, a rate OSDP does not use: refused before a byte is sent', async () => {
+    const s = await setup('', 0o600, true);
+    const taken = await runCliAsync(['reader', 'osdp', 'set-address', '--to', '4', '--config', s.config]);
+    expect(taken.status).toBe(2);
+    expect(taken.stderr).toContain(`--to 4: address 4 on this bus is already Front door's (${DOOR_UUID}) doors[0].readers.exit`);
+    const broadcast = await runCliAsync(['reader', 'osdp', 'set-address', '--to', '127', '--config', s.config]);
+    expect(broadcast.status).toBe(2);
+    expect(broadcast.stderr).toContain('--to 127: an OSDP address is 0 to 126 (127, 0x7F, is the broadcast address every reader answers)');
+    const baud = await runCliAsync(['reader', 'osdp', 'set-baud', '--reader', 'exit', '--to', '14400', '--config', s.config]);
+    expect(baud.status).toBe(2);
+    expect(baud.stderr).toContain('--to 14400: the baud rate is one of 9600, 19200, 38400, 57600, 115200, 230400');
+    expect(s.pd.reader(3).received).toEqual([]);
+    expect(s.pd.reader(4).received).toEqual([]);
+  });
+
+  it('while door-agent holds the bus: refused as keyset is', async () => {
+    const s = await setup('');
+    const daemon = await start(s.config);
+    await daemon.waitForMessage('OSDP reader online', 10_000);
+    const r = await runCliAsync(['reader', 'osdp', 'set-address', '--to', '5', '--config', s.config]);
+    expect(r.status).toBe(1);
+    expect(r.stderr).toContain(`another door-agent (pid ${daemon.pid}) is running on the data directory`);
+    expect(r.stderr).toContain('reader osdp set-address does not talk to a bus a running daemon holds');
+    expect(s.pd.reader(3).log).not.toContain('comset');
+  });
+
+  it('text: a granted and a denied tap show the configured texts on a reader with a display, after its LED and beep', async () => {
+    const s = await setup(", text: { granted: 'Welcome', denied: 'Access denied', seconds: 4 }");
+    s.pd.reader(3).display = true;
+    const daemon = await start(s.config);
+    await daemon.waitForMessage('OSDP reader online', 10_000);
+    s.pd.presentCard(3, encodeCard(4_213_578n, 26));
+    await waitUntil(() => s.pd.reader(3).shown.length === 1, 5000, 'the granted text');
+    s.pd.presentCard(3, encodeCard(4_213_579n, 26));
+    await waitUntil(() => s.pd.reader(3).shown.length === 2, 5000, 'the denied text');
+    expect(s.pd.reader(3).shown).toEqual([
+      { text: 'Welcome', command: 4, seconds: 4, row: 1, column: 1 },
+      { text: 'Access denied', command: 4, seconds: 4, row: 1, column: 1 },
+    ]);
+    const received = s.pd.reader(3).received;
+    expect(received.indexOf(0x6b)).toBeGreaterThan(received.indexOf(0x6a));
+  });
+
+  it('text on a reader without a display: never sent, and the start log says once that the text is unused', async () => {
+    const s = await setup(", text: { granted: 'Welcome' }");
+    const daemon = await start(s.config);
+    await daemon.waitForMessage('OSDP reader online', 10_000);
+    s.pd.presentCard(3, encodeCard(4_213_578n, 26));
+    await waitUntil(() => readLevel(s.relay) === '1', 5000, 'the card opens');
+    await waitUntil(() => s.pd.reader(3).received.includes(0x6a), 5000, 'the beep');
+    await new Promise((r) => setTimeout(r, 500));
+    expect(s.pd.reader(3).received).not.toContain(0x6b);
+    expect(daemon.logs.filter((l) => String(l.msg).includes('has no display'))).toHaveLength(1);
+  });
+
+  it('a text the display cannot show is a config error naming the key and why', () => {
+    const dir = join(tmp.path, `text-${Date.now()}`);
+    mkdirSync(dir);
+    const reader = (text: string) => `    reader: { type: osdp, path: ${dir}/bus, address: 3, text: { ${text} } }\n`;
+    const long = runCli(['config', 'check', '--config', writeConfig(dir, { doorExtra: reader("granted: 'Willkommen, schön dass du da bist'") })]);
+    expect(long.status).toBe(78);
+    expect(long.stderr).toContain('doors[0].reader.text.granted: at most 32 characters');
+    const symbol = runCli(['config', 'check', '--config', writeConfig(dir, { doorExtra: reader("denied: 'Zutritt ✗'") })]);
+    expect(symbol.status).toBe(78);
+    expect(symbol.stderr).toContain('doors[0].reader.text.denied: printable ASCII only');
+  });
+});

@@ -83,6 +83,11 @@ export class OsdpBus {
     }
   }
 
+  /** The reader's osdp_PDCAP lists a display (text output). */
+  hasTextOutput(address: number): boolean {
+    return this.readers.find((r) => r.options.address === address)?.textOutput ?? false;
+  }
+
   get readerCount(): number {
     return this.readers.length;
   }
@@ -254,6 +259,7 @@ export class OsdpBus {
     if (!online) {
       reader.identified = false;
       reader.capabilities = false;
+      reader.textOutput = false;
       reader.statusKnown = false;
       reader.statusAskAt = 0;
     } else {

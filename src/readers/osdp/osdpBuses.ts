@@ -5,6 +5,7 @@ import { READER_BACKOFF, openSerialPort, type PortFactory, type PortLike } from 
 import { CMD, OsdpBus, type OsdpReaderOptions } from './controlPanel.js';
 import type { Packet } from './packet.js';
 import type { ReaderFeedback } from '../readerFrames.js';
+import { textCommand } from './textOutput.js';
 
 const GREEN = 2;
 const RED = 1;
@@ -98,6 +99,9 @@ export class OsdpBuses {
     return {
       feedback: (kind) => {
         for (const command of feedbackCommands(kind)) bus.bus.send(reader.address, command.code, command.data);
+        // After the LED and the beep, so a display that is slow or refuses the text delays neither.
+        const text = textCommand(kind, reader.text);
+        if (text && bus.bus.hasTextOutput(reader.address)) bus.bus.send(reader.address, text.code, text.data);
       },
       request: (code, data) => bus.bus.request(reader.address, code, data),
       detach: async () => {

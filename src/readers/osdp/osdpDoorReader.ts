@@ -18,6 +18,9 @@ export class OsdpDoorReader implements Reader {
   private channel: ChannelState;
   private tamper = false;
   private powerFailure = false;
+  /** Said once per start: a configured text the reader cannot show, a text it refused. */
+  private textUnusedSaid = false;
+  private textRefusedSaid = false;
 
   private readonly buses: OsdpBuses;
 
@@ -65,6 +68,20 @@ export class OsdpDoorReader implements Reader {
       ...(scbk ? { scbk } : {}),
       installMode: o.installMode,
       checksum: o.check === 'checksum',
+      ...(o.text ? { text: o.text } : {}),
+      onCapabilities: ({ textOutput }) => {
+        if (!o.text || textOutput || this.textUnusedSaid) return;
+        this.textUnusedSaid = true;
+        this.logger.warn(
+          { path: o.path, address: o.address },
+          'OSDP reader has no display (its capabilities list no text output): its configured text is not shown',
+        );
+      },
+      onTextRefused: (reason) => {
+        if (this.textRefusedSaid) return;
+        this.textRefusedSaid = true;
+        this.logger.warn({ path: o.path, address: o.address, reason }, 'OSDP reader refused the text for its display');
+      },
       onFrame: credentialsFrom('decimal', this.context),
       onOnline: (online) => {
         this.online = online;

@@ -28,6 +28,13 @@ function padded(data: Buffer, always: boolean): Buffer {
   return out;
 }
 
+/** Encrypted data without its padding: the last 0x80 and the zeros after it. */
+function unpadded(data: Buffer): Buffer {
+  let end = data.length;
+  while (end > 0 && data[end - 1] === 0) end--;
+  return data[end - 1] === 0x80 ? data.subarray(0, end - 1) : data;
+}
+
 interface Session {
   enc: Buffer;
   mac1: Buffer;
@@ -91,6 +98,18 @@ export interface EmulatedReader {
    * (the 3.2.0 PD checked in docs/hardware.md answered in 0x18).
    */
   lstatReplyInBlock15: boolean;
+  /** Its baud rate: nominal on a pty, but osdp_COMSET changes it and the tests read it back. */
+  baudRate: number;
+  /** It has a display: osdp_PDCAP lists text output, and osdp_TEXT is shown (else refused: NAK 3, as libosdp). */
+  display: boolean;
+  /** Every osdp_TEXT shown, oldest first. */
+  shown: Array<{ text: string; command: number; seconds: number; row: number; column: number }>;
+  /** Refuses osdp_COMSET with this NAK code (null: takes it). */
+  comsetNak: number | null;
+  /** Answers osdp_COMSET with these settings rather than the ones asked for, and moves to them (a PD that chose). */
+  comsetAnswer: { address: number; baudRate: number } | null;
+  /** Answers osdp_COM as asked but stays where it is (a PD whose firmware does not switch). */
+  comsetStays: boolean;
 }
 
 export class OsdpEmulator {
@@ -119,6 +138,12 @@ export class OsdpEmulator {
         tamper: false,
         powerFailure: false,
         lstatReplyInBlock15: false,
+        baudRate: 9600,
+        display: false,
+        shown: [],
+        comsetNak: null,
+        comsetAnswer: null,
+        comsetStays: false,
       });
   }
 
@@ -204,7 +229,7 @@ export class OsdpEmulator {
         reader.session = null;
         return this.send(reader, sqn, 0x41, [0x06]);
       }
-      if (scbType === 0x17) data = cbc(session.enc, not(session.rmac), data, true).subarray(0, data.length); // padding is the CP's; we do not need it
+      if (scbType === 0x17) data = unpadded(cbc(session.enc, not(session.rmac), data, true));
       session.cmac = expected;
     } else if (reader.scbk && code !== 0x61 && code !== 0x62) {
       return this.send(reader, sqn, 0x41, [0x06]); // a secure reader answers only ID and CAP in the clear
@@ -212,8 +237,8 @@ export class OsdpEmulator {
     switch (code) {
       case 0x61: // osdp_ID -> osdp_PDID: vendor 0A0B0C, model 1, version 2, serial 0x01020304, firmware 3.4.5
         return this.send(reader, sqn, 0x45, [0x0a, 0x0b, 0x0c, 1, 2, 4, 3, 2, 1, 3, 4, 5]);
-      case 0x62: // osdp_CAP -> osdp_PDCAP: card data format (4), reader LED (6), buzzer (8)
-        return this.send(reader, sqn, 0x46, [4, 1, 0, 6, 1, 1, 8, 1, 1]);
+      case 0x62: // osdp_CAP -> osdp_PDCAP: card data format (3), one LED (4), a buzzer (5), CRC (8); a display: text output (6), one row
+        return this.send(reader, sqn, 0x46, [3, 1, 0, 4, 1, 1, 5, 1, 1, 8, 1, 0, ...(reader.display ? [6, 1, 1] : [])]);
       case 0x60: {
         const next = reader.pending.shift();
         return next ? this.send(reader, sqn, next.code, next.data) : this.send(reader, sqn, 0x40, []);
@@ -225,9 +250,38 @@ export class OsdpEmulator {
         reader.scbk = Buffer.from(data.subarray(2, 18));
         reader.log.push('keyset');
         return this.send(reader, sqn, 0x40, []);
+      case 0x6b: {
+        // osdp_TEXT: reader, text command (1-4: permanent/temporary, wrapped or not), seconds, row, column, length, text
+        if (!reader.display) return this.send(reader, sqn, 0x41, [0x03]);
+        if (data.length < 6 || data.length < 6 + data[5]!) return this.send(reader, sqn, 0x41, [0x02]);
+        const text = data.subarray(6, 6 + data[5]!).toString('latin1');
+        reader.shown.push({ text, command: data[1]!, seconds: data[2]!, row: data[3]!, column: data[4]! });
+        return this.send(reader, sqn, 0x40, []);
+      }
+      case 0x6e: // osdp_COMSET: answered at the old settings with osdp_COM (the settings it will use), then moved
+        return this.comset(reader, sqn, data);
       default: // LED, BUZ and the rest: acknowledged
         return this.send(reader, sqn, 0x40, []);
     }
+  }
+
+  private comset(reader: EmulatedReader, sqn: number, data: Buffer): void {
+    reader.log.push('comset');
+    if (reader.comsetNak !== null) return this.send(reader, sqn, 0x41, [reader.comsetNak]);
+    if (data.length !== 5) return this.send(reader, sqn, 0x41, [0x02]);
+    if (data[0]! >= 0x7f) return this.send(reader, sqn, 0x41, [0x09]); // libosdp's PD discards a broadcast address
+    const next = reader.comsetAnswer ?? { address: data[0]!, baudRate: data.readUInt32LE(1) };
+    const answer = Buffer.alloc(5);
+    answer[0] = next.address;
+    answer.writeUInt32LE(next.baudRate, 1);
+    this.send(reader, sqn, 0x54, [...answer]);
+    if (reader.comsetStays) return;
+    this.readers.delete(reader.address);
+    reader.address = next.address;
+    reader.baudRate = next.baudRate;
+    reader.lastSqn = null;
+    reader.session = null;
+    this.readers.set(next.address, reader);
   }
 
   /** osdp_CHLNG: derive the session keys from our key (or SCBK-D) and the CP's random number; prove we hold it. */

@@ -1,11 +1,12 @@
 import type { WiegandNumbering } from '../../core/wiegand.js';
 import { KeypadEntry } from '../keypadEntry.js';
 import type { ReaderFrame } from '../readerFrames.js';
-import { CMD, REPLY } from './codes.js';
+import { CMD, REPLY, describeNak } from './codes.js';
 import type { Packet } from './packet.js';
 import type { ChannelState } from './pacing.js';
 import { decodeKeys, decodeRawCard, parsePdid } from './replyData.js';
 import { SecureSession } from './secureSession.js';
+import { hasTextOutput, type OsdpTextOptions } from './textOutput.js';
 
 /**
  * One reader on an OSDP bus as the control panel keeps it: its options, where it stands (online, identified,
@@ -39,6 +40,12 @@ export interface OsdpReaderOptions {
   onChannel?: (state: ChannelState) => void;
   /** A reply that departs from the standard but verifies (said once per reader). */
   onQuirk?: (message: string) => void;
+  /** The decision's text on the reader's display (osdp_TEXT), when it has one; absent: none is sent. */
+  text?: OsdpTextOptions;
+  /** What osdp_PDCAP said, each time the reader comes online. */
+  onCapabilities?: (capabilities: { textOutput: boolean }) => void;
+  /** The reader refused a text (osdp_NAK to osdp_TEXT), with the NAK's reason. */
+  onTextRefused?: (reason: string) => void;
 }
 
 export interface Queued {
@@ -56,6 +63,8 @@ export interface ReaderState {
   online: boolean;
   identified: boolean;
   capabilities: boolean;
+  /** Its osdp_PDCAP lists text output: it is sent osdp_TEXT. */
+  textOutput: boolean;
   /**
    * A tamper and power report came back since the reader came online (a tamper present at start is seen); until
    * then osdp_LSTAT is asked again, at most every STATUS_RETRY_MS (a dropped reply must not lose it).
@@ -84,6 +93,7 @@ export function newReaderState(r: OsdpReaderOptions, now: number, random?: (byte
     online: false,
     identified: false,
     capabilities: false,
+    textOutput: false,
     statusKnown: false,
     statusAskAt: 0,
     dueAt: 0,
@@ -127,12 +137,15 @@ export function applyReply(reader: ReaderState, sentCode: number, reply: Packet,
       return;
     case REPLY.PDCAP:
       reader.capabilities = true;
+      reader.textOutput = hasTextOutput(reply.data);
+      reader.options.onCapabilities?.({ textOutput: reader.textOutput });
       return;
     case REPLY.NAK:
       // A PD that does not know ID or CAP still polls.
       if (sentCode === CMD.ID) reader.identified = true;
       if (sentCode === CMD.CAP) reader.capabilities = true;
       if (sentCode === CMD.LSTAT) reader.statusKnown = true; // a reader without tamper and power reports
+      if (sentCode === CMD.TEXT) reader.options.onTextRefused?.(describeNak(reply.data));
       return;
     case REPLY.RAW:
       return rawCard(reader, reply.data);
