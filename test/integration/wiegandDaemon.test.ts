@@ -53,7 +53,7 @@ ${doorExtra}`,
   return { dir, config, daemon, gpio, events, relayIs: (level: string) => () => readLevel(relay) === level };
 }
 
-const card = (gpio: string, number: bigint, bits: 26 | 34 = 26) => writeSimulatedEdges(gpio, PINS, edgesOf(encodeCard(number, bits), 0));
+const card = (gpio: string, number: bigint, format = 'H10301') => writeSimulatedEdges(gpio, PINS, edgesOf(encodeCard(number, format), 0));
 // Each write is stamped as having just happened: frames written 60 ms apart are 60 ms apart on the wire.
 const keys = async (gpio: string, typed: string) => {
   for (const key of typed) {
@@ -98,7 +98,7 @@ describe('a Wiegand reader at the door (simulated chip)', () => {
 
   it('noise and a parity error decide nothing: one warning, then a reader_noise audit event (flushed at stop)', async () => {
     const s = await start(', numbering: facility_card, format: 26');
-    const bits = encodeCard(4_213_578n, 26);
+    const bits = encodeCard(4_213_578n);
     bits[9] = 1 - bits[9]!;
     writeSimulatedEdges(s.gpio, PINS, edgesOf(bits, 0));
     await sleep(60);
@@ -107,7 +107,7 @@ describe('a Wiegand reader at the door (simulated chip)', () => {
       { line: 'd0', rising: true, atUs: 3 }, // a 3 µs spike: a glitch, not a bit
     ]);
     await sleep(60);
-    card(s.gpio, 4_213_578n, 34); // a 34-bit frame on a 26-bit-only door
+    card(s.gpio, 4_213_578n, 'H10306'); // a 34-bit frame on a 26-bit-only door
     await s.daemon.waitForMessage('Wiegand frames dropped (noise, parity or wiring)');
     await sleep(300);
     expect(readLevel(join(s.gpio, 'gpio17/value'))).toBe('0');

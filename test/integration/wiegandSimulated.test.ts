@@ -46,13 +46,13 @@ function listen(driver: (gpio: SimulatedGpio) => GpioDriver = (g) => g) {
 describe('Wiegand on the simulated chip, real event loop', () => {
   it('cards arrive through the FIFO with their kernel-style timestamps, and the pull asked for is shown', async () => {
     const t = listen();
-    writeSimulatedEdges(t.dir, PINS, edgesOf(encodeCard(4_213_578n, 26), 0));
+    writeSimulatedEdges(t.dir, PINS, edgesOf(encodeCard(4_213_578n), 0));
     await waitUntil(() => t.frames.length === 1, 5000, 'card decoded');
     expect(t.frames).toEqual([{ kind: 'card', value: '4213578' }]);
   });
 
   it('a loop stalled mid-frame (the flush timer due while the rest of the frame waits unread) still decodes the card', async () => {
-    const edges = edgesOf(encodeCard(777n, 26), 0);
+    const edges = edgesOf(encodeCard(777n), 0);
     const startUs = Number(process.hrtime.bigint() / 1000n) - 60_000;
     let stalled = false;
     const t = listen((gpio) => ({
@@ -83,9 +83,9 @@ describe('Wiegand on the simulated chip, real event loop', () => {
 
   it('edges for pins nobody opened are ignored; a pin opened twice is refused', async () => {
     const t = listen();
-    writeSimulatedEdges(t.dir, { d0: 20, d1: 21 }, edgesOf(encodeCard(1n, 26), 0));
+    writeSimulatedEdges(t.dir, { d0: 20, d1: 21 }, edgesOf(encodeCard(1n), 0));
     await sleep(100);
-    writeSimulatedEdges(t.dir, PINS, edgesOf(encodeCard(2n, 26), 0));
+    writeSimulatedEdges(t.dir, PINS, edgesOf(encodeCard(2n), 0));
     await waitUntil(() => t.frames.length > 0, 5000, 'the card on our pins');
     await sleep(100);
     expect(t.frames).toEqual([{ kind: 'card', value: '2' }]); // only ours, and the FIFO kept its place
