@@ -1,7 +1,8 @@
-import { existsSync, mkdirSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { edgesOf, encodeCard, encodeKey } from '../../src/core/wiegand.js';
+import { BUILTIN_FORMATS, encodeWith } from '../../src/core/wiegandFormats.js';
 import { writeSimulatedEdges } from '../../src/hardware/simulatedEdges.js';
 import { DOOR_UUID, runCli, tempDir, writeConfig } from '../support/cli.js';
 import { Daemon, readLevel, waitUntil } from '../support/daemon.js';
@@ -21,7 +22,18 @@ afterEach(async () => {
 const PINS = { d0: 5, d1: 6 };
 let n = 0;
 
-async function start(readerExtra = '', doorExtra = '') {
+/** examples/snapshot.json with Alice holding one more card, as the service may store it (e.g. printed: 0123:045678). */
+function snapshotWithAliceCard(dir: string, number: string): string {
+  const snapshot = JSON.parse(readFileSync('examples/snapshot.json', 'utf8')) as {
+    details: Record<string, { smartcards: Array<{ number: string; label: string }> }>;
+  };
+  snapshot.details['101']!.smartcards.push({ number, label: 'badge' });
+  const path = join(dir, 'snapshot.json');
+  writeFileSync(path, JSON.stringify(snapshot));
+  return path;
+}
+
+async function start(readerExtra = '', doorExtra = '', aliceExtraCard?: string) {
   const dir = join(tmp.path, `w${n++}`);
   mkdirSync(dir);
   const config = writeConfig(dir, {
@@ -32,7 +44,8 @@ async function start(readerExtra = '', doorExtra = '') {
     reader: { type: wiegand, d0: ${PINS.d0}, d1: ${PINS.d1}${readerExtra} }
 ${doorExtra}`,
   });
-  expect(runCli(['import', 'examples/snapshot.json', '--config', config]).status).toBe(0);
+  const snapshot = aliceExtraCard === undefined ? 'examples/snapshot.json' : snapshotWithAliceCard(dir, aliceExtraCard);
+  expect(runCli(['import', snapshot, '--config', config]).status).toBe(0);
   const daemon = new Daemon(config);
   running.push(daemon);
   await daemon.waitForMessage('door-agent ready');
@@ -78,6 +91,24 @@ describe('a Wiegand reader at the door (simulated chip)', () => {
     ]);
     expect(readLevel(join(s.gpio, 'gpio17/value'))).toBe('0');
     expect(s.daemon.rawOutput.join('\n')).not.toContain('4213578');
+  });
+
+  it('a 35-bit Corporate 1000 card opens the door: its data bits are the number the directory holds', async () => {
+    const s = await start();
+    const c1k35 = BUILTIN_FORMATS.find((f) => f.name === 'C1k35')!;
+    // Alice's 4213578 as company 4, card 19274 (4 * 2^20 + 19274): numbering data reads the 32 data bits as one integer.
+    writeSimulatedEdges(s.gpio, PINS, edgesOf(encodeWith(c1k35, { facility: 4n, card: 4_213_578n - 4n * 2n ** 20n }), 0));
+    await waitUntil(s.relayIs('1'), 5000, 'relay unlocked by the 35-bit card');
+    expect(s.events()[0]).toMatchObject({ type: 'access_granted', kind: 'card', hint: '…78', who: 'Alice Adams' });
+  });
+
+  it('a card enrolled as printed (0123:045678) opens a door whose numbering is data; the event says the printed form matched', async () => {
+    const s = await start('', '', '0123:045678');
+    const h10301 = BUILTIN_FORMATS.find((f) => f.name === 'H10301')!;
+    writeSimulatedEdges(s.gpio, PINS, edgesOf(encodeWith(h10301, { facility: 123n, card: 45678n }), 0));
+    await waitUntil(s.relayIs('1'), 5000, 'relay unlocked by the printed number');
+    expect(s.events()[0]).toMatchObject({ type: 'access_granted', kind: 'card', hint: '123:…', card_matched: 'printed' });
+    expect(s.daemon.rawOutput.join('\n')).not.toContain('45678');
   });
 
   it('keypad frames make a PIN: 1 2 3 4 # opens, as on a serial keypad', async () => {
