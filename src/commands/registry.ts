@@ -16,6 +16,7 @@ export const COMMANDS: Readonly<Record<string, () => Promise<Command>>> = {
   sync: async () => (await import('./sync.js')).command,
   relock: async () => (await import('./relock.js')).command,
   'reader keyset': async () => (await import('./readerKeyset.js')).command,
+  'reader learn': async () => (await import('./readerLearn.js')).command,
   'config check': async () => (await import('./configCheck.js')).command,
   service: async () => (await import('./service.js')).command,
   'service key create': async () => (await import('./service.js')).keyCreateCommand,

@@ -59,7 +59,14 @@ export type WiegandCardFrame = { kind: 'card'; raw: bigint } & DecodedCard;
 export type WiegandFrame =
   | WiegandCardFrame
   | { kind: 'key'; key: string }
-  | { kind: 'dropped'; bits: number; reason: WiegandDropReason /** ambiguous_format: the formats of that length. */; candidates?: string[] };
+  | {
+      kind: 'dropped';
+      bits: number;
+      reason: WiegandDropReason;
+      /** ambiguous_format: the formats of that length, and the frame (`reader learn` shows it in each). */
+      candidates?: string[];
+      raw?: bigint;
+    };
 
 /**
  * The formats a reader takes, by length. A length more than one of them has is ambiguous: its frames are refused,
@@ -106,7 +113,8 @@ export function decodeBits(bits: readonly number[], formats: FormatSet = EVERY_B
   if (candidates.length === 0) return { kind: 'dropped', bits: n, reason: 'bit_count' };
   const decoded = candidates.map((f) => decodeWith(f, bits)).filter((d): d is DecodedCard => d !== null);
   if (decoded.length === 0) return { kind: 'dropped', bits: n, reason: 'parity' };
-  if (candidates.length > 1) return { kind: 'dropped', bits: n, reason: 'ambiguous_format', candidates: candidates.map((f) => f.name) };
+  if (candidates.length > 1)
+    return { kind: 'dropped', bits: n, reason: 'ambiguous_format', candidates: candidates.map((f) => f.name), raw: toInt(bits, 0, n - 1) };
   return { kind: 'card', raw: toInt(bits, 0, n - 1), ...decoded[0]! };
 }
 

@@ -4,7 +4,7 @@ import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { edgesOf, encodeCard, encodeKey } from '../../src/core/wiegand.js';
 import { BUILTIN_FORMATS, encodeWith } from '../../src/core/wiegandFormats.js';
 import { writeSimulatedEdges } from '../../src/hardware/simulatedEdges.js';
-import { DOOR_UUID, runCli, tempDir, writeConfig } from '../support/cli.js';
+import { DOOR_UUID, runCli, runCliAsync, tempDir, writeConfig } from '../support/cli.js';
 import { Daemon, readLevel, waitUntil } from '../support/daemon.js';
 import { sleep } from '../support/wait.js';
 
@@ -153,5 +153,33 @@ describe('a Wiegand reader at the door (simulated chip)', () => {
     const s = await start();
     const r = runCli(['status', '--config', s.config]);
     expect(r.stdout).toContain('reader Wiegand D0 GPIO 5 / D1 GPIO 6 listening');
+  });
+
+  it('reader learn (daemon stopped) opens the lines itself and prints the next card in every numbering; nothing read: exit 1', async () => {
+    const dir = join(tmp.path, 'learn');
+    mkdirSync(dir);
+    const config = writeConfig(dir, { id: 'wl', doorExtra: `    reader: { type: wiegand, d0: ${PINS.d0}, d1: ${PINS.d1} }\n` });
+    const gpio = join(dir, 'gpio');
+    const learning = runCliAsync(['reader', 'learn', '--config', config, '--timeout', '20']);
+    await waitUntil(() => existsSync(join(gpio, 'edges')), 10_000, 'the simulated chip open');
+    await sleep(300); // the FIFO is opened just after it is made
+    const c1k35 = BUILTIN_FORMATS.find((f) => f.name === 'C1k35')!;
+    writeSimulatedEdges(gpio, PINS, edgesOf(encodeWith(c1k35, { facility: 123n, card: 45678n }), 0));
+    const r = await learning;
+    expect(r.stderr).toBe('');
+    expect(r.status).toBe(0);
+    for (const line of [
+      'format:        C1k35 (35 bits)',
+      'facility:      123',
+      'card:          45678',
+      `data:          ${123 * 2 ** 20 + 45678}`,
+      `facility_card: ${123 * 65536 + 45678}`,
+      'printed:       123:45678',
+      'raw bits:      0x40f6164dd',
+    ])
+      expect(r.stdout).toContain(line);
+    const none = await runCliAsync(['reader', 'learn', '--config', config, '--timeout', '1']);
+    expect(none.status).toBe(1);
+    expect(none.stderr).toContain('no card within 1 s');
   });
 });

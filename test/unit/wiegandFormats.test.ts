@@ -94,7 +94,7 @@ describe('choosing formats', () => {
     const auto = new FormatSet(formatsFor('auto', []));
     expect(ambiguousLengths(formatsFor('auto', []))).toEqual(new Map([[37, ['H10302', 'H10304']]]));
     const frame = bitsOf(0x7b164dcn, 37);
-    expect(decodeBits(frame, auto)).toEqual({ kind: 'dropped', bits: 37, reason: 'ambiguous_format', candidates: ['H10302', 'H10304'] });
+    expect(decodeBits(frame, auto)).toMatchObject({ kind: 'dropped', bits: 37, reason: 'ambiguous_format', candidates: ['H10302', 'H10304'] });
     expect(decodeBits(frame, new FormatSet(formatsFor(['H10304'], [])))).toMatchObject({ kind: 'card', format: 'H10304', facility: 123n });
     // A 37-bit frame that no candidate takes is a parity error, not an ambiguity.
     expect(
