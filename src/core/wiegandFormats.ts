@@ -278,7 +278,7 @@ export function ambiguousLengths(formats: readonly WiegandFormatSpec[]): Map<num
 export type WiegandNumbering = 'data' | 'facility_card' | 'printed';
 
 /** `facility:card` in decimal, or the card alone for a format without a facility. */
-export function printedNumber(card: Pick<DecodedCard, 'facility' | 'card'>): string {
+function printedNumber(card: Pick<DecodedCard, 'facility' | 'card'>): string {
   return card.facility === undefined ? card.card.toString(10) : `${card.facility}:${card.card}`;
 }
 
