@@ -57,7 +57,7 @@ describe('OSDP over a serial line', () => {
     await waitUntil(() => frames.length === 2, 5000, 'a card and a PIN');
     expect(frames).toEqual(
       expect.arrayContaining([
-        [2, { kind: 'card', value: '4213578' }],
+        [2, expect.objectContaining({ kind: 'card', value: '4213578' })],
         [1, { kind: 'pin', value: '1234' }],
       ]),
     );
@@ -102,7 +102,7 @@ describe('OSDP over a serial line', () => {
     await waitUntil(() => frames.length === 2, 5000, 'the card and the PIN');
     expect(frames).toEqual(
       expect.arrayContaining([
-        [1, { kind: 'card', value: '4213578' }],
+        [1, expect.objectContaining({ kind: 'card', value: '4213578' })],
         [2, { kind: 'pin', value: '1234' }],
       ]),
     );
@@ -113,7 +113,7 @@ describe('OSDP over a serial line', () => {
     await waitUntil(() => secure.get(2) === 2, 8000, 'a new secure channel with reader 2');
     pd.presentCard(2, encodeCard(42n));
     await waitUntil(() => frames.length === 3, 5000, 'a card from reader 2 again');
-    expect(frames[2]).toEqual([2, { kind: 'card', value: '42' }]);
+    expect(frames[2]).toMatchObject([2, expect.objectContaining({ kind: 'card', value: '42' })]);
     expect(errors).toEqual([]);
   });
 });
