@@ -84,7 +84,7 @@ async function measure(dir: string, baudRate: number): Promise<{ taps: number[];
       for (let i = 0; i < TAPS + 10; i++) {
         // A random moment in the poll cycle, as a person's tap is.
         await sleep(Math.random() * 40);
-        const ms = await timeUntilLevel(relayFile, relay, '1', () => reader.presentCard(0, encodeCard(4_213_578n, 26)), 5000);
+        const ms = await timeUntilLevel(relayFile, relay, '1', () => reader.presentCard(0, encodeCard(4_213_578n)), 5000);
         if (i >= 10) taps.push(ms);
         writeFileSync(contactFile, '1\n');
         await sleep(60);

@@ -60,7 +60,7 @@ export interface MeasureOptions {
 }
 
 const WIEGAND_PINS = { d0: 5, d1: 6 };
-const ALICE_CARD_EDGES = edgesOf(encodeCard(4_213_578n, 26), 0);
+const ALICE_CARD_EDGES = edgesOf(encodeCard(4_213_578n), 0);
 
 /** Taps at a running agent, each followed by a relock on close; then unlocks left to the relock timer. */
 export async function measureAgent(dir: string, options: MeasureOptions = {}): Promise<AgentRun> {

@@ -12,7 +12,8 @@ import { spawn, spawnSync } from 'node:child_process';
 import { mkdirSync, openSync, closeSync, rmSync, writeFileSync, writeSync, constants } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { DEFAULT_WIEGAND_TIMING, WiegandDecoder, cardNumber, edgesOf, encodeCard } from '../src/core/wiegand.js';
+import { DEFAULT_WIEGAND_TIMING, FormatSet, WiegandDecoder, edgesOf, encodeCard } from '../src/core/wiegand.js';
+import { BUILTIN_FORMATS, cardNumber } from '../src/core/wiegandFormats.js';
 import { LineEventParser, encodeLineEvent } from '../src/hardware/chardev/lineEvents.js';
 import type { BenchRow } from './report.js';
 import { duringSyncs, summary } from './tapDuringSync.js';
@@ -25,7 +26,7 @@ const TAPS = 300;
 const root = resolve(fileURLToPath(import.meta.url), '../../..');
 
 function frameRecords(): Buffer {
-  const edges = edgesOf(encodeCard(4_213_578n, 26), 0);
+  const edges = edgesOf(encodeCard(4_213_578n), 0);
   return Buffer.concat(
     edges.map((e, i) =>
       encodeLineEvent({ offset: e.line === 'd0' ? 5 : 6, rising: e.rising, timestampNs: BigInt(1_000_000_000 + e.atUs * 1000), seqno: i + 1 }),
@@ -44,7 +45,7 @@ function decodeCost(): { decode: number; bare: number } {
     return Number(process.hrtime.bigint() - started) / FRAMES;
   };
   const parser = new LineEventParser();
-  const decoder = new WiegandDecoder(26);
+  const decoder = new WiegandDecoder(new FormatSet(BUILTIN_FORMATS.filter((f) => f.name === 'H10301')));
   const decode = (i: number) => {
     const shift = i * 100_000; // each frame 100 ms after the last
     for (const e of parser.push(records)) {

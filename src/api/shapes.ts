@@ -26,7 +26,9 @@ export const smartcardSchema = z
           code: 'custom',
           message: 'a masked PIN ("****"): this API key may not read PINs; give the agent a DOOR key (door-agent service key create --rank DOOR)',
         });
-      } else if (!/^[0-9]{1,40}$/.test(n)) ctx.addIssue({ code: 'custom', message: 'expected a string holding an integer' });
+        // facility:card as printed; a malformed one is kept (it matches no read) and reported as a directory finding.
+      } else if (!/^[0-9]{1,40}$/.test(n) && !/^[0-9:]{1,41}$/.test(n))
+        ctx.addIssue({ code: 'custom', message: 'expected a string holding an integer, or facility:card' });
     }),
     label: z.string().nullish(),
     /** The card's or PIN's validity (an extension of the reference service): from inclusive, until exclusive; null: unbounded. */

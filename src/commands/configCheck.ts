@@ -15,6 +15,7 @@ import { checkChardevPins, probeGpio } from '../hardware/gpioProbe.js';
 import { parse as parseYaml } from 'yaml';
 import { plainOsdpWarnings } from '../config/osdpSecurity.js';
 import { lockoutWarnings } from '../config/keypadLockout.js';
+import { ambiguousFormatWarnings } from '../config/wiegandFormats.js';
 import { crossKeyProblems, doorsParsedAlone } from '../config/crossKeyProblems.js';
 import { dataDirProblems, readerDeviceWarnings, readerDevices } from '../config/hostChecks.js';
 import { levelLines, levelStatus } from './levelStatus.js';
@@ -105,6 +106,9 @@ function runConfigCheck(args: { config: string | undefined }, ctx: CommandContex
       .map((w) => `  WARNING: ${w}\n`)
       .join('') +
     lockoutWarnings(config.doors, config.access.keypadLockout)
+      .map((w) => `  WARNING: ${w}\n`)
+      .join('') +
+    ambiguousFormatWarnings(config.doors)
       .map((w) => `  WARNING: ${w}\n`)
       .join('') +
     doorGroupWarnings(config)

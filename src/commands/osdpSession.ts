@@ -2,7 +2,7 @@ import { pino } from 'pino';
 import type { Packet } from '../readers/osdp/packet.js';
 import { OsdpBuses } from '../readers/osdp/osdpBuses.js';
 import type { PortFactory } from '../readers/serial/port.js';
-import type { WiegandNumbering } from '../core/wiegand.js';
+import type { WiegandNumbering } from '../core/wiegandFormats.js';
 import { systemClock, systemTimers } from '../util/clock.js';
 import { DoorAgentError } from '../util/errors.js';
 

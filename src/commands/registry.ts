@@ -18,6 +18,7 @@ export const COMMANDS: Readonly<Record<string, () => Promise<Command>>> = {
   'reader keyset': async () => (await import('./readerKeyset.js')).command,
   'reader osdp set-address': async () => (await import('./readerComset.js')).setAddressCommand,
   'reader osdp set-baud': async () => (await import('./readerComset.js')).setBaudCommand,
+  'reader learn': async () => (await import('./readerLearn.js')).command,
   'config check': async () => (await import('./configCheck.js')).command,
   service: async () => (await import('./service.js')).command,
   'service key create': async () => (await import('./service.js')).keyCreateCommand,

@@ -2,6 +2,7 @@ import type * as z from 'zod';
 import { problemsFromZod, type Problem } from '../util/issues.js';
 import { doorSchema } from './doorSchema.js';
 import { refineDoors } from './doorChecks.js';
+import { refineReaderFormats, wiegandSchema } from './wiegandFormats.js';
 import { gpioSchema } from './schema.js';
 import { powerSchema, refineAgentInputs } from './agentInputs.js';
 import { emergencySchema, refineEmergency } from './emergencySchema.js';
@@ -31,6 +32,9 @@ export function crossKeyProblems(raw: Record<string, unknown> | undefined): Prob
   // An unreadable gpio section: its own problem is reported; the checks that depend on the driver are left out.
   const driver = gpio.success ? gpio.data.driver : 'unknown';
   refineDoors({ gpio: { driver }, doors: doors.map((d) => d.door) }, ctx);
+  // The readers' formats against the site's (a wiegand section that does not validate reports itself).
+  const wiegand = wiegandSchema.safeParse(raw?.wiegand);
+  if (wiegand.success) refineReaderFormats({ wiegand: wiegand.data, doors: doors.map((d) => d.door) }, ctx);
   // The agent's own inputs against the doors that validated (a power section that does not validate reports itself).
   const power = raw?.power === undefined ? undefined : powerSchema.safeParse(raw.power);
   // The emergency input against the doors that validated: its pins always; its doors only when every door did.

@@ -66,14 +66,6 @@ export function refineDoors(config: { gpio: { driver: string }; doors: Array<z.o
       ctx.addIssue({ code: 'custom', path: ['doors', i, 'readers'], message: 'give reader (an entry reader alone) or readers, not both' });
     }
     for (const { key, reader } of readersOf(door)) {
-      if (reader.type === 'wiegand' && reader.numbering === 'facility_card' && reader.format !== 26 && reader.format !== 34) {
-        ctx.addIssue({
-          code: 'custom',
-          path: ['doors', i, ...key, 'numbering'],
-          message:
-            'facility_card (facility * 65536 + card) is exact only for 26- and 34-bit cards (16-bit card field): set format: 26 or 34, or use numbering: data',
-        });
-      }
       if (config.gpio.driver === 'onoff' && reader.type === 'wiegand') {
         ctx.addIssue({
           code: 'custom',
@@ -113,13 +105,6 @@ export function refineDoors(config: { gpio: { driver: string }; doors: Array<z.o
             code: 'custom',
             path: ['doors', i, ...key, 'path'],
             message: `reader ${reader.path} is already used by doors[${readers.get(reader.path)}]`,
-          });
-        }
-        if (reader.numbering === 'facility_card') {
-          ctx.addIssue({
-            code: 'custom',
-            path: ['doors', i, ...key, 'numbering'],
-            message: 'facility_card is exact only for 26- and 34-bit cards: an OSDP reader may send any format; use numbering: data',
           });
         }
       }

@@ -1,4 +1,5 @@
 import * as z from 'zod';
+import { readerFormatSchema } from './wiegandFormats.js';
 import { keypadLockoutSchema } from './keypadLockout.js';
 import { timeMappingSchema } from '../api/shapes.js';
 import { OSDP_BAUD_RATES } from '../readers/osdp/comset.js';
@@ -92,15 +93,17 @@ const serialReaderSchema = z.strictObject({
   numbering: z.enum(['last32', 'whole']).default('last32'),
 });
 
+const wiegandNumbering = z.enum(['data', 'facility_card', 'printed']).default('data');
+
 const wiegandReaderSchema = z.strictObject({
   type: z.literal('wiegand'),
   ...signalLines,
   d0: bcmPin,
   d1: bcmPin,
-  /** auto: 26, 34 or 37 bits, whatever arrives; a number refuses every other length. */
-  format: z.literal(['auto', 26, 34, 37], { error: 'expected auto, 26, 34 or 37' }).default('auto'),
-  /** data: the whole data field as a decimal integer; facility_card: facility * 65536 + card. */
-  numbering: z.enum(['data', 'facility_card']).default('data'),
+  /** auto: every format, by length (an ambiguous length refused); a name or a list of names: those alone. */
+  format: readerFormatSchema,
+  /** data: the data bits as one decimal integer; facility_card: facility * 65536 + card; printed: facility:card. */
+  numbering: wiegandNumbering,
   // Idle high: a pull-up keeps an unplugged reader's lines quiet instead of floating into noise.
   pull: pull.default('up'),
 });
@@ -134,7 +137,9 @@ const osdpReaderSchema = z.strictObject({
   installMode: z.boolean().default(false),
   /** No plain OSDP: a missing scbkFile (or install mode) is an error, not a warning. */
   requireSecureChannel: z.boolean().default(false),
-  numbering: z.enum(['data', 'facility_card']).default('data'),
+  /** The formats its raw card data (osdp_RAW) is decoded by, and the numbering, as a Wiegand reader's. */
+  format: readerFormatSchema,
+  numbering: wiegandNumbering,
   /** crc: CRC-16 on every packet (default); checksum: the 8-bit checksum, for a reader that offers only that. */
   check: z.enum(['crc', 'checksum']).default('crc'),
   /** osdp_TEXT with the decision, on a reader with a display; none without this key. */

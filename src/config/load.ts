@@ -8,6 +8,9 @@ import { keypadPolicy } from './keypadLockout.js';
 import { configLevels } from './levels.js';
 import { emergencyOptions } from './emergencySchema.js';
 import { areaOptions, interlockOptions } from './doorGroups.js';
+import { siteFormats } from './wiegandFormats.js';
+import { formatsFor, type WiegandFormatSpec } from '../core/wiegandFormats.js';
+import type { ReaderOptions } from '../door/options.js';
 
 export const DEFAULT_CONFIG_PATH = '/etc/door-agent/config.yaml';
 
@@ -40,9 +43,16 @@ function parseYaml(text: string, source: string): unknown {
   return data;
 }
 
+/** A Wiegand or OSDP reader with the formats its `format:` stands for (the built-ins and the site's). */
+function readerWithFormats(site: readonly WiegandFormatSpec[]) {
+  return (reader: ReaderOptions): ReaderOptions =>
+    reader.type === 'wiegand' || reader.type === 'osdp' ? { ...reader, formats: formatsFor(reader.format ?? 'auto', site) } : reader;
+}
+
 /** The normalized options of a validated agent configuration: names given, UUIDs in lower case. */
 function agentOptions(parsed: Config): AgentOptions {
   const { agent, access, gpio, doors, mqtt, service, power, metrics } = parsed;
+  const withFormats = readerWithFormats(siteFormats(parsed.wiegand));
   const emergency = emergencyOptions(parsed);
   return {
     agent,
@@ -62,8 +72,8 @@ function agentOptions(parsed: Config): AgentOptions {
         ...door,
         uuid: door.uuid.toLowerCase(),
         name: door.name ?? `Door ${door.resourceId}`,
-        ...(entry ? { reader: entry } : {}),
-        ...(readers?.exit ? { exitReader: readers.exit } : {}),
+        ...(entry ? { reader: withFormats(entry) } : {}),
+        ...(readers?.exit ? { exitReader: withFormats(readers.exit) } : {}),
         ...(emergency ? { emergencyRelease: emergency.doors.has(door.uuid.toLowerCase()) } : {}),
       };
     }),

@@ -1,6 +1,7 @@
 import * as z from 'zod';
 import { doorSchema, seconds } from './doorSchema.js';
 import { refineDoors } from './doorChecks.js';
+import { refineReaderFormats, wiegandSchema } from './wiegandFormats.js';
 import { powerSchema, refineAgentInputs } from './agentInputs.js';
 import { keypadLockoutSchema } from './keypadLockout.js';
 import { calendarDate, levelsSchema, refineLevels, schedulesSchema } from './levels.js';
@@ -249,6 +250,7 @@ export const serviceConfigSchema = z.strictObject({
   emergency: z.unknown().optional(),
   areas: z.unknown().optional(),
   interlocks: z.unknown().optional(),
+  wiegand: z.unknown().optional(),
 });
 export type ServiceConfig = z.output<typeof serviceConfigSchema>;
 
@@ -272,9 +274,12 @@ export const configSchema = z
     /** Doors that work together (config/doorGroups.ts, docs/areas.md): areas and interlocks. */
     areas: areasSchema,
     interlocks: interlocksSchema,
+    /** The site's own Wiegand card formats (config/wiegandFormats.ts, docs/hardware.md "Card formats"). */
+    wiegand: wiegandSchema,
   })
   .superRefine((config, ctx) => {
     refineDoors(config, ctx);
+    refineReaderFormats(config, ctx);
     refineLevels(config, ctx);
     refineAgentInputs(config, ctx);
     if (config.access.maxCacheAgeHours !== undefined && !config.service) {

@@ -3,6 +3,8 @@ export type CredentialKind = 'card' | 'pin' | 'token';
 export type CardFormat = 'decimal' | 'hex';
 
 const DECIMAL = /^[0-9]{1,40}$/;
+// A card number as printed on the card: facility:card (docs/hardware.md, "Numbering").
+const PRINTED = /^([0-9]{1,20}):([0-9]{1,20})$/;
 const HEX = /^[0-9A-Fa-f]{1,32}$/;
 const PIN = /^[0-9]{1,16}$/;
 // QR guest tokens: printable ASCII without spaces, as the reader frames them.
@@ -20,7 +22,13 @@ export function normalizeCardNumber(raw: string, format: CardFormat): string | n
     if (!HEX.test(raw)) return null;
     return BigInt(`0x${raw}`).toString(10);
   }
-  return DECIMAL.test(raw) ? stripLeadingZeros(raw) : null;
+  return DECIMAL.test(raw) ? stripLeadingZeros(raw) : normalizePrinted(raw);
+}
+
+/** A printed card number `facility:card` without leading zeros (`0123:045678` -> `123:45678`); null if it is not one. */
+export function normalizePrinted(raw: string): string | null {
+  const m = PRINTED.exec(raw);
+  return m ? `${stripLeadingZeros(m[1]!)}:${stripLeadingZeros(m[2]!)}` : null;
 }
 
 /** A PIN is a string of digits: leading zeros count (0123 is not 123). @internal */
@@ -39,7 +47,7 @@ export function isWellFormedToken(raw: string): boolean {
  * matches only a PIN typed with exactly those digits.
  */
 export function normalizeStoredNumber(number: string): string | null {
-  return DECIMAL.test(number) ? stripLeadingZeros(number) : null;
+  return DECIMAL.test(number) ? stripLeadingZeros(number) : normalizePrinted(number);
 }
 
 /** Normalizes a presented credential of any kind; null when it is malformed for that kind. */
@@ -61,6 +69,9 @@ export function normalizeCredential(raw: string, kind: CredentialKind, format: C
 export function credentialHint(normalized: string, kind: CredentialKind): string {
   if (kind === 'pin') return 'PIN';
   if (kind === 'token') return 'token';
+  // A printed number keeps its facility (shared by a site's cards) and masks the card part as any card number.
+  const colon = normalized.indexOf(':');
+  if (colon >= 0) return `${normalized.slice(0, colon + 1)}${credentialHint(normalized.slice(colon + 1), kind)}`;
   const shown = normalized.length >= 8 ? 4 : normalized.length >= 6 ? 2 : 0;
   return `…${normalized.slice(normalized.length - shown)}`;
 }

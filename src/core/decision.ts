@@ -11,6 +11,8 @@ export const DENY_REASONS = [
   'keypad_locked_out',
   'card_locked_out',
   'card_too_short',
+  // A card read whose number and printed form (facility:card) belong to different users (docs/hardware.md).
+  'card_ambiguous',
   'pin_too_short',
   'unknown_credential',
   // Given only to a guest link that qualifies in every other respect: it, not a co-holder's refusal, says why.

@@ -1,4 +1,4 @@
-import { isPinLabel, pinLabelSet, type DuressRule } from './credentials.js';
+import { isPinLabel, normalizePrinted, pinLabelSet, type DuressRule } from './credentials.js';
 
 /**
  * What a directory holds that weakens the doors, found in one pass over its credentials (issue 32 items 4 and 9):
@@ -25,6 +25,8 @@ export interface CredentialEntry {
 }
 
 export interface DirectoryFindings {
+  /** Card entries with a colon that are no facility:card (`12:`, `1:2:3`): they match no read. Absent: none. */
+  malformedPrinted?: { count: number; labels: string[] };
   shortCards: { count: number; minDigits: number; labels: string[] };
   /** null: access.duressPin is off (no duress PINs, nothing can collide). */
   duressCollisions: { count: number; emailIds: number[]; magicLinkIds: string[] } | null;
@@ -46,6 +48,8 @@ export function duressPinOf(pin: string, rule: DuressRule): string | null {
 export class DirectoryScan {
   private readonly pinLabels: ReadonlySet<string>;
   private shortCount = 0;
+  private malformedCount = 0;
+  private readonly malformedLabels = new Set<string>();
   private readonly shortLabels = new Set<string>();
   /** PIN -> holder keys ("user:101", "link:501"). */
   private readonly pins = new Map<string, string[]>();
@@ -61,6 +65,9 @@ export class DirectoryScan {
       const holders = this.pins.get(entry.number);
       if (holders) holders.push(key);
       else this.pins.set(entry.number, [key]);
+    } else if (entry.number.includes(':') && normalizePrinted(entry.number) !== entry.number) {
+      this.malformedCount++;
+      this.malformedLabels.add(entry.label?.trim() || NO_LABEL);
     } else if (entry.number.length < this.rules.minCardDigits) {
       this.shortCount++;
       this.shortLabels.add(entry.label?.trim() || NO_LABEL);
@@ -70,6 +77,7 @@ export class DirectoryScan {
   result(): DirectoryFindings {
     const labels = [...this.shortLabels].sort().slice(0, MAX_LISTED);
     return {
+      ...(this.malformedCount > 0 ? { malformedPrinted: { count: this.malformedCount, labels: [...this.malformedLabels].sort().slice(0, MAX_LISTED) } } : {}),
       shortCards: { count: this.shortCount, minDigits: this.rules.minCardDigits, labels },
       duressCollisions: this.rules.duressPin === 'off' ? null : this.collisions(),
     };
@@ -115,6 +123,13 @@ export function findingsWarnings(findings: DirectoryFindings): string[] {
       `${short.count} card ${short.count === 1 ? 'entry has' : 'entries have'} fewer than ${short.minDigits} digits ` +
         `(labels: ${listed(short.labels.map((l) => JSON.stringify(l)))}): most likely PINs under a label missing from ` +
         'access.pinLabels; a card read is refused as card_too_short. Add the label to access.pinLabels or correct them at the service',
+    );
+  }
+  const bad = findings.malformedPrinted;
+  if (bad) {
+    lines.push(
+      `${bad.count} card ${bad.count === 1 ? 'entry is' : 'entries are'} neither a number nor facility:card ` +
+        `(labels: ${listed(bad.labels.map((l) => JSON.stringify(l)))}): no card read matches ${bad.count === 1 ? 'it' : 'them'}. Correct them at the service (e.g. 123:45678)`,
     );
   }
   const c = findings.duressCollisions;

@@ -3,11 +3,12 @@
  * timestamps), so a burst of events read late by a busy event loop decodes exactly as if read on time.
  *
  * The wire: two lines, D0 and D1, idle high; each bit is a low pulse of ~50 µs on D0 (a 0) or D1 (a 1), pulses
- * 1-2 ms apart, most significant bit first; a frame ends after a gap (~25 ms). Card frames carry parity bits
- * (26-bit H10301: even parity over the first 12 data bits, odd over the last 12; 34-bit likewise over 16/16;
- * 37-bit H10304 over 18/18). Keypads send a 4-bit frame per key (0-9, 10 = '*', 11 = '#') or an 8-bit frame
- * whose high nibble is the complement of the low one.
+ * 1-2 ms apart, most significant bit first; a frame ends after a gap (~25 ms). Card frames are decoded by the
+ * formats the reader takes (core/wiegandFormats.ts: their parity bits and fields are data). Keypads send a 4-bit
+ * frame per key (0-9, 10 = '*', 11 = '#') or an 8-bit frame whose high nibble is the complement of the low one.
  */
+
+import { BUILTIN_FORMATS, decodeWith, encodeWith, type DecodedCard, type WiegandFormatSpec } from './wiegandFormats.js';
 
 export type WiegandLine = 'd0' | 'd1';
 
@@ -21,8 +22,6 @@ export interface WiegandEdge {
   afterLoss?: boolean;
 }
 
-export type WiegandFormat = 'auto' | 26 | 34 | 37;
-
 export interface WiegandTiming {
   /** A frame ends after this much quiet (readers: 20-50 ms between frames, 1-2 ms between bits). */
   frameGapUs: number;
@@ -35,43 +34,62 @@ export interface WiegandTiming {
   /**
    * A frame still going after this long is noise that never pauses (mains hum on a floating line, someone
    * pulsing the wires): it is dropped then and there, so it can neither grow without bound nor stay unreported.
-   * The longest real frame, 37 bits 3 ms apart, takes 111 ms.
+   * The longest built-in frame, 56 bits 3 ms apart, takes 168 ms.
    */
   maxFrameUs: number;
 }
 
 export const DEFAULT_WIEGAND_TIMING: WiegandTiming = { frameGapUs: 25_000, minPulseUs: 10, maxPulseUs: 1_000, minBitIntervalUs: 200, maxFrameUs: 250_000 };
 
-/** The most bits a frame keeps: one past the longest format, enough to know the count is wrong. */
-const MAX_BITS = 38;
+export type WiegandDropReason =
+  | 'glitch_only'
+  | 'bounce'
+  | 'overlap'
+  | 'stuck_low'
+  | 'bit_count'
+  | 'parity'
+  | 'ambiguous_format'
+  | 'bad_key'
+  | 'lost_edges'
+  | 'too_long';
 
-export type WiegandDropReason = 'glitch_only' | 'bounce' | 'overlap' | 'stuck_low' | 'bit_count' | 'parity' | 'bad_key' | 'lost_edges' | 'too_long';
+/** A card frame: its format's fields, and the whole frame as one integer (`raw`, for `reader learn`). */
+export type WiegandCardFrame = { kind: 'card'; raw: bigint } & DecodedCard;
 
 export type WiegandFrame =
-  | { kind: 'card'; bits: number; data: bigint; facility: number; card: number }
+  | WiegandCardFrame
   | { kind: 'key'; key: string }
-  | { kind: 'dropped'; bits: number; reason: WiegandDropReason };
+  | {
+      kind: 'dropped';
+      bits: number;
+      reason: WiegandDropReason;
+      /** ambiguous_format: the formats of that length, and the frame (`reader learn` shows it in each). */
+      candidates?: string[];
+      raw?: bigint;
+    };
 
-interface CardLayout {
-  /** Data bits are 1..bits-2; the first parity (even) covers bits [0, evenEnd], the last (odd) [oddStart, bits-1]. */
-  evenEnd: number;
-  oddStart: number;
-  cardBits: number;
+/**
+ * The formats a reader takes, by length. A length more than one of them has is ambiguous: its frames are refused,
+ * never guessed (docs/hardware.md, "Card formats").
+ */
+export class FormatSet {
+  private readonly byLength = new Map<number, WiegandFormatSpec[]>();
+  /** The most bits a frame keeps: one past the longest format, enough to know the count is wrong. */
+  readonly maxBits: number;
+
+  constructor(readonly formats: readonly WiegandFormatSpec[] = BUILTIN_FORMATS) {
+    for (const f of formats) this.byLength.set(f.bits, [...(this.byLength.get(f.bits) ?? []), f]);
+    this.maxBits = Math.max(8, ...formats.map((f) => f.bits)) + 1;
+  }
+
+  ofLength(bits: number): readonly WiegandFormatSpec[] {
+    return this.byLength.get(bits) ?? [];
+  }
 }
 
-const LAYOUTS: Record<26 | 34 | 37, CardLayout> = {
-  26: { evenEnd: 12, oddStart: 13, cardBits: 16 },
-  34: { evenEnd: 16, oddStart: 17, cardBits: 16 },
-  37: { evenEnd: 18, oddStart: 18, cardBits: 19 },
-};
+const EVERY_BUILTIN = new FormatSet();
 
 const KEYS = '0123456789*#';
-
-function ones(bits: readonly number[], from: number, to: number): number {
-  let n = 0;
-  for (let i = from; i <= to; i++) n += bits[i]!;
-  return n;
-}
 
 function toInt(bits: readonly number[], from: number, to: number): bigint {
   let v = 0n;
@@ -79,29 +97,25 @@ function toInt(bits: readonly number[], from: number, to: number): bigint {
   return v;
 }
 
-/** The frame a complete, clean sequence of bits stands for. */
-export function decodeBits(bits: readonly number[], format: WiegandFormat = 'auto'): WiegandFrame {
+/**
+ * The frame a complete, clean sequence of bits stands for: a keypad key (4 or 8 bits), or a card of the one format
+ * of its length in `formats`. Two or more formats of its length: refused as ambiguous (when any of them would
+ * take it; a frame none takes is a parity error).
+ */
+export function decodeBits(bits: readonly number[], formats: FormatSet = EVERY_BUILTIN): WiegandFrame {
   const n = bits.length;
   if (n === 4 || n === 8) {
     const low = Number(toInt(bits, n - 4, n - 1));
     if (n === 8 && Number(toInt(bits, 0, 3)) !== (~low & 0xf)) return { kind: 'dropped', bits: n, reason: 'parity' };
     return low < KEYS.length ? { kind: 'key', key: KEYS[low]! } : { kind: 'dropped', bits: n, reason: 'bad_key' };
   }
-  if ((n !== 26 && n !== 34 && n !== 37) || (format !== 'auto' && format !== n)) return { kind: 'dropped', bits: n, reason: 'bit_count' };
-  const layout = LAYOUTS[n];
-  if (ones(bits, 0, layout.evenEnd) % 2 !== 0 || ones(bits, layout.oddStart, n - 1) % 2 !== 1) return { kind: 'dropped', bits: n, reason: 'parity' };
-  const data = toInt(bits, 1, n - 2);
-  const card = Number(data & ((1n << BigInt(layout.cardBits)) - 1n));
-  const facility = Number(data >> BigInt(layout.cardBits));
-  return { kind: 'card', bits: n, data, facility, card };
-}
-
-/** How a card frame becomes the number the service stores (`doors[].reader.numbering`, docs/hardware.md). */
-export type WiegandNumbering = 'data' | 'facility_card';
-
-/** The decimal card number: the whole data field (default), or facility * 65536 + card. */
-export function cardNumber(frame: Extract<WiegandFrame, { kind: 'card' }>, numbering: WiegandNumbering): string {
-  return numbering === 'data' ? frame.data.toString(10) : String(frame.facility * 65536 + frame.card);
+  const candidates = formats.ofLength(n);
+  if (candidates.length === 0) return { kind: 'dropped', bits: n, reason: 'bit_count' };
+  const decoded = candidates.map((f) => decodeWith(f, bits)).filter((d): d is DecodedCard => d !== null);
+  if (decoded.length === 0) return { kind: 'dropped', bits: n, reason: 'parity' };
+  if (candidates.length > 1)
+    return { kind: 'dropped', bits: n, reason: 'ambiguous_format', candidates: candidates.map((f) => f.name), raw: toInt(bits, 0, n - 1) };
+  return { kind: 'card', raw: toInt(bits, 0, n - 1), ...decoded[0]! };
 }
 
 /**
@@ -121,7 +135,7 @@ export class WiegandDecoder {
   private readonly lowSince: Record<WiegandLine, number | null> = { d0: null, d1: null };
 
   constructor(
-    private readonly format: WiegandFormat = 'auto',
+    private readonly formats: FormatSet = EVERY_BUILTIN,
     private readonly timing: WiegandTiming = DEFAULT_WIEGAND_TIMING,
   ) {}
 
@@ -157,7 +171,7 @@ export class WiegandDecoder {
     if (since - this.lastPulseStartUs < this.timing.minBitIntervalUs) this.fault ??= 'bounce';
     this.lastPulseStartUs = since;
     this.bitCount++;
-    if (this.bits.length < MAX_BITS) this.bits.push(edge.line === 'd1' ? 1 : 0);
+    if (this.bits.length < this.formats.maxBits) this.bits.push(edge.line === 'd1' ? 1 : 0);
     return out;
   }
 
@@ -178,9 +192,9 @@ export class WiegandDecoder {
   private endFrame(out: WiegandFrame[]): void {
     // A line still low when the frame's gap has passed was never released: nothing in this frame can be trusted.
     if (this.lowSince.d0 !== null || this.lowSince.d1 !== null) this.fault ??= 'stuck_low';
-    if (this.bitCount > MAX_BITS) this.fault ??= 'bit_count';
+    if (this.bitCount > this.formats.maxBits) this.fault ??= 'bit_count';
     if (this.bitCount > 0 || this.fault !== null) {
-      out.push(this.fault !== null ? { kind: 'dropped', bits: this.bitCount, reason: this.fault } : decodeBits(this.bits, this.format));
+      out.push(this.fault !== null ? { kind: 'dropped', bits: this.bitCount, reason: this.fault } : decodeBits(this.bits, this.formats));
     } else if (this.glitches > 0) {
       out.push({ kind: 'dropped', bits: 0, reason: 'glitch_only' });
     }
@@ -194,17 +208,16 @@ export class WiegandDecoder {
   }
 }
 
-/** The bits of a card frame of `format` carrying `data` (parity added): for simulators, tests and the bench. @internal */
-export function encodeCard(data: bigint, format: 26 | 34 | 37): number[] {
-  const layout = LAYOUTS[format];
-  const dataBits = format - 2;
-  if (data < 0n || data >= 1n << BigInt(dataBits)) throw new RangeError(`${data} does not fit in ${dataBits} data bits`);
-  const bits = [0];
-  for (let i = dataBits - 1; i >= 0; i--) bits.push(Number((data >> BigInt(i)) & 1n));
-  bits.push(0);
-  bits[0] = ones(bits, 1, layout.evenEnd) % 2; // even parity over the first half
-  bits[format - 1] = 1 - (ones(bits, layout.oddStart, format - 2) % 2); // odd parity over the second half
-  return bits;
+/**
+ * The bits of a card frame whose data bits (`numbering: data`) are `data`, in a built-in format of one facility
+ * and one card field (H10301 by default): for simulators, tests and the bench. encodeWith takes any format. @internal
+ */
+export function encodeCard(data: bigint, format = 'H10301'): number[] {
+  const spec = BUILTIN_FORMATS.find((f) => f.name === format);
+  if (!spec) throw new RangeError(`no built-in format ${format}`);
+  const cardBits = BigInt(spec.fields.card[1] - spec.fields.card[0] + 1);
+  const facility = data >> cardBits;
+  return encodeWith(spec, { ...(spec.fields.facility ? { facility } : {}), card: spec.fields.facility ? data & ((1n << cardBits) - 1n) : data });
 }
 
 /** The bits a keypad sends for `key` ('0'-'9', '*', '#'): 4-bit, or 8-bit with the complement nibble. @internal */

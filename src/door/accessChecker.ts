@@ -16,6 +16,8 @@ export interface AccessRequest {
    * `checkPresented`, as the reader normalized it (a card number as its decimal integer).
    */
   credential: string;
+  /** A card's printed form (facility:card), tried when `credential` matches nobody (Wiegand, OSDP readers). */
+  printed?: string;
   now: number;
   keypadLockedOut?: boolean;
   cardLockedOut?: boolean;
@@ -35,6 +37,8 @@ export interface AccessResult extends Decision {
    * refused, same signal), and a silent alarm goes out whatever the decision.
    */
   duress?: boolean;
+  /** A card found by its printed form (facility:card), not by its number: events and check say so. */
+  matchedBy?: 'printed';
   /** With duress: the holders of the PIN it stands for (named by the alarm, also when the decision refused). */
   duressHolders?: HolderRef[];
   /** A grant to a user: their name, as the directory gives it (who opened the door). */
@@ -151,9 +155,15 @@ export class AccessChecker {
     // A short "card" is most likely a PIN sent as a card line, and a PIN under the minimum length never opens:
     // both are refused without a lookup.
     const tooShort = kind === 'card' ? normalized.length < this.minCardDigits : kind === 'pin' && normalized.length < this.minPinLength;
-    const holders = tooShort ? [] : this.holdersOf(kind, normalized, door);
+    const found = tooShort ? { holders: [] } : this.cardOrOtherHolders(request);
     const hint = credentialHint(normalized, kind);
+    if ('conflict' in found) return { granted: false, reason: 'card_ambiguous', holders: [], door: door.uuid, kind, hint };
+    const holders = found.holders;
     const result: AccessResult = withValidity({ ...this.decideFor(request, holders, tooShort), door: door.uuid, kind, hint }, holders);
+    if (found.matchedBy) {
+      result.matchedBy = found.matchedBy;
+      result.hint = credentialHint(request.printed!, kind); // shown as it was enrolled: facility:…card
+    }
     if (result.granted && naming) this.name(result);
     // A PIN someone holds is that PIN, never a duress PIN (the real PIN wins a collision, see directoryFindings).
     if (kind !== 'pin' || tooShort || holders.length > 0) return result;
@@ -200,6 +210,27 @@ export class AccessChecker {
     } catch {
       // The name is for the record only; the decision stands without it.
     }
+  }
+
+  /**
+   * The holders of a credential; a card with a printed form is looked up by its number, then by the printed form.
+   * Both matching different holders is a conflict: never guessed (card_ambiguous).
+   */
+  private cardOrOtherHolders(request: AccessRequest): { holders: Holder[]; matchedBy?: 'printed' } | { conflict: true } {
+    const { kind, credential, printed, door } = request;
+    const holders = this.holdersOf(kind, credential, door);
+    if (kind !== 'card' || printed === undefined || printed === credential) return { holders };
+    const byPrinted = this.holdersOf(kind, printed, door);
+    if (byPrinted.length === 0) return { holders };
+    if (holders.length === 0) return { holders: byPrinted, matchedBy: 'printed' };
+    const key = (list: Holder[]) =>
+      JSON.stringify(
+        list
+          .map(refOf)
+          .map((r) => JSON.stringify(r))
+          .sort(),
+      );
+    return key(holders) === key(byPrinted) ? { holders } : { conflict: true };
   }
 
   private holdersOf(kind: CredentialKind, normalized: string, door: DoorOptions): Holder[] {

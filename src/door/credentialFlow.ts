@@ -96,6 +96,7 @@ export class CredentialFlow {
       kind: result.kind,
       hint: result.hint,
       reason: result.reason,
+      ...(result.matchedBy ? { card_matched: result.matchedBy } : {}),
       holders: result.holders.map((h) => ({ ...h.holder, reason: h.reason })),
       ...(result.level !== undefined ? { level: result.level } : {}),
       ...(result.who !== undefined ? { who: result.who } : {}),
@@ -183,13 +184,14 @@ export class CredentialFlow {
     this.feedback?.(reason === 'lockdown' ? 'lockdown' : reason === 'keypad_locked_out' || reason === 'card_locked_out' ? 'lockedOut' : 'deny');
   }
 
-  private check(kind: CredentialKind, credential: string): AccessResult | null {
+  private check(kind: CredentialKind, credential: string, printed?: string): AccessResult | null {
     try {
       return this.deps.checker.checkPresented(
         {
           door: this.door,
           kind,
           credential,
+          ...(printed !== undefined ? { printed } : {}),
           now: this.deps.clock.wallNow(),
           keypadLockedOut: this.lockouts.isLockedOut('pin'),
           cardLockedOut: this.lockouts.isLockedOut('card'),
@@ -210,7 +212,7 @@ export class CredentialFlow {
   /** A credential from the door's reader, normalized there (src/readers/reader.ts). */
   onCredential(credential: Credential): void {
     if (this.deps.metrics) this.arrivedAt = this.deps.clock.monoNow();
-    const result = this.check(credential.kind, credential.value);
+    const result = this.check(credential.kind, credential.value, credential.printed);
     if (result === null) return;
     // The silent alarm first, whatever the decision, before anything that may fail (the relay, the other events).
     if (result.duress) this.raiseDuress(result);

@@ -4,7 +4,8 @@
  * entry both speak it.
  */
 export type ReaderFrame =
-  | { kind: 'card'; value: string }
+  /** `printed`: the card's facility:card too, when its format has a facility (Wiegand, OSDP; docs/hardware.md). */
+  | { kind: 'card'; value: string; printed?: string }
   | { kind: 'pin'; value: string }
   | { kind: 'token'; value: string }
   | { kind: 'keypad_cleared' }

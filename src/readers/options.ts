@@ -1,6 +1,6 @@
 import type { CardFormat } from '../core/credentials.js';
 import type { Level } from '../core/relay.js';
-import type { WiegandFormat, WiegandNumbering } from '../core/wiegand.js';
+import type { FormatChoice, WiegandFormatSpec, WiegandNumbering } from '../core/wiegandFormats.js';
 import type { Pull } from '../hardware/gpio.js';
 import type { UidByteOrder } from './pn532/uid.js';
 import type { OsdpTextOptions } from './osdp/textOutput.js';
@@ -33,7 +33,16 @@ export type ReaderOptions =
       /** Lines written back to the reader per outcome (e.g. "OK\r\n"). */
       replies?: Partial<Record<FeedbackKind, string>>;
     } & SignalLines)
-  | ({ type: 'wiegand'; d0: number; d1: number; pull: Pull; format: WiegandFormat; numbering: WiegandNumbering } & SignalLines)
+  | ({
+      type: 'wiegand';
+      d0: number;
+      d1: number;
+      pull: Pull;
+      /** As configured (auto or names); `formats` are those it stands for, resolved by the loader. */
+      format: FormatChoice;
+      formats?: readonly WiegandFormatSpec[];
+      numbering: WiegandNumbering;
+    } & SignalLines)
   | ({ type: 'keyboard'; path: string; cardFormat: CardFormat } & SignalLines)
   /** A PN532 NFC module on a serial port (HSU): ISO 14443 A UIDs as decimal card numbers (docs/hardware.md). */
   | ({ type: 'pn532'; path: string; baudRate: number; pollMs: number; releaseMs: number; uidByteOrder: UidByteOrder } & SignalLines)
@@ -45,6 +54,9 @@ export type ReaderOptions =
       scbkFile?: string;
       installMode: boolean;
       requireSecureChannel?: boolean;
+      /** The formats its raw card data is decoded by, as a Wiegand reader's (default: auto). */
+      format?: FormatChoice;
+      formats?: readonly WiegandFormatSpec[];
       numbering: WiegandNumbering;
       check: 'crc' | 'checksum';
       text?: OsdpTextOptions;
@@ -63,9 +75,19 @@ export function readerCardFormat(door: { reader?: ReaderOptions }): CardFormat {
 
 /** A reader as status and logs name it: its device, or its two GPIO lines. */
 export function describeReader(reader: ReaderOptions): string {
-  if (reader.type === 'wiegand') return `Wiegand D0 GPIO ${reader.d0} / D1 GPIO ${reader.d1}`;
+  if (reader.type === 'wiegand') return `Wiegand D0 GPIO ${reader.d0} / D1 GPIO ${reader.d1}${formatNote(reader)}`;
   if (reader.type === 'osdp')
-    return `OSDP ${reader.path} address ${reader.address}${reader.scbkFile ? ' (secure channel)' : reader.installMode ? ' (install mode)' : ' (plain)'}`;
+    return `OSDP ${reader.path} address ${reader.address}${reader.scbkFile ? ' (secure channel)' : reader.installMode ? ' (install mode)' : ' (plain)'}${formatNote(reader)}`;
   if (reader.type === 'pn532') return `PN532 ${reader.path}`;
   return reader.type === 'keyboard' ? `keyboard ${reader.path}` : reader.path;
+}
+
+/** A Wiegand or OSDP reader's formats and numbering, when not the defaults (auto, data). */
+function formatNote(reader: { format?: FormatChoice; numbering: string }): string {
+  const parts = [
+    reader.format === undefined || reader.format === 'auto' ? null : `format ${reader.format.join(', ')}`,
+    reader.numbering === 'data' ? null : `numbering ${reader.numbering}`,
+  ];
+  const shown = parts.filter((p) => p !== null);
+  return shown.length > 0 ? ` (${shown.join('; ')})` : '';
 }

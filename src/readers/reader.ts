@@ -18,6 +18,8 @@ import type { PortFactory } from './serial/port.js';
 export interface Credential {
   kind: CredentialKind;
   value: string;
+  /** A card whose format has a facility: its printed form `facility:card`, tried when `value` matches nobody. */
+  printed?: string;
 }
 
 /** A reader's own state, for the door's audit log (OSDP readers report it). */
@@ -83,6 +85,7 @@ export function credentialsFrom(format: CardFormat, context: Pick<ReaderContext,
       context.logger.warn({ kind: frame.kind }, 'malformed credential from the reader dropped');
       return;
     }
-    context.events.credential({ kind: frame.kind, value });
+    const printed = frame.kind === 'card' && frame.printed !== undefined && frame.printed !== value ? { printed: frame.printed } : {};
+    context.events.credential({ kind: frame.kind, value, ...printed });
   };
 }

@@ -61,7 +61,8 @@ export const smartcardParam = z
   .object({
     number: z
       .string()
-      .regex(/^[0-9]+$/, 'a smartcard number must be a string holding an integer (digits only)')
+      // Or as printed on the card, facility:card (docs/hardware.md, "Numbering").
+      .regex(/^[0-9]+(:[0-9]+)?$/, 'a smartcard number must be a string holding an integer (digits only), or facility:card as printed')
       .max(SMARTCARD_MAX_DIGITS, `a smartcard number has at most ${SMARTCARD_MAX_DIGITS} digits`),
     label: z.string().max(200).nullish(),
     valid_from: serviceTime.nullish(),

@@ -15,7 +15,8 @@ function cards(list: ReadonlyArray<Card> | null | undefined) {
   // The schemas already checked each number is an integer string and each date a service time, so neither
   // normalization nor parsing can fail here. The digits as given are kept: a PIN's leading zeros count.
   return (list ?? []).map((c) => ({
-    number: normalizeStoredNumber(c.number)!,
+    // A malformed facility:card is kept as given: it matches no read, and the directory scan reports it.
+    number: normalizeStoredNumber(c.number) ?? c.number,
     label: c.label ?? null,
     digits: c.number,
     validFrom: c.valid_from ? parseServiceTime(c.valid_from) : null,

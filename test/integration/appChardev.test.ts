@@ -46,7 +46,7 @@ async function start(s: ReturnType<typeof site>, extra: Partial<Parameters<typeo
 
 /** Alice's card on the Front door's Wiegand lines, its last edge 30 ms ago (kernel time). */
 function tapAlice(s: ReturnType<typeof site>) {
-  const edges = edgesOf(encodeCard(4_213_578n, 26), 0);
+  const edges = edgesOf(encodeCard(4_213_578n), 0);
   const start = monotonicUs() - 30_000 - edges.at(-1)!.atUs;
   s.kernel.edges(
     s.kernel.fdOf(5),

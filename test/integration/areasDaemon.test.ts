@@ -50,7 +50,7 @@ areas: [ { id: lab, name: Lab, doors: [Front door], antiPassback: { mode: hard, 
     const contact = (level: 0 | 1) => writeFileSync(join(gpio, `gpio${CONTACT}`, 'value'), `${level}\n`);
     /** A card at a reader, the door opened and closed again once it unlocks; resolves once it relocked. */
     const pass = async (reader: typeof ENTRY, card: bigint) => {
-      writeSimulatedEdges(gpio, reader, edgesOf(encodeCard(card, 26), 0));
+      writeSimulatedEdges(gpio, reader, edgesOf(encodeCard(card), 0));
       await waitUntil(() => relay() === '1', 5000, 'unlocked');
       contact(1);
       await waitUntil(() => auditEvents(config).filter((e) => e.type === 'door_opened').length > opened, 5000, 'the opening recorded');
@@ -96,7 +96,7 @@ areas: [ { id: lab, name: Lab, doors: [Front door], antiPassback: { mode: hard, 
     expect(status).toMatch(/reader Wiegand D0 GPIO 5 \/ D1 GPIO 6 listening; exit reader Wiegand D0 GPIO 12 \/ D1 GPIO 13 listening/);
 
     // And anti-passback still knows Alice is in.
-    writeSimulatedEdges(gpio, ENTRY, edgesOf(encodeCard(ALICE, 26), 0));
+    writeSimulatedEdges(gpio, ENTRY, edgesOf(encodeCard(ALICE), 0));
     await waitUntil(() => auditEvents(config).some((e) => e.type === 'access_denied'), 5000, 'the refusal');
     expect(auditEvents(config).filter((e) => e.type === 'access_denied')).toEqual([
       expect.objectContaining({ reason: 'passback', area: 'lab', direction: 'entry' }),

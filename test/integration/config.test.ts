@@ -152,7 +152,7 @@ doors:
     );
     const b = runCli(['config', 'check', '--config', clash]);
     expect(b.status).toBe(78);
-    expect(b.stderr).toContain('doors[0].reader.format: expected auto, 26, 34 or 37');
+    expect(b.stderr).toContain('doors[0].reader.format: expected auto, a format name (H10301, C1k35, ...) or a list of names');
     expect(b.stderr).toContain('doors[0].reader.numbering');
     expect(b.stderr).toContain('doors[0].reader.pull');
     const pins = configFile(
@@ -173,7 +173,7 @@ doors:
     );
     // With format auto a 37-bit card (19-bit card field) would map two cards to one number.
     expect(runCli(['config', 'check', '--config', ambiguous]).stderr).toContain(
-      'doors[0].reader.numbering: facility_card (facility * 65536 + card) is exact only for 26- and 34-bit cards',
+      'doors[0].reader.numbering: facility_card (facility * 65536 + card) is exact only for a card field of 16 bits or fewer, and the reader takes C1k35',
     );
     const rdm = configFile(
       'rdm-hex.yaml',
@@ -283,11 +283,57 @@ doors:
     const r = runCli(['config', 'check', '--config', path]);
     expect(r.stderr).toBe('');
     expect(r.status).toBe(0);
-    expect(r.stdout).toContain('Door 12 (GPIO 17, reader Wiegand D0 GPIO 5 / D1 GPIO 6)');
+    expect(r.stdout).toContain('Door 12 (GPIO 17, reader Wiegand D0 GPIO 5 / D1 GPIO 6 (format H10301; numbering facility_card))');
     // This machine has no GPIO chip: the check says so and points at the simulated driver.
     expect(r.stdout).toContain('gpio drivers on this machine (suggested: simulated)');
     expect(r.stdout).toMatch(/chardev: no - no \/dev\/gpiochip\*/);
     expect(r.stdout).toContain('WARNING: gpio.driver chardev does not work on this machine');
+  });
+
+  it('wiegand.formats: each bad format, name and reader choice is named by its key; auto made ambiguous is a warning', () => {
+    const reader = (format: string) =>
+      `doors:\n  - { uuid: ${DOOR_UUID}, resourceId: 12, relay: { pin: 17 }, reader: { type: wiegand, d0: 5, d1: 6, format: ${format} } }\n`;
+    const bad = configFile(
+      'formats-bad.yaml',
+      `${BASE}wiegand:
+  formats:
+    - { name: Good30, bits: 30, parity: [{ bit: 0, kind: even, covers: [[1, 14]] }], fields: { facility: [1, 12], card: [13, 28] } }
+    - { name: Past, bits: 30, parity: [{ bit: 29, kind: odd, covers: [[15, 31]] }], fields: { card: [1, 30] } }
+    - { name: Overlap, bits: 30, fields: { facility: [0, 12], card: [10, 29] } }
+    - { name: OnParity, bits: 30, parity: [{ bit: 0, kind: even, covers: [[0, 14]] }], fields: { card: [0, 28] } }
+    - { name: Good30, bits: 30, fields: { card: [0, 29] } }
+    - { name: H10301, bits: 26, fields: { card: [0, 25] } }
+${reader('[Good30, Nope]')}`,
+    );
+    const r = runCli(['config', 'check', '--config', bad]);
+    expect(r.status).toBe(78);
+    for (const problem of [
+      "wiegand.formats[1].parity[0].covers[0]: [15, 31] runs past the format's 30 bits (0-29)",
+      "wiegand.formats[1].fields.card: [1, 30] runs past the format's 30 bits (0-29)",
+      'wiegand.formats[2].fields.card: overlaps fields.facility',
+      'wiegand.formats[3].parity[0].covers[0]: covers its own parity bit 0',
+      'wiegand.formats[3].fields.card: overlaps parity bit 0',
+      'wiegand.formats[4].name: same name as wiegand.formats[0]',
+      'wiegand.formats[5].name: H10301 is a built-in format: choose another name',
+      'doors[0].reader.format: no format named Nope',
+    ])
+      expect(r.stderr).toContain(problem);
+    const keypad = configFile(
+      'formats-keypad.yaml',
+      `${BASE}wiegand: { formats: [{ name: Raw8, bits: 8, fields: { card: [0, 7] }, raw: {} }] }\n${reader('[Raw8]')}`,
+    );
+    expect(runCli(['config', 'check', '--config', keypad]).stderr).toContain(
+      'doors[0].reader.format: takes Raw8, a 8-bit format: a Wiegand keypad sends 8-bit frames on the same lines',
+    );
+    const auto = configFile(
+      'formats-auto.yaml',
+      `${BASE}wiegand: { formats: [{ name: Acme26, bits: 26, parity: [{ bit: 25, kind: odd, covers: [[0, 24]] }], fields: { card: [0, 24] } }] }\n${reader('auto')}`,
+    );
+    const w = runCli(['config', 'check', '--config', auto]);
+    expect(w.status).toBe(0);
+    expect(w.stdout).toContain('WARNING: Door 12: its reader takes every format (format: auto), and wiegand.formats makes 26 bits (H10301, Acme26) ambiguous');
+    const chosen = configFile('formats-chosen.yaml', readFileSync(auto, 'utf8').replace('format: auto', 'format: Acme26'));
+    expect(runCli(['config', 'check', '--config', chosen]).stdout).not.toContain('WARNING: Door 12');
   });
 
   it('refuses a bad time zone, an empty access list and a missing door list', () => {

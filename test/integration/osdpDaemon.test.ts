@@ -84,10 +84,10 @@ describe('an OSDP reader at the door', () => {
     s.pd.reader(3).scbk = Buffer.from(KEY, 'hex');
     const daemon = await start(s.config);
     await daemon.waitForMessage('OSDP secure channel established', 10_000);
-    s.pd.presentCard(3, encodeCard(4_213_578n, 26));
+    s.pd.presentCard(3, encodeCard(4_213_578n));
     await waitUntil(() => readLevel(s.relay) === '1', 5000, 'the card opens');
     await waitUntil(() => s.pd.reader(3).received.includes(0x69) && s.pd.reader(3).received.includes(0x6a), 5000, 'LED and buzzer commands');
-    s.pd.presentCard(3, encodeCard(4_213_579n, 26));
+    s.pd.presentCard(3, encodeCard(4_213_579n));
     await eventually(async () => (await s.refresh()).some((e) => e.type === 'access_denied'), 8000, 'Bob refused');
     expect(
       s
@@ -106,7 +106,7 @@ describe('an OSDP reader at the door', () => {
     const daemon = await start(s.config);
     await daemon.waitForLog((l) => String(l.msg).includes('another secure channel key'), 10_000);
     const before = s.pd.reader(3).received.length;
-    s.pd.presentCard(3, encodeCard(4_213_578n, 26));
+    s.pd.presentCard(3, encodeCard(4_213_578n));
     await new Promise((r) => setTimeout(r, 6000));
     expect(readLevel(s.relay)).toBe('0');
     // Six seconds: one or two supervision polls (every 5 s), where an unpaced panel sends osdp_ID every few ms.
@@ -376,9 +376,9 @@ describe('OSDP maintenance: reader osdp set-address / set-baud (osdp_COMSET), os
     s.pd.reader(3).display = true;
     const daemon = await start(s.config);
     await daemon.waitForMessage('OSDP reader online', 10_000);
-    s.pd.presentCard(3, encodeCard(4_213_578n, 26));
+    s.pd.presentCard(3, encodeCard(4_213_578n, 'H10301'));
     await waitUntil(() => s.pd.reader(3).shown.length === 1, 5000, 'the granted text');
-    s.pd.presentCard(3, encodeCard(4_213_579n, 26));
+    s.pd.presentCard(3, encodeCard(4_213_579n, 'H10301'));
     await waitUntil(() => s.pd.reader(3).shown.length === 2, 5000, 'the denied text');
     expect(s.pd.reader(3).shown).toEqual([
       { text: 'Welcome', command: 4, seconds: 4, row: 1, column: 1 },
@@ -392,7 +392,7 @@ describe('OSDP maintenance: reader osdp set-address / set-baud (osdp_COMSET), os
     const s = await setup(", text: { granted: 'Welcome' }");
     const daemon = await start(s.config);
     await daemon.waitForMessage('OSDP reader online', 10_000);
-    s.pd.presentCard(3, encodeCard(4_213_578n, 26));
+    s.pd.presentCard(3, encodeCard(4_213_578n, 'H10301'));
     await waitUntil(() => readLevel(s.relay) === '1', 5000, 'the card opens');
     await waitUntil(() => s.pd.reader(3).received.includes(0x6a), 5000, 'the beep');
     await new Promise((r) => setTimeout(r, 500));

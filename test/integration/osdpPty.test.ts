@@ -52,12 +52,12 @@ describe('OSDP over a serial line', () => {
     bus.start();
     cleanups.push(() => bus.stop());
     await waitUntil(() => online.size === 2, 5000, 'both readers online');
-    pd.presentCard(2, encodeCard(4_213_578n, 26));
+    pd.presentCard(2, encodeCard(4_213_578n));
     pd.typeKeys(1, '1234#');
     await waitUntil(() => frames.length === 2, 5000, 'a card and a PIN');
     expect(frames).toEqual(
       expect.arrayContaining([
-        [2, { kind: 'card', value: '4213578' }],
+        [2, expect.objectContaining({ kind: 'card', value: '4213578' })],
         [1, { kind: 'pin', value: '1234' }],
       ]),
     );
@@ -95,14 +95,14 @@ describe('OSDP over a serial line', () => {
     await waitUntil(() => secure.get(1) === 1 && secure.get(2) === 1, 5000, 'both secure channels');
     // Reader 1's reply carrying the card is garbled on the line: it is asked for again and arrives.
     pd.reader(1).corrupt = true;
-    pd.presentCard(1, encodeCard(4_213_578n, 26));
+    pd.presentCard(1, encodeCard(4_213_578n));
     await new Promise((r) => setTimeout(r, 300));
     pd.reader(1).corrupt = false;
     pd.typeKeys(2, '1234#');
     await waitUntil(() => frames.length === 2, 5000, 'the card and the PIN');
     expect(frames).toEqual(
       expect.arrayContaining([
-        [1, { kind: 'card', value: '4213578' }],
+        [1, expect.objectContaining({ kind: 'card', value: '4213578' })],
         [2, { kind: 'pin', value: '1234' }],
       ]),
     );
@@ -111,9 +111,9 @@ describe('OSDP over a serial line', () => {
     await new Promise((r) => setTimeout(r, 2600));
     pd.reader(2).silent = false;
     await waitUntil(() => secure.get(2) === 2, 8000, 'a new secure channel with reader 2');
-    pd.presentCard(2, encodeCard(42n, 26));
+    pd.presentCard(2, encodeCard(42n));
     await waitUntil(() => frames.length === 3, 5000, 'a card from reader 2 again');
-    expect(frames[2]).toEqual([2, { kind: 'card', value: '42' }]);
+    expect(frames[2]).toMatchObject([2, expect.objectContaining({ kind: 'card', value: '42' })]);
     expect(errors).toEqual([]);
   });
 });

@@ -1,9 +1,10 @@
-import { existsSync, mkdirSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { edgesOf, encodeCard, encodeKey } from '../../src/core/wiegand.js';
+import { BUILTIN_FORMATS, encodeWith } from '../../src/core/wiegandFormats.js';
 import { writeSimulatedEdges } from '../../src/hardware/simulatedEdges.js';
-import { DOOR_UUID, runCli, tempDir, writeConfig } from '../support/cli.js';
+import { DOOR_UUID, runCli, runCliAsync, tempDir, writeConfig } from '../support/cli.js';
 import { Daemon, readLevel, waitUntil } from '../support/daemon.js';
 import { sleep } from '../support/wait.js';
 
@@ -21,7 +22,18 @@ afterEach(async () => {
 const PINS = { d0: 5, d1: 6 };
 let n = 0;
 
-async function start(readerExtra = '', doorExtra = '') {
+/** examples/snapshot.json with Alice holding one more card, as the service may store it (e.g. printed: 0123:045678). */
+function snapshotWithAliceCard(dir: string, number: string): string {
+  const snapshot = JSON.parse(readFileSync('examples/snapshot.json', 'utf8')) as {
+    details: Record<string, { smartcards: Array<{ number: string; label: string }> }>;
+  };
+  snapshot.details['101']!.smartcards.push({ number, label: 'badge' });
+  const path = join(dir, 'snapshot.json');
+  writeFileSync(path, JSON.stringify(snapshot));
+  return path;
+}
+
+async function start(readerExtra = '', doorExtra = '', aliceExtraCard?: string) {
   const dir = join(tmp.path, `w${n++}`);
   mkdirSync(dir);
   const config = writeConfig(dir, {
@@ -32,7 +44,8 @@ async function start(readerExtra = '', doorExtra = '') {
     reader: { type: wiegand, d0: ${PINS.d0}, d1: ${PINS.d1}${readerExtra} }
 ${doorExtra}`,
   });
-  expect(runCli(['import', 'examples/snapshot.json', '--config', config]).status).toBe(0);
+  const snapshot = aliceExtraCard === undefined ? 'examples/snapshot.json' : snapshotWithAliceCard(dir, aliceExtraCard);
+  expect(runCli(['import', snapshot, '--config', config]).status).toBe(0);
   const daemon = new Daemon(config);
   running.push(daemon);
   await daemon.waitForMessage('door-agent ready');
@@ -53,7 +66,7 @@ ${doorExtra}`,
   return { dir, config, daemon, gpio, events, relayIs: (level: string) => () => readLevel(relay) === level };
 }
 
-const card = (gpio: string, number: bigint, bits: 26 | 34 = 26) => writeSimulatedEdges(gpio, PINS, edgesOf(encodeCard(number, bits), 0));
+const card = (gpio: string, number: bigint, format = 'H10301') => writeSimulatedEdges(gpio, PINS, edgesOf(encodeCard(number, format), 0));
 // Each write is stamped as having just happened: frames written 60 ms apart are 60 ms apart on the wire.
 const keys = async (gpio: string, typed: string) => {
   for (const key of typed) {
@@ -80,6 +93,24 @@ describe('a Wiegand reader at the door (simulated chip)', () => {
     expect(s.daemon.rawOutput.join('\n')).not.toContain('4213578');
   });
 
+  it('a 35-bit Corporate 1000 card opens the door: its data bits are the number the directory holds', async () => {
+    const s = await start();
+    const c1k35 = BUILTIN_FORMATS.find((f) => f.name === 'C1k35')!;
+    // Alice's 4213578 as company 4, card 19274 (4 * 2^20 + 19274): numbering data reads the 32 data bits as one integer.
+    writeSimulatedEdges(s.gpio, PINS, edgesOf(encodeWith(c1k35, { facility: 4n, card: 4_213_578n - 4n * 2n ** 20n }), 0));
+    await waitUntil(s.relayIs('1'), 5000, 'relay unlocked by the 35-bit card');
+    expect(s.events()[0]).toMatchObject({ type: 'access_granted', kind: 'card', hint: '…78', who: 'Alice Adams' });
+  });
+
+  it('a card enrolled as printed (0123:045678) opens a door whose numbering is data; the event says the printed form matched', async () => {
+    const s = await start('', '', '0123:045678');
+    const h10301 = BUILTIN_FORMATS.find((f) => f.name === 'H10301')!;
+    writeSimulatedEdges(s.gpio, PINS, edgesOf(encodeWith(h10301, { facility: 123n, card: 45678n }), 0));
+    await waitUntil(s.relayIs('1'), 5000, 'relay unlocked by the printed number');
+    expect(s.events()[0]).toMatchObject({ type: 'access_granted', kind: 'card', hint: '123:…', card_matched: 'printed' });
+    expect(s.daemon.rawOutput.join('\n')).not.toContain('45678');
+  });
+
   it('keypad frames make a PIN: 1 2 3 4 # opens, as on a serial keypad', async () => {
     const s = await start();
     await keys(s.gpio, '99*1234#');
@@ -98,7 +129,7 @@ describe('a Wiegand reader at the door (simulated chip)', () => {
 
   it('noise and a parity error decide nothing: one warning, then a reader_noise audit event (flushed at stop)', async () => {
     const s = await start(', numbering: facility_card, format: 26');
-    const bits = encodeCard(4_213_578n, 26);
+    const bits = encodeCard(4_213_578n);
     bits[9] = 1 - bits[9]!;
     writeSimulatedEdges(s.gpio, PINS, edgesOf(bits, 0));
     await sleep(60);
@@ -107,7 +138,7 @@ describe('a Wiegand reader at the door (simulated chip)', () => {
       { line: 'd0', rising: true, atUs: 3 }, // a 3 µs spike: a glitch, not a bit
     ]);
     await sleep(60);
-    card(s.gpio, 4_213_578n, 34); // a 34-bit frame on a 26-bit-only door
+    card(s.gpio, 4_213_578n, 'H10306'); // a 34-bit frame on a 26-bit-only door
     await s.daemon.waitForMessage('Wiegand frames dropped (noise, parity or wiring)');
     await sleep(300);
     expect(readLevel(join(s.gpio, 'gpio17/value'))).toBe('0');
@@ -122,5 +153,33 @@ describe('a Wiegand reader at the door (simulated chip)', () => {
     const s = await start();
     const r = runCli(['status', '--config', s.config]);
     expect(r.stdout).toContain('reader Wiegand D0 GPIO 5 / D1 GPIO 6 listening');
+  });
+
+  it('reader learn (daemon stopped) opens the lines itself and prints the next card in every numbering; nothing read: exit 1', async () => {
+    const dir = join(tmp.path, 'learn');
+    mkdirSync(dir);
+    const config = writeConfig(dir, { id: 'wl', doorExtra: `    reader: { type: wiegand, d0: ${PINS.d0}, d1: ${PINS.d1} }\n` });
+    const gpio = join(dir, 'gpio');
+    const learning = runCliAsync(['reader', 'learn', '--config', config, '--timeout', '20']);
+    await waitUntil(() => existsSync(join(gpio, 'edges')), 10_000, 'the simulated chip open');
+    await sleep(300); // the FIFO is opened just after it is made
+    const c1k35 = BUILTIN_FORMATS.find((f) => f.name === 'C1k35')!;
+    writeSimulatedEdges(gpio, PINS, edgesOf(encodeWith(c1k35, { facility: 123n, card: 45678n }), 0));
+    const r = await learning;
+    expect(r.stderr).toBe('');
+    expect(r.status).toBe(0);
+    for (const line of [
+      'format:        C1k35 (35 bits)',
+      'facility:      123',
+      'card:          45678',
+      `data:          ${123 * 2 ** 20 + 45678}`,
+      `facility_card: ${123 * 65536 + 45678}`,
+      'printed:       123:45678',
+      'raw bits:      0x40f6164dd',
+    ])
+      expect(r.stdout).toContain(line);
+    const none = await runCliAsync(['reader', 'learn', '--config', config, '--timeout', '1']);
+    expect(none.status).toBe(1);
+    expect(none.stderr).toContain('no card within 1 s');
   });
 });

@@ -46,13 +46,13 @@ function listen(driver: (gpio: SimulatedGpio) => GpioDriver = (g) => g) {
 describe('Wiegand on the simulated chip, real event loop', () => {
   it('cards arrive through the FIFO with their kernel-style timestamps, and the pull asked for is shown', async () => {
     const t = listen();
-    writeSimulatedEdges(t.dir, PINS, edgesOf(encodeCard(4_213_578n, 26), 0));
+    writeSimulatedEdges(t.dir, PINS, edgesOf(encodeCard(4_213_578n), 0));
     await waitUntil(() => t.frames.length === 1, 5000, 'card decoded');
-    expect(t.frames).toEqual([{ kind: 'card', value: '4213578' }]);
+    expect(t.frames).toMatchObject([{ kind: 'card', value: '4213578' }]);
   });
 
   it('a loop stalled mid-frame (the flush timer due while the rest of the frame waits unread) still decodes the card', async () => {
-    const edges = edgesOf(encodeCard(777n, 26), 0);
+    const edges = edgesOf(encodeCard(777n), 0);
     const startUs = Number(process.hrtime.bigint() / 1000n) - 60_000;
     let stalled = false;
     const t = listen((gpio) => ({
@@ -78,17 +78,17 @@ describe('Wiegand on the simulated chip, real event loop', () => {
     await waitUntil(() => t.frames.length > 0 || t.logs.some((l) => String(l.msg).startsWith('Wiegand frames dropped')), 5000, 'a decision or a drop');
     await sleep(100);
     expect(stalled).toBe(true);
-    expect(t.frames).toEqual([{ kind: 'card', value: '777' }]);
+    expect(t.frames).toMatchObject([{ kind: 'card', value: '777' }]);
   });
 
   it('edges for pins nobody opened are ignored; a pin opened twice is refused', async () => {
     const t = listen();
-    writeSimulatedEdges(t.dir, { d0: 20, d1: 21 }, edgesOf(encodeCard(1n, 26), 0));
+    writeSimulatedEdges(t.dir, { d0: 20, d1: 21 }, edgesOf(encodeCard(1n), 0));
     await sleep(100);
-    writeSimulatedEdges(t.dir, PINS, edgesOf(encodeCard(2n, 26), 0));
+    writeSimulatedEdges(t.dir, PINS, edgesOf(encodeCard(2n), 0));
     await waitUntil(() => t.frames.length > 0, 5000, 'the card on our pins');
     await sleep(100);
-    expect(t.frames).toEqual([{ kind: 'card', value: '2' }]); // only ours, and the FIFO kept its place
+    expect(t.frames).toMatchObject([{ kind: 'card', value: '2' }]); // only ours, and the FIFO kept its place
     const again = new SimulatedGpio(t.dir);
     cleanups.push(() => again.close());
     // Another driver on the same directory has its own reading end; within one driver a pin is claimed once.

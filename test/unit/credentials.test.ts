@@ -191,3 +191,14 @@ describe('credentialHint', () => {
     expect(hint).not.toContain('abcdef');
   });
 });
+
+describe('printed card numbers', () => {
+  it('facility:card is normalized like a number (leading zeros dropped in both parts) and masked in its card part', async () => {
+    const { normalizeCardNumber, normalizeStoredNumber, credentialHint } = await import('../../src/core/credentials.js');
+    expect(normalizeCardNumber('0123:045678', 'decimal')).toBe('123:45678');
+    expect(normalizeStoredNumber('123:45678')).toBe('123:45678');
+    expect(normalizeStoredNumber('12:')).toBeNull();
+    expect(normalizeCardNumber('123:45678', 'hex')).toBeNull();
+    expect(credentialHint('123:12345678', 'card')).toBe('123:…5678');
+  });
+});

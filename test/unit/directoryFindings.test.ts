@@ -80,3 +80,12 @@ describe('short cards (likely PINs under another label)', () => {
     expect(findingsWarnings(found)).toEqual([]);
   });
 });
+
+describe('printed card numbers (facility:card)', () => {
+  it('a malformed facility:card is a finding, never a crash; a well-formed one is a card like any other', () => {
+    const findings = scan([card('101', '123:45678'), card('102', '12:'), card('103', '1:2:3', null)]);
+    expect(findings.malformedPrinted).toEqual({ count: 2, labels: ['(no label)', 'badge'] });
+    expect(findings.shortCards.count).toBe(0);
+    expect(findingsWarnings(findings)[0]).toContain('2 card entries are neither a number nor facility:card');
+  });
+});

@@ -62,9 +62,9 @@ describe('OSDP control panel (plain mode) against an emulated reader', () => {
     t.time.advance(50);
     expect(t.online).toEqual([[0, true]]);
     expect(t.pd.reader(0).received.slice(0, 4)).toEqual([CMD.ID, CMD.CAP, CMD.LSTAT, CMD.POLL]);
-    t.pd.presentCard(0, encodeCard(4_213_578n, 26));
+    t.pd.presentCard(0, encodeCard(4_213_578n));
     t.time.advance(20);
-    expect(t.frames).toEqual([[0, { kind: 'card', value: '4213578' }]]);
+    expect(t.frames).toMatchObject([[0, { kind: 'card', value: '4213578' }]]);
   });
 
   it('keys (osdp_KEYPAD) feed the PIN logic: 1234# is a PIN', () => {
@@ -80,7 +80,7 @@ describe('OSDP control panel (plain mode) against an emulated reader', () => {
   it('a card whose bits fail their parity is dropped, never decided', () => {
     const t = bus([0]);
     t.time.advance(50);
-    const bits = encodeCard(4_213_578n, 26);
+    const bits = encodeCard(4_213_578n);
     bits[5] = 1 - bits[5]!;
     t.pd.presentCard(0, bits);
     t.time.advance(20);
@@ -92,12 +92,12 @@ describe('OSDP control panel (plain mode) against an emulated reader', () => {
     const t = bus([0]);
     t.time.advance(50);
     t.pd.reader(0).corrupt = true;
-    t.pd.presentCard(0, encodeCard(77n, 26));
+    t.pd.presentCard(0, encodeCard(77n));
     t.time.advance(600); // three timeouts
     expect(t.frames).toEqual([]);
     t.pd.reader(0).corrupt = false;
     t.time.advance(300);
-    expect(t.frames).toEqual([[0, { kind: 'card', value: '77' }]]);
+    expect(t.frames).toMatchObject([[0, { kind: 'card', value: '77' }]]);
     expect(t.online).toEqual([[0, true]]); // a few lost replies are not an outage
   });
 
@@ -131,9 +131,9 @@ describe('OSDP control panel (plain mode) against an emulated reader', () => {
     expect(tries).toBeGreaterThanOrEqual(12);
     expect(tries).toBeLessThanOrEqual(16);
     expect(t.pd.reader(1).received.filter((c) => c === CMD.POLL).length).toBeGreaterThan(5000);
-    t.pd.presentCard(1, encodeCard(12n, 26));
+    t.pd.presentCard(1, encodeCard(12n));
     t.time.advance(20);
-    expect(t.frames).toEqual([[1, { kind: 'card', value: '12' }]]);
+    expect(t.frames).toMatchObject([[1, { kind: 'card', value: '12' }]]);
     expect(t.online).toEqual([[1, true]]);
   });
 
@@ -158,12 +158,12 @@ describe('OSDP control panel (plain mode) against an emulated reader', () => {
     panel.start();
     time.advance(50);
     gapMs = 60;
-    pd.presentCard(0, encodeCard(77n, 26));
+    pd.presentCard(0, encodeCard(77n));
     time.advance(1000);
     expect(frames).toEqual([]); // every repeat of the reply is cut by a 60 ms silence
     gapMs = 20; // within the timeout: one packet
     time.advance(1000);
-    expect(frames).toEqual([{ kind: 'card', value: '77' }]);
+    expect(frames).toMatchObject([{ kind: 'card', value: '77' }]);
   });
 
   it('two readers on one bus: both polled, each card reported with its reader; one offline leaves the other working', () => {
@@ -175,9 +175,9 @@ describe('OSDP control panel (plain mode) against an emulated reader', () => {
     ]);
     t.pd.reader(2).silent = true;
     t.time.advance(3000);
-    t.pd.presentCard(1, encodeCard(11n, 26));
+    t.pd.presentCard(1, encodeCard(11n));
     t.time.advance(500);
-    expect(t.frames).toEqual([[1, { kind: 'card', value: '11' }]]);
+    expect(t.frames).toMatchObject([[1, { kind: 'card', value: '11' }]]);
     expect(t.online).toContainEqual([2, false]);
     expect(t.online).not.toContainEqual([1, false]);
   });
@@ -200,10 +200,10 @@ describe('OSDP secure channel', () => {
     const t = bus([0], { scbk: KEY, readerKey: KEY });
     t.time.advance(100);
     expect(t.pd.reader(0).log).toEqual(['established']);
-    t.pd.presentCard(0, encodeCard(4_213_578n, 26));
+    t.pd.presentCard(0, encodeCard(4_213_578n));
     t.pd.typeKeys(0, '1234#');
     t.time.advance(50);
-    expect(t.frames).toEqual([
+    expect(t.frames).toMatchObject([
       [0, { kind: 'card', value: '4213578' }],
       [0, { kind: 'pin', value: '1234' }],
     ]);
@@ -214,7 +214,7 @@ describe('OSDP secure channel', () => {
     const t = bus([0], { scbk: KEY, readerKey: Buffer.alloc(16, 7) });
     t.time.advance(100);
     expect(t.secureErrors).toEqual(['the reader holds another secure channel key than scbkFile: no card or key from it is used']);
-    t.pd.presentCard(0, encodeCard(4_213_578n, 26));
+    t.pd.presentCard(0, encodeCard(4_213_578n));
     t.time.advance(5000);
     expect(t.frames).toEqual([]);
     const challenges = () => t.pd.reader(0).received.filter((c) => c === CMD.CHLNG).length;
@@ -244,39 +244,39 @@ describe('OSDP secure channel', () => {
       [0, 'failed'],
       [0, 'secure'],
     ]);
-    t.pd.presentCard(0, encodeCard(8n, 26));
+    t.pd.presentCard(0, encodeCard(8n));
     t.time.advance(50);
-    expect(t.frames).toEqual([[0, { kind: 'card', value: '8' }]]);
+    expect(t.frames).toMatchObject([[0, { kind: 'card', value: '8' }]]);
   });
 
   it("install mode uses the standard's default key, for a new reader", () => {
     const t = bus([0], { installMode: true });
     t.time.advance(100);
     expect(t.pd.reader(0).log).toEqual(['established']);
-    t.pd.presentCard(0, encodeCard(9n, 26));
+    t.pd.presentCard(0, encodeCard(9n));
     t.time.advance(50);
-    expect(t.frames).toEqual([[0, { kind: 'card', value: '9' }]]);
+    expect(t.frames).toMatchObject([[0, { kind: 'card', value: '9' }]]);
   });
 
   it('a reply whose MAC does not verify is dropped (its card never decided) and the channel starts again', () => {
     const t = bus([0], { scbk: KEY, readerKey: KEY });
     t.time.advance(100);
     t.pd.reader(0).forgeNextMac = true;
-    t.pd.presentCard(0, encodeCard(5n, 26));
+    t.pd.presentCard(0, encodeCard(5n));
     t.time.advance(30);
     expect(t.frames).toEqual([]);
     expect(t.secureErrors).toEqual(['a reply whose MAC does not verify: dropped, the channel restarts']);
     t.time.advance(100); // a new handshake at once: one bad packet is not a 10 s outage
     expect(t.pd.reader(0).log.filter((l) => l === 'established')).toHaveLength(2);
-    t.pd.presentCard(0, encodeCard(6n, 26));
+    t.pd.presentCard(0, encodeCard(6n));
     t.time.advance(50);
-    expect(t.frames).toEqual([[0, { kind: 'card', value: '6' }]]);
+    expect(t.frames).toMatchObject([[0, { kind: 'card', value: '6' }]]);
   });
 
   it('a reader that requires the secure channel refuses plain polls: a panel without the key decides nothing', () => {
     const t = bus([0], { readerKey: KEY });
     t.time.advance(100);
-    t.pd.presentCard(0, encodeCard(4_213_578n, 26));
+    t.pd.presentCard(0, encodeCard(4_213_578n));
     t.time.advance(100);
     expect(t.frames).toEqual([]);
   });
@@ -285,9 +285,9 @@ describe('OSDP secure channel', () => {
     for (const secure of [{ checksum: true }, { checksum: true, scbk: KEY, readerKey: KEY }]) {
       const t = bus([0], secure);
       t.time.advance(100);
-      t.pd.presentCard(0, encodeCard(31n, 26));
+      t.pd.presentCard(0, encodeCard(31n));
       t.time.advance(50);
-      expect(t.frames).toEqual([[0, { kind: 'card', value: '31' }]]);
+      expect(t.frames).toMatchObject([[0, { kind: 'card', value: '31' }]]);
       expect(t.pd.reader(0).checksumMode).toBe(true);
     }
   });
@@ -357,12 +357,12 @@ describe('OSDP secure channel', () => {
     const t = bus([0], { scbk: KEY, readerKey: KEY });
     t.time.advance(100);
     t.pd.reader(0).corrupt = true; // the line garbles the reply that carries the card
-    t.pd.presentCard(0, encodeCard(4_213_578n, 26));
+    t.pd.presentCard(0, encodeCard(4_213_578n));
     t.panel.send(0, CMD.LED, Buffer.alloc(14)); // and a queued LED waits behind the retry
     t.time.advance(250);
     t.pd.reader(0).corrupt = false;
     t.time.advance(300);
-    expect(t.frames).toEqual([[0, { kind: 'card', value: '4213578' }]]);
+    expect(t.frames).toMatchObject([[0, { kind: 'card', value: '4213578' }]]);
     expect(t.secureErrors).toEqual([]);
     expect(t.pd.reader(0).log).toEqual(['established']);
   });
@@ -375,7 +375,7 @@ describe('OSDP secure channel', () => {
     let panel: OsdpBus | null = null;
     // A forger on the line answers every command with a plain osdp_RAW of Alice's card.
     const forged = (sqn: number) =>
-      encodePacket({ addr: 0, reply: true, sqn, crc: true, code: 0x50, data: Buffer.from([0, 1, 26, 0, ...packBits(encodeCard(4_213_578n, 26))]) });
+      encodePacket({ addr: 0, reply: true, sqn, crc: true, code: 0x50, data: Buffer.from([0, 1, 26, 0, ...packBits(encodeCard(4_213_578n))]) });
     panel = new OsdpBus({
       transport: { write: (bytes) => panel!.receive(forged(bytes[5]! & 0x03)) },
       clock: time,

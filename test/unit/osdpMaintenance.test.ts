@@ -114,7 +114,7 @@ describe('osdp_TEXT on the bus', () => {
     t.panel.send(0, CMD.TEXT, encodeText('Welcome', 3));
     t.time.advance(20);
     expect(t.refused).toEqual(['NAK 3: unknown command (the reader does not implement it)']);
-    t.pd.presentCard(0, encodeCard(4_213_578n, 26));
+    t.pd.presentCard(0, encodeCard(4_213_578n, 'H10301'));
     t.time.advance(20);
     expect(t.frames).toEqual([{ kind: 'card', value: '4213578' }]);
     const received = t.pd.reader(0).received;

@@ -1,5 +1,9 @@
 import { describe, expect, it } from 'vitest';
-import { cardNumber, decodeBits, edgesOf, encodeCard, encodeKey, WiegandDecoder, type WiegandEdge, type WiegandFrame } from '../../src/core/wiegand.js';
+import { decodeBits, edgesOf, encodeCard, encodeKey, FormatSet, WiegandDecoder, type WiegandEdge, type WiegandFrame } from '../../src/core/wiegand.js';
+import { BUILTIN_FORMATS, cardNumber } from '../../src/core/wiegandFormats.js';
+
+/** A decoder that takes only the named built-in formats. */
+const only = (...names: string[]) => new WiegandDecoder(new FormatSet(BUILTIN_FORMATS.filter((f) => names.includes(f.name))));
 
 /** The bits of a card frame with its parity, as a reader sends them (most significant first). */
 function cardBits(length: 26 | 34 | 37, data: bigint): number[] {
@@ -40,18 +44,26 @@ const H10301 = 123n * 65536n + 45678n;
 describe('Wiegand frames from synthetic edge streams', () => {
   it('a 26-bit card at exact timings: facility, card, and the number the service stores', () => {
     const [frame] = decode(wire(cardBits(26, H10301)));
-    expect(frame).toEqual({ kind: 'card', bits: 26, data: H10301, facility: 123, card: 45678 });
+    expect(frame).toEqual({
+      kind: 'card',
+      format: 'H10301',
+      bits: 26,
+      data: H10301,
+      facility: 123n,
+      card: 45678n,
+      raw: BigInt(`0b${cardBits(26, H10301).join('')}`),
+    });
     expect(cardNumber(frame as Extract<WiegandFrame, { kind: 'card' }>, 'data')).toBe('8106606');
     expect(cardNumber(frame as Extract<WiegandFrame, { kind: 'card' }>, 'facility_card')).toBe('8106606');
   });
 
-  it('34- and 37-bit cards; for 37 bits the two numberings differ', () => {
-    expect(decode(wire(cardBits(34, 0xbeefn * 65536n + 0x1234n)))).toEqual([
-      { kind: 'card', bits: 34, data: 0xbeefn * 65536n + 0x1234n, facility: 0xbeef, card: 0x1234 },
+  it('34- and 37-bit (H10304) cards; for 37 bits the two numberings differ', () => {
+    expect(decode(wire(cardBits(34, 0xbeefn * 65536n + 0x1234n)))).toMatchObject([
+      { kind: 'card', format: 'H10306', bits: 34, data: 0xbeefn * 65536n + 0x1234n, facility: 0xbeefn, card: 0x1234n },
     ]);
     const data = 1234n * 524288n + 300000n;
-    const [frame] = decode(wire(cardBits(37, data))) as Array<Extract<WiegandFrame, { kind: 'card' }>>;
-    expect(frame).toMatchObject({ kind: 'card', bits: 37, facility: 1234, card: 300000 });
+    const [frame] = decode(wire(cardBits(37, data)), only('H10304')) as Array<Extract<WiegandFrame, { kind: 'card' }>>;
+    expect(frame).toMatchObject({ kind: 'card', bits: 37, facility: 1234n, card: 300000n });
     expect(cardNumber(frame!, 'data')).toBe(String(data));
     expect(cardNumber(frame!, 'facility_card')).toBe(String(1234 * 65536 + 300000));
   });
@@ -61,7 +73,9 @@ describe('Wiegand frames from synthetic edge streams', () => {
     const random = () => (seed = (seed * 1103515245 + 12345) % 2147483648) / 2147483648;
     for (let round = 0; round < 200; round++) {
       const edges = wire(cardBits(26, H10301), { pulseUs: () => 20 + random() * 180, intervalUs: () => 500 + random() * 2500 });
-      expect(decode(edges), `round ${round}`).toEqual([{ kind: 'card', bits: 26, data: H10301, facility: 123, card: 45678 }]);
+      expect(decode(edges), `round ${round}`).toEqual([
+        { kind: 'card', format: 'H10301', bits: 26, data: H10301, facility: 123n, card: 45678n, raw: BigInt(`0b${cardBits(26, H10301).join('')}`) },
+      ]);
     }
   });
 
@@ -70,13 +84,15 @@ describe('Wiegand frames from synthetic edge streams', () => {
     expect(decode(wire(bits.filter((_, i) => i !== 7)))).toEqual([{ kind: 'dropped', bits: 25, reason: 'bit_count' }]);
     expect(decode(wire(bits.map((b, i) => (i === 5 ? 1 - b : b))))).toEqual([{ kind: 'dropped', bits: 26, reason: 'parity' }]);
     expect(decode(wire(bits.map((b, i) => (i === 20 ? 1 - b : b))))).toEqual([{ kind: 'dropped', bits: 26, reason: 'parity' }]);
-    expect(decode(wire(cardBits(34, 99n)), new WiegandDecoder(26))).toEqual([{ kind: 'dropped', bits: 34, reason: 'bit_count' }]);
+    expect(decode(wire(cardBits(34, 99n)), only('H10301'))).toEqual([{ kind: 'dropped', bits: 34, reason: 'bit_count' }]);
   });
 
   it('a glitch (a 3 µs pulse) is not a bit; a glitch alone is reported as such', () => {
     const edges = wire(cardBits(26, H10301));
     edges.push({ line: 'd1', rising: false, atUs: 1_000_000 + 10 * 1500 + 700 }, { line: 'd1', rising: true, atUs: 1_000_000 + 10 * 1500 + 703 });
-    expect(decode(edges)).toEqual([{ kind: 'card', bits: 26, data: H10301, facility: 123, card: 45678 }]);
+    expect(decode(edges)).toEqual([
+      { kind: 'card', format: 'H10301', bits: 26, data: H10301, facility: 123n, card: 45678n, raw: BigInt(`0b${cardBits(26, H10301).join('')}`) },
+    ]);
     expect(
       decode([
         { line: 'd0', rising: false, atUs: 5 },
@@ -101,7 +117,7 @@ describe('Wiegand frames from synthetic edge streams', () => {
   it('two frames back to back (30 ms apart) are two cards; 10 ms apart they run together and are dropped', () => {
     const first = wire(cardBits(26, H10301));
     const second = wire(cardBits(26, 7n), { startUs: 1_000_000 + 25 * 1500 + 30_000 });
-    expect(decode([...first, ...second]).map((f) => (f.kind === 'card' ? f.card : f.kind))).toEqual([45678, 7]);
+    expect(decode([...first, ...second]).map((f) => (f.kind === 'card' ? f.card : f.kind))).toEqual([45678n, 7n]);
     const tooClose = wire(cardBits(26, 7n), { startUs: 1_000_000 + 25 * 1500 + 10_000 });
     expect(decode([...first, ...tooClose])).toEqual([{ kind: 'dropped', bits: 52, reason: 'bit_count' }]);
   });
@@ -142,26 +158,26 @@ describe('Wiegand frames from synthetic edge streams', () => {
       ...second.flatMap((e) => decoder.push(e)),
       ...decoder.flush(3_000_000),
     ];
-    expect(frames).toEqual([
+    expect(frames).toMatchObject([
       { kind: 'dropped', bits: 21, reason: 'lost_edges' },
-      { kind: 'card', bits: 26, data: 1234n, facility: 0, card: 1234 },
+      { kind: 'card', bits: 26, data: 1234n, facility: 0n, card: 1234n },
     ]);
   });
 });
 
 describe('the encoder (simulators, bench)', () => {
   it('writes the same bits as the layout in the specification, and they decode back', () => {
-    for (const [format, data] of [
-      [26, 0xabcdefn],
-      [34, 0xfedc_ba98n],
-      [37, 0x7_1234_5678n],
+    for (const [format, bits, data] of [
+      ['H10301', 26, 0xabcdefn],
+      ['H10306', 34, 0xfedc_ba98n],
+      ['H10304', 37, 0x7_1234_5678n],
     ] as const) {
-      expect(encodeCard(data, format)).toEqual(cardBits(format, data));
-      const decoder = new WiegandDecoder();
+      expect(encodeCard(data, format)).toEqual(cardBits(bits, data));
+      const decoder = only(format);
       const frames = [...edgesOf(encodeCard(data, format), 0).flatMap((e) => decoder.push(e)), ...decoder.flush(1_000_000)];
-      expect(frames).toMatchObject([{ kind: 'card', bits: format, data }]);
+      expect(frames).toMatchObject([{ kind: 'card', bits, data }]);
     }
-    expect(() => encodeCard(1n << 24n, 26)).toThrow(RangeError);
+    expect(() => encodeCard(1n << 24n)).toThrow(RangeError);
   });
 
   it('writes keys as 4-bit values and 8-bit with the complement nibble', () => {

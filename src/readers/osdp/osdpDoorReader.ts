@@ -1,3 +1,4 @@
+import { FormatSet } from '../../core/wiegand.js';
 import { readScbk } from '../../util/secretFiles.js';
 import type { OsdpBuses } from './osdpBuses.js';
 import type { ChannelState } from './pacing.js';
@@ -65,6 +66,7 @@ export class OsdpDoorReader implements Reader {
     this.handle = this.buses.attach(o.path, o.baudRate, {
       address: o.address,
       numbering: o.numbering,
+      ...(o.formats ? { formats: new FormatSet(o.formats) } : {}),
       ...(scbk ? { scbk } : {}),
       installMode: o.installMode,
       checksum: o.check === 'checksum',

@@ -1,4 +1,5 @@
-import type { WiegandNumbering } from '../../core/wiegand.js';
+import type { FormatSet } from '../../core/wiegand.js';
+import type { WiegandNumbering } from '../../core/wiegandFormats.js';
 import { KeypadEntry } from '../keypadEntry.js';
 import type { ReaderFrame } from '../readerFrames.js';
 import { CMD, REPLY, describeNak } from './codes.js';
@@ -17,6 +18,8 @@ import { hasTextOutput, type OsdpTextOptions } from './textOutput.js';
 export interface OsdpReaderOptions {
   address: number;
   numbering: WiegandNumbering;
+  /** The formats osdp_RAW card data is decoded by (default: the built-ins). */
+  formats?: FormatSet;
   onFrame: (frame: ReaderFrame) => void;
   onOnline?: (online: boolean) => void;
   /** osdp_LSTATR: the reader's tamper switch and power. */
@@ -161,10 +164,10 @@ export function applyReply(reader: ReaderState, sentCode: number, reply: Packet,
 }
 
 function rawCard(reader: ReaderState, data: Buffer): void {
-  const decoded = decodeRawCard(data, reader.options.numbering);
+  const decoded = decodeRawCard(data, reader.options.numbering, reader.options.formats);
   if ('dropped' in decoded) return reader.options.onDropped?.(decoded.dropped);
   reader.keys.clear(); // a card starts a new interaction
-  reader.options.onFrame({ kind: 'card', value: decoded.card });
+  reader.options.onFrame({ kind: 'card', value: decoded.card, ...(decoded.printed !== undefined ? { printed: decoded.printed } : {}) });
 }
 
 function keypad(reader: ReaderState, data: Buffer, now: number): void {

@@ -1,16 +1,18 @@
-import { cardNumber, decodeBits, type WiegandNumbering } from '../../core/wiegand.js';
+import { decodeBits, type FormatSet } from '../../core/wiegand.js';
+import { presentedCard, type WiegandNumbering } from '../../core/wiegandFormats.js';
 
 /** The data of an OSDP reader's replies, decoded: pure, no bus state. */
 
 /** osdp_RAW: reader number, format (0: raw bits, 1: Wiegand), bit count (LE), the bits MSB first. */
-export function decodeRawCard(data: Buffer, numbering: WiegandNumbering): { card: string } | { dropped: string } {
+export function decodeRawCard(data: Buffer, numbering: WiegandNumbering, formats?: FormatSet): { card: string; printed?: string } | { dropped: string } {
   if (data.length < 4) return { dropped: 'short_raw' };
   const bitCount = data.readUInt16LE(2);
   if (data.length < 4 + Math.ceil(bitCount / 8)) return { dropped: 'short_raw' };
   const bits = Array.from({ length: bitCount }, (_, i) => (data[4 + (i >> 3)]! >> (7 - (i & 7))) & 1);
-  const frame = decodeBits(bits, 'auto');
+  const frame = decodeBits(bits, formats);
   if (frame.kind !== 'card') return { dropped: frame.kind === 'dropped' ? frame.reason : 'not_a_card' };
-  return { card: cardNumber(frame, numbering) };
+  const { value, printed } = presentedCard(frame, numbering);
+  return { card: value, ...(printed !== undefined ? { printed } : {}) };
 }
 
 /** osdp_KEYPAD: reader number, digit count, the keys as ASCII ('*' as 0x2A or 0x7F, '#' as 0x23 or 0x0D); null for a byte that is no key. */

@@ -1,5 +1,6 @@
 import type { Logger } from 'pino';
-import { DEFAULT_WIEGAND_TIMING, WiegandDecoder, cardNumber, type WiegandFormat, type WiegandFrame, type WiegandNumbering } from '../../core/wiegand.js';
+import { DEFAULT_WIEGAND_TIMING, FormatSet, WiegandDecoder, type WiegandFrame } from '../../core/wiegand.js';
+import { formatsFor, presentedCard, type FormatChoice, type WiegandFormatSpec, type WiegandNumbering } from '../../core/wiegandFormats.js';
 import type { Clock, Timers } from '../../util/clock.js';
 import { DoorAgentError } from '../../util/errors.js';
 import type { Level } from '../../core/relay.js';
@@ -17,7 +18,9 @@ export interface WiegandReaderOptions {
   d0: number;
   d1: number;
   pull: Pull;
-  format: WiegandFormat;
+  /** As configured; `formats` are what it decodes by (default: the built-ins `format` names). */
+  format: FormatChoice;
+  formats?: readonly WiegandFormatSpec[];
   numbering: WiegandNumbering;
   gpio: GpioDriver;
   onFrame: (frame: ReaderFrame) => void;
@@ -45,9 +48,11 @@ export class WiegandReader implements Reader {
   private readonly warnings: NoiseReporter;
   private readonly audit: NoiseReporter;
   private connectedFlag = false;
+  /** The lengths whose ambiguity has been logged (once each: the hint does not change). */
+  private readonly ambiguityLogged = new Set<number>();
 
   constructor(private readonly options: WiegandReaderOptions) {
-    this.decoder = new WiegandDecoder(options.format);
+    this.decoder = new WiegandDecoder(new FormatSet(options.formats ?? formatsFor(options.format, [])));
     this.warnings = new NoiseReporter({
       timers: options.timers,
       intervalMs: NOISE_WARNING_INTERVAL_MS,
@@ -123,12 +128,19 @@ export class WiegandReader implements Reader {
     switch (frame.kind) {
       case 'card':
         this.keypad.clear(); // a card starts a new interaction
-        this.options.onFrame({ kind: 'card', value: cardNumber(frame, this.options.numbering) });
+        this.options.onFrame({ kind: 'card', ...presentedCard(frame, this.options.numbering) });
         return;
       case 'key':
         for (const f of this.keypad.press(frame.key, now)) this.options.onFrame(f);
         return;
       case 'dropped':
+        if (frame.reason === 'ambiguous_format' && !this.ambiguityLogged.has(frame.bits)) {
+          this.ambiguityLogged.add(frame.bits);
+          this.options.logger.warn(
+            { d0: this.options.d0, d1: this.options.d1, bits: frame.bits, formats: frame.candidates },
+            `${frame.bits}-bit card refused: more than one format has that length; set doors[].reader.format to one of ${frame.candidates?.join(', ')}`,
+          );
+        }
         this.warnings.add(frame.bits, [frame.reason]);
         this.audit.add(frame.bits, [frame.reason]);
         return;

@@ -1,0 +1,164 @@
+import { pino } from 'pino';
+import { loadConfig } from '../config/load.js';
+import type { AgentOptions } from '../config/options.js';
+import { DEFAULT_WIEGAND_TIMING, FormatSet, WiegandDecoder, type WiegandCardFrame } from '../core/wiegand.js';
+import { cardNumber, decodeWith, formatsFor, type DecodedCard } from '../core/wiegandFormats.js';
+import type { DoorOptions, ReaderOptions } from '../door/options.js';
+import { createGpioDriver } from '../hardware/createGpio.js';
+import type { EdgeInputs } from '../hardware/gpio.js';
+import { createReader } from '../readers/registry.js';
+import { DataDirBusyError, dataDirHolder } from '../system/dataDirLock.js';
+import { systemClock, systemTimers } from '../util/clock.js';
+import { DoorAgentError, UsageError } from '../util/errors.js';
+import { configPath, stringOption, type Command, type CommandContext } from './context.js';
+
+const STOP_DAEMON = 'stop the daemon first (systemctl stop door-agent)';
+
+type Direction = 'entry' | 'exit';
+
+function chooseReader(config: AgentOptions, uuid: string | undefined, flag: string | undefined): { door: DoorOptions; reader: ReaderOptions } {
+  if (flag !== undefined && flag !== 'entry' && flag !== 'exit') throw new UsageError(`--reader must be entry or exit, not ${flag}`);
+  const direction: Direction = flag ?? 'entry';
+  const readerOf = (d: DoorOptions) => (direction === 'exit' ? d.exitReader : d.reader);
+  const doors = uuid ? config.doors.filter((d) => d.uuid === uuid.toLowerCase()) : config.doors.filter((d) => readerOf(d) !== undefined);
+  if (uuid && doors.length === 0) throw new UsageError(`no door ${uuid} in the configuration`);
+  if (doors.length !== 1)
+    throw new UsageError(`name the door: --door UUID (doors with an ${direction} reader: ${doors.map((d) => d.uuid).join(', ') || 'none'})`);
+  const door = doors[0]!;
+  const reader = readerOf(door);
+  if (!reader) throw new UsageError(`${door.name} (${door.uuid}) has no ${direction} reader`);
+  return { door, reader };
+}
+
+/** Everything an enrolment may need of one card: its format's fields, each numbering, the frame's bits. */
+function describeCard(card: DecodedCard, raw: bigint): string {
+  const hexDigits = Math.ceil(card.bits / 4);
+  return [
+    `format:        ${card.format} (${card.bits} bits)`,
+    `facility:      ${card.facility ?? '-'}`,
+    `card:          ${card.card}`,
+    `issue:         ${card.issue ?? '-'}`,
+    `data:          ${cardNumber(card, 'data')}`,
+    `facility_card: ${cardNumber(card, 'facility_card')}`,
+    `printed:       ${cardNumber(card, 'printed')}`,
+    `raw bits:      0x${raw.toString(16).padStart(hexDigits, '0')}`,
+  ]
+    .map((line) => `${line}\n`)
+    .join('');
+}
+
+/** Waits on the Wiegand lines for the next card frame (or an ambiguous one, shown in each of its formats). */
+function learnWiegand(config: AgentOptions, reader: Extract<ReaderOptions, { type: 'wiegand' }>, timeoutMs: number): Promise<string | null> {
+  const formats = new FormatSet(reader.formats ?? formatsFor(reader.format, []));
+  const decoder = new WiegandDecoder(formats);
+  const gpio = createGpioDriver(config.gpio);
+  if (!gpio.openEdgeInputs) throw new DoorAgentError(`a Wiegand reader needs gpio.driver: chardev (${gpio.name} cannot time its pulses)`);
+  return new Promise((resolve, reject) => {
+    let edges: EdgeInputs | null = null;
+    const finish = (text: string | null) => {
+      clearInterval(flusher);
+      clearTimeout(timer);
+      edges?.close();
+      gpio.close();
+      resolve(text);
+    };
+    const onFrame = (frame: ReturnType<WiegandDecoder['push']>[number]) => {
+      if (frame.kind === 'card') return finish(describeCard(frame as WiegandCardFrame, (frame as WiegandCardFrame).raw));
+      if (frame.kind === 'dropped' && frame.reason === 'ambiguous_format' && frame.raw !== undefined) {
+        const raw = frame.raw;
+        const bits = Array.from({ length: frame.bits }, (_, i) => Number((raw >> BigInt(frame.bits - 1 - i)) & 1n));
+        const shown = formats
+          .ofLength(frame.bits)
+          .map((f) => decodeWith(f, bits))
+          .filter((d): d is DecodedCard => d !== null)
+          .map((d) => describeCard(d, raw))
+          .join('\n');
+        return finish(`${frame.bits} bits fit more than one of the reader's formats (${frame.candidates?.join(', ')}); as each:\n\n${shown}`);
+      }
+    };
+    try {
+      edges = gpio.openEdgeInputs!([reader.d0, reader.d1], reader.pull, (batch) => {
+        for (const edge of batch) {
+          const line = edge.pin === reader.d0 ? 'd0' : 'd1';
+          for (const frame of decoder.push({ line, rising: edge.rising, atUs: edge.atUs, afterLoss: edge.afterLoss })) onFrame(frame);
+        }
+      });
+    } catch (err) {
+      gpio.close();
+      const code = (err as NodeJS.ErrnoException).code;
+      reject(
+        new DoorAgentError(`cannot open GPIO ${reader.d0}/${reader.d1}: ${(err as Error).message}${code === 'EBUSY' ? `; ${STOP_DAEMON}` : ''}`, {
+          cause: err,
+        }),
+      );
+      return;
+    }
+    const flusher = setInterval(
+      () => {
+        if (!edges) return;
+        for (const frame of decoder.flush(edges.nowUs())) onFrame(frame);
+      },
+      Math.ceil(DEFAULT_WIEGAND_TIMING.frameGapUs / 1000),
+    );
+    const timer = setTimeout(() => finish(null), timeoutMs);
+  });
+}
+
+/** Any other reader through the reader factory: the next card as the reader numbers it. */
+function learnOther(reader: ReaderOptions, timeoutMs: number): Promise<string | null> {
+  if (reader.type === 'osdp') throw new UsageError('reader learn takes Wiegand, serial and keyboard readers; an OSDP reader is not supported yet');
+  return new Promise((resolve) => {
+    const made = createReader(reader, {
+      logger: pino({ level: 'silent' }),
+      clock: systemClock,
+      timers: systemTimers,
+      gpio: { name: 'none' } as never,
+      events: {
+        credential: (c) => c.kind === 'card' && finish(`card:          ${c.value}\n`),
+        connection: () => {},
+      },
+    });
+    const finish = (text: string | null) => {
+      clearTimeout(timer);
+      void made.stop().then(() => resolve(text));
+    };
+    const timer = setTimeout(() => finish(null), timeoutMs);
+    made.start();
+  });
+}
+
+/**
+ * `door-agent reader learn [--door UUID] [--reader entry|exit] [--timeout S]`: opens the door's reader itself, waits
+ * for the next card and prints it in every numbering (for enrolment at the service). Full numbers are printed here
+ * on purpose, to whoever runs it at the device; nothing is logged. The daemon must be stopped: it holds the lines.
+ */
+async function runReaderLearn(
+  args: { config: string | undefined; door: string | undefined; reader: string | undefined; timeout: string | undefined },
+  ctx: CommandContext,
+): Promise<number> {
+  const seconds = args.timeout === undefined ? 60 : Number(args.timeout);
+  if (!Number.isFinite(seconds) || seconds <= 0) throw new UsageError(`--timeout must be a number of seconds, not ${args.timeout}`);
+  const config = loadConfig(configPath(args.config, ctx.env));
+  const holder = dataDirHolder(config.agent.dataDir);
+  if (holder) throw new DataDirBusyError(config.agent.dataDir, holder.pid, `reader learn cannot open the reader the daemon holds: ${STOP_DAEMON}`);
+  const { door, reader } = chooseReader(config, args.door, args.reader);
+  ctx.stdout.write(`${door.name}: present a card to the reader (waiting ${seconds} s)\n`);
+  const text = reader.type === 'wiegand' ? await learnWiegand(config, reader, seconds * 1000) : await learnOther(reader, seconds * 1000);
+  if (text === null) {
+    ctx.stderr.write(`door-agent: no card within ${seconds} s (is the reader wired and powered? --timeout S waits longer)\n`);
+    return 1;
+  }
+  ctx.stdout.write(text);
+  return 0;
+}
+
+export const command: Command = (input) =>
+  runReaderLearn(
+    {
+      config: stringOption(input, 'config'),
+      door: stringOption(input, 'door'),
+      reader: stringOption(input, 'reader'),
+      timeout: stringOption(input, 'timeout'),
+    },
+    input.ctx,
+  );
