@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { parseServiceConfig } from '../../src/config/load.js';
 import { html, trusted } from '../../src/service/console/html.js';
 import { SessionStore } from '../../src/service/console/sessions.js';
 import { SiteFeed } from '../../src/service/console/siteFeed.js';
@@ -95,5 +96,21 @@ describe('the console site feed', () => {
     expect(events).toHaveLength(1000);
     expect(events[0]!.id).toBe('e1004');
     expect(events.at(-1)!.id).toBe('e5');
+  });
+});
+
+describe('server.console in the configuration', () => {
+  it('is off unless enabled, has the documented defaults, and names a session longer than its maximum', () => {
+    expect(parseServiceConfig('server: {}\n', 'service.yaml').server.console).toBeUndefined();
+    expect(parseServiceConfig('server: { console: { enabled: true } }\n', 'service.yaml').server.console).toEqual({
+      enabled: true,
+      sessionMinutes: 30,
+      maxSessionHours: 12,
+    });
+    expect(() => parseServiceConfig('server: { console: { enabled: true, sessionMinutes: 200, maxSessionHours: 2 } }\n', 'service.yaml')).toThrow(
+      expect.objectContaining({
+        problems: [{ path: 'server.console.sessionMinutes', message: 'must not be longer than maxSessionHours (2 h = 120 min)' }],
+      }),
+    );
   });
 });

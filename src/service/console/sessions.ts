@@ -5,7 +5,7 @@ import type { Rank } from '../apiKeys.js';
 /** How a session was opened, as the page names who is signed in. */
 export interface Session {
   rank: Rank;
-  /** "API key (ADMIN)" or the user's e-mail. */
+  /** "API key" or the user's e-mail (the page adds the rank). */
   who: string;
   csrf: string;
   createdAt: number;

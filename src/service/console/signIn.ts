@@ -86,7 +86,7 @@ export function registerSignIn(app: FastifyInstance, ctx: ConsoleContext, maxAge
     const rank = key === '' ? null : keys.verify(key, now());
     if (rank === 'DOOR') return form({ kind: 'error', text: "A door controller's key cannot sign in: use a REGULAR, ADMIN or SUPER key." }, 403, reply);
     if (rank === null) return form({ kind: 'error', text: 'This API key is not valid or has expired.' }, 401, reply);
-    return open(request, reply, rank, `API key (${rank})`);
+    return open(request, reply, rank, 'API key');
   });
 
   app.post('/console/signin/email', signedOut, async (request, reply) => {
