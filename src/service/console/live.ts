@@ -16,7 +16,8 @@ const KEEPALIVE_MS = 20_000;
  */
 export function registerLive(app: FastifyInstance, ctx: ConsoleContext): void {
   const open = new Set<() => void>();
-  app.addHook('onClose', async () => {
+  // Before the server closes: it would otherwise wait for these streams, which never end on their own.
+  app.addHook('preClose', async () => {
     for (const end of [...open]) end();
   });
 
