@@ -211,6 +211,14 @@ const serverSchema = z
     retryAfterSeconds: seconds(1, 3600).default(5),
     /** Smartcard labels that mark a PIN, as the agent's access.pinLabels: masked to keys that may not read PINs. */
     pinLabels: z.array(z.string().trim().min(1)).min(1).default(['PIN']),
+    /** The operator's console under /console (docs/reference-service.md, "The console"); off unless enabled. */
+    console: z
+      .strictObject({
+        enabled: z.boolean().default(false),
+        sessionMinutes: z.number().int().min(1).max(1440).default(30),
+        maxSessionHours: z.number().int().min(1).max(168).default(12),
+      })
+      .optional(),
   })
   .superRefine((server, ctx) => {
     if (server.headersTimeoutSeconds > server.requestTimeoutSeconds) {
@@ -218,6 +226,13 @@ const serverSchema = z
         code: 'custom',
         path: ['headersTimeoutSeconds'],
         message: `must not be longer than requestTimeoutSeconds (${server.requestTimeoutSeconds})`,
+      });
+    }
+    if (server.console && server.console.sessionMinutes > server.console.maxSessionHours * 60) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['console', 'sessionMinutes'],
+        message: `must not be longer than maxSessionHours (${server.console.maxSessionHours} h = ${server.console.maxSessionHours * 60} min)`,
       });
     }
     const ids = new Map<number, number>();

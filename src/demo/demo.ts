@@ -98,6 +98,7 @@ export async function startDemo(options: {
     dataDir: join(dir, 'service'),
     lockReplyTimeoutSeconds: 5,
     resources: [{ resourceId: 12, uuid: DEMO_DOOR, type: 'DOOR' as const, name: 'Front door' }],
+    console: { enabled: true, sessionMinutes: 30, maxSessionHours: 12 },
   });
   const serviceStart = await onPreferredPort(8080, (port) =>
     startService({ server: server(port), mqtt: mqttOptions }, { clock: options.clock, logger: quiet, env: {} }),
@@ -177,6 +178,7 @@ emergency: { pin: 26 }
 door-agent demo: a door on simulated GPIO, synced from the reference service, commanded over MQTT.
   MQTT broker        ${mqttUrl}${brokerListen.busy ? '   (1883 is taken by another program)' : ''}
   reference service  ${base}${serviceStart.busy ? '   (8080 is taken by another program)' : ''}
+  console            ${base}/console   (sign in with the API key below)
   demo data          ${dir} (emptied at the next start; demo.log holds the service's log)
 Type a card number or a PIN and press Enter (the terminal is the card reader):
   4213578      Alice, Staff: granted          1234#   Alice's PIN (keys end with #)
@@ -185,6 +187,9 @@ Type a card number or a PIN and press Enter (the terminal is the card reader):
   ${String(link.magic_token)}   Carol's QR token
 The relay is the file ${dir}/gpio/gpio17/value (1 = unlocked); open the door: echo 1 > ${dir}/gpio/gpio27/value
 Fire alarm (the loop opens): echo 1 > ${dir}/gpio/gpio26/value   and clear it: echo 0 > ${dir}/gpio/gpio26/value
+
+The operator's console: open ${base}/console and sign in with this ADMIN API key:
+  ${key}
 
 From another terminal:
   mosquitto_pub -h 127.0.0.1 -p ${mqttPort} -t door-agent/doors/${DEMO_DOOR}/set -m '{"lock_state":false,"unlock_time":5}'

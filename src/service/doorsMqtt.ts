@@ -59,6 +59,8 @@ export class ServiceMqtt {
   private latestRevision: DirectoryRevision | null = null;
   private readonly lastIssuedAt = new Map<string, number>();
   private readonly resign: NodeJS.Timeout;
+  /** Topic filters others watch (the console's live view) and who gets their messages. */
+  private readonly watchers: Array<{ filters: string[]; onMessage: (topic: string, payload: Buffer) => void }> = [];
 
   constructor(
     config: MqttOptions,
@@ -86,7 +88,11 @@ export class ServiceMqtt {
     this.resign.unref();
     // Replies are matched by the request_id the door echoes (MQTT 5 also carries correlation data; with MQTT
     // 3.1.1 the replies come on P/doors/<uuid>/reply).
-    this.client.on('message', (_topic, payload) => {
+    this.client.on('message', (topic, payload) => {
+      // Each watcher sees every message and keeps the topics it knows (theirs and the replies never overlap).
+      for (const watcher of this.watchers) watcher.onMessage(topic, payload);
+      // Only a reply resolves a command (an audit event may carry the same request_id).
+      if (topic !== this.replyTopic && !(topic.startsWith(`${this.topics.prefix}/doors/`) && topic.endsWith('/reply'))) return;
       let body: Record<string, unknown>;
       try {
         body = JSON.parse(payload.toString('utf8')) as Record<string, unknown>;
@@ -100,7 +106,7 @@ export class ServiceMqtt {
 
   private async onConnect(): Promise<void> {
     try {
-      await this.client.subscribeAsync([this.replyTopic, this.topics.allReplies], { qos: 1 });
+      await this.client.subscribeAsync([this.replyTopic, this.topics.allReplies, ...this.watchers.flatMap((w) => w.filters)], { qos: 1 });
       this.publishAllLinks();
       this.publishAllState();
       if (this.latestRevision) this.publishRevision(this.latestRevision);
@@ -242,6 +248,17 @@ export class ServiceMqtt {
       properties: this.protocolVersion === 5 ? { responseTopic: this.replyTopic, correlationData: correlation } : undefined,
     });
     return reply;
+  }
+
+  /** Subscribes to `filters` on this connection (now and at every connect) and hands their messages to `onMessage`. */
+  watch(filters: string[], onMessage: (topic: string, payload: Buffer) => void): void {
+    this.watchers.push({ filters, onMessage });
+    if (this.client.connected) this.client.subscribeAsync(filters, { qos: 1 }).catch((err: unknown) => this.logger.warn({ err }, 'cannot subscribe'));
+  }
+
+  /** Whether the broker is connected now (a command sent otherwise cannot reach a door). */
+  get connected(): boolean {
+    return this.client.connected;
   }
 
   async close(): Promise<void> {

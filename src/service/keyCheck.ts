@@ -12,7 +12,20 @@ declare module 'fastify' {
     /** The key the request was let in with, and where it came from (compared with a key in the body). */
     keyGiven?: GivenKey;
   }
+  interface FastifyContextConfig {
+    /** The route checks a session of its own (the console, console/routes.ts), not an API key. */
+    sessionAuth?: boolean;
+  }
 }
+
+/**
+ * The header of a call the console makes in-process on behalf of a signed-in session (app.inject): a one-time
+ * token the console just issued for that session's rank (console/delegation.ts), so the call runs the API
+ * route's own checks with that rank. Never valid twice, never valid from another process's guess.
+ */
+export const DELEGATION_HEADER = 'x-console-delegation';
+
+const ownAuth = (request: FastifyRequest) => request.routeOptions.config?.sessionAuth === true;
 
 // A DOOR key reads (issue 32 item 16): any other method is refused before the body is read.
 const READ_METHODS = new Set(['GET', 'HEAD']);
@@ -73,6 +86,8 @@ export function registerKeyCheck(
     stopping(): boolean;
     /** Counts and logs a request refused while stopping (path without its query); answers its Retry-After in seconds. */
     refusedWhileStopping(path: string, message: string): number;
+    /** The rank of a console delegation token, consumed; null when unknown (absent without a console). */
+    delegated?(token: string): KeyKind | null;
   },
 ): { parseFailed(request: FastifyRequest, body: Buffer, err: Error): Error } {
   const authenticate = (request: FastifyRequest, given: GivenKey[], missing = 'an API key is required'): void => {
@@ -92,6 +107,15 @@ export function registerKeyCheck(
       const seconds = deps.refusedWhileStopping(request.url.split('?')[0]!, message);
       return reply.code(503).header('retry-after', String(seconds)).send({ error: message });
     }
+    if (ownAuth(request)) return;
+    const delegation = request.headers[DELEGATION_HEADER];
+    if (typeof delegation === 'string' && deps.delegated) {
+      const rank = deps.delegated(delegation);
+      if (rank === null) throw new BadRequest('the console session is not valid: sign in again', 401);
+      request.rank = rank;
+      request.keyGiven = { place: 'the console session', key: '' };
+      return;
+    }
     const given = keysBeforeBody(request);
     if (given.length > 0 || !mayCarryKey(request)) return authenticate(request, given);
     const bodyLimit = request.routeOptions.bodyLimit ?? Infinity;
@@ -100,7 +124,7 @@ export function registerKeyCheck(
     }
   });
   app.addHook('preParsing', async (request, _reply, payload) => {
-    if (request.rank !== undefined) return payload;
+    if (request.rank !== undefined || ownAuth(request)) return payload;
     const kind = bodyKind(request.headers['content-type']) ?? 'form';
     const limited = new KeyWithinLimit(LIMIT, (prefix) =>
       authenticate(
@@ -113,6 +137,7 @@ export function registerKeyCheck(
     return (payload as Readable).pipe(limited);
   });
   app.addHook('preHandler', async (request) => {
+    if (ownAuth(request)) return;
     const inBody = bodyKey(request.body);
     if (request.keyGiven !== undefined) oneKey([request.keyGiven, ...inBody]);
     else authenticate(request, inBody);
@@ -126,7 +151,7 @@ export function registerKeyCheck(
 
   return {
     parseFailed(request, body, err) {
-      if (request.rank !== undefined) return err;
+      if (request.rank !== undefined || ownAuth(request)) return err;
       try {
         authenticate(request, keyInBodyPrefix(body, bodyKind(request.headers['content-type']) ?? 'form', true));
         return err;

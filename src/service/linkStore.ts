@@ -60,3 +60,14 @@ export function dropUserFromLinks(ctx: LinkChanges, email: string): void {
   for (const link of changed) ctx.publishGuestLink(link);
   for (const id of revoked) ctx.revokeGuestLink(id);
 }
+
+/** Revokes a link at the doors: deleted, its tombstone recorded and published. False when there is no such link. */
+export function revokeLink(ctx: LinkChanges, id: number): boolean {
+  const gone = ctx.db.transaction(() => {
+    const deleted = ctx.db.prepare('DELETE FROM guest_links WHERE magic_link_id = ?').run(id).changes === 1;
+    if (deleted) ctx.db.prepare('INSERT OR REPLACE INTO revoked_guest_links VALUES (?, ?)').run(id, ctx.clock.wallNow());
+    return deleted;
+  })();
+  if (gone) ctx.revokeGuestLink(String(id));
+  return gone;
+}

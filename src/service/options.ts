@@ -12,6 +12,15 @@ export interface SmtpOptions {
   from: string;
 }
 
+/** The operator's console under /console (server.console; docs/reference-service.md, "The console"). */
+export interface ConsoleOptions {
+  enabled: boolean;
+  /** A session ends after this many minutes without a request. */
+  sessionMinutes: number;
+  /** ... and this many hours after sign-in, whatever it did. */
+  maxSessionHours: number;
+}
+
 /** The reference service's own settings (the `server` section). */
 export interface ServerOptions {
   listen: string;
@@ -34,4 +43,6 @@ export interface ServerOptions {
   retryAfterSeconds?: number;
   /** Smartcard labels that mark a PIN (default PIN): their numbers are masked to keys that may not read PINs. */
   pinLabels?: readonly string[];
+  /** The console; absent or not enabled: no /console routes. */
+  console?: ConsoleOptions;
 }

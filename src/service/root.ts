@@ -15,6 +15,7 @@ import type { ServerOptions } from './options.js';
 import { revokedLinkIds, storedLinks } from './linkStore.js';
 import { LockdownStore, issueRetained, lockdownMessage } from './routesLockdown.js';
 import { buildService } from './server.js';
+import { SiteFeed } from './console/siteFeed.js';
 
 /** The keys whose value is not undefined (so that the defaults fill the others). */
 function definedOnly<T extends object>(values: T): Partial<T> {
@@ -76,6 +77,9 @@ export async function startService(
     if (doors) deps.logger.info({ holidays: holidays.length, file: server.holidaysFile }, 'holidays read; published on P/holidays at every connect');
     else deps.logger.warn({ file: server.holidaysFile }, 'server.holidaysFile is set but there is no mqtt section: the holidays reach no door');
   }
+  // The console's live view, from this same broker connection (console/siteFeed.ts).
+  const feed = server.console?.enabled && options.mqtt ? new SiteFeed(options.mqtt.topicPrefix) : null;
+  if (feed && doors) doors.watch(feed.filters(), (topic, payload) => feed.onMessage(topic, payload));
   const mailer = new Mailer(db, server.smtp, deps.logger.child({ component: 'mail' }));
   // Loaded only when configured: a service without metrics never loads prom-client.
   const metrics = server.metrics ? new (await import('./serviceMetrics.js')).ServiceMetrics(VERSION) : undefined;
@@ -89,6 +93,7 @@ export async function startService(
     lockReplyTimeoutMs: server.lockReplyTimeoutSeconds * 1000,
     ...(server.pinLabels ? { pinLabels: server.pinLabels } : {}),
     ...(metrics ? { metrics } : {}),
+    ...(server.console?.enabled ? { console: { options: server.console, feed, mailConfigured: server.smtp !== undefined } } : {}),
     http: definedOnly({
       headersTimeoutSeconds: server.headersTimeoutSeconds,
       requestTimeoutSeconds: server.requestTimeoutSeconds,

@@ -11,7 +11,8 @@ import type { LevelStore } from './levels.js';
 import type { Gate, LoadLimits } from './loadGate.js';
 import type { StoredLink } from './linkStore.js';
 import type { Mailer } from './mailer.js';
-import type { ServiceResource } from './options.js';
+import type { ConsoleOptions, ServiceResource } from './options.js';
+import type { SiteFeed } from './console/siteFeed.js';
 import type { PinMasking } from './pinMasking.js';
 import type { Refusals } from './refusals.js';
 import type { ServiceMetrics } from './serviceMetrics.js';
@@ -44,6 +45,8 @@ export interface ServiceDeps {
   onDirectoryBuild?: (variant: DirectoryVariant) => void | Promise<void>;
   /** Counts and times the requests, reads the directory revision (with server.metrics). */
   metrics?: ServiceMetrics;
+  /** The console (server.console, enabled), with the live site it shows (null without an mqtt section). */
+  console?: { options: ConsoleOptions; feed: SiteFeed | null; mailConfigured: boolean };
 }
 
 /** The service's load: the bounds in force, what is in flight, and the requests refused. */

@@ -4,6 +4,8 @@ import { BadRequest } from './params.js';
 import { answerClientError, errorBody, methodList, parseFormBody, parseJsonBody } from './http.js';
 import { DEFAULT_HTTP_LIMITS, applyConnectionLimit, fastifyHttpOptions, type HttpLimits } from './httpLimits.js';
 import { registerKeyCheck } from './keyCheck.js';
+import { ApiDelegation } from './console/delegation.js';
+import { registerConsole } from './console/routes.js';
 import { Directory } from './directory.js';
 import { buildDirectoryBody } from './directoryBody.js';
 import { DirectoryBytes } from './directoryBytes.js';
@@ -117,8 +119,11 @@ export function buildService(deps: ServiceDeps): FastifyInstance {
   });
   deps.metrics?.instrument(app, () => directory.revision().revision);
 
+  // The console's in-process calls to the API on behalf of a session (console/delegation.ts).
+  const delegation = deps.console ? new ApiDelegation(() => deps.clock.monoNow()) : null;
   // The key of every request, from a header, the query string or the body (keyCheck.ts).
   const keyCheck = registerKeyCheck(app, {
+    ...(delegation ? { delegated: (token: string) => delegation.redeem(token) } : {}),
     verify: (key) => keys.verify(key, deps.clock.wallNow()),
     stopping: () => stopping,
     refusedWhileStopping: (path, message) => load.refusals.refuse('stopping', path, message),
@@ -209,5 +214,6 @@ export function buildService(deps: ServiceDeps): FastifyInstance {
   registerLockdownRoutes(app, context);
   registerPolicyRoutes(app, context);
   registerStatusRoutes(app, context);
+  if (deps.console && delegation) registerConsole(app, context, { ...deps.console, console: deps.console.options, delegation });
   return app;
 }

@@ -1,0 +1,83 @@
+/**
+ * The console's one stylesheet and one script, served from memory (the bundled CLI has no files beside it).
+ * The script only enhances: every page works as plain HTML forms; with it, people are searched as you type, the
+ * pages follow /console/live, and a button marked data-confirm asks first.
+ */
+
+export const CONSOLE_CSS = `
+:root{color-scheme:light dark;--bg:#fff;--fg:#1b1f24;--muted:#5b6470;--line:#d5d9de;--accent:#0b5fff;--ok:#0a7a2f;--bad:#b3261e;--warn:#8a5a00;--card:#f5f7f9}
+@media (prefers-color-scheme:dark){:root{--bg:#121417;--fg:#e8eaed;--muted:#a3acb7;--line:#323840;--accent:#7aa7ff;--ok:#5fd38a;--bad:#ff8a80;--warn:#ffcc66;--card:#1b1f24}}
+*{box-sizing:border-box}
+body{margin:0;font:16px/1.45 system-ui,sans-serif;background:var(--bg);color:var(--fg)}
+a{color:var(--accent)}
+:focus-visible{outline:3px solid var(--accent);outline-offset:2px}
+.skip{position:absolute;left:-999px}.skip:focus{left:8px;top:8px;background:var(--bg);padding:4px}
+header{display:flex;flex-wrap:wrap;gap:8px 16px;align-items:center;padding:8px 16px;border-bottom:1px solid var(--line)}
+header nav ul{display:flex;flex-wrap:wrap;gap:4px 12px;list-style:none;margin:0;padding:0}
+header nav a[aria-current=page]{font-weight:700;text-decoration:none}
+header .who{margin-left:auto;color:var(--muted);font-size:.9em;display:flex;gap:8px;align-items:center}
+main{padding:12px 16px;max-width:1100px}
+h1{font-size:1.4em;margin:.3em 0 .6em}
+table{border-collapse:collapse;width:100%}
+th,td{text-align:left;padding:6px 8px;border-bottom:1px solid var(--line);vertical-align:top}
+button,input,select{font:inherit;color:inherit;background:var(--card);border:1px solid var(--line);border-radius:6px;padding:6px 10px;min-height:40px}
+button{cursor:pointer}button.danger{border-color:var(--bad);color:var(--bad)}
+form.inline{display:inline-flex;gap:6px;align-items:center;margin:2px 4px 2px 0;flex-wrap:wrap}
+label{display:inline-block;margin-right:4px}
+.flash{padding:8px 12px;border-radius:6px;border:1px solid var(--line);margin-bottom:12px}
+.flash.ok{border-color:var(--ok);color:var(--ok)}.flash.error{border-color:var(--bad);color:var(--bad)}
+.badge{display:inline-block;padding:0 8px;border-radius:10px;border:1px solid currentColor;font-size:.85em;margin:1px 2px}
+.good{color:var(--ok)}.bad{color:var(--bad)}.warn{color:var(--warn)}.muted{color:var(--muted)}
+.card{background:var(--card);border:1px solid var(--line);border-radius:8px;padding:12px;margin:8px 0}
+.qr svg{width:240px;height:240px;background:#fff;padding:8px}
+@media (max-width:640px){thead{display:none}tr{display:block;border-bottom:2px solid var(--line);padding:6px 0}td{display:block;border:0;padding:2px 4px}td[data-label]::before{content:attr(data-label) ": ";color:var(--muted)}header .who{margin-left:0}}
+`;
+
+export const CONSOLE_JS = `
+(() => {
+  const $ = (s, el = document) => el.querySelector(s);
+  document.addEventListener('submit', (e) => {
+    const b = e.submitter;
+    const ask = (b && b.dataset.confirm) || e.target.dataset.confirm;
+    if (ask && !confirm(ask)) { e.preventDefault(); return; }
+    if (b && e.target.method === 'post') { b.disabled = true; b.setAttribute('aria-busy', 'true'); b.textContent += '…'; }
+  });
+  const search = $('#people-search');
+  if (search) {
+    const out = $('#people-results');
+    let timer, seq = 0;
+    search.addEventListener('input', () => {
+      clearTimeout(timer);
+      timer = setTimeout(async () => {
+        const mine = ++seq;
+        const r = await fetch('/console/people/search?q=' + encodeURIComponent(search.value), { credentials: 'same-origin' });
+        if (r.status === 401) { location.href = '/console/signin?m=expired'; return; }
+        const text = await r.text();
+        if (mine === seq) { out.innerHTML = text; history.replaceState(null, '', '?q=' + encodeURIComponent(search.value)); }
+      }, 200);
+    });
+  }
+  const live = document.body.dataset.live;
+  if (live) {
+    const source = new EventSource('/console/live?page=' + encodeURIComponent(live));
+    source.addEventListener('replace', (e) => {
+      const { id, html, parent } = JSON.parse(e.data);
+      const el = document.getElementById(id);
+      if (el) el.outerHTML = html;
+      else if (parent && document.getElementById(parent)) document.getElementById(parent).insertAdjacentHTML('beforeend', html);
+    });
+    source.addEventListener('prepend', (e) => {
+      const { id, html, match } = JSON.parse(e.data);
+      const list = document.getElementById(id);
+      if (!list) return;
+      const f = document.forms.filter;
+      const want = (k) => (f && f.elements[k] ? f.elements[k].value.trim().toLowerCase() : '');
+      const ok = Object.entries(match || {}).every(([k, v]) => !want(k) || String(v).toLowerCase().includes(want(k)));
+      if (!ok) return;
+      list.insertAdjacentHTML('afterbegin', html);
+      while (list.children.length > 1000) list.lastElementChild.remove();
+    });
+    source.addEventListener('signedout', () => { source.close(); location.href = '/console/signin?m=expired'; });
+  }
+})();
+`;

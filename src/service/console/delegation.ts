@@ -1,0 +1,57 @@
+import { randomBytes } from 'node:crypto';
+import type { FastifyInstance } from 'fastify';
+import type { Rank } from '../apiKeys.js';
+import { DELEGATION_HEADER } from '../keyCheck.js';
+
+const TOKEN_TTL_MS = 10_000;
+
+export interface ApiAnswer {
+  status: number;
+  body: Record<string, unknown>;
+}
+
+/**
+ * The console's actions run the API's own routes in-process (fastify's inject), with the session's rank: each
+ * call carries a one-time token (keyCheck.ts DELEGATION_HEADER) that the key check turns into that rank. So a
+ * REGULAR session meets exactly the API's refusals, and a change moves the directory revision as an API call does.
+ */
+export class ApiDelegation {
+  private readonly tokens = new Map<string, { rank: Rank; expires: number }>();
+
+  constructor(private readonly now: () => number) {}
+
+  /** The rank of a token, which is spent; null when unknown or stale. */
+  redeem(token: string): Rank | null {
+    const entry = this.tokens.get(token);
+    this.tokens.delete(token);
+    return entry && entry.expires > this.now() ? entry.rank : null;
+  }
+
+  async call(app: FastifyInstance, rank: Rank, method: 'GET' | 'POST' | 'PUT', url: string, body?: Record<string, unknown>): Promise<ApiAnswer> {
+    const token = randomBytes(32).toString('base64url');
+    this.tokens.set(token, { rank, expires: this.now() + TOKEN_TTL_MS });
+    try {
+      const res = await app.inject({
+        method,
+        url,
+        headers: { [DELEGATION_HEADER]: token, ...(body ? { 'content-type': 'application/json' } : {}) },
+        ...(body ? { payload: JSON.stringify(body) } : {}),
+      });
+      return { status: res.statusCode, body: res.json() as Record<string, unknown> };
+    } finally {
+      this.tokens.delete(token);
+    }
+  }
+}
+
+/** An API answer as the console says it: the success text, or the error (a 403 names the rank it needs). */
+export function answerText(answer: ApiAnswer, rank: Rank): { kind: 'ok' | 'error'; text: string } {
+  if (answer.status === 200)
+    return { kind: 'ok', text: String(answer.body.success ?? 'done') + (answer.body.warning ? ` (${String(answer.body.warning)})` : '') };
+  const error = String(answer.body.error ?? `failed (HTTP ${answer.status})`);
+  if (answer.status === 403) {
+    const needed = /rank (\w+)/.exec(error)?.[1] ?? 'ADMIN';
+    return { kind: 'error', text: `This needs rank ${needed}: you are signed in as ${rank}.` };
+  }
+  return { kind: 'error', text: error };
+}

@@ -1,0 +1,81 @@
+import type { FastifyInstance } from 'fastify';
+import * as z from 'zod';
+import { type ConsoleContext, sendHtml, sessionOf, takeFlash } from './context.js';
+import { html, type Html } from './html.js';
+import { page } from './layout.js';
+import type { AuditEvent } from './siteFeed.js';
+
+const GRANTED = new Set(['access_granted']);
+const DENIED = new Set(['access_denied', 'card_locked_out', 'keypad_locked_out', 'passback_violation', 'command_rejected']);
+
+function resultOf(event: AuditEvent): 'granted' | 'denied' | 'other' {
+  return GRANTED.has(event.type) ? 'granted' : DENIED.has(event.type) ? 'denied' : 'other';
+}
+
+/** What the console needs to name an event's door and person. */
+export interface EventNames {
+  door(uuid: string | null | undefined): string;
+  person(emailId: number): string | null;
+}
+
+export function eventNames(ctx: ConsoleContext): EventNames {
+  return {
+    door: (uuid) => (uuid ? (ctx.api.resources.find((r) => r.uuid === uuid.toLowerCase())?.name ?? uuid) : 'agent'),
+    person: (id) => {
+      const u = ctx.api.users.get(id);
+      return u ? `${u.first_name} ${u.last_name}`.trim() || u.username : null;
+    },
+  };
+}
+
+function personOf(event: AuditEvent, names: EventNames): string {
+  if (event.who) return event.who;
+  const named = (event.holders ?? []).flatMap((h) => (h.email_id === undefined ? [] : [names.person(h.email_id) ?? `email_id ${h.email_id}`]));
+  if (named.length > 0) return named.join(', ');
+  return event.hint ?? '';
+}
+
+/** One event's row, and the fields a page's filter compares (the same ones the server filters on). */
+export function eventRow(event: AuditEvent, names: EventNames): { row: Html; match: Record<string, string> } {
+  const result = resultOf(event);
+  const person = personOf(event, names);
+  const door = names.door(event.door);
+  const detail = event.reason ?? event.cause ?? '';
+  const label = result === 'granted' ? html`<span class="badge good">granted</span>` : result === 'denied' ? html`<span class="badge bad">refused</span>` : '';
+  return {
+    row: html`<tr><td data-label="When"><time datetime="${event.at}">${event.at.replace('T', ' ').slice(0, 19)}</time></td><td data-label="Door">${door}</td>
+<td data-label="Who">${person}</td><td data-label="Event">${label} ${event.type}</td><td data-label="Why">${detail}</td></tr>`,
+    match: { door: event.door?.toLowerCase() ?? '', person, result },
+  };
+}
+
+const filterParams = z.object({
+  door: z.string().max(100).optional(),
+  person: z.string().max(200, 'at most 200 characters').optional(),
+  result: z.enum(['', 'granted', 'denied']).optional(),
+});
+
+export function registerEvents(app: FastifyInstance, ctx: ConsoleContext): void {
+  app.get('/console/events', async (request, reply) => {
+    const s = sessionOf(request);
+    const f = filterParams.parse(request.query);
+    const names = eventNames(ctx);
+    const want = { door: (f.door ?? '').toLowerCase(), person: (f.person ?? '').trim().toLowerCase(), result: f.result ?? '' };
+    const rows = (ctx.feed?.recentEvents() ?? [])
+      .map((e) => eventRow(e, names))
+      .filter(({ match }) => Object.entries(want).every(([k, v]) => v === '' || (match[k] ?? '').toLowerCase().includes(v)));
+    const doors = ctx.api.resources.filter((r) => r.type === 'DOOR');
+    const body = html`<form name="filter" method="get" action="/console/events" class="card">
+<label for="f-door">Door</label><select id="f-door" name="door"><option value="">all</option>${doors.map(
+      (d) => html`<option value="${d.uuid}"${want.door === d.uuid ? html` selected` : ''}>${d.name}</option>`,
+    )}</select>
+<label for="f-person">Person</label><input id="f-person" name="person" value="${f.person ?? ''}" size="16">
+<label for="f-result">Result</label><select id="f-result" name="result">${(['', 'granted', 'denied'] as const).map(
+      (r) => html`<option value="${r}"${want.result === r ? html` selected` : ''}>${r === '' ? 'all' : r === 'denied' ? 'refused' : r}</option>`,
+    )}</select> <button>Filter</button></form>
+${ctx.feed ? '' : html`<p class="flash error">The service has no mqtt section: it receives no events.</p>`}
+<p class="muted">The last 1,000 events since the service started, newest first; new ones appear as they happen.</p>
+<table><thead><tr><th>When (UTC)</th><th>Door</th><th>Who</th><th>Event</th><th>Why</th></tr></thead><tbody id="events">${rows.map((r) => r.row)}</tbody></table>`;
+    return sendHtml(reply, page({ name: 'events', title: 'Events', who: s.who, rank: s.rank, csrf: s.csrf, flash: takeFlash(request), live: true, body }));
+  });
+}

@@ -1,0 +1,131 @@
+import type { FastifyInstance } from 'fastify';
+import QRCode from 'qrcode';
+import * as z from 'zod';
+import { BadRequest } from '../params.js';
+import { revokeLink, storedLinks, type StoredLink } from '../linkStore.js';
+import { type ConsoleContext, redirectWithFlash, sendHtml, sessionOf, takeFlash } from './context.js';
+import { answerText } from './delegation.js';
+import { html, trusted, type Html } from './html.js';
+import { csrfField, page } from './layout.js';
+
+const DAYS = ['Sun', 'Mon', 'Tue', 'Wed', 'Thu', 'Fri', 'Sat'];
+
+/** A time_mapping (7 lists of [start, end] hours, Sunday first) as a person reads it. */
+function scheduleText(mapping: unknown): string {
+  if (!Array.isArray(mapping)) return '';
+  const days = mapping.flatMap((ranges, i) =>
+    Array.isArray(ranges) && ranges.length > 0 ? [`${DAYS[i]} ${(ranges as number[][]).map(([a, b]) => `${a}-${b}`).join(', ')}`] : [],
+  );
+  return days.length === 7 && days.every((d) => d.endsWith(' 0-24')) ? 'every day, all day' : days.join('; ');
+}
+
+/** "2026-05-01T09:00" (a datetime-local field, taken as UTC) in the service's format, or undefined when empty. */
+const serviceTime = (local: string | undefined) => (local ? `${local.replace('T', ' ')}:00`.slice(0, 19) : undefined);
+
+const createBody = z.object({
+  name: z.string(),
+  emails: z.string().max(100_000),
+  doors: z.union([z.string(), z.array(z.string())]).optional(),
+  start: z.string().max(20).optional(),
+  end: z.string().max(20).optional(),
+  from_hour: z.coerce.number().int().min(0).max(23).default(0),
+  to_hour: z.coerce.number().int().min(1).max(24).default(24),
+  ...Object.fromEntries(DAYS.map((d) => [`day_${d}`, z.string().optional()])),
+});
+
+export function registerLinks(app: FastifyInstance, ctx: ConsoleContext): void {
+  const doors = () => ctx.api.resources.filter((r) => r.type === 'DOOR');
+  const linkById = (id: number) => storedLinks(ctx.api.db).find((l) => l.magic_link_id === String(id));
+
+  const row = (l: StoredLink, admin: boolean, csrf: string): Html => {
+    const doorNames = l.resource_id_list.map((id) => doors().find((d) => d.resourceId === id)?.name ?? `#${id}`).join(', ');
+    return html`<tr><th scope="row">${String(l.name ?? '')}</th><td data-label="Guests">${(l.email_list as string[]).join(', ')}</td><td data-label="Doors">${doorNames}</td>
+<td data-label="When">${String(l.start_time ?? '')}${l.end_time ? ` to ${String(l.end_time)}` : ''} UTC; ${scheduleText(l.time_mapping)}</td>
+<td data-label="Actions">${
+      admin
+        ? html`<a href="/console/links/${l.magic_link_id}">QR code</a>
+<form method="post" action="/console/links/${l.magic_link_id}/revoke" class="inline">${csrfField(csrf)}<button class="danger" data-confirm="Revoke ${String(l.name ?? '')}? The doors forget it.">Revoke</button></form>`
+        : html`<span class="muted">ADMIN only</span>`
+    }</td></tr>`;
+  };
+
+  app.get('/console/links', async (request, reply) => {
+    const s = sessionOf(request);
+    const admin = s.rank !== 'REGULAR';
+    const create = admin
+      ? html`<form method="post" action="/console/links" class="card" aria-labelledby="new-link"><h2 id="new-link">New guest link</h2>${csrfField(s.csrf)}
+<p><label for="l-name">Name</label><br><input id="l-name" name="name" required maxlength="200" size="30"></p>
+<p><label for="l-emails">Guests' e-mail addresses</label><br><input id="l-emails" name="emails" required size="50"></p>
+<fieldset><legend>Doors</legend>${doors().map(
+          (d) => html`<label><input type="checkbox" name="doors" value="${d.resourceId}" checked> ${d.name}</label>`,
+        )}</fieldset>
+<fieldset><legend>Schedule</legend>${DAYS.map((d) => html`<label><input type="checkbox" name="day_${d}" value="1" checked> ${d}</label>`)}
+<p><label for="l-from">from hour</label><input id="l-from" name="from_hour" type="number" min="0" max="23" value="0" size="3">
+<label for="l-to">to hour</label><input id="l-to" name="to_hour" type="number" min="1" max="24" value="24" size="3"></p>
+<p><label for="l-start">Starts (UTC)</label><input id="l-start" name="start" type="datetime-local"> <label for="l-end">Ends (UTC)</label><input id="l-end" name="end" type="datetime-local"></p></fieldset>
+<p><button>Create guest link</button></p></form>`
+      : html``;
+    const links = storedLinks(ctx.api.db);
+    const body = html`${create}<h2>Guest links</h2>${
+      links.length === 0
+        ? html`<p>None.</p>`
+        : html`<table><thead><tr><th scope="col">Name</th><th scope="col">Guests</th><th scope="col">Doors</th><th scope="col">When</th><th scope="col">Actions</th></tr></thead><tbody>${links.map(
+            (l) => row(l, admin, s.csrf),
+          )}</tbody></table>`
+    }`;
+    return sendHtml(reply, page({ name: 'links', title: 'Guest links', who: s.who, rank: s.rank, csrf: s.csrf, flash: takeFlash(request), body }));
+  });
+
+  app.post('/console/links', async (request, reply) => {
+    const s = sessionOf(request);
+    const p = createBody.parse(request.body) as z.output<typeof createBody> & Record<string, string | undefined>;
+    const hours = [[p.from_hour, p.to_hour]];
+    const answer = await ctx.delegation.call(ctx.app, s.rank, 'POST', '/magiclinkadmin', {
+      name: p.name,
+      email_list: p.emails.split(/[\s,;]+/).filter(Boolean),
+      resource_id_list: [p.doors ?? []].flat().map(Number),
+      time_mapping: DAYS.map((d) => (p[`day_${d}`] ? hours : [])),
+      ...(serviceTime(p.start) ? { start_time: serviceTime(p.start) } : {}),
+      ...(serviceTime(p.end) ? { end_time: serviceTime(p.end) } : {}),
+      send_email: ctx.mailConfigured,
+    });
+    const flash = answerText(answer, s.rank);
+    return redirectWithFlash(request, reply, answer.status === 200 ? `/console/links/${String(answer.body.magic_link_id)}` : '/console/links', flash);
+  });
+
+  app.get('/console/links/:id', async (request, reply) => {
+    const s = sessionOf(request);
+    ctx.api.requireRank(request, 'ADMIN');
+    const id = z.object({ id: z.coerce.number().int().positive() }).parse(request.params).id;
+    const link = linkById(id);
+    if (!link) return redirectWithFlash(request, reply, '/console/links', { kind: 'error', text: `No guest link ${id} (revoked?).` });
+    // The QR code is the guest's credential (its token): shown to ADMIN and SUPER only, generated here as SVG.
+    const svg = await QRCode.toString(String(link.magic_token), { type: 'svg', margin: 2, errorCorrectionLevel: 'M' });
+    const body = html`<p>Hand this code to ${(link.email_list as string[]).join(', ')}: the door's reader takes it as the guest's pass.</p>
+<figure class="qr"><div id="qr" role="img" aria-label="QR code of guest link ${String(link.name ?? '')}">${trusted(svg)}</div>
+<figcaption>${scheduleText(link.time_mapping)}</figcaption></figure><p><a href="/console/links">All guest links</a></p>`;
+    return sendHtml(
+      reply,
+      page({ name: 'links', title: `Guest link: ${String(link.name ?? '')}`, who: s.who, rank: s.rank, csrf: s.csrf, flash: takeFlash(request), body }),
+    );
+  });
+
+  app.post('/console/links/:id/revoke', async (request, reply) => {
+    const s = sessionOf(request);
+    const id = z.object({ id: z.coerce.number().int().positive() }).parse(request.params).id;
+    try {
+      ctx.api.requireRank(request, 'ADMIN');
+    } catch (err) {
+      if (!(err instanceof BadRequest)) throw err;
+      return redirectWithFlash(request, reply, '/console/links', answerText({ status: 403, body: { error: err.message } }, s.rank));
+    }
+    const name = String(linkById(id)?.name ?? id);
+    const gone = revokeLink(ctx.api, id);
+    return redirectWithFlash(
+      request,
+      reply,
+      '/console/links',
+      gone ? { kind: 'ok', text: `Guest link ${name} revoked: the doors forget it.` } : { kind: 'error', text: `No guest link ${id}: revoked already?` },
+    );
+  });
+}

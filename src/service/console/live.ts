@@ -1,0 +1,68 @@
+import type { FastifyInstance } from 'fastify';
+import * as z from 'zod';
+import { agentRow } from './agents.js';
+import { type ConsoleContext, sessionOf } from './context.js';
+import { doorRow } from './doors.js';
+import { eventNames, eventRow } from './events.js';
+import { cookieValue } from './signIn.js';
+import type { SiteChange } from './siteFeed.js';
+
+const KEEPALIVE_MS = 20_000;
+
+/**
+ * GET /console/live: one server-sent-events stream per open page, fed by the feed's changes as the broker delivers
+ * them (no polling). Each change is rendered for this session (its rank decides the buttons) and sent as
+ * `replace` (a door's or an agent's row) or `prepend` (an event row); `signedout` when the session ends.
+ */
+export function registerLive(app: FastifyInstance, ctx: ConsoleContext): void {
+  const open = new Set<() => void>();
+  // Before the server closes: it would otherwise wait for these streams, which never end on their own.
+  app.addHook('preClose', async () => {
+    for (const end of [...open]) end();
+  });
+
+  app.get('/console/live', async (request, reply) => {
+    const s = sessionOf(request);
+    const pageName = z.object({ page: z.enum(['doors', 'events', 'agents']) }).parse(request.query).page;
+    const cookie = cookieValue(request);
+    reply.hijack();
+    const raw = reply.raw;
+    raw.writeHead(200, {
+      'content-type': 'text/event-stream; charset=utf-8',
+      'cache-control': 'no-store',
+      connection: 'keep-alive',
+      'x-accel-buffering': 'no',
+    });
+    raw.write('retry: 2000\n\n');
+    const send = (event: string, data: unknown) => raw.write(`event: ${event}\ndata: ${JSON.stringify(data)}\n\n`);
+    const names = eventNames(ctx);
+    const onChange = (change: SiteChange) => {
+      if (pageName === 'doors' && change.kind === 'door') {
+        const door = ctx.api.resources.find((r) => r.uuid === change.uuid && r.type === 'DOOR');
+        if (door) send('replace', { id: `door-${door.uuid}`, html: doorRow(door, ctx.feed, s.rank, s.csrf).text });
+      } else if (pageName === 'agents' && change.kind === 'agent') {
+        const agent = ctx.feed?.agentList().find((a) => a.id === change.id);
+        if (agent) send('replace', { id: `agent-${agent.id}`, parent: 'agents', html: agentRow(agent).text });
+      } else if (pageName === 'events' && change.kind === 'event') {
+        const { row, match } = eventRow(change.event, names);
+        send('prepend', { id: 'events', html: row.text, match });
+      }
+    };
+    const unsubscribe = ctx.feed?.subscribe(onChange) ?? (() => undefined);
+    // The session is checked again at each keep-alive: an expired one ends the stream and the page goes to sign-in.
+    const keepAlive = setInterval(() => {
+      if ('problem' in ctx.sessions.use(cookie, false)) {
+        send('signedout', {});
+        end();
+      } else raw.write(': keep-alive\n\n');
+    }, KEEPALIVE_MS);
+    const end = () => {
+      clearInterval(keepAlive);
+      unsubscribe();
+      open.delete(end);
+      raw.end();
+    };
+    open.add(end);
+    request.raw.on('close', end);
+  });
+}

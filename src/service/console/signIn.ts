@@ -1,0 +1,135 @@
+import { createHash, randomBytes } from 'node:crypto';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import * as z from 'zod';
+import { ApiKeys } from '../apiKeys.js';
+import { type ConsoleContext, sendHtml } from './context.js';
+import { html } from './html.js';
+import { flashBox, publicPage, type Flash } from './layout.js';
+
+const COOKIE = 'door_console';
+const LINK_TTL_MS = 15 * 60_000;
+const digest = (token: string) => createHash('sha256').update(token).digest('hex');
+
+/** The session cookie: HttpOnly, SameSite=Strict, only under /console, Secure when the request came over TLS. */
+function sessionCookie(request: FastifyRequest, value: string, maxAgeSeconds: number): string {
+  return `${COOKIE}=${value}; Path=/console; HttpOnly; SameSite=Strict; Max-Age=${maxAgeSeconds}${request.protocol === 'https' ? '; Secure' : ''}`;
+}
+
+export function cookieValue(request: FastifyRequest): string | undefined {
+  for (const part of (request.headers.cookie ?? '').split(';')) {
+    const [name, ...rest] = part.trim().split('=');
+    if (name === COOKIE) return rest.join('=');
+  }
+  return undefined;
+}
+
+const MESSAGES: Record<string, Flash> = {
+  expired: { kind: 'error', text: 'Your session has ended (it was idle too long, reached its maximum age, or the service restarted): sign in again.' },
+  required: { kind: 'error', text: 'Sign in to use the console.' },
+  out: { kind: 'ok', text: 'Signed out.' },
+  link: { kind: 'error', text: 'This sign-in link is not valid: it was used already, is older than 15 minutes, or was never sent. Ask for a new one.' },
+};
+
+const SENT: Flash = { kind: 'ok', text: 'If this address may sign in, a link is on its way: it works once, within 15 minutes.' };
+
+/**
+ * Sign-in: with an API key (REGULAR, ADMIN or SUPER; a DOOR key is refused), or, for a user of rank ADMIN or
+ * SUPER, by a one-time link mailed to their address (the users have no passwords in this API). The link's token
+ * is random, kept hashed in memory for 15 minutes and spent at first use; every address gets the same answer.
+ */
+export function registerSignIn(app: FastifyInstance, ctx: ConsoleContext, maxAgeSeconds: number): void {
+  const keys = new ApiKeys(ctx.api.db);
+  const links = new Map<string, { emailId: number; expires: number }>();
+  const now = () => ctx.api.clock.wallNow();
+
+  const form = (flash?: Flash, status = 200, reply?: FastifyReply) => {
+    const mail = ctx.mailConfigured
+      ? html`<h2>Or with your e-mail (ADMIN and SUPER users)</h2><form method="post" action="/console/signin/email">
+<p><label for="email">E-mail address</label><br><input id="email" name="email" type="email" autocomplete="email" required size="40"></p>
+<p><button>Mail me a sign-in link</button></p></form>`
+      : html``;
+    return sendHtml(
+      reply!,
+      publicPage(
+        'Sign in to the console',
+        html`${flashBox(flash)}<form method="post" action="/console/signin">
+<p><label for="api-key">API key</label><br><input id="api-key" name="api_key" type="password" autocomplete="off" required size="60" aria-describedby="key-help"></p>
+<p id="key-help" class="muted">A REGULAR, ADMIN or SUPER key (<code>door-agent service key create</code>). REGULAR keys look and do not change.</p>
+<p><button>Sign in</button></p></form>${mail}`,
+      ),
+      status,
+    );
+  };
+
+  const open = (request: FastifyRequest, reply: FastifyReply, rank: 'REGULAR' | 'ADMIN' | 'SUPER', who: string) => {
+    ctx.sessions.close(cookieValue(request));
+    const { id } = ctx.sessions.open(rank, who);
+    return reply
+      .code(303)
+      .header('set-cookie', sessionCookie(request, id, maxAgeSeconds))
+      .header('location', '/console/people')
+      .send();
+  };
+
+  const signedOut = { config: { sessionAuth: true, signedOut: true } };
+
+  app.get('/console/signin', signedOut, async (request, reply) => {
+    const m = z.object({ m: z.string().optional() }).parse(request.query).m;
+    return form(m ? MESSAGES[m] : undefined, 200, reply);
+  });
+
+  app.post('/console/signin', signedOut, async (request, reply) => {
+    const key = z
+      .object({ api_key: z.string().max(200).default('') })
+      .parse(request.body ?? {})
+      .api_key.trim();
+    const rank = key === '' ? null : keys.verify(key, now());
+    if (rank === 'DOOR') return form({ kind: 'error', text: "A door controller's key cannot sign in: use a REGULAR, ADMIN or SUPER key." }, 403, reply);
+    if (rank === null) return form({ kind: 'error', text: 'This API key is not valid or has expired.' }, 401, reply);
+    return open(request, reply, rank, 'API key');
+  });
+
+  app.post('/console/signin/email', signedOut, async (request, reply) => {
+    const email = z
+      .object({ email: z.string().max(320).default('') })
+      .parse(request.body ?? {})
+      .email.trim();
+    const user = ctx.mailConfigured && email !== '' ? ctx.api.users.byEmail(email) : undefined;
+    if (user && user.suspended === 0 && (user.rank === 'ADMIN' || user.rank === 'SUPER')) {
+      const token = randomBytes(32).toString('base64url');
+      for (const [hash, l] of links) if (l.expires <= now()) links.delete(hash);
+      links.set(digest(token), { emailId: user.email_id, expires: now() + LINK_TTL_MS });
+      const host = request.headers.host ?? 'localhost';
+      ctx.api.db
+        .prepare('INSERT INTO mail_outbox (recipient, subject, body, created_at) VALUES (?, ?, ?, ?)')
+        .run(
+          user.email,
+          'Your sign-in link to the door-agent console',
+          `Hello,\n\nopen this link within 15 minutes to sign in (it works once):\n${request.protocol}://${host}/console/signin/link?token=${token}\n\nIf you did not ask for it, ignore this mail.\n`,
+          now(),
+        );
+      ctx.api.mailQueued();
+    }
+    return form(SENT, 200, reply);
+  });
+
+  app.get('/console/signin/link', signedOut, async (request, reply) => {
+    const token = z.object({ token: z.string().max(100).default('') }).parse(request.query).token;
+    const hash = digest(token);
+    const link = links.get(hash);
+    links.delete(hash);
+    const user = link && link.expires > now() ? ctx.api.users.get(link.emailId) : undefined;
+    // Its rank now, not when the link was sent: a user demoted or suspended meanwhile does not get in.
+    if (!user || user.suspended === 1 || user.rank === 'REGULAR') return reply.code(303).header('location', '/console/signin?m=link').send();
+    return open(request, reply, user.rank, user.email);
+  });
+
+  app.post('/console/logout', async (request, reply) => {
+    ctx.sessions.close(cookieValue(request));
+    return reply
+      .code(303)
+      .header('set-cookie', sessionCookie(request, '', 0))
+      .header('location', '/console/signin?m=out')
+      .send();
+  });
+}

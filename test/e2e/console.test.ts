@@ -1,0 +1,353 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import Database from 'better-sqlite3';
+import jsQRModule from 'jsqr';
+import type { Browser, BrowserContext, Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { launchChromium } from '../support/browser.js';
+import { CLI, DOOR_UUID, ROOT, runCli, tempDir } from '../support/cli.js';
+import { Daemon, readLevel, waitUntil } from '../support/daemon.js';
+import { Mosquitto } from '../support/mosquitto.js';
+import { freePort } from '../support/net.js';
+import { PtyPair } from '../support/socat.js';
+
+// The console in a real Chromium against the real service, mosquitto and a door agent on simulated GPIO with a
+// socat reader (the harness of system.test.ts). One browser for the file; generous waits for a loaded machine.
+const tmp = tempDir('door-agent-console-');
+let broker: Mosquitto;
+let service: ChildProcess;
+let pty: PtyPair;
+let agent: Daemon;
+let browser: Browser;
+let admin: BrowserContext;
+let base: string;
+const keys: Record<'ADMIN' | 'REGULAR' | 'DOOR', string> = { ADMIN: '', REGULAR: '', DOOR: '' };
+const relay = join(tmp.path, 'gpio/gpio17/value');
+const dialogs: string[] = [];
+// jsqr is CommonJS: its default export is the module, whose `default` is the function.
+const jsQR = jsQRModule.default;
+const MARKUP = '<img src=x onerror="window.__pwned=1">';
+
+async function api(method: string, path: string, body?: unknown) {
+  const res = await fetch(`${base}${path}`, {
+    method,
+    headers: { authorization: `Bearer ${keys.ADMIN}`, ...(body ? { 'content-type': 'application/json' } : {}) },
+    body: body ? JSON.stringify(body) : undefined,
+  });
+  return (await res.json()) as Record<string, unknown>;
+}
+
+/** A page whose confirmations are accepted; any other dialog (markup in a name running alert()) is recorded. */
+async function newPage(context: BrowserContext): Promise<Page> {
+  const page = await context.newPage();
+  page.on('dialog', (d) => {
+    if (d.type() !== 'confirm') dialogs.push(d.message());
+    void d.accept();
+  });
+  return page;
+}
+
+async function signIn(context: BrowserContext, key: string): Promise<Page> {
+  const page = await newPage(context);
+  await page.goto(`${base}/console`);
+  await page.getByLabel('API key').fill(key);
+  await page.getByRole('button', { name: 'Sign in' }).click();
+  return page;
+}
+
+beforeAll(async () => {
+  browser = await launchChromium();
+  broker = new Mosquitto(join(tmp.path, 'broker'));
+  await broker.start();
+  const port = await freePort();
+  base = `http://127.0.0.1:${port}`;
+  mkdirSync(join(tmp.path, 'svc'), { recursive: true });
+  const serviceConfig = join(tmp.path, 'svc', 'config.yaml');
+  writeFileSync(
+    serviceConfig,
+    `server:
+  listen: 127.0.0.1:${port}
+  dataDir: ${tmp.path}/svc/data
+  lockReplyTimeoutSeconds: 3
+  resources: [ { resourceId: 12, uuid: ${DOOR_UUID}, type: DOOR, name: Front door } ]
+  console: { enabled: true }
+mqtt: { url: "${broker.url}", topicPrefix: site }
+`,
+  );
+  for (const rank of ['ADMIN', 'REGULAR', 'DOOR'] as const) {
+    keys[rank] = runCli(['service', 'key', 'create', '--rank', rank, '--config', serviceConfig]).stdout.trim();
+  }
+  service = spawn(process.execPath, [CLI, 'service', '--config', serviceConfig], { cwd: ROOT, stdio: ['ignore', 'pipe', 'inherit'] });
+  await new Promise<void>((resolve) => service.stdout!.on('data', (d: Buffer) => d.toString().includes('connected to the broker') && resolve()));
+
+  const staff = await api('POST', '/groups', { type: 'users', name: 'Staff', add_ids: [] });
+  await api('POST', '/invites', {
+    emails: ['alice@example.org', 'mallory@example.org'],
+    smartcards: [
+      [
+        { number: '4213578', label: 'badge' },
+        { number: '1234', label: 'PIN' },
+      ],
+      [{ number: '4213590', label: 'badge' }],
+    ],
+    groups: [{ id: staff.group_id, name: 'Staff' }],
+    no_email: true,
+  });
+  // Names come from the organization's directory, not this API: markup in one is set in the database directly.
+  const db = new Database(join(tmp.path, 'svc/data/service.db'));
+  db.prepare("UPDATE users SET first_name = 'Alice', last_name = 'Adams' WHERE email = 'alice@example.org'").run();
+  db.prepare('UPDATE users SET first_name = ?, last_name = ? WHERE email = ?').run(MARKUP, 'Mallory', 'mallory@example.org');
+  db.close();
+
+  writeFileSync(join(tmp.path, 'api-key'), `${keys.DOOR}\n`);
+  pty = new PtyPair(join(tmp.path, 'reader'), join(tmp.path, 'terminal'));
+  await pty.plugIn();
+  const agentConfig = join(tmp.path, 'agent.yaml');
+  writeFileSync(
+    agentConfig,
+    `agent: { id: front, dataDir: ${tmp.path}/agent, timezone: UTC }
+access: { groups: [Staff] }
+gpio: { driver: simulated, simulatedDir: ${tmp.path}/gpio }
+mqtt: { url: "${broker.url}", topicPrefix: site }
+service: { baseUrl: "${base}", apiKeyFile: ${tmp.path}/api-key, syncIntervalSeconds: 3600, startDelaySeconds: 0 }
+doors:
+  - { uuid: ${DOOR_UUID}, resourceId: 12, name: Front door, relay: { pin: 17 }, unlockSeconds: 1, reader: { path: ${tmp.path}/reader } }
+`,
+  );
+  expect(runCli(['sync', '--config', agentConfig]).status).toBe(0);
+  agent = new Daemon(agentConfig);
+  await agent.waitForMessage('connected to the broker', 20_000);
+  await agent.waitForMessage('reader connected', 20_000);
+  admin = await browser.newContext();
+}, 90_000);
+
+afterAll(async () => {
+  await browser?.close();
+  await agent?.stop('SIGKILL');
+  service?.kill('SIGTERM');
+  await pty?.unplug();
+  await broker?.stop();
+  tmp.cleanup();
+});
+
+describe('the operator console in Chromium', () => {
+  it('refuses a wrong key and a door key with a clear message; an ADMIN key signs in', async () => {
+    const context = await browser.newContext();
+    const page = await signIn(context, 'dak_wrong');
+    await expect.poll(() => page.getByRole('alert').textContent()).toContain('This API key is not valid or has expired.');
+    await page.getByLabel('API key').fill(keys.DOOR);
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await expect.poll(() => page.getByRole('alert').textContent()).toContain("A door controller's key cannot sign in");
+    await context.close();
+
+    const adminPage = await signIn(admin, keys.ADMIN);
+    await adminPage.waitForURL(/\/console\/people$/);
+    expect(await adminPage.textContent('header')).toContain('Signed in: API key (ADMIN)');
+    const cookie = (await admin.cookies()).find((c) => c.name === 'door_console')!;
+    expect(cookie).toMatchObject({ httpOnly: true, sameSite: 'Strict', path: '/console' });
+    await adminPage.close();
+  });
+
+  it('searches as you type; a 10,000-character search gets a clear message; markup in a name is only text', async () => {
+    const page = await newPage(admin);
+    await page.goto(`${base}/console/people`);
+    await page.getByLabel(/Search people/).pressSequentially('mallo', { delay: 20 });
+    const results = page.locator('#people-results');
+    await expect.poll(() => results.textContent(), { timeout: 10_000 }).toContain('mallory@example.org');
+    expect(await results.textContent()).toContain(MARKUP); // shown as the characters it is
+    expect(await page.locator('#people-results img').count()).toBe(0);
+    await page.getByRole('link', { name: /Mallory/ }).click();
+    await page.waitForURL(/\/console\/people\/\d+$/);
+    expect(await page.locator('h1').textContent()).toBe(`${MARKUP} Mallory`);
+    expect(await page.evaluate('typeof window.__pwned')).toBe('undefined');
+    // Cards are masked in the page's source too, whatever the rank.
+    const source = await page.content();
+    expect(source).toContain('…3590');
+    expect(source).not.toContain('4213590');
+
+    await page.goto(`${base}/console/people`);
+    await page.getByLabel(/Search people/).fill('x'.repeat(10_000));
+    await expect.poll(() => results.textContent(), { timeout: 10_000 }).toContain('The search is 10,000 characters long: at most 200 are searched.');
+    expect(dialogs).toEqual([]);
+    await page.close();
+  });
+
+  it('suspends a user; their next tap shows refused in the live event list', async () => {
+    const page = await newPage(admin);
+    await page.goto(`${base}/console/people?q=alice`);
+    await page.getByRole('link', { name: 'Alice Adams' }).click();
+    const source = await page.content();
+    expect(source).not.toContain('4213578');
+    expect(source).not.toContain('>1234<');
+    const from = agent.logs.length;
+    await page.getByRole('button', { name: 'Suspend' }).click();
+    await expect.poll(() => page.getByRole('status').first().textContent()).toContain('alice@example.org is now SUSPENDED');
+    await agent.waitForLog((l) => l.msg === 'directory changed at the service: syncing', 15_000, from);
+
+    const events = await newPage(admin);
+    await events.goto(`${base}/console/events`);
+    await new Promise((r) => setTimeout(r, 1500)); // the sync that the revision started
+    pty.write('4213578\r\n');
+    const refused = events.locator('#events tr', { hasText: 'user_suspended' });
+    await expect.poll(() => refused.count(), { timeout: 15_000 }).toBeGreaterThan(0);
+    expect(await refused.first().textContent()).toContain('Alice Adams');
+    expect(readLevel(relay)).toBe('0');
+    // Filtered by result on load: the refusal is there, no grant.
+    await events.goto(`${base}/console/events?result=denied`);
+    expect(await events.locator('#events tr', { hasText: 'user_suspended' }).count()).toBeGreaterThan(0);
+    expect(await events.locator('#events tr', { hasText: 'access_granted' }).count()).toBe(0);
+
+    // Two operators on the same person: the later one acts on the state as it is now, and is told.
+    const other = await newPage(admin);
+    await other.goto(page.url());
+    await page.reload();
+    await page.getByRole('button', { name: 'Unsuspend' }).click();
+    await expect.poll(() => page.getByRole('status').first().textContent()).toContain('alice@example.org is now ACTIVE');
+    await other.getByRole('button', { name: 'Unsuspend' }).click();
+    await expect.poll(() => other.getByRole('status').first().textContent()).toContain('alice@example.org is already active (changed meanwhile)');
+    expect(await other.locator('#person-state').textContent()).toContain('active');
+    await other.close();
+    await page.close();
+    await events.close();
+  });
+
+  it('unlocks the door from the page: the relay moves and the row follows; lockdown on and off', async () => {
+    const page = await newPage(admin);
+    await page.goto(`${base}/console/doors`);
+    const row = page.locator(`#door-${DOOR_UUID}`);
+    await expect.poll(() => row.textContent(), { timeout: 15_000 }).toContain('agent front online');
+    await row.getByLabel('for').fill('4');
+    await row.getByRole('button', { name: 'Unlock' }).click();
+    await expect.poll(() => page.getByRole('status').first().textContent(), { timeout: 10_000 }).toContain('Front door unlocked for 4 s');
+    expect(readLevel(relay)).toBe('1');
+    await expect.poll(() => page.locator(`#door-${DOOR_UUID}`).textContent(), { timeout: 5_000 }).toContain('unlocked until');
+    await waitUntil(() => readLevel(relay) === '0', 10_000, 'relock after 4 s');
+    // ("unlocked" contains "locked": the badge is checked whole.)
+    await expect.poll(() => page.locator(`#door-${DOOR_UUID} .badge`).first().textContent(), { timeout: 5_000 }).toBe('locked');
+
+    await page.locator(`#door-${DOOR_UUID}`).getByRole('button', { name: 'Lockdown' }).click();
+    await expect.poll(() => page.getByRole('status').first().textContent(), { timeout: 10_000 }).toContain('lockdown started for Front door');
+    await expect.poll(() => page.locator(`#door-${DOOR_UUID}`).textContent(), { timeout: 10_000 }).toContain('lockdown');
+    await page.locator(`#door-${DOOR_UUID}`).getByRole('button', { name: 'Unlock' }).click();
+    await expect.poll(() => page.getByRole('alert').first().textContent(), { timeout: 10_000 }).toContain('Front door is in lockdown: unlock refused');
+    expect(readLevel(relay)).toBe('0');
+    await page.locator(`#door-${DOOR_UUID}`).getByRole('button', { name: 'End lockdown' }).click();
+    await expect.poll(() => page.getByRole('status').first().textContent(), { timeout: 10_000 }).toContain('lockdown ended for Front door');
+    await expect.poll(() => page.locator(`#door-${DOOR_UUID}`).textContent(), { timeout: 10_000 }).not.toContain('lockdown');
+    await page.close();
+  });
+
+  it('creates a guest link whose QR code decodes to a token the door takes', async () => {
+    const page = await newPage(admin);
+    await page.goto(`${base}/console/links`);
+    await page.getByLabel('Name').fill('Visitor Vic');
+    await page.getByLabel("Guests' e-mail addresses").fill('vic@example.org');
+    const from = agent.logs.length;
+    await page.getByRole('button', { name: 'Create guest link' }).click();
+    await page.waitForURL(/\/console\/links\/\d+$/);
+    expect(await page.getByRole('status').first().textContent()).toContain('created for 1 guest(s)');
+    // The SVG drawn to a canvas in the page, its pixels read back and decoded with jsQR here.
+    // (Strings run in the page: this project's test types have no DOM.)
+    const image = (await page.evaluate(`(async () => {
+      const svg = document.querySelector('#qr svg');
+      const img = new Image();
+      img.src = 'data:image/svg+xml;base64,' + btoa(new XMLSerializer().serializeToString(svg));
+      await img.decode();
+      const canvas = document.createElement('canvas');
+      canvas.width = 400;
+      canvas.height = 400;
+      const g = canvas.getContext('2d');
+      g.fillStyle = '#fff';
+      g.fillRect(0, 0, 400, 400);
+      g.drawImage(img, 0, 0, 400, 400);
+      return Array.from(g.getImageData(0, 0, 400, 400).data);
+    })()`)) as number[];
+    const decoded = jsQR(Uint8ClampedArray.from(image), 400, 400);
+    expect(decoded?.data).toMatch(/^[A-Za-z0-9_-]{32}$/);
+    await agent.waitForLog((l) => l.msg === 'guest link received', 15_000, from);
+    pty.write(`${decoded!.data}\r\n`);
+    await waitUntil(() => readLevel(relay) === '1', 10_000, 'the QR token opens the door');
+    await waitUntil(() => readLevel(relay) === '0', 10_000, 'relock');
+    await page.close();
+  });
+
+  it('a REGULAR key sees no admin buttons and is refused an admin action all the same', async () => {
+    const context = await browser.newContext();
+    const page = await signIn(context, keys.REGULAR);
+    await page.waitForURL(/\/console\/people$/);
+    await page.goto(`${base}/console/doors`);
+    expect(await page.getByRole('button', { name: 'Unlock' }).count()).toBe(0);
+    // The form posted by hand, with the session's own CSRF token: the service refuses it.
+    const csrf = await page.locator('input[name=csrf]').first().inputValue();
+    await page.evaluate(`(() => {
+      const form = document.createElement('form');
+      form.method = 'post';
+      form.action = '/console/doors/${DOOR_UUID}';
+      for (const [name, value] of Object.entries({ csrf: ${JSON.stringify(csrf)}, action: 'unlock', seconds: '5' })) {
+        const input = document.createElement('input');
+        input.name = name;
+        input.value = value;
+        form.append(input);
+      }
+      document.body.append(form);
+      form.submit();
+    })()`);
+    await expect
+      .poll(() => page.getByRole('alert').first().textContent(), { timeout: 10_000 })
+      .toContain('This needs rank ADMIN: you are signed in as REGULAR.');
+    expect(readLevel(relay)).toBe('0');
+    await context.close();
+  });
+
+  it('an expired session goes back to sign-in with a message', async () => {
+    const context = await browser.newContext();
+    const page = await signIn(context, keys.ADMIN);
+    await page.waitForURL(/\/console\/people$/);
+    // A session the service no longer holds (expired, or the service restarted): the cookie of one.
+    await context.clearCookies();
+    await context.addCookies([{ name: 'door_console', value: 'A'.repeat(43), domain: '127.0.0.1', path: '/console', httpOnly: true, sameSite: 'Strict' }]);
+    await page.goto(`${base}/console/doors`);
+    await page.waitForURL(/\/console\/signin\?m=expired$/);
+    expect(await page.getByRole('alert').textContent()).toContain('Your session has ended');
+    await context.close();
+  });
+
+  it('keeps each page under 200 KB on first load, and shows the agents', async () => {
+    const page = await newPage(admin);
+    for (const name of ['people', 'doors', 'links', 'events', 'agents']) {
+      let bytes = 0;
+      const counted = (response: { url(): string; body(): Promise<Buffer> }) => {
+        if (response.url().startsWith(base))
+          void response
+            .body()
+            .then((b) => (bytes += b.length))
+            .catch(() => undefined);
+      };
+      page.on('response', counted);
+      await page.goto(`${base}/console/${name}`, { waitUntil: 'load' });
+      await new Promise((r) => setTimeout(r, 200));
+      page.off('response', counted);
+      expect(bytes, name).toBeGreaterThan(1000);
+      expect(bytes, name).toBeLessThan(200_000);
+    }
+    const row = page.locator('#agent-front');
+    expect(await row.textContent()).toMatch(/online.*revision \d+/s);
+    expect(await row.textContent()).toContain('1 of 1 online');
+    await page.close();
+  });
+
+  it("says so when the door's agent is offline, and sends nothing", async () => {
+    const page = await newPage(admin);
+    await page.goto(`${base}/console/doors`);
+    await agent.stop('SIGTERM');
+    const row = page.locator(`#door-${DOOR_UUID}`);
+    await expect.poll(() => row.textContent(), { timeout: 15_000 }).toContain('agent front offline');
+    await row.getByRole('button', { name: 'Unlock' }).click();
+    await expect
+      .poll(() => page.getByRole('alert').first().textContent(), { timeout: 10_000 })
+      .toContain('Front door: its agent front is offline, so the command was not sent.');
+    expect(readLevel(relay)).toBe('0');
+    await page.close();
+  });
+});

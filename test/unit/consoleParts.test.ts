@@ -1,0 +1,116 @@
+import { describe, expect, it } from 'vitest';
+import { parseServiceConfig } from '../../src/config/load.js';
+import { html, trusted } from '../../src/service/console/html.js';
+import { SessionStore } from '../../src/service/console/sessions.js';
+import { SiteFeed } from '../../src/service/console/siteFeed.js';
+
+describe('the console html tag', () => {
+  it('shows markup in a value as text, in text and in attributes', () => {
+    const name = `<img src=x onerror="alert('x')">&`;
+    expect(html`<td title="${name}">${name}</td>`.text).toBe(
+      '<td title="&lt;img src=x onerror=&quot;alert(&#39;x&#39;)&quot;&gt;&amp;">&lt;img src=x onerror=&quot;alert(&#39;x&#39;)&quot;&gt;&amp;</td>',
+    );
+  });
+
+  it('passes its own fragments and trusted markup through, and drops null, undefined and false', () => {
+    const inner = html`<b>${'<i>'}</b>`;
+    expect(html`<p>${inner}${trusted('<svg></svg>')}${null}${undefined}${false}${[html`<br>`, '<']}</p>`.text).toBe(
+      '<p><b>&lt;i&gt;</b><svg></svg><br>&lt;</p>',
+    );
+  });
+});
+
+describe('console sessions', () => {
+  const clock = { now: 1_000_000, wallNow: () => clock.now, monoNow: () => clock.now };
+  const store = new SessionStore(clock, { idleMs: 30 * 60_000, maxMs: 12 * 3_600_000 });
+
+  it('end after the idle time, and each request restarts it', () => {
+    const { id } = store.open('ADMIN', 'API key (ADMIN)');
+    clock.now += 29 * 60_000;
+    expect('session' in store.use(id)).toBe(true);
+    clock.now += 29 * 60_000;
+    expect('session' in store.use(id)).toBe(true);
+    // The live stream's checks do not count as use.
+    clock.now += 29 * 60_000;
+    expect('session' in store.use(id, false)).toBe(true);
+    clock.now += 2 * 60_000;
+    expect(store.use(id)).toEqual({ problem: 'expired' });
+  });
+
+  it('end at their maximum age however busy, and at logout; an unknown id is an ended session', () => {
+    const { id } = store.open('REGULAR', 'API key (REGULAR)');
+    for (let i = 0; i <= 12 * 4; i++) {
+      clock.now += 15 * 60_000;
+      store.use(id);
+    }
+    expect(store.use(id)).toEqual({ problem: 'expired' });
+    const second = store.open('ADMIN', 'a@example.org').id;
+    store.close(second);
+    expect(store.use(second)).toEqual({ problem: 'expired' });
+    expect(store.use(undefined)).toEqual({ problem: 'none' });
+  });
+});
+
+describe('the console site feed', () => {
+  const door = '6f1c2a0e-8d0b-4a57-9d43-1f2e3a4b5c6d';
+  const health = {
+    at: '2026-11-24T09:00:00.000Z',
+    uptime_s: 5,
+    version: '0.1.0',
+    outbox_depth: 0,
+    cache: { revision: 3, age_s: 10 },
+    readers: { online: 1, total: 1, per_door: { [door]: true } },
+    clock_trusted: true,
+    doors: [
+      { uuid: door, name: 'Front door', lock: 'LOCKED', relock_at: null, open: false, lockdown: false, tamper: null, schedule: null, reader_online: true },
+    ],
+    memory: { rss: 1, heap_used: 1 },
+    event_loop_lag_p99_ms: null,
+  };
+
+  it('follows door state, availability, health and events, and drops what does not parse', () => {
+    const feed = new SiteFeed('site');
+    const changes: string[] = [];
+    feed.subscribe((c) => changes.push(c.kind));
+    feed.onMessage('site/agents/front/health', Buffer.from(JSON.stringify(health)));
+    feed.onMessage('site/agents/front/status', Buffer.from('offline'));
+    expect(feed.agentOf(door)).toMatchObject({ id: 'front', online: false });
+    feed.onMessage(`site/doors/${door}/state`, Buffer.from('{"state":"UNLOCKED","relock_at":"2026-11-24T09:00:05.000Z","door":"CLOSED"}'));
+    expect(feed.door(door).state?.state).toBe('UNLOCKED');
+    feed.onMessage(`site/doors/${door}/events`, Buffer.from(`{"type":"door_held_open","at":"2026-11-24T09:00:00.000Z","door":"${door}"}`));
+    expect(feed.door(door).held).toBe(true);
+    feed.onMessage(`site/doors/${door}/events`, Buffer.from(`{"type":"door_closed","at":"2026-11-24T09:00:01.000Z","door":"${door}"}`));
+    expect(feed.door(door).held).toBe(false);
+    feed.onMessage(`site/doors/${door}/state`, Buffer.from('{"state":"AJAR"}'));
+    feed.onMessage('site/agents/front/status', Buffer.from('maybe'));
+    expect(feed.dropped).toBe(2);
+    expect(feed.door(door).state?.state).toBe('UNLOCKED');
+    expect(feed.recentEvents().map((e) => e.type)).toEqual(['door_closed', 'door_held_open']);
+    expect(changes).toContain('event');
+  });
+
+  it('keeps the last 1,000 events', () => {
+    const feed = new SiteFeed('site');
+    for (let i = 0; i < 1005; i++) feed.onMessage('site/doors/agent/events', Buffer.from(`{"type":"link_lost","at":"x","id":"e${i}"}`));
+    const events = feed.recentEvents();
+    expect(events).toHaveLength(1000);
+    expect(events[0]!.id).toBe('e1004');
+    expect(events.at(-1)!.id).toBe('e5');
+  });
+});
+
+describe('server.console in the configuration', () => {
+  it('is off unless enabled, has the documented defaults, and names a session longer than its maximum', () => {
+    expect(parseServiceConfig('server: {}\n', 'service.yaml').server.console).toBeUndefined();
+    expect(parseServiceConfig('server: { console: { enabled: true } }\n', 'service.yaml').server.console).toEqual({
+      enabled: true,
+      sessionMinutes: 30,
+      maxSessionHours: 12,
+    });
+    expect(() => parseServiceConfig('server: { console: { enabled: true, sessionMinutes: 200, maxSessionHours: 2 } }\n', 'service.yaml')).toThrow(
+      expect.objectContaining({
+        problems: [{ path: 'server.console.sessionMinutes', message: 'must not be longer than maxSessionHours (2 h = 120 min)' }],
+      }),
+    );
+  });
+});
