@@ -39,7 +39,7 @@ export function hasTextOutput(pdcap: Buffer): boolean {
 /** Text command 3: temporary text, no wrap; 4: the same, wrapped onto the next rows. */
 const TEMPORARY_WRAPPED = 4;
 
-/** osdp_TEXT's data: reader 0, temporary wrapped text for `seconds`, from row 1 column 1. */
+/** osdp_TEXT's data: reader 0, temporary wrapped text for `seconds`, from row 1 column 1. @internal */
 export function encodeText(text: string, seconds: number): Buffer {
   const bytes = Buffer.from(text, 'latin1');
   return Buffer.concat([Buffer.from([0, TEMPORARY_WRAPPED, seconds, 1, 1, bytes.length]), bytes]);

@@ -15,6 +15,7 @@ export const TFI_PN532 = 0xd5;
 const TFI_ERROR = 0x7f;
 
 export const ACK_FRAME = Buffer.from([0x00, 0x00, 0xff, 0x00, 0xff, 0x00]);
+/** The NACK a host sends to have a frame sent again (the emulator's tests). @internal */
 export const NACK_FRAME = Buffer.from([0x00, 0x00, 0xff, 0xff, 0x00, 0x00]);
 
 /**
