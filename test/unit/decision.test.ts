@@ -248,6 +248,7 @@ describe('decide: reason precedence when every holder is denied', () => {
       'keypad_locked_out',
       'card_locked_out',
       'card_too_short',
+      'card_ambiguous',
       'pin_too_short',
       'unknown_credential',
       'no_second_factor',
