@@ -119,14 +119,17 @@ function runCheck(args: CheckArgs, ctx: CommandContext): number {
     }
     const request = { door, kind, now: at, lockdown, cacheTooOld };
     const reads = kind === 'card' && normalized.includes(':') ? printedReads(door.reader, normalized) : [];
-    const results = reads.length > 0 ? reads.map((read) => checker.checkPresented({ ...request, ...read })) : [checker.checkPresented({ ...request, credential: normalized })];
+    const results =
+      reads.length > 0
+        ? reads.map((read) => checker.checkPresented({ ...request, ...read }))
+        : [checker.checkPresented({ ...request, credential: normalized })];
     const result = results[0]!;
     // A printed card its reader's formats read as different numbers (auto: H10301 and C1k35, ...) with different outcomes.
     const outcome = (r: typeof result) => JSON.stringify([r.granted, r.reason, r.matchedBy, r.holders.map((h) => [h.holder, h.reason])]);
     if (results.some((r) => outcome(r) !== outcome(result))) {
       throw new UsageError(
         `the card given as printed reads as ${results.length} different numbers on ${door.name}'s reader (its formats differ), decided differently: ` +
-          'give the number the card reads as (door-agent reader learn shows it), or set the reader\'s format',
+          "give the number the card reads as (door-agent reader learn shows it), or set the reader's format",
       );
     }
     const matchedBy = result.holders.length === 0 ? null : (result.matchedBy ?? 'number');

@@ -60,7 +60,10 @@ interface ReaderLike {
 }
 
 /** The rules of a site: access.pinLabels, duressPin, minCardDigits, and how its readers number a card. */
-export function directoryRules(access: Omit<DirectoryRules, 'cardReads'>, doors: ReadonlyArray<{ reader?: ReaderLike; exitReader?: ReaderLike }>): DirectoryRules {
+export function directoryRules(
+  access: Omit<DirectoryRules, 'cardReads'>,
+  doors: ReadonlyArray<{ reader?: ReaderLike; exitReader?: ReaderLike }>,
+): DirectoryRules {
   const reads = new Map<string, CardRead>();
   for (const reader of doors.flatMap((d) => [d.reader, d.exitReader])) {
     if (!reader || (reader.type !== 'wiegand' && reader.type !== 'osdp') || !reader.formats) continue;

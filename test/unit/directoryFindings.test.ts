@@ -1,6 +1,14 @@
 import { describe, expect, it } from 'vitest';
 import { duressOriginal } from '../../src/core/credentials.js';
-import { DirectoryScan, collisionKey, directoryRules, duressPinOf, findingsWarnings, type CredentialEntry, type DirectoryRules } from '../../src/core/directoryFindings.js';
+import {
+  DirectoryScan,
+  collisionKey,
+  directoryRules,
+  duressPinOf,
+  findingsWarnings,
+  type CredentialEntry,
+  type DirectoryRules,
+} from '../../src/core/directoryFindings.js';
 import { BUILTIN_FORMATS, formatsFor } from '../../src/core/wiegandFormats.js';
 
 const RULES: DirectoryRules = { pinLabels: ['PIN'], duressPin: 'lastDigitPlusOne', minCardDigits: 6 };
@@ -98,7 +106,9 @@ describe('printed card numbers (facility:card)', () => {
     const found = scan([card('101', '123:45678'), card('102', '8106606'), card('103', '4213578')], DATA_26);
     expect(found.ambiguousCards).toEqual({ count: 1, emailIds: [101, 102], magicLinkIds: [], numberings: ['data'] });
     const text = findingsWarnings(found).join('\n');
-    expect(text).toContain('1 card is in the directory both as printed (facility:card) and as the number it reads as (numbering data), for different holders (email_id 101, email_id 102)');
+    expect(text).toContain(
+      '1 card is in the directory both as printed (facility:card) and as the number it reads as (numbering data), for different holders (email_id 101, email_id 102)',
+    );
     expect(text).toContain('card_ambiguous');
     expect(text).not.toMatch(/45678|8106606/);
   });
@@ -107,15 +117,26 @@ describe('printed card numbers (facility:card)', () => {
     expect(scan([card('101', '123:45678'), card('101', '8106606')], DATA_26).ambiguousCards).toBeUndefined();
     // On a C1k35 reader 123:45678 reads as 123 * 2^20 + 45678, not 8106606.
     const c1k35 = BUILTIN_FORMATS.filter((f) => f.name === 'C1k35');
-    expect(scan([card('101', '123:45678'), card('102', '8106606')], { ...RULES, cardReads: [{ numbering: 'data', formats: c1k35 }] }).ambiguousCards).toBeUndefined();
-    expect(scan([card('101', '123:45678'), card('102', String(123 * 2 ** 20 + 45678))], { ...RULES, cardReads: [{ numbering: 'data', formats: c1k35 }] }).ambiguousCards?.count).toBe(1);
-    expect(scan([card('101', '123:45678'), card('102', '8106606')], { ...RULES, cardReads: [{ numbering: 'printed', formats: H10301 }] }).ambiguousCards).toBeUndefined();
+    expect(
+      scan([card('101', '123:45678'), card('102', '8106606')], { ...RULES, cardReads: [{ numbering: 'data', formats: c1k35 }] }).ambiguousCards,
+    ).toBeUndefined();
+    expect(
+      scan([card('101', '123:45678'), card('102', String(123 * 2 ** 20 + 45678))], { ...RULES, cardReads: [{ numbering: 'data', formats: c1k35 }] })
+        .ambiguousCards?.count,
+    ).toBe(1);
+    expect(
+      scan([card('101', '123:45678'), card('102', '8106606')], { ...RULES, cardReads: [{ numbering: 'printed', formats: H10301 }] }).ambiguousCards,
+    ).toBeUndefined();
     expect(scan([card('101', '123:45678'), card('102', '8106606')], RULES).ambiguousCards).toBeUndefined();
   });
 
   it("the rules take each Wiegand and OSDP reader's numbering and formats once; other readers have none", () => {
     const wiegand = { type: 'wiegand', numbering: 'facility_card', formats: H10301 };
-    const rules = directoryRules(RULES, [{ reader: wiegand, exitReader: { ...wiegand } }, { reader: { type: 'serial' } }, { reader: { type: 'osdp', numbering: 'data', formats: formatsFor('auto', []) } }]);
+    const rules = directoryRules(RULES, [
+      { reader: wiegand, exitReader: { ...wiegand } },
+      { reader: { type: 'serial' } },
+      { reader: { type: 'osdp', numbering: 'data', formats: formatsFor('auto', []) } },
+    ]);
     expect(rules.cardReads?.map((r) => [r.numbering, r.formats.length])).toEqual([
       ['facility_card', 1],
       ['data', BUILTIN_FORMATS.length],

@@ -98,7 +98,12 @@ describe('numbering', () => {
       }
     }
     // auto under data: H10301 and H10306 give the same number, the others their own; no number for a card too wide.
-    expect(printedNumberer(BUILTIN_FORMATS, 'data')(123n, 45678n)).toEqual([String(123 * 65536 + 45678), String(123n * 2n ** 20n + 45678n), String(123n * 2n ** 19n + 45678n), String(123n * 2n ** 23n + 45678n)]);
+    expect(printedNumberer(BUILTIN_FORMATS, 'data')(123n, 45678n)).toEqual([
+      String(123 * 65536 + 45678),
+      String(123n * 2n ** 20n + 45678n),
+      String(123n * 2n ** 19n + 45678n),
+      String(123n * 2n ** 23n + 45678n),
+    ]);
     expect(printedNumberer([format('H10301')], 'data')(256n, 1n)).toEqual([]);
     // printed: the read is the printed form itself; a format with an issue level is left out.
     expect(printedNumberer(BUILTIN_FORMATS, 'printed')(123n, 45678n)).toEqual([]);
