@@ -34,6 +34,7 @@ import { ClockSyncWatch } from './door/clockSyncWatch.js';
 import { InputError } from './util/errors.js';
 import { PROJECT_URL, VERSION } from './version.js';
 import { CLOCK_TRUSTED_FROM, isClockTrusted } from './core/decision.js';
+import { directoryRules } from './core/directoryFindings.js';
 import { DEFAULT_FUTURE_SKEW_SECONDS } from './protocol/issuedAt.js';
 import { ClockMark } from './store/clockMark.js';
 import { ForwardClock } from './util/forwardClock.js';
@@ -231,7 +232,7 @@ export async function startAgent(config: AgentOptions, deps: AgentDeps): Promise
           logger: logger.child({ component: 'sync' }),
           heldVersion: () => readHeldVersion(store.db),
           onPush: (revision) => store.setDirectoryPush(revision),
-          rules: config.access,
+          rules: directoryRules(config.access, config.doors),
           onFindings: (found) => findings.report(found),
           link: supervision.links.service,
           onSynced: afterSync(

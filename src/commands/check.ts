@@ -1,5 +1,7 @@
-import type { DoorOptions } from '../door/options.js';
-import type { CredentialKind } from '../core/credentials.js';
+import type { DoorOptions, ReaderOptions } from '../door/options.js';
+import { normalizeCredential, type CredentialKind } from '../core/credentials.js';
+import { printedNumberer } from '../core/wiegandFormats.js';
+import { readerCardFormat } from '../door/options.js';
 import { AccessChecker } from '../door/accessChecker.js';
 import { CredentialCache } from '../store/credentialCache.js';
 import { cachePath, openDatabase, openStateDatabase, statePath } from '../store/database.js';
@@ -80,6 +82,18 @@ function validityText(dates: { validFrom?: number | null; validUntil?: number | 
   return from !== null ? `from ${utcMinute(from)} UTC` : `until ${utcMinute(until!)} UTC`;
 }
 
+/**
+ * A card typed as printed (`123:45678`) as the door's reader would hand it on: the number it reads as under the
+ * reader's numbering (tried first at the door), with the printed form. One entry per distinct number its formats
+ * give; none when the reader has no numbering with a number for it (printed numbering, no Wiegand or OSDP
+ * reader): the printed form is then looked up as it is.
+ */
+function printedReads(reader: ReaderOptions | undefined, printed: string): Array<{ credential: string; printed: string }> {
+  if ((reader?.type !== 'wiegand' && reader?.type !== 'osdp') || !reader.formats) return [];
+  const [facility, card] = printed.split(':').map(BigInt) as [bigint, bigint];
+  return printedNumberer(reader.formats, reader.numbering)(facility, card).map((credential) => ({ credential, printed }));
+}
+
 /** `door-agent check`: the offline decision from the cache, as JSON. Exit 0 granted, 1 denied. */
 function runCheck(args: CheckArgs, ctx: CommandContext): number {
   const kind = (args.kind ?? 'card') as CredentialKind;
@@ -98,12 +112,28 @@ function runCheck(args: CheckArgs, ctx: CommandContext): number {
     const lockdown = operations.lockdown(door.uuid).active;
     // The offline limit as it stands now (the cache's age now, whatever --at says), as the daemon measures it.
     const cacheTooOld = offlineLimitStatus(config, db, state, ctx.clock.wallNow(), systemBootClock).inForce;
-    const result = checker.check({ door, kind, credential: args.credential, now: at, lockdown, cacheTooOld });
-    if (result === null) {
+    const normalized = normalizeCredential(args.credential, kind, readerCardFormat(door));
+    if (normalized === null) {
       // Never echo the credential: it may be a PIN or a card number.
       throw new UsageError(`the ${kind} given is malformed: expected ${KIND_FORMAT[kind]} (${args.credential.length} characters given)`);
     }
-    const explained = checker.explain({ door, kind, credential: args.credential, now: at });
+    const request = { door, kind, now: at, lockdown, cacheTooOld };
+    const reads = kind === 'card' && normalized.includes(':') ? printedReads(door.reader, normalized) : [];
+    const results =
+      reads.length > 0
+        ? reads.map((read) => checker.checkPresented({ ...request, ...read }))
+        : [checker.checkPresented({ ...request, credential: normalized })];
+    const result = results[0]!;
+    // A printed card its reader's formats read as different numbers (auto: H10301 and C1k35, ...) with different outcomes.
+    const outcome = (r: typeof result) => JSON.stringify([r.granted, r.reason, r.matchedBy, r.holders.map((h) => [h.holder, h.reason])]);
+    if (results.some((r) => outcome(r) !== outcome(result))) {
+      throw new UsageError(
+        `the card given as printed reads as ${results.length} different numbers on ${door.name}'s reader (its formats differ), decided differently: ` +
+          "give the number the card reads as (door-agent reader learn shows it), or set the reader's format",
+      );
+    }
+    const matchedBy = result.holders.length === 0 ? null : (result.matchedBy ?? 'number');
+    const explained = checker.explain({ door, kind, credential: matchedBy === 'printed' || reads.length === 0 ? normalized : reads[0]!.credential, now: at });
     const output = {
       granted: result.granted,
       reason: result.reason,
@@ -119,6 +149,8 @@ function runCheck(args: CheckArgs, ctx: CommandContext): number {
       door_name: door.name,
       kind: result.kind,
       hint: result.hint,
+      // Which form of the card the directory holds: its number in the reader's numbering, or as printed (facility:card).
+      ...(kind === 'card' ? { matched: matchedBy } : {}),
       at: new Date(at).toISOString(),
       timezone: config.agent.timezone,
       ...(lockdown ? { lockdown: true } : {}),

@@ -1,11 +1,11 @@
 import type { AgentOptions } from '../config/options.js';
-import { findingsWarnings, type DirectoryFindings } from '../core/directoryFindings.js';
+import { directoryRules, findingsWarnings, type DirectoryFindings } from '../core/directoryFindings.js';
 import type { Db } from '../store/database.js';
 import { scanDirectory } from '../store/directoryScan.js';
 
-/** What `status` and `config check` show of the cache's directory: short cards and duress collisions (issue 32). */
+/** What `status` and `config check` show of the cache's directory: short cards, ambiguous cards, duress collisions (issues 32, 27). */
 export function directoryFindings(config: AgentOptions, cache: Db): DirectoryFindings {
-  return scanDirectory(cache, config.access);
+  return scanDirectory(cache, directoryRules(config.access, config.doors));
 }
 
 /** The warnings for people, one line each; none when the directory is clean. */

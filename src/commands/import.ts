@@ -2,7 +2,7 @@ import { importSnapshot } from '../snapshot/importSnapshot.js';
 import type { RowCounts } from '../store/snapshotMerge.js';
 import { cachePath, openDatabase } from '../store/database.js';
 import { loadConfigFor, stringOption, type Command, type CommandContext } from './context.js';
-import { findingsWarnings } from '../core/directoryFindings.js';
+import { directoryRules, findingsWarnings } from '../core/directoryFindings.js';
 import { scanDirectory } from '../store/directoryScan.js';
 import { shortPinLine } from './pinStatus.js';
 
@@ -29,7 +29,7 @@ function runImport(args: ImportArgs, ctx: CommandContext): number {
       now: ctx.clock.wallNow(),
     });
     // What the directory now holds that weakens the doors (short cards, duress collisions): said at once.
-    const findings = scanDirectory(db, config.access);
+    const findings = scanDirectory(db, directoryRules(config.access, config.doors));
     if (args.json) {
       ctx.stdout.write(`${JSON.stringify({ ...result, findings })}\n`);
     } else {

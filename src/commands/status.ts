@@ -11,7 +11,7 @@ import { readMeta } from '../store/meta.js';
 import { readRuntimeStatus, readerStatusKey } from '../store/runtimeStatus.js';
 import { readHeldRevision, readSyncStatus, type SyncStatus } from '../sync/sync.js';
 import { loadConfigFor, stringOption, type Command, type CommandContext } from './context.js';
-import { describeReader } from '../door/options.js';
+import { describeReader, type ReaderOptions } from '../door/options.js';
 import { operationsLines, operationsStatus } from './operationsStatus.js';
 import { osdpChannelText, osdpChannelView } from './osdpStatus.js';
 import { directoryFindings, directoryLines } from './directoryStatus.js';
@@ -57,6 +57,8 @@ function runStatus(args: { json: boolean; config: string | undefined }, ctx: Com
     const running = daemon.running;
     const states = new DoorStateStore(doorStateDir(config.agent.dataDir));
     const operations = operationsStatus(config, state, now);
+    // How a Wiegand or OSDP reader numbers a card (docs/hardware.md, "Numbering"), the default too; others: null.
+    const cardNumbering = (reader: ReaderOptions) => (reader.type === 'wiegand' || reader.type === 'osdp' ? reader.numbering : null);
     const doors = config.doors.map((door) => {
       const stored = states.load(door.uuid);
       // The relay's own level is the truth; the saved state only explains it (deadline, cause). A saved state
@@ -81,6 +83,7 @@ function runStatus(args: { json: boolean; config: string | undefined }, ctx: Com
           ? {
               type: door.reader.type,
               path: describeReader(door.reader),
+              numbering: cardNumbering(door.reader),
               connected: running ? (runtime?.readers[readerStatusKey(door.uuid, 'entry')] ?? false) : false,
               channel: osdpChannelView(door, runtime, running),
               identity: running ? (runtime?.readerIdentities?.[readerStatusKey(door.uuid, 'entry')] ?? null) : null,
@@ -90,6 +93,7 @@ function runStatus(args: { json: boolean; config: string | undefined }, ctx: Com
           ? {
               type: door.exitReader.type,
               path: describeReader(door.exitReader),
+              numbering: cardNumbering(door.exitReader),
               connected: running ? (runtime?.readers[readerStatusKey(door.uuid, 'exit')] ?? false) : false,
               channel: osdpChannelView(door, runtime, running, 'exit'),
               identity: running ? (runtime?.readerIdentities?.[readerStatusKey(door.uuid, 'exit')] ?? null) : null,

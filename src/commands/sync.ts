@@ -4,7 +4,7 @@ import { createServiceClient } from '../sync/serviceClient.js';
 import { syncOnce } from '../sync/sync.js';
 import { DoorAgentError } from '../util/errors.js';
 import { loadConfigFor, stringOption, type Command, type CommandContext } from './context.js';
-import { findingsWarnings } from '../core/directoryFindings.js';
+import { directoryRules, findingsWarnings } from '../core/directoryFindings.js';
 import { scanDirectory } from '../store/directoryScan.js';
 import { shortPinLine } from './pinStatus.js';
 
@@ -39,7 +39,7 @@ async function runSync(args: { config: string | undefined; allowMassRemoval: boo
         `synced from ${new URL(service.baseUrl).host} in ${(r.durationMs / 1000).toFixed(1)} s (${r.rowsWritten} rows written)`,
         line('users', r.users),
         line('credentials', r.credentials),
-        ...findingsWarnings(scanDirectory(db, config.access)).map((w) => `WARNING: ${w}`),
+        ...findingsWarnings(scanDirectory(db, directoryRules(config.access, config.doors))).map((w) => `WARNING: ${w}`),
         ...shortPinLine(db, config),
         '',
       ].join('\n'),

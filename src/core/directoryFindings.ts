@@ -1,11 +1,14 @@
 import { isPinLabel, normalizePrinted, pinLabelSet, type DuressRule } from './credentials.js';
+import { printedNumberer, type WiegandFormatSpec, type WiegandNumbering } from './wiegandFormats.js';
 
 /**
  * What a directory holds that weakens the doors, found in one pass over its credentials (issue 32 items 4 and 9):
  * - short cards: entries read as cards (label not in access.pinLabels) with fewer digits than access.minCardDigits,
  *   most likely PINs stored under another label ("Pin code"), which a reader that sends digits would open with;
  * - duress collisions: a PIN whose duress PIN (access.duressPin) is itself a PIN in the directory. Typing it opens
- *   as that PIN's holder and raises no alarm: the real PIN wins (see README, Door operations).
+ *   as that PIN's holder and raises no alarm: the real PIN wins (see README, Door operations);
+ * - ambiguous cards (issue 27): a card entered as printed (`123:45678`) for one holder and as the number the same
+ *   card reads as on one of the site's readers for another: that card is refused at the door as card_ambiguous.
  * Never a number: counts, labels and holder ids only.
  */
 
@@ -14,6 +17,17 @@ export interface DirectoryRules {
   pinLabels: readonly string[];
   duressPin: DuressRule;
   minCardDigits: number;
+  /**
+   * The numbering and formats of each of the site's Wiegand and OSDP readers (distinct): what a printed entry reads
+   * as. Absent or empty: no reader hands on a printed form, no card can be ambiguous.
+   */
+  cardReads?: ReadonlyArray<CardRead>;
+}
+
+/** How one reader turns a card into the number it looks up (see wiegandFormats.ts, numbering). */
+export interface CardRead {
+  numbering: WiegandNumbering;
+  formats: readonly WiegandFormatSpec[];
 }
 
 export interface CredentialEntry {
@@ -28,8 +42,35 @@ export interface DirectoryFindings {
   /** Card entries with a colon that are no facility:card (`12:`, `1:2:3`): they match no read. Absent: none. */
   malformedPrinted?: { count: number; labels: string[] };
   shortCards: { count: number; minDigits: number; labels: string[] };
+  /**
+   * Printed entries (facility:card) whose card reads, on a reader of the site, as a number held by someone else:
+   * count of such printed entries, the holders on both sides, and the readers' numberings it happens under.
+   * Absent: none.
+   */
+  ambiguousCards?: { count: number; emailIds: number[]; magicLinkIds: string[]; numberings: WiegandNumbering[] };
   /** null: access.duressPin is off (no duress PINs, nothing can collide). */
   duressCollisions: { count: number; emailIds: number[]; magicLinkIds: string[] } | null;
+}
+
+/** A door's readers as the configuration gives them (only Wiegand and OSDP readers have a numbering and formats). */
+interface ReaderLike {
+  type: string;
+  numbering?: unknown;
+  formats?: readonly WiegandFormatSpec[];
+}
+
+/** The rules of a site: access.pinLabels, duressPin, minCardDigits, and how its readers number a card. */
+export function directoryRules(
+  access: Omit<DirectoryRules, 'cardReads'>,
+  doors: ReadonlyArray<{ reader?: ReaderLike; exitReader?: ReaderLike }>,
+): DirectoryRules {
+  const reads = new Map<string, CardRead>();
+  for (const reader of doors.flatMap((d) => [d.reader, d.exitReader])) {
+    if (!reader || (reader.type !== 'wiegand' && reader.type !== 'osdp') || !reader.formats) continue;
+    const read = { numbering: reader.numbering as WiegandNumbering, formats: reader.formats };
+    reads.set(JSON.stringify([read.numbering, read.formats.map((f) => f.name)]), read);
+  }
+  return { pinLabels: access.pinLabels, duressPin: access.duressPin, minCardDigits: access.minCardDigits, cardReads: [...reads.values()] };
 }
 
 /** Lists (labels, ids) are cut to this many in logs, events and status: the counts stay whole. */
@@ -44,7 +85,11 @@ export function duressPinOf(pin: string, rule: DuressRule): string | null {
   return `${pin.slice(0, -1)}${changed}`;
 }
 
-/** Scans entries one by one (a streamed query): memory grows with the PINs only. */
+/**
+ * Scans entries one by one (a streamed query): memory grows with the PINs, and with the cards when a reader of the
+ * site hands on a printed form (one Map of numbers to holders: each printed entry is then looked up once per
+ * numbering, never compared with every card).
+ */
 export class DirectoryScan {
   private readonly pinLabels: ReadonlySet<string>;
   private shortCount = 0;
@@ -53,9 +98,12 @@ export class DirectoryScan {
   private readonly shortLabels = new Set<string>();
   /** PIN -> holder keys ("user:101", "link:501"). */
   private readonly pins = new Map<string, string[]>();
+  /** Card number or printed form -> holder keys; only kept when some reader hands on a printed form. */
+  private readonly cards: Map<string, string[]> | null;
 
   constructor(private readonly rules: DirectoryRules) {
     this.pinLabels = pinLabelSet(rules.pinLabels);
+    this.cards = rules.cardReads?.some((r) => r.numbering !== 'printed') ? new Map() : null;
   }
 
   add(entry: CredentialEntry): void {
@@ -68,9 +116,17 @@ export class DirectoryScan {
     } else if (entry.number.includes(':') && normalizePrinted(entry.number) !== entry.number) {
       this.malformedCount++;
       this.malformedLabels.add(entry.label?.trim() || NO_LABEL);
-    } else if (entry.number.length < this.rules.minCardDigits) {
-      this.shortCount++;
-      this.shortLabels.add(entry.label?.trim() || NO_LABEL);
+    } else {
+      if (entry.number.length < this.rules.minCardDigits) {
+        this.shortCount++;
+        this.shortLabels.add(entry.label?.trim() || NO_LABEL);
+      }
+      if (this.cards) {
+        const key = `${entry.holderKind}:${entry.holderId}`;
+        const holders = this.cards.get(entry.number);
+        if (holders) holders.push(key);
+        else this.cards.set(entry.number, [key]);
+      }
     }
   }
 
@@ -79,8 +135,37 @@ export class DirectoryScan {
     return {
       ...(this.malformedCount > 0 ? { malformedPrinted: { count: this.malformedCount, labels: [...this.malformedLabels].sort().slice(0, MAX_LISTED) } } : {}),
       shortCards: { count: this.shortCount, minDigits: this.rules.minCardDigits, labels },
+      ...this.ambiguities(),
       duressCollisions: this.rules.duressPin === 'off' ? null : this.collisions(),
     };
+  }
+
+  /** Each printed entry against the numbers its card reads as, per reader: as the door decides (accessChecker). */
+  private ambiguities(): Pick<DirectoryFindings, 'ambiguousCards'> {
+    if (!this.cards) return {};
+    const reads = (this.rules.cardReads ?? []).map((r) => ({ numbering: r.numbering, numbersOf: printedNumberer(r.formats, r.numbering) }));
+    const involved = new Set<string>();
+    const numberings = new Set<WiegandNumbering>();
+    let count = 0;
+    const same = (a: string[], b: string[]) => new Set(a).size === new Set(b).size && a.every((k) => b.includes(k));
+    for (const [number, holders] of this.cards) {
+      const colon = number.indexOf(':');
+      if (colon < 0) continue;
+      let ambiguous = false;
+      for (const read of reads) {
+        for (const n of read.numbersOf(BigInt(number.slice(0, colon)), BigInt(number.slice(colon + 1)))) {
+          const others = this.cards.get(n);
+          if (!others || same(holders, others)) continue;
+          ambiguous = true;
+          numberings.add(read.numbering);
+          for (const key of [...holders, ...others]) involved.add(key);
+        }
+      }
+      if (ambiguous) count++;
+    }
+    if (count === 0) return {};
+    const { emailIds, magicLinkIds } = holderIds(involved);
+    return { ambiguousCards: { count, emailIds, magicLinkIds, numberings: [...numberings].sort() } };
   }
 
   private collisions(): NonNullable<DirectoryFindings['duressCollisions']> {
@@ -94,15 +179,19 @@ export class DirectoryScan {
       count += holders.length;
       for (const key of [...holders, ...owners]) involved.add(key);
     }
-    const ids = (kind: string) => [...involved].filter((k) => k.startsWith(`${kind}:`)).map((k) => k.slice(kind.length + 1));
-    return {
-      count,
-      emailIds: ids('user')
-        .map(Number)
-        .sort((a, b) => a - b),
-      magicLinkIds: ids('link').sort(),
-    };
+    return { count, ...holderIds(involved) };
   }
+}
+
+/** Holder keys ("user:101", "link:501") as the findings name them: email_ids in order, guest link ids. */
+function holderIds(keys: ReadonlySet<string>): { emailIds: number[]; magicLinkIds: string[] } {
+  const ids = (kind: string) => [...keys].filter((k) => k.startsWith(`${kind}:`)).map((k) => k.slice(kind.length + 1));
+  return {
+    emailIds: ids('user')
+      .map(Number)
+      .sort((a, b) => a - b),
+    magicLinkIds: ids('link').sort(),
+  };
 }
 
 /** A stable key of the collision set, to tell whether it changed since the last report. */
@@ -130,6 +219,15 @@ export function findingsWarnings(findings: DirectoryFindings): string[] {
     lines.push(
       `${bad.count} card ${bad.count === 1 ? 'entry is' : 'entries are'} neither a number nor facility:card ` +
         `(labels: ${listed(bad.labels.map((l) => JSON.stringify(l)))}): no card read matches ${bad.count === 1 ? 'it' : 'them'}. Correct them at the service (e.g. 123:45678)`,
+    );
+  }
+  const amb = findings.ambiguousCards;
+  if (amb) {
+    const who = [...amb.emailIds.map((id) => `email_id ${id}`), ...amb.magicLinkIds.map((id) => `guest link ${id}`)];
+    lines.push(
+      `${amb.count} card${amb.count === 1 ? ' is' : 's are'} in the directory both as printed (facility:card) and as the number ` +
+        `${amb.count === 1 ? 'it reads' : 'they read'} as (numbering ${amb.numberings.join(', ')}), for different holders (${listed(who)}): ` +
+        'the door refuses such a card as card_ambiguous. Keep one entry per card at the service',
     );
   }
   const c = findings.duressCollisions;

@@ -297,3 +297,31 @@ export function presentedCard(card: DecodedCard, numbering: WiegandNumbering): {
   const value = cardNumber(card, numbering);
   return card.facility === undefined || numbering === 'printed' ? { value } : { value, printed: printedNumber(card) };
 }
+
+/**
+ * The numbers a card printed `facility:card` reads as on a reader taking `formats` under `numbering`: one per format
+ * with a facility field both values fit in (the bits outside the fields zero), distinct, in the formats' order. A
+ * format with an issue level is left out (the printed form does not say it), and so is every format under
+ * `printed` (the read is the printed form itself). The layouts are worked out once: the directory scan asks the
+ * returned function for every printed entry.
+ */
+export function printedNumberer(formats: readonly WiegandFormatSpec[], numbering: WiegandNumbering): (facility: bigint, card: bigint) => string[] {
+  const width = (r: BitRange) => BigInt(r[1] - r[0] + 1);
+  const layouts = (numbering === 'printed' ? [] : formats).flatMap((format) => {
+    const { facility: fRange, card: cRange, issue } = format.fields;
+    if (!fRange || issue || format.raw) return [];
+    // data: a field's weight is the count of data bits (parity left out) after its last bit.
+    const data = dataBits(format);
+    const after = (r: BitRange) => BigInt(data.filter((b) => b > r[1]).length);
+    const [fShift, cShift] = numbering === 'facility_card' ? [16n, 0n] : [after(fRange), after(cRange)];
+    return [{ fMax: 1n << width(fRange), cMax: 1n << width(cRange), fShift, cShift }];
+  });
+  return (facility, card) => {
+    const out = new Set<string>();
+    for (const l of layouts) {
+      // facility_card is facility * 65536 + card: a shift of 16 with the card added (the config keeps cards to 16 bits).
+      if (facility < l.fMax && card < l.cMax) out.add(((facility << l.fShift) + (card << l.cShift)).toString(10));
+    }
+    return [...out];
+  };
+}

@@ -82,12 +82,12 @@ export function describeReader(reader: ReaderOptions): string {
   return reader.type === 'keyboard' ? `keyboard ${reader.path}` : reader.path;
 }
 
-/** A Wiegand or OSDP reader's formats and numbering, when not the defaults (auto, data). */
+/**
+ * A Wiegand or OSDP reader's formats (when not auto) and its numbering, the default (data) too: an installer sees
+ * which numbering the site's directory must match (docs/hardware.md, "Numbering").
+ */
 function formatNote(reader: { format?: FormatChoice; numbering: string }): string {
-  const parts = [
-    reader.format === undefined || reader.format === 'auto' ? null : `format ${reader.format.join(', ')}`,
-    reader.numbering === 'data' ? null : `numbering ${reader.numbering}`,
-  ];
+  const parts = [reader.format === undefined || reader.format === 'auto' ? null : `format ${reader.format.join(', ')}`, `numbering ${reader.numbering}`];
   const shown = parts.filter((p) => p !== null);
   return shown.length > 0 ? ` (${shown.join('; ')})` : '';
 }

@@ -25,6 +25,18 @@ export class FindingsReporter {
         'card entries shorter than access.minCardDigits in the directory (likely PINs under a label not in access.pinLabels): a card read of them is refused',
       );
     }
+    const amb = findings.ambiguousCards;
+    if (amb) {
+      logger.warn(
+        {
+          count: amb.count,
+          email_ids: amb.emailIds.slice(0, MAX_LISTED),
+          ...(amb.magicLinkIds.length ? { magic_link_ids: amb.magicLinkIds.slice(0, MAX_LISTED) } : {}),
+          numberings: amb.numberings,
+        },
+        'cards in the directory both as printed (facility:card) and as the number they read as, for different holders: such a card is refused (card_ambiguous)',
+      );
+    }
     const c = findings.duressCollisions;
     if (c && c.count > 0) {
       logger.warn(

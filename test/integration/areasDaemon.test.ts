@@ -93,7 +93,9 @@ areas: [ { id: lab, name: Lab, doors: [Front door], antiPassback: { mode: hard, 
     const status = runCli(['status', '--config', config]).stdout;
     expect(status).toContain('Lab (lab): 1 inside of at most 10; anti-passback hard inout');
     expect(status).toContain(`Alice Adams (user:101) since ${occupants[0]!.since}, through Front door`);
-    expect(status).toMatch(/reader Wiegand D0 GPIO 5 \/ D1 GPIO 6 listening; exit reader Wiegand D0 GPIO 12 \/ D1 GPIO 13 listening/);
+    expect(status).toMatch(
+      /reader Wiegand D0 GPIO 5 \/ D1 GPIO 6 \(numbering data\) listening; exit reader Wiegand D0 GPIO 12 \/ D1 GPIO 13 \(numbering data\) listening/,
+    );
 
     // And anti-passback still knows Alice is in.
     writeSimulatedEdges(gpio, ENTRY, edgesOf(encodeCard(ALICE), 0));

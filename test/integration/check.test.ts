@@ -194,3 +194,47 @@ describe('door-agent check: usage errors (exit 2)', () => {
     expect(r.stderr).toContain('the cache cannot be read (database disk image is malformed); the door stays locked. Rebuild the cache');
   });
 });
+
+describe('door-agent check: a card as printed (facility:card) on a door with a Wiegand reader', () => {
+  // 123:45678 as an H10301 card reads as 123 * 65536 + 45678 = 8106606 under numbering data.
+  function site(name: string, cards: Array<[holder: string, number: string]>, reader = 'format: H10301') {
+    const dir = join(tmp.path, name);
+    mkdirSync(dir);
+    const cfg = writeConfig(dir, { doorExtra: `    reader: { type: wiegand, d0: 5, d1: 6, ${reader} }\n` });
+    const snapshot = exampleSnapshot();
+    for (const [holder, number] of cards) (snapshot.details[holder] as { smartcards: unknown[] }).smartcards.push({ number, label: 'badge' });
+    expect(runCli(['import', writeSnapshot(dir, 'snapshot.json', snapshot), '--config', cfg]).status).toBe(0);
+    return cfg;
+  }
+
+  it('says which form of the card the directory holds: matched number or printed; none for nobody', () => {
+    const printed = site('printed', [['101', '123:45678']]);
+    expect(check(['0123:045678'], printed).out).toMatchObject({ granted: true, matched: 'printed', hint: '123:…', holders: [{ email_id: 101 }] });
+    expect(check(['8106606'], printed).out).toMatchObject({ granted: false, reason: 'unknown_credential', matched: null });
+    const numbered = site('numbered', [['101', '8106606']]);
+    expect(check(['123:45678'], numbered).out).toMatchObject({ granted: true, matched: 'number', holders: [{ email_id: 101 }] });
+    expect(check(['8106606'], numbered).out).toMatchObject({ granted: true, matched: 'number' });
+    expect(check(['1234', '--kind', 'pin'], numbered).out).not.toHaveProperty('matched');
+  });
+
+  it('the number and the printed form held by different users: denied card_ambiguous, as at the door', () => {
+    const both = site('both', [
+      ['101', '123:45678'],
+      ['105', '8106606'],
+    ]);
+    const r = check(['123:45678'], both);
+    expect(r.status).toBe(1);
+    expect(r.out).toMatchObject({ granted: false, reason: 'card_ambiguous', holders: [], matched: null });
+    expect(r.stdout).not.toMatch(/45678|8106606/);
+  });
+
+  it('a reader on auto reads 123:45678 as different numbers (H10301, C1k35, ...): decided alike it answers, else it asks for the number', () => {
+    const auto = site('auto', [['101', '123:45678']], 'format: auto');
+    expect(check(['123:45678'], auto).out).toMatchObject({ granted: true, matched: 'printed' });
+    const split = site('split', [['105', '8106606']], 'format: auto');
+    const r = check(['123:45678'], split);
+    expect(r.status).toBe(2);
+    expect(r.stderr).toContain("reads as 4 different numbers on Front door's reader");
+    expect(r.stderr).toContain('door-agent reader learn');
+  });
+});

@@ -213,7 +213,7 @@ doors:
     );
     const good = runCli(['config', 'check', '--config', ok]);
     expect(good.status, good.stderr).toBe(0);
-    expect(good.stdout).toContain('reader OSDP /dev/ttyUSB0 address 1 (plain)');
+    expect(good.stdout).toContain('reader OSDP /dev/ttyUSB0 address 1 (plain) (numbering data)');
     const bad = configFile(
       'osdp-bad.yaml',
       `${BASE}doors:\n  - { uuid: ${DOOR_UUID}, resourceId: 12, relay: { pin: 17 }, reader: { type: osdp, path: /dev/ttyUSB0, address: 0 } }\n  - { uuid: ${second}, resourceId: 13, relay: { pin: 18 }, reader: { type: osdp, path: /dev/ttyUSB0, address: 0, baudRate: 115200 } }\n  - { uuid: 1b7a1e55-3c2d-4e8f-9a10-22334455aabb, resourceId: 14, relay: { pin: 19 }, reader: { path: /dev/ttyUSB0 } }\n`,
@@ -262,7 +262,7 @@ doors:
     );
     const ok = runCli(['config', 'check', '--config', secure]);
     expect(ok.status, ok.stderr).toBe(0);
-    expect(ok.stdout).toContain('reader OSDP /dev/ttyUSB0 address 0 (secure channel)');
+    expect(ok.stdout).toContain('reader OSDP /dev/ttyUSB0 address 0 (secure channel) (numbering data)');
     expect(ok.stdout).not.toContain('is plain');
   });
 

@@ -140,6 +140,38 @@ describe('DoorRuntime decisions (card_or_pin)', () => {
   });
 });
 
+describe('DoorRuntime: a card read with its printed form (facility:card)', () => {
+  // 123:45678 as an H10301 frame reads as 8106606 under numbering data (123 * 65536 + 45678); the reader hands on both.
+  const READ = { kind: 'card' as const, value: '8106606', printed: '123:45678' };
+  function directoryWith(...cards: Array<[holder: string, number: string]>) {
+    const directory = exampleSnapshot();
+    for (const [holder, number] of cards) (directory.details[holder] as { smartcards: unknown[] }).smartcards.push({ number, label: 'badge' });
+    return directory;
+  }
+
+  it('the number and the printed form held by different users: denied card_ambiguous, no holder named, nothing opens', () => {
+    const t = setup({}, { snapshot: directoryWith(['101', '123:45678'], ['105', '8106606']) });
+    t.frame(READ);
+    expect(t.types()).toEqual(['access_denied']);
+    expect(t.last('access_denied')).toMatchObject({ kind: 'card', reason: 'card_ambiguous', holders: [] });
+    expect(t.last('access_denied')).not.toHaveProperty('card_matched');
+    expect(t.last('access_denied')).not.toHaveProperty('who');
+    expect(t.relay.writes).toEqual([0]);
+    expect(JSON.stringify(t.all())).not.toContain('45678');
+  });
+
+  it('both held by the same user: the number decides (no card_matched); the printed form alone: card_matched printed', () => {
+    const same = setup({}, { snapshot: directoryWith(['101', '123:45678'], ['101', '8106606']) });
+    same.frame(READ);
+    expect(same.last('access_granted')).toMatchObject({ who: 'Alice Adams' });
+    expect(same.last('access_granted')).not.toHaveProperty('card_matched');
+    const printedOnly = setup({}, { snapshot: directoryWith(['101', '123:45678']) });
+    printedOnly.frame(READ);
+    expect(printedOnly.last('access_granted')).toMatchObject({ who: 'Alice Adams', hint: '123:…', card_matched: 'printed' });
+    expect(printedOnly.relay.writes).toEqual([0, 1]);
+  });
+});
+
 describe('DoorRuntime card_and_pin', () => {
   it("a card alone does not unlock; the same user's PIN within 10 s does", () => {
     const t = setup({ mode: 'card_and_pin' });

@@ -97,7 +97,7 @@ describe('an OSDP reader at the door', () => {
     ).toEqual([[true, 'secure']]);
     expect(daemon.rawOutput.join('\n')).not.toContain(KEY);
     // The runtime status is written after the door acts: give the write its moment.
-    expect(await s.status()).toContain(`reader OSDP ${join(s.dir, 'bus')} address 3 (secure channel) connected; secure channel in use`);
+    expect(await s.status()).toContain(`reader OSDP ${join(s.dir, 'bus')} address 3 (secure channel) (numbering data) connected; secure channel in use`);
   });
 
   it('a reader with another key: one clear error, polled slowly (not the log flood of issue 32), no card opens; status says FAILED', async () => {
@@ -239,7 +239,7 @@ describe('an OSDP reader at the door', () => {
     await eventually(
       async () =>
         (await s.status()).includes(
-          `reader OSDP ${bus} address 3 (secure channel) connected; secure channel in use; exit reader OSDP ${bus} address 4 (secure channel) connected; secure channel in use`,
+          `reader OSDP ${bus} address 3 (secure channel) (numbering data) connected; secure channel in use; exit reader OSDP ${bus} address 4 (secure channel) (numbering data) connected; secure channel in use`,
         ),
       8000,
       'both channels in status',

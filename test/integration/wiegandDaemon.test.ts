@@ -22,18 +22,18 @@ afterEach(async () => {
 const PINS = { d0: 5, d1: 6 };
 let n = 0;
 
-/** examples/snapshot.json with Alice holding one more card, as the service may store it (e.g. printed: 0123:045678). */
-function snapshotWithAliceCard(dir: string, number: string): string {
+/** examples/snapshot.json with Alice (101) or another user holding one more card, as the service may store it (e.g. printed: 0123:045678). */
+function snapshotWithCards(dir: string, cards: Array<[holder: string, number: string]>): string {
   const snapshot = JSON.parse(readFileSync('examples/snapshot.json', 'utf8')) as {
     details: Record<string, { smartcards: Array<{ number: string; label: string }> }>;
   };
-  snapshot.details['101']!.smartcards.push({ number, label: 'badge' });
+  for (const [holder, number] of cards) snapshot.details[holder]!.smartcards.push({ number, label: 'badge' });
   const path = join(dir, 'snapshot.json');
   writeFileSync(path, JSON.stringify(snapshot));
   return path;
 }
 
-async function start(readerExtra = '', doorExtra = '', aliceExtraCard?: string) {
+async function start(readerExtra = '', doorExtra = '', extraCards: string | Array<[holder: string, number: string]> = []) {
   const dir = join(tmp.path, `w${n++}`);
   mkdirSync(dir);
   const config = writeConfig(dir, {
@@ -44,7 +44,8 @@ async function start(readerExtra = '', doorExtra = '', aliceExtraCard?: string) 
     reader: { type: wiegand, d0: ${PINS.d0}, d1: ${PINS.d1}${readerExtra} }
 ${doorExtra}`,
   });
-  const snapshot = aliceExtraCard === undefined ? 'examples/snapshot.json' : snapshotWithAliceCard(dir, aliceExtraCard);
+  const cards = typeof extraCards === 'string' ? [['101', extraCards] as [string, string]] : extraCards;
+  const snapshot = cards.length === 0 ? 'examples/snapshot.json' : snapshotWithCards(dir, cards);
   expect(runCli(['import', snapshot, '--config', config]).status).toBe(0);
   const daemon = new Daemon(config);
   running.push(daemon);
@@ -111,6 +112,25 @@ describe('a Wiegand reader at the door (simulated chip)', () => {
     expect(s.daemon.rawOutput.join('\n')).not.toContain('45678');
   });
 
+  it("one card as Alice's 123:45678 and as Erin's 8106606 (its number under numbering data): card_ambiguous, nothing opens; status says so", async () => {
+    const s = await start('', '', [
+      ['101', '123:45678'],
+      ['105', String(123 * 65536 + 45678)],
+    ]);
+    const h10301 = BUILTIN_FORMATS.find((f) => f.name === 'H10301')!;
+    writeSimulatedEdges(s.gpio, PINS, edgesOf(encodeWith(h10301, { facility: 123n, card: 45678n }), 0));
+    await waitUntil(() => s.events().some((e) => e.type === 'access_denied'), 5000, 'denial recorded');
+    await sleep(300);
+    expect(s.events()).toEqual([expect.objectContaining({ type: 'access_denied', kind: 'card', reason: 'card_ambiguous', holders: [] })]);
+    expect(readLevel(join(s.gpio, 'gpio17/value'))).toBe('0');
+    const status = runCli(['status', '--config', s.config]);
+    expect(status.stdout).toContain('numbering data');
+    expect(status.stdout).toContain(
+      'WARNING: 1 card is in the directory both as printed (facility:card) and as the number it reads as (numbering data), for different holders (email_id 101, email_id 105)',
+    );
+    expect(`${status.stdout}${s.daemon.rawOutput.join('\n')}`).not.toMatch(/45678|8106606/);
+  });
+
   it('keypad frames make a PIN: 1 2 3 4 # opens, as on a serial keypad', async () => {
     const s = await start();
     await keys(s.gpio, '99*1234#');
@@ -149,10 +169,10 @@ describe('a Wiegand reader at the door (simulated chip)', () => {
     expect(noise[0]).toMatchObject({ door: DOOR_UUID, frames: 3, reasons: { parity: 1, glitch_only: 1, bit_count: 1 } });
   });
 
-  it('status names the reader by its lines', async () => {
+  it('status names the reader by its lines and its numbering, the default too', async () => {
     const s = await start();
     const r = runCli(['status', '--config', s.config]);
-    expect(r.stdout).toContain('reader Wiegand D0 GPIO 5 / D1 GPIO 6 listening');
+    expect(r.stdout).toContain('reader Wiegand D0 GPIO 5 / D1 GPIO 6 (numbering data) listening');
   });
 
   it('reader learn (daemon stopped) opens the lines itself and prints the next card in every numbering; nothing read: exit 1', async () => {

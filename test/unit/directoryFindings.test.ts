@@ -1,6 +1,15 @@
 import { describe, expect, it } from 'vitest';
 import { duressOriginal } from '../../src/core/credentials.js';
-import { DirectoryScan, collisionKey, duressPinOf, findingsWarnings, type CredentialEntry, type DirectoryRules } from '../../src/core/directoryFindings.js';
+import {
+  DirectoryScan,
+  collisionKey,
+  directoryRules,
+  duressPinOf,
+  findingsWarnings,
+  type CredentialEntry,
+  type DirectoryRules,
+} from '../../src/core/directoryFindings.js';
+import { BUILTIN_FORMATS, formatsFor } from '../../src/core/wiegandFormats.js';
 
 const RULES: DirectoryRules = { pinLabels: ['PIN'], duressPin: 'lastDigitPlusOne', minCardDigits: 6 };
 const pin = (holderId: string, number: string, holderKind: 'user' | 'link' = 'user'): CredentialEntry => ({ number, holderKind, holderId, label: 'PIN' });
@@ -87,5 +96,64 @@ describe('printed card numbers (facility:card)', () => {
     expect(findings.malformedPrinted).toEqual({ count: 2, labels: ['(no label)', 'badge'] });
     expect(findings.shortCards.count).toBe(0);
     expect(findingsWarnings(findings)[0]).toContain('2 card entries are neither a number nor facility:card');
+  });
+
+  // 123:45678 on an H10301 reader: data 123 * 65536 + 45678 = 8106606 (also facility_card's number).
+  const H10301 = BUILTIN_FORMATS.filter((f) => f.name === 'H10301');
+  const DATA_26: DirectoryRules = { ...RULES, cardReads: [{ numbering: 'data', formats: H10301 }] };
+
+  it("one user's 123:45678 and another's 8106606 are one card on a 26-bit reader: a finding naming both holders, never the number", () => {
+    const found = scan([card('101', '123:45678'), card('102', '8106606'), card('103', '4213578')], DATA_26);
+    expect(found.ambiguousCards).toEqual({ count: 1, emailIds: [101, 102], magicLinkIds: [], numberings: ['data'] });
+    const text = findingsWarnings(found).join('\n');
+    expect(text).toContain(
+      '1 card is in the directory both as printed (facility:card) and as the number it reads as (numbering data), for different holders (email_id 101, email_id 102)',
+    );
+    expect(text).toContain('card_ambiguous');
+    expect(text).not.toMatch(/45678|8106606/);
+  });
+
+  it('the same holder on both sides, a number the readers never produce, or printed numbering: nothing', () => {
+    expect(scan([card('101', '123:45678'), card('101', '8106606')], DATA_26).ambiguousCards).toBeUndefined();
+    // On a C1k35 reader 123:45678 reads as 123 * 2^20 + 45678, not 8106606.
+    const c1k35 = BUILTIN_FORMATS.filter((f) => f.name === 'C1k35');
+    expect(
+      scan([card('101', '123:45678'), card('102', '8106606')], { ...RULES, cardReads: [{ numbering: 'data', formats: c1k35 }] }).ambiguousCards,
+    ).toBeUndefined();
+    expect(
+      scan([card('101', '123:45678'), card('102', String(123 * 2 ** 20 + 45678))], { ...RULES, cardReads: [{ numbering: 'data', formats: c1k35 }] })
+        .ambiguousCards?.count,
+    ).toBe(1);
+    expect(
+      scan([card('101', '123:45678'), card('102', '8106606')], { ...RULES, cardReads: [{ numbering: 'printed', formats: H10301 }] }).ambiguousCards,
+    ).toBeUndefined();
+    expect(scan([card('101', '123:45678'), card('102', '8106606')], RULES).ambiguousCards).toBeUndefined();
+  });
+
+  it("the rules take each Wiegand and OSDP reader's numbering and formats once; other readers have none", () => {
+    const wiegand = { type: 'wiegand', numbering: 'facility_card', formats: H10301 };
+    const rules = directoryRules(RULES, [
+      { reader: wiegand, exitReader: { ...wiegand } },
+      { reader: { type: 'serial' } },
+      { reader: { type: 'osdp', numbering: 'data', formats: formatsFor('auto', []) } },
+    ]);
+    expect(rules.cardReads?.map((r) => [r.numbering, r.formats.length])).toEqual([
+      ['facility_card', 1],
+      ['data', BUILTIN_FORMATS.length],
+    ]);
+    // facility_card: 123:45678 is 8106606 too; a guest link is named as such.
+    const found = scan([card('101', '123:45678'), { number: '8106606', holderKind: 'link', holderId: '501', label: null }], rules);
+    expect(found.ambiguousCards).toEqual({ count: 1, emailIds: [101], magicLinkIds: ['501'], numberings: ['data', 'facility_card'] });
+  });
+
+  it('a directory of 250,000 cards, half printed, is scanned in one pass (no card compared with every other)', () => {
+    const s = new DirectoryScan({ ...RULES, cardReads: [{ numbering: 'data', formats: formatsFor('auto', []) }] });
+    const started = performance.now();
+    for (let i = 0; i < 250_000; i++) {
+      s.add(card(String(i), i % 2 === 0 ? `${i % 200}:${i}` : String(10_000_000 + i)));
+    }
+    expect(s.result().ambiguousCards).toBeUndefined();
+    // Generous: a quadratic scan would take hours; this takes about a second on a Pi-class core.
+    expect(performance.now() - started).toBeLessThan(20_000);
   });
 });

@@ -9,6 +9,7 @@ import {
   formatProblems,
   formatsFor,
   presentedCard,
+  printedNumberer,
   type WiegandFormatSpec,
 } from '../../src/core/wiegandFormats.js';
 
@@ -86,6 +87,28 @@ describe('numbering', () => {
     const h10302 = decodeWith(format('H10302'), bitsOf(0x15bfb8386an, 37))!;
     expect(presentedCard(h10302, 'printed')).toEqual({ value: '12345678901' });
     expect(presentedCard(h10302, 'data')).toEqual({ value: '12345678901' });
+  });
+
+  it('a printed card (facility:card) reads as the number a frame of each format with a facility gives, without a frame', () => {
+    const withFacility = BUILTIN_FORMATS.filter((f) => f.fields.facility);
+    for (const numbering of ['data', 'facility_card'] as const) {
+      for (const f of withFacility) {
+        const read = cardNumber(decodeWith(f, encodeWith(f, { facility: 123n, card: 45678n }))!, numbering);
+        expect(printedNumberer([f], numbering)(123n, 45678n), `${f.name} ${numbering}`).toEqual([read]);
+      }
+    }
+    // auto under data: H10301 and H10306 give the same number, the others their own; no number for a card too wide.
+    expect(printedNumberer(BUILTIN_FORMATS, 'data')(123n, 45678n)).toEqual([
+      String(123 * 65536 + 45678),
+      String(123n * 2n ** 20n + 45678n),
+      String(123n * 2n ** 19n + 45678n),
+      String(123n * 2n ** 23n + 45678n),
+    ]);
+    expect(printedNumberer([format('H10301')], 'data')(256n, 1n)).toEqual([]);
+    // printed: the read is the printed form itself; a format with an issue level is left out.
+    expect(printedNumberer(BUILTIN_FORMATS, 'printed')(123n, 45678n)).toEqual([]);
+    const issued: WiegandFormatSpec = { name: 'Issued', bits: 30, parity: [], fields: { facility: [0, 7], card: [8, 23], issue: [24, 29] } };
+    expect(printedNumberer([issued], 'data')(1n, 2n)).toEqual([]);
   });
 });
 
