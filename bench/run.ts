@@ -5,6 +5,7 @@
 import { mkdirSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { benchmarkConsole } from './consoleBench.js';
 import { benchmarkDecisions } from './decisions.js';
 import { benchmarkDirectoryStorm } from './directoryStorm.js';
 import { benchmarkFleet, benchmarkFleet1000 } from './fleetBench.js';
@@ -24,6 +25,7 @@ const BENCHES: Record<string, (workDir: string) => BenchRow[] | Promise<BenchRow
   'tap-to-relay': benchmarkTapToRelay,
   mqtt: benchmarkMqtt,
   service: benchmarkService,
+  console: benchmarkConsole,
   'directory-storm': benchmarkDirectoryStorm,
   sync: benchmarkSync,
   'sync-scale': benchmarkSyncScale,

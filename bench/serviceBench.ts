@@ -20,7 +20,7 @@ const USERS = 10_000;
 const root = resolve(fileURLToPath(import.meta.url), '../../..');
 const autocannon = join(createRequire(import.meta.url).resolve('autocannon/package.json'), '..', 'autocannon.js');
 
-async function waitReady(child: ChildProcess, marker: string): Promise<void> {
+export async function waitReady(child: ChildProcess, marker: string): Promise<void> {
   await new Promise<void>((res, rej) => {
     child.stdout!.on('data', (d: Buffer) => d.toString().includes(marker) && res());
     child.once('exit', (code) => rej(new Error(`exited ${code}`)));
@@ -39,8 +39,10 @@ function cpuMs(pid: number | undefined): number | null {
   return ((Number(fields[11]) + Number(fields[12])) * 1000) / CLOCK_TICKS;
 }
 
-interface Load {
+export interface Load {
   perSecond: number;
+  /** Latency p50 (ms): autocannon's runs only. */
+  p50?: number;
   p99: number;
   errors: number;
   /** CPU ms the server process spent per request answered, or null. */
@@ -61,16 +63,16 @@ function loadLarge(url: string, server: ChildProcess, headers: string[] = []): L
   return { perSecond: out.perSecond, p99: out.p99, errors: out.errors, cpuPerRequest };
 }
 
-/** autocannon in its own process: 10 connections for 5 s; requests/s (mean), latency p99 (ms), the server's CPU. */
-function load(url: string, server: ChildProcess, headers: string[] = []): Load {
-  const args = [autocannon, '-j', '-c', '10', '-d', '5', ...headers.flatMap((h) => ['-H', h]), url];
+/** autocannon in its own process: 10 connections (or `connections`) for 5 s; requests/s (mean), latency p50 and p99 (ms), the server's CPU. */
+export function load(url: string, server: ChildProcess, headers: string[] = [], connections = 10): Load {
+  const args = [autocannon, '-j', '-c', String(connections), '-d', '5', ...headers.flatMap((h) => ['-H', h]), url];
   const cpuBefore = cpuMs(server.pid);
   const r = spawnSync(process.execPath, args, { encoding: 'utf8', maxBuffer: 16 << 20 });
   const cpuAfter = cpuMs(server.pid);
   if (r.status !== 0) throw new Error(`autocannon failed: ${r.stderr}`);
-  const out = JSON.parse(r.stdout) as { requests: { average: number; total: number }; latency: { p99: number }; non2xx: number; errors: number };
+  const out = JSON.parse(r.stdout) as { requests: { average: number; total: number }; latency: { p50: number; p99: number }; non2xx: number; errors: number };
   const cpuPerRequest = cpuBefore === null || cpuAfter === null || out.requests.total === 0 ? null : (cpuAfter - cpuBefore) / out.requests.total;
-  return { perSecond: out.requests.average, p99: out.latency.p99, errors: out.non2xx + out.errors, cpuPerRequest };
+  return { perSecond: out.requests.average, p50: out.latency.p50, p99: out.latency.p99, errors: out.non2xx + out.errors, cpuPerRequest };
 }
 
 /** The load figures, then the memory under the largest allowed requests (serviceMemory.ts). */

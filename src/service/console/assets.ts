@@ -21,7 +21,7 @@ h1{font-size:1.4em;margin:.3em 0 .6em}
 table{border-collapse:collapse;width:100%}
 th,td{text-align:left;padding:6px 8px;border-bottom:1px solid var(--line);vertical-align:top}
 button,input,select{font:inherit;color:inherit;background:var(--card);border:1px solid var(--line);border-radius:6px;padding:6px 10px;min-height:40px}
-button{cursor:pointer}button.danger{border-color:var(--bad);color:var(--bad)}
+input,select{max-width:100%}button{cursor:pointer}button.danger{border-color:var(--bad);color:var(--bad)}
 form.inline{display:inline-flex;gap:6px;align-items:center;margin:2px 4px 2px 0;flex-wrap:wrap}
 label{display:inline-block;margin-right:4px}
 .flash{padding:8px 12px;border-radius:6px;border:1px solid var(--line);margin-bottom:12px}

@@ -45,7 +45,7 @@ export function doorRow(door: ServiceResource, feed: SiteFeed | null, rank: Rank
       : html`${form(
           'unlock',
           'Unlock',
-          html`<label for="secs-${door.uuid}">for</label><input id="secs-${door.uuid}" name="seconds" type="number" min="1" max="604800" value="5" size="5" required><span>s</span>`,
+          html`<label for="secs-${door.uuid}">for</label><input id="secs-${door.uuid}" aria-label="Unlock ${door.name} for how many seconds" name="seconds" type="number" min="1" max="604800" value="5" size="5" required><span>s</span>`,
         )}${form('lock', 'Lock')}${
           state?.lockdown
             ? form('lockdown_off', 'End lockdown')

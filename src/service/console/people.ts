@@ -31,12 +31,11 @@ function resultsFragment(ctx: ConsoleContext, query: string): Html {
   }
   const found = search(ctx, query.trim());
   if (found.length === 0) return html`<p role="status">Nobody matches “${query}”.</p>`;
-  const groups = ctx.api.users.allGroups();
   return html`<p role="status" class="muted">${found.length > MAX_RESULTS ? `The first ${MAX_RESULTS} matches: type more to narrow.` : `${found.length} found.`}</p>
 <table><thead><tr><th>Name</th><th>E-mail</th><th>Kind</th><th>State</th><th>Groups</th></tr></thead><tbody>${found.slice(0, MAX_RESULTS).map(
     (u) => html`<tr><td data-label="Name"><a href="/console/people/${u.email_id}">${nameOf(u)}</a></td><td data-label="E-mail">${u.email}</td>
 <td data-label="Kind">${u.tag === 'GUEST' ? 'guest' : 'user'}</td><td data-label="State">${stateBadge(u)}</td>
-<td data-label="Groups">${(groups.get(u.email_id) ?? []).map(([g]) => html`<span class="badge">${g}</span>`)}</td></tr>`,
+<td data-label="Groups">${ctx.api.users.groupsOf(u.email_id).map(([g]) => html`<span class="badge">${g}</span>`)}</td></tr>`,
   )}</tbody></table>`;
 }
 
