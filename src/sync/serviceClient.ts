@@ -11,6 +11,7 @@ import { requestFailureReason } from './requestErrors.js';
 import { redactUrl } from '../util/redact.js';
 import { ACCEPTED_CODINGS, BodyDecodeError, contentCoding, decodedBody, UnknownCodingError, type ContentCoding } from './decodedBody.js';
 import { httpGet } from './httpGet.js';
+import { SilenceWatchdog } from '../util/silenceWatchdog.js';
 import { parseRetryAfter } from './retryAfter.js';
 
 export interface ServiceClientOptions {
@@ -103,7 +104,7 @@ export class ServiceClient {
     const where = `GET ${endpoint}`;
     const seconds = this.options.timeoutMs / 1000;
     const controller = new AbortController();
-    const timer = setTimeout(() => controller.abort(), this.options.timeoutMs);
+    const silence = new SilenceWatchdog(this.options.timeoutMs, () => controller.abort());
     const body = new ResponseSpool(this.options.spoolDir ?? tmpdir(), { memoryBytes: SPOOL_MEMORY_BYTES, maxBytes });
     let status: number | null = null;
     let coding: ContentCoding = 'identity';
@@ -112,12 +113,13 @@ export class ServiceClient {
     const received = async function* (message: AsyncIterable<Buffer>): AsyncGenerator<Buffer> {
       for await (const chunk of message) {
         wire += chunk.length;
-        timer.refresh();
+        silence.touch();
         yield chunk;
       }
     };
     try {
       const response = await httpGet(url, headers, controller.signal);
+      silence.touch();
       status = response.statusCode ?? 0;
       const header = (name: string) => {
         const value = response.headers[name];
@@ -157,7 +159,7 @@ export class ServiceClient {
           : `the answer from ${service} broke off after ${wire} bytes: ${requestFailureReason(err, url)}`;
       throw new ServiceError(`${where}: ${reason}`, endpoint, status, { cause: err });
     } finally {
-      clearTimeout(timer);
+      silence.stop();
       this.traffic.wireBytes += wire;
       this.traffic.bodyBytes += body.size;
     }

@@ -1,0 +1,50 @@
+/**
+ * Fires once when `ms` pass with no `touch()`: the timeout of a connection that went silent.
+ *
+ * Judged on the monotonic clock, and only after the event loop's poll phase has run (a setImmediate): when the
+ * thread was busy for longer than `ms` (a long synchronous task: a big cache write, a stalled machine), the loop
+ * runs its due timers before it reads the sockets, so a plain timer would abort an answer whose bytes had long
+ * arrived and only waited to be read. Here the bytes are read first, `touch()` is called, and the watchdog stays
+ * quiet.
+ */
+export class SilenceWatchdog {
+  private last: number;
+  private timer: ReturnType<typeof setTimeout> | null = null;
+  private done = false;
+
+  constructor(
+    private readonly ms: number,
+    private readonly onSilent: () => void,
+    private readonly now: () => number = () => performance.now(),
+  ) {
+    this.last = now();
+    this.arm(ms);
+  }
+
+  /** Something arrived: the silence starts again from now. */
+  touch(): void {
+    this.last = this.now();
+  }
+
+  /** Done with the connection: never fires after this. */
+  stop(): void {
+    this.done = true;
+    if (this.timer !== null) clearTimeout(this.timer);
+    this.timer = null;
+  }
+
+  private arm(delayMs: number): void {
+    this.timer = setTimeout(() => {
+      this.timer = null;
+      setImmediate(() => this.judge());
+    }, delayMs);
+  }
+
+  private judge(): void {
+    if (this.done) return;
+    const quietMs = this.now() - this.last;
+    if (quietMs < this.ms) return this.arm(this.ms - quietMs);
+    this.done = true;
+    this.onSilent();
+  }
+}
