@@ -245,6 +245,7 @@ describe('door-agent run', () => {
       path: join(s.dir, 'reader'),
       connected: false,
       identity: null, // what a reader says of itself (a PN532's firmware): a serial reader says nothing
+      numbering: null, // a Wiegand or OSDP reader's card numbering; a serial reader's lines are the number
     });
     await sleep(1500); // a few failed reopen attempts
     const reconnects = daemon.logs.length;
