@@ -6,8 +6,9 @@ export default defineConfig({
     include: ['test/**/*.test.ts'],
     testTimeout: 30_000,
     hookTimeout: 60_000,
-    // Integration tests spawn the built CLI and real processes; two cores, so keep the pool small.
-    maxWorkers: 2,
+    // Integration tests spawn the built CLI and real processes and mostly wait on them: three workers on two cores
+    // (the suite took 688 s with two on the idle VM). Their waits are sized for a loaded machine.
+    maxWorkers: 3,
     reporters: ['default'],
     sequence: { sequencer: SlowFirstSequencer },
   },

@@ -221,9 +221,11 @@ describe('scripts/install.sh from a clean copy of the tree, npm steps included',
     daemons.push(daemon);
     await daemon.waitForMessage('door-agent ready', 60_000);
     expect(readLevel(relay)).toBe('0');
+    // The reader's port opens after "ready": a line written before it would be lost (it was, beside a busy suite).
+    await daemon.waitForMessage('reader connected', 60_000);
     pty.write('0004213578\r\n'); // Alice's card
-    await waitUntil(() => readLevel(relay) === '1', 10_000, 'the relay unlocked by the tap');
-    await waitUntil(() => events(config).some((e) => e.type === 'access_granted'), 10_000, 'the access_granted event');
+    await waitUntil(() => readLevel(relay) === '1', 30_000, 'the relay unlocked by the tap');
+    await waitUntil(() => events(config).some((e) => e.type === 'access_granted'), 30_000, 'the access_granted event');
     const granted = events(config).find((e) => e.type === 'access_granted')!;
     expect(granted).toMatchObject({ kind: 'card', door: DOOR_UUID, hint: '…78' });
     firstRelockAt = (JSON.parse(readFileSync(doorFile(dataDir), 'utf8')) as { relockAt: number }).relockAt;
@@ -254,7 +256,7 @@ describe('scripts/install.sh from a clean copy of the tree, npm steps included',
     const upgraded = new Daemon(config, { entry: WRAPPER });
     daemons.push(upgraded);
     await upgraded.waitForMessage('door-agent ready', 60_000);
-    await waitUntil(() => readLevel(relay) === '1', 10_000, 'the unlock resumed after the upgrade');
+    await waitUntil(() => readLevel(relay) === '1', 30_000, 'the unlock resumed after the upgrade');
     const resumed = events(config).find((e) => e.type === 'unlocked' && e.cause === 'resumed after restart');
     expect(resumed, JSON.stringify(events(config))).toBeDefined();
     const relockAt = (JSON.parse(readFileSync(doorFile(dataDir), 'utf8')) as { relockAt: number }).relockAt;

@@ -1,9 +1,18 @@
 import { BaseSequencer, type TestSpecification } from 'vitest/node';
 
-// The files that run for minutes start first, so the two workers finish together: on a fresh clone (CI) vitest
+// The files that run for minutes start first, so the workers finish together: on a fresh clone (CI) vitest
 // has no timings yet and would order by file size, which can leave the installer's test (npm ci with the native
 // builds, about two minutes) for last and add its whole length to the run.
-const SLOW_FIRST = ['test/integration/install.test.ts', 'test/integration/sync.test.ts', 'test/integration/mqtt.test.ts', 'test/integration/daemon.test.ts'];
+const SLOW_FIRST = [
+  'test/integration/install.test.ts',
+  'test/integration/sync.test.ts',
+  'test/integration/mqtt.test.ts',
+  'test/integration/daemon.test.ts',
+  'test/e2e/console.test.ts',
+  'test/integration/osdpDaemon.test.ts',
+  'test/e2e/consoleAccess.test.ts',
+  'test/integration/pn532Daemon.test.ts',
+];
 
 export class SlowFirstSequencer extends BaseSequencer {
   override async sort(files: TestSpecification[]): Promise<TestSpecification[]> {
