@@ -1,7 +1,10 @@
 import type { AgentOptions } from '../config/options.js';
 import type { DoorOptions } from '../door/options.js';
 import type { ReaderOptionsOf } from '../readers/options.js';
-import { UsageError } from '../util/errors.js';
+import { configHash } from '../config/configHash.js';
+import { noteConfigChange, type ConfigNote } from '../store/configChanges.js';
+import { UsageError, describeFsError } from '../util/errors.js';
+import type { CommandContext } from './context.js';
 
 /**
  * Which OSDP reader a maintenance command (`reader keyset`, `reader osdp set-address`/`set-baud`) talks to:
@@ -62,4 +65,30 @@ export function osdpTarget(config: AgentOptions, uuid: string | undefined, flag:
   const which = door.exitReader ? `the ${choice} reader` : 'the reader';
   if (reader.type !== 'osdp') throw new UsageError(`${door.name}: ${which} (${key}) is not an OSDP reader`);
   return { door, doorIndex: config.doors.indexOf(door), choice, reader, key, which };
+}
+
+/**
+ * Notes a maintenance command's change to `target`'s reader for the audit log (config_changed), recorded by the
+ * daemon when it next starts. The change is made already: a note that cannot be written is said, not fatal.
+ */
+export function noteReaderChange(
+  config: AgentOptions,
+  target: Pick<OsdpTarget, 'door' | 'choice'>,
+  change: Pick<ConfigNote, 'reason' | 'comset'>,
+  what: string,
+  ctx: Pick<CommandContext, 'clock' | 'stderr'>,
+): void {
+  try {
+    noteConfigChange(config.agent.dataDir, {
+      at: ctx.clock.wallNow(),
+      reason: change.reason,
+      hash: configHash(config),
+      door: target.door.uuid,
+      // Named on a door with two readers, as the reader's own audit events are.
+      ...(target.door.exitReader ? { reader: target.choice } : {}),
+      ...(change.comset ? { comset: change.comset } : {}),
+    });
+  } catch (err) {
+    ctx.stderr.write(`door-agent: ${what} could not be noted for the audit log (config_changed): ${describeFsError(err)}\n`);
+  }
 }

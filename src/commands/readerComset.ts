@@ -1,15 +1,13 @@
 import { statSync } from 'node:fs';
-import { configHash } from '../config/configHash.js';
 import { loadConfig } from '../config/load.js';
 import type { AgentOptions } from '../config/options.js';
 import { CMD, REPLY, describeNak } from '../readers/osdp/codes.js';
 import { decodeComSettings, encodeComSettings, newAddressProblem, newBaudProblem, type ComSettings } from '../readers/osdp/comset.js';
-import { noteConfigChange } from '../store/configChanges.js';
 import { DataDirBusyError, dataDirHolder } from '../system/dataDirLock.js';
-import { DoorAgentError, UsageError, describeFsError } from '../util/errors.js';
+import { DoorAgentError, UsageError } from '../util/errors.js';
 import { readScbk } from '../util/secretFiles.js';
 import { configPath, stringOption, type Command, type CommandContext } from './context.js';
-import { osdpTarget, readerKey, readerOf, type OsdpTarget } from './osdpReaderChoice.js';
+import { noteReaderChange, osdpTarget, readerKey, readerOf, type OsdpTarget } from './osdpReaderChoice.js';
 import { openOsdpSession, type OsdpSessionTarget } from './osdpSession.js';
 
 /** The first contact may include a secure channel handshake (as keyset). */
@@ -133,18 +131,7 @@ async function runComset(
       `The other readers on ${reader.path} still run at ${before.baudRate}: move each with set-baud and change its baudRate too: ${others.join(', ')}\n`,
     );
   }
-  try {
-    noteConfigChange(config.agent.dataDir, {
-      at: ctx.clock.wallNow(),
-      reason: 'reader_comset',
-      hash: configHash(config),
-      door: door.uuid,
-      ...(door.exitReader ? { reader: target.choice } : {}),
-      comset: asked,
-    });
-  } catch (err) {
-    ctx.stderr.write(`door-agent: the change could not be noted for the audit log (config_changed): ${describeFsError(err)}\n`);
-  }
+  noteReaderChange(config, target, { reason: 'reader_comset', comset: asked }, 'the change', ctx);
   return 0;
 }
 

@@ -6,11 +6,9 @@ import { loadConfig } from '../config/load.js';
 import { readScbk } from '../util/secretFiles.js';
 import { CMD, REPLY } from '../readers/osdp/controlPanel.js';
 import type { PortFactory } from '../readers/serial/port.js';
-import { DoorAgentError, describeFsError } from '../util/errors.js';
-import { configHash } from '../config/configHash.js';
-import { noteConfigChange } from '../store/configChanges.js';
+import { DoorAgentError } from '../util/errors.js';
 import { configPath, stringOption, type Command, type CommandContext } from './context.js';
-import { osdpTarget } from './osdpReaderChoice.js';
+import { noteReaderChange, osdpTarget } from './osdpReaderChoice.js';
 import { openOsdpSession } from './osdpSession.js';
 
 const HANDSHAKE_TIMEOUT_MS = 15_000;
@@ -115,19 +113,7 @@ async function runReaderKeyset(
     `${door.name}: ${which} at address ${reader.address} now uses a new secure channel key, saved in ${reader.scbkFile}` +
       `${reader.installMode ? '; set installMode: false before starting door-agent' : ''}\n`,
   );
-  // For the audit log (config_changed, reason reader_keyset): recorded by the daemon when it next starts.
-  try {
-    noteConfigChange(config.agent.dataDir, {
-      at: ctx.clock.wallNow(),
-      reason: 'reader_keyset',
-      hash: configHash(config),
-      door: door.uuid,
-      // Named on a door with two readers, as the reader's own audit events are.
-      ...(door.exitReader ? { reader: choice } : {}),
-    });
-  } catch (err) {
-    ctx.stderr.write(`door-agent: the key change could not be noted for the audit log (config_changed): ${describeFsError(err)}\n`);
-  }
+  noteReaderChange(config, { door, choice }, { reason: 'reader_keyset' }, 'the key change', ctx);
   return 0;
 }
 

@@ -1,27 +1,22 @@
 import type { Logger } from 'pino';
 import { DEFAULT_WIEGAND_TIMING, FormatSet, WiegandDecoder, type WiegandFrame } from '../../core/wiegand.js';
-import { formatsFor, presentedCard, type FormatChoice, type WiegandFormatSpec, type WiegandNumbering } from '../../core/wiegandFormats.js';
+import { formatsFor, presentedCard } from '../../core/wiegandFormats.js';
 import type { Clock, Timers } from '../../util/clock.js';
 import { DoorAgentError } from '../../util/errors.js';
 import type { Level } from '../../core/relay.js';
-import type { EdgeInputs, GpioDriver, PinEdge, Pull } from '../../hardware/gpio.js';
+import type { EdgeInputs, GpioDriver, PinEdge } from '../../hardware/gpio.js';
 import { NoiseReporter, type NoiseSummary } from '../noiseReporter.js';
 import { KeypadEntry } from '../keypadEntry.js';
 import type { ReaderFrame } from '../readerFrames.js';
+import type { ReaderOptionsOf } from '../options.js';
 import type { Reader } from '../reader.js';
 
 const NOISE_WARNING_INTERVAL_MS = 1000;
 /** Dropped frames go into the audit log at most this often, summed (someone probing the wires, a bad cable). */
 const NOISE_AUDIT_INTERVAL_MS = 60_000;
 
-export interface WiegandReaderOptions {
-  d0: number;
-  d1: number;
-  pull: Pull;
-  /** As configured; `formats` are what it decodes by (default: the built-ins `format` names). */
-  format: FormatChoice;
-  formats?: readonly WiegandFormatSpec[];
-  numbering: WiegandNumbering;
+/** Its lines, formats and numbering as configured (`formats`, when absent, are the built-ins `format` names). */
+export interface WiegandReaderOptions extends Pick<ReaderOptionsOf<'wiegand'>, 'd0' | 'd1' | 'pull' | 'format' | 'formats' | 'numbering'> {
   gpio: GpioDriver;
   onFrame: (frame: ReaderFrame) => void;
   /** Frames dropped since the last call, at most once per NOISE_AUDIT_INTERVAL_MS (for the audit log). */
