@@ -1,4 +1,4 @@
-import { isPinLabel, pinLabelSet } from '../../core/credentials.js';
+import { DEFAULT_PIN_LABELS, isPinLabel, pinLabelSet } from '../../core/credentials.js';
 import { MASKED_PIN } from '../../api/shapes.js';
 
 /**
@@ -10,7 +10,7 @@ export class CredentialMask {
   private readonly pinLabels: ReadonlySet<string>;
 
   constructor(labels: readonly string[] | undefined) {
-    this.pinLabels = pinLabelSet(labels ?? ['PIN']);
+    this.pinLabels = pinLabelSet(labels ?? DEFAULT_PIN_LABELS);
   }
 
   isPin(label: string | null): boolean {
