@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import { statement } from '../util/preparedStatements.js';
 import { closeSync, fsyncSync, openSync, readFileSync, renameSync, writeSync } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
 import type { Logger } from 'pino';
@@ -35,23 +36,23 @@ export class DirectoryHistory {
   ) {}
 
   id(): string {
-    return this.db.prepare('SELECT history FROM directory_history WHERE id = 1').pluck().get() as string;
+    return statement(this.db, 'SELECT history FROM directory_history WHERE id = 1', { pluck: true }).get() as string;
   }
 
   tagOf(revision: number): string | null {
-    return (this.db.prepare('SELECT tag FROM directory_tags WHERE revision = ?').pluck().get(revision) as string | undefined) ?? null;
+    return (statement(this.db, 'SELECT tag FROM directory_tags WHERE revision = ?', { pluck: true }).get(revision) as string | undefined) ?? null;
   }
 
   /** A new tag for a revision being issued: inside the caller's transaction. */
   issueTag(revision: number): void {
-    this.db.prepare('INSERT OR REPLACE INTO directory_tags (revision, tag) VALUES (?, ?)').run(revision, randomBytes(8).toString('hex'));
-    this.db.prepare('DELETE FROM directory_tags WHERE revision <= ?').run(revision - TAGS_KEPT);
+    statement(this.db, 'INSERT OR REPLACE INTO directory_tags (revision, tag) VALUES (?, ?)').run(revision, randomBytes(8).toString('hex'));
+    statement(this.db, 'DELETE FROM directory_tags WHERE revision <= ?').run(revision - TAGS_KEPT);
   }
 
   /** A new history id: every agent holding the old one syncs in full. */
   renew(reason: string, now: number, current: { revision: number; tag: string | null }): string {
     const history = randomBytes(16).toString('hex');
-    this.db.prepare('UPDATE directory_history SET history = ?, renewed_at = ?, reason = ? WHERE id = 1').run(history, new Date(now).toISOString(), reason);
+    statement(this.db, 'UPDATE directory_history SET history = ?, renewed_at = ?, reason = ? WHERE id = 1').run(history, new Date(now).toISOString(), reason);
     this.record({ revision: current.revision, history, tag: current.tag });
     return history;
   }

@@ -1,4 +1,3 @@
-import type { Statement } from 'better-sqlite3';
 import type { ServiceDb } from './database.js';
 import { preparedStatements } from './preparedStatements.js';
 import { cardOut, type CardOut, type UserRow, type UserStore } from './users.js';
@@ -37,7 +36,7 @@ const nameInArray = (r: Record<string, unknown>) => [r.name as string];
  * users never holds them all (the pass before held every user's objects and fingerprint: 600 MB).
  */
 export class DirectoryUsers {
-  private readonly sql: (text: string) => Statement;
+  private readonly sql: ReturnType<typeof preparedStatements>;
 
   constructor(
     db: ServiceDb,
@@ -48,7 +47,7 @@ export class DirectoryUsers {
 
   /** Every active user's email_id, in order. */
   activeIds(): number[] {
-    return this.sql('SELECT email_id FROM users WHERE removed_at IS NULL ORDER BY email_id').pluck().all() as number[];
+    return this.sql('SELECT email_id FROM users WHERE removed_at IS NULL ORDER BY email_id', { pluck: true }).all() as number[];
   }
 
   /**

@@ -1,4 +1,3 @@
-import type { Statement } from 'better-sqlite3';
 import type { ServiceDb as Db } from './database.js';
 import type { LevelSchedule } from './levelSchedule.js';
 import type { ServiceResource } from './options.js';
@@ -59,7 +58,7 @@ const sortedIds = (ids: Iterable<number>) => [...new Set(ids)].sort((a, b) => a 
  * policies and policy_members like every policy's, so GET /user and the directory's details name them as usual.
  */
 export class LevelStore {
-  private readonly sql: (text: string) => Statement;
+  private readonly sql: ReturnType<typeof preparedStatements>;
   /** The configured COMPUTER resources: never a door of a level, even when a resource group holds them. */
   private readonly computers: ReadonlySet<number>;
 
@@ -84,7 +83,7 @@ export class LevelStore {
   }
 
   count(): number {
-    return this.sql('SELECT count(*) FROM policy_levels').pluck().get() as number;
+    return this.sql('SELECT count(*) FROM policy_levels', { pluck: true }).get() as number;
   }
 
   list(): Level[] {
@@ -108,7 +107,7 @@ export class LevelStore {
   }
 
   members(policyId: number): number[] {
-    return this.sql('SELECT email_id FROM policy_members WHERE policy_id = ? ORDER BY email_id').pluck().all(policyId) as number[];
+    return this.sql('SELECT email_id FROM policy_members WHERE policy_id = ? ORDER BY email_id', { pluck: true }).all(policyId) as number[];
   }
 
   memberCounts(): Map<number, number> {

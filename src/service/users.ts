@@ -1,5 +1,4 @@
 import { randomUUID } from 'node:crypto';
-import type { Statement } from 'better-sqlite3';
 import { preparedStatements } from './preparedStatements.js';
 import type { ServiceDb as Db } from './database.js';
 import type { Rank } from './apiKeys.js';
@@ -51,7 +50,7 @@ export interface UserRow {
 
 /** Users of the organization: the list and detail forms of docs/access-control-api.md, and their transitions. */
 export class UserStore {
-  private readonly sql: (text: string) => Statement;
+  private readonly sql: ReturnType<typeof preparedStatements>;
 
   constructor(private readonly db: Db) {
     // Each SQL text prepared once per store (a statement prepared per id of a 120,000-id request held 800 MB).
@@ -60,9 +59,9 @@ export class UserStore {
 
   /** The email_ids of `ids` that are active users, in one query. */
   activeIds(ids: readonly number[]): Set<number> {
-    const rows = this.sql('SELECT email_id FROM users WHERE removed_at IS NULL AND email_id IN (SELECT value FROM json_each(?))')
-      .pluck()
-      .all(JSON.stringify(ids));
+    const rows = this.sql('SELECT email_id FROM users WHERE removed_at IS NULL AND email_id IN (SELECT value FROM json_each(?))', { pluck: true }).all(
+      JSON.stringify(ids),
+    );
     return new Set(rows as number[]);
   }
 
@@ -94,7 +93,7 @@ export class UserStore {
       return { user: this.get(existing.email_id)!, created: true };
     }
     const local = email.split('@')[0] ?? email;
-    const nextUserId = (this.sql('SELECT coalesce(max(user_id), 0) + 1 FROM users').pluck().get() as number) ?? 1;
+    const nextUserId = (this.sql('SELECT coalesce(max(user_id), 0) + 1 FROM users', { pluck: true }).get() as number) ?? 1;
     const info = this.sql(`INSERT INTO users (user_id, email, first_name, username, tag, unique_id, created) VALUES (?, ?, ?, ?, ?, ?, ?)`).run(
       nextUserId,
       email,
@@ -120,16 +119,15 @@ export class UserStore {
     const names = this.sql(
       `SELECT g.name FROM groups g JOIN group_members m ON m.group_id = g.group_id
           WHERE g.type = 'users' AND m.member_id = ? ORDER BY g.group_id`,
-    )
-      .pluck()
-      .all(emailId) as string[];
+      { pluck: true },
+    ).all(emailId) as string[];
     return names.map((n) => [n]);
   }
 
   policiesOf(emailId: number): string[][] {
-    const names = this.sql('SELECT p.name FROM policies p JOIN policy_members m USING (policy_id) WHERE m.email_id = ? ORDER BY p.policy_id')
-      .pluck()
-      .all(emailId) as string[];
+    const names = this.sql('SELECT p.name FROM policies p JOIN policy_members m USING (policy_id) WHERE m.email_id = ? ORDER BY p.policy_id', {
+      pluck: true,
+    }).all(emailId) as string[];
     return names.map((n) => [n]);
   }
 
@@ -139,7 +137,7 @@ export class UserStore {
   }
 
   computerUsernames(emailId: number): string[] {
-    return this.sql('SELECT computer_username FROM computer_usernames WHERE email_id = ? ORDER BY position').pluck().all(emailId) as string[];
+    return this.sql('SELECT computer_username FROM computer_usernames WHERE email_id = ? ORDER BY position', { pluck: true }).all(emailId) as string[];
   }
 
   /** Card numbers held by anyone but `emailId` (for the duplicate check). */

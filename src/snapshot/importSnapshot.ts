@@ -104,7 +104,7 @@ export function importSnapshot(db: Db, file: string, options: ImportOptions): Im
     const hint = code === 'SQLITE_BUSY' ? ' (another door-agent process is writing the cache: try again)' : '';
     throw new DoorAgentError(`snapshot ${file} was not imported, the cache is unchanged: ${(err as Error).message}${hint}`, { cause: err });
   } finally {
-    stage.drop();
+    stage.clear();
     closeSync(fd);
   }
 }

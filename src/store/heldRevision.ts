@@ -1,6 +1,7 @@
 import type { DirectoryVersion } from '../protocol/directory.js';
 import type { Db } from './database.js';
 import { readMeta, writeMeta } from './meta.js';
+import { statement } from '../util/preparedStatements.js';
 
 /**
  * The service's directory version the cache holds (GET /directory): a sync asks for the changes since it, naming
@@ -17,9 +18,14 @@ export function readHeldRevision(db: Db): number | null {
 }
 
 export function readHeldVersion(db: Db): DirectoryVersion | null {
-  const revision = readHeldRevision(db);
+  // One statement for both keys: the daemon asks at every revision message.
+  const rows = statement(db, 'SELECT key, value FROM meta WHERE key IN (?, ?)').all(REVISION_KEY, HISTORY_KEY) as { key: string; value: string }[];
+  const revisionRow = rows.find((row) => row.key === REVISION_KEY);
+  if (revisionRow === undefined) return null;
+  const revision = JSON.parse(revisionRow.value) as number | null;
   if (revision === null) return null;
-  const identity = readMeta<{ history: string | null; tag: string | null }>(db, HISTORY_KEY);
+  const historyRow = rows.find((row) => row.key === HISTORY_KEY);
+  const identity = historyRow === undefined ? undefined : (JSON.parse(historyRow.value) as { history: string | null; tag: string | null } | null);
   return { revision, history: identity?.history ?? null, tag: identity?.tag ?? null };
 }
 
@@ -31,5 +37,5 @@ export function writeHeldRevision(db: Db, version: DirectoryVersion): void {
 }
 
 export function forgetHeldRevision(db: Db): void {
-  db.prepare('DELETE FROM meta WHERE key IN (?, ?)').run(REVISION_KEY, HISTORY_KEY);
+  statement(db, 'DELETE FROM meta WHERE key IN (?, ?)').run(REVISION_KEY, HISTORY_KEY);
 }

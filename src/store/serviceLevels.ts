@@ -1,6 +1,6 @@
 import type { DirectoryLevel, ResourceGroup } from '../api/shapes.js';
 import type { Db } from './database.js';
-import { writeMeta } from './meta.js';
+import { readMetaText, writeMeta } from './meta.js';
 
 /**
  * The access levels and resource groups the service defines (GET /directory `levels`, `resource_groups`), as
@@ -26,7 +26,7 @@ export function serviceLevelsOf(text: string | undefined): ServiceLevels | null 
 
 /** The stored text, to tell cheaply whether it changed since it was last read. */
 export function serviceLevelsText(db: Db): string | undefined {
-  return db.prepare('SELECT value FROM meta WHERE key = ?').pluck().get(KEY) as string | undefined;
+  return readMetaText(db, KEY);
 }
 
 /** Written only when it changed (gentle on the SD card); returns whether it did. */

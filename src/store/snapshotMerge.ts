@@ -1,6 +1,7 @@
 import type { Db } from './database.js';
 import { DoorAgentError } from '../util/errors.js';
 import { SCOPE_TABLE } from './stageScope.js';
+import { statement } from '../util/preparedStatements.js';
 
 export interface RowCounts {
   added: number;
@@ -51,7 +52,7 @@ export class MassRemovalError extends DoorAgentError {
   }
 }
 
-const count = (db: Db, sql: string): number => db.prepare(sql).pluck().get() as number;
+const count = (db: Db, sql: string): number => statement(db, sql, { pluck: true }).get() as number;
 
 // Credentials a snapshot owns: all user credentials, and those of links that came from a snapshot or are in
 // this one. Links pushed over MQTT keep their credentials until revoked over MQTT. A sync (users only) owns
@@ -66,35 +67,64 @@ const STAGED_CREDENTIAL = `EXISTS (SELECT 1 FROM temp.stage_credentials s
  * Replaces the cache's users, credentials and snapshot guest links with the staged ones. Rows that did not
  * change are not rewritten. Must run inside the caller's transaction; throws MassRemovalError before writing.
  */
-export function mergeStage(db: Db, options: { maxRemovalRatio: number | null; includeLinks?: boolean; scoped?: boolean }): MergeSummary {
-  const includeLinks = options.includeLinks ?? true;
-  // scoped (a delta): only the users listed in temp.stage_scope are replaced or removed; every other row stays.
-  const scoped = options.scoped ?? false;
+/** The merge's SQL for one kind of merge, built once: a text built per call was hashed again at each lookup. */
+interface MergeSql {
+  removedCount: string;
+  managedCount: string;
+  credentialsAdded: string;
+  usersAdded: string;
+  linksAdded: string;
+  deleteCredentials: string;
+  deleteLinks: string;
+  deleteUsers: string;
+}
+const mergeSqls = new Map<string, MergeSql>();
+
+function mergeSql(includeLinks: boolean, scoped: boolean): MergeSql {
+  const key = `${includeLinks}/${scoped}`;
+  const known = mergeSqls.get(key);
+  if (known) return known;
   const MANAGED_CREDENTIAL = includeLinks ? SNAPSHOT_CREDENTIAL : USER_CREDENTIAL;
+  // scoped (a delta): only the users listed in temp.stage_scope are replaced or removed; every other row stays.
   const IN_SCOPE = scoped ? `(c.holder_kind = 'user' AND c.holder_id IN (SELECT CAST(email_id AS TEXT) FROM ${SCOPE_TABLE}))` : 'true';
   const USER_IN_SCOPE = scoped ? `email_id IN (SELECT email_id FROM ${SCOPE_TABLE})` : 'true';
-  // The ratio is taken over the credentials this merge may remove: guest-link cards that arrived over MQTT
-  // must not dilute it (a sync that empties every user would otherwise pass).
-  const credentialsBefore = count(db, `SELECT count(*) FROM credentials c WHERE ${MANAGED_CREDENTIAL}`);
-  // The guard is judged on the resulting set: what this merge removes, out of everything it manages.
-  const credentialsRemoved = count(db, `SELECT count(*) FROM credentials c WHERE ${MANAGED_CREDENTIAL} AND ${IN_SCOPE} AND NOT ${STAGED_CREDENTIAL}`);
-  if (options.maxRemovalRatio !== null && credentialsBefore > 0 && credentialsRemoved / credentialsBefore > options.maxRemovalRatio) {
-    throw new MassRemovalError(credentialsRemoved, credentialsBefore, options.maxRemovalRatio);
-  }
-  const credentialsAdded = count(
-    db,
-    `SELECT count(*) FROM temp.stage_credentials c WHERE NOT EXISTS
+  const sql: MergeSql = {
+    removedCount: `SELECT count(*) FROM credentials c WHERE ${MANAGED_CREDENTIAL} AND ${IN_SCOPE} AND NOT ${STAGED_CREDENTIAL}`,
+    managedCount: `SELECT count(*) FROM credentials c WHERE ${MANAGED_CREDENTIAL}`,
+    credentialsAdded: `SELECT count(*) FROM temp.stage_credentials c WHERE NOT EXISTS
     (SELECT 1 FROM credentials l WHERE l.number = c.number AND l.holder_kind = c.holder_kind AND l.holder_id = c.holder_id)`,
-  );
-  const usersAdded = count(db, 'SELECT count(*) FROM temp.stage_users WHERE email_id NOT IN (SELECT email_id FROM users)');
-  const linksAdded = count(db, 'SELECT count(*) FROM temp.stage_links WHERE magic_link_id NOT IN (SELECT magic_link_id FROM guest_links)');
+    usersAdded: 'SELECT count(*) FROM temp.stage_users WHERE email_id NOT IN (SELECT email_id FROM users)',
+    linksAdded: 'SELECT count(*) FROM temp.stage_links WHERE magic_link_id NOT IN (SELECT magic_link_id FROM guest_links)',
+    deleteCredentials: `DELETE FROM credentials AS c WHERE ${MANAGED_CREDENTIAL} AND ${IN_SCOPE} AND NOT ${STAGED_CREDENTIAL}`,
+    deleteLinks: `DELETE FROM guest_links WHERE source = 'snapshot' AND magic_link_id NOT IN (SELECT magic_link_id FROM temp.stage_links)`,
+    deleteUsers: `DELETE FROM users WHERE ${USER_IN_SCOPE} AND email_id NOT IN (SELECT email_id FROM temp.stage_users)`,
+  };
+  mergeSqls.set(key, sql);
+  return sql;
+}
 
-  const run = (sql: string) => db.prepare(sql).run().changes;
-  const deletedCredentials = run(`DELETE FROM credentials AS c WHERE ${MANAGED_CREDENTIAL} AND ${IN_SCOPE} AND NOT ${STAGED_CREDENTIAL}`);
-  const deletedLinks = includeLinks
-    ? run(`DELETE FROM guest_links WHERE source = 'snapshot' AND magic_link_id NOT IN (SELECT magic_link_id FROM temp.stage_links)`)
-    : 0;
-  const deletedUsers = run(`DELETE FROM users WHERE ${USER_IN_SCOPE} AND email_id NOT IN (SELECT email_id FROM temp.stage_users)`);
+export function mergeStage(db: Db, options: { maxRemovalRatio: number | null; includeLinks?: boolean; scoped?: boolean }): MergeSummary {
+  const includeLinks = options.includeLinks ?? true;
+  const sql = mergeSql(includeLinks, options.scoped ?? false);
+  // The ratio is taken over the credentials this merge may remove: guest-link cards that arrived over MQTT
+  // must not dilute it (a sync that empties every user would otherwise pass). The guard is judged on the
+  // resulting set: what this merge removes, out of everything it manages. The total is counted only when
+  // something would go (it walks the whole index; most deltas remove nothing).
+  const credentialsRemoved = count(db, sql.removedCount);
+  if (options.maxRemovalRatio !== null && credentialsRemoved > 0) {
+    const credentialsBefore = count(db, sql.managedCount);
+    if (credentialsRemoved / credentialsBefore > options.maxRemovalRatio) {
+      throw new MassRemovalError(credentialsRemoved, credentialsBefore, options.maxRemovalRatio);
+    }
+  }
+  const credentialsAdded = count(db, sql.credentialsAdded);
+  const usersAdded = count(db, sql.usersAdded);
+  const linksAdded = count(db, sql.linksAdded);
+
+  const run = (text: string) => statement(db, text).run().changes;
+  const deletedCredentials = run(sql.deleteCredentials);
+  const deletedLinks = includeLinks ? run(sql.deleteLinks) : 0;
+  const deletedUsers = run(sql.deleteUsers);
 
   const upsertedUsers = run(`
     INSERT INTO users (email_id, user_id, name, email, tag, ad_status, groups, policies)

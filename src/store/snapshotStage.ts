@@ -1,5 +1,7 @@
 import type { Statement } from 'better-sqlite3';
 import type { Db } from './database.js';
+import { statement } from '../util/preparedStatements.js';
+import { clearTables, tempTables } from './tempTables.js';
 
 /** A user from GET /multipleusers, in cache form. */
 export interface StagedUser {
@@ -43,9 +45,22 @@ export interface StagedLink {
 
 const STAGE_TABLES = ['stage_users', 'stage_details', 'stage_links', 'stage_credentials'] as const;
 
+const STAGE_DDL = `
+  CREATE TEMP TABLE IF NOT EXISTS stage_users (
+    email_id INTEGER PRIMARY KEY, user_id INTEGER, name TEXT NOT NULL, email TEXT,
+    tag TEXT NOT NULL, ad_status TEXT NOT NULL, groups TEXT NOT NULL) STRICT;
+  CREATE TEMP TABLE IF NOT EXISTS stage_details (email_id INTEGER PRIMARY KEY, policies TEXT NOT NULL) STRICT;
+  CREATE TEMP TABLE IF NOT EXISTS stage_links (
+    magic_link_id TEXT PRIMARY KEY, name TEXT NOT NULL, token_digest TEXT NOT NULL, resource_ids TEXT NOT NULL,
+    start_at INTEGER, end_at INTEGER, time_mapping TEXT NOT NULL, email_list TEXT NOT NULL) STRICT;
+  CREATE TEMP TABLE IF NOT EXISTS stage_credentials (
+    number TEXT NOT NULL, holder_kind TEXT NOT NULL, holder_id TEXT NOT NULL, label TEXT, digits TEXT,
+    valid_from INTEGER, valid_until INTEGER, PRIMARY KEY (number, holder_kind, holder_id)) STRICT, WITHOUT ROWID;`;
+
 /**
  * Temporary tables a snapshot is streamed into before it is merged, so a cache of any size is replaced with
- * bounded memory and only inside the caller's transaction. Each add returns false for a duplicate id.
+ * bounded memory and only inside the caller's transaction. Each add returns false for a duplicate id. The tables
+ * are the connection's (tempTables): clear() empties them after use.
  */
 export class SnapshotStage {
   private readonly insertUser: Statement;
@@ -54,24 +69,15 @@ export class SnapshotStage {
   private readonly insertCredential: Statement;
 
   constructor(private readonly db: Db) {
-    db.exec(`
-      CREATE TEMP TABLE IF NOT EXISTS stage_users (
-        email_id INTEGER PRIMARY KEY, user_id INTEGER, name TEXT NOT NULL, email TEXT,
-        tag TEXT NOT NULL, ad_status TEXT NOT NULL, groups TEXT NOT NULL) STRICT;
-      CREATE TEMP TABLE IF NOT EXISTS stage_details (email_id INTEGER PRIMARY KEY, policies TEXT NOT NULL) STRICT;
-      CREATE TEMP TABLE IF NOT EXISTS stage_links (
-        magic_link_id TEXT PRIMARY KEY, name TEXT NOT NULL, token_digest TEXT NOT NULL, resource_ids TEXT NOT NULL,
-        start_at INTEGER, end_at INTEGER, time_mapping TEXT NOT NULL, email_list TEXT NOT NULL) STRICT;
-      CREATE TEMP TABLE IF NOT EXISTS stage_credentials (
-        number TEXT NOT NULL, holder_kind TEXT NOT NULL, holder_id TEXT NOT NULL, label TEXT, digits TEXT,
-        valid_from INTEGER, valid_until INTEGER, PRIMARY KEY (number, holder_kind, holder_id)) STRICT, WITHOUT ROWID;
-    `);
-    for (const table of STAGE_TABLES) db.exec(`DELETE FROM temp.${table}`);
-    this.insertUser = db.prepare('INSERT OR IGNORE INTO temp.stage_users VALUES (@emailId, @userId, @name, @email, @tag, @adStatus, @groups)');
-    this.insertDetail = db.prepare('INSERT OR IGNORE INTO temp.stage_details VALUES (?, ?)');
-    this.insertLink = db.prepare(`INSERT OR IGNORE INTO temp.stage_links VALUES
-      (@magicLinkId, @name, @tokenDigest, @resourceIds, @startAt, @endAt, @timeMapping, @emailList)`);
-    this.insertCredential = db.prepare('INSERT OR IGNORE INTO temp.stage_credentials VALUES (?, ?, ?, ?, ?, ?, ?)');
+    tempTables(db, 'snapshot', STAGE_DDL, STAGE_TABLES);
+    this.insertUser = statement(db, 'INSERT OR IGNORE INTO temp.stage_users VALUES (@emailId, @userId, @name, @email, @tag, @adStatus, @groups)');
+    this.insertDetail = statement(db, 'INSERT OR IGNORE INTO temp.stage_details VALUES (?, ?)');
+    this.insertLink = statement(
+      db,
+      `INSERT OR IGNORE INTO temp.stage_links VALUES
+      (@magicLinkId, @name, @tokenDigest, @resourceIds, @startAt, @endAt, @timeMapping, @emailList)`,
+    );
+    this.insertCredential = statement(db, 'INSERT OR IGNORE INTO temp.stage_credentials VALUES (?, ?, ?, ?, ?, ?, ?)');
   }
 
   addUser(user: StagedUser): boolean {
@@ -105,26 +111,36 @@ export class SnapshotStage {
 
   /** Staged users' email_ids after `after`, in order, at most `limit`: to walk them in pages. */
   userIdsAfter(after: number, limit: number): number[] {
-    return this.db.prepare('SELECT email_id FROM temp.stage_users WHERE email_id > ? ORDER BY email_id LIMIT ?').pluck().all(after, limit) as number[];
+    return statement(this.db, 'SELECT email_id FROM temp.stage_users WHERE email_id > ? ORDER BY email_id LIMIT ?', { pluck: true }).all(
+      after,
+      limit,
+    ) as number[];
   }
 
   /** email_ids listed in users without a details entry. */
   usersWithoutDetails(limit: number): number[] {
-    return this.db
-      .prepare('SELECT email_id FROM temp.stage_users WHERE email_id NOT IN (SELECT email_id FROM temp.stage_details) ORDER BY email_id LIMIT ?')
-      .pluck()
-      .all(limit) as number[];
+    return statement(
+      this.db,
+      'SELECT email_id FROM temp.stage_users u WHERE NOT EXISTS (SELECT 1 FROM temp.stage_details d WHERE d.email_id = u.email_id) ORDER BY email_id LIMIT ?',
+      {
+        pluck: true,
+      },
+    ).all(limit) as number[];
   }
 
   /** details entries for email_ids that are not in users. */
   detailsWithoutUsers(limit: number): number[] {
-    return this.db
-      .prepare('SELECT email_id FROM temp.stage_details WHERE email_id NOT IN (SELECT email_id FROM temp.stage_users) ORDER BY email_id LIMIT ?')
-      .pluck()
-      .all(limit) as number[];
+    return statement(
+      this.db,
+      'SELECT email_id FROM temp.stage_details d WHERE NOT EXISTS (SELECT 1 FROM temp.stage_users u WHERE u.email_id = d.email_id) ORDER BY email_id LIMIT ?',
+      {
+        pluck: true,
+      },
+    ).all(limit) as number[];
   }
 
-  drop(): void {
-    for (const table of STAGE_TABLES) this.db.exec(`DROP TABLE IF EXISTS temp.${table}`);
+  /** Empties the tables (they stay for the next sync; their pages return to the temporary database's free list). */
+  clear(): void {
+    clearTables(this.db, STAGE_TABLES);
   }
 }

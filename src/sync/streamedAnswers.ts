@@ -13,7 +13,7 @@ import { JsonMemberStream, JsonSyntaxError, type StreamedMember } from '../snaps
 import { toStagedDetail, toStagedUser } from '../store/toStaged.js';
 import type { Db } from '../store/database.js';
 import type { SnapshotStage } from '../store/snapshotStage.js';
-import { DeltaScope, dropDeltaScope, UntaggedUsers } from '../store/stageScope.js';
+import { clearDeltaScope, DeltaScope, UntaggedUsers } from '../store/stageScope.js';
 import { historySchema, tagSchema, type DirectoryVersion } from '../protocol/directory.js';
 import { formatPath } from '../util/issues.js';
 import type { ResponseSpool } from './responseSpool.js';
@@ -30,6 +30,9 @@ const MAX_MEMBER_BYTES = 16 << 20;
 const NO_SECTIONS = { arrays: new Set<string>(), objects: new Set<string>() };
 const DIRECTORY_SECTIONS = { arrays: new Set(['users', 'removed']), objects: new Set(['details']) };
 const emailIdSchema = z.number().int().nonnegative();
+// Built once: a zod schema costs more to build than to run on a small value.
+const fullSchema = z.boolean();
+const nullableTagSchema = tagSchema.nullable();
 
 function invalid(endpoint: string, where: string, message: string): ServiceError {
   return new ServiceError(`GET ${endpoint}: ${where}: ${message}`, endpoint, 200);
@@ -99,7 +102,7 @@ export async function stageUserList(db: Db, stage: SnapshotStage, list: () => Pr
     }
     return count;
   } finally {
-    untagged.drop();
+    untagged.clear();
   }
 }
 
@@ -180,9 +183,9 @@ export function stageDirectory(db: Db, stage: SnapshotStage, body: ResponseSpool
         seen.add(member.section);
         if (member.kind === 'value') {
           if (member.section === 'revision') revision = parse(endpoint, member.raw, emailIdSchema, ['revision']);
-          else if (member.section === 'full') full = parse(endpoint, member.raw, z.boolean(), ['full']);
+          else if (member.section === 'full') full = parse(endpoint, member.raw, fullSchema, ['full']);
           else if (member.section === 'history') history = parse(endpoint, member.raw, historySchema, ['history']);
-          else if (member.section === 'tag') tag = parse(endpoint, member.raw, tagSchema.nullable(), ['tag']);
+          else if (member.section === 'tag') tag = parse(endpoint, member.raw, nullableTagSchema, ['tag']);
           else if (member.section === 'levels') levels = parse(endpoint, member.raw, directoryLevelsSchema, ['levels']);
           else if (member.section === 'resource_groups') resourceGroups = parse(endpoint, member.raw, resourceGroupsSchema, ['resource_groups']);
           else if (DIRECTORY_SECTIONS.arrays.has(member.section)) throw invalid(endpoint, `$.${member.section}`, 'expected an array');
@@ -216,9 +219,9 @@ export function stageDirectory(db: Db, stage: SnapshotStage, body: ResponseSpool
     const serviceLevels = levels === undefined && resourceGroups === undefined ? null : { levels: levels ?? [], resourceGroups: resourceGroups ?? [] };
     return { revision: revision!, full: full!, history, tag, levels: serviceLevels };
   } finally {
-    scope.dropRemoved();
+    scope.clearRemoved();
   }
 }
 
-/** Drops what stageDirectory left for the merge. */
-export const dropDirectoryScope = dropDeltaScope;
+/** Empties what stageDirectory left for the merge. */
+export const clearDirectoryScope = clearDeltaScope;

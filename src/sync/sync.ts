@@ -8,7 +8,7 @@ import { SnapshotStage } from '../store/snapshotStage.js';
 import { writeServiceLevels } from '../store/serviceLevels.js';
 import type { ResponseSpool } from './responseSpool.js';
 import { ServiceError, type ServiceClient } from './serviceClient.js';
-import { dropDirectoryScope, stageDetails, stageDirectory, stageUserList } from './streamedAnswers.js';
+import { clearDirectoryScope, stageDetails, stageDirectory, stageUserList } from './streamedAnswers.js';
 import { etagContradiction } from './etagCheck.js';
 
 export interface SyncOptions {
@@ -155,7 +155,7 @@ export async function syncOnce(db: Db, client: ServiceClient, options: SyncOptio
         .immediate();
       return { ...result, ...measured() };
     } finally {
-      stage.drop();
+      stage.clear();
     }
   } catch (err) {
     try {
@@ -207,7 +207,7 @@ function applyDirectory(
       })
       .immediate();
   } finally {
-    stage.drop();
-    dropDirectoryScope(db);
+    stage.clear();
+    clearDirectoryScope(db);
   }
 }

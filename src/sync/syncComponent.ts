@@ -55,7 +55,12 @@ export class SyncComponent implements Component {
   readonly name = 'sync';
   private scheduler: SyncScheduler | null = null;
   private thread: SyncRunner | null = null;
-  private held: DirectoryVersion | null = null;
+  /**
+   * What this component last knew the cache to hold: read at start and whenever a message is not plainly ahead of
+   * it, set to the revision of each successful sync (its history and tag then unknown: null). undefined: not
+   * known yet.
+   */
+  private held: DirectoryVersion | null | undefined = undefined;
   private fullNext = false;
   private pushSeen = false;
 
@@ -105,6 +110,7 @@ export class SyncComponent implements Component {
           throw err;
         }
         this.deps.link?.succeeded();
+        if (result.revision !== null) this.held = { revision: result.revision, history: null, tag: null };
         if (result.findings) this.deps.onFindings?.(result.findings);
         this.deps.onSynced?.(result);
         return result;
@@ -129,9 +135,13 @@ export class SyncComponent implements Component {
    */
   onRevision(payload: Buffer): void {
     const { logger } = this.deps;
-    // The cache's own record, not only the last sync's: an import in between forgets the revision held.
-    this.held = this.deps.heldVersion();
-    const judged = judgeRevision(this.held, payload);
+    // Ahead of what this component knows: a sync, which reads the cache's own record. Anything else (already held,
+    // backwards, another history) is judged on the cache's record: an import in between forgets the revision held.
+    let judged = this.held === undefined ? null : judgeRevision(this.held, payload);
+    if (judged?.action !== 'sync') {
+      this.held = this.deps.heldVersion();
+      judged = judgeRevision(this.held, payload);
+    }
     if (!this.pushSeen) logger.info('directory revisions are pushed: changes reach this door within seconds');
     this.pushSeen = true;
     this.deps.onPush?.(judged.revision);
