@@ -24,8 +24,9 @@ import { openSyncSession, type SyncRunner, type SyncWorkerData } from '../src/sy
 import { systemTimers } from '../src/util/clock.js';
 import { createLogger } from '../src/util/logger.js';
 
-export type FleetAgentMessage = { type: 'ready' } | { type: 'synced'; agent: number; revision: number | null; at: number };
-export type FleetAgentCommand = { type: 'go'; spreadMs: number };
+export type FleetAgentMessage = { type: 'ready' } | { type: 'synced'; agent: number; revision: number | null; at: number } | { type: 'cpu'; cpuMs: number };
+/** go: start syncing (held agents); cpu: answer with this process's CPU time so far. */
+export type FleetAgentCommand = { type: 'go'; spreadMs: number } | { type: 'cpu' };
 
 const [first, count, workDir, serviceUrl, apiKeyFile, mqttUrl, prefix, mode, threads] = process.argv.slice(2) as [
   string,
@@ -116,7 +117,11 @@ process.on('disconnect', stop);
 
 for (let i = Number(first); i < Number(first) + Number(count); i++) agents.push(await startAgent(i));
 process.on('message', (command: FleetAgentCommand) => {
-  if (command.type !== 'go') return;
+  if (command.type === 'cpu') {
+    const cpu = process.cpuUsage();
+    send({ type: 'cpu', cpuMs: (cpu.user + cpu.system) / 1000 });
+    return;
+  }
   for (const agent of agents) setTimeout(() => agent.component.trigger(), Math.random() * command.spreadMs);
 });
 send({ type: 'ready' });

@@ -90,6 +90,8 @@ class Fleet {
   readonly synced: Array<{ agent: number; revision: number; at: number }> = [];
   private readonly logs: string[] = [];
   private ready = 0;
+  /** Per agent process, the askers of its CPU time waiting for its answer. */
+  private readonly cpuAnswers: Array<Array<(cpuMs: number) => void>> = [];
 
   constructor(
     children: Children,
@@ -120,9 +122,11 @@ class Fleet {
         log,
       );
       this.processes.push(agents);
+      this.cpuAnswers.push([]);
       closeSync(log);
       agents.on('message', (m: FleetAgentMessage) => {
         if (m.type === 'ready') this.ready++;
+        else if (m.type === 'cpu') this.cpuAnswers[p]!.shift()?.(m.cpuMs);
         else if (m.revision !== null) {
           this.synced.push({ agent: m.agent, revision: m.revision, at: m.at });
           this.held[m.agent] = Math.max(this.held[m.agent]!, m.revision);
@@ -134,6 +138,18 @@ class Fleet {
   /** Held agents: each asks for its first sync within `spreadMs` from now. */
   go(spreadMs: number): void {
     for (const agents of this.processes) agents.send({ type: 'go', spreadMs });
+  }
+
+  /** The CPU time all agent processes have used so far (each answers over IPC, in order). */
+  async cpuMs(): Promise<number> {
+    const answers = this.processes.map(
+      (agents, p) =>
+        new Promise<number>((resolve) => {
+          this.cpuAnswers[p]!.push(resolve);
+          agents.send({ type: 'cpu' });
+        }),
+    );
+    return (await Promise.all(answers)).reduce((sum, ms) => sum + ms, 0);
   }
 
   allStarted(): boolean {
@@ -195,6 +211,8 @@ interface ChangeSample {
   requests: number;
   /** The service's CPU time for the change (the call, the push, every door's request). */
   serviceCpuMs: number;
+  /** The agent processes' CPU time for the change (the revision message, the sync, the cache write), all agents. */
+  agentsCpuMs: number;
 }
 
 async function runFleet(workDir: string, scale: FleetScale): Promise<BenchRow[]> {
@@ -253,6 +271,7 @@ async function runFleet(workDir: string, scale: FleetScale): Promise<BenchRow[]>
     const firstSyncs = { seconds: (performance.now() - fleetStarted) / 1000, failed: failedFirst, shed: shedFirst, answers: afterColdStart.directoryAnswerMs };
     await sleep(SETTLE_MS);
     let before = await service.ask();
+    let agentsCpuBefore = await fleet.cpuMs();
 
     const samples: ChangeSample[] = [];
     for (let i = 0; i < CHANGES; i++) {
@@ -286,14 +305,17 @@ async function runFleet(workDir: string, scale: FleetScale): Promise<BenchRow[]>
       if (!message) throw new Error(`fleet benchmark: revision ${current} held by the agents but never seen by the plain subscriber`);
       await sleep(SETTLE_MS);
       const after = await service.ask();
+      const agentsCpuAfter = await fleet.cpuMs();
       samples.push({
         allMs: Math.max(...reached.values()),
         firstMs: Math.min(...reached.values()),
         pushMs: message.at - started,
         requests: after.agentRequests - before.agentRequests,
         serviceCpuMs: after.cpuMs - before.cpuMs,
+        agentsCpuMs: agentsCpuAfter - agentsCpuBefore,
       });
       before = after;
+      agentsCpuBefore = agentsCpuAfter;
     }
     return rows(scale, samples, firstSyncs, fleet.failedSyncs().count - firstSyncs.failed);
   } finally {
@@ -317,6 +339,7 @@ function rows(
   const meanRequests = samples.reduce((n, s) => n + s.requests, 0) / samples.length;
   const maxRequests = Math.max(...samples.map((s) => s.requests));
   const serviceCpu = p50p99(samples.map((s) => s.serviceCpuMs));
+  const agentsCpu = p50p99(samples.map((s) => s.agentsCpuMs));
   const pushLabel = (p: string) => `call to revision message at a plain subscriber, ${p}`;
   return [
     {
@@ -368,6 +391,19 @@ function rows(
       // Where the agents share this machine's cores, this is what transfers to a service machine of its own.
       metric: `the service's CPU time per change (the call, the push, ${AGENTS} doors' requests) p50`,
       value: serviceCpu.p50,
+      unit: 'ms',
+      floor: null,
+      floorLabel: '',
+      ratio: null,
+      target: '',
+      met: null,
+    },
+    {
+      bench: b,
+      // The doors' side of a change, all of them on this machine's cores: on a site each door spends its share on
+      // its own board, in parallel.
+      metric: `the agents' CPU time per change (${AGENTS} agents: the revision message, the sync, the cache write) p50`,
+      value: agentsCpu.p50,
       unit: 'ms',
       floor: null,
       floorLabel: '',

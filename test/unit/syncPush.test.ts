@@ -65,6 +65,60 @@ describe('a pushed directory revision', () => {
     expect(lines.map((l) => l.msg)).toContain('directory changed at the service: syncing');
   });
 
+  it('reads the cache only for a message that is not plainly ahead of the last sync: each push of a thousand doors costs no read', async () => {
+    const time = new ManualTime();
+    let reads = 0;
+    let dbHeld: ReturnType<typeof v> | null = v(7);
+    const runs: Array<(revision: number) => void> = [];
+    const sync = new SyncComponent({
+      options: { syncIntervalSeconds: 3600, startDelaySeconds: 0, concurrency: 1, maxRemovalRatio: 0.5 } as never,
+      dataDir: '/nonexistent',
+      env: {},
+      timers: time,
+      logger: pino({ level: 'silent' }),
+      heldVersion: () => {
+        reads++;
+        return dbHeld;
+      },
+      runner: () => ({
+        start: () => undefined,
+        run: () => new Promise((resolve) => runs.push((revision) => resolve({ ...RESULT, revision, mode: 'directory_delta' }))),
+        stop: async () => undefined,
+      }),
+    });
+    const settle = async () => {
+      await new Promise((r) => setImmediate(r));
+      time.advance(0);
+    };
+    sync.start();
+    expect(reads).toBe(1); // at start
+    time.advance(0);
+    runs.shift()!(7); // the first sync, after the start delay
+    await settle();
+    sync.onRevision(msg('{"revision":8,"at":"x"}'));
+    // Ahead of the 7 the last sync brought: a sync, without reading the cache (the sync reads it).
+    expect(reads).toBe(1);
+    await settle();
+    expect(runs).toHaveLength(1);
+    runs.shift()!(8);
+    dbHeld = v(8);
+    await settle();
+    // The same revision again (the retained message at a reconnect): judged on the cache's own record, no sync.
+    sync.onRevision(msg('{"revision":8,"at":"x"}'));
+    expect(reads).toBe(2);
+    await settle();
+    expect(runs).toHaveLength(0);
+    // An import forgot the revision meanwhile: the same message now syncs.
+    dbHeld = null;
+    sync.onRevision(msg('{"revision":8,"at":"x"}'));
+    expect(reads).toBe(3);
+    await settle();
+    expect(runs).toHaveLength(1);
+    runs.shift()!(8);
+    await settle();
+    await sync.stop();
+  });
+
   it('a flood of 1,000 revisions in a second leads to at most one sync in flight and one queued', async () => {
     const time = new ManualTime();
     let running = 0;
