@@ -251,6 +251,8 @@ describe('the console: keyboard, screen reader, dark mode, phone, e-mail sign-in
     const row = page.locator(`#door-${DOOR_UUID}`);
     expect(await row.getByRole('spinbutton', { name: 'Unlock Front door for how many seconds' }).count()).toBe(1);
     for (const name of ['Unlock', 'Lock', 'Lockdown']) expect(await row.getByRole('button', { name, exact: true }).count(), name).toBe(1);
+    // Each column named once: a screen reader announces a cell by its column's header.
+    expect(await page.getByRole('columnheader').allTextContents()).toEqual(['Door', 'Lock', 'Contact', 'Agent', 'Actions']);
     await page.goto(`${base}/console/events`);
     for (const name of ['Door', 'Result']) expect(await page.getByRole('combobox', { name }).count(), name).toBe(1);
     expect(await page.getByRole('textbox', { name: 'Person' }).count()).toBe(1);

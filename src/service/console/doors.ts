@@ -51,7 +51,7 @@ export function doorRow(door: ServiceResource, feed: SiteFeed | null, rank: Rank
             ? form('lockdown_off', 'End lockdown')
             : form('lockdown_on', 'Lockdown', html``, `Lock down ${door.name}? Nobody gets in until it ends.`)
         }`;
-  return html`<tr id="door-${door.uuid}"><th scope="row">${door.name}</th><td data-label="Lock">${lock}</td><td data-label="Door">${flags}</td>
+  return html`<tr id="door-${door.uuid}"><th scope="row">${door.name}</th><td data-label="Lock">${lock}</td><td data-label="Contact">${flags}</td>
 <td data-label="Agent">${online}</td><td data-label="Actions">${actions}</td></tr>`;
 }
 
@@ -66,7 +66,7 @@ export function registerDoors(app: FastifyInstance, ctx: ConsoleContext): void {
   app.get('/console/doors', async (request, reply) => {
     const s = sessionOf(request);
     const body = html`${ctx.feed ? '' : html`<p class="flash error">The service has no mqtt section: it cannot see or command the doors.</p>`}
-<table><thead><tr><th scope="col">Door</th><th scope="col">Lock</th><th scope="col">Door</th><th scope="col">Agent</th><th scope="col">Actions</th></tr></thead>
+<table><thead><tr><th scope="col">Door</th><th scope="col">Lock</th><th scope="col">Contact</th><th scope="col">Agent</th><th scope="col">Actions</th></tr></thead>
 <tbody>${doors().map((d) => doorRow(d, ctx.feed, s.rank, s.csrf))}</tbody></table>`;
     return sendHtml(reply, page({ name: 'doors', title: 'Doors', who: s.who, rank: s.rank, csrf: s.csrf, flash: takeFlash(request), live: true, body }));
   });

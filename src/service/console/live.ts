@@ -12,7 +12,8 @@ const KEEPALIVE_MS = 20_000;
 /**
  * GET /console/live: one server-sent-events stream per open page, fed by the feed's changes as the broker delivers
  * them (no polling). Each change is rendered for this session (its rank decides the buttons) and sent as
- * `replace` (a door's or an agent's row) or `prepend` (an event row); `signedout` when the session ends.
+ * `replace` (a door's or an agent's row) or `prepend` (an event row); `signedout` when the session ends. A doors or
+ * agents stream starts with every row as it is then.
  */
 export function registerLive(app: FastifyInstance, ctx: ConsoleContext): void {
   const open = new Set<() => void>();
@@ -49,6 +50,10 @@ export function registerLive(app: FastifyInstance, ctx: ConsoleContext): void {
       }
     };
     const unsubscribe = ctx.feed?.subscribe(onChange) ?? (() => undefined);
+    // The rows as they are now, right after subscribing: a change between the page's render and this stream (a page
+    // loaded after a POST while the door answers, a reconnect) would otherwise never reach the page.
+    if (pageName === 'doors') for (const door of ctx.api.resources) if (door.type === 'DOOR') onChange({ kind: 'door', uuid: door.uuid });
+    if (pageName === 'agents') for (const agent of ctx.feed?.agentList() ?? []) onChange({ kind: 'agent', id: agent.id });
     // The session is checked again at each keep-alive: an expired one ends the stream and the page goes to sign-in.
     const keepAlive = setInterval(() => {
       if ('problem' in ctx.sessions.use(cookie, false)) {
