@@ -1,8 +1,8 @@
 import { createHash } from 'node:crypto';
-import { statement } from '../util/preparedStatements.js';
 import type { Logger } from 'pino';
 import type { DirectoryVersion } from '../protocol/directory.js';
 import type { ServiceDb } from './database.js';
+import { preparedStatements } from './preparedStatements.js';
 import { DirectoryHistory, markFileFor } from './directoryHistory.js';
 import { LevelStore, type DirectoryLevel, type DirectoryResourceGroup } from './levels.js';
 import { DirectoryUsers, type DoorUser, type DoorUserReader } from './directoryUsers.js';
@@ -54,6 +54,7 @@ export class Directory {
   private dirty = true;
   private readonly history: DirectoryHistory;
   private readonly doorUsers: DirectoryUsers;
+  private readonly sql: ReturnType<typeof preparedStatements>;
 
   constructor(
     private readonly db: ServiceDb,
@@ -68,6 +69,7 @@ export class Directory {
     /** The access levels and resource groups (its resources say which ids are computers). */
     private readonly levels: LevelStore = new LevelStore(db),
   ) {
+    this.sql = preparedStatements(db);
     this.history = new DirectoryHistory(db, markFileFor(db), logger);
     this.doorUsers = new DirectoryUsers(db, users);
     // A database restored from a backup holds less than the service had issued: renewed before anyone is answered.
@@ -75,7 +77,7 @@ export class Directory {
   }
 
   revision(): DirectoryRevision {
-    const row = statement(this.db, 'SELECT revision, at FROM directory_revision WHERE id = 1').get() as { revision: number; at: string } | undefined;
+    const row = this.sql('SELECT revision, at FROM directory_revision WHERE id = 1').get() as { revision: number; at: string } | undefined;
     const { revision, at } = row ?? { revision: 0, at: new Date(0).toISOString() };
     return { revision, at, history: this.history.id(), tag: revision === 0 ? null : this.history.tagOf(revision) };
   }
@@ -110,9 +112,8 @@ export class Directory {
       const current = this.revision().revision;
       const next = current + 1;
       // The stored fingerprints a batch at a time too: 250,000 of them held at once cost 40 MB more.
-      const stored = statement(this.db, 'SELECT email_id, hash, removed FROM directory_entries WHERE email_id IN (SELECT value FROM json_each(?))');
-      const upsert = statement(
-        this.db,
+      const stored = this.sql('SELECT email_id, hash, removed FROM directory_entries WHERE email_id IN (SELECT value FROM json_each(?))');
+      const upsert = this.sql(
         'INSERT INTO directory_entries (email_id, hash, rev, removed) VALUES (?, ?, ?, 0) ON CONFLICT (email_id) DO UPDATE SET hash = excluded.hash, rev = excluded.rev, removed = 0',
       );
       let changed = false;
@@ -130,22 +131,20 @@ export class Directory {
         }
       }
       // Every entry of a user no longer active (removed, by the API or another process) is marked removed.
-      const gone = statement(
-        this.db,
+      const gone = this.sql(
         'UPDATE directory_entries SET removed = 1, rev = ? WHERE removed = 0 AND email_id NOT IN (SELECT email_id FROM users WHERE removed_at IS NULL)',
       ).run(next).changes;
       if (gone > 0) changed = true;
       // The levels and resource groups have one fingerprint for all: any change to them is a new revision (the
       // answers carry them whole, so no per-level bookkeeping is needed).
       const levelsHash = fingerprint(this.levels.forDirectory());
-      const storedLevels = statement(this.db, 'SELECT hash FROM directory_levels WHERE id = 1', { pluck: true }).get() as string | undefined;
+      const storedLevels = this.sql('SELECT hash FROM directory_levels WHERE id = 1', { pluck: true }).get() as string | undefined;
       if (levelsHash !== (storedLevels ?? NO_LEVELS)) changed = true;
       if (levelsHash !== storedLevels) {
-        statement(this.db, 'INSERT INTO directory_levels (id, hash) VALUES (1, ?) ON CONFLICT (id) DO UPDATE SET hash = excluded.hash').run(levelsHash);
+        this.sql('INSERT INTO directory_levels (id, hash) VALUES (1, ?) ON CONFLICT (id) DO UPDATE SET hash = excluded.hash').run(levelsHash);
       }
       if (!changed) return { revision: current, changed: false };
-      statement(
-        this.db,
+      this.sql(
         'INSERT INTO directory_revision (id, revision, at) VALUES (1, ?, ?) ON CONFLICT (id) DO UPDATE SET revision = excluded.revision, at = excluded.at',
       ).run(next, new Date(now).toISOString());
       this.history.issueTag(next);
@@ -204,15 +203,11 @@ export class Directory {
     const ids =
       plan.since === null
         ? this.doorUsers.activeIds()
-        : (statement(this.db, 'SELECT email_id FROM directory_entries WHERE rev > ? AND removed = 0 ORDER BY email_id', { pluck: true }).all(
-            plan.since,
-          ) as number[]);
+        : (this.sql('SELECT email_id FROM directory_entries WHERE rev > ? AND removed = 0 ORDER BY email_id', { pluck: true }).all(plan.since) as number[]);
     const removed =
       plan.since === null
         ? []
-        : (statement(this.db, 'SELECT email_id FROM directory_entries WHERE rev > ? AND removed = 1 ORDER BY email_id', { pluck: true }).all(
-            plan.since,
-          ) as number[]);
+        : (this.sql('SELECT email_id FROM directory_entries WHERE rev > ? AND removed = 1 ORDER BY email_id', { pluck: true }).all(plan.since) as number[]);
     return { ids, read: this.doorUsers.reader(ids.length), removed, ...this.levels.forDirectory() };
   }
 }

@@ -1,11 +1,11 @@
 import { randomBytes } from 'node:crypto';
-import { statement } from '../util/preparedStatements.js';
 import { closeSync, fsyncSync, openSync, readFileSync, renameSync, writeSync } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
 import type { Logger } from 'pino';
 import * as z from 'zod';
 import { historySchema, tagSchema, type DirectoryVersion } from '../protocol/directory.js';
 import type { ServiceDb } from './database.js';
+import { preparedStatements } from './preparedStatements.js';
 
 /** Tags of this many past revisions are kept: an agent holding an older one is answered in full (safe). */
 const TAGS_KEPT = 100_000;
@@ -29,30 +29,34 @@ export function markFileFor(db: ServiceDb): string | null {
  * id) was restored: the id is renewed at start.
  */
 export class DirectoryHistory {
+  private readonly sql: ReturnType<typeof preparedStatements>;
+
   constructor(
-    private readonly db: ServiceDb,
+    db: ServiceDb,
     private readonly markFile: string | null,
     private readonly logger?: Logger,
-  ) {}
+  ) {
+    this.sql = preparedStatements(db);
+  }
 
   id(): string {
-    return statement(this.db, 'SELECT history FROM directory_history WHERE id = 1', { pluck: true }).get() as string;
+    return this.sql('SELECT history FROM directory_history WHERE id = 1', { pluck: true }).get() as string;
   }
 
   tagOf(revision: number): string | null {
-    return (statement(this.db, 'SELECT tag FROM directory_tags WHERE revision = ?', { pluck: true }).get(revision) as string | undefined) ?? null;
+    return (this.sql('SELECT tag FROM directory_tags WHERE revision = ?', { pluck: true }).get(revision) as string | undefined) ?? null;
   }
 
   /** A new tag for a revision being issued: inside the caller's transaction. */
   issueTag(revision: number): void {
-    statement(this.db, 'INSERT OR REPLACE INTO directory_tags (revision, tag) VALUES (?, ?)').run(revision, randomBytes(8).toString('hex'));
-    statement(this.db, 'DELETE FROM directory_tags WHERE revision <= ?').run(revision - TAGS_KEPT);
+    this.sql('INSERT OR REPLACE INTO directory_tags (revision, tag) VALUES (?, ?)').run(revision, randomBytes(8).toString('hex'));
+    this.sql('DELETE FROM directory_tags WHERE revision <= ?').run(revision - TAGS_KEPT);
   }
 
   /** A new history id: every agent holding the old one syncs in full. */
   renew(reason: string, now: number, current: { revision: number; tag: string | null }): string {
     const history = randomBytes(16).toString('hex');
-    statement(this.db, 'UPDATE directory_history SET history = ?, renewed_at = ?, reason = ? WHERE id = 1').run(history, new Date(now).toISOString(), reason);
+    this.sql('UPDATE directory_history SET history = ?, renewed_at = ?, reason = ? WHERE id = 1').run(history, new Date(now).toISOString(), reason);
     this.record({ revision: current.revision, history, tag: current.tag });
     return history;
   }
