@@ -17,7 +17,7 @@ import { AccessChecker } from '../src/door/accessChecker.js';
 import { importSnapshot } from '../src/snapshot/importSnapshot.js';
 import { CredentialCache } from '../src/store/credentialCache.js';
 import { cachePath, openDatabase } from '../src/store/database.js';
-import { AGENT_NODE_OPTIONS, type BenchRow } from './report.js';
+import { AGENT_NODE_OPTIONS, type BenchRow, infoRow } from './report.js';
 import { maxRssMb, timeEach, type Timing } from './stats.js';
 
 export const USERS = 250_000;
@@ -236,17 +236,7 @@ export function benchmarkDecisions(workDir: string): BenchRow[] {
       target: '< 50',
       met: lv.p99Us < 50,
     },
-    {
-      bench: b,
-      metric: `granted share with levels (sanity)`,
-      value: leveled.grantedShareOfFirst10k,
-      unit: '',
-      floor: null,
-      floorLabel: '',
-      ratio: null,
-      target: '',
-      met: null,
-    },
+    infoRow(b, `granted share with levels (sanity)`, leveled.grantedShareOfFirst10k, ''),
     { bench: b, metric: 'mean time ratio to floor', value: ratio, unit: 'x', floor: null, floorLabel: '', ratio, target: '< 3', met: ratio < 3 },
     {
       bench: b,

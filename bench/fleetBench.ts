@@ -18,7 +18,7 @@ import { Children } from './fleetChildren.js';
 import type { FleetServiceMessage } from './fleetService.js';
 import { startBroker } from './mqttBench.js';
 import { freePort } from './net.js';
-import type { BenchRow } from './report.js';
+import { infoRow, type BenchRow } from './report.js';
 import { seedService } from './serviceSeed.js';
 import { p50p99 } from './valueFile.js';
 import { sleep, waitFor } from './wait.js';
@@ -386,31 +386,11 @@ function rows(
       target: '< 3000',
       met: all.p99 < 3000,
     },
-    {
-      bench: b,
-      // Where the agents share this machine's cores, this is what transfers to a service machine of its own.
-      metric: `the service's CPU time per change (the call, the push, ${AGENTS} doors' requests) p50`,
-      value: serviceCpu.p50,
-      unit: 'ms',
-      floor: null,
-      floorLabel: '',
-      ratio: null,
-      target: '',
-      met: null,
-    },
-    {
-      bench: b,
-      // The doors' side of a change, all of them on this machine's cores: on a site each door spends its share on
-      // its own board, in parallel.
-      metric: `the agents' CPU time per change (${AGENTS} agents: the revision message, the sync, the cache write) p50`,
-      value: agentsCpu.p50,
-      unit: 'ms',
-      floor: null,
-      floorLabel: '',
-      ratio: null,
-      target: '',
-      met: null,
-    },
+    // Where the agents share this machine's cores, this is what transfers to a service machine of its own.
+    infoRow(b, `the service's CPU time per change (the call, the push, ${AGENTS} doors' requests) p50`, serviceCpu.p50, 'ms'),
+    // The doors' side of a change, all of them on this machine's cores: on a site each door spends its share on
+    // its own board, in parallel.
+    infoRow(b, `the agents' CPU time per change (${AGENTS} agents: the revision message, the sync, the cache write) p50`, agentsCpu.p50, 'ms'),
     {
       bench: b,
       metric: 'change held by the first agent p50',
@@ -466,17 +446,7 @@ function rows(
       target: "< 10000 (the doors' timeoutSeconds)",
       met: firstSyncs.answers.p99 < 10_000,
     },
-    {
-      bench: b,
-      metric: 'cold start: syncs the service shed meanwhile (503 + Retry-After, each retried then)',
-      value: firstSyncs.shed,
-      unit: '',
-      floor: null,
-      floorLabel: '',
-      ratio: null,
-      target: '',
-      met: null,
-    },
+    infoRow(b, 'cold start: syncs the service shed meanwhile (503 + Retry-After, each retried then)', firstSyncs.shed, ''),
   ];
 }
 

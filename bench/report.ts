@@ -28,6 +28,11 @@ export interface BenchRow {
   bound?: number;
 }
 
+/** A figure reported for what it shows, with no floor or target of its own. */
+export function infoRow(bench: string, metric: string, value: number, unit: string): BenchRow {
+  return { bench, metric, value, unit, floor: null, floorLabel: '', ratio: null, target: '', met: null };
+}
+
 /**
  * The latency rows of the real daemon (tap-to-relay, mqtt): a stimulus to the relay, beside the same stimulus
  * handled by a bare process. Issue 28's target is at most 1.3x the floor at p50 and p99. The run fails past 2.0x:

@@ -12,7 +12,7 @@ import { ApiKeys } from '../src/service/apiKeys.js';
 import { openServiceDatabase } from '../src/service/database.js';
 import { REQUEST_LIMITS } from '../src/service/requestLimits.js';
 import { freePort } from './net.js';
-import type { BenchRow } from './report.js';
+import { infoRow, type BenchRow } from './report.js';
 import { seedService } from './serviceSeed.js';
 
 const USERS = 40_000;
@@ -101,17 +101,7 @@ export async function benchmarkServiceMemory(workDir: string): Promise<BenchRow[
         target: '413 before any work',
         met: true,
       },
-      {
-        bench: b,
-        metric: `POST /invites with ${invites.toLocaleString('en-US')} addresses`,
-        value: invitesMs,
-        unit: 'ms',
-        floor: null,
-        floorLabel: '',
-        ratio: null,
-        target: '',
-        met: null,
-      },
+      infoRow(b, `POST /invites with ${invites.toLocaleString('en-US')} addresses`, invitesMs, 'ms'),
     ];
   } finally {
     service.kill('SIGTERM');

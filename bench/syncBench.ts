@@ -12,7 +12,7 @@ import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import Database from 'better-sqlite3';
 import { startBroker } from './mqttBench.js';
-import { AGENT_NODE_OPTIONS, type BenchRow } from './report.js';
+import { AGENT_NODE_OPTIONS, type BenchRow, infoRow } from './report.js';
 import { seedService } from './serviceSeed.js';
 import { p50p99 } from './valueFile.js';
 import { sleep, waitFor } from './wait.js';
@@ -133,17 +133,7 @@ doors: [ { uuid: 6f1c2a0e-8d0b-4a57-9d43-1f2e3a4b5c6d, resourceId: 12, relay: { 
         target: '0',
         met: again.rowsWritten === 0,
       },
-      {
-        bench: b,
-        metric: 'resync, no change: bytes written',
-        value: again.writeBytes,
-        unit: 'B',
-        floor: null,
-        floorLabel: '',
-        ratio: null,
-        target: '',
-        met: null,
-      },
+      infoRow(b, 'resync, no change: bytes written', again.writeBytes, 'B'),
       {
         bench: b,
         metric: `one user changed of ${USERS}: requests`,
@@ -155,17 +145,7 @@ doors: [ { uuid: 6f1c2a0e-8d0b-4a57-9d43-1f2e3a4b5c6d, resourceId: 12, relay: { 
         target: '1',
         met: one.requests === 1,
       },
-      {
-        bench: b,
-        metric: `one user changed of ${USERS}: round trip`,
-        value: one.workMs,
-        unit: 'ms',
-        floor: null,
-        floorLabel: '',
-        ratio: null,
-        target: '',
-        met: null,
-      },
+      infoRow(b, `one user changed of ${USERS}: round trip`, one.workMs, 'ms'),
       {
         bench: b,
         metric: `one user changed of ${USERS}: agent work (apply)`,
@@ -177,17 +157,7 @@ doors: [ { uuid: 6f1c2a0e-8d0b-4a57-9d43-1f2e3a4b5c6d, resourceId: 12, relay: { 
         target: '< 50',
         met: (one.applyMs ?? Infinity) < 50,
       },
-      {
-        bench: b,
-        metric: 'revocation latency p50 (20 changes, pushed)',
-        value: p50,
-        unit: 'ms',
-        floor: null,
-        floorLabel: '',
-        ratio: null,
-        target: '',
-        met: null,
-      },
+      infoRow(b, 'revocation latency p50 (20 changes, pushed)', p50, 'ms'),
       {
         bench: b,
         metric: 'revocation latency p99 (20 changes, pushed)',

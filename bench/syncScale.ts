@@ -10,7 +10,7 @@ import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { freePort } from './net.js';
-import { AGENT_NODE_OPTIONS, type BenchRow } from './report.js';
+import { AGENT_NODE_OPTIONS, type BenchRow, infoRow } from './report.js';
 import { seedService } from './serviceSeed.js';
 
 const SIZES = [250_000, 1_000_000];
@@ -79,28 +79,8 @@ doors: [ { uuid: 6f1c2a0e-8d0b-4a57-9d43-1f2e3a4b5c6d, resourceId: 12, relay: { 
     const b = 'sync-scale';
     const label = `${users.toLocaleString('en-US')} users`;
     const rows: BenchRow[] = [
-      {
-        bench: b,
-        metric: `${label}: seeding the service (setup)`,
-        value: seedSeconds,
-        unit: 's',
-        floor: null,
-        floorLabel: '',
-        ratio: null,
-        target: '',
-        met: null,
-      },
-      {
-        bench: b,
-        metric: `${label}: the service's first GET /directory (builds the revision's bytes)`,
-        value: first.seconds,
-        unit: 's',
-        floor: null,
-        floorLabel: '',
-        ratio: null,
-        target: '',
-        met: null,
-      },
+      infoRow(b, `${label}: seeding the service (setup)`, seedSeconds, 's'),
+      infoRow(b, `${label}: the service's first GET /directory (builds the revision's bytes)`, first.seconds, 's'),
       { bench: b, metric: `${label}: the service's peak RSS`, value: serviceRss, unit: 'MB', floor: null, floorLabel: '', ratio: null, target: '', met: null },
     ];
     if (agent.status !== 0) {
@@ -133,17 +113,7 @@ doors: [ { uuid: 6f1c2a0e-8d0b-4a57-9d43-1f2e3a4b5c6d, resourceId: 12, relay: { 
         target: '',
         met: null,
       },
-      {
-        bench: b,
-        metric: `${label}: the agent's peak RSS in that sync`,
-        value: out.rssMb,
-        unit: 'MB',
-        floor: null,
-        floorLabel: '',
-        ratio: null,
-        target: '',
-        met: null,
-      },
+      infoRow(b, `${label}: the agent's peak RSS in that sync`, out.rssMb, 'MB'),
     );
     return rows;
   } finally {

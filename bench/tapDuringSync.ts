@@ -11,7 +11,7 @@ import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { freePort } from './net.js';
-import type { BenchRow } from './report.js';
+import { infoRow, type BenchRow } from './report.js';
 import { percentile } from './stats.js';
 import { measureAgent, type AgentRun, type MeasureOptions } from './tapToRelay.js';
 import { waitFor } from './wait.js';
@@ -70,28 +70,8 @@ export async function benchmarkTapDuringSync(workDir: string): Promise<BenchRow[
     const idleTimer = summary(idleRun.timerLateness);
     const rows: BenchRow[] = [
       { bench: b, metric: 'card line to relay p50, idle', value: idle.p50, unit: 'ms', floor: null, floorLabel: '', ratio: null, target: '', met: null },
-      {
-        bench: b,
-        metric: 'contact closed to relock p50, idle',
-        value: idleRelock.p50,
-        unit: 'ms',
-        floor: null,
-        floorLabel: '',
-        ratio: null,
-        target: '',
-        met: null,
-      },
-      {
-        bench: b,
-        metric: `relock timer lateness max, idle (${idleRun.timerLateness.length} unlocks of 1 s)`,
-        value: idleTimer.max,
-        unit: 'ms',
-        floor: null,
-        floorLabel: '',
-        ratio: null,
-        target: '',
-        met: null,
-      },
+      infoRow(b, 'contact closed to relock p50, idle', idleRelock.p50, 'ms'),
+      infoRow(b, `relock timer lateness max, idle (${idleRun.timerLateness.length} unlocks of 1 s)`, idleTimer.max, 'ms'),
     ];
     for (const users of SIZES) {
       const { run, started, completed } = await duringSyncs(join(dir, `busy-${users}`), users);
