@@ -1,14 +1,12 @@
 import { get } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
-import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ApiKeys } from '../../src/service/apiKeys.js';
 import { SiteFeed } from '../../src/service/console/siteFeed.js';
-import { openServiceDatabase, type ServiceDb } from '../../src/service/database.js';
-import { buildService } from '../../src/service/server.js';
-import { systemClock } from '../../src/util/clock.js';
+import type { ServiceDb } from '../../src/service/database.js';
+import type { buildService } from '../../src/service/server.js';
 import { DOOR_UUID, tempDir } from '../support/cli.js';
+import { listeningService } from '../support/serviceApp.js';
 
 // The console's live stream (GET /console/live) on a real listening service: a page's stream starts with its rows
 // as they are, so a change that came between the page's render and the stream (a page loaded after a POST while
@@ -21,17 +19,10 @@ let base: string;
 let cookie: string;
 
 beforeAll(async () => {
-  db = openServiceDatabase(join(tmp.path, 'service.db'));
-  app = buildService({
-    db,
-    clock: systemClock,
-    logger: pino({ level: 'silent' }),
-    resources: [{ resourceId: 12, uuid: DOOR_UUID, type: 'DOOR', name: 'Front door' }],
-    lockReplyTimeoutMs: 1000,
+  let port: number;
+  ({ db, app, port } = await listeningService(join(tmp.path, 'service.db'), {
     console: { options: { enabled: true, sessionMinutes: 30, maxSessionHours: 12 }, feed, mailConfigured: false },
-  });
-  await app.listen({ host: '127.0.0.1', port: 0 });
-  const { port } = app.server.address() as AddressInfo;
+  }));
   base = `http://127.0.0.1:${port}`;
   const key = new ApiKeys(db).create('ADMIN', 0, Date.now());
   const signIn = await app.inject({

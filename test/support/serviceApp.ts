@@ -31,12 +31,12 @@ export async function inProcessService(
 
 /**
  * The reference service listening on a free loopback port (real HTTP, for clients that read raw bytes: compressed
- * answers, answers held open), on a real database file, with `deps` added (load limits, the build hook); keys
- * of each rank in `keys`.
+ * answers, answers held open, the console's live stream), on a real database file, with `deps` added (load limits,
+ * the build hook, the console); keys of each rank in `keys`.
  */
 export async function listeningService(
   dbFile: string,
-  deps: Pick<ServiceDeps, 'loadLimits' | 'onDirectoryBuild'> = {},
+  deps: Pick<ServiceDeps, 'loadLimits' | 'onDirectoryBuild' | 'console'> = {},
 ): Promise<{ db: ServiceDb; app: ReturnType<typeof buildService>; port: number; keys: Record<'SUPER' | 'DOOR' | 'REGULAR', string> }> {
   const db = openServiceDatabase(dbFile);
   const apiKeys = new ApiKeys(db);
