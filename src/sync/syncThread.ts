@@ -1,26 +1,14 @@
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { Worker } from 'node:worker_threads';
-import { MassRemovalError } from '../store/snapshotMerge.js';
 import { DoorAgentError } from '../util/errors.js';
-import { ServiceError } from './serviceClient.js';
+import { syncError } from './syncFailure.js';
 import type { SyncOrder, SyncOutcome, SyncRunner, SyncWorkerData } from './syncSession.js';
-import type { SyncFailure, SyncReply, SyncRequest } from './syncWorker.js';
+import type { SyncReply, SyncRequest } from './syncWorker.js';
 
 // The worker is the built module beside this code (dist/cli/syncWorker.js in the bundle, dist/src/sync/syncWorker.js
 // from tsc), or tsc's when this file runs from src/ in the tests.
 const CANDIDATES = ['syncWorker.js', '../../dist/src/sync/syncWorker.js'].map((p) => join(import.meta.dirname, p));
-
-function rebuild(error: SyncFailure): Error {
-  switch (error.kind) {
-    case 'mass_removal':
-      return new MassRemovalError(error.removed, error.current, error.maxRatio, error.history);
-    case 'service':
-      return new ServiceError(error.message, error.endpoint, error.status, { retryAfterMs: error.retryAfterMs });
-    default:
-      return new DoorAgentError(error.message);
-  }
-}
 
 /**
  * The daemon's side of the sync worker (syncWorker.ts): one worker thread with its own connection to the cache.
@@ -42,7 +30,7 @@ export class SyncThread implements SyncRunner {
       this.pending.delete(reply.id);
       if (!waiting) return;
       if (reply.ok) waiting.resolve(reply.result);
-      else waiting.reject(rebuild(reply.error));
+      else waiting.reject(syncError(reply.error));
     });
     const failAll = (err: Error) => {
       for (const waiting of this.pending.values()) waiting.reject(err);
@@ -60,17 +48,14 @@ export class SyncThread implements SyncRunner {
     const id = this.nextId++;
     return new Promise<SyncOutcome>((resolve, reject) => {
       this.pending.set(id, { resolve, reject });
-      const rules = options.rules && {
-        pinLabels: [...options.rules.pinLabels],
-        duressPin: options.rules.duressPin,
-        minCardDigits: options.rules.minCardDigits,
-      };
+      // The rules whole (plain data, copied to the thread): the site's readers' numberings and formats too, without
+      // which the scan would miss every ambiguous printed card and report the directory clean.
       this.worker!.postMessage({
         id,
         concurrency: options.concurrency,
         maxRemovalRatio: options.maxRemovalRatio,
         full: options.full ?? false,
-        ...(rules ? { rules } : {}),
+        ...(options.rules ? { rules: options.rules } : {}),
       } satisfies SyncRequest);
     });
   }

@@ -12,6 +12,8 @@ import { sleep } from '../support/wait.js';
 import { MassRemovalError } from '../../src/store/snapshotMerge.js';
 import { ServiceError } from '../../src/sync/serviceClient.js';
 import { SyncThread } from '../../src/sync/syncThread.js';
+import { directoryRules } from '../../src/core/directoryFindings.js';
+import { BUILTIN_FORMATS } from '../../src/core/wiegandFormats.js';
 
 const tmp = tempDir('door-agent-sync-');
 afterAll(tmp.cleanup);
@@ -365,6 +367,34 @@ describe('the sync worker thread (the daemon never runs a sync on its event loop
       await worker.run({ concurrency: 8, maxRemovalRatio: 0.5 });
       expect(niceOfThreads().filter((n) => n !== own)).toEqual([Math.min(19, own + 10)]);
     } finally {
+      await worker.stop();
+    }
+  });
+
+  it("the directory's scan after a sync in the thread knows the site's readers: a printed card that reads as another holder's number is found", async () => {
+    // Alice's 123:45678 (H10301) reads as 8106606 on a reader whose numbering is data: Erin holds that number.
+    svc.handler = (req, res) => {
+      const url = new URL(req.url ?? '/', 'http://x');
+      if (url.pathname !== '/multipleusers' && url.pathname !== '/user') return false;
+      res.setHeader('content-type', 'application/json');
+      if (url.pathname === '/multipleusers') {
+        res.end(JSON.stringify(svc.users.slice(0, 2)));
+        return true;
+      }
+      const id = Number(url.searchParams.get('email_id'));
+      res.end(JSON.stringify({ policies: [], smartcards: [{ number: id === 1 ? '123:45678' : String(123 * 65536 + 45678) }] }));
+      return true;
+    };
+    const { worker } = thread();
+    const h10301 = BUILTIN_FORMATS.filter((f) => f.name === 'H10301');
+    try {
+      const rules = directoryRules({ pinLabels: ['PIN'], duressPin: 'off', minCardDigits: 4 }, [
+        { reader: { type: 'wiegand', numbering: 'data', formats: h10301 } },
+      ]);
+      const result = await worker.run({ concurrency: 8, maxRemovalRatio: null, rules });
+      expect(result.findings?.ambiguousCards).toEqual({ count: 1, emailIds: [1, 2], magicLinkIds: [], numberings: ['data'] });
+    } finally {
+      svc.handler = null;
       await worker.stop();
     }
   });

@@ -1,0 +1,29 @@
+import { MassRemovalError, type HistoryChange } from '../store/snapshotMerge.js';
+import { DoorAgentError } from '../util/errors.js';
+import { ServiceError } from './serviceClient.js';
+
+/** A sync's error as it crosses a thread boundary, with what the scheduler needs to tell the kinds apart. */
+export type SyncFailure =
+  | { kind: 'mass_removal'; message: string; removed: number; current: number; maxRatio: number; history?: HistoryChange }
+  | { kind: 'service'; message: string; endpoint: string; status: number | null; retryAfterMs: number | null }
+  | { kind: 'other'; message: string };
+
+/** The thread that ran the sync: its error, as it may be posted. */
+export function syncFailure(err: unknown): SyncFailure {
+  if (err instanceof MassRemovalError)
+    return { kind: 'mass_removal', message: err.message, removed: err.removed, current: err.current, maxRatio: err.maxRatio, history: err.history };
+  if (err instanceof ServiceError) return { kind: 'service', message: err.message, endpoint: err.endpoint, status: err.status, retryAfterMs: err.retryAfterMs };
+  return { kind: 'other', message: err instanceof Error ? err.message : String(err) };
+}
+
+/** The thread that asked for the sync: the same error kinds as syncOnce throws. */
+export function syncError(failure: SyncFailure): Error {
+  switch (failure.kind) {
+    case 'mass_removal':
+      return new MassRemovalError(failure.removed, failure.current, failure.maxRatio, failure.history);
+    case 'service':
+      return new ServiceError(failure.message, failure.endpoint, failure.status, { retryAfterMs: failure.retryAfterMs });
+    default:
+      return new DoorAgentError(failure.message);
+  }
+}
