@@ -326,7 +326,10 @@ async function runFleet(workDir: string, scale: FleetScale): Promise<BenchRow[]>
       before = after;
       agentsCpuBefore = agentsCpuAfter;
     }
-    return rows(scale, samples, warmups, firstSyncs, fleet.failedSyncs().count - firstSyncs.failed);
+    const afterChanges = fleet.failedSyncs();
+    // The reasons list every failure so far: the cold start's come first.
+    if (afterChanges.count > firstSyncs.failed) process.stdout.write(`${scale.bench}: failed syncs (cold start and changes): ${afterChanges.reasons}\n`);
+    return rows(scale, samples, warmups, firstSyncs, afterChanges.count - firstSyncs.failed);
   } finally {
     await subscriber?.endAsync(true);
     await children.endAll();
