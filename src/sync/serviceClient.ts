@@ -110,11 +110,16 @@ export class ServiceClient {
     let coding: ContentCoding = 'identity';
     let wire = 0;
     this.traffic.requests++;
+    // The service's silence is what times out, not the agent's own pace: while a chunk is being decompressed and
+    // stored (the decoder takes no more until it has), the agent reads nothing and the service is not waited for.
+    // On a busy board the decompression of one 64 KiB read took longer than the timeout (the fleet bench's cold start).
     const received = async function* (message: AsyncIterable<Buffer>): AsyncGenerator<Buffer> {
       for await (const chunk of message) {
         wire += chunk.length;
         silence.touch();
+        silence.pause();
         yield chunk;
+        silence.resume();
       }
     };
     try {

@@ -6,11 +6,15 @@
  * runs its due timers before it reads the sockets, so a plain timer would abort an answer whose bytes had long
  * arrived and only waited to be read. Here the bytes are read first, `touch()` is called, and the watchdog stays
  * quiet.
+ *
+ * Only the far end's silence counts: while the reader itself holds the bytes back (`pause()`: it is still
+ * processing the last chunk, and asks for no more), nothing is judged; `resume()` starts the silence from then.
  */
 export class SilenceWatchdog {
   private last: number;
   private timer: ReturnType<typeof setTimeout> | null = null;
   private done = false;
+  private paused = false;
 
   constructor(
     private readonly ms: number,
@@ -23,6 +27,17 @@ export class SilenceWatchdog {
 
   /** Something arrived: the silence starts again from now. */
   touch(): void {
+    this.last = this.now();
+  }
+
+  /** The reader is busy with what arrived and reads no more meanwhile: the far end is not being waited for. */
+  pause(): void {
+    this.paused = true;
+  }
+
+  /** The reader waits for the far end again: a silence counts from now. */
+  resume(): void {
+    this.paused = false;
     this.last = this.now();
   }
 
@@ -42,6 +57,7 @@ export class SilenceWatchdog {
 
   private judge(): void {
     if (this.done) return;
+    if (this.paused) return this.arm(this.ms);
     const quietMs = this.now() - this.last;
     if (quietMs < this.ms) return this.arm(this.ms - quietMs);
     this.done = true;

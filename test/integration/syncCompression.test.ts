@@ -1,5 +1,7 @@
-import { mkdirSync, readdirSync, writeFileSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
+import { close, closeSync, mkdirSync, open, openSync, readdirSync, writeFileSync } from 'node:fs';
 import { createServer, type IncomingHttpHeaders, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
 import { brotliCompressSync, constants as zlibConstants, createGzip, gzipSync } from 'node:zlib';
 import Database from 'better-sqlite3';
@@ -90,6 +92,29 @@ function delta(revision: number, suspended: number[], removed: number[] = []) {
 }
 
 /** A 200 answer in a coding, with an ETag (its own revision's unless told). */
+/**
+ * Holds every thread of libuv's pool (zlib's decompression runs there) for `ms`: each is blocked opening a FIFO for
+ * reading until a writer comes. The writers (opened read-write, which never blocks) stay until every reader got
+ * through, so no pool thread is left blocked. Resolves when the pool is free again.
+ */
+function holdThreadPool(dir: string, ms: number): Promise<void> {
+  const fifos = Array.from({ length: 16 }, (_, i) => join(dir, `pool-${i}`));
+  const readers = fifos.map((fifo) => {
+    const made = spawnSync('mkfifo', [fifo]);
+    if (made.status !== 0) throw new Error(`mkfifo ${fifo} failed: ${made.stderr}`);
+    return new Promise<void>((resolve) => open(fifo, 'r', (err, fd) => (err ? resolve() : close(fd, () => resolve()))));
+  });
+  return new Promise<void>((resolve) =>
+    setTimeout(() => {
+      const writers = fifos.map((fifo) => openSync(fifo, 'r+'));
+      void Promise.all(readers).then(() => {
+        for (const fd of writers) closeSync(fd);
+        resolve();
+      });
+    }, ms),
+  );
+}
+
 function encoded(value: unknown, coding: Coding, etag?: string): Answer {
   const plain = Buffer.from(JSON.stringify(value));
   const body = coding === 'gzip' ? gzipSync(plain) : coding === 'br' ? brotliCompressSync(plain) : plain;
@@ -287,6 +312,42 @@ describe('in-process, with a small limit: a zip bomb, 503 and Retry-After', () =
     const client = new ServiceClient({ baseUrl: svc.url, apiKey: 'dak_test-key', apiKeyIn: 'header', timeoutMs: 5000, spoolDir: dir, maxStreamedBytes: LIMIT });
     return { dir, db, client, cache: join(dir, 'cache.db'), sync: () => syncOnce(db, client, { concurrency: 4, maxRemovalRatio: 0.5, now: () => Date.now() }) };
   }
+
+  it("the timeout is the service's silence, not the agent's own pace: a decompression held up longer than the timeout is waited for", async () => {
+    // 16 MB of gzip, more than the loopback's buffers hold, all written at once by the service. As it arrives, the
+    // thread pool that decompresses is held for 1.5 s: the agent takes no more bytes until the ones it has are
+    // decompressed, so the rest waits in the service's socket. That is the agent's pace, not a silent service.
+    const dir = join(tmp.path, `p${n++}`);
+    mkdirSync(dir);
+    const client = new ServiceClient({
+      baseUrl: svc.url,
+      apiKey: 'dak_test-key',
+      apiKeyIn: 'header',
+      timeoutMs: 500,
+      spoolDir: dir,
+      maxStreamedBytes: 64 << 20,
+    });
+    const plain = randomBytes(16 << 20);
+    const body = gzipSync(plain, { level: 1 });
+    let held: Promise<void> = Promise.resolve();
+    svc.handler = () => {
+      held = holdThreadPool(dir, 1500);
+      return { body, headers: { 'content-encoding': 'gzip' } };
+    };
+    try {
+      const started = performance.now();
+      const answer = await client.directory(null);
+      expect(answer.kind).toBe('answer');
+      if (answer.kind === 'answer') {
+        expect(answer.body.size).toBe(plain.length);
+        answer.body.dispose();
+      }
+      expect(client.traffic.wireBytes).toBe(body.length);
+      expect(performance.now() - started).toBeGreaterThan(1400); // it did wait for the pool, past the timeout
+    } finally {
+      await held;
+    }
+  }, 30_000);
 
   it('a gzip stream that never ends is stopped as it decompresses, at the limit: the connection closed, nothing held, the cache unchanged', async () => {
     const d = door();

@@ -54,6 +54,17 @@ describe('SilenceWatchdog', () => {
     expect(fired).toBe(0);
   });
 
+  it('judges nothing while paused (the reader holds the bytes back), and counts the silence again from resume()', async () => {
+    let fired = 0;
+    const dog = new SilenceWatchdog(50, () => fired++);
+    dog.pause();
+    await sleep(400); // eight times its time, paused
+    expect(fired).toBe(0);
+    dog.resume();
+    await expect.poll(() => fired, { timeout: 5000 }).toBe(1);
+    dog.stop();
+  });
+
   it('after the thread was busy longer than its time, reads the answer that arrived meanwhile before judging', async () => {
     // The far end answers 50 ms in; this thread is busy for 1.5 s (five times the watchdog's 300 ms) meanwhile.
     const socket = await answeringAfter(50);
