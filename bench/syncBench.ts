@@ -98,8 +98,8 @@ doors: [ { uuid: 6f1c2a0e-8d0b-4a57-9d43-1f2e3a4b5c6d, resourceId: 12, relay: { 
         target: '< 15',
         met: full.seconds < 15,
       },
-      { bench: b, metric: 'peak RSS, full sync', value: full.rssMb, unit: 'MB', floor: null, floorLabel: '', ratio: null, target: '', met: null },
-      { bench: b, metric: 'bytes written, full sync', value: full.writeBytes, unit: 'B', floor: null, floorLabel: '', ratio: null, target: '', met: null },
+      infoRow(b, 'peak RSS, full sync', full.rssMb, 'MB'),
+      infoRow(b, 'bytes written, full sync', full.writeBytes, 'B'),
       {
         bench: b,
         metric: 'resync, no change: requests',

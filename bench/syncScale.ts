@@ -81,7 +81,7 @@ doors: [ { uuid: 6f1c2a0e-8d0b-4a57-9d43-1f2e3a4b5c6d, resourceId: 12, relay: { 
     const rows: BenchRow[] = [
       infoRow(b, `${label}: seeding the service (setup)`, seedSeconds, 's'),
       infoRow(b, `${label}: the service's first GET /directory (builds the revision's bytes)`, first.seconds, 's'),
-      { bench: b, metric: `${label}: the service's peak RSS`, value: serviceRss, unit: 'MB', floor: null, floorLabel: '', ratio: null, target: '', met: null },
+      infoRow(b, `${label}: the service's peak RSS`, serviceRss, 'MB'),
     ];
     if (agent.status !== 0) {
       // Did not fit: the figure is the failure itself (stated in docs/sync.md), not a crash of the bench.

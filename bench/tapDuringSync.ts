@@ -69,7 +69,7 @@ export async function benchmarkTapDuringSync(workDir: string): Promise<BenchRow[
     const idleRelock = summary(idleRun.relocks);
     const idleTimer = summary(idleRun.timerLateness);
     const rows: BenchRow[] = [
-      { bench: b, metric: 'card line to relay p50, idle', value: idle.p50, unit: 'ms', floor: null, floorLabel: '', ratio: null, target: '', met: null },
+      infoRow(b, 'card line to relay p50, idle', idle.p50, 'ms'),
       infoRow(b, 'contact closed to relock p50, idle', idleRelock.p50, 'ms'),
       infoRow(b, `relock timer lateness max, idle (${idleRun.timerLateness.length} unlocks of 1 s)`, idleTimer.max, 'ms'),
     ];
