@@ -63,10 +63,6 @@ const USER_CREDENTIAL = `(c.holder_kind = 'user')`;
 const STAGED_CREDENTIAL = `EXISTS (SELECT 1 FROM temp.stage_credentials s
   WHERE s.number = c.number AND s.holder_kind = c.holder_kind AND s.holder_id = c.holder_id)`;
 
-/**
- * Replaces the cache's users, credentials and snapshot guest links with the staged ones. Rows that did not
- * change are not rewritten. Must run inside the caller's transaction; throws MassRemovalError before writing.
- */
 /** The merge's SQL for one kind of merge, built once: a text built per call was hashed again at each lookup. */
 interface MergeSql {
   removedCount: string;
@@ -103,6 +99,10 @@ function mergeSql(includeLinks: boolean, scoped: boolean): MergeSql {
   return sql;
 }
 
+/**
+ * Replaces the cache's users, credentials and snapshot guest links with the staged ones. Rows that did not
+ * change are not rewritten. Must run inside the caller's transaction; throws MassRemovalError before writing.
+ */
 export function mergeStage(db: Db, options: { maxRemovalRatio: number | null; includeLinks?: boolean; scoped?: boolean }): MergeSummary {
   const includeLinks = options.includeLinks ?? true;
   const sql = mergeSql(includeLinks, options.scoped ?? false);

@@ -7,7 +7,7 @@ import { clearTables, tempTables } from './tempTables.js';
  * The temporary tables a sync stages beside SnapshotStage's (snapshotStage.ts), owned here so that their DDL and
  * names live in the store: the scope of a delta (which users it replaces or removes; mergeStage reads it when
  * `scoped`), the ids a delta removes, and the users a seed-style list gave without user_tag. Like the stage's,
- * they are the connection's for its life (statements.ts tempTables), emptied after each use.
+ * they are the connection's for its life (tempTables.ts), emptied after each use.
  */
 export const SCOPE_TABLE = 'temp.stage_scope';
 

@@ -91,7 +91,6 @@ function delta(revision: number, suspended: number[], removed: number[] = []) {
   };
 }
 
-/** A 200 answer in a coding, with an ETag (its own revision's unless told). */
 /**
  * Holds every thread of libuv's pool (zlib's decompression runs there) for `ms`: each is blocked opening a FIFO for
  * reading until a writer comes. The writers (opened read-write, which never blocks) stay until every reader got
@@ -115,6 +114,7 @@ function holdThreadPool(dir: string, ms: number): Promise<void> {
   );
 }
 
+/** A 200 answer in a coding, with an ETag (its own revision's unless told). */
 function encoded(value: unknown, coding: Coding, etag?: string): Answer {
   const plain = Buffer.from(JSON.stringify(value));
   const body = coding === 'gzip' ? gzipSync(plain) : coding === 'br' ? brotliCompressSync(plain) : plain;
