@@ -46,14 +46,17 @@ function isDecoderError(err: unknown): err is Error {
  * yielded as it comes, pulled by the reader, so a body that expands a thousandfold (a zip bomb) never sits in
  * memory: the reader counts what it takes and stops at its limit, which ends the decompression there.
  * A body that does not decompress (corrupt, not in that coding, truncated) throws BodyDecodeError; an error of
- * the transport (`raw`) is thrown as it is.
+ * the transport (`raw`) is thrown as it is. `signal` ends a decompression that waits (its thread pool busy or
+ * stuck): the reader gets the abort's error at once instead of waiting for zlib.
  */
-export async function* decodedBody(coding: ContentCoding, raw: AsyncIterable<Buffer>): AsyncGenerator<Buffer> {
+export async function* decodedBody(coding: ContentCoding, raw: AsyncIterable<Buffer>, signal?: AbortSignal): AsyncGenerator<Buffer> {
   if (coding === 'identity') {
     yield* raw;
     return;
   }
   const decoder = coding === 'gzip' ? createGunzip() : createBrotliDecompress();
+  const abort = () => decoder.destroy(new Error('the decompression was aborted'));
+  signal?.addEventListener('abort', abort, { once: true });
   const feeding = pipeline(raw, decoder);
   feeding.catch(() => {}); // its error reaches the reader through the decoder; awaited below for the rest
   try {
@@ -63,6 +66,7 @@ export async function* decodedBody(coding: ContentCoding, raw: AsyncIterable<Buf
     if (isDecoderError(err)) throw new BodyDecodeError(coding, err.message);
     throw err;
   } finally {
+    signal?.removeEventListener('abort', abort);
     decoder.destroy();
   }
 }

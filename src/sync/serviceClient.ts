@@ -104,7 +104,11 @@ export class ServiceClient {
     const where = `GET ${endpoint}`;
     const seconds = this.options.timeoutMs / 1000;
     const controller = new AbortController();
-    const silence = new SilenceWatchdog(this.options.timeoutMs, () => controller.abort());
+    let stuck = false;
+    const silence = new SilenceWatchdog(this.options.timeoutMs, (why) => {
+      stuck = why === 'stuck';
+      controller.abort();
+    });
     const body = new ResponseSpool(this.options.spoolDir ?? tmpdir(), { memoryBytes: SPOOL_MEMORY_BYTES, maxBytes });
     let status: number | null = null;
     let coding: ContentCoding = 'identity';
@@ -133,7 +137,7 @@ export class ServiceClient {
       const retryAfterMs = status === 503 || status === 429 ? parseRetryAfter(header('retry-after'), header('date'), Date.now()) : null;
       try {
         coding = contentCoding(header('content-encoding'));
-        for await (const chunk of decodedBody(coding, received(response))) body.append(chunk);
+        for await (const chunk of decodedBody(coding, received(response), controller.signal)) body.append(chunk);
       } catch (err) {
         // A refusal's body only explains it: one that does not decompress still carries its status and Retry-After.
         if (status === 200 || !(err instanceof BodyDecodeError || err instanceof UnknownCodingError)) throw err;
@@ -155,13 +159,15 @@ export class ServiceClient {
       }
       // The service's URL (no key: it may be in the query) and the cause an operator can act on.
       const service = redactUrl(this.options.baseUrl);
-      const reason = timedOut
-        ? status === null
-          ? `no answer from ${service} within ${seconds} s (service.timeoutSeconds)`
-          : `the answer from ${service} stopped for ${seconds} s after ${wire} bytes`
-        : status === null
-          ? `cannot reach ${service}: ${requestFailureReason(err, url)}`
-          : `the answer from ${service} broke off after ${wire} bytes: ${requestFailureReason(err, url)}`;
+      const reason = stuck
+        ? `the agent could not decompress the answer from ${service}: one chunk took over ${seconds * 10} s (10 × service.timeoutSeconds; is the machine overloaded?), after ${wire} bytes`
+        : timedOut
+          ? status === null
+            ? `no answer from ${service} within ${seconds} s (service.timeoutSeconds)`
+            : `the answer from ${service} stopped for ${seconds} s after ${wire} bytes`
+          : status === null
+            ? `cannot reach ${service}: ${requestFailureReason(err, url)}`
+            : `the answer from ${service} broke off after ${wire} bytes: ${requestFailureReason(err, url)}`;
       throw new ServiceError(`${where}: ${reason}`, endpoint, status, { cause: err });
     } finally {
       silence.stop();

@@ -9,17 +9,25 @@
  *
  * Only the far end's silence counts: while the reader itself holds the bytes back (`pause()`: it is still
  * processing the last chunk, and asks for no more), nothing is judged; `resume()` starts the silence from then.
+ * A pause has its own bound, `maxPauseMs`: a reader that never finishes its chunk (a decompression whose thread
+ * pool is stuck) ends the wait too, as 'stuck', rather than holding it forever.
  */
 export class SilenceWatchdog {
   private last: number;
   private timer: ReturnType<typeof setTimeout> | null = null;
   private done = false;
-  private paused = false;
+  /** When the current pause began (monotonic ms), or null when not paused. */
+  private pausedAt: number | null = null;
 
+  /**
+   * `onSilent` is told why: the far end was silent for `ms`, or the reader was stuck in one pause for `maxPauseMs`
+   * (default ten times `ms`).
+   */
   constructor(
     private readonly ms: number,
-    private readonly onSilent: () => void,
+    private readonly onSilent: (why: 'silent' | 'stuck') => void,
     private readonly now: () => number = () => performance.now(),
+    private readonly maxPauseMs: number = ms * 10,
   ) {
     this.last = now();
     this.arm(ms);
@@ -32,12 +40,12 @@ export class SilenceWatchdog {
 
   /** The reader is busy with what arrived and reads no more meanwhile: the far end is not being waited for. */
   pause(): void {
-    this.paused = true;
+    this.pausedAt ??= this.now();
   }
 
   /** The reader waits for the far end again: a silence counts from now. */
   resume(): void {
-    this.paused = false;
+    this.pausedAt = null;
     this.last = this.now();
   }
 
@@ -57,10 +65,15 @@ export class SilenceWatchdog {
 
   private judge(): void {
     if (this.done) return;
-    if (this.paused) return this.arm(this.ms);
+    if (this.pausedAt !== null) {
+      const pausedMs = this.now() - this.pausedAt;
+      if (pausedMs < this.maxPauseMs) return this.arm(Math.min(this.ms, this.maxPauseMs - pausedMs));
+      this.done = true;
+      return this.onSilent('stuck');
+    }
     const quietMs = this.now() - this.last;
     if (quietMs < this.ms) return this.arm(this.ms - quietMs);
     this.done = true;
-    this.onSilent();
+    this.onSilent('silent');
   }
 }

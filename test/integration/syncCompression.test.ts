@@ -349,6 +349,41 @@ describe('in-process, with a small limit: a zip bomb, 503 and Retry-After', () =
     }
   }, 30_000);
 
+  it('a decompression that never finishes (its thread pool stuck) ends the request after ten times the timeout, saying so', async () => {
+    // The same held pool, for far longer than the cap: 200 ms of timeout allows 2 s in one chunk's decompression.
+    const dir = join(tmp.path, `p${n++}`);
+    mkdirSync(dir);
+    const client = new ServiceClient({
+      baseUrl: svc.url,
+      apiKey: 'dak_test-key',
+      apiKeyIn: 'header',
+      timeoutMs: 200,
+      spoolDir: dir,
+      maxStreamedBytes: 64 << 20,
+    });
+    const body = gzipSync(randomBytes(16 << 20), { level: 1 });
+    let held: Promise<void> = Promise.resolve();
+    svc.handler = () => {
+      held = holdThreadPool(dir, 5000);
+      return { body, headers: { 'content-encoding': 'gzip' } };
+    };
+    try {
+      const started = performance.now();
+      const failure = await client.directory(null).then(
+        () => null,
+        (err: unknown) => err,
+      );
+      const waited = performance.now() - started;
+      expect(String(failure)).toMatch(
+        /GET \/directory: the agent could not decompress the answer from .*: one chunk took over 2 s \(10 × service\.timeoutSeconds/,
+      );
+      expect(waited).toBeGreaterThan(1900); // the cap, not the plain timeout
+      expect(waited).toBeLessThan(4500); // not the pool's release (5 s)
+    } finally {
+      await held;
+    }
+  }, 30_000);
+
   it('a gzip stream that never ends is stopped as it decompresses, at the limit: the connection closed, nothing held, the cache unchanged', async () => {
     const d = door();
     try {

@@ -65,6 +65,18 @@ describe('SilenceWatchdog', () => {
     dog.stop();
   });
 
+  it('ends a pause that lasts past its bound as stuck, once (a reader that never finishes its chunk)', async () => {
+    const why: string[] = [];
+    const dog = new SilenceWatchdog(50, (w) => why.push(w), undefined, 300);
+    dog.pause();
+    await sleep(150);
+    expect(why).toEqual([]); // paused past its time, within its bound
+    await expect.poll(() => why, { timeout: 5000 }).toEqual(['stuck']);
+    await sleep(200);
+    dog.stop();
+    expect(why).toEqual(['stuck']);
+  });
+
   it('after the thread was busy longer than its time, reads the answer that arrived meanwhile before judging', async () => {
     // The far end answers 50 ms in; this thread is busy for 1.5 s (five times the watchdog's 300 ms) meanwhile.
     const socket = await answeringAfter(50);
