@@ -37,7 +37,7 @@ export interface CredentialFlowDeps {
   onFirstPerson?: (holders: ReadonlyArray<Record<string, unknown>>) => void;
   /** The agent's wrong-PIN counter and keypad lockout, shared by all its doors. */
   keypad: KeypadGuesses;
-  /** A grant is about to unlock the door: its supervision expects the door to open. */
+  /** A grant has just unlocked the door (the relay moved, same tick): its supervision expects the door to open. */
   onGranted: (grant: GrantSeen) => void;
   /** The cache is past access.maxCacheAgeHours (door/offlineLimit.ts): only responders and guest links are decided. */
   cacheTooOld?: () => boolean;
@@ -124,15 +124,16 @@ export class CredentialFlow {
   }
 
   private unlock(result: AccessResult, extra: Record<string, unknown>, outcome: Extract<TapOutcome, { outcome: 'unlock' }> | null): void {
-    this.deps.onGranted({
-      kind: typeof extra.kind === 'string' ? extra.kind : result.kind,
-      hint: result.hint,
-      ...(typeof extra.card_hint === 'string' ? { card_hint: extra.card_hint } : {}),
-    });
     // Logged once the relay has moved but before the lock change is announced: a log reads "granted", then "unlocked".
-    // Who it was is looked up then too (a query the relay need not wait for).
+    // Who it was is looked up then too (a query the relay need not wait for), and the door's supervision told to
+    // expect the door to open (in the same tick as the relay's move: no input is read in between).
     this.deps.controller.unlock(this.door.unlockSeconds, `${result.kind} ${result.hint}`, () => {
       this.deps.metrics?.granted((this.deps.clock.monoNow() - this.arrivedAt) / 1000);
+      this.deps.onGranted({
+        kind: typeof extra.kind === 'string' ? extra.kind : result.kind,
+        hint: result.hint,
+        ...(typeof extra.card_hint === 'string' ? { card_hint: extra.card_hint } : {}),
+      });
       this.deps.checker.name(result);
       // An area's passages now (no contact, or the door open already) go with the grant, synced at once.
       const passages = outcome ? this.passagesOf(outcome) : [];

@@ -111,8 +111,8 @@ export class LockController {
   }
 
   /**
-   * Unlocks for `seconds`, or holds open when null. `afterRelay` runs right after the relay has moved and before
-   * anything else (the place to record what caused it). Returns the resulting state.
+   * Unlocks for `seconds`, or holds open when null. `afterRelay` runs right after the relay has moved and its relock
+   * timer is set, before anything else (the place to record what caused it). Returns the resulting state.
    */
   unlock(seconds: number | null, cause: string, afterRelay?: () => void): LockSnapshot {
     const requested = machine.unlock(this.state, { now: this.deps.clock.monoNow(), seconds, cause }, this.limits);
@@ -174,9 +174,11 @@ export class LockController {
     if (next.state !== previous.state || next.state === 'LOCKED') this.relay.write(this.levelFor(next.state));
     this.state = next;
     if (next.state !== previous.state) this.changedAt = this.deps.clock.wallNow();
+    // The relock timer before anything else the move causes: a failing `afterRelay` (recording, supervision) must
+    // never leave an unlocked door without its relock.
+    if (next !== previous) this.schedule();
     afterRelay?.();
     if (next === previous) return;
-    this.schedule();
     const changed = forcePersist || next.state !== previous.state || next.relockAt !== previous.relockAt || next.unlockedSince !== previous.unlockedSince;
     if (!changed) return;
     this.persist();

@@ -94,6 +94,19 @@ describe('LockController', () => {
     expect(changes.at(-1)?.[0]).toMatchObject({ state: 'LOCKED', cause: 'retry' });
   });
 
+  it('an afterRelay that throws (its record failed) still leaves the unlock with its relock: the door locks on time', () => {
+    const { gpio, time, controller } = setup();
+    expect(() =>
+      controller.unlock(5, 'card', () => {
+        throw new Error('SQLITE_FULL');
+      }),
+    ).toThrow('SQLITE_FULL');
+    expect(gpio.writes.at(-1)).toBe(1); // the relay had moved
+    time.advance(5000);
+    expect(gpio.writes.at(-1)).toBe(0);
+    expect(controller.snapshot().state).toBe('LOCKED');
+  });
+
   it('lock() while already LOCKED drives the locked level again (repairs a relay set behind its back)', () => {
     const { gpio, controller } = setup();
     gpio.writes = [];
