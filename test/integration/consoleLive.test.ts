@@ -40,18 +40,32 @@ afterAll(async () => {
   tmp.cleanup();
 });
 
-/** The first server-sent event of a live stream that is not a comment or the retry line, as { event, data }. */
-function firstEvent(page: string): Promise<{ event: string; data: { id: string; html: string } }> {
+interface LiveEvent {
+  /** The SSE id line (an event row's mark), if any. */
+  id?: string;
+  event: string;
+  data: { id: string; html: string };
+}
+
+/**
+ * The first `count` server-sent events of a live stream that are not comments or the retry line. `query` and
+ * `headers` are added to the request (after=, Last-Event-ID).
+ */
+function liveEvents(page: string, count: number, query = '', headers: Record<string, string> = {}): Promise<LiveEvent[]> {
   return new Promise((resolve, reject) => {
-    const request = get(`${base}/console/live?page=${page}`, { headers: { cookie } }, (response) => {
+    const request = get(`${base}/console/live?page=${page}${query}`, { headers: { cookie, ...headers } }, (response) => {
       if (response.statusCode !== 200) reject(new Error(`GET /console/live answered ${response.statusCode}`));
       let text = '';
       response.on('data', (chunk: Buffer) => {
         text += chunk.toString('utf8');
-        const match = /event: (\w+)\ndata: (.*)\n\n/.exec(text);
-        if (match) {
+        const found = [...text.matchAll(/(?:id: (\S+)\n)?event: (\w+)\ndata: (.*)\n\n/g)].map((m) => ({
+          ...(m[1] ? { id: m[1] } : {}),
+          event: m[2]!,
+          data: JSON.parse(m[3]!) as LiveEvent['data'],
+        }));
+        if (found.length >= count) {
           clearTimeout(timer);
-          resolve({ event: match[1]!, data: JSON.parse(match[2]!) as { id: string; html: string } });
+          resolve(found.slice(0, count));
           request.destroy();
         }
       });
@@ -61,9 +75,18 @@ function firstEvent(page: string): Promise<{ event: string; data: { id: string; 
     });
     const timer = setTimeout(() => {
       request.destroy();
-      reject(new Error(`no event on the ${page} stream within 5 s`));
+      reject(new Error(`not ${count} events on the ${page} stream within 5 s`));
     }, 5000);
   });
+}
+
+async function firstEvent(page: string): Promise<LiveEvent> {
+  return (await liveEvents(page, 1))[0]!;
+}
+
+/** An agent's audit event as it publishes it on its door's events topic. */
+function publishEvent(type: string, hint: string): void {
+  feed.onMessage(`site/doors/${DOOR_UUID}/events`, Buffer.from(JSON.stringify({ type, at: new Date().toISOString(), door: DOOR_UUID, hint })));
 }
 
 /** A row's text as the page shows it (the markup's attributes name actions such as lockdown_on). */
@@ -90,5 +113,34 @@ describe('the console live stream', () => {
     expect(first.event).toBe('replace');
     expect(first.data.id).toBe('agent-front');
     expect(first.data.html).toContain('offline');
+  });
+
+  it('an events page misses no event: those after its render come first on its stream, and a reconnect resumes after the last one sent', async () => {
+    publishEvent('access_denied', 'before-render');
+    const page = await app.inject({ method: 'GET', url: '/console/events', headers: { cookie } });
+    expect(page.statusCode).toBe(200);
+    expect(page.body).toContain('before-render');
+    const mark = /<tbody id="events" data-after="([^"]+)">/.exec(page.body)?.[1];
+    expect(mark).toMatch(/^[0-9a-f]{8}:\d+$/);
+    // Between the page's render and its stream (the browser still loading the page's script):
+    publishEvent('access_granted', 'between-1');
+    publishEvent('access_denied', 'between-2');
+    const [first, second] = await liveEvents('events', 2, `&after=${encodeURIComponent(mark!)}`);
+    expect(first).toMatchObject({ event: 'prepend', data: { id: 'events' } });
+    expect(first!.data.html).toContain('between-1');
+    expect(second!.data.html).toContain('between-2');
+    expect(`${first!.data.html}${second!.data.html}`).not.toContain('before-render'); // already on the page
+    // The connection drops; one more event comes; the browser reconnects with the last id it got.
+    publishEvent('access_denied', 'while-down');
+    const [resumed] = await liveEvents('events', 1, `&after=${encodeURIComponent(mark!)}`, { 'last-event-id': second!.id! });
+    expect(resumed!.data.html).toContain('while-down');
+    // A page rendered by an earlier run of the service (another epoch): every event kept is new to it.
+    const fromBefore = await liveEvents('events', 4, '&after=00000000:999');
+    expect(fromBefore.map((e) => /(before-render|between-1|between-2|while-down)/.exec(e.data.html)?.[1])).toEqual([
+      'before-render',
+      'between-1',
+      'between-2',
+      'while-down',
+    ]);
   });
 });

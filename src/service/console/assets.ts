@@ -59,7 +59,9 @@ export const CONSOLE_JS = `
   }
   const live = document.body.dataset.live;
   if (live) {
-    const source = new EventSource('/console/live?page=' + encodeURIComponent(live));
+    const events = document.getElementById('events');
+    const after = events && events.dataset.after ? '&after=' + encodeURIComponent(events.dataset.after) : '';
+    const source = new EventSource('/console/live?page=' + encodeURIComponent(live) + after);
     source.addEventListener('replace', (e) => {
       const { id, html, parent } = JSON.parse(e.data);
       const el = document.getElementById(id);

@@ -61,6 +61,9 @@ export function registerEvents(app: FastifyInstance, ctx: ConsoleContext): void 
     const f = filterParams.parse(request.query);
     const names = eventNames(ctx);
     const want = { door: (f.door ?? '').toLowerCase(), person: (f.person ?? '').trim().toLowerCase(), result: f.result ?? '' };
+    // Where the rendered list stands: the page's stream starts after it, so an event that comes between this render
+    // and the stream (live.ts) still reaches the page.
+    const mark = ctx.feed?.eventMark() ?? '';
     const rows = (ctx.feed?.recentEvents() ?? [])
       .map((e) => eventRow(e, names))
       .filter(({ match }) => Object.entries(want).every(([k, v]) => v === '' || (match[k] ?? '').toLowerCase().includes(v)));
@@ -75,7 +78,7 @@ export function registerEvents(app: FastifyInstance, ctx: ConsoleContext): void 
     )}</select> <button>Filter</button></form>
 ${ctx.feed ? '' : html`<p class="flash error">The service has no mqtt section: it receives no events.</p>`}
 <p class="muted">The last 1,000 events since the service started, newest first; new ones appear as they happen.</p>
-<table><thead><tr><th>When (UTC)</th><th>Door</th><th>Who</th><th>Event</th><th>Why</th></tr></thead><tbody id="events">${rows.map((r) => r.row)}</tbody></table>`;
+<table><thead><tr><th>When (UTC)</th><th>Door</th><th>Who</th><th>Event</th><th>Why</th></tr></thead><tbody id="events" data-after="${mark}">${rows.map((r) => r.row)}</tbody></table>`;
     return sendHtml(reply, page({ name: 'events', title: 'Events', who: s.who, rank: s.rank, csrf: s.csrf, flash: takeFlash(request), live: true, body }));
   });
 }

@@ -13,7 +13,9 @@ const KEEPALIVE_MS = 20_000;
  * GET /console/live: one server-sent-events stream per open page, fed by the feed's changes as the broker delivers
  * them (no polling). Each change is rendered for this session (its rank decides the buttons) and sent as
  * `replace` (a door's or an agent's row) or `prepend` (an event row); `signedout` when the session ends. A doors or
- * agents stream starts with every row as it is then.
+ * agents stream starts with every row as it is then; an events stream with the events that came after the page's
+ * mark (`after`, rendered into the page) or after the last one the stream sent (`Last-Event-ID`, when the browser
+ * reconnects): none is missed between the render and the stream, nor while a connection was down.
  */
 export function registerLive(app: FastifyInstance, ctx: ConsoleContext): void {
   const open = new Set<() => void>();
@@ -24,7 +26,10 @@ export function registerLive(app: FastifyInstance, ctx: ConsoleContext): void {
 
   app.get('/console/live', async (request, reply) => {
     const s = sessionOf(request);
-    const pageName = z.object({ page: z.enum(['doors', 'events', 'agents']) }).parse(request.query).page;
+    const query = z.object({ page: z.enum(['doors', 'events', 'agents']), after: z.string().max(40).optional() }).parse(request.query);
+    const pageName = query.page;
+    const lastEventId = request.headers['last-event-id'];
+    const after = typeof lastEventId === 'string' && lastEventId.length <= 40 ? lastEventId : query.after;
     const cookie = cookieValue(request);
     reply.hijack();
     const raw = reply.raw;
@@ -35,7 +40,7 @@ export function registerLive(app: FastifyInstance, ctx: ConsoleContext): void {
       'x-accel-buffering': 'no',
     });
     raw.write('retry: 2000\n\n');
-    const send = (event: string, data: unknown) => raw.write(`event: ${event}\ndata: ${JSON.stringify(data)}\n\n`);
+    const send = (event: string, data: unknown, id?: string) => raw.write(`${id ? `id: ${id}\n` : ''}event: ${event}\ndata: ${JSON.stringify(data)}\n\n`);
     const names = eventNames(ctx);
     const onChange = (change: SiteChange) => {
       if (pageName === 'doors' && change.kind === 'door') {
@@ -46,7 +51,7 @@ export function registerLive(app: FastifyInstance, ctx: ConsoleContext): void {
         if (agent) send('replace', { id: `agent-${agent.id}`, parent: 'agents', html: agentRow(agent).text });
       } else if (pageName === 'events' && change.kind === 'event') {
         const { row, match } = eventRow(change.event, names);
-        send('prepend', { id: 'events', html: row.text, match });
+        send('prepend', { id: 'events', html: row.text, match }, change.mark);
       }
     };
     const unsubscribe = ctx.feed?.subscribe(onChange) ?? (() => undefined);
@@ -54,6 +59,7 @@ export function registerLive(app: FastifyInstance, ctx: ConsoleContext): void {
     // loaded after a POST while the door answers, a reconnect) would otherwise never reach the page.
     if (pageName === 'doors') for (const door of ctx.api.resources) if (door.type === 'DOOR') onChange({ kind: 'door', uuid: door.uuid });
     if (pageName === 'agents') for (const agent of ctx.feed?.agentList() ?? []) onChange({ kind: 'agent', id: agent.id });
+    if (pageName === 'events' && after !== undefined) for (const kept of ctx.feed?.eventsAfter(after) ?? []) onChange({ kind: 'event', ...kept });
     // The session is checked again at each keep-alive: an expired one ends the stream and the page goes to sign-in.
     const keepAlive = setInterval(() => {
       if ('problem' in ctx.sessions.use(cookie, false)) {

@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import * as z from 'zod';
 import { AVAILABILITY_OFFLINE, AVAILABILITY_ONLINE } from '../../protocol/doorState.js';
 import { healthSchema, type Health } from '../../protocol/health.js';
@@ -51,7 +52,13 @@ export interface AgentLive {
   health: Health | null;
 }
 
-export type SiteChange = { kind: 'door'; uuid: string } | { kind: 'agent'; id: string } | { kind: 'event'; event: AuditEvent };
+/** An event as kept, with its mark (`epoch:seq`): where a page's list stands (see `eventsAfter`). */
+export interface KeptEvent {
+  mark: string;
+  event: AuditEvent;
+}
+
+export type SiteChange = { kind: 'door'; uuid: string } | { kind: 'agent'; id: string } | ({ kind: 'event' } & KeptEvent);
 
 const MAX_EVENTS = 1000;
 const SEGMENT = /^[A-Za-z0-9_.:-]{1,100}$/;
@@ -59,7 +66,10 @@ const SEGMENT = /^[A-Za-z0-9_.:-]{1,100}$/;
 export class SiteFeed {
   private readonly doors = new Map<string, DoorLive>();
   private readonly agents = new Map<string, AgentLive>();
-  private readonly events: AuditEvent[] = [];
+  private readonly events: Array<{ seq: number; event: AuditEvent }> = [];
+  /** Numbers the events of this process; the epoch tells a page rendered by an earlier process (a restart). */
+  private seq = 0;
+  private readonly epoch = randomBytes(4).toString('hex');
   private readonly listeners = new Set<(change: SiteChange) => void>();
   /** Messages dropped because they did not parse. */
   dropped = 0;
@@ -107,7 +117,23 @@ export class SiteFeed {
 
   /** The events kept, newest first. */
   recentEvents(): AuditEvent[] {
-    return [...this.events].reverse();
+    return this.events.map((e) => e.event).reverse();
+  }
+
+  /** Where the list stands now: a page rendered now has every event up to this mark. */
+  eventMark(): string {
+    return `${this.epoch}:${this.seq}`;
+  }
+
+  /**
+   * The events kept that came after `mark` (a page's, from `eventMark()` or the last one its stream sent), oldest
+   * first: what a page must still be sent. A mark of another epoch (the service restarted since the page was
+   * rendered) or not one at all: every event kept, all of them newer than that page.
+   */
+  eventsAfter(mark: string): KeptEvent[] {
+    const [epoch, seqText] = mark.split(':');
+    const seq = epoch === this.epoch && /^\d{1,15}$/.test(seqText ?? '') ? Number(seqText) : 0;
+    return this.events.filter((e) => e.seq > seq).map((e) => ({ mark: `${this.epoch}:${e.seq}`, event: e.event }));
   }
 
   private emit(change: SiteChange): void {
@@ -123,7 +149,8 @@ export class SiteFeed {
 
   private event(payload: Buffer): void {
     const event = eventSchema.parse(JSON.parse(payload.toString('utf8')));
-    this.events.push(event);
+    const seq = ++this.seq;
+    this.events.push({ seq, event });
     if (this.events.length > MAX_EVENTS) this.events.shift();
     const uuid = event.door?.toLowerCase();
     if (uuid && ['door_held_open', 'door_forced', 'door_closed'].includes(event.type)) {
@@ -135,7 +162,7 @@ export class SiteFeed {
       });
       this.emit({ kind: 'door', uuid });
     }
-    this.emit({ kind: 'event', event });
+    this.emit({ kind: 'event', event, mark: `${this.epoch}:${seq}` });
   }
 
   private agent(id: string): AgentLive {
