@@ -88,6 +88,8 @@ export class Door implements Component {
   private halted = false;
   /** The saved state was a release by the emergency input: the input, read after the start, says whether it still is. */
   private releasedBeforeStart = false;
+  /** With releasedBeforeStart: when that release began (its emergency_release in the audit log), if still there. */
+  private releasedBeforeStartAt: number | null = null;
   /** When the current release began (wall ms), null when not released. */
   private releasedSince: number | null = null;
 
@@ -117,6 +119,7 @@ export class Door implements Component {
     const resumed = this.controller.resume(lockdown() ? 'lockdown' : null, (persisted) => {
       if (persisted.cause === EMERGENCY_CAUSE) {
         this.releasedBeforeStart = true;
+        this.releasedBeforeStartAt = this.lastReleaseAt();
         return 'emergency release decided again at start';
       }
       return door.unlockSchedule && persisted.cause === SCHEDULE_UNLOCK_CAUSE ? 'unlock schedule decided again at start' : null;
@@ -244,7 +247,8 @@ export class Door implements Component {
     const log = this.deps.logger;
     if (active && !controller.released) {
       controller.release();
-      this.releasedSince = this.deps.clock.wallNow();
+      // Still active at start after a restart during the release: the release began before the restart.
+      this.releasedSince = (this.releasedBeforeStart ? this.releasedBeforeStartAt : null) ?? this.deps.clock.wallNow();
       this.releasedBeforeStart = false;
       this.recordEmergency('emergency_release', atStart ? { at_start: true } : {});
       log.warn('released by the emergency input (fire alarm): the door stays unlocked until the input clears');
@@ -262,9 +266,20 @@ export class Door implements Component {
     } else if (!active && atStart && this.releasedBeforeStart) {
       // Released when the agent stopped, and the input is normal now: the release ended while it was stopped.
       this.releasedBeforeStart = false;
-      this.recordEmergency('emergency_cleared', { at_start: true });
+      const since = this.releasedBeforeStartAt;
+      this.recordEmergency('emergency_cleared', since === null ? { at_start: true } : { at_start: true, since: new Date(since).toISOString() });
     } else return;
     this.deps.doorEvents.emit('position', this.options.uuid);
+  }
+
+  /** When this door's last emergency release began, from the audit log (null: not found, or the log unreadable). */
+  private lastReleaseAt(): number | null {
+    try {
+      return this.deps.events().lastAt('emergency_release', this.options.uuid);
+    } catch (err) {
+      this.deps.logger.warn({ err }, 'cannot read when the emergency release began: emergency_cleared will not say since when');
+      return null;
+    }
   }
 
   /** An event of the emergency input at this door (an alarm: published at once on its alarm topic). */

@@ -235,6 +235,12 @@ export class EventLog {
     return this.after.all(since, limit).map((row) => this.toWire(row));
   }
 
+  /** When the newest event of `type` at `door` still in the log happened (wall-clock ms), or null (none, or evicted). */
+  lastAt(type: EventType, door: string): number | null {
+    const at = this.db.prepare('SELECT at FROM events WHERE type = ? AND door_uuid = ? ORDER BY seq DESC LIMIT 1').pluck().get(type, door);
+    return typeof at === 'number' ? at : null;
+  }
+
   /** Events not yet published: the outbox's depth (counted on the partial index, without a scan of the log). */
   unpublishedCount(): number {
     return (this.db.prepare('SELECT count(*) AS n FROM events WHERE published_at IS NULL').get() as { n: number }).n;

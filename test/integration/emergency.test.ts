@@ -221,12 +221,14 @@ describe('the fire alarm input (emergency)', () => {
     const s = site();
     s.gpio.set(LOOP, OPEN); // before the start
     const agent = await s.start();
+    const releasedAt = new Date(s.time.wall).toISOString();
     expect(s.log.slice(0, 2)).toEqual([`open out ${FRONT}=0`, `open out ${BACK}=0`]);
     expect(s.log.indexOf(`open in ${LOOP}`)).toBeGreaterThan(s.log.indexOf(`open in ${EXIT}`));
     expect([s.relay(FRONT), s.relay(BACK)]).toEqual([1, 1]);
     expect(s.of('emergency_release').map((e) => e.data)).toEqual([{ at_start: true }, { at_start: true }]);
 
     // Stopped while released: every relay locked. Started again after the fire: the saved release is not resumed.
+    s.time.advance(HOUR);
     await s.stop(agent);
     expect([s.relay(FRONT), s.relay(BACK)]).toEqual([0, 0]);
     s.gpio.set(LOOP, CLOSED);
@@ -234,7 +236,27 @@ describe('the fire alarm input (emergency)', () => {
     expect(again.lockState(DOOR_UUID)).toMatchObject({ state: 'LOCKED' });
     expect([s.relay(FRONT), s.relay(BACK)]).toEqual([0, 0]);
     expect(s.writes(FRONT, s.log.lastIndexOf(`open out ${FRONT}=0`))).not.toContain(`write ${FRONT}=1`);
-    expect(s.of('emergency_cleared').map((e) => e.data)).toEqual([{ at_start: true }, { at_start: true }]);
+    // Since when: the release's start, from the audit log (not kept in memory across the restart).
+    expect(s.of('emergency_cleared').map((e) => e.data)).toEqual([
+      { at_start: true, since: releasedAt },
+      { at_start: true, since: releasedAt },
+    ]);
+  });
+
+  it('restarted during a fire that then ends: the doors are released again at start, and emergency_cleared says since the fire began', async () => {
+    const s = site();
+    const agent = await s.start();
+    s.set(LOOP, OPEN);
+    const releasedAt = new Date(s.time.wall).toISOString(); // set() waited out the debounce: released now
+    expect([s.relay(FRONT), s.relay(BACK)]).toEqual([1, 1]);
+    s.time.advance(HOUR);
+    await s.stop(agent);
+    await s.start(); // the input still open: released again at start
+    expect([s.relay(FRONT), s.relay(BACK)]).toEqual([1, 1]);
+    s.time.advance(HOUR);
+    s.set(LOOP, CLOSED);
+    expect([s.relay(FRONT), s.relay(BACK)]).toEqual([0, 0]);
+    expect(s.of('emergency_cleared').map((e) => e.data.since)).toEqual([releasedAt, releasedAt]);
   });
 
   describe('with confirmPin (the relay is form C: NC in the loop, NO on the confirm input)', () => {
