@@ -10,6 +10,7 @@ import type { EventLog } from '../store/eventLog.js';
 import type { Clock, Timers } from '../util/clock.js';
 import type { AccessChecker } from './accessChecker.js';
 import { DebouncedInput } from './debouncedInput.js';
+import { DoorEmergency } from './doorEmergency.js';
 import type { DoorEvents } from './doorEvents.js';
 import { DoorRuntime } from './doorRuntime.js';
 import { LockController, type LockSnapshot, type LockStatePersistence } from './lockController.js';
@@ -86,12 +87,7 @@ export class Door implements Component {
   private stopListening: (() => void) | null = null;
   private readonly feedback: ReaderFeedbackHandle[] = [];
   private halted = false;
-  /** The saved state was a release by the emergency input: the input, read after the start, says whether it still is. */
-  private releasedBeforeStart = false;
-  /** With releasedBeforeStart: when that release began (its emergency_release in the audit log), if still there. */
-  private releasedBeforeStartAt: number | null = null;
-  /** When the current release began (wall ms), null when not released. */
-  private releasedSince: number | null = null;
+  private emergency: DoorEmergency | null = null;
 
   constructor(
     readonly options: DoorOptions,
@@ -112,14 +108,23 @@ export class Door implements Component {
       onPersistRecovered: () => log.info('lock state saved again'),
       onChange: (snapshot, previous) => deps.doorEvents.emit('lock', door.uuid, snapshot, previous),
     });
+    const controller = this.controller;
+    const emergency = new DoorEmergency({
+      controller,
+      clock: deps.clock,
+      logger: log,
+      holdCause: () => (this.scheduler?.state().state === 'unlocked' ? SCHEDULE_UNLOCK_CAUSE : null),
+      afterCleared: () => this.scheduler?.evaluate(),
+      record: (type, data) => this.recordEmergency(type, data),
+    });
+    this.emergency = emergency;
     const lockdown = deps.lockdown ?? (() => false);
     // The schedule's own hold is not resumed: the schedule decides at its start (after the restart, maybe outside
     // its hours), so the relay never moves to unlocked only to be locked again. Nor is a release by the emergency
     // input: the input is read once the doors have started, and releases again if it is still active.
     const resumed = this.controller.resume(lockdown() ? 'lockdown' : null, (persisted) => {
       if (persisted.cause === EMERGENCY_CAUSE) {
-        this.releasedBeforeStart = true;
-        this.releasedBeforeStartAt = this.lastReleaseAt();
+        emergency.savedAtStop(this.lastReleaseAt());
         return 'emergency release decided again at start';
       }
       return door.unlockSchedule && persisted.cause === SCHEDULE_UNLOCK_CAUSE ? 'unlock schedule decided again at start' : null;
@@ -144,7 +149,6 @@ export class Door implements Component {
     });
     this.runtime = runtime;
     if (door.unlockSchedule) {
-      const controller = this.controller;
       const scheduler = new UnlockScheduler({
         hours: door.unlockSchedule,
         firstPersonIn: door.firstPersonIn !== undefined,
@@ -236,40 +240,14 @@ export class Door implements Component {
   }
 
   /**
-   * The agent's emergency input (a door listed in `emergency.doors`): active, the door is released at once and stays
-   * released whatever else happens; cleared, it goes to what it should be now: held by its unlock schedule when the
-   * schedule says so (its hours, holidays, lockdown, first person in, a lock by hand), else locked. `atStart`: the
-   * input's first reading, once the inputs are set up.
+   * The agent's emergency input (a door listed in `emergency.doors`): released while active; cleared, back to what
+   * the door should be now: held by its unlock schedule when the schedule says so (its hours, holidays, lockdown,
+   * first person in, a lock by hand), else locked (door/doorEmergency.ts). `atStart`: the input's first reading,
+   * once the inputs are set up.
    */
   emergencyChanged(active: boolean, atStart = false): void {
-    const controller = this.controller;
-    if (this.halted || !controller) return; // stopping: the relay stays locked
-    const log = this.deps.logger;
-    if (active && !controller.released) {
-      controller.release();
-      // Still active at start after a restart during the release: the release began before the restart.
-      this.releasedSince = (this.releasedBeforeStart ? this.releasedBeforeStartAt : null) ?? this.deps.clock.wallNow();
-      this.releasedBeforeStart = false;
-      this.recordEmergency('emergency_release', atStart ? { at_start: true } : {});
-      log.warn('released by the emergency input (fire alarm): the door stays unlocked until the input clears');
-    } else if (!active && controller.released) {
-      const hold = this.scheduler?.state().state === 'unlocked' ? SCHEDULE_UNLOCK_CAUSE : null;
-      controller.endRelease(hold);
-      const since = this.releasedSince;
-      this.releasedSince = null;
-      this.recordEmergency('emergency_cleared', since === null ? {} : { since: new Date(since).toISOString() });
-      log.warn(
-        { state: controller.snapshot().state, cause: controller.snapshot().cause },
-        'the emergency input cleared: the door is back to what it should be now',
-      );
-      this.scheduler?.evaluate();
-    } else if (!active && atStart && this.releasedBeforeStart) {
-      // Released when the agent stopped, and the input is normal now: the release ended while it was stopped.
-      this.releasedBeforeStart = false;
-      const since = this.releasedBeforeStartAt;
-      this.recordEmergency('emergency_cleared', since === null ? { at_start: true } : { at_start: true, since: new Date(since).toISOString() });
-    } else return;
-    this.deps.doorEvents.emit('position', this.options.uuid);
+    if (this.halted || !this.emergency) return; // stopping: the relay stays locked
+    if (this.emergency.changed(active, atStart)) this.deps.doorEvents.emit('position', this.options.uuid);
   }
 
   /** When this door's last emergency release began, from the audit log (null: not found, or the log unreadable). */

@@ -1,0 +1,70 @@
+import type { Logger } from 'pino';
+import type { EmergencyEventType } from '../core/emergencyRelease.js';
+import type { Clock } from '../util/clock.js';
+import type { LockController } from './lockController.js';
+
+export interface DoorEmergencyDeps {
+  controller: LockController;
+  clock: Clock;
+  logger: Logger;
+  /** What the door is held under when the input clears (the unlock schedule's cause in its hours), or null: locked. */
+  holdCause: () => string | null;
+  /** A release ended: the unlock schedule decides again. */
+  afterCleared: () => void;
+  record: (type: EmergencyEventType, data: Record<string, unknown>) => void;
+}
+
+const sinceOf = (at: number | null) => (at === null ? {} : { since: new Date(at).toISOString() });
+
+/**
+ * One door under the agent's emergency input (a door listed in `emergency.doors`): active, the door is released at
+ * once and stays released whatever else happens; cleared, it goes to what it should be now (held by its unlock
+ * schedule when the schedule says so, else locked). Records `emergency_release` and `emergency_cleared`, the latter
+ * with since when the release held, across a restart of the agent too: a release saved at the stop is not resumed
+ * but decided again by the input's first reading (`savedAtStop`, then `changed(…, true)`).
+ */
+export class DoorEmergency {
+  /** When the current release began (wall ms), null when not released or not known. */
+  private since: number | null = null;
+  /** The state saved at the last stop was a release, begun at `at` (null: not known). */
+  private saved: { at: number | null } | null = null;
+
+  constructor(private readonly deps: DoorEmergencyDeps) {}
+
+  /** The saved state was a release that began at `at` (from its audit event; null: not found). */
+  savedAtStop(at: number | null): void {
+    this.saved = { at };
+  }
+
+  /** The input's reading (`atStart`: its first, once the inputs are set up). Returns whether the door changed. */
+  changed(active: boolean, atStart: boolean): boolean {
+    const { controller, logger } = this.deps;
+    if (active && !controller.released) {
+      controller.release();
+      // Still active at start after a restart during the release: the release began before the restart.
+      this.since = this.saved?.at ?? this.deps.clock.wallNow();
+      this.saved = null;
+      this.deps.record('emergency_release', atStart ? { at_start: true } : {});
+      logger.warn('released by the emergency input (fire alarm): the door stays unlocked until the input clears');
+      return true;
+    }
+    if (!active && controller.released) {
+      controller.endRelease(this.deps.holdCause());
+      const since = this.since;
+      this.since = null;
+      this.deps.record('emergency_cleared', sinceOf(since));
+      const { state, cause } = controller.snapshot();
+      logger.warn({ state, cause }, 'the emergency input cleared: the door is back to what it should be now');
+      this.deps.afterCleared();
+      return true;
+    }
+    if (!active && atStart && this.saved !== null) {
+      // Released when the agent stopped, and the input is normal now: the release ended while it was stopped.
+      const { at } = this.saved;
+      this.saved = null;
+      this.deps.record('emergency_cleared', { at_start: true, ...sinceOf(at) });
+      return true;
+    }
+    return false;
+  }
+}
