@@ -110,11 +110,5 @@ export function countsAsGuess(decision: { granted: boolean; reason: string | nul
   return decision.reason !== 'clock_untrusted' && decision.reason !== 'keypad_locked_out' && decision.reason !== 'card_locked_out';
 }
 
-/** card_and_pin: a card accepted for these users waits for one of their PINs until `expiresAt`. */
-export interface PendingCard {
-  emailIds: readonly number[];
-  hint: string;
-  expiresAt: number;
-}
-
+/** card_and_pin: how long a card accepted waits for one of its holders' PINs (door/pinAfterCard.ts). */
 export const PIN_AFTER_CARD_MS = 10_000;

@@ -1,7 +1,8 @@
 import type { Logger } from 'pino';
 import type { DoorOptions, FeedbackKind } from './options.js';
 import { normalizeCardNumber, type CredentialKind } from '../core/credentials.js';
-import { PIN_AFTER_CARD_MS, countsAsGuess, type PendingCard } from '../core/keypad.js';
+import { countsAsGuess } from '../core/keypad.js';
+import { PinAfterCard } from './pinAfterCard.js';
 import { ReaderLockouts } from './readerLockouts.js';
 import type { KeypadGuesses } from './keypadGuesses.js';
 import type { Credential } from '../readers/reader.js';
@@ -59,10 +60,7 @@ export interface CredentialFlowDeps {
 export class CredentialFlow {
   private readonly lockouts: ReaderLockouts;
   /** card_and_pin: the card accepted, waiting for a PIN of one of its users or guest links. */
-  private pending: (PendingCard & { linkIds: readonly string[] }) | null = null;
-  private pendingTimer: unknown = null;
-  private pendingCard: AccessResult | null = null;
-  private pendingNumber: string | null = null;
+  private readonly pinAfterCard: PinAfterCard;
   /** The reader shows the decision (LED and buzzer lines, a reply line, OSDP); absent for readers without feedback. */
   private feedback: ((kind: FeedbackKind) => void) | null = null;
   /** When the credential being decided arrived (monotonic ms), for tap to relay; read only with metrics. */
@@ -79,6 +77,11 @@ export class CredentialFlow {
       timers: deps.timers,
       logger: deps.logger,
       record: (type, data) => this.record(type, data),
+    });
+    this.pinAfterCard = new PinAfterCard({
+      clock: deps.clock,
+      timers: deps.timers,
+      onExpired: (card) => this.deny({ ...card, granted: false, reason: 'not_authorized' }, { factor: 'pin_timeout' }),
     });
   }
 
@@ -225,10 +228,8 @@ export class CredentialFlow {
     }
     if (credential.kind === 'pin') return this.onPin(result, credential.value);
     // A card_and_pin door takes a card or a guest's QR token as the first factor; the holder's PIN must follow.
-    if (this.door.mode === 'card_and_pin') {
-      this.onCardNeedingPin(result);
-      if (this.pending) this.pendingNumber = credential.kind === 'card' ? credential.value : null;
-    } else if (result.granted) this.grant(result);
+    if (this.door.mode === 'card_and_pin') this.onCardNeedingPin(result, credential.kind === 'card' ? credential.value : null);
+    else if (result.granted) this.grant(result);
     else this.deny(result);
     // A refused card or token, known or not, is a guess (see countsAsGuess): counted after its denial is recorded.
     if (countsAsGuess(result)) this.lockouts.failed('card');
@@ -258,44 +259,30 @@ export class CredentialFlow {
     }
   }
 
-  private onCardNeedingPin(result: AccessResult): void {
-    this.clearPending();
+  private onCardNeedingPin(result: AccessResult, number: string | null): void {
+    this.pinAfterCard.clear();
     if (!result.granted) return this.deny(result);
-    // Users and guest links alike must add their PIN (a link without one was refused: no_second_factor).
-    const emailIds = result.holders.flatMap((h) => ('email_id' in h.holder && h.reason === null ? [h.holder.email_id] : []));
-    const linkIds = result.holders.flatMap((h) => ('magic_link_id' in h.holder && h.reason === null ? [h.holder.magic_link_id] : []));
-    this.pending = { emailIds, linkIds, hint: result.hint, expiresAt: this.deps.clock.monoNow() + PIN_AFTER_CARD_MS };
-    this.pendingCard = result;
-    this.pendingTimer = this.deps.timers.setTimeout(() => this.expirePending(), PIN_AFTER_CARD_MS);
+    this.pinAfterCard.begin(result, number);
     this.deps.logger.info({ hint: result.hint }, 'card accepted, waiting for PIN');
   }
 
-  /** The card's wait for its PIN is over: recorded once, whether the timer or a late PIN noticed first. */
-  private expirePending(): void {
-    const card = this.pendingCard;
-    this.clearPending();
-    if (card) this.deny({ ...card, granted: false, reason: 'not_authorized' }, { factor: 'pin_timeout' });
-  }
-
   private onPin(result: AccessResult, pinDigits: string): void {
-    if (this.pending && this.deps.clock.monoNow() >= this.pending.expiresAt) this.expirePending();
-    const pending = this.pending;
     if (this.door.mode === 'card_and_pin') {
-      if (!pending) {
+      const waiting = this.pinAfterCard.take();
+      if (!waiting) {
         return this.deny({ ...result, granted: false, reason: result.reason ?? 'not_authorized' }, { factor: 'card_first' });
       }
-      const cardNumber = this.pendingNumber;
-      this.clearPending();
+      const cardHint = waiting.card.hint;
       // The card's own number typed on the keypad is not a second factor (cards and PINs share one table).
       const matches =
-        normalizeCardNumber(pinDigits, 'decimal') !== cardNumber &&
+        normalizeCardNumber(pinDigits, 'decimal') !== waiting.number &&
         result.holders.some(
           (h) =>
-            h.reason === null && ('email_id' in h.holder ? pending.emailIds.includes(h.holder.email_id) : pending.linkIds.includes(h.holder.magic_link_id)),
+            h.reason === null && ('email_id' in h.holder ? waiting.emailIds.includes(h.holder.email_id) : waiting.linkIds.includes(h.holder.magic_link_id)),
         );
-      if (matches) return this.grant(result, { kind: 'card_and_pin', card_hint: pending.hint });
+      if (matches) return this.grant(result, { kind: 'card_and_pin', card_hint: cardHint });
       this.lockouts.failed('pin');
-      return this.deny({ ...result, granted: false, reason: result.reason ?? 'not_authorized' }, { factor: 'pin_mismatch', card_hint: pending.hint });
+      return this.deny({ ...result, granted: false, reason: result.reason ?? 'not_authorized' }, { factor: 'pin_mismatch', card_hint: cardHint });
     }
     if (result.granted) return this.grant(result);
     // A refused PIN, known or not, is a guess; one refused only for the lockdown or the clock is not (countsAsGuess).
@@ -303,16 +290,8 @@ export class CredentialFlow {
     this.deny(result);
   }
 
-  private clearPending(): void {
-    if (this.pendingTimer !== null) this.deps.timers.clearTimeout(this.pendingTimer);
-    this.pendingTimer = null;
-    this.pending = null;
-    this.pendingCard = null;
-    this.pendingNumber = null;
-  }
-
   stop(): void {
-    this.clearPending();
+    this.pinAfterCard.clear();
     this.lockouts.stop();
   }
 }
