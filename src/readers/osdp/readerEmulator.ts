@@ -1,117 +1,14 @@
-import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
+import { emulatedReader, type EmulatedReader } from './emulatedReader.js';
+import { DEFAULT_KEY, cbc, crc, ecb, mac, not, padded, unpadded, type Session } from './emulatorCrypto.js';
 
 /**
  * A simulated OSDP reader (Peripheral Device), as the simulated GPIO driver is a simulated chip: for the tests, the
  * benchmark and a bench without hardware. Written from the standard (SIA OSDP v2.2, section 5 and annex D) and
  * not from the control panel's encoder: its own bit-by-bit CRC, its own packet layout, its own secure channel
- * (node:crypto's AES), so the two check each other. One emulator can answer for several addresses on one bus.
+ * (node:crypto's AES, emulatorCrypto.ts), so the two check each other. One emulator can answer for several
+ * addresses on one bus, each an EmulatedReader (emulatedReader.ts).
  */
-
-const DEFAULT_KEY = Buffer.from('0123456789:;<=>?', 'latin1'); // SCBK-D: the bytes 0x30 to 0x3F
-
-function ecb(key: Buffer, block: Buffer): Buffer {
-  const c = createCipheriv('aes-128-ecb', key, null).setAutoPadding(false);
-  return Buffer.concat([c.update(block), c.final()]);
-}
-
-function cbc(key: Buffer, iv: Buffer, data: Buffer, decrypt = false): Buffer {
-  const c = (decrypt ? createDecipheriv : createCipheriv)('aes-128-cbc', key, iv).setAutoPadding(false);
-  return Buffer.concat([c.update(data), c.final()]);
-}
-
-/** 0x80 then zeros up to a 16-byte boundary (only when needed, for a MAC; always, for data). */
-function padded(data: Buffer, always: boolean): Buffer {
-  if (!always && data.length % 16 === 0 && data.length > 0) return data;
-  const out = Buffer.alloc((Math.floor(data.length / 16) + 1) * 16);
-  data.copy(out);
-  out[data.length] = 0x80;
-  return out;
-}
-
-/** Encrypted data without its padding: the last 0x80 and the zeros after it. */
-function unpadded(data: Buffer): Buffer {
-  let end = data.length;
-  while (end > 0 && data[end - 1] === 0) end--;
-  return data[end - 1] === 0x80 ? data.subarray(0, end - 1) : data;
-}
-
-interface Session {
-  enc: Buffer;
-  mac1: Buffer;
-  mac2: Buffer;
-  rndA: Buffer;
-  rndB: Buffer;
-  established: boolean;
-  cmac: Buffer;
-  rmac: Buffer;
-}
-
-function mac(session: Session, iv: Buffer, message: Buffer): Buffer {
-  const all = padded(message, false);
-  let chain = iv;
-  for (let at = 0; at < all.length - 16; at += 16) chain = cbc(session.mac1, chain, all.subarray(at, at + 16));
-  return cbc(session.mac2, chain, all.subarray(all.length - 16));
-}
-
-const not = (b: Buffer) => Buffer.from(b.map((x) => 255 - x));
-
-function crc(bytes: number[]): number {
-  let value = 0x1d0f; // CRC-16/AUG-CCITT
-  for (const byte of bytes) {
-    value ^= byte << 8;
-    for (let i = 0; i < 8; i++) value = value & 0x8000 ? ((value << 1) ^ 0x1021) & 0xffff : (value << 1) & 0xffff;
-  }
-  return value;
-}
-
-export interface EmulatedReader {
-  address: number;
-  /** Stops answering (unplugged, powered off) while true. */
-  silent: boolean;
-  /** Replies with a broken CRC while true. */
-  corrupt: boolean;
-  /** Replies waiting for the next poll (RAW, KEYPAD, LSTATR), oldest first. */
-  pending: Array<{ code: number; data: number[] }>;
-  /** Commands received, by code. */
-  received: number[];
-  /** Expected sequence number of the next command; 0 resets. */
-  lastSqn: number | null;
-  /** The last reply without its CRC, sent again when the CP repeats a command's sequence number (its reply was lost). */
-  lastReply: Buffer | null;
-  /** The reader's secure channel key (null: plain only). */
-  scbk: Buffer | null;
-  session: Session | null;
-  /** Secure channel events, for the tests: 'established', 'bad cryptogram', 'bad mac'. */
-  log: string[];
-  /** Sends its next secure reply with a wrong MAC (a forged or altered packet). */
-  forgeNextMac: boolean;
-  /** The last command came with the 8-bit checksum: the replies do too. */
-  checksumMode: boolean;
-  /** The code of the last command answered (a retry must repeat it). */
-  lastCode: number | null;
-  /** Its tamper switch open, its power failed (reported to osdp_LSTAT). */
-  tamper: boolean;
-  powerFailure: boolean;
-  /**
-   * Answers osdp_LSTAT on the secure channel with security block 0x15 (the command's MAC-only type), its data
-   * MACed but not encrypted, where the standard says 0x16/0x18: the reply issue 32 reports from libosdp 3.2.0's PD
-   * (the 3.2.0 PD checked in docs/hardware.md answered in 0x18).
-   */
-  lstatReplyInBlock15: boolean;
-  /** Its baud rate: nominal on a pty, but osdp_COMSET changes it and the tests read it back. */
-  baudRate: number;
-  /** It has a display: osdp_PDCAP lists text output, and osdp_TEXT is shown (else refused: NAK 3, as libosdp). */
-  display: boolean;
-  /** Every osdp_TEXT shown, oldest first. */
-  shown: Array<{ text: string; command: number; seconds: number; row: number; column: number }>;
-  /** Refuses osdp_COMSET with this NAK code (null: takes it). */
-  comsetNak: number | null;
-  /** Answers osdp_COMSET with these settings rather than the ones asked for, and moves to them (a PD that chose). */
-  comsetAnswer: { address: number; baudRate: number } | null;
-  /** Answers osdp_COM as asked but stays where it is (a PD whose firmware does not switch). */
-  comsetStays: boolean;
-}
-
 export class OsdpEmulator {
   readonly readers = new Map<number, EmulatedReader>();
   private buffer: number[] = [];
@@ -120,31 +17,7 @@ export class OsdpEmulator {
     addresses: number[],
     private readonly reply: (bytes: Buffer) => void,
   ) {
-    for (const address of addresses)
-      this.readers.set(address, {
-        address,
-        silent: false,
-        corrupt: false,
-        pending: [],
-        received: [],
-        lastSqn: null,
-        lastReply: null,
-        scbk: null,
-        session: null,
-        log: [],
-        forgeNextMac: false,
-        checksumMode: false,
-        lastCode: null,
-        tamper: false,
-        powerFailure: false,
-        lstatReplyInBlock15: false,
-        baudRate: 9600,
-        display: false,
-        shown: [],
-        comsetNak: null,
-        comsetAnswer: null,
-        comsetStays: false,
-      });
+    for (const address of addresses) this.readers.set(address, emulatedReader(address));
   }
 
   reader(address: number): EmulatedReader {
