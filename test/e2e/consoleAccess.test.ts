@@ -250,7 +250,10 @@ describe('the console: keyboard, screen reader, dark mode, phone, e-mail sign-in
     await page.goto(`${base}/console/doors`);
     const row = page.locator(`#door-${DOOR_UUID}`);
     expect(await row.getByRole('spinbutton', { name: 'Unlock Front door for how many seconds' }).count()).toBe(1);
-    for (const name of ['Unlock', 'Lock', 'Lockdown']) expect(await row.getByRole('button', { name, exact: true }).count(), name).toBe(1);
+    // Each button names its door (per-row buttons with one name are ambiguous in a screen reader's list of buttons).
+    for (const name of ['Unlock Front door', 'Lock Front door', 'Lockdown Front door']) {
+      expect(await row.getByRole('button', { name, exact: true }).count(), name).toBe(1);
+    }
     // Each column named once: a screen reader announces a cell by its column's header.
     expect(await page.getByRole('columnheader').allTextContents()).toEqual(['Door', 'Lock', 'Contact', 'Agent', 'Actions']);
     await page.goto(`${base}/console/events`);
@@ -284,7 +287,7 @@ describe('the console: keyboard, screen reader, dark mode, phone, e-mail sign-in
     }
     await page.goto(`${base}/console/doors`);
     const row = page.locator(`#door-${DOOR_UUID}`);
-    for (const name of ['Unlock', 'Lock', 'Lockdown']) {
+    for (const name of ['Unlock Front door', 'Lock Front door', 'Lockdown Front door']) {
       const button = row.getByRole('button', { name, exact: true });
       await button.scrollIntoViewIfNeeded();
       const box = (await button.boundingBox())!;

@@ -35,8 +35,9 @@ export function doorRow(door: ServiceResource, feed: SiteFeed | null, rank: Rank
       : agent.online === false
         ? html`<span class="badge bad">agent ${agent.id} offline</span>`
         : html`<span class="badge good">agent ${agent.id} online</span>`;
+  // Each button named with its door too: a screen reader's list of buttons otherwise reads "Unlock" once per door.
   const form = (action: string, label: string, extra: Html = html``, confirm?: string) =>
-    html`<form method="post" action="/console/doors/${door.uuid}" class="inline">${csrfField(csrf)}<input type="hidden" name="action" value="${action}">${extra}<button${
+    html`<form method="post" action="/console/doors/${door.uuid}" class="inline">${csrfField(csrf)}<input type="hidden" name="action" value="${action}">${extra}<button aria-label="${label} ${door.name}"${
       confirm ? html` class="danger" data-confirm="${confirm}"` : ''
     }>${label}</button></form>`;
   const actions =

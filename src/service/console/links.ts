@@ -43,8 +43,8 @@ export function registerLinks(app: FastifyInstance, ctx: ConsoleContext): void {
 <td data-label="When">${String(l.start_time ?? '')}${l.end_time ? ` to ${String(l.end_time)}` : ''} UTC; ${scheduleText(l.time_mapping)}</td>
 <td data-label="Actions">${
       admin
-        ? html`<a href="/console/links/${l.magic_link_id}">QR code</a>
-<form method="post" action="/console/links/${l.magic_link_id}/revoke" class="inline">${csrfField(csrf)}<button class="danger" data-confirm="Revoke ${String(l.name ?? '')}? The doors forget it.">Revoke</button></form>`
+        ? html`<a href="/console/links/${l.magic_link_id}" aria-label="QR code of ${String(l.name ?? '')}">QR code</a>
+<form method="post" action="/console/links/${l.magic_link_id}/revoke" class="inline">${csrfField(csrf)}<button class="danger" aria-label="Revoke ${String(l.name ?? '')}" data-confirm="Revoke ${String(l.name ?? '')}? The doors forget it.">Revoke</button></form>`
         : html`<span class="muted">ADMIN only</span>`
     }</td></tr>`;
   };
