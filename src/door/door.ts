@@ -250,10 +250,16 @@ export class Door implements Component {
     if (this.emergency.changed(active, atStart)) this.deps.doorEvents.emit('position', this.options.uuid);
   }
 
-  /** When this door's last emergency release began, from the audit log (null: not found, or the log unreadable). */
+  /**
+   * When this door's last emergency release began, from the audit log: its emergency_release, or the `since` of one
+   * recorded at a start during it (a release across several restarts). Null: not found, or the log unreadable.
+   */
   private lastReleaseAt(): number | null {
     try {
-      return this.deps.events().lastAt('emergency_release', this.options.uuid);
+      const last = this.deps.events().last('emergency_release', this.options.uuid);
+      if (last === null) return null;
+      const since = typeof last.data.since === 'string' ? Date.parse(last.data.since) : Number.NaN;
+      return Number.isFinite(since) ? since : last.at;
     } catch (err) {
       this.deps.logger.warn({ err }, 'cannot read when the emergency release began: emergency_cleared will not say since when');
       return null;

@@ -41,10 +41,12 @@ export class DoorEmergency {
     const { controller, logger } = this.deps;
     if (active && !controller.released) {
       controller.release();
-      // Still active at start after a restart during the release: the release began before the restart.
-      this.since = this.saved?.at ?? this.deps.clock.wallNow();
+      // Still active at start after a restart during the release: the release began before the restart (and says
+      // so, for the next restart's sake).
+      const before = this.saved?.at ?? null;
+      this.since = before ?? this.deps.clock.wallNow();
       this.saved = null;
-      this.deps.record('emergency_release', atStart ? { at_start: true } : {});
+      this.deps.record('emergency_release', atStart ? { at_start: true, ...sinceOf(before) } : {});
       logger.warn('released by the emergency input (fire alarm): the door stays unlocked until the input clears');
       return true;
     }

@@ -235,10 +235,12 @@ export class EventLog {
     return this.after.all(since, limit).map((row) => this.toWire(row));
   }
 
-  /** When the newest event of `type` at `door` still in the log happened (wall-clock ms), or null (none, or evicted). */
-  lastAt(type: EventType, door: string): number | null {
-    const at = this.db.prepare('SELECT at FROM events WHERE type = ? AND door_uuid = ? ORDER BY seq DESC LIMIT 1').pluck().get(type, door);
-    return typeof at === 'number' ? at : null;
+  /** The newest event of `type` at `door` still in the log: when (wall-clock ms) and its data; null: none, or evicted. */
+  last(type: EventType, door: string): { at: number; data: Record<string, unknown> } | null {
+    const row = this.db.prepare('SELECT at, payload FROM events WHERE type = ? AND door_uuid = ? ORDER BY seq DESC LIMIT 1').get(type, door) as
+      | { at: number; payload: string }
+      | undefined;
+    return row ? { at: row.at, data: JSON.parse(row.payload) as Record<string, unknown> } : null;
   }
 
   /** Events not yet published: the outbox's depth (counted on the partial index, without a scan of the log). */

@@ -243,7 +243,7 @@ describe('the fire alarm input (emergency)', () => {
     ]);
   });
 
-  it('restarted during a fire that then ends: the doors are released again at start, and emergency_cleared says since the fire began', async () => {
+  it('restarted twice during a fire that then ends: released again at each start, and emergency_cleared says since the fire began', async () => {
     const s = site();
     const agent = await s.start();
     s.set(LOOP, OPEN);
@@ -251,8 +251,20 @@ describe('the fire alarm input (emergency)', () => {
     expect([s.relay(FRONT), s.relay(BACK)]).toEqual([1, 1]);
     s.time.advance(HOUR);
     await s.stop(agent);
-    await s.start(); // the input still open: released again at start
+    const second = await s.start(); // the input still open: released again at start
     expect([s.relay(FRONT), s.relay(BACK)]).toEqual([1, 1]);
+    s.time.advance(HOUR);
+    await s.stop(second);
+    await s.start(); // and again
+    expect([s.relay(FRONT), s.relay(BACK)]).toEqual([1, 1]);
+    expect(s.of('emergency_release').map((e) => e.data)).toEqual([
+      {},
+      {},
+      { at_start: true, since: releasedAt },
+      { at_start: true, since: releasedAt },
+      { at_start: true, since: releasedAt },
+      { at_start: true, since: releasedAt },
+    ]);
     s.time.advance(HOUR);
     s.set(LOOP, CLOSED);
     expect([s.relay(FRONT), s.relay(BACK)]).toEqual([0, 0]);
