@@ -155,7 +155,7 @@ export class CredentialFlow {
     if (result.firstPerson) this.deps.onFirstPerson?.(holders);
   }
 
-  /** The area's passages of a grant whose relay has moved; never throws (this runs before the relock timer is set). */
+  /** The area's passages of a grant whose relay has moved; never throws (the grant's record must follow). */
   private passagesOf(outcome: Extract<TapOutcome, { outcome: 'unlock' }>): PassageRecord[] {
     try {
       return this.deps.gate?.unlocked(outcome, this.direction) ?? [];

@@ -251,15 +251,20 @@ export class Door implements Component {
   }
 
   /**
-   * When this door's last emergency release began, from the audit log: its emergency_release, or the `since` of one
-   * recorded at a start during it (a release across several restarts). Null: not found, or the log unreadable.
+   * When this door's saved release began, from the audit log: its emergency_release, or the `since` of one recorded
+   * at a start during it (a release across several restarts; `since: null` there: not known). Null when not known:
+   * no such event, an emergency_cleared after it (the saved release's own event was lost: an older fire's is not
+   * taken for it), or the log unreadable.
    */
   private lastReleaseAt(): number | null {
     try {
-      const last = this.deps.events().last('emergency_release', this.options.uuid);
-      if (last === null) return null;
-      const since = typeof last.data.since === 'string' ? Date.parse(last.data.since) : Number.NaN;
-      return Number.isFinite(since) ? since : last.at;
+      const events = this.deps.events();
+      const release = events.last('emergency_release', this.options.uuid);
+      const cleared = events.last('emergency_cleared', this.options.uuid);
+      if (release === null || (cleared !== null && cleared.seq > release.seq)) return null;
+      if (!('since' in release.data)) return release.at;
+      const since = typeof release.data.since === 'string' ? Date.parse(release.data.since) : Number.NaN;
+      return Number.isFinite(since) ? since : null;
     } catch (err) {
       this.deps.logger.warn({ err }, 'cannot read when the emergency release began: emergency_cleared will not say since when');
       return null;

@@ -24,7 +24,7 @@ const sinceOf = (at: number | null) => (at === null ? {} : { since: new Date(at)
  * but decided again by the input's first reading (`savedAtStop`, then `changed(…, true)`).
  */
 export class DoorEmergency {
-  /** When the current release began (wall ms), null when not released or not known. */
+  /** When the current release began (wall ms); null when not released, or begun before a restart at a time not known. */
   private since: number | null = null;
   /** The state saved at the last stop was a release, begun at `at` (null: not known). */
   private saved: { at: number | null } | null = null;
@@ -41,12 +41,13 @@ export class DoorEmergency {
     const { controller, logger } = this.deps;
     if (active && !controller.released) {
       controller.release();
-      // Still active at start after a restart during the release: the release began before the restart (and says
-      // so, for the next restart's sake).
-      const before = this.saved?.at ?? null;
-      this.since = before ?? this.deps.clock.wallNow();
+      // Still active at start after a restart during the release: the release began before the restart, and its
+      // event says when (null: not known), for the next restart's sake.
+      const saved = this.saved;
+      this.since = saved ? saved.at : this.deps.clock.wallNow();
       this.saved = null;
-      this.deps.record('emergency_release', atStart ? { at_start: true, ...sinceOf(before) } : {});
+      const data = saved ? { at_start: true, since: saved.at === null ? null : new Date(saved.at).toISOString() } : atStart ? { at_start: true } : {};
+      this.deps.record('emergency_release', data);
       logger.warn('released by the emergency input (fire alarm): the door stays unlocked until the input clears');
       return true;
     }

@@ -83,12 +83,14 @@ export class LockController {
    * Resumes a persisted hold-open or unexpired timed unlock; anything else stays LOCKED. With `lockedBecause`
    * (a lockdown in force) nothing resumes, nor does an unlock that `resumable` refuses (the unlock schedule's
    * hold: the schedule decides again at start): a persisted unlock is recorded as ended for that reason.
+   * `resumable` is asked about every persisted unlock, also in a lockdown (its caller learns what was saved).
    */
   resume(lockedBecause: string | null = null, resumable: (persisted: PersistedLock) => string | null = () => null): LockSnapshot {
     const { clock } = this.deps;
     const wallNow = clock.wallNow();
     const persisted = this.deps.persistence.load(this.door.uuid);
-    if (lockedBecause === null && persisted?.state === 'UNLOCKED') lockedBecause = resumable(persisted);
+    const refused = persisted?.state === 'UNLOCKED' ? resumable(persisted) : null;
+    lockedBecause ??= refused;
     if (lockedBecause !== null) {
       if (persisted?.state === 'UNLOCKED') this.apply(machine.lockedState(lockedBecause), true);
       return this.snapshot();
@@ -177,8 +179,16 @@ export class LockController {
     // The relock timer before anything else the move causes: a failing `afterRelay` (recording, supervision) must
     // never leave an unlocked door without its relock.
     if (next !== previous) this.schedule();
-    afterRelay?.();
-    if (next === previous) return;
+    try {
+      afterRelay?.();
+    } finally {
+      // Saved and announced whatever afterRelay did: a move the relay made is never left out of the state file,
+      // the audit log or MQTT (afterRelay's error then goes on to the caller).
+      if (next !== previous) this.saveAndAnnounce(next, previous, forcePersist);
+    }
+  }
+
+  private saveAndAnnounce(next: LockState, previous: LockState, forcePersist: boolean): void {
     const changed = forcePersist || next.state !== previous.state || next.relockAt !== previous.relockAt || next.unlockedSince !== previous.unlockedSince;
     if (!changed) return;
     this.persist();

@@ -33,11 +33,6 @@ export class PinAfterCard {
     this.waiting = { card, emailIds, linkIds, number, expiresAt: this.deps.clock.monoNow() + PIN_AFTER_CARD_MS, timer };
   }
 
-  /** Whether a first factor waits for its PIN. */
-  get pending(): boolean {
-    return this.waiting !== null;
-  }
-
   /** A PIN came: the card it may complete, taken (the wait ends either way); null when none waits in time. */
   take(): WaitingCard | null {
     if (this.waiting && this.deps.clock.monoNow() >= this.waiting.expiresAt) this.expire();

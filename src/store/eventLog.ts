@@ -235,12 +235,12 @@ export class EventLog {
     return this.after.all(since, limit).map((row) => this.toWire(row));
   }
 
-  /** The newest event of `type` at `door` still in the log: when (wall-clock ms) and its data; null: none, or evicted. */
-  last(type: EventType, door: string): { at: number; data: Record<string, unknown> } | null {
-    const row = this.db.prepare('SELECT at, payload FROM events WHERE type = ? AND door_uuid = ? ORDER BY seq DESC LIMIT 1').get(type, door) as
-      | { at: number; payload: string }
+  /** The newest event of `type` at `door` still in the log: its seq, when (wall-clock ms), its data; null: none, or evicted. */
+  last(type: EventType, door: string): { seq: number; at: number; data: Record<string, unknown> } | null {
+    const row = this.db.prepare('SELECT seq, at, payload FROM events WHERE type = ? AND door_uuid = ? ORDER BY seq DESC LIMIT 1').get(type, door) as
+      | { seq: number; at: number; payload: string }
       | undefined;
-    return row ? { at: row.at, data: JSON.parse(row.payload) as Record<string, unknown> } : null;
+    return row ? { seq: row.seq, at: row.at, data: JSON.parse(row.payload) as Record<string, unknown> } : null;
   }
 
   /** Events not yet published: the outbox's depth (counted on the partial index, without a scan of the log). */

@@ -57,6 +57,7 @@ export async function* decodedBody(coding: ContentCoding, raw: AsyncIterable<Buf
   const decoder = coding === 'gzip' ? createGunzip() : createBrotliDecompress();
   const abort = () => decoder.destroy(new Error('the decompression was aborted'));
   signal?.addEventListener('abort', abort, { once: true });
+  if (signal?.aborted) abort();
   const feeding = pipeline(raw, decoder);
   feeding.catch(() => {}); // its error reaches the reader through the decoder; awaited below for the rest
   try {

@@ -160,7 +160,7 @@ export class ServiceClient {
       // The service's URL (no key: it may be in the query) and the cause an operator can act on.
       const service = redactUrl(this.options.baseUrl);
       const reason = stuck
-        ? `the agent could not decompress the answer from ${service}: one chunk took over ${seconds * 10} s (10 × service.timeoutSeconds; is the machine overloaded?), after ${wire} bytes`
+        ? `the agent could not ${coding === 'identity' ? 'store' : 'decompress'} the answer from ${service}: one chunk took over ${seconds * 10} s (10 × service.timeoutSeconds; is the machine overloaded?), after ${wire} bytes`
         : timedOut
           ? status === null
             ? `no answer from ${service} within ${seconds} s (service.timeoutSeconds)`

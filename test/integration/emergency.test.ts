@@ -271,6 +271,46 @@ describe('the fire alarm input (emergency)', () => {
     expect(s.of('emergency_cleared').map((e) => e.data.since)).toEqual([releasedAt, releasedAt]);
   });
 
+  it('stopped during a fire, started in a lockdown after it: emergency_cleared still says since when', async () => {
+    const s = site();
+    const agent = await s.start();
+    s.set(LOOP, OPEN);
+    const releasedAt = new Date(s.time.wall).toISOString();
+    s.time.advance(HOUR);
+    await s.stop(agent);
+    const state = openStateDatabase(statePath(join(s.dir, 'data')));
+    writeLockdown(state, 'agent', { active: true, by: 'Security desk', reason: 'after the fire', since: s.time.wall, issuedAt: null });
+    state.close();
+    s.gpio.set(LOOP, CLOSED);
+    await s.start();
+    expect([s.relay(FRONT), s.relay(BACK)]).toEqual([0, 0]);
+    expect(s.of('emergency_cleared').map((e) => e.data)).toEqual([
+      { at_start: true, since: releasedAt },
+      { at_start: true, since: releasedAt },
+    ]);
+  });
+
+  it("a release whose own event was lost is not dated by an older fire's: emergency_cleared then says no since", async () => {
+    const s = site();
+    const agent = await s.start();
+    s.set(LOOP, OPEN); // an older fire, over
+    s.set(LOOP, CLOSED);
+    s.time.advance(HOUR);
+    s.set(LOOP, OPEN); // this one's emergency_release is lost (written late, then the power went)
+    await s.stop(agent);
+    const state = new Database(join(s.dir, 'data/state.db'));
+    state.prepare("DELETE FROM events WHERE seq IN (SELECT seq FROM events WHERE type = 'emergency_release' ORDER BY seq DESC LIMIT 2)").run();
+    state.close();
+    s.gpio.set(LOOP, CLOSED);
+    await s.start();
+    expect(s.of('emergency_cleared').map((e) => e.data)).toEqual([
+      expect.objectContaining({ since: expect.any(String) }), // the older fire's, both doors
+      expect.objectContaining({ since: expect.any(String) }),
+      { at_start: true },
+      { at_start: true },
+    ]);
+  });
+
   describe('with confirmPin (the relay is form C: NC in the loop, NO on the confirm input)', () => {
     const withConfirm = { emergency: 'emergency: { pin: 26, confirmPin: 19 }' };
 

@@ -94,14 +94,17 @@ describe('LockController', () => {
     expect(changes.at(-1)?.[0]).toMatchObject({ state: 'LOCKED', cause: 'retry' });
   });
 
-  it('an afterRelay that throws (its record failed) still leaves the unlock with its relock: the door locks on time', () => {
-    const { gpio, time, controller } = setup();
+  it('an afterRelay that throws (its record failed) still leaves the unlock saved, announced and with its relock: the door locks on time', () => {
+    const { gpio, time, controller, persistence, changes } = setup();
     expect(() =>
       controller.unlock(5, 'card', () => {
         throw new Error('SQLITE_FULL');
       }),
     ).toThrow('SQLITE_FULL');
     expect(gpio.writes.at(-1)).toBe(1); // the relay had moved
+    // ...and the move is saved and announced all the same (the state file, the audit log, MQTT).
+    expect(persistence.saved.get(UUID)?.state.state).toBe('UNLOCKED');
+    expect(changes.at(-1)?.[0]).toMatchObject({ state: 'UNLOCKED', cause: 'card' });
     time.advance(5000);
     expect(gpio.writes.at(-1)).toBe(0);
     expect(controller.snapshot().state).toBe('LOCKED');
