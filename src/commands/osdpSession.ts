@@ -1,4 +1,5 @@
 import { pino } from 'pino';
+import type { ReaderOptionsOf } from '../readers/options.js';
 import type { Packet } from '../readers/osdp/packet.js';
 import { OsdpBuses } from '../readers/osdp/osdpBuses.js';
 import type { PortFactory } from '../readers/serial/port.js';
@@ -21,6 +22,20 @@ export interface OsdpSessionTarget {
   /** The secure channel's key; with installMode, SCBK-D; neither: plain. */
   scbk?: Buffer;
   installMode?: boolean;
+  /** Each card the reader reads meanwhile, as its raw bits (reader learn). */
+  onRawCard?: (bits: number[]) => void;
+}
+
+/** A configured OSDP reader as a session's target: over its secure channel with `scbk`, else SCBK-D in installMode, else plain. */
+export function sessionTarget(reader: ReaderOptionsOf<'osdp'>, scbk?: Buffer): OsdpSessionTarget {
+  return {
+    path: reader.path,
+    baudRate: reader.baudRate,
+    address: reader.address,
+    numbering: reader.numbering,
+    checksum: reader.check === 'checksum',
+    ...(scbk ? { scbk } : reader.installMode ? { installMode: true } : {}),
+  };
 }
 
 export interface OsdpSession {
@@ -59,6 +74,7 @@ export async function openOsdpSession(
     ...(target.checksum ? { checksum: true } : {}),
     ...(target.scbk ? { scbk: target.scbk } : target.installMode ? { installMode: true } : {}),
     onFrame: () => {},
+    ...(target.onRawCard ? { onRawCard: target.onRawCard } : {}),
     onOnline: (online) => online && !secure && ready(),
     onSecure: (up) => up && ready(),
     onSecureError: (message) => failed(message),

@@ -8,7 +8,7 @@ import { DoorAgentError, UsageError } from '../util/errors.js';
 import { readScbk } from '../util/secretFiles.js';
 import { configPath, stringOption, type Command, type CommandContext } from './context.js';
 import { noteReaderChange, osdpTarget, readerKey, readerOf, type OsdpTarget } from './osdpReaderChoice.js';
-import { openOsdpSession, type OsdpSessionTarget } from './osdpSession.js';
+import { openOsdpSession, sessionTarget, type OsdpSessionTarget } from './osdpSession.js';
 
 /** The first contact may include a secure channel handshake (as keyset). */
 const FIRST_CONTACT_MS = 15_000;
@@ -67,13 +67,7 @@ async function runComset(
   // As root (an installer), the key file is the daemon's: read it as such (as keyset does).
   const keyOwner = (file: string) => (process.getuid?.() === 0 ? statSync(file, { throwIfNoEntry: false })?.uid : process.getuid?.());
   const scbk = reader.scbkFile && !reader.installMode ? readScbk(`${target.key}.scbkFile`, reader.scbkFile, keyOwner(reader.scbkFile)) : undefined;
-  const at = (s: ComSettings): OsdpSessionTarget => ({
-    path: reader.path,
-    ...s,
-    numbering: reader.numbering,
-    checksum: reader.check === 'checksum',
-    ...(scbk ? { scbk } : reader.installMode ? { installMode: true } : {}),
-  });
+  const at = (s: ComSettings): OsdpSessionTarget => ({ ...sessionTarget(reader, scbk), ...s });
   const label = door.name;
   /** Which of these settings the reader answers at now (for an error that leaves it somewhere unexpected). */
   const whereIsIt = async (candidates: ComSettings[]): Promise<string> => {

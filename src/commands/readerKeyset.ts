@@ -9,7 +9,7 @@ import type { PortFactory } from '../readers/serial/port.js';
 import { DoorAgentError } from '../util/errors.js';
 import { configPath, stringOption, type Command, type CommandContext } from './context.js';
 import { noteReaderChange, osdpTarget } from './osdpReaderChoice.js';
-import { openOsdpSession } from './osdpSession.js';
+import { openOsdpSession, sessionTarget } from './osdpSession.js';
 
 const HANDSHAKE_TIMEOUT_MS = 15_000;
 
@@ -69,22 +69,13 @@ async function runReaderKeyset(
   }
   let sent = false;
   try {
-    const session = await openOsdpSession(
-      {
-        path: reader.path,
-        baudRate: reader.baudRate,
-        address: reader.address,
-        numbering: reader.numbering,
-        checksum: reader.check === 'checksum',
-        ...(current ? { scbk: current } : { installMode: true }),
-      },
-      {
-        label: door.name,
-        timeoutMs: HANDSHAKE_TIMEOUT_MS,
-        why: `no secure channel within ${HANDSHAKE_TIMEOUT_MS / 1000} s (is door-agent stopped, the reader at address ${reader.address} on ${reader.path}?)`,
-        ...(openPort ? { openPort } : {}),
-      },
-    );
+    // With the current key; a reader in installMode (no key read) over SCBK-D.
+    const session = await openOsdpSession(sessionTarget(reader, current), {
+      label: door.name,
+      timeoutMs: HANDSHAKE_TIMEOUT_MS,
+      why: `no secure channel within ${HANDSHAKE_TIMEOUT_MS / 1000} s (is door-agent stopped, the reader at address ${reader.address} on ${reader.path}?)`,
+      ...(openPort ? { openPort } : {}),
+    });
     try {
       sent = true;
       // osdp_KEYSET: key type 1 (the SCBK), its length, the key; over the secure channel, encrypted.

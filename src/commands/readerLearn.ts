@@ -1,22 +1,30 @@
 import { pino } from 'pino';
 import { loadConfig } from '../config/load.js';
 import type { AgentOptions } from '../config/options.js';
-import { DEFAULT_WIEGAND_TIMING, FormatSet, WiegandDecoder, type WiegandCardFrame } from '../core/wiegand.js';
-import { cardNumber, decodeWith, formatsFor, type DecodedCard } from '../core/wiegandFormats.js';
+import { DEFAULT_WIEGAND_TIMING, FormatSet, WiegandDecoder, decodeBits, type WiegandFrame } from '../core/wiegand.js';
+import { cardNumber, decodeWith, formatsFor, type DecodedCard, type FormatChoice, type WiegandFormatSpec } from '../core/wiegandFormats.js';
 import type { DoorOptions, ReaderOptions } from '../door/options.js';
 import { createGpioDriver } from '../hardware/createGpio.js';
 import type { EdgeInputs } from '../hardware/gpio.js';
+import type { ReaderOptionsOf } from '../readers/options.js';
 import { createReader } from '../readers/registry.js';
 import { DataDirBusyError, dataDirHolder } from '../system/dataDirLock.js';
 import { systemClock, systemTimers } from '../util/clock.js';
 import { DoorAgentError, UsageError } from '../util/errors.js';
+import { readScbk } from '../util/secretFiles.js';
 import { configPath, stringOption, type Command, type CommandContext } from './context.js';
+import { readerKey } from './osdpReaderChoice.js';
+import { openOsdpSession, sessionTarget } from './osdpSession.js';
 
 const STOP_DAEMON = 'stop the daemon first (systemctl stop door-agent)';
 
 type Direction = 'entry' | 'exit';
 
-function chooseReader(config: AgentOptions, uuid: string | undefined, flag: string | undefined): { door: DoorOptions; reader: ReaderOptions } {
+function chooseReader(
+  config: AgentOptions,
+  uuid: string | undefined,
+  flag: string | undefined,
+): { door: DoorOptions; direction: Direction; reader: ReaderOptions } {
   if (flag !== undefined && flag !== 'entry' && flag !== 'exit') throw new UsageError(`--reader must be entry or exit, not ${flag}`);
   const direction: Direction = flag ?? 'entry';
   const readerOf = (d: DoorOptions) => (direction === 'exit' ? d.exitReader : d.reader);
@@ -27,7 +35,7 @@ function chooseReader(config: AgentOptions, uuid: string | undefined, flag: stri
   const door = doors[0]!;
   const reader = readerOf(door);
   if (!reader) throw new UsageError(`${door.name} (${door.uuid}) has no ${direction} reader`);
-  return { door, reader };
+  return { door, direction, reader };
 }
 
 /** Everything an enrolment may need of one card: its format's fields, each numbering, the frame's bits. */
@@ -47,9 +55,34 @@ function describeCard(card: DecodedCard, raw: bigint): string {
     .join('');
 }
 
+/**
+ * What a frame of card bits shows an installer: a card in every numbering, an ambiguous one in each format it fits;
+ * null for anything else (a key, a frame dropped for a fault of the line).
+ */
+function describeFrame(frame: WiegandFrame, formats: FormatSet): string | null {
+  if (frame.kind === 'card') return describeCard(frame, frame.raw);
+  if (frame.kind === 'dropped' && frame.reason === 'ambiguous_format' && frame.raw !== undefined) {
+    const raw = frame.raw;
+    const bits = Array.from({ length: frame.bits }, (_, i) => Number((raw >> BigInt(frame.bits - 1 - i)) & 1n));
+    const shown = formats
+      .ofLength(frame.bits)
+      .map((f) => decodeWith(f, bits))
+      .filter((d): d is DecodedCard => d !== null)
+      .map((d) => describeCard(d, raw))
+      .join('\n');
+    return `${frame.bits} bits fit more than one of the reader's formats (${frame.candidates?.join(', ')}); as each:\n\n${shown}`;
+  }
+  return null;
+}
+
+/** The formats a Wiegand or OSDP reader's card bits are decoded by (its `format`, auto by default). */
+function readerFormats(reader: { format?: FormatChoice; formats?: readonly WiegandFormatSpec[] }): FormatSet {
+  return new FormatSet(reader.formats ?? formatsFor(reader.format ?? 'auto', []));
+}
+
 /** Waits on the Wiegand lines for the next card frame (or an ambiguous one, shown in each of its formats). */
 function learnWiegand(config: AgentOptions, reader: Extract<ReaderOptions, { type: 'wiegand' }>, timeoutMs: number): Promise<string | null> {
-  const formats = new FormatSet(reader.formats ?? formatsFor(reader.format, []));
+  const formats = readerFormats(reader);
   const decoder = new WiegandDecoder(formats);
   const gpio = createGpioDriver(config.gpio);
   if (!gpio.openEdgeInputs) throw new DoorAgentError(`a Wiegand reader needs gpio.driver: chardev (${gpio.name} cannot time its pulses)`);
@@ -62,19 +95,9 @@ function learnWiegand(config: AgentOptions, reader: Extract<ReaderOptions, { typ
       gpio.close();
       resolve(text);
     };
-    const onFrame = (frame: ReturnType<WiegandDecoder['push']>[number]) => {
-      if (frame.kind === 'card') return finish(describeCard(frame as WiegandCardFrame, (frame as WiegandCardFrame).raw));
-      if (frame.kind === 'dropped' && frame.reason === 'ambiguous_format' && frame.raw !== undefined) {
-        const raw = frame.raw;
-        const bits = Array.from({ length: frame.bits }, (_, i) => Number((raw >> BigInt(frame.bits - 1 - i)) & 1n));
-        const shown = formats
-          .ofLength(frame.bits)
-          .map((f) => decodeWith(f, bits))
-          .filter((d): d is DecodedCard => d !== null)
-          .map((d) => describeCard(d, raw))
-          .join('\n');
-        return finish(`${frame.bits} bits fit more than one of the reader's formats (${frame.candidates?.join(', ')}); as each:\n\n${shown}`);
-      }
+    const onFrame = (frame: WiegandFrame) => {
+      const text = describeFrame(frame, formats);
+      if (text !== null) finish(text);
     };
     try {
       edges = gpio.openEdgeInputs!([reader.d0, reader.d1], reader.pull, (batch) => {
@@ -104,9 +127,50 @@ function learnWiegand(config: AgentOptions, reader: Extract<ReaderOptions, { typ
   });
 }
 
+/**
+ * An OSDP reader: the bus opened for it alone (its secure channel when it has a key, as the daemon would), then its
+ * next osdp_RAW card shown as a Wiegand card is; bits that none of its formats decode are shown raw, with why.
+ */
+async function learnOsdp(door: DoorOptions, direction: Direction, reader: ReaderOptionsOf<'osdp'>, timeoutMs: number): Promise<string | null> {
+  const formats = readerFormats(reader);
+  const started = Date.now();
+  let cardRead: (bits: number[]) => void = () => {};
+  const card = new Promise<number[]>((resolve) => {
+    cardRead = resolve;
+  });
+  const scbk = reader.scbkFile && !reader.installMode ? readScbk(`${readerKey(door, direction)}.scbkFile`, reader.scbkFile, process.getuid?.()) : undefined;
+  const seconds = Math.round(timeoutMs / 1000);
+  const session = await openOsdpSession(
+    { ...sessionTarget(reader, scbk), onRawCard: (bits) => cardRead(bits) },
+    {
+      label: door.name,
+      timeoutMs,
+      why: `the reader at address ${reader.address} on ${reader.path} did not answer within ${seconds} s (${STOP_DAEMON}; is it wired and powered, its address and baud rate right?)`,
+    },
+  );
+  let timer: NodeJS.Timeout | undefined;
+  try {
+    const bits = await Promise.race([
+      card,
+      new Promise<null>((resolve) => {
+        timer = setTimeout(() => resolve(null), Math.max(0, timeoutMs - (Date.now() - started)));
+      }),
+    ]);
+    if (bits === null) return null;
+    const frame = decodeBits(bits, formats);
+    const raw = bits.reduce((value, bit) => (value << 1n) | BigInt(bit), 0n);
+    return (
+      describeFrame(frame, formats) ??
+      `${bits.length} bits that none of the reader's formats decodes (${frame.kind === 'dropped' ? frame.reason : frame.kind}): raw bits 0x${raw.toString(16).padStart(Math.ceil(bits.length / 4), '0')}\n`
+    );
+  } finally {
+    clearTimeout(timer);
+    await session.close();
+  }
+}
+
 /** Any other reader through the reader factory: the next card as the reader numbers it. */
 function learnOther(reader: ReaderOptions, timeoutMs: number): Promise<string | null> {
-  if (reader.type === 'osdp') throw new UsageError('reader learn takes Wiegand, serial and keyboard readers; an OSDP reader is not supported yet');
   return new Promise((resolve) => {
     const made = createReader(reader, {
       logger: pino({ level: 'silent' }),
@@ -141,9 +205,15 @@ async function runReaderLearn(
   const config = loadConfig(configPath(args.config, ctx.env));
   const holder = dataDirHolder(config.agent.dataDir);
   if (holder) throw new DataDirBusyError(config.agent.dataDir, holder.pid, `reader learn cannot open the reader the daemon holds: ${STOP_DAEMON}`);
-  const { door, reader } = chooseReader(config, args.door, args.reader);
+  const { door, direction, reader } = chooseReader(config, args.door, args.reader);
   ctx.stdout.write(`${door.name}: present a card to the reader (waiting ${seconds} s)\n`);
-  const text = reader.type === 'wiegand' ? await learnWiegand(config, reader, seconds * 1000) : await learnOther(reader, seconds * 1000);
+  const timeoutMs = seconds * 1000;
+  const text =
+    reader.type === 'wiegand'
+      ? await learnWiegand(config, reader, timeoutMs)
+      : reader.type === 'osdp'
+        ? await learnOsdp(door, direction, reader, timeoutMs)
+        : await learnOther(reader, timeoutMs);
   if (text === null) {
     ctx.stderr.write(`door-agent: no card within ${seconds} s (is the reader wired and powered? --timeout S waits longer)\n`);
     return 1;

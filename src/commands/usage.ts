@@ -162,14 +162,16 @@ const COMMANDS: readonly CommandUsage[] = [
     name: 'reader learn',
     args: '[--door UUID] [--reader entry|exit] [--timeout S] [--config F]',
     summary: 'show the next card read in every numbering (format, facility, card, data, facility_card, printed, raw bits); door-agent must be stopped',
-    details: ['Wiegand, serial and keyboard readers. Full card numbers are printed (for enrolment, at the device); nothing is logged.'],
+    details: [
+      'Wiegand, OSDP (over its secure channel when it has a key), serial and keyboard readers. Full card numbers are printed (for enrolment, at the device); nothing is logged.',
+    ],
     options: [
       { flag: '--door UUID', meaning: 'the door whose reader to read (needed with more than one door with a reader)' },
       { flag: '--reader entry|exit', meaning: "which of the door's readers (default entry)" },
       { flag: '--timeout S', meaning: 'how long to wait for a card (default 60 s)' },
     ],
     config: true,
-    exits: [[0, 'a card was read and shown'], [1, 'no card within the timeout, or the reader could not be opened'], INVALID_CONFIG],
+    exits: [[0, 'a card was read and shown'], [1, 'no card within the timeout, or the reader could not be opened or did not answer'], INVALID_CONFIG],
   },
   {
     name: 'config check',

@@ -5,7 +5,7 @@ import type { ReaderFrame } from '../readerFrames.js';
 import { CMD, REPLY, describeNak } from './codes.js';
 import type { Packet } from './packet.js';
 import type { ChannelState } from './pacing.js';
-import { decodeKeys, decodeRawCard, parsePdid } from './replyData.js';
+import { decodeKeys, decodeRawCard, parsePdid, rawCardBits } from './replyData.js';
 import { SecureSession } from './secureSession.js';
 import { hasTextOutput, type OsdpTextOptions } from './textOutput.js';
 
@@ -21,6 +21,8 @@ export interface OsdpReaderOptions {
   /** The formats osdp_RAW card data is decoded by (default: the built-ins). */
   formats?: FormatSet;
   onFrame: (frame: ReaderFrame) => void;
+  /** Each osdp_RAW card's bits as the reader sent them, before any decoding (`reader learn` shows every numbering). */
+  onRawCard?: (bits: number[]) => void;
   onOnline?: (online: boolean) => void;
   /** osdp_LSTATR: the reader's tamper switch and power. */
   onStatus?: (status: { tamper: boolean; powerFailure: boolean }) => void;
@@ -164,6 +166,8 @@ export function applyReply(reader: ReaderState, sentCode: number, reply: Packet,
 }
 
 function rawCard(reader: ReaderState, data: Buffer): void {
+  const bits = reader.options.onRawCard ? rawCardBits(data) : null;
+  if (bits !== null) reader.options.onRawCard?.(bits);
   const decoded = decodeRawCard(data, reader.options.numbering, reader.options.formats);
   if ('dropped' in decoded) return reader.options.onDropped?.(decoded.dropped);
   reader.keys.clear(); // a card starts a new interaction

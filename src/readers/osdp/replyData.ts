@@ -3,12 +3,18 @@ import { presentedCard, type WiegandNumbering } from '../../core/wiegandFormats.
 
 /** The data of an OSDP reader's replies, decoded: pure, no bus state. */
 
-/** osdp_RAW: reader number, format (0: raw bits, 1: Wiegand), bit count (LE), the bits MSB first. */
-export function decodeRawCard(data: Buffer, numbering: WiegandNumbering, formats?: FormatSet): { card: string; printed?: string } | { dropped: string } {
-  if (data.length < 4) return { dropped: 'short_raw' };
+/** osdp_RAW: reader number, format (0: raw bits, 1: Wiegand), bit count (LE), the bits MSB first; null: cut short. */
+export function rawCardBits(data: Buffer): number[] | null {
+  if (data.length < 4) return null;
   const bitCount = data.readUInt16LE(2);
-  if (data.length < 4 + Math.ceil(bitCount / 8)) return { dropped: 'short_raw' };
-  const bits = Array.from({ length: bitCount }, (_, i) => (data[4 + (i >> 3)]! >> (7 - (i & 7))) & 1);
+  if (data.length < 4 + Math.ceil(bitCount / 8)) return null;
+  return Array.from({ length: bitCount }, (_, i) => (data[4 + (i >> 3)]! >> (7 - (i & 7))) & 1);
+}
+
+/** osdp_RAW's card, decoded by `formats` and numbered as configured. */
+export function decodeRawCard(data: Buffer, numbering: WiegandNumbering, formats?: FormatSet): { card: string; printed?: string } | { dropped: string } {
+  const bits = rawCardBits(data);
+  if (bits === null) return { dropped: 'short_raw' };
   const frame = decodeBits(bits, formats);
   if (frame.kind !== 'card') return { dropped: frame.kind === 'dropped' ? frame.reason : 'not_a_card' };
   const { value, printed } = presentedCard(frame, numbering);
