@@ -217,7 +217,7 @@ describe('compressed answers, through door-agent sync', () => {
     expect((await runCliAsync(['sync', '--config', a.config])).status).toBe(0);
     expect(statusJson(a.config).sync.last).toMatchObject({ kind: 'unchanged', wireBytes: 0, bodyBytes: 0 });
     expect(runCli(['status', '--config', a.config]).stdout).toContain('last sync: unchanged (GET /directory: 304, nothing new), ');
-  });
+  }, 90_000); // seven CLI runs, each a process start and a sync thread: generous on a loaded machine
 
   it.each([
     [
