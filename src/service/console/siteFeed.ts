@@ -122,7 +122,11 @@ export class SiteFeed {
 
   /** Where the list stands now: a page rendered now has every event up to this mark. */
   eventMark(): string {
-    return `${this.epoch}:${this.seq}`;
+    return this.markOf(this.seq);
+  }
+
+  private markOf(seq: number): string {
+    return `${this.epoch}:${seq}`;
   }
 
   /**
@@ -133,7 +137,7 @@ export class SiteFeed {
   eventsAfter(mark: string): KeptEvent[] {
     const [epoch, seqText] = mark.split(':');
     const seq = epoch === this.epoch && /^\d{1,15}$/.test(seqText ?? '') ? Number(seqText) : 0;
-    return this.events.filter((e) => e.seq > seq).map((e) => ({ mark: `${this.epoch}:${e.seq}`, event: e.event }));
+    return this.events.filter((e) => e.seq > seq).map((e) => ({ mark: this.markOf(e.seq), event: e.event }));
   }
 
   private emit(change: SiteChange): void {
@@ -162,7 +166,7 @@ export class SiteFeed {
       });
       this.emit({ kind: 'door', uuid });
     }
-    this.emit({ kind: 'event', event, mark: `${this.epoch}:${seq}` });
+    this.emit({ kind: 'event', event, mark: this.markOf(seq) });
   }
 
   private agent(id: string): AgentLive {
