@@ -5,7 +5,7 @@ import type { ReaderFrame } from '../readerFrames.js';
 import { CMD, REPLY, describeNak } from './codes.js';
 import type { Packet } from './packet.js';
 import type { ChannelState } from './pacing.js';
-import { decodeKeys, decodeRawCard, parsePdid, rawCardBits } from './replyData.js';
+import { decodeCardBits, decodeKeys, parsePdid, rawCardBits } from './replyData.js';
 import { SecureSession } from './secureSession.js';
 import { hasTextOutput, type OsdpTextOptions } from './textOutput.js';
 
@@ -166,9 +166,10 @@ export function applyReply(reader: ReaderState, sentCode: number, reply: Packet,
 }
 
 function rawCard(reader: ReaderState, data: Buffer): void {
-  const bits = reader.options.onRawCard ? rawCardBits(data) : null;
-  if (bits !== null) reader.options.onRawCard?.(bits);
-  const decoded = decodeRawCard(data, reader.options.numbering, reader.options.formats);
+  const bits = rawCardBits(data);
+  if (bits === null) return reader.options.onDropped?.('short_raw');
+  reader.options.onRawCard?.(bits);
+  const decoded = decodeCardBits(bits, reader.options.numbering, reader.options.formats);
   if ('dropped' in decoded) return reader.options.onDropped?.(decoded.dropped);
   reader.keys.clear(); // a card starts a new interaction
   reader.options.onFrame({ kind: 'card', value: decoded.card, ...(decoded.printed !== undefined ? { printed: decoded.printed } : {}) });

@@ -11,10 +11,12 @@ export function rawCardBits(data: Buffer): number[] | null {
   return Array.from({ length: bitCount }, (_, i) => (data[4 + (i >> 3)]! >> (7 - (i & 7))) & 1);
 }
 
-/** osdp_RAW's card, decoded by `formats` and numbered as configured. */
-export function decodeRawCard(data: Buffer, numbering: WiegandNumbering, formats?: FormatSet): { card: string; printed?: string } | { dropped: string } {
-  const bits = rawCardBits(data);
-  if (bits === null) return { dropped: 'short_raw' };
+/** osdp_RAW's card bits (rawCardBits), decoded by `formats` and numbered as configured. */
+export function decodeCardBits(
+  bits: readonly number[],
+  numbering: WiegandNumbering,
+  formats?: FormatSet,
+): { card: string; printed?: string } | { dropped: string } {
   const frame = decodeBits(bits, formats);
   if (frame.kind !== 'card') return { dropped: frame.kind === 'dropped' ? frame.reason : 'not_a_card' };
   const { value, printed } = presentedCard(frame, numbering);
