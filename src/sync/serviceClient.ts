@@ -120,7 +120,6 @@ export class ServiceClient {
     const received = async function* (message: AsyncIterable<Buffer>): AsyncGenerator<Buffer> {
       for await (const chunk of message) {
         wire += chunk.length;
-        silence.touch();
         silence.pause();
         yield chunk;
         silence.resume();
@@ -160,7 +159,7 @@ export class ServiceClient {
       // The service's URL (no key: it may be in the query) and the cause an operator can act on.
       const service = redactUrl(this.options.baseUrl);
       const reason = stuck
-        ? `the agent could not ${coding === 'identity' ? 'store' : 'decompress'} the answer from ${service}: one chunk took over ${seconds * 10} s (10 × service.timeoutSeconds; is the machine overloaded?), after ${wire} bytes`
+        ? `the agent could not ${coding === 'identity' ? 'store' : 'decompress'} the answer from ${service}: one chunk took over ${silence.maxPauseMs / 1000} s (${silence.maxPauseMs / this.options.timeoutMs} × service.timeoutSeconds; is the machine overloaded?), after ${wire} bytes`
         : timedOut
           ? status === null
             ? `no answer from ${service} within ${seconds} s (service.timeoutSeconds)`

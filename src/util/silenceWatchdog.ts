@@ -27,7 +27,7 @@ export class SilenceWatchdog {
     private readonly ms: number,
     private readonly onSilent: (why: 'silent' | 'stuck') => void,
     private readonly now: () => number = () => performance.now(),
-    private readonly maxPauseMs: number = ms * 10,
+    readonly maxPauseMs: number = ms * 10,
   ) {
     this.last = now();
     this.arm(ms);
