@@ -313,27 +313,30 @@ describe('in-process, with a small limit: a zip bomb, 503 and Retry-After', () =
     return { dir, db, client, cache: join(dir, 'cache.db'), sync: () => syncOnce(db, client, { concurrency: 4, maxRemovalRatio: 0.5, now: () => Date.now() }) };
   }
 
-  it("the timeout is the service's silence, not the agent's own pace: a decompression held up longer than the timeout is waited for", async () => {
-    // 16 MB of gzip, more than the loopback's buffers hold, all written at once by the service. As it arrives, the
-    // thread pool that decompresses is held for 1.5 s: the agent takes no more bytes until the ones it has are
-    // decompressed, so the rest waits in the service's socket. That is the agent's pace, not a silent service.
+  /**
+   * A client with `timeoutMs`, and the service's answer: 16 MB of gzip (more than the loopback's buffers hold), all
+   * written at once, the thread pool that decompresses it held for `holdMs` as it arrives. `released()` resolves
+   * once the pool is free again.
+   */
+  function answerWithPoolHeld(timeoutMs: number, holdMs: number) {
     const dir = join(tmp.path, `p${n++}`);
     mkdirSync(dir);
-    const client = new ServiceClient({
-      baseUrl: svc.url,
-      apiKey: 'dak_test-key',
-      apiKeyIn: 'header',
-      timeoutMs: 500,
-      spoolDir: dir,
-      maxStreamedBytes: 64 << 20,
-    });
+    const client = new ServiceClient({ baseUrl: svc.url, apiKey: 'dak_test-key', apiKeyIn: 'header', timeoutMs, spoolDir: dir, maxStreamedBytes: 64 << 20 });
     const plain = randomBytes(16 << 20);
     const body = gzipSync(plain, { level: 1 });
     let held: Promise<void> = Promise.resolve();
     svc.handler = () => {
-      held = holdThreadPool(dir, 1500);
+      held = holdThreadPool(dir, holdMs);
       return { body, headers: { 'content-encoding': 'gzip' } };
     };
+    return { client, plain, body, released: () => held };
+  }
+
+  it("the timeout is the service's silence, not the agent's own pace: a decompression held up longer than the timeout is waited for", async () => {
+    // The thread pool that decompresses is held for 1.5 s as the answer arrives: the agent takes no more bytes until
+    // the ones it has are decompressed, so the rest waits in the service's socket. That is the agent's pace, not a
+    // silent service.
+    const { client, plain, body, released } = answerWithPoolHeld(500, 1500);
     try {
       const started = performance.now();
       const answer = await client.directory(null);
@@ -345,28 +348,13 @@ describe('in-process, with a small limit: a zip bomb, 503 and Retry-After', () =
       expect(client.traffic.wireBytes).toBe(body.length);
       expect(performance.now() - started).toBeGreaterThan(1400); // it did wait for the pool, past the timeout
     } finally {
-      await held;
+      await released();
     }
   }, 30_000);
 
   it('a decompression that never finishes (its thread pool stuck) ends the request after ten times the timeout, saying so', async () => {
     // The same held pool, for far longer than the cap: 200 ms of timeout allows 2 s in one chunk's decompression.
-    const dir = join(tmp.path, `p${n++}`);
-    mkdirSync(dir);
-    const client = new ServiceClient({
-      baseUrl: svc.url,
-      apiKey: 'dak_test-key',
-      apiKeyIn: 'header',
-      timeoutMs: 200,
-      spoolDir: dir,
-      maxStreamedBytes: 64 << 20,
-    });
-    const body = gzipSync(randomBytes(16 << 20), { level: 1 });
-    let held: Promise<void> = Promise.resolve();
-    svc.handler = () => {
-      held = holdThreadPool(dir, 5000);
-      return { body, headers: { 'content-encoding': 'gzip' } };
-    };
+    const { client, released } = answerWithPoolHeld(200, 5000);
     try {
       const started = performance.now();
       const failure = await client.directory(null).then(
@@ -380,7 +368,7 @@ describe('in-process, with a small limit: a zip bomb, 503 and Retry-After', () =
       expect(waited).toBeGreaterThan(1900); // the cap, not the plain timeout
       expect(waited).toBeLessThan(4500); // not the pool's release (5 s)
     } finally {
-      await held;
+      await released();
     }
   }, 30_000);
 
