@@ -116,6 +116,8 @@ export class Door implements Component {
       holdCause: () => (this.scheduler?.state().state === 'unlocked' ? SCHEDULE_UNLOCK_CAUSE : null),
       afterCleared: () => this.scheduler?.evaluate(),
       record: (type, data) => this.recordEmergency(type, data),
+      events: deps.events,
+      doorUuid: door.uuid,
     });
     this.emergency = emergency;
     const lockdown = deps.lockdown ?? (() => false);
@@ -124,7 +126,7 @@ export class Door implements Component {
     // input: the input is read once the doors have started, and releases again if it is still active.
     const resumed = this.controller.resume(lockdown() ? 'lockdown' : null, (persisted) => {
       if (persisted.cause === EMERGENCY_CAUSE) {
-        emergency.savedAtStop(this.lastReleaseAt());
+        emergency.savedAtStop();
         return 'emergency release decided again at start';
       }
       return door.unlockSchedule && persisted.cause === SCHEDULE_UNLOCK_CAUSE ? 'unlock schedule decided again at start' : null;
@@ -248,27 +250,6 @@ export class Door implements Component {
   emergencyChanged(active: boolean, atStart = false): void {
     if (this.halted || !this.emergency) return; // stopping: the relay stays locked
     if (this.emergency.changed(active, atStart)) this.deps.doorEvents.emit('position', this.options.uuid);
-  }
-
-  /**
-   * When this door's saved release began, from the audit log: its emergency_release, or the `since` of one recorded
-   * at a start during it (a release across several restarts; `since: null` there: not known). Null when not known:
-   * no such event, an emergency_cleared after it (the saved release's own event was lost: an older fire's is not
-   * taken for it), or the log unreadable.
-   */
-  private lastReleaseAt(): number | null {
-    try {
-      const events = this.deps.events();
-      const release = events.last('emergency_release', this.options.uuid);
-      const cleared = events.last('emergency_cleared', this.options.uuid);
-      if (release === null || (cleared !== null && cleared.seq > release.seq)) return null;
-      if (!('since' in release.data)) return release.at;
-      const since = typeof release.data.since === 'string' ? Date.parse(release.data.since) : Number.NaN;
-      return Number.isFinite(since) ? since : null;
-    } catch (err) {
-      this.deps.logger.warn({ err }, 'cannot read when the emergency release began: emergency_cleared will not say since when');
-      return null;
-    }
   }
 
   /** An event of the emergency input at this door (an alarm: published at once on its alarm topic). */

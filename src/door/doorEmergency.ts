@@ -1,5 +1,6 @@
 import type { Logger } from 'pino';
 import type { EmergencyEventType } from '../core/emergencyRelease.js';
+import type { EventLog } from '../store/eventLog.js';
 import type { Clock } from '../util/clock.js';
 import type { LockController } from './lockController.js';
 
@@ -12,6 +13,9 @@ export interface DoorEmergencyDeps {
   /** A release ended: the unlock schedule decides again. */
   afterCleared: () => void;
   record: (type: EmergencyEventType, data: Record<string, unknown>) => void;
+  /** The audit log, where a release saved at a stop is looked up (when it began). */
+  events: () => EventLog;
+  doorUuid: string;
 }
 
 const sinceOf = (at: number | null) => (at === null ? {} : { since: new Date(at).toISOString() });
@@ -31,9 +35,30 @@ export class DoorEmergency {
 
   constructor(private readonly deps: DoorEmergencyDeps) {}
 
-  /** The saved state was a release that began at `at` (from its audit event; null: not found). */
-  savedAtStop(at: number | null): void {
-    this.saved = { at };
+  /** The saved state was a release: when it began is read from the audit log (null: not known). */
+  savedAtStop(): void {
+    this.saved = { at: this.lastReleaseAt() };
+  }
+
+  /**
+   * When this door's saved release began, from the audit log: its emergency_release, or the `since` of one recorded
+   * at a start during it (a release across several restarts; `since: null` there: not known). Null when not known:
+   * no such event, an emergency_cleared after it (the saved release's own event was lost: an older fire's is not
+   * taken for it), or the log unreadable.
+   */
+  private lastReleaseAt(): number | null {
+    try {
+      const events = this.deps.events();
+      const release = events.last('emergency_release', this.deps.doorUuid);
+      const cleared = events.last('emergency_cleared', this.deps.doorUuid);
+      if (release === null || (cleared !== null && cleared.seq > release.seq)) return null;
+      if (!('since' in release.data)) return release.at;
+      const since = typeof release.data.since === 'string' ? Date.parse(release.data.since) : Number.NaN;
+      return Number.isFinite(since) ? since : null;
+    } catch (err) {
+      this.deps.logger.warn({ err }, 'cannot read when the emergency release began: emergency_cleared will not say since when');
+      return null;
+    }
   }
 
   /** The input's reading (`atStart`: its first, once the inputs are set up). Returns whether the door changed. */
