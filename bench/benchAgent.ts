@@ -4,6 +4,7 @@
  */
 import { spawn, spawnSync, type ChildProcess, type SpawnOptions } from 'node:child_process';
 import { existsSync, writeFileSync } from 'node:fs';
+import { availableParallelism } from 'node:os';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { waitFor } from './wait.js';
@@ -21,14 +22,59 @@ export const cli = join(root, 'dist/cli/door-agent.js');
  */
 const TIMED_NICENESS = 10;
 
+/**
+ * A lower priority did not always keep the benchmark's own wake-up off the timed process's CPU: with the agent's
+ * reads made on its event loop, the kernel woke the benchmark on the agent's CPU behind the agent's recording of the
+ * grant, and the benchmark saw the relay's write 1.34 ms after the write at p50, against 0.27 ms on a CPU of its own
+ * (the agent's own timestamps and the benchmark's, on the monotonic clock: 2026-11-27, bench/README.md "The tap
+ * path"). So within `observed()` the benchmark keeps the first CPU to itself and everything it starts (the timed
+ * processes and the wire: socat, the broker) runs on the others. On one CPU nothing is pinned.
+ */
+const cpuCount = availableParallelism();
+const TIMED_CPUS = cpuCount > 1 ? `1-${cpuCount - 1}` : null;
+let observing = false;
+
+function taskset(args: readonly string[]): void {
+  const done = spawnSync('taskset', args, { encoding: 'utf8' });
+  if (done.error || done.status !== 0) {
+    throw new Error(`taskset ${args.join(' ')} failed (apt-get install util-linux): ${done.error?.message ?? done.stderr}`);
+  }
+}
+
+/**
+ * Runs `measure` with this process (all its threads) on the first CPU and what it starts meanwhile, through
+ * spawnTimed and spawnWire, on the others; this process gets every CPU back afterwards.
+ */
+export async function observed<T>(measure: () => Promise<T>): Promise<T> {
+  if (TIMED_CPUS === null || observing) return measure();
+  taskset(['-a', '-p', '-c', '0', String(process.pid)]);
+  observing = true;
+  try {
+    return await measure();
+  } finally {
+    observing = false;
+    taskset(['-a', '-p', '-c', `0-${cpuCount - 1}`, String(process.pid)]);
+  }
+}
+
+/** `command` on the timed CPUs within `observed()`, as it is outside. */
+function onTimedCpus(command: string, args: readonly string[]): [string, string[]] {
+  return observing && TIMED_CPUS !== null ? ['taskset', ['-c', TIMED_CPUS, command, ...args]] : [command, [...args]];
+}
+
 /** Spawns `command` as a process a latency benchmark times: TIMED_NICENESS below the benchmark (nice execs it). */
 export function spawnTimed(command: string, args: readonly string[], options: SpawnOptions): ChildProcess {
-  return spawn('nice', ['-n', String(TIMED_NICENESS), command, ...args], options);
+  return spawn(...onTimedCpus('nice', ['-n', String(TIMED_NICENESS), command, ...args]), options);
+}
+
+/** Spawns the wire between the benchmark and a timed process (socat, the broker): at the benchmark's priority. */
+export function spawnWire(command: string, args: readonly string[], options: SpawnOptions): ChildProcess {
+  return spawn(...onTimedCpus(command, args), options);
 }
 
 /** A socat pty pair linked at `a` and `b`, once both exist. `bench` names the benchmark in a failure. */
 export async function ptyPair(bench: string, a: string, b: string): Promise<ChildProcess> {
-  const socat = spawn('socat', [`pty,raw,echo=0,link=${a}`, `pty,raw,echo=0,link=${b}`], { stdio: 'ignore' });
+  const socat = spawnWire('socat', [`pty,raw,echo=0,link=${a}`, `pty,raw,echo=0,link=${b}`], { stdio: 'ignore' });
   socat.on('error', () => undefined);
   await waitFor(bench, () => existsSync(a) && existsSync(b), 5000, 'socat pty pair (apt-get install socat)');
   return socat;

@@ -17,7 +17,7 @@ import { fileURLToPath } from 'node:url';
 import { connectAsync, type MqttClient } from 'mqtt';
 import { openStateDatabase, statePath } from '../src/store/database.js';
 import { EventLog } from '../src/store/eventLog.js';
-import { spawnTimed } from './benchAgent.js';
+import { observed, spawnTimed, spawnWire } from './benchAgent.js';
 import { AGENT_NODE_OPTIONS, latencyRows, type BenchRow } from './report.js';
 import { level, p50p99, timeUntilLevel } from './valueFile.js';
 import { sleep, waitFor } from './wait.js';
@@ -41,7 +41,7 @@ export async function startBroker(dir: string, port: number): Promise<ChildProce
     conf,
     `user ${userInfo().username}\nlistener ${port} 127.0.0.1\nallow_anonymous true\npersistence false\nset_tcp_nodelay true\nmax_queued_messages 0\n`,
   );
-  const broker = spawn(binary, ['-c', conf], { stdio: 'ignore' });
+  const broker = spawnWire(binary, ['-c', conf], { stdio: 'ignore' });
   for (let i = 0; i < 100; i++) {
     try {
       const c = await connectAsync(`mqtt://127.0.0.1:${port}`, { reconnectPeriod: 0, connectTimeout: 500 });
@@ -208,11 +208,21 @@ export async function benchmarkMqtt(workDir: string): Promise<BenchRow[]> {
   rmSync(dir, { recursive: true, force: true });
   mkdirSync(dir, { recursive: true });
   const port = await freePort();
-  const broker = await startBroker(dir, port);
   const url = `mqtt://127.0.0.1:${port}`;
+  const config = writeConfig(dir, port);
+  // The commands timed with the benchmark on a CPU of its own, the broker with the agent (benchAgent.ts, observed);
+  // then a broker on every CPU for the drain, which is a throughput.
+  const samples = await observed(async () => {
+    const timedBroker = await startBroker(dir, port);
+    try {
+      return await commandToRelay(dir, url, config);
+    } finally {
+      timedBroker.kill('SIGTERM');
+      if (timedBroker.exitCode === null && timedBroker.signalCode === null) await new Promise((r) => timedBroker.once('exit', r));
+    }
+  });
+  const broker = await startBroker(dir, port);
   try {
-    const config = writeConfig(dir, port);
-    const samples = await commandToRelay(dir, url, config);
     const floor = p50p99(samples.floor);
     const command = p50p99(samples.agent);
     const drain = await outboxDrain(dir, url, config, port);

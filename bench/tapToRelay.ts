@@ -13,7 +13,7 @@ import { fileURLToPath } from 'node:url';
 import { edgesOf, encodeCard } from '../src/core/wiegand.js';
 import { writeSimulatedEdges } from '../src/hardware/simulatedEdges.js';
 import { AGENT_NODE_OPTIONS, latencyRows, type BenchRow } from './report.js';
-import { benchAgentConfig, cli, ptyPair as ptyPairOf, spawnTimed } from './benchAgent.js';
+import { benchAgentConfig, cli, observed, ptyPair as ptyPairOf, spawnTimed } from './benchAgent.js';
 import { level, p50p99, timeUntilLevel } from './valueFile.js';
 import { sleep, waitFor } from './wait.js';
 
@@ -182,15 +182,17 @@ export async function benchmarkTapToRelay(workDir: string): Promise<BenchRow[]> 
   mkdirSync(dir, { recursive: true });
   // The floor's taps in blocks between the agent's (100 of each in turn, after a warm-up of each), so a load that
   // comes and goes during the run weighs on both alike.
-  const floor = await startFloor(dir);
+  // The benchmark on a CPU of its own, the agent, the floor and socat on the others (benchAgent.ts, observed).
   const floorSamples: number[] = [];
-  let agentRun: AgentRun;
-  try {
-    await floor.block(WARMUP - 1);
-    agentRun = await measureAgent(dir, { timed: true, between: { every: BLOCK, run: async () => void floorSamples.push(...(await floor.block(BLOCK))) } });
-  } finally {
-    floor.stop();
-  }
+  const agentRun = await observed(async () => {
+    const floor = await startFloor(dir);
+    try {
+      await floor.block(WARMUP - 1);
+      return await measureAgent(dir, { timed: true, between: { every: BLOCK, run: async () => void floorSamples.push(...(await floor.block(BLOCK))) } });
+    } finally {
+      floor.stop();
+    }
+  });
   const agent = p50p99(agentRun.taps);
   rmSync(dir, { recursive: true, force: true });
   return latencyRows('tap-to-relay', `card line to relay (${TAPS} taps)`, agent, p50p99(floorSamples), 'bare serialport reader', 5);

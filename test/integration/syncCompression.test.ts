@@ -1,5 +1,4 @@
-import { spawnSync } from 'node:child_process';
-import { close, closeSync, mkdirSync, open, openSync, readdirSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readdirSync, writeFileSync } from 'node:fs';
 import { createServer, type IncomingHttpHeaders, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
@@ -12,6 +11,7 @@ import { syncOnce } from '../../src/sync/sync.js';
 import { runCli, runCliAsync, tempDir, writeConfig } from '../support/cli.js';
 import { dumpCache } from '../support/db.js';
 import { freePort } from '../support/net.js';
+import { holdThreadPool } from '../support/threadPool.js';
 
 // Issue 28, the agent's side: compressed answers (gzip, brotli) decompressed as they stream, bodies that do not
 // decompress or decompress past the limit (a zip bomb), an ETag that contradicts its body, 503 + Retry-After,
@@ -89,29 +89,6 @@ function delta(revision: number, suspended: number[], removed: number[] = []) {
     details: Object.fromEntries(suspended.map((id) => [String(id), detail(id)])),
     removed,
   };
-}
-
-/**
- * Holds every thread of libuv's pool (zlib's decompression runs there) for `ms`: each is blocked opening a FIFO for
- * reading until a writer comes. The writers (opened read-write, which never blocks) stay until every reader got
- * through, so no pool thread is left blocked. Resolves when the pool is free again.
- */
-function holdThreadPool(dir: string, ms: number): Promise<void> {
-  const fifos = Array.from({ length: 16 }, (_, i) => join(dir, `pool-${i}`));
-  const readers = fifos.map((fifo) => {
-    const made = spawnSync('mkfifo', [fifo]);
-    if (made.status !== 0) throw new Error(`mkfifo ${fifo} failed: ${made.stderr}`);
-    return new Promise<void>((resolve) => open(fifo, 'r', (err, fd) => (err ? resolve() : close(fd, () => resolve()))));
-  });
-  return new Promise<void>((resolve) =>
-    setTimeout(() => {
-      const writers = fifos.map((fifo) => openSync(fifo, 'r+'));
-      void Promise.all(readers).then(() => {
-        for (const fd of writers) closeSync(fd);
-        resolve();
-      });
-    }, ms),
-  );
 }
 
 /** A 200 answer in a coding, with an ETag (its own revision's unless told). */

@@ -2,6 +2,7 @@ import { createRequire } from 'node:module';
 import type { SerialPort as SerialPortClass } from 'serialport';
 import type { BackoffOptions } from '../../util/backoff.js';
 import { closeWhenDeviceVanishes } from './devicePresence.js';
+import { withEventLoopReads } from './eventLoopReads.js';
 
 /** The part of a serial port the reader uses (serialport's SerialPort; a fake in unit tests). */
 export interface PortLike {
@@ -21,10 +22,14 @@ export type PortFactory = (path: string, baudRate: number) => PortLike;
 // serialport (and its native binding) is loaded when the first port opens: a door without a serial reader, and
 // every command but `run`, never pays for it at start.
 let SerialPort: typeof SerialPortClass | undefined;
+let binding: typeof SerialPortClass.binding | undefined;
 
 export const openSerialPort: PortFactory = (path, baudRate) => {
   SerialPort ??= (createRequire(import.meta.url)('serialport') as { SerialPort: typeof SerialPortClass }).SerialPort;
-  return closeWhenDeviceVanishes(new SerialPort({ path, baudRate, autoOpen: false, lock: true }), path) as unknown as PortLike;
+  // serialport's own binding, its reads made on the event loop rather than the thread pool (eventLoopReads.ts).
+  binding ??= withEventLoopReads(SerialPort.binding);
+  const options = { path, baudRate, autoOpen: false, lock: true, binding } as ConstructorParameters<typeof SerialPortClass>[0];
+  return closeWhenDeviceVanishes(new SerialPort(options), path) as unknown as PortLike;
 };
 
 // First retry within a second, then doubling up to 30 s (docs/hardware.md: an unplugged reader is reopened with backoff).
