@@ -1,15 +1,16 @@
 import { spawnSync } from 'node:child_process';
-import { close, closeSync, open, openSync } from 'node:fs';
+import { close, closeSync, mkdtempSync, open, openSync } from 'node:fs';
 import { join } from 'node:path';
 
 /**
  * Holds every thread of libuv's pool (zlib's decompression, fs calls, serialport's own reads run there) for `ms`:
- * each is blocked opening a FIFO in `dir` for reading until a writer comes. The writers (opened read-write, which
+ * each is blocked opening a FIFO (in a new directory in `dir`) for reading until a writer comes. The writers (opened read-write, which
  * never blocks) stay until every reader got through, so no pool thread is left blocked. Resolves when the pool is
  * free again.
  */
 export function holdThreadPool(dir: string, ms: number): Promise<void> {
-  const fifos = Array.from({ length: 16 }, (_, i) => join(dir, `pool-${i}`));
+  const fifoDir = mkdtempSync(join(dir, 'pool-'));
+  const fifos = Array.from({ length: 16 }, (_, i) => join(fifoDir, `fifo-${i}`));
   const readers = fifos.map((fifo) => {
     const made = spawnSync('mkfifo', [fifo]);
     if (made.status !== 0) throw new Error(`mkfifo ${fifo} failed: ${made.stderr}`);

@@ -2,7 +2,7 @@ import { createRequire } from 'node:module';
 import type { SerialPort as SerialPortClass } from 'serialport';
 import type { BackoffOptions } from '../../util/backoff.js';
 import { closeWhenDeviceVanishes } from './devicePresence.js';
-import { withEventLoopReads } from './eventLoopReads.js';
+import { withEventLoopIo } from './eventLoopIo.js';
 
 /** The part of a serial port the reader uses (serialport's SerialPort; a fake in unit tests). */
 export interface PortLike {
@@ -26,8 +26,8 @@ let binding: typeof SerialPortClass.binding | undefined;
 
 export const openSerialPort: PortFactory = (path, baudRate) => {
   SerialPort ??= (createRequire(import.meta.url)('serialport') as { SerialPort: typeof SerialPortClass }).SerialPort;
-  // serialport's own binding, its reads made on the event loop rather than the thread pool (eventLoopReads.ts).
-  binding ??= withEventLoopReads(SerialPort.binding);
+  // serialport's own binding, its reads and writes made on the event loop rather than the thread pool (eventLoopIo.ts).
+  binding ??= withEventLoopIo(SerialPort.binding);
   const options = { path, baudRate, autoOpen: false, lock: true, binding } as ConstructorParameters<typeof SerialPortClass>[0];
   return closeWhenDeviceVanishes(new SerialPort(options), path) as unknown as PortLike;
 };
