@@ -13,7 +13,7 @@ import { systemClock, systemTimers } from '../../src/util/clock.js';
 import { tempDir } from '../support/cli.js';
 import { waitUntil } from '../support/daemon.js';
 import { PtyPair } from '../support/socat.js';
-import { holdThreadPool } from '../support/threadPool.js';
+import { watchedThreadPoolHold } from '../support/threadPool.js';
 import { sleep } from '../support/wait.js';
 
 // The serial port's reads and writes are made on the event loop (src/readers/serial/eventLoopIo.ts), on a real serial line
@@ -57,17 +57,14 @@ describe("a serial reader's bytes", () => {
     cleanups.push(() => reader.stop());
     reader.start();
     await waitUntil(() => reader.connected, 10_000, 'reader connected');
-    let released = false;
-    const held = holdThreadPool(tmp.path, 8000).then(() => {
-      released = true;
-    });
+    const pool = watchedThreadPoolHold(tmp.path, 8000);
     try {
       pair.write('4213578\r\n');
       await waitUntil(() => frames.length > 0, 7000, 'the card read while the pool is held');
-      expect(released).toBe(false);
+      expect(pool.released).toBe(false);
       expect(frames).toEqual([{ kind: 'card', value: '4213578' }]);
     } finally {
-      await held;
+      await pool.done;
     }
   }, 30_000);
 
@@ -110,16 +107,13 @@ describe('bytes written to a serial line', () => {
     const far = await openPort(pair.terminalPath);
     const received: Buffer[] = [];
     far.on('data', (chunk) => received.push(chunk));
-    let released = false;
-    const held = holdThreadPool(tmp.path, 8000).then(() => {
-      released = true;
-    });
+    const pool = watchedThreadPoolHold(tmp.path, 8000);
     try {
       port.write!(Buffer.from('OK\r\n', 'latin1'));
       await waitUntil(() => Buffer.concat(received).toString('latin1') === 'OK\r\n', 7000, 'the reply at the far end while the pool is held');
-      expect(released).toBe(false);
+      expect(pool.released).toBe(false);
     } finally {
-      await held;
+      await pool.done;
     }
   }, 30_000);
 
@@ -159,19 +153,16 @@ describe('bytes written to a serial line', () => {
     bus.start();
     cleanups.push(() => bus.stop());
     await waitUntil(() => onlineChanges.at(-1) === true, 10_000, 'the reader online');
-    let released = false;
-    const held = holdThreadPool(tmp.path, 5000).then(() => {
-      released = true;
-    });
+    const pool = watchedThreadPoolHold(tmp.path, 5000);
     try {
       await sleep(2500); // past the bus's offline limit (2 s without a reply)
       pd.presentCard(1, encodeCard(4_213_578n));
       await waitUntil(() => frames.length > 0, 2000, 'the card while the pool is held');
-      expect(released).toBe(false);
+      expect(pool.released).toBe(false);
       expect(frames[0]).toEqual(expect.objectContaining({ kind: 'card', value: '4213578' }));
       expect(onlineChanges).toEqual([true]);
     } finally {
-      await held;
+      await pool.done;
     }
   }, 30_000);
 });

@@ -4,9 +4,9 @@ import { join } from 'node:path';
 
 /**
  * Holds every thread of libuv's pool (zlib's decompression, fs calls, serialport's own reads run there) for `ms`:
- * each is blocked opening a FIFO (in a new directory in `dir`) for reading until a writer comes. The writers (opened read-write, which
- * never blocks) stay until every reader got through, so no pool thread is left blocked. Resolves when the pool is
- * free again.
+ * each is blocked opening a FIFO (in a new directory in `dir`) for reading until a writer comes. The writers
+ * (opened read-write, which never blocks) stay until every reader got through, so no pool thread is left blocked.
+ * Resolves when the pool is free again.
  */
 export function holdThreadPool(dir: string, ms: number): Promise<void> {
   const fifoDir = mkdtempSync(join(dir, 'pool-'));
@@ -25,4 +25,13 @@ export function holdThreadPool(dir: string, ms: number): Promise<void> {
       });
     }, ms),
   );
+}
+
+/** holdThreadPool, and whether the pool is free again yet (a test asserts that what it waited for came before). */
+export function watchedThreadPoolHold(dir: string, ms: number): { readonly released: boolean; done: Promise<void> } {
+  const hold = { released: false, done: Promise.resolve() };
+  hold.done = holdThreadPool(dir, ms).then(() => {
+    hold.released = true;
+  });
+  return hold;
 }
