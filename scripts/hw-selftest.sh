@@ -35,18 +35,14 @@ node "$CLI" config check --config "$CONFIG"
 
 cd "$APP"
 APP="$APP" CONFIG="$CONFIG" SECONDS_TO_WATCH="${HW_SELFTEST_SECONDS:-20}" node --input-type=module <<'NODE'
-import { pino } from 'pino';
 const app = process.env.APP;
 const watchMs = Number(process.env.SECONDS_TO_WATCH) * 1000;
-const { loadConfig } = await import(`${app}/dist/src/config/load.js`);
-const { createGpioDriver } = await import(`${app}/dist/src/hardware/createGpio.js`);
-const { relayLevel } = await import(`${app}/dist/src/core/relay.js`);
-const { SerialReader } = await import(`${app}/dist/src/readers/serial/serialReader.js`);
-const { WiegandReader } = await import(`${app}/dist/src/readers/wiegand/wiegandReader.js`);
-const { inputDevicePorts } = await import(`${app}/dist/src/readers/keyboard/inputDevicePort.js`);
-const { describeReader, readerCardFormat } = await import(`${app}/dist/src/door/options.js`);
-const { credentialHint, normalizeCredential } = await import(`${app}/dist/src/core/credentials.js`);
-const { systemClock, systemTimers } = await import(`${app}/dist/src/util/clock.js`);
+// door-agent's own loader, drivers and readers, from the installed bundle (an installed tree has nothing else).
+const {
+  pino, loadConfig, createGpioDriver, relayLevel, credentialHint, normalizeCredential, SerialReader, WiegandReader,
+  Pn532Reader, OsdpBuses, inputDevicePorts, ReaderSignals, describeReader, readerCardFormat, readScbk, systemClock,
+  systemTimers,
+} = await import(`${app}/dist/cli/hw-selftest-kit.js`);
 const config = loadConfig(process.env.CONFIG);
 const gpio = createGpioDriver(config.gpio);
 if (config.gpio.driver === 'chardev') console.log(`GPIO character device: ${gpio.chip.path} "${gpio.chip.label}" (${gpio.chip.lines} lines)`);
@@ -64,7 +60,6 @@ for (const door of config.doors) {
   console.log(`${door.name}: GPIO ${door.relay.pin} locked (level ${locked}), reads back ${relay.read()}`);
 }
 
-const { ReaderSignals } = await import(`${app}/dist/src/readers/readerFeedback.js`);
 const signalled = config.doors.filter((d) => d.reader && d.reader.type !== 'osdp' && (d.reader.led || d.reader.buzzer));
 if (signalled.length > 0) console.log('== 2b. reader LED and buzzer lines: grant, deny, lockdown, 2 s apart');
 for (const door of signalled) {
@@ -98,8 +93,6 @@ for (const input of inputs) {
 }
 const logger = pino({ level: 'warn' });
 // OSDP: the reader on its bus, with its online state, identity and secure channel printed as they come.
-const { OsdpBuses } = await import(`${app}/dist/src/readers/osdp/osdpBuses.js`);
-const { readScbk } = await import(`${app}/dist/src/util/secretFiles.js`);
 const osdpBuses = new OsdpBuses({ clock: systemClock, timers: systemTimers, logger: pino({ level: 'info' }) });
 function osdpReader(d, common) {
   let handle = null;
@@ -129,7 +122,6 @@ function osdpReader(d, common) {
 }
 // PN532: woken and set up as the daemon does; its firmware version is printed once it answers (the installer's
 // check that the HSU wiring, the mode switches and the baud rate are right), then each card read.
-const { Pn532Reader } = await import(`${app}/dist/src/readers/pn532/pn532Reader.js`);
 function pn532Reader(d, common) {
   return new Pn532Reader(d.reader, {
     logger: pino({ level: 'warn' }), clock: systemClock, timers: systemTimers, gpio,
