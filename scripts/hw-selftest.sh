@@ -23,7 +23,9 @@ set -euo pipefail
 CONFIG="${1:-${DOOR_AGENT_CONFIG:-/etc/door-agent/config.yaml}}"
 APP="$(cd "$(dirname "$0")/.." && pwd)"
 CLI="$APP/dist/cli/door-agent.js"
-[ -f "$CLI" ] || { echo "hw-selftest: $CLI is missing: run npm ci in $APP first" >&2; exit 1; }
+for built in "$CLI" "$APP/dist/cli/hw-selftest-kit.js"; do
+  [ -f "$built" ] || { echo "hw-selftest: $built is missing: install door-agent with scripts/install.sh (in a clone: npm ci, then npm run build)" >&2; exit 1; }
+done
 if command -v systemctl >/dev/null 2>&1 && systemctl is-active --quiet door-agent 2>/dev/null; then
   echo "hw-selftest: door-agent is running and holds the pins: sudo systemctl stop door-agent, then run this again" >&2
   exit 1
