@@ -35,7 +35,6 @@ trap 'node "$CLI" relock --config "$CONFIG" >/dev/null 2>&1 || echo "hw-selftest
 echo "== 1. configuration"
 node "$CLI" config check --config "$CONFIG"
 
-cd "$APP"
 APP="$APP" CONFIG="$CONFIG" SECONDS_TO_WATCH="${HW_SELFTEST_SECONDS:-20}" node --input-type=module <<'NODE'
 const app = process.env.APP;
 const watchMs = Number(process.env.SECONDS_TO_WATCH) * 1000;

@@ -212,13 +212,14 @@ describe('scripts/install.sh from a clean copy of the tree, npm steps included',
     doc.setIn(['agent', 'dataDir'], join(dir, 'data'));
     doc.setIn(['gpio'], doc.createNode({ driver: 'simulated', simulatedDir: join(dir, 'gpio') }));
     doc.setIn(['doors', 0, 'reader', 'path'], stPty.devicePath);
-    const stConfig = join(dir, 'config.yaml');
-    writeFileSync(stConfig, doc.toString());
+    writeFileSync(join(dir, 'config.yaml'), doc.toString());
     const pin = doc.getIn(['doors', 0, 'relay', 'pin']) as number;
     await stPty.plugIn();
     try {
-      // As docs/hardware.md has the installer run it (here with 4 s to watch the inputs and readers, not 20).
-      const child = spawn(join(APP, 'scripts/hw-selftest.sh'), [stConfig], {
+      // As docs/hardware.md has the installer run it (here with 4 s to watch the inputs and readers, not 20), the
+      // configuration named relative to where they stand: every step, and the relock at the end, must find it.
+      const child = spawn(join(APP, 'scripts/hw-selftest.sh'), ['config.yaml'], {
+        cwd: dir,
         env: { PATH: process.env.PATH ?? '/usr/bin:/bin', HW_SELFTEST_SECONDS: '4' },
         stdio: ['ignore', 'pipe', 'pipe'],
       });
@@ -231,6 +232,7 @@ describe('scripts/install.sh from a clean copy of the tree, npm steps included',
       stPty.write('0004213578\r\n'); // Alice's card
       expect(await exited, stdout + stderr).toBe(0);
       expect(stderr).not.toContain('ERR_MODULE_NOT_FOUND');
+      expect(stderr).not.toContain('relock failed');
       expect(stdout).toContain('== 2. relays');
       const locked = new RegExp(`GPIO ${pin} locked \\(level (\\d)\\), reads back (\\d)`).exec(stdout);
       expect(locked, stdout).not.toBeNull();
