@@ -1,7 +1,8 @@
 // The installed CLI (`npm run build`, after tsc): dist/cli/door-agent.js, the sync worker and the hardware
-// self-test's kit, bundled by esbuild from tsc's output in dist/src (which is not installed). A CLI start on a Pi-class board is mostly module loading: Node resolves,
-// reads and links each of ~1,000 ES module files one by one, where a few bundled files load at once. Each
-// command is still imported only when it runs (code splitting keeps `relock` free of fastify and MQTT).
+// self-test's kit, bundled by esbuild from tsc's output in dist/src (which is not installed). A CLI start on a
+// Pi-class board is mostly module loading: Node resolves, reads and links each of ~1,000 ES module files one by
+// one, where a few bundled files load at once. Each command is still imported only when it runs (code splitting
+// keeps `relock` free of fastify and MQTT).
 //
 // dist/cli sits at the depth of dist/src, so what the code finds relative to itself (package.json for the
 // version, build/Release for the native addons) is found from both. The native and optional packages stay
