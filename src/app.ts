@@ -9,7 +9,6 @@ import { EmergencyInput } from './door/emergencyInput.js';
 import { KeypadGuesses } from './door/keypadGuesses.js';
 import { lockoutWarnings } from './config/keypadLockout.js';
 import { readKeypadGuesses, writeKeypadGuesses } from './store/keypadGuessState.js';
-import { countShortPins, shortPinsSentence } from './store/pinCensus.js';
 import type { LockSnapshot } from './door/lockController.js';
 import { RelayBank } from './door/relays.js';
 import { SiteOperations } from './door/siteOperations.js';
@@ -232,11 +231,12 @@ export async function startAgent(config: AgentOptions, deps: AgentDeps): Promise
           logger: logger.child({ component: 'sync' }),
           heldVersion: () => readHeldVersion(store.db),
           onPush: (revision) => store.setDirectoryPush(revision),
-          rules: directoryRules(config.access, config.doors),
+          // The short PINs are counted in the sync worker too: a scan of every credential, never on the door's thread.
+          rules: { ...directoryRules(config.access, config.doors), minPinLength: config.access.minPinLength },
           onFindings: (found) => findings.report(found),
           link: supervision.links.service,
           onSynced: afterSync(
-            afterSync((result: SyncResult) => metrics?.synced(result.durationMs), shortPinsWarning(config, store, logger)),
+            (result: SyncResult) => metrics?.synced(result.durationMs),
             () => {
               offlineLimit?.synced();
               const checker = getChecker();
@@ -481,17 +481,6 @@ function afterSync<T>(first: (result: T) => void, then: () => void): (result: T)
   return (result) => {
     first(result);
     then();
-  };
-}
-
-/** After a sync: PINs in the directory under access.minPinLength never open; said once (again when the count changes). */
-function shortPinsWarning(config: AgentOptions, store: AgentStore, logger: Logger): () => void {
-  let said = 0;
-  return () => {
-    const count = countShortPins(store.db, config.access.pinLabels, config.access.minPinLength);
-    const sentence = shortPinsSentence(count, config.access.minPinLength);
-    if (sentence && count !== said) logger.warn({ count }, sentence);
-    said = count;
   };
 }
 

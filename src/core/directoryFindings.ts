@@ -17,6 +17,8 @@ export interface DirectoryRules {
   pinLabels: readonly string[];
   duressPin: DuressRule;
   minCardDigits: number;
+  /** access.minPinLength: the PINs shorter than it are counted (never accepted). Absent: not counted. */
+  minPinLength?: number;
   /**
    * The numbering and formats of each of the site's Wiegand and OSDP readers (distinct): what a printed entry reads
    * as. Absent or empty: no reader hands on a printed form, no card can be ambiguous.
@@ -50,6 +52,8 @@ export interface DirectoryFindings {
   ambiguousCards?: { count: number; emailIds: number[]; magicLinkIds: string[]; numberings: WiegandNumbering[] };
   /** null: access.duressPin is off (no duress PINs, nothing can collide). */
   duressCollisions: { count: number; emailIds: number[]; magicLinkIds: string[] } | null;
+  /** PIN entries shorter than access.minPinLength (never accepted); with rules.minPinLength only. */
+  shortPins?: { count: number; minLength: number };
 }
 
 /** A door's readers as the configuration gives them (only Wiegand and OSDP readers have a numbering and formats). */
@@ -61,7 +65,7 @@ interface ReaderLike {
 
 /** The rules of a site: access.pinLabels, duressPin, minCardDigits, and how its readers number a card. */
 export function directoryRules(
-  access: Omit<DirectoryRules, 'cardReads'>,
+  access: Omit<DirectoryRules, 'cardReads' | 'minPinLength'>,
   doors: ReadonlyArray<{ reader?: ReaderLike; exitReader?: ReaderLike }>,
 ): DirectoryRules {
   const reads = new Map<string, CardRead>();

@@ -2,17 +2,21 @@ import type { Logger } from 'pino';
 import { MAX_LISTED, collisionKey, type DirectoryFindings } from '../core/directoryFindings.js';
 import type { AgentStore } from '../store/agentStore.js';
 import { readMeta, writeMeta } from '../store/meta.js';
+import { shortPinsSentence } from '../store/pinCensus.js';
 
 /** state.db: the collision set last recorded as a duress_collision event (a restart does not record it again). */
 const KEY = 'duress_collisions_reported';
 
 /**
  * The daemon's side of the directory findings after each sync (issue 32 items 4 and 9): one warn line per kind of
- * finding and sync (counts, labels, email_ids; never a number), and a `duress_collision` audit event when the set
- * of collisions changed (also when it is resolved: count 0), not on every sync.
+ * finding and sync (counts, labels, email_ids; never a number), the short PINs once (again when their count
+ * changes), and a `duress_collision` audit event when the set of collisions changed (also when it is resolved:
+ * count 0), not on every sync.
  */
 export class FindingsReporter {
   private last: string | null = null;
+  /** The short PINs last warned of: said once, again when the count changes. */
+  private shortPinsSaid = 0;
 
   constructor(private readonly deps: { store: AgentStore; wallNow: () => number; logger: Logger }) {}
 
@@ -47,6 +51,12 @@ export class FindingsReporter {
         },
         "duress PIN collisions in the directory: a duress PIN that is also someone's PIN opens as that PIN with no alarm; change one of the PINs",
       );
+    }
+    if (findings.shortPins) {
+      const { count, minLength } = findings.shortPins;
+      const sentence = shortPinsSentence(count, minLength);
+      if (sentence && count !== this.shortPinsSaid) logger.warn({ count }, sentence);
+      this.shortPinsSaid = count;
     }
     this.recordIfChanged(findings);
   }

@@ -114,6 +114,11 @@ export class SyncScheduler {
         'sync done',
       );
     } catch (err) {
+      if (this.stopped) {
+        // The agent is stopping (the sync thread was ended under the sync): nothing failed, nothing is retried.
+        logger.info({ reason: (err as Error).message }, 'sync abandoned: the agent is stopping');
+        return;
+      }
       if (err instanceof MassRemovalError) {
         logger.error({ removed: err.removed, of: err.current }, `sync refused: ${err.message}`);
       } else if (err instanceof ServiceError && err.authRefused) {

@@ -27,3 +27,13 @@ export function syncError(failure: SyncFailure): Error {
       return new DoorAgentError(failure.message);
   }
 }
+
+/**
+ * A sync under way when the agent stopped: not a failure. Its transaction, unless it had committed already, is
+ * dropped with the thread, and the cache is as it was.
+ */
+export class SyncAbandoned extends DoorAgentError {
+  constructor() {
+    super('the agent is stopping: the sync under way was abandoned (uncommitted, it leaves the cache as it was)');
+  }
+}

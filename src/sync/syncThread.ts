@@ -2,7 +2,7 @@ import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { Worker } from 'node:worker_threads';
 import { DoorAgentError } from '../util/errors.js';
-import { syncError } from './syncFailure.js';
+import { SyncAbandoned, syncError } from './syncFailure.js';
 import type { SyncOrder, SyncOutcome, SyncRunner, SyncWorkerData } from './syncSession.js';
 import type { SyncReply, SyncRequest } from './syncWorker.js';
 
@@ -32,7 +32,9 @@ export class SyncThread implements SyncRunner {
       if (reply.ok) waiting.resolve(reply.result);
       else waiting.reject(syncError(reply.error));
     });
+    // Only this worker's own syncs: after it died, or was stopped, a new one may already be running others.
     const failAll = (err: Error) => {
+      if (this.worker !== worker) return;
       for (const waiting of this.pending.values()) waiting.reject(err);
       this.pending.clear();
       this.worker = null;
@@ -60,10 +62,15 @@ export class SyncThread implements SyncRunner {
     });
   }
 
-  /** Ends the worker; a sync under way is abandoned (its transaction never commits: the cache stays as it was). */
+  /**
+   * Ends the worker; a sync under way is abandoned (its transaction never commits: the cache stays as it was) and
+   * rejects with SyncAbandoned, not as a failure: the agent is stopping.
+   */
   async stop(): Promise<void> {
     const worker = this.worker;
     this.worker = null;
+    for (const waiting of this.pending.values()) waiting.reject(new SyncAbandoned());
+    this.pending.clear();
     if (worker) await worker.terminate();
   }
 }

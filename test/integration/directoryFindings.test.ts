@@ -152,7 +152,12 @@ function collisionEvents(dir: string): Array<Record<string, unknown>> {
 
 describe('the daemon after each sync', () => {
   it('warns once per sync, records duress_collision when the set changes (not on every sync, not again after a restart)', async () => {
-    const directory = { current: troubled() };
+    // Carol also holds a 2-digit PIN (under access.minPinLength: never accepted), counted in the sync worker.
+    const withShortPin = (snapshot: Snapshot) => {
+      (snapshot.details['103'] as { smartcards: unknown[] }).smartcards.push({ number: '97', label: 'PIN' });
+      return snapshot;
+    };
+    const directory = { current: withShortPin(troubled()) };
     const svc = await service(directory);
     const s = site(ACCESS);
     writeFileSync(join(s.dir, 'api-key'), 'dak_test-key\n');
@@ -172,6 +177,8 @@ describe('the daemon after each sync', () => {
       return daemon;
     };
     const warned = (d: Daemon, from = 0) => d.logs.slice(from).filter((l) => String(l.msg).startsWith('duress PIN collisions'));
+    const shortPins = (d: Daemon, from = 0) =>
+      d.logs.slice(from).filter((l) => l.msg === '1 PIN shorter than 4 digits is never accepted (access.minPinLength)');
     try {
       let daemon = await start();
       try {
@@ -179,10 +186,12 @@ describe('the daemon after each sync', () => {
         expect(line).toMatchObject({ level: 40, count: 1, email_ids: [101, 105] });
         expect(daemon.logs.find((l) => String(l.msg).startsWith('card entries shorter'))).toMatchObject({ level: 40, count: 1, labels: ['Pin code'] });
         expect(daemon.rawOutput.join('\n')).not.toMatch(DIGITS);
-        // The next sync (10 s on): warned again, recorded once.
+        expect(shortPins(daemon)).toEqual([expect.objectContaining({ level: 40, count: 1 })]);
+        // The next sync (10 s on): warned again, recorded once; the short PINs, unchanged, are not said again.
         const from = daemon.logs.length;
         await daemon.waitForMessage('sync done', 30_000, from);
         expect(warned(daemon, from)).toHaveLength(1);
+        expect(shortPins(daemon, from)).toEqual([]);
         expect(collisionEvents(s.dir)).toEqual([{ count: 1, email_ids: [101, 105], magic_link_ids: [] }]);
       } finally {
         await daemon.stop();
@@ -192,7 +201,7 @@ describe('the daemon after each sync', () => {
       try {
         expect(warned(daemon)).toHaveLength(1);
         expect(collisionEvents(s.dir)).toHaveLength(1);
-        const fixed = troubled();
+        const fixed = withShortPin(troubled());
         (fixed.details['105'] as { smartcards: Array<{ number: string }> }).smartcards[1]!.number = '7777';
         directory.current = fixed;
         const from = daemon.logs.length;

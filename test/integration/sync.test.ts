@@ -8,9 +8,10 @@ import { CLI, ROOT, runCli, runCliAsync, tempDir, writeConfig } from '../support
 import { dumpCache, installWriteCounter } from '../support/db.js';
 import { Daemon } from '../support/daemon.js';
 import { freePort } from '../support/net.js';
-import { sleep } from '../support/wait.js';
+import { sleep, waitUntil } from '../support/wait.js';
 import { MassRemovalError } from '../../src/store/snapshotMerge.js';
 import { ServiceError } from '../../src/sync/serviceClient.js';
+import { SyncAbandoned } from '../../src/sync/syncFailure.js';
 import { SyncThread } from '../../src/sync/syncThread.js';
 import { directoryRules } from '../../src/core/directoryFindings.js';
 import { BUILTIN_FORMATS } from '../../src/core/wiegandFormats.js';
@@ -371,7 +372,31 @@ describe('the sync worker thread (the daemon never runs a sync on its event loop
     }
   });
 
-  it("the directory's scan after a sync in the thread knows the site's readers: a printed card that reads as another holder's number is found", async () => {
+  it('stopped during a sync (the agent stopping): the sync is abandoned as such, not failed, and the cache is unchanged', async () => {
+    const held: ServerResponse[] = [];
+    const before = svc.requests.length;
+    svc.handler = (_req, res) => {
+      held.push(res); // the service never answers: the sync is under way when the agent stops
+      return true;
+    };
+    const { cache, worker } = thread();
+    try {
+      const run = worker.run({ concurrency: 8, maxRemovalRatio: 0.5 }).catch((err: unknown) => err);
+      await waitUntil(() => svc.requests.length > before, 20_000, 'the sync to ask the service');
+      await worker.stop();
+      const outcome = await run;
+      expect(outcome).toBeInstanceOf(SyncAbandoned);
+      expect((outcome as Error).message).toBe('the agent is stopping: the sync under way was abandoned (uncommitted, it leaves the cache as it was)');
+    } finally {
+      svc.handler = null;
+      for (const res of held) res.destroy();
+    }
+    const db = new Database(cache, { readonly: true });
+    expect(db.prepare('SELECT count(*) FROM credentials').pluck().get()).toBe(0);
+    db.close();
+  });
+
+  it("the directory's scan after a sync in the thread knows the site's readers (a printed card that reads as another holder's number is found), and counts the short PINs", async () => {
     // Alice's 123:45678 (H10301) reads as 8106606 on a reader whose numbering is data: Erin holds that number.
     svc.handler = (req, res) => {
       const url = new URL(req.url ?? '/', 'http://x');
@@ -382,7 +407,9 @@ describe('the sync worker thread (the daemon never runs a sync on its event loop
         return true;
       }
       const id = Number(url.searchParams.get('email_id'));
-      res.end(JSON.stringify({ policies: [], smartcards: [{ number: id === 1 ? '123:45678' : String(123 * 65536 + 45678) }] }));
+      // Alice also holds a 2-digit PIN: under access.minPinLength, counted in the thread too.
+      const pin = id === 1 ? [{ number: '12', label: 'PIN' }] : [];
+      res.end(JSON.stringify({ policies: [], smartcards: [{ number: id === 1 ? '123:45678' : String(123 * 65536 + 45678) }, ...pin] }));
       return true;
     };
     const { worker } = thread();
@@ -391,8 +418,9 @@ describe('the sync worker thread (the daemon never runs a sync on its event loop
       const rules = directoryRules({ pinLabels: ['PIN'], duressPin: 'off', minCardDigits: 4 }, [
         { reader: { type: 'wiegand', numbering: 'data', formats: h10301 } },
       ]);
-      const result = await worker.run({ concurrency: 8, maxRemovalRatio: null, rules });
+      const result = await worker.run({ concurrency: 8, maxRemovalRatio: null, rules: { ...rules, minPinLength: 4 } });
       expect(result.findings?.ambiguousCards).toEqual({ count: 1, emailIds: [1, 2], magicLinkIds: [], numberings: ['data'] });
+      expect(result.findings?.shortPins).toEqual({ count: 1, minLength: 4 });
     } finally {
       svc.handler = null;
       await worker.stop();

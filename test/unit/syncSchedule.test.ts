@@ -4,6 +4,7 @@ import { fullJitterDelay } from '../../src/util/backoff.js';
 import { parseRetryAfter } from '../../src/sync/retryAfter.js';
 import { SyncScheduler } from '../../src/sync/scheduler.js';
 import { ServiceError } from '../../src/sync/serviceClient.js';
+import { SyncAbandoned } from '../../src/sync/syncFailure.js';
 import type { SyncResult } from '../../src/sync/sync.js';
 import { firstSyncDelay, intervalDelay, retryDelay } from '../../src/sync/syncDelays.js';
 import { etagContradiction } from '../../src/sync/etagCheck.js';
@@ -206,6 +207,39 @@ describe('the schedule (manual time, chosen draws)', () => {
     expect(h.runsAt).toEqual([0, 5 * MINUTE]);
     expect(h.lines.find((l) => l.msg === 'sync failed; the cache is unchanged')).toMatchObject({ retryInMs: 5 * MINUTE, capped: true });
     h.scheduler.stop();
+  });
+
+  it('a sync under way when the agent stops: abandoned at info, never reported as failed, never retried', async () => {
+    const time = new ManualTime();
+    const lines: Array<Record<string, unknown>> = [];
+    let runs = 0;
+    let abandon: (err: Error) => void = () => undefined;
+    const scheduler = new SyncScheduler({
+      run: () => {
+        runs++;
+        return new Promise<SyncResult>((_resolve, reject) => (abandon = reject));
+      },
+      intervalMs: 5 * MINUTE,
+      startDelayMs: 0,
+      timers: time,
+      logger: pino({ level: 'info' }, { write: (line: string) => void lines.push(JSON.parse(line) as Record<string, unknown>) }),
+      random: () => 0.5,
+    });
+    scheduler.start();
+    time.advance(0);
+    expect(runs).toBe(1);
+    // The agent's stop: the scheduler first, then the sync thread, which rejects the sync it was running.
+    scheduler.stop();
+    abandon(new SyncAbandoned());
+    for (let i = 0; i < 3; i++) await new Promise((r) => setImmediate(r));
+    expect(lines.filter((l) => l.level !== 30)).toEqual([]);
+    expect(lines.find((l) => String(l.msg).startsWith('sync abandoned'))).toMatchObject({
+      msg: 'sync abandoned: the agent is stopping',
+      reason: 'the agent is stopping: the sync under way was abandoned (uncommitted, it leaves the cache as it was)',
+    });
+    time.advance(10 * MINUTE);
+    expect(runs).toBe(1);
+    expect(time.nextDue()).toBe(null);
   });
 
   it('doors sent away together with the same Retry-After come back spread, not together', () => {
