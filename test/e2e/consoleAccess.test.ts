@@ -289,8 +289,12 @@ describe('the console: keyboard, screen reader, dark mode, phone, e-mail sign-in
     const row = page.locator(`#door-${DOOR_UUID}`);
     for (const name of ['Unlock Front door', 'Lock Front door', 'Lockdown Front door']) {
       const button = row.getByRole('button', { name, exact: true });
-      await button.scrollIntoViewIfNeeded();
-      const box = (await button.boundingBox())!;
+      const box = await withRowReplaced(async () => {
+        await button.scrollIntoViewIfNeeded();
+        const measured = await button.boundingBox();
+        if (!measured) throw new Error(`${name}: no box, not attached to the DOM`);
+        return measured;
+      });
       expect(box.x, name).toBeGreaterThanOrEqual(0);
       expect(box.x + box.width, name).toBeLessThanOrEqual(375);
       expect(box.height, `${name}: a finger-sized target`).toBeGreaterThanOrEqual(40);
@@ -353,3 +357,18 @@ describe('the console: keyboard, screen reader, dark mode, phone, e-mail sign-in
     await context.close();
   });
 });
+
+/**
+ * Runs `measure` again if the row it measures was replaced meanwhile: the live stream sends each door's row once
+ * more right after the page subscribes (see console/live.ts), and on a fast machine that replacement can land between
+ * finding a button and scrolling to it ("Element is not attached to the DOM").
+ */
+async function withRowReplaced<T>(measure: () => Promise<T>): Promise<T> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await measure();
+    } catch (err) {
+      if (attempt >= 3 || !/not attached to the DOM/.test(String(err))) throw err;
+    }
+  }
+}
