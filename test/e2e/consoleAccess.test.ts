@@ -271,6 +271,25 @@ describe('the console: keyboard, screen reader, dark mode, phone, e-mail sign-in
     await page.close();
   });
 
+  it('keeps a door row the live stream sends unchanged: the focus and the seconds typed stay', async () => {
+    const page = await newPage(admin);
+    // Counts the door's row leaving the document (each replacement), from before the page's own script runs.
+    await page.addInitScript(`window.__rowsReplaced = 0;
+      new MutationObserver((records) => {
+        for (const r of records) for (const n of r.removedNodes) if (n.id === 'door-${DOOR_UUID}') window.__rowsReplaced++;
+      }).observe(document, { childList: true, subtree: true });`);
+    await page.goto(`${base}/console/doors`);
+    const seconds = page.locator(`#door-${DOOR_UUID}`).getByRole('spinbutton', { name: 'Unlock Front door for how many seconds' });
+    await seconds.fill('30');
+    await seconds.focus();
+    // The stream connects at once and sends the row as it is now; a second is ample on a loaded machine.
+    await page.waitForTimeout(1500);
+    expect(await page.evaluate('window.__rowsReplaced')).toBe(0);
+    expect(await seconds.inputValue()).toBe('30');
+    expect(await page.evaluate('document.activeElement.id')).toBe(`secs-${DOOR_UUID}`);
+    await page.close();
+  });
+
   it('reads well in dark mode and on a 375×667 phone: no sideways scroll, the door actions within reach', async () => {
     const phone = await browser.newContext({ viewport: { width: 375, height: 667 }, colorScheme: 'dark', hasTouch: true, isMobile: true });
     const page = await signIn(phone);

@@ -62,11 +62,17 @@ export const CONSOLE_JS = `
     const events = document.getElementById('events');
     const after = events && events.dataset.after ? '&after=' + encodeURIComponent(events.dataset.after) : '';
     const source = new EventSource('/console/live?page=' + encodeURIComponent(live) + after);
+    // A row is replaced only when it changed: the stream sends every row once right after it connects, and a row
+    // replaced by an identical one took the keyboard's focus and the seconds typed into it.
     source.addEventListener('replace', (e) => {
       const { id, html, parent } = JSON.parse(e.data);
       const el = document.getElementById(id);
-      if (el) el.outerHTML = html;
-      else if (parent && document.getElementById(parent)) document.getElementById(parent).insertAdjacentHTML('beforeend', html);
+      const t = document.createElement('template');
+      t.innerHTML = html;
+      const fresh = t.content.firstElementChild;
+      if (!fresh) return;
+      if (el) { if (!fresh.isEqualNode(el)) el.replaceWith(fresh); }
+      else if (parent && document.getElementById(parent)) document.getElementById(parent).append(fresh);
     });
     source.addEventListener('prepend', (e) => {
       const { id, html, match } = JSON.parse(e.data);
