@@ -35,9 +35,8 @@ export class SyncThread implements SyncRunner {
     // Only this worker's own syncs: after it died, or was stopped, a new one may already be running others.
     const failAll = (err: Error) => {
       if (this.worker !== worker) return;
-      for (const waiting of this.pending.values()) waiting.reject(err);
-      this.pending.clear();
       this.worker = null;
+      this.rejectPending(err);
     };
     worker.on('error', (err) => failAll(new DoorAgentError(`the sync worker failed: ${err.message}`, { cause: err })));
     worker.on('exit', (code) => failAll(new DoorAgentError(`the sync worker stopped (exit ${code})`)));
@@ -69,8 +68,13 @@ export class SyncThread implements SyncRunner {
   async stop(): Promise<void> {
     const worker = this.worker;
     this.worker = null;
-    for (const waiting of this.pending.values()) waiting.reject(new SyncAbandoned());
-    this.pending.clear();
+    this.rejectPending(new SyncAbandoned());
     if (worker) await worker.terminate();
+  }
+
+  /** Every sync sent and not yet answered ends with `err`. */
+  private rejectPending(err: Error): void {
+    for (const waiting of this.pending.values()) waiting.reject(err);
+    this.pending.clear();
   }
 }
