@@ -93,12 +93,24 @@ describe('SerialReader.send', () => {
     expect(s.text()).toBe('');
   });
 
+  it('a reader unplugged (the line fails under it) is logged with a reason an installer can act on', async () => {
+    const s = await setup('unplugged');
+    s.reader.start();
+    await waitUntil(() => s.reader.connected, 10_000, 'reader connected');
+    await s.pty.unplug();
+    await waitUntil(() => !s.reader.connected, 10_000, 'reader disconnected');
+    // libuv's own words for the failed line ("bad file descriptor") come last, after what they mean at a door.
+    const disconnected = s.logs.find((l) => l.msg === 'reader disconnected; reopening');
+    expect(disconnected?.reason).toMatch(/^the device went away or reported an error \(unplugged, powered off or reset: .+\)$/);
+  });
+
   it('a reader whose device node vanishes while the line stays up (serialport sees no hang-up) is reported disconnected', async () => {
     const s = await setup('vanish');
     s.reader.start();
     await waitUntil(() => s.reader.connected, 10_000, 'reader connected');
     unlinkSync(s.pty.devicePath); // the node goes, socat keeps the pty open: only the presence watch can tell
     await waitUntil(() => !s.reader.connected, 15_000, 'reader disconnected');
-    expect(s.logs.some((l) => l.msg === 'reader disconnected; reopening')).toBe(true);
+    const disconnected = s.logs.find((l) => l.msg === 'reader disconnected; reopening');
+    expect(disconnected?.reason).toBe(`the device went away or reported an error (unplugged, powered off or reset: ${s.pty.devicePath} disappeared)`);
   });
 });

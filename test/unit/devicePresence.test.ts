@@ -5,14 +5,18 @@ import { closeWhenDeviceVanishes, PRESENCE_CHECK_MS, type PresenceDeps } from '.
 class Port extends EventEmitter {
   isOpen = false;
   closes = 0;
+  /** The error each 'close' carried. */
+  closeErrors: Array<(Error & { disconnected?: boolean }) | null> = [];
   open(): void {
     this.isOpen = true;
     this.emit('open');
   }
-  close(callback?: (err: Error | null) => void): void {
+  // serialport's close(callback, disconnectError): the error goes with the 'close' event.
+  close(callback?: (err: Error | null) => void, disconnectError: Error | null = null): void {
     this.closes++;
     this.isOpen = false;
-    this.emit('close', null);
+    this.closeErrors.push(disconnectError);
+    this.emit('close', disconnectError);
     callback?.(null);
   }
 }
@@ -47,6 +51,9 @@ describe('closeWhenDeviceVanishes', () => {
     w.tick();
     expect(w.port.isOpen).toBe(false);
     expect(w.port.closes).toBe(1);
+    // The 'close' says why, as a disconnection (the reader's log: "the device went away ... /dev/ttyUSB0 disappeared").
+    expect(w.port.closeErrors[0]?.message).toBe('/dev/ttyUSB0 disappeared');
+    expect(w.port.closeErrors[0]?.disconnected).toBe(true);
     w.tick();
     expect(w.port.closes).toBe(1);
     expect(w.ticks.every((t) => t.stopped)).toBe(true);

@@ -2,6 +2,7 @@ import type { Logger } from 'pino';
 import { backoffDelay } from '../../util/backoff.js';
 import type { Clock, Timers } from '../../util/clock.js';
 import { READER_BACKOFF, openSerialPort, type PortFactory, type PortLike } from '../serial/port.js';
+import { portCloseReason } from '../serial/closeReason.js';
 import { CMD, OsdpBus, type OsdpReaderOptions } from './controlPanel.js';
 import type { Packet } from './packet.js';
 import type { ReaderFeedback } from '../readerFrames.js';
@@ -117,12 +118,12 @@ export class OsdpBuses {
     entry.port = port;
     port.on('data', (chunk) => entry.bus.receive(chunk));
     port.on('error', (err) => this.deps.logger.warn({ err, path }, 'OSDP bus error'));
-    port.on('close', () => {
+    port.on('close', (err) => {
       if (entry.port !== port) return;
       entry.port = null;
       entry.bus.lineLost();
       if (!entry.stopped) {
-        this.deps.logger.warn({ path }, 'OSDP bus disconnected; reopening');
+        this.deps.logger.warn({ path, reason: portCloseReason(err) }, 'OSDP bus disconnected; reopening');
         this.reopen(path, entry);
       }
     });

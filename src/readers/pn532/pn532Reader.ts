@@ -3,6 +3,7 @@ import { NoiseReporter } from '../noiseReporter.js';
 import type { ReaderOptionsOf } from '../options.js';
 import { credentialsFrom, type Reader, type ReaderContext } from '../reader.js';
 import { openSerialPort, type PortLike } from '../serial/port.js';
+import { portCloseReason } from '../serial/closeReason.js';
 import {
   describeFirmware,
   getFirmwareVersion,
@@ -111,7 +112,7 @@ export class Pn532Reader implements Reader {
     this.port = port;
     port.on('error', (err) => this.logger.debug({ err, path }, 'PN532 port error'));
     port.on('close', (err) => {
-      if (session === this.session) this.lost(`the port closed${err?.message ? ` (${err.message})` : ''}`);
+      if (session === this.session) this.lost(portCloseReason(err));
     });
     port.on('data', (chunk) => {
       if (session === this.session) this.link?.receive(chunk);

@@ -23,7 +23,7 @@ const systemPresence: PresenceDeps = {
 /** What the watch needs of a port (serialport's SerialPort has it). */
 export interface WatchablePort {
   readonly isOpen: boolean;
-  close(callback?: (err: Error | null) => void): void;
+  close(callback?: (err: Error | null) => void, disconnectError?: Error): void;
   on(event: 'open' | 'close', listener: () => void): unknown;
 }
 
@@ -43,7 +43,8 @@ export function closeWhenDeviceVanishes<T extends WatchablePort>(port: T, path: 
       if (!port.isOpen) return halt(); // closed without our listener hearing it (listeners removed)
       if (deps.exists(path)) return;
       halt();
-      port.close(() => undefined);
+      // Passed on as the 'close' event's error (serialport's close(callback, disconnectError)): the log says why.
+      port.close(() => undefined, Object.assign(new Error(`${path} disappeared`), { disconnected: true }));
     });
   });
   port.on('close', halt);

@@ -3,6 +3,7 @@ import type { CardFormat } from '../../core/credentials.js';
 import { backoffDelay } from '../../util/backoff.js';
 import type { Clock, Timers } from '../../util/clock.js';
 import { READER_BACKOFF, openSerialPort, type PortFactory, type PortLike } from './port.js';
+import { portCloseReason } from './closeReason.js';
 import { NoiseReporter } from '../noiseReporter.js';
 import { Rdm6300FrameParser, type Rdm6300Numbering } from './rdm6300Frames.js';
 import { ReaderFrameParser, type FrameParser, type ReaderFrame } from '../readerFrames.js';
@@ -128,7 +129,7 @@ export class SerialReader implements Reader {
       if (this.port !== port) return;
       this.setConnected(false);
       if (!this.stopped) {
-        logger.warn({ path, reason: err?.message }, 'reader disconnected; reopening');
+        logger.warn({ path, reason: portCloseReason(err) }, 'reader disconnected; reopening');
         this.scheduleReopen();
       }
     });
