@@ -238,6 +238,33 @@ describe('the operator console in Chromium', () => {
     await page.close();
   });
 
+  it("keeps an operator's focus and typed seconds when another operator's unlock changes the row", async () => {
+    const page = await newPage(admin);
+    await page.goto(`${base}/console/doors`);
+    const row = page.locator(`#door-${DOOR_UUID}`);
+    await expect.poll(() => row.textContent(), { timeout: 15_000 }).toContain('agent front online');
+    const seconds = row.getByRole('spinbutton', { name: 'Unlock Front door for how many seconds' });
+    await seconds.fill('30');
+    await seconds.focus();
+
+    // A second operator unlocks the door for 2 s: the first one's row changes twice (unlocked, then locked again).
+    const other = await newPage(admin);
+    await other.goto(`${base}/console/doors`);
+    await other.locator(`#door-${DOOR_UUID}`).getByLabel('for').fill('2');
+    await other.locator(`#door-${DOOR_UUID}`).getByRole('button', { name: 'Unlock' }).click();
+    await expect.poll(() => row.textContent(), { timeout: 10_000 }).toContain('unlocked until');
+    expect(await page.evaluate('document.activeElement.id')).toBe(`secs-${DOOR_UUID}`);
+    expect(await seconds.inputValue()).toBe('30');
+
+    // The focus on a button stays on that button through the relock's change of the row.
+    await row.getByRole('button', { name: 'Lock Front door', exact: true }).focus();
+    await expect.poll(() => page.locator(`#door-${DOOR_UUID} .badge`).first().textContent(), { timeout: 10_000 }).toBe('locked');
+    expect(await page.evaluate('document.activeElement.getAttribute("aria-label")')).toBe('Lock Front door');
+    expect(await seconds.inputValue()).toBe('30');
+    await other.close();
+    await page.close();
+  });
+
   it('creates a guest link whose QR code decodes to a token the door takes', async () => {
     const page = await newPage(admin);
     await page.goto(`${base}/console/links`);

@@ -63,7 +63,20 @@ export const CONSOLE_JS = `
     const after = events && events.dataset.after ? '&after=' + encodeURIComponent(events.dataset.after) : '';
     const source = new EventSource('/console/live?page=' + encodeURIComponent(live) + after);
     // A row is replaced only when it changed: the stream sends every row once right after it connects, and a row
-    // replaced by an identical one took the keyboard's focus and the seconds typed into it.
+    // replaced by an identical one took the keyboard's focus and the seconds typed into it. A row that did change
+    // (the door unlocked, say) keeps what the operator was doing in it: the values typed and the focused control.
+    const CONTROLS = 'input:not([type=hidden]),button,select,textarea,a[href]';
+    const replaceRow = (el, fresh) => {
+      for (const input of el.querySelectorAll('input[id]')) {
+        const twin = input.value !== input.defaultValue && fresh.querySelector('#' + CSS.escape(input.id));
+        if (twin) twin.value = input.value;
+      }
+      const active = el.contains(document.activeElement) ? document.activeElement : null;
+      // The same control by its id, else by its place among the row's controls ("Lockdown" becomes "End lockdown").
+      const focus = active && (active.id ? fresh.querySelector('#' + CSS.escape(active.id)) : fresh.querySelectorAll(CONTROLS)[[...el.querySelectorAll(CONTROLS)].indexOf(active)]);
+      el.replaceWith(fresh);
+      if (focus) focus.focus({ preventScroll: true });
+    };
     source.addEventListener('replace', (e) => {
       const { id, html, parent } = JSON.parse(e.data);
       const el = document.getElementById(id);
@@ -71,7 +84,7 @@ export const CONSOLE_JS = `
       t.innerHTML = html;
       const fresh = t.content.firstElementChild;
       if (!fresh) return;
-      if (el) { if (!fresh.isEqualNode(el)) el.replaceWith(fresh); }
+      if (el) { if (!fresh.isEqualNode(el)) replaceRow(el, fresh); }
       else if (parent && document.getElementById(parent)) document.getElementById(parent).append(fresh);
     });
     source.addEventListener('prepend', (e) => {
