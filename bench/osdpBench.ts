@@ -14,7 +14,7 @@ import { OsdpEmulator } from '../src/readers/osdp/readerEmulator.js';
 import { AGENT_NODE_OPTIONS, type BenchRow } from './report.js';
 import { benchAgentConfig, cli, ptyPair } from './benchAgent.js';
 import { summary } from './tapDuringSync.js';
-import { timeUntilLevel } from './valueFile.js';
+import { setLevel, timeUntilLevel } from './valueFile.js';
 import { sleep, waitFor } from './wait.js';
 
 const TAPS = 200;
@@ -79,6 +79,7 @@ async function measure(dir: string, baudRate: number): Promise<{ taps: number[];
     const contactFile = join(dir, 'gpio/gpio27/value');
     await waitFor('osdp', () => existsSync(relayFile) && reader.reader(0).log.includes('established'), 15_000, 'the secure channel with the simulated reader');
     const relay = openSync(relayFile, 'r');
+    const contact = openSync(contactFile, 'r+');
     const taps: number[] = [];
     try {
       for (let i = 0; i < TAPS + 10; i++) {
@@ -86,12 +87,13 @@ async function measure(dir: string, baudRate: number): Promise<{ taps: number[];
         await sleep(Math.random() * 40);
         const ms = await timeUntilLevel(relayFile, relay, '1', () => reader.presentCard(0, encodeCard(4_213_578n)), 5000);
         if (i >= 10) taps.push(ms);
-        writeFileSync(contactFile, '1\n');
+        setLevel(contact, '1');
         await sleep(60);
-        await timeUntilLevel(relayFile, relay, '0', () => writeFileSync(contactFile, '0\n'), 5000);
+        await timeUntilLevel(relayFile, relay, '0', () => setLevel(contact, '0'), 5000);
       }
     } finally {
       closeSync(relay);
+      closeSync(contact);
     }
     return { taps, line };
   } finally {

@@ -14,7 +14,7 @@ import { edgesOf, encodeCard } from '../src/core/wiegand.js';
 import { writeSimulatedEdges } from '../src/hardware/simulatedEdges.js';
 import { AGENT_NODE_OPTIONS, latencyRows, type BenchRow } from './report.js';
 import { benchAgentConfig, cli, observed, ptyPair as ptyPairOf, spawnTimed } from './benchAgent.js';
-import { level, p50p99, timeUntilLevel } from './valueFile.js';
+import { level, p50p99, setLevel, timeUntilLevel } from './valueFile.js';
 import { sleep, waitFor } from './wait.js';
 
 const TAPS = 1000;
@@ -95,6 +95,7 @@ export async function measureAgent(dir: string, options: MeasureOptions = {}): P
     const tap =
       terminal !== null ? () => writeSync(terminal, Buffer.from('4213578\r\n')) : () => writeSimulatedEdges(join(dir, 'gpio'), WIEGAND_PINS, ALICE_CARD_EDGES);
     const relay = openSync(relayFile, 'r');
+    const contact = openSync(contactFile, 'r+');
     const taps: number[] = [];
     const relocks: number[] = [];
     const timerLateness: number[] = [];
@@ -104,9 +105,9 @@ export async function measureAgent(dir: string, options: MeasureOptions = {}): P
     const cycle = async (timed: boolean) => {
       const ms = await timeUntilLevel(relayFile, relay, '1', tap);
       if (timed) taps.push(ms);
-      writeFileSync(contactFile, '1\n');
+      setLevel(contact, '1');
       await sleep(DOOR_OPEN_MS);
-      const relocked = await timeUntilLevel(relayFile, relay, '0', () => writeFileSync(contactFile, '0\n'));
+      const relocked = await timeUntilLevel(relayFile, relay, '0', () => setLevel(contact, '0'));
       if (timed) relocks.push(relocked);
       await sleep(PACE_MS);
     };
@@ -127,6 +128,7 @@ export async function measureAgent(dir: string, options: MeasureOptions = {}): P
     } finally {
       if (terminal !== null) closeSync(terminal);
       closeSync(relay);
+      closeSync(contact);
     }
     const hwm = /VmHWM:\s+(\d+) kB/.exec(readFileSync(`/proc/${agent.pid}/status`, 'utf8'))?.[1];
     return { taps, relocks, timerLateness, peakRssMb: Number(hwm ?? NaN) / 1024 };

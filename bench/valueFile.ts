@@ -1,4 +1,4 @@
-import { readSync, watch } from 'node:fs';
+import { readSync, watch, writeSync } from 'node:fs';
 import { percentile } from './stats.js';
 
 /** The first byte of a GPIO value file ('0' or '1'), read through an open descriptor. */
@@ -6,6 +6,15 @@ export function level(fd: number): string {
   const buf = Buffer.alloc(1);
   readSync(fd, buf, 0, 1, 0);
   return buf.toString();
+}
+
+/**
+ * Sets a simulated input (a door contact) through an open descriptor, in place, as sysfs changes a value file. Not
+ * writeFileSync: its truncating rewrite makes ext4 flush the file at close (auto_da_alloc), which waits behind every
+ * other write to the disk, so under a sync's writes the benchmark's own write took up to 0.5 s of a timed relock.
+ */
+export function setLevel(fd: number, value: '0' | '1'): void {
+  writeSync(fd, `${value}\n`, 0);
 }
 
 /**
