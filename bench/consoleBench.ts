@@ -11,7 +11,7 @@ import { fileURLToPath } from 'node:url';
 import { ApiKeys } from '../src/service/apiKeys.js';
 import { openServiceDatabase } from '../src/service/database.js';
 import { freePort } from './net.js';
-import type { BenchRow } from './report.js';
+import { type BenchRow, SERVICE_NODE_OPTIONS } from './report.js';
 import { type Load, load, waitReady } from './serviceBench.js';
 import { seedService } from './serviceSeed.js';
 
@@ -30,7 +30,9 @@ export async function benchmarkConsole(workDir: string): Promise<BenchRow[]> {
   const base = `http://127.0.0.1:${port}`;
   const config = join(dir, 'config.yaml');
   writeFileSync(config, `server: { listen: 127.0.0.1:${port}, dataDir: ${dir}/data, console: { enabled: true } }\n`);
-  const service = spawn(process.execPath, [join(root, 'dist/src/cli.js'), 'service', '--config', config], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const service = spawn(process.execPath, [...SERVICE_NODE_OPTIONS, join(root, 'dist/src/cli.js'), 'service', '--config', config], {
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
   try {
     await waitReady(service, 'service ready');
     // A console session, as the sign-in page opens one.

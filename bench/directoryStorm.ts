@@ -17,7 +17,7 @@ import { openServiceDatabase } from '../src/service/database.js';
 import { Directory } from '../src/service/directory.js';
 import { UserStore } from '../src/service/users.js';
 import { freePort } from './net.js';
-import type { BenchRow } from './report.js';
+import { type BenchRow, SERVICE_NODE_OPTIONS } from './report.js';
 import { seedService } from './serviceSeed.js';
 
 const DOORS = 100;
@@ -97,7 +97,7 @@ async function stormAt(workDir: string, users: number, goalSeconds: number): Pro
   let service: ChildProcess | undefined;
   let floorServer: ChildProcess | undefined;
   try {
-    service = await start([join(root, 'dist/src/cli.js'), 'service', '--config', config], 'service ready');
+    service = await start([...SERVICE_NODE_OPTIONS, join(root, 'dist/src/cli.js'), 'service', '--config', config], 'service ready');
     const url = `http://127.0.0.1:${port}/directory`;
     const measured = await storm(url, [`authorization: Bearer ${key}`, 'accept-encoding: gzip']);
     const peak = peakMb(service.pid!);

@@ -7,6 +7,15 @@ import { cpus } from 'node:os';
  */
 export const AGENT_NODE_OPTIONS = ['--max-old-space-size=64'];
 
+/**
+ * V8 heap cap the reference service runs with (its systemd unit, for a directory of up to 250,000 users); the
+ * benchmarks that start a service run it with the same, so its peak RSS is the deployed one.
+ */
+export const SERVICE_NODE_OPTIONS = ['--max-old-space-size=320'];
+
+/** The service's heap cap for a directory of 1,000,000 users, as the unit's comment says to set it (with MemoryMax=2G). */
+export const SERVICE_NODE_OPTIONS_1M = ['--max-old-space-size=1536'];
+
 const fmt = (n: number | null) => (n === null ? '' : Math.abs(n) >= 1000 ? Math.round(n).toLocaleString('en-US') : n >= 100 ? n.toFixed(0) : n.toFixed(2));
 
 export interface BenchRow {

@@ -12,7 +12,7 @@ import { freePort } from './net.js';
 import { createRequire } from 'node:module';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import type { BenchRow } from './report.js';
+import { type BenchRow, SERVICE_NODE_OPTIONS } from './report.js';
 import { seedService } from './serviceSeed.js';
 import { benchmarkServiceMemory } from './serviceMemory.js';
 
@@ -88,7 +88,9 @@ async function benchmarkServiceLoad(workDir: string): Promise<BenchRow[]> {
   const port = await freePort();
   const config = join(dir, 'config.yaml');
   writeFileSync(config, `server: { listen: 127.0.0.1:${port}, dataDir: ${dir}/data }\n`);
-  const service = spawn(process.execPath, [join(root, 'dist/src/cli.js'), 'service', '--config', config], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const service = spawn(process.execPath, [...SERVICE_NODE_OPTIONS, join(root, 'dist/src/cli.js'), 'service', '--config', config], {
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
   let hello: ChildProcess | undefined;
   try {
     await waitReady(service, 'service ready');

@@ -12,7 +12,7 @@ import { ApiKeys } from '../src/service/apiKeys.js';
 import { openServiceDatabase } from '../src/service/database.js';
 import { REQUEST_LIMITS } from '../src/service/requestLimits.js';
 import { freePort } from './net.js';
-import { infoRow, type BenchRow } from './report.js';
+import { infoRow, type BenchRow, SERVICE_NODE_OPTIONS } from './report.js';
 import { seedService } from './serviceSeed.js';
 
 const USERS = 40_000;
@@ -38,7 +38,7 @@ export async function benchmarkServiceMemory(workDir: string): Promise<BenchRow[
   const port = await freePort();
   const config = join(dir, 'config.yaml');
   writeFileSync(config, `server: { listen: 127.0.0.1:${port}, dataDir: ${dir}/data }\n`);
-  const service: ChildProcess = spawn(process.execPath, [join(root, 'dist/src/cli.js'), 'service', '--config', config], {
+  const service: ChildProcess = spawn(process.execPath, [...SERVICE_NODE_OPTIONS, join(root, 'dist/src/cli.js'), 'service', '--config', config], {
     stdio: ['ignore', 'pipe', 'inherit'],
   });
   try {

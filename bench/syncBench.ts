@@ -12,7 +12,7 @@ import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import Database from 'better-sqlite3';
 import { startBroker } from './mqttBench.js';
-import { AGENT_NODE_OPTIONS, type BenchRow, infoRow } from './report.js';
+import { AGENT_NODE_OPTIONS, type BenchRow, infoRow, SERVICE_NODE_OPTIONS } from './report.js';
 import { seedService } from './serviceSeed.js';
 import { p50p99 } from './valueFile.js';
 import { sleep, waitFor } from './wait.js';
@@ -55,7 +55,7 @@ doors: [ { uuid: 6f1c2a0e-8d0b-4a57-9d43-1f2e3a4b5c6d, resourceId: 12, relay: { 
     [join(root, 'dist/src/cli.js'), 'service', 'key', 'create', '--rank', 'ADMIN', '--config', join(dir, 'service.yaml')],
     { encoding: 'utf8' },
   ).stdout.trim();
-  const service = spawn(process.execPath, [join(root, 'dist/src/cli.js'), 'service', '--config', join(dir, 'service.yaml')], {
+  const service = spawn(process.execPath, [...SERVICE_NODE_OPTIONS, join(root, 'dist/src/cli.js'), 'service', '--config', join(dir, 'service.yaml')], {
     stdio: ['ignore', 'pipe', 'inherit'],
   });
   const api = (method: string, path: string, body: unknown) =>

@@ -10,7 +10,7 @@ import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { freePort } from './net.js';
-import { AGENT_NODE_OPTIONS, type BenchRow, infoRow } from './report.js';
+import { AGENT_NODE_OPTIONS, type BenchRow, infoRow, SERVICE_NODE_OPTIONS, SERVICE_NODE_OPTIONS_1M } from './report.js';
 import { seedService } from './serviceSeed.js';
 
 const SIZES = [250_000, 1_000_000];
@@ -63,7 +63,8 @@ service: { baseUrl: "${url}", apiKeyFile: ${dir}/api-key, timeoutSeconds: 60 }
 doors: [ { uuid: 6f1c2a0e-8d0b-4a57-9d43-1f2e3a4b5c6d, resourceId: 12, relay: { pin: 17 } } ]
 `,
   );
-  const service = spawn(process.execPath, [CLI, 'service', '--config', join(dir, 'service.yaml')], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const heap = users > 250_000 ? SERVICE_NODE_OPTIONS_1M : SERVICE_NODE_OPTIONS;
+  const service = spawn(process.execPath, [...heap, CLI, 'service', '--config', join(dir, 'service.yaml')], { stdio: ['ignore', 'pipe', 'inherit'] });
   try {
     await new Promise<void>((ready, failed) => {
       service.stdout.on('data', (d: Buffer) => d.toString().includes('service ready') && ready());

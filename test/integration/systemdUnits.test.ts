@@ -41,6 +41,19 @@ describe('systemd units', () => {
     }
   });
 
+  it("caps each daemon's V8 heap well inside its unit's MemoryMax (V8 sizes it from the machine, not the unit)", () => {
+    const megabytes = (v: string) => Number(/^(\d+)([MG])$/.exec(v)?.[1]) * (v.endsWith('G') ? 1024 : 1);
+    for (const name of UNITS) {
+      const unit = unitText(name);
+      const memoryMax = megabytes(values(unit, 'MemoryMax')[0] ?? '');
+      const heap = Number(/^Environment=NODE_OPTIONS=--max-old-space-size=(\d+)$/m.exec(unit)?.[1]);
+      expect(memoryMax, `${name}: MemoryMax`).toBeGreaterThan(0);
+      expect(heap, `${name}: NODE_OPTIONS=--max-old-space-size`).toBeGreaterThan(0);
+      // Room beside the heap for what V8 does not count: buffers (stored answers, SQLite's pages), code, the stacks.
+      expect(heap, name).toBeLessThanOrEqual(memoryMax * 0.65);
+    }
+  });
+
   it('door-agent.service neither waits for nor pulls in the time sync (an offline door must not stall the system timers)', () => {
     const unit = unitText('door-agent.service');
     const dependencies = ['Wants', 'Requires', 'Requisite', 'BindsTo', 'PartOf', 'Upholds', 'After', 'Before'].flatMap((key) =>
