@@ -247,10 +247,17 @@ describe('the operator console in Chromium', () => {
     await seconds.fill('30');
     await seconds.focus();
 
-    // A second operator unlocks the door for 2 s: the first one's row changes twice (unlocked, then locked again).
+    // Counts the row's replacements from here on: each one a change the focus had to survive.
+    const countReplacements = () =>
+      page.evaluate(`window.__replaced = 0; new MutationObserver((records) => {
+        for (const r of records) for (const n of r.removedNodes) if (n.id === 'door-${DOOR_UUID}') window.__replaced++;
+      }).observe(document.body, { childList: true, subtree: true });`);
+    const replaced = () => page.evaluate('window.__replaced');
+
+    // A second operator unlocks the door for 4 s: the first one's row changes twice (unlocked, then locked again).
     const other = await newPage(admin);
     await other.goto(`${base}/console/doors`);
-    await other.locator(`#door-${DOOR_UUID}`).getByLabel('for').fill('2');
+    await other.locator(`#door-${DOOR_UUID}`).getByLabel('for').fill('4');
     await other.locator(`#door-${DOOR_UUID}`).getByRole('button', { name: 'Unlock' }).click();
     await expect.poll(() => row.textContent(), { timeout: 10_000 }).toContain('unlocked until');
     expect(await page.evaluate('document.activeElement.id')).toBe(`secs-${DOOR_UUID}`);
@@ -258,9 +265,23 @@ describe('the operator console in Chromium', () => {
 
     // The focus on a button stays on that button through the relock's change of the row.
     await row.getByRole('button', { name: 'Lock Front door', exact: true }).focus();
+    await countReplacements();
     await expect.poll(() => page.locator(`#door-${DOOR_UUID} .badge`).first().textContent(), { timeout: 10_000 }).toBe('locked');
+    expect(await replaced()).toBeGreaterThan(0);
     expect(await page.evaluate('document.activeElement.getAttribute("aria-label")')).toBe('Lock Front door');
     expect(await seconds.inputValue()).toBe('30');
+
+    // A control that is gone takes no focus: "Lockdown" under the first operator's finger must not become "End
+    // lockdown" when the second one locks the door down (the next Enter would end it without a question).
+    await row.getByRole('button', { name: 'Lockdown Front door', exact: true }).focus();
+    await countReplacements();
+    await other.locator(`#door-${DOOR_UUID}`).getByRole('button', { name: 'Lockdown' }).click();
+    await expect.poll(() => row.getByRole('button', { name: 'End lockdown Front door' }).count(), { timeout: 10_000 }).toBe(1);
+    expect(await replaced()).toBeGreaterThan(0);
+    expect(await page.evaluate('document.activeElement.getAttribute("aria-label")')).not.toBe('End lockdown Front door');
+    expect(await page.evaluate('document.activeElement === document.body')).toBe(true);
+    await other.locator(`#door-${DOOR_UUID}`).getByRole('button', { name: 'End lockdown' }).click();
+    await expect.poll(() => row.getByRole('button', { name: 'Lockdown Front door', exact: true }).count(), { timeout: 10_000 }).toBe(1);
     await other.close();
     await page.close();
   });

@@ -65,15 +65,16 @@ export const CONSOLE_JS = `
     // A row is replaced only when it changed: the stream sends every row once right after it connects, and a row
     // replaced by an identical one took the keyboard's focus and the seconds typed into it. A row that did change
     // (the door unlocked, say) keeps what the operator was doing in it: the values typed and the focused control.
-    const CONTROLS = 'input:not([type=hidden]),button,select,textarea,a[href]';
     const replaceRow = (el, fresh) => {
       for (const input of el.querySelectorAll('input[id]')) {
         const twin = input.value !== input.defaultValue && fresh.querySelector('#' + CSS.escape(input.id));
         if (twin) twin.value = input.value;
       }
       const active = el.contains(document.activeElement) ? document.activeElement : null;
-      // The same control by its id, else by its place among the row's controls ("Lockdown" becomes "End lockdown").
-      const focus = active && (active.id ? fresh.querySelector('#' + CSS.escape(active.id)) : fresh.querySelectorAll(CONTROLS)[[...el.querySelectorAll(CONTROLS)].indexOf(active)]);
+      // The same control by its id, else by its name; never another control in its place: "Lockdown" become "End
+      // lockdown" under the operator's finger would end a lockdown at the next Enter.
+      const label = active && active.getAttribute('aria-label');
+      const focus = active && ((active.id && fresh.querySelector('#' + CSS.escape(active.id))) || (label && fresh.querySelector('[aria-label="' + CSS.escape(label) + '"]')));
       el.replaceWith(fresh);
       if (focus) focus.focus({ preventScroll: true });
     };
