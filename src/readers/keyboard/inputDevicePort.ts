@@ -113,9 +113,10 @@ export class InputDevicePort extends EventEmitter implements PortLike {
     if (typed.length > 0) this.emit('data', typed);
   }
 
+  /** The device went away or failed under us: closed as serialport closes a lost line (portCloseReason says so). */
   private lost(err: Error): void {
     this.release();
-    this.emit('close', err);
+    this.emit('close', Object.assign(err, { disconnected: true }));
   }
 
   private release(): void {
