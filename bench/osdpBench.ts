@@ -77,7 +77,12 @@ async function measure(dir: string, baudRate: number): Promise<{ taps: number[];
   try {
     const relayFile = join(dir, 'gpio/gpio17/value');
     const contactFile = join(dir, 'gpio/gpio27/value');
-    await waitFor('osdp', () => existsSync(relayFile) && reader.reader(0).log.includes('established'), 15_000, 'the secure channel with the simulated reader');
+    await waitFor(
+      'osdp',
+      () => existsSync(relayFile) && existsSync(contactFile) && reader.reader(0).log.includes('established'),
+      15_000,
+      'the secure channel with the simulated reader',
+    );
     const relay = openSync(relayFile, 'r');
     const contact = openSync(contactFile, 'r+');
     const taps: number[] = [];

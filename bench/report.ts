@@ -14,7 +14,7 @@ export const AGENT_NODE_OPTIONS = ['--max-old-space-size=64'];
 export const SERVICE_NODE_OPTIONS = ['--max-old-space-size=320'];
 
 /** The service's heap cap for a directory of 1,000,000 users, as the unit's comment says to set it (with MemoryMax=2G). */
-export const SERVICE_NODE_OPTIONS_1M = ['--max-old-space-size=1536'];
+export const SERVICE_NODE_OPTIONS_1M = ['--max-old-space-size=1280'];
 
 const fmt = (n: number | null) => (n === null ? '' : Math.abs(n) >= 1000 ? Math.round(n).toLocaleString('en-US') : n >= 100 ? n.toFixed(0) : n.toFixed(2));
 
