@@ -254,10 +254,11 @@ describe('the operator console in Chromium', () => {
       }).observe(document.body, { childList: true, subtree: true });`);
     const replaced = () => page.evaluate('window.__replaced');
 
-    // A second operator unlocks the door for 4 s: the first one's row changes twice (unlocked, then locked again).
+    // A second operator unlocks the door for 6 s (a margin for a loaded machine before the focus moves): the first
+    // one's row changes twice (unlocked, then locked again).
     const other = await newPage(admin);
     await other.goto(`${base}/console/doors`);
-    await other.locator(`#door-${DOOR_UUID}`).getByLabel('for').fill('4');
+    await other.locator(`#door-${DOOR_UUID}`).getByLabel('for').fill('6');
     await other.locator(`#door-${DOOR_UUID}`).getByRole('button', { name: 'Unlock' }).click();
     await expect.poll(() => row.textContent(), { timeout: 10_000 }).toContain('unlocked until');
     expect(await page.evaluate('document.activeElement.id')).toBe(`secs-${DOOR_UUID}`);
