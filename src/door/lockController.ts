@@ -11,8 +11,8 @@ import type { Clock, Timers } from '../util/clock.js';
 export interface LockStatePersistence {
   load(doorUuid: string): PersistedLock | undefined;
   /**
-   * Saves what a crash of the process must find, or throws. `durable`, when the persistence syncs later (off the
-   * event loop), is told once the state is on disk, or the error of that sync.
+   * Saves the state, or throws: what a crash must never find (an unlock that was ended) is gone before it returns;
+   * the rest may be written later, off the event loop. `durable` is told once the state is on disk, or why not.
    */
   save(doorUuid: string, state: PersistedLock, changedAt: number, durable?: (err: unknown) => void): void;
 }

@@ -1,4 +1,4 @@
-import { close, closeSync, fsync, mkdirSync, open, openSync, readFileSync, renameSync, unlinkSync, writeFile, writeSync } from 'node:fs';
+import { close, closeSync, fsync, mkdirSync, open, openSync, readFileSync, renameSync, unlinkSync, writeFile } from 'node:fs';
 import { join } from 'node:path';
 import * as z from 'zod';
 import type { PersistedLock } from '../core/lockState.js';
@@ -23,26 +23,34 @@ export function doorStateDir(dataDir: string): string {
 /** Told once a save is on disk (null), or why it is not (the caller saves again). */
 export type Durable = (err: unknown) => void;
 
+/** A record to write behind: its save's number (a later save makes it moot) and who hears when it is on disk. */
+interface BehindWrite {
+  record: StoredDoorState;
+  save: number;
+  durable?: Durable;
+}
+
 /**
  * Each door's lock state in a small file of its own (`<dataDir>/doors/<uuid>.json`), so that a timed unlock or
  * a hold-open survives a restart, and so that a lock can always be saved:
- * - an unlock is written to a temporary file and renamed over the door's file;
- * - a lock first unlinks the file, which needs no free space and no database lock, and then writes the LOCKED
- *   record (for `status`) as best it can. A lock that happened never comes back as an unlock.
- * What a crash of the process must find is done before `save` returns: the unlock's rename, the lock's unlink.
- * What only a power cut could undo, the fsyncs of the file and of the directory, runs right after on libuv's
- * thread pool, and so does the writing of the LOCKED record (renamed in only if no save came after it): the event
- * loop does not wait for the disk once the relay has moved (issue 28); `durable` hears when the state is on disk.
- * A power cut before then finds the state before, the state after, or a file that cannot be read back.
- * Whatever cannot be read back (missing, torn, foreign) is treated as LOCKED.
+ * - a lock first unlinks the file, which needs no free space and no database lock, before `save` returns: a lock
+ *   that happened never comes back as an unlock;
+ * - every record (the unlock, and the LOCKED record `status` shows) is written behind, off the event loop: to a
+ *   temporary file written and synced on libuv's thread pool, then renamed over the door's file, on this thread,
+ *   only if no later save came first.
+ * The rename comes after the sync because ext4 flushes a file renamed over another at the rename, which waits for
+ * the disk: under a sync's writes the rename of an unsynced file blocked the event loop for up to 0.65 s, and the
+ * door missed its contact opening and closing (issue 28). So a crash within the few milliseconds of an unlock's
+ * write finds the state before it (the door locked, or the unlock before): never an unlock that was ended.
+ * `durable` hears when the state is on disk. Whatever cannot be read back (missing, torn, foreign) is LOCKED.
  */
 export class DoorStateStore {
   /** The directory, open once it exists: its fsync makes a rename or an unlink durable. */
   private dirFd: number | null = null;
   /** Saves per door: a LOCKED record written off the event loop goes in only if it is still the door's last. */
   private readonly saves = new Map<string, number>();
-  /** Per door, while a LOCKED record is being written: the next one to write after it (the latest wins). */
-  private readonly lockedWrites = new Map<string, { record: StoredDoorState; save: number } | null>();
+  /** Per door, while a record is being written behind: the next one to write after it (the latest wins). */
+  private readonly behind = new Map<string, BehindWrite | null>();
   /**
    * Per door, the descriptor of its file, kept open (after its sync) until the file is replaced or unlinked, then
    * closed on the thread pool: the last close of a file with no name frees its blocks, which is then not done by
@@ -96,16 +104,10 @@ export class DoorStateStore {
       this.release(doorUuid);
       if (removed) this.track(this.syncDir(), durable);
       else durable?.(null);
-      this.track(this.writeLocked(doorUuid, record, save));
+      this.writeBehind(doorUuid, { record, save }); // as best it can: the unlock is gone, which is what matters
       return;
     }
-    const fd = this.write(doorUuid, record);
-    const synced = this.io<unknown>((done) => fsync(fd, done));
-    this.hold(doorUuid, fd, synced);
-    this.track(
-      synced.then((fileErr) => fileErr ?? this.syncDir()),
-      durable,
-    );
+    this.writeBehind(doorUuid, { record, save, durable });
   }
 
   /** Resolves once the work started so far on the thread pool has ended (the daemon's stop waits for it). */
@@ -159,28 +161,6 @@ export class DoorStateStore {
     return this.dirFd;
   }
 
-  /** Writes the record to a temporary file renamed over the door's file; returns the file's descriptor, to sync. */
-  private write(doorUuid: string, record: StoredDoorState): number {
-    this.directory();
-    const target = this.file(doorUuid);
-    const temp = `${target}.tmp`;
-    let fd: number;
-    try {
-      fd = openSync(temp, 'w', 0o640);
-    } catch (err) {
-      this.closeDir(); // the directory removed behind our back: made again by the retry
-      throw err;
-    }
-    try {
-      writeSync(fd, `${JSON.stringify(record)}\n`);
-      renameSync(temp, target);
-    } catch (err) {
-      closeSync(fd);
-      throw err;
-    }
-    return fd;
-  }
-
   /** The directory's fsync on the thread pool; resolves with its error, or null. */
   private syncDir(): Promise<unknown> {
     let fd: number;
@@ -204,46 +184,61 @@ export class DoorStateStore {
   }
 
   /**
-   * The LOCKED record, as best it can and off the event loop: written to a temporary file of its own and synced on
-   * the thread pool, then renamed in (on this thread, so nothing can come between the check and the rename) only if
-   * it is still the door's last save: an unlock saved meanwhile is never overwritten. One at a time per door.
+   * `write` behind, one at a time per door: while one is under way the latest save waits, and replaces (with
+   * nothing to report) an earlier one waiting. Its `durable` is told once it is on disk, or why not.
    */
-  private writeLocked(doorUuid: string, record: StoredDoorState, save: number): Promise<unknown> {
-    if (this.lockedWrites.has(doorUuid)) {
-      this.lockedWrites.set(doorUuid, { record, save });
-      return Promise.resolve(null);
+  private writeBehind(doorUuid: string, write: BehindWrite): void {
+    if (this.behind.has(doorUuid)) {
+      const replaced = this.behind.get(doorUuid);
+      if (replaced) this.track(Promise.resolve(null), replaced.durable);
+      this.behind.set(doorUuid, write);
+      return;
     }
-    this.lockedWrites.set(doorUuid, null);
+    this.behind.set(doorUuid, null);
+    const written = this.writeOne(doorUuid, write);
+    this.track(written, write.durable);
+    this.track(
+      written.then(() => {
+        const next = this.behind.get(doorUuid);
+        this.behind.delete(doorUuid);
+        if (next) this.writeBehind(doorUuid, next);
+        return null;
+      }),
+    );
+  }
+
+  /**
+   * One record: written to a temporary file and synced on the thread pool, then renamed over the door's file (on
+   * this thread, so nothing can come between the check and the rename) only if it is still the door's last save.
+   * Resolves with the error that kept it off the disk, or null (also when a later save made it moot).
+   */
+  private async writeOne(doorUuid: string, { record, save }: BehindWrite): Promise<unknown> {
+    try {
+      this.directory();
+    } catch (err) {
+      return err;
+    }
     const target = this.file(doorUuid);
-    const temp = `${target}.locked.tmp`;
-    const text = `${JSON.stringify(record)}\n`;
-    const written = (async () => {
-      const fd = await this.io<number | null>((done) => open(temp, 'w', 0o640, (err, opened) => done(err ? null : opened)));
-      if (fd === null) return { fd, ok: false };
-      const writeErr = await this.io<unknown>((done) => writeFile(fd, text, done));
-      const syncErr = await this.io<unknown>((done) => fsync(fd, done));
-      return { fd, ok: !writeErr && !syncErr };
-    })();
-    return written.then(async ({ fd, ok }) => {
-      let renamed = false;
-      if (ok && this.saves.get(doorUuid) === save) {
-        try {
-          renameSync(temp, target);
-          renamed = true;
-        } catch {
-          // As best it can: the unlock is gone, which is what matters.
-        }
+    const temp = `${target}.tmp`;
+    const opened = await this.io<{ fd: number } | { err: unknown }>((done) => open(temp, 'w', 0o640, (err, fd) => done(err ? { err } : { fd })));
+    if ('err' in opened) {
+      this.closeDir(); // the directory removed behind our back: made again by the retry
+      return opened.err;
+    }
+    const { fd } = opened;
+    const writeErr = await this.io<unknown>((done) => writeFile(fd, `${JSON.stringify(record)}\n`, done));
+    let err: unknown = writeErr ?? (await this.io<unknown>((done) => fsync(fd, done)));
+    if (!err && this.saves.get(doorUuid) === save) {
+      try {
+        renameSync(temp, target);
+        this.hold(doorUuid, fd, Promise.resolve(null));
+        return await this.syncDir();
+      } catch (renameErr) {
+        err = renameErr;
       }
-      if (fd !== null) {
-        if (renamed) this.hold(doorUuid, fd, Promise.resolve(null));
-        else await this.io((done) => close(fd, () => done(null)));
-      }
-      if (renamed) await this.syncDir();
-      const next = this.lockedWrites.get(doorUuid);
-      this.lockedWrites.delete(doorUuid);
-      if (next) await this.writeLocked(doorUuid, next.record, next.save);
-      return null;
-    });
+    }
+    await this.io((done) => close(fd, () => done(null)));
+    return err;
   }
 
   /** Keeps `work` until it ends (see `settled`), then tells `durable` its error, or null (outside the promise). */

@@ -68,6 +68,15 @@ async function start(s: Setup): Promise<Daemon> {
   return daemon;
 }
 
+/** The state in the door's state file (written behind, on the thread pool), or null while there is none. */
+function savedState(s: Setup): string | null {
+  try {
+    return (JSON.parse(readFileSync(join(s.dir, `data/doors/${DOOR_UUID}.json`), 'utf8')) as { state: string }).state;
+  } catch {
+    return null;
+  }
+}
+
 /** The door's audit events (not the configuration each start records: config_changed). */
 function events(s: Setup, since = 0): Array<Record<string, unknown>> {
   const r = runCli(['events', '--since', String(since), '--config', s.config]);
@@ -265,9 +274,9 @@ describe('door-agent run', () => {
     s.pty.write('4213578\r\n');
     await waitUntil(relayIs(s, '1'), 5000, 'unlocked');
     const unlockedAt = Date.now();
-    // The relay acts first and the state and events are committed right after: kill once they are (a kill
-    // inside that sub-millisecond window restarts locked, the safe side).
-    await waitUntil(() => events(s).some((e) => e.type === 'unlocked'), 5000, 'unlock recorded');
+    // The relay acts first; the events are committed right after and the state file is written behind, on the
+    // thread pool, within milliseconds: kill once both are (a kill inside that window restarts locked, the safe side).
+    await waitUntil(() => events(s).some((e) => e.type === 'unlocked') && savedState(s) === 'UNLOCKED', 5000, 'unlock recorded and saved');
     await first.stop('SIGKILL');
     expect(readLevel(s.relay)).toBe('1'); // nobody relocked it: the process is gone
     const afterCrash = runCli(['status', '--config', config]).stdout;
@@ -338,7 +347,7 @@ describe('door-agent run', () => {
     const first = await start(s);
     s.pty.write('4213578\r\n');
     const tapped = Date.now();
-    await waitUntil(() => events(s).some((e) => e.type === 'unlocked'), 5000, 'unlock recorded');
+    await waitUntil(() => events(s).some((e) => e.type === 'unlocked') && savedState(s) === 'UNLOCKED', 5000, 'unlock recorded and saved');
     await first.stop('SIGKILL');
     const saved = () => JSON.parse(readFileSync(join(s.dir, `data/doors/${DOOR_UUID}.json`), 'utf8')) as { state: string; cause: string };
     expect(saved().state, 'killed within the 4 s unlock').toBe('UNLOCKED');

@@ -1,12 +1,13 @@
-import { existsSync, readdirSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import type { PersistedLock } from '../../src/core/lockState.js';
 import { DoorStateStore } from '../../src/store/doorState.js';
 import { DOOR_UUID, tempDir } from '../support/cli.js';
 
-// Issue 28 item 5: what a crash of the process must find is done before save() returns (the unlock's rename, the
-// lock's unlink); the fsyncs and the LOCKED record run after, on the thread pool, and never undo a later save.
+// Issue 28: a lock's unlink is done before save() returns (a crash never finds an unlock that was ended); every
+// record is written and synced on the thread pool and only then renamed in (ext4 flushes an unsynced file renamed
+// over another at the rename, which blocked the event loop behind a sync's writes), never undoing a later save.
 
 const tmp = tempDir('door-agent-doorstate-');
 afterAll(tmp.cleanup);
@@ -37,14 +38,50 @@ function manualStore() {
 }
 
 describe('DoorStateStore', () => {
-  it('an unlock is in the door file when save returns; durable is told after its fsyncs', async () => {
-    const { store, run } = manualStore();
+  it('an unlock is written behind: renamed in only once written and synced on the thread pool; durable told after', async () => {
+    const { dir, store, run, jobs } = manualStore();
     const told: unknown[] = [];
     store.save(DOOR_UUID, unlocked(), T0, (err) => told.push(err));
-    expect(store.load(DOOR_UUID)).toMatchObject({ state: 'UNLOCKED', cause: 'card …78' });
-    expect(told).toEqual([]); // not synced yet
+    // Nothing on the event loop: a crash now finds the door as it was (locked).
+    expect(store.load(DOOR_UUID)).toBeUndefined();
+    jobs.shift()?.(); // the temporary file's open
+    await new Promise((r) => setTimeout(r, 5));
+    jobs.shift()?.(); // its write
+    await new Promise((r) => setTimeout(r, 5));
+    expect(store.load(DOOR_UUID)).toBeUndefined(); // written, not yet synced: not renamed over the door's file
+    expect(readdirSync(dir)).toContain(`${DOOR_UUID}.json.tmp`);
     await run();
+    expect(store.load(DOOR_UUID)).toMatchObject({ state: 'UNLOCKED', cause: 'card …78' });
     expect(told).toEqual([null]);
+    expect(readdirSync(dir).filter((f) => f.endsWith('.tmp'))).toEqual([]);
+    store.close();
+  });
+
+  it('unlocks saved while one is being written: the last wins on disk, the one it replaced is told null', async () => {
+    const { store, run, jobs } = manualStore();
+    const told: Record<string, unknown[]> = { a: [], b: [], c: [] };
+    store.save(DOOR_UUID, unlocked('a'), T0, (err) => told.a!.push(err));
+    jobs.shift()?.(); // a's write has started
+    store.save(DOOR_UUID, unlocked('b'), T0 + 1, (err) => told.b!.push(err));
+    store.save(DOOR_UUID, unlocked('c'), T0 + 2, (err) => told.c!.push(err));
+    await run();
+    expect(store.load(DOOR_UUID)).toMatchObject({ state: 'UNLOCKED', cause: 'c' });
+    expect(told).toEqual({ a: [null], b: [null], c: [null] });
+    store.close();
+  });
+
+  it("an unlock that cannot be written tells durable why (the controller saves again); the door's file is untouched", async () => {
+    const { dir, store, run } = manualStore();
+    store.save(DOOR_UUID, locked('before'), T0);
+    await run();
+    // Its temporary file cannot be made (a directory in its place: refused to root too, as a full disk would be).
+    mkdirSync(join(dir, `${DOOR_UUID}.json.tmp`));
+    const told: unknown[] = [];
+    store.save(DOOR_UUID, unlocked(), T0 + 1, (err) => told.push(err));
+    await run();
+    expect(told).toHaveLength(1);
+    expect((told[0] as NodeJS.ErrnoException | null)?.code).toBe('EISDIR');
+    expect(store.load(DOOR_UUID)).toMatchObject({ state: 'LOCKED', cause: 'before' });
     store.close();
   });
 
@@ -91,6 +128,6 @@ describe('DoorStateStore', () => {
     store.close();
     expect(told.every((e) => e === null)).toBe(true);
     expect(store.load(DOOR_UUID)).toMatchObject({ state: 'LOCKED', cause: 'l19' });
-    expect(existsSync(join(dir, `${DOOR_UUID}.json.locked.tmp`))).toBe(false);
+    expect(existsSync(join(dir, `${DOOR_UUID}.json.tmp`))).toBe(false);
   });
 });

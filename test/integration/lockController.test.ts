@@ -36,25 +36,29 @@ function start(dir: string, doorConfig = door(), clock: Clock = systemClock) {
   const gpio = new SimulatedGpio(join(dir, 'gpio'));
   const relay = gpio.openOutput(17, relayLevel('LOCKED', doorConfig.failMode, doorConfig.relay.activeLow));
   const valueAtStart = readFileSync(join(dir, 'gpio/gpio17/value'), 'utf8');
+  const persistence = new DoorStateStore(join(dir, 'doors'));
   const controller = new LockController(doorConfig, relay, {
     clock,
     timers: systemTimers,
-    persistence: new DoorStateStore(join(dir, 'doors')),
+    persistence,
     clockSynchronized: () => true,
     onPersistError: (err) => {
       throw err;
     },
   });
-  const handle = { gpio, controller };
+  const handle = { gpio, controller, persistence };
   open.push(handle);
   return Object.assign(handle, { valueAtStart, resumed: controller.resume() });
 }
 
 /**
  * Ends a controller as a crash would for what matters here: its timers stop, the persisted state stays as
- * it was. (The relay is driven locked too, which the next start does anyway.)
+ * it was. (The relay is driven locked too, which the next start does anyway.) The crash comes once the last save
+ * is on disk: the state file is written behind, on the thread pool, within milliseconds (a crash inside them
+ * restarts locked, the safe side; store/doorState.ts).
  */
-function crash(handle: { gpio: SimulatedGpio; controller: LockController }): void {
+async function crash(handle: { gpio: SimulatedGpio; controller: LockController; persistence: DoorStateStore }): Promise<void> {
+  await handle.persistence.settled();
   open.splice(open.indexOf(handle), 1);
   handle.controller.shutdown();
   handle.gpio.close();
@@ -95,7 +99,7 @@ describe('lock controller on simulated GPIO with its state in real files', () =>
     const dir = newDir();
     const first = start(dir);
     const { relockAt } = first.controller.unlock(2, 'test');
-    crash(first);
+    await crash(first);
 
     const second = start(dir);
     expect(second.valueAtStart.trim()).toBe('0');
@@ -106,11 +110,11 @@ describe('lock controller on simulated GPIO with its state in real files', () =>
     expect(Date.now()).toBeGreaterThanOrEqual(relockAt! - 20);
   });
 
-  it('a hold-open resumes after a restart; an expired unlock starts LOCKED', () => {
+  it('a hold-open resumes after a restart; an expired unlock starts LOCKED', async () => {
     const dir = newDir();
     const first = start(dir);
     first.controller.unlock(null, 'hold');
-    crash(first);
+    await crash(first);
     const second = start(dir);
     expect(second.resumed).toMatchObject({ state: 'UNLOCKED', relockAt: null });
     expect(relayValue(dir)).toBe('1');
@@ -119,7 +123,7 @@ describe('lock controller on simulated GPIO with its state in real files', () =>
     second.controller.unlock(5, 'test');
     second.controller.lock('test');
     second.controller.unlock(5, 'test');
-    crash(second);
+    await crash(second);
     const later: Clock = { wallNow: () => Date.now() + 600_000, monoNow: () => performance.now() };
     const third = start(dir, door(), later);
     expect(third.resumed.state).toBe('LOCKED');
