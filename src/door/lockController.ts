@@ -12,7 +12,8 @@ export interface LockStatePersistence {
   load(doorUuid: string): PersistedLock | undefined;
   /**
    * Saves the state, or throws: what a crash must never find (an unlock that was ended) is gone before it returns;
-   * the rest may be written later, off the event loop. `durable` is told once the state is on disk, or why not.
+   * the rest may be written later, off the event loop. `durable` is told once, when the state is on disk or a later
+   * save made it moot (null), or why it could not be written.
    */
   save(doorUuid: string, state: PersistedLock, changedAt: number, durable?: (err: unknown) => void): void;
 }
@@ -207,18 +208,22 @@ export class LockController {
     const save = ++this.saves;
     try {
       this.deps.persistence.save(this.door.uuid, machine.toPersisted(this.state, clock.wallNow(), clock.monoNow()), this.changedAt, (err) => {
-        // The sync of this save failed (an I/O error): saved again, as a failed save is, unless a newer one was made
-        // or the controller was shut down meanwhile (the next start reads what is there).
-        if (err && save === this.saves && !this.halted) this.persistFailed(err);
+        // What was written behind (off the event loop) is on disk, or why not. Only the last save counts, and not
+        // once the controller was shut down (the next start reads what is there). A failure is saved again, with
+        // backoff; recovery is reported only once a save is really on disk.
+        if (save !== this.saves || this.halted) return;
+        if (err) this.persistFailed(err);
+        else this.persistRecovered();
       });
     } catch (err) {
       this.persistFailed(err);
-      return;
     }
-    if (this.persistFailures > 0) {
-      this.persistFailures = 0;
-      this.deps.onPersistRecovered?.();
-    }
+  }
+
+  private persistRecovered(): void {
+    if (this.persistFailures === 0) return;
+    this.persistFailures = 0;
+    this.deps.onPersistRecovered?.();
   }
 
   /** A failed save is reported and tried again with backoff (the state current then is saved). */

@@ -20,7 +20,7 @@ export function doorStateDir(dataDir: string): string {
   return join(dataDir, 'doors');
 }
 
-/** Told once a save is on disk (null), or why it is not (the caller saves again). */
+/** Told once: a save is on disk, or a later one made it moot (null); or why it could not be written (the caller saves again). */
 export type Durable = (err: unknown) => void;
 
 /** A record to write behind: its save's number (a later save makes it moot) and who hears when it is on disk. */
@@ -40,14 +40,15 @@ interface BehindWrite {
  *   only if no later save came first.
  * The rename comes after the sync because ext4 flushes a file renamed over another at the rename, which waits for
  * the disk: under a sync's writes the rename of an unsynced file blocked the event loop for up to 0.65 s, and the
- * door missed its contact opening and closing (issue 28). So a crash within the few milliseconds of an unlock's
- * write finds the state before it (the door locked, or the unlock before): never an unlock that was ended.
+ * door missed its contact opening and closing (issue 28). So a crash before an unlock's record is in (after its
+ * fsync: milliseconds, up to seconds on a busy disk) finds the state before it (the door locked, or the unlock
+ * before): never an unlock that was ended.
  * `durable` hears when the state is on disk. Whatever cannot be read back (missing, torn, foreign) is LOCKED.
  */
 export class DoorStateStore {
   /** The directory, open once it exists: its fsync makes a rename or an unlink durable. */
   private dirFd: number | null = null;
-  /** Saves per door: a LOCKED record written off the event loop goes in only if it is still the door's last. */
+  /** Saves per door: a record written behind goes in only if it is still the door's last. */
   private readonly saves = new Map<string, number>();
   /** Per door, while a record is being written behind: the next one to write after it (the latest wins). */
   private readonly behind = new Map<string, BehindWrite | null>();
@@ -92,8 +93,9 @@ export class DoorStateStore {
   }
 
   /**
-   * Throws when the state could not be saved (for LOCKED: when the old unlock could not be removed); `durable`
-   * is told once it is on disk too (for LOCKED: the unlink), or the error of its sync.
+   * Throws when a lock could not remove the old unlock. Otherwise `durable` is told once: when the state is on disk
+   * (for LOCKED: the unlink; its record for `status` is written as best it can), when a later save made it moot
+   * (null), or why it could not be written (the caller saves again).
    */
   save(doorUuid: string, state: PersistedLock, changedAt: number, durable?: Durable): void {
     const record: StoredDoorState = { ...state, changedAt: Math.round(changedAt) };
@@ -195,7 +197,8 @@ export class DoorStateStore {
       return;
     }
     this.behind.set(doorUuid, null);
-    const written = this.writeOne(doorUuid, write);
+    // Never rejects: a throw inside (closing the directory, say) is this write's error, and the door's next write goes on.
+    const written = this.writeOne(doorUuid, write).catch((err: unknown) => err);
     this.track(written, write.durable);
     this.track(
       written.then(() => {
@@ -222,7 +225,7 @@ export class DoorStateStore {
     const temp = `${target}.tmp`;
     const opened = await this.io<{ fd: number } | { err: unknown }>((done) => open(temp, 'w', 0o640, (err, fd) => done(err ? { err } : { fd })));
     if ('err' in opened) {
-      this.closeDir(); // the directory removed behind our back: made again by the retry
+      if (errorCode(opened.err) === 'ENOENT') this.closeDir(); // the directory removed behind our back: made again by the retry
       return opened.err;
     }
     const { fd } = opened;

@@ -35,6 +35,7 @@ describe('a full disk', () => {
     );
     expect(run.status, `the disk-full test mounts a tmpfs in a private mount namespace and needs root (unshare from util-linux):\n${run.stderr}`).toBe(0);
     const result = JSON.parse(run.stdout) as Record<string, unknown>;
+    expect(result.savedBeforeFull).toBe('UNLOCKED'); // the hold-open was on disk: the lock had it to undo
     expect(result.fillError).toBe('ENOSPC');
     expect(result.relayAfterLock).toBe(0);
     expect(result.resumedState).toBe('LOCKED');

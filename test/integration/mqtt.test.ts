@@ -332,6 +332,10 @@ describe('stopping and starting safely', () => {
     const op = await operator(s, REPLY);
     await op.publish(SET, 'UNLOCK');
     await waitUntil(() => readLevel(s.relay) === '1', 5000, 'held open');
+    // The hold-open's record is written behind, on the thread pool: killed once it is on disk, so a restart would resume it.
+    const { existsSync, readFileSync: read } = await import('node:fs');
+    const saved = join(s.dir, `data/doors/${DOOR_UUID}.json`);
+    await waitUntil(() => existsSync(saved) && (JSON.parse(read(saved, 'utf8')) as { state: string }).state === 'UNLOCKED', 5000, 'the hold-open saved');
     await first.stop('SIGKILL');
     writeFileSync(s.relay, '0\n');
     const { readFileSync } = await import('node:fs');

@@ -32,14 +32,15 @@ function fillDisk() {
 function start() {
   const gpio = new SimulatedGpio(gpioDir);
   const relay = gpio.openOutput(17, 0);
+  const persistence = new DoorStateStore(join(dataDir, 'doors'));
   const controller = new LockController(door, relay, {
     clock: systemClock,
     timers: systemTimers,
-    persistence: new DoorStateStore(join(dataDir, 'doors')),
+    persistence,
     clockSynchronized: () => true,
     onPersistError: () => void result.persistErrors++,
   });
-  return { gpio, relay, controller, resumed: controller.resume() };
+  return { gpio, relay, controller, persistence, resumed: controller.resume() };
 }
 
 const db = openStateDatabase(join(dataDir, 'state.db'), { busyTimeoutMs: 20 });
@@ -48,6 +49,9 @@ const log = new EventLog(db, { agentId: 't', maxEvents: 100_000, writes });
 const first = start();
 first.controller.unlock(null, 'UNLOCK');
 log.append({ type: 'unlocked', door: uuid, at: Date.now(), data: { cause: 'UNLOCK' } });
+// The hold-open is written behind, on the thread pool: on disk before the disk fills (else the lock has nothing to undo).
+await first.persistence.settled();
+result.savedBeforeFull = first.persistence.load(uuid)?.state ?? null;
 fillDisk();
 first.controller.lock('LOCK');
 result.relayAfterLock = first.relay.read();

@@ -36,10 +36,11 @@ class MemoryPersistence implements LockStatePersistence {
   load(doorUuid: string): PersistedLock | undefined {
     return this.saved.get(doorUuid)?.state;
   }
-  save(doorUuid: string, state: PersistedLock, changedAt: number): void {
+  save(doorUuid: string, state: PersistedLock, changedAt: number, durable?: (err: unknown) => void): void {
     this.log.push(`save ${state.state}`);
     if (this.failWith) throw this.failWith;
     this.saved.set(doorUuid, { state, changedAt });
+    durable?.(null); // on "disk" at once
   }
 }
 
@@ -223,6 +224,37 @@ describe('LockController', () => {
     time.advance(5000);
     expect(gpio.writes).toEqual([0, 1, 0]);
     expect(persistErrors.length).toBeGreaterThanOrEqual(2);
+  });
+
+  it('a save written behind that fails later is retried with backoff, and counts as saved only once on disk', () => {
+    const time = new ManualTime({ wall: WALL0, mono: 1_000 });
+    // The store writes behind (store/doorState.ts): save() returns at once, the disk's answer comes later.
+    const durables: Array<(err: unknown) => void> = [];
+    const persistence: LockStatePersistence = { load: () => undefined, save: (_door, _state, _at, durable) => void durables.push(durable!) };
+    const errors: unknown[] = [];
+    let recovered = 0;
+    const controller = new LockController(door(), new RecordingGpio([]), {
+      clock: time,
+      timers: time,
+      persistence,
+      onPersistError: (err) => errors.push(err),
+      onPersistRecovered: () => recovered++,
+      clockSynchronized: () => true,
+    });
+    controller.unlock(null, 'hold');
+    durables.shift()!(new Error('ENOSPC'));
+    expect(errors).toHaveLength(1);
+    expect(controller.persisted).toBe(false);
+    time.advance(1000); // the first retry saves again...
+    expect(durables).toHaveLength(1);
+    expect([controller.persisted, recovered]).toEqual([false, 0]); // ...not on disk yet: not "saved again"
+    durables.shift()!(new Error('ENOSPC'));
+    time.advance(1999);
+    expect(durables).toHaveLength(0); // backing off: 2 s now, not 1 s for ever
+    time.advance(1);
+    expect(durables).toHaveLength(1);
+    durables.shift()!(null);
+    expect([controller.persisted, recovered, errors.length]).toEqual([true, 1, 2]);
   });
 
   it('a LOCK that cannot be saved is retried until it is, and never comes back as the hold-open', () => {
