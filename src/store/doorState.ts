@@ -53,11 +53,11 @@ export class DoorStateStore {
   /** Per door, while a record is being written behind: the next one to write after it (the latest wins). */
   private readonly behind = new Map<string, BehindWrite | null>();
   /**
-   * Per door, the descriptor of its file, kept open (after its sync) until the file is replaced or unlinked, then
-   * closed on the thread pool: the last close of a file with no name frees its blocks, which is then not done by
-   * the unlink of a lock on this thread (about 0.4 ms on a loaded ext4, measured in issue 28).
+   * Per door, the descriptor of its file (synced before it was renamed in), kept open until the file is replaced or
+   * unlinked, then closed on the thread pool: the last close of a file with no name frees its blocks, which is then
+   * not done by the unlink of a lock on this thread (about 0.4 ms on a loaded ext4, measured in issue 28).
    */
-  private readonly held = new Map<string, { fd: number; synced: Promise<unknown> }>();
+  private readonly held = new Map<string, number>();
   /** Work still running on the thread pool: `settled` waits for it. */
   private readonly pending = new Set<Promise<unknown>>();
   /** The last job for the thread pool (see `io`). */
@@ -119,7 +119,7 @@ export class DoorStateStore {
 
   /** Closes the directory and the doors' files (after `settled`). */
   close(): void {
-    for (const { fd } of this.held.values()) closeSync(fd);
+    for (const fd of this.held.values()) closeSync(fd);
     this.held.clear();
     this.closeDir();
   }
@@ -130,17 +130,17 @@ export class DoorStateStore {
   }
 
   /** `fd` is the door's file now; the one it replaced is released. */
-  private hold(doorUuid: string, fd: number, synced: Promise<unknown>): void {
+  private hold(doorUuid: string, fd: number): void {
     this.release(doorUuid);
-    this.held.set(doorUuid, { fd, synced });
+    this.held.set(doorUuid, fd);
   }
 
-  /** The door's former file (replaced or unlinked) is closed on the thread pool once its sync has ended. */
+  /** The door's former file (replaced or unlinked) is closed on the thread pool. */
   private release(doorUuid: string): void {
-    const held = this.held.get(doorUuid);
-    if (!held) return;
+    const fd = this.held.get(doorUuid);
+    if (fd === undefined) return;
     this.held.delete(doorUuid);
-    this.track(held.synced.then(() => this.io((done) => close(held.fd, () => done(null)))));
+    this.track(this.io((done) => close(fd, () => done(null))));
   }
 
   /** Whether a file was removed. */
@@ -234,7 +234,7 @@ export class DoorStateStore {
     if (!err && this.saves.get(doorUuid) === save) {
       try {
         renameSync(temp, target);
-        this.hold(doorUuid, fd, Promise.resolve(null));
+        this.hold(doorUuid, fd);
         return await this.syncDir();
       } catch (renameErr) {
         err = renameErr;
