@@ -231,8 +231,8 @@ export async function startAgent(config: AgentOptions, deps: AgentDeps): Promise
           logger: logger.child({ component: 'sync' }),
           heldVersion: () => readHeldVersion(store.db),
           onPush: (revision) => store.setDirectoryPush(revision),
-          // The short PINs are counted in the sync worker too: a scan of every credential, never on the door's thread.
-          rules: { ...directoryRules(config.access, config.doors), minPinLength: config.access.minPinLength },
+          // Found in the sync worker (short PINs too): a scan of every credential, never on the door's thread.
+          rules: directoryRules(config.access, config.doors),
           onFindings: (found) => findings.report(found),
           link: supervision.links.service,
           onSynced: afterSync(

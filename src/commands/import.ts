@@ -2,9 +2,9 @@ import { importSnapshot } from '../snapshot/importSnapshot.js';
 import type { RowCounts } from '../store/snapshotMerge.js';
 import { cachePath, openDatabase } from '../store/database.js';
 import { loadConfigFor, stringOption, type Command, type CommandContext } from './context.js';
-import { directoryRules, findingsWarnings } from '../core/directoryFindings.js';
+import { directoryRules } from '../core/directoryFindings.js';
 import { scanDirectory } from '../store/directoryScan.js';
-import { shortPinLine } from './pinStatus.js';
+import { directoryLines } from './directoryStatus.js';
 
 export interface ImportArgs {
   file: string;
@@ -39,8 +39,7 @@ function runImport(args: ImportArgs, ctx: CommandContext): number {
           line('users', result.users),
           line('credentials', result.credentials),
           line('guest links', result.guestLinks),
-          ...findingsWarnings(findings).map((w) => `WARNING: ${w}`),
-          ...shortPinLine(db, config),
+          ...directoryLines(findings),
           '',
         ].join('\n'),
       );

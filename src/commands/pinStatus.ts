@@ -1,6 +1,5 @@
 import { count } from '../util/plural.js';
 import type { AgentOptions } from '../config/options.js';
-import { countShortPins, shortPinsSentence } from '../store/pinCensus.js';
 import { readKeypadGuesses } from '../store/keypadGuessState.js';
 import type { Db } from '../store/database.js';
 
@@ -12,21 +11,23 @@ export interface PinStatus {
   keypad: { failures: number; lockedOut: boolean; streak: number } | null;
 }
 
-/** `door-agent status`'s PIN facts (issue 32): short PINs in the directory, the agent's keypad lockout. */
-export function pinStatus(config: AgentOptions, cache: Db, state: Db | null): PinStatus {
+/**
+ * `door-agent status`'s PIN facts (issue 32): short PINs in the directory (counted in its scan, `shortPins`), the
+ * agent's keypad lockout.
+ */
+export function pinStatus(config: AgentOptions, shortPins: number, state: Db | null): PinStatus {
   const saved = state ? (readKeypadGuesses(state) as { failures?: number; lockoutMs?: number; streak?: number } | undefined) : undefined;
   return {
     minPinLength: config.access.minPinLength,
-    shortPins: countShortPins(cache, config.access.pinLabels, config.access.minPinLength),
+    shortPins,
     keypad: saved ? { failures: saved.failures ?? 0, lockedOut: (saved.lockoutMs ?? 0) > 0, streak: saved.streak ?? 0 } : null,
   };
 }
 
+/** The keypad lockout's line (the short PINs' warning is among the directory's, directoryStatus.ts). */
 export function pinLines(status: PinStatus): string[] {
-  const short = shortPinsSentence(status.shortPins, status.minPinLength);
   const keypad = status.keypad;
   return [
-    ...(short ? [`WARNING: ${short}`] : []),
     ...(keypad && (keypad.lockedOut || keypad.failures > 0 || keypad.streak > 0)
       ? [
           `keypads: ${keypad.lockedOut ? 'LOCKED OUT (every door) at the last save' : `${count(keypad.failures, 'wrong PIN')} counted`}` +
@@ -34,10 +35,4 @@ export function pinLines(status: PinStatus): string[] {
         ]
       : []),
   ];
-}
-
-/** The line `import` and `sync` print when the directory holds PINs that can never open (issue 32). */
-export function shortPinLine(db: Db, config: AgentOptions): string[] {
-  const sentence = shortPinsSentence(countShortPins(db, config.access.pinLabels, config.access.minPinLength), config.access.minPinLength);
-  return sentence ? [`  WARNING: ${sentence}`] : [];
 }

@@ -57,6 +57,8 @@ function runStatus(args: { json: boolean; config: string | undefined }, ctx: Com
     const running = daemon.running;
     const states = new DoorStateStore(doorStateDir(config.agent.dataDir));
     const operations = operationsStatus(config, state, now);
+    // One pass over the credentials: the directory's findings and the short PINs alike.
+    const findings = directoryFindings(config, db);
     // How a Wiegand or OSDP reader numbers a card (docs/hardware.md, "Numbering"), the default too; others: null.
     const cardNumbering = (reader: ReaderOptions) => (reader.type === 'wiegand' || reader.type === 'osdp' ? reader.numbering : null);
     const doors = config.doors.map((door) => {
@@ -114,8 +116,8 @@ function runStatus(args: { json: boolean; config: string | undefined }, ctx: Com
       holidays: operations.holidays,
       levels: levelStatus(config, db, now, new Set(operations.holidays)),
       counts: new CredentialCache(db).counts(),
-      directoryFindings: directoryFindings(config, db),
-      pins: pinStatus(config, db, state),
+      directoryFindings: findings,
+      pins: pinStatus(config, findings.shortPins?.count ?? 0, state),
       lastImport: readMeta<{ at: string; file: string }>(db, 'last_import') ?? null,
       sync: config.service ? syncView(readSyncStatus(db), now, config.service.warnCacheAgeSeconds) : null,
       offlineLimit: offlineLimitStatus(config, db, state, now, systemBootClock),

@@ -4,9 +4,9 @@ import { createServiceClient } from '../sync/serviceClient.js';
 import { syncOnce } from '../sync/sync.js';
 import { DoorAgentError } from '../util/errors.js';
 import { loadConfigFor, stringOption, type Command, type CommandContext } from './context.js';
-import { directoryRules, findingsWarnings } from '../core/directoryFindings.js';
+import { directoryRules } from '../core/directoryFindings.js';
 import { scanDirectory } from '../store/directoryScan.js';
-import { shortPinLine } from './pinStatus.js';
+import { directoryLines } from './directoryStatus.js';
 
 const line = (name: string, c: RowCounts) => `  ${name.padEnd(12)} ${c.added} added, ${c.changed} changed, ${c.removed} removed, ${c.unchanged} unchanged`;
 
@@ -39,8 +39,7 @@ async function runSync(args: { config: string | undefined; allowMassRemoval: boo
         `synced from ${new URL(service.baseUrl).host} in ${(r.durationMs / 1000).toFixed(1)} s (${r.rowsWritten} rows written)`,
         line('users', r.users),
         line('credentials', r.credentials),
-        ...findingsWarnings(scanDirectory(db, directoryRules(config.access, config.doors))).map((w) => `WARNING: ${w}`),
-        ...shortPinLine(db, config),
+        ...directoryLines(scanDirectory(db, directoryRules(config.access, config.doors))),
         '',
       ].join('\n'),
     );

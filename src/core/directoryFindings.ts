@@ -38,6 +38,8 @@ export interface CredentialEntry {
   holderKind: 'user' | 'link';
   holderId: string;
   label: string | null;
+  /** A PIN's digits as typed (leading zeros kept), where the cache keeps them apart from `number`. */
+  digits?: string | null;
 }
 
 export interface DirectoryFindings {
@@ -63,9 +65,9 @@ interface ReaderLike {
   formats?: readonly WiegandFormatSpec[];
 }
 
-/** The rules of a site: access.pinLabels, duressPin, minCardDigits, and how its readers number a card. */
+/** The rules of a site: access.pinLabels, duressPin, minCardDigits, minPinLength, and how its readers number a card. */
 export function directoryRules(
-  access: Omit<DirectoryRules, 'cardReads' | 'minPinLength'>,
+  access: Omit<DirectoryRules, 'cardReads'>,
   doors: ReadonlyArray<{ reader?: ReaderLike; exitReader?: ReaderLike }>,
 ): DirectoryRules {
   const reads = new Map<string, CardRead>();
@@ -74,7 +76,13 @@ export function directoryRules(
     const read = { numbering: reader.numbering as WiegandNumbering, formats: reader.formats };
     reads.set(JSON.stringify([read.numbering, read.formats.map((f) => f.name)]), read);
   }
-  return { pinLabels: access.pinLabels, duressPin: access.duressPin, minCardDigits: access.minCardDigits, cardReads: [...reads.values()] };
+  return {
+    pinLabels: access.pinLabels,
+    duressPin: access.duressPin,
+    minCardDigits: access.minCardDigits,
+    ...(access.minPinLength !== undefined ? { minPinLength: access.minPinLength } : {}),
+    cardReads: [...reads.values()],
+  };
 }
 
 /** Lists (labels, ids) are cut to this many in logs, events and status: the counts stay whole. */
@@ -97,6 +105,7 @@ export function duressPinOf(pin: string, rule: DuressRule): string | null {
 export class DirectoryScan {
   private readonly pinLabels: ReadonlySet<string>;
   private shortCount = 0;
+  private shortPinCount = 0;
   private malformedCount = 0;
   private readonly malformedLabels = new Set<string>();
   private readonly shortLabels = new Set<string>();
@@ -112,6 +121,9 @@ export class DirectoryScan {
 
   add(entry: CredentialEntry): void {
     if (isPinLabel(entry.label, this.pinLabels)) {
+      // Leading zeros count: the length is that of the digits as typed.
+      const min = this.rules.minPinLength;
+      if (min !== undefined && (entry.digits ?? entry.number).length < min) this.shortPinCount++;
       if (this.rules.duressPin === 'off') return;
       const key = `${entry.holderKind}:${entry.holderId}`;
       const holders = this.pins.get(entry.number);
@@ -141,6 +153,7 @@ export class DirectoryScan {
       shortCards: { count: this.shortCount, minDigits: this.rules.minCardDigits, labels },
       ...this.ambiguities(),
       duressCollisions: this.rules.duressPin === 'off' ? null : this.collisions(),
+      ...(this.rules.minPinLength !== undefined ? { shortPins: { count: this.shortPinCount, minLength: this.rules.minPinLength } } : {}),
     };
   }
 
@@ -207,7 +220,7 @@ export function collisionKey(findings: DirectoryFindings): string {
 const listed = (items: ReadonlyArray<string | number>) =>
   items.slice(0, MAX_LISTED).join(', ') + (items.length > MAX_LISTED ? ` and ${items.length - MAX_LISTED} more` : '');
 
-/** The findings as warnings for people (import, sync, status, config check); empty when there is nothing to say. */
+/** The findings as warnings for people (import, sync, status, config check), short PINs last; empty when there is nothing to say. */
 export function findingsWarnings(findings: DirectoryFindings): string[] {
   const lines: string[] = [];
   const short = findings.shortCards;
@@ -242,5 +255,16 @@ export function findingsWarnings(findings: DirectoryFindings): string[] {
         "in the directory opens as that PIN's holder with no alarm (the real PIN wins). Change one of the PINs",
     );
   }
+  const shortPins = findings.shortPins && shortPinsSentence(findings.shortPins.count, findings.shortPins.minLength);
+  if (shortPins) lines.push(shortPins);
   return lines;
+}
+
+/**
+ * The sentence status, sync, import, config check and the daemon's log use for the PINs shorter than
+ * access.minPinLength (`shortPins`): they never open, and the operator should hear about them. Null when there are none.
+ */
+export function shortPinsSentence(count: number, minLength: number): string | null {
+  if (count === 0) return null;
+  return `${count} PIN${count === 1 ? '' : 's'} shorter than ${minLength} digits ${count === 1 ? 'is' : 'are'} never accepted (access.minPinLength)`;
 }

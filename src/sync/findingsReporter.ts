@@ -1,8 +1,7 @@
 import type { Logger } from 'pino';
-import { MAX_LISTED, collisionKey, type DirectoryFindings } from '../core/directoryFindings.js';
+import { MAX_LISTED, collisionKey, shortPinsSentence, type DirectoryFindings } from '../core/directoryFindings.js';
 import type { AgentStore } from '../store/agentStore.js';
 import { readMeta, writeMeta } from '../store/meta.js';
-import { shortPinsSentence } from '../store/pinCensus.js';
 
 /** state.db: the collision set last recorded as a duress_collision event (a restart does not record it again). */
 const KEY = 'duress_collisions_reported';

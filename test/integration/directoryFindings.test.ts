@@ -53,6 +53,8 @@ describe('import, status, config check and check', () => {
     expect(json.directoryFindings).toEqual({
       shortCards: { count: 1, minDigits: 6, labels: ['Pin code'] },
       duressCollisions: { count: 1, emailIds: [101, 105], magicLinkIds: [] },
+      // Counted in the same pass (access.minPinLength 4): none here.
+      shortPins: { count: 0, minLength: 4 },
     });
 
     const check = runCli(['config', 'check', '--config', s.config]);

@@ -90,6 +90,32 @@ describe('short cards (likely PINs under another label)', () => {
   });
 });
 
+describe('short PINs (never accepted), counted in the same pass', () => {
+  it('counts PIN entries under minPinLength by their digits as typed (leading zeros count), with duressPin off too', () => {
+    const entries = [
+      pin('1', '123'),
+      // 0123 is kept as 123 with its digits apart: four digits, long enough.
+      { ...pin('2', '123'), digits: '0123' },
+      pin('3', '12345'),
+      card('4', '12'),
+      { ...pin('5', '99', 'link'), digits: null },
+    ];
+    for (const duressPin of ['lastDigitPlusOne', 'off'] as const) {
+      const found = scan(entries, { ...RULES, duressPin, minPinLength: 4 });
+      expect(found.shortPins).toEqual({ count: 2, minLength: 4 });
+      expect(findingsWarnings(found).at(-1)).toBe('2 PINs shorter than 4 digits are never accepted (access.minPinLength)');
+    }
+    // Without minPinLength in the rules nothing is counted, and none at all says nothing.
+    expect(scan(entries).shortPins).toBeUndefined();
+    expect(findingsWarnings(scan([pin('3', '12345')], { ...RULES, minPinLength: 4 }))).toEqual([]);
+  });
+
+  it("the site's rules carry access.minPinLength", () => {
+    expect(directoryRules({ ...RULES, minPinLength: 6 }, []).minPinLength).toBe(6);
+    expect('minPinLength' in directoryRules(RULES, [])).toBe(false);
+  });
+});
+
 describe('printed card numbers (facility:card)', () => {
   it('a malformed facility:card is a finding, never a crash; a well-formed one is a card like any other', () => {
     const findings = scan([card('101', '123:45678'), card('102', '12:'), card('103', '1:2:3', null)]);
