@@ -18,6 +18,8 @@ export interface CheckArgs {
   kind: string | undefined;
   door: string | undefined;
   at: string | undefined;
+  /** The card's Wiegand format, for a card given as printed at a reader that takes several. */
+  format: string | undefined;
   config: string | undefined;
 }
 
@@ -88,10 +90,38 @@ function validityText(dates: { validFrom?: number | null; validUntil?: number | 
  * give; none when the reader has no numbering with a number for it (printed numbering, no Wiegand or OSDP
  * reader): the printed form is then looked up as it is.
  */
-function printedReads(reader: ReaderOptions | undefined, printed: string): Array<{ credential: string; printed: string }> {
+function printedReads(reader: ReaderOptions | undefined, printed: string, format: string | undefined): Array<{ credential: string; printed: string }> {
   if ((reader?.type !== 'wiegand' && reader?.type !== 'osdp') || !reader.formats) return [];
+  const formats = format === undefined ? reader.formats : reader.formats.filter((f) => f.name.toLowerCase() === format.toLowerCase());
   const [facility, card] = printed.split(':').map(BigInt) as [bigint, bigint];
-  return printedNumberer(reader.formats, reader.numbering)(facility, card).map((credential) => ({ credential, printed }));
+  return printedNumberer(formats, reader.numbering)(facility, card).map((credential) => ({ credential, printed }));
+}
+
+/**
+ * --format: the card's format, one of those the door's reader takes (case as you like); only for a card given as
+ * printed at a Wiegand or OSDP reader, where it is what tells one format's number from another's.
+ */
+function checkFormat(format: string | undefined, door: DoorOptions, kind: CredentialKind, normalized: string): string | undefined {
+  if (format === undefined) return undefined;
+  if (kind !== 'card' || !normalized.includes(':')) {
+    throw new UsageError(`--format applies to a card given as printed (facility:card, e.g. 123:45678); this ${kind} is looked up as it is`);
+  }
+  const reader = door.reader;
+  if ((reader?.type !== 'wiegand' && reader?.type !== 'osdp') || !reader.formats) {
+    const what = reader ? `${door.name}'s reader (${reader.type})` : `${door.name} (no reader configured)`;
+    throw new UsageError(`--format: ${what} takes no Wiegand formats; a printed card is looked up as printed`);
+  }
+  const named = reader.formats.find((f) => f.name.toLowerCase() === format.toLowerCase());
+  if (!named) {
+    throw new UsageError(`--format ${JSON.stringify(format)} is not a format ${door.name}'s reader takes: ${reader.formats.map((f) => f.name).join(', ')}`);
+  }
+  return named.name;
+}
+
+/** The formats a door's Wiegand or OSDP reader takes, by name. */
+function formatNames(door: DoorOptions): string {
+  const reader = door.reader;
+  return reader && (reader.type === 'wiegand' || reader.type === 'osdp') && reader.formats ? reader.formats.map((f) => f.name).join(', ') : '';
 }
 
 /** `door-agent check`: the offline decision from the cache, as JSON. Exit 0 granted, 1 denied. */
@@ -101,6 +131,12 @@ function runCheck(args: CheckArgs, ctx: CommandContext): number {
   const config = loadConfigFor(args.config, ctx);
   const at = parseAt(args.at, ctx.clock.wallNow(), config.agent.timezone);
   const door = selectDoor(config.doors, args.door);
+  const normalized = normalizeCredential(args.credential, kind, readerCardFormat(door));
+  if (normalized === null) {
+    // Never echo the credential: it may be a PIN or a card number.
+    throw new UsageError(`the ${kind} given is malformed: expected ${KIND_FORMAT[kind]} (${args.credential.length} characters given)`);
+  }
+  const format = checkFormat(args.format, door, kind, normalized);
   const db = openDatabase(cachePath(config.agent.dataDir), { readonly: true });
   // The daemon's lockdowns and the holidays published to it decide too (state.db, when a daemon has run).
   const stateFile = statePath(config.agent.dataDir);
@@ -112,13 +148,8 @@ function runCheck(args: CheckArgs, ctx: CommandContext): number {
     const lockdown = operations.lockdown(door.uuid).active;
     // The offline limit as it stands now (the cache's age now, whatever --at says), as the daemon measures it.
     const cacheTooOld = offlineLimitStatus(config, db, state, ctx.clock.wallNow(), systemBootClock).inForce;
-    const normalized = normalizeCredential(args.credential, kind, readerCardFormat(door));
-    if (normalized === null) {
-      // Never echo the credential: it may be a PIN or a card number.
-      throw new UsageError(`the ${kind} given is malformed: expected ${KIND_FORMAT[kind]} (${args.credential.length} characters given)`);
-    }
     const request = { door, kind, now: at, lockdown, cacheTooOld };
-    const reads = kind === 'card' && normalized.includes(':') ? printedReads(door.reader, normalized) : [];
+    const reads = kind === 'card' && normalized.includes(':') ? printedReads(door.reader, normalized, format) : [];
     const results =
       reads.length > 0
         ? reads.map((read) => checker.checkPresented({ ...request, ...read }))
@@ -129,7 +160,7 @@ function runCheck(args: CheckArgs, ctx: CommandContext): number {
     if (results.some((r) => outcome(r) !== outcome(result))) {
       throw new UsageError(
         `the card given as printed reads as ${results.length} different numbers on ${door.name}'s reader (its formats differ), decided differently: ` +
-          "give the number the card reads as (door-agent reader learn shows it), or set the reader's format",
+          `give the card's format with --format (${formatNames(door)}), or the number it reads as (door-agent reader learn shows both)`,
       );
     }
     const matchedBy = result.holders.length === 0 ? null : (result.matchedBy ?? 'number');
@@ -151,6 +182,7 @@ function runCheck(args: CheckArgs, ctx: CommandContext): number {
       hint: result.hint,
       // Which form of the card the directory holds: its number in the reader's numbering, or as printed (facility:card).
       ...(kind === 'card' ? { matched: matchedBy } : {}),
+      ...(format !== undefined ? { format } : {}),
       at: new Date(at).toISOString(),
       timezone: config.agent.timezone,
       ...(lockdown ? { lockdown: true } : {}),
@@ -172,6 +204,7 @@ export const command: Command = (input) =>
       kind: stringOption(input, 'kind'),
       door: stringOption(input, 'door'),
       at: stringOption(input, 'at'),
+      format: stringOption(input, 'format'),
       config: stringOption(input, 'config'),
     },
     input.ctx,

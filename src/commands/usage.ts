@@ -74,13 +74,17 @@ const COMMANDS: readonly CommandUsage[] = [
   },
   {
     name: 'check',
-    args: 'CREDENTIAL [--kind card|pin|token] [--door DOOR] [--at TIME] [--config F]',
+    args: 'CREDENTIAL [--kind card|pin|token] [--door DOOR] [--at TIME] [--format NAME] [--config F]',
     summary: 'the offline decision from the cache, as JSON, with each access level considered; exit 0 granted, 1 denied',
     options: [
       { flag: 'CREDENTIAL', meaning: 'a card number, a PIN or a guest-link token' },
       { flag: '--kind card|pin|token', meaning: 'what CREDENTIAL is (default card)' },
       { flag: '--door DOOR', meaning: 'the door to decide for, by uuid, name or resourceId (needed when more than one door is configured)' },
       { flag: '--at TIME', meaning: 'decide as at this time: "2026-12-24 19:00" in agent.timezone, or an ISO 8601 instant (default now)' },
+      {
+        flag: '--format NAME',
+        meaning: "a card given as printed (123:45678): the card's Wiegand format (H10301, C1k35, ...), one of those the door's reader takes",
+      },
     ],
     config: true,
     exits: [[0, 'granted'], [1, 'denied (or the cache cannot be read)'], INVALID_CONFIG],

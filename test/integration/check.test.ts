@@ -235,6 +235,30 @@ describe('door-agent check: a card as printed (facility:card) on a door with a W
     const r = check(['123:45678'], split);
     expect(r.status).toBe(2);
     expect(r.stderr).toContain("reads as 4 different numbers on Front door's reader");
+    expect(r.stderr).toContain("give the card's format with --format (H10301, ");
     expect(r.stderr).toContain('door-agent reader learn');
+    // Its format named: decided as that format reads it (H10301 reads 123:45678 as 8106606, Dave's), any case.
+    const h10301 = check(['123:45678', '--format', 'h10301'], split);
+    expect(h10301.status).toBe(0);
+    expect(h10301.out).toMatchObject({ granted: true, matched: 'number', format: 'H10301', holders: [{ email_id: 105 }] });
+    // As a 35-bit Corporate 1000 the same printed card is another number, nobody's.
+    expect(check(['123:45678', '--format', 'C1k35'], split).out).toMatchObject({ granted: false, reason: 'unknown_credential', format: 'C1k35' });
+  });
+
+  it("--format: only for a card given as printed, and only one of the reader's formats; a clear error otherwise", () => {
+    const h10301 = site('h10301', [['101', '8106606']], 'format: H10301');
+    const wrong = check(['123:45678', '--format', 'C1k35'], h10301);
+    expect(wrong.status).toBe(2);
+    expect(wrong.stderr).toContain(`--format "C1k35" is not a format Front door's reader takes: H10301`);
+    const number = check(['8106606', '--format', 'H10301'], h10301);
+    expect(number.status).toBe(2);
+    expect(number.stderr).toContain('--format applies to a card given as printed (facility:card, e.g. 123:45678)');
+    expect(number.stderr).not.toContain('8106606');
+    const serialDir = join(tmp.path, 'serial-format');
+    mkdirSync(serialDir);
+    const serial = writeConfig(serialDir, { doorExtra: `    reader: { path: ${serialDir}/reader }\n` });
+    const noFormats = check(['123:45678', '--format', 'H10301'], serial);
+    expect(noFormats.status).toBe(2);
+    expect(noFormats.stderr).toContain("--format: Front door's reader (serial) takes no Wiegand formats; a printed card is looked up as printed");
   });
 });
