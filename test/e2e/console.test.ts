@@ -1,4 +1,3 @@
-import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
@@ -6,7 +5,8 @@ import jsQRModule from 'jsqr';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { launchChromium } from '../support/browser.js';
-import { CLI, DOOR_UUID, ROOT, runCli, tempDir } from '../support/cli.js';
+import { DOOR_UUID, runCli, tempDir } from '../support/cli.js';
+import { startServiceProcess, type ServiceProcess } from '../support/serviceProcess.js';
 import { Daemon, readLevel, waitUntil } from '../support/daemon.js';
 import { Mosquitto } from '../support/mosquitto.js';
 import { freePort } from '../support/net.js';
@@ -16,7 +16,7 @@ import { PtyPair } from '../support/socat.js';
 // socat reader (the harness of system.test.ts). One browser for the file; generous waits for a loaded machine.
 const tmp = tempDir('door-agent-console-');
 let broker: Mosquitto;
-let service: ChildProcess;
+let service: ServiceProcess | undefined;
 let pty: PtyPair;
 let agent: Daemon;
 let browser: Browser;
@@ -78,8 +78,7 @@ mqtt: { url: "${broker.url}", topicPrefix: site }
   for (const rank of ['ADMIN', 'REGULAR', 'DOOR'] as const) {
     keys[rank] = runCli(['service', 'key', 'create', '--rank', rank, '--config', serviceConfig]).stdout.trim();
   }
-  service = spawn(process.execPath, [CLI, 'service', '--config', serviceConfig], { cwd: ROOT, stdio: ['ignore', 'pipe', 'inherit'] });
-  await new Promise<void>((resolve) => service.stdout!.on('data', (d: Buffer) => d.toString().includes('connected to the broker') && resolve()));
+  service = await startServiceProcess(serviceConfig, { ready: 'connected to the broker' });
 
   const staff = await api('POST', '/groups', { type: 'users', name: 'Staff', add_ids: [] });
   await api('POST', '/invites', {
@@ -125,7 +124,7 @@ doors:
 afterAll(async () => {
   await browser?.close();
   await agent?.stop('SIGKILL');
-  service?.kill('SIGTERM');
+  await service?.stop();
   await pty?.unplug();
   await broker?.stop();
   tmp.cleanup();

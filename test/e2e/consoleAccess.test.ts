@@ -1,4 +1,3 @@
-import { type ChildProcess, spawn } from 'node:child_process';
 import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
@@ -6,7 +5,8 @@ import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { seedService } from '../../bench/serviceSeed.js';
 import { launchChromium } from '../support/browser.js';
-import { CLI, DOOR_UUID, ROOT, runCli, tempDir } from '../support/cli.js';
+import { DOOR_UUID, runCli, tempDir } from '../support/cli.js';
+import { startServiceProcess, type ServiceProcess } from '../support/serviceProcess.js';
 import { freePort } from '../support/net.js';
 
 // The console's promises beyond the happy path (issue 29 follow-ups): keyboard and screen reader, dark mode and a
@@ -21,7 +21,7 @@ const FAKETIME_LIB = ['x86_64', 'aarch64', 'arm']
   .map((a) => `/usr/lib/${a}-linux-gnu${a === 'arm' ? 'eabihf' : ''}/faketime/libfaketime.so.1`)
   .find((f) => existsSync(f));
 const clockFile = join(tmp.path, 'faketime.rc');
-let service: ChildProcess;
+let service: ServiceProcess | undefined;
 let serviceConfig: string;
 let browser: Browser;
 let admin: BrowserContext;
@@ -146,9 +146,7 @@ beforeAll(async () => {
   adminKey = runCli(['service', 'key', 'create', '--rank', 'ADMIN', '--config', serviceConfig]).stdout.trim();
 
   writeFileSync(clockFile, '+0\n');
-  service = spawn(process.execPath, [CLI, 'service', '--config', serviceConfig], {
-    cwd: ROOT,
-    stdio: ['ignore', 'pipe', 'inherit'],
+  service = await startServiceProcess(serviceConfig, {
     // The wall clock only (timers keep real time), the file read again at most a second after it changes.
     env: {
       ...process.env,
@@ -158,17 +156,13 @@ beforeAll(async () => {
       FAKETIME_DONT_FAKE_MONOTONIC: '1',
     },
   });
-  await new Promise<void>((resolve, reject) => {
-    service.stdout!.on('data', (d: Buffer) => d.toString().includes('service ready') && resolve());
-    service.once('exit', (code) => reject(new Error(`the service exited (${code}) before it was ready`)));
-  });
   admin = await browser.newContext();
   await (await signIn(admin)).close();
 }, 90_000);
 
 afterAll(async () => {
   await browser?.close();
-  service?.kill('SIGTERM');
+  await service?.stop();
   tmp.cleanup();
 });
 

@@ -1,9 +1,9 @@
-import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { SMTPServer } from 'smtp-server';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { CLI, DOOR_UUID, ROOT, runCli, tempDir } from '../support/cli.js';
+import { DOOR_UUID, runCli, tempDir } from '../support/cli.js';
+import { startServiceProcess, type ServiceProcess } from '../support/serviceProcess.js';
 import { Daemon, readLevel, waitUntil } from '../support/daemon.js';
 import { Mosquitto } from '../support/mosquitto.js';
 import { freePort } from '../support/net.js';
@@ -18,7 +18,7 @@ const tmp = tempDir('door-agent-e2e-');
 const mail: Array<{ to: string; text: string }> = [];
 let smtp: SMTPServer;
 let broker: Mosquitto;
-let service: ChildProcess;
+let service: ServiceProcess | undefined;
 let pty: PtyPair;
 let agent: Daemon | undefined;
 let base: string;
@@ -60,8 +60,7 @@ mqtt: { url: "${broker.url}", topicPrefix: site }
 `,
   );
   key = runCli(['service', 'key', 'create', '--rank', 'ADMIN', '--config', serviceConfig]).stdout.trim();
-  service = spawn(process.execPath, [CLI, 'service', '--config', serviceConfig], { cwd: ROOT, stdio: ['ignore', 'pipe', 'inherit'] });
-  await new Promise<void>((resolve) => service.stdout!.on('data', (d: Buffer) => d.toString().includes('connected to the broker') && resolve()));
+  service = await startServiceProcess(serviceConfig, { ready: 'connected to the broker' });
   writeFileSync(join(tmp.path, 'api-key'), `${key}\n`);
   pty = new PtyPair(join(tmp.path, 'reader'), join(tmp.path, 'terminal'));
   await pty.plugIn();
@@ -81,7 +80,7 @@ doors:
 
 afterAll(async () => {
   await agent?.stop('SIGKILL');
-  service.kill('SIGTERM');
+  await service?.stop();
   await pty.unplug();
   await broker.stop();
   await new Promise((r) => smtp.close(() => r(undefined)));

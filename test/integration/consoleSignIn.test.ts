@@ -1,28 +1,19 @@
 import { join } from 'node:path';
-import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ApiKeys } from '../../src/service/apiKeys.js';
 import { openServiceDatabase, type ServiceDb } from '../../src/service/database.js';
-import { buildService } from '../../src/service/server.js';
-import { systemClock } from '../../src/util/clock.js';
-import { DOOR_UUID, tempDir } from '../support/cli.js';
+import { tempDir } from '../support/cli.js';
+import { testService } from '../support/serviceApp.js';
 
 // The console's e-mail sign-in, in process (fastify's inject) on a real database: the link is read from the outbox.
 const tmp = tempDir('door-agent-console-mail-');
 let db: ServiceDb;
-let app: ReturnType<typeof buildService>;
+let app: ReturnType<typeof testService>;
 const origin = { origin: 'http://localhost:80', host: 'localhost:80' };
 
 beforeAll(async () => {
   db = openServiceDatabase(join(tmp.path, 'service.db'));
-  app = buildService({
-    db,
-    clock: systemClock,
-    logger: pino({ level: 'silent' }),
-    resources: [{ resourceId: 12, uuid: DOOR_UUID, type: 'DOOR', name: 'Front door' }],
-    lockReplyTimeoutMs: 1000,
-    console: { options: { enabled: true, sessionMinutes: 30, maxSessionHours: 12 }, feed: null, mailConfigured: true },
-  });
+  app = testService(db, { console: { options: { enabled: true, sessionMinutes: 30, maxSessionHours: 12 }, feed: null, mailConfigured: true } });
   await app.ready();
   const key = new ApiKeys(db).create('SUPER', 0, Date.now());
   await app.inject({

@@ -1,15 +1,15 @@
-import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { request as httpRequest } from 'node:http';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { CLI, DOOR_UUID, ROOT, runCli, runCliAsync, tempDir } from '../support/cli.js';
+import { DOOR_UUID, runCli, runCliAsync, tempDir } from '../support/cli.js';
+import { startServiceProcess, type ServiceProcess } from '../support/serviceProcess.js';
 import { freePort } from '../support/net.js';
 
 // The reference service as a real process on a free loopback port, driven over HTTP.
 const tmp = tempDir('door-agent-service-');
-let service: ChildProcess;
+let service: ServiceProcess;
 let base: string;
 let config: string;
 let port: number;
@@ -35,16 +35,11 @@ beforeAll(async () => {
     expect(r.stdout).toMatch(/^dak_[A-Za-z0-9_-]{43}\n$/);
     keys[rank] = r.stdout.trim();
   }
-  service = spawn(process.execPath, [CLI, 'service', '--config', config], { cwd: ROOT, stdio: ['ignore', 'pipe', 'inherit'] });
   base = `http://127.0.0.1:${port}`;
-  await new Promise<void>((resolve, reject) => {
-    service.stdout!.on('data', (d: Buffer) => d.toString().includes('service ready') && resolve());
-    service.once('exit', (code) => reject(new Error(`service exited ${code}`)));
-  });
+  service = await startServiceProcess(config);
 });
 afterAll(async () => {
-  service.kill('SIGTERM');
-  await new Promise((r) => service.once('exit', r));
+  await service?.stop();
   tmp.cleanup();
 });
 
@@ -164,18 +159,16 @@ describe('GET /directory deltas carry group memberships', () => {
 
 describe('the directory revision is published whoever computes it first', () => {
   it('a GET /directory within the 200 ms batch of a change does not swallow the push the other doors wait for', async () => {
-    const { pino } = await import('pino');
     const { ApiKeys } = await import('../../src/service/apiKeys.js');
     const { openServiceDatabase } = await import('../../src/service/database.js');
-    const { buildService } = await import('../../src/service/server.js');
-    const { systemClock } = await import('../../src/util/clock.js');
+    const { testService } = await import('../support/serviceApp.js');
     const { sleep } = await import('../support/wait.js');
     mkdirSync(join(tmp.path, 'inproc'), { recursive: true });
     const db = openServiceDatabase(join(tmp.path, 'inproc', 'service.db'));
     const key = new ApiKeys(db).create('SUPER', 0, Date.now());
     const pushed: number[] = [];
     const doors = { publishRevision: (r: { revision: number }) => pushed.push(r.revision), publishGuestLink() {}, revokeGuestLink() {} };
-    const app = buildService({ db, clock: systemClock, logger: pino({ level: 'silent' }), resources: [], lockReplyTimeoutMs: 1000, doors: doors as never });
+    const app = testService(db, { resources: [], doors: doors as never });
     const headers = { authorization: `Bearer ${key}` };
     try {
       await app.inject({

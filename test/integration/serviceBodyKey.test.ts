@@ -1,4 +1,3 @@
-import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { request as httpRequest } from 'node:http';
 import { connect } from 'node:net';
@@ -7,7 +6,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ApiKeys } from '../../src/service/apiKeys.js';
 import { openServiceDatabase } from '../../src/service/database.js';
 import { REQUEST_LIMITS } from '../../src/service/requestLimits.js';
-import { CLI, DOOR_UUID, ROOT, tempDir } from '../support/cli.js';
+import { DOOR_UUID, tempDir } from '../support/cli.js';
+import { startServiceProcess, type ServiceProcess } from '../support/serviceProcess.js';
 import { freePort } from '../support/net.js';
 
 // The API document gives `api_key` as a form parameter of one call and leaves every other parameter's place open,
@@ -17,12 +17,11 @@ import { freePort } from '../support/net.js';
 
 const tmp = tempDir('door-agent-bodykey-');
 const LIMIT = REQUEST_LIMITS.bodyBeforeKey;
-let service: ChildProcess;
+let service: ServiceProcess;
 let port: number;
 let admin: string;
 let superKey: string;
 let door: string;
-let output = '';
 
 beforeAll(async () => {
   port = await freePort();
@@ -42,20 +41,11 @@ beforeAll(async () => {
   superKey = new ApiKeys(db).create('SUPER', 0, Date.now());
   door = new ApiKeys(db).create('DOOR', 0, Date.now());
   db.close();
-  service = spawn(process.execPath, [CLI, 'service', '--config', config], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
-  service.stderr!.on('data', (d: Buffer) => (output += d.toString()));
-  await new Promise<void>((resolve, reject) => {
-    service.stdout!.on('data', (d: Buffer) => {
-      output += d.toString();
-      if (output.includes('service ready')) resolve();
-    });
-    service.once('exit', (code) => reject(new Error(`service exited ${code}: ${output}`)));
-  });
+  service = await startServiceProcess(config, { captureStderr: true });
 }, 60_000);
 
 afterAll(async () => {
-  service.kill('SIGTERM');
-  await new Promise((r) => service.once('exit', r));
+  await service?.stop();
   tmp.cleanup();
 });
 
@@ -252,6 +242,7 @@ describe('a large body without a valid key is refused at once, not read', () => 
 
   it('the service still answers at once afterwards, and never logged a key', async () => {
     expect((await send('GET', '/multipleusers', undefined, { authorization: `Bearer ${admin}` })).status).toBe(200);
+    const output = service.output();
     for (const key of [admin, superKey, door]) expect(output).not.toContain(key);
     expect(output).not.toContain('dak_');
   });

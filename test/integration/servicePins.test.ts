@@ -8,9 +8,9 @@ import { ApiKeys, type KeyKind } from '../../src/service/apiKeys.js';
 import { openServiceDatabase, type ServiceDb } from '../../src/service/database.js';
 import { SERVICE_MIGRATIONS } from '../../src/service/migrations.js';
 import { startService, type RunningService } from '../../src/service/root.js';
-import { buildService } from '../../src/service/server.js';
 import { systemClock } from '../../src/util/clock.js';
 import { DOOR_UUID, runCli, runCliAsync, tempDir, writeConfig } from '../support/cli.js';
+import { testService } from '../support/serviceApp.js';
 
 // Issue 32 item 16: who may read PINs. PINs are smartcard entries labelled as a PIN (server.pinLabels); with the
 // card they are both factors of a card_and_pin door, so only ADMIN/SUPER keys and DOOR keys (door controllers)
@@ -29,7 +29,7 @@ const CARDS = [
 ];
 
 let db: ServiceDb;
-let app: ReturnType<typeof buildService>;
+let app: ReturnType<typeof testService>;
 const keys = {} as Record<KeyKind, string>;
 let aliceId: number;
 
@@ -38,14 +38,7 @@ const get = (path: string, kind: KeyKind) => app.inject({ method: 'GET', url: pa
 beforeAll(async () => {
   db = openServiceDatabase(join(tmp.path, 'service.db'));
   for (const kind of KINDS) keys[kind] = new ApiKeys(db).create(kind, 0, Date.now());
-  app = buildService({
-    db,
-    clock: systemClock,
-    logger: pino({ level: 'silent' }),
-    resources: [{ resourceId: 12, uuid: DOOR_UUID, type: 'DOOR', name: 'Front door' }],
-    lockReplyTimeoutMs: 1000,
-    pinLabels: ['PIN', 'Pin code'],
-  });
+  app = testService(db, { pinLabels: ['PIN', 'Pin code'] });
   await app.ready();
   const invited = await app.inject({
     method: 'POST',

@@ -1,4 +1,3 @@
-import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { connect, type Socket } from 'node:net';
 import { join } from 'node:path';
@@ -8,9 +7,9 @@ import { parseServiceConfig } from '../../src/config/load.js';
 import { ApiKeys } from '../../src/service/apiKeys.js';
 import { DEFAULT_HTTP_LIMITS, checkingIntervalMs } from '../../src/service/httpLimits.js';
 import { openServiceDatabase } from '../../src/service/database.js';
-import { buildService } from '../../src/service/server.js';
-import { systemClock } from '../../src/util/clock.js';
-import { CLI, DOOR_UUID, ROOT, runCliAsync, tempDir, writeConfig } from '../support/cli.js';
+import { DOOR_UUID, ROOT, runCliAsync, tempDir, writeConfig } from '../support/cli.js';
+import { startServiceProcess, type ServiceProcess } from '../support/serviceProcess.js';
+import { testService } from '../support/serviceApp.js';
 import { freePort } from '../support/net.js';
 import { sleep } from '../support/wait.js';
 
@@ -21,7 +20,7 @@ import { sleep } from '../support/wait.js';
 
 const tmp = tempDir('door-agent-slow-');
 const TIMEOUT_S = 5;
-let service: ChildProcess;
+let service: ServiceProcess;
 let port: number;
 let adminKey: string;
 let doorKey: string;
@@ -48,11 +47,7 @@ beforeAll(async () => {
   adminKey = new ApiKeys(db).create('ADMIN', 0, Date.now());
   doorKey = new ApiKeys(db).create('DOOR', 0, Date.now());
   db.close();
-  service = spawn(process.execPath, [CLI, 'service', '--config', config], { cwd: ROOT, stdio: ['ignore', 'pipe', 'inherit'] });
-  await new Promise<void>((resolve, reject) => {
-    service.stdout!.on('data', (d: Buffer) => d.toString().includes('service ready') && resolve());
-    service.once('exit', (code) => reject(new Error(`service exited ${code}`)));
-  });
+  service = await startServiceProcess(config);
   const call = async (path: string, body: unknown) => {
     const res = await fetch(`http://127.0.0.1:${port}${path}`, {
       method: 'POST',
@@ -71,11 +66,8 @@ beforeAll(async () => {
 }, 60_000);
 
 afterAll(async () => {
-  service.kill('SIGTERM');
   // A service that still holds slow connections would wait for them: a failed run must not hang here.
-  const killer = setTimeout(() => service.kill('SIGKILL'), 5000);
-  await new Promise((r) => service.once('exit', r));
-  clearTimeout(killer);
+  await service?.stop(5000);
   tmp.cleanup();
 });
 
@@ -177,7 +169,7 @@ describe('slow clients (issue 32 item 7)', () => {
 
     const db = openServiceDatabase(join(tmp.path, 'defaults.db'));
     new ApiKeys(db);
-    const app = buildService({ db, clock: systemClock, logger: pino({ level: 'silent' }), resources: [], lockReplyTimeoutMs: 1000 });
+    const app = testService(db, { resources: [] });
     const server = app.server;
     expect([server.headersTimeout, server.requestTimeout, server.keepAliveTimeout, server.timeout, server.maxConnections]).toEqual([
       30_000, 60_000, 10_000, 61_000, 1000,
@@ -190,7 +182,7 @@ describe('slow clients (issue 32 item 7)', () => {
     const db = openServiceDatabase(join(tmp.path, 'limit.db'));
     const lines: string[] = [];
     const logger = pino({ level: 'warn' }, { write: (line: string) => void lines.push(line) });
-    const app = buildService({ db, clock: systemClock, logger, resources: [], lockReplyTimeoutMs: 1000, http: { maxConnections: 16 } });
+    const app = testService(db, { logger, resources: [], http: { maxConnections: 16 } });
     await app.listen({ host: '127.0.0.1', port: 0 });
     const { port: limitPort } = app.server.address() as { port: number };
     const clients = Array.from({ length: 20 }, () => {

@@ -8,23 +8,28 @@ import { buildService } from '../../src/service/server.js';
 import { systemClock } from '../../src/util/clock.js';
 import { DOOR_UUID } from './cli.js';
 
+const FRONT_DOOR: ServiceResource = { resourceId: 12, uuid: DOOR_UUID, type: 'DOOR', name: 'Front door' };
+
+/**
+ * The reference service as every test builds it, not yet started: on `db`, a silent logger, the system clock, the
+ * front door as its one resource, no MQTT; `overrides` replace or add any of its deps (resources, limits, the
+ * console, a logger to read).
+ */
+export function testService(db: ServiceDb, overrides: Partial<ServiceDeps> = {}): ReturnType<typeof buildService> {
+  return buildService({ db, clock: systemClock, logger: pino({ level: 'silent' }), resources: [FRONT_DOOR], lockReplyTimeoutMs: 1000, ...overrides });
+}
+
 /**
  * The reference service in this process (for fastify's inject), on a real database file, with the front door as
  * its one resource (or `resources`) and a SUPER key in `headers`. No MQTT.
  */
 export async function inProcessService(
   dbFile: string,
-  resources: ServiceResource[] = [{ resourceId: 12, uuid: DOOR_UUID, type: 'DOOR', name: 'Front door' }],
+  resources: ServiceResource[] = [FRONT_DOOR],
 ): Promise<{ db: ServiceDb; app: ReturnType<typeof buildService>; headers: Record<string, string> }> {
   const db = openServiceDatabase(dbFile);
   const headers = { authorization: `Bearer ${new ApiKeys(db).create('SUPER', 0, Date.now())}` };
-  const app = buildService({
-    db,
-    clock: systemClock,
-    logger: pino({ level: 'silent' }),
-    resources,
-    lockReplyTimeoutMs: 1000,
-  });
+  const app = testService(db, { resources });
   await app.ready();
   return { db, app, headers };
 }
@@ -45,14 +50,7 @@ export async function listeningService(
     DOOR: apiKeys.create('DOOR', 0, Date.now()),
     REGULAR: apiKeys.create('REGULAR', 0, Date.now()),
   };
-  const app = buildService({
-    db,
-    clock: systemClock,
-    logger: pino({ level: 'silent' }),
-    resources: [{ resourceId: 12, uuid: DOOR_UUID, type: 'DOOR', name: 'Front door' }],
-    lockReplyTimeoutMs: 1000,
-    ...deps,
-  });
+  const app = testService(db, deps);
   await app.listen({ host: '127.0.0.1', port: 0 });
   return { db, app, port: (app.server.address() as AddressInfo).port, keys };
 }
