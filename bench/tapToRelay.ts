@@ -29,13 +29,15 @@ const TIMED_RELOCKS = 20;
 /** The floor's taps come in blocks of this many between the agent's. */
 const BLOCK = 100;
 const UNLOCK_SECONDS = 1;
+/** Untimed taps after the agent's start, by default (tap-during-sync, wiegand: the taps must meet the first sync). */
+const WARMUP = 20;
 /**
- * Untimed taps after the agent's start: the timed taps are those of a daemon that has been running (a door's runs
- * for months). The daemon tunes V8 to optimize its tap path (src/system/v8Tiering.ts); over its first 100 or so
- * taps V8 compiles the daemon's code, and a compile on the one CPU the agent has here can hold a tap a few
- * milliseconds. Those first taps are timed too, and reported on rows of their own (`firstTaps`).
+ * tap-to-relay's: its timed taps are those of a daemon that has been running (a door's runs for months). The daemon
+ * tunes V8 to optimize its tap path (src/system/v8Tiering.ts); over its first 100 or so taps V8 compiles the daemon's
+ * code, and a compile on the one CPU the agent has here can hold a tap a few milliseconds. Those first taps are
+ * timed too, and reported on rows of their own (`firstTaps`).
  */
-const WARMUP = 150;
+const WARMUP_AFTER_START = 150;
 const root = resolve(fileURLToPath(import.meta.url), '../../..');
 
 const ptyPair = (a: string, b: string) => ptyPairOf('tap-to-relay', a, b);
@@ -47,7 +49,7 @@ export interface AgentRun {
   relocks: number[];
   /** How late the relock timer turned the relay off after an unlock nobody used (unlockSeconds), ms. */
   timerLateness: number[];
-  /** Card line to relay of the WARMUP taps after the agent's start (not in `taps`), ms. */
+  /** Card line to relay of the warm-up taps after the agent's start (not in `taps`), ms. */
   firstTaps: number[];
   /** The agent's peak resident memory over the run (VmHWM). */
   peakRssMb: number;
@@ -61,6 +63,8 @@ export interface MeasureOptions {
   /** The door's reader: a serial line on a socat pty (default), or a Wiegand reader on the simulated chip. */
   reader?: 'serial' | 'wiegand';
   taps?: number;
+  /** Taps after the agent's start before the timed ones (default WARMUP). */
+  warmup?: number;
   /** Runs after every `every` taps (the floor's taps, measured between the agent's: both see the same load). */
   between?: { every: number; run: () => Promise<void> };
   /** The agent runs below the benchmark's priority, as a process it times (benchAgent.ts, spawnTimed). */
@@ -74,6 +78,7 @@ const ALICE_CARD_EDGES = edgesOf(encodeCard(4_213_578n), 0);
 export async function measureAgent(dir: string, options: MeasureOptions = {}): Promise<AgentRun> {
   const wiegand = options.reader === 'wiegand';
   const tapCount = options.taps ?? TAPS;
+  const warmup = options.warmup ?? WARMUP;
   const config = benchAgentConfig(dir, {
     reader: wiegand ? `{ type: wiegand, d0: ${WIEGAND_PINS.d0}, d1: ${WIEGAND_PINS.d1}, format: 26 }` : `{ path: ${dir}/reader }`,
     unlockSeconds: UNLOCK_SECONDS,
@@ -124,12 +129,12 @@ export async function measureAgent(dir: string, options: MeasureOptions = {}): P
       await sleep(PACE_MS);
     };
     try {
-      for (let i = 0; i < tapCount + WARMUP; i++) {
-        if (options.between && i >= WARMUP && (i - WARMUP) % options.between.every === 0) {
+      for (let i = 0; i < tapCount + warmup; i++) {
+        if (options.between && i >= warmup && (i - warmup) % options.between.every === 0) {
           await options.between.run();
           await cycle('untimed'); // after the pause, one untimed tap, as the warm-up
         }
-        await cycle(i >= WARMUP ? 'timed' : 'first');
+        await cycle(i >= warmup ? 'timed' : 'first');
       }
       // Nobody walks through: the relock timer turns the relay off unlockSeconds after the unlock.
       for (let i = 0; i < TIMED_RELOCKS; i++) {
@@ -201,8 +206,12 @@ export async function benchmarkTapToRelay(workDir: string): Promise<BenchRow[]> 
   const agentRun = await observed(async () => {
     const floor = await startFloor(dir);
     try {
-      await floor.block(WARMUP - 1);
-      return await measureAgent(dir, { timed: true, between: { every: BLOCK, run: async () => void floorSamples.push(...(await floor.block(BLOCK))) } });
+      await floor.block(WARMUP_AFTER_START - 1);
+      return await measureAgent(dir, {
+        timed: true,
+        warmup: WARMUP_AFTER_START,
+        between: { every: BLOCK, run: async () => void floorSamples.push(...(await floor.block(BLOCK))) },
+      });
     } finally {
       floor.stop();
     }
@@ -212,7 +221,7 @@ export async function benchmarkTapToRelay(workDir: string): Promise<BenchRow[]> 
   rmSync(dir, { recursive: true, force: true });
   return [
     ...latencyRows('tap-to-relay', `card line to relay (${TAPS} taps)`, agent, p50p99(floorSamples), 'bare serialport reader', 5),
-    infoRow('tap-to-relay', `card line to relay, the first ${WARMUP} taps after start (V8 optimizing) p50`, first.p50, 'ms'),
-    infoRow('tap-to-relay', `card line to relay, the first ${WARMUP} taps after start (V8 optimizing) p99`, first.p99, 'ms'),
+    infoRow('tap-to-relay', `card line to relay, the first ${WARMUP_AFTER_START} taps after start (V8 optimizing) p50`, first.p50, 'ms'),
+    infoRow('tap-to-relay', `card line to relay, the first ${WARMUP_AFTER_START} taps after start (V8 optimizing) p99`, first.p99, 'ms'),
   ];
 }

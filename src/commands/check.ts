@@ -1,6 +1,6 @@
 import type { DoorOptions, ReaderOptions } from '../door/options.js';
 import { normalizeCredential, type CredentialKind } from '../core/credentials.js';
-import { printedNumberer } from '../core/wiegandFormats.js';
+import { FORMAT_ALIASES, printedNumberer, type WiegandFormatSpec } from '../core/wiegandFormats.js';
 import { readerCardFormat } from '../door/options.js';
 import { AccessChecker } from '../door/accessChecker.js';
 import { CredentialCache } from '../store/credentialCache.js';
@@ -90,32 +90,51 @@ function validityText(dates: { validFrom?: number | null; validUntil?: number | 
  * give; none when the reader has no numbering with a number for it (printed numbering, no Wiegand or OSDP
  * reader): the printed form is then looked up as it is.
  */
-function printedReads(reader: ReaderOptions | undefined, printed: string, format: string | undefined): Array<{ credential: string; printed: string }> {
+function printedReads(
+  reader: ReaderOptions | undefined,
+  printed: string,
+  format: WiegandFormatSpec | undefined,
+): Array<{ credential: string; printed: string }> {
   if ((reader?.type !== 'wiegand' && reader?.type !== 'osdp') || !reader.formats) return [];
-  const formats = format === undefined ? reader.formats : reader.formats.filter((f) => f.name.toLowerCase() === format.toLowerCase());
   const [facility, card] = printed.split(':').map(BigInt) as [bigint, bigint];
-  return printedNumberer(formats, reader.numbering)(facility, card).map((credential) => ({ credential, printed }));
+  return printedNumberer(format ? [format] : reader.formats, reader.numbering)(facility, card).map((credential) => ({ credential, printed }));
 }
 
 /**
- * --format: the card's format, one of those the door's reader takes (case as you like); only for a card given as
- * printed at a Wiegand or OSDP reader, where it is what tells one format's number from another's.
+ * --format: the card's format, one of those the door's entry reader takes, by its name (any case when that names one
+ * format only) or as the reader's `format:` takes it (26, 34, 37); only for a card given as printed at a Wiegand or
+ * OSDP reader, where it is what tells one format's number from another's. The card must read as a number in that
+ * format: else the answer would be the printed form's, whatever the format.
  */
-function checkFormat(format: string | undefined, door: DoorOptions, kind: CredentialKind, normalized: string): string | undefined {
-  if (format === undefined) return undefined;
+function checkFormat(given: string | undefined, door: DoorOptions, kind: CredentialKind, normalized: string): WiegandFormatSpec | undefined {
+  if (given === undefined) return undefined;
   if (kind !== 'card' || !normalized.includes(':')) {
     throw new UsageError(`--format applies to a card given as printed (facility:card, e.g. 123:45678); this ${kind} is looked up as it is`);
   }
   const reader = door.reader;
   if ((reader?.type !== 'wiegand' && reader?.type !== 'osdp') || !reader.formats) {
-    const what = reader ? `${door.name}'s reader (${reader.type})` : `${door.name} (no reader configured)`;
+    const what = reader ? `${door.name}'s reader (${reader.type})` : `${door.name} (no entry reader configured)`;
     throw new UsageError(`--format: ${what} takes no Wiegand formats; a printed card is looked up as printed`);
   }
-  const named = reader.formats.find((f) => f.name.toLowerCase() === format.toLowerCase());
-  if (!named) {
-    throw new UsageError(`--format ${JSON.stringify(format)} is not a format ${door.name}'s reader takes: ${reader.formats.map((f) => f.name).join(', ')}`);
+  const shown = JSON.stringify(given.length > 40 ? `${given.slice(0, 40)}…` : given);
+  const alias = FORMAT_ALIASES[Number(given) as keyof typeof FORMAT_ALIASES];
+  const exact = reader.formats.find((f) => f.name === given || f.name === alias);
+  const anyCase = reader.formats.filter((f) => f.name.toLowerCase() === given.toLowerCase());
+  const format = exact ?? (anyCase.length === 1 ? anyCase[0] : undefined);
+  if (!format) {
+    const why =
+      anyCase.length > 1
+        ? `names ${anyCase.length} formats (give it as written: ${anyCase.map((f) => f.name).join(', ')})`
+        : 'is not a format the reader takes';
+    throw new UsageError(`--format ${shown} ${why}; ${door.name}'s reader takes ${reader.formats.map((f) => f.name).join(', ')}`);
   }
-  return named.name;
+  if (printedReads(reader, normalized, format).length === 0) {
+    throw new UsageError(
+      `--format ${format.name}: the card given as printed reads as no number in ${format.name} on ${door.name}'s reader ` +
+        `(its facility or card does not fit the format's fields, the format has an issue level or no facility, or the reader's numbering is printed)`,
+    );
+  }
+  return format;
 }
 
 /** The formats a door's Wiegand or OSDP reader takes, by name. */
@@ -182,7 +201,7 @@ function runCheck(args: CheckArgs, ctx: CommandContext): number {
       hint: result.hint,
       // Which form of the card the directory holds: its number in the reader's numbering, or as printed (facility:card).
       ...(kind === 'card' ? { matched: matchedBy } : {}),
-      ...(format !== undefined ? { format } : {}),
+      ...(format !== undefined ? { format: format.name } : {}),
       at: new Date(at).toISOString(),
       timezone: config.agent.timezone,
       ...(lockdown ? { lockdown: true } : {}),

@@ -3,7 +3,10 @@ import { directoryRules, findingsWarnings, type DirectoryFindings } from '../cor
 import type { Db } from '../store/database.js';
 import { scanDirectory } from '../store/directoryScan.js';
 
-/** What `status` and `config check` show of the cache's directory: short cards, ambiguous cards, duress collisions (issues 32, 27). */
+/**
+ * What `status`, `config check`, `import` and `sync` show of the cache's directory: short cards, malformed and
+ * ambiguous printed cards, duress collisions, short PINs (issues 32, 27).
+ */
 export function directoryFindings(config: AgentOptions, cache: Db): DirectoryFindings {
   return scanDirectory(cache, directoryRules(config.access, config.doors));
 }

@@ -243,13 +243,20 @@ describe('door-agent check: a card as printed (facility:card) on a door with a W
     expect(h10301.out).toMatchObject({ granted: true, matched: 'number', format: 'H10301', holders: [{ email_id: 105 }] });
     // As a 35-bit Corporate 1000 the same printed card is another number, nobody's.
     expect(check(['123:45678', '--format', 'C1k35'], split).out).toMatchObject({ granted: false, reason: 'unknown_credential', format: 'C1k35' });
+    // 26 stands for H10301, as in a reader's format:.
+    expect(check(['123:45678', '--format', '26'], split).out).toMatchObject({ matched: 'number', format: 'H10301', holders: [{ email_id: 105 }] });
+    // Facility 300 does not fit H10301's 8 bits: no number, so no answer that would only be the printed form's.
+    const unfit = check(['300:45678', '--format', 'H10301'], split);
+    expect(unfit.status).toBe(2);
+    expect(unfit.stderr).toContain("--format H10301: the card given as printed reads as no number in H10301 on Front door's reader");
+    expect(unfit.stderr).not.toContain('45678');
   });
 
   it("--format: only for a card given as printed, and only one of the reader's formats; a clear error otherwise", () => {
     const h10301 = site('h10301', [['101', '8106606']], 'format: H10301');
     const wrong = check(['123:45678', '--format', 'C1k35'], h10301);
     expect(wrong.status).toBe(2);
-    expect(wrong.stderr).toContain(`--format "C1k35" is not a format Front door's reader takes: H10301`);
+    expect(wrong.stderr).toContain(`--format "C1k35" is not a format the reader takes; Front door's reader takes H10301`);
     const number = check(['8106606', '--format', 'H10301'], h10301);
     expect(number.status).toBe(2);
     expect(number.stderr).toContain('--format applies to a card given as printed (facility:card, e.g. 123:45678)');
