@@ -1,6 +1,6 @@
 import type { DoorOptions, ReaderOptions } from '../door/options.js';
 import { normalizeCredential, type CredentialKind } from '../core/credentials.js';
-import { FORMAT_ALIASES, printedNumberer, type WiegandFormatSpec } from '../core/wiegandFormats.js';
+import { FORMAT_ALIASES, printedNumberer, type WiegandFormatSpec, type WiegandNumbering } from '../core/wiegandFormats.js';
 import { readerCardFormat } from '../door/options.js';
 import { AccessChecker } from '../door/accessChecker.js';
 import { CredentialCache } from '../store/credentialCache.js';
@@ -95,9 +95,15 @@ function printedReads(
   printed: string,
   format: WiegandFormatSpec | undefined,
 ): Array<{ credential: string; printed: string }> {
-  if ((reader?.type !== 'wiegand' && reader?.type !== 'osdp') || !reader.formats) return [];
+  const reads = cardReadsOf(reader);
+  if (reads === null) return [];
   const [facility, card] = printed.split(':').map(BigInt) as [bigint, bigint];
-  return printedNumberer(format ? [format] : reader.formats, reader.numbering)(facility, card).map((credential) => ({ credential, printed }));
+  return printedNumberer(format ? [format] : reads.formats, reads.numbering)(facility, card).map((credential) => ({ credential, printed }));
+}
+
+/** The Wiegand formats a reader takes and its numbering: a Wiegand or OSDP reader's; null for any other reader, or none. */
+function cardReadsOf(reader: ReaderOptions | undefined): { formats: readonly WiegandFormatSpec[]; numbering: WiegandNumbering } | null {
+  return (reader?.type === 'wiegand' || reader?.type === 'osdp') && reader.formats ? { formats: reader.formats, numbering: reader.numbering } : null;
 }
 
 /**
@@ -112,21 +118,22 @@ function checkFormat(given: string | undefined, door: DoorOptions, kind: Credent
     throw new UsageError(`--format applies to a card given as printed (facility:card, e.g. 123:45678); this ${kind} is looked up as it is`);
   }
   const reader = door.reader;
-  if ((reader?.type !== 'wiegand' && reader?.type !== 'osdp') || !reader.formats) {
+  const formats = cardReadsOf(reader)?.formats;
+  if (formats === undefined) {
     const what = reader ? `${door.name}'s reader (${reader.type})` : `${door.name} (no entry reader configured)`;
     throw new UsageError(`--format: ${what} takes no Wiegand formats; a printed card is looked up as printed`);
   }
   const shown = JSON.stringify(given.length > 40 ? `${given.slice(0, 40)}…` : given);
   const alias = FORMAT_ALIASES[Number(given) as keyof typeof FORMAT_ALIASES];
-  const exact = reader.formats.find((f) => f.name === given || f.name === alias);
-  const anyCase = reader.formats.filter((f) => f.name.toLowerCase() === given.toLowerCase());
+  const exact = formats.find((f) => f.name === given || f.name === alias);
+  const anyCase = formats.filter((f) => f.name.toLowerCase() === given.toLowerCase());
   const format = exact ?? (anyCase.length === 1 ? anyCase[0] : undefined);
   if (!format) {
     const why =
       anyCase.length > 1
         ? `names ${anyCase.length} formats (give it as written: ${anyCase.map((f) => f.name).join(', ')})`
         : 'is not a format the reader takes';
-    throw new UsageError(`--format ${shown} ${why}; ${door.name}'s reader takes ${reader.formats.map((f) => f.name).join(', ')}`);
+    throw new UsageError(`--format ${shown} ${why}; ${door.name}'s reader takes ${formatNames(door)}`);
   }
   if (printedReads(reader, normalized, format).length === 0) {
     throw new UsageError(
@@ -139,8 +146,7 @@ function checkFormat(given: string | undefined, door: DoorOptions, kind: Credent
 
 /** The formats a door's Wiegand or OSDP reader takes, by name. */
 function formatNames(door: DoorOptions): string {
-  const reader = door.reader;
-  return reader && (reader.type === 'wiegand' || reader.type === 'osdp') && reader.formats ? reader.formats.map((f) => f.name).join(', ') : '';
+  return (cardReadsOf(door.reader)?.formats ?? []).map((f) => f.name).join(', ');
 }
 
 /** `door-agent check`: the offline decision from the cache, as JSON. Exit 0 granted, 1 denied. */
