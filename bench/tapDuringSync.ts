@@ -68,17 +68,42 @@ export async function benchmarkTapDuringSync(workDir: string): Promise<BenchRow[
     const idle = summary(idleRun.taps);
     const idleRelock = summary(idleRun.relocks);
     const idleTimer = summary(idleRun.timerLateness);
+    // The busy phases are held to the idle maximum: a stall of the idle agent would hide theirs, so it fails here.
+    const idleStall = Math.max(idle.max - idle.p99, idleRelock.max - idleRelock.p99);
     const rows: BenchRow[] = [
       infoRow(b, 'card line to relay p50, idle', idle.p50, 'ms'),
       infoRow(b, 'contact closed to relock p50, idle', idleRelock.p50, 'ms'),
       infoRow(b, `relock timer lateness max, idle (${idleRun.timerLateness.length} unlocks of 1 s)`, idleTimer.max, 'ms'),
+      {
+        bench: b,
+        metric: 'slowest tap or relock, idle, over its idle p99 (the idle maximum the phases below are held to)',
+        value: idleStall,
+        unit: 'ms',
+        floor: null,
+        floorLabel: '',
+        ratio: null,
+        target: '<= 50',
+        met: idleStall <= 50,
+      },
     ];
     for (const users of SIZES) {
       const { run, started, completed } = await duringSyncs(join(dir, `busy-${users}`), users);
       const busy = summary(run.taps);
       const relock = summary(run.relocks);
       const timer = summary(run.timerLateness);
-      const during = `during full syncs of ${users.toLocaleString('en-US')} users (${started} started, ${completed} fetched every user, during the taps)`;
+      const n = users.toLocaleString('en-US');
+      const during = `during full syncs of ${n} users (${started} started, ${completed} fetched every user, during the taps)`;
+      const over = (metric: string, value: number, floor: number) => ({
+        bench: b,
+        metric,
+        value: value - floor,
+        unit: 'ms',
+        floor,
+        floorLabel: 'idle maximum',
+        ratio: null,
+        target: '<= 50',
+        met: value - floor <= 50,
+      });
       rows.push(
         {
           bench: b,
@@ -93,7 +118,7 @@ export async function benchmarkTapDuringSync(workDir: string): Promise<BenchRow[
         },
         {
           bench: b,
-          metric: `card line to relay p99, ${users.toLocaleString('en-US')} users`,
+          metric: `card line to relay p99, ${n} users`,
           value: busy.p99,
           unit: 'ms',
           floor: idle.p99,
@@ -102,20 +127,10 @@ export async function benchmarkTapDuringSync(workDir: string): Promise<BenchRow[
           target: '',
           met: null,
         },
+        over(`slowest tap over the idle maximum, ${n} users`, busy.max, idle.max),
         {
           bench: b,
-          metric: `slowest tap over the idle maximum, ${users.toLocaleString('en-US')} users`,
-          value: busy.max - idle.max,
-          unit: 'ms',
-          floor: idle.max,
-          floorLabel: 'idle maximum',
-          ratio: null,
-          target: '<= 50',
-          met: busy.max - idle.max <= 50,
-        },
-        {
-          bench: b,
-          metric: `relock p50, ${users.toLocaleString('en-US')} users`,
+          metric: `relock p50, ${n} users`,
           value: relock.p50,
           unit: 'ms',
           floor: idleRelock.p50,
@@ -124,31 +139,11 @@ export async function benchmarkTapDuringSync(workDir: string): Promise<BenchRow[
           target: '',
           met: null,
         },
+        over(`slowest relock over the idle maximum, ${n} users`, relock.max, idleRelock.max),
+        over(`relock timer lateness, slowest over the idle maximum, ${n} users`, timer.max, idleTimer.max),
         {
           bench: b,
-          metric: `slowest relock over the idle maximum, ${users.toLocaleString('en-US')} users`,
-          value: relock.max - idleRelock.max,
-          unit: 'ms',
-          floor: idleRelock.max,
-          floorLabel: 'idle maximum',
-          ratio: null,
-          target: '<= 50',
-          met: relock.max - idleRelock.max <= 50,
-        },
-        {
-          bench: b,
-          metric: `relock timer lateness, slowest over the idle maximum, ${users.toLocaleString('en-US')} users`,
-          value: timer.max - idleTimer.max,
-          unit: 'ms',
-          floor: idleTimer.max,
-          floorLabel: 'idle maximum',
-          ratio: null,
-          target: '<= 50',
-          met: timer.max - idleTimer.max <= 50,
-        },
-        {
-          bench: b,
-          metric: `agent peak RSS (64 MB heap), ${users.toLocaleString('en-US')} users`,
+          metric: `agent peak RSS (64 MB heap), ${n} users`,
           value: run.peakRssMb,
           unit: 'MB',
           floor: idleRun.peakRssMb,

@@ -1,4 +1,4 @@
-// The installed CLI (`npm run build`, after tsc): dist/cli/door-agent.js, the sync worker and the hardware
+// The installed CLI (`npm run build`, after tsc): dist/cli/door-agent.js, the sync and checkpoint workers and the hardware
 // self-test's kit, bundled by esbuild from tsc's output in dist/src (which is not installed). A CLI start on a
 // Pi-class board is mostly module loading: Node resolves, reads and links each of ~1,000 ES module files one by
 // one, where a few bundled files load at once. Each command is still imported only when it runs (code splitting
@@ -17,10 +17,11 @@ const outdir = join(root, 'dist/cli');
 rmSync(outdir, { recursive: true, force: true });
 await build({
   absWorkingDir: root,
-  // The CLI, the sync worker thread, and what scripts/hw-selftest.sh imports (an installed tree has dist/cli alone).
+  // The CLI, the sync and checkpoint worker threads, and what scripts/hw-selftest.sh imports (an installed tree has dist/cli alone).
   entryPoints: {
     'door-agent': 'dist/src/cli.js',
     syncWorker: 'dist/src/sync/syncWorker.js',
+    checkpointWorker: 'dist/src/store/checkpointWorker.js',
     'hw-selftest-kit': 'dist/src/commands/hwSelftestKit.js',
   },
   outdir,

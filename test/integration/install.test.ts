@@ -141,6 +141,7 @@ describe('scripts/install.sh from a clean copy of the tree, npm steps included',
     for (const p of [
       'dist/cli/door-agent.js',
       'dist/cli/syncWorker.js',
+      'dist/cli/checkpointWorker.js',
       'node_modules/better-sqlite3/build/Release/better_sqlite3.node',
       'build/Release/sd_notify.node',
       'build/Release/gpio_chardev.node',

@@ -1,0 +1,82 @@
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
+import { Worker } from 'node:worker_threads';
+import type { CheckpointReply, CheckpointWorkerData } from './checkpointWorker.js';
+
+// The worker is the built module beside this code (dist/cli/checkpointWorker.js in the bundle,
+// dist/src/store/checkpointWorker.js from tsc), or tsc's when this file runs from src/ in the tests.
+const CANDIDATES = ['checkpointWorker.js', '../../dist/src/store/checkpointWorker.js'].map((p) => join(import.meta.dirname, p));
+
+/**
+ * How many WAL pages the daemon's own connection lets pile up before it checkpoints by itself: SQLite's default is
+ * 1,000. Only a checkpoint thread that stopped working lets the log get there; it stays bounded (16 MB) all the same.
+ */
+export const DAEMON_AUTOCHECKPOINT_PAGES = 4000;
+
+/**
+ * The daemon's side of the checkpoint worker (checkpointWorker.ts). In WAL mode SQLite copies the log into the
+ * database, a checkpoint, on the connection whose commit took the log past 1,000 pages: the daemon's, on the event
+ * loop, with a sync of the log before the copy and one of the database after it. On a disk that is slow for a while
+ * (an SD card, a busy virtual disk) such a sync took up to a second, and the door saw no card and no contact
+ * meanwhile (bench/README.md, "The stalls"). So the daemon's connection leaves checkpoints to this thread, which
+ * makes one when asked, at most one at a time and one asked for meanwhile.
+ */
+export class CheckpointThread {
+  private worker: Worker | null = null;
+  private running = false;
+  private again = false;
+
+  constructor(
+    private readonly file: string,
+    private readonly options: {
+      /** A checkpoint failed (an I/O error): the next request tries again; the log waits in the meantime. */
+      onError: (message: string) => void;
+      /** Each checkpoint made (for the tests). */
+      onCheckpoint?: (reply: Extract<CheckpointReply, { ok: true }>) => void;
+    },
+  ) {}
+
+  start(): void {
+    const file = CANDIDATES.find((p) => existsSync(p));
+    if (!file) throw new Error(`the checkpoint worker is missing (${CANDIDATES[0]}): run npm run build`);
+    const worker = new Worker(file, { workerData: { file: this.file } satisfies CheckpointWorkerData });
+    worker.on('message', (reply: CheckpointReply) => {
+      this.running = false;
+      if (reply.ok) this.options.onCheckpoint?.(reply);
+      else this.options.onError(reply.message);
+      if (this.again) {
+        this.again = false;
+        this.request();
+      }
+    });
+    // A worker that died leaves the daemon's connection to checkpoint at DAEMON_AUTOCHECKPOINT_PAGES, as SQLite would.
+    worker.on('error', (err) => this.gone(worker, `the checkpoint worker failed: ${err.message}`));
+    worker.on('exit', (code) => this.gone(worker, `the checkpoint worker stopped (exit ${code})`));
+    worker.unref();
+    this.worker = worker;
+  }
+
+  /** A checkpoint now, or right after the one under way. */
+  request(): void {
+    if (!this.worker) return;
+    if (this.running) {
+      this.again = true;
+      return;
+    }
+    this.running = true;
+    this.worker.postMessage('checkpoint');
+  }
+
+  async stop(): Promise<void> {
+    const worker = this.worker;
+    this.worker = null;
+    if (worker) await worker.terminate();
+  }
+
+  private gone(worker: Worker, message: string): void {
+    if (this.worker !== worker) return;
+    this.worker = null;
+    this.running = false;
+    this.options.onError(message);
+  }
+}
