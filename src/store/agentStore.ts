@@ -1,7 +1,7 @@
 import type { Logger } from 'pino';
 import type { Component } from '../lifecycle.js';
 import type { Timers } from '../util/clock.js';
-import { CheckpointThread, DAEMON_AUTOCHECKPOINT_PAGES } from './checkpointThread.js';
+import { appendOnly, CheckpointThread } from './checkpointThread.js';
 import { CredentialCache } from './credentialCache.js';
 import { cachePath, openDatabase, openStateDatabase, statePath, type Db } from './database.js';
 import { EventLog, type WireEvent } from './eventLog.js';
@@ -70,7 +70,7 @@ export class AgentStore implements Component {
     this.state_ = openStateDatabase(statePath(this.options.dataDir), { busyTimeoutMs: DAEMON_BUSY_TIMEOUT_MS });
     // Checkpoints (the log copied into the database, with a sync before and after) on a thread of their own: the
     // daemon's connection only appends to the log (checkpointThread.ts).
-    this.state_.pragma(`wal_autocheckpoint = ${DAEMON_AUTOCHECKPOINT_PAGES}`);
+    appendOnly(this.state_);
     this.checkpoints = new CheckpointThread(statePath(this.options.dataDir), {
       onError: (message) => this.options.logger.warn({ message }, 'state database checkpoint failed: the daemon checkpoints at 16 MB of log if this goes on'),
     });

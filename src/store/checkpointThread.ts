@@ -2,6 +2,7 @@ import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { Worker } from 'node:worker_threads';
 import type { CheckpointReply, CheckpointWorkerData } from './checkpointWorker.js';
+import type { Db } from './database.js';
 
 // The worker is the built module beside this code (dist/cli/checkpointWorker.js in the bundle,
 // dist/src/store/checkpointWorker.js from tsc), or tsc's when this file runs from src/ in the tests.
@@ -11,7 +12,19 @@ const CANDIDATES = ['checkpointWorker.js', '../../dist/src/store/checkpointWorke
  * How many WAL pages the daemon's own connection lets pile up before it checkpoints by itself: SQLite's default is
  * 1,000. Only a checkpoint thread that stopped working lets the log get there; it stays bounded (16 MB) all the same.
  */
-export const DAEMON_AUTOCHECKPOINT_PAGES = 4000;
+const DAEMON_AUTOCHECKPOINT_PAGES = 4000;
+
+/**
+ * The daemon's connection to state.db appends to the log and leaves the checkpoints to the thread below. And the log
+ * is cut back to its first commit after each checkpoint (journal_size_limit 0): SQLite otherwise writes the next
+ * round of frames over the old ones, and a WAL frame (a page and 24 bytes) covers part of a 4 KB block, which the
+ * kernel must read back from the disk first when its page cache has let it go; past the end of the file there is
+ * nothing to read.
+ */
+export function appendOnly(db: Db): void {
+  db.pragma(`wal_autocheckpoint = ${DAEMON_AUTOCHECKPOINT_PAGES}`);
+  db.pragma('journal_size_limit = 0');
+}
 
 /**
  * The daemon's side of the checkpoint worker (checkpointWorker.ts). In WAL mode SQLite copies the log into the

@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { CheckpointThread, DAEMON_AUTOCHECKPOINT_PAGES } from '../../src/store/checkpointThread.js';
+import { appendOnly, CheckpointThread } from '../../src/store/checkpointThread.js';
 import type { CheckpointReply } from '../../src/store/checkpointWorker.js';
 import { openStateDatabase, type Db } from '../../src/store/database.js';
 
@@ -34,7 +34,7 @@ describe("state.db's checkpoints on a thread of their own", () => {
   });
 
   it("the daemon's connection only appends to the log; the thread copies it into the database", async () => {
-    db.pragma(`wal_autocheckpoint = ${DAEMON_AUTOCHECKPOINT_PAGES}`);
+    appendOnly(db);
     const before = statSync(file).size;
     writePages(db);
     // 7 MB of log written, none of it copied into the database file by the connection that wrote it.
@@ -53,8 +53,10 @@ describe("state.db's checkpoints on a thread of their own", () => {
     expect(made[0]!.logFrames).toBeGreaterThan(1000);
     expect(made[0]!.copiedFrames).toBe(made[0]!.logFrames);
     expect(statSync(file).size).toBeGreaterThan(600 * 4000);
-    // The log is restarted by the daemon's next write, and what was copied reads back whole.
+    // The log is restarted by the daemon's next write, and cut back to that commit: the next frames go past the end
+    // of the file, with nothing to read back from the disk. What was copied reads back whole.
     db.prepare('INSERT INTO filler (b) VALUES (?)').run(Buffer.alloc(10));
+    expect(statSync(`${file}-wal`).size).toBeLessThan(16 * 4120);
     expect(db.prepare('SELECT count(*) FROM filler').pluck().get()).toBe(601);
   });
 
