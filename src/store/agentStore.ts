@@ -1,7 +1,7 @@
 import type { Logger } from 'pino';
 import type { Component } from '../lifecycle.js';
 import type { Timers } from '../util/clock.js';
-import { appendOnly, CheckpointThread } from './checkpointThread.js';
+import { appendOnly, CheckpointThread, sqliteCheckpoints } from './checkpointThread.js';
 import { CredentialCache } from './credentialCache.js';
 import { cachePath, openDatabase, openStateDatabase, statePath, type Db } from './database.js';
 import { EventLog, type WireEvent } from './eventLog.js';
@@ -66,15 +66,31 @@ export class AgentStore implements Component {
   }
 
   start(): void {
-    this.db_ = openDatabase(cachePath(this.options.dataDir), { busyTimeoutMs: DAEMON_BUSY_TIMEOUT_MS });
-    this.state_ = openStateDatabase(statePath(this.options.dataDir), { busyTimeoutMs: DAEMON_BUSY_TIMEOUT_MS });
     // Checkpoints (the log copied into the database, with a sync before and after) on a thread of their own: the
-    // daemon's connection only appends to the log (checkpointThread.ts).
-    appendOnly(this.state_);
-    this.checkpoints = new CheckpointThread(statePath(this.options.dataDir), {
-      onError: (message) => this.options.logger.warn({ message }, 'state database checkpoint failed: the daemon checkpoints at 16 MB of log if this goes on'),
+    // daemon's connection only appends to the log (checkpointThread.ts). The thread opens state.db at its first
+    // checkpoint, so it starts first: a missing worker fails the start before any database is open.
+    const checkpoints = new CheckpointThread(statePath(this.options.dataDir), {
+      onError: (message) => this.options.logger.warn({ message }, 'state database checkpoint failed: tried again at the next'),
+      onGone: (message) => {
+        this.options.logger.error({ message }, "state database checkpoints are back on the daemon's own thread (SQLite's default)");
+        this.checkpoints = null;
+        if (this.state_?.open) sqliteCheckpoints(this.state_);
+      },
     });
-    this.checkpoints.start();
+    checkpoints.start();
+    this.checkpoints = checkpoints;
+    try {
+      this.db_ = openDatabase(cachePath(this.options.dataDir), { busyTimeoutMs: DAEMON_BUSY_TIMEOUT_MS });
+      this.state_ = openStateDatabase(statePath(this.options.dataDir), { busyTimeoutMs: DAEMON_BUSY_TIMEOUT_MS });
+    } catch (err) {
+      // A component whose start failed is not stopped: what it opened is closed here.
+      this.db_?.close();
+      this.db_ = null;
+      this.checkpoints = null;
+      void checkpoints.stop();
+      throw err;
+    }
+    if (this.checkpoints) appendOnly(this.state_);
     // state.db's writes are committed at once and synced right after on libuv's thread pool: the event loop never
     // waits for the disk, neither before nor after a relay moves (a crash of the process loses nothing).
     this.walSync = new WalSync(this.state_, {
@@ -112,11 +128,13 @@ export class AgentStore implements Component {
     this.saveStatus();
     this.writes.flush();
     this.writes.stop();
+    // Detached first: a sync finishing meanwhile must not ask for a checkpoint again. Stopped before the daemon's
+    // connection closes (its close makes the last checkpoint, as SQLite does); a checkpoint under way is waited for.
+    const checkpoints = this.checkpoints;
+    this.checkpoints = null;
     if (this.checkpointTimer !== null) this.options.timers.clearTimeout(this.checkpointTimer);
     this.checkpointTimer = null;
-    // Before the daemon's connection closes (its close makes the last checkpoint, as SQLite does).
-    await this.checkpoints?.stop();
-    this.checkpoints = null;
+    await checkpoints?.stop();
     if (this.state_?.open) this.walSync?.syncNow();
     this.walSync?.close();
     this.walSync = null;

@@ -26,6 +26,11 @@ export function appendOnly(db: Db): void {
   db.pragma('journal_size_limit = 0');
 }
 
+/** Back to SQLite's own checkpoints on the daemon's connection, every 1,000 pages: the thread is gone. */
+export function sqliteCheckpoints(db: Db): void {
+  db.pragma('wal_autocheckpoint = 1000');
+}
+
 /**
  * The daemon's side of the checkpoint worker (checkpointWorker.ts). In WAL mode SQLite copies the log into the
  * database, a checkpoint, on the connection whose commit took the log past 1,000 pages: the daemon's, on the event
@@ -44,6 +49,8 @@ export class CheckpointThread {
     private readonly options: {
       /** A checkpoint failed (an I/O error): the next request tries again; the log waits in the meantime. */
       onError: (message: string) => void;
+      /** The worker died: no more checkpoints from here (the daemon's connection must make its own). */
+      onGone: (message: string) => void;
       /** Each checkpoint made (for the tests). */
       onCheckpoint?: (reply: Extract<CheckpointReply, { ok: true }>) => void;
     },
@@ -62,7 +69,7 @@ export class CheckpointThread {
         this.request();
       }
     });
-    // A worker that died leaves the daemon's connection to checkpoint at DAEMON_AUTOCHECKPOINT_PAGES, as SQLite would.
+    // A worker that died hands the checkpoints back to the daemon's connection (onGone).
     worker.on('error', (err) => this.gone(worker, `the checkpoint worker failed: ${err.message}`));
     worker.on('exit', (code) => this.gone(worker, `the checkpoint worker stopped (exit ${code})`));
     worker.unref();
@@ -90,6 +97,6 @@ export class CheckpointThread {
     if (this.worker !== worker) return;
     this.worker = null;
     this.running = false;
-    this.options.onError(message);
+    this.options.onGone(message);
   }
 }

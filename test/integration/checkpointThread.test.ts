@@ -1,10 +1,13 @@
 import { mkdtempSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import pino from 'pino';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { AgentStore } from '../../src/store/agentStore.js';
 import { appendOnly, CheckpointThread } from '../../src/store/checkpointThread.js';
 import type { CheckpointReply } from '../../src/store/checkpointWorker.js';
 import { openStateDatabase, type Db } from '../../src/store/database.js';
+import type { Timers } from '../../src/util/clock.js';
 
 type Made = Extract<CheckpointReply, { ok: true }>;
 
@@ -43,12 +46,15 @@ describe("state.db's checkpoints on a thread of their own", () => {
 
     const made: Made[] = [];
     const errors: string[] = [];
-    const thread = new CheckpointThread(file, { onError: (m) => errors.push(m), onCheckpoint: (r) => made.push(r) });
+    const thread = new CheckpointThread(file, { onError: (m) => errors.push(m), onGone: (m) => errors.push(m), onCheckpoint: (r) => made.push(r) });
     threads.push(thread);
     thread.start();
     thread.request();
-    thread.request(); // asked again meanwhile: one more after the first, not two at once
+    thread.request(); // asked twice more meanwhile: one more after the first, not two
+    thread.request();
     await expect.poll(() => made.length, { timeout: 20_000 }).toBe(2);
+    await new Promise((r) => setTimeout(r, 300));
+    expect(made.length).toBe(2);
     expect(errors).toEqual([]);
     expect(made[0]!.logFrames).toBeGreaterThan(1000);
     expect(made[0]!.copiedFrames).toBe(made[0]!.logFrames);
@@ -68,7 +74,7 @@ describe("state.db's checkpoints on a thread of their own", () => {
 
   it('a checkpoint that cannot be made is reported, and the thread goes on answering', async () => {
     const errors: string[] = [];
-    const thread = new CheckpointThread(join(dir, 'missing.db'), { onError: (m) => errors.push(m) });
+    const thread = new CheckpointThread(join(dir, 'missing.db'), { onError: (m) => errors.push(m), onGone: (m) => errors.push(`gone: ${m}`) });
     threads.push(thread);
     thread.start();
     thread.request();
@@ -76,5 +82,54 @@ describe("state.db's checkpoints on a thread of their own", () => {
     expect(errors[0]).toMatch(/unable to open database file/);
     thread.request();
     await expect.poll(() => errors.length, { timeout: 20_000 }).toBe(2);
+  });
+});
+
+describe("the daemon's store", () => {
+  it('leaves checkpoints to the thread, asks for one 15 s after a durable write, and stops it before closing', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'checkpoint-store-'));
+    const armed = new Map<number, { ms: number; run: () => void }>();
+    let next = 1;
+    const timers: Timers = {
+      setTimeout: (run, ms) => {
+        const id = next++;
+        armed.set(id, { ms, run });
+        return id;
+      },
+      clearTimeout: (id) => void armed.delete(id as number),
+    };
+    const store = new AgentStore({
+      dataDir: dir,
+      agentId: 'a1',
+      maxEvents: 100_000,
+      keepUnpublished: false,
+      resourceIds: new Set(),
+      maxGuestLinks: 10,
+      pid: process.pid,
+      wallNow: () => Date.now(),
+      timers,
+      logger: pino({ level: 'silent' }),
+    });
+    try {
+      store.start();
+      expect(store.state.pragma('wal_autocheckpoint', { simple: true })).toBe(4000);
+      expect(store.state.pragma('journal_size_limit', { simple: true })).toBe(0);
+      const stateFile = join(dir, 'state.db');
+      const before = statSync(stateFile).size;
+      // 600 events with a payload of 3 KB each: over 2,000 pages of log, past SQLite's 1,000, short of 4,000.
+      for (let i = 0; i < 600; i++) store.events.append({ type: 'access_granted', door: null, at: Date.now(), data: { pad: 'x'.repeat(3000) } });
+      // Made durable on the thread pool; then one checkpoint is asked for, 15 s later.
+      const checkpointTimers = () => [...armed].filter(([, t]) => t.ms === 15_000);
+      await expect.poll(() => checkpointTimers().length, { timeout: 20_000 }).toBe(1);
+      expect(statSync(stateFile).size).toBe(before);
+      const [id, due] = checkpointTimers()[0]!;
+      armed.delete(id);
+      due.run();
+      await expect.poll(() => statSync(stateFile).size, { timeout: 20_000 }).toBeGreaterThan(before + 600 * 3000);
+    } finally {
+      await store.stop();
+      rmSync(dir, { recursive: true, force: true });
+    }
+    expect([...armed.values()].filter((t) => t.ms === 15_000)).toEqual([]);
   });
 });
