@@ -1,5 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { readFileSync, rmSync } from 'node:fs';
+import { join } from 'node:path';
 import { CLI, ROOT } from './cli.js';
 import { sleep } from './wait.js';
 
@@ -45,7 +46,17 @@ export class Daemon {
       }
     });
     this.child.stderr!.on('data', (chunk: Buffer) => this.rawOutput.push(chunk.toString('utf8')));
-    this.exited = new Promise((resolve) => this.child.once('exit', (code, signal) => resolve({ code, signal })));
+    const pid = this.child.pid;
+    this.exited = new Promise((resolve) =>
+      this.child.once('exit', (code, signal) => {
+        // faketime's wrapper removes its semaphore and shared memory only when it exits by itself; stopped by a signal
+        // (the group's), it leaves them in /dev/shm, and a later wrapper given the same pid fails ("sem_open: File exists").
+        if (program === 'faketime' && pid !== undefined) {
+          for (const name of [`faketime_shm_${pid}`, `sem.faketime_sem_${pid}`]) rmSync(join('/dev/shm', name), { force: true });
+        }
+        resolve({ code, signal });
+      }),
+    );
   }
 
   /** null while it runs. */
