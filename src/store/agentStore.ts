@@ -90,7 +90,7 @@ export class AgentStore implements Component {
       void checkpoints.stop();
       throw err;
     }
-    if (this.checkpoints) appendOnly(this.state_);
+    appendOnly(this.state_);
     // state.db's writes are committed at once and synced right after on libuv's thread pool: the event loop never
     // waits for the disk, neither before nor after a relay moves (a crash of the process loses nothing).
     this.walSync = new WalSync(this.state_, {

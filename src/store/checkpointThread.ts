@@ -1,16 +1,12 @@
-import { existsSync } from 'node:fs';
-import { join } from 'node:path';
 import { Worker } from 'node:worker_threads';
+import { workerPath } from '../util/workerPath.js';
 import type { CheckpointReply, CheckpointWorkerData } from './checkpointWorker.js';
 import type { Db } from './database.js';
 
-// The worker is the built module beside this code (dist/cli/checkpointWorker.js in the bundle,
-// dist/src/store/checkpointWorker.js from tsc), or tsc's when this file runs from src/ in the tests.
-const CANDIDATES = ['checkpointWorker.js', '../../dist/src/store/checkpointWorker.js'].map((p) => join(import.meta.dirname, p));
-
 /**
  * How many WAL pages the daemon's own connection lets pile up before it checkpoints by itself: SQLite's default is
- * 1,000. Only a checkpoint thread that stopped working lets the log get there; it stays bounded (16 MB) all the same.
+ * 1,000. Only a checkpoint thread that has fallen far behind lets the log get there (one that died hands the
+ * checkpoints back at 1,000, `sqliteCheckpoints`); it stays bounded (16 MB) all the same.
  */
 const DAEMON_AUTOCHECKPOINT_PAGES = 4000;
 
@@ -57,9 +53,9 @@ export class CheckpointThread {
   ) {}
 
   start(): void {
-    const file = CANDIDATES.find((p) => existsSync(p));
-    if (!file) throw new Error(`the checkpoint worker is missing (${CANDIDATES[0]}): run npm run build`);
-    const worker = new Worker(file, { workerData: { file: this.file } satisfies CheckpointWorkerData });
+    const worker = new Worker(workerPath(import.meta.dirname, 'store', 'checkpointWorker', 'checkpoint worker'), {
+      workerData: { file: this.file } satisfies CheckpointWorkerData,
+    });
     worker.on('message', (reply: CheckpointReply) => {
       this.running = false;
       if (reply.ok) this.options.onCheckpoint?.(reply);

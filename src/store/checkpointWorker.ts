@@ -20,7 +20,7 @@ if (parentPort) {
     try {
       if (db === null) {
         db = new Database(file, { fileMustExist: true });
-        // Waits for the daemon's write lock if need be (it is this thread that waits, not the door's).
+        // Any wait for a lock (its first read of the schema) is this thread's, not the door's.
         db.pragma('busy_timeout = 5000');
         db.pragma('synchronous = FULL');
         db.pragma('wal_autocheckpoint = 0');

@@ -1,14 +1,9 @@
-import { existsSync } from 'node:fs';
-import { join } from 'node:path';
 import { Worker } from 'node:worker_threads';
 import { DoorAgentError } from '../util/errors.js';
+import { workerPath } from '../util/workerPath.js';
 import { SyncAbandoned, syncError } from './syncFailure.js';
 import type { SyncOrder, SyncOutcome, SyncRunner, SyncWorkerData } from './syncSession.js';
 import type { SyncReply, SyncRequest } from './syncWorker.js';
-
-// The worker is the built module beside this code (dist/cli/syncWorker.js in the bundle, dist/src/sync/syncWorker.js
-// from tsc), or tsc's when this file runs from src/ in the tests.
-const CANDIDATES = ['syncWorker.js', '../../dist/src/sync/syncWorker.js'].map((p) => join(import.meta.dirname, p));
 
 /**
  * The daemon's side of the sync worker (syncWorker.ts): one worker thread with its own connection to the cache.
@@ -22,9 +17,7 @@ export class SyncThread implements SyncRunner {
   constructor(private readonly data: SyncWorkerData) {}
 
   start(): void {
-    const file = CANDIDATES.find((p) => existsSync(p));
-    if (!file) throw new DoorAgentError(`the sync worker is missing (${CANDIDATES[0]}): run npm run build`);
-    const worker = new Worker(file, { workerData: this.data });
+    const worker = new Worker(workerPath(import.meta.dirname, 'sync', 'syncWorker', 'sync worker'), { workerData: this.data });
     worker.on('message', (reply: SyncReply) => {
       const waiting = this.pending.get(reply.id);
       this.pending.delete(reply.id);
