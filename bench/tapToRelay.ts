@@ -4,7 +4,8 @@
  * serialport reader on another pty pair flipping a value file for the same lines, timed the same way, paced the
  * same way and run at the same priority, below the benchmark's (issue 28): between taps the door is relocked by
  * opening and closing its contact (relockOnClose), the floor's reader gets a line for that relock, and the next
- * card comes PACE_MS later. The floor's taps come in blocks between the agent's.
+ * card comes PACE_MS later. Each of the floor's taps comes while the agent's door stands open after its tap, so the
+ * two are paired: a burst of the host's other work lands on both alike.
  */
 import { spawn } from 'node:child_process';
 import { closeSync, existsSync, mkdirSync, openSync, readFileSync, rmSync, writeFileSync, writeSync } from 'node:fs';
@@ -26,18 +27,25 @@ const DOOR_OPEN_MS = 100;
  */
 const PACE_MS = 25;
 const TIMED_RELOCKS = 20;
-/** The floor's taps come in blocks of this many between the agent's. */
-const BLOCK = 100;
+/**
+ * The floor's tap comes this long into the agent's door standing open: past the agent's recording of its grant and
+ * of the contact opening (a few ms), before the contact closes (DOOR_OPEN_MS).
+ */
+const BESIDE_DELAY_MS = 30;
+/** Between the floor's tap and its relock: within the agent's DOOR_OPEN_MS, with BESIDE_DELAY_MS before it. */
+const FLOOR_OPEN_MS = 40;
 const UNLOCK_SECONDS = 1;
 /** Untimed taps after the agent's start, by default (tap-during-sync, wiegand: the taps must meet the first sync). */
 const WARMUP = 20;
 /**
  * tap-to-relay's: its timed taps are those of a daemon that has been running (a door's runs for months). The daemon
- * tunes V8 to optimize its tap path (src/system/v8Tiering.ts); over its first 100 or so taps V8 compiles the daemon's
- * code, and a compile on the one CPU the agent has here can hold a tap a few milliseconds. Those first taps are
- * timed too, and reported on rows of their own (`firstTaps`).
+ * tunes V8 to optimize its tap path (src/system/v8Tiering.ts), and V8 goes on compiling that path, a function at a
+ * time, over the first 2,000 or so taps (143 optimizations in the first 250 taps, 7 in the fourth 250, 1 in the
+ * twelfth; bench/README.md, "The tap path"). Each compile lands in the tap that spends the function's budget and can
+ * hold it 2-5 ms on the one CPU the agent has here, which over the first 1,000 taps decided the p99. Those first taps
+ * are timed too, and reported on rows of their own (`firstTaps`).
  */
-const WARMUP_AFTER_START = 150;
+const WARMUP_AFTER_START = 2000;
 const root = resolve(fileURLToPath(import.meta.url), '../../..');
 
 const ptyPair = (a: string, b: string) => ptyPairOf('tap-to-relay', a, b);
@@ -65,8 +73,11 @@ export interface MeasureOptions {
   taps?: number;
   /** Taps after the agent's start before the timed ones (default WARMUP). */
   warmup?: number;
-  /** Runs after every `every` taps (the floor's taps, measured between the agent's: both see the same load). */
-  between?: { every: number; run: () => Promise<void> };
+  /**
+   * Runs in each cycle while the door stands open (the floor's tap, measured beside the agent's, so both see the
+   * same load); `timed` says whether the agent's tap of that cycle is a timed one.
+   */
+  beside?: (timed: boolean) => Promise<void>;
   /** The agent runs below the benchmark's priority, as a process it times (benchAgent.ts, spawnTimed). */
   timed?: boolean;
 }
@@ -116,26 +127,22 @@ export async function measureAgent(dir: string, options: MeasureOptions = {}): P
     // A tap, then somebody walks through: the contact opens, then closes, and the door relocks at once. The door
     // stays open DOOR_OPEN_MS (a person takes seconds): long enough for the 10 ms input poll. The next tap comes
     // PACE_MS after the relay is seen locked.
-    // A tap after the start (first), timed, or the untimed one after a pause.
-    const cycle = async (tapKind: 'first' | 'timed' | 'untimed') => {
+    // A tap after the start (first), or a timed one.
+    const cycle = async (tapKind: 'first' | 'timed') => {
       const timed = tapKind === 'timed';
       const ms = await timeUntilLevel(relayFile, relay, '1', tap);
       if (timed) taps.push(ms);
       else if (tapKind === 'first') firstTaps.push(ms);
       setLevel(contact, '1');
-      await sleep(DOOR_OPEN_MS);
+      const opened = performance.now();
+      await options.beside?.(timed);
+      await sleep(Math.max(0, DOOR_OPEN_MS - (performance.now() - opened)));
       const relocked = await timeUntilLevel(relayFile, relay, '0', () => setLevel(contact, '0'));
       if (timed) relocks.push(relocked);
       await sleep(PACE_MS);
     };
     try {
-      for (let i = 0; i < tapCount + warmup; i++) {
-        if (options.between && i >= warmup && (i - warmup) % options.between.every === 0) {
-          await options.between.run();
-          await cycle('untimed'); // after the pause, one untimed tap, as the warm-up
-        }
-        await cycle(i >= warmup ? 'timed' : 'first');
-      }
+      for (let i = 0; i < tapCount + warmup; i++) await cycle(i >= warmup ? 'timed' : 'first');
       // Nobody walks through: the relock timer turns the relay off unlockSeconds after the unlock.
       for (let i = 0; i < TIMED_RELOCKS; i++) {
         await timeUntilLevel(relayFile, relay, '1', tap);
@@ -157,8 +164,11 @@ export async function measureAgent(dir: string, options: MeasureOptions = {}): P
   }
 }
 
-/** The bare serialport reader, kept running: `block(n)` times n taps, paced as the agent's are. */
-async function startFloor(dir: string): Promise<{ block: (taps: number) => Promise<number[]>; stop: () => void }> {
+/**
+ * The bare serialport reader, kept running: `tap()` times one tap and then flips its value back (the floor's
+ * relock, untimed), `FLOOR_OPEN_MS` apart, as the agent's door opens and closes.
+ */
+async function startFloor(dir: string): Promise<{ tap: () => Promise<number>; stop: () => void }> {
   const socat = await ptyPair(join(dir, 'floor-device'), join(dir, 'floor-terminal'));
   const valueFile = join(dir, 'floor-value');
   writeFileSync(valueFile, '0\n');
@@ -171,20 +181,13 @@ async function startFloor(dir: string): Promise<{ block: (taps: number) => Promi
   const line = () => writeSync(terminal, Buffer.from('4213578\r\n'));
   const flip = () => timeUntilLevel(valueFile, value, level(value) === '1' ? '0' : '1', line);
   return {
-    // The agent's pacing: a tap, the door open for DOOR_OPEN_MS, its relock (here one more line flipping the value
-    // back, untimed), PACE_MS, the next tap. A reader idle longer answers a little later, so a floor paced faster
-    // than the agent would not be the same operation.
-    block: async (taps) => {
-      const samples: number[] = [];
-      // After the agent's block, one untimed tap as the agent gets.
-      for (let i = -1; i < taps; i++) {
-        const ms = await flip();
-        if (i >= 0) samples.push(ms);
-        await sleep(DOOR_OPEN_MS);
-        await flip();
-        await sleep(PACE_MS);
-      }
-      return samples;
+    // One tap per cycle of the agent's, so the floor is paced as the agent is: a reader idle longer answers a
+    // little later, and a floor paced faster would not be the same operation.
+    tap: async () => {
+      const ms = await flip();
+      await sleep(FLOOR_OPEN_MS);
+      await flip();
+      return ms;
     },
     stop: () => {
       closeSync(terminal);
@@ -199,18 +202,22 @@ export async function benchmarkTapToRelay(workDir: string): Promise<BenchRow[]> 
   const dir = join(workDir, 'tap');
   rmSync(dir, { recursive: true, force: true });
   mkdirSync(dir, { recursive: true });
-  // The floor's taps in blocks between the agent's (100 of each in turn, after a warm-up of each), so a load that
-  // comes and goes during the run weighs on both alike.
+  // Each floor tap beside one of the agent's, while its door stands open, so a load that comes and goes during the
+  // run weighs on both alike, tap by tap (before, blocks of 100 in turn left a burst of a few seconds to one or the
+  // other). The floor's taps beside the agent's warm-up are its own warm-up.
   // The benchmark on a CPU of its own, the agent, the floor and socat on the others (benchAgent.ts, observed).
   const floorSamples: number[] = [];
   const agentRun = await observed(async () => {
     const floor = await startFloor(dir);
     try {
-      await floor.block(WARMUP_AFTER_START - 1);
       return await measureAgent(dir, {
         timed: true,
         warmup: WARMUP_AFTER_START,
-        between: { every: BLOCK, run: async () => void floorSamples.push(...(await floor.block(BLOCK))) },
+        beside: async (timed) => {
+          await sleep(BESIDE_DELAY_MS);
+          const ms = await floor.tap();
+          if (timed) floorSamples.push(ms);
+        },
       });
     } finally {
       floor.stop();
