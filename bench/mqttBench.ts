@@ -3,7 +3,7 @@
  * - command to relay: 1,000 unlock commands published by a client, 25 ms apart (each followed by a LOCK),
  *   timed from the publish to the simulated relay's value file changing (inotify); floor: the same commands to a
  *   bare mqtt.js subscriber in a process of its own flipping a value file (bench/floorSubscriber.ts), timed the same
- *   way through the same broker, in blocks of 100 between the agent's (issue 28: before, the floor was a publish to
+ *   way through the same broker, each command paired with one of the agent's (issue 28: before, the floor was a publish to
  *   a subscriber in the benchmark's own process, without the file, the inotify wake-up and the second process);
  * - outbox drain: 100,000 events recorded while the broker is down, then drained by the agent: events/s and
  *   lost events; floor: a bare mqtt.js client publishing as many QoS 1 messages with the same window.
@@ -24,12 +24,11 @@ import { sleep, waitFor } from './wait.js';
 
 const COMMANDS = 1000;
 /**
- * Untimed commands after the agent's start, as the tap benchmark's (tapToRelay.ts, WARMUP): the timed commands are
- * a running daemon's, once V8 has optimized its code; the first ones are reported on rows of their own.
+ * Untimed commands after the agent's start, as the tap benchmark's (tapToRelay.ts, WARMUP_AFTER_START): the timed
+ * commands are a running daemon's, once V8 has compiled its command path (which it does a function at a time, in
+ * the commands, over the first thousands); the first ones are reported on rows of their own.
  */
-const WARMUP = 150;
-/** The floor's commands and the agent's come in blocks of this many in turn, so both see the same load. */
-const BLOCK = 100;
+const WARMUP = 2000;
 const EVENTS = 100_000;
 const DOOR = '6f1c2a0e-8d0b-4a57-9d43-1f2e3a4b5c6d';
 const root = resolve(fileURLToPath(import.meta.url), '../../..');
@@ -91,21 +90,20 @@ function noDelay(client: MqttClient): void {
 /** One command and its LOCK: the unlock timed from the publish to the value file reading '1', in ms. */
 type Cycle = () => Promise<number>;
 
-/** The cycles of the agent and of the floor, in blocks of BLOCK in turn, each block after one untimed cycle. */
+/**
+ * The cycles of the floor and of the agent in turn, one each, so a load that comes and goes weighs on both alike,
+ * command by command (before 2026-11-28 they came in blocks of 100, which left a burst of a few seconds to one or
+ * the other).
+ */
 async function interleaved(agent: Cycle, floor: Cycle): Promise<{ agent: number[]; floor: number[]; agentFirst: number[] }> {
   const samples = { agent: [] as number[], floor: [] as number[], agentFirst: [] as number[] };
   for (let i = 0; i < WARMUP; i++) {
     await floor();
     samples.agentFirst.push(await agent());
   }
-  for (let done = 0; done < COMMANDS; done += BLOCK) {
-    for (const [cycle, into] of [
-      [floor, samples.floor],
-      [agent, samples.agent],
-    ] as const) {
-      await cycle();
-      for (let i = 0; i < BLOCK; i++) into.push(await cycle());
-    }
+  for (let i = 0; i < COMMANDS; i++) {
+    samples.floor.push(await floor());
+    samples.agent.push(await agent());
   }
   return samples;
 }
