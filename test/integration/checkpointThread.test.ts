@@ -7,7 +7,8 @@ import { AgentStore } from '../../src/store/agentStore.js';
 import { appendOnly, CheckpointThread } from '../../src/store/checkpointThread.js';
 import type { CheckpointReply } from '../../src/store/checkpointWorker.js';
 import { openStateDatabase, type Db } from '../../src/store/database.js';
-import type { Timers } from '../../src/util/clock.js';
+import { ManualTime } from '../support/manualTime.js';
+import { sleep } from '../support/wait.js';
 
 type Made = Extract<CheckpointReply, { ok: true }>;
 
@@ -53,7 +54,7 @@ describe("state.db's checkpoints on a thread of their own", () => {
     thread.request(); // asked twice more meanwhile: one more after the first, not two
     thread.request();
     await expect.poll(() => made.length, { timeout: 20_000 }).toBe(2);
-    await new Promise((r) => setTimeout(r, 300));
+    await sleep(300);
     expect(made.length).toBe(2);
     expect(errors).toEqual([]);
     expect(made[0]!.logFrames).toBeGreaterThan(1000);
@@ -88,16 +89,7 @@ describe("state.db's checkpoints on a thread of their own", () => {
 describe("the daemon's store", () => {
   it('leaves checkpoints to the thread, asks for one 15 s after a durable write, and stops it before closing', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'checkpoint-store-'));
-    const armed = new Map<number, { ms: number; run: () => void }>();
-    let next = 1;
-    const timers: Timers = {
-      setTimeout: (run, ms) => {
-        const id = next++;
-        armed.set(id, { ms, run });
-        return id;
-      },
-      clearTimeout: (id) => void armed.delete(id as number),
-    };
+    const time = new ManualTime();
     const store = new AgentStore({
       dataDir: dir,
       agentId: 'a1',
@@ -107,7 +99,7 @@ describe("the daemon's store", () => {
       maxGuestLinks: 10,
       pid: process.pid,
       wallNow: () => Date.now(),
-      timers,
+      timers: time,
       logger: pino({ level: 'silent' }),
     });
     try {
@@ -119,17 +111,17 @@ describe("the daemon's store", () => {
       // 600 events with a payload of 3 KB each: over 2,000 pages of log, past SQLite's 1,000, short of 4,000.
       for (let i = 0; i < 600; i++) store.events.append({ type: 'access_granted', door: null, at: Date.now(), data: { pad: 'x'.repeat(3000) } });
       // Made durable on the thread pool; then one checkpoint is asked for, 15 s later.
-      const checkpointTimers = () => [...armed].filter(([, t]) => t.ms === 15_000);
-      await expect.poll(() => checkpointTimers().length, { timeout: 20_000 }).toBe(1);
+      await expect.poll(() => time.nextDue(), { timeout: 20_000 }).toBe(time.mono + 15_000);
+      expect(time.pendingCount).toBe(1);
+      time.advance(14_999);
+      await sleep(300);
       expect(statSync(stateFile).size).toBe(before);
-      const [id, due] = checkpointTimers()[0]!;
-      armed.delete(id);
-      due.run();
+      time.advance(1);
       await expect.poll(() => statSync(stateFile).size, { timeout: 20_000 }).toBeGreaterThan(before + 600 * 3000);
     } finally {
       await store.stop();
       rmSync(dir, { recursive: true, force: true });
     }
-    expect([...armed.values()].filter((t) => t.ms === 15_000)).toEqual([]);
+    expect(time.pendingCount).toBe(0);
   });
 });
