@@ -1,3 +1,4 @@
+import { withProps } from './objects.js';
 /**
  * A reader's card lockout: after `failures` refused cards or tokens within `windowSeconds` the reader refuses
  * cards for a short while. It must never keep a valid card out for long (someone else's attempts are the
@@ -49,10 +50,10 @@ export function recordCardFailure(state: CardLockoutState, now: number, policy: 
   const lastEnd = cardLockoutEndsAt(state, policy);
   const rested = lastEnd === null || now >= lastEnd + policy.quietSeconds * 1000;
   if (failures.length >= policy.failures && rested) return { state: { failures: [], startedAt: now, lastAttempt: now }, lockoutStarted: true };
-  return { state: { ...state, failures }, lockoutStarted: false };
+  return { state: withProps(state, { failures }), lockoutStarted: false };
 }
 
 /** A guess refused for the lockout: the lockout lasts until `quietSeconds` after it (never past its cap). */
 export function recordCardRefused(state: CardLockoutState, now: number, policy: CardLockoutPolicy): CardLockoutState {
-  return isCardLockedOut(state, now, policy) ? { ...state, lastAttempt: now } : state;
+  return isCardLockedOut(state, now, policy) ? withProps(state, { lastAttempt: now }) : state;
 }

@@ -1,5 +1,6 @@
 import { isPinLabel, normalizePrinted, pinLabelSet, type DuressRule } from './credentials.js';
 import { printedNumberer, type WiegandFormatSpec, type WiegandNumbering } from './wiegandFormats.js';
+import { withProps } from './objects.js';
 
 /**
  * What a directory holds that weakens the doors, found in one pass over its credentials (issue 32 items 4 and 9):
@@ -148,13 +149,15 @@ export class DirectoryScan {
 
   result(): DirectoryFindings {
     const labels = [...this.shortLabels].sort().slice(0, MAX_LISTED);
-    return {
-      ...(this.malformedCount > 0 ? { malformedPrinted: { count: this.malformedCount, labels: [...this.malformedLabels].sort().slice(0, MAX_LISTED) } } : {}),
-      shortCards: { count: this.shortCount, minDigits: this.rules.minCardDigits, labels },
-      ...this.ambiguities(),
-      duressCollisions: this.rules.duressPin === 'off' ? null : this.collisions(),
-      ...(this.rules.minPinLength !== undefined ? { shortPins: { count: this.shortPinCount, minLength: this.rules.minPinLength } } : {}),
-    };
+    return withProps(
+      this.malformedCount > 0 ? { malformedPrinted: { count: this.malformedCount, labels: [...this.malformedLabels].sort().slice(0, MAX_LISTED) } } : {},
+      {
+        shortCards: { count: this.shortCount, minDigits: this.rules.minCardDigits, labels },
+        ...this.ambiguities(),
+        duressCollisions: this.rules.duressPin === 'off' ? null : this.collisions(),
+        ...(this.rules.minPinLength !== undefined ? { shortPins: { count: this.shortPinCount, minLength: this.rules.minPinLength } } : {}),
+      },
+    );
   }
 
   /** Each printed entry against the numbers its card reads as, per reader: as the door decides (accessChecker). */

@@ -1,5 +1,6 @@
 import type { AreaPolicy } from './areas.js';
 import { parseDailyTime } from './dailyReset.js';
+import { withProps } from './objects.js';
 
 /** What the checks need to know of a configured door. */
 export interface GroupDoorFacts {
@@ -42,7 +43,7 @@ export function doorGroupProblems(config: { doors: readonly GroupDoorFacts[]; ar
 } {
   const errors: GroupProblem[] = [];
   const warnings: GroupProblem[] = [];
-  const doors = new Map(config.doors.map((d, index) => [d.uuid.toLowerCase(), { ...d, index }]));
+  const doors = new Map(config.doors.map((d, index) => [d.uuid.toLowerCase(), withProps(d, { index })]));
   const areaIds = new Map<string, number>();
   const doorArea = new Map<string, string>();
 

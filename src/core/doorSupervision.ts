@@ -1,4 +1,5 @@
 import type { LockStateName } from './relay.js';
+import { withProps } from './objects.js';
 
 /**
  * Door position supervision from the contact (docs/hardware.md, "Running a door"): opened and closed
@@ -41,7 +42,7 @@ export const SUPERVISION_START: SupervisionState = {
 
 /** A grant or exit request: one passage is excused for the next unlockWindowMs. */
 export function authorized(state: SupervisionState, now: number): SupervisionState {
-  return { ...state, lastAuthorizedAt: now, passageOpened: false };
+  return withProps(state, { lastAuthorizedAt: now, passageOpened: false });
 }
 
 /**
@@ -50,12 +51,12 @@ export function authorized(state: SupervisionState, now: number): SupervisionSta
  * one still waiting: one granted_not_opened for the last.
  */
 export function granted(state: SupervisionState, now: number): SupervisionState {
-  return { ...authorized(state, now), grantWaitingSince: state.open === false ? now : null };
+  return withProps(authorized(state, now), { grantWaitingSince: state.open === false ? now : null });
 }
 
 /** The first reading at start sets the state without events: nobody knows how the door came to be open. */
 export function initialContact(state: SupervisionState, open: boolean, now: number): SupervisionState {
-  return { ...state, open, openedAt: open ? now : null, heldOpenReported: false };
+  return withProps(state, { open, openedAt: open ? now : null, heldOpenReported: false });
 }
 
 export function contactChanged(
@@ -69,12 +70,15 @@ export function contactChanged(
   if (!open) {
     // The passage is over: the window it used is spent.
     const lastAuthorizedAt = state.passageOpened ? Number.NEGATIVE_INFINITY : state.lastAuthorizedAt;
-    return { state: { ...state, open: false, openedAt: null, heldOpenReported: false, lastAuthorizedAt, passageOpened: false }, events: ['door_closed'] };
+    return {
+      state: withProps(state, { open: false, openedAt: null, heldOpenReported: false, lastAuthorizedAt, passageOpened: false }),
+      events: ['door_closed'],
+    };
   }
   const events: SupervisionEvent[] = ['door_opened'];
   const excused = context.now - state.lastAuthorizedAt <= settings.unlockWindowMs;
   if (context.lock === 'LOCKED' && !excused) events.push('door_forced');
-  return { state: { ...state, open: true, openedAt: context.now, heldOpenReported: false, passageOpened: excused, grantWaitingSince: null }, events };
+  return { state: withProps(state, { open: true, openedAt: context.now, heldOpenReported: false, passageOpened: excused, grantWaitingSince: null }), events };
 }
 
 /** When granted_not_opened falls due (monotonic ms), or null when no grant is waiting. */
@@ -99,12 +103,12 @@ export function tick(state: SupervisionState, now: number, settings: Supervision
   const events: SupervisionEvent[] = [];
   const notOpened = notOpenedDueAt(next, settings);
   if (notOpened !== null && now >= notOpened) {
-    next = { ...next, grantWaitingSince: null };
+    next = withProps(next, { grantWaitingSince: null });
     events.push('granted_not_opened');
   }
   const held = heldOpenDueAt(next, settings);
   if (held !== null && now >= held) {
-    next = { ...next, heldOpenReported: true };
+    next = withProps(next, { heldOpenReported: true });
     events.push('door_held_open');
   }
   return { state: next, events };

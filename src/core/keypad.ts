@@ -1,3 +1,4 @@
+import { withProps } from './objects.js';
 /**
  * The agent's keypad lockout (one for all its doors): after `failures` wrong PINs within `windowSeconds`, PINs are
  * refused for `lockoutSeconds`; each further lockout in a row lasts twice the one before, up to
@@ -53,7 +54,7 @@ export function recordFailure(
     const lockoutMs = lockoutLengthMs(policy, streak);
     return { state: { failures: [], lockedUntil: now + lockoutMs, lockoutMs, streak: streak + 1, lastFailure: now }, lockoutStarted: true, lockoutMs };
   }
-  return { state: { ...state, failures, streak, lastFailure: now }, lockoutStarted: false, lockoutMs: 0 };
+  return { state: withProps(state, { failures, streak, lastFailure: now }), lockoutStarted: false, lockoutMs: 0 };
 }
 
 /** What state.db keeps of the keypad state: no clock readings (the monotonic clock restarts with the process). */

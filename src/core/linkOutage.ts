@@ -1,3 +1,4 @@
+import { withProps } from './objects.js';
 /**
  * One link's outages (the broker, the service): failed attempts and the successes that end them, turned into one
  * link_lost per outage and one link_restored after it, never one per retry. A blip is not an outage: it counts
@@ -31,12 +32,13 @@ export interface OutageTime {
 function lostIfDue(state: OutageState, now: OutageTime, policy: OutagePolicy): { state: OutageState; events: OutageEvent[] } {
   if (state.since === null || state.reported) return { state, events: [] };
   if (state.failures < policy.minFailures || now.mono - state.sinceMono < policy.graceMs) return { state, events: [] };
-  return { state: { ...state, reported: true }, events: [{ type: 'link_lost', since: state.since }] };
+  return { state: withProps(state, { reported: true }), events: [{ type: 'link_lost', since: state.since }] };
 }
 
 /** An attempt failed (a refused connection, a dropped one, a sync without an answer). */
 export function attemptFailed(state: OutageState, now: OutageTime, policy: OutagePolicy): { state: OutageState; events: OutageEvent[] } {
-  const next = state.since === null ? { since: now.wall, sinceMono: now.mono, failures: 1, reported: false } : { ...state, failures: state.failures + 1 };
+  const next =
+    state.since === null ? { since: now.wall, sinceMono: now.mono, failures: 1, reported: false } : withProps(state, { failures: state.failures + 1 });
   return lostIfDue(next, now, policy);
 }
 

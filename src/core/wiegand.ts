@@ -9,6 +9,7 @@
  */
 
 import { BUILTIN_FORMATS, decodeWith, encodeWith, type DecodedCard, type WiegandFormatSpec } from './wiegandFormats.js';
+import { withProps } from './objects.js';
 
 export type WiegandLine = 'd0' | 'd1';
 
@@ -217,7 +218,7 @@ export function encodeCard(data: bigint, format = 'H10301'): number[] {
   if (!spec) throw new RangeError(`no built-in format ${format}`);
   const cardBits = BigInt(spec.fields.card[1] - spec.fields.card[0] + 1);
   const facility = data >> cardBits;
-  return encodeWith(spec, { ...(spec.fields.facility ? { facility } : {}), card: spec.fields.facility ? data & ((1n << cardBits) - 1n) : data });
+  return encodeWith(spec, withProps(spec.fields.facility ? { facility } : {}, { card: spec.fields.facility ? data & ((1n << cardBits) - 1n) : data }));
 }
 
 /** The bits a keypad sends for `key` ('0'-'9', '*', '#'): 4-bit, or 8-bit with the complement nibble. @internal */

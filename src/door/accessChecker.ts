@@ -7,6 +7,7 @@ import { decide, levelTime, refOf, type AccessPolicy, type Decision, type Decisi
 import { localTimeIn } from '../core/schedule.js';
 import type { CredentialCache } from '../store/credentialCache.js';
 import { CacheUnreadableError } from '../store/database.js';
+import { withProps } from '../core/objects.js';
 
 export interface AccessRequest {
   door: DoorOptions;
@@ -87,7 +88,9 @@ export class AccessChecker {
     this.levelSet = buildLevelSet(config.access, config.doors, this.readServiceLevels());
     this.context = {
       levels: this.levelSet.index,
-      responders: config.access.responders ? { ...memberPolicy(config.access.responders), everyDoor: config.access.responders.everyDoor === true } : null,
+      responders: config.access.responders
+        ? withProps(memberPolicy(config.access.responders), { everyDoor: config.access.responders.everyDoor === true })
+        : null,
       holidays: new Set(config.access.holidays),
       localTime: localTimeIn(config.agent.timezone),
     };
@@ -109,7 +112,7 @@ export class AccessChecker {
   reloadLevels(): boolean {
     if (serviceLevelsText(this.cache.db) === this.serviceText) return false;
     this.levelSet = buildLevelSet(this.config.access, this.config.doors, this.readServiceLevels());
-    this.context = { ...this.context, levels: this.levelSet.index };
+    this.context = withProps(this.context, { levels: this.levelSet.index });
     return true;
   }
 
@@ -125,7 +128,7 @@ export class AccessChecker {
 
   /** Holidays published by the service (retained on MQTT), in addition to the configured ones. */
   setPublishedHolidays(dates: readonly string[]): void {
-    this.context = { ...this.context, holidays: new Set([...this.configuredHolidays, ...dates]) };
+    this.context = withProps(this.context, { holidays: new Set([...this.configuredHolidays, ...dates]) });
   }
 
   /** The holidays in force: configured and published. */
@@ -140,7 +143,7 @@ export class AccessChecker {
   check(request: AccessRequest): AccessResult | null {
     const normalized = normalizeCredential(request.credential, request.kind, readerCardFormat(request.door));
     if (normalized === null) return null;
-    return this.checkPresented({ ...request, credential: normalized });
+    return this.checkPresented(withProps(request, { credential: normalized }));
   }
 
   /**
@@ -159,7 +162,7 @@ export class AccessChecker {
     const hint = credentialHint(normalized, kind);
     if ('conflict' in found) return { granted: false, reason: 'card_ambiguous', holders: [], door: door.uuid, kind, hint };
     const holders = found.holders;
-    const result: AccessResult = withValidity({ ...this.decideFor(request, holders, tooShort), door: door.uuid, kind, hint }, holders);
+    const result: AccessResult = withValidity(Object.assign(this.decideFor(request, holders, tooShort), { door: door.uuid, kind, hint }), holders);
     if (found.matchedBy) {
       result.matchedBy = found.matchedBy;
       result.hint = credentialHint(request.printed!, kind); // shown as it was enrolled: facility:…card
@@ -174,7 +177,7 @@ export class AccessChecker {
     if (owners.length === 0) return result;
     // Decided as the owner's own PIN (lockdown, lockout, schedule alike): a guesser learns nothing more.
     const duress: AccessResult = withValidity(
-      { ...this.decideFor(request, owners, false), door: door.uuid, kind, hint, duress: true, duressHolders: owners.map(refOf) },
+      withProps(this.decideFor(request, owners, false), { door: door.uuid, kind, hint, duress: true, duressHolders: owners.map(refOf) }),
       owners,
     );
     if (duress.granted && naming) this.name(duress);

@@ -8,6 +8,7 @@ import type { NewEvent, WireEvent } from '../store/eventLog.js';
 import type { Clock, Timers } from '../util/clock.js';
 import type { AreaOptions } from './options.js';
 import type { Component } from '../lifecycle.js';
+import { withProps } from '../core/objects.js';
 
 export interface AreaRuntimeDeps {
   areas: readonly AreaOptions[];
@@ -107,7 +108,7 @@ export class AreaRuntime implements Component {
    * no contact, or open already), else none (pending until the door opens).
    */
   granted(grant: Omit<areas.Grant, 'at'>): PassageRecord[] {
-    return this.apply(areas.granted(this.state, { ...grant, at: this.deps.clock.wallNow() }));
+    return this.apply(areas.granted(this.state, withProps(grant, { at: this.deps.clock.wallNow() })));
   }
 
   /** The door's contact opened: its pending grants pass now; the passages to record in its door_opened. */
@@ -124,7 +125,7 @@ export class AreaRuntime implements Component {
   reset(area: string | null, by: string, extra: Record<string, unknown> = {}): void {
     const at = this.deps.clock.wallNow();
     const step = areas.reset(this.state, area, at);
-    this.write({ type: 'area_reset', door: null, at, data: { ...resetData(area), by, ...extra }, durable: true });
+    this.write({ type: 'area_reset', door: null, at, data: withProps(resetData(area), { by, ...extra }), durable: true });
     this.state = step.state;
     this.deps.logger.info({ area: area ?? 'every area', by }, 'area reset: anti-passback and occupancy start again');
     for (const id of area === null ? this.policies.keys() : [area]) this.changed(id);

@@ -3,6 +3,7 @@ import type { EventLog, EventType } from '../store/eventLog.js';
 import { ALARM_TYPES } from '../store/eviction.js';
 import type { Clock, Timers } from '../util/clock.js';
 import { InputFloods } from './inputFloods.js';
+import { withProps } from '../core/objects.js';
 
 /** The event types raised as alarms: one list (store/eviction.ts), which eviction also keeps the last of. */
 export type AlarmType = (typeof ALARM_TYPES)[number];
@@ -57,7 +58,7 @@ export class AuditRecorder {
       this.deps.logger.error({ err, type }, 'cannot record event');
     }
     // The alarm names its audit event when it was written at once (a busy database writes it a little later).
-    if (ALARMS.has(type)) this.deps.onAlarm?.(type as AlarmType, written ? { ...data, id: written.id, seq: written.seq } : data, at);
+    if (ALARMS.has(type)) this.deps.onAlarm?.(type as AlarmType, written ? withProps(data, { id: written.id, seq: written.seq }) : data, at);
   }
 
   /** The summaries still pending go out now (at stop: nothing is lost). */

@@ -15,6 +15,7 @@ import type { LockController } from './lockController.js';
 import type { Direction } from '../core/areas.js';
 import type { DoorGate, TapOutcome } from './doorGroups.js';
 import type { PassageRecord } from '../store/areaFacts.js';
+import { withProps } from '../core/objects.js';
 
 /** What the agent's metrics learn of each decision (src/metrics/): never the credential nor its holder. */
 export interface DecisionMetrics {
@@ -81,7 +82,7 @@ export class CredentialFlow {
     this.pinAfterCard = new PinAfterCard({
       clock: deps.clock,
       timers: deps.timers,
-      onExpired: (card) => this.deny({ ...card, granted: false, reason: 'not_authorized' }, { factor: 'pin_timeout' }),
+      onExpired: (card) => this.deny(withProps(card, { granted: false, reason: 'not_authorized' }), { factor: 'pin_timeout' }),
     });
   }
 
@@ -94,17 +95,16 @@ export class CredentialFlow {
   }
 
   private decisionData(result: AccessResult, extra: Record<string, unknown> = {}) {
-    return {
-      ...(this.deps.recordsDirection ? { direction: this.direction } : {}),
+    return withProps(this.deps.recordsDirection ? { direction: this.direction } : {}, {
       kind: result.kind,
       hint: result.hint,
       reason: result.reason,
       ...(result.matchedBy ? { card_matched: result.matchedBy } : {}),
-      holders: result.holders.map((h) => ({ ...h.holder, reason: h.reason })),
+      holders: result.holders.map((h) => withProps(h.holder, { reason: h.reason })),
       ...(result.level !== undefined ? { level: result.level } : {}),
       ...(result.who !== undefined ? { who: result.who } : {}),
       ...extra,
-    };
+    });
   }
 
   setFeedback(feedback: ((kind: FeedbackKind) => void) | null): void {
@@ -121,9 +121,9 @@ export class CredentialFlow {
     // The holders granted; a responder or a grant under duress is exempt from anti-passback and the maximum.
     const parties = result.holders.filter((h) => h.reason === null).map((h) => ({ ref: h.holder, exempt: result.duress === true || h.responder === true }));
     const outcome = gate.tap(this.direction, parties);
-    if (outcome.outcome === 'refused') return this.deny({ ...result, granted: false, reason: outcome.reason }, { ...extra, ...outcome.detail });
+    if (outcome.outcome === 'refused') return this.deny(withProps(result, { granted: false, reason: outcome.reason }), withProps(extra, outcome.detail));
     if (outcome.outcome === 'awaiting') return this.awaitSecondPerson(result, extra, outcome);
-    this.unlock(result, outcome.firstPerson ? { ...extra, first_person: outcome.firstPerson } : extra, outcome);
+    this.unlock(result, outcome.firstPerson ? withProps(extra, { first_person: outcome.firstPerson }) : extra, outcome);
   }
 
   private unlock(result: AccessResult, extra: Record<string, unknown>, outcome: Extract<TapOutcome, { outcome: 'unlock' }> | null): void {
@@ -140,7 +140,7 @@ export class CredentialFlow {
       this.deps.checker.name(result);
       // An area's passages now (no contact, or the door open already) go with the grant, synced at once.
       const passages = outcome ? this.passagesOf(outcome) : [];
-      this.deps.recorder.record('access_granted', this.decisionData(result, passages.length > 0 ? { ...extra, passages } : extra), {
+      this.deps.recorder.record('access_granted', this.decisionData(result, passages.length > 0 ? withProps(extra, { passages }) : extra), {
         durable: passages.length > 0,
       });
       if (outcome && outcome.violations.length > 0) {
@@ -168,7 +168,7 @@ export class CredentialFlow {
   /** A two-person door's first person: acknowledged at the reader and audited; the door stays locked. */
   private awaitSecondPerson(result: AccessResult, extra: Record<string, unknown>, outcome: Extract<TapOutcome, { outcome: 'awaiting' }>): void {
     this.deps.checker.name(result);
-    this.record('awaiting_second_person', this.decisionData(result, { ...extra, window_seconds: outcome.windowSeconds, restarted: outcome.restarted }));
+    this.record('awaiting_second_person', this.decisionData(result, withProps(extra, { window_seconds: outcome.windowSeconds, restarted: outcome.restarted })));
     this.deps.logger.info({ kind: result.kind, hint: result.hint, windowSeconds: outcome.windowSeconds }, 'two-person door: waiting for a second person');
     this.feedback?.('awaiting');
   }
@@ -208,7 +208,10 @@ export class CredentialFlow {
       // The door stays locked and the daemon keeps running (a restart would not mend the file).
       this.deps.logger.error({ err, kind }, err instanceof Error ? err.message : 'the cache cannot be read');
       this.deps.metrics?.denied('cache_unreadable');
-      this.record('access_denied', { ...(this.deps.recordsDirection ? { direction: this.direction } : {}), kind, reason: 'cache_unreadable', holders: [] });
+      this.record(
+        'access_denied',
+        withProps(this.deps.recordsDirection ? { direction: this.direction } : {}, { kind, reason: 'cache_unreadable', holders: [] }),
+      );
       return null;
     }
   }
@@ -270,7 +273,7 @@ export class CredentialFlow {
     if (this.door.mode === 'card_and_pin') {
       const waiting = this.pinAfterCard.take();
       if (!waiting) {
-        return this.deny({ ...result, granted: false, reason: result.reason ?? 'not_authorized' }, { factor: 'card_first' });
+        return this.deny(withProps(result, { granted: false, reason: result.reason ?? 'not_authorized' }), { factor: 'card_first' });
       }
       const cardHint = waiting.card.hint;
       // The card's own number typed on the keypad is not a second factor (cards and PINs share one table).
@@ -282,7 +285,7 @@ export class CredentialFlow {
         );
       if (matches) return this.grant(result, { kind: 'card_and_pin', card_hint: cardHint });
       this.lockouts.failed('pin');
-      return this.deny({ ...result, granted: false, reason: result.reason ?? 'not_authorized' }, { factor: 'pin_mismatch', card_hint: cardHint });
+      return this.deny(withProps(result, { granted: false, reason: result.reason ?? 'not_authorized' }), { factor: 'pin_mismatch', card_hint: cardHint });
     }
     if (result.granted) return this.grant(result);
     // A refused PIN, known or not, is a guess; one refused only for the lockdown or the clock is not (countsAsGuess).

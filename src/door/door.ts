@@ -26,6 +26,7 @@ import type { DecisionMetrics } from './credentialFlow.js';
 import type { Direction } from '../core/areas.js';
 import type { ReaderOptions } from './options.js';
 import type { DoorGate } from './doorGroups.js';
+import { withProps } from '../core/objects.js';
 
 export interface DoorDeps {
   gpio: GpioDriver;
@@ -221,7 +222,7 @@ export class Door implements Component {
           deps.doorEvents.emit('reader', door.uuid, this.readerConnected() === true);
         },
         noise: (summary) => runtime.onReaderNoise(summary),
-        audit: (type, data) => runtime.audit(type, door.exitReader ? { ...data, reader: direction } : data),
+        audit: (type, data) => runtime.audit(type, door.exitReader ? withProps(data, { reader: direction }) : data),
         // Status shows each reader's secure channel.
         channel: (state) => deps.onReaderChannel?.(state, direction),
         identity: (text) => deps.onReaderIdentity?.(text, direction),

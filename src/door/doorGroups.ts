@@ -6,6 +6,7 @@ import type { PassageRecord } from '../store/areaFacts.js';
 import type { Clock } from '../util/clock.js';
 import type { AreaRuntime } from './areaRuntime.js';
 import type { AreaOptions, DoorOptions, InterlockOptions } from './options.js';
+import { withProps } from '../core/objects.js';
 
 export interface DoorGroupsDeps {
   interlocks: readonly InterlockOptions[];
@@ -53,7 +54,7 @@ export class DoorGroups {
     const area = this.deps.areas?.areaOf(door.uuid) ?? null;
     const interlock = this.interlockOf.get(door.uuid) ?? null;
     if (area === null && interlock === null && door.twoPerson === undefined) return null;
-    return new DoorGate(door, { ...this.deps, area, interlock });
+    return new DoorGate(door, withProps(this.deps, { area, interlock }));
   }
 
   /** A door locked again: a grant it had not opened for is no passage. */

@@ -7,6 +7,7 @@ import type { AuditRecorder } from './auditRecorder.js';
 import type { LockController } from './lockController.js';
 import type { DoorGate } from './doorGroups.js';
 import type { PassageRecord } from '../store/areaFacts.js';
+import { withProps } from '../core/objects.js';
 
 export interface DoorSupervisionDeps {
   controller: LockController;
@@ -158,7 +159,7 @@ export class DoorSupervisionRuntime {
             this.record(type, { seconds: this.door.heldOpenSeconds });
             this.deps.logger.warn('door held open');
           } else if (type === 'granted_not_opened') {
-            this.record(type, { ...this.lastGrant, seconds: this.door.unlockSeconds });
+            this.record(type, withProps(this.lastGrant ?? {}, { seconds: this.door.unlockSeconds }));
             this.deps.logger.info({ kind: this.lastGrant?.kind, hint: this.lastGrant?.hint }, 'access granted, but the door was not opened');
           }
         }

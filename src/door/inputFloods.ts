@@ -1,6 +1,7 @@
 import type { EventType } from '../store/eventLog.js';
 import { BurstSummarizer } from '../util/burstSummarizer.js';
 import type { Timers } from '../util/clock.js';
+import { withProps } from '../core/objects.js';
 
 /** A flood's interval: at most one summary per event type and door per minute. */
 const FLOOD_INTERVAL_MS = 60_000;
@@ -32,7 +33,7 @@ function fold(key: string, summary: Record<string, unknown>, data: Record<string
   if (key !== 'reader_noise') return data;
   const reasons = { ...(summary.reasons as Record<string, number> | undefined) };
   for (const [reason, n] of Object.entries((data.reasons as Record<string, number> | undefined) ?? {})) reasons[reason] = (reasons[reason] ?? 0) + n;
-  return { ...data, frames: sum(summary.frames, data.frames), bits: sum(summary.bits, data.bits), reasons };
+  return withProps(data, { frames: sum(summary.frames, data.frames), bits: sum(summary.bits, data.bits), reasons });
 }
 
 /**
@@ -57,14 +58,16 @@ export class InputFloods {
       burst: FLOOD_BURST,
       fold,
       report: (key, s) =>
-        deps.record(key as EventType, {
-          ...s.data,
-          summary: true,
-          count: s.count,
-          first_at: new Date(s.firstAt).toISOString(),
-          last_at: new Date(s.lastAt).toISOString(),
-          current: deps.current(),
-        }),
+        deps.record(
+          key as EventType,
+          withProps(s.data, {
+            summary: true,
+            count: s.count,
+            first_at: new Date(s.firstAt).toISOString(),
+            last_at: new Date(s.lastAt).toISOString(),
+            current: deps.current(),
+          }),
+        ),
     });
   }
 

@@ -4,6 +4,7 @@ import { parseServiceTime } from '../core/schedule.js';
 import { compileWeeklySchedule, NEVER_OPEN } from '../core/weeklySchedule.js';
 import type { ServiceLevels } from '../store/serviceLevels.js';
 import type { AccessOptions, DoorOptions } from './options.js';
+import { withProps } from '../core/objects.js';
 
 /** The name of the level access.groups/policies stand for: every door, always. */
 const EVERY_DOOR_LEVEL = 'every_door';
@@ -58,7 +59,7 @@ export function buildLevelSet(access: AccessOptions, doors: readonly DoorOptions
     const members = groups.get(level.resourceGroup);
     if (!members) unknownResourceGroups.push(level.resourceGroup);
     const inGroup = members ? doors.filter((d) => members.has(d.resourceId)).map((d) => d.uuid) : [];
-    levels.push({ ...level, doors: [...new Set([...level.doors, ...inGroup])] });
+    levels.push(withProps(level, { doors: [...new Set([...level.doors, ...inGroup])] }));
   }
   const configNames = new Set(access.levels.map((l) => l.name));
   const shadowed: string[] = [];

@@ -7,6 +7,7 @@ import { relayLevel, type LockStateName } from '../core/relay.js';
 import type { GpioOutput } from '../hardware/gpio.js';
 import type { PersistedLock } from '../core/lockState.js';
 import type { Clock, Timers } from '../util/clock.js';
+import { withProps } from '../core/objects.js';
 
 export interface LockStatePersistence {
   load(doorUuid: string): PersistedLock | undefined;
@@ -108,7 +109,7 @@ export class LockController {
     );
     // The relay was locked at start, so a resumed unlock moves it again: recorded as such. A persisted unlock
     // that does not resume is recorded as ended (with why), so it is not retried.
-    if (next.state === 'UNLOCKED') this.apply({ ...next, cause: 'resumed after restart' }, true);
+    if (next.state === 'UNLOCKED') this.apply(withProps(next, { cause: 'resumed after restart' }), true);
     else if (persisted?.state === 'UNLOCKED') this.apply(next, true);
     return this.snapshot();
   }

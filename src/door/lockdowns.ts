@@ -2,6 +2,7 @@ import type { Logger } from 'pino';
 import type { HeldIssuedAt, Ordered } from '../protocol/issuedAt.js';
 import type { NewEvent } from '../store/eventLog.js';
 import { NO_LOCKDOWN, type LockdownRecord } from '../store/operationsState.js';
+import { withProps } from '../core/objects.js';
 
 export type LockdownScopeKey = 'agent' | `door:${string}`;
 
@@ -24,8 +25,8 @@ export type EffectiveLockdown = LockdownRecord & { scope: 'door' | 'agent' | nul
 
 /** A door's lockdown as people see it, from its own record and the agent's: its own, else the agent's. */
 export function effectiveLockdown(own: LockdownRecord, agent: LockdownRecord): EffectiveLockdown {
-  if (own.active) return { ...own, scope: 'door' };
-  return agent.active ? { ...agent, scope: 'agent' } : { ...NO_LOCKDOWN, scope: null };
+  if (own.active) return withProps(own, { scope: 'door' });
+  return agent.active ? withProps(agent, { scope: 'agent' }) : withProps(NO_LOCKDOWN, { scope: null });
 }
 
 export interface LockdownsDeps {
@@ -57,7 +58,7 @@ export class Lockdowns {
       } catch (err) {
         // Not knowing would mean opening doors that were locked down: fail closed, say so, carry on.
         deps.logger.error({ err, scope }, 'cannot read the saved lockdown state: the doors are held in lockdown until it is set again');
-        record = { ...NO_LOCKDOWN, active: true, by: 'door-agent', reason: 'saved lockdown state unreadable' };
+        record = withProps(NO_LOCKDOWN, { active: true, by: 'door-agent', reason: 'saved lockdown state unreadable' });
       }
       this.records.set(scope, record ?? NO_LOCKDOWN);
     }
@@ -89,7 +90,7 @@ export class Lockdowns {
     for (const [scope, record] of this.records) {
       if (record.issuedAt === null && (record.futureIssuedAt ?? null) === null) continue;
       const { futureIssuedAt: _dropped, ...rest } = record;
-      const next = { ...rest, issuedAt: null };
+      const next = withProps(rest, { issuedAt: null });
       this.records.set(scope, next);
       this.deps.save(scope, next);
       changed.push(scope);

@@ -7,6 +7,7 @@ import { lastSyncSuccessAt, readOfflineLimit, syncMarkOf, writeOfflineLimit } fr
 import type { PendingWrites } from '../store/pendingWrites.js';
 import type { BootClock } from '../util/bootClock.js';
 import type { Clock, Timers } from '../util/clock.js';
+import { withProps } from '../core/objects.js';
 
 /** How often the limit is looked at without a tap (raised on time, a door-agent sync beside the daemon noticed). */
 const CHECK_INTERVAL_MS = 60_000;
@@ -167,13 +168,12 @@ export class OfflineLimit implements Component {
     const age = this.ageMs();
     // Never synced: nothing to measure from, but cache_too_old raised is kept (not raised again at each start).
     const mark = this.mark ?? { wallMs: 0, monoMs: null, bootId: null, checkpointAgeMs: 0 };
-    const record = {
-      ...mark,
+    const record = withProps(mark, {
       checkpointAgeMs: Math.max(mark.checkpointAgeMs, Number.isFinite(age) ? Math.floor(age) : 0),
       syncedAt: this.syncedAt,
       raised: this.raised,
-    };
-    if (this.mark !== null) this.mark = { ...mark, checkpointAgeMs: record.checkpointAgeMs };
+    });
+    if (this.mark !== null) this.mark = withProps(mark, { checkpointAgeMs: record.checkpointAgeMs });
     const state = this.deps.store.state;
     this.deps.store.writes.run('offline-limit', () => {
       if (state.open) writeOfflineLimit(state, record);

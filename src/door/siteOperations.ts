@@ -14,6 +14,7 @@ import type { Clock } from '../util/clock.js';
 import type { AccessChecker } from './accessChecker.js';
 import type { Door } from './door.js';
 import { Lockdowns } from './lockdowns.js';
+import { withProps } from '../core/objects.js';
 
 export interface SiteOperationsDeps {
   store: AgentStore;
@@ -83,7 +84,7 @@ export class SiteOperations implements Component {
     this.holidaysIssuedAt = null;
     store.writes.run('holidays-issued-at', () => {
       const published = readPublishedHolidays(store.state);
-      if (published) writePublishedHolidays(store.state, { ...published, issuedAt: null });
+      if (published) writePublishedHolidays(store.state, withProps(published, { issuedAt: null }));
     });
   }
 

@@ -4,6 +4,7 @@ import type { LocalTime, TimeMapping } from '../core/schedule.js';
 import { NO_MEMORY, scheduleState, type ScheduleMemory, type ScheduleState } from '../core/unlockSchedule.js';
 import type { Clock, Timers } from '../util/clock.js';
 import type { LockController, LockSnapshot } from './lockController.js';
+import { withProps } from '../core/objects.js';
 
 /** The lock causes of the schedule's own moves: a hold it made, and its end. */
 export const SCHEDULE_UNLOCK_CAUSE = 'unlock schedule';
@@ -92,7 +93,7 @@ export class UnlockScheduler {
   onFirstPerson(holders: readonly unknown[]): void {
     const now = this.deps.clock.wallNow();
     if (this.compute(now).state !== 'waiting_for_first_person') return;
-    this.remember({ ...this.memory, firstPersonAt: now });
+    this.remember(withProps(this.memory, { firstPersonAt: now }));
     this.deps.record('first_person_in', { holders });
     this.deps.logger.info('first person in: the unlock schedule starts');
     this.evaluate();
@@ -103,7 +104,7 @@ export class UnlockScheduler {
     if (snapshot.state !== 'LOCKED' || !lockedByHand(snapshot.cause)) return;
     const current = this.compute(this.deps.clock.wallNow());
     if (current.state !== 'unlocked' || current.runStart === null) return;
-    this.remember({ ...this.memory, suspendedRun: current.runStart });
+    this.remember(withProps(this.memory, { suspendedRun: current.runStart }));
     this.deps.logger.info({ cause: snapshot.cause }, 'locked during the unlock schedule: it resumes with its next run');
     this.evaluate();
   }

@@ -1,6 +1,7 @@
 import type { DoorOptions } from '../door/options.js';
 import type { Topics } from '../protocol/topics.js';
 import { haEventTypes } from './haEvents.js';
+import { withProps } from '../core/objects.js';
 
 export interface DiscoveryMessage {
   topic: string;
@@ -309,7 +310,10 @@ export function discoveryMessages(options: {
   const diagnostic = { entity_category: 'diagnostic', qos: 1, ...availability, device } as const;
   for (const { key, ...sensor } of HEALTH_SENSORS) {
     const health = { state_topic: topics.health, ...('json_attributes_template' in sensor ? { json_attributes_topic: topics.health } : {}) };
-    messages.push({ topic: `${haPrefix}/sensor/${agent}_${key}/config`, payload: { ...sensor, unique_id: `${agent}_${key}`, ...health, ...diagnostic } });
+    messages.push({
+      topic: `${haPrefix}/sensor/${agent}_${key}/config`,
+      payload: withProps(sensor, { unique_id: `${agent}_${key}`, ...health, ...diagnostic }),
+    });
   }
   messages.push({
     topic: `${haPrefix}/binary_sensor/${agent}_clock_trusted/config`,

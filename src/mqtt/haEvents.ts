@@ -133,6 +133,6 @@ function haEventMessage(row: HaEventRow, door: string | null, fields: Record<str
   return {
     entity: row.entity,
     door: scope === 'door' ? door : null,
-    payload: { ...attributes, ...(scope === 'agent' ? { door } : {}), event_type: row.eventType },
+    payload: Object.assign({}, attributes, scope === 'agent' ? { door } : {}, { event_type: row.eventType }),
   };
 }

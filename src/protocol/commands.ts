@@ -2,6 +2,7 @@ import * as z from 'zod';
 import { MAX_UNLOCK_SECONDS } from '../core/lockState.js';
 import { signatureMatches, signedString } from './signing.js';
 import { problemsFromZod } from '../util/issues.js';
+import { withProps } from '../core/objects.js';
 
 /** What a command asks of the door: lock, or unlock for `seconds` (null = hold open; 'default' = unlockSeconds). */
 export type LockAction = { lock: true } | { lock: false; seconds: number | null | 'default' };
@@ -157,5 +158,5 @@ export function isCommandError(value: ParsedCommand | CommandError): value is Co
  * `{"status":200,"success":"..."}` or `{"status":4xx,"error":"..."}`, with the command's `request_id` when it had one.
  */
 export function commandReplyPayload(body: { status: number; success: string } | { status: number; error: string }, requestId: string | null): string {
-  return JSON.stringify(requestId === null ? body : { ...body, request_id: requestId });
+  return JSON.stringify(requestId === null ? body : withProps(body, { request_id: requestId }));
 }

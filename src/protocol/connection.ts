@@ -8,6 +8,7 @@ import { DoorAgentError, describeFsError } from '../util/errors.js';
 import { redactUrl } from '../util/redact.js';
 import type { Topics } from './topics.js';
 import { AVAILABILITY_OFFLINE } from './doorState.js';
+import { withProps } from '../core/objects.js';
 
 const MQTT_BACKOFF: BackoffOptions = { initialMs: 1000, maxMs: 60_000, jitter: 0.3 };
 
@@ -65,7 +66,7 @@ export function connectBroker(config: MqttOptions, topics: Topics, env: Env, log
 
 /** connect() with the reconnection and logging of connectBroker, for any client options (the service's too). */
 export function connectWithBackoff(url: string, options: IClientOptions, logger: Logger, random: () => number = Math.random): MqttClient {
-  const client = connect(url, { ...options, reconnectPeriod: 0 });
+  const client = connect(url, withProps(options, { reconnectPeriod: 0 }));
   let attempt = 0;
   let down = false;
   let retry: NodeJS.Timeout | null = null;

@@ -1,4 +1,5 @@
 import type { LockStateName } from '../core/relay.js';
+import { withProps } from '../core/objects.js';
 
 /**
  * What the agent publishes about each door (docs/mqtt.md, "Door state" and "Alarms"):
@@ -63,5 +64,5 @@ export function stoppedDoorStatePayload(door: 'OPEN' | 'CLOSED' | null, at: numb
 
 /** An alarm: duress, tamper, door_forced, door_held_open, and the emergency input's (store/eviction.ts ALARM_TYPES). */
 export function alarmPayload(door: string, type: string, data: Record<string, unknown>, at: number): string {
-  return JSON.stringify({ ...data, event_type: type, door, at: iso(at) });
+  return JSON.stringify(withProps(data, { event_type: type, door, at: iso(at) }));
 }

@@ -2,6 +2,7 @@ import * as z from 'zod';
 import { problemsInOneLine } from '../util/issues.js';
 import { MAX_JSON_DEPTH, deeperThan } from './jsonDepth.js';
 import { canonicalJson, sign, signatureMatches } from './signing.js';
+import { withProps } from '../core/objects.js';
 
 /**
  * Retained state messages from the service or an operator (lockdown, holidays): JSON objects which, when the
@@ -35,8 +36,8 @@ function signedText(context: string, message: Record<string, unknown>): string {
 /** The payload to publish: `body`, with issued_at and signature when a secret is given. */
 export function retainedPayload(context: string, body: Record<string, unknown>, secret: string | null, issuedAt: number): string {
   if (secret === null) return JSON.stringify(body);
-  const message = { ...body, issued_at: issuedAt };
-  return JSON.stringify({ ...message, signature: sign(secret, signedText(context, message)) });
+  const message = withProps(body, { issued_at: issuedAt });
+  return JSON.stringify(withProps(message, { signature: sign(secret, signedText(context, message)) }));
 }
 
 /** Parses, validates against `schema` and (with a secret) authenticates a retained message. */

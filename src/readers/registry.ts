@@ -2,6 +2,7 @@ import { keyboardReader } from './keyboard/keyboardReader.js';
 import { readerCardFormat, type ReaderOptions, type ReaderOptionsOf, type ReaderType } from './options.js';
 import { OsdpDoorReader } from './osdp/osdpDoorReader.js';
 import { Pn532Reader } from './pn532/pn532Reader.js';
+import type { NoiseSummary } from './noiseReporter.js';
 import { credentialsFrom, type Reader, type ReaderContext } from './reader.js';
 import { SerialReader } from './serial/serialReader.js';
 import { WiegandReader } from './wiegand/wiegandReader.js';
@@ -19,9 +20,9 @@ const sinks = (options: ReaderOptions, context: ReaderContext) => ({
 
 /** One line per reader type (`doors[].reader.type`): how it is made. @internal */
 export const READERS: { [T in ReaderType]: ReaderFactory<T> } = {
-  serial: (o, c) => new SerialReader({ ...o, ...sinks(o, c), openPort: c.openPort }),
+  serial: (o, c) => new SerialReader(Object.assign({}, o, sinks(o, c), { openPort: c.openPort })),
   keyboard: (o, c) => keyboardReader(o, c),
-  wiegand: (o, c) => new WiegandReader({ ...o, ...sinks(o, c), gpio: c.gpio, onNoise: (summary) => c.events.noise?.(summary) }),
+  wiegand: (o, c) => new WiegandReader(Object.assign({}, o, sinks(o, c), { gpio: c.gpio, onNoise: (summary: NoiseSummary) => c.events.noise?.(summary) })),
   osdp: (o, c) => new OsdpDoorReader(o, c),
   pn532: (o, c) => new Pn532Reader(o, c),
 };

@@ -1,5 +1,6 @@
 import type { AreaFact, Direction, PresenceEntry } from '../core/areas.js';
 import type { Db } from './database.js';
+import { withProps } from '../core/objects.js';
 
 /**
  * The facts an area's state is folded from (docs/areas.md, "State derived, not written"), as the audit log holds
@@ -34,7 +35,7 @@ export function resetData(area: string | null): Record<string, unknown> {
 
 /** The payload of an area_checkpoint event. */
 export function checkpointData(fact: Extract<AreaFact, { kind: 'checkpoint' }>): Record<string, unknown> {
-  return { area: fact.area, since: iso(fact.since), presence: fact.presence.map((p) => ({ ...p, at: iso(p.at) })) };
+  return { area: fact.area, since: iso(fact.since), presence: fact.presence.map((p) => withProps(p, { at: iso(p.at) })) };
 }
 
 interface Row {

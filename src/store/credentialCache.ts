@@ -4,6 +4,7 @@ import type { Holder, LinkHolder } from '../core/decision.js';
 import type { TimeMapping } from '../core/schedule.js';
 import type { Db } from './database.js';
 import { tokenDigest } from './tokens.js';
+import { withProps } from '../core/objects.js';
 
 // Column order of the holder queries (raw rows: no object per row on the hot path).
 type HolderRow = [
@@ -32,7 +33,7 @@ const NO_DATES = Object.freeze({});
 /** A credential's validity dates, only those it has (an undated credential's holder carries neither). */
 function dates(validFrom: number | null, validUntil: number | null): { validFrom?: number; validUntil?: number } {
   if (validFrom === null && validUntil === null) return NO_DATES;
-  return { ...(validFrom !== null ? { validFrom } : {}), ...(validUntil !== null ? { validUntil } : {}) };
+  return withProps(validFrom !== null ? { validFrom } : {}, validUntil !== null ? { validUntil } : {});
 }
 
 export interface CacheCounts {
@@ -121,7 +122,7 @@ export class CredentialCache {
           ...dates(validFrom, validUntil),
         });
       } else {
-        holders.push({ ...this.link(id, resourceIds!, startAt, endAt, timeMapping!), ...dates(validFrom, validUntil) });
+        holders.push(withProps(this.link(id, resourceIds!, startAt, endAt, timeMapping!), dates(validFrom, validUntil)));
       }
     }
     return holders;

@@ -3,6 +3,7 @@ import { join } from 'node:path';
 import * as z from 'zod';
 import type { PersistedLock } from '../core/lockState.js';
 import { errorCode } from '../util/errors.js';
+import { withProps } from '../core/objects.js';
 
 export interface StoredDoorState extends PersistedLock {
   changedAt: number;
@@ -98,7 +99,7 @@ export class DoorStateStore {
    * (null), or why it could not be written (the caller saves again).
    */
   save(doorUuid: string, state: PersistedLock, changedAt: number, durable?: Durable): void {
-    const record: StoredDoorState = { ...state, changedAt: Math.round(changedAt) };
+    const record: StoredDoorState = withProps(state, { changedAt: Math.round(changedAt) });
     const save = (this.saves.get(doorUuid) ?? 0) + 1;
     this.saves.set(doorUuid, save);
     if (state.state === 'LOCKED') {

@@ -3,6 +3,7 @@ import type { Db } from './database.js';
 import type { PendingWrites } from './pendingWrites.js';
 import { ALARM_TYPES, Eviction, evictedCount } from './eviction.js';
 import type { WalSync } from './walSync.js';
+import { withProps } from '../core/objects.js';
 
 export type EventType =
   | 'access_granted'
@@ -252,18 +253,17 @@ export class EventLog {
     const row = this.db
       .prepare('SELECT count(*) AS total, count(*) FILTER (WHERE published_at IS NULL) AS unpublished, coalesce(max(seq), 0) AS lastSeq FROM events')
       .get() as { total: number; unpublished: number; lastSeq: number };
-    return { ...row, evicted: evictedCount(this.db) };
+    return withProps(row, { evicted: evictedCount(this.db) });
   }
 
   private toWire(row: EventRow): WireEvent {
-    const data = JSON.parse(row.payload) as Record<string, unknown>;
-    return {
-      ...data,
-      id: `${this.options.agentId}-${row.seq}`,
-      seq: row.seq,
-      at: new Date(row.at).toISOString(),
-      door: row.door_uuid,
-      type: row.type,
-    };
+    // The parsed object is this call's own: the wire fields are set on it (a parsed key is never taken as a setter).
+    const wire = JSON.parse(row.payload) as Record<string, unknown>;
+    wire.id = `${this.options.agentId}-${row.seq}`;
+    wire.seq = row.seq;
+    wire.at = new Date(row.at).toISOString();
+    wire.door = row.door_uuid;
+    wire.type = row.type;
+    return wire as WireEvent;
   }
 }

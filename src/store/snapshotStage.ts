@@ -2,6 +2,7 @@ import type { Statement } from 'better-sqlite3';
 import type { Db } from './database.js';
 import { statement } from '../util/preparedStatements.js';
 import { clearTables, tempTables } from './tempTables.js';
+import { withProps } from '../core/objects.js';
 
 /** A user from GET /multipleusers, in cache form. */
 export interface StagedUser {
@@ -81,7 +82,7 @@ export class SnapshotStage {
   }
 
   addUser(user: StagedUser): boolean {
-    return this.insertUser.run({ ...user, groups: JSON.stringify(user.groups) }).changes === 1;
+    return this.insertUser.run(withProps(user, { groups: JSON.stringify(user.groups) })).changes === 1;
   }
 
   addDetail(detail: StagedDetail): boolean {

@@ -6,6 +6,7 @@ import { ALARM_TYPES } from '../../store/eviction.js';
 import type { BrokerRefusals } from '../brokerRefusals.js';
 import type { HandlerSubscription, MqttHandler } from '../handler.js';
 import { haEventOf, isHaSource, unlockRefusedEvent, type HaEventMessage } from '../haEvents.js';
+import { withProps } from '../../core/objects.js';
 
 export interface HomeAssistantEventsDeps {
   client: MqttClient;
@@ -31,7 +32,9 @@ export class HomeAssistantEventsHandler implements MqttHandler {
   constructor(private readonly deps: HomeAssistantEventsDeps) {
     if (deps.doorEvents) {
       this.unsubscribe.push(
-        deps.doorEvents.on('alarm', (door, type, data, at) => this.publish(haEventOf({ type, door, fields: { ...data, at: new Date(at).toISOString() } }))),
+        deps.doorEvents.on('alarm', (door, type, data, at) =>
+          this.publish(haEventOf({ type, door, fields: withProps(data, { at: new Date(at).toISOString() }) })),
+        ),
       );
     }
   }

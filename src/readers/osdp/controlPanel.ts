@@ -3,6 +3,7 @@ import { CMD, NAK_SEQUENCE, REPLY } from './codes.js';
 import { PacketParser, encodePacket, type Packet } from './packet.js';
 import { INTER_BYTE_TIMEOUT_MS, SECURE_FAILED_POLL_MS, STATUS_RETRY_MS, offlineRetryDelay } from './pacing.js';
 import { applyReply, newReaderState, reportChannel, type OsdpReaderOptions, type Queued, type ReaderState } from './readerState.js';
+import { withProps } from '../../core/objects.js';
 
 export { CMD, REPLY } from './codes.js';
 export type { OsdpReaderOptions } from './readerState.js';
@@ -209,7 +210,7 @@ export class OsdpBus {
   private transmit(reader: ReaderState, command: { code: number; data: Buffer; scb?: { type: number; data: Buffer }; waiter?: Queued['waiter'] }): void {
     const crc = !reader.options.checksum;
     const base = { addr: reader.options.address, reply: false, sqn: reader.sqn, crc, code: command.code };
-    const packet: Packet = { ...base, data: command.data, ...(command.scb ? { scb: command.scb } : {}) };
+    const packet: Packet = withProps(base, { data: command.data, ...(command.scb ? { scb: command.scb } : {}) });
     const bytes = reader.sc?.established ? reader.sc.seal(packet) : encodePacket(packet);
     this.transmitBytes(reader, packet, bytes, command.waiter);
   }

@@ -91,6 +91,18 @@ export interface ReaderState {
   retry: { packet: Packet; bytes: Buffer; waiter?: Queued['waiter'] } | null;
 }
 
+/** The reader's secure channel, given only the options it has (exact optional properties). */
+function secureSessionFor(r: OsdpReaderOptions, random?: (bytes: number) => Buffer): SecureSession {
+  const options: ConstructorParameters<typeof SecureSession>[0] = {};
+  if (r.scbk) options.scbk = r.scbk;
+  if (r.installMode) options.installMode = true;
+  if (random) options.random = random;
+  if (r.onSecureError) options.onError = r.onSecureError;
+  if (r.onSecure) options.onSecure = r.onSecure;
+  if (r.onQuirk) options.onQuirk = r.onQuirk;
+  return new SecureSession(options);
+}
+
 export function newReaderState(r: OsdpReaderOptions, now: number, random?: (bytes: number) => Buffer): ReaderState {
   return {
     options: r,
@@ -107,17 +119,7 @@ export function newReaderState(r: OsdpReaderOptions, now: number, random?: (byte
     lastReplyAt: now,
     queued: [],
     keys: new KeypadEntry(),
-    sc:
-      r.scbk || r.installMode
-        ? new SecureSession({
-            ...(r.scbk ? { scbk: r.scbk } : {}),
-            ...(r.installMode ? { installMode: true } : {}),
-            ...(random ? { random } : {}),
-            ...(r.onSecureError ? { onError: r.onSecureError } : {}),
-            ...(r.onSecure ? { onSecure: r.onSecure } : {}),
-            ...(r.onQuirk ? { onQuirk: r.onQuirk } : {}),
-          })
-        : null,
+    sc: r.scbk || r.installMode ? secureSessionFor(r, random) : null,
     retry: null,
   };
 }

@@ -13,6 +13,7 @@ import {
   type SessionKeys,
 } from './secureChannel.js';
 import { handshakeRetryDelay } from './pacing.js';
+import { withProps } from '../../core/objects.js';
 
 /** The command and reply codes of the handshake (the rest of the protocol is the control panel's). */
 const CHLNG = 0x76;
@@ -95,11 +96,10 @@ export class SecureSession {
   seal(packet: Packet): Buffer {
     const keys = this.keys!;
     const encrypted = packet.data.length > 0;
-    const sealed: Packet = {
-      ...packet,
+    const sealed: Packet = withProps(packet, {
       data: encrypted ? encryptData(keys, this.rmac, packet.data) : packet.data,
       scb: { type: encrypted ? SCS.CMD_ENC : SCS.CMD_MAC, data: Buffer.alloc(0) },
-    };
+    });
     const head = packetHead(sealed, 4);
     this.cmac = computeMac(keys, this.rmac, head);
     return finishPacket(head, packet.crc, this.cmac.subarray(0, 4));
@@ -182,6 +182,6 @@ export class SecureSession {
       this.end('a reply that does not decrypt: dropped, the channel restarts', now);
       return null;
     }
-    return { ...reply, data };
+    return withProps(reply, { data });
   }
 }

@@ -59,7 +59,7 @@ export class Pn532Link {
   private closed = false;
 
   constructor(private readonly options: Pn532LinkOptions) {
-    this.timing = { ...PN532_TIMING, ...options.timing };
+    this.timing = Object.assign({}, PN532_TIMING, options.timing);
   }
 
   /** Sends `data` (command code and parameters; `prefix`: bytes before the frame, the wake-up) and resolves with the answer's data after its code. */

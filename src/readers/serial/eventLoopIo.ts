@@ -92,12 +92,11 @@ function moveToEventLoop(port: PollingPort): void {
  * binding without a descriptor and poller (another platform's) keeps its own.
  */
 export function withEventLoopIo<B extends BindingLike>(binding: B): B {
-  return {
-    ...binding,
+  return Object.assign({}, binding, {
     open: async (options: never) => {
       const port = await binding.open(options);
       if (isPollingPort(port)) moveToEventLoop(port);
       return port;
     },
-  };
+  });
 }
