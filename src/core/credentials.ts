@@ -12,8 +12,10 @@ const TOKEN = /^[\x21-\x7e]{16,128}$/;
 
 /** Drops leading zeros from a string of decimal digits ("000" -> "0"). */
 export function stripLeadingZeros(digits: string): string {
-  const stripped = digits.replace(/^0+/, '');
-  return stripped === '' ? '0' : stripped;
+  // A scan, not /^0+/: it runs at every tap (a card's number, a PIN's lookup).
+  let first = 0;
+  while (first < digits.length && digits.charCodeAt(first) === 0x30) first++;
+  return first === digits.length ? '0' : first === 0 ? digits : digits.slice(first);
 }
 
 /** A card number as the reader or operator gives it, normalized to its decimal integer string; null if malformed. */

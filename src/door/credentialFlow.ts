@@ -8,7 +8,7 @@ import type { KeypadGuesses } from './keypadGuesses.js';
 import type { Credential } from '../readers/reader.js';
 import type { EventType } from '../store/eventLog.js';
 import type { Clock, Timers } from '../util/clock.js';
-import type { AccessChecker, AccessResult } from './accessChecker.js';
+import type { AccessChecker, AccessRequest, AccessResult } from './accessChecker.js';
 import type { AuditRecorder } from './auditRecorder.js';
 import type { GrantSeen } from './doorSupervisionRuntime.js';
 import type { LockController } from './lockController.js';
@@ -190,20 +190,19 @@ export class CredentialFlow {
 
   private check(kind: CredentialKind, credential: string, printed?: string): AccessResult | null {
     try {
-      return this.deps.checker.checkPresented(
-        {
-          door: this.door,
-          kind,
-          credential,
-          ...(printed !== undefined ? { printed } : {}),
-          now: this.deps.clock.wallNow(),
-          keypadLockedOut: this.lockouts.isLockedOut('pin'),
-          cardLockedOut: this.lockouts.isLockedOut('card'),
-          lockdown: this.deps.lockdown?.() ?? false,
-          cacheTooOld: this.deps.cacheTooOld?.() ?? false,
-        },
-        { name: false },
-      );
+      const request: AccessRequest = {
+        door: this.door,
+        kind,
+        credential,
+        now: this.deps.clock.wallNow(),
+        keypadLockedOut: this.lockouts.isLockedOut('pin'),
+        cardLockedOut: this.lockouts.isLockedOut('card'),
+        lockdown: this.deps.lockdown?.() ?? false,
+        cacheTooOld: this.deps.cacheTooOld?.() ?? false,
+      };
+      // Set, not spread in: a spread within the literal is a call into V8's runtime for each property after it.
+      if (printed !== undefined) request.printed = printed;
+      return this.deps.checker.checkPresented(request, { name: false });
     } catch (err) {
       // The door stays locked and the daemon keeps running (a restart would not mend the file).
       this.deps.logger.error({ err, kind }, err instanceof Error ? err.message : 'the cache cannot be read');

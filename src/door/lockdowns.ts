@@ -47,10 +47,13 @@ export interface LockdownsDeps {
  */
 export class Lockdowns {
   private readonly records = new Map<LockdownScopeKey, LockdownRecord>();
+  /** Each door's scope key, made once: asked at every tap, a key built per call would be a new string to hash. */
+  private readonly doorScopes = new Map<string, LockdownScopeKey>();
   private readonly listeners: Array<(doorUuid: string, lockedDown: boolean) => void> = [];
 
   constructor(private readonly deps: LockdownsDeps) {
-    const scopes: LockdownScopeKey[] = ['agent', ...deps.doorUuids.map((uuid) => `door:${uuid}` as const)];
+    for (const uuid of deps.doorUuids) this.doorScopes.set(uuid, `door:${uuid}`);
+    const scopes: LockdownScopeKey[] = ['agent', ...this.doorScopes.values()];
     for (const scope of scopes) {
       let record: LockdownRecord | undefined;
       try {
@@ -69,7 +72,7 @@ export class Lockdowns {
   }
 
   isLockedDown(doorUuid: string): boolean {
-    return this.get('agent').active || this.get(`door:${doorUuid}`).active;
+    return this.get('agent').active || this.get(this.doorScopes.get(doorUuid) ?? `door:${doorUuid}`).active;
   }
 
   get(scope: LockdownScopeKey): LockdownRecord {

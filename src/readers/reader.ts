@@ -85,7 +85,8 @@ export function credentialsFrom(format: CardFormat, context: Pick<ReaderContext,
       context.logger.warn({ kind: frame.kind }, 'malformed credential from the reader dropped');
       return;
     }
-    const printed = frame.kind === 'card' && frame.printed !== undefined && frame.printed !== value ? { printed: frame.printed } : {};
-    context.events.credential({ kind: frame.kind, value, ...printed });
+    const credential: Credential = { kind: frame.kind, value };
+    if (frame.kind === 'card' && frame.printed !== undefined && frame.printed !== value) credential.printed = frame.printed;
+    context.events.credential(credential);
   };
 }

@@ -1,10 +1,9 @@
 import type { Statement } from 'better-sqlite3';
 import { isPinLabel, stripLeadingZeros } from '../core/credentials.js';
-import type { Holder, LinkHolder } from '../core/decision.js';
+import type { Holder, LinkHolder, UserHolder } from '../core/decision.js';
 import type { TimeMapping } from '../core/schedule.js';
 import type { Db } from './database.js';
 import { tokenDigest } from './tokens.js';
-import { withProps } from '../core/objects.js';
 
 // Column order of the holder queries (raw rows: no object per row on the hot path).
 type HolderRow = [
@@ -28,12 +27,11 @@ type LinkRow = [id: string, resourceIds: string, startAt: number | null, endAt: 
 
 const PARSED_CACHE_LIMIT = 4096;
 
-const NO_DATES = Object.freeze({});
-
-/** A credential's validity dates, only those it has (an undated credential's holder carries neither). */
-function dates(validFrom: number | null, validUntil: number | null): { validFrom?: number; validUntil?: number } {
-  if (validFrom === null && validUntil === null) return NO_DATES;
-  return withProps(validFrom !== null ? { validFrom } : {}, validUntil !== null ? { validUntil } : {});
+/** Gives a holder just made its credential's validity dates, only those it has (an undated one carries neither). */
+function withDates<H extends Holder>(holder: H, validFrom: number | null, validUntil: number | null): H {
+  if (validFrom !== null) holder.validFrom = validFrom;
+  if (validUntil !== null) holder.validUntil = validUntil;
+  return holder;
 }
 
 export interface CacheCounts {
@@ -112,17 +110,17 @@ export class CredentialCache {
       if (isPinLabel(label, pinLabels) !== pin) continue;
       if (pin && (digits ?? stripLeadingZeros(number)) !== number) continue;
       if (kind === 'user') {
-        holders.push({
+        const user: UserHolder = {
           kind: 'user',
           emailId: Number(id),
           tag: tag!,
           adStatus: adStatus!,
           groups: this.json<string[]>(groups!),
           policies: this.json<string[]>(policies!),
-          ...dates(validFrom, validUntil),
-        });
+        };
+        holders.push(withDates(user, validFrom, validUntil));
       } else {
-        holders.push(withProps(this.link(id, resourceIds!, startAt, endAt, timeMapping!), dates(validFrom, validUntil)));
+        holders.push(withDates(this.link(id, resourceIds!, startAt, endAt, timeMapping!), validFrom, validUntil));
       }
     }
     return holders;
