@@ -162,6 +162,7 @@ export class AccessChecker {
     const hint = credentialHint(normalized, kind);
     if ('conflict' in found) return { granted: false, reason: 'card_ambiguous', holders: [], door: door.uuid, kind, hint };
     const holders = found.holders;
+    // The decision is made for this call alone: the door, kind and hint are set on it (before the relay: no copy).
     const result: AccessResult = withValidity(Object.assign(this.decideFor(request, holders, tooShort), { door: door.uuid, kind, hint }), holders);
     if (found.matchedBy) {
       result.matchedBy = found.matchedBy;
