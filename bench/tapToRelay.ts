@@ -199,6 +199,22 @@ async function startFloor(dir: string): Promise<{ tap: () => Promise<number>; st
   };
 }
 
+/**
+ * Keeps each timed tap's pair (the agent's, and the floor's beside it) in `file`, in the order they came, and prints
+ * the slowest ten of the agent's with the floor's beside them: a p99 made of a burst of the host's (the floor slow
+ * too, taps in a row) reads apart from the agent's own (the floor quick, taps spread over the run).
+ */
+function reportSlowestTaps(file: string, agent: readonly number[], floor: readonly number[]): void {
+  writeFileSync(file, `${JSON.stringify({ agentMs: agent, floorMs: floor })}\n`);
+  const slowest = agent
+    .map((ms, tap) => ({ tap, ms }))
+    .sort((a, b) => b.ms - a.ms)
+    .slice(0, 10)
+    .sort((a, b) => a.tap - b.tap);
+  const pairs = slowest.map(({ tap, ms }) => `#${tap} ${ms.toFixed(2)}/${(floor[tap] ?? Number.NaN).toFixed(2)}`);
+  process.stdout.write(`tap-to-relay: the slowest 10 timed taps, agent/floor ms: ${pairs.join(', ')} (all in ${file})\n`);
+}
+
 export async function benchmarkTapToRelay(workDir: string): Promise<BenchRow[]> {
   const dir = join(workDir, 'tap');
   rmSync(dir, { recursive: true, force: true });
@@ -227,6 +243,7 @@ export async function benchmarkTapToRelay(workDir: string): Promise<BenchRow[]> 
   const agent = p50p99(agentRun.taps);
   const first = p50p99(agentRun.firstTaps);
   rmSync(dir, { recursive: true, force: true });
+  reportSlowestTaps(join(workDir, 'tap-to-relay-samples.json'), agentRun.taps, floorSamples);
   return [
     ...latencyRows('tap-to-relay', `card line to relay (${TAPS} taps)`, agent, p50p99(floorSamples), 'bare serialport reader', 5),
     infoRow('tap-to-relay', `card line to relay, the first ${WARMUP_AFTER_START} taps after start (V8 optimizing) p50`, first.p50, 'ms'),
