@@ -162,7 +162,7 @@ export class AccessChecker {
     const hint = credentialHint(normalized, kind);
     if ('conflict' in found) return { granted: false, reason: 'card_ambiguous', holders: [], door: door.uuid, kind, hint };
     const holders = found.holders;
-    // The decision is made for this call alone: the door, kind and hint are set on it (before the relay: no copy).
+    // Each decision is made for this call alone: the door, kind and hint are set on it (before the relay: no copy).
     const result: AccessResult = withValidity(Object.assign(this.decideFor(request, holders, tooShort), { door: door.uuid, kind, hint }), holders);
     if (found.matchedBy) {
       result.matchedBy = found.matchedBy;
@@ -178,7 +178,7 @@ export class AccessChecker {
     if (owners.length === 0) return result;
     // Decided as the owner's own PIN (lockdown, lockout, schedule alike): a guesser learns nothing more.
     const duress: AccessResult = withValidity(
-      withProps(this.decideFor(request, owners, false), { door: door.uuid, kind, hint, duress: true, duressHolders: owners.map(refOf) }),
+      Object.assign(this.decideFor(request, owners, false), { door: door.uuid, kind, hint, duress: true, duressHolders: owners.map(refOf) }),
       owners,
     );
     if (duress.granted && naming) this.name(duress);
