@@ -11,6 +11,11 @@
       "cflags": ["-Wall", "-Wextra", "-O2"]
     },
     {
+      "target_name": "sched_policy",
+      "sources": ["native/sched_policy.c"],
+      "cflags": ["-Wall", "-Wextra", "-O2"]
+    },
+    {
       "target_name": "evdev",
       "sources": ["native/evdev.c"],
       "cflags": ["-Wall", "-Wextra", "-O2"]

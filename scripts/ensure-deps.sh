@@ -27,7 +27,7 @@ fi
 # The addons (native/*.c, binding.gyp): npm ci builds them; build them again when a source changed since.
 addons_stale() {
   local addon src
-  for addon in build/Release/sd_notify.node build/Release/gpio_chardev.node build/Release/evdev.node; do
+  for addon in build/Release/sd_notify.node build/Release/gpio_chardev.node build/Release/evdev.node build/Release/sched_policy.node; do
     [ -f "$addon" ] || return 0
     for src in native/*.c binding.gyp; do
       if [ "$src" -nt "$addon" ]; then return 0; fi

@@ -165,7 +165,7 @@ copy_sources() {
 }
 
 # The native addons that must come through npm prune untouched (not removed, not rebuilt).
-ADDONS=(build/Release/sd_notify.node build/Release/gpio_chardev.node build/Release/evdev.node
+ADDONS=(build/Release/sd_notify.node build/Release/gpio_chardev.node build/Release/evdev.node build/Release/sched_policy.node
   node_modules/better-sqlite3/build/Release/better_sqlite3.node node_modules/epoll/build/Release/epoll.node)
 addon_stamps() { (cd "$1" && for f in "${ADDONS[@]}"; do if [ -f "$f" ]; then stat -c '%n %Y %s' "$f"; sha256sum "$f"; else echo "$f missing"; fi; done) }
 
@@ -246,7 +246,7 @@ assemble() {
   (cd "$NEW" && node -e '
     const Database = require("better-sqlite3");
     new Database(":memory:").prepare("select 1").get();
-    for (const addon of ["sd_notify", "gpio_chardev", "evdev"]) require(`./build/Release/${addon}.node`);
+    for (const addon of ["sd_notify", "gpio_chardev", "evdev", "sched_policy"]) require(`./build/Release/${addon}.node`);
   ') || { echo "install.sh: the assembled program in $NEW does not load its native addons" >&2; exit 1; }
 }
 

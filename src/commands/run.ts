@@ -1,9 +1,11 @@
+import type { Logger } from 'pino';
 import { startAgent, type Agent } from '../app.js';
 import { loadConfig } from '../config/load.js';
 import type { AgentOptions } from '../config/options.js';
 import { EXIT_INVALID_CONFIG } from '../config/schema.js';
 import { DataDirUnwritableError, lockDataDir, type DataDirLock } from '../system/dataDirLock.js';
 import { systemdNotifier } from '../system/sdNotify.js';
+import { batchHelperThreads, linuxThreadScheduler, threadPoolStarted } from '../system/threadPolicy.js';
 import { tuneTieringForTaps } from '../system/v8Tiering.js';
 import { watchdogUsecFrom } from '../system/watchdog.js';
 import { systemTimers } from '../util/clock.js';
@@ -97,6 +99,7 @@ async function serve(config: AgentOptions, ctx: CommandContext, hooks: ProcessHo
     throw err;
   }
   const running = agent;
+  await batchHelpers(logger);
   // The daemon runs until it is stopped, even with nothing else holding the event loop open (a door with neither
   // reader nor broker: its timers and the sync worker do not keep a process alive on their own).
   const keepAlive = setInterval(() => undefined, 1 << 30);
@@ -118,6 +121,23 @@ async function serve(config: AgentOptions, ctx: CommandContext, hooks: ProcessHo
     };
     if (stopRequested !== null) stopNow(stopRequested);
   });
+}
+
+/**
+ * The daemon's helper threads under SCHED_BATCH once they are all there (system/threadPolicy.ts): after the start,
+ * the doors already locked and running; the workers started later put themselves under it.
+ */
+async function batchHelpers(logger: Logger): Promise<void> {
+  const scheduler = linuxThreadScheduler();
+  const consequence = "a tap may wait behind V8's compiler on a busy CPU";
+  if (scheduler instanceof Error) {
+    logger.warn({ err: scheduler }, `helper threads left at the event loop's priority: ${consequence}`);
+    return;
+  }
+  await threadPoolStarted();
+  const { batched, failures } = batchHelperThreads(process.pid, scheduler);
+  if (failures.length > 0) logger.warn({ batched, failures }, `helper threads not all under SCHED_BATCH: ${consequence}`);
+  else logger.info({ batched }, "helper threads under SCHED_BATCH: they never preempt the doors' thread");
 }
 
 export const command: Command = (input) => runDaemon({ config: stringOption(input, 'config') }, input.ctx, input.hooks);

@@ -4,6 +4,7 @@
  */
 import { parentPort, workerData } from 'node:worker_threads';
 import Database from 'better-sqlite3';
+import { batchThisThread } from '../system/threadPolicy.js';
 
 export interface CheckpointWorkerData {
   file: string;
@@ -15,6 +16,8 @@ export type CheckpointReply = { ok: true; busy: boolean; logFrames: number; copi
 if (parentPort) {
   const port = parentPort;
   const { file } = workerData as CheckpointWorkerData;
+  // Never preempting the door's thread (system/threadPolicy.ts).
+  batchThisThread();
   let db: Database.Database | null = null;
   port.on('message', () => {
     try {

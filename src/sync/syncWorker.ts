@@ -5,6 +5,7 @@
  */
 import { parentPort, workerData } from 'node:worker_threads';
 import { syncFailure, type SyncFailure } from './syncFailure.js';
+import { batchThisThread } from '../system/threadPolicy.js';
 import { yieldCpuToTheDoor } from './syncThreadPriority.js';
 import { openSyncSession, type SyncOrder, type SyncOutcome, type SyncWorkerData } from './syncSession.js';
 
@@ -15,6 +16,7 @@ export type SyncReply = { id: number; ok: true; result: SyncOutcome } | { id: nu
 
 if (parentPort) {
   yieldCpuToTheDoor();
+  batchThisThread();
   const port = parentPort;
   const session = openSyncSession(workerData as SyncWorkerData);
   port.on('message', (request: SyncRequest) => {

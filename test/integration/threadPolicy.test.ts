@@ -1,0 +1,126 @@
+import { spawnSync } from 'node:child_process';
+import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { createServer, type Server } from 'node:http';
+import { join } from 'node:path';
+import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import { ROOT, runCli, tempDir, writeConfig } from '../support/cli.js';
+import { Daemon } from '../support/daemon.js';
+import { freePort } from '../support/net.js';
+
+// The daemon's helper threads under SCHED_BATCH, its event loop's thread not (src/system/threadPolicy.ts): what
+// `ps -L -o tid,cls,comm -p PID` shows an installer (TS for the one, B for the others), read from /proc as ps does.
+
+const SCHED_OTHER = 0;
+const SCHED_BATCH = 3;
+
+/** Each thread of `pid` with its scheduling policy (/proc/PID/task/TID/stat, field 41). */
+function policies(pid: number): Map<number, number> {
+  const result = new Map<number, number>();
+  for (const tid of readdirSync(`/proc/${pid}/task`).map(Number)) {
+    try {
+      const stat = readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8');
+      // After the command's name in parentheses (which may hold spaces) come fields 3 onwards.
+      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      result.set(tid, Number(fields[41 - 3]));
+    } catch {
+      // the thread ended meanwhile
+    }
+  }
+  return result;
+}
+
+const tmp = tempDir('door-agent-thread-policy-');
+afterAll(tmp.cleanup);
+const cleanups: Array<() => Promise<unknown>> = [];
+afterEach(async () => {
+  for (const clean of cleanups.splice(0).reverse()) await clean();
+});
+
+const H = 'd00d'.padEnd(32, '0');
+const TAG = '5'.padStart(16, '0');
+const directory = {
+  revision: 5,
+  full: true,
+  history: H,
+  tag: TAG,
+  users: [{ email_id: 1, ad_status: 'ACTIVE', groups: [['Staff']], user_tag: 'USER', email: 'a@example.org' }],
+  details: { '1': { policies: [], smartcards: [{ number: '7000001', label: 'badge' }] } },
+  removed: [],
+};
+
+/** A service that answers GET /directory with the directory above. */
+async function service(): Promise<string> {
+  const port = await freePort();
+  const server: Server = createServer((req, res) => {
+    if (!req.url?.startsWith('/directory')) return void res.writeHead(404).end('{"error":"no"}');
+    res.writeHead(200, { 'content-type': 'application/json', etag: `"dir-5-${H}-${TAG}"` });
+    res.end(JSON.stringify(directory));
+  });
+  await new Promise<void>((r) => server.listen(port, '127.0.0.1', () => r()));
+  cleanups.push(() => {
+    server.closeAllConnections();
+    return new Promise((r) => server.close(r));
+  });
+  return `http://127.0.0.1:${port}`;
+}
+
+describe("the daemon's helper threads", () => {
+  it('run under SCHED_BATCH once the daemon is ready, and the sync worker started later too; the event loop stays SCHED_OTHER', async () => {
+    const url = await service();
+    const dir = join(tmp.path, 'daemon');
+    mkdirSync(dir);
+    writeFileSync(join(dir, 'api-key'), 'dak_test-key\n');
+    const config = writeConfig(dir, {
+      access: '{ groups: [Staff] }',
+      extra: `service: { baseUrl: "${url}", apiKeyFile: ${dir}/api-key, timeoutSeconds: 5, startDelaySeconds: 0, maxRemovalRatio: 1 }\n`,
+    });
+    expect(runCli(['import', 'examples/snapshot.json', '--config', config]).status).toBe(0);
+    const daemon = new Daemon(config);
+    cleanups.push(() => daemon.stop('SIGKILL'));
+    await daemon.waitForMessage('door-agent ready', 30_000);
+    await daemon.waitForMessage('sync done', 30_000);
+    // Said once, after the start; a warning would name the threads it could not move.
+    await daemon.waitForMessage("helper threads under SCHED_BATCH: they never preempt the doors' thread", 30_000);
+    expect(daemon.logs.filter((l) => String(l.msg).startsWith('helper threads')).map((l) => l.level)).toEqual([30]);
+
+    const threads = policies(daemon.pid);
+    // V8's threads, libuv's pool, the checkpoint and sync workers: several, whatever this Node's counts.
+    expect(threads.size).toBeGreaterThan(6);
+    expect(threads.get(daemon.pid), 'the event loop thread').toBe(SCHED_OTHER);
+    const helpers = [...threads].filter(([tid]) => tid !== daemon.pid);
+    expect(
+      helpers.filter(([, policy]) => policy !== SCHED_BATCH),
+      'helpers not under SCHED_BATCH',
+    ).toEqual([]);
+  }, 60_000);
+
+  it('a worker thread puts itself under SCHED_BATCH, and only itself', () => {
+    const module = join(ROOT, 'dist/src/system/threadPolicy.js');
+    // In a process of its own (the test's threads keep their policy), which reads its threads' policies as above.
+    const script = `
+      const { Worker } = require('node:worker_threads');
+      const { readFileSync } = require('node:fs');
+      const policy = (tid) => {
+        const stat = readFileSync('/proc/self/task/' + tid + '/stat', 'utf8');
+        return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[38]);
+      };
+      const worker = new Worker(\`
+        const { parentPort } = require('node:worker_threads');
+        const { readlinkSync } = require('node:fs');
+        import(${JSON.stringify(module)}).then(({ batchThisThread }) => {
+          const tid = Number(readlinkSync('/proc/thread-self').split('/').pop());
+          batchThisThread();
+          parentPort.postMessage(tid);
+          setTimeout(() => {}, 10_000); // alive while its policy is read
+        });
+      \`, { eval: true });
+      worker.once('message', (tid) => {
+        console.log(JSON.stringify({ worker: policy(tid), main: policy(process.pid) }));
+        process.exit(0);
+      });
+    `;
+    const child = spawnSync(process.execPath, ['-e', script], { encoding: 'utf8', timeout: 20_000 });
+    expect(child.status, child.stderr).toBe(0);
+    expect(JSON.parse(child.stdout)).toEqual({ worker: SCHED_BATCH, main: SCHED_OTHER });
+  });
+});
