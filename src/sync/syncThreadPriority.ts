@@ -5,10 +5,11 @@ import { getPriority, setPriority } from 'node:os';
 const SYNC_NICENESS = 10;
 
 /**
- * The sync is background work: the thread that calls this yields the CPU to the door's main thread whenever both
- * want it, so a tap on a busy two-core board is not kept waiting behind validation and staging (Linux applies
- * setpriority to the one thread whose id it is given). Anywhere else, or if refused, the sync simply runs at
- * normal priority.
+ * The sync is background work: the thread that calls this gets a smaller share of the CPU than the door's main
+ * thread whenever both want it, so a tap on a busy two-core board is not kept waiting behind validation and staging
+ * for long (Linux applies setpriority to the one thread whose id it is given). What keeps the sync from preempting
+ * the door's thread when it wakes is its scheduling policy (system/threadPolicy.ts); nice alone did not. Anywhere
+ * else, or if refused, the sync simply runs at normal priority.
  */
 export function yieldCpuToTheDoor(): void {
   try {
