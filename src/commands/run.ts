@@ -131,7 +131,7 @@ async function batchHelpers(logger: Logger): Promise<void> {
   const scheduler = linuxThreadScheduler();
   const consequence = "a tap may wait behind V8's compiler on a busy CPU";
   if (scheduler instanceof Error) {
-    logger.warn({ err: scheduler }, `helper threads left at the event loop's priority: ${consequence}`);
+    logger.warn({ err: scheduler }, `helper threads left under SCHED_OTHER: ${consequence}`);
     return;
   }
   await threadPoolStarted();

@@ -1,10 +1,10 @@
 import { spawnSync } from 'node:child_process';
-import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { cpSync, mkdirSync, readdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import { join } from 'node:path';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { ROOT, runCli, tempDir, writeConfig } from '../support/cli.js';
-import { Daemon } from '../support/daemon.js';
+import { Daemon, readLevel } from '../support/daemon.js';
 import { freePort } from '../support/net.js';
 
 // The daemon's helper threads under SCHED_BATCH, its event loop's thread not (src/system/threadPolicy.ts): what
@@ -92,6 +92,28 @@ describe("the daemon's helper threads", () => {
       helpers.filter(([, policy]) => policy !== SCHED_BATCH),
       'helpers not under SCHED_BATCH',
     ).toEqual([]);
+  }, 60_000);
+
+  it('without the addon (not built): a warning that says how to build it, and the daemon runs as before', async () => {
+    // The installed bundle as it is, in a package without build/ (the addons node-gyp makes at npm ci).
+    const pkg = join(tmp.path, 'no-addon');
+    mkdirSync(join(pkg, 'dist'), { recursive: true });
+    cpSync(join(ROOT, 'dist/cli'), join(pkg, 'dist/cli'), { recursive: true });
+    cpSync(join(ROOT, 'package.json'), join(pkg, 'package.json'));
+    symlinkSync(join(ROOT, 'node_modules'), join(pkg, 'node_modules'));
+    const dir = join(tmp.path, 'no-addon-door');
+    mkdirSync(dir);
+    const config = writeConfig(dir);
+    const daemon = new Daemon(config, { command: [process.execPath], entry: join(pkg, 'dist/cli/door-agent.js') });
+    cleanups.push(() => daemon.stop('SIGKILL'));
+    await daemon.waitForMessage('door-agent ready', 30_000);
+    const warning = await daemon.waitForMessage("helper threads left under SCHED_OTHER: a tap may wait behind V8's compiler on a busy CPU", 30_000);
+    expect(warning.level).toBe(40);
+    expect(JSON.stringify(warning.err)).toContain(`the sched_policy addon cannot be loaded from ${join(pkg, 'build/Release/sched_policy.node')}`);
+    expect(JSON.stringify(warning.err)).toContain('run npm ci in the door-agent directory to build it');
+    expect([...policies(daemon.pid).values()].every((policy) => policy === SCHED_OTHER)).toBe(true);
+    expect(await daemon.stop('SIGTERM')).toEqual({ code: 0, signal: null });
+    expect(readLevel(join(dir, 'gpio/gpio17/value'))).toBe('0');
   }, 60_000);
 
   it('a worker thread puts itself under SCHED_BATCH, and only itself', () => {
