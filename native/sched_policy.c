@@ -29,11 +29,14 @@ static const char *errno_code(int err) {
 static napi_value Batch(napi_env env, napi_callback_info info) {
   size_t argc = 1;
   napi_value args[1];
-  int64_t tid = -1;
+  double value = -1;
+  // A double, not an int64: napi_get_value_int64 reads NaN and Infinity as 0 (the calling thread) and cuts 1.5 to 1.
   if (napi_get_cb_info(env, info, &argc, args, NULL, NULL) != napi_ok || argc != 1 ||
-      napi_get_value_int64(env, args[0], &tid) != napi_ok || tid < 0 || tid > INT32_MAX) {
-    return throw_error(env, "EINVAL", "batch(tid) takes a thread id (0: the calling thread)");
+      napi_get_value_double(env, args[0], &value) != napi_ok || !(value >= 0 && value <= INT32_MAX) ||
+      value != (double)(int32_t)value) {
+    return throw_error(env, "EINVAL", "batch(tid) takes a thread id, a whole number (0: the calling thread)");
   }
+  int32_t tid = (int32_t)value;
   struct sched_param param;
   memset(&param, 0, sizeof param);
   if (sched_setscheduler((pid_t)tid, SCHED_BATCH, &param) != 0) {

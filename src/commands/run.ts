@@ -99,7 +99,8 @@ async function serve(config: AgentOptions, ctx: CommandContext, hooks: ProcessHo
     throw err;
   }
   const running = agent;
-  await batchHelpers(logger);
+  // Not awaited: a stop must never wait for libuv's pool (a slow disk sync, a hung DNS lookup) to answer the walk.
+  void batchHelpers(logger);
   // The daemon runs until it is stopped, even with nothing else holding the event loop open (a door with neither
   // reader nor broker: its timers and the sync worker do not keep a process alive on their own).
   const keepAlive = setInterval(() => undefined, 1 << 30);
@@ -125,19 +126,24 @@ async function serve(config: AgentOptions, ctx: CommandContext, hooks: ProcessHo
 
 /**
  * The daemon's helper threads under SCHED_BATCH once they are all there (system/threadPolicy.ts): after the start,
- * the doors already locked and running; the workers started later put themselves under it.
+ * the doors already locked and running; the workers started later put themselves under it. Never throws.
  */
 async function batchHelpers(logger: Logger): Promise<void> {
-  const scheduler = linuxThreadScheduler();
   const consequence = "a tap may wait behind V8's compiler on a busy CPU";
-  if (scheduler instanceof Error) {
-    logger.warn({ err: scheduler }, `helper threads left under SCHED_OTHER: ${consequence}`);
-    return;
+  try {
+    const scheduler = linuxThreadScheduler();
+    if (scheduler instanceof Error) {
+      logger.warn({ err: scheduler }, `helper threads left under SCHED_OTHER: ${consequence}`);
+      return;
+    }
+    await threadPoolStarted();
+    const { batched, failures } = batchHelperThreads(process.pid, scheduler);
+    if (failures.length > 0) logger.warn({ batched, failures }, `helper threads not all under SCHED_BATCH: ${consequence}`);
+    else logger.info({ batched }, "helper threads under SCHED_BATCH: they never preempt the doors' thread");
+  } catch (err) {
+    // The doors run on whatever happened here.
+    logger.warn({ err }, `helper threads left under SCHED_OTHER: ${consequence}`);
   }
-  await threadPoolStarted();
-  const { batched, failures } = batchHelperThreads(process.pid, scheduler);
-  if (failures.length > 0) logger.warn({ batched, failures }, `helper threads not all under SCHED_BATCH: ${consequence}`);
-  else logger.info({ batched }, "helper threads under SCHED_BATCH: they never preempt the doors' thread");
 }
 
 export const command: Command = (input) => runDaemon({ config: stringOption(input, 'config') }, input.ctx, input.hooks);

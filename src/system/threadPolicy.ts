@@ -34,13 +34,14 @@ interface Addon {
   batch(tid: number): void;
 }
 
-let addon: Addon | null | undefined;
+let addon: Addon | undefined;
 
 /** The addon built from native/sched_policy.c at `npm ci`, or the error that says how to build it. */
 function loadAddon(): Addon | Error {
   if (addon) return addon;
-  const path = addonPath(import.meta.dirname, 'sched_policy');
+  let path = 'build/Release/sched_policy.node';
   try {
+    path = addonPath(import.meta.dirname, 'sched_policy');
     addon = createRequire(import.meta.url)(path) as Addon;
     return addon;
   } catch (err) {
@@ -69,7 +70,8 @@ export function batchHelperThreads(mainTid: number, scheduler: ThreadScheduler):
     return result;
   }
   for (const tid of threads) {
-    if (tid === mainTid) continue;
+    // Only a thread id proper: 0 would be the calling thread, the main one when the walk runs.
+    if (tid === mainTid || !Number.isInteger(tid) || tid <= 0) continue;
     try {
       scheduler.batch(tid);
       result.batched++;

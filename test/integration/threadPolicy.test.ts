@@ -65,7 +65,7 @@ async function service(): Promise<string> {
 }
 
 describe("the daemon's helper threads", () => {
-  it('run under SCHED_BATCH once the daemon is ready, and the sync worker started later too; the event loop stays SCHED_OTHER', async () => {
+  it('run under SCHED_BATCH once the daemon is ready (the sync worker after a sync too); the event loop stays SCHED_OTHER', async () => {
     const url = await service();
     const dir = join(tmp.path, 'daemon');
     mkdirSync(dir);
@@ -94,6 +94,50 @@ describe("the daemon's helper threads", () => {
     ).toEqual([]);
   }, 60_000);
 
+  it('each worker, as bundled, moves its own thread when it starts (a sync worker restarted after it died is not walked)', () => {
+    const dir = join(tmp.path, 'workers');
+    mkdirSync(dir);
+    const config = writeConfig(dir);
+    expect(runCli(['import', 'examples/snapshot.json', '--config', config]).status).toBe(0);
+    const cacheFile = join(dir, 'data/cache.db');
+    const workers = {
+      sync: {
+        file: join(ROOT, 'dist/cli/syncWorker.js'),
+        data: { cacheFile, client: { baseUrl: 'http://127.0.0.1:9', apiKey: 'k', apiKeyIn: 'header', timeoutMs: 5000 } },
+      },
+      checkpoint: { file: join(ROOT, 'dist/cli/checkpointWorker.js'), data: { file: join(dir, 'data/state.db') } },
+    };
+    // In a process of its own that walks nothing: each worker's new threads, and their policies once it is up.
+    const script = `
+      const { Worker } = require('node:worker_threads');
+      const { readdirSync, readFileSync } = require('node:fs');
+      const policy = (tid) => {
+        const stat = readFileSync('/proc/self/task/' + tid + '/stat', 'utf8');
+        return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[38]);
+      };
+      const tids = () => readdirSync('/proc/self/task').map(Number);
+      const result = {};
+      (async () => {
+        // libuv's pool first (made at its first request): its threads are not the workers'.
+        await require('node:fs/promises').access(process.execPath);
+        for (const [name, { file, data }] of Object.entries(${JSON.stringify(workers)})) {
+          const before = new Set(tids());
+          const worker = new Worker(file, { workerData: data });
+          worker.on('error', (err) => { console.error(name, err); process.exit(2); });
+          await new Promise((resolve) => worker.once('online', resolve));
+          await new Promise((resolve) => setTimeout(resolve, 500)); // its module's top has run
+          result[name] = tids().filter((tid) => !before.has(tid)).map(policy);
+        }
+        result.main = policy(process.pid);
+        console.log(JSON.stringify(result));
+        process.exit(0);
+      })();
+    `;
+    const child = spawnSync(process.execPath, ['-e', script], { encoding: 'utf8', timeout: 30_000 });
+    expect(child.status, child.stderr).toBe(0);
+    expect(JSON.parse(child.stdout)).toEqual({ sync: [SCHED_BATCH], checkpoint: [SCHED_BATCH], main: SCHED_OTHER });
+  });
+
   it('without the addon (not built): a warning that says how to build it, and the daemon runs as before', async () => {
     // The installed bundle as it is, in a package without build/ (the addons node-gyp makes at npm ci).
     const pkg = join(tmp.path, 'no-addon');
@@ -115,6 +159,21 @@ describe("the daemon's helper threads", () => {
     expect(await daemon.stop('SIGTERM')).toEqual({ code: 0, signal: null });
     expect(readLevel(join(dir, 'gpio/gpio17/value'))).toBe('0');
   }, 60_000);
+
+  it('the addon refuses what is not a thread id (NaN would be the calling thread) and leaves the thread as it was', () => {
+    const addon = join(ROOT, 'build/Release/sched_policy.node');
+    const script = `
+      const { batch } = require(${JSON.stringify(addon)});
+      const codes = [Number.NaN, Number.POSITIVE_INFINITY, 1.5, -1, 2 ** 31, 'x'].map((tid) => {
+        try { batch(tid); return 'accepted'; } catch (err) { return err.code; }
+      });
+      const stat = require('node:fs').readFileSync('/proc/self/task/' + process.pid + '/stat', 'utf8');
+      console.log(JSON.stringify({ codes, policy: Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[38]) }));
+    `;
+    const child = spawnSync(process.execPath, ['-e', script], { encoding: 'utf8', timeout: 20_000 });
+    expect(child.status, child.stderr).toBe(0);
+    expect(JSON.parse(child.stdout)).toEqual({ codes: ['EINVAL', 'EINVAL', 'EINVAL', 'EINVAL', 'EINVAL', 'EINVAL'], policy: SCHED_OTHER });
+  });
 
   it('a worker thread puts itself under SCHED_BATCH, and only itself', () => {
     const module = join(ROOT, 'dist/src/system/threadPolicy.js');

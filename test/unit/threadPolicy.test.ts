@@ -22,6 +22,12 @@ describe('batchHelperThreads', () => {
     expect(s.batched).toEqual([101, 102, 103]);
   });
 
+  it('never passes on what is not a thread id (0 would be the calling thread: the main one)', () => {
+    const s = scheduler([100, 0, Number.NaN, -3, 101]);
+    expect(batchHelperThreads(100, s)).toEqual({ batched: 1, failures: [] });
+    expect(s.batched).toEqual([101]);
+  });
+
   it('passes over a thread that ended meanwhile, and names one it may not move without stopping at it', () => {
     const s = scheduler([100, 101, 102, 103], { 101: 'ESRCH', 102: 'EPERM' });
     expect(batchHelperThreads(100, s)).toEqual({ batched: 1, failures: ['thread 102: Operation not permitted'] });
