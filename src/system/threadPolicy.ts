@@ -1,6 +1,7 @@
 import { access, readdirSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { addonPath } from '../util/addonPath.js';
+import { errorCode } from '../util/errors.js';
 
 /**
  * The daemon's helper threads under SCHED_BATCH: V8's compiler and garbage-collector helpers, libuv's pool (the
@@ -9,7 +10,7 @@ import { addonPath } from '../util/addonPath.js';
  *
  * Why: a tap makes V8 optimize the functions it ran, and V8 hands the compile to one of its threads. On a CPU the
  * two share (one core, or every core busy), Linux let that thread preempt the event loop's the moment it woke, in
- * the middle of the tap, for the 2-5 ms of the compile (a trace of the scheduler, 2026-11-28: bench/README.md, "A
+ * the middle of the tap, for up to 4 ms of the compile (a trace of the scheduler, 2026-11-28: bench/README.md, "A
  * helper thread in the middle of a tap"). A SCHED_BATCH thread does not preempt on waking; it runs when the event
  * loop's thread yields or its time slice ends, with its nice value and its fair share of the CPU as before, so a
  * helper is never starved (SCHED_IDLE would starve the sync behind any busy process, and with it a revocation).
@@ -76,7 +77,7 @@ export function batchHelperThreads(mainTid: number, scheduler: ThreadScheduler):
       scheduler.batch(tid);
       result.batched++;
     } catch (err) {
-      if ((err as NodeJS.ErrnoException).code === 'ESRCH') continue;
+      if (errorCode(err) === 'ESRCH') continue;
       result.failures.push(`thread ${tid}: ${err instanceof Error ? err.message : String(err)}`);
     }
   }
