@@ -25,6 +25,7 @@ import { DoorStateStore, doorStateDir } from './store/doorState.js';
 import { lastRefreshAt, readHeldRevision, readHeldVersion, type SyncResult } from './sync/sync.js';
 import { SyncComponent } from './sync/syncComponent.js';
 import { FindingsReporter } from './sync/findingsReporter.js';
+import { RefusalRecorder } from './sync/refusalRecorder.js';
 import type { Notify } from './system/sdNotify.js';
 import { SystemdWatchdog } from './system/watchdog.js';
 import type { Clock, Timers } from './util/clock.js';
@@ -41,7 +42,9 @@ import type { Env } from './util/secretFiles.js';
 import { systemBootClock, type BootClock } from './util/bootClock.js';
 import { BROKER_OUTAGE, LinkWatch, SERVICE_OUTAGE, type LinkName } from './util/linkWatch.js';
 import { OfflineLimit } from './door/offlineLimit.js';
-import { PowerSupervision } from './door/powerSupervision.js';
+import { POWER_EVENT_TYPES, PowerSupervision, type PowerState } from './door/powerSupervision.js';
+import { InputFloods } from './door/inputFloods.js';
+import { LockAudit } from './door/lockAudit.js';
 import { configHash } from './config/configHash.js';
 import { recordConfigLoaded } from './store/configChanges.js';
 import type { EventType } from './store/eventLog.js';
@@ -148,11 +151,18 @@ export async function startAgent(config: AgentOptions, deps: AgentDeps): Promise
       wallNow: () => clock.wallNow(),
       timers,
       logger: logger.child({ component: 'store' }),
+      cacheRebuild: config.service ? 'automatic' : 'manual',
     });
     const doorEvents = new DoorEvents((err, event) => logger.error({ err, event }, 'a door event listener failed'));
-    auditLockChanges(doorEvents, store, logger);
+    const lockAudit = new LockAudit({ doorEvents, append: (event) => store.events.append(event), clock, timers, logger });
     let checker: AccessChecker | null = null;
-    const getChecker = () => (checker ??= new AccessChecker(store.credentials(), config));
+    // The cache at each decision (a rebuilt one replaces a damaged one); a failed read may be damage (store/cacheConnection.ts).
+    const getChecker = () =>
+      (checker ??= new AccessChecker(
+        () => store.credentials(),
+        config,
+        (err) => store.cache.failed(err),
+      ));
     const keypad = keypadGuesses(config, store, clock, logger);
     const operations = new SiteOperations({ store, doors, checker: getChecker, clock, logger });
     const probe = deps.clockSynchronized;
@@ -222,6 +232,24 @@ export async function startAgent(config: AgentOptions, deps: AgentDeps): Promise
       );
     }
     const findings = new FindingsReporter({ store, wallNow: () => clock.wallNow(), logger: logger.child({ component: 'sync' }) });
+    const refusals = new RefusalRecorder({
+      append: (event) => void store.events.append(event),
+      wallNow: () => clock.wallNow(),
+      logger: logger.child({ component: 'sync' }),
+    });
+    /** After a sync, or a refused one's restrictions: the access levels compiled again when the cache's changed. */
+    const reloadLevels = () => {
+      const checker = getChecker();
+      try {
+        if (!checker.reloadLevels()) return;
+      } catch (err) {
+        // The cache cannot be read: every decision refuses until it can (and says so); the levels stay as they were.
+        logger.error({ err }, 'cannot read the access levels the sync stored');
+        return;
+      }
+      const { index, shadowed, unknownResourceGroups } = checker.levels;
+      logger.info({ levels: index.levels.map((l) => l.name), shadowed, unknownResourceGroups }, 'access levels changed: compiled again');
+    };
     const sync = config.service
       ? new SyncComponent({
           options: config.service,
@@ -235,20 +263,21 @@ export async function startAgent(config: AgentOptions, deps: AgentDeps): Promise
           rules: directoryRules(config.access, config.doors),
           onFindings: (found) => findings.report(found),
           link: supervision.links.service,
+          cache: store.cache,
+          onRebuildFailed: (err) => store.setCacheRebuildFailed(err instanceof Error ? err.message : String(err)),
+          onRefused: (err) => {
+            refusals.refused(err);
+            // Its restrictive part may have narrowed the service's levels: compiled again at once.
+            if ((err.restricted?.levelsNarrowed ?? 0) > 0) reloadLevels();
+          },
           onSynced: afterSync(
-            (result: SyncResult) => metrics?.synced(result.durationMs),
+            (result: SyncResult) => {
+              metrics?.synced(result.durationMs);
+              refusals.synced();
+            },
             () => {
               offlineLimit?.synced();
-              const checker = getChecker();
-              try {
-                if (!checker.reloadLevels()) return;
-              } catch (err) {
-                // The cache cannot be read: every decision refuses until it can (and says so); the levels stay as they were.
-                logger.error({ err }, 'cannot read the access levels the sync stored');
-                return;
-              }
-              const { index, shadowed, unknownResourceGroups } = checker.levels;
-              logger.info({ levels: index.levels.map((l) => l.name), shadowed, unknownResourceGroups }, 'access levels changed: compiled again');
+              reloadLevels();
             },
           ),
         })
@@ -268,6 +297,8 @@ export async function startAgent(config: AgentOptions, deps: AgentDeps): Promise
           projectUrl: PROJECT_URL,
           health: {
             cache: () => cacheFreshness(store, logger),
+            onCacheChange: (listener) => store.cache.onChange(() => listener()),
+            cacheRebuild: config.service ? 'automatic' : 'manual',
             clockTrusted: () => clockSynchronized() && isClockTrusted(clock.wallNow()),
             onClockChange: (listener) => clockWatch.onSynchronized(listener),
           },
@@ -281,6 +312,8 @@ export async function startAgent(config: AgentOptions, deps: AgentDeps): Promise
           brokerLink: supervision.links.broker,
         })
       : null;
+    // A damaged cache is rebuilt at once (sync); a rebuilt one is given the retained guest links again (MQTT).
+    store.cache.onChange((change) => (change.kind === 'damaged' ? sync?.trigger() : mqtt?.cacheReplaced()));
     const watchdog = deps.notify ? new SystemdWatchdog({ notify: deps.notify, watchdogUsec: deps.watchdogUsec ?? null, logger }) : null;
     const readiness: Component = {
       name: 'readiness',
@@ -323,12 +356,13 @@ export async function startAgent(config: AgentOptions, deps: AgentDeps): Promise
     // The metrics listener before the doors: an address in use stops the start before any reader opens.
     const components = [
       store,
+      lockAudit,
       clockMark,
       metrics,
       configAudit,
       offlineLimit,
-      supervision.power,
       supervision.component,
+      supervision.power,
       operations,
       areas,
       clockWatch,
@@ -395,10 +429,13 @@ function doorGroups(
     released: (uuid) => byUuid(uuid)?.emergencyReleased() ?? false,
     clock,
   });
-  // A grant whose door locked again before it opened is no passage.
+  // A grant whose door locked again before it opened is no passage. A door that locked or closed may let the
+  // others of its interlock unlock: what waits there for the gate (an unlock schedule) looks again.
   doorEvents.on('lock', (uuid, snapshot) => {
     if (snapshot.state === 'LOCKED') groups.relocked(uuid);
+    groups.changed(uuid);
   });
+  doorEvents.on('position', (uuid) => groups.changed(uuid));
   return { areas, groups };
 }
 
@@ -445,34 +482,51 @@ function agentSupervision(config: AgentOptions, store: AgentStore, clock: Clock,
         })
       : undefined;
   const links = { broker: watch('broker', config.mqtt !== undefined), service: watch('service', config.service !== undefined) };
+  // The power inputs can be switched at will (a breaker, a wire): they declare themselves to the agent's flood guard.
+  let powerState: PowerState = { mains: null, battery: null };
+  const floods = new InputFloods({ clock, timers, record, current: () => ({ mains: powerState.mains, battery: powerState.battery }) });
   const power = config.power
     ? new PowerSupervision(config.power, {
         gpio,
         timers,
         logger: logger.child({ component: 'power' }),
-        record,
-        onState: (state) => store.setPower(state),
+        record: floods.input('power inputs', POWER_EVENT_TYPES),
+        onState: (state) => {
+          powerState = state;
+          store.setPower(state);
+        },
       })
     : null;
-  // The links' grace timers end with the agent (the connections themselves are MQTT's and sync's).
+  // The links' grace timers end with the agent (the connections themselves are MQTT's and sync's); stopped after
+  // the power inputs, so their last summaries are recorded.
   const component: Component = {
-    name: 'link supervision',
+    name: 'agent supervision',
     start: () => undefined,
     stop: () => {
       links.broker?.stop();
       links.service?.stop();
+      floods.flush();
     },
   };
   return { links, power, component };
 }
 
-/** The health message's cache: the directory revision held and when the cache was last refreshed (a sync, an import). */
-function cacheFreshness(store: AgentStore, logger: Logger): { revision: number | null; refreshedAt: number | null } {
+/**
+ * The health message's cache: the directory revision held and when the cache was last refreshed (a sync, an
+ * import); while it is damaged, since when and why.
+ */
+function cacheFreshness(
+  store: AgentStore,
+  logger: Logger,
+): { revision: number | null; refreshedAt: number | null; damaged: { since: number; error: string } | null } {
+  const damaged = store.cache.damage;
+  if (damaged) return { revision: null, refreshedAt: null, damaged };
   try {
-    return { revision: readHeldRevision(store.db), refreshedAt: lastRefreshAt(store.db) };
+    return { revision: readHeldRevision(store.db), refreshedAt: lastRefreshAt(store.db), damaged: null };
   } catch (err) {
+    if (store.cache.failed(err)) return { revision: null, refreshedAt: null, damaged: store.cache.damage };
     logger.debug({ err }, 'cannot read the cache for the health message');
-    return { revision: null, refreshedAt: null };
+    return { revision: null, refreshedAt: null, damaged: null };
   }
 }
 
@@ -482,19 +536,4 @@ function afterSync<T>(first: (result: T) => void, then: () => void): (result: T)
     first(result);
     then();
   };
-}
-
-/** Each lock change that moved the relay goes into the audit log (unlocked / locked, with the cause). */
-function auditLockChanges(doorEvents: DoorEvents, store: AgentStore, logger: Logger): void {
-  doorEvents.on('lock', (door, snapshot, previous) => {
-    if (snapshot.state === previous) return;
-    const relockAt = snapshot.relockAt === null ? null : new Date(snapshot.relockAt).toISOString();
-    store.events.append({
-      type: snapshot.state === 'UNLOCKED' ? 'unlocked' : 'locked',
-      door,
-      at: snapshot.changedAt,
-      data: snapshot.state === 'UNLOCKED' ? { cause: snapshot.cause, relock_at: relockAt } : { cause: snapshot.cause },
-    });
-    logger.info({ door, state: snapshot.state, cause: snapshot.cause, relockAt }, snapshot.state === 'UNLOCKED' ? 'unlocked' : 'locked');
-  });
 }

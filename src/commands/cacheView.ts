@@ -1,24 +1,28 @@
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { quickCheck } from '../store/cacheDamage.js';
 import { openDatabase, type Db } from '../store/database.js';
 import { count } from '../util/plural.js';
 
 /**
  * The cache as `status` reads it. Without one (never synced or imported, the daemon never run) status still reports
  * the doors and the daemon: it reads an empty cache made in a temporary directory, and says the cache is missing.
+ * A damaged one (store/cacheDamage.ts: every page checked) is read the same way, and `damaged` says what is wrong.
  */
-export function openCacheView(file: string): { db: Db; missing: boolean; close(): void } {
-  if (existsSync(file)) {
+export function openCacheView(file: string): { db: Db; missing: boolean; damaged: string | null; close(): void } {
+  const damaged = existsSync(file) ? quickCheck(file) : null;
+  if (existsSync(file) && damaged === null) {
     const db = openDatabase(file, { readonly: true });
-    return { db, missing: false, close: () => db.close() };
+    return { db, missing: false, damaged, close: () => db.close() };
   }
   const dir = mkdtempSync(join(tmpdir(), 'door-agent-status-'));
   try {
     const db = openDatabase(join(dir, 'cache.db'));
     return {
       db,
-      missing: true,
+      missing: damaged === null,
+      damaged,
       close: () => {
         db.close();
         rmSync(dir, { recursive: true, force: true });

@@ -4,7 +4,8 @@ import { FORMAT_ALIASES, printedNumberer, type WiegandFormatSpec, type WiegandNu
 import { readerCardFormat } from '../door/options.js';
 import { AccessChecker } from '../door/accessChecker.js';
 import { CredentialCache } from '../store/credentialCache.js';
-import { cachePath, openDatabase, openStateDatabase, statePath } from '../store/database.js';
+import { CacheDamagedError, quickCheck } from '../store/cacheDamage.js';
+import { CacheUnreadableError, cachePath, openDatabase, openStateDatabase, statePath } from '../store/database.js';
 import { offlineLimitStatus } from './supervisionStatus.js';
 import { systemBootClock } from '../util/bootClock.js';
 import { existsSync } from 'node:fs';
@@ -163,6 +164,12 @@ function runCheck(args: CheckArgs, ctx: CommandContext): number {
   }
   const format = checkFormat(args.format, door, kind, normalized);
   const db = openDatabase(cachePath(config.agent.dataDir), { readonly: true });
+  // Every page, as the daemon checks it at start: a damaged cache refuses every credential there (cache_damaged).
+  const damaged = quickCheck(cachePath(config.agent.dataDir));
+  if (damaged !== null) {
+    db.close();
+    throw new CacheUnreadableError(new CacheDamagedError(damaged));
+  }
   // The daemon's lockdowns and the holidays published to it decide too (state.db, when a daemon has run).
   const stateFile = statePath(config.agent.dataDir);
   const state = existsSync(stateFile) ? openStateDatabase(stateFile, { readonly: true }) : null;

@@ -23,6 +23,8 @@ import { emergencyConfigLines, emergencyView } from './emergencyStatus.js';
 import { readersOf } from '../config/doorReaders.js';
 import { doorGroupWarnings } from '../config/doorGroups.js';
 import { doorGroupLines } from './areaStatus.js';
+import { publicUrlWarnings } from '../config/publicUrl.js';
+import type { ServerOptions } from '../service/options.js';
 
 function loadServiceConfigIfServiceOnly(path: string) {
   let data: unknown;
@@ -46,7 +48,8 @@ function runConfigCheck(args: { config: string | undefined }, ctx: CommandContex
         `  listen ${service.server.listen}, data in ${service.server.dataDir}, ${service.server.resources.length} resource(s)\n` +
         (service.server.metrics ? `  metrics: GET http://${service.server.metrics.listen}/metrics\n` : '') +
         `  mqtt ${service.mqtt ? redactUrl(service.mqtt.url) : 'not configured (POST /setlockstatus answers 503)'}; ` +
-        `smtp ${service.server.smtp ? redactUrl(service.server.smtp.url) : 'not configured (mail waits in the outbox)'}\n`,
+        `smtp ${service.server.smtp ? redactUrl(service.server.smtp.url) : 'not configured (mail waits in the outbox)'}\n` +
+        consoleLines(service.server),
     );
     return 0;
   }
@@ -133,13 +136,24 @@ function runConfigCheck(args: { config: string | undefined }, ctx: CommandContex
         ? `  power inputs: ${[config.power.mainsPin === undefined ? null : `mains GPIO ${config.power.mainsPin}`, config.power.batteryLowPin === undefined ? null : `battery low GPIO ${config.power.batteryLowPin}`].filter(Boolean).join(', ')}\n`
         : '') +
       (config.metrics ? `  metrics: GET http://${config.metrics.listen}/metrics\n` : '') +
-      (sharedService ? `  reference service: listen ${sharedService.server.listen}, ${sharedService.server.resources.length} resource(s)\n` : '') +
+      (sharedService
+        ? `  reference service: listen ${sharedService.server.listen}, ${sharedService.server.resources.length} resource(s)\n${consoleLines(sharedService.server)}`
+        : '') +
       dataDir.line +
       gpioLines +
       deviceWarnings.map((w) => `  WARNING: ${w}\n`).join('') +
       cacheLines(config, ctx.clock.wallNow()),
   );
   return 0;
+}
+
+/** The reference service's console: where it is opened (server.publicUrl, else its listen address), and the warnings. */
+function consoleLines(server: ServerOptions): string {
+  if (!server.console?.enabled) return '';
+  const at = server.publicUrl === undefined ? `http://${server.listen} (server.listen; no server.publicUrl)` : `${server.publicUrl} (server.publicUrl)`;
+  return `  console at ${at}\n${publicUrlWarnings(server)
+    .map((w) => `  WARNING: ${w}\n`)
+    .join('')}`;
 }
 
 /** agent.dataDir of a file that does not validate: the default when absent; none to check when it is malformed. */

@@ -7,6 +7,7 @@ import { readScbk } from '../util/secretFiles.js';
 import { CMD, REPLY } from '../readers/osdp/controlPanel.js';
 import type { PortFactory } from '../readers/serial/port.js';
 import { DoorAgentError } from '../util/errors.js';
+import { fsyncDirectory } from '../util/fsyncDirectory.js';
 import { configPath, stringOption, type Command, type CommandContext } from './context.js';
 import { noteReaderChange, osdpTarget } from './osdpReaderChoice.js';
 import { openOsdpSession, sessionTarget } from './osdpSession.js';
@@ -22,15 +23,6 @@ function writeKeyFile(path: string, hex: string, owner: { uid: number; gid: numb
   try {
     if (process.getuid?.() === 0) fchownSync(fd, owner.uid, owner.gid);
     writeSync(fd, `${hex}\n`);
-    fsyncSync(fd);
-  } finally {
-    closeSync(fd);
-  }
-}
-
-function fsyncDir(path: string): void {
-  const fd = openSync(path, 'r');
-  try {
     fsyncSync(fd);
   } finally {
     closeSync(fd);
@@ -88,7 +80,7 @@ async function runReaderKeyset(
       await session.close();
     }
     renameSync(pending, reader.scbkFile);
-    fsyncDir(dirname(reader.scbkFile));
+    fsyncDirectory(dirname(reader.scbkFile));
   } catch (err) {
     if (sent) {
       ctx.stderr.write(

@@ -3,6 +3,7 @@ import { CredentialCache } from '../store/credentialCache.js';
 import { existsSync } from 'node:fs';
 import { cachePath, openStateDatabase, statePath } from '../store/database.js';
 import { cacheLine, missingCacheWarning, openCacheView } from './cacheView.js';
+import { cacheDamageLines, cacheDamageView } from './cacheDamageStatus.js';
 import { relayLevel } from '../core/relay.js';
 import { readOutputLevel } from '../hardware/createGpio.js';
 import { DoorStateStore, doorStateDir } from '../store/doorState.js';
@@ -19,7 +20,7 @@ import { pinLines, pinStatus } from './pinStatus.js';
 import { brokerLines, brokerStatus } from './brokerStatus.js';
 import { daemonView, runningText } from './daemonStatus.js';
 import { levelLines, levelStatus } from './levelStatus.js';
-import { lastSyncLines, lastSyncView } from './syncStatus.js';
+import { heldBackLines, lastSyncLines, lastSyncView } from './syncStatus.js';
 import { offlineLimitLines, offlineLimitStatus, powerLines, powerStatus } from './supervisionStatus.js';
 import { systemBootClock } from '../util/bootClock.js';
 import { emergencyStatusLines, emergencyView } from './emergencyStatus.js';
@@ -37,7 +38,7 @@ function processAlive(pid: number): boolean {
 
 function syncView(s: SyncStatus, now: number, warnAfterSeconds: number) {
   const age = s.lastSuccessAt ? (now - Date.parse(s.lastSuccessAt)) / 1000 : null;
-  return { ...s, last: lastSyncView(s), cacheAgeSeconds: age, stale: age === null || age > warnAfterSeconds };
+  return { ...s, heldBack: s.heldBack ?? null, last: lastSyncView(s), cacheAgeSeconds: age, stale: age === null || age > warnAfterSeconds };
 }
 
 const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
@@ -108,6 +109,7 @@ function runStatus(args: { json: boolean; config: string | undefined }, ctx: Com
       agent: config.agent.id,
       cache: file,
       cacheExists: !cache.missing,
+      cacheDamage: cacheDamageView(cache.damaged, config.service !== undefined, running, runtime?.cache),
       daemon,
       clock: { now: iso(now), trusted: isClockTrusted(now) },
       doors,
@@ -130,9 +132,11 @@ function runStatus(args: { json: boolean; config: string | undefined }, ctx: Com
         : { total: 0, unpublished: 0, evicted: 0, lastSeq: 0 },
       ...brokerStatus(runtime, running),
     };
+    // A door without a cache, or with a damaged one, refuses everyone: a monitoring script sees it in the exit code (README, Commands).
+    const refusesEveryone = cache.missing || cache.damaged !== null;
     if (args.json) {
       ctx.stdout.write(`${JSON.stringify(status)}\n`);
-      return cache.missing ? 1 : 0;
+      return refusesEveryone ? 1 : 0;
     }
     const lines = [
       `agent ${status.agent}, cache ${status.cache}`,
@@ -175,6 +179,7 @@ function runStatus(args: { json: boolean; config: string | undefined }, ctx: Com
       ...levelLines(status.levels, config),
       cacheLine(status.counts, status.lastImport, readSyncStatus(db).lastSuccessAt),
       ...(cache.missing ? [missingCacheWarning(file)] : []),
+      ...cacheDamageLines(status.cacheDamage, file),
       ...directoryLines(status.directoryFindings),
       ...pinLines(status.pins),
       ...(status.sync
@@ -183,6 +188,7 @@ function runStatus(args: { json: boolean; config: string | undefined }, ctx: Com
               (status.sync.cacheAgeSeconds !== null ? ` (${Math.round(status.sync.cacheAgeSeconds / 60)} min ago)` : '') +
               (status.sync.lastError ? `; last error: ${status.sync.lastError}` : ''),
             ...lastSyncLines(status.sync.last),
+            ...heldBackLines(status.sync.heldBack),
             `directory: revision ${status.directory?.revision ?? 'none (the service offers no GET /directory)'} held; ` +
               (status.directory?.push
                 ? `push active (last revision ${status.directory.push.lastRevision ?? 'not understood'} at ${status.directory.push.at})`
@@ -202,8 +208,7 @@ function runStatus(args: { json: boolean; config: string | undefined }, ctx: Com
       ),
     ];
     ctx.stdout.write(`${lines.join('\n')}\n`);
-    // A door without a cache refuses everyone: a monitoring script sees it in the exit code (README, Commands).
-    return cache.missing ? 1 : 0;
+    return refusesEveryone ? 1 : 0;
   } finally {
     state?.close();
     cache.close();

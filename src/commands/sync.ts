@@ -1,5 +1,5 @@
 import { cachePath, openDatabase } from '../store/database.js';
-import type { RowCounts } from '../store/snapshotMerge.js';
+import { MassRemovalError, type RowCounts } from '../store/snapshotMerge.js';
 import { createServiceClient } from '../sync/serviceClient.js';
 import { syncOnce } from '../sync/sync.js';
 import { DoorAgentError } from '../util/errors.js';
@@ -45,6 +45,8 @@ async function runSync(args: { config: string | undefined; allowMassRemoval: boo
     );
     return 0;
   } catch (err) {
+    // Refused by the mass-removal guard: its message says what of the answer applied (its restrictive part) and what waits.
+    if (err instanceof MassRemovalError) throw new DoorAgentError(`sync ${err.message}`, { cause: err });
     if (err instanceof DoorAgentError) throw new DoorAgentError(`sync failed, the cache is unchanged: ${err.message}`, { cause: err });
     throw err;
   } finally {

@@ -1,4 +1,5 @@
-import type { SyncStatus } from '../sync/sync.js';
+import type { HeldBack, SyncStatus } from '../sync/sync.js';
+import { describeRestrictions } from '../store/restrictiveMerge.js';
 
 /** The last successful sync as `status` shows it: full or a delta, how long, how many bytes. */
 export interface LastSyncView {
@@ -62,4 +63,26 @@ export function lastSyncLines(last: LastSyncView | null): string[] {
     );
   }
   return [`last sync: ${parts.join(', ')}`];
+}
+
+const REFUSED = {
+  mass_removal: 'the mass-removal guard',
+  history_changed: "the mass-removal guard, the service's directory history having changed (its database restored from a backup or replaced)",
+} as const;
+
+/**
+ * An answer the mass-removal guard refused: what of it the door applied at once (its restrictive part) and what
+ * waits for the operator; nothing when none is held back.
+ */
+export function heldBackLines(held: HeldBack | null | undefined): string[] {
+  if (!held) return [];
+  const applied =
+    held.restricted.total > 0
+      ? `its restrictive part applied at once (${describeRestrictions(held.restricted)})`
+      : 'nothing in it restricts the users the door holds: the cache is unchanged';
+  const alsoWaiting = held.restricted.removalsWaiting > 0 ? `, the ${held.restricted.removalsWaiting} credentials it takes from users it still lists` : '';
+  return [
+    `held back: the service's answer (last at ${held.at}) is refused by ${REFUSED[held.reason]}; ${applied}`,
+    `  waiting for door-agent sync --allow-mass-removal: the removal of ${held.waiting.credentialsRemoved} of ${held.waiting.credentialsBefore} credentials${alsoWaiting} and the rest of the answer (additions, reinstatements, wider access)`,
+  ];
 }

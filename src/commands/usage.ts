@@ -57,7 +57,7 @@ const COMMANDS: readonly CommandUsage[] = [
     config: true,
     exits: [
       [0, 'the status was printed (also when the daemon is not running)'],
-      [1, 'no cache yet (the agent never ran, synced or imported), or the cache cannot be read'],
+      [1, 'no cache yet (the agent never ran, synced or imported), a damaged one (every page checked), or the cache cannot be read'],
       INVALID_CONFIG,
     ],
   },

@@ -8,6 +8,7 @@ import { calendarDate, levelsSchema, refineLevels, schedulesSchema } from './lev
 import { emergencySchema, refineEmergency } from './emergencySchema.js';
 import { areasSchema, interlocksSchema, refineDoorGroups } from './doorGroups.js';
 import { isValidTimeZone } from './timeZone.js';
+import { missingPublicUrl, publicUrlSchema } from './publicUrl.js';
 
 // Defined in util/errors.ts, below the layers that refuse a configuration file (secret files, the holidays file).
 export { EXIT_INVALID_CONFIG } from '../util/errors.js';
@@ -175,6 +176,8 @@ const metricsSchema = (defaultListen: string) => z.strictObject({ listen: listen
 const serverSchema = z
   .strictObject({
     listen: listenAddress('127.0.0.1:8080').default('127.0.0.1:8080'),
+    /** Where operators open the service (https://doors.example.org): the console's mailed links and its origin (publicUrl.ts). */
+    publicUrl: publicUrlSchema.optional(),
     /** GET /metrics on its own listener, apart from the API (docs/reference-service.md, "Metrics"). */
     metrics: metricsSchema('127.0.0.1:9465').optional(),
     dataDir: z.string().min(1).default('/var/lib/door-agent-service'),
@@ -220,6 +223,8 @@ const serverSchema = z
         message: `must not be longer than requestTimeoutSeconds (${server.requestTimeoutSeconds})`,
       });
     }
+    const noPublicUrl = missingPublicUrl(server);
+    if (noPublicUrl !== null) ctx.addIssue({ code: 'custom', path: ['publicUrl'], message: noPublicUrl });
     if (server.console && server.console.sessionMinutes > server.console.maxSessionHours * 60) {
       ctx.addIssue({
         code: 'custom',

@@ -46,6 +46,8 @@ export interface PendingPassage {
   area: string;
   holder: string;
   direction: Direction;
+  /** The grant (wall ms): the timed rule's window runs from it while the grant is pending. */
+  at: number;
 }
 
 export interface AreasState {
@@ -138,6 +140,8 @@ export interface PassageParty {
 }
 
 export interface PassageRequest {
+  /** The door of the tap: the holder's grant pending at this door and reader is this passage again, not another one. */
+  door: string;
   direction: Direction;
   /** One holder, or both of a two-person door's. */
   holders: readonly PassageParty[];
@@ -148,13 +152,30 @@ export interface PassageRequest {
 /** allowed: the passage may go ahead (`violations`: the holders soft anti-passback lets through, to be raised). */
 export type AreaVerdict = { allowed: true; violations: readonly string[] } | { allowed: false; reason: AreaDenyReason; holders: readonly string[] };
 
-/** Whether this passage breaks the area's anti-passback rule (a holder not seen since the reset is unknown: no). */
-function isPassbackViolation(area: AreaState | undefined, policy: AreaPolicy, holder: string, direction: Direction, now: number): boolean {
+/** Whether a passage in `direction` at `now` breaks the rule against an earlier one (`inside` after it, at `at`). */
+function breaks(policy: AreaPolicy, earlier: { inside: boolean; at: number }, direction: Direction, now: number): boolean {
+  if (policy.antiPassback.rule === 'timed') return now - earlier.at < (policy.antiPassback.seconds ?? 0) * 1000;
+  return direction === 'entry' ? earlier.inside : !earlier.inside;
+}
+
+/**
+ * Whether this passage breaks the area's anti-passback rule: against the holder's last passage (a holder not seen
+ * since the reset is unknown: no), and against each of their grants still pending at another door or reader of the
+ * area, as if it had passed already (it may pass at any moment: a badge handed back before the first door opens is
+ * a second person on one holder's grants). Their grant pending at this door and reader is this passage again.
+ */
+function isPassbackViolation(state: AreasState, policy: AreaPolicy, holder: string, req: PassageRequest): boolean {
   if (policy.antiPassback.mode === 'off') return false;
-  const seen = area?.presence.get(holder);
-  if (seen === undefined) return false;
-  if (policy.antiPassback.rule === 'timed') return now - seen.at < (policy.antiPassback.seconds ?? 0) * 1000;
-  return direction === 'entry' ? seen.inside : !seen.inside;
+  const seen = state.areas.get(policy.id)?.presence.get(holder);
+  if (seen !== undefined && breaks(policy, seen, req.direction, req.now)) return true;
+  if (state.pending.size === 0) return false;
+  for (const [door, list] of state.pending) {
+    for (const p of list) {
+      if (p.area !== policy.id || p.holder !== holder || (door === req.door && p.direction === req.direction)) continue;
+      if (breaks(policy, { inside: p.direction === 'entry', at: p.at }, req.direction, req.now)) return true;
+    }
+  }
+  return false;
 }
 
 const NONE: ReadonlySet<string> = new Set();
@@ -169,8 +190,9 @@ function pendingEntries(state: AreasState, area: string): ReadonlySet<string> {
 }
 
 /**
- * The area's verdict on a passage the access decision granted; changes nothing. Anti-passback first (hard refuses
- * with `passback`, soft lets through and names the violations), then the maximum: an entry that would take the
+ * The area's verdict on a passage the access decision granted; changes nothing. Anti-passback first, against the
+ * holder's last passage and their grants pending at the area's other doors and readers (hard refuses with
+ * `passback`, soft lets through and names the violations), then the maximum: an entry that would take the
  * occupancy past `maxOccupancy` is refused with `area_full`. A grant not yet through its door holds a place, so two
  * doors cannot admit one person too many between them. An exit is never refused for occupancy; an exempt holder
  * is never refused, and still counts once inside. O(1) in the occupancy (map lookups; the pending grants are
@@ -180,7 +202,7 @@ export function decidePassage(state: AreasState, policy: AreaPolicy, req: Passag
   const area = state.areas.get(policy.id);
   const violations: string[] = [];
   for (const party of req.holders) {
-    if (!party.exempt && isPassbackViolation(area, policy, party.holder, req.direction, req.now)) violations.push(party.holder);
+    if (!party.exempt && isPassbackViolation(state, policy, party.holder, req)) violations.push(party.holder);
   }
   if (violations.length > 0 && policy.antiPassback.mode === 'hard') return { allowed: false, reason: 'passback', holders: violations };
   if (req.direction === 'entry' && policy.maxOccupancy !== null) {
@@ -221,7 +243,7 @@ function passages(pending: readonly PendingPassage[], door: string, at: number):
 
 /** After a grant: the passage now (no contact, or the door already open), or pending until the door opens. */
 export function granted(state: AreasState, grant: Grant): AreaStep {
-  const those = grant.holders.map((holder) => ({ area: grant.area, holder, direction: grant.direction }));
+  const those = grant.holders.map((holder) => ({ area: grant.area, holder, direction: grant.direction, at: grant.at }));
   if (grant.passesNow) {
     const facts = passages(those, grant.door, grant.at);
     return { state: applyFacts(state, facts), facts };

@@ -35,7 +35,7 @@ export interface GroupProblem {
  * than two doors, an area id given twice, a timed rule without seconds, an inout rule or a maximum with no exit
  * reader (nobody would ever leave), a maximum below 1, a reset time that is not HH:MM. Warnings: an exit reader on
  * a door of an area without a contact (its grants count as passages), an unlock schedule on an interlocked door
- * (it blocks the others for its hours). A two-person door in an interlock is allowed (docs/areas.md).
+ * (it blocks the others for its hours, and waits for them as any unlock does). A two-person door in an interlock is allowed (docs/areas.md).
  */
 export function doorGroupProblems(config: { doors: readonly GroupDoorFacts[]; areas: readonly AreaOptions[]; interlocks: readonly InterlockOptions[] }): {
   errors: GroupProblem[];
@@ -132,7 +132,7 @@ export function doorGroupProblems(config: { doors: readonly GroupDoorFacts[]; ar
       if (door.unlockSchedule) {
         warnings.push({
           path: `doors[${door.index}].unlockSchedule`,
-          message: `held unlocked by its schedule, this door keeps the other doors of ${at} from unlocking during its hours`,
+          message: `held unlocked by its schedule, this door keeps the other doors of ${at} locked during its hours; when its hours start (or resume) while another of them is unlocked or open, this door stays locked until that one has locked and closed`,
         });
       }
     });

@@ -12,9 +12,12 @@ import type { Level } from './relay.js';
 export const EMERGENCY_CAUSE = 'emergency release';
 /** The lock cause when the input clears and nothing holds the door unlocked. */
 const EMERGENCY_CLEARED_CAUSE = 'emergency cleared';
+/** The causes of the relay moves the input makes (its lock changes pass its flood guard, door/lockAudit.ts). */
+export const EMERGENCY_LOCK_CAUSES: readonly string[] = [EMERGENCY_CAUSE, EMERGENCY_CLEARED_CAUSE];
 
 /** The audit events (and alarms) of the emergency input. */
-export type EmergencyEventType = 'emergency_release' | 'emergency_cleared' | 'emergency_wiring' | 'emergency_wiring_cleared';
+export const EMERGENCY_EVENT_TYPES = ['emergency_release', 'emergency_cleared', 'emergency_wiring', 'emergency_wiring_cleared'] as const;
+export type EmergencyEventType = (typeof EMERGENCY_EVENT_TYPES)[number];
 
 /**
  * What the input reads. `alarm`: the loop is open (the fire panel's relay has operated, or, without a confirm

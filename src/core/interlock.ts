@@ -1,7 +1,8 @@
 /**
  * Interlock (a mantrap, issue 26): of a set of doors of one agent at most one may be unlocked or open at a time. A
  * grant, an exit button or a remote unlock at one of them is refused (`interlock`) while another is unlocked or its
- * contact open. The emergency release (life safety) overrides it. See docs/areas.md.
+ * contact open, and an unlock schedule waits. The emergency release (life safety) overrides it for people's unlocks,
+ * not for a schedule. See docs/areas.md.
  */
 
 /** What the interlock needs to know of a door now. */

@@ -93,6 +93,8 @@ export async function startDemo(options: {
     protocolVersion: 4 as const,
     homeAssistant: { discovery: true, prefix: 'homeassistant' },
   };
+  // No server.publicUrl: the demo mails nothing, and its console's origin is then the address the service really
+  // binds (127.0.0.1, or localhost, at 8080 or the port the system picked when 8080 is taken; console/ownOrigin.ts).
   const server = (port: number) => ({
     listen: `127.0.0.1:${port}`,
     dataDir: join(dir, 'service'),

@@ -7,6 +7,7 @@ import { decide, levelTime, refOf, type AccessPolicy, type Decision, type Decisi
 import { localTimeIn } from '../core/schedule.js';
 import type { CredentialCache } from '../store/credentialCache.js';
 import { CacheUnreadableError } from '../store/database.js';
+import { isCacheDamage } from '../store/cacheDamage.js';
 import { withProps } from '../core/objects.js';
 
 export interface AccessRequest {
@@ -75,11 +76,18 @@ export class AccessChecker {
   private readonly minCardDigits: number;
   private readonly minPinLength: number;
   private readonly firstPersonIn = new Map<string, AccessPolicy>();
+  private readonly cacheOf: () => CredentialCache;
 
+  /**
+   * `cache`: the cache, or where to find it at each decision (the daemon's: a rebuilt cache replaces a damaged one);
+   * `onCacheError` hears of each failed read of it (the daemon's store recognizes damage in it).
+   */
   constructor(
-    private readonly cache: CredentialCache,
+    cache: CredentialCache | (() => CredentialCache),
     private readonly config: { access: AccessOptions; agent: { timezone: string }; doors: readonly DoorOptions[] },
+    private readonly onCacheError?: (err: unknown) => void,
   ) {
+    this.cacheOf = typeof cache === 'function' ? cache : () => cache;
     this.pinLabels = pinLabelSet(config.access.pinLabels);
     this.duressRule = config.access.duressPin;
     this.minCardDigits = config.access.minCardDigits;
@@ -96,11 +104,20 @@ export class AccessChecker {
     };
   }
 
+  /**
+   * The service's levels as the cache holds them. A damaged cache holds none the daemon can read: the config's
+   * levels alone until it is rebuilt (every credential is refused meanwhile, see holdersOf).
+   */
   private readServiceLevels() {
     try {
-      this.serviceText = serviceLevelsText(this.cache.db);
+      this.serviceText = serviceLevelsText(this.cacheOf().db);
       return serviceLevelsOf(this.serviceText);
     } catch (err) {
+      this.onCacheError?.(err);
+      if (isCacheDamage(err)) {
+        this.serviceText = undefined;
+        return serviceLevelsOf(undefined);
+      }
       throw new CacheUnreadableError(err);
     }
   }
@@ -110,7 +127,7 @@ export class AccessChecker {
    * again when they did not change). Returns whether they changed.
    */
   reloadLevels(): boolean {
-    if (serviceLevelsText(this.cache.db) === this.serviceText) return false;
+    if (serviceLevelsText(this.cacheOf().db) === this.serviceText) return false;
     this.levelSet = buildLevelSet(this.config.access, this.config.doors, this.readServiceLevels());
     this.context = withProps(this.context, { levels: this.levelSet.index });
     return true;
@@ -200,7 +217,7 @@ export class AccessChecker {
       const levels = explainLevels(this.context.levels, door.uuid, holder, t, doorName).map((e) => e.text);
       if (levels.length === 0)
         levels.push(`holds no access level (groups: ${holder.groups.join(', ') || 'none'}; policies: ${holder.policies.join(', ') || 'none'})`);
-      return [{ holder: refOf(holder), name: this.cache.userName(holder.emailId), levels }];
+      return [{ holder: refOf(holder), name: this.cacheOf().userName(holder.emailId), levels }];
     });
   }
 
@@ -209,7 +226,7 @@ export class AccessChecker {
     const granted = result.holders.find((h) => h.reason === null)?.holder;
     if (!granted || !('email_id' in granted)) return;
     try {
-      const name = this.cache.userName(granted.email_id);
+      const name = this.cacheOf().userName(granted.email_id);
       if (name !== null) result.who = name;
     } catch {
       // The name is for the record only; the decision stands without it.
@@ -239,13 +256,15 @@ export class AccessChecker {
 
   private holdersOf(kind: CredentialKind, normalized: string, door: DoorOptions): Holder[] {
     try {
-      const holders = kind === 'token' ? this.cache.holdersOfToken(normalized) : this.cache.holdersOfNumber(normalized, kind, this.pinLabels);
+      const cache = this.cacheOf();
+      const holders = kind === 'token' ? cache.holdersOfToken(normalized) : cache.holdersOfNumber(normalized, kind, this.pinLabels);
       // At a card_and_pin door a guest link's card or QR token needs the link's PIN as its second factor.
       if (kind !== 'pin' && door.mode === 'card_and_pin') {
-        for (const h of holders) if (h.kind === 'link') h.hasPin = this.cache.linkHasPin(h.magicLinkId, this.pinLabels);
+        for (const h of holders) if (h.kind === 'link') h.hasPin = cache.linkHasPin(h.magicLinkId, this.pinLabels);
       }
       return holders;
     } catch (err) {
+      this.onCacheError?.(err);
       throw new CacheUnreadableError(err);
     }
   }

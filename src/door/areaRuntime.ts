@@ -98,9 +98,9 @@ export class AreaRuntime implements Component {
     this.listeners.push(listener);
   }
 
-  /** The area's verdict on a passage the access decision granted (changes nothing). */
-  decide(area: AreaOptions, direction: Direction, holders: readonly PassageParty[]): AreaVerdict {
-    return areas.decidePassage(this.state, area, { direction, holders, now: this.deps.clock.wallNow() });
+  /** The area's verdict on a passage the access decision granted at `door` (changes nothing). */
+  decide(area: AreaOptions, door: string, direction: Direction, holders: readonly PassageParty[]): AreaVerdict {
+    return areas.decidePassage(this.state, area, { door, direction, holders, now: this.deps.clock.wallNow() });
   }
 
   /**

@@ -2,10 +2,10 @@ import type { Logger } from 'pino';
 import type { EventLog, EventType } from '../store/eventLog.js';
 import { ALARM_TYPES } from '../store/eviction.js';
 import type { Clock, Timers } from '../util/clock.js';
-import { InputFloods } from './inputFloods.js';
+import { InputFloods, type InputRecorder } from './inputFloods.js';
 import { withProps } from '../core/objects.js';
 
-/** The event types raised as alarms: one list (store/eviction.ts), which eviction also keeps the last of. */
+/** The event types raised as alarms: one list (store/eviction.ts). */
 export type AlarmType = (typeof ALARM_TYPES)[number];
 const ALARMS: ReadonlySet<string> = new Set<string>(ALARM_TYPES);
 
@@ -23,30 +23,34 @@ export interface AuditRecorderDeps {
 }
 
 /**
- * One door's audit log writer, shared by its credential flow and its supervision: floods of the inputs an attacker
- * can repeat pass the door's flood guard, alarms go out at once, and a failing disk is logged, never thrown (the
- * door has acted already).
+ * One door's audit log writer, shared by its credential flow and its supervision: each input an attacker can
+ * repeat declares itself to the door's flood guard (`input`) and records through it, alarms go out at once, and a
+ * failing disk is logged, never thrown (the door has acted already).
  */
 export class AuditRecorder {
   private readonly floods: InputFloods;
 
   constructor(private readonly deps: AuditRecorderDeps) {
     this.floods = new InputFloods({
+      clock: deps.clock,
       timers: deps.timers,
       record: (type, data) => this.write(type, data, deps.clock.wallNow()),
       current: deps.current,
     });
   }
 
+  /** An input an attacker (or a bad wire) can toggle declares itself: what it records passes the door's flood guard. */
+  input<T extends EventType>(name: string, events: readonly T[]): InputRecorder<T> {
+    return this.floods.input(name, events);
+  }
+
   /**
-   * `durable`: an event carrying an area's passages (docs/areas.md): synced at once, as an alarm is, and never
-   * summarized into a flood's count (a muster list needs each one, after a power cut too).
+   * An event that is not an input's (a decision, duress, a schedule's), recorded as it comes. `durable`: an event
+   * carrying an area's passages (docs/areas.md): synced at once, as an alarm is (a muster list needs each one,
+   * after a power cut too).
    */
   record(type: EventType, data: Record<string, unknown> = {}, options: { durable?: boolean } = {}): void {
-    const at = this.deps.clock.wallNow();
-    const durable = options.durable === true;
-    if (!durable && !this.floods.admit(type, at, data)) return; // a flood (contact, tamper, reader): counted in its next summary
-    this.write(type, data, at, durable);
+    this.write(type, data, this.deps.clock.wallNow(), options.durable === true);
   }
 
   private write(type: EventType, data: Record<string, unknown>, at: number, durable = false): void {

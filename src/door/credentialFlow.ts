@@ -16,6 +16,7 @@ import type { Direction } from '../core/areas.js';
 import type { DoorGate, TapOutcome } from './doorGroups.js';
 import type { PassageRecord } from '../store/areaFacts.js';
 import { withProps } from '../core/objects.js';
+import { isCacheDamage } from '../store/cacheDamage.js';
 
 /** What the agent's metrics learn of each decision (src/metrics/): never the credential nor its holder. */
 export interface DecisionMetrics {
@@ -204,13 +205,11 @@ export class CredentialFlow {
       if (printed !== undefined) request.printed = printed;
       return this.deps.checker.checkPresented(request, { name: false });
     } catch (err) {
-      // The door stays locked and the daemon keeps running (a restart would not mend the file).
+      // The door stays locked and the daemon keeps running (a restart would not mend the file; a damaged one is rebuilt).
+      const reason = isCacheDamage(err) ? 'cache_damaged' : 'cache_unreadable';
       this.deps.logger.error({ err, kind }, err instanceof Error ? err.message : 'the cache cannot be read');
-      this.deps.metrics?.denied('cache_unreadable');
-      this.record(
-        'access_denied',
-        withProps(this.deps.recordsDirection ? { direction: this.direction } : {}, { kind, reason: 'cache_unreadable', holders: [] }),
-      );
+      this.deps.metrics?.denied(reason);
+      this.record('access_denied', withProps(this.deps.recordsDirection ? { direction: this.direction } : {}, { kind, reason, holders: [] }));
       return null;
     }
   }

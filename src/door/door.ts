@@ -114,7 +114,9 @@ export class Door implements Component {
       controller,
       clock: deps.clock,
       logger: log,
-      holdCause: () => (this.scheduler?.state().state === 'unlocked' ? SCHEDULE_UNLOCK_CAUSE : null),
+      // Held by its schedule again only when its interlock allows it; else locked, and the schedule waits for the
+      // gate (afterCleared).
+      holdCause: () => (this.scheduler?.state().state === 'unlocked' && (deps.gate?.scheduleBlocker() ?? null) === null ? SCHEDULE_UNLOCK_CAUSE : null),
       afterCleared: () => this.scheduler?.evaluate(),
       record: (type, data) => this.recordEmergency(type, data),
       events: deps.events,
@@ -167,6 +169,7 @@ export class Door implements Component {
         saveMemory: (memory) => deps.scheduleMemory?.save(memory),
         record: (type, data) => runtime.audit(type, data),
         onStateChange: () => deps.doorEvents.emit('position', door.uuid),
+        ...(deps.gate ? { interlockBlocker: () => deps.gate?.scheduleBlocker() ?? null } : {}),
       });
       this.scheduler = scheduler;
       deps.onClockSynchronized?.(() => scheduler.evaluate());
@@ -195,7 +198,18 @@ export class Door implements Component {
         true,
       );
     // After the inputs: the schedule may unlock the door at once, and the exit button and contact must be watched.
-    this.scheduler?.start();
+    // In an interlock, once every door of it has started (a door not started blocks: its state is not known); then
+    // it looks again whenever another door of the interlock changes (it waits for the gate as any unlock does).
+    const gate = deps.gate;
+    const scheduler = this.scheduler;
+    if (gate) {
+      if (scheduler)
+        gate.whenInterlockStarted(() => {
+          scheduler.start();
+          gate.onPartnerChange(() => scheduler.evaluate());
+        });
+      gate.started();
+    } else scheduler?.start();
     if (door.reader) this.startReader(door.reader, 'entry', runtime);
     if (door.exitReader) this.startReader(door.exitReader, 'exit', runtime);
   }
@@ -222,7 +236,7 @@ export class Door implements Component {
           deps.doorEvents.emit('reader', door.uuid, this.readerConnected() === true);
         },
         noise: (summary) => runtime.onReaderNoise(summary),
-        audit: (type, data) => runtime.audit(type, door.exitReader ? withProps(data, { reader: direction }) : data),
+        audit: (type, data) => runtime.readerStatus(type, door.exitReader ? withProps(data, { reader: direction }) : data),
         // Status shows each reader's secure channel.
         channel: (state) => deps.onReaderChannel?.(state, direction),
         identity: (text) => deps.onReaderIdentity?.(text, direction),
@@ -253,9 +267,9 @@ export class Door implements Component {
     if (this.emergency.changed(active, atStart)) this.deps.doorEvents.emit('position', this.options.uuid);
   }
 
-  /** An event of the emergency input at this door (an alarm: published at once on its alarm topic). */
+  /** An event of the emergency input at this door (an alarm: published at once on its alarm topic; a flood summarized). */
   recordEmergency(type: EmergencyEventType, data: Record<string, unknown> = {}): void {
-    this.runtime?.audit(type, data);
+    this.runtime?.emergency(type, data);
   }
 
   /** Whether the emergency input holds this door released now. */

@@ -19,6 +19,10 @@ export interface DoorEmergencyDeps {
 }
 
 const sinceOf = (at: number | null) => (at === null ? {} : { since: new Date(at).toISOString() });
+type Logged = NonNullable<ReturnType<EventLog['last']>>;
+/** When an event's last occurrence was: a flood's summary is written when its minute ends, after what it counts. */
+const lastAt = (event: Logged) => (event.data.summary === true && typeof event.data.last_at === 'string' ? Date.parse(event.data.last_at) : event.at);
+const later = (a: Logged, b: Logged) => lastAt(a) > lastAt(b) || (lastAt(a) === lastAt(b) && a.seq > b.seq);
 
 /**
  * One door under the agent's emergency input (a door listed in `emergency.doors`): active, the door is released at
@@ -42,7 +46,8 @@ export class DoorEmergency {
 
   /**
    * When this door's saved release began, from the audit log: its emergency_release, or the `since` of one recorded
-   * at a start during it (a release across several restarts; `since: null` there: not known). Null when not known:
+   * at a start during it (a release across several restarts; `since: null` there: not known), or the last release a
+   * flood's summary counted (a flapping input; `last_at`). Null when not known:
    * no such event, an emergency_cleared after it (the saved release's own event was lost: an older fire's is not
    * taken for it), or the log unreadable.
    */
@@ -51,7 +56,8 @@ export class DoorEmergency {
       const events = this.deps.events();
       const release = events.last('emergency_release', this.deps.doorUuid);
       const cleared = events.last('emergency_cleared', this.deps.doorUuid);
-      if (release === null || (cleared !== null && cleared.seq > release.seq)) return null;
+      if (release === null || (cleared !== null && later(cleared, release))) return null;
+      if (release.data.summary === true) return lastAt(release); // a flapping input: the last release counted began it
       if (!('since' in release.data)) return release.at;
       const since = typeof release.data.since === 'string' ? Date.parse(release.data.since) : Number.NaN;
       return Number.isFinite(since) ? since : null;

@@ -39,11 +39,14 @@ export type TapOutcome =
 /**
  * The site's doors that work together (issue 26, docs/areas.md), in one place: the interlocks (a mantrap), the
  * two-person doors' first persons waiting, and the areas (anti-passback, occupancy: AreaRuntime). A door asks its
- * gate (`gate`) at a granted tap, at its exit button and at a remote unlock, in the turn of the event loop that
- * unlocks, so two doors of an interlock cannot both pass the check.
+ * gate (`gate`) at a granted tap, at its exit button, at a remote unlock and for its unlock schedule, in the turn of
+ * the event loop that unlocks, so two doors of an interlock cannot both pass the check.
  */
 export class DoorGroups {
   private readonly interlockOf: ReadonlyMap<string, readonly string[]>;
+  private readonly gates = new Map<string, DoorGate>();
+  /** The doors started (their state known): an interlocked door's unlock schedule starts once all of its interlock have. */
+  private readonly started = new Set<string>();
 
   constructor(private readonly deps: DoorGroupsDeps) {
     this.interlockOf = interlockIndex(deps.interlocks);
@@ -54,7 +57,26 @@ export class DoorGroups {
     const area = this.deps.areas?.areaOf(door.uuid) ?? null;
     const interlock = this.interlockOf.get(door.uuid) ?? null;
     if (area === null && interlock === null && door.twoPerson === undefined) return null;
-    return new DoorGate(door, withProps(this.deps, { area, interlock }));
+    const gate = new DoorGate(
+      door,
+      withProps(this.deps, { area, interlock, started: (uuid: string) => this.started.has(uuid), markStarted: (uuid: string) => this.doorStarted(uuid) }),
+    );
+    this.gates.set(door.uuid, gate);
+    return gate;
+  }
+
+  /**
+   * A door's lock or position changed, or it started: the doors of its interlock that wait for their gate (an unlock
+   * schedule, docs/areas.md) look again.
+   */
+  changed(door: string): void {
+    for (const other of this.interlockOf.get(door) ?? []) if (other !== door) this.gates.get(other)?.partnerChanged();
+  }
+
+  /** A door has started (its lock and contact are known). */
+  private doorStarted(door: string): void {
+    this.started.add(door);
+    this.changed(door);
   }
 
   /** A door locked again: a grant it had not opened for is no passage. */
@@ -69,10 +91,19 @@ const keyOf = (party: TapParty) => holderKey(party.ref);
 export class DoorGate {
   /** The first person waiting at a two-person door, per reader (monotonic times). */
   private readonly waiting = new Map<Direction, { waiting: TwoPersonWaiting; parties: readonly TapParty[] }>();
+  /** What waits for this gate (the door's unlock schedule), told when another door of its interlock changes. */
+  private readonly waiters: Array<() => void> = [];
+  /** Run once every door of the interlock has started (at once without an interlock). */
+  private readonly pendingStart: Array<() => void> = [];
 
   constructor(
     private readonly door: DoorOptions,
-    private readonly deps: DoorGroupsDeps & { area: AreaOptions | null; interlock: readonly string[] | null },
+    private readonly deps: DoorGroupsDeps & {
+      area: AreaOptions | null;
+      interlock: readonly string[] | null;
+      started: (uuid: string) => boolean;
+      markStarted: (uuid: string) => void;
+    },
   ) {}
 
   /**
@@ -105,7 +136,7 @@ export class DoorGate {
     const blocker = this.blocker();
     if (blocker !== null) return { outcome: 'refused', reason: 'interlock', detail: { blocked_by: blocker } };
     const { area, areas } = this.deps;
-    const violations = area && areas ? areas.decide(area, direction, this.partiesOf(holders)) : null;
+    const violations = area && areas ? areas.decide(area, this.door.uuid, direction, this.partiesOf(holders)) : null;
     return {
       outcome: 'unlock',
       holders,
@@ -124,8 +155,26 @@ export class DoorGate {
     return areas.granted({ door: this.door.uuid, area: area.id, direction, holders: outcome.holders.map(keyOf), passesNow });
   }
 
-  /** The door that keeps this one from unlocking now (its interlock), or null; the emergency release overrides it. */
+  /**
+   * The door that keeps this one from unlocking now (its interlock), or null. Every path that unlocks asks it: a
+   * tap, the exit button and a remote unlock as they are (the emergency release overrides the interlock for them:
+   * people leaving in a fire), the unlock schedule through `scheduleBlocker`.
+   */
   blocker(): string | null {
+    return this.interlockBlocker(true);
+  }
+
+  /**
+   * The same gate for the unlock schedule's hold (its hours, their resumption after a lockdown or as the emergency
+   * input clears, first person in): a timetable is not egress, so no release overrides the interlock here and a
+   * door released counts as the unlocked door it is. As the input clears, every release ends in the same turn, one
+   * door after the other: a schedule there waits for the others to lock instead of unlocking beside them.
+   */
+  scheduleBlocker(): string | null {
+    return this.interlockBlocker(false);
+  }
+
+  private interlockBlocker(emergencyOverrides: boolean): string | null {
     const group = this.deps.interlock;
     if (group === null) return null;
     const states = new Map<string, InterlockDoorState>();
@@ -133,12 +182,37 @@ export class DoorGate {
       const state = this.deps.doorState(uuid);
       if (state) states.set(uuid, state);
     }
-    return interlockBlocker(
-      group,
-      states,
-      this.door.uuid,
-      group.some((uuid) => this.deps.released(uuid)),
-    );
+    return interlockBlocker(group, states, this.door.uuid, emergencyOverrides && group.some((uuid) => this.deps.released(uuid)));
+  }
+
+  /** The door has started: its lock and contact are known to the others of its interlock. */
+  started(): void {
+    this.deps.markStarted(this.door.uuid);
+  }
+
+  /** `listener` runs when another door of the interlock changes (it may no longer block). */
+  onPartnerChange(listener: () => void): void {
+    this.waiters.push(listener);
+  }
+
+  /** @internal DoorGroups: another door of the interlock changed. */
+  partnerChanged(): void {
+    const ready = this.pendingStart.length > 0 && this.interlockStarted();
+    for (const run of ready ? this.pendingStart.splice(0) : []) run();
+    for (const listener of this.waiters) listener();
+  }
+
+  /**
+   * Runs `fn` once every door of the interlock has started (at once when they have, or without an interlock): a
+   * door not started yet blocks (its state is not known), and the unlock schedule should not record that as a wait.
+   */
+  whenInterlockStarted(fn: () => void): void {
+    if (this.interlockStarted()) fn();
+    else this.pendingStart.push(fn);
+  }
+
+  private interlockStarted(): boolean {
+    return (this.deps.interlock ?? []).every((uuid) => uuid === this.door.uuid || this.deps.started(uuid));
   }
 
   /** The contact opened: the passages of the grants waiting for it (to record in the door_opened). */
@@ -154,7 +228,7 @@ export class DoorGate {
   private areaVerdict(direction: Direction, holders: readonly TapParty[]): TapOutcome | null {
     const area = this.deps.area;
     if (area === null || this.deps.areas === null) return null;
-    const verdict = this.deps.areas.decide(area, direction, this.partiesOf(holders));
+    const verdict = this.deps.areas.decide(area, this.door.uuid, direction, this.partiesOf(holders));
     if (verdict.allowed) return null;
     return { outcome: 'refused', reason: verdict.reason, detail: { area: area.id, refused: verdict.holders.map(holderRefOf) } };
   }

@@ -2,16 +2,17 @@ import type { Logger } from 'pino';
 import type { DoorOptions, FeedbackKind } from './options.js';
 import type { KeypadGuesses } from './keypadGuesses.js';
 import type { NoiseSummary } from '../readers/noiseReporter.js';
-import type { Credential, ReaderAuditType } from '../readers/reader.js';
-import type { EventLog } from '../store/eventLog.js';
+import { READER_AUDIT_TYPES, type Credential, type ReaderAuditType } from '../readers/reader.js';
+import type { EventLog, EventType } from '../store/eventLog.js';
 import type { Clock, Timers } from '../util/clock.js';
 import type { AccessChecker } from './accessChecker.js';
 import { AuditRecorder, type AlarmType } from './auditRecorder.js';
 import { CredentialFlow, type DecisionMetrics } from './credentialFlow.js';
-import { DoorSupervisionRuntime } from './doorSupervisionRuntime.js';
+import { CONTACT_EVENTS, DoorSupervisionRuntime } from './doorSupervisionRuntime.js';
+import type { InputRecorder } from './inputFloods.js';
 import type { LockController } from './lockController.js';
 import type { ScheduleEventType } from './unlockScheduler.js';
-import type { EmergencyEventType } from '../core/emergencyRelease.js';
+import { EMERGENCY_EVENT_TYPES, type EmergencyEventType } from '../core/emergencyRelease.js';
 import type { Direction } from '../core/areas.js';
 import type { DoorGate } from './doorGroups.js';
 
@@ -51,6 +52,11 @@ export interface DoorRuntimeDeps {
  */
 export class DoorRuntime {
   private readonly recorder: AuditRecorder;
+  /** The door's readers' own state (online, offline, tamper, power): a reader can be unplugged and plugged at will. */
+  readonly readerStatus: InputRecorder<ReaderAuditType>;
+  /** The agent's fire alarm input at this door (door.ts), and its wiring. */
+  readonly emergency: InputRecorder<EmergencyEventType>;
+  private readonly readerNoise: InputRecorder<'reader_noise'>;
   /** One credential flow per reader (entry, exit): each its own card lockout, card_and_pin wait and feedback. */
   private readonly credentials = new Map<Direction, CredentialFlow>();
   private readonly supervision: DoorSupervisionRuntime;
@@ -65,10 +71,16 @@ export class DoorRuntime {
       onAlarm: deps.onAlarm,
       current: () => ({ door: this.contactState(), tamper: this.tamperState() }),
     });
+    // Every input an attacker (or a bad wire) can toggle at this door declares itself to the door's flood guard here.
+    const input = <T extends EventType>(name: string, events: readonly T[]) => this.recorder.input(name, events);
+    this.readerStatus = input('reader status', READER_AUDIT_TYPES);
+    this.readerNoise = input('reader noise', ['reader_noise']);
+    this.emergency = input('emergency input', EMERGENCY_EVENT_TYPES);
     const { controller, clock, timers, logger } = deps;
     this.supervision = new DoorSupervisionRuntime(door, {
       controller,
       recorder: this.recorder,
+      inputs: { contact: input('contact', CONTACT_EVENTS), tamper: input('tamper switch', ['tamper']), exitButton: input('exit button', ['exit_request']) },
       clock,
       timers,
       logger,
@@ -112,16 +124,16 @@ export class DoorRuntime {
   }
 
   /**
-   * Something else about this door for the audit log (a reader's own state, the unlock schedule's first person
-   * in, the emergency input), recorded as the door's own events are: a failing disk is logged, never thrown at the caller.
+   * Something else about this door for the audit log (the unlock schedule's), recorded as the door's own events
+   * are: a failing disk is logged, never thrown at the caller.
    */
-  audit(type: ReaderAuditType | ScheduleEventType | EmergencyEventType, data: Record<string, unknown> = {}): void {
+  audit(type: ScheduleEventType, data: Record<string, unknown> = {}): void {
     this.recorder.record(type, data);
   }
 
-  /** Frames the reader dropped (noise, parity, a bounce), summed over a minute at most: audited, never decided. */
+  /** Frames the reader dropped (noise, parity, a bounce), summed: audited, never decided. */
   onReaderNoise(summary: NoiseSummary): void {
-    this.recorder.record('reader_noise', { frames: summary.count, bits: summary.units, reasons: summary.reasons });
+    this.readerNoise('reader_noise', { frames: summary.count, bits: summary.units, reasons: summary.reasons });
   }
 
   onExitButton(pressed: boolean): void {

@@ -1,17 +1,29 @@
 import type { Logger } from 'pino';
 import type { DoorOptions } from './options.js';
 import * as supervision from '../core/doorSupervision.js';
-import type { EventType } from '../store/eventLog.js';
 import type { Clock, Timers } from '../util/clock.js';
 import type { AuditRecorder } from './auditRecorder.js';
+import type { InputRecorder } from './inputFloods.js';
 import type { LockController } from './lockController.js';
 import type { DoorGate } from './doorGroups.js';
 import type { PassageRecord } from '../store/areaFacts.js';
 import { withProps } from '../core/objects.js';
 
+/** The contact's events (door_held_open too: a door held open is as repeatable as its opening). */
+export const CONTACT_EVENTS = ['door_opened', 'door_closed', 'door_forced', 'door_held_open'] as const;
+
+/** The inputs the supervision watches, each declared to the door's flood guard where the door is composed. */
+export interface SupervisedInputs {
+  contact: InputRecorder<(typeof CONTACT_EVENTS)[number]>;
+  tamper: InputRecorder<'tamper'>;
+  exitButton: InputRecorder<'exit_request'>;
+}
+
 export interface DoorSupervisionDeps {
   controller: LockController;
+  /** What is not an input's: granted_not_opened, and an opening that carries an area's passages (never summarized). */
   recorder: AuditRecorder;
+  inputs: SupervisedInputs;
   clock: Clock;
   timers: Timers;
   /** A child logger that already names the door. */
@@ -52,10 +64,6 @@ export class DoorSupervisionRuntime {
     this.settings = { unlockWindowMs: door.unlockSeconds * 1000, heldOpenMs: door.heldOpenSeconds * 1000 };
   }
 
-  private record(type: EventType, data: Record<string, unknown> = {}): void {
-    this.deps.recorder.record(type, data);
-  }
-
   /** A grant is unlocking the door: its opening within the unlock window is not forced, and is expected. */
   granted(grant: GrantSeen): void {
     this.door_ = supervision.granted(this.door_, this.deps.clock.monoNow());
@@ -68,12 +76,12 @@ export class DoorSupervisionRuntime {
     // A mantrap's exit button waits for the other door like a card does (the emergency release overrides it).
     const blocker = this.deps.gate?.blocker() ?? null;
     if (blocker !== null) {
-      this.record('exit_request', { refused: 'interlock', blocked_by: blocker });
+      this.deps.inputs.exitButton('exit_request', { refused: 'interlock', blocked_by: blocker });
       this.deps.logger.info({ blockedBy: blocker }, 'exit button refused: another door of the interlock is unlocked or open');
       return;
     }
     this.door_ = supervision.authorized(this.door_, this.deps.clock.monoNow());
-    this.deps.controller.unlock(this.door.unlockSeconds, 'exit button', () => this.record('exit_request'));
+    this.deps.controller.unlock(this.door.unlockSeconds, 'exit button', () => this.deps.inputs.exitButton('exit_request'));
   }
 
   /** The tamper switch: recorded and raised as an alarm when it opens, recorded when it closes again. */
@@ -83,7 +91,7 @@ export class DoorSupervisionRuntime {
     this.tamper_ = active;
     this.deps.onTamperChange?.();
     if (first && !active) return; // closed at start: nothing to say
-    this.record('tamper', { state: active ? 'active' : 'cleared', ...(atStart ? { at_start: true } : {}) });
+    this.deps.inputs.tamper('tamper', { state: active ? 'active' : 'cleared', ...(atStart ? { at_start: true } : {}) });
     if (active) this.deps.logger.warn('tamper switch open');
     else this.deps.logger.info('tamper switch closed again');
   }
@@ -117,7 +125,8 @@ export class DoorSupervisionRuntime {
     const record = () => {
       for (const type of events) {
         if (type === 'door_opened' && passages.length > 0) this.deps.recorder.record(type, { passages }, { durable: true });
-        else this.record(type);
+        else if (type === 'granted_not_opened') this.deps.recorder.record(type);
+        else this.deps.inputs.contact(type);
       }
     };
     if (!relock) record();
@@ -156,10 +165,10 @@ export class DoorSupervisionRuntime {
         this.door_ = state;
         for (const type of events) {
           if (type === 'door_held_open') {
-            this.record(type, { seconds: this.door.heldOpenSeconds });
+            this.deps.inputs.contact(type, { seconds: this.door.heldOpenSeconds });
             this.deps.logger.warn('door held open');
           } else if (type === 'granted_not_opened') {
-            this.record(type, withProps(this.lastGrant ?? {}, { seconds: this.door.unlockSeconds }));
+            this.deps.recorder.record(type, withProps(this.lastGrant ?? {}, { seconds: this.door.unlockSeconds }));
             this.deps.logger.info({ kind: this.lastGrant?.kind, hint: this.lastGrant?.hint }, 'access granted, but the door was not opened');
           }
         }

@@ -20,7 +20,8 @@ export interface OfflineLimitDeps {
   /** access.maxCacheAgeHours. */
   limitHours: number;
   /** The agent's store (started before this): the cache's sync record, state.db, the audit log, the pending writes. */
-  store: { readonly db: Db; readonly state: Db; readonly events: EventLog; readonly writes: PendingWrites };
+  /** `cache`: whether it is damaged (store/cacheConnection.ts), when the store can tell. */
+  store: { readonly db: Db; readonly state: Db; readonly events: EventLog; readonly writes: PendingWrites; readonly cache?: { readonly damage: unknown } };
   /** The agent's wall clock (never steps back). */
   clock: Clock;
   boot: BootClock;
@@ -102,6 +103,8 @@ export class OfflineLimit implements Component {
   }
 
   private readSyncedAt(): string | null {
+    // A damaged cache says nothing (the log has said so once); its rebuild is a sync (`synced`).
+    if (this.deps.store.cache?.damage) return this.syncedAt;
     try {
       return lastSyncSuccessAt(this.deps.store.db);
     } catch (err) {

@@ -4,9 +4,11 @@ import type { GpioDriver } from '../hardware/gpio.js';
 import type { Component } from '../lifecycle.js';
 import type { Timers } from '../util/clock.js';
 import { DebouncedInput } from './debouncedInput.js';
+import type { InputRecorder } from './inputFloods.js';
 import type { PowerOptions } from './options.js';
 
-export type PowerEventType = 'power_lost' | 'power_restored' | 'battery_low' | 'battery_ok';
+export const POWER_EVENT_TYPES = ['power_lost', 'power_restored', 'battery_low', 'battery_ok'] as const;
+export type PowerEventType = (typeof POWER_EVENT_TYPES)[number];
 
 /** What `door-agent status` shows: null for an input that is not configured. */
 export interface PowerState {
@@ -18,8 +20,8 @@ export interface PowerSupervisionDeps {
   gpio: GpioDriver;
   timers: Timers;
   logger: Logger;
-  /** Records an agent-level audit event (no door). */
-  record: (type: PowerEventType, data: Record<string, unknown>) => void;
+  /** Records an agent-level audit event (no door), through the agent's flood guard (a mains line switched at will). */
+  record: InputRecorder<PowerEventType>;
   /** The state changed (for door-agent status). */
   onState: (state: PowerState) => void;
 }

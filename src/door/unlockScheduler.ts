@@ -17,7 +17,7 @@ function lockedByHand(cause: string): boolean {
   return cause.startsWith('remote command');
 }
 
-export type ScheduleEventType = 'first_person_in' | 'schedule_waiting_for_clock' | 'schedule_clock_synchronized';
+export type ScheduleEventType = 'first_person_in' | 'schedule_waiting_for_clock' | 'schedule_clock_synchronized' | 'schedule_waiting_for_interlock';
 
 /** The schedule is looked at again at least this often: a wall clock set by NTP moves under the timers. */
 const RECHECK_MS = 60_000;
@@ -43,20 +43,31 @@ export interface UnlockSchedulerDeps {
   record: (type: ScheduleEventType, data: Record<string, unknown>) => void;
   /** The schedule's state changed (for the published door state). */
   onStateChange?: (state: ScheduleState) => void;
+  /**
+   * The door of its interlock that keeps this one from unlocking now, or null (door/doorGroups.ts: the gate every
+   * unlock asks). Absent: the door is in no interlock. The caller calls `evaluate` again when that door changes.
+   */
+  interlockBlocker?: () => string | null;
 }
 
 /**
  * Holds a door unlocked during its schedule's hours (issue 14): from the start of a run (or its first person in)
  * to its end, except on holidays, in lockdown, after a lock by hand during the run, or on a clock nobody set
  * (neither synchronized nor backed by an RTC, issue 32 item 11: the door stays locked, recorded once as
- * schedule_waiting_for_clock, and follows its hours from the evaluation after the clock is synchronized).
+ * schedule_waiting_for_clock, and follows its hours from the evaluation after the clock is synchronized). A door
+ * of an interlock unlocks only when its gate allows it, else stays locked until the door that blocks has locked and
+ * closed (recorded once as schedule_waiting_for_interlock; docs/areas.md).
  * At the end of a run the door locks, unless someone held it open since (it is then theirs to lock).
  */
 export class UnlockScheduler {
   private memory: ScheduleMemory = NO_MEMORY;
   private timer: unknown = null;
   private stopped = false;
+  /** Started (its memory read): before that, nothing asks it to move the door. */
+  private started = false;
   private waitedForClock = false;
+  /** The door of the interlock the schedule's unlock waits for (recorded once per wait), or null. */
+  private waitingFor: string | null = null;
   private last: ScheduleState | null = null;
   private cached: {
     key: { quarter: number; holidays: ReadonlySet<string>; lockdown: boolean; memory: ScheduleMemory; synchronized: boolean };
@@ -71,6 +82,7 @@ export class UnlockScheduler {
     } catch (err) {
       this.deps.logger.error({ err }, 'cannot read the unlock schedule memory: starting without it');
     }
+    this.started = true;
     this.evaluate();
   }
 
@@ -111,15 +123,18 @@ export class UnlockScheduler {
 
   /** Something the schedule depends on changed (lockdown, holidays): look again now. */
   evaluate(): void {
-    if (this.stopped) return;
+    if (this.stopped || !this.started) return;
     this.clearTimer();
     const now = this.deps.clock.wallNow();
     const state = this.compute(now);
     this.reportClock(state);
     const lock = this.deps.controller.snapshot();
-    // A timed unlock in progress (the first person's own card, a tap just before the hours) becomes the hold.
+    // A timed unlock in progress (the first person's own card, a tap just before the hours) becomes the hold; a
+    // locked door unlocks only when its interlock allows it, else it waits for the door that blocks to lock and close.
+    const blocker = state.state === 'unlocked' && lock.state === 'LOCKED' ? (this.deps.interlockBlocker?.() ?? null) : null;
+    this.reportInterlock(blocker);
     if (state.state === 'unlocked' && (lock.state === 'LOCKED' || !lock.heldOpen)) {
-      this.deps.controller.unlock(null, SCHEDULE_UNLOCK_CAUSE);
+      if (blocker === null) this.deps.controller.unlock(null, SCHEDULE_UNLOCK_CAUSE);
     } else if (state.state !== 'unlocked' && lock.state === 'UNLOCKED' && lock.cause === SCHEDULE_UNLOCK_CAUSE) {
       this.deps.controller.lock(SCHEDULE_LOCK_CAUSE);
     }
@@ -135,6 +150,15 @@ export class UnlockScheduler {
       },
       Math.min(untilChange, RECHECK_MS, MAX_TIMER_MS),
     );
+  }
+
+  /** A wait for the interlock goes into the audit log once, when it begins (the unlock is recorded when it happens). */
+  private reportInterlock(blocker: string | null): void {
+    if (blocker !== null && this.waitingFor === null) {
+      this.deps.logger.info({ blockedBy: blocker }, 'the unlock schedule waits: another door of the interlock is unlocked or open');
+      this.deps.record('schedule_waiting_for_interlock', { blocked_by: blocker });
+    }
+    this.waitingFor = blocker;
   }
 
   /** The wait for the clock goes into the audit log once, and so does its end. */

@@ -88,7 +88,8 @@ export class AgentMetrics implements Component {
       registers: [registry],
       collect() {
         this.reset();
-        const updated = lastRefreshAt(store.db);
+        // A damaged cache has no age: absent until it is rebuilt.
+        const updated = store.cache.damage ? null : lastRefreshAt(store.db);
         if (updated !== null) this.set(Math.max(0, (clock.wallNow() - updated) / 1000));
       },
     });

@@ -76,6 +76,8 @@ export const HA_EVENTS: readonly HaEventRow[] = [
   { eventType: 'link_restored', entity: 'supervision' },
   { eventType: 'cache_too_old', entity: 'supervision' },
   { eventType: 'cache_fresh', entity: 'supervision' },
+  { eventType: 'cache_damaged', entity: 'supervision' },
+  { eventType: 'cache_rebuilt', entity: 'supervision' },
   { eventType: 'config_changed', entity: 'supervision' },
 ];
 

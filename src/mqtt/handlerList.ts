@@ -62,6 +62,22 @@ export class HandlerList {
     }
   }
 
+  /**
+   * Subscribes again to the filters of `handlers` (as the union of every handler holds them), when connected: the
+   * broker delivers their retained messages again (MQTT 5 retain handling 0). Not connected: the next connect does.
+   */
+  async resubscribe(handlers: readonly MqttHandler[]): Promise<void> {
+    const { client, refusals, logger } = this.deps;
+    if (!client.connected) return;
+    const wanted = new Set(handlers.flatMap((h) => h.subscriptions().map((s) => s.filter)));
+    const again = new Map([...subscriptionUnion(this.handlers)].filter(([filter]) => wanted.has(filter)));
+    try {
+      if (again.size > 0) await refusals.subscribeEach(client, again);
+    } catch (err) {
+      logger.warn({ err, filters: [...again.keys()] }, 'cannot subscribe again: the retained messages come at the next connect');
+    }
+  }
+
   close(): void {
     for (const handler of this.handlers) handler.onClose?.();
   }

@@ -72,8 +72,14 @@ export class MqttComponent implements Component {
   private handlers: HandlerList | null = null;
   private client: MqttClient | null = null;
   private doorState: DoorStateHandler | null = null;
+  private guestLinkHandlers: MqttHandler[] = [];
 
   constructor(private readonly deps: MqttComponentDeps) {}
+
+  /** A rebuilt cache replaced a damaged one: the retained guest links (and their index) come again, to be stored in it. */
+  cacheReplaced(): void {
+    void this.handlers?.resubscribe(this.guestLinkHandlers);
+  }
 
   start(): void {
     const { options, store, doorEvents, clock, timers, logger } = this.deps;
@@ -123,6 +129,35 @@ export class MqttComponent implements Component {
         emergency: d.emergencyReleased(),
       }),
     }));
+    // Guest links live in the cache: written through store.cacheWrites (none while it is damaged), delivered again
+    // once a rebuilt cache replaces a damaged one (cacheReplaced).
+    const guestLinkHandlers: MqttHandler[] = [
+      new GuestLinksHandler({
+        topics,
+        guestLinks,
+        writes: store.cacheWrites,
+        secret,
+        guestLinkMaxAgeSeconds: options.guestLinkMaxAgeSeconds,
+        times,
+        clock,
+        logger,
+        connected: () => client.connected,
+      }),
+      ...(secret !== null
+        ? [
+            new GuestLinkIndexHandler({
+              prefix: options.topicPrefix,
+              secret,
+              guestLinks,
+              writes: store.cacheWrites,
+              times,
+              maxAgeSeconds: options.guestLinkMaxAgeSeconds,
+              logger,
+            }),
+          ]
+        : []),
+    ];
+    this.guestLinkHandlers = guestLinkHandlers;
     const doorState = new DoorStateHandler({ client, topics, doors, events: store.events, doorEvents, clock, timers, logger, refusals });
     const haEvents = options.homeAssistant.discovery ? new HomeAssistantEventsHandler({ client, topics, refusals, doorEvents }) : null;
     // The one list of topic families. Connect runs in this order (the door state and availability near the end:
@@ -144,30 +179,7 @@ export class MqttComponent implements Component {
         homeAssistantCode: haCode,
         onUnlockRefused: haEvents ? (door, reason, error, at) => haEvents.unlockRefused(door, reason, error, at) : undefined,
       }),
-      new GuestLinksHandler({
-        topics,
-        guestLinks,
-        writes: store.writes,
-        secret,
-        guestLinkMaxAgeSeconds: options.guestLinkMaxAgeSeconds,
-        times,
-        clock,
-        logger,
-        connected: () => client.connected,
-      }),
-      ...(secret !== null
-        ? [
-            new GuestLinkIndexHandler({
-              prefix: options.topicPrefix,
-              secret,
-              guestLinks,
-              writes: store.writes,
-              times,
-              maxAgeSeconds: options.guestLinkMaxAgeSeconds,
-              logger,
-            }),
-          ]
-        : []),
+      ...guestLinkHandlers,
       new DirectoryHandler({ topics, logger, onSyncRequest: this.deps.onSyncRequest, onDirectoryRevision: this.deps.onDirectoryRevision }),
       new OperationsHandler({
         client,
@@ -256,6 +268,7 @@ export class MqttComponent implements Component {
     this.handlers = null;
     this.client = null;
     this.doorState = null;
+    this.guestLinkHandlers = [];
     await handlers?.stop();
     if (client && !(await settlesWithin(client.endAsync(false), 1000))) await settlesWithin(client.endAsync(true), 500);
   }

@@ -1,6 +1,7 @@
 import type { Logger } from 'pino';
 import type { Lockdowns } from '../door/lockdowns.js';
 import type { Db } from '../store/database.js';
+import { isCacheDamage } from '../store/cacheDamage.js';
 import type { GuestLinkStore } from '../store/guestLinkStore.js';
 import { readMeta, writeMeta } from '../store/meta.js';
 
@@ -26,7 +27,13 @@ export function resetOnSwitchToSigned(deps: {
   if (signed && before !== true) {
     const scopes = deps.lockdowns.forgetIssuedAt();
     deps.forgetHolidaysIssuedAt();
-    const links = deps.guestLinks.forgetVersions();
+    let links: number | null = null;
+    try {
+      links = deps.guestLinks.forgetVersions();
+    } catch (err) {
+      // A damaged cache: the rebuilt one that replaces it holds no issued_at to forget.
+      if (!isCacheDamage(err)) throw err;
+    }
     logger.warn(
       { lockdownScopes: scopes, guestLinks: links },
       'signed mode (mqtt.commandSecretFile) is new here: the issued_at learned from unsigned messages is forgotten',

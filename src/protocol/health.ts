@@ -38,6 +38,15 @@ export const healthSchema = z.object({
     revision: count.nullable(),
     /** Seconds since the cache was last refreshed (a successful sync, or an import); null when never. */
     age_s: count.nullable(),
+    /**
+     * The cache found damaged (every credential refused, the doors locked): since when (ISO), what SQLite said, and
+     * how it is rebuilt (`automatic`: from the service, by the agent; `manual`: by the operator). null while sound;
+     * absent from an agent from before it.
+     */
+    damaged: z
+      .object({ since: z.string(), error: z.string(), rebuild: z.enum(['automatic', 'manual']) })
+      .nullable()
+      .optional(),
   }),
   readers: z.object({ online: count, total: count, per_door: z.record(z.string(), z.boolean()) }),
   /** The wall clock is synchronized (NTP, or agent.rtc) and not before 2024: schedules and guest links follow it. */

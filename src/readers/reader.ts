@@ -23,7 +23,8 @@ export interface Credential {
 }
 
 /** A reader's own state, for the door's audit log (OSDP readers report it). */
-export type ReaderAuditType = 'reader_online' | 'reader_offline' | 'reader_tamper' | 'reader_power';
+export const READER_AUDIT_TYPES = ['reader_online', 'reader_offline', 'reader_tamper', 'reader_power'] as const;
+export type ReaderAuditType = (typeof READER_AUDIT_TYPES)[number];
 
 /** What a reader tells its door. */
 export interface ReaderEvents {

@@ -154,22 +154,42 @@ function formComponent(raw: string, what: string): string {
   });
 }
 
+/** The name and value pairs of an application/x-www-form-urlencoded body, in order; bytes that are not UTF-8 are refused. */
+function formPairs(body: Buffer): Array<[string, string]> {
+  const pairs: Array<[string, string]> = [];
+  for (const pair of bodyText(body).split('&')) {
+    if (pair === '') continue;
+    const equals = pair.indexOf('=');
+    const name = formComponent(equals < 0 ? pair : pair.slice(0, equals), 'a form field name');
+    pairs.push([name, equals < 0 ? '' : formComponent(pair.slice(equals + 1), `form field "${name}"`)]);
+  }
+  return pairs;
+}
+
+/** A field set as data (defineProperty: a field named __proto__ is a field, not the object's prototype). */
+function setField<T>(fields: Record<string, T>, name: string, value: T): void {
+  Object.defineProperty(fields, name, { value, enumerable: true, writable: true, configurable: true });
+}
+
 /**
  * An application/x-www-form-urlencoded body, as URLSearchParams reads it (the last of repeated names wins), but
  * bytes that are not UTF-8, raw or percent-encoded, are refused.
  */
 export function parseFormBody(body: Buffer): Record<string, string> {
   const fields: Record<string, string> = {};
-  for (const pair of bodyText(body).split('&')) {
-    if (pair === '') continue;
-    const equals = pair.indexOf('=');
-    const name = formComponent(equals < 0 ? pair : pair.slice(0, equals), 'a form field name');
-    Object.defineProperty(fields, name, {
-      value: equals < 0 ? '' : formComponent(pair.slice(equals + 1), `form field "${name}"`),
-      enumerable: true,
-      writable: true,
-      configurable: true,
-    });
+  for (const [name, value] of formPairs(body)) setField(fields, name, value);
+  return fields;
+}
+
+/**
+ * A form body as the console reads it: a name given more than once (a multiple choice's checkboxes) holds the list
+ * of its values, in order; the console's form check (console/formFields.ts) says which names may repeat.
+ */
+export function parseFormLists(body: Buffer): Record<string, string | string[]> {
+  const fields: Record<string, string | string[]> = {};
+  for (const [name, value] of formPairs(body)) {
+    const before = Object.hasOwn(fields, name) ? fields[name] : undefined;
+    setField(fields, name, before === undefined ? value : [before, value].flat());
   }
   return fields;
 }

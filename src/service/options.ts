@@ -24,6 +24,12 @@ export interface ConsoleOptions {
 /** The reference service's own settings (the `server` section). */
 export interface ServerOptions {
   listen: string;
+  /**
+   * Where operators open the service, as their browsers see it (an origin: `https://doors.example.org`). The
+   * console's mailed sign-in links are built from it and its forms must come from it; required when the console
+   * mails sign-in links (with `smtp`). Absent: the console's origin is the address it listens on.
+   */
+  publicUrl?: string;
   /** GET /metrics on a listener of its own (HOST:PORT), apart from the API; absent: no metrics. */
   metrics?: { listen: string };
   dataDir: string;

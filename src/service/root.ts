@@ -5,6 +5,8 @@ import { readCommandSecret, type Env } from '../util/secretFiles.js';
 import type { MqttOptions } from '../protocol/options.js';
 import type { Clock } from '../util/clock.js';
 import { cannotListen, splitListen } from '../util/listenAddress.js';
+import { EXIT_INVALID_CONFIG, InputError } from '../util/errors.js';
+import { missingPublicUrl, publicUrlWarnings } from '../config/publicUrl.js';
 import { serveMetrics, type MetricsServer } from '../util/metricsServer.js';
 import { VERSION } from '../version.js';
 import { openServiceDatabase, type ServiceDb } from './database.js';
@@ -51,6 +53,9 @@ export async function startService(
   },
 ): Promise<RunningService> {
   const { server } = options;
+  // What the loader refuses too, for a caller that builds the options itself: mailed links need server.publicUrl.
+  const noPublicUrl = missingPublicUrl(server);
+  if (noPublicUrl !== null) throw new InputError('the service cannot start', [{ path: 'server.publicUrl', message: noPublicUrl }], EXIT_INVALID_CONFIG);
   // Read once, at start: a change to the file takes a restart of the service (as any configuration change does).
   const holidays = server.holidaysFile === undefined ? null : readHolidaysFile(server.holidaysFile);
   // A short command secret is a configuration error (exit 78), found before anything is opened.
@@ -93,7 +98,17 @@ export async function startService(
     lockReplyTimeoutMs: server.lockReplyTimeoutSeconds * 1000,
     ...(server.pinLabels ? { pinLabels: server.pinLabels } : {}),
     ...(metrics ? { metrics } : {}),
-    ...(server.console?.enabled ? { console: { options: server.console, feed, mailConfigured: server.smtp !== undefined } } : {}),
+    ...(server.console?.enabled
+      ? {
+          console: {
+            options: server.console,
+            feed,
+            mailConfigured: server.smtp !== undefined,
+            listen: server.listen,
+            ...(server.publicUrl === undefined ? {} : { publicUrl: server.publicUrl }),
+          },
+        }
+      : {}),
     http: definedOnly({
       headersTimeoutSeconds: server.headersTimeoutSeconds,
       requestTimeoutSeconds: server.requestTimeoutSeconds,
@@ -135,6 +150,7 @@ export async function startService(
   const address = app.addresses()[0];
   const listening =
     address && typeof address !== 'string' ? `${address.family === 'IPv6' ? `[${address.address}]` : address.address}:${address.port}` : server.listen;
+  for (const warning of publicUrlWarnings(server)) deps.logger.warn(warning);
   deps.logger.info({ listen: listening }, 'service ready');
   return {
     url: `http://${listening}`,

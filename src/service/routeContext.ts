@@ -46,7 +46,15 @@ export interface ServiceDeps {
   /** Counts and times the requests, reads the directory revision (with server.metrics). */
   metrics?: ServiceMetrics;
   /** The console (server.console, enabled), with the live site it shows (null without an mqtt section). */
-  console?: { options: ConsoleOptions; feed: SiteFeed | null; mailConfigured: boolean };
+  console?: {
+    options: ConsoleOptions;
+    feed: SiteFeed | null;
+    mailConfigured: boolean;
+    /** server.publicUrl: the console's origin and its mailed links (required with mailConfigured). */
+    publicUrl?: string;
+    /** server.listen as configured (its host name, when it is one, is an origin of the console too). */
+    listen?: string;
+  };
 }
 
 /** The service's load: the bounds in force, what is in flight, and the requests refused. */

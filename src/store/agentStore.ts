@@ -1,14 +1,16 @@
 import type { Logger } from 'pino';
 import type { Component } from '../lifecycle.js';
 import type { Timers } from '../util/clock.js';
+import { recordCacheChange, type CacheRebuild } from './cacheAudit.js';
+import { CacheConnection, type CacheChange } from './cacheConnection.js';
 import { appendOnly, CheckpointThread, sqliteCheckpoints } from './checkpointThread.js';
-import { CredentialCache } from './credentialCache.js';
-import { cachePath, openDatabase, openStateDatabase, statePath, type Db } from './database.js';
+import type { CredentialCache } from './credentialCache.js';
+import { cachePath, openStateDatabase, statePath, type Db } from './database.js';
 import { EventLog, type WireEvent } from './eventLog.js';
 import { GuestLinkStore } from './guestLinkStore.js';
 import { PendingWrites } from './pendingWrites.js';
 import { ReplayCache } from './replayCache.js';
-import { writeRuntimeStatus, type BrokerRefusal, type EmergencyRuntime, type RuntimeStatus } from './runtimeStatus.js';
+import { writeRuntimeStatus, type BrokerRefusal, type CacheRuntime, type EmergencyRuntime, type RuntimeStatus } from './runtimeStatus.js';
 import { WalSync } from './walSync.js';
 
 export interface AgentStoreOptions {
@@ -24,6 +26,8 @@ export interface AgentStoreOptions {
   wallNow: () => number;
   timers: Timers;
   logger: Logger;
+  /** How a damaged cache is rebuilt (said in the log and the audit event): `automatic` with a service (default `manual`). */
+  cacheRebuild?: CacheRebuild;
 }
 
 /** How long the daemon's connection waits for another process's write lock before queueing the write. */
@@ -45,7 +49,8 @@ const CHECKPOINT_AFTER_MS = 15_000;
 export class AgentStore implements Component {
   readonly name = 'store';
   readonly writes: PendingWrites;
-  private db_: Db | null = null;
+  /** The cache (cache.db), or the damage found in it (cacheConnection.ts). */
+  readonly cache: CacheConnection;
   private state_: Db | null = null;
   private events_: EventLog | null = null;
   private walSync: WalSync | null = null;
@@ -63,6 +68,8 @@ export class AgentStore implements Component {
       runWrite: (write) => (this.walSync ? this.walSync.run(write) : write()),
     });
     this.status = { pid: options.pid, startedAt: new Date(options.wallNow()).toISOString(), stoppedAt: null, readers: {} };
+    this.cache = new CacheConnection(cachePath(options.dataDir), { busyTimeoutMs: DAEMON_BUSY_TIMEOUT_MS, wallNow: options.wallNow });
+    this.cache.onChange((change) => this.cacheChanged(change));
   }
 
   start(): void {
@@ -80,12 +87,12 @@ export class AgentStore implements Component {
     checkpoints.start();
     this.checkpoints = checkpoints;
     try {
-      this.db_ = openDatabase(cachePath(this.options.dataDir), { busyTimeoutMs: DAEMON_BUSY_TIMEOUT_MS });
+      // A damaged cache does not stop the start: the daemon runs without it (every credential refused) and says so.
+      this.cache.open();
       this.state_ = openStateDatabase(statePath(this.options.dataDir), { busyTimeoutMs: DAEMON_BUSY_TIMEOUT_MS });
     } catch (err) {
       // A component whose start failed is not stopped: what it opened is closed here.
-      this.db_?.close();
-      this.db_ = null;
+      this.cache.close();
       this.checkpoints = null;
       void checkpoints.stop();
       throw err;
@@ -121,6 +128,7 @@ export class AgentStore implements Component {
       },
     });
     this.saveStatus();
+    this.cache.announce();
   }
 
   async stop(): Promise<void> {
@@ -140,8 +148,7 @@ export class AgentStore implements Component {
     this.walSync = null;
     this.state_?.close();
     this.state_ = null;
-    this.db_?.close();
-    this.db_ = null;
+    this.cache.close();
   }
 
   /** Writes were made durable: a checkpoint within CHECKPOINT_AFTER_MS, unless one is due already. */
@@ -153,10 +160,9 @@ export class AgentStore implements Component {
     }, CHECKPOINT_AFTER_MS);
   }
 
-  /** The cache (cache.db). */
+  /** The cache (cache.db); throws CacheDamagedError while it is damaged. */
   get db(): Db {
-    if (!this.db_) throw new Error('the store is not started');
-    return this.db_;
+    return this.cache.db;
   }
 
   /** The daemon's state (state.db). */
@@ -182,15 +188,54 @@ export class AgentStore implements Component {
   }
 
   credentials(): CredentialCache {
-    return new CredentialCache(this.db);
+    return this.cache.credentials();
   }
 
   replayCache(): ReplayCache {
     return new ReplayCache(this.state, this.writes);
   }
 
+  /** On whichever cache is in place (a rebuilt one replaces the damaged one). */
   guestLinks(): GuestLinkStore {
-    return new GuestLinkStore(this.db, this.options.resourceIds, this.options.maxGuestLinks);
+    return new GuestLinkStore(() => this.db, this.options.resourceIds, this.options.maxGuestLinks);
+  }
+
+  /**
+   * Cache writes that must never hold up the pending writes of state.db: none is made while the cache is damaged
+   * (what it would have stored comes again after the rebuild), and one that finds damage is dropped, not retried.
+   */
+  readonly cacheWrites = {
+    run: (key: string, write: () => void): void => {
+      if (this.cache.damage)
+        return void this.options.logger.warn({ write: key }, 'not written: the cache is damaged (it comes again once the cache is rebuilt)');
+      this.writes.run(key, () => {
+        try {
+          write();
+        } catch (err) {
+          if (!this.cache.failed(err)) throw err;
+        }
+      });
+    },
+  };
+
+  /** An attempt to rebuild the damaged cache failed (shown by `door-agent status`). */
+  setCacheRebuildFailed(error: string): void {
+    if (!this.status.cache || this.status.cache.damagedSince === null) return;
+    this.status.cache.lastAttempt = { at: new Date(this.options.wallNow()).toISOString(), error };
+    this.saveStatus();
+  }
+
+  /** The cache's damage and its last rebuild, as `door-agent status` shows them. */
+  private cacheChanged(change: CacheChange): void {
+    const iso = (ms: number) => new Date(ms).toISOString();
+    const cache: CacheRuntime =
+      change.kind === 'damaged'
+        ? { damagedSince: iso(change.damage.since), error: change.damage.error, rebuiltAt: null, keptAs: null }
+        : { damagedSince: null, error: null, rebuiltAt: iso(this.options.wallNow()), keptAs: change.keptAs };
+    this.status.cache = cache;
+    this.saveStatus();
+    const { logger, wallNow, cacheRebuild } = this.options;
+    if (this.events_) recordCacheChange(change, { events: this.events_, logger, rebuild: cacheRebuild ?? 'manual', at: wallNow() });
   }
 
   /** A directory revision arrived over MQTT (push is active; shown by `door-agent status`). */

@@ -1,6 +1,7 @@
 import { closeSync, existsSync, mkdirSync, openSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import Database from 'better-sqlite3';
+import { CacheDamagedError, isCacheDamage, REBUILD_BY_HAND } from './cacheDamage.js';
 import { MIGRATIONS, STATE_MIGRATIONS, type Migration } from './migrations.js';
 import { DoorAgentError, describeFsError, errorCode } from '../util/errors.js';
 
@@ -26,7 +27,9 @@ interface Schema {
 const CACHE: Schema = {
   what: 'cache',
   migrations: MIGRATIONS,
-  advice: 'move it aside, then run door-agent import (or sync) to rebuild the cache',
+  advice:
+    'a damaged cache (a failing SD card) or another file: move it aside, then run door-agent import (or sync) to rebuild the cache ' +
+    '(door-agent run, with a service configured, does both by itself)',
 };
 const STATE: Schema = {
   what: 'state database',
@@ -39,14 +42,20 @@ const STATE: Schema = {
  * message says how to rebuild the cache, which is a copy of the service's data and safe to rebuild.
  */
 export class CacheUnreadableError extends DoorAgentError {
+  /** The file is damaged (SQLITE_CORRUPT, SQLITE_NOTADB): refused with `cache_damaged`, and rebuilt. */
+  readonly damaged: boolean;
+
   constructor(cause: unknown) {
-    const reason = cause instanceof Error ? cause.message : String(cause);
+    const reason = cause instanceof CacheDamagedError ? cause.reason : cause instanceof Error ? cause.message : String(cause);
+    const damaged = isCacheDamage(cause);
     super(
-      `the cache cannot be read (${reason}); the door stays locked. Rebuild the cache: stop door-agent, move ` +
-        'cache.db (and its -wal and -shm files) out of agent.dataDir, then run door-agent sync (or door-agent import FILE) and start door-agent again',
+      `the cache ${damaged ? 'is damaged' : 'cannot be read'} (${reason}); the door stays locked. Rebuild the cache: ` +
+        (damaged ? 'door-agent run rebuilds it from the service by itself when a service is configured (the damaged file kept aside); otherwise ' : '') +
+        REBUILD_BY_HAND,
       { cause },
     );
     this.name = 'CacheUnreadableError';
+    this.damaged = damaged;
   }
 }
 

@@ -1,7 +1,7 @@
 import type { Statement } from 'better-sqlite3';
 import type { Db } from './database.js';
 import type { PendingWrites } from './pendingWrites.js';
-import { ALARM_TYPES, Eviction, evictedCount } from './eviction.js';
+import { ALARM_TYPES, Eviction, evictedCount, isKeptAlarm } from './eviction.js';
 import type { WalSync } from './walSync.js';
 import { withProps } from '../core/objects.js';
 
@@ -31,10 +31,14 @@ export type EventType =
   | 'first_person_in'
   | 'schedule_waiting_for_clock'
   | 'schedule_clock_synchronized'
+  | 'schedule_waiting_for_interlock'
   | 'clock_skew'
   // Issue 30 items 2 and 3: the offline limit and the supervision events (README, "Audit log and status").
   | 'cache_too_old'
   | 'cache_fresh'
+  // Issue 51 item 8: the cache found damaged, and rebuilt from the service (docs/sync.md, "A damaged cache").
+  | 'cache_damaged'
+  | 'cache_rebuilt'
   | 'granted_not_opened'
   | 'power_lost'
   | 'power_restored'
@@ -42,6 +46,8 @@ export type EventType =
   | 'battery_ok'
   | 'link_lost'
   | 'link_restored'
+  // A directory answer the mass-removal guard refused, and the restrictions of it applied at once (docs/sync.md).
+  | 'sync_refused'
   | 'config_changed'
   | 'emergency_release'
   | 'emergency_cleared'
@@ -120,7 +126,7 @@ const ALARMS: ReadonlySet<string> = new Set<string>(ALARM_TYPES);
 /**
  * The audit log and MQTT outbox: every decision and door event with a sequence number, written with
  * synchronous=FULL so it survives a crash (the daemon: synced right after, off the event loop, see `walSync`). Bounded: past `maxEvents` the oldest are evicted and counted, never an
- * unpublished one nor one of the last KEPT_ALARMS alarms (store/eviction.ts).
+ * unpublished one nor one of the last KEPT_ALARMS alarms (store/eviction.ts: in what order).
  */
 export class EventLog {
   private readonly insert: Statement<[number, string | null, string, string]>;
@@ -148,7 +154,7 @@ export class EventLog {
     this.mark = db.prepare('UPDATE events SET published_at = ? WHERE seq = ?');
     this.insertTransaction = db.transaction((event: NewEvent, payload: string) => {
       const inserted = Number(this.insert.run(event.at, event.door, event.type, payload).lastInsertRowid);
-      this.eviction.inserted(inserted, event.type);
+      this.eviction.inserted(inserted, isKeptAlarm(event.type, event.data));
       return inserted;
     });
     const { walSync } = options;

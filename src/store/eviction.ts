@@ -2,7 +2,7 @@ import type { Statement } from 'better-sqlite3';
 import type { Db } from './database.js';
 import { readMeta, writeMeta } from './meta.js';
 
-/** The event types raised as alarms (`P/doors/<uuid>/alarm`): the last KEPT_ALARMS of them are never evicted. */
+/** The event types raised as alarms (`P/doors/<uuid>/alarm`). */
 export const ALARM_TYPES = [
   'duress',
   'tamper',
@@ -14,19 +14,33 @@ export const ALARM_TYPES = [
   'emergency_wiring_cleared',
 ] as const;
 
+/**
+ * The events eviction keeps longest (docs/architecture.md, "Eviction order"): the alarms, and a passback violation
+ * (someone let through against an area's rule). Never a flood's summary (`summary: true`): a flood that follows an
+ * alarm must not push it out.
+ */
+const KEPT_TYPES: readonly string[] = [...ALARM_TYPES, 'passback_violation'];
+
+/** Whether an event is one eviction keeps longest: its type is one of KEPT_TYPES, and it is not a flood's summary. */
+export function isKeptAlarm(type: string, data: Record<string, unknown> | undefined): boolean {
+  return KEPT_TYPES.includes(type) && data?.summary !== true;
+}
+
 /** How many of the most recent alarm events eviction keeps, however many other events come after them. @internal */
 export const KEPT_ALARMS = 1000;
 
-/** The SQL condition of an alarm row; the state database's partial index `events_alarms` has the same one. @internal */
-export const ALARM_CONDITION = `type IN (${ALARM_TYPES.map((t) => `'${t}'`).join(', ')})`;
+/** The SQL condition of a row isKeptAlarm keeps; the state database's partial index `events_alarms` has the same one. @internal */
+export const ALARM_CONDITION = `type IN (${KEPT_TYPES.map((t) => `'${t}'`).join(', ')}) AND json_extract(payload, '$.summary') IS NOT 1`;
 
 const EVICTED_KEY = 'events_evicted';
 
 /**
  * The audit log's bound: past the last `maxEvents` sequence numbers an event is evicted (and counted), except an
- * event not yet published (with MQTT) and one of the last KEPT_ALARMS alarms. Each step deletes only a range it
- * has not looked at yet (the new events that fell out of the window, the events just published, the alarms the
- * newest alarm pushed out), so rows kept behind the window are never scanned again and again.
+ * event not yet published (with MQTT) and one of the last KEPT_ALARMS alarms (isKeptAlarm). So behind the window
+ * the other events and every flood's summary go first, as they leave it; an alarm goes only once KEPT_ALARMS newer
+ * alarms are kept, the oldest published one first. Each step deletes only a range it has not looked at yet (the
+ * new events that fell out of the window, the events just published, the alarms the newest alarm pushed out), so
+ * rows kept behind the window are never scanned again and again.
  */
 export class Eviction {
   /** Rows at or below this seq have been looked at: those left are kept (unpublished, or a recent alarm). */
@@ -50,10 +64,10 @@ export class Eviction {
     return this.done;
   }
 
-  /** An event was inserted (inside its transaction): evicts what fell out of the window. */
-  inserted(seq: number, type: string): void {
+  /** An event was inserted (inside its transaction; `alarm`: isKeptAlarm): evicts what fell out of the window. */
+  inserted(seq: number, alarm: boolean): void {
     let evicted = 0;
-    if ((ALARM_TYPES as readonly string[]).includes(type)) {
+    if (alarm) {
       const before = this.floor();
       this.floor_ = null;
       const after = this.floor();

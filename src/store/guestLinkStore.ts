@@ -14,11 +14,20 @@ const DEFAULT_MAX_MQTT_LINKS = 500;
  * older than the newest applied for that id is refused as stale: a replay cannot undo a revocation.
  */
 export class GuestLinkStore {
+  private readonly connection: () => Db;
+
+  /** `db`: the cache, or where to find it at each call (the daemon's is replaced when a damaged cache is rebuilt). */
   constructor(
-    private readonly db: Db,
+    db: Db | (() => Db),
     private readonly resourceIds: ReadonlySet<number>,
     private readonly maxLinks = DEFAULT_MAX_MQTT_LINKS,
-  ) {}
+  ) {
+    this.connection = typeof db === 'function' ? db : () => db;
+  }
+
+  private get db(): Db {
+    return this.connection();
+  }
 
   /**
    * Whether `issuedAt` is older than the newest message applied for `id`; records it otherwise, with `future`

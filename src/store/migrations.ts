@@ -183,4 +183,8 @@ export const STATE_MIGRATIONS: readonly Migration[] = [
   // The emergency input's alarms (issue 30 item 1) join them: the index's condition stays the eviction's (ALARM_TYPES).
   `DROP INDEX events_alarms;
   CREATE INDEX events_alarms ON events (seq) WHERE type IN ('duress', 'tamper', 'door_forced', 'door_held_open', 'emergency_release', 'emergency_cleared', 'emergency_wiring', 'emergency_wiring_cleared');`,
+  // Eviction keeps a passback violation as long as an alarm, and never keeps a flood's summary in an alarm's place
+  // (issue 51 item 3): the condition stays the eviction's (store/eviction.ts ALARM_CONDITION).
+  `DROP INDEX events_alarms;
+  CREATE INDEX events_alarms ON events (seq) WHERE type IN ('duress', 'tamper', 'door_forced', 'door_held_open', 'emergency_release', 'emergency_cleared', 'emergency_wiring', 'emergency_wiring_cleared', 'passback_violation') AND json_extract(payload, '$.summary') IS NOT 1;`,
 ];

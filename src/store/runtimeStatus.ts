@@ -20,6 +20,18 @@ export interface RuntimeStatus {
   power?: { mains: 'present' | 'lost' | null; battery: 'ok' | 'low' | null };
   /** The emergency input as the daemon reads it (absent without one). */
   emergency?: EmergencyRuntime;
+  /** The cache found damaged, or rebuilt (absent: sound since the daemon started). */
+  cache?: CacheRuntime;
+}
+
+/** The cache as the daemon holds it (ISO times): damaged since, with what SQLite said; or rebuilt, the damaged file kept as. */
+export interface CacheRuntime {
+  damagedSince: string | null;
+  error: string | null;
+  /** While damaged: the last attempt to rebuild it that failed (null: none yet). */
+  lastAttempt?: { at: string; error: string } | null;
+  rebuiltAt: string | null;
+  keptAs: string | null;
 }
 
 /** The emergency (fire alarm) input: its reading, whether its doors are released, a wiring fault reported. */

@@ -2,6 +2,7 @@ import type { Db } from './database.js';
 import { DoorAgentError } from '../util/errors.js';
 import { SCOPE_TABLE } from './stageScope.js';
 import { statement } from '../util/preparedStatements.js';
+import { describeRestrictions, type RestrictionSummary } from './restrictiveMerge.js';
 
 export interface RowCounts {
   added: number;
@@ -31,7 +32,8 @@ const short = (history: string) => `${history.slice(0, 8)}…`;
  * Refused: the new data would remove more credentials than config `service.maxRemovalRatio` allows. With
  * `history`, the removal comes with a change of the service's history (its database was restored from a backup
  * or replaced): a new history is no reason to trust a mass removal, so the message says what happened and how
- * the operator accepts it.
+ * the operator accepts it. With `restricted`, the answer's restrictive part was applied at once
+ * (store/restrictiveMerge.ts): the message says what, and that the removal and the rest wait.
  */
 export class MassRemovalError extends DoorAgentError {
   constructor(
@@ -39,17 +41,29 @@ export class MassRemovalError extends DoorAgentError {
     readonly current: number,
     readonly maxRatio: number,
     readonly history?: HistoryChange,
+    readonly restricted?: RestrictionSummary,
   ) {
     const what = `this would remove ${removed} of ${current} credentials (${((removed / current) * 100).toFixed(1)} %), more than service.maxRemovalRatio ${maxRatio} allows`;
     super(
       history
         ? `refused: the service's directory history changed (held ${short(history.from)}, now ${short(history.to)}: its database was restored ` +
-            `from a backup or replaced) and its full answer replaces the cache: ${what}. The cache is unchanged. ` +
+            `from a backup or replaced) and its full answer replaces the cache: ${what}. ${appliedSentence(restricted)} ` +
             'If the restore is intended, accept it with door-agent sync --allow-mass-removal.'
-        : `refused: ${what}. The cache is unchanged. If the removal is intended, repeat with --allow-mass-removal.`,
+        : `refused: ${what}. ${appliedSentence(restricted)} If the removal is intended, repeat with --allow-mass-removal.`,
     );
     this.name = 'MassRemovalError';
   }
+}
+
+/** What of the refused answer applied: nothing, or its restrictive part (and that the rest waits). */
+function appliedSentence(restricted: RestrictionSummary | undefined): string {
+  const waiting =
+    restricted && restricted.removalsWaiting > 0
+      ? ` (the ${restricted.removalsWaiting} credentials it takes from users it still lists wait too: a mass removal themselves)`
+      : '';
+  if (!restricted || restricted.total === 0)
+    return `The cache is unchanged${restricted ? ': nothing in the answer restricts the users it holds' : ''}${waiting}.`;
+  return `Its restrictive part was applied at once: ${describeRestrictions(restricted)}; the removal and the rest of the answer wait${waiting}.`;
 }
 
 const count = (db: Db, sql: string): number => statement(db, sql, { pluck: true }).get() as number;

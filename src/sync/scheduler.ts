@@ -120,7 +120,8 @@ export class SyncScheduler {
         return;
       }
       if (err instanceof MassRemovalError) {
-        logger.error({ removed: err.removed, of: err.current }, `sync refused: ${err.message}`);
+        // The answer's restrictive part was applied all the same (sync/refusedAnswer.ts): the message says what.
+        logger.error({ removed: err.removed, of: err.current, restrictions: err.restricted?.total ?? 0 }, `sync refused: ${err.message}`);
       } else if (err instanceof ServiceError && err.authRefused) {
         logger.error({ endpoint: err.endpoint, status: err.status }, `sync failed: the API key was refused; next try in one interval`);
       } else {

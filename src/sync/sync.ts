@@ -5,11 +5,13 @@ import { readMeta, writeMeta } from '../store/meta.js';
 import { SYNC_STATUS_KEY } from '../store/offlineLimitState.js';
 import { MassRemovalError, mergeStage, type MergeSummary } from '../store/snapshotMerge.js';
 import { SnapshotStage } from '../store/snapshotStage.js';
+import { NO_RESTRICTIONS, type RestrictionSummary } from '../store/restrictiveMerge.js';
 import { writeServiceLevels } from '../store/serviceLevels.js';
 import type { ResponseSpool } from './responseSpool.js';
 import { ServiceError, type ServiceClient } from './serviceClient.js';
 import { clearDirectoryScope, stageDetails, stageDirectory, stageUserList } from './streamedAnswers.js';
 import { etagContradiction } from './etagCheck.js';
+import { restrictRefused } from './refusedAnswer.js';
 
 export interface SyncOptions {
   concurrency: number;
@@ -47,6 +49,27 @@ export interface SyncStatus {
   lastAttemptAt: string | null;
   lastError: string | null;
   lastSummary: SyncSummary | null;
+  /** An answer the mass-removal guard refused, until a sync succeeds; absent or null: none. */
+  heldBack?: HeldBack | null;
+}
+
+/** A refused answer: what of it applied at once, and what waits for `door-agent sync --allow-mass-removal`. */
+export interface HeldBack {
+  /** The last refusal (each sync until then is refused again). */
+  at: string;
+  /** history_changed: a full answer of another history (the service's database restored from a backup or replaced). */
+  reason: 'mass_removal' | 'history_changed';
+  restricted: RestrictionSummary;
+  waiting: { credentialsRemoved: number; credentialsBefore: number };
+}
+
+function heldBackOf(err: MassRemovalError, at: string): HeldBack {
+  return {
+    at,
+    reason: err.history ? 'history_changed' : 'mass_removal',
+    restricted: err.restricted ?? NO_RESTRICTIONS,
+    waiting: { credentialsRemoved: err.removed, credentialsBefore: err.current },
+  };
 }
 
 // The offline limit reads lastSuccessAt there too (store/offlineLimitState.ts).
@@ -145,7 +168,14 @@ export async function syncOnce(db: Db, client: ServiceClient, options: SyncOptio
       await stageDetails(db, stage, (emailId) => client.userDetail(emailId), { concurrency: options.concurrency, total, onProgress: options.onProgress });
       const result = db
         .transaction(() => {
-          const summary = mergeStage(db, { maxRemovalRatio: options.maxRemovalRatio, includeLinks: false });
+          let summary: MergeSummary;
+          try {
+            summary = mergeStage(db, { maxRemovalRatio: options.maxRemovalRatio, includeLinks: false });
+          } catch (err) {
+            // Refused: its restrictive part still applies (the levels are not the seed's to narrow).
+            if (err instanceof MassRemovalError) return restrictRefused(db, err, { maxRemovalRatio: options.maxRemovalRatio });
+            throw err;
+          }
           // The seed's calls carry no level definitions: the config's levels alone apply.
           writeServiceLevels(db, null);
           const lastSummary = { ...summary, revision: null, mode: 'lists' as const };
@@ -153,13 +183,21 @@ export async function syncOnce(db: Db, client: ServiceClient, options: SyncOptio
           return lastSummary;
         })
         .immediate();
+      if (result instanceof MassRemovalError) throw result;
       return { ...result, ...measured() };
     } finally {
       stage.clear();
     }
   } catch (err) {
     try {
-      writeMeta(db, STATUS_KEY, { ...status, lastAttemptAt: attemptAt, lastError: err instanceof Error ? err.message : String(err) } satisfies SyncStatus);
+      // A refused answer stays held back, and says so, until a sync succeeds (whatever fails in between).
+      const heldBack = err instanceof MassRemovalError ? heldBackOf(err, attemptAt) : (status.heldBack ?? null);
+      writeMeta(db, STATUS_KEY, {
+        ...status,
+        lastAttemptAt: attemptAt,
+        lastError: err instanceof Error ? err.message : String(err),
+        heldBack,
+      } satisfies SyncStatus);
     } catch {
       // the error itself is what matters to the caller
     }
@@ -190,13 +228,14 @@ function applyDirectory(
     // A full answer replaces everything and names its own version: it is applied whatever its ETag says.
     const contradiction = etagContradiction(etag, answer);
     if (contradiction !== null && !answer.full) return contradiction;
-    return db
+    const result = db
       .transaction(() => {
         let summary: MergeSummary;
         try {
           summary = mergeStage(db, { maxRemovalRatio: options.maxRemovalRatio, includeLinks: false, scoped: !answer.full });
         } catch (err) {
-          if (history && err instanceof MassRemovalError) throw new MassRemovalError(err.removed, err.current, err.maxRatio, history);
+          // Refused: its restrictive part still applies, in this transaction; the refusal is thrown once it committed.
+          if (err instanceof MassRemovalError) return restrictRefused(db, err, { maxRemovalRatio: options.maxRemovalRatio, levels: answer.levels, history });
           throw err;
         }
         const lastSummary = { ...summary, revision: answer.revision, mode: answer.full ? ('directory_full' as const) : ('directory_delta' as const) };
@@ -206,6 +245,8 @@ function applyDirectory(
         return lastSummary;
       })
       .immediate();
+    if (result instanceof MassRemovalError) throw result;
+    return result;
   } finally {
     stage.clear();
     clearDirectoryScope(db);

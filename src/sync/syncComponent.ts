@@ -11,7 +11,10 @@ import { SyncScheduler } from './scheduler.js';
 import { ServiceError, serviceClientOptions } from './serviceClient.js';
 import type { SyncResult } from './sync.js';
 import { SyncThread } from './syncThread.js';
-import type { SyncOutcome, SyncRunner, SyncWorkerData } from './syncSession.js';
+import type { SyncOrder, SyncOutcome, SyncRunner, SyncWorkerData } from './syncSession.js';
+import { rebuildCache } from './cacheRebuild.js';
+import { SyncAbandoned } from './syncFailure.js';
+import type { CacheConnection } from '../store/cacheConnection.js';
 import type { DirectoryFindings, DirectoryRules } from '../core/directoryFindings.js';
 
 /**
@@ -55,6 +58,8 @@ export class SyncComponent implements Component {
   readonly name = 'sync';
   private scheduler: SyncScheduler | null = null;
   private thread: SyncRunner | null = null;
+  /** The damaged cache's rebuild under way (cacheRebuild.ts), stopped with the component. */
+  private rebuilding: SyncRunner | null = null;
   /**
    * What this component last knew the cache to hold: read at start and whenever a message is not plainly ahead of
    * it, set to the revision of each successful sync (its history and tag then unknown: null). undefined: not
@@ -79,21 +84,31 @@ export class SyncComponent implements Component {
       rules?: DirectoryRules;
       /** The findings of that scan, after each successful sync. */
       onFindings?: (findings: DirectoryFindings) => void;
+      /** The mass-removal guard refused an answer; its restrictive part was applied (err.restricted says what). */
+      onRefused?: (err: MassRemovalError) => void;
       /** A sync run succeeded (the fleet benchmark times the push with it). */
       onSynced?: (result: SyncResult) => void;
       /** Where the syncs run: a worker thread of their own (the default, the daemon's), or one a fleet shares. */
       runner?: (data: SyncWorkerData) => SyncRunner;
       /** Told whether each sync reached the service (link_lost / link_restored, util/linkWatch.ts). */
       link?: { attempt(): LinkAttempt; failed(attempt: LinkAttempt): void; succeeded(): void };
+      /**
+       * The daemon's cache (store/cacheConnection.ts): told of damage a sync found; while it is damaged, each sync
+       * is a rebuild (cacheRebuild.ts) whose file then replaces it.
+       */
+      cache?: Pick<CacheConnection, 'damage' | 'failed' | 'replace'>;
+      /** A rebuild of the damaged cache failed (door-agent status shows it); the scheduler tries again. */
+      onRebuildFailed?: (err: unknown) => void;
     },
   ) {}
 
   start(): void {
-    const { options, logger } = this.deps;
-    this.held = this.deps.heldVersion();
+    const { options, logger, cache } = this.deps;
+    this.held = cache?.damage ? null : this.deps.heldVersion();
     const data: SyncWorkerData = { cacheFile: cachePath(this.deps.dataDir), client: serviceClientOptions(options, this.deps.env) };
     const thread = this.deps.runner?.(data) ?? new SyncThread(data);
-    thread.start();
+    // On a damaged cache the worker starts with the first sync after the rebuild (it would open the damaged file).
+    if (!cache?.damage) thread.start();
     this.thread = thread;
     this.scheduler = new SyncScheduler({
       run: async () => {
@@ -101,12 +116,18 @@ export class SyncComponent implements Component {
         this.fullNext = false;
         let result: SyncOutcome;
         const attempt = this.deps.link?.attempt();
+        const order = { concurrency: options.concurrency, maxRemovalRatio: options.maxRemovalRatio, full, rules: this.deps.rules };
+        const rebuilding = cache?.damage != null;
         try {
-          result = await thread.run({ concurrency: options.concurrency, maxRemovalRatio: options.maxRemovalRatio, full, rules: this.deps.rules });
+          result = rebuilding ? await this.rebuild(data, order) : await thread.run(order);
         } catch (err) {
+          if (err instanceof MassRemovalError) this.deps.onRefused?.(err);
           const reached = serviceReached(err);
           if (reached === false && attempt) this.deps.link?.failed(attempt);
           else if (reached === true) this.deps.link?.succeeded();
+          // A damaged page the worker read: the cache's listeners ask for the rebuild, which runs right after this.
+          if (!rebuilding) cache?.failed(err);
+          else if (!(err instanceof SyncAbandoned)) this.deps.onRebuildFailed?.(err);
           throw err;
         }
         this.deps.link?.succeeded();
@@ -121,6 +142,21 @@ export class SyncComponent implements Component {
       logger,
     });
     this.scheduler.start();
+    // Damaged at start: the rebuild does not wait for the start delay (the doors refuse every credential meanwhile).
+    if (cache?.damage) this.scheduler.trigger();
+  }
+
+  /**
+   * The damaged cache rebuilt: a full sync into a new file, which then takes its place (the damaged one kept
+   * aside). The worker's connection to the damaged file ends first; the next sync opens the rebuilt one.
+   */
+  private async rebuild(data: SyncWorkerData, order: SyncOrder): Promise<SyncOutcome> {
+    const { logger, cache } = this.deps;
+    await this.thread?.stop();
+    logger.info('rebuilding the damaged cache: a full sync from the service into a new file');
+    const { outcome, file } = await rebuildCache({ data, order, runner: this.deps.runner, running: (runner) => (this.rebuilding = runner) });
+    cache!.replace(file);
+    return outcome;
   }
 
   /** Asked to sync (`P/agents/<id>/sync`): now (or right after the sync under way), even during the start delay. */
@@ -135,6 +171,8 @@ export class SyncComponent implements Component {
    */
   onRevision(payload: Buffer): void {
     const { logger } = this.deps;
+    // A damaged cache holds no version to judge by: the rebuild (a full sync) runs now, unless it must wait.
+    if (this.deps.cache?.damage) return void this.scheduler?.changed();
     // Ahead of what this component knows: a sync, which reads the cache's own record. Anything else (already held,
     // backwards, another history) is judged on the cache's record: an import in between forgets the revision held.
     let judged = this.held === undefined ? null : judgeRevision(this.held, payload);
@@ -158,5 +196,7 @@ export class SyncComponent implements Component {
     this.scheduler = null;
     await this.thread?.stop();
     this.thread = null;
+    await this.rebuilding?.stop();
+    this.rebuilding = null;
   }
 }

@@ -6,6 +6,11 @@ export function splitListen(listen: string): { host: string; port: number } {
   return { host: listen.slice(0, separator).replace(/^\[|\]$/g, ''), port: Number(listen.slice(separator + 1)) };
 }
 
+/** Whether a listen host (or a bound address) is every address of the machine: no one origin can be told from it. */
+export function isWildcardHost(host: string): boolean {
+  return host === '' || host === '0.0.0.0' || host === '::' || host === '0:0:0:0:0:0:0:0';
+}
+
 /**
  * A listener that could not start, as an operator reads it (exit 1: another program may free the port, so
  * systemd's restart may help): the address, the key it came from, the reason and what to do.

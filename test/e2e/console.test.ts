@@ -1,3 +1,4 @@
+import { spawnSync } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
@@ -5,7 +6,7 @@ import jsQRModule from 'jsqr';
 import type { Browser, BrowserContext, Page, Response } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { launchChromium } from '../support/browser.js';
-import { DOOR_UUID, runCli, tempDir } from '../support/cli.js';
+import { DOOR_UUID, SECOND_DOOR_UUID, runCli, tempDir } from '../support/cli.js';
 import { startServiceProcess, type ServiceProcess } from '../support/serviceProcess.js';
 import { Daemon, readLevel, waitUntil } from '../support/daemon.js';
 import { Mosquitto } from '../support/mosquitto.js';
@@ -70,7 +71,9 @@ beforeAll(async () => {
   listen: 127.0.0.1:${port}
   dataDir: ${tmp.path}/svc/data
   lockReplyTimeoutSeconds: 3
-  resources: [ { resourceId: 12, uuid: ${DOOR_UUID}, type: DOOR, name: Front door } ]
+  resources:
+    - { resourceId: 12, uuid: ${DOOR_UUID}, type: DOOR, name: Front door }
+    - { resourceId: 13, uuid: ${SECOND_DOOR_UUID}, type: DOOR, name: Back door }
   console: { enabled: true }
 mqtt: { url: "${broker.url}", topicPrefix: site }
 `,
@@ -389,6 +392,121 @@ describe('the operator console in Chromium', () => {
     const row = page.locator('#agent-front');
     expect(await row.textContent()).toMatch(/online.*revision \d+/s);
     expect(await row.textContent()).toContain('1 of 1 online');
+    await page.close();
+  });
+
+  it('creates a guest link for two doors: both are stored, listed and published to the doors', async () => {
+    const page = await newPage(admin);
+    await page.goto(`${base}/console/links`);
+    await page.getByLabel('Name').fill('Tess, two doors');
+    await page.getByLabel("Guests' e-mail addresses").fill('tess@example.org');
+    for (const door of ['Front door', 'Back door']) await page.getByRole('checkbox', { name: door }).check();
+    await page.getByRole('button', { name: 'Create guest link' }).click();
+    await page.waitForURL(/\/console\/links\/\d+$/);
+    const id = /\/console\/links\/(\d+)$/.exec(page.url())![1]!;
+    // Stored with both.
+    const db = new Database(join(tmp.path, 'svc/data/service.db'), { readonly: true });
+    const stored = JSON.parse(db.prepare('SELECT link FROM guest_links WHERE magic_link_id = ?').pluck().get(Number(id)) as string) as {
+      resource_id_list: number[];
+    };
+    db.close();
+    expect(stored.resource_id_list).toEqual([12, 13]);
+    // Listed with both.
+    await page.goto(`${base}/console/links`);
+    expect(
+      await page
+        .getByRole('row', { name: /Tess, two doors/ })
+        .getByRole('cell')
+        .nth(1)
+        .textContent(),
+    ).toBe('Front door, Back door');
+    // Published to the doors with both: the retained message a door connecting now would get.
+    const port = new URL(broker.url).port;
+    const retained = spawnSync('mosquitto_sub', ['-h', '127.0.0.1', '-p', port, '-t', `site/guest-links/${id}`, '-C', '1', '-W', '10'], { encoding: 'utf8' });
+    expect(retained.status).toBe(0);
+    expect((JSON.parse(retained.stdout) as { resource_id_list: number[] }).resource_id_list).toEqual([12, 13]);
+
+    // A single-valued field sent twice is refused, not silently taken once.
+    const csrf = await page.locator('input[name=csrf]').first().inputValue();
+    const twice = await page.evaluate(`fetch('/console/links', { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      body: 'csrf=${csrf}&name=A&name=B&emails=b%40example.org&doors=12', redirect: 'manual' }).then(async (r) => [r.status, await r.text()])`);
+    expect(twice).toEqual([400, 'refused: the form field "name" was sent 2 times; it takes one value']);
+    await page.close();
+  });
+
+  it('a REGULAR session opening an ADMIN-only page is told the rank it needs, and nothing is logged as an error', async () => {
+    const link = await api('POST', '/magiclinkadmin', { name: 'Rhea', email_list: ['rhea@example.org'], resource_id_list: [12], send_email: false });
+    const context = await browser.newContext();
+    const page = await signIn(context, keys.REGULAR);
+    await page.waitForURL(/\/console\/people$/);
+    const logged = service!.output().length;
+    // Every ADMIN-only page a GET opens (the guest link's page shows its QR code, the guest's credential).
+    for (const path of [`/console/links/${String(link.magic_link_id)}`]) {
+      const answer = await page.goto(`${base}${path}`);
+      expect(answer?.status(), path).toBe(403);
+      expect(await page.getByRole('alert').textContent(), path).toBe('This needs rank ADMIN: you are signed in as REGULAR.');
+      expect(await page.locator('#qr').count(), path).toBe(0);
+    }
+    // Its POST reads the same (the revoke button, posted by hand with the session's token).
+    await page.goto(`${base}/console/links`);
+    const csrf = await page.locator('input[name=csrf]').first().inputValue();
+    await page.evaluate(`(() => {
+      const form = document.createElement('form');
+      form.method = 'post';
+      form.action = '/console/links/${String(link.magic_link_id)}/revoke';
+      const input = document.createElement('input');
+      input.name = 'csrf';
+      input.value = ${JSON.stringify(csrf)};
+      form.append(input);
+      document.body.append(form);
+      form.submit();
+    })()`);
+    await expect.poll(() => page.getByRole('alert').first().textContent(), { timeout: 10_000 }).toBe('This needs rank ADMIN: you are signed in as REGULAR.');
+    const errors = service!
+      .output()
+      .slice(logged)
+      .split('\n')
+      .filter((l) => l.startsWith('{') && (JSON.parse(l) as { level: number }).level >= 50);
+    expect(errors).toEqual([]);
+    await context.close();
+  });
+
+  it('loads every page without a failed request or a console error; the icon is public and cached', async () => {
+    const page = await newPage(admin);
+    const problems: string[] = [];
+    page.on('console', (m) => {
+      if (m.type() === 'error') problems.push(`console: ${m.text()}`);
+    });
+    page.on('requestfailed', (r) => {
+      // The live stream is ended by the next navigation, and so is an icon still loading when the test moves on (seen
+      // on a loaded machine): Chromium aborts both, which is no failure. A refused icon is a 4xx response below.
+      const why = r.failure()?.errorText ?? '';
+      if (!r.url().includes('/console/live') && why !== 'net::ERR_ABORTED') problems.push(`failed: ${r.url()} ${why}`);
+    });
+    page.on('response', (r) => {
+      if (r.status() >= 400) problems.push(`${r.status()}: ${r.url()}`);
+    });
+    for (const name of ['people', 'doors', 'links', 'events', 'agents']) {
+      await page.goto(`${base}/console/${name}`, { waitUntil: 'load' });
+      expect(await page.evaluate(`document.querySelector('link[rel=icon]')?.getAttribute('href') ?? null`), name).toBe('/console/assets/favicon.svg');
+    }
+    const context = await browser.newContext();
+    const signInPage = await newPage(context);
+    signInPage.on('console', (m) => {
+      if (m.type() === 'error') problems.push(`console: ${m.text()}`);
+    });
+    await signInPage.goto(`${base}/console/signin`, { waitUntil: 'load' });
+    await context.close();
+    await page.waitForTimeout(1000); // a browser asks for the icon after the load
+    expect(problems).toEqual([]);
+    // Without a session or a key, as a browser asks for it on its own.
+    for (const path of ['/favicon.ico', '/console/assets/favicon.svg']) {
+      const res = await fetch(`${base}${path}`);
+      expect(res.status, path).toBe(200);
+      expect(res.headers.get('content-type'), path).toBe('image/svg+xml');
+      expect(res.headers.get('cache-control'), path).toMatch(/^public, max-age=\d+/);
+      expect(await res.text(), path).toMatch(/^<svg /);
+    }
     await page.close();
   });
 

@@ -124,6 +124,7 @@ beforeAll(async () => {
     serviceConfig,
     `server:
   listen: 127.0.0.1:${port}
+  publicUrl: ${base}
   dataDir: ${dataDir}
   resources: [ { resourceId: 12, uuid: ${DOOR_UUID}, type: DOOR, name: Front door } ]
   console: { enabled: true, sessionMinutes: 10 }

@@ -72,6 +72,17 @@ describe('door-agent demo with 1883 and 8080 taken', () => {
       .find((l) => l.includes(`${serviceUrl}/multipleusers`))!
       .trim();
     expect(spawnSync('sh', ['-c', users], { encoding: 'utf8' }).stdout).toContain('alice@example.org');
+    // The console signs in at the address printed, on the port it took, by either name of loopback.
+    const key = /sign in with this ADMIN API key:\n\s+(\S+)/.exec(out)?.[1];
+    for (const origin of [serviceUrl!, `http://localhost:${new URL(serviceUrl!).port}`]) {
+      const signIn = await fetch(`${serviceUrl}/console/signin`, {
+        method: 'POST',
+        redirect: 'manual',
+        headers: { origin, 'content-type': 'application/x-www-form-urlencoded' },
+        body: `api_key=${key}`,
+      });
+      expect(signIn.status, origin).toBe(303);
+    }
 
     // A granted tap, a denied one and a PIN, typed as a person would.
     await waitUntil(() => out.includes('guest link 1 received'), 20_000, 'the door is synced and connected');

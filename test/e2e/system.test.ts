@@ -1,12 +1,12 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { SMTPServer } from 'smtp-server';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DOOR_UUID, runCli, tempDir } from '../support/cli.js';
 import { startServiceProcess, type ServiceProcess } from '../support/serviceProcess.js';
 import { Daemon, readLevel, waitUntil } from '../support/daemon.js';
 import { Mosquitto } from '../support/mosquitto.js';
 import { freePort } from '../support/net.js';
+import { SmtpSink } from '../support/smtpSink.js';
 import { PtyPair } from '../support/socat.js';
 import { Operator } from '../support/operator.js';
 import { auditEvents } from '../support/agentSite.js';
@@ -15,8 +15,8 @@ import { localTimeIn } from '../../src/core/schedule.js';
 // The whole system on one machine with real processes: mosquitto, the reference service (with an SMTP
 // server receiving its mail), and a door agent with a socat reader on simulated GPIO.
 const tmp = tempDir('door-agent-e2e-');
-const mail: Array<{ to: string; text: string }> = [];
-let smtp: SMTPServer;
+const smtp = new SmtpSink();
+const mail = smtp.mail;
 let broker: Mosquitto;
 let service: ServiceProcess | undefined;
 let pty: PtyPair;
@@ -28,20 +28,7 @@ let agentConfig: string;
 const relay = join(tmp.path, 'gpio/gpio17/value');
 
 beforeAll(async () => {
-  const smtpPort = await freePort();
-  smtp = new SMTPServer({
-    authOptional: true,
-    disabledCommands: ['STARTTLS'],
-    onData(stream, session, callback) {
-      let text = '';
-      stream.on('data', (d: Buffer) => (text += d.toString()));
-      stream.on('end', () => {
-        for (const rcpt of session.envelope.rcptTo) mail.push({ to: rcpt.address, text });
-        callback();
-      });
-    },
-  });
-  await new Promise<void>((r) => smtp.listen(smtpPort, '127.0.0.1', () => r()));
+  const smtpUrl = await smtp.start();
   broker = new Mosquitto(join(tmp.path, 'broker'), undefined, true);
   await broker.start();
   const port = await freePort();
@@ -55,7 +42,7 @@ beforeAll(async () => {
   dataDir: ${tmp.path}/svc/data
   lockReplyTimeoutSeconds: 2
   resources: [ { resourceId: 12, uuid: ${DOOR_UUID}, type: DOOR, name: Front door } ]
-  smtp: { url: "smtp://127.0.0.1:${smtpPort}", from: doors@example.org }
+  smtp: { url: "${smtpUrl}", from: doors@example.org }
 mqtt: { url: "${broker.url}", topicPrefix: site }
 `,
   );
@@ -83,7 +70,7 @@ afterAll(async () => {
   await service?.stop();
   await pty.unplug();
   await broker.stop();
-  await new Promise((r) => smtp.close(() => r(undefined)));
+  await smtp.stop();
   tmp.cleanup();
 });
 

@@ -191,7 +191,7 @@ describe('door-agent check: usage errors (exit 2)', () => {
     const r = runCli(['check', '4213578', '--config', cfg]);
     expect(r.status).toBe(1);
     expect(r.stdout).toBe('');
-    expect(r.stderr).toContain('the cache cannot be read (database disk image is malformed); the door stays locked. Rebuild the cache');
+    expect(r.stderr).toContain('the cache is damaged (database disk image is malformed); the door stays locked. Rebuild the cache');
   });
 });
 

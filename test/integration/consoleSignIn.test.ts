@@ -1,88 +1,271 @@
+import { writeFileSync } from 'node:fs';
+import { request } from 'node:http';
 import { join } from 'node:path';
+import { Writable } from 'node:stream';
+import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { parseServiceConfig } from '../../src/config/load.js';
 import { ApiKeys } from '../../src/service/apiKeys.js';
-import { openServiceDatabase, type ServiceDb } from '../../src/service/database.js';
-import { tempDir } from '../support/cli.js';
-import { testService } from '../support/serviceApp.js';
+import type { ServerOptions } from '../../src/service/options.js';
+import { startService, type RunningService } from '../../src/service/root.js';
+import { InputError } from '../../src/util/errors.js';
+import { DOOR_UUID, runCli, tempDir } from '../support/cli.js';
+import { ManualTime } from '../support/manualTime.js';
+import { SmtpSink } from '../support/smtpSink.js';
+import { waitUntil } from '../support/wait.js';
 
-// The console's e-mail sign-in, in process (fastify's inject) on a real database: the link is read from the outbox.
+// The console's e-mail sign-in and its origin rule as an attacker and an operator meet them: the service's own
+// composition root in this process, listening on loopback, its mail going to a real SMTP server, its clock a manual
+// one (the throttle's 15 minutes pass without a wait). Every request is raw HTTP with the headers the attacker
+// chooses: a forged Host and an Origin to match it.
 const tmp = tempDir('door-agent-console-mail-');
-let db: ServiceDb;
-let app: ReturnType<typeof testService>;
-const origin = { origin: 'http://localhost:80', host: 'localhost:80' };
+const PUBLIC_URL = 'https://doors.example.org';
+const ADMIN = 'admin@example.org';
+const smtp = new SmtpSink();
+const received = smtp.mail;
+const logLines: Array<Record<string, unknown>> = [];
+const time = new ManualTime();
+let mailing: RunningService; // server.publicUrl and server.smtp: mail sign-in on
+let loopback: RunningService; // no public URL, on 127.0.0.1
+let wildcard: RunningService; // no public URL, on 0.0.0.0
+let adminKey: string;
+
+const portOf = (service: RunningService) => Number(new URL(service.url).port);
+const resources = [{ resourceId: 12, uuid: DOOR_UUID, type: 'DOOR' as const, name: 'Front door' }];
+const consoleOn = { enabled: true, sessionMinutes: 30, maxSessionHours: 12 };
+
+function server(name: string, listen: string, more: Partial<ServerOptions> = {}): ServerOptions {
+  return Object.assign({ listen, dataDir: join(tmp.path, name), lockReplyTimeoutSeconds: 5, resources, console: consoleOn }, more);
+}
+
+interface Answer {
+  status: number;
+  headers: Record<string, string | string[] | undefined>;
+  body: string;
+}
+
+/** An HTTP request as curl would send it: exactly the headers given (Host included) and nothing else. */
+function send(port: number, method: string, path: string, headers: Record<string, string>, body?: string): Promise<Answer> {
+  return new Promise((resolve, reject) => {
+    const req = request({ host: '127.0.0.1', port, method, path, headers, agent: false }, (res) => {
+      let text = '';
+      res.on('data', (c: Buffer) => (text += c.toString()));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: text }));
+    });
+    req.on('error', reject);
+    req.end(body);
+  });
+}
+
+const form = (headers: Record<string, string>) => Object.assign({ 'content-type': 'application/x-www-form-urlencoded' }, headers);
+/** POST /console/signin/email for `email`, with the Host and Origin given. */
+const askLink = (email: string, headers: Record<string, string> = { host: 'doors.example.org', origin: PUBLIC_URL }) =>
+  send(portOf(mailing), 'POST', '/console/signin/email', form(headers), `email=${encodeURIComponent(email)}`);
+
+const outbox = () =>
+  mailing.db.prepare('SELECT recipient, body, sent_at FROM mail_outbox ORDER BY mail_id').all() as Array<{
+    recipient: string;
+    body: string;
+    sent_at: number | null;
+  }>;
+/** Waits until the outbox is sent (the SMTP server has every mail), and answers what it received. */
+async function delivered(): Promise<Array<{ to: string; text: string }>> {
+  await waitUntil(() => outbox().every((m) => m.sent_at !== null) && received.length === outbox().length, 15_000, 'the mail is delivered');
+  return received;
+}
+/** The sign-in link in a mail as the SMTP server received it (quoted-printable: soft line breaks, "=" as =3D). */
+const linkIn = (text: string) =>
+  /(\S+\/console\/signin\/link\?token=[A-Za-z0-9_-]{43})/.exec(
+    text.replace(/=\r?\n/g, '').replace(/=([0-9A-F]{2})/g, (_m, hex: string) => String.fromCharCode(parseInt(hex, 16))),
+  )?.[1];
 
 beforeAll(async () => {
-  db = openServiceDatabase(join(tmp.path, 'service.db'));
-  app = testService(db, { console: { options: { enabled: true, sessionMinutes: 30, maxSessionHours: 12 }, feed: null, mailConfigured: true } });
-  await app.ready();
-  const key = new ApiKeys(db).create('SUPER', 0, Date.now());
-  await app.inject({
+  const smtpUrl = await smtp.start();
+  const logger = pino(
+    { level: 'info' },
+    new Writable({
+      write(chunk: Buffer, _encoding, done) {
+        for (const line of chunk.toString().split('\n')) if (line) logLines.push(JSON.parse(line) as Record<string, unknown>);
+        done();
+      },
+    }),
+  );
+  const deps = { clock: time, logger, env: {} };
+  mailing = await startService(
+    { server: server('mailing', '127.0.0.1:0', { smtp: { url: smtpUrl, from: 'doors@example.org' }, publicUrl: PUBLIC_URL }) },
+    deps,
+  );
+  loopback = await startService({ server: server('loopback', '127.0.0.1:0') }, deps);
+  wildcard = await startService({ server: server('wildcard', '0.0.0.0:0') }, deps);
+  const keys = new ApiKeys(mailing.db);
+  const superKey = keys.create('SUPER', 0, time.wallNow());
+  await fetch(`${mailing.url}/invites`, {
     method: 'POST',
-    url: '/invites',
-    headers: { authorization: `Bearer ${key}` },
-    payload: { emails: ['admin@example.org', 'plain@example.org'], no_email: true },
+    headers: { authorization: `Bearer ${superKey}`, 'content-type': 'application/json' },
+    body: JSON.stringify({ emails: [ADMIN, 'plain@example.org'], no_email: true }),
   });
-  db.prepare("UPDATE users SET rank = 'ADMIN' WHERE email = 'admin@example.org'").run();
+  mailing.db.prepare("UPDATE users SET rank = 'ADMIN' WHERE email = ?").run(ADMIN);
+  adminKey = new ApiKeys(loopback.db).create('ADMIN', 0, time.wallNow());
+  new ApiKeys(wildcard.db).create('ADMIN', 0, time.wallNow());
 });
 
 afterAll(async () => {
-  await app.close();
-  db.close();
+  await mailing?.stop();
+  await loopback?.stop();
+  await wildcard?.stop();
+  await smtp.stop();
   tmp.cleanup();
 });
 
-const mails = () => db.prepare('SELECT recipient, body FROM mail_outbox ORDER BY rowid').all() as Array<{ recipient: string; body: string }>;
-const ask = (email: string) =>
-  app.inject({
-    method: 'POST',
-    url: '/console/signin/email',
-    headers: { ...origin, 'content-type': 'application/x-www-form-urlencoded' },
-    payload: `email=${encodeURIComponent(email)}`,
-  });
+describe('the mailed sign-in link and the origin of console forms', () => {
+  it('refuses a forged Host with a matching Origin; the link mailed is built from server.publicUrl, never from Host', async () => {
+    const forged = await askLink(ADMIN, { host: 'evil.example', origin: 'http://evil.example' });
+    expect(forged.status).toBe(403);
+    const byReferer = await askLink(ADMIN, { host: 'evil.example', referer: 'http://evil.example/console/signin' });
+    expect(byReferer.status).toBe(403);
+    expect(outbox()).toEqual([]);
 
-describe('console sign-in by e-mail', () => {
-  it('mails a one-time link to an ADMIN user only, with the same answer for every address', async () => {
-    const answers = await Promise.all(['admin@example.org', 'plain@example.org', 'nobody@example.org'].map(ask));
-    for (const a of answers) expect(a.body).toContain('If this address may sign in, a link is on its way');
-    expect(mails().map((m) => m.recipient)).toEqual(['admin@example.org']);
-    const link = /\/console\/signin\/link\?token=[A-Za-z0-9_-]{43}/.exec(mails()[0]!.body)![0];
+    // The page served at the public URL (through its TLS proxy), whatever Host the request carries.
+    const asked = await askLink(ADMIN, { host: 'evil.example', origin: PUBLIC_URL });
+    expect(asked.status).toBe(200);
+    expect(asked.body).toContain('If this address may sign in, a link is on its way');
+    const [mail] = await delivered();
+    expect(mail!.to).toBe(ADMIN);
+    expect(mail!.text).not.toContain('evil.example');
+    const link = linkIn(mail!.text);
+    expect(link).toMatch(new RegExp(`^${PUBLIC_URL}/console/signin/link\\?token=`));
 
-    const opened = await app.inject({ method: 'GET', url: link });
-    expect(opened.statusCode).toBe(303);
+    const opened = await send(portOf(mailing), 'GET', new URL(link!).pathname + new URL(link!).search, { host: 'evil.example' });
+    expect(opened.status).toBe(303);
     expect(opened.headers.location).toBe('/console/people');
-    const cookie = String(opened.headers['set-cookie']).split(';')[0]!;
-    const people = await app.inject({ method: 'GET', url: '/console/people', headers: { cookie } });
-    expect(people.body).toContain('Signed in: admin@example.org (ADMIN)');
-
-    // Once only.
-    const again = await app.inject({ method: 'GET', url: link });
-    expect(again.headers.location).toBe('/console/signin?m=link');
+    // Served over https (the public URL says so): the cookie is Secure, whatever the request said.
+    expect(String(opened.headers['set-cookie'])).toMatch(/^door_console=[^;]+; Path=\/console; HttpOnly; SameSite=Strict; Max-Age=\d+; Secure$/);
   });
 
-  it('refuses a POST from another origin or without the session CSRF token', async () => {
-    const evil = await app.inject({
-      method: 'POST',
-      url: '/console/signin/email',
-      headers: { origin: 'http://evil.example', host: 'localhost:80', 'content-type': 'application/x-www-form-urlencoded' },
-      payload: 'email=admin@example.org',
-    });
-    expect(evil.statusCode).toBe(403);
-    const key = new ApiKeys(db).create('ADMIN', 0, Date.now());
-    const signIn = await app.inject({
-      method: 'POST',
-      url: '/console/signin',
-      headers: { ...origin, 'content-type': 'application/x-www-form-urlencoded' },
-      payload: `api_key=${key}`,
-    });
-    const cookie = String(signIn.headers['set-cookie']).split(';')[0]!;
-    const noToken = await app.inject({
-      method: 'POST',
-      url: '/console/people/1',
-      headers: { ...origin, cookie, 'content-type': 'application/x-www-form-urlencoded' },
-      payload: 'action=suspend',
-    });
-    expect(noToken.statusCode).toBe(403);
-    expect(noToken.body).toContain('CSRF token does not match');
-    expect(db.prepare("SELECT suspended FROM users WHERE email = 'admin@example.org'").pluck().get()).toBe(0);
+  it('without server.publicUrl, compares the origin with the address the service listens on, never with Host', async () => {
+    const port = portOf(loopback);
+    const signIn = (headers: Record<string, string>) => send(port, 'POST', '/console/signin', form(headers), `api_key=${adminKey}`);
+    const forged = await signIn({ host: 'evil.example', origin: 'http://evil.example' });
+    expect(forged.status).toBe(403);
+    expect(forged.body).toContain(`not sent from a console page of this site (http://127.0.0.1:${port}`);
+    expect(forged.body).toContain('server.publicUrl');
+    // The same port by another scheme or port is another origin.
+    expect((await signIn({ host: `127.0.0.1:${port}`, origin: `https://127.0.0.1:${port}` })).status).toBe(403);
+    expect((await signIn({ host: `127.0.0.1:${port}`, origin: `http://127.0.0.1:${port + 1}` })).status).toBe(403);
+    // Its own address, in either spelling of loopback, whatever Host says.
+    for (const origin of [`http://127.0.0.1:${port}`, `http://localhost:${port}`]) {
+      const ok = await signIn({ host: 'evil.example', origin });
+      expect(ok.status, origin).toBe(303);
+      expect(ok.headers.location).toBe('/console/people');
+      expect(String(ok.headers['set-cookie'])).not.toContain('Secure');
+    }
+  });
+
+  it('on a wildcard listen without server.publicUrl, refuses every console form and says to set it', async () => {
+    const port = portOf(wildcard);
+    const key = new ApiKeys(wildcard.db).create('ADMIN', 0, time.wallNow());
+    for (const origin of [`http://127.0.0.1:${port}`, `http://localhost:${port}`, `http://0.0.0.0:${port}`]) {
+      const answer = await send(port, 'POST', '/console/signin', form({ host: `127.0.0.1:${port}`, origin }), `api_key=${key}`);
+      expect(answer.status, origin).toBe(403);
+      expect(answer.body).toContain('listens on every address');
+      expect(answer.body).toContain('set server.publicUrl');
+    }
+    // Pages still load (a GET changes nothing): the sign-in page says the same.
+    const page = await send(port, 'GET', '/console/signin', { host: `127.0.0.1:${port}` });
+    expect(page.status).toBe(200);
+    expect(logLines.some((l) => l.level === 40 && String(l.msg).includes('server.publicUrl'))).toBe(true);
+  });
+
+  it('does not start mail sign-in without server.publicUrl; config check and the schema name the key', async () => {
+    const withMail = server('nourl', '127.0.0.1:0', { smtp: { url: 'smtp://127.0.0.1:25', from: 'doors@example.org' } });
+    const refused = await startService({ server: withMail }, { clock: time, logger: pino({ level: 'silent' }), env: {} }).then(
+      (s) => s.stop().then(() => null),
+      (err: unknown) => err,
+    );
+    expect(refused).toBeInstanceOf(InputError);
+    expect((refused as InputError).exitCode).toBe(78);
+    expect((refused as InputError).problems.map((p) => p.path)).toEqual(['server.publicUrl']);
+
+    const yaml = (server: string) => `server:\n${server}  resources: [ { resourceId: 12, uuid: ${DOOR_UUID}, type: DOOR, name: Front door } ]\n`;
+    const mailOn = '  console: { enabled: true }\n  smtp: { url: "smtp://127.0.0.1:25", from: doors@example.org }\n';
+    const problem = (text: string) => {
+      try {
+        parseServiceConfig(text, 'service.yaml');
+        return 'accepted';
+      } catch (err) {
+        return (err as InputError).problems.map((p) => `${p.path}: ${p.message}`).join('; ');
+      }
+    };
+    expect(problem(yaml(mailOn))).toMatch(/^server\.publicUrl: required when the console mails sign-in links/);
+    expect(problem(yaml(`${mailOn}  publicUrl: https://doors.example.org/console\n`))).toMatch(/^server\.publicUrl: .*no path/);
+    expect(problem(yaml(`${mailOn}  publicUrl: "https://doors.example.org/?a=1"\n`))).toMatch(/^server\.publicUrl: .*no query/);
+    expect(problem(yaml(`${mailOn}  publicUrl: ftp://doors.example.org\n`))).toMatch(/^server\.publicUrl: .*http:\/\/ or https:\/\//);
+    expect(problem(yaml(`${mailOn}  publicUrl: doors.example.org\n`))).toMatch(/^server\.publicUrl: /);
+    expect(problem(yaml(`${mailOn}  publicUrl: https://doors.example.org/\n`))).toBe('accepted');
+    expect(problem(yaml('  console: { enabled: true }\n'))).toBe('accepted'); // no mail: no link to build
+
+    // As the operator runs it: the built CLI.
+    const file = join(tmp.path, 'service.yaml');
+    writeFileSync(file, yaml(`  dataDir: ${join(tmp.path, 'cli')}\n${mailOn}`));
+    const check = runCli(['config', 'check', '--config', file]);
+    expect(check.status).toBe(78);
+    expect(check.stderr).toContain('server.publicUrl: required when the console mails sign-in links');
+    const start = runCli(['service', '--config', file]);
+    expect(start.status).toBe(78);
+    expect(start.stderr).toContain('server.publicUrl');
+    writeFileSync(file, yaml(`  listen: 0.0.0.0:8080\n  console: { enabled: true }\n`));
+    const warned = runCli(['config', 'check', '--config', file]);
+    expect(warned.status).toBe(0);
+    expect(warned.stdout).toContain('WARNING: server.listen 0.0.0.0:8080 is every address and server.publicUrl is not set');
+  });
+});
+
+describe('the throttle on mailed sign-in links', () => {
+  const quarter = 15 * 60_000;
+  const refusals = () => logLines.filter((l) => l.level === 40 && String(l.msg).startsWith('console sign-in link refused'));
+
+  it('thirty requests for one address send three mails, one link live at a time; the rest are refused with 429, logged once', async () => {
+    time.advance(quarter + 60_000); // a fresh window, whatever the tests before asked
+    received.length = 0;
+    mailing.db.prepare('DELETE FROM mail_outbox').run();
+    const answers = [];
+    for (let i = 0; i < 30; i++) answers.push(await askLink(ADMIN));
+    expect(answers.map((a) => a.status)).toEqual([...Array(3).fill(200), ...Array(27).fill(429)]);
+    expect(answers[3]!.body).toContain('Too many sign-in links asked for; try again in 15 minutes.');
+    expect(answers[3]!.headers['retry-after']).toBe('900');
+    const mails = await delivered();
+    expect(mails.map((m) => m.to)).toEqual([ADMIN, ADMIN, ADMIN]);
+    expect(refusals()).toHaveLength(1);
+    expect(refusals()[0]).toMatchObject({ email: ADMIN, client: '127.0.0.1', limit: 'address' });
+
+    // Each new link replaced the one before: only the last one signs in.
+    const links = mails.map((m) => new URL(linkIn(m.text)!));
+    const open = (link: URL) => send(portOf(mailing), 'GET', link.pathname + link.search, { host: 'doors.example.org' });
+    expect((await open(links[0]!)).headers.location).toBe('/console/signin?m=link');
+    expect((await open(links[1]!)).headers.location).toBe('/console/signin?m=link');
+    expect((await open(links[2]!)).headers.location).toBe('/console/people');
+    // No token in the log.
+    const tokens = links.map((l) => l.searchParams.get('token')!);
+    expect(logLines.filter((l) => tokens.some((t) => JSON.stringify(l).includes(t)))).toEqual([]);
+
+    // Five minutes on: ten to wait.
+    time.advance(5 * 60_000);
+    expect((await askLink(ADMIN)).body).toContain('try again in 10 minutes');
+    time.advance(10 * 60_000 + 1000);
+    expect((await askLink(ADMIN)).status).toBe(200);
+  });
+
+  it('ten requests from one client, for any addresses, known or not; the eleventh is refused the same way', async () => {
+    time.advance(quarter + 60_000);
+    const before = outbox().length;
+    for (let i = 1; i <= 10; i++) expect((await askLink(`nobody${i}@example.org`)).status).toBe(200);
+    const refused = await askLink(ADMIN);
+    expect(refused.status).toBe(429);
+    expect(refused.body).toContain('Too many sign-in links asked for; try again in 15 minutes.');
+    expect(outbox().length).toBe(before); // none of those addresses may sign in, and the ADMIN's was refused
+    expect(refusals().at(-1)).toMatchObject({ email: ADMIN, client: '127.0.0.1', limit: 'client' });
+    time.advance(quarter);
+    expect((await askLink(ADMIN)).status).toBe(200);
+    expect(outbox().length).toBe(before + 1);
   });
 });

@@ -13,6 +13,7 @@ import { FakeGpio } from '../support/fakeGpio.js';
 import { ManualTime } from '../support/manualTime.js';
 import { Mosquitto } from '../support/mosquitto.js';
 import { Operator } from '../support/operator.js';
+import { waitUntil } from '../support/wait.js';
 
 // Doors that work together (issue 26, docs/areas.md) through the agent's composition root in this process: a fake
 // GPIO driver (relays and inputs), serial readers on fake ports (a card is a line of digits), the manual clock, real
@@ -71,7 +72,7 @@ interface Recorded {
 
 let n = 0;
 /** An agent site; `front`/`back`: more keys of each door (YAML lines indented by four spaces); `extra`: sections. */
-function site(options: { front?: string; back?: string; extra?: string; frontReaders?: string } = {}) {
+function site(options: { front?: string; back?: string; extra?: string; frontReaders?: string; snapshot?: string } = {}) {
   const dir = join(tmp.path, `g${n++}`);
   mkdirSync(dir);
   const path = join(dir, 'config.yaml');
@@ -105,7 +106,7 @@ ${options.front ?? ''}
 ${options.back ?? ''}
 `,
   );
-  expect(runCli(['import', 'examples/snapshot.json', '--config', path]).status).toBe(0);
+  expect(runCli(['import', options.snapshot ?? 'examples/snapshot.json', '--config', path]).status).toBe(0);
   const gpio = new FakeGpio();
   const time = new ManualTime();
   const ports = new Map<string, FakePort>();
@@ -402,6 +403,56 @@ describe('an area: anti-passback and occupancy', () => {
   });
 });
 
+describe('an area of two doors: a grant still pending at one door counts at the other', () => {
+  // Alice's second badge (4213599): another card of the same person.
+  const ALICE_SECOND = '4213599';
+  const snapshot = () => {
+    const data = JSON.parse(readFileSync('examples/snapshot.json', 'utf8')) as {
+      details: Record<string, { smartcards: Array<{ number: string; label: string }> }>;
+    };
+    data.details['101']!.smartcards.push({ number: ALICE_SECOND, label: 'second badge' });
+    const path = join(tmp.path, `snapshot-${n}.json`);
+    writeFileSync(path, JSON.stringify(data));
+    return path;
+  };
+  const lab = (antiPassback: string) => `areas: [ { id: lab, doors: [Front door, Back door], antiPassback: ${antiPassback} } ]`;
+
+  it('hard: her second card at the back door is refused while her grant at the front door is pending; allowed once it ran out unopened', async () => {
+    const s = site({ extra: lab('{ mode: hard, rule: inout }'), snapshot: snapshot() });
+    await s.start();
+    s.tap('/dev/front-in', ALICE);
+    expect(s.relay(FRONT)).toBe(1); // unlocked; the front door has not opened yet
+    s.time.advance(1000);
+    s.tap('/dev/back', ALICE_SECOND); // the same person, at the other door of the lab, before the front door opened
+    expect(s.relay(BACK)).toBe(0);
+    expect(s.of('access_denied').at(-1)!.data).toMatchObject({ reason: 'passback', area: 'lab', refused: [ALICE_REF] });
+    s.tap('/dev/back', ALICE); // the same badge handed back: refused too
+    expect(s.relay(BACK)).toBe(0);
+    expect(s.of('access_denied').map((e) => e.data.reason)).toEqual(['passback', 'passback']);
+
+    // The front door relocks unopened: that grant was no passage, and counts no more.
+    s.time.advance(6000);
+    expect(s.relay(FRONT)).toBe(0);
+    s.tap('/dev/back', ALICE_SECOND);
+    expect(s.relay(BACK)).toBe(1);
+    passThrough(s, BACK_CONTACT);
+    expect(s.of('door_opened').map((e) => [e.door, e.data.passages])).toEqual([
+      [SECOND_DOOR_UUID, [{ area: 'lab', holder: 'user:101', direction: 'entry', at: expect.any(String) }]],
+    ]);
+    expect(s.of('passback_violation')).toEqual([]);
+  });
+
+  it('soft: the second grant goes through and raises passback_violation; timed: within the window of the pending grant', async () => {
+    const s = site({ extra: lab('{ mode: soft, rule: timed, seconds: 60 }'), snapshot: snapshot() });
+    await s.start();
+    s.tap('/dev/front-in', ALICE_SECOND);
+    s.time.advance(1000);
+    s.tap('/dev/back', ALICE);
+    expect(s.relay(BACK)).toBe(1);
+    expect(s.of('passback_violation').map((e) => e.data)).toEqual([{ area: 'lab', direction: 'entry', holders: [ALICE_REF], hint: '…78' }]);
+  });
+});
+
 describe('an area and the bounded audit log', () => {
   it('writes a checkpoint before the passages a replay needs could be evicted: the list survives eviction and a restart', async () => {
     const s = site({
@@ -491,6 +542,117 @@ areas: [ { id: lab, name: Lab, doors: [Front door], antiPassback: { mode: hard, 
     } finally {
       await op.client.endAsync();
     }
+  });
+
+  describe('an unlock schedule on an interlocked door asks the interlock, as every unlock does', () => {
+    /** Every day: the back door is held unlocked from `from` to 18:00 (Berlin); the clock starts at 14:00. */
+    const scheduled = (from: number) => `    unlockSchedule: [${Array.from({ length: 7 }, () => `[[${from}, 18]]`).join(', ')}]`;
+    const interlocked = (prefix: string, more = '') => `mqtt: { url: "${broker.url}", topicPrefix: ${prefix}, keepaliveSeconds: 5 }
+interlocks: [ { doors: [Front door, Back door] } ]
+${more}`;
+    /** A remote command to the front door (hold open, or lock), answered 200. */
+    const front = async (op: Operator, prefix: string, body: Record<string, unknown>, id: string) => {
+      op.clear();
+      await op.publish(`${prefix}/doors/${DOOR_UUID}/set`, JSON.stringify({ ...body, request_id: id }));
+      const reply = await op.waitFor(
+        (m) => m.topic === `${prefix}/doors/${DOOR_UUID}/reply` && (m.json as { request_id?: string }).request_id === id,
+        15_000,
+        `the reply to ${id}`,
+      );
+      expect(reply.json).toMatchObject({ status: 200 });
+    };
+    /** The agent started and online on the broker, an operator connected to it for `act`. */
+    const online = async (s: ReturnType<typeof site>, prefix: string, act: (op: Operator, agent: Agent) => Promise<void>) => {
+      const op = await Operator.connect(broker.url);
+      try {
+        await op.subscribe(`${prefix}/#`);
+        const agent = await s.start();
+        await op.waitFor((m) => m.topic === `${prefix}/agents/test-agent/status` && m.text === 'online', 15_000, 'the agent online');
+        await act(op, agent);
+      } finally {
+        await op.client.endAsync();
+      }
+    };
+    const waits = (s: ReturnType<typeof site>) => s.of('schedule_waiting_for_interlock').map((e) => [e.door, e.data]);
+    const backUnlocks = (s: ReturnType<typeof site>) =>
+      s
+        .of('unlocked')
+        .filter((e) => e.door === SECOND_DOOR_UUID)
+        .map((e) => e.data.cause);
+
+    it("the schedule's start: the door stays locked while the other is held unlocked, the wait recorded once; it unlocks when that one locks", async () => {
+      const prefix = `grp${n}`;
+      const s = site({ extra: interlocked(prefix), back: scheduled(15) });
+      await online(s, prefix, async (op, agent) => {
+        await front(op, prefix, { lock_state: false }, 'hold-front'); // held open by an operator
+        expect(s.relay(FRONT)).toBe(1);
+        s.time.advance(60 * 60_000); // 15:00: the back door's hours begin
+        expect(s.relay(BACK)).toBe(0);
+        s.time.advance(5 * 60_000); // the schedule looks again each minute: still waiting, recorded once
+        expect(s.relay(BACK)).toBe(0);
+        expect(waits(s)).toEqual([[SECOND_DOOR_UUID, { blocked_by: DOOR_UUID }]]);
+        expect(backUnlocks(s)).toEqual([]);
+
+        await front(op, prefix, { lock_state: true }, 'lock-front');
+        expect(s.relay(FRONT)).toBe(0);
+        expect(s.relay(BACK)).toBe(1);
+        expect(agent.lockState(SECOND_DOOR_UUID)).toMatchObject({ state: 'UNLOCKED', cause: 'unlock schedule' });
+        expect(backUnlocks(s)).toEqual(['unlock schedule']);
+        expect(waits(s)).toHaveLength(1);
+        // Held by its schedule, the back door now keeps the front door from unlocking.
+        s.tap('/dev/front-in', ALICE);
+        expect(s.relay(FRONT)).toBe(0);
+        expect(s.of('access_denied').at(-1)!.data).toMatchObject({ reason: 'interlock', blocked_by: SECOND_DOOR_UUID });
+      });
+    });
+
+    it('the end of a lockdown: the schedule resumes only once the other door has locked', async () => {
+      const prefix = `grp${n}`;
+      const s = site({ extra: interlocked(prefix), back: scheduled(14) });
+      await online(s, prefix, async (op) => {
+        expect(s.relay(BACK)).toBe(1); // in its hours from the start
+        const lockdown = `${prefix}/doors/${SECOND_DOOR_UUID}/lockdown`;
+        await op.publish(lockdown, JSON.stringify({ lockdown: true, by: 'Security desk' }), { retain: true });
+        await waitUntil(() => s.of('lockdown_started').length === 1, 15_000, 'the lockdown');
+        expect(s.relay(BACK)).toBe(0);
+        await front(op, prefix, { lock_state: false }, 'hold-front');
+        expect(s.relay(FRONT)).toBe(1);
+
+        await op.publish(lockdown, JSON.stringify({ lockdown: false, by: 'Security desk' }), { retain: true });
+        await waitUntil(() => s.of('lockdown_ended').length === 1, 15_000, 'the end of the lockdown');
+        s.time.advance(3 * 60_000);
+        expect(s.relay(BACK)).toBe(0);
+        expect(waits(s)).toEqual([[SECOND_DOOR_UUID, { blocked_by: DOOR_UUID }]]);
+
+        await front(op, prefix, { lock_state: true }, 'lock-front');
+        expect(s.relay(BACK)).toBe(1);
+        expect(backUnlocks(s)).toEqual(['unlock schedule', 'unlock schedule']);
+        await op.publish(lockdown, '', { retain: true });
+      });
+    });
+
+    it('the end of a fire release: the fire release itself ignores the interlock; after it, the schedule waits for the other door to close', async () => {
+      const prefix = `grp${n}`;
+      const s = site({ extra: interlocked(prefix, 'emergency: { pin: 26, doors: [Front door, Back door] }'), back: scheduled(14) });
+      await s.start();
+      expect(s.relay(BACK)).toBe(1);
+      s.set(26, OPEN); // the fire alarm: both doors released
+      s.time.advance(100);
+      expect([s.relay(FRONT), s.relay(BACK)]).toEqual([1, 1]);
+      s.set(FRONT_CONTACT, OPEN); // people leave through the front door
+      s.set(26, CLOSED); // the fire alarm clears while the front door is still open
+      s.time.advance(100);
+      expect(s.relay(FRONT)).toBe(0);
+      expect(s.relay(BACK)).toBe(0);
+      s.time.advance(2 * 60_000);
+      expect(s.relay(BACK)).toBe(0);
+      expect(waits(s)).toEqual([[SECOND_DOOR_UUID, { blocked_by: DOOR_UUID }]]);
+
+      s.set(FRONT_CONTACT, CLOSED);
+      expect(s.relay(BACK)).toBe(1);
+      expect(backUnlocks(s)).toEqual(['unlock schedule', 'unlock schedule']);
+      expect(waits(s)).toHaveLength(1);
+    });
   });
 
   it('signed resets (mqtt.commandSecretFile): a correct one empties the list; a wrong signature, a stale issued_at and a replayed request_id are refused and change nothing', async () => {

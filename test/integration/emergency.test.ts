@@ -290,6 +290,34 @@ describe('the fire alarm input (emergency)', () => {
     ]);
   });
 
+  it('a flapping input stopped during a release: its flaps are summarized, and the next start dates the release by the last flap', async () => {
+    const s = site();
+    const agent = await s.start();
+    for (let i = 0; i < 30; i++) {
+      s.set(LOOP, OPEN);
+      expect([s.relay(FRONT), s.relay(BACK)]).toEqual([1, 1]); // every flap releases
+      s.set(LOOP, CLOSED);
+      expect([s.relay(FRONT), s.relay(BACK)]).toEqual([0, 0]);
+    }
+    s.set(LOOP, OPEN);
+    const lastFlap = new Date(s.time.wall).toISOString();
+    await s.stop(agent); // the summaries still counting are recorded at the stop
+    const front = s.of('emergency_release').filter((e) => e.door === DOOR_UUID);
+    expect(front.filter((e) => e.data.summary !== true)).toHaveLength(10);
+    expect(front.at(-1)!.data).toMatchObject({ summary: true, count: 21, last_at: lastFlap });
+    s.gpio.set(LOOP, CLOSED);
+    await s.start();
+    expect(
+      s
+        .of('emergency_cleared')
+        .slice(-2)
+        .map((e) => e.data),
+    ).toEqual([
+      { at_start: true, since: lastFlap },
+      { at_start: true, since: lastFlap },
+    ]);
+  });
+
   it("a release whose own event was lost is not dated by an older fire's: emergency_cleared then says no since", async () => {
     const s = site();
     const agent = await s.start();

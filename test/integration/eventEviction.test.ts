@@ -78,6 +78,44 @@ describe('eviction', () => {
     expect(seqs(log)[0]).toBe(102);
   });
 
+  it("the eviction order: other events and a flood's summaries go first, then the oldest delivered alarm; passback violations count as alarms", () => {
+    // An offline agent (no MQTT): a door forced and a passback violation, then a flood: KEPT_ALARMS summaries of
+    // alarm types (a tamper switch toggled for hours) and many other events.
+    const { log } = open({ keepUnpublished: false });
+    batch(log, () => {
+      log.append({ type: 'door_forced', door: DOOR_UUID, at: AT0 });
+      log.append({ type: 'passback_violation', door: DOOR_UUID, at: AT0 + 1, data: { area: 'lab' } });
+      for (let i = 1; i <= KEPT_ALARMS + 500; i++) {
+        log.append({ type: 'tamper', door: DOOR_UUID, at: AT0 + 60_000 * i, data: { state: 'active', summary: true, count: 200 } });
+        log.append({ type: 'door_opened', door: DOOR_UUID, at: AT0 + 60_000 * i + 1, data: { summary: true, count: 200 } });
+        log.append({ type: 'access_denied', door: DOOR_UUID, at: AT0 + 60_000 * i + 2 });
+      }
+    });
+    const kept = log.since(0, 2);
+    expect(kept.map((e) => e.type)).toEqual(['door_forced', 'passback_violation']); // the flood's summaries did not push them out
+    expect(log.stats().total).toBe(2 + 1000); // behind the window: only the two alarms
+    // Real alarms past KEPT_ALARMS: the oldest goes (first the door_forced, then the passback violation).
+    batch(log, () => {
+      for (let i = 1; i <= KEPT_ALARMS - 1; i++) log.append({ type: 'door_held_open', door: DOOR_UUID, at: AT0 + 1e9 + i });
+    });
+    expect(log.since(0, 1)[0]!.type).toBe('passback_violation');
+    log.append({ type: 'duress', door: DOOR_UUID, at: AT0 + 2e9 });
+    expect(log.since(0, 1)[0]).toMatchObject({ type: 'door_held_open' });
+  });
+
+  it('with MQTT, an alarm past KEPT_ALARMS goes only once delivered: the oldest delivered one goes in its place', () => {
+    const { log } = open({ keepUnpublished: true });
+    batch(log, () => {
+      for (let i = 1; i <= KEPT_ALARMS + 1000; i++) log.append({ type: 'tamper', door: DOOR_UUID, at: AT0 + i, data: { state: 'active' } });
+    });
+    log.markPublished(
+      Array.from({ length: KEPT_ALARMS + 1000 }, (_, i) => i + 1).filter((s) => s !== 1),
+      AT0 + 5000,
+    );
+    expect(seqs(log).slice(0, 2)).toEqual([1, 1001]); // seq 1 is not delivered yet: kept; 2..1000 went
+    expect(log.stats().total).toBe(1 + KEPT_ALARMS);
+  });
+
   it('the alarms are found through the partial index, whose condition is the eviction one', () => {
     const { db } = open({ keepUnpublished: true });
     const index = db.prepare("SELECT sql FROM sqlite_master WHERE name = 'events_alarms'").get() as { sql: string };

@@ -1,6 +1,7 @@
 import { spawnSync } from 'node:child_process';
 import { cpSync, existsSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import Database from 'better-sqlite3';
 import { connectAsync } from 'mqtt';
 import { pino } from 'pino';
 import { afterAll, describe, expect, it, vi } from 'vitest';
@@ -16,6 +17,7 @@ import { DOOR_UUID, runCli, runCliAsync, tempDir, writeConfig } from '../support
 import { ManualTime } from '../support/manualTime.js';
 import { Mosquitto } from '../support/mosquitto.js';
 import { freePort } from '../support/net.js';
+import { Daemon } from '../support/daemon.js';
 import { sleep, waitUntil } from '../support/wait.js';
 
 // Issue 32 item 1: a service database restored from a backup must not split the doors' timeline. The reference
@@ -158,14 +160,14 @@ class Site {
 let agents = 0;
 
 /** A door agent whose service section points at `site` (a REGULAR read is all a door needs; the ADMIN key is at hand). */
-function door(site: Site, extra = ''): { dir: string; config: string; cache: string; dataDir: string } {
+function door(site: Site, extra = '', serviceExtra = ''): { dir: string; config: string; cache: string; dataDir: string } {
   const dir = join(tmp.path, `door${agents++}`);
   mkdirSync(dir);
   writeFileSync(join(dir, 'api-key'), `${site.key}\n`);
   const config = writeConfig(dir, {
     id: `door${agents}`,
     access: '{ groups: [Staff] }',
-    extra: `service: { baseUrl: "${site.url}", apiKeyFile: ${dir}/api-key, timeoutSeconds: 20 }${extra}`,
+    extra: `service: { baseUrl: "${site.url}", apiKeyFile: ${dir}/api-key, timeoutSeconds: 20${serviceExtra} }${extra}`,
   });
   return { dir, config, dataDir: join(dir, 'data'), cache: join(dir, 'data', 'cache.db') };
 }
@@ -339,6 +341,118 @@ describe('the mass-removal guard after a restore', () => {
 
     expect(await sync(a.config, '--allow-mass-removal')).toMatch(/credentials\s+0 added, 0 changed, 4 removed/);
     expect([decide(a.config, '100'), decide(a.config, '104')]).toEqual(['granted', 'unknown_credential']);
+  });
+});
+
+/** The audit events of one type in a door's state.db (the daemon's log), oldest first. */
+function auditEvents(dataDir: string, type: string): Array<Record<string, unknown>> {
+  const db = new Database(join(dataDir, 'state.db'), { readonly: true });
+  try {
+    return (db.prepare('SELECT payload FROM events WHERE type = ? ORDER BY seq').all(type) as Array<{ payload: string }>).map(
+      (r) => JSON.parse(r.payload) as Record<string, unknown>,
+    );
+  } finally {
+    db.close();
+  }
+}
+
+describe('a restore refused by the mass-removal guard: its restrictive part applies at once (issue 51 item 9)', () => {
+  const site = new Site(join(tmp.path, 'restrict'));
+  afterAll(() => site.stop());
+
+  it('a user suspended after the restore is refused at once, a removed card too; the vanished users wait for --allow-mass-removal', async () => {
+    await site.start();
+    await site.seedStaff();
+    const ann = await site.invite('ann@example.org', '100');
+    const ben = await site.invite('ben@example.org', '101');
+    const cid = await site.invite('cid@example.org', '102');
+    const dee = await site.invite('dee@example.org', '103');
+    const eve = await site.invite('eve@example.org', '104');
+    const copy = join(site.dir, 'copy.db');
+    sqliteBackup(site.dbFile, copy);
+    // Six users the restore will take away: 6 of the door's 11 credentials, past maxRemovalRatio 0.5.
+    for (let i = 0; i < 6; i++) await site.invite(`n${i}@example.org`, String(110 + i));
+    const cli = door(site);
+    const daemon = door(site, '', ', startDelaySeconds: 0, syncIntervalSeconds: 3600');
+    await sync(cli.config);
+    await sync(daemon.config);
+
+    // The operator restores the backup (stop, copy the file back, start); then the site goes on with its day.
+    await site.restore(copy);
+    await site.change('PUT', '/togglesuspension', { email_id: ann }); // suspended
+    await site.change('PUT', '/modifysmartcards', { email_id: ben, smartcards: [] }); // card taken away
+    await site.change('PUT', '/groups', { type: 'users', group_id: site.staffGroup, del_ids: [dee] }); // loses the door's group
+    await site.change('PUT', '/modifysmartcards', { email_id: eve, smartcards: [{ number: cardNumber('104'), valid_until: '2025-01-01 00:00:00' }] }); // expired
+    await site.change('PUT', '/modifysmartcards', { email_id: cid, smartcards: [{ number: cardNumber('102') }, { number: cardNumber('120') }] }); // a card more: waits
+    await site.invite('fay@example.org', '130'); // new, and given the email_id n0 had in the discarded history: waits
+
+    const refused = await runCliAsync(['sync', '--config', cli.config]);
+    expect(refused.status).toBe(1);
+    expect(refused.stderr).toContain("the service's directory history changed");
+    expect(refused.stderr).toContain('would remove 7 of 11 credentials');
+    expect(refused.stderr).toMatch(
+      /restrictive part was applied at once: 1 user suspended, 1 user with less access, 1 credential removed, 1 credential shortened/,
+    );
+    expect(refused.stderr).toContain('door-agent sync --allow-mass-removal');
+    expect(refused.stderr).not.toContain('The cache is unchanged');
+    expect(refused.stderr + refused.stdout).not.toContain(cardNumber('101'));
+    // At the door, now: the restrictions hold; everything else of the answer waits.
+    expect(decide(cli.config, '100')).toBe('user_suspended');
+    expect(decide(cli.config, '101')).toBe('unknown_credential');
+    expect(decide(cli.config, '103')).toBe('not_authorized');
+    expect(decide(cli.config, '104')).toBe('credential_expired');
+    expect(decide(cli.config, '102')).toBe('granted');
+    expect(decide(cli.config, '120')).toBe('unknown_credential'); // a grant: waits
+    expect(decide(cli.config, '130')).toBe('unknown_credential'); // a new user: waits
+    for (let i = 0; i < 6; i++) expect(decide(cli.config, String(110 + i)), `n${i}`).toBe('granted'); // the mass removal waits
+    const status = runCli(['status', '--config', cli.config]).stdout;
+    expect(status).toMatch(
+      /held back: .*restrictive part applied at once \(1 user suspended, 1 user with less access, 1 credential removed, 1 credential shortened\)/,
+    );
+    expect(status).toMatch(/waiting for door-agent sync --allow-mass-removal: the removal of 7 of 11 credentials/);
+    const json = JSON.parse(runCli(['status', '--json', '--config', cli.config]).stdout) as { sync: { heldBack: unknown } };
+    expect(json.sync.heldBack).toMatchObject({
+      restricted: { suspended: 1, narrowed: 1, credentialsRemoved: 1, credentialsShortened: 1, total: 4 },
+      waiting: { credentialsRemoved: 7, credentialsBefore: 11 },
+    });
+
+    // The daemon's own sync is refused the same way, applies the same restrictions and records it once.
+    const agent = new Daemon(daemon.config);
+    try {
+      const line = await agent.waitForLog((l) => /^sync refused/.test(l.msg), 60_000);
+      expect(line).toMatchObject({ level: 50, restrictions: 4 });
+      await waitUntil(() => auditEvents(daemon.dataDir, 'sync_refused').length > 0, 10_000, 'the sync_refused event');
+      expect(auditEvents(daemon.dataDir, 'sync_refused')).toEqual([
+        {
+          reason: 'history_changed',
+          removed: 7,
+          of: 11,
+          restrictions: 4,
+          suspended: 1,
+          narrowed: 1,
+          credentials_removed: 1,
+          credentials_shortened: 1,
+          levels_narrowed: 0,
+          removals_waiting: 0,
+        },
+      ]);
+      expect(agent.rawOutput.join('\n')).not.toContain(cardNumber('101'));
+      expect([decide(daemon.config, '100'), decide(daemon.config, '101'), decide(daemon.config, '110')]).toEqual([
+        'user_suspended',
+        'unknown_credential',
+        'granted',
+      ]);
+    } finally {
+      await agent.stop();
+    }
+
+    // The operator accepts the restore: the rest applies.
+    expect(await sync(cli.config, '--allow-mass-removal')).toMatch(/credentials\s+2 added, \d+ changed, 6 removed/);
+    expect(decide(cli.config, '110')).toBe('unknown_credential');
+    expect(decide(cli.config, '120')).toBe('granted');
+    expect(decide(cli.config, '130')).toBe('granted');
+    expect(decide(cli.config, '100')).toBe('user_suspended');
+    expect(runCli(['status', '--config', cli.config]).stdout).not.toMatch(/held back/);
   });
 });
 

@@ -189,6 +189,29 @@ describe('door-agent sync against a scripted service', () => {
     expect(r.stdout).toContain('50 removed');
   });
 
+  it("every user listed without their cards (the seed's calls): the suspension applies, the cards stay, a mass removal themselves", async () => {
+    svc.handler = null;
+    const a = agentConfig(`http://127.0.0.1:${svc.port}`);
+    const first = await sync(a.config);
+    expect(first.status, first.stderr).toBe(0);
+    svc.handler = (req, res) => {
+      const url = new URL(req.url ?? '/', 'http://x');
+      res.setHeader('content-type', 'application/json');
+      if (url.pathname === '/multipleusers') return (res.end(JSON.stringify(svc.users.map((u, i) => (i === 0 ? { ...u, ad_status: 'SUSPENDED' } : u)))), true);
+      if (url.pathname === '/user') return (res.end(JSON.stringify({ policies: [], smartcards: [] })), true);
+      return false;
+    };
+    const r = await sync(a.config);
+    svc.handler = null;
+    expect(r.status).toBe(1);
+    expect(r.stderr).toContain('would remove 50 of 50 credentials');
+    expect(r.stderr).toContain(
+      'Its restrictive part was applied at once: 1 user suspended; the removal and the rest of the answer wait (the 50 credentials it takes from users it still lists wait too: a mass removal themselves)',
+    );
+    const check = (card: string) => JSON.parse(runCli(['check', card, '--config', a.config]).stdout) as { reason: string | null };
+    expect([check('5000001').reason, check('5000002').reason]).toEqual(['user_suspended', null]);
+  });
+
   it('guest-link cards from MQTT do not dilute the guard: a sync that would empty every user is still refused', async () => {
     const small = new HostileService();
     small.seed(4);
@@ -523,6 +546,42 @@ describe('incremental sync through GET /directory (the extension), and bad delta
     expect(check('5000004').reason).toBe(null);
     svc.handler = null;
   });
+
+  it('a delta refused by the mass-removal guard: its suspension and the card it takes away apply at once, the removal waits', async () => {
+    const a = agentConfig(`http://127.0.0.1:${svc.port}`);
+    directory(() => full);
+    expect((await sync(a.config)).status).toBe(0);
+    // User 3 suspended, user 4's card taken away, six users removed: 7 of 10 credentials.
+    const delta = {
+      revision: 8,
+      full: false,
+      users: [item(3, 'SUSPENDED'), item(4)],
+      details: { '3': detail(3), '4': { policies: [], smartcards: [] } },
+      removed: [1, 2, 5, 6, 7, 8],
+    };
+    directory((since) => (since === 7 ? delta : full));
+    svc.requests = [];
+    const r = await sync(a.config);
+    expect(r.status).toBe(1);
+    expect(r.stderr).toContain('refused: this would remove 7 of 10 credentials');
+    expect(r.stderr).toContain('Its restrictive part was applied at once: 1 user suspended, 1 credential removed; the removal and the rest of the answer wait');
+    expect(r.stderr).not.toContain('5000004');
+    const check = (card: string) => JSON.parse(runCli(['check', card, '--config', a.config]).stdout) as { reason: string | null };
+    expect([check('5000003').reason, check('5000004').reason, check('5000001').reason, check('5000008').reason]).toEqual([
+      'user_suspended',
+      'unknown_credential',
+      null,
+      null,
+    ]);
+    // The revision held did not move: the next sync asks for the same changes, is refused again, and changes nothing more.
+    svc.requests = [];
+    const again = await sync(a.config);
+    expect(svc.requests).toEqual(['/directory?since=7']);
+    expect(again.stderr).toContain('The cache is unchanged: nothing in the answer restricts the users it holds');
+    expect((await sync(a.config, '--allow-mass-removal')).status).toBe(0);
+    expect([check('5000001').reason, check('5000003').reason, check('5000009').reason]).toEqual(['unknown_credential', 'user_suspended', null]);
+    svc.handler = null;
+  });
 });
 
 describe('access levels from the service, with the directory', () => {
@@ -619,6 +678,39 @@ describe('access levels from the service, with the directory', () => {
     expect((await sync(a.config)).status).toBe(0);
     expect(meta(a.cache)).toBe('null');
     expect(check(a.config, '6000001')).toMatchObject({ granted: false, reason: 'not_authorized' });
+    svc.handler = null;
+  });
+
+  it("an answer refused by the mass-removal guard narrows the service's levels at once; the levels it adds or widens wait", async () => {
+    const a = agentConfig(`http://127.0.0.1:${svc.port}`);
+    // Four more users (Staff) beside Uma and Vic; the Front desk level on Monday and Tuesday, 07:00-19:00.
+    const more = [3, 4, 5, 6].map((id) => ({ email_id: id, ad_status: 'ACTIVE', groups: [['Staff']], user_tag: 'USER', name: `U${id}` }));
+    const moreDetails = Object.fromEntries(more.map((u) => [String(u.email_id), { policies: [], smartcards: [{ number: String(6_000_000 + u.email_id) }] }]));
+    serve(() => answer(1, { users: [...users, ...more], details: { ...details, ...moreDetails }, levels: [frontDesk], resource_groups: [] }));
+    expect((await sync(a.config)).status).toBe(0);
+    expect(check(a.config, '6000001', '2026-11-24 16:00')).toMatchObject({ granted: true, level: 'Front desk' });
+    // The answer drops the four (a mass removal), keeps Front desk on Mondays and Tuesdays until 12:00 only, opens it
+    // on Wednesdays too and adds a level: only the narrowing applies now.
+    const narrower = { ...frontDesk, schedule: { mon: ['07:00-12:00'], tue: ['07:00-12:00'], wed: ['07:00-19:00'] } };
+    const added = { ...frontDesk, name: 'Night desk', schedule: null };
+    serve(() =>
+      answer(2, {
+        levels: [narrower, added],
+        resource_groups: [],
+        details: { ...details, '1': { policies: [['Front desk'], ['Night desk']], smartcards: [{ number: '6000001' }] } },
+      }),
+    );
+    const r = await sync(a.config);
+    expect(r.status).toBe(1);
+    expect(r.stderr).toContain('restrictive part was applied at once: 1 access level or resource group narrowed');
+    expect(check(a.config, '6000001', '2026-11-24 11:00')).toMatchObject({ granted: true, level: 'Front desk' });
+    expect(check(a.config, '6000001', '2026-11-24 16:00')).toMatchObject({ granted: false, reason: 'outside_schedule' });
+    expect(check(a.config, '6000001', '2026-11-25 11:00')).toMatchObject({ granted: false, reason: 'outside_schedule' }); // Wednesday waits
+    expect(check(a.config, '6000003')).toMatchObject({ granted: true }); // the removal waits
+    expect(JSON.parse(meta(a.cache)!)).toMatchObject({ levels: [{ name: 'Front desk', schedule: { mon: ['07:00-12:00'], tue: ['07:00-12:00'] } }] });
+    expect((await sync(a.config, '--allow-mass-removal')).status).toBe(0);
+    expect(check(a.config, '6000001', '2026-11-25 11:00')).toMatchObject({ granted: true });
+    expect(check(a.config, '6000003')).toMatchObject({ granted: false, reason: 'unknown_credential' });
     svc.handler = null;
   });
 });

@@ -35,8 +35,8 @@ function pass(state: AreasState, holder: string, direction: Direction, at: numbe
   return granted(state, { door, area, direction, holders: [holder], at, passesNow: true }).state;
 }
 
-const ask = (state: AreasState, p: AreaPolicy, holder: string, direction: Direction, now: number, exempt = false) =>
-  decidePassage(state, p, { direction, holders: [{ holder, exempt }], now });
+const ask = (state: AreasState, p: AreaPolicy, holder: string, direction: Direction, now: number, exempt = false, door = 'd2') =>
+  decidePassage(state, p, { door, direction, holders: [{ holder, exempt }], now });
 
 describe('holder keys', () => {
   it('name the user or the guest link, and turn back into the reference', () => {
@@ -157,6 +157,31 @@ describe('passage: grant, open, relock', () => {
     expect(occupancy(opened(both, 'd1', s(3)).state, 'lab')).toBe(2);
   });
 
+  it('a grant pending at one door counts against the same holder at every other door and reader of the area', () => {
+    const hard = policy({ mode: 'hard', rule: 'inout' });
+    const pendingIn = grant(NO_AREAS, ANNA, s(0)).state; // unknown, granted in at d1, not yet through
+    expect(ask(pendingIn, hard, ANNA, 'entry', s(1), false, 'd2')).toEqual({ allowed: false, reason: 'passback', holders: [ANNA] });
+    expect(ask(pendingIn, hard, BEN, 'entry', s(1), false, 'd2').allowed).toBe(true);
+    expect(ask(pendingIn, { ...hard, id: 'vault' }, ANNA, 'entry', s(1), false, 'd2').allowed).toBe(true);
+    // Her grant again at the same reader is that passage again; out through the other reader breaks nothing.
+    expect(ask(pendingIn, hard, ANNA, 'entry', s(1), false, 'd1').allowed).toBe(true);
+    expect(ask(pendingIn, hard, ANNA, 'exit', s(1), false, 'd1').allowed).toBe(true);
+    // Known outside, granted in at d1: out at d2 breaks her last passage, in at d2 the pending grant.
+    const outside = pass(NO_AREAS, ANNA, 'exit', s(-60), 'd2');
+    const outThenIn = grant(outside, ANNA, s(0)).state;
+    expect(ask(outThenIn, hard, ANNA, 'exit', s(1)).allowed).toBe(false);
+    expect(ask(outThenIn, hard, ANNA, 'entry', s(1)).allowed).toBe(false);
+    // Soft names it; exempt is never refused; relocked unopened, it counts no more.
+    expect(ask(pendingIn, policy({ mode: 'soft', rule: 'inout' }), ANNA, 'entry', s(1))).toEqual({ allowed: true, violations: [ANNA] });
+    expect(ask(pendingIn, hard, ANNA, 'entry', s(1), true).allowed).toBe(true);
+    expect(ask(relocked(pendingIn, 'd1'), hard, ANNA, 'entry', s(8)).allowed).toBe(true);
+    // Timed: the window runs from the pending grant, at the other reader of the same door too.
+    const timed = policy({ mode: 'hard', rule: 'timed', seconds: 30 });
+    expect(ask(pendingIn, timed, ANNA, 'exit', s(5), false, 'd1').allowed).toBe(false);
+    expect(ask(pendingIn, timed, ANNA, 'entry', s(29), false, 'd2').allowed).toBe(false);
+    expect(ask(pendingIn, timed, ANNA, 'entry', s(30), false, 'd2').allowed).toBe(true);
+  });
+
   it('a two-person grant passes both holders', () => {
     const g = granted(NO_AREAS, { door: 'd1', area: 'lab', direction: 'entry', holders: [ANNA, BEN], at: s(0), passesNow: false });
     expect(occupants(opened(g.state, 'd1', s(2)).state, 'lab').map((o) => o.holder)).toEqual([ANNA, BEN]);
@@ -221,6 +246,7 @@ describe('occupancy and the maximum', () => {
   it('two people of a two-person door need two places', () => {
     const one = pass(NO_AREAS, GUEST, 'entry', s(0));
     const verdict = decidePassage(one, max2, {
+      door: 'd1',
       direction: 'entry',
       holders: [
         { holder: ANNA, exempt: false },

@@ -27,7 +27,8 @@ import {
  *  - the count is the length of the list of who is inside, and what a naive reading of the facts says;
  *  - the count never exceeds the maximum but by the exempt holders inside;
  *  - replay of the facts so far (and of a checkpoint) is the live state: what makes a restart right;
- *  - hard never grants a violation, soft grants and names exactly the violations, exempt is never refused;
+ *  - hard never grants a violation, soft grants and names exactly the violations, exempt is never refused; a
+ *    violation breaks the holder's last passage or their grant pending at d1 (at another reader than this tap's);
  *  - a refusal for area_full happens exactly when the places (inside and granted-not-yet-through) are taken;
  *  - the facts of a passage are the grants pending at the door that opened, or the grant at the door without contact.
  *
@@ -71,8 +72,8 @@ interface Node {
   /** replay of `facts`, kept step by step (replay is a left fold, so this is replay(facts)). */
   replayed: AreasState;
   facts: AreaFact[];
-  /** The model's own record of the grants at d1 not yet through: holder -> direction. */
-  pending: Map<string, Direction>;
+  /** The model's own record of the grants at d1 not yet through: holder -> direction, when granted. */
+  pending: Map<string, { direction: Direction; at: number }>;
   /** The naive reading of the facts: each holder's last passage since the last reset. */
   seen: ReadonlyMap<string, { direction: Direction; at: number }>;
   now: number;
@@ -102,12 +103,19 @@ function lastPassages(before: Node['seen'], facts: readonly AreaFact[]): Node['s
   return seen;
 }
 
-function isViolation(config: Config, seen: Node['seen'], holder: string, direction: Direction, now: number): boolean {
+/**
+ * Against the holder's last passage, and against their grant pending at d1 as if it had passed (unless this tap is
+ * at that same reader: the same passage again).
+ */
+function isViolation(config: Config, node: Node, holder: string, reader: (typeof READERS)[number], now: number): boolean {
   const { mode, rule, seconds } = config.policy.antiPassback;
-  const last = seen.get(holder);
-  if (mode === 'off' || last === undefined) return false;
-  if (rule === 'timed') return now - last.at < (seconds ?? 0) * 1000;
-  return last.direction === direction;
+  if (mode === 'off') return false;
+  const breaks = (earlier: { direction: Direction; at: number }) =>
+    rule === 'timed' ? now - earlier.at < (seconds ?? 0) * 1000 : earlier.direction === reader.direction;
+  const last = node.seen.get(holder);
+  const pending = node.pending.get(holder);
+  const samePassage = pending !== undefined && reader.door === 'd1' && pending.direction === reader.direction;
+  return (last !== undefined && breaks(last)) || (pending !== undefined && !samePassage && breaks(pending));
 }
 
 function sameVerdict(
@@ -157,7 +165,7 @@ function exploreAll(config: Config, depth: number): number {
 
   function step(node: Node, action: Action, path: string[]): Node {
     const now = node.now + STEP_MS;
-    const after = (r: { state: AreasState; facts: readonly AreaFact[] }, pending: Map<string, Direction>): Node => ({
+    const after = (r: { state: AreasState; facts: readonly AreaFact[] }, pending: Node['pending']): Node => ({
       live: r.state,
       replayed: applyFacts(node.replayed, r.facts),
       facts: r.facts.length === 0 ? node.facts : [...node.facts, ...r.facts],
@@ -169,14 +177,19 @@ function exploreAll(config: Config, depth: number): number {
       case 'tap': {
         const { holder, reader } = action;
         const isExempt = exempt(holder);
-        const verdict = decidePassage(node.live, config.policy, { direction: reader.direction, holders: [{ holder, exempt: isExempt }], now });
-        const violation = !isExempt && isViolation(config, node.seen, holder, reader.direction, now);
+        const verdict = decidePassage(node.live, config.policy, {
+          door: reader.door,
+          direction: reader.direction,
+          holders: [{ holder, exempt: isExempt }],
+          now,
+        });
+        const violation = !isExempt && isViolation(config, node, holder, reader, now);
         const hard = config.policy.antiPassback.mode === 'hard';
         // The maximum, from the model: places taken by those inside and the grants at d1 not yet through.
         const naive = node.seen;
         const isIn = (h: string) => naive.get(h)?.direction === 'entry';
         const places = new Set([...naive.keys()].filter(isIn));
-        for (const [h, d] of node.pending) if (d === 'entry') places.add(h);
+        for (const [h, p] of node.pending) if (p.direction === 'entry') places.add(h);
         const max = config.policy.maxOccupancy;
         const full = reader.direction === 'entry' && !isExempt && max !== null && !places.has(holder) && places.size >= max;
         const expected =
@@ -195,13 +208,13 @@ function exploreAll(config: Config, depth: number): number {
         const pending = new Map(node.pending);
         if (reader.contact) {
           pending.delete(holder);
-          pending.set(holder, reader.direction);
+          pending.set(holder, { direction: reader.direction, at: now });
         }
         return after(g, pending);
       }
       case 'open': {
         const o = opened(node.live, 'd1', now);
-        const want = [...node.pending].map(([holder, direction]) => ({ holder, direction, door: 'd1', at: now }));
+        const want = [...node.pending].map(([holder, p]) => ({ holder, direction: p.direction, door: 'd1', at: now }));
         if (!samePassages(o.facts, want)) fail(path, `open facts ${JSON.stringify(o.facts)}, expected ${JSON.stringify(want)}`);
         return after(o, new Map());
       }

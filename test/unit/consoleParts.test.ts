@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { parseServiceConfig } from '../../src/config/load.js';
 import { html, trusted } from '../../src/service/console/html.js';
 import { SessionStore } from '../../src/service/console/sessions.js';
+import { SignInThrottle } from '../../src/service/console/signInThrottle.js';
 import { SiteFeed } from '../../src/service/console/siteFeed.js';
 
 describe('the console html tag', () => {
@@ -112,5 +113,16 @@ describe('server.console in the configuration', () => {
         problems: [{ path: 'server.console.sessionMinutes', message: 'must not be longer than maxSessionHours (2 h = 120 min)' }],
       }),
     );
+  });
+});
+
+describe('the sign-in throttle', () => {
+  it('counts at most maxTracked addresses and clients at once: past that every request waits, until the window passes', () => {
+    const throttle = new SignInThrottle({ perAddress: 3, perClient: 10, windowMs: 1000, maxTracked: 3 });
+    expect(throttle.take('a@example.org', '10.0.0.1', 0)).toBeNull();
+    expect(throttle.take('b@example.org', '10.0.0.1', 0)).toBeNull(); // three counted: two addresses, one client
+    expect(throttle.take('c@example.org', '10.0.0.2', 10)).toEqual({ limit: 'busy', retryMs: 990, first: true });
+    expect(throttle.take('d@example.org', '10.0.0.3', 20)).toEqual({ limit: 'busy', retryMs: 980, first: false });
+    expect(throttle.take('c@example.org', '10.0.0.2', 1000)).toBeNull(); // the first two left the window
   });
 });

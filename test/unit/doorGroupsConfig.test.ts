@@ -186,7 +186,7 @@ interlocks: [ { doors: [Front door, Back door] } ]`,
     expect(parsed.doors[0]!.twoPerson).toEqual({ windowSeconds: 20 });
     expect(doorGroupWarnings(parsed)).toEqual([
       'doors[2].readers.exit: an exit reader on a door without a contact: areas[0] counts each grant here as a passage (nothing tells whether the door was opened)',
-      'doors[0].unlockSchedule: held unlocked by its schedule, this door keeps the other doors of interlocks[0] from unlocking during its hours',
+      'doors[0].unlockSchedule: held unlocked by its schedule, this door keeps the other doors of interlocks[0] locked during its hours; when its hours start (or resume) while another of them is unlocked or open, this door stays locked until that one has locked and closed',
     ]);
   });
 });

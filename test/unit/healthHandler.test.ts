@@ -94,7 +94,7 @@ describe('the health message (P/agents/<id>/health)', () => {
         uptime_s: 125,
         version: '9.9.9',
         outbox_depth: 0,
-        cache: { revision: 42, age_s: 90 },
+        cache: { revision: 42, age_s: 90, damaged: null },
         readers: { online: 0, total: 1, per_door: { [DOOR_UUID]: false } },
         clock_trusted: true,
         doors: [

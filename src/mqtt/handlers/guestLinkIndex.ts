@@ -11,7 +11,7 @@ export interface GuestLinkIndexDeps {
   /** The command secret: the index is only used in signed mode (unsigned mode reconciles on reconnect). */
   secret: string;
   guestLinks: GuestLinkStore;
-  writes: PendingWrites;
+  writes: Pick<PendingWrites, 'run'>;
   times: RetainedClock;
   /** An index signed longer ago is refused (mqtt.guestLinkMaxAgeSeconds: the service re-sends it daily). */
   maxAgeSeconds: number;

@@ -11,7 +11,7 @@ export interface GuestLinksDeps {
   topics: Topics;
   guestLinks: GuestLinkStore;
   /** Where cache writes wait while the database is busy or full (absent: written directly). */
-  writes?: PendingWrites;
+  writes?: Pick<PendingWrites, 'run'>;
   /** The command secret when guest links must be signed (mqtt.commandSecretFile). */
   secret: string | null;
   /** Signed mode: a guest link signed longer ago than this is refused, and a stored one expires this long after its signature. */

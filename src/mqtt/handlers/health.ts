@@ -16,11 +16,18 @@ const MIN_GAP_MS = 1000;
 
 /** What the health reports that MQTT does not hold itself (the composition root reads it from the cache and the clock). */
 export interface HealthSources {
-  /** The directory revision the cache holds and when the cache was last refreshed (wall ms; null: never). */
-  cache: () => { revision: number | null; refreshedAt: number | null };
+  /**
+   * The directory revision the cache holds and when the cache was last refreshed (wall ms; null: never); while the
+   * cache is damaged, since when (wall ms) and what SQLite said.
+   */
+  cache: () => { revision: number | null; refreshedAt: number | null; damaged?: { since: number; error: string } | null };
   clockTrusted: () => boolean;
   /** Calls `listener` when the clock's trust may have changed. */
   onClockChange?: (listener: () => void) => void;
+  /** Calls `listener` when the cache is found damaged or rebuilt. */
+  onCacheChange?: (listener: () => void) => void;
+  /** How a damaged cache is rebuilt: `automatic` from the service, `manual` without one (shown with the damage). */
+  cacheRebuild?: 'automatic' | 'manual';
 }
 
 export interface HealthDeps {
@@ -79,6 +86,7 @@ export class HealthHandler implements MqttHandler {
       this.unsubscribe.push(deps.doorEvents.on('lock', changed), deps.doorEvents.on('position', changed), deps.doorEvents.on('reader', changed));
     }
     deps.sources?.onClockChange?.(changed);
+    deps.sources?.onCacheChange?.(changed);
     this.armPeriod();
   }
 
@@ -123,7 +131,13 @@ export class HealthHandler implements MqttHandler {
       uptime_s: Math.floor(this.proc.uptimeSeconds()),
       version: deps.version,
       outbox_depth: deps.outboxDepth(),
-      cache: { revision: cache.revision, age_s: cache.refreshedAt === null ? null : Math.max(0, Math.floor((now - cache.refreshedAt) / 1000)) },
+      cache: {
+        revision: cache.revision,
+        age_s: cache.refreshedAt === null ? null : Math.max(0, Math.floor((now - cache.refreshedAt) / 1000)),
+        damaged: cache.damaged
+          ? { since: new Date(cache.damaged.since).toISOString(), error: cache.damaged.error, rebuild: deps.sources?.cacheRebuild ?? 'manual' }
+          : null,
+      },
       readers: { online: Object.values(perDoor).filter(Boolean).length, total: Object.keys(perDoor).length, per_door: perDoor },
       clock_trusted: deps.sources?.clockTrusted() ?? false,
       doors,

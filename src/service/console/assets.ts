@@ -1,5 +1,5 @@
 /**
- * The console's one stylesheet and one script, served from memory (the bundled CLI has no files beside it).
+ * The console's one stylesheet, one script and its icon, served from memory (the bundled CLI has no files beside it).
  * The script only enhances: every page works as plain HTML forms; with it, people are searched as you type, the
  * pages follow /console/live, and a button marked data-confirm asks first.
  */
@@ -103,3 +103,7 @@ export const CONSOLE_JS = `
   }
 })();
 `;
+
+/** The console's icon (a door), linked from every page and answered for /favicon.ico. */
+export const FAVICON_SVG =
+  '<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 32 32"><rect x="7" y="2" width="18" height="28" rx="2" fill="#0b5fff"/><circle cx="20" cy="17" r="2" fill="#fff"/></svg>';

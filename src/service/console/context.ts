@@ -3,6 +3,7 @@ import type { RouteContext } from '../routeContext.js';
 import type { ApiDelegation } from './delegation.js';
 import type { Html } from './html.js';
 import type { Flash } from './layout.js';
+import type { ConsoleOrigin } from './ownOrigin.js';
 import type { Session, SessionStore } from './sessions.js';
 import type { SiteFeed } from './siteFeed.js';
 
@@ -21,8 +22,10 @@ export interface ConsoleContext {
   /** The live site: null without an mqtt section (doors, events and agents then say so). */
   feed: SiteFeed | null;
   delegation: ApiDelegation;
-  /** Whether a mailer is configured (server.smtp): the e-mail sign-in needs one. */
+  /** Whether a mailer is configured (server.smtp): the e-mail sign-in needs one (and server.publicUrl). */
   mailConfigured: boolean;
+  /** Where the console is opened: its forms' origin, its mailed links, its cookie's Secure. */
+  origin: ConsoleOrigin;
 }
 
 /** The session of a console request (set by the session check before every handler but sign-in). */

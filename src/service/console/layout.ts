@@ -19,7 +19,7 @@ export interface Flash {
 function head(title: string): Html {
   return html`<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
-<title>${title} · door-agent console</title><link rel="stylesheet" href="/console/assets/console.css">
+<title>${title} · door-agent console</title><link rel="icon" href="/console/assets/favicon.svg" type="image/svg+xml"><link rel="stylesheet" href="/console/assets/console.css">
 <script src="/console/assets/console.js" defer></script></head>`;
 }
 

@@ -5,14 +5,18 @@ import { ApiKeys } from '../apiKeys.js';
 import { type ConsoleContext, sendHtml } from './context.js';
 import { html } from './html.js';
 import { flashBox, publicPage, type Flash } from './layout.js';
+import { SignInThrottle } from './signInThrottle.js';
 
 const COOKIE = 'door_console';
 const LINK_TTL_MS = 15 * 60_000;
 const digest = (token: string) => createHash('sha256').update(token).digest('hex');
 
-/** The session cookie: HttpOnly, SameSite=Strict, only under /console, Secure when the request came over TLS. */
-function sessionCookie(request: FastifyRequest, value: string, maxAgeSeconds: number): string {
-  return `${COOKIE}=${value}; Path=/console; HttpOnly; SameSite=Strict; Max-Age=${maxAgeSeconds}${request.protocol === 'https' ? '; Secure' : ''}`;
+/**
+ * The session cookie: HttpOnly, SameSite=Strict, only under /console, Secure when the console is served over TLS
+ * (the connection, or server.publicUrl is https: a TLS proxy in front), never as a request's headers claim.
+ */
+function sessionCookie(secure: boolean, value: string, maxAgeSeconds: number): string {
+  return `${COOKIE}=${value}; Path=/console; HttpOnly; SameSite=Strict; Max-Age=${maxAgeSeconds}${secure ? '; Secure' : ''}`;
 }
 
 export function cookieValue(request: FastifyRequest): string | undefined {
@@ -32,15 +36,25 @@ const MESSAGES: Record<string, Flash> = {
 
 const SENT: Flash = { kind: 'ok', text: 'If this address may sign in, a link is on its way: it works once, within 15 minutes.' };
 
+const minutes = (ms: number) => Math.max(1, Math.ceil(ms / 60_000));
+
 /**
  * Sign-in: with an API key (REGULAR, ADMIN or SUPER; a DOOR key is refused), or, for a user of rank ADMIN or
- * SUPER, by a one-time link mailed to their address (the users have no passwords in this API). The link's token
- * is random, kept hashed in memory for 15 minutes and spent at first use; every address gets the same answer.
+ * SUPER, by a one-time link mailed to their address (the users have no passwords in this API). The link is built
+ * from server.publicUrl; its token is random, kept hashed in memory for 15 minutes, spent at first use and
+ * replaced by the next one asked for the same user; every address gets the same answer, and the same throttle
+ * (signInThrottle.ts).
  */
 export function registerSignIn(app: FastifyInstance, ctx: ConsoleContext, maxAgeSeconds: number): void {
   const keys = new ApiKeys(ctx.api.db);
+  // At most one live link per user (ADMIN or SUPER): expired ones are dropped at each request.
   const links = new Map<string, { emailId: number; expires: number }>();
+  const throttle = new SignInThrottle();
   const now = () => ctx.api.clock.wallNow();
+  /** Drops the links that expired and, given a user, that user's link. */
+  const dropLinks = (ofUser?: number) => {
+    for (const [hash, l] of links) if (l.expires <= now() || l.emailId === ofUser) links.delete(hash);
+  };
 
   const form = (flash?: Flash, status = 200, reply?: FastifyReply) => {
     const mail = ctx.mailConfigured
@@ -66,7 +80,7 @@ export function registerSignIn(app: FastifyInstance, ctx: ConsoleContext, maxAge
     const { id } = ctx.sessions.open(rank, who);
     return reply
       .code(303)
-      .header('set-cookie', sessionCookie(request, id, maxAgeSeconds))
+      .header('set-cookie', sessionCookie(ctx.origin.secure(request), id, maxAgeSeconds))
       .header('location', '/console/people')
       .send();
   };
@@ -94,18 +108,29 @@ export function registerSignIn(app: FastifyInstance, ctx: ConsoleContext, maxAge
       .object({ email: z.string().max(320).default('') })
       .parse(request.body ?? {})
       .email.trim();
+    dropLinks();
+    // Counted before the address is looked up: a refusal says nothing about who may sign in.
+    const client = request.socket.remoteAddress ?? 'unknown';
+    const refused = throttle.take(email, client, ctx.api.clock.monoNow());
+    if (refused !== null) {
+      const wait = minutes(refused.retryMs);
+      if (refused.first) ctx.api.logger.warn({ email, client, limit: refused.limit, retry_minutes: wait }, 'console sign-in link refused: too many asked for');
+      reply.header('retry-after', String(Math.ceil(refused.retryMs / 1000)));
+      return form({ kind: 'error', text: `Too many sign-in links asked for; try again in ${wait} minute${wait === 1 ? '' : 's'}.` }, 429, reply);
+    }
     const user = ctx.mailConfigured && email !== '' ? ctx.api.users.byEmail(email) : undefined;
     if (user && user.suspended === 0 && (user.rank === 'ADMIN' || user.rank === 'SUPER')) {
       const token = randomBytes(32).toString('base64url');
-      for (const [hash, l] of links) if (l.expires <= now()) links.delete(hash);
+      // The link before this one stops working: one live link per user.
+      dropLinks(user.email_id);
       links.set(digest(token), { emailId: user.email_id, expires: now() + LINK_TTL_MS });
-      const host = request.headers.host ?? 'localhost';
+      const link = ctx.origin.link(`/console/signin/link?token=${token}`)!;
       ctx.api.db
         .prepare('INSERT INTO mail_outbox (recipient, subject, body, created_at) VALUES (?, ?, ?, ?)')
         .run(
           user.email,
           'Your sign-in link to the door-agent console',
-          `Hello,\n\nopen this link within 15 minutes to sign in (it works once):\n${request.protocol}://${host}/console/signin/link?token=${token}\n\nIf you did not ask for it, ignore this mail.\n`,
+          `Hello,\n\nopen this link within 15 minutes to sign in (it works once):\n${link}\n\nIf you did not ask for it, ignore this mail.\n`,
           now(),
         );
       ctx.api.mailQueued();
@@ -115,6 +140,7 @@ export function registerSignIn(app: FastifyInstance, ctx: ConsoleContext, maxAge
 
   app.get('/console/signin/link', signedOut, async (request, reply) => {
     const token = z.object({ token: z.string().max(100).default('') }).parse(request.query).token;
+    dropLinks();
     const hash = digest(token);
     const link = links.get(hash);
     links.delete(hash);
@@ -128,7 +154,7 @@ export function registerSignIn(app: FastifyInstance, ctx: ConsoleContext, maxAge
     ctx.sessions.close(cookieValue(request));
     return reply
       .code(303)
-      .header('set-cookie', sessionCookie(request, '', 0))
+      .header('set-cookie', sessionCookie(ctx.origin.secure(request), '', 0))
       .header('location', '/console/signin?m=out')
       .send();
   });

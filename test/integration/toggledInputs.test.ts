@@ -1,0 +1,176 @@
+import { mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { pino } from 'pino';
+import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import { startAgent, type Agent } from '../../src/app.js';
+import { loadConfig } from '../../src/config/load.js';
+import { WIRING_SETTLE_MS } from '../../src/door/emergencyInput.js';
+import { FLOOD_BURST } from '../../src/door/inputFloods.js';
+import { auditEvents } from '../support/agentSite.js';
+import { runCli, tempDir, writeConfig } from '../support/cli.js';
+import { FakeGpio } from '../support/fakeGpio.js';
+import { ManualTime } from '../support/manualTime.js';
+import { useDoorRuntime } from './doorRuntimeHarness.js';
+
+// Every input an attacker (or a bad wire) can toggle passes one flood guard (issue 51 item 3): per family, toggled
+// far past ten changes a minute, each event type is recorded ten times at once and the rest counted in a summary.
+// The GPIO families through the agent's composition root (a fake GPIO driver, the manual clock, real SQLite); the
+// readers' through a real DoorRuntime (their state and noise come from the reader drivers).
+const tmp = tempDir('door-agent-toggled-');
+afterAll(tmp.cleanup);
+const agents: Agent[] = [];
+afterEach(async () => {
+  for (const a of agents.splice(0)) await a.stop();
+});
+
+const LOOP = 26; // emergency.pin: 1 = the loop open (alarm)
+const CONFIRM = 19; // emergency.confirmPin: 1 = open (normal)
+const MAINS = 12; // 1 = mains present
+const BATTERY = 16; // 1 = battery low
+const EXIT = 22; // 0 = pressed
+const TAMPER = 23; // 1 = enclosure open
+const CONTACT = 24; // 1 = door open
+
+let n = 0;
+async function agentSite() {
+  const dir = join(tmp.path, `t${n++}`);
+  mkdirSync(dir);
+  const path = writeConfig(dir, {
+    extra: `emergency: { pin: ${LOOP}, confirmPin: ${CONFIRM}, debounceMs: 0 }\npower: { mainsPin: ${MAINS}, batteryLowPin: ${BATTERY}, debounceMs: 0 }`,
+    doorExtra: `    contact: { pin: ${CONTACT}, debounceMs: 0 }\n    exitButton: { pin: ${EXIT}, debounceMs: 0 }\n    tamper: { pin: ${TAMPER}, debounceMs: 0 }\n`,
+  });
+  expect(runCli(['import', 'examples/snapshot.json', '--config', path]).status).toBe(0);
+  const gpio = new FakeGpio();
+  const time = new ManualTime();
+  const logger = pino({ level: 'silent' });
+  const agent = await startAgent(loadConfig(path), { logger, clock: time, timers: time, gpio, clockSynchronized: () => true });
+  agents.push(agent);
+  const events = () => auditEvents(path);
+  return { gpio, time, events };
+}
+
+type Site = Awaited<ReturnType<typeof agentSite>>;
+
+/** Per family: one toggle (the attacker's hand), and how many events of each type 100 toggles make. */
+const FAMILIES: Array<{ family: string; toggle: (s: Site, i: number) => void; expected: Record<string, number> }> = [
+  {
+    family: 'fire alarm input (a real alarm: the loop opens, the confirm contact closes)',
+    toggle: (s, i) => {
+      s.gpio.set(LOOP, i % 2 === 0 ? 1 : 0);
+      s.gpio.set(CONFIRM, i % 2 === 0 ? 0 : 1);
+      s.time.advance(100);
+    },
+    expected: { emergency_release: 50, emergency_cleared: 50 },
+  },
+  {
+    family: 'fire alarm input wiring (the common wire cut and mended, each held past the settle time)',
+    toggle: (s, i) => {
+      s.gpio.set(LOOP, i % 2 === 0 ? 1 : 0); // the confirm contact stays open: both open is a wiring fault
+      s.time.advance(WIRING_SETTLE_MS + 100);
+    },
+    expected: { emergency_wiring: 50, emergency_wiring_cleared: 50 },
+  },
+  {
+    family: 'mains power input',
+    toggle: (s, i) => {
+      s.gpio.set(MAINS, i % 2 === 0 ? 0 : 1);
+      s.time.advance(100);
+    },
+    expected: { power_lost: 50, power_restored: 50 },
+  },
+  {
+    family: 'battery-low input',
+    toggle: (s, i) => {
+      s.gpio.set(BATTERY, i % 2 === 0 ? 1 : 0);
+      s.time.advance(100);
+    },
+    expected: { battery_low: 50, battery_ok: 50 },
+  },
+  {
+    family: 'tamper switch',
+    toggle: (s, i) => {
+      s.gpio.set(TAMPER, i % 2 === 0 ? 1 : 0);
+      s.time.advance(100);
+    },
+    expected: { tamper: 100 },
+  },
+  {
+    family: 'door contact (a magnet on the reed switch, the door locked)',
+    toggle: (s, i) => {
+      s.gpio.set(CONTACT, i % 2 === 0 ? 1 : 0);
+      s.time.advance(100);
+    },
+    expected: { door_opened: 50, door_closed: 50, door_forced: 50 },
+  },
+  {
+    family: 'exit button',
+    toggle: (s, i) => {
+      s.gpio.set(EXIT, i % 2 === 0 ? 0 : 1);
+      s.time.advance(100);
+    },
+    expected: { exit_request: 50 },
+  },
+];
+
+const counted = (events: Array<Record<string, unknown>>) => events.reduce((sum, e) => sum + (e.summary === true ? (e.count as number) : 1), 0);
+
+describe('every input an attacker can toggle is summarized past ten changes a minute', () => {
+  it.each(FAMILIES)('$family', async ({ toggle, expected }) => {
+    const s = await agentSite();
+    for (let i = 0; i < 100; i++) toggle(s, i);
+    s.time.advance(60_000); // the minute ends: the summaries are recorded
+    const events = s.events();
+    for (const [type, total] of Object.entries(expected)) {
+      const of = events.filter((e) => e.type === type);
+      expect(of.filter((e) => e.summary !== true).length, type).toBeLessThanOrEqual(FLOOD_BURST);
+      expect(of.filter((e) => e.summary === true).length, type).toBeGreaterThan(0);
+      expect(counted(of), type).toBe(total); // nothing lost: each change is an event or counted in one
+      expect(
+        of.find((e) => e.summary === true),
+        type,
+      ).toMatchObject({
+        first_at: expect.any(String),
+        last_at: expect.any(String),
+        current: expect.any(Object),
+      });
+    }
+  });
+});
+
+const runtime = useDoorRuntime();
+
+describe('the readers (their state and noise, as the reader drivers report them)', () => {
+  it.each([
+    {
+      family: 'OSDP reader status (a reader unplugged and plugged, its tamper and power reports)',
+      toggle: (t: ReturnType<typeof runtime>, i: number) => {
+        t.runtime.readerStatus(i % 2 === 0 ? 'reader_offline' : 'reader_online', { address: 1 });
+        t.runtime.readerStatus('reader_tamper', { address: 1, state: i % 2 === 0 ? 'tampered' : 'restored' });
+        t.runtime.readerStatus('reader_power', { address: 1, state: i % 2 === 0 ? 'failure' : 'restored' });
+      },
+      expected: { reader_offline: 50, reader_online: 50, reader_tamper: 100, reader_power: 100 },
+    },
+    {
+      family: 'reader noise (garbage lines, unknown frames)',
+      toggle: (t: ReturnType<typeof runtime>) => t.runtime.onReaderNoise({ count: 1, units: 8, reasons: { unrecognized: 1 } }),
+      expected: { reader_noise: 100 },
+    },
+  ])('$family', ({ toggle, expected }) => {
+    const t = runtime();
+    for (let i = 0; i < 100; i++) {
+      toggle(t, i);
+      t.time.advance(100);
+    }
+    t.time.advance(60_000);
+    for (const [type, total] of Object.entries(expected)) {
+      const of = t.all().filter((e) => e.type === type);
+      expect(of.filter((e) => e.summary !== true).length, type).toBeLessThanOrEqual(FLOOD_BURST);
+      // Reader noise adds up the frames it stands for; the others count their occurrences.
+      const weight = (e: (typeof of)[number]) => (type === 'reader_noise' ? (e.frames as number) : e.summary === true ? (e.count as number) : 1);
+      expect(
+        of.reduce((sum, e) => sum + weight(e), 0),
+        type,
+      ).toBe(total);
+    }
+  });
+});
