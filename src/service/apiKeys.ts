@@ -14,7 +14,8 @@ export const RANKS: readonly Rank[] = ['REGULAR', 'ADMIN', 'SUPER'];
 export type KeyKind = Rank | 'DOOR';
 export const KEY_KINDS: readonly KeyKind[] = [...RANKS, 'DOOR'];
 
-const digest = (key: string) => createHash('sha256').update(key, 'utf8').digest('hex');
+/** A key's SHA-256, as stored: what a console session keeps to check its key again (never the key itself). */
+export const keyDigest = (key: string) => createHash('sha256').update(key, 'utf8').digest('hex');
 
 /** API keys: only a SHA-256 is stored; 0 or no expiry means never (docs/access-control-api.md, Authentication). */
 export class ApiKeys {
@@ -29,14 +30,19 @@ export class ApiKeys {
   create(rank: KeyKind, expiresDays: number, now: number): string {
     const key = `dak_${randomBytes(32).toString('base64url')}`;
     const expiresAt = expiresDays > 0 ? now + expiresDays * 86_400_000 : null;
-    this.db.prepare('INSERT INTO api_keys (key_hash, rank, created_at, expires_at) VALUES (?, ?, ?, ?)').run(digest(key), rank, now, expiresAt);
+    this.db.prepare('INSERT INTO api_keys (key_hash, rank, created_at, expires_at) VALUES (?, ?, ?, ?)').run(keyDigest(key), rank, now, expiresAt);
     return key;
   }
 
   /** The kind of a valid, unexpired key, or null. */
   verify(key: string, now: number): KeyKind | null {
     if (!/^dak_[A-Za-z0-9_-]{43}$/.test(key)) return null;
-    const row = this.byHash.get(digest(key));
+    return this.verifyDigest(keyDigest(key), now);
+  }
+
+  /** The kind of the key with this digest (keyDigest) while it is stored and unexpired, or null. */
+  verifyDigest(hash: string, now: number): KeyKind | null {
+    const row = this.byHash.get(hash);
     if (!row || (row.expires_at !== null && now >= row.expires_at)) return null;
     return row.rank;
   }

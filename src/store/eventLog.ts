@@ -126,7 +126,7 @@ const ALARMS: ReadonlySet<string> = new Set<string>(ALARM_TYPES);
 /**
  * The audit log and MQTT outbox: every decision and door event with a sequence number, written with
  * synchronous=FULL so it survives a crash (the daemon: synced right after, off the event loop, see `walSync`). Bounded: past `maxEvents` the oldest are evicted and counted, never an
- * unpublished one nor one of the last KEPT_ALARMS alarms (store/eviction.ts: in what order).
+ * unpublished one nor one of the last KEPT_ALARMS alarms, nor of the last alarms of each door and type (store/eviction.ts: in what order).
  */
 export class EventLog {
   private readonly insert: Statement<[number, string | null, string, string]>;
@@ -154,7 +154,7 @@ export class EventLog {
     this.mark = db.prepare('UPDATE events SET published_at = ? WHERE seq = ?');
     this.insertTransaction = db.transaction((event: NewEvent, payload: string) => {
       const inserted = Number(this.insert.run(event.at, event.door, event.type, payload).lastInsertRowid);
-      this.eviction.inserted(inserted, isKeptAlarm(event.type, event.data));
+      this.eviction.inserted(inserted, isKeptAlarm(event.type, event.data) ? { type: event.type, door: event.door } : null);
       return inserted;
     });
     const { walSync } = options;

@@ -187,4 +187,7 @@ export const STATE_MIGRATIONS: readonly Migration[] = [
   // (issue 51 item 3): the condition stays the eviction's (store/eviction.ts ALARM_CONDITION).
   `DROP INDEX events_alarms;
   CREATE INDEX events_alarms ON events (seq) WHERE type IN ('duress', 'tamper', 'door_forced', 'door_held_open', 'emergency_release', 'emergency_cleared', 'emergency_wiring', 'emergency_wiring_cleared', 'passback_violation') AND json_extract(payload, '$.summary') IS NOT 1;`,
+  // Eviction also keeps the last alarms of each door and type (store/eviction.ts KEPT_PER_SOURCE): a flood of one
+  // input cannot push out another's alarm. Found through this index, whose condition is the eviction's too.
+  `CREATE INDEX events_alarm_sources ON events (type, door_uuid, seq) WHERE type IN ('duress', 'tamper', 'door_forced', 'door_held_open', 'emergency_release', 'emergency_cleared', 'emergency_wiring', 'emergency_wiring_cleared', 'passback_violation') AND json_extract(payload, '$.summary') IS NOT 1;`,
 ];

@@ -269,3 +269,70 @@ describe('the throttle on mailed sign-in links', () => {
     expect(outbox().length).toBe(before + 1);
   });
 });
+
+describe('a console session holds only while its holder still may sign in', () => {
+  const quarter = 15 * 60_000;
+  const cookieOf = (answer: Answer) => /door_console=([^;]+)/.exec(String(answer.headers['set-cookie']))![1]!;
+  const page = (cookie: string) => send(portOf(mailing), 'GET', '/console/people', { host: 'doors.example.org', cookie: `door_console=${cookie}` });
+  const api = (superKey: string, path: string, body: Record<string, unknown>) =>
+    fetch(`${mailing.url}${path}`, {
+      method: 'PUT',
+      headers: { authorization: `Bearer ${superKey}`, 'content-type': 'application/json' },
+      body: JSON.stringify(body),
+    });
+  const admin = () => mailing.db.prepare('SELECT email_id, user_id FROM users WHERE email = ?').get(ADMIN) as { email_id: number; user_id: number };
+  /** Signs the ADMIN in by a mailed link, as they would: the session's cookie. */
+  async function signedInByMail(): Promise<string> {
+    await delivered(); // the mail the tests before asked for has arrived: the count starts afresh
+    received.length = 0;
+    mailing.db.prepare('DELETE FROM mail_outbox').run();
+    expect((await askLink(ADMIN)).status).toBe(200);
+    const link = new URL(linkIn((await delivered())[0]!.text)!);
+    const opened = await send(portOf(mailing), 'GET', link.pathname + link.search, { host: 'doors.example.org' });
+    expect(opened.headers.location).toBe('/console/people');
+    return cookieOf(opened);
+  }
+
+  it('an ADMIN suspended, or demoted to REGULAR, is signed out at their next request, live stream included', async () => {
+    time.advance(quarter + 60_000);
+    const superKey = new ApiKeys(mailing.db).create('SUPER', 0, time.wallNow());
+    const cookie = await signedInByMail();
+    expect((await page(cookie)).body).toContain('Signed in: admin@example.org (ADMIN)');
+
+    // Another ADMIN suspends them (they left the company): the console they have open stops at once.
+    expect((await api(superKey, '/togglesuspension', { email_id: admin().email_id })).status).toBe(200);
+    const after = await page(cookie);
+    expect(after.status).toBe(303);
+    expect(after.headers.location).toBe('/console/signin?m=ended');
+    const signIn = await send(portOf(mailing), 'GET', '/console/signin?m=ended', { host: 'doors.example.org' });
+    expect(signIn.body).toContain('Your session was ended');
+    const live = await send(portOf(mailing), 'GET', '/console/live?page=doors', { host: 'doors.example.org', cookie: `door_console=${cookie}` });
+    expect(live.status).toBe(401);
+    // Reinstated, the old session stays ended: they sign in again.
+    expect((await api(superKey, '/togglesuspension', { email_id: admin().email_id })).status).toBe(200);
+    expect((await page(cookie)).status).toBe(303);
+
+    // Promoted to SUPER, the session follows; demoted to REGULAR (who may not sign in by mail), it ends.
+    const second = await signedInByMail();
+    expect((await api(superKey, '/modifyrank', { admin_user_id: admin().user_id, rank: 'SUPER' })).status).toBe(200);
+    expect((await page(second)).body).toContain('Signed in: admin@example.org (SUPER)');
+    expect((await api(superKey, '/modifyrank', { admin_user_id: admin().user_id, rank: 'REGULAR' })).status).toBe(200);
+    expect((await page(second)).headers.location).toBe('/console/signin?m=ended');
+    mailing.db.prepare("UPDATE users SET rank = 'ADMIN' WHERE email = ?").run(ADMIN);
+    expect((await page(second)).status).toBe(303);
+  });
+
+  it('a session opened with an API key ends when the key expires', async () => {
+    const keys = new ApiKeys(mailing.db);
+    const key = keys.create('ADMIN', 1, time.wallNow());
+    time.advance(24 * 3_600_000 - 10 * 60_000); // ten minutes before the key expires
+    const signedIn = await send(portOf(mailing), 'POST', '/console/signin', form({ host: 'doors.example.org', origin: PUBLIC_URL }), `api_key=${key}`);
+    expect(signedIn.status).toBe(303);
+    const cookie = cookieOf(signedIn);
+    expect((await page(cookie)).status).toBe(200);
+    time.advance(11 * 60_000); // the key has expired; the session is 11 minutes old and was used a minute in
+    const after = await page(cookie);
+    expect(after.status).toBe(303);
+    expect(after.headers.location).toBe('/console/signin?m=ended');
+  });
+});

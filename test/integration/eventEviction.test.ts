@@ -2,7 +2,7 @@ import { join } from 'node:path';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { openStateDatabase, type Db } from '../../src/store/database.js';
 import { EventLog } from '../../src/store/eventLog.js';
-import { ALARM_CONDITION, KEPT_ALARMS } from '../../src/store/eviction.js';
+import { ALARM_CONDITION, KEPT_ALARMS, KEPT_PER_SOURCE } from '../../src/store/eviction.js';
 import { DOOR_UUID, tempDir } from '../support/cli.js';
 
 // Eviction never drops an audit event that has not reached the broker, nor the last alarms (issue 32 item 13).
@@ -94,13 +94,44 @@ describe('eviction', () => {
     const kept = log.since(0, 2);
     expect(kept.map((e) => e.type)).toEqual(['door_forced', 'passback_violation']); // the flood's summaries did not push them out
     expect(log.stats().total).toBe(2 + 1000); // behind the window: only the two alarms
-    // Real alarms past KEPT_ALARMS: the oldest goes (first the door_forced, then the passback violation).
+    // Real alarms past KEPT_ALARMS: the oldest goes, unless it is one of the last KEPT_PER_SOURCE of its door and
+    // type (the door_forced and the passback violation are the last of theirs: alarms of another type keep them).
     batch(log, () => {
-      for (let i = 1; i <= KEPT_ALARMS - 1; i++) log.append({ type: 'door_held_open', door: DOOR_UUID, at: AT0 + 1e9 + i });
+      for (let i = 1; i <= KEPT_ALARMS + 20; i++) log.append({ type: 'door_held_open', door: DOOR_UUID, at: AT0 + 1e9 + i });
     });
-    expect(log.since(0, 1)[0]!.type).toBe('passback_violation');
+    const oldest = log.since(0, 3);
+    expect(oldest.slice(0, 2).map((e) => e.type)).toEqual(['door_forced', 'passback_violation']);
+    expect(oldest[2]).toMatchObject({ type: 'door_held_open', at: new Date(AT0 + 1e9 + 21).toISOString() }); // the first 20 went
     log.append({ type: 'duress', door: DOOR_UUID, at: AT0 + 2e9 });
-    expect(log.since(0, 1)[0]).toMatchObject({ type: 'door_held_open' });
+    expect(log.since(0, 3)[2]).toMatchObject({ type: 'door_held_open', at: new Date(AT0 + 1e9 + 22).toISOString() });
+  });
+
+  it('a fire input flapped under the flood guard (ten flaps a minute at eight doors, each one recorded) never evicts an earlier door_forced', () => {
+    // The flood guard lets 10 events of a type a minute per door through one by one: an attacker who flaps the fire
+    // loop once every 6 s stays under it, and each flap records a release and its end at every door, real alarms
+    // (160 a minute). Without MQTT (or with every event delivered) eviction may take any of them behind the window.
+    const { log } = open({ keepUnpublished: false });
+    const doors = [DOOR_UUID, ...Array.from({ length: 7 }, (_, i) => `0000000${i + 2}-0000-4000-8000-00000000000${i + 2}`)];
+    log.append({ type: 'door_forced', door: DOOR_UUID, at: AT0 });
+    let at = AT0 + 60_000;
+    batch(log, () => {
+      // Half an hour of it: 4,800 releases and ends of release, 4,800 relay moves.
+      for (let flap = 0; flap < 300; flap++, at += 6000) {
+        for (const door of doors) {
+          log.append({ type: 'emergency_release', door, at });
+          log.append({ type: 'unlocked', door, at, data: { cause: 'emergency release', relock_at: null } });
+        }
+        for (const door of doors) {
+          log.append({ type: 'emergency_cleared', door, at: at + 3000 });
+          log.append({ type: 'locked', door, at: at + 3000, data: { cause: 'emergency cleared' } });
+        }
+      }
+    });
+    expect(log.since(0, 1)[0]).toMatchObject({ type: 'door_forced', door: DOOR_UUID });
+    // Still bounded: the window, the last KEPT_ALARMS alarms, and the newest few of each door and type behind them.
+    expect(log.stats().total).toBeLessThanOrEqual(1000 + KEPT_ALARMS + 1 + doors.length * 2 * KEPT_PER_SOURCE);
+    // The flood's own alarms past those went: the oldest release kept at a door is one of the last few.
+    expect(log.stats().evicted).toBeGreaterThan(8000);
   });
 
   it('with MQTT, an alarm past KEPT_ALARMS goes only once delivered: the oldest delivered one goes in its place', () => {
@@ -116,14 +147,21 @@ describe('eviction', () => {
     expect(log.stats().total).toBe(1 + KEPT_ALARMS);
   });
 
-  it('the alarms are found through the partial index, whose condition is the eviction one', () => {
+  it('the alarms are found through the partial indexes, whose condition is the eviction one', () => {
     const { db } = open({ keepUnpublished: true });
-    const index = db.prepare("SELECT sql FROM sqlite_master WHERE name = 'events_alarms'").get() as { sql: string };
-    expect(index.sql).toContain(ALARM_CONDITION);
-    const plan = db.prepare(`EXPLAIN QUERY PLAN SELECT seq FROM events WHERE ${ALARM_CONDITION} ORDER BY seq DESC LIMIT 1 OFFSET 999`).all() as Array<{
-      detail: string;
-    }>;
-    expect(plan.map((p) => p.detail).join(';')).toContain('events_alarms');
+    for (const name of ['events_alarms', 'events_alarm_sources']) {
+      const index = db.prepare('SELECT sql FROM sqlite_master WHERE name = ?').get(name) as { sql: string };
+      expect(index.sql).toContain(ALARM_CONDITION);
+    }
+    const bySource = db
+      .prepare(`EXPLAIN QUERY PLAN SELECT seq FROM events WHERE type = 'tamper' AND door_uuid IS ? AND ${ALARM_CONDITION} ORDER BY seq DESC LIMIT 1 OFFSET 10`)
+      .all(DOOR_UUID) as Array<{ detail: string }>;
+    expect(bySource.map((p) => p.detail).join(';')).toContain('USING INDEX events_alarm_sources (type=? AND door_uuid=?)');
+    // The last KEPT_ALARMS in seq order, never a sort of every alarm (the eviction names the index: store/eviction.ts).
+    const plan = db
+      .prepare(`EXPLAIN QUERY PLAN SELECT seq FROM events INDEXED BY events_alarms WHERE ${ALARM_CONDITION} ORDER BY seq DESC LIMIT 1 OFFSET 999`)
+      .all() as Array<{ detail: string }>;
+    expect(plan.map((p) => p.detail).join(';')).toBe('SCAN events USING INDEX events_alarms');
   });
 
   it('a restart keeps what the window kept (unpublished events, recent alarms) and goes on evicting', () => {

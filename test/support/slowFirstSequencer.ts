@@ -12,6 +12,9 @@ const SLOW_FIRST = [
   'test/integration/osdpDaemon.test.ts',
   'test/e2e/consoleAccess.test.ts',
   'test/integration/pn532Daemon.test.ts',
+  'test/integration/operationsMqtt.test.ts',
+  'test/integration/serviceRestore.test.ts',
+  'test/integration/cacheDamage.test.ts',
 ];
 
 export class SlowFirstSequencer extends BaseSequencer {

@@ -1,6 +1,7 @@
 import { timingSafeEqual } from 'node:crypto';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import * as z from 'zod';
+import { ApiKeys } from '../apiKeys.js';
 import { BadRequest } from '../badRequest.js';
 import { parseFormLists } from '../http.js';
 import type { ConsoleOptions } from '../options.js';
@@ -19,6 +20,7 @@ import { registerLinks } from './links.js';
 import { registerLive } from './live.js';
 import { registerPeople } from './people.js';
 import { cookieValue, registerSignIn } from './signIn.js';
+import { holderRank, type SessionHolder } from './sessionHolder.js';
 import { SessionStore } from './sessions.js';
 import type { SiteFeed } from './siteFeed.js';
 
@@ -57,10 +59,13 @@ export function registerConsole(
     throw new Error('the console mails sign-in links from server.publicUrl only: set it (the address operators open, e.g. https://doors.example.org)');
   }
   const limits = { idleMs: options.console.sessionMinutes * 60_000, maxMs: options.console.maxSessionHours * 3_600_000 };
+  const keys = new ApiKeys(api.db);
+  // Each use asks the holder's rank now: a user suspended or demoted, a key expired, is signed out at once.
+  const rankOf = (holder: SessionHolder) => holderRank(holder, { users: api.users, keys, now: api.clock.wallNow() });
   const ctx: ConsoleContext = {
     app,
     api,
-    sessions: new SessionStore(api.clock, limits),
+    sessions: new SessionStore(api.clock, limits, rankOf),
     feed: options.feed,
     delegation: options.delegation,
     mailConfigured: options.mailConfigured,
@@ -96,7 +101,7 @@ export function registerConsole(
         request.rank = found.session.rank;
         return;
       }
-      const why = cookie === undefined ? 'required' : 'expired';
+      const why = cookie === undefined ? 'required' : found.problem === 'ended' ? 'ended' : 'expired';
       if (request.method === 'GET' && !request.url.startsWith('/console/live') && !request.url.startsWith('/console/people/search')) {
         return reply.code(303).header('location', `/console/signin?m=${why}`).send();
       }

@@ -1,10 +1,11 @@
 import { createHash, randomBytes } from 'node:crypto';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import * as z from 'zod';
-import { ApiKeys } from '../apiKeys.js';
+import { ApiKeys, keyDigest } from '../apiKeys.js';
 import { type ConsoleContext, sendHtml } from './context.js';
 import { html } from './html.js';
 import { flashBox, publicPage, type Flash } from './layout.js';
+import { holderRank, type SessionHolder } from './sessionHolder.js';
 import { SignInThrottle } from './signInThrottle.js';
 
 const COOKIE = 'door_console';
@@ -31,6 +32,10 @@ const MESSAGES: Record<string, Flash> = {
   expired: { kind: 'error', text: 'Your session has ended (it was idle too long, reached its maximum age, or the service restarted): sign in again.' },
   required: { kind: 'error', text: 'Sign in to use the console.' },
   out: { kind: 'ok', text: 'Signed out.' },
+  ended: {
+    kind: 'error',
+    text: 'Your session was ended: you were suspended or removed, your rank changed, or your API key expired. Sign in again if you still may.',
+  },
   link: { kind: 'error', text: 'This sign-in link is not valid: it was used already, is older than 15 minutes, or was never sent. Ask for a new one.' },
 };
 
@@ -75,9 +80,10 @@ export function registerSignIn(app: FastifyInstance, ctx: ConsoleContext, maxAge
     );
   };
 
-  const open = (request: FastifyRequest, reply: FastifyReply, rank: 'REGULAR' | 'ADMIN' | 'SUPER', who: string) => {
+  const open = (request: FastifyRequest, reply: FastifyReply, rank: 'REGULAR' | 'ADMIN' | 'SUPER', who: string, holder: SessionHolder) => {
     ctx.sessions.close(cookieValue(request));
-    const { id } = ctx.sessions.open(rank, who);
+    // The holder's rank is asked again at each request (sessionHolder.ts): suspended or demoted, they are signed out.
+    const { id } = ctx.sessions.open(rank, who, holder);
     return reply
       .code(303)
       .header('set-cookie', sessionCookie(ctx.origin.secure(request), id, maxAgeSeconds))
@@ -100,7 +106,7 @@ export function registerSignIn(app: FastifyInstance, ctx: ConsoleContext, maxAge
     const rank = key === '' ? null : keys.verify(key, now());
     if (rank === 'DOOR') return form({ kind: 'error', text: "A door controller's key cannot sign in: use a REGULAR, ADMIN or SUPER key." }, 403, reply);
     if (rank === null) return form({ kind: 'error', text: 'This API key is not valid or has expired.' }, 401, reply);
-    return open(request, reply, rank, 'API key');
+    return open(request, reply, rank, 'API key', { kind: 'key', keyDigest: keyDigest(key) });
   });
 
   app.post('/console/signin/email', signedOut, async (request, reply) => {
@@ -145,9 +151,11 @@ export function registerSignIn(app: FastifyInstance, ctx: ConsoleContext, maxAge
     const link = links.get(hash);
     links.delete(hash);
     const user = link && link.expires > now() ? ctx.api.users.get(link.emailId) : undefined;
+    const holder: SessionHolder | null = user ? { kind: 'user', emailId: user.email_id } : null;
     // Its rank now, not when the link was sent: a user demoted or suspended meanwhile does not get in.
-    if (!user || user.suspended === 1 || user.rank === 'REGULAR') return reply.code(303).header('location', '/console/signin?m=link').send();
-    return open(request, reply, user.rank, user.email);
+    const rank = holder && holderRank(holder, { users: ctx.api.users, keys, now: now() });
+    if (!user || !holder || !rank) return reply.code(303).header('location', '/console/signin?m=link').send();
+    return open(request, reply, rank, user.email, holder);
   });
 
   app.post('/console/logout', async (request, reply) => {

@@ -1,0 +1,22 @@
+import type { ApiKeys, Rank } from '../apiKeys.js';
+import type { UserStore } from '../users.js';
+
+/**
+ * Who a console session stands for: the user a mailed link signed in, or the API key given (its SHA-256 only).
+ * The session's rank is theirs now, checked at each request, not the one they had at sign-in.
+ */
+export type SessionHolder = { kind: 'user'; emailId: number } | { kind: 'key'; keyDigest: string };
+
+/**
+ * The rank a holder may use the console with now, or null when they may no longer sign in: a user removed,
+ * suspended or of rank REGULAR (the mailed sign-in is for ADMIN and SUPER), a key expired or gone. A session whose
+ * holder is refused ends (sessions.ts); a rank changed between ADMIN and SUPER is followed.
+ */
+export function holderRank(holder: SessionHolder, deps: { users: UserStore; keys: ApiKeys; now: number }): Rank | null {
+  if (holder.kind === 'user') {
+    const user = deps.users.get(holder.emailId);
+    return user && user.suspended === 0 && user.rank !== 'REGULAR' ? user.rank : null;
+  }
+  const kind = deps.keys.verifyDigest(holder.keyDigest, deps.now);
+  return kind === null || kind === 'DOOR' ? null : kind;
+}
