@@ -10,6 +10,11 @@ import { withProps } from './objects.js';
  * within that window is granted_not_opened (once per grant; only a door whose contact has been read can tell).
  * Pure: the caller feeds contact changes and ticks, and runs the timer.
  */
+/** The cause of the exit button's unlock. */
+export const EXIT_BUTTON_CAUSE = 'exit button';
+/** The cause of the relock when a door opened while unlocked closes again (relockOnClose). */
+export const CLOSE_RELOCK_CAUSE = 'door closed';
+
 export type SupervisionEvent = 'door_opened' | 'door_closed' | 'door_forced' | 'door_held_open' | 'granted_not_opened';
 
 export interface SupervisionState {

@@ -12,7 +12,7 @@ import type { Level } from './relay.js';
 export const EMERGENCY_CAUSE = 'emergency release';
 /** The lock cause when the input clears and nothing holds the door unlocked. */
 const EMERGENCY_CLEARED_CAUSE = 'emergency cleared';
-/** The causes of the relay moves the input makes (its lock changes pass its flood guard, door/lockAudit.ts). */
+/** The causes of the relay moves the input makes (its lock changes pass its flood guard, core/toggledLockMoves.ts). */
 export const EMERGENCY_LOCK_CAUSES: readonly string[] = [EMERGENCY_CAUSE, EMERGENCY_CLEARED_CAUSE];
 
 /** The audit events (and alarms) of the emergency input. */

@@ -63,6 +63,9 @@ export function unlock(current: LockState, request: { now: number; seconds: numb
   return { state: 'UNLOCKED', relockAt, unlockedSince, held, cause: joinsHold ? current.cause : cause };
 }
 
+/** The cause of a relock when an unlock's time has run out. */
+export const RELOCK_TIMER_CAUSE = 'timer';
+
 export function lock(cause: string): LockState {
   return lockedState(cause);
 }
@@ -70,7 +73,7 @@ export function lock(cause: string): LockState {
 /** Relocks when the deadline has passed; otherwise returns the state unchanged. */
 export function expire(current: LockState, now: number): LockState {
   if (current.state === 'UNLOCKED' && current.relockAt !== null && now >= current.relockAt) {
-    return lockedState('timer');
+    return lockedState(RELOCK_TIMER_CAUSE);
   }
   return current;
 }

@@ -81,7 +81,7 @@ export class DoorSupervisionRuntime {
       return;
     }
     this.door_ = supervision.authorized(this.door_, this.deps.clock.monoNow());
-    this.deps.controller.unlock(this.door.unlockSeconds, 'exit button', () => this.deps.inputs.exitButton('exit_request'));
+    this.deps.controller.unlock(this.door.unlockSeconds, supervision.EXIT_BUTTON_CAUSE, () => this.deps.inputs.exitButton('exit_request'));
   }
 
   /** The tamper switch: recorded and raised as an alarm when it opens, recorded when it closes again. */
@@ -137,7 +137,7 @@ export class DoorSupervisionRuntime {
       // Someone went through: relock now rather than leaving the door unlocked behind them. The relay first: the
       // door's events are recorded right after it has moved, before the lock change (door_closed, then locked).
       this.openedWhileUnlocked = false;
-      this.deps.controller.lock('door closed', record);
+      this.deps.controller.lock(supervision.CLOSE_RELOCK_CAUSE, record);
     }
     this.schedule();
   }

@@ -1,5 +1,5 @@
 import type { Logger } from 'pino';
-import { EMERGENCY_LOCK_CAUSES } from '../core/emergencyRelease.js';
+import { type ToggledLockInput, toggledLockInput } from '../core/toggledLockMoves.js';
 import type { Component } from '../lifecycle.js';
 import type { NewEvent } from '../store/eventLog.js';
 import type { Clock, Timers } from '../util/clock.js';
@@ -8,28 +8,39 @@ import { InputFloods, type InputRecorder } from './inputFloods.js';
 
 type LockEventType = 'unlocked' | 'locked';
 
+interface Guard {
+  floods: InputFloods;
+  record: InputRecorder<LockEventType>;
+}
+
 /**
- * Each lock change that moved a relay goes into the audit log (unlocked / locked, with the cause). The moves of
- * the fire alarm input (its release and its end, as often as the input flaps) pass that input's flood guard at
- * each door, as its emergency_release and emergency_cleared do: the relay follows every flap, the log keeps the
- * first ten of a minute and a summary.
+ * Each lock change that moved a relay goes into the audit log (unlocked / locked, with the cause). The moves an
+ * input an attacker can toggle makes (core/toggledLockMoves.ts: the fire alarm input, the exit button, the
+ * contact's relock on close) pass a flood guard of that input at each door, as the input's own events do: the
+ * relay follows every toggle, the log keeps the first ten of a minute and a summary. The rest is recorded one by one.
  */
 export class LockAudit implements Component {
   readonly name = 'lock audit';
-  private readonly guards = new Map<string, { floods: InputFloods; record: InputRecorder<LockEventType> }>();
+  private readonly guards = new Map<string, Guard>();
   private readonly states = new Map<string, string>();
+  /** Per door, the cause of the unlock in force (what its relock timer ends). */
+  private readonly unlockCauses = new Map<string, string>();
   private stopListening: (() => void) | null = null;
 
   constructor(private readonly deps: { doorEvents: DoorEvents; append: (event: NewEvent) => void; clock: Clock; timers: Timers; logger: Logger }) {}
 
   start(): void {
     this.stopListening = this.deps.doorEvents.on('lock', (door, snapshot, previous) => {
+      const ended = this.unlockCauses.get(door) ?? null;
+      if (snapshot.state === 'UNLOCKED') this.unlockCauses.set(door, snapshot.cause);
+      else this.unlockCauses.delete(door);
       if (snapshot.state === previous) return;
       this.states.set(door, snapshot.state);
       const relockAt = snapshot.relockAt === null ? null : new Date(snapshot.relockAt).toISOString();
       const type: LockEventType = snapshot.state === 'UNLOCKED' ? 'unlocked' : 'locked';
       const data = snapshot.state === 'UNLOCKED' ? { cause: snapshot.cause, relock_at: relockAt } : { cause: snapshot.cause };
-      if (EMERGENCY_LOCK_CAUSES.includes(snapshot.cause)) this.emergencyMoves(door).record(type, data);
+      const input = toggledLockInput(snapshot.cause, ended);
+      if (input !== null) this.guard(door, input).record(type, data);
       else this.deps.append({ type, door, at: snapshot.changedAt, data });
       this.deps.logger.info({ door, state: snapshot.state, cause: snapshot.cause, relockAt }, snapshot.state === 'UNLOCKED' ? 'unlocked' : 'locked');
     });
@@ -41,9 +52,10 @@ export class LockAudit implements Component {
     for (const guard of this.guards.values()) guard.floods.flush();
   }
 
-  /** The fire alarm input's moves of one door, declared to a flood guard of their own (the door's lock state in its summaries). */
-  private emergencyMoves(door: string): { floods: InputFloods; record: InputRecorder<LockEventType> } {
-    let guard = this.guards.get(door);
+  /** One input's moves at one door, declared to a flood guard of their own (the door's lock state in its summaries). */
+  private guard(door: string, input: ToggledLockInput): Guard {
+    const key = `${door} ${input}`;
+    let guard = this.guards.get(key);
     if (!guard) {
       const { clock, timers } = this.deps;
       const floods = new InputFloods({
@@ -52,8 +64,8 @@ export class LockAudit implements Component {
         record: (type, data) => this.deps.append({ type, door, at: clock.wallNow(), data }),
         current: () => ({ lock: this.states.get(door) ?? null }),
       });
-      guard = { floods, record: floods.input('emergency input', ['unlocked', 'locked']) };
-      this.guards.set(door, guard);
+      guard = { floods, record: floods.input(input, ['unlocked', 'locked']) };
+      this.guards.set(key, guard);
     }
     return guard;
   }

@@ -55,8 +55,9 @@ export interface UnlockSchedulerDeps {
  * to its end, except on holidays, in lockdown, after a lock by hand during the run, or on a clock nobody set
  * (neither synchronized nor backed by an RTC, issue 32 item 11: the door stays locked, recorded once as
  * schedule_waiting_for_clock, and follows its hours from the evaluation after the clock is synchronized). A door
- * of an interlock unlocks only when its gate allows it, else stays locked until the door that blocks has locked and
- * closed (recorded once as schedule_waiting_for_interlock; docs/areas.md).
+ * of an interlock is held only when its gate allows it (also a timed unlock in progress, which otherwise runs out as
+ * it is), else the schedule waits until the door that blocks has locked and closed (recorded once as
+ * schedule_waiting_for_interlock; docs/areas.md).
  * At the end of a run the door locks, unless someone held it open since (it is then theirs to lock).
  */
 export class UnlockScheduler {
@@ -129,11 +130,13 @@ export class UnlockScheduler {
     const state = this.compute(now);
     this.reportClock(state);
     const lock = this.deps.controller.snapshot();
-    // A timed unlock in progress (the first person's own card, a tap just before the hours) becomes the hold; a
-    // locked door unlocks only when its interlock allows it, else it waits for the door that blocks to lock and close.
-    const blocker = state.state === 'unlocked' && lock.state === 'LOCKED' ? (this.deps.interlockBlocker?.() ?? null) : null;
+    // The schedule takes the door over (a locked door, or a timed unlock in progress: the first person's own card, a
+    // tap just before the hours or one the fire override let through) only when its interlock allows it. Refused, a
+    // timed unlock runs out as it is, and the schedule waits for the door that blocks to lock and close.
+    const takesOver = state.state === 'unlocked' && (lock.state === 'LOCKED' || !lock.heldOpen);
+    const blocker = takesOver ? (this.deps.interlockBlocker?.() ?? null) : null;
     this.reportInterlock(blocker);
-    if (state.state === 'unlocked' && (lock.state === 'LOCKED' || !lock.heldOpen)) {
+    if (takesOver) {
       if (blocker === null) this.deps.controller.unlock(null, SCHEDULE_UNLOCK_CAUSE);
     } else if (state.state !== 'unlocked' && lock.state === 'UNLOCKED' && lock.cause === SCHEDULE_UNLOCK_CAUSE) {
       this.deps.controller.lock(SCHEDULE_LOCK_CAUSE);
@@ -143,6 +146,9 @@ export class UnlockScheduler {
       this.deps.onStateChange?.(state);
     }
     const untilChange = state.nextChange === null ? Infinity : Math.max(0, state.nextChange - now);
+    // The unlock or lock above may have led here again (a partner's lock tells this schedule to look again), and that
+    // evaluation set a timer of its own: one timer only.
+    this.clearTimer();
     this.timer = this.deps.timers.setTimeout(
       () => {
         this.timer = null;

@@ -71,8 +71,11 @@ interface Recorded {
 }
 
 let n = 0;
-/** An agent site; `front`/`back`: more keys of each door (YAML lines indented by four spaces); `extra`: sections. */
-function site(options: { front?: string; back?: string; extra?: string; frontReaders?: string; snapshot?: string } = {}) {
+/**
+ * An agent site; `front`/`back`: more keys of each door (YAML lines indented by four spaces); `moreDoors`: doors after
+ * them (YAML list items indented by two spaces); `extra`: sections.
+ */
+function site(options: { front?: string; back?: string; moreDoors?: string; extra?: string; frontReaders?: string; snapshot?: string } = {}) {
   const dir = join(tmp.path, `g${n++}`);
   mkdirSync(dir);
   const path = join(dir, 'config.yaml');
@@ -104,6 +107,7 @@ ${options.front ?? ''}
     exitButton: { pin: ${BACK_EXIT}, debounceMs: 0 }
     reader: { path: /dev/back }
 ${options.back ?? ''}
+${options.moreDoors ?? ''}
 `,
   );
   expect(runCli(['import', options.snapshot ?? 'examples/snapshot.json', '--config', path]).status).toBe(0);
@@ -651,6 +655,62 @@ ${more}`;
       s.set(FRONT_CONTACT, CLOSED);
       expect(s.relay(BACK)).toBe(1);
       expect(backUnlocks(s)).toEqual(['unlock schedule', 'unlock schedule']);
+      expect(waits(s)).toHaveLength(1);
+    });
+
+    it("two schedules hand over at 16:00 (the front door's hours end as the back door's begin), and leave no timer behind", async () => {
+      const hours = (from: number, to: number) => `    unlockSchedule: [${Array.from({ length: 7 }, () => `[[${from}, ${to}]]`).join(', ')}]`;
+      const s = site({ extra: 'interlocks: [ { doors: [Front door, Back door] } ]', front: hours(14, 16), back: hours(16, 18) });
+      const agent = await s.start();
+      expect([s.relay(FRONT), s.relay(BACK)]).toEqual([1, 0]);
+      // The front door's lock leads the back door's schedule to unlock, which leads the front door's schedule to look
+      // again inside its own evaluation: each schedule keeps one timer.
+      s.time.advance(2 * 60 * 60_000 + 100);
+      expect([s.relay(FRONT), s.relay(BACK)]).toEqual([0, 1]);
+      expect(agent.lockState(SECOND_DOOR_UUID)).toMatchObject({ state: 'UNLOCKED', cause: 'unlock schedule' });
+      await s.stop(agent);
+      expect(s.time.pendingCount).toBe(0);
+    });
+
+    it('a timed unlock the fire override let through is never taken over by the schedule while the gate refuses: it relocks at its deadline, and the schedule waits', async () => {
+      // Three doors in one interlock; the fire input releases the side door alone. Its override lets taps through at
+      // the front and back doors (people leaving); the fire is over when the front door's hours begin at 15:00.
+      const SIDE_DOOR_UUID = '3c9d8e7f-1a2b-4c3d-8e4f-5a6b7c8d9e0f';
+      const SIDE = 19;
+      const s = site({
+        extra: `interlocks: [ { doors: [Front door, Back door, Side door] } ]\nemergency: { pin: 26, doors: [Side door] }`,
+        front: `    unlockSeconds: 300\n${scheduled(15)}`,
+        back: '    unlockSeconds: 600',
+        moreDoors: `  - uuid: ${SIDE_DOOR_UUID}\n    resourceId: 14\n    name: Side door\n    relay: { pin: ${SIDE} }`,
+      });
+      const agent = await s.start();
+      s.time.advance(58 * 60_000); // 14:58
+      s.set(26, OPEN); // the fire alarm releases the side door
+      s.time.advance(100);
+      expect(s.relay(SIDE)).toBe(1);
+      s.tap('/dev/front-in', ALICE); // let through by the override: unlocked until 15:03
+      s.tap('/dev/back', ALICE); // the same: unlocked until 15:08
+      expect([s.relay(FRONT), s.relay(BACK)]).toEqual([1, 1]);
+      s.set(26, CLOSED);
+      s.time.advance(100);
+      expect([s.relay(FRONT), s.relay(BACK), s.relay(SIDE)]).toEqual([1, 1, 0]);
+
+      s.time.advance(2 * 60_000); // 15:00: the front door's hours begin while the back door is unlocked
+      expect(agent.lockState(DOOR_UUID)).toMatchObject({ state: 'UNLOCKED', heldOpen: false });
+      expect(agent.lockState(DOOR_UUID)?.cause).not.toBe('unlock schedule');
+      expect(waits(s)).toEqual([[DOOR_UUID, { blocked_by: SECOND_DOOR_UUID }]]);
+      s.time.advance(3 * 60_000); // 15:03: the card's unlock runs out; the back door is still unlocked
+      expect([s.relay(FRONT), s.relay(BACK)]).toEqual([0, 1]);
+      s.time.advance(4 * 60_000);
+      expect(s.relay(FRONT)).toBe(0);
+
+      s.time.advance(60_000); // 15:08: the back door relocks; now the gate allows the front door's hold
+      expect(s.relay(BACK)).toBe(0);
+      expect(s.relay(FRONT)).toBe(1);
+      expect(agent.lockState(DOOR_UUID)).toMatchObject({ state: 'UNLOCKED', cause: 'unlock schedule' });
+      const frontUnlocks = s.of('unlocked').filter((e) => e.door === DOOR_UUID);
+      expect(frontUnlocks.map((e) => e.data.cause)).toHaveLength(2);
+      expect(frontUnlocks.at(-1)!.data.cause).toBe('unlock schedule');
       expect(waits(s)).toHaveLength(1);
     });
   });

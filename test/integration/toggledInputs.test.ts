@@ -51,8 +51,28 @@ async function agentSite() {
 
 type Site = Awaited<ReturnType<typeof agentSite>>;
 
-/** Per family: one toggle (the attacker's hand), and how many events of each type 100 toggles make. */
-const FAMILIES: Array<{ family: string; toggle: (s: Site, i: number) => void; expected: Record<string, number> }> = [
+const RELAY = 17; // the front door's relay (fail-secure, active high): 1 = unlocked
+
+/** An exit press (the REX input spoofed): pressed, then let go. */
+function pressExit(s: Site): void {
+  s.gpio.set(EXIT, 0);
+  s.time.advance(100);
+  s.gpio.set(EXIT, 1);
+  s.time.advance(100);
+}
+
+/**
+ * Per family: one toggle (the attacker's hand), how many events of each type `toggles` toggles (100 unless said)
+ * make, and for the lock moves the cause of each and how often the relay must have unlocked and relocked.
+ */
+const FAMILIES: Array<{
+  family: string;
+  toggles?: number;
+  toggle: (s: Site, i: number) => void;
+  expected: Record<string, number>;
+  causes?: Record<string, string>;
+  relayCycles?: number;
+}> = [
   {
     family: 'fire alarm input (a real alarm: the loop opens, the confirm contact closes)',
     toggle: (s, i) => {
@@ -110,18 +130,50 @@ const FAMILIES: Array<{ family: string; toggle: (s: Site, i: number) => void; ex
     },
     expected: { exit_request: 50 },
   },
+  {
+    family: "exit button's unlock and the contact's close-relock (a REX spoof and a magnet on the reed switch, 60 cycles in a minute)",
+    toggles: 60,
+    toggle: (s) => {
+      pressExit(s); // unlocks
+      s.gpio.set(CONTACT, 1); // opened while unlocked: no alarm
+      s.time.advance(100);
+      s.gpio.set(CONTACT, 0); // closed behind "someone": relocked at once
+      s.time.advance(100);
+    },
+    expected: { unlocked: 60, locked: 60, exit_request: 60, door_opened: 60, door_closed: 60 },
+    causes: { unlocked: 'exit button', locked: 'door closed' },
+    relayCycles: 60,
+  },
+  {
+    family: "exit button's unlock ended by its relock timer (pressed, nobody opens)",
+    toggles: 60,
+    toggle: (s) => {
+      pressExit(s);
+      s.time.advance(5_000); // unlockSeconds (5) run out: the relock timer locks
+    },
+    expected: { unlocked: 60, locked: 60, exit_request: 60 },
+    causes: { unlocked: 'exit button', locked: 'timer' },
+    relayCycles: 60,
+  },
 ];
 
 const counted = (events: Array<Record<string, unknown>>) => events.reduce((sum, e) => sum + (e.summary === true ? (e.count as number) : 1), 0);
 
 describe('every input an attacker can toggle is summarized past ten changes a minute', () => {
-  it.each(FAMILIES)('$family', async ({ toggle, expected }) => {
+  it.each(FAMILIES)('$family', async ({ toggles = 100, toggle, expected, causes, relayCycles }) => {
     const s = await agentSite();
-    for (let i = 0; i < 100; i++) toggle(s, i);
+    const started = s.gpio.log.length;
+    for (let i = 0; i < toggles; i++) toggle(s, i);
     s.time.advance(60_000); // the minute ends: the summaries are recorded
+    if (relayCycles !== undefined) {
+      // Only what is recorded is summarized: the relay unlocked and relocked at every cycle.
+      const writes = s.gpio.log.slice(started).filter((line) => line.startsWith(`write ${RELAY}=`));
+      expect(writes).toEqual(Array.from({ length: relayCycles }, () => [`write ${RELAY}=1`, `write ${RELAY}=0`]).flat());
+    }
     const events = s.events();
     for (const [type, total] of Object.entries(expected)) {
       const of = events.filter((e) => e.type === type);
+      if (causes?.[type] !== undefined) expect(new Set(of.map((e) => e.cause)), type).toEqual(new Set([causes[type]]));
       expect(of.filter((e) => e.summary !== true).length, type).toBeLessThanOrEqual(FLOOD_BURST);
       expect(of.filter((e) => e.summary === true).length, type).toBeGreaterThan(0);
       expect(counted(of), type).toBe(total); // nothing lost: each change is an event or counted in one
