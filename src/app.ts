@@ -26,6 +26,7 @@ import { lastRefreshAt, readHeldRevision, readHeldVersion, type SyncResult } fro
 import { SyncComponent } from './sync/syncComponent.js';
 import { FindingsReporter } from './sync/findingsReporter.js';
 import { RefusalRecorder } from './sync/refusalRecorder.js';
+import type { CacheRebuild } from './store/cacheAudit.js';
 import type { Notify } from './system/sdNotify.js';
 import { SystemdWatchdog } from './system/watchdog.js';
 import type { Clock, Timers } from './util/clock.js';
@@ -140,6 +141,8 @@ export async function startAgent(config: AgentOptions, deps: AgentDeps): Promise
     const missing = checkReferencedFiles(config, env);
     if (missing.length > 0) throw new InputError('the configuration names files that cannot be used', missing, EXIT_INVALID_CONFIG);
 
+    // Who rebuilds a damaged cache: the daemon from the service, or the operator without one (the log, the health).
+    const cacheRebuild: CacheRebuild = config.service ? 'automatic' : 'manual';
     const store = new AgentStore({
       dataDir: config.agent.dataDir,
       agentId: config.agent.id,
@@ -151,7 +154,7 @@ export async function startAgent(config: AgentOptions, deps: AgentDeps): Promise
       wallNow: () => clock.wallNow(),
       timers,
       logger: logger.child({ component: 'store' }),
-      cacheRebuild: config.service ? 'automatic' : 'manual',
+      cacheRebuild,
     });
     const doorEvents = new DoorEvents((err, event) => logger.error({ err, event }, 'a door event listener failed'));
     const lockAudit = new LockAudit({ doorEvents, append: (event) => store.events.append(event), clock, timers, logger });
@@ -298,7 +301,7 @@ export async function startAgent(config: AgentOptions, deps: AgentDeps): Promise
           health: {
             cache: () => cacheFreshness(store, logger),
             onCacheChange: (listener) => store.cache.onChange(() => listener()),
-            cacheRebuild: config.service ? 'automatic' : 'manual',
+            cacheRebuild,
             clockTrusted: () => clockSynchronized() && isClockTrusted(clock.wallNow()),
             onClockChange: (listener) => clockWatch.onSynchronized(listener),
           },

@@ -1,4 +1,5 @@
 import { REBUILD_BY_HAND } from '../store/cacheDamage.js';
+import type { CacheRebuild } from '../store/cacheAudit.js';
 import type { CacheRuntime } from '../store/runtimeStatus.js';
 
 /** The cache's damage as `status` shows it: what the file check found now, and what the daemon reported of it. */
@@ -6,7 +7,7 @@ export interface CacheDamageView {
   /** What SQLite's check of the file found now (null: sound, or no file). */
   error: string | null;
   /** `automatic`: door-agent run rebuilds it from the service (a `service` section); `manual`: the operator does. */
-  rebuild: 'automatic' | 'manual';
+  rebuild: CacheRebuild;
   /** Whether a daemon runs now (it rebuilds; else the next start does). */
   daemonRunning: boolean;
   /** The daemon's own record: since when it holds the cache damaged, its last failed attempt, its last rebuild. */

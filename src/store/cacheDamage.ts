@@ -35,6 +35,11 @@ export class CacheDamagedError extends DoorAgentError {
   }
 }
 
+/** What a damage error says was wrong: a CacheDamagedError's reason, else the error's own message. */
+export function damageReason(err: unknown): string {
+  return err instanceof CacheDamagedError ? err.reason : err instanceof Error ? err.message : String(err);
+}
+
 /**
  * SQLite's quick_check of `file` on a connection of its own (so that no page cache hides what is on the disk now):
  * null when the file is sound, else what is wrong. Reads every page once; other failures (no file, no permission)

@@ -1,7 +1,7 @@
 import { closeSync, existsSync, mkdirSync, openSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import Database from 'better-sqlite3';
-import { CacheDamagedError, isCacheDamage, REBUILD_BY_HAND } from './cacheDamage.js';
+import { damageReason, isCacheDamage, REBUILD_BY_HAND } from './cacheDamage.js';
 import { MIGRATIONS, STATE_MIGRATIONS, type Migration } from './migrations.js';
 import { DoorAgentError, describeFsError, errorCode } from '../util/errors.js';
 
@@ -42,11 +42,8 @@ const STATE: Schema = {
  * message says how to rebuild the cache, which is a copy of the service's data and safe to rebuild.
  */
 export class CacheUnreadableError extends DoorAgentError {
-  /** The file is damaged (SQLITE_CORRUPT, SQLITE_NOTADB): refused with `cache_damaged`, and rebuilt. */
-  readonly damaged: boolean;
-
   constructor(cause: unknown) {
-    const reason = cause instanceof CacheDamagedError ? cause.reason : cause instanceof Error ? cause.message : String(cause);
+    const reason = damageReason(cause);
     const damaged = isCacheDamage(cause);
     super(
       `the cache ${damaged ? 'is damaged' : 'cannot be read'} (${reason}); the door stays locked. Rebuild the cache: ` +
@@ -55,7 +52,6 @@ export class CacheUnreadableError extends DoorAgentError {
       { cause },
     );
     this.name = 'CacheUnreadableError';
-    this.damaged = damaged;
   }
 }
 

@@ -1,5 +1,5 @@
 import type { RestrictionSummary } from '../store/restrictiveMerge.js';
-import { CacheDamagedError, isCacheDamage } from '../store/cacheDamage.js';
+import { CacheDamagedError, damageReason, isCacheDamage } from '../store/cacheDamage.js';
 import { MassRemovalError, type HistoryChange } from '../store/snapshotMerge.js';
 import { DoorAgentError } from '../util/errors.js';
 import { ServiceError } from './serviceClient.js';
@@ -33,7 +33,7 @@ export function syncFailure(err: unknown): SyncFailure {
     };
   if (err instanceof ServiceError) return { kind: 'service', message: err.message, endpoint: err.endpoint, status: err.status, retryAfterMs: err.retryAfterMs };
   // The worker read a damaged page of the cache: the daemon rebuilds it (store/cacheConnection.ts).
-  if (isCacheDamage(err)) return { kind: 'damaged', message: err instanceof CacheDamagedError ? err.reason : err instanceof Error ? err.message : String(err) };
+  if (isCacheDamage(err)) return { kind: 'damaged', message: damageReason(err) };
   return { kind: 'other', message: err instanceof Error ? err.message : String(err) };
 }
 

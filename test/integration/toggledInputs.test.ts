@@ -61,6 +61,14 @@ function pressExit(s: Site): void {
   s.time.advance(100);
 }
 
+/** Flaps `pin` once per toggle, 100 ms apart: to `first` on even toggles, back on odd ones. */
+const flap =
+  (pin: number, first: 0 | 1) =>
+  (s: Site, i: number): void => {
+    s.gpio.set(pin, i % 2 === 0 ? first : first === 1 ? 0 : 1);
+    s.time.advance(100);
+  };
+
 /**
  * Per family: one toggle (the attacker's hand), how many events of each type `toggles` toggles (100 unless said)
  * make, and for the lock moves the cause of each and how often the relay must have unlocked and relocked.
@@ -92,42 +100,27 @@ const FAMILIES: Array<{
   },
   {
     family: 'mains power input',
-    toggle: (s, i) => {
-      s.gpio.set(MAINS, i % 2 === 0 ? 0 : 1);
-      s.time.advance(100);
-    },
+    toggle: flap(MAINS, 0),
     expected: { power_lost: 50, power_restored: 50 },
   },
   {
     family: 'battery-low input',
-    toggle: (s, i) => {
-      s.gpio.set(BATTERY, i % 2 === 0 ? 1 : 0);
-      s.time.advance(100);
-    },
+    toggle: flap(BATTERY, 1),
     expected: { battery_low: 50, battery_ok: 50 },
   },
   {
     family: 'tamper switch',
-    toggle: (s, i) => {
-      s.gpio.set(TAMPER, i % 2 === 0 ? 1 : 0);
-      s.time.advance(100);
-    },
+    toggle: flap(TAMPER, 1),
     expected: { tamper: 100 },
   },
   {
     family: 'door contact (a magnet on the reed switch, the door locked)',
-    toggle: (s, i) => {
-      s.gpio.set(CONTACT, i % 2 === 0 ? 1 : 0);
-      s.time.advance(100);
-    },
+    toggle: flap(CONTACT, 1),
     expected: { door_opened: 50, door_closed: 50, door_forced: 50 },
   },
   {
     family: 'exit button',
-    toggle: (s, i) => {
-      s.gpio.set(EXIT, i % 2 === 0 ? 0 : 1);
-      s.time.advance(100);
-    },
+    toggle: flap(EXIT, 0),
     expected: { exit_request: 50 },
   },
   {

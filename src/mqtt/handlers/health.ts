@@ -8,6 +8,7 @@ import { eventLoopLag, type EventLoopLag } from '../../util/eventLoopLag.js';
 import type { BrokerRefusals } from '../brokerRefusals.js';
 import type { HandlerSubscription, MqttHandler } from '../handler.js';
 import type { MqttDoor } from './mqttDoor.js';
+import type { CacheRebuild } from '../../store/cacheAudit.js';
 
 /** The health goes out this often, whatever changed (the event loop's lag is measured over this period). @internal */
 export const HEALTH_PERIOD_MS = 60_000;
@@ -27,7 +28,7 @@ export interface HealthSources {
   /** Calls `listener` when the cache is found damaged or rebuilt. */
   onCacheChange?: (listener: () => void) => void;
   /** How a damaged cache is rebuilt: `automatic` from the service, `manual` without one (shown with the damage). */
-  cacheRebuild?: 'automatic' | 'manual';
+  cacheRebuild?: CacheRebuild;
 }
 
 export interface HealthDeps {

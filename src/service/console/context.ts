@@ -1,4 +1,5 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { ApiKeys } from '../apiKeys.js';
 import type { RouteContext } from '../routeContext.js';
 import type { ApiDelegation } from './delegation.js';
 import type { Html } from './html.js';
@@ -26,6 +27,8 @@ export interface ConsoleContext {
   mailConfigured: boolean;
   /** Where the console is opened: its forms' origin, its mailed links, its cookie's Secure. */
   origin: ConsoleOrigin;
+  /** The service's API keys: an API-key sign-in, and each use of a session signed in with one. */
+  keys: ApiKeys;
 }
 
 /** The session of a console request (set by the session check before every handler but sign-in). */

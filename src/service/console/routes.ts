@@ -70,6 +70,7 @@ export function registerConsole(
     delegation: options.delegation,
     mailConfigured: options.mailConfigured,
     origin: new ConsoleOrigin(app, options.publicUrl, options.listen),
+    keys,
   };
   /** Where an action's refusal goes back to: the console page it was posted from (Referer, this origin), else People. */
   const backOf = (request: FastifyRequest) => {

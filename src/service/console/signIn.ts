@@ -1,7 +1,7 @@
 import { createHash, randomBytes } from 'node:crypto';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import * as z from 'zod';
-import { ApiKeys, keyDigest } from '../apiKeys.js';
+import { keyDigest } from '../apiKeys.js';
 import { type ConsoleContext, sendHtml } from './context.js';
 import { html } from './html.js';
 import { flashBox, publicPage, type Flash } from './layout.js';
@@ -51,7 +51,7 @@ const minutes = (ms: number) => Math.max(1, Math.ceil(ms / 60_000));
  * (signInThrottle.ts).
  */
 export function registerSignIn(app: FastifyInstance, ctx: ConsoleContext, maxAgeSeconds: number): void {
-  const keys = new ApiKeys(ctx.api.db);
+  const keys = ctx.keys;
   // At most one live link per user (ADMIN or SUPER): expired ones are dropped at each request.
   const links = new Map<string, { emailId: number; expires: number }>();
   const throttle = new SignInThrottle();
