@@ -89,6 +89,13 @@ module.exports = {
       from: { path: '^src/readers/' },
       to: { path: '^src/', pathNot: '^src/(readers|hardware|protocol|core|util)/' },
     },
+    {
+      name: 'service-stores-use-the-interface',
+      comment: 'a service store uses SqlDb (service/sql/sqlDb.ts); only database.ts and service/sql/ open an engine',
+      severity: 'error',
+      from: { path: '^src/service/', pathNot: '^src/service/(database\\.ts$|sql/)' },
+      to: { path: '^src/service/sql/(sqliteDb|postgresDb)\\.ts$' },
+    },
     ...layerRules,
     {
       name: 'not-to-unresolvable',

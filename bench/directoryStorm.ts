@@ -13,12 +13,9 @@ import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { get } from 'node:http';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { openServiceDatabase } from '../src/service/database.js';
-import { Directory } from '../src/service/directory.js';
-import { UserStore } from '../src/service/users.js';
 import { freePort } from './net.js';
 import { type BenchRow, SERVICE_NODE_OPTIONS } from './report.js';
-import { seedService } from './serviceSeed.js';
+import { frontSite, prepareSite, type PreparedSite, type SiteFront, type SiteLayout } from './serviceSite.js';
 
 const DOORS = 100;
 /** The agents' default service.timeoutSeconds: a door hearing nothing for this long gives up. */
@@ -48,6 +45,14 @@ async function start(args: string[], marker: string): Promise<ChildProcess> {
     child.once('exit', (code) => rej(new Error(`${args[0]} exited ${code}`)));
   });
   return child;
+}
+
+/** SIGTERM, and wait until it has exited (a PostgreSQL database is dropped only once no process uses it). */
+async function stopProcess(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return;
+  const exited = new Promise((r) => child.once('exit', r));
+  child.kill('SIGTERM');
+  await exited;
 }
 
 /** The storm client in its own process; resolves with its figures. */
@@ -82,25 +87,49 @@ function peakMb(pid: number): number {
   return Number(line?.split(/\s+/)[1] ?? NaN) / 1024;
 }
 
-async function stormAt(workDir: string, users: number, goalSeconds: number): Promise<BenchRow[]> {
-  const dir = join(workDir, `directory-storm-${users}`);
+/** The site of a storm while it runs, for a measurement after the storm (serviceCluster.ts: the CPU per change). */
+export interface RunningSite {
+  site: PreparedSite;
+  front: SiteFront;
+  /** The service processes. */
+  pids: number[];
+}
+
+/**
+ * The storm at `users`, on a site of `layout` (one process on SQLite unless said: bench/serviceSite.ts), each
+ * service process started as `door-agent service` with its unit's heap cap; its rows under `bench`, each figure
+ * prefixed with `label`, `extraYaml` appended to each process's configuration. `after` runs on the same site once the
+ * storm and its floor are measured.
+ */
+export async function stormAt(
+  workDir: string,
+  users: number,
+  goalSeconds: number,
+  options: { layout?: SiteLayout; extraYaml?: string; bench?: string; label?: string; after?: (running: RunningSite) => Promise<BenchRow[]> } = {},
+): Promise<BenchRow[]> {
+  const layout = options.layout ?? { engine: 'sqlite' };
+  const dir = join(workDir, `directory-storm-${users}-${layout.engine}`);
   rmSync(dir, { recursive: true, force: true });
   mkdirSync(dir, { recursive: true });
-  const key = seedService(join(dir, 'data'), users);
   // A service that has run before: its fingerprints stored and its revision issued (a first start also writes them).
-  const db = openServiceDatabase(join(dir, 'data', 'service.db'));
-  new Directory(db, new UserStore(db)).refresh(Date.now());
-  db.close();
-  const port = await freePort();
-  const config = join(dir, 'config.yaml');
-  writeFileSync(config, `server: { listen: 127.0.0.1:${port}, dataDir: ${dir}/data }\n`);
-  let service: ChildProcess | undefined;
+  const site = await prepareSite(dir, layout, users, options.extraYaml);
+  const key = site.doorKey;
+  const services: ChildProcess[] = [];
+  let front: SiteFront | undefined;
   let floorServer: ChildProcess | undefined;
   try {
-    service = await start([...SERVICE_NODE_OPTIONS, join(root, 'dist/src/cli.js'), 'service', '--config', config], 'service ready');
-    const url = `http://127.0.0.1:${port}/directory`;
+    for (const config of site.configs)
+      services.push(await start([...SERVICE_NODE_OPTIONS, join(root, 'dist/src/cli.js'), 'service', '--config', config], 'service ready'));
+    front = await frontSite(dir, site);
+    const url = `${front.url}/directory`;
     const measured = await storm(url, [`authorization: Bearer ${key}`, 'accept-encoding: gzip']);
-    const peak = peakMb(service.pid!);
+    const ended = services.findIndex((service) => service.exitCode !== null || service.signalCode !== null);
+    if (ended >= 0)
+      throw new Error(
+        `directory-storm benchmark: service process ${ended + 1} ended during the storm (${services[ended]!.signalCode ?? `exit ${services[ended]!.exitCode}`})`,
+      );
+    // The largest of the processes' peaks: each holds the answer it built.
+    const peak = Math.max(...services.map((service) => peakMb(service.pid!)));
     // The bytes the service stored and sent, for the floor to send the same.
     const stored = await rawGet(url, { authorization: `Bearer ${key}`, 'accept-encoding': 'gzip' });
     if (stored.status !== 200 || stored.encoding !== 'gzip') throw new Error(`GET /directory answered ${stored.status} (${stored.encoding ?? 'identity'})`);
@@ -111,10 +140,13 @@ async function stormAt(workDir: string, users: number, goalSeconds: number): Pro
     floorServer = await start([join(root, 'dist/bench/helloServer.js'), String(floorPort), file, 'gzip'], 'ready');
     const floor = await storm(`http://127.0.0.1:${floorPort}/body`, ['accept-encoding: gzip']);
     const mb = (n: number) => `${(n / 1e6).toFixed(1)} MB`;
-    const b = 'directory-storm';
-    const what = `${DOORS} doors, full GET /directory of ${users.toLocaleString('en-US')} users (${mb(identity.body.length)}, gzip ${mb(stored.body.length)})`;
+    const b = options.bench ?? 'directory-storm';
+    const what = `${options.label ?? ''}${DOORS} doors, full GET /directory of ${users.toLocaleString('en-US')} users (${mb(identity.body.length)}, gzip ${mb(stored.body.length)})`;
     const missed = measured.refused + measured.failed + measured.timedOut;
     const seconds = (s: Storm) => (s.allMs === null ? Number.NaN : s.allMs / 1000);
+    const afterRows = options.after ? await options.after({ site, front, pids: services.map((service) => service.pid!) }) : [];
+    const balancer = front.balancerSummary();
+    if (balancer !== null) process.stdout.write(`${b}: HAProxy passed on ${balancer}\n`);
     return [
       {
         bench: b,
@@ -149,10 +181,13 @@ async function stormAt(workDir: string, users: number, goalSeconds: number): Pro
         target: `< ${MEMORY_MAX_MB} MB (the unit's MemoryMax)`,
         met: peak < MEMORY_MAX_MB,
       },
+      ...afterRows,
     ];
   } finally {
-    service?.kill('SIGTERM');
+    await front?.stop();
+    await Promise.all(services.map(stopProcess));
     floorServer?.kill('SIGTERM');
+    await site.drop();
     rmSync(dir, { recursive: true, force: true });
   }
 }

@@ -9,9 +9,8 @@
  * subscriber), and the requests the service received for it counted.
  */
 import { spawnSync } from 'node:child_process';
-import { closeSync, mkdirSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { join, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { closeSync, copyFileSync, mkdirSync, openSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { connectAsync, type MqttClient } from 'mqtt';
 import type { FleetAgentCommand, FleetAgentMessage } from './fleetAgents.js';
 import { Children } from './fleetChildren.js';
@@ -19,7 +18,7 @@ import type { FleetServiceMessage } from './fleetService.js';
 import { startBroker } from './mqttBench.js';
 import { freePort } from './net.js';
 import { infoRow, type BenchRow } from './report.js';
-import { seedService } from './serviceSeed.js';
+import { frontSite, layoutLabel, prepareSite, type PreparedSite, type SiteFront, type SiteLayout } from './serviceSite.js';
 import { p50p99 } from './valueFile.js';
 import { sleep, waitFor } from './wait.js';
 
@@ -49,43 +48,68 @@ const START_DELAY_MS = 5_000;
 const FIRST_SYNC_TIMEOUT_MS = 600_000;
 // After the last agent holds a change: time for any request it still causes to reach the service's count.
 const SETTLE_MS = 300;
-const root = resolve(fileURLToPath(import.meta.url), '../../..');
 const wallNow = () => performance.timeOrigin + performance.now();
 
-/** The service's count of the agents' requests (all but the changes' own calls), and its directory revision. */
-function countingService(
+/** Requests that are not the agents': the changes' own calls, and the balancer's health checks (service-cluster). */
+const NOT_THE_AGENTS = new Set(['PUT /togglesuspension', 'GET /healthz', 'HEAD /healthz']);
+
+/** What the service processes counted so far, added up over them. */
+interface SiteCount {
+  agentRequests: number;
+  revision: number;
+  cpuMs: number;
+  directoryAnswerMs: { p50: number; p99: number; count: number };
+}
+
+/**
+ * The service processes of a site (bench/fleetService.ts, one per configuration file), each counting the
+ * requests it receives; ask() adds up their counts of the agents' requests (all but the changes' own calls) and
+ * their CPU time, and pools their GET /directory times. The revision is the first process's (on PostgreSQL every
+ * process reads it from the database).
+ */
+function countingSite(
   children: Children,
-  config: string,
+  configs: readonly string[],
 ): {
   ready: () => boolean;
-  ask: () => Promise<{ agentRequests: number; revision: number; cpuMs: number; directoryAnswerMs: { p50: number; p99: number; count: number } }>;
+  ask: () => Promise<SiteCount>;
 } {
-  const service = children.spawn('the service', 'fleetService.js', [config]);
-  let ready = false;
-  const waiting: Array<(m: FleetServiceMessage & { type: 'count' }) => void> = [];
-  service.on('message', (m: FleetServiceMessage) => {
-    if (m.type === 'ready') ready = true;
-    else waiting.shift()?.(m);
+  const services = configs.map((config, i) => {
+    const child = children.spawn(configs.length === 1 ? 'the service' : `service process ${i + 1}`, 'fleetService.js', [config]);
+    const state = { ready: false, waiting: [] as Array<(m: FleetServiceMessage & { type: 'count' }) => void> };
+    child.on('message', (m: FleetServiceMessage) => {
+      if (m.type === 'ready') state.ready = true;
+      else state.waiting.shift()?.(m);
+    });
+    return { child, state };
   });
-  const ask = async () => {
+  const askOne = async ({ child, state }: (typeof services)[number]) => {
     let count: (FleetServiceMessage & { type: 'count' }) | null = null;
-    waiting.push((m) => (count = m));
-    service.send({ type: 'count' });
+    state.waiting.push((m) => (count = m));
+    child.send({ type: 'count' });
     await waitFor(
       'fleet',
       children.alive(() => count !== null),
       10_000,
       "the service's request count",
     );
-    const { requests, revision, cpuMs, directoryAnswerMs } = count!;
+    return count!;
+  };
+  const ask = async (): Promise<SiteCount> => {
+    const counts = await Promise.all(services.map(askOne));
+    const answers = counts.flatMap((c) => c.directoryAnswerMs).sort((a, b) => a - b);
+    const at = (q: number) => answers[Math.min(answers.length - 1, Math.floor(q * answers.length))] ?? 0;
     return {
-      agentRequests: Object.entries(requests).reduce((n, [path, c]) => (path === 'PUT /togglesuspension' ? n : n + c), 0),
-      revision,
-      cpuMs,
-      directoryAnswerMs,
+      agentRequests: counts.reduce(
+        (sum, { requests }) => sum + Object.entries(requests).reduce((n, [path, c]) => (NOT_THE_AGENTS.has(path) ? n : n + c), 0),
+        0,
+      ),
+      revision: counts[0]!.revision,
+      cpuMs: counts.reduce((sum, c) => sum + c.cpuMs, 0),
+      directoryAnswerMs: { p50: at(0.5), p99: at(0.99), count: answers.length },
     };
   };
-  return { ready: () => ready, ask };
+  return { ready: () => services.every((s) => s.state.ready), ask };
 }
 
 /** The agents, `processes` processes of them: what each holds, every sync they report, their logs (warnings). */
@@ -218,34 +242,35 @@ interface ChangeSample {
   serviceCpuMs: number;
   /** The agent processes' CPU time for the change (the revision message, the sync, the cache write), all agents. */
   agentsCpuMs: number;
+  /** PostgreSQL's CPU time for the change (server and backends), on a site of several processes; else 0. */
+  databaseCpuMs: number;
 }
 
-async function runFleet(workDir: string, scale: FleetScale): Promise<BenchRow[]> {
+async function runFleet(workDir: string, scale: FleetScale, layout: SiteLayout = { engine: 'sqlite' }): Promise<BenchRow[]> {
   const { users: USERS, agents: AGENTS, processes: PROCESSES, changes: CHANGES } = scale;
-  const dir = join(workDir, scale.bench);
+  const dir = join(workDir, layout.engine === 'sqlite' ? scale.bench : `${scale.bench}-${layout.engine}`);
   rmSync(dir, { recursive: true, force: true });
   mkdirSync(dir, { recursive: true });
   const children = new Children();
   let broker: Awaited<ReturnType<typeof startBroker>> | null = null;
   let subscriber: MqttClient | null = null;
+  let site: PreparedSite | null = null;
+  let front: SiteFront | null = null;
   try {
-    const apiKeyFile = join(dir, 'api-key');
-    writeFileSync(apiKeyFile, `${seedService(join(dir, 'svc'), USERS)}\n`);
-    const [port, mqttPort] = [await freePort(), await freePort()];
+    const mqttPort = await freePort();
     broker = await startBroker(dir, mqttPort);
     const mqttUrl = `mqtt://127.0.0.1:${mqttPort}`;
-    const serviceConfig = join(dir, 'service.yaml');
-    writeFileSync(serviceConfig, `server: { listen: 127.0.0.1:${port}, dataDir: ${dir}/svc }\nmqtt: { url: "${mqttUrl}", topicPrefix: ${PREFIX} }\n`);
-    const admin = spawnSync(process.execPath, [join(root, 'dist/src/cli.js'), 'service', 'key', 'create', '--rank', 'ADMIN', '--config', serviceConfig], {
-      encoding: 'utf8',
-    }).stdout.trim();
-    const service = countingService(children, serviceConfig);
-    await waitFor('fleet', children.alive(service.ready), 30_000, 'the service listening');
+    site = await prepareSite(dir, layout, USERS, `mqtt: { url: "${mqttUrl}", topicPrefix: ${PREFIX} }\n`);
+    const apiKeyFile = join(dir, 'api-key');
+    writeFileSync(apiKeyFile, `${site.doorKey}\n`);
+    const service = countingSite(children, site.configs);
+    await waitFor('fleet', children.alive(service.ready), 60_000, 'the service listening');
+    front = await frontSite(dir, site);
     const push = await revisionSubscriber(mqttUrl);
     subscriber = push.client;
 
     let fleetStarted = performance.now();
-    const fleet = new Fleet(children, dir, scale, { serviceUrl: `http://127.0.0.1:${port}`, apiKeyFile, mqttUrl });
+    const fleet = new Fleet(children, dir, scale, { serviceUrl: front.url, apiKeyFile, mqttUrl });
     await waitFor(
       'fleet',
       children.alive(() => fleet.allStarted()),
@@ -280,6 +305,8 @@ async function runFleet(workDir: string, scale: FleetScale): Promise<BenchRow[]>
     await sleep(SETTLE_MS);
     let before = await service.ask();
     let agentsCpuBefore = await fleet.cpuMs();
+    const databaseCpu = () => (layout.engine === 'postgres' ? layout.postgres.cpuMs() : 0);
+    let databaseCpuBefore = databaseCpu();
 
     const samples: ChangeSample[] = [];
     const warmups: ChangeSample[] = [];
@@ -288,9 +315,9 @@ async function runFleet(workDir: string, scale: FleetScale): Promise<BenchRow[]>
       const sinceSync = fleet.synced.length;
       const sincePush = push.pushed.length;
       const started = wallNow();
-      const answer = await fetch(`http://127.0.0.1:${port}/togglesuspension`, {
+      const answer = await fetch(`${front.url}/togglesuspension`, {
         method: 'PUT',
-        headers: { authorization: `Bearer ${admin}`, 'content-type': 'application/json' },
+        headers: { authorization: `Bearer ${site.adminKey}`, 'content-type': 'application/json' },
         body: JSON.stringify({ email_id: emailId }),
       });
       if (!answer.ok) throw new Error(`fleet benchmark: PUT /togglesuspension answered ${answer.status}: ${await answer.text()}`);
@@ -315,6 +342,7 @@ async function runFleet(workDir: string, scale: FleetScale): Promise<BenchRow[]>
       await sleep(SETTLE_MS);
       const after = await service.ask();
       const agentsCpuAfter = await fleet.cpuMs();
+      const databaseCpuAfter = databaseCpu();
       (i < 0 ? warmups : samples).push({
         allMs: Math.max(...reached.values()),
         firstMs: Math.min(...reached.values()),
@@ -322,18 +350,32 @@ async function runFleet(workDir: string, scale: FleetScale): Promise<BenchRow[]>
         requests: after.agentRequests - before.agentRequests,
         serviceCpuMs: after.cpuMs - before.cpuMs,
         agentsCpuMs: agentsCpuAfter - agentsCpuBefore,
+        databaseCpuMs: databaseCpuAfter - databaseCpuBefore,
       });
       before = after;
       agentsCpuBefore = agentsCpuAfter;
+      databaseCpuBefore = databaseCpuAfter;
     }
     const afterChanges = fleet.failedSyncs();
     // The reasons list every failure so far: the cold start's come first.
     if (afterChanges.count > firstSyncs.failed) process.stdout.write(`${scale.bench}: failed syncs (cold start and changes): ${afterChanges.reasons}\n`);
-    return rows(scale, samples, warmups, firstSyncs, afterChanges.count - firstSyncs.failed);
+    const balancer = front.balancerSummary();
+    if (balancer !== null) process.stdout.write(`${scale.bench}: HAProxy passed on ${balancer}\n`);
+    if (afterChanges.count > 0) {
+      // The evidence, kept past the run: the agents' logs (each failure with its time) and the balancer's.
+      const kept = `${dir}-logs`;
+      rmSync(kept, { recursive: true, force: true });
+      mkdirSync(kept);
+      for (const file of readdirSync(dir).filter((f) => f.endsWith('.log'))) copyFileSync(join(dir, file), join(kept, file));
+      process.stdout.write(`${scale.bench}: the logs of the failed syncs are kept in ${kept}\n`);
+    }
+    return rows(scale, samples, warmups, firstSyncs, afterChanges.count - firstSyncs.failed, layout.engine === 'postgres');
   } finally {
     await subscriber?.endAsync(true);
+    await front?.stop();
     await children.endAll();
     broker?.kill('SIGTERM');
+    await site?.drop();
     rmSync(dir, { recursive: true, force: true });
   }
 }
@@ -344,6 +386,7 @@ function rows(
   warmups: ChangeSample[],
   firstSyncs: { seconds: number; failed: number; shed: number; answers: { p50: number; p99: number; count: number } },
   failedDuringChanges: number,
+  onPostgres: boolean,
 ): BenchRow[] {
   const { users: USERS, agents: AGENTS, changes: CHANGES, bench: b } = scale;
   const all = p50p99(samples.map((s) => s.allMs));
@@ -353,6 +396,7 @@ function rows(
   const maxRequests = Math.max(...samples.map((s) => s.requests));
   const serviceCpu = p50p99(samples.map((s) => s.serviceCpuMs));
   const agentsCpu = p50p99(samples.map((s) => s.agentsCpuMs));
+  const databaseCpu = p50p99(samples.map((s) => s.databaseCpuMs));
   const pushLabel = (p: string) => `call to revision message at a plain subscriber, ${p}`;
   return [
     {
@@ -404,6 +448,7 @@ function rows(
     ),
     // Where the agents share this machine's cores, this is what transfers to a service machine of its own.
     infoRow(b, `the service's CPU time per change (the call, the push, ${AGENTS} doors' requests) p50`, serviceCpu.p50, 'ms'),
+    ...(onPostgres ? [infoRow(b, `PostgreSQL's CPU time per change (server and backends, the same) p50`, databaseCpu.p50, 'ms')] : []),
     // The doors' side of a change, all of them on this machine's cores: on a site each door spends its share on
     // its own board, in parallel.
     infoRow(b, `the agents' CPU time per change (${AGENTS} agents: the revision message, the sync, the cache write) p50`, agentsCpu.p50, 'ms'),
@@ -479,5 +524,13 @@ export function benchmarkFleet(workDir: string): Promise<BenchRow[]> {
  * carries at 10,000 and 250,000 users is `directory-storm`.
  */
 export function benchmarkFleet1000(workDir: string): Promise<BenchRow[]> {
-  return runFleet(workDir, { bench: 'fleet-1000', users: 1_000, agents: 1_000, processes: 4, changes: 10, held: true, shared: true, warmupChanges: 1 });
+  return runFleet(workDir, FLEET_1000);
+}
+
+const FLEET_1000: FleetScale = { bench: 'fleet-1000', users: 1_000, agents: 1_000, processes: 4, changes: 10, held: true, shared: true, warmupChanges: 1 };
+
+/** fleet-1000 against a site of `layout` (bench/serviceCluster.ts): its rows under `bench`, each figure named with the layout. */
+export async function fleet1000On(workDir: string, bench: string, layout: SiteLayout): Promise<BenchRow[]> {
+  const rows = await runFleet(workDir, Object.assign({}, FLEET_1000, { bench }), layout);
+  return rows.map((r) => Object.assign(r, { metric: `${layoutLabel(layout)}, fleet-1000: ${r.metric}` }));
 }

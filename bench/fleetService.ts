@@ -2,8 +2,8 @@
  * The reference service for the fleet benchmark, in its own process: the real one (startService, as
  * `door-agent service` runs it), counting every HTTP request it receives by method and path, so the benchmark
  * counts what the doors ask of the service as the service sees it. Over IPC: sends { type: 'ready' } once
- * listening; answers { type: 'count' } with { type: 'count', requests, revision, cpuMs } (the directory revision now,
- * the CPU time the service has used so far).
+ * listening; answers { type: 'count' } with { type: 'count', requests, revision, cpuMs, directoryAnswerMs } (the
+ * directory revision now, the CPU time the service has used so far, each GET /directory's time since the last count).
  *   node dist/bench/fleetService.js SERVICE_CONFIG
  */
 import { loadServiceConfig } from '../src/config/load.js';
@@ -15,7 +15,7 @@ import { createLogger } from '../src/util/logger.js';
 
 export type FleetServiceMessage =
   | { type: 'ready' }
-  | { type: 'count'; requests: Record<string, number>; revision: number; cpuMs: number; directoryAnswerMs: { p50: number; p99: number; count: number } };
+  | { type: 'count'; requests: Record<string, number>; revision: number; cpuMs: number; directoryAnswerMs: number[] };
 
 const requests: Record<string, number> = {};
 // How long each GET /directory took as the service sees it, from its arrival to the answer's last byte handed to
@@ -36,18 +36,17 @@ const service = await startService(loadServiceConfig(process.argv[2]!), {
 const directory = new Directory(service.db, new UserStore(service.db));
 const send = (message: FleetServiceMessage) => process.send!(message);
 
-process.on('message', (message: { type: string }) => {
+process.on('message', async (message: { type: string }) => {
   if (message.type === 'count') {
     const cpu = process.cpuUsage();
-    const sorted = directoryAnswerMs.sort((a, b) => a - b);
-    const at = (q: number) => sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] ?? 0;
+    const answers = directoryAnswerMs;
     directoryAnswerMs = [];
     send({
       type: 'count',
       requests: { ...requests },
-      revision: directory.revision().revision,
+      revision: (await directory.revision()).revision,
       cpuMs: (cpu.user + cpu.system) / 1000,
-      directoryAnswerMs: { p50: at(0.5), p99: at(0.99), count: sorted.length },
+      directoryAnswerMs: answers,
     });
   }
 });

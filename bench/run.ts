@@ -5,12 +5,14 @@
 import { mkdirSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { benchmarkChangeBurst } from './changeBurst.js';
 import { benchmarkConsole } from './consoleBench.js';
 import { benchmarkDecisions } from './decisions.js';
 import { benchmarkDirectoryStorm } from './directoryStorm.js';
 import { benchmarkFleet, benchmarkFleet1000 } from './fleetBench.js';
 import { benchmarkMqtt } from './mqttBench.js';
 import { benchmarkService } from './serviceBench.js';
+import { benchmarkServiceCluster } from './serviceCluster.js';
 import { benchmarkSync } from './syncBench.js';
 import { benchmarkSyncScale } from './syncScale.js';
 import { benchmarkTapDuringSync } from './tapDuringSync.js';
@@ -27,11 +29,13 @@ const BENCHES: Record<string, (workDir: string) => BenchRow[] | Promise<BenchRow
   service: benchmarkService,
   console: benchmarkConsole,
   'directory-storm': benchmarkDirectoryStorm,
+  'change-burst': benchmarkChangeBurst,
   sync: benchmarkSync,
   'sync-scale': benchmarkSyncScale,
   'tap-during-sync': benchmarkTapDuringSync,
   fleet: benchmarkFleet,
   'fleet-1000': benchmarkFleet1000,
+  'service-cluster': benchmarkServiceCluster,
   wiegand: benchmarkWiegand,
   osdp: benchmarkOsdp,
   startup: benchmarkStartup,

@@ -2,7 +2,10 @@
 # Installs what `npm test` and `npm start` need on a fresh Debian 12 + Node 20 machine:
 # the npm dependencies (npm ci), the native addons (native/*.c, rebuilt when a source is newer), and the test
 # peers from Debian when running as root: mosquitto, mosquitto-clients, socat, tmux (the demo test), openssl
-# (the TLS tests), faketime (a board booting with its clock behind), chromium (the console's browser tests).
+# (the TLS tests), faketime (a board booting with its clock behind), chromium (the console's browser tests),
+# haproxy (the service behind the shipped examples/haproxy/haproxy.cfg) and postgresql (the service's tests on
+# PostgreSQL). The tests start their own haproxy and PostgreSQL cluster (initdb into a temporary directory, from
+# /usr/lib/postgresql/<version>/bin, which is not on PATH); none uses the system services these packages bring.
 # --warn-only: report missing Debian packages instead of failing (npm start does not need them).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -54,6 +57,8 @@ command -v tmux >/dev/null 2>&1 || missing+=(tmux)
 command -v openssl >/dev/null 2>&1 || missing+=(openssl)
 command -v faketime >/dev/null 2>&1 || missing+=(faketime)
 command -v chromium >/dev/null 2>&1 || missing+=(chromium)
+command -v haproxy >/dev/null 2>&1 || [ -x /usr/sbin/haproxy ] || missing+=(haproxy)
+ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || missing+=(postgresql)
 if [ ${#missing[@]} -gt 0 ]; then
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
     echo "Installing Debian packages: ${missing[*]}"

@@ -23,4 +23,5 @@ export const COMMANDS: Readonly<Record<string, () => Promise<Command>>> = {
   service: async () => (await import('./service.js')).command,
   'service key create': async () => (await import('./service.js')).keyCreateCommand,
   'service outbox': async () => (await import('./service.js')).outboxCommand,
+  'service migrate': async () => (await import('./serviceMigrate.js')).command,
 };

@@ -2,8 +2,10 @@ import { chownSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { loadServiceConfig } from '../config/load.js';
 import { ApiKeys, KEY_KINDS, type KeyKind } from '../service/apiKeys.js';
-import { openServiceDatabase } from '../service/database.js';
+import { openServiceSqlite } from '../service/database.js';
 import { startService } from '../service/root.js';
+import { openPostgres } from '../service/sql/openPostgres.js';
+import type { SqlDb } from '../service/sql/sqlDb.js';
 import { UsageError } from '../util/errors.js';
 import { createLogger } from '../util/logger.js';
 import { configPath, stringOption, type Command, type CommandContext, type ProcessHooks } from './context.js';
@@ -21,15 +23,21 @@ function giveToDataDirOwner(dataDir: string): void {
   }
 }
 
-function openServiceDb(config: ReturnType<typeof loadServiceConfig>) {
-  return openServiceDatabase(join(config.server.dataDir, 'service.db'));
+/** The service's database as the configuration names it: PostgreSQL with server.database, else SQLite's file. */
+async function openServiceDb(config: ReturnType<typeof loadServiceConfig>, ctx: CommandContext): Promise<SqlDb> {
+  const { database, dataDir } = config.server;
+  if (database) return openPostgres(database, ctx.env, createLogger({ level: 'warn', agentId: 'service' }));
+  return openServiceSqlite(join(dataDir, 'service.db'));
 }
 
 /**
  * `door-agent service key create --rank R [--expires-days N]` (R: REGULAR, ADMIN, SUPER or DOOR): prints the new key alone on one line of stdout,
  * the only time it is shown (only its hash is stored). Works whether or not the service is running.
  */
-function runServiceKeyCreate(args: { rank: string | undefined; expiresDays: string | undefined; config: string | undefined }, ctx: CommandContext): number {
+async function runServiceKeyCreate(
+  args: { rank: string | undefined; expiresDays: string | undefined; config: string | undefined },
+  ctx: CommandContext,
+): Promise<number> {
   if (!args.rank || !(KEY_KINDS as readonly string[]).includes(args.rank)) {
     throw new UsageError(`--rank must be one of ${KEY_KINDS.join(', ')} (DOOR: a door controller's key, read-only, reads PINs)`);
   }
@@ -39,17 +47,17 @@ function runServiceKeyCreate(args: { rank: string | undefined; expiresDays: stri
     days = Number(args.expiresDays);
   }
   const config = loadServiceConfig(configPath(args.config, ctx.env));
-  const db = openServiceDb(config);
+  const db = await openServiceDb(config, ctx);
   try {
-    const key = new ApiKeys(db).create(args.rank as KeyKind, days, ctx.clock.wallNow());
-    giveToDataDirOwner(config.server.dataDir);
+    const key = await new ApiKeys(db).create(args.rank as KeyKind, days, ctx.clock.wallNow());
+    if (db.engine === 'sqlite') giveToDataDirOwner(config.server.dataDir);
     ctx.stdout.write(`${key}\n`);
     const expiry = days > 0 ? `expires in ${days} day(s)` : 'never expires';
     const article = /^[AEIOU]/.test(args.rank) ? 'an' : 'a'; // an ADMIN, a DOOR, a REGULAR, a SUPER
     ctx.stderr.write(`created ${article} ${args.rank} API key that ${expiry}; it is shown only this once\n`);
     return 0;
   } finally {
-    db.close();
+    await db.close();
   }
 }
 
@@ -69,18 +77,18 @@ async function runService(args: { config: string | undefined }, ctx: CommandCont
 }
 
 /** `door-agent service outbox`: the e-mail the service queued (sent or not), as JSON lines. */
-function runServiceOutbox(args: { config: string | undefined }, ctx: CommandContext): number {
+async function runServiceOutbox(args: { config: string | undefined }, ctx: CommandContext): Promise<number> {
   const config = loadServiceConfig(configPath(args.config, ctx.env));
-  const db = openServiceDb(config);
+  const db = await openServiceDb(config, ctx);
   try {
-    const rows = db.prepare('SELECT mail_id, recipient, subject, body, created_at, sent_at FROM mail_outbox ORDER BY mail_id').all() as Array<{
+    const rows = await db.all<{
       mail_id: number;
       recipient: string;
       subject: string;
       body: string;
       created_at: number;
       sent_at: number | null;
-    }>;
+    }>('SELECT mail_id, recipient, subject, body, created_at, sent_at FROM mail_outbox ORDER BY mail_id');
     for (const r of rows) {
       ctx.stdout.write(
         `${JSON.stringify({ id: r.mail_id, to: r.recipient, subject: r.subject, body: r.body, queued_at: new Date(r.created_at).toISOString(), sent_at: r.sent_at === null ? null : new Date(r.sent_at).toISOString() })}\n`,
@@ -88,7 +96,7 @@ function runServiceOutbox(args: { config: string | undefined }, ctx: CommandCont
     }
     return 0;
   } finally {
-    db.close();
+    await db.close();
   }
 }
 

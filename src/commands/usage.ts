@@ -213,6 +213,29 @@ const COMMANDS: readonly CommandUsage[] = [
     exits: [[0, 'the key was printed'], [1, 'the service database cannot be written'], INVALID_CONFIG],
   },
   {
+    name: 'service migrate',
+    args: '--to URL [--password-file F] [--config F]',
+    summary: "copy the service's SQLite database (server.dataDir/service.db) into an empty PostgreSQL database, checked",
+    details: [
+      'Stop the service first. The source is only read. One transaction: the schema, every table, then a check that the',
+      "row counts, the directory's revision, history and tags are the source's; any refusal or mismatch writes nothing.",
+      'The password: server.database.passwordFile, else --password-file, else $DOOR_AGENT_DATABASE_PASSWORD (never in the URL).',
+    ],
+    options: [
+      { flag: '--to URL', meaning: 'the empty target: postgres://USER@HOST:PORT/DATABASE[?sslmode=verify-full] (CA: server.database.caFile)' },
+      { flag: '--password-file F', meaning: "a file holding the target user's password (mode 0600)" },
+    ],
+    config: true,
+    exits: [
+      [0, 'copied and checked: set server.database.url and start the service'],
+      [1, 'the copy failed or did not match the source (rolled back: the target is as it was)'],
+      [
+        78,
+        'refused, nothing written: the source missing, running or of another schema version; a bad URL; the target unreachable, refusing the password, too old or not empty',
+      ],
+    ],
+  },
+  {
     name: 'service outbox',
     args: '[--config F]',
     summary: 'the e-mail the service queued (invitations, guest links), as JSON lines',

@@ -181,6 +181,15 @@ const serverSchema = z
     /** GET /metrics on its own listener, apart from the API (docs/reference-service.md, "Metrics"). */
     metrics: metricsSchema('127.0.0.1:9465').optional(),
     dataDir: z.string().min(1).default('/var/lib/door-agent-service'),
+    /** PostgreSQL instead of SQLite's dataDir/service.db (several service processes; sql/postgresConfig.ts). */
+    database: z
+      .strictObject({
+        url: z.string().regex(/^postgres(ql)?:\/\//, 'must be postgres://USER@HOST:PORT/DATABASE (the password goes in passwordFile)'),
+        passwordFile: z.string().min(1).optional(),
+        caFile: z.string().min(1).optional(),
+        maxConnections: z.number().int().min(2).max(500).default(10),
+      })
+      .optional(),
     lockReplyTimeoutSeconds: seconds(1, 120).default(5),
     resources: z
       .array(

@@ -106,7 +106,7 @@ export async function startDemo(options: {
     startService({ server: server(port), mqtt: mqttOptions }, { clock: options.clock, logger: quiet, env: {} }),
   );
   const service = serviceStart.started;
-  const key = new ApiKeys(service.db).create('ADMIN', 0, options.clock.wallNow());
+  const key = await new ApiKeys(service.db).create('ADMIN', 0, options.clock.wallNow());
   const base = service.url;
   const call = async (method: string, path: string, body: unknown) => {
     const res = await fetch(`${base}${path}`, {

@@ -3,6 +3,7 @@ import { dirname } from 'node:path';
 import Database from 'better-sqlite3';
 import { DoorAgentError, describeFsError, errorCode } from '../util/errors.js';
 import { SERVICE_MIGRATIONS } from './migrations.js';
+import { SqliteDb } from './sql/sqliteDb.js';
 
 export type ServiceDb = Database.Database;
 
@@ -11,6 +12,7 @@ export type ServiceDb = Database.Database;
  * migrations by PRAGMA user_version. Unlike a door's cache, this file is the organization's only copy of its
  * users, cards and keys: nothing here ever suggests deleting or replacing it; a damaged file is left as it is
  * for its owner to restore from a backup.
+ * @internal the stores use openServiceSqlite; tests and the bench open the file itself
  */
 export function openServiceDatabase(file: string): ServiceDb {
   const isNew = !existsSync(file);
@@ -57,4 +59,9 @@ export function openServiceDatabase(file: string): ServiceDb {
     throw new DoorAgentError(`cannot use the service database ${file}: ${(err as Error).message}`, { cause: err });
   }
   return db;
+}
+
+/** The service's SQLite database (server.dataDir/service.db) behind SqlDb, as the stores use it. */
+export function openServiceSqlite(file: string): SqliteDb {
+  return new SqliteDb(openServiceDatabase(file));
 }

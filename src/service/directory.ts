@@ -1,15 +1,16 @@
 import { createHash } from 'node:crypto';
 import type { Logger } from 'pino';
 import type { DirectoryVersion } from '../protocol/directory.js';
-import type { ServiceDb } from './database.js';
-import { preparedStatements } from './preparedStatements.js';
-import { DirectoryHistory, markFileFor } from './directoryHistory.js';
+import { DirectoryHistory } from './directoryHistory.js';
 import { LevelStore, type DirectoryLevel, type DirectoryResourceGroup } from './levels.js';
 import { DirectoryUsers, type DoorUser, type DoorUserReader } from './directoryUsers.js';
+import type { SqlDb, SqlQueries } from './sql/sqlDb.js';
 import type { UserStore } from './users.js';
 
 /** Users read and fingerprinted at a time when the revision is brought up to date (a bound on memory). */
 const REFRESH_BATCH = 2000;
+/** Entries written by one statement (3 parameters each: far under either engine's limit). */
+const UPSERT_ROWS = 500;
 
 /** The revision with its history and tag (protocol/directory.ts) and when it was issued. */
 export type DirectoryRevision = DirectoryVersion & { history: string; at: string };
@@ -43,43 +44,60 @@ const fingerprint = (value: unknown) => createHash('sha256').update(JSON.stringi
 /** The levels and resource groups of a database that has none: what an upgraded database without either holds. */
 const NO_LEVELS = fingerprint({ levels: [], resource_groups: [] });
 
+/** The current revision with its history and tag, as the database holds it (any process's). */
+export async function readRevision(db: SqlQueries): Promise<DirectoryRevision> {
+  const row = await db.get<{ revision: number | null; at: string | null; history: string; tag: string | null }>(
+    `SELECT r.revision, r.at, h.history, t.tag FROM directory_history h
+       LEFT JOIN directory_revision r ON r.id = 1 LEFT JOIN directory_tags t ON t.revision = r.revision WHERE h.id = 1`,
+  );
+  const revision = row?.revision ?? 0;
+  return { revision, at: row?.at ?? new Date(0).toISOString(), history: row!.history, tag: revision === 0 ? null : (row?.tag ?? null) };
+}
+
 /**
  * The directory revision of the reference service (an extension beside the seed's API, see
  * docs/reference-service.md): every user as the doors see them (GET /multipleusers item with user_tag, GET /user
- * detail), fingerprinted. `refresh` gives the users that changed, and the users removed, the next revision; the
- * agents then fetch only those (GET /directory?since=REV).
+ * detail), fingerprinted. `advance`, inside each change's transaction, fingerprints the users the database marked
+ * pending (directory_pending, kept by triggers: migrations.ts) and gives those that changed, and those removed,
+ * the next revision; the agents then fetch only those (GET /directory?since=REV). The revision lives in the
+ * database, so every service process on it answers the same one.
  */
 export class Directory {
-  /** A change went through since the last refresh (set by the server after each successful change). */
-  private dirty = true;
   private readonly history: DirectoryHistory;
   private readonly doorUsers: DirectoryUsers;
-  private readonly sql: ReturnType<typeof preparedStatements>;
+  /** Users fingerprinted by this process so far. */
+  private fingerprinted = 0;
 
   constructor(
-    private readonly db: ServiceDb,
+    private readonly db: SqlDb,
     users: UserStore,
     /**
-     * Called after every refresh that advanced the revision, whoever asked for it: the change timer, or an agent's
-     * GET /directory that came first (the push must not be lost to the agent that happened to ask); and when the
-     * history is renewed.
+     * Called inside the transaction of every advance that moved the revision, and of a renewed history: the
+     * revision to publish (the publisher's queue is written in the same transaction).
      */
-    private readonly onAdvance: (revision: DirectoryRevision) => void = () => undefined,
+    private readonly onAdvance: (revision: DirectoryRevision) => Promise<void> = async () => undefined,
     private readonly logger?: Logger,
     /** The access levels and resource groups (its resources say which ids are computers). */
     private readonly levels: LevelStore = new LevelStore(db),
+    /** The history's mark file (directoryHistory.ts), null for none. */
+    markFile: string | null = null,
   ) {
-    this.sql = preparedStatements(db);
-    this.history = new DirectoryHistory(db, markFileFor(db), logger);
+    this.history = new DirectoryHistory(db, markFile, logger);
     this.doorUsers = new DirectoryUsers(db, users);
-    // A database restored from a backup holds less than the service had issued: renewed before anyone is answered.
-    this.history.checkAtStart(this.revision(), Date.now());
   }
 
-  revision(): DirectoryRevision {
-    const row = this.sql('SELECT revision, at FROM directory_revision WHERE id = 1').get() as { revision: number; at: string } | undefined;
-    const { revision, at } = row ?? { revision: 0, at: new Date(0).toISOString() };
-    return { revision, at, history: this.history.id(), tag: revision === 0 ? null : this.history.tagOf(revision) };
+  /**
+   * Before anyone is answered: a database restored from a backup holds less than the service had issued (its
+   * history is renewed), and whatever is pending (a change made beside the service, the upgrade that brought
+   * directory_pending) gets its revision. Returns whether the revision moved.
+   */
+  async start(now: number): Promise<boolean> {
+    await this.history.checkAtStart(await this.revision(), now);
+    return (await this.refresh(now)).changed;
+  }
+
+  revision(): Promise<DirectoryRevision> {
+    return readRevision(this.db);
   }
 
   /** Each user's fingerprint: what a door decides on (and the names and e-mail it shows). */
@@ -99,63 +117,100 @@ export class Directory {
     });
   }
 
-  /** A change went through: the next refresh (or answer) recomputes the fingerprints. */
-  markChanged(): void {
-    this.dirty = true;
+  /** Users fingerprinted by this process since it started (the metrics' counter): the cost of the changes. */
+  usersFingerprinted(): number {
+    return this.fingerprinted;
   }
 
-  /** Brings the fingerprints up to date (when a change went through); returns the revision and whether it moved. */
-  refresh(now: number): { revision: number; changed: boolean } {
-    if (!this.dirty) return { revision: this.revision().revision, changed: false };
-    this.dirty = false;
-    const result = this.db.transaction(() => {
-      const current = this.revision().revision;
-      const next = current + 1;
-      // The stored fingerprints a batch at a time too: 250,000 of them held at once cost 40 MB more.
-      const stored = this.sql('SELECT email_id, hash, removed FROM directory_entries WHERE email_id IN (SELECT value FROM json_each(?))');
-      const upsert = this.sql(
-        'INSERT INTO directory_entries (email_id, hash, rev, removed) VALUES (?, ?, ?, 0) ON CONFLICT (email_id) DO UPDATE SET hash = excluded.hash, rev = excluded.rev, removed = 0',
-      );
-      let changed = false;
-      const ids = this.doorUsers.activeIds();
-      const read = this.doorUsers.reader(ids.length);
-      for (let i = 0; i < ids.length; i += REFRESH_BATCH) {
-        const batch = ids.slice(i, i + REFRESH_BATCH);
-        const known = new Map((stored.all(JSON.stringify(batch)) as Array<{ email_id: number; hash: string; removed: number }>).map((r) => [r.email_id, r]));
-        for (const user of read(batch)) {
+  /** Brings the revision up to date in a transaction of its own (at start; a change made beside the service). */
+  refresh(now: number): Promise<{ revision: number; changed: boolean }> {
+    return this.db.transaction(() => this.advance(now));
+  }
+
+  /**
+   * Inside the caller's transaction (the change's own): fingerprints the pending users a batch at a time, gives
+   * those that changed (and those no longer active) the next revision, takes them off the list, and compares the
+   * levels' fingerprint; the revision moves when anything a door sees moved. A change costs what it changed, not a
+   * pass over every user. Returns the revision and whether it moved.
+   */
+  async advance(now: number): Promise<{ revision: number; changed: boolean }> {
+    const db = this.db;
+    const current = (await db.value<number>('SELECT revision FROM directory_revision WHERE id = 1')) ?? 0;
+    const next = current + 1;
+    let changed = false;
+    const pendingCount = (await db.value<number>('SELECT count(*) FROM directory_pending')) ?? 0;
+    if (pendingCount > 0) {
+      const read = await this.doorUsers.reader(pendingCount);
+      for (let after = Number.MIN_SAFE_INTEGER; ; ) {
+        const batch = await db.column<number>('SELECT email_id FROM directory_pending WHERE email_id > ? ORDER BY email_id LIMIT ?', [after, REFRESH_BATCH]);
+        if (batch.length === 0) break;
+        after = batch[batch.length - 1]!;
+        const json = JSON.stringify(batch);
+        const stored = await db.all<{ email_id: number; hash: string; removed: number }>(
+          `SELECT email_id, hash, removed FROM directory_entries WHERE email_id ${db.inJsonIds}`,
+          [json],
+        );
+        const known = new Map(stored.map((r) => [r.email_id, r]));
+        const active = new Set<number>();
+        const moved: Array<[number, string]> = [];
+        for (const user of await read(batch)) {
+          active.add(user.emailId);
+          this.fingerprinted++;
           const hash = Directory.fingerprintOf(user);
           const before = known.get(user.emailId);
           if (before && before.hash === hash && before.removed === 0) continue;
-          upsert.run(user.emailId, hash, next);
-          changed = true;
+          moved.push([user.emailId, hash]);
         }
+        // Many rows a statement: at PostgreSQL one round trip per UPSERT_ROWS users, not one per user.
+        for (let i = 0; i < moved.length; i += UPSERT_ROWS) {
+          const rows = moved.slice(i, i + UPSERT_ROWS);
+          await db.run(
+            `INSERT INTO directory_entries (email_id, hash, rev, removed) VALUES ${rows.map(() => '(?, ?, ?, 0)').join(', ')}
+             ON CONFLICT (email_id) DO UPDATE SET hash = excluded.hash, rev = excluded.rev, removed = 0`,
+            rows.flatMap(([emailId, hash]) => [emailId, hash, next]),
+          );
+        }
+        if (moved.length > 0) changed = true;
+        // A pending id that is no longer an active user (removed, by the API or another process): its entry, if live.
+        const inactive = batch.filter((id) => !active.has(id) && known.get(id)?.removed === 0);
+        if (inactive.length > 0) {
+          const gone = await db.run(`UPDATE directory_entries SET removed = 1, rev = ? WHERE removed = 0 AND email_id ${db.inJsonIds}`, [
+            next,
+            JSON.stringify(inactive),
+          ]);
+          if (gone.changes > 0) changed = true;
+        }
+        await db.run(`DELETE FROM directory_pending WHERE email_id ${db.inJsonIds}`, [json]);
       }
-      // Every entry of a user no longer active (removed, by the API or another process) is marked removed.
-      const gone = this.sql(
-        'UPDATE directory_entries SET removed = 1, rev = ? WHERE removed = 0 AND email_id NOT IN (SELECT email_id FROM users WHERE removed_at IS NULL)',
-      ).run(next).changes;
-      if (gone > 0) changed = true;
-      // The levels and resource groups have one fingerprint for all: any change to them is a new revision (the
-      // answers carry them whole, so no per-level bookkeeping is needed).
-      const levelsHash = fingerprint(this.levels.forDirectory());
-      const storedLevels = this.sql('SELECT hash FROM directory_levels WHERE id = 1', { pluck: true }).get() as string | undefined;
-      if (levelsHash !== (storedLevels ?? NO_LEVELS)) changed = true;
-      if (levelsHash !== storedLevels) {
-        this.sql('INSERT INTO directory_levels (id, hash) VALUES (1, ?) ON CONFLICT (id) DO UPDATE SET hash = excluded.hash').run(levelsHash);
-      }
-      if (!changed) return { revision: current, changed: false };
-      this.sql(
-        'INSERT INTO directory_revision (id, revision, at) VALUES (1, ?, ?) ON CONFLICT (id) DO UPDATE SET revision = excluded.revision, at = excluded.at',
-      ).run(next, new Date(now).toISOString());
-      this.history.issueTag(next);
-      return { revision: next, changed: true };
-    })();
-    if (result.changed) {
-      const issued = this.revision();
-      this.history.record(issued);
-      this.onAdvance(issued);
     }
-    return result;
+    // The levels and resource groups have one fingerprint for all: any change to them is a new revision (the
+    // answers carry them whole, so no per-level bookkeeping is needed).
+    const levelsHash = fingerprint(await this.levels.forDirectory());
+    const storedLevels = await db.value<string>('SELECT hash FROM directory_levels WHERE id = 1');
+    if (levelsHash !== (storedLevels ?? NO_LEVELS)) changed = true;
+    if (levelsHash !== storedLevels) {
+      await db.run('INSERT INTO directory_levels (id, hash) VALUES (1, ?) ON CONFLICT (id) DO UPDATE SET hash = excluded.hash', [levelsHash]);
+    }
+    if (!changed) return { revision: current, changed: false };
+    await db.run(
+      'INSERT INTO directory_revision (id, revision, at) VALUES (1, ?, ?) ON CONFLICT (id) DO UPDATE SET revision = excluded.revision, at = excluded.at',
+      [next, new Date(now).toISOString()],
+    );
+    await this.history.issueTag(next);
+    const issued = await this.revision();
+    db.afterCommit(() => this.history.record(issued));
+    await this.onAdvance(issued);
+    return { revision: next, changed: true };
+  }
+
+  /** Whether anything waits for a revision (a change made beside the service, or one whose advance failed). */
+  private async pending(): Promise<boolean> {
+    return (await this.db.value('SELECT 1 FROM directory_pending LIMIT 1')) !== undefined;
+  }
+
+  /** Brings the revision up to date when users wait for one; otherwise costs one indexed read. */
+  async refreshIfPending(now: number): Promise<void> {
+    if (await this.pending()) await this.refresh(now);
   }
 
   /**
@@ -163,35 +218,39 @@ export class Directory {
    * this database never issued, or a tag that is not the one it issued, means this database's history went back
    * (restored from a copy, the mark file with it): the history is renewed, so every door learns it.
    */
-  private deltaPossible(since: number, held: { history?: string; tag?: string }, current: DirectoryRevision, now: number): boolean {
+  private async deltaPossible(since: number, held: { history?: string; tag?: string }, current: DirectoryRevision, now: number): Promise<boolean> {
     if (held.history !== undefined && held.history !== current.history) return false; // another history: everything
     let why: string | null = null;
     if (since > current.revision) why = `a caller holds revision ${since}, above the ${current.revision} this database has issued`;
     else if (held.tag !== undefined) {
-      const issued = this.history.tagOf(since);
+      const issued = await this.history.tagOf(since);
       // No tag kept for it (issued before tags, or long ago): everything, to be safe, but nothing says it went back.
       if (issued === null) return false;
       if (issued !== held.tag) why = `a caller holds revision ${since} with another tag than this database issued`;
     }
     if (why === null) return true;
-    const renewed = this.history.renew(`went back: ${why}`, now, current);
+    const reason = why;
+    const renewed = await this.db.transaction(async () => {
+      const history = await this.history.renew(`went back: ${reason}`, now, current);
+      await this.onAdvance(await this.revision());
+      return history;
+    });
     this.logger?.warn(
       { since, revision: current.revision, oldHistory: current.history, newHistory: renewed },
       `the directory went back (${why}): its history is renewed and every door syncs in full`,
     );
-    this.onAdvance(this.revision());
     return false;
   }
 
   /**
    * What a caller holding `since` (of `held`'s history and tag) is answered: everything (since undefined, a revision
    * this service never reached, another history or tag), or the changes after `since`. Brings the revision up to
-   * date first, so the plan's version is the one the answer's bytes are built for.
+   * date first when something is pending, so the plan's version is the one the answer's bytes are built for.
    */
-  plan(since: number | undefined, now: number, held: { history?: string; tag?: string } = {}): DirectoryPlan {
-    this.refresh(now);
-    const full = since === undefined || !this.deltaPossible(since, held, this.revision(), now);
-    return { version: this.revision(), full, since: full ? null : (since as number) };
+  async plan(since: number | undefined, now: number, held: { history?: string; tag?: string } = {}): Promise<DirectoryPlan> {
+    await this.refreshIfPending(now);
+    const full = since === undefined || !(await this.deltaPossible(since, held, await this.revision(), now));
+    return { version: await this.revision(), full, since: full ? null : (since as number) };
   }
 
   /**
@@ -199,15 +258,15 @@ export class Directory {
    * caller: each is read as it is then, which is the plan's revision or later, never earlier; a user changed in
    * between is in the next delta again).
    */
-  contents(plan: DirectoryPlan): DirectoryContents {
+  async contents(plan: DirectoryPlan): Promise<DirectoryContents> {
     const ids =
       plan.since === null
-        ? this.doorUsers.activeIds()
-        : (this.sql('SELECT email_id FROM directory_entries WHERE rev > ? AND removed = 0 ORDER BY email_id', { pluck: true }).all(plan.since) as number[]);
+        ? await this.doorUsers.activeIds()
+        : await this.db.column<number>('SELECT email_id FROM directory_entries WHERE rev > ? AND removed = 0 ORDER BY email_id', [plan.since]);
     const removed =
       plan.since === null
         ? []
-        : (this.sql('SELECT email_id FROM directory_entries WHERE rev > ? AND removed = 1 ORDER BY email_id', { pluck: true }).all(plan.since) as number[]);
-    return { ids, read: this.doorUsers.reader(ids.length), removed, ...this.levels.forDirectory() };
+        : await this.db.column<number>('SELECT email_id FROM directory_entries WHERE rev > ? AND removed = 1 ORDER BY email_id', [plan.since]);
+    return { ids, read: await this.doorUsers.reader(ids.length), removed, ...(await this.levels.forDirectory()) };
   }
 }

@@ -65,7 +65,7 @@ export async function buildDirectoryBody(
   let first = true;
   for (let i = 0; i < contents.ids.length; i += BATCH) {
     if (i > 0) await pause();
-    for (const user of contents.read(contents.ids.slice(i, i + BATCH))) {
+    for (const user of await contents.read(contents.ids.slice(i, i + BATCH))) {
       const comma = first ? '' : ',';
       users.write(`${comma}${JSON.stringify(user.item)}`);
       details.write(`${comma}"${user.emailId}":${JSON.stringify(pins === null ? user.detail : pins.detail(user.detail))}`);

@@ -4,8 +4,7 @@ import { basename, dirname, join } from 'node:path';
 import type { Logger } from 'pino';
 import * as z from 'zod';
 import { historySchema, tagSchema, type DirectoryVersion } from '../protocol/directory.js';
-import type { ServiceDb } from './database.js';
-import { preparedStatements } from './preparedStatements.js';
+import type { SqlDb } from './sql/sqlDb.js';
 
 /** Tags of this many past revisions are kept: an agent holding an older one is answered in full (safe). */
 const TAGS_KEPT = 100_000;
@@ -14,12 +13,13 @@ const markSchema = z.object({ history: historySchema, revision: z.number().int()
 type Mark = z.output<typeof markSchema>;
 
 /**
- * The high-water mark of a service database: `<name>-history.json` beside it (service.db -> service-history.json),
- * OUTSIDE the database so that a restored database does not bring back its own. null for an in-memory database.
+ * The high-water mark of a SQLite service database: `<name>-history.json` beside it (service.db ->
+ * service-history.json), OUTSIDE the database so that a restored database does not bring back its own. null for an
+ * in-memory database. (On PostgreSQL the mark is server.dataDir/service-history.json: root.ts.)
  */
-export function markFileFor(db: ServiceDb): string | null {
-  if (db.memory || db.name === '' || db.name === ':memory:') return null;
-  return join(dirname(db.name), `${basename(db.name).replace(/\.db$/, '')}-history.json`);
+export function markFileFor(file: string): string | null {
+  if (file === '' || file === ':memory:') return null;
+  return join(dirname(file), `${basename(file).replace(/\.db$/, '')}-history.json`);
 }
 
 /**
@@ -29,35 +29,34 @@ export function markFileFor(db: ServiceDb): string | null {
  * id) was restored: the id is renewed at start.
  */
 export class DirectoryHistory {
-  private readonly sql: ReturnType<typeof preparedStatements>;
-
   constructor(
-    db: ServiceDb,
+    private readonly db: SqlDb,
     private readonly markFile: string | null,
     private readonly logger?: Logger,
-  ) {
-    this.sql = preparedStatements(db);
+  ) {}
+
+  async id(): Promise<string> {
+    return (await this.db.value<string>('SELECT history FROM directory_history WHERE id = 1'))!;
   }
 
-  id(): string {
-    return this.sql('SELECT history FROM directory_history WHERE id = 1', { pluck: true }).get() as string;
-  }
-
-  tagOf(revision: number): string | null {
-    return (this.sql('SELECT tag FROM directory_tags WHERE revision = ?', { pluck: true }).get(revision) as string | undefined) ?? null;
+  async tagOf(revision: number): Promise<string | null> {
+    return (await this.db.value<string>('SELECT tag FROM directory_tags WHERE revision = ?', [revision])) ?? null;
   }
 
   /** A new tag for a revision being issued: inside the caller's transaction. */
-  issueTag(revision: number): void {
-    this.sql('INSERT OR REPLACE INTO directory_tags (revision, tag) VALUES (?, ?)').run(revision, randomBytes(8).toString('hex'));
-    this.sql('DELETE FROM directory_tags WHERE revision <= ?').run(revision - TAGS_KEPT);
+  async issueTag(revision: number): Promise<void> {
+    await this.db.run('INSERT INTO directory_tags (revision, tag) VALUES (?, ?) ON CONFLICT (revision) DO UPDATE SET tag = excluded.tag', [
+      revision,
+      randomBytes(8).toString('hex'),
+    ]);
+    await this.db.run('DELETE FROM directory_tags WHERE revision <= ?', [revision - TAGS_KEPT]);
   }
 
-  /** A new history id: every agent holding the old one syncs in full. */
-  renew(reason: string, now: number, current: { revision: number; tag: string | null }): string {
+  /** A new history id: every agent holding the old one syncs in full. The mark is written once it is committed. */
+  async renew(reason: string, now: number, current: { revision: number; tag: string | null }): Promise<string> {
     const history = randomBytes(16).toString('hex');
-    this.sql('UPDATE directory_history SET history = ?, renewed_at = ?, reason = ? WHERE id = 1').run(history, new Date(now).toISOString(), reason);
-    this.record({ revision: current.revision, history, tag: current.tag });
+    await this.db.run('UPDATE directory_history SET history = ?, renewed_at = ?, reason = ? WHERE id = 1', [history, new Date(now).toISOString(), reason]);
+    this.db.afterCommit(() => this.record({ revision: current.revision, history, tag: current.tag }));
     return history;
   }
 
@@ -104,16 +103,16 @@ export class DirectoryHistory {
    * a door that synced from the discarded history is then answered in full instead of with deltas of the new one.
    * Returns true when it renewed.
    */
-  checkAtStart(current: { revision: number; tag: string | null }, now: number): boolean {
+  async checkAtStart(current: { revision: number; tag: string | null }, now: number): Promise<boolean> {
     const mark = this.readMark();
-    const history = this.id();
+    const history = await this.id();
     const wentBack =
       mark !== null && (mark.history !== history || mark.revision > current.revision || (mark.revision === current.revision && mark.tag !== current.tag));
     if (!wentBack) {
       this.record({ revision: current.revision, history, tag: current.tag });
       return false;
     }
-    const renewed = this.renew('restored: the database holds less than its mark', now, current);
+    const renewed = await this.db.transaction(() => this.renew('restored: the database holds less than its mark', now, current));
     this.logger?.warn(
       { markHistory: mark.history, markRevision: mark.revision, databaseHistory: history, databaseRevision: current.revision, newHistory: renewed },
       `the service database was restored or replaced: it holds directory revision ${current.revision}, the service had issued ${mark.revision}` +

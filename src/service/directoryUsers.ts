@@ -1,5 +1,4 @@
-import type { ServiceDb } from './database.js';
-import { preparedStatements } from './preparedStatements.js';
+import type { SqlDb } from './sql/sqlDb.js';
 import { cardOut, type CardOut, type UserRow, type UserStore } from './users.js';
 
 /** Past this many users in one pass, every membership is read in one query rather than per batch. */
@@ -13,9 +12,7 @@ export interface DoorUser {
 }
 
 /** Reads the users of `ids` (sorted email_ids) that are still active, in email_id order. */
-export type DoorUserReader = (ids: readonly number[]) => DoorUser[];
-
-const IN_IDS = 'IN (SELECT value FROM json_each(?))';
+export type DoorUserReader = (ids: readonly number[]) => Promise<DoorUser[]>;
 
 function byUser<T>(rows: Array<Record<string, unknown>>, pick: (row: Record<string, unknown>) => T): Map<number, T[]> {
   const map = new Map<number, T[]>();
@@ -36,60 +33,52 @@ const nameInArray = (r: Record<string, unknown>) => [r.name as string];
  * users never holds them all (the pass before held every user's objects and fingerprint: 600 MB).
  */
 export class DirectoryUsers {
-  private readonly sql: ReturnType<typeof preparedStatements>;
-
   constructor(
-    db: ServiceDb,
+    private readonly db: SqlDb,
     private readonly users: UserStore,
-  ) {
-    this.sql = preparedStatements(db);
-  }
+  ) {}
 
   /** Every active user's email_id, in order. */
-  activeIds(): number[] {
-    return this.sql('SELECT email_id FROM users WHERE removed_at IS NULL ORDER BY email_id', { pluck: true }).all() as number[];
+  activeIds(): Promise<number[]> {
+    return this.db.column<number>('SELECT email_id FROM users WHERE removed_at IS NULL ORDER BY email_id');
   }
 
   /**
    * A reader for one pass over `count` users. With many, every user-group and policy membership is read once for
    * the pass (two queries, a few small arrays per user); with few, per batch.
    */
-  reader(count: number): DoorUserReader {
+  async reader(count: number): Promise<DoorUserReader> {
     const many = count > MEMBERSHIPS_AT_ONCE;
-    const allGroups = many ? this.users.allGroups() : null;
+    const allGroups = many ? await this.users.allGroups() : null;
     const allPolicies = many
-      ? byUser(
-          this.sql('SELECT m.email_id, p.name FROM policies p JOIN policy_members m USING (policy_id) ORDER BY p.policy_id').all() as Array<
-            Record<string, unknown>
-          >,
-          nameInArray,
-        )
+      ? byUser(await this.db.all('SELECT m.email_id, p.name FROM policies p JOIN policy_members m USING (policy_id) ORDER BY p.policy_id'), nameInArray)
       : null;
-    return (ids) => {
+    const inIds = this.db.inJsonIds;
+    return async (ids) => {
       if (ids.length === 0) return [];
       const json = JSON.stringify(ids);
-      const rows = this.sql(`SELECT * FROM users WHERE removed_at IS NULL AND email_id ${IN_IDS} ORDER BY email_id`).all(json) as UserRow[];
-      const all = (text: string) => this.sql(text).all(json) as Array<Record<string, unknown>>;
+      const all = (text: string) => this.db.all(text, [json]);
+      const rows = await this.db.all<UserRow>(`SELECT * FROM users WHERE removed_at IS NULL AND email_id ${inIds} ORDER BY email_id`, [json]);
       // As GET /user gives them: label in every card, null when none was given; the validity dates when set.
       const cards = byUser(
-        all(`SELECT email_id, number, label, valid_from, valid_until FROM smartcards WHERE email_id ${IN_IDS} ORDER BY email_id, position`),
+        await all(`SELECT email_id, number, label, valid_from, valid_until FROM smartcards WHERE email_id ${inIds} ORDER BY email_id, position`),
         (r) => cardOut(r as Parameters<typeof cardOut>[0]),
       );
       const usernames = byUser(
-        all(`SELECT email_id, computer_username FROM computer_usernames WHERE email_id ${IN_IDS} ORDER BY email_id, position`),
+        await all(`SELECT email_id, computer_username FROM computer_usernames WHERE email_id ${inIds} ORDER BY email_id, position`),
         (r) => r.computer_username as string,
       );
       const groups =
         allGroups ??
         byUser(
-          all(`SELECT m.member_id AS email_id, g.name FROM groups g JOIN group_members m ON m.group_id = g.group_id
-                 WHERE g.type = 'users' AND m.member_id ${IN_IDS} ORDER BY g.group_id`),
+          await all(`SELECT m.member_id AS email_id, g.name FROM groups g JOIN group_members m ON m.group_id = g.group_id
+                 WHERE g.type = 'users' AND m.member_id ${inIds} ORDER BY g.group_id`),
           nameInArray,
         );
       const policies =
         allPolicies ??
         byUser(
-          all(`SELECT m.email_id, p.name FROM policies p JOIN policy_members m USING (policy_id) WHERE m.email_id ${IN_IDS} ORDER BY p.policy_id`),
+          await all(`SELECT m.email_id, p.name FROM policies p JOIN policy_members m USING (policy_id) WHERE m.email_id ${inIds} ORDER BY p.policy_id`),
           nameInArray,
         );
       return rows.map((user) => ({

@@ -25,10 +25,18 @@ declare module 'fastify' {
  */
 export const DELEGATION_HEADER = 'x-console-delegation';
 
-const ownAuth = (request: FastifyRequest) => request.routeOptions.config?.sessionAuth === true;
+/** GET /healthz (routesHealth.ts): a load balancer's health check, the one API path that takes no key. */
+export const HEALTH_PATH = '/healthz';
 
 // A DOOR key reads (issue 32 item 16): any other method is refused before the body is read.
 const READ_METHODS = new Set(['GET', 'HEAD']);
+
+/**
+ * The requests this check lets through without an API key: a route that checks a session of its own (the console),
+ * and GET or HEAD of exactly HEALTH_PATH as routed (its pattern: no other path, method or unmatched URL).
+ */
+const noKeyNeeded = (request: FastifyRequest) =>
+  request.routeOptions.config?.sessionAuth === true || (request.routeOptions.url === HEALTH_PATH && READ_METHODS.has(request.method));
 const LIMIT = REQUEST_LIMITS.bodyBeforeKey;
 
 /** A body that may carry `api_key`: one of the parsed types, with bytes to come. */
@@ -39,7 +47,8 @@ function mayCarryKey(request: FastifyRequest): boolean {
 
 /**
  * Passes a body on unchanged, but once more than `limit` bytes came without a key, looks for one in those
- * first bytes (`check`, which throws to refuse): nothing past them is read for a request without a valid key.
+ * first bytes (`check`, which rejects to refuse): nothing past them is read for a request without a valid key,
+ * nor while its key is being checked.
  */
 class KeyWithinLimit extends Transform {
   private seen: Buffer[] = [];
@@ -47,7 +56,7 @@ class KeyWithinLimit extends Transform {
 
   constructor(
     private readonly limit: number,
-    private readonly check: (prefix: Buffer) => void,
+    private readonly check: (prefix: Buffer) => Promise<void>,
   ) {
     super();
   }
@@ -59,12 +68,11 @@ class KeyWithinLimit extends Transform {
       if (this.received > this.limit) {
         const prefix = Buffer.concat(this.seen).subarray(0, this.limit);
         this.seen = [];
-        try {
-          this.check(prefix);
-        } catch (err) {
-          callback(err as Error);
-          return;
-        }
+        this.check(prefix).then(
+          () => callback(null, chunk),
+          (err: unknown) => callback(err as Error),
+        );
+        return;
       }
     }
     callback(null, chunk);
@@ -72,27 +80,30 @@ class KeyWithinLimit extends Transform {
 }
 
 /**
- * The API key check of every request (docs/reference-service.md, "API keys"). A key in a header or the query
+ * The API key check of every request but GET /healthz and the console's own pages (docs/reference-service.md,
+ * "API keys"); a request while the service stops is answered 503 first, those included. A key in a header or the query
  * string is checked before the body is read, so a request without a valid one costs no more than its headers.
  * Without one there, a JSON or form body is read up to REQUEST_LIMITS.bodyBeforeKey bytes for its `api_key`;
  * a longer body must have it within those bytes, and is not read further otherwise. Keys in several places must
  * agree (400 otherwise). A refusal sent before the body was read in full closes the connection.
- * Returns what the body parsers call when a body does not parse: the key (if any) is checked first.
+ * Returns what the body parsers call when a body does not parse: the key (if any) is checked first, and the
+ * error to answer with follows.
  */
 export function registerKeyCheck(
   app: FastifyInstance,
   deps: {
-    verify(key: string): KeyKind | null;
+    /** The kind of a valid, unexpired key, or null (ApiKeys.verify: a query of the database). */
+    verify(key: string): Promise<KeyKind | null>;
     stopping(): boolean;
     /** Counts and logs a request refused while stopping (path without its query); answers its Retry-After in seconds. */
     refusedWhileStopping(path: string, message: string): number;
     /** The rank of a console delegation token, consumed; null when unknown (absent without a console). */
     delegated?(token: string): KeyKind | null;
   },
-): { parseFailed(request: FastifyRequest, body: Buffer, err: Error): Error } {
-  const authenticate = (request: FastifyRequest, given: GivenKey[], missing = 'an API key is required'): void => {
+): { parseFailed(request: FastifyRequest, body: Buffer, err: Error): Promise<Error> } {
+  const authenticate = async (request: FastifyRequest, given: GivenKey[], missing = 'an API key is required'): Promise<void> => {
     const key = oneKey(given);
-    const rank = key === undefined ? null : deps.verify(key);
+    const rank = key === undefined ? null : await deps.verify(key);
     if (rank === null) throw new BadRequest(key === undefined ? missing : 'API key not valid or expired', 401);
     if (rank === 'DOOR' && !READ_METHODS.has(request.method)) {
       throw new BadRequest(`a DOOR key only reads (GET): ${request.method} needs an ADMIN key`, 403);
@@ -107,7 +118,7 @@ export function registerKeyCheck(
       const seconds = deps.refusedWhileStopping(request.url.split('?')[0]!, message);
       return reply.code(503).header('retry-after', String(seconds)).send({ error: message });
     }
-    if (ownAuth(request)) return;
+    if (noKeyNeeded(request)) return;
     const delegation = request.headers[DELEGATION_HEADER];
     if (typeof delegation === 'string' && deps.delegated) {
       const rank = deps.delegated(delegation);
@@ -124,7 +135,7 @@ export function registerKeyCheck(
     }
   });
   app.addHook('preParsing', async (request, _reply, payload) => {
-    if (request.rank !== undefined || ownAuth(request)) return payload;
+    if (request.rank !== undefined || noKeyNeeded(request)) return payload;
     const kind = bodyKind(request.headers['content-type']) ?? 'form';
     const limited = new KeyWithinLimit(LIMIT, (prefix) =>
       authenticate(
@@ -137,10 +148,10 @@ export function registerKeyCheck(
     return (payload as Readable).pipe(limited);
   });
   app.addHook('preHandler', async (request) => {
-    if (ownAuth(request)) return;
+    if (noKeyNeeded(request)) return;
     const inBody = bodyKey(request.body);
     if (request.keyGiven !== undefined) oneKey([request.keyGiven, ...inBody]);
-    else authenticate(request, inBody);
+    else await authenticate(request, inBody);
   });
   // Node would otherwise read (and drop) the rest of the body to keep the connection: a 50 MB upload in full.
   app.addHook('onSend', async (request, reply) => {
@@ -150,10 +161,10 @@ export function registerKeyCheck(
   });
 
   return {
-    parseFailed(request, body, err) {
-      if (request.rank !== undefined || ownAuth(request)) return err;
+    async parseFailed(request, body, err) {
+      if (request.rank !== undefined || noKeyNeeded(request)) return err;
       try {
-        authenticate(request, keyInBodyPrefix(body, bodyKind(request.headers['content-type']) ?? 'form', true));
+        await authenticate(request, keyInBodyPrefix(body, bodyKind(request.headers['content-type']) ?? 'form', true));
         return err;
       } catch (refused) {
         return refused as Error;

@@ -1,7 +1,6 @@
-import type { ServiceDb as Db } from './database.js';
 import type { LevelSchedule } from './levelSchedule.js';
 import type { ServiceResource } from './options.js';
-import { preparedStatements } from './preparedStatements.js';
+import type { SqlDb } from './sql/sqlDb.js';
 
 /** What defines a level besides its name and members (policy_levels). */
 export interface LevelDefinition {
@@ -58,16 +57,14 @@ const sortedIds = (ids: Iterable<number>) => [...new Set(ids)].sort((a, b) => a 
  * policies and policy_members like every policy's, so GET /user and the directory's details name them as usual.
  */
 export class LevelStore {
-  private readonly sql: ReturnType<typeof preparedStatements>;
   /** The configured COMPUTER resources: never a door of a level, even when a resource group holds them. */
   private readonly computers: ReadonlySet<number>;
 
   constructor(
-    private readonly db: Db,
+    private readonly db: SqlDb,
     resources: readonly ServiceResource[] = [],
   ) {
     this.computers = new Set(resources.filter((r) => r.type === 'COMPUTER').map((r) => r.resourceId));
-    this.sql = preparedStatements(db);
   }
 
   private static fromRow(row: LevelRow): Level {
@@ -82,116 +79,117 @@ export class LevelStore {
     };
   }
 
-  count(): number {
-    return this.sql('SELECT count(*) FROM policy_levels', { pluck: true }).get() as number;
+  async count(): Promise<number> {
+    return (await this.db.value<number>('SELECT count(*) FROM policy_levels')) ?? 0;
   }
 
-  list(): Level[] {
-    return (this.sql(`${SELECT_LEVELS} ORDER BY l.policy_id`).all() as LevelRow[]).map(LevelStore.fromRow);
+  async list(): Promise<Level[]> {
+    return (await this.db.all<LevelRow>(`${SELECT_LEVELS} ORDER BY l.policy_id`)).map(LevelStore.fromRow);
   }
 
-  get(policyId: number): Level | undefined {
-    const row = this.sql(`${SELECT_LEVELS} WHERE l.policy_id = ?`).get(policyId) as LevelRow | undefined;
+  async get(policyId: number): Promise<Level | undefined> {
+    const row = await this.db.get<LevelRow>(`${SELECT_LEVELS} WHERE l.policy_id = ?`, [policyId]);
     return row && LevelStore.fromRow(row);
   }
 
   /** The level named `name` (compared without case), other than `except`. */
-  named(name: string, except?: number): Level | undefined {
-    const row = this.sql(`${SELECT_LEVELS} WHERE p.name = ? COLLATE NOCASE AND l.policy_id IS NOT ?`).get(name, except ?? null) as LevelRow | undefined;
+  async named(name: string, except?: number): Promise<Level | undefined> {
+    const row = await this.db.get<LevelRow>(`${SELECT_LEVELS} WHERE lower(p.name) = lower(?) AND l.policy_id IS DISTINCT FROM ?`, [name, except ?? null]);
     return row && LevelStore.fromRow(row);
   }
 
   /** Whether a policy that is not a level (a guest link's) has this name: a level of that name would be theirs too. */
-  nameUsedByOtherPolicy(name: string): boolean {
-    return this.sql('SELECT 1 FROM policies WHERE name = ? COLLATE NOCASE AND policy_id NOT IN (SELECT policy_id FROM policy_levels)').get(name) !== undefined;
+  async nameUsedByOtherPolicy(name: string): Promise<boolean> {
+    const found = await this.db.value('SELECT 1 FROM policies WHERE lower(name) = lower(?) AND policy_id NOT IN (SELECT policy_id FROM policy_levels)', [name]);
+    return found !== undefined;
   }
 
-  members(policyId: number): number[] {
-    return this.sql('SELECT email_id FROM policy_members WHERE policy_id = ? ORDER BY email_id', { pluck: true }).all(policyId) as number[];
+  async members(policyId: number): Promise<number[]> {
+    return this.db.column<number>('SELECT email_id FROM policy_members WHERE policy_id = ? ORDER BY email_id', [policyId]);
   }
 
-  memberCounts(): Map<number, number> {
-    const rows = this.sql(
+  async memberCounts(): Promise<Map<number, number>> {
+    const rows = await this.db.all<{ policy_id: number; n: number }>(
       'SELECT policy_id, count(*) AS n FROM policy_members WHERE policy_id IN (SELECT policy_id FROM policy_levels) GROUP BY policy_id',
-    ).all() as Array<{
-      policy_id: number;
-      n: number;
-    }>;
+    );
     return new Map(rows.map((r) => [r.policy_id, r.n]));
   }
 
   /** A resource group by id (type resources), with its resource_type. */
-  resourceGroup(groupId: number): { group_id: number; name: string; resource_type: 'COMPUTER' | 'DOOR' | null } | undefined {
-    return this.sql("SELECT group_id, name, resource_type FROM groups WHERE group_id = ? AND type = 'resources'").get(groupId) as
-      | { group_id: number; name: string; resource_type: 'COMPUTER' | 'DOOR' | null }
-      | undefined;
+  async resourceGroup(groupId: number): Promise<{ group_id: number; name: string; resource_type: 'COMPUTER' | 'DOOR' | null } | undefined> {
+    return this.db.get<{ group_id: number; name: string; resource_type: 'COMPUTER' | 'DOOR' | null }>(
+      "SELECT group_id, name, resource_type FROM groups WHERE group_id = ? AND type = 'resources'",
+      [groupId],
+    );
   }
 
-  private writeDefinition(policyId: number, def: LevelDefinition): void {
-    this.sql(
+  private async writeDefinition(policyId: number, def: LevelDefinition): Promise<void> {
+    await this.db.run(
       `INSERT INTO policy_levels (policy_id, resource_ids, resource_group_id, schedule, start_time, end_time) VALUES (?, ?, ?, ?, ?, ?)
        ON CONFLICT (policy_id) DO UPDATE SET resource_ids = excluded.resource_ids, resource_group_id = excluded.resource_group_id,
          schedule = excluded.schedule, start_time = excluded.start_time, end_time = excluded.end_time`,
-    ).run(
-      policyId,
-      JSON.stringify(sortedIds(def.resource_ids)),
-      def.resource_group_id,
-      def.schedule === null ? null : JSON.stringify(def.schedule),
-      def.start_time,
-      def.end_time,
+      [
+        policyId,
+        JSON.stringify(sortedIds(def.resource_ids)),
+        def.resource_group_id,
+        def.schedule === null ? null : JSON.stringify(def.schedule),
+        def.start_time,
+        def.end_time,
+      ],
     );
   }
 
   /** A new level with its members, in one transaction; returns its policy_id. */
-  create(name: string, def: LevelDefinition, members: readonly number[]): number {
-    return this.db.transaction(() => {
-      const policyId = Number(this.sql('INSERT INTO policies (name) VALUES (?)').run(name).lastInsertRowid);
-      this.writeDefinition(policyId, def);
-      const add = this.sql('INSERT OR IGNORE INTO policy_members (policy_id, email_id) VALUES (?, ?)');
-      for (const id of members) add.run(policyId, id);
+  async create(name: string, def: LevelDefinition, members: readonly number[]): Promise<number> {
+    return this.db.transaction(async () => {
+      const policyId = Number(await this.db.value('INSERT INTO policies (name) VALUES (?) RETURNING policy_id', [name]));
+      await this.writeDefinition(policyId, def);
+      for (const id of members) await this.db.run('INSERT INTO policy_members (policy_id, email_id) VALUES (?, ?) ON CONFLICT DO NOTHING', [policyId, id]);
       return policyId;
-    })();
+    });
   }
 
   /** Replaces the name and definition and changes the members, in one transaction. */
-  update(policyId: number, name: string, def: LevelDefinition, add: readonly number[], del: readonly number[]): void {
-    this.db.transaction(() => {
-      this.sql('UPDATE policies SET name = ? WHERE policy_id = ?').run(name, policyId);
-      this.writeDefinition(policyId, def);
-      const insert = this.sql('INSERT OR IGNORE INTO policy_members (policy_id, email_id) VALUES (?, ?)');
-      const remove = this.sql('DELETE FROM policy_members WHERE policy_id = ? AND email_id = ?');
-      for (const id of add) insert.run(policyId, id);
-      for (const id of del) remove.run(policyId, id);
-    })();
+  async update(policyId: number, name: string, def: LevelDefinition, add: readonly number[], del: readonly number[]): Promise<void> {
+    await this.db.transaction(async () => {
+      await this.db.run('UPDATE policies SET name = ? WHERE policy_id = ?', [name, policyId]);
+      await this.writeDefinition(policyId, def);
+      for (const id of add) await this.db.run('INSERT INTO policy_members (policy_id, email_id) VALUES (?, ?) ON CONFLICT DO NOTHING', [policyId, id]);
+      for (const id of del) await this.db.run('DELETE FROM policy_members WHERE policy_id = ? AND email_id = ?', [policyId, id]);
+    });
   }
 
   /** The level, its policy and its memberships, in one transaction. */
-  delete(policyId: number): void {
-    this.db.transaction(() => {
-      this.sql('DELETE FROM policy_members WHERE policy_id = ?').run(policyId);
-      this.sql('DELETE FROM policy_levels WHERE policy_id = ?').run(policyId);
-      this.sql('DELETE FROM policies WHERE policy_id = ?').run(policyId);
-    })();
+  async delete(policyId: number): Promise<void> {
+    await this.db.transaction(async () => {
+      await this.db.run('DELETE FROM policy_members WHERE policy_id = ?', [policyId]);
+      await this.db.run('DELETE FROM policy_levels WHERE policy_id = ?', [policyId]);
+      await this.db.run('DELETE FROM policies WHERE policy_id = ?', [policyId]);
+    });
   }
 
   /**
    * GET /directory's `levels` (sorted by name; each level's doors resolved: its listed ids and its group's current
    * members, computers left out) and `resource_groups` (every resource group, sorted by name, its members as held).
+   * The names are sorted here, not by the database, so both engines give the same order. Read in one transaction
+   * (the caller's, when it has one), so the groups and the levels are of one moment.
    */
-  forDirectory(): { levels: DirectoryLevel[]; resource_groups: DirectoryResourceGroup[] } {
+  forDirectory(): Promise<{ levels: DirectoryLevel[]; resource_groups: DirectoryResourceGroup[] }> {
+    return this.db.transaction(() => this.readForDirectory());
+  }
+
+  private async readForDirectory(): Promise<{ levels: DirectoryLevel[]; resource_groups: DirectoryResourceGroup[] }> {
     const groups = new Map<number, { name: string; members: number[] }>();
-    for (const g of this.sql("SELECT group_id, name FROM groups WHERE type = 'resources' ORDER BY group_id").all() as Array<{
-      group_id: number;
-      name: string;
-    }>) {
+    for (const g of await this.db.all<{ group_id: number; name: string }>("SELECT group_id, name FROM groups WHERE type = 'resources' ORDER BY group_id")) {
       groups.set(g.group_id, { name: g.name, members: [] });
     }
-    const members = this.sql(
-      "SELECT m.group_id, m.member_id FROM group_members m JOIN groups g USING (group_id) WHERE g.type = 'resources' ORDER BY m.member_id",
-    ).all() as Array<{ group_id: number; member_id: number }>;
+    // By group first: ordered by member alone, SQLite walks every user's membership by group_members_by_member.
+    const members = await this.db.all<{ group_id: number; member_id: number }>(
+      "SELECT m.group_id, m.member_id FROM group_members m JOIN groups g USING (group_id) WHERE g.type = 'resources' ORDER BY g.group_id, m.member_id",
+    );
     for (const m of members) groups.get(m.group_id)?.members.push(m.member_id);
     const byName = <T extends { name: string }>(a: T, b: T) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0);
-    const levels = this.list()
+    const levels = (await this.list())
       .map((level): DirectoryLevel => {
         const group = level.resource_group_id === null ? undefined : groups.get(level.resource_group_id);
         const fromGroup = (group?.members ?? []).filter((id) => !this.computers.has(id));

@@ -1,5 +1,6 @@
 import type { Clock } from '../util/clock.js';
-import type { ServiceDb } from './database.js';
+import type { PublishKind } from './publishQueue.js';
+import type { SqlDb, SqlQueries } from './sql/sqlDb.js';
 
 /**
  * The service's guest links in its database, shared by the link and user routes and by the doors' publisher
@@ -11,30 +12,37 @@ export type StoredLink = Record<string, unknown> & { magic_link_id: string; reso
 
 /** What a change to the links needs: the database, the clock, and the doors to tell (RouteContext has them). */
 export interface LinkChanges {
-  db: ServiceDb;
+  db: SqlDb;
   clock: Clock;
-  publishGuestLink(link: StoredLink): void;
-  revokeGuestLink(id: string): void;
+  /** Owes the doors a message (publishQueue.ts), in the caller's transaction. */
+  owe(kind: PublishKind, subject?: string): Promise<void>;
 }
 
-export function storedLinks(db: ServiceDb): StoredLink[] {
-  return (db.prepare('SELECT link FROM guest_links ORDER BY magic_link_id').pluck().all() as string[]).map((l) => JSON.parse(l) as StoredLink);
+export async function storedLinks(db: SqlQueries): Promise<StoredLink[]> {
+  return (await db.column<string>('SELECT link FROM guest_links ORDER BY magic_link_id')).map((l) => JSON.parse(l) as StoredLink);
 }
 
 /** The ids of the guest links revoked at the doors (their tombstones go out again on every connect). */
-export function revokedLinkIds(db: ServiceDb): string[] {
-  return (db.prepare('SELECT magic_link_id FROM revoked_guest_links ORDER BY magic_link_id').pluck().all() as number[]).map(String);
+export async function revokedLinkIds(db: SqlQueries): Promise<string[]> {
+  return (await db.column<number>('SELECT magic_link_id FROM revoked_guest_links ORDER BY magic_link_id')).map(String);
+}
+
+/** Records a link's revocation (its tombstone, published again on every connect), or renews its time. */
+async function recordRevocation(db: SqlQueries, id: number, nowMs: number): Promise<void> {
+  await db.run(
+    'INSERT INTO revoked_guest_links (magic_link_id, revoked_at) VALUES (?, ?) ON CONFLICT (magic_link_id) DO UPDATE SET revoked_at = excluded.revoked_at',
+    [id, nowMs],
+  );
 }
 
 /**
  * A removed or suspended user loses the guest links naming them: their e-mail and card leave each link (cards
- * are mapped one to one to e-mails), and a link left with nobody is deleted and revoked at the doors.
+ * are mapped one to one to e-mails), and a link left with nobody is deleted and revoked at the doors. Read and
+ * written in one transaction (the caller's, when it has one), with the messages it owes the doors.
  */
-export function dropUserFromLinks(ctx: LinkChanges, email: string): void {
-  const changed: StoredLink[] = [];
-  const revoked: string[] = [];
-  ctx.db.transaction(() => {
-    for (const link of storedLinks(ctx.db)) {
+export async function dropUserFromLinks(ctx: LinkChanges, email: string): Promise<void> {
+  await ctx.db.transaction(async () => {
+    for (const link of await storedLinks(ctx.db)) {
       const emails = link.email_list as string[];
       const index = emails.indexOf(email.toLowerCase());
       if (index < 0) continue;
@@ -48,26 +56,24 @@ export function dropUserFromLinks(ctx: LinkChanges, email: string): void {
         email_ids: ids,
       };
       if ((next.email_list as string[]).length === 0) {
-        ctx.db.prepare('DELETE FROM guest_links WHERE magic_link_id = ?').run(Number(link.magic_link_id));
-        ctx.db.prepare('INSERT OR REPLACE INTO revoked_guest_links VALUES (?, ?)').run(Number(link.magic_link_id), ctx.clock.wallNow());
-        revoked.push(link.magic_link_id);
+        await ctx.db.run('DELETE FROM guest_links WHERE magic_link_id = ?', [Number(link.magic_link_id)]);
+        await recordRevocation(ctx.db, Number(link.magic_link_id), ctx.clock.wallNow());
       } else {
-        ctx.db.prepare('UPDATE guest_links SET link = ? WHERE magic_link_id = ?').run(JSON.stringify(next), Number(link.magic_link_id));
-        changed.push(next);
+        await ctx.db.run('UPDATE guest_links SET link = ? WHERE magic_link_id = ?', [JSON.stringify(next), Number(link.magic_link_id)]);
       }
+      await ctx.owe('link', link.magic_link_id);
     }
-  })();
-  for (const link of changed) ctx.publishGuestLink(link);
-  for (const id of revoked) ctx.revokeGuestLink(id);
+  });
 }
 
 /** Revokes a link at the doors: deleted, its tombstone recorded and published. False when there is no such link. */
-export function revokeLink(ctx: LinkChanges, id: number): boolean {
-  const gone = ctx.db.transaction(() => {
-    const deleted = ctx.db.prepare('DELETE FROM guest_links WHERE magic_link_id = ?').run(id).changes === 1;
-    if (deleted) ctx.db.prepare('INSERT OR REPLACE INTO revoked_guest_links VALUES (?, ?)').run(id, ctx.clock.wallNow());
+export async function revokeLink(ctx: LinkChanges, id: number): Promise<boolean> {
+  return ctx.db.transaction(async () => {
+    const deleted = (await ctx.db.run('DELETE FROM guest_links WHERE magic_link_id = ?', [id])).changes === 1;
+    if (deleted) {
+      await recordRevocation(ctx.db, id, ctx.clock.wallNow());
+      await ctx.owe('link', String(id));
+    }
     return deleted;
-  })();
-  if (gone) ctx.revokeGuestLink(String(id));
-  return gone;
+  });
 }

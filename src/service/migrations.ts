@@ -181,4 +181,106 @@ export const SERVICE_MIGRATIONS: readonly string[] = [
   ALTER TABLE smartcards ADD COLUMN valid_from TEXT;
   ALTER TABLE smartcards ADD COLUMN valid_until TEXT;
   `,
+  `
+  -- The users whose door view (directory.ts fingerprintOf: status, tag, name, e-mail, user_id, user groups,
+  -- policies, cards with their dates) may have changed since the directory revision was last brought up to date
+  -- (issue 52 item 3): kept by triggers on every table that view is read from, so no route or tool can forget one.
+  -- Directory.refresh fingerprints only these and deletes them in its transaction. computer_usernames is not
+  -- fingerprinted (a door decides nothing on it), policy_levels and resource groups are compared as a whole.
+  CREATE TABLE directory_pending (email_id INTEGER PRIMARY KEY) STRICT;
+  CREATE TRIGGER directory_pending_users_insert AFTER INSERT ON users BEGIN
+    INSERT OR IGNORE INTO directory_pending VALUES (NEW.email_id);
+  END;
+  CREATE TRIGGER directory_pending_users_update AFTER UPDATE ON users BEGIN
+    INSERT OR IGNORE INTO directory_pending VALUES (OLD.email_id), (NEW.email_id);
+  END;
+  CREATE TRIGGER directory_pending_users_delete AFTER DELETE ON users BEGIN
+    INSERT OR IGNORE INTO directory_pending VALUES (OLD.email_id);
+  END;
+  CREATE TRIGGER directory_pending_smartcards_insert AFTER INSERT ON smartcards BEGIN
+    INSERT OR IGNORE INTO directory_pending VALUES (NEW.email_id);
+  END;
+  CREATE TRIGGER directory_pending_smartcards_update AFTER UPDATE ON smartcards BEGIN
+    INSERT OR IGNORE INTO directory_pending VALUES (OLD.email_id), (NEW.email_id);
+  END;
+  CREATE TRIGGER directory_pending_smartcards_delete AFTER DELETE ON smartcards BEGIN
+    INSERT OR IGNORE INTO directory_pending VALUES (OLD.email_id);
+  END;
+  -- A resource group's member_id is a resource id, not an email_id: at worst a user of that id is fingerprinted
+  -- for nothing (their fingerprint is unchanged, so no revision is spent on it).
+  CREATE TRIGGER directory_pending_group_members_insert AFTER INSERT ON group_members BEGIN
+    INSERT OR IGNORE INTO directory_pending VALUES (NEW.member_id);
+  END;
+  CREATE TRIGGER directory_pending_group_members_update AFTER UPDATE ON group_members BEGIN
+    INSERT OR IGNORE INTO directory_pending VALUES (OLD.member_id), (NEW.member_id);
+  END;
+  CREATE TRIGGER directory_pending_group_members_delete AFTER DELETE ON group_members BEGIN
+    INSERT OR IGNORE INTO directory_pending VALUES (OLD.member_id);
+  END;
+  -- A group renamed (or retyped), or deleted: every member. BEFORE DELETE, while its members are still listed,
+  -- whether or not the foreign-key cascade runs (a tool may have foreign_keys off).
+  CREATE TRIGGER directory_pending_groups_update AFTER UPDATE ON groups
+    WHEN OLD.name IS NOT NEW.name OR OLD.type IS NOT NEW.type OR OLD.group_id IS NOT NEW.group_id BEGIN
+    INSERT OR IGNORE INTO directory_pending SELECT member_id FROM group_members WHERE group_id IN (OLD.group_id, NEW.group_id);
+  END;
+  CREATE TRIGGER directory_pending_groups_delete BEFORE DELETE ON groups BEGIN
+    INSERT OR IGNORE INTO directory_pending SELECT member_id FROM group_members WHERE group_id = OLD.group_id;
+  END;
+  -- A policy renamed, or deleted: every member. Only the name is in a user's view: PUT /policies writes the name
+  -- back unchanged when it changes a level's doors or hours, which costs no user.
+  CREATE TRIGGER directory_pending_policies_update AFTER UPDATE ON policies
+    WHEN OLD.name IS NOT NEW.name OR OLD.policy_id IS NOT NEW.policy_id BEGIN
+    INSERT OR IGNORE INTO directory_pending SELECT email_id FROM policy_members WHERE policy_id IN (OLD.policy_id, NEW.policy_id);
+  END;
+  CREATE TRIGGER directory_pending_policies_delete BEFORE DELETE ON policies BEGIN
+    INSERT OR IGNORE INTO directory_pending SELECT email_id FROM policy_members WHERE policy_id = OLD.policy_id;
+  END;
+  CREATE TRIGGER directory_pending_policy_members_insert AFTER INSERT ON policy_members BEGIN
+    INSERT OR IGNORE INTO directory_pending VALUES (NEW.email_id);
+  END;
+  CREATE TRIGGER directory_pending_policy_members_update AFTER UPDATE ON policy_members BEGIN
+    INSERT OR IGNORE INTO directory_pending VALUES (OLD.email_id), (NEW.email_id);
+  END;
+  CREATE TRIGGER directory_pending_policy_members_delete AFTER DELETE ON policy_members BEGIN
+    INSERT OR IGNORE INTO directory_pending VALUES (OLD.email_id);
+  END;
+  -- A user's groups and policies are read by member: without these, each refresh scanned both tables whole.
+  CREATE INDEX group_members_by_member ON group_members (member_id);
+  CREATE INDEX policy_members_by_email ON policy_members (email_id);
+  -- Every user once, and every live entry: the first refresh after the upgrade reconciles them all, as the pass
+  -- over every user did.
+  INSERT OR IGNORE INTO directory_pending SELECT email_id FROM users;
+  INSERT OR IGNORE INTO directory_pending SELECT email_id FROM directory_entries WHERE removed = 0;
+  `,
+  `
+  -- Several service processes on one database (issue 52 item 2). What the broker is owed: a row per change to
+  -- publish (the directory revision, a guest link and the index, a lockdown's scope, the holidays), written in
+  -- the change's transaction, published from the database's current state by the one process that holds the
+  -- publisher lock, and deleted once the broker has it; a publisher that dies leaves its rows to the next one.
+  -- A mail being sent by one service process (mailer.ts): the others leave it alone for a minute.
+  ALTER TABLE mail_outbox ADD COLUMN claimed_at INTEGER;
+  CREATE TABLE publish_queue (
+    id      INTEGER PRIMARY KEY,
+    kind    TEXT NOT NULL CHECK (kind IN ('revision', 'link', 'lockdown', 'holidays', 'all')),
+    subject TEXT NOT NULL DEFAULT ''   -- the link id, the lockdown scope; '' for the others
+  ) STRICT;
+  -- Console sessions and mailed sign-in links, in the database so that any process answers any request: only
+  -- the SHA-256 of a cookie or link token is kept.
+  CREATE TABLE console_sessions (
+    id_hash      TEXT PRIMARY KEY,
+    rank         TEXT NOT NULL,
+    who          TEXT NOT NULL,
+    csrf         TEXT NOT NULL,
+    created_at   INTEGER NOT NULL,
+    last_seen_at INTEGER NOT NULL,
+    holder_kind  TEXT CHECK (holder_kind IN ('user', 'key')),
+    holder_id    TEXT,            -- the email_id of a user, the SHA-256 of a key
+    flash        TEXT             -- the message for the session's next page (JSON), which another process may serve
+  ) STRICT;
+  CREATE TABLE console_sign_in_links (
+    token_hash TEXT PRIMARY KEY,
+    email_id   INTEGER NOT NULL,
+    expires_at INTEGER NOT NULL
+  ) STRICT;
+  `,
 ];

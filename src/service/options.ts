@@ -1,3 +1,5 @@
+import type { DatabaseOptions } from './sql/postgresConfig.js';
+
 /** A door or computer of the organization (the service's `server.resources`). */
 export interface ServiceResource {
   resourceId: number;
@@ -32,7 +34,10 @@ export interface ServerOptions {
   publicUrl?: string;
   /** GET /metrics on a listener of its own (HOST:PORT), apart from the API; absent: no metrics. */
   metrics?: { listen: string };
+  /** The service's own files (service.db without `database`, the history mark, ...). */
   dataDir: string;
+  /** PostgreSQL instead of dataDir/service.db (sql/postgresConfig.ts); absent: SQLite. */
+  database?: DatabaseOptions;
   lockReplyTimeoutSeconds: number;
   resources: ServiceResource[];
   smtp?: SmtpOptions;

@@ -6,9 +6,10 @@ import type { Clock } from '../util/clock.js';
  * - `directory_answers`: more full GET /directory answers in flight than `server.maxDirectoryAnswers`;
  * - `directory_builds`: more directory bodies being built or compressed than `server.maxDirectoryBuilds`;
  * - `connections`: a connection past `server.maxConnections`, closed as it arrived (httpLimits.ts logs those);
- * - `stopping`: a request that arrived while the service stops.
+ * - `stopping`: a request that arrived while the service stops;
+ * - `database`: a request that needed the database while it could not be reached (PostgreSQL stopped).
  */
-export const REFUSAL_REASONS = ['directory_answers', 'directory_builds', 'connections', 'stopping'] as const;
+export const REFUSAL_REASONS = ['directory_answers', 'directory_builds', 'connections', 'stopping', 'database'] as const;
 export type RefusalReason = (typeof REFUSAL_REASONS)[number];
 
 /** At most one log line per reason this often; the line says how many were refused since the one before. */

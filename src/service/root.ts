@@ -9,14 +9,15 @@ import { EXIT_INVALID_CONFIG, InputError } from '../util/errors.js';
 import { missingPublicUrl, publicUrlWarnings } from '../config/publicUrl.js';
 import { serveMetrics, type MetricsServer } from '../util/metricsServer.js';
 import { VERSION } from '../version.js';
-import { openServiceDatabase, type ServiceDb } from './database.js';
-import { ServiceMqtt, type RetainedState } from './doorsMqtt.js';
+import { ServiceMqtt } from './doorsMqtt.js';
 import { readHolidaysFile } from './holidaysFile.js';
 import { Mailer } from './mailer.js';
 import type { ServerOptions } from './options.js';
-import { revokedLinkIds, storedLinks } from './linkStore.js';
-import { LockdownStore, issueRetained, lockdownMessage } from './routesLockdown.js';
+import { PublishQueue } from './publishQueue.js';
+import { openStorage } from './sql/openStorage.js';
+import { StatePublisher } from './statePublisher.js';
 import { buildService } from './server.js';
+import type { SqlDb } from './sql/sqlDb.js';
 import { SiteFeed } from './console/siteFeed.js';
 
 /** The keys whose value is not undefined (so that the defaults fill the others). */
@@ -29,7 +30,7 @@ export interface RunningService {
   url: string;
   /** Where GET /metrics answers (http://host:port/metrics); null without server.metrics. */
   metricsUrl: string | null;
-  db: ServiceDb;
+  db: SqlDb;
   stop(): Promise<void>;
 }
 
@@ -60,24 +61,32 @@ export async function startService(
   const holidays = server.holidaysFile === undefined ? null : readHolidaysFile(server.holidaysFile);
   // A short command secret is a configuration error (exit 78), found before anything is opened.
   if (options.mqtt) readCommandSecret(options.mqtt.commandSecretFile);
-  const db = openServiceDatabase(join(server.dataDir, 'service.db'));
-  const lockdowns = new LockdownStore(db);
-  const retainedState: RetainedState = {
-    lockdowns: () => lockdowns.reissueAll(deps.clock.wallNow()).map((l) => ({ scope: l.scope, message: lockdownMessage(l), issuedAt: l.issuedAt })),
-    holidays: () => (holidays === null ? null : { message: { dates: holidays }, issuedAt: issueRetained(db, 'holidays', deps.clock.wallNow()) }),
-  };
+  // PostgreSQL when server.database says so (several processes may share it), else SQLite's file in dataDir.
+  const storage = await openStorage(server, deps.env, deps.logger);
+  const { db } = storage;
   const mqttLogger = deps.logger.child({ component: 'mqtt' });
-  const doors = options.mqtt
-    ? new ServiceMqtt(
-        options.mqtt,
-        deps.env,
-        mqttLogger,
-        () => storedLinks(db),
-        () => revokedLinkIds(db),
-        undefined,
-        retainedState,
-      )
-    : undefined;
+  const doors = options.mqtt ? new ServiceMqtt(options.mqtt, deps.env, mqttLogger) : undefined;
+  // What the doors are owed, written with each change and sent by the one process holding the publisher lock.
+  const publishQueue = doors ? new PublishQueue(db, storage.feed) : undefined;
+  const publisher =
+    doors && publishQueue
+      ? new StatePublisher({
+          db,
+          queue: publishQueue,
+          feed: storage.feed,
+          leadership: storage.leadership,
+          mqtt: doors,
+          clock: deps.clock,
+          logger: mqttLogger,
+          holidays,
+        })
+      : undefined;
+  /** The publisher, the broker, then the database: each stops before what it uses. */
+  const closeBackEnd = async () => {
+    await publisher?.close();
+    await doors?.close();
+    await storage.close();
+  };
   if (holidays !== null) {
     if (doors) deps.logger.info({ holidays: holidays.length, file: server.holidaysFile }, 'holidays read; published on P/holidays at every connect');
     else deps.logger.warn({ file: server.holidaysFile }, 'server.holidaysFile is set but there is no mqtt section: the holidays reach no door');
@@ -90,10 +99,14 @@ export async function startService(
   const metrics = server.metrics ? new (await import('./serviceMetrics.js')).ServiceMetrics(VERSION) : undefined;
   const app = buildService({
     db,
+    // On PostgreSQL the history's mark is this process's own, in its dataDir (beside a SQLite file otherwise).
+    ...(server.database ? { historyMarkFile: join(server.dataDir, 'service-history.json') } : {}),
     clock: deps.clock,
     logger: deps.logger,
     resources: server.resources,
     doors,
+    ...(publishQueue ? { publishQueue } : {}),
+    changeFeed: storage.feed,
     mailer,
     lockReplyTimeoutMs: server.lockReplyTimeoutSeconds * 1000,
     ...(server.pinLabels ? { pinLabels: server.pinLabels } : {}),
@@ -127,13 +140,12 @@ export async function startService(
     app.server.on('request', (request: IncomingMessage, response: ServerResponse) =>
       onRequest(request.method ?? '', (request.url ?? '').split('?')[0]!, response),
     );
-  void mailer.flush();
+  void mailer.flush().catch((err: unknown) => deps.logger.warn({ err }, 'mail delivery failed'));
   const { host, port } = splitListen(server.listen);
   try {
     await app.listen({ host, port });
   } catch (err) {
-    await doors?.close();
-    db.close();
+    await closeBackEnd();
     throw cannotListen(err, server.listen, 'server.listen');
   }
   let metricsServer: MetricsServer | null = null;
@@ -142,8 +154,7 @@ export async function startService(
       metricsServer = await serveMetrics(metrics.registry, server.metrics.listen, 'server.metrics.listen', deps.logger.child({ component: 'metrics' }));
     } catch (err) {
       await app.close();
-      await doors?.close();
-      db.close();
+      await closeBackEnd();
       throw err;
     }
   }
@@ -159,8 +170,7 @@ export async function startService(
     async stop() {
       await metricsServer?.close();
       await app.close();
-      await doors?.close();
-      db.close();
+      await closeBackEnd();
     },
   };
 }

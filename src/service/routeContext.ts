@@ -2,19 +2,20 @@ import type { FastifyRequest } from 'fastify';
 import type { Logger } from 'pino';
 import type { Clock } from '../util/clock.js';
 import type { Rank } from './apiKeys.js';
-import type { ServiceDb as Db } from './database.js';
 import type { Directory } from './directory.js';
 import type { DirectoryBytes, DirectoryVariant } from './directoryBytes.js';
 import type { ServiceMqtt } from './doorsMqtt.js';
 import type { HttpLimits } from './httpLimits.js';
 import type { LevelStore } from './levels.js';
 import type { Gate, LoadLimits } from './loadGate.js';
-import type { StoredLink } from './linkStore.js';
 import type { Mailer } from './mailer.js';
 import type { ConsoleOptions, ServiceResource } from './options.js';
 import type { SiteFeed } from './console/siteFeed.js';
 import type { PinMasking } from './pinMasking.js';
+import type { PublishKind, PublishQueue } from './publishQueue.js';
 import type { Refusals } from './refusals.js';
+import type { ChangeFeed } from './sql/changeFeed.js';
+import type { SqlDb } from './sql/sqlDb.js';
 import type { ServiceMetrics } from './serviceMetrics.js';
 import type { UserStore } from './users.js';
 
@@ -26,13 +27,20 @@ import type { UserStore } from './users.js';
 
 /** What buildService (server.ts) is given by the composition root (root.ts). */
 export interface ServiceDeps {
-  db: Db;
+  /** The service's database, SQLite or PostgreSQL (sql/sqlDb.ts): every store goes through it. */
+  db: SqlDb;
+  /** The directory history's mark file (directoryHistory.ts): beside a SQLite file, in server.dataDir on PostgreSQL. */
+  historyMarkFile?: string | null;
   clock: Clock;
   logger: Logger;
   /** Doors and computers of the organization (config server.resources). */
   resources: ServiceResource[];
-  /** Lock commands, guest links and lockdowns to the doors; absent without an mqtt section. */
+  /** Lock commands to the doors; absent without an mqtt section. */
   doors?: ServiceMqtt;
+  /** What the doors are owed (the publisher sends it); absent without an mqtt section. */
+  publishQueue?: PublishQueue;
+  /** News of changes between the service processes on the database (sql/changeFeed.ts); absent: this process only. */
+  changeFeed?: ChangeFeed;
   lockReplyTimeoutMs: number;
   mailer?: Mailer;
   /** The smartcard labels that mark a PIN (server.pinLabels; default PIN): masked to keys that may not read PINs. */
@@ -45,6 +53,11 @@ export interface ServiceDeps {
   onDirectoryBuild?: (variant: DirectoryVariant) => void | Promise<void>;
   /** Counts and times the requests, reads the directory revision (with server.metrics). */
   metrics?: ServiceMetrics;
+  /**
+   * GET /healthz's check: resolves when this process can run a trivial query on its database, rejects otherwise;
+   * databaseReachable(db) (databaseProbe.ts) when absent.
+   */
+  databaseProbe?: () => Promise<void>;
   /** The console (server.console, enabled), with the live site it shows (null without an mqtt section). */
   console?: {
     options: ConsoleOptions;
@@ -78,9 +91,11 @@ export interface RouteContext extends ServiceDeps {
   requireRank(request: FastifyRequest, rank: Rank): void;
   /** The masking of PINs for this request's key; null when it reads them in clear (ADMIN, SUPER, DOOR). */
   pinMaskFor(request: FastifyRequest): PinMasking | null;
-  publishGuestLink(link: StoredLink): void;
-  /** An empty retained message on P/guest-links/<id>: the doors forget the link. */
-  revokeGuestLink(id: string): void;
+  /**
+   * Owes the doors a message (publishQueue.ts): written in the caller's transaction, sent by the publisher once it
+   * is committed. Nothing without an mqtt section.
+   */
+  owe(kind: PublishKind, subject?: string): Promise<void>;
   /** New mail is in the outbox. */
   mailQueued(): void;
 }

@@ -33,7 +33,10 @@ function notModified(ifNoneMatch: string | undefined, answer: DirectoryVersion):
 export function registerDirectoryRoutes(app: FastifyInstance, ctx: RouteContext): void {
   app.get('/directory', async (request: FastifyRequest, reply: FastifyReply) => {
     const p = parseParams(query, request.query, undefined);
-    const plan = ctx.directory.plan(p.since, ctx.clock.wallNow(), { history: p.history, tag: p.tag });
+    const planNow = async () => ctx.directory.plan(p.since, ctx.clock.wallNow(), { history: p.history, tag: p.tag });
+    // Planned again when another request, whose plan read the database later, already stored a newer revision.
+    let plan = await planNow();
+    for (let again = 0; again < 3 && ctx.directoryBytes.isBehind(plan.version); again++) plan = await planNow();
     reply.header('etag', directoryEtag(plan.version)).header('vary', 'Accept-Encoding');
     if (!plan.full && notModified(request.headers['if-none-match'], plan.version)) return reply.code(304).send();
     let release: (() => void) | null = null;

@@ -5,6 +5,8 @@ import { REQUEST_LIMITS as LIMITS } from './requestLimits.js';
 import type { RouteContext } from './routeContext.js';
 
 const idList = (field: string) => jsonArrayParam(intParam, { field, max: LIMITS.ids });
+/** A member added twice is one membership. */
+const ADD_MEMBER = 'INSERT INTO group_members (group_id, member_id) VALUES (?, ?) ON CONFLICT DO NOTHING';
 
 /** Groups of users or resources, and invitations (POST /invites). */
 export function registerGroupRoutes(app: FastifyInstance, ctx: RouteContext): void {
@@ -12,8 +14,8 @@ export function registerGroupRoutes(app: FastifyInstance, ctx: RouteContext): vo
   const params = <T extends z.ZodType>(schema: T, request: FastifyRequest) => parseParams(schema, request.query, request.body);
 
   /** Refuses member ids that are not users (user groups) or configured resources (resource groups). */
-  const checkMembers = (type: 'users' | 'resources', ids: readonly number[], resourceType?: 'COMPUTER' | 'DOOR' | null) => {
-    const active = type === 'users' ? users.activeIds(ids) : null;
+  const checkMembers = async (type: 'users' | 'resources', ids: readonly number[], resourceType?: 'COMPUTER' | 'DOOR' | null) => {
+    const active = type === 'users' ? await users.activeIds(ids) : null;
     const unknown =
       active !== null
         ? ids.filter((id) => !active.has(id))
@@ -24,6 +26,16 @@ export function registerGroupRoutes(app: FastifyInstance, ctx: RouteContext): vo
     if (unknown.length > 0) {
       throw new BadRequest(`unknown ${type === 'users' ? 'email_id' : resourceType ? `${resourceType} resource_id` : 'resource_id'}(s): ${unknown.join(', ')}`);
     }
+  };
+
+  /** Adds members in one statement (10,000 ids are one round trip to PostgreSQL, not 10,000); known ones stay. */
+  const addMembers = async (groupId: number, ids: readonly number[]) => {
+    if (ids.length === 0) return;
+    // WHERE true: SQLite reads an upsert's ON after a SELECT's FROM as a join without it.
+    await db.run(`INSERT INTO group_members (group_id, member_id) SELECT ?, value FROM ${db.jsonIdRows} WHERE true ON CONFLICT DO NOTHING`, [
+      groupId,
+      JSON.stringify(ids),
+    ]);
   };
 
   app.post('/groups', async (request) => {
@@ -37,16 +49,17 @@ export function registerGroupRoutes(app: FastifyInstance, ctx: RouteContext): vo
       }),
       request,
     );
-    checkMembers(p.type, p.add_ids, p.type === 'resources' ? p.resource_type : undefined);
-    const groupId = db.transaction(() => {
-      const info = db
-        .prepare('INSERT INTO groups (type, name, resource_type) VALUES (?, ?, ?)')
-        .run(p.type, p.name, p.type === 'resources' ? (p.resource_type ?? null) : null);
-      const id = Number(info.lastInsertRowid);
-      const add = db.prepare('INSERT OR IGNORE INTO group_members (group_id, member_id) VALUES (?, ?)');
-      for (const member of p.add_ids) add.run(id, member);
+    // The members checked in the transaction that adds them: a user removed meanwhile is refused, not added.
+    const groupId = await db.transaction(async () => {
+      await checkMembers(p.type, p.add_ids, p.type === 'resources' ? p.resource_type : undefined);
+      const id = (await db.value<number>('INSERT INTO groups (type, name, resource_type) VALUES (?, ?, ?) RETURNING group_id', [
+        p.type,
+        p.name,
+        p.type === 'resources' ? (p.resource_type ?? null) : null,
+      ]))!;
+      await addMembers(id, p.add_ids);
       return id;
-    })();
+    });
     return { success: `group ${p.name} created with ${new Set(p.add_ids).size} member(s)`, group_id: groupId };
   });
 
@@ -56,18 +69,22 @@ export function registerGroupRoutes(app: FastifyInstance, ctx: RouteContext): vo
       z.object({ type: z.enum(['users', 'resources']), group_id: intParam, add_ids: idList('add_ids').optional(), del_ids: idList('del_ids').optional() }),
       request,
     );
-    const group = db.prepare('SELECT type, name, resource_type FROM groups WHERE group_id = ?').get(p.group_id) as
-      | { type: 'users' | 'resources'; name: string; resource_type: 'COMPUTER' | 'DOOR' | null }
-      | undefined;
-    if (!group) throw new BadRequest(`no group with group_id ${p.group_id}`, 404);
-    if (group.type !== p.type) throw new BadRequest(`group ${p.group_id} is a ${group.type} group, not ${p.type}`);
-    checkMembers(p.type, p.add_ids ?? [], group.resource_type);
-    db.transaction(() => {
-      const add = db.prepare('INSERT OR IGNORE INTO group_members (group_id, member_id) VALUES (?, ?)');
-      const del = db.prepare('DELETE FROM group_members WHERE group_id = ? AND member_id = ?');
-      for (const id of p.add_ids ?? []) add.run(p.group_id, id);
-      for (const id of p.del_ids ?? []) del.run(p.group_id, id);
-    })();
+    // The group and the members read in the transaction that changes them (a group deleted or a user removed
+    // meanwhile is seen).
+    const group = await db.transaction(async () => {
+      const found = await db.get<{ type: 'users' | 'resources'; name: string; resource_type: 'COMPUTER' | 'DOOR' | null }>(
+        'SELECT type, name, resource_type FROM groups WHERE group_id = ?',
+        [p.group_id],
+      );
+      if (!found) throw new BadRequest(`no group with group_id ${p.group_id}`, 404);
+      if (found.type !== p.type) throw new BadRequest(`group ${p.group_id} is a ${found.type} group, not ${p.type}`);
+      await checkMembers(p.type, p.add_ids ?? [], found.resource_type);
+      await addMembers(p.group_id, p.add_ids ?? []);
+      if ((p.del_ids ?? []).length > 0) {
+        await db.run(`DELETE FROM group_members WHERE group_id = ? AND member_id ${db.inJsonIds}`, [p.group_id, JSON.stringify(p.del_ids)]);
+      }
+      return found;
+    });
     return { success: `group ${group.name} updated` };
   });
 
@@ -85,26 +102,7 @@ export function registerGroupRoutes(app: FastifyInstance, ctx: RouteContext): vo
       }),
       request,
     );
-    const groupById = db.prepare("SELECT group_id, name FROM groups WHERE group_id = ? AND type = 'users'");
-    const groupRows = (p.groups ?? []).map((g) => {
-      const row = groupById.get(g.id) as { group_id: number; name: string } | undefined;
-      if (!row) throw new BadRequest(`no user group with id ${g.id}`);
-      return row;
-    });
-    // Card lists are mapped to the e-mails in order: a list without its e-mail would be lost.
-    if ((p.smartcards?.length ?? 0) > p.emails.length) {
-      throw new BadRequest(`smartcards: more card lists than e-mail addresses (${p.smartcards!.length} for ${p.emails.length}; they are mapped one to one)`);
-    }
     const cardsFor = (i: number) => p.smartcards?.[i] ?? [];
-    // Cards go to new members only (a re-invited user's were released at removal), so any number held by an
-    // active user, or listed twice in the call, would be shared: refused (POST /invites has no allow_duplicates).
-    const taken = users.newlyShared(
-      null,
-      p.emails.flatMap((_e, i) => cardsFor(i).map((c) => c.number)),
-    );
-    if (taken.length > 0) {
-      throw new BadRequest(`smartcard number(s) already in use: ${taken.map((n) => `…${n.slice(-4)}`).join(', ')}`);
-    }
     const result = {
       added: [] as string[],
       invited: [] as string[],
@@ -115,36 +113,58 @@ export function registerGroupRoutes(app: FastifyInstance, ctx: RouteContext): vo
     };
     const sendEmail = !p.no_email;
     const now = ctx.clock.wallNow();
-    // Prepared once for the whole list (not once per address).
-    const addMember = db.prepare('INSERT OR IGNORE INTO group_members (group_id, member_id) VALUES (?, ?)');
-    const queueMail = db.prepare('INSERT INTO mail_outbox (recipient, subject, body, created_at) VALUES (?, ?, ?, ?)');
-    db.transaction(() => {
-      p.emails.forEach((raw, i) => {
+    // One transaction from the checks to the last mail queued: the groups and the cards are checked against what
+    // the invitations then write (another request or service process changes nothing in between). Mail is only
+    // queued in it (the outbox); it is sent after.
+    const groupRows = await db.transaction(async () => {
+      const groups: Array<{ group_id: number; name: string }> = [];
+      for (const g of p.groups ?? []) {
+        const row = await db.get<{ group_id: number; name: string }>("SELECT group_id, name FROM groups WHERE group_id = ? AND type = 'users'", [g.id]);
+        if (!row) throw new BadRequest(`no user group with id ${g.id}`);
+        groups.push(row);
+      }
+      // Card lists are mapped to the e-mails in order: a list without its e-mail would be lost.
+      if ((p.smartcards?.length ?? 0) > p.emails.length) {
+        throw new BadRequest(`smartcards: more card lists than e-mail addresses (${p.smartcards!.length} for ${p.emails.length}; they are mapped one to one)`);
+      }
+      // Cards go to new members only (a re-invited user's were released at removal), so any number held by an
+      // active user, or listed twice in the call, would be shared: refused (POST /invites has no allow_duplicates).
+      const taken = await users.newlyShared(
+        null,
+        p.emails.flatMap((_e, i) => cardsFor(i).map((c) => c.number)),
+      );
+      if (taken.length > 0) {
+        throw new BadRequest(`smartcard number(s) already in use: ${taken.map((n) => `…${n.slice(-4)}`).join(', ')}`);
+      }
+      // A run again (PostgreSQL, after a serialization failure) starts from an empty result.
+      for (const list of Object.values(result)) list.length = 0;
+      for (const [i, raw] of p.emails.entries()) {
         const email = emailParam.safeParse(raw);
         if (!email.success) {
           result.invalid.push(raw);
-          return;
+          continue;
         }
-        const { user, created } = users.ensure(email.data.toLowerCase(), 'USER', now);
+        const { user, created } = await users.ensure(email.data.toLowerCase(), 'USER', now);
         if (!created) {
           result.exists.push(user.email);
-          return;
+          continue;
         }
         result.added.push(user.email);
         result.add_ids.push(user.email_id);
-        if (cardsFor(i).length > 0) users.replaceSmartcards(user.email_id, cardsFor(i));
-        for (const g of groupRows) addMember.run(g.group_id, user.email_id);
+        if (cardsFor(i).length > 0) await users.replaceSmartcards(user.email_id, cardsFor(i));
+        for (const g of groups) await db.run(ADD_MEMBER, [g.group_id, user.email_id]);
         if (sendEmail) {
-          queueMail.run(
+          await db.run('INSERT INTO mail_outbox (recipient, subject, body, created_at) VALUES (?, ?, ?, ?)', [
             user.email,
             'You are invited to the access-control service',
             `Hello,\n\nyou have been invited. Create your account and set a password with the link your administrator gives you.\n`,
             now,
-          );
+          ]);
           result.invited.push(user.email);
         }
-      });
-    })();
+      }
+      return groups;
+    });
     if (sendEmail) ctx.mailQueued();
     return {
       success: `${result.added.length} user(s) added, ${result.exists.length} already there, ${result.invalid.length} invalid`,

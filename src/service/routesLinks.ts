@@ -36,62 +36,66 @@ export function registerLinkRoutes(app: FastifyInstance, ctx: RouteContext): voi
     const now = ctx.clock.wallNow();
     const start = p.start_time ?? serviceTimestamp(now);
     if (p.end_time && parseServiceTime(p.end_time)! <= parseServiceTime(start)!) throw new BadRequest('end_time: is not after start_time');
-    // Doors match access levels by policy name: a link's policy must not carry a level's name to its guests.
-    const level = ctx.levels.named(p.name);
-    if (level)
-      throw new BadRequest(`name: an access level is named "${level.name}" (policy_id ${level.policy_id}): choose another name for the guest link`, 409);
-    const notDoors = p.resource_id_list.filter((id) => ctx.resources.find((r) => r.resourceId === id)?.type !== 'DOOR');
-    if (notDoors.length > 0) throw new BadRequest(`resource_id_list: not doors of this organization: ${notDoors.join(', ')}`);
-    const cards = p.smartcards ?? [];
-    if (cards.length > p.email_list.length) throw new BadRequest('smartcards: more cards than e-mail addresses (they are mapped one to one)');
-    // Each guest once: an e-mail listed again (compared case-insensitively, as everywhere in the service) is
-    // ignored and named in the answer. Cards map one to one to the list as given: a repeat with a card is refused.
-    const guests = new Map<string, (typeof cards)[number] | undefined>();
-    const ignored = new Set<string>();
-    p.email_list.forEach((raw, i) => {
-      const email = raw.toLowerCase();
-      if (!guests.has(email)) {
-        guests.set(email, cards[i]);
-        return;
+    // The checks and the writes in one transaction: a level named meanwhile, or a card given to another user
+    // meanwhile (by another request, or another service process), is seen by the checks or makes them run again.
+    const { link, guestCount, ignored } = await db.transaction(async () => {
+      // Doors match access levels by policy name: a link's policy must not carry a level's name to its guests.
+      const level = await ctx.levels.named(p.name);
+      if (level)
+        throw new BadRequest(`name: an access level is named "${level.name}" (policy_id ${level.policy_id}): choose another name for the guest link`, 409);
+      const notDoors = p.resource_id_list.filter((id) => ctx.resources.find((r) => r.resourceId === id)?.type !== 'DOOR');
+      if (notDoors.length > 0) throw new BadRequest(`resource_id_list: not doors of this organization: ${notDoors.join(', ')}`);
+      const cards = p.smartcards ?? [];
+      if (cards.length > p.email_list.length) throw new BadRequest('smartcards: more cards than e-mail addresses (they are mapped one to one)');
+      // Each guest once: an e-mail listed again (compared case-insensitively, as everywhere in the service) is
+      // ignored and named in the answer. Cards map one to one to the list as given: a repeat with a card is refused.
+      const guests = new Map<string, (typeof cards)[number] | undefined>();
+      const ignored = new Set<string>();
+      p.email_list.forEach((raw, i) => {
+        const email = raw.toLowerCase();
+        if (!guests.has(email)) {
+          guests.set(email, cards[i]);
+          return;
+        }
+        if (cards[i]) throw new BadRequest(`email_list: ${email} is listed twice and smartcards gives each a card (one card per guest)`);
+        ignored.add(email);
+      });
+      if (!p.allow_duplicates) {
+        // A card a guest already holds is no duplicate; one another user holds, or one given to two guests of this
+        // link, is (unless allow_duplicates).
+        const given = new Map<string, number>();
+        for (const card of guests.values()) if (card) given.set(card.number, (given.get(card.number) ?? 0) + 1);
+        const taken = new Set<string>();
+        for (const [email, card] of guests) {
+          if (!card) continue;
+          const holder = await users.byEmail(email);
+          const holds = holder !== undefined && (await users.smartcards(holder.email_id)).some((c) => c.number === card.number);
+          if (!holds && (given.get(card.number)! > 1 || (await users.numbersHeldByOthers(holder?.email_id ?? -1, [card.number])).length > 0))
+            taken.add(card.number);
+        }
+        if (taken.size > 0)
+          throw new BadRequest(`smartcard number(s) already in use: ${[...taken].map((n) => `…${n.slice(-4)}`).join(', ')} (set allow_duplicates to allow)`);
       }
-      if (cards[i]) throw new BadRequest(`email_list: ${email} is listed twice and smartcards gives each a card (one card per guest)`);
-      ignored.add(email);
-    });
-    if (!p.allow_duplicates) {
-      // A card a guest already holds is no duplicate; one another user holds, or one given to two guests of this
-      // link, is (unless allow_duplicates).
-      const given = new Map<string, number>();
-      for (const card of guests.values()) if (card) given.set(card.number, (given.get(card.number) ?? 0) + 1);
-      const taken = new Set<string>();
-      for (const [email, card] of guests) {
-        if (!card) continue;
-        const holder = users.byEmail(email);
-        const holds = holder !== undefined && users.smartcards(holder.email_id).some((c) => c.number === card.number);
-        if (!holds && (given.get(card.number)! > 1 || users.numbersHeldByOthers(holder?.email_id ?? -1, [card.number]).length > 0)) taken.add(card.number);
-      }
-      if (taken.size > 0)
-        throw new BadRequest(`smartcard number(s) already in use: ${[...taken].map((n) => `…${n.slice(-4)}`).join(', ')} (set allow_duplicates to allow)`);
-    }
-    const link = db.transaction(() => {
       const emailIds: Record<string, number> = {};
       for (const [email, card] of guests) {
         // People who are not users yet come in as guests (promotable with PUT /promoteguest); a removed user comes
         // back as a new GUEST member, with only the card this link gives.
-        const { user } = users.ensure(email, 'GUEST', now);
+        const { user } = await users.ensure(email, 'GUEST', now);
         emailIds[email] = user.email_id;
-        if (card) users.replaceSmartcards(user.email_id, [...users.smartcards(user.email_id).filter((c) => c.number !== card.number), card]);
+        if (card) await users.replaceSmartcards(user.email_id, [...(await users.smartcards(user.email_id)).filter((c) => c.number !== card.number), card]);
       }
-      const policyId = Number(db.prepare('INSERT INTO policies (name) VALUES (?)').run(p.name).lastInsertRowid);
-      const member = db.prepare('INSERT OR IGNORE INTO policy_members (policy_id, email_id) VALUES (?, ?)');
-      for (const id of Object.values(emailIds)) member.run(policyId, id);
+      const policyId = Number(await db.value('INSERT INTO policies (name) VALUES (?) RETURNING policy_id', [p.name]));
+      for (const id of Object.values(emailIds)) {
+        await db.run('INSERT INTO policy_members (policy_id, email_id) VALUES (?, ?) ON CONFLICT DO NOTHING', [policyId, id]);
+      }
       // A new id, never one a revoked link had: a door's audit log names links by id.
       const id = Number(
-        db
-          .prepare(
-            `INSERT INTO guest_links (magic_link_id, policy_id, link, created_at) VALUES ((SELECT coalesce(max(id), 0) + 1 FROM
-               (SELECT max(magic_link_id) AS id FROM guest_links UNION ALL SELECT max(magic_link_id) FROM revoked_guest_links)), ?, ?, ?)`,
-          )
-          .run(policyId, '{}', now).lastInsertRowid,
+        await db.value(
+          `INSERT INTO guest_links (magic_link_id, policy_id, link, created_at) VALUES ((SELECT coalesce(max(id), 0) + 1 FROM
+             (SELECT max(magic_link_id) AS id FROM guest_links UNION ALL SELECT max(magic_link_id) FROM revoked_guest_links) AS last), ?, ?, ?)
+           RETURNING magic_link_id`,
+          [policyId, '{}', now],
+        ),
       );
       const stored: StoredLink = {
         magic_link_id: String(id),
@@ -107,20 +111,27 @@ export function registerLinkRoutes(app: FastifyInstance, ctx: RouteContext): voi
         config_id: p.config_id ?? 1,
         email_ids: emailIds,
       };
-      db.prepare('UPDATE guest_links SET link = ? WHERE magic_link_id = ?').run(JSON.stringify(stored), id);
-      return stored;
-    })();
-    ctx.publishGuestLink(link);
-    if (p.send_email !== false) {
-      const insert = db.prepare('INSERT INTO mail_outbox (recipient, subject, body, created_at) VALUES (?, ?, ?, ?)');
-      for (const email of link.email_list as string[]) {
-        insert.run(email, `Your access: ${p.name}`, `Hello,\n\nshow this code at the door: ${String(link.magic_token)}\n`, now);
+      await db.run('UPDATE guest_links SET link = ? WHERE magic_link_id = ?', [JSON.stringify(stored), id]);
+      // The guests' mail is queued with the link: both are stored, or neither.
+      if (p.send_email !== false) {
+        for (const email of guests.keys()) {
+          await db.run('INSERT INTO mail_outbox (recipient, subject, body, created_at) VALUES (?, ?, ?, ?)', [
+            email,
+            `Your access: ${p.name}`,
+            `Hello,\n\nshow this code at the door: ${String(stored.magic_token)}\n`,
+            now,
+          ]);
+        }
       }
-      ctx.mailQueued();
-    }
+      // Owed to the doors in this transaction (the publisher sends it once committed); the mailer is told once it
+      // has committed, never by a run of it that PostgreSQL rolls back to run again.
+      await ctx.owe('link', stored.magic_link_id);
+      if (p.send_email !== false) db.afterCommit(() => ctx.mailQueued());
+      return { link: stored, guestCount: guests.size, ignored };
+    });
     return {
       success:
-        `guest link ${link.magic_link_id} created for ${guests.size} guest(s)` +
+        `guest link ${link.magic_link_id} created for ${guestCount} guest(s)` +
         (ignored.size > 0 ? `; duplicate e-mail addresses ignored: ${[...ignored].join(', ')}` : ''),
       magic_token: link.magic_token,
       email_ids: link.email_ids,

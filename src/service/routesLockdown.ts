@@ -1,123 +1,9 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import * as z from 'zod';
-import { scopeName, type LockdownMessage, type LockdownScope } from '../protocol/lockdown.js';
-import type { ServiceDb } from './database.js';
+import { scopeName, type LockdownScope } from '../protocol/lockdown.js';
+import { LockdownStore } from './lockdowns.js';
 import { BadRequest, boolParam, parseParams } from './params.js';
 import type { RouteContext } from './routeContext.js';
-
-/** A lockdown as the service stores it (table lockdowns): the last start or end asked for, per scope. */
-export interface StoredLockdown {
-  scope: LockdownScope;
-  active: boolean;
-  by: string;
-  reason: string | null;
-  /** ms: when it started or ended (a repeated start or end keeps it). */
-  changedAt: number;
-  /** unix seconds: issued_at of the last message published about this scope. */
-  issuedAt: number;
-}
-
-interface Row {
-  scope: string;
-  active: number;
-  by: string;
-  reason: string | null;
-  changed_at: number;
-  issued_at: number;
-}
-
-/**
- * issued_at (unix seconds) for the next message about a subject: strictly after the last one, even within the
- * same second or after the clock stepped back, so the doors take it as newer and refuse a replay of the one before.
- */
-function nextIssuedAt(nowMs: number, last: number | undefined): number {
-  return Math.max(Math.floor(nowMs / 1000), (last ?? 0) + 1);
-}
-
-/**
- * Issues (and persists) the next issued_at for a retained message that has no table of its own ('holidays'):
- * kept in the database so a restarted service never goes back to an older one.
- */
-export function issueRetained(db: ServiceDb, subject: string, nowMs: number): number {
-  return db.transaction(() => {
-    const last = db.prepare('SELECT issued_at FROM retained_issued_at WHERE subject = ?').pluck().get(subject) as number | undefined;
-    const at = nextIssuedAt(nowMs, last);
-    db.prepare('INSERT INTO retained_issued_at (subject, issued_at) VALUES (?, ?) ON CONFLICT (subject) DO UPDATE SET issued_at = excluded.issued_at').run(
-      subject,
-      at,
-    );
-    return at;
-  })();
-}
-
-function scopeOf(name: string): LockdownScope {
-  const separator = name.indexOf(':');
-  const kind = name.slice(0, separator);
-  const id = name.slice(separator + 1);
-  return kind === 'door' ? { kind: 'door', uuid: id } : { kind: 'agent', id };
-}
-
-function fromRow(row: Row): StoredLockdown {
-  return { scope: scopeOf(row.scope), active: row.active === 1, by: row.by, reason: row.reason, changedAt: row.changed_at, issuedAt: row.issued_at };
-}
-
-/** The message published retained for a stored lockdown (protocol/lockdown.ts). */
-export function lockdownMessage(lockdown: StoredLockdown): LockdownMessage {
-  return { lockdown: lockdown.active, by: lockdown.by, ...(lockdown.reason !== null ? { reason: lockdown.reason } : {}) };
-}
-
-/** The lockdowns table: each change and each publication gets its issued_at here, in the same transaction. */
-export class LockdownStore {
-  constructor(private readonly db: ServiceDb) {}
-
-  all(): StoredLockdown[] {
-    return (this.db.prepare('SELECT scope, active, "by" AS by, reason, changed_at, issued_at FROM lockdowns ORDER BY scope').all() as Row[]).map(fromRow);
-  }
-
-  get(scope: LockdownScope): StoredLockdown | undefined {
-    const row = this.db.prepare('SELECT scope, active, "by" AS by, reason, changed_at, issued_at FROM lockdowns WHERE scope = ?').get(scopeName(scope)) as
-      | Row
-      | undefined;
-    return row ? fromRow(row) : undefined;
-  }
-
-  /** Records a start or an end; returns the state before it and the stored one (with its message's issued_at). */
-  set(
-    scope: LockdownScope,
-    change: { active: boolean; by: string; reason: string | null },
-    nowMs: number,
-  ): { previous: StoredLockdown | undefined; stored: StoredLockdown } {
-    return this.db.transaction(() => {
-      const previous = this.get(scope);
-      const stored: StoredLockdown = {
-        scope,
-        ...change,
-        changedAt: previous !== undefined && previous.active === change.active ? previous.changedAt : nowMs,
-        issuedAt: nextIssuedAt(nowMs, previous?.issuedAt),
-      };
-      this.db
-        .prepare(
-          `INSERT INTO lockdowns (scope, active, "by", reason, changed_at, issued_at) VALUES (?, ?, ?, ?, ?, ?)
-           ON CONFLICT (scope) DO UPDATE SET active = excluded.active, "by" = excluded."by", reason = excluded.reason,
-             changed_at = excluded.changed_at, issued_at = excluded.issued_at`,
-        )
-        .run(scopeName(scope), stored.active ? 1 : 0, stored.by, stored.reason, stored.changedAt, stored.issuedAt);
-      return { previous, stored };
-    })();
-  }
-
-  /** Every stored lockdown with a new issued_at each, persisted: what a (re)connect publishes again. */
-  reissueAll(nowMs: number): StoredLockdown[] {
-    return this.db.transaction(() => {
-      const update = this.db.prepare('UPDATE lockdowns SET issued_at = ? WHERE scope = ?');
-      return this.all().map((lockdown) => {
-        const issuedAt = nextIssuedAt(nowMs, lockdown.issuedAt);
-        update.run(issuedAt, scopeName(lockdown.scope));
-        return { ...lockdown, issuedAt };
-      });
-    })();
-  }
-}
 
 const AGENT_ID = /^[A-Za-z0-9_-]{1,64}$/;
 
@@ -164,9 +50,14 @@ export function registerLockdownRoutes(app: FastifyInstance, ctx: RouteContext):
       return reply.code(503).send({ error: 'no MQTT broker is configured for the service (mqtt section): a lockdown cannot reach the doors' });
     }
     const reason = p.reason === undefined || p.reason.trim() === '' ? null : p.reason;
-    const { previous, stored } = store.set(scope, { active: p.active, by: p.by ?? `API key (${request.rank})`, reason }, ctx.clock.wallNow());
-    // An end is published even when nothing was active here: it also clears a lockdown set on the broker directly.
-    const sent = ctx.doors.publishLockdown(stored.scope, lockdownMessage(stored), stored.issuedAt);
+    // Stored and owed to the doors in one transaction: the publisher sends it (an end too: it also clears a
+    // lockdown set on the broker directly), from whichever process holds the publisher lock.
+    const { previous, stored } = await ctx.db.transaction(async () => {
+      const change = await store.set(scope, { active: p.active, by: p.by ?? `API key (${request.rank})`, reason }, ctx.clock.wallNow());
+      await ctx.owe('lockdown', scopeName(scope));
+      return change;
+    });
+    const sent = ctx.doors.connected;
     ctx.logger.info(
       { scope: scopeName(scope), active: stored.active, by: stored.by, reason: stored.reason, sent },
       stored.active ? 'lockdown started' : 'lockdown ended',
@@ -185,7 +76,7 @@ export function registerLockdownRoutes(app: FastifyInstance, ctx: RouteContext):
   app.get('/lockdown', async (request) => {
     ctx.requireRank(request, 'ADMIN');
     return {
-      lockdowns: store.all().map((l) => ({
+      lockdowns: (await store.all()).map((l) => ({
         scope: scopeName(l.scope),
         active: l.active,
         by: l.by,

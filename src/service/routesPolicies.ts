@@ -57,29 +57,31 @@ type DefinitionParams = { [K in keyof typeof definitionFields]?: z.output<(typeo
  * server's change hook advances the directory revision and pushes it.
  */
 export function registerPolicyRoutes(app: FastifyInstance, ctx: RouteContext): void {
-  const { users, levels } = ctx;
+  const { db, users, levels } = ctx;
   const params = <T extends z.ZodType>(schema: T, request: FastifyRequest) => parseParams(schema, request.query, request.body);
 
   /** Members must be active users of tag USER: GUEST users cannot hold policies (docs/access-control-api.md). */
-  const checkMembers = (field: string, ids: readonly number[]) => {
-    const active = users.activeIds(ids);
+  const checkMembers = async (field: string, ids: readonly number[]) => {
+    const active = await users.activeIds(ids);
     const unknown = [...new Set(ids.filter((id) => !active.has(id)))];
     if (unknown.length > 0) throw new BadRequest(`${field}: no user with email_id ${unknown.join(', ')}`);
-    const guests = [...new Set(ids.filter((id) => users.get(id)?.tag === 'GUEST'))];
+    const guests: number[] = [];
+    for (const id of new Set(ids)) if ((await users.get(id))?.tag === 'GUEST') guests.push(id);
     if (guests.length > 0) {
       throw new BadRequest(`${field}: GUEST users cannot hold policies (promote them with PUT /promoteguest first): email_id ${guests.join(', ')}`);
     }
   };
 
-  const checkName = (name: string, except?: number) => {
-    const taken = levels.named(name, except);
+  const checkName = async (name: string, except?: number) => {
+    const taken = await levels.named(name, except);
     if (taken) throw new BadRequest(`name: an access level named "${taken.name}" already exists (policy_id ${taken.policy_id})`, 409);
     // Doors match a level by policy name: a guest link's policy of the same name would carry the level to its guests.
-    if (levels.nameUsedByOtherPolicy(name)) throw new BadRequest(`name: a guest link's policy is named "${name}": choose another name for the level`, 409);
+    if (await levels.nameUsedByOtherPolicy(name))
+      throw new BadRequest(`name: a guest link's policy is named "${name}": choose another name for the level`, 409);
   };
 
   /** The definition after `p` is applied over `base` (POST: nothing), checked as a whole. */
-  const definition = (p: DefinitionParams, base: LevelDefinition | null): LevelDefinition => {
+  const definition = async (p: DefinitionParams, base: LevelDefinition | null): Promise<LevelDefinition> => {
     if (p.schedule !== undefined && p.time_mapping !== undefined) {
       throw new BadRequest('schedule, time_mapping: give one of them, not both (time_mapping is converted to a schedule)');
     }
@@ -103,7 +105,7 @@ export function registerPolicyRoutes(app: FastifyInstance, ctx: RouteContext): v
       if (notDoors.length > 0) throw new BadRequest(`resource_ids: not doors of this organization (server.resources): ${notDoors.join(', ')}`);
     }
     if (p.resource_group_id !== undefined && p.resource_group_id !== null) {
-      const group = levels.resourceGroup(p.resource_group_id);
+      const group = await levels.resourceGroup(p.resource_group_id);
       if (!group) throw new BadRequest(`resource_group_id: no resource group with group_id ${p.resource_group_id}`);
       if (group.resource_type === 'COMPUTER')
         throw new BadRequest(`resource_group_id: group ${p.resource_group_id} (${group.name}) is a group of computers, not doors`);
@@ -117,14 +119,17 @@ export function registerPolicyRoutes(app: FastifyInstance, ctx: RouteContext): v
     return def;
   };
 
-  const levelOr404 = (policyId: number): Level => {
-    const level = levels.get(policyId);
+  const levelOr404 = async (policyId: number): Promise<Level> => {
+    const level = await levels.get(policyId);
     if (!level) throw new BadRequest(`no access level with policy_id ${policyId} (only policies made by POST /policies are levels)`, 404);
     return level;
   };
 
-  const shown = (level: Level, memberCount: number) => {
-    const group = level.resource_group_id === null ? undefined : levels.resourceGroup(level.resource_group_id);
+  /** A level as GET /policies shows it; `groups` holds the resource groups looked up already (a list shares them). */
+  const shown = async (level: Level, memberCount: number, groups = new Map<number, Awaited<ReturnType<typeof levels.resourceGroup>>>()) => {
+    const groupId = level.resource_group_id;
+    if (groupId !== null && !groups.has(groupId)) groups.set(groupId, await levels.resourceGroup(groupId));
+    const group = groupId === null ? undefined : groups.get(groupId);
     return {
       policy_id: level.policy_id,
       name: level.name,
@@ -140,50 +145,65 @@ export function registerPolicyRoutes(app: FastifyInstance, ctx: RouteContext): v
   app.post('/policies', async (request) => {
     ctx.requireRank(request, 'ADMIN');
     const p = params(createSchema, request);
-    const def = definition(p, null);
     const members = p.email_ids ?? [];
-    checkMembers('email_ids', members);
-    checkName(p.name);
-    if (levels.count() >= MAX_LEVELS) {
-      throw new BadRequest(`there are already ${thousands(MAX_LEVELS)} access levels, the most the doors take: delete one first`, 409);
-    }
-    const policyId = levels.create(p.name, def, members);
+    const policyId = await db.transaction(async () => {
+      const def = await definition(p, null);
+      await checkMembers('email_ids', members);
+      await checkName(p.name);
+      if ((await levels.count()) >= MAX_LEVELS) {
+        throw new BadRequest(`there are already ${thousands(MAX_LEVELS)} access levels, the most the doors take: delete one first`, 409);
+      }
+      return levels.create(p.name, def, members);
+    });
     return { success: `access level ${p.name} created with ${new Set(members).size} member(s)`, policy_id: policyId };
   });
 
   app.put('/policies', async (request) => {
     ctx.requireRank(request, 'ADMIN');
     const p = params(updateSchema, request);
-    const level = levelOr404(p.policy_id);
-    const def = definition(p, level);
     const add = p.add_ids ?? [];
     const del = p.del_ids ?? [];
-    checkMembers('add_ids', add);
-    const both = add.filter((id) => del.includes(id));
-    if (both.length > 0) throw new BadRequest(`add_ids, del_ids: email_id ${[...new Set(both)].join(', ')} is in both`);
-    const name = p.name ?? level.name;
-    if (p.name !== undefined) checkName(p.name, level.policy_id);
-    levels.update(level.policy_id, name, def, add, del);
+    const name = await db.transaction(async () => {
+      const level = await levelOr404(p.policy_id);
+      const def = await definition(p, level);
+      await checkMembers('add_ids', add);
+      const both = add.filter((id) => del.includes(id));
+      if (both.length > 0) throw new BadRequest(`add_ids, del_ids: email_id ${[...new Set(both)].join(', ')} is in both`);
+      const name = p.name ?? level.name;
+      if (p.name !== undefined) await checkName(p.name, level.policy_id);
+      await levels.update(level.policy_id, name, def, add, del);
+      return name;
+    });
     return { success: `access level ${name} updated` };
   });
 
   app.get('/policies', async (request) => {
     ctx.requireRank(request, 'ADMIN');
     const p = params(idSchema, request);
-    if (p.policy_id !== undefined) {
-      const level = levelOr404(p.policy_id);
-      const members = levels.members(level.policy_id);
-      return { ...shown(level, members.length), email_ids: members };
-    }
-    const counts = levels.memberCounts();
-    return { policies: levels.list().map((level) => shown(level, counts.get(level.policy_id) ?? 0)) };
+    const policyId = p.policy_id;
+    // Read in one transaction: the levels, their groups and their members of one moment.
+    return db.transaction(async () => {
+      if (policyId !== undefined) {
+        const level = await levelOr404(policyId);
+        const members = await levels.members(level.policy_id);
+        return { ...(await shown(level, members.length)), email_ids: members };
+      }
+      const counts = await levels.memberCounts();
+      const groups = new Map<number, Awaited<ReturnType<typeof levels.resourceGroup>>>();
+      const policies = [];
+      for (const level of await levels.list()) policies.push(await shown(level, counts.get(level.policy_id) ?? 0, groups));
+      return { policies };
+    });
   });
 
   app.delete('/policies', async (request) => {
     ctx.requireRank(request, 'ADMIN');
     const p = params(z.object({ policy_id: intParam }), request);
-    const level = levelOr404(p.policy_id);
-    levels.delete(level.policy_id);
+    const level = await db.transaction(async () => {
+      const level = await levelOr404(p.policy_id);
+      await levels.delete(level.policy_id);
+      return level;
+    });
     return { success: `access level ${level.name} deleted` };
   });
 }

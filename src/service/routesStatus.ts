@@ -9,7 +9,7 @@ import type { RouteContext } from './routeContext.js';
 export function registerStatusRoutes(app: FastifyInstance, ctx: RouteContext): void {
   const startedAt = ctx.clock.monoNow();
   app.get('/status', async () => {
-    const { revision, history, tag } = ctx.directory.revision();
+    const { revision, history, tag } = await ctx.directory.revision();
     const { limits, answers, builds, refusals } = ctx.load;
     const stored = ctx.directoryBytes.status();
     return {

@@ -1,4 +1,4 @@
-import Fastify, { type FastifyInstance, type FastifyReply } from 'fastify';
+import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import { ApiKeys, type KeyKind } from './apiKeys.js';
 import { BadRequest } from './params.js';
 import { answerClientError, errorBody, methodList, parseFormBody, parseJsonBody } from './http.js';
@@ -7,6 +7,8 @@ import { registerKeyCheck } from './keyCheck.js';
 import { ApiDelegation } from './console/delegation.js';
 import { registerConsole } from './console/routes.js';
 import { Directory } from './directory.js';
+import { DatabaseUnavailable } from './sql/unavailable.js';
+import { markFileFor } from './directoryHistory.js';
 import { buildDirectoryBody } from './directoryBody.js';
 import { DirectoryBytes } from './directoryBytes.js';
 import { DEFAULT_LOAD_LIMITS, Gate, Overloaded, type LoadLimits } from './loadGate.js';
@@ -16,6 +18,7 @@ import { PinMasking, readsPins } from './pinMasking.js';
 import { registerDirectoryRoutes } from './routesDirectory.js';
 import { registerDoorRoutes } from './routesDoors.js';
 import { registerGroupRoutes } from './routesGroups.js';
+import { registerHealthRoutes } from './routesHealth.js';
 import { registerLinkRoutes } from './routesLinks.js';
 import { registerLockdownRoutes } from './routesLockdown.js';
 import { registerPolicyRoutes } from './routesPolicies.js';
@@ -26,10 +29,11 @@ import { UserStore } from './users.js';
 
 const RANK_ORDER: Record<KeyKind, number> = { DOOR: -1, REGULAR: 0, ADMIN: 1, SUPER: 2 };
 const BODY_LIMIT = 1024 * 1024;
-const REVISION_BATCH_MS = 200;
 // Calls that change no user, card, group or link: no decision input of the directory moves, so no revision is
-// spent and no agent is sent to sync for nothing (a lockdown reaches the doors on its own topic).
-const NOT_DIRECTORY_CHANGES = new Set(['/lockdown']);
+// spent and no agent is sent to sync for nothing (a lockdown reaches the doors on its own topic, a command too).
+const NOT_DIRECTORY_CHANGES = new Set(['/lockdown', '/setlockstatus', '/healthz']);
+/** Whether a call to `url` (not a GET) may change what a door sees. The console's forms call the API for that. */
+const directoryChange = (url: string) => !NOT_DIRECTORY_CHANGES.has(url) && !url.startsWith('/console');
 
 /**
  * The reference access-control service (docs/access-control-api.md) on fastify. Every endpoint needs an API key;
@@ -52,6 +56,9 @@ export function buildService(deps: ServiceDeps): FastifyInstance {
       return reply.code(err.statusCode !== undefined && err.statusCode < 500 ? err.statusCode : 500).send(errorBody(err.message));
     },
     return503OnClosing: false, // answered by the first onRequest hook below
+    // The start-up refresh (onReady) takes what is pending: every user once after an upgrade or a move (minutes at
+    // 250,000 users on a slow disk), which no plugin timeout should cut short.
+    pluginTimeout: 0,
   });
   const loadLimits: LoadLimits = { ...DEFAULT_LOAD_LIMITS, ...deps.loadLimits };
   const load: ServiceLoad = {
@@ -75,49 +82,78 @@ export function buildService(deps: ServiceDeps): FastifyInstance {
   const keys = new ApiKeys(deps.db);
   const pinMasking = new PinMasking(deps.pinLabels);
   const users = new UserStore(deps.db);
-  // Each time the directory revision moves it is published retained on MQTT, whether the change timer below or
-  // an agent's GET /directory computed it first.
   const levels = new LevelStore(deps.db, deps.resources);
-  const directory = new Directory(deps.db, users, (revision) => deps.doors?.publishRevision(revision), deps.logger, levels);
+  // Each time the directory revision moves it is owed to the doors, in the transaction that moved it.
+  const directory = new Directory(
+    deps.db,
+    users,
+    async () => {
+      await deps.publishQueue?.owe('revision');
+      await deps.changeFeed?.notify('revision');
+    },
+    deps.logger,
+    levels,
+    // Beside a SQLite file unless said otherwise (root.ts names server.dataDir's for PostgreSQL).
+    deps.historyMarkFile !== undefined ? deps.historyMarkFile : deps.db.engine === 'sqlite' ? markFileFor(deps.db.location) : null,
+  );
   // GET /directory's answers, built once per revision (and variant) and kept until the revision moves.
   const directoryBytes = new DirectoryBytes({
-    build: (variant, sink) => buildDirectoryBody(variant, directory.contents(variant), variant.masked ? pinMasking : null, sink),
+    build: async (variant, sink) => buildDirectoryBody(variant, await directory.contents(variant), variant.masked ? pinMasking : null, sink),
     gate: load.builds,
     clock: deps.clock,
     logger: deps.logger,
     ...(deps.onDirectoryBuild ? { onBuild: deps.onDirectoryBuild } : {}),
   });
-  // After a change that went through (any successful non-GET call), the revision is brought up to date: changes
-  // within 200 ms share one revision.
-  let pending: NodeJS.Timeout | null = null;
-  const publishRevision = () => {
-    pending = null;
-    try {
-      directory.refresh(deps.clock.wallNow());
-    } catch (err) {
-      deps.logger.error({ err }, 'cannot update the directory revision');
-    }
-  };
-  // Brought up to date before the first request rather than by it: at 250,000 users this pass over every user
-  // takes seconds, which no door should wait for (the change timer below and each GET /directory keep it so).
-  let advanced = false;
-  try {
+  // A revision moved here or in another process (the change feed, at its commit): older bytes are dropped at once.
+  const unsubscribe = deps.changeFeed?.subscribe(
+    (topic) => {
+      if (topic !== 'revision') return;
+      directory
+        .revision()
+        .then((version) => directoryBytes.moveTo(version))
+        .catch((err: unknown) => deps.logger.warn({ err }, 'cannot read the directory revision after a change'));
+    },
+    () => undefined,
+  );
+  app.addHook('onClose', async () => unsubscribe?.());
+  // Brought up to date before the first request rather than by it: a restore is detected, and what is pending
+  // (changes made beside the service; every user once after the upgrade that brought directory_pending: seconds at
+  // 250,000) gets its revision, which no door should wait for.
+  app.addHook('onReady', async () => {
     const started = deps.clock.monoNow();
-    advanced = directory.refresh(deps.clock.wallNow()).changed;
-    deps.logger.info({ revision: directory.revision().revision, ms: Math.round(deps.clock.monoNow() - started) }, 'directory revision up to date');
-  } catch (err) {
-    deps.logger.error({ err }, 'cannot update the directory revision');
-  }
-  if (!advanced) deps.doors?.publishRevision(directory.revision());
+    await directory.start(deps.clock.wallNow());
+    const current = await directory.revision();
+    deps.logger.info(
+      { revision: current.revision, fingerprinted: directory.usersFingerprinted(), ms: Math.round(deps.clock.monoNow() - started) },
+      'directory revision up to date (the users changed since the last run fingerprinted)',
+    );
+  });
+  // Every call that may change what a door sees runs in one transaction with the revision it makes (advance): all
+  // processes on the database agree on the revision, and no change is committed without one. Such a handler
+  // returns its answer (never reply.send inside): on PostgreSQL it may run again after a serialization failure.
+  app.addHook('onRoute', (route) => {
+    const methods = [route.method].flat();
+    if (methods.some((m) => m === 'GET' || m === 'HEAD') || !directoryChange(route.url)) return;
+    const handler = route.handler as (this: unknown, request: FastifyRequest, reply: FastifyReply) => Promise<unknown>;
+    route.handler = async function (this: unknown, request: FastifyRequest, reply: FastifyReply) {
+      return deps.db.transaction(async () => {
+        const answer = await handler.call(this, request, reply);
+        if (reply.statusCode < 300) await directory.advance(deps.clock.wallNow());
+        return answer;
+      });
+    };
+  });
+  // Anything else that went through and left users pending (a console form that writes a store itself): its
+  // revision now, in a transaction of its own.
   app.addHook('onResponse', async (request, reply) => {
-    if (request.method === 'GET' || reply.statusCode >= 300 || NOT_DIRECTORY_CHANGES.has(request.routeOptions.url ?? '')) return;
-    directory.markChanged();
-    if (pending === null) pending = setTimeout(publishRevision, REVISION_BATCH_MS);
+    if (request.method === 'GET' || reply.statusCode >= 300 || !directoryChange(request.routeOptions.url ?? '')) return;
+    await directory.refreshIfPending(deps.clock.wallNow()).catch((err: unknown) => deps.logger.error({ err }, 'cannot update the directory revision'));
   });
-  app.addHook('onClose', async () => {
-    if (pending !== null) clearTimeout(pending);
-  });
-  deps.metrics?.instrument(app, () => directory.revision().revision);
+  deps.metrics?.instrument(
+    app,
+    () => directory.revision().then((r) => r.revision),
+    () => directory.usersFingerprinted(),
+  );
 
   // The console's in-process calls to the API on behalf of a session (console/delegation.ts).
   const delegation = deps.console ? new ApiDelegation(() => deps.clock.monoNow()) : null;
@@ -144,13 +180,22 @@ export function buildService(deps: ServiceDeps): FastifyInstance {
       try {
         done(null, parse(bytes));
       } catch (err) {
-        done(keyCheck.parseFailed(request, bytes, err as Error), undefined);
+        void keyCheck.parseFailed(request, bytes, err as Error).then((refused) => done(refused, undefined));
       }
     });
   }
 
   app.setErrorHandler((err: Error & { statusCode?: number; code?: string }, request, reply: FastifyReply) => {
     if (err instanceof BadRequest) return reply.code(err.status).send({ error: err.message });
+    // The database out of reach (PostgreSQL stopped or restarting): nothing was applied; the caller tries again later,
+    // the doors decide from their caches meanwhile.
+    if (err instanceof DatabaseUnavailable) {
+      const seconds = load.refusals.refuse('database', request.url.split('?')[0]!, err.message);
+      return reply
+        .code(503)
+        .header('retry-after', String(seconds))
+        .send(errorBody(`the service's database cannot be reached: try again in ${seconds} s`));
+    }
     // Over a bound (loadGate.ts): shed with a Retry-After, counted and logged (the path only: a query may carry api_key).
     if (err instanceof Overloaded) {
       const seconds = load.refusals.refuse(err.reason, request.url.split('?')[0]!, err.message);
@@ -202,8 +247,9 @@ export function buildService(deps: ServiceDeps): FastifyInstance {
       }
     },
     pinMaskFor: (request) => (readsPins(request.rank) ? null : pinMasking),
-    publishGuestLink: (link) => deps.doors?.publishGuestLink(link),
-    revokeGuestLink: (id) => deps.doors?.revokeGuestLink(id),
+    owe: async (kind, subject) => {
+      await deps.publishQueue?.owe(kind, subject);
+    },
     mailQueued: () => void deps.mailer?.flush().catch((err: unknown) => deps.logger.warn({ err }, 'mail delivery failed')),
   };
   registerUserRoutes(app, context);
@@ -214,6 +260,7 @@ export function buildService(deps: ServiceDeps): FastifyInstance {
   registerLockdownRoutes(app, context);
   registerPolicyRoutes(app, context);
   registerStatusRoutes(app, context);
+  registerHealthRoutes(app, context);
   if (deps.console && delegation) registerConsole(app, context, { ...deps.console, console: deps.console.options, delegation });
   return app;
 }

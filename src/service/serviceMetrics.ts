@@ -17,7 +17,8 @@ export class ServiceMetrics {
   readonly registry: Registry;
   private readonly requests: Counter<'method' | 'route' | 'status'>;
   private readonly durations: Histogram<'method' | 'route'>;
-  private revision: (() => number) | null = null;
+  private revision: (() => Promise<number>) | null = null;
+  private fingerprinted: (() => number) | null = null;
 
   constructor(version: string) {
     const registry = metricsRegistry('door_agent_service_', version);
@@ -40,15 +41,31 @@ export class ServiceMetrics {
       name: 'door_agent_service_directory_revision',
       help: 'The directory revision the service holds (the agents sync up to it)',
       registers: [registry],
+      // Read from the database at each scrape (several processes share it): prom-client awaits it.
+      async collect() {
+        if (metrics.revision) this.set(await metrics.revision());
+      },
+    });
+    let counted = 0;
+    new Counter({
+      name: 'door_agent_service_directory_users_fingerprinted_total',
+      help: 'Users read and fingerprinted to bring the directory revision up to date: the work its changes cost',
+      registers: [registry],
       collect() {
-        if (metrics.revision) this.set(metrics.revision());
+        const total = metrics.fingerprinted?.() ?? counted;
+        if (total > counted) this.inc(total - counted);
+        counted = total;
       },
     });
   }
 
-  /** Counts and times every answer of `app` (those refused before a route, too); `revision` is read at each scrape. */
-  instrument(app: FastifyInstance, revision: () => number): void {
+  /**
+   * Counts and times every answer of `app` (those refused before a route, too); `revision` and `fingerprinted` (the
+   * directory's running count) are read at each scrape.
+   */
+  instrument(app: FastifyInstance, revision: () => Promise<number>, fingerprinted?: () => number): void {
     this.revision = revision;
+    this.fingerprinted = fingerprinted ?? null;
     app.addHook('onResponse', async (request, reply) => {
       const route = request.routeOptions.url ?? UNMATCHED;
       this.requests.inc({ method: request.method, route, status: statusClass(reply.statusCode) });

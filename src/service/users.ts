@@ -1,7 +1,6 @@
 import { randomUUID } from 'node:crypto';
-import { preparedStatements } from './preparedStatements.js';
-import type { ServiceDb as Db } from './database.js';
 import type { Rank } from './apiKeys.js';
+import type { SqlDb } from './sql/sqlDb.js';
 
 /** Service time format: UTC `YYYY-MM-DD hh:mm:ss`. */
 export function serviceTimestamp(ms: number): string {
@@ -48,161 +47,175 @@ export interface UserRow {
   removed_at: string | null;
 }
 
-/** Users of the organization: the list and detail forms of docs/access-control-api.md, and their transitions. */
+/**
+ * Users of the organization: the list and detail forms of docs/access-control-api.md, and their transitions. Every
+ * method that reads or writes the database is asynchronous (SqlDb: SQLite or PostgreSQL); a change made of several
+ * statements is one transaction, so a second request (or a second service process) never sees half of it.
+ */
 export class UserStore {
-  private readonly sql: ReturnType<typeof preparedStatements>;
-
-  constructor(private readonly db: Db) {
-    // Each SQL text prepared once per store (a statement prepared per id of a 120,000-id request held 800 MB).
-    this.sql = preparedStatements(db);
-  }
+  constructor(private readonly db: SqlDb) {}
 
   /** The email_ids of `ids` that are active users, in one query. */
-  activeIds(ids: readonly number[]): Set<number> {
-    const rows = this.sql('SELECT email_id FROM users WHERE removed_at IS NULL AND email_id IN (SELECT value FROM json_each(?))', { pluck: true }).all(
-      JSON.stringify(ids),
+  async activeIds(ids: readonly number[]): Promise<Set<number>> {
+    return new Set(
+      await this.db.column<number>(`SELECT email_id FROM users WHERE removed_at IS NULL AND email_id ${this.db.inJsonIds}`, [JSON.stringify(ids)]),
     );
-    return new Set(rows as number[]);
   }
 
-  get(emailId: number): UserRow | undefined {
-    return this.sql('SELECT * FROM users WHERE email_id = ? AND removed_at IS NULL').get(emailId) as UserRow | undefined;
+  async get(emailId: number): Promise<UserRow | undefined> {
+    return this.db.get<UserRow>('SELECT * FROM users WHERE email_id = ? AND removed_at IS NULL', [emailId]);
   }
 
-  byEmail(email: string): UserRow | undefined {
-    return this.sql('SELECT * FROM users WHERE email = ? AND removed_at IS NULL').get(email) as UserRow | undefined;
+  /** The active user of this e-mail address, in any case (the column compares case-blind on both engines). */
+  async byEmail(email: string): Promise<UserRow | undefined> {
+    return this.db.get<UserRow>('SELECT * FROM users WHERE email = ? AND removed_at IS NULL', [email]);
   }
 
   /**
    * Creates a user (or returns the existing one). A removed user with the same e-mail is brought back on the same
    * record (email_id, user_id, unique_id) as a new member: the caller's tag, rank REGULAR, not suspended, dated
    * now, with no cards or computer usernames (released at removal; cleared here too for records removed before).
+   * One transaction: two requests (or two service processes) inviting the same address make one user, and two new
+   * users never get the same user_id (the next one is read and taken in the same transaction).
    */
-  ensure(email: string, tag: 'USER' | 'GUEST', now: number): { user: UserRow; created: boolean } {
-    const existing = this.sql('SELECT * FROM users WHERE email = ?').get(email) as UserRow | undefined;
-    if (existing && existing.removed_at === null) return { user: existing, created: false };
-    if (existing) {
-      this.db.transaction(() => {
-        this.releaseHoldings(existing.email_id);
-        this.sql("UPDATE users SET removed_at = NULL, tag = ?, rank = 'REGULAR', suspended = 0, created = ? WHERE email_id = ?").run(
+  async ensure(email: string, tag: 'USER' | 'GUEST', now: number): Promise<{ user: UserRow; created: boolean }> {
+    return this.db.transaction(async () => {
+      const existing = await this.db.get<UserRow>('SELECT * FROM users WHERE email = ?', [email]);
+      if (existing && existing.removed_at === null) return { user: existing, created: false };
+      if (existing) {
+        await this.releaseHoldings(existing.email_id);
+        await this.db.run("UPDATE users SET removed_at = NULL, tag = ?, rank = 'REGULAR', suspended = 0, created = ? WHERE email_id = ?", [
           tag,
           serviceTimestamp(now),
           existing.email_id,
-        );
-      })();
-      return { user: this.get(existing.email_id)!, created: true };
-    }
-    const local = email.split('@')[0] ?? email;
-    const nextUserId = (this.sql('SELECT coalesce(max(user_id), 0) + 1 FROM users', { pluck: true }).get() as number) ?? 1;
-    const info = this.sql(`INSERT INTO users (user_id, email, first_name, username, tag, unique_id, created) VALUES (?, ?, ?, ?, ?, ?, ?)`).run(
-      nextUserId,
-      email,
-      local,
-      local,
-      tag,
-      randomUUID(),
-      serviceTimestamp(now),
-    );
-    return { user: this.get(Number(info.lastInsertRowid))!, created: true };
+        ]);
+        return { user: (await this.get(existing.email_id))!, created: true };
+      }
+      const local = email.split('@')[0] ?? email;
+      const emailId = await this.db.value<number>(
+        `INSERT INTO users (user_id, email, first_name, username, tag, unique_id, created)
+           VALUES ((SELECT coalesce(max(user_id), 0) + 1 FROM users), ?, ?, ?, ?, ?, ?) RETURNING email_id`,
+        [email, local, local, tag, randomUUID(), serviceTimestamp(now)],
+      );
+      return { user: (await this.get(emailId!))!, created: true };
+    });
   }
 
-  list(tag?: 'USER' | 'GUEST'): UserRow[] {
-    return (
-      tag
-        ? this.sql('SELECT * FROM users WHERE removed_at IS NULL AND tag = ? ORDER BY email_id').all(tag)
-        : this.sql('SELECT * FROM users WHERE removed_at IS NULL ORDER BY email_id').all()
-    ) as UserRow[];
+  async list(tag?: 'USER' | 'GUEST'): Promise<UserRow[]> {
+    return tag
+      ? this.db.all<UserRow>('SELECT * FROM users WHERE removed_at IS NULL AND tag = ? ORDER BY email_id', [tag])
+      : this.db.all<UserRow>('SELECT * FROM users WHERE removed_at IS NULL ORDER BY email_id');
   }
 
   /** Group names per user (user groups), as the API's array of arrays. */
-  groupsOf(emailId: number): string[][] {
-    const names = this.sql(
+  async groupsOf(emailId: number): Promise<string[][]> {
+    const names = await this.db.column<string>(
       `SELECT g.name FROM groups g JOIN group_members m ON m.group_id = g.group_id
           WHERE g.type = 'users' AND m.member_id = ? ORDER BY g.group_id`,
-      { pluck: true },
-    ).all(emailId) as string[];
+      [emailId],
+    );
     return names.map((n) => [n]);
   }
 
-  policiesOf(emailId: number): string[][] {
-    const names = this.sql('SELECT p.name FROM policies p JOIN policy_members m USING (policy_id) WHERE m.email_id = ? ORDER BY p.policy_id', {
-      pluck: true,
-    }).all(emailId) as string[];
+  async policiesOf(emailId: number): Promise<string[][]> {
+    const names = await this.db.column<string>(
+      'SELECT p.name FROM policies p JOIN policy_members m USING (policy_id) WHERE m.email_id = ? ORDER BY p.policy_id',
+      [emailId],
+    );
     return names.map((n) => [n]);
   }
 
-  smartcards(emailId: number): CardOut[] {
-    const rows = this.sql('SELECT number, label, valid_from, valid_until FROM smartcards WHERE email_id = ? ORDER BY position').all(emailId);
-    return (rows as Array<Parameters<typeof cardOut>[0]>).map(cardOut);
+  async smartcards(emailId: number): Promise<CardOut[]> {
+    const rows = await this.db.all<Parameters<typeof cardOut>[0]>(
+      'SELECT number, label, valid_from, valid_until FROM smartcards WHERE email_id = ? ORDER BY position',
+      [emailId],
+    );
+    return rows.map(cardOut);
   }
 
-  computerUsernames(emailId: number): string[] {
-    return this.sql('SELECT computer_username FROM computer_usernames WHERE email_id = ? ORDER BY position', { pluck: true }).all(emailId) as string[];
+  async computerUsernames(emailId: number): Promise<string[]> {
+    return this.db.column<string>('SELECT computer_username FROM computer_usernames WHERE email_id = ? ORDER BY position', [emailId]);
   }
 
   /** Card numbers held by anyone but `emailId` (for the duplicate check). */
-  numbersHeldByOthers(emailId: number, numbers: readonly string[]): string[] {
-    const held = this.sql('SELECT 1 FROM smartcards s JOIN users u USING (email_id) WHERE s.number = ? AND s.email_id <> ? AND u.removed_at IS NULL');
-    return numbers.filter((n) => held.get(n, emailId) !== undefined);
+  async numbersHeldByOthers(emailId: number, numbers: readonly string[]): Promise<string[]> {
+    const held: string[] = [];
+    for (const n of numbers) {
+      const row = await this.db.value(
+        'SELECT 1 FROM smartcards s JOIN users u USING (email_id) WHERE s.number = ? AND s.email_id <> ? AND u.removed_at IS NULL',
+        [n, emailId],
+      );
+      if (row !== undefined) held.push(n);
+    }
+    return held;
   }
 
   /**
    * The duplicate check of every call that assigns cards: the numbers of `numbers` (the new list of `emailId`, or
    * of a user not created yet when null) that would make a new sharing: listed twice (more often than the user
    * already lists it), or held by another active user while this user does not hold it yet. A number the user
-   * already holds never counts, so re-saving one's own list (or relabelling a card) always works.
+   * already holds never counts, so re-saving one's own list (or relabelling a card) always works. The caller runs
+   * it in the transaction that assigns the cards: a card given to someone else meanwhile is seen, not shared.
    */
-  newlyShared(emailId: number | null, numbers: readonly string[]): string[] {
+  async newlyShared(emailId: number | null, numbers: readonly string[]): Promise<string[]> {
     const before = new Map<string, number>();
-    if (emailId !== null) for (const c of this.smartcards(emailId)) before.set(c.number, (before.get(c.number) ?? 0) + 1);
+    if (emailId !== null) for (const c of await this.smartcards(emailId)) before.set(c.number, (before.get(c.number) ?? 0) + 1);
     const after = new Map<string, number>();
     for (const n of numbers) after.set(n, (after.get(n) ?? 0) + 1);
     const taken: string[] = [];
     for (const [n, count] of after) {
       const held = before.get(n) ?? 0;
       if (count > 1 && count > held) taken.push(n);
-      else if (held === 0 && this.numbersHeldByOthers(emailId ?? -1, [n]).length > 0) taken.push(n);
+      else if (held === 0 && (await this.numbersHeldByOthers(emailId ?? -1, [n])).length > 0) taken.push(n);
     }
     return taken;
   }
 
-  replaceSmartcards(emailId: number, cards: readonly CardIn[]): void {
-    this.db.transaction(() => {
-      this.sql('DELETE FROM smartcards WHERE email_id = ?').run(emailId);
-      const insert = this.sql('INSERT INTO smartcards (email_id, position, number, label, valid_from, valid_until) VALUES (?, ?, ?, ?, ?, ?)');
-      cards.forEach((c, i) => {
-        insert.run(emailId, i, c.number, c.label ?? null, c.valid_from ?? null, c.valid_until ?? null);
-      });
-    })();
+  async replaceSmartcards(emailId: number, cards: readonly CardIn[]): Promise<void> {
+    await this.db.transaction(async () => {
+      await this.db.run('DELETE FROM smartcards WHERE email_id = ?', [emailId]);
+      for (const [i, c] of cards.entries()) {
+        await this.db.run('INSERT INTO smartcards (email_id, position, number, label, valid_from, valid_until) VALUES (?, ?, ?, ?, ?, ?)', [
+          emailId,
+          i,
+          c.number,
+          c.label ?? null,
+          c.valid_from ?? null,
+          c.valid_until ?? null,
+        ]);
+      }
+    });
   }
 
-  replaceComputerUsernames(emailId: number, names: readonly string[]): void {
-    this.db.transaction(() => {
-      this.sql('DELETE FROM computer_usernames WHERE email_id = ?').run(emailId);
-      const insert = this.sql('INSERT INTO computer_usernames (email_id, position, computer_username) VALUES (?, ?, ?)');
-      names.forEach((n, i) => {
-        insert.run(emailId, i, n);
-      });
-    })();
+  async replaceComputerUsernames(emailId: number, names: readonly string[]): Promise<void> {
+    await this.db.transaction(async () => {
+      await this.db.run('DELETE FROM computer_usernames WHERE email_id = ?', [emailId]);
+      for (const [i, n] of names.entries()) {
+        await this.db.run('INSERT INTO computer_usernames (email_id, position, computer_username) VALUES (?, ?, ?)', [emailId, i, n]);
+      }
+    });
   }
 
-  setRank(userId: number, rank: Rank): boolean {
-    return this.sql('UPDATE users SET rank = ? WHERE user_id = ? AND removed_at IS NULL').run(rank, userId).changes === 1;
+  async setRank(userId: number, rank: Rank): Promise<boolean> {
+    return (await this.db.run('UPDATE users SET rank = ? WHERE user_id = ? AND removed_at IS NULL', [rank, userId])).changes === 1;
   }
 
-  promote(emailId: number): void {
-    this.sql("UPDATE users SET tag = 'USER' WHERE email_id = ?").run(emailId);
+  async promote(emailId: number): Promise<void> {
+    await this.db.run("UPDATE users SET tag = 'USER' WHERE email_id = ?", [emailId]);
   }
 
-  toggleSuspension(emailId: number): boolean {
-    this.sql('UPDATE users SET suspended = 1 - suspended WHERE email_id = ?').run(emailId);
-    return this.get(emailId)!.suspended === 1;
+  /** Flips the user's suspension; whether this call left them suspended (the flip and its reading, one transaction). */
+  async toggleSuspension(emailId: number): Promise<boolean> {
+    return this.db.transaction(async () => {
+      await this.db.run('UPDATE users SET suspended = 1 - suspended WHERE email_id = ?', [emailId]);
+      return (await this.db.value<number>('SELECT suspended FROM users WHERE email_id = ?', [emailId])) === 1;
+    });
   }
 
   /** A removed user's cards and computer usernames are released: deleted, so they never count again. */
-  private releaseHoldings(emailId: number): void {
-    this.sql('DELETE FROM smartcards WHERE email_id = ?').run(emailId);
-    this.sql('DELETE FROM computer_usernames WHERE email_id = ?').run(emailId);
+  private async releaseHoldings(emailId: number): Promise<void> {
+    await this.db.run('DELETE FROM smartcards WHERE email_id = ?', [emailId]);
+    await this.db.run('DELETE FROM computer_usernames WHERE email_id = ?', [emailId]);
   }
 
   /**
@@ -210,26 +223,27 @@ export class UserStore {
    * its doors and hours, not by who holds it), its cards and computer usernames released, the record kept (marked
    * removed).
    */
-  remove(emailId: number, now: number): void {
-    this.db.transaction(() => {
-      this.releaseHoldings(emailId);
-      this.sql(`DELETE FROM group_members WHERE member_id = ? AND group_id IN (SELECT group_id FROM groups WHERE type = 'users')`).run(emailId);
-      this.sql(
+  async remove(emailId: number, now: number): Promise<void> {
+    await this.db.transaction(async () => {
+      await this.releaseHoldings(emailId);
+      await this.db.run(`DELETE FROM group_members WHERE member_id = ? AND group_id IN (SELECT group_id FROM groups WHERE type = 'users')`, [emailId]);
+      await this.db.run(
         `DELETE FROM policies WHERE policy_id IN (
              SELECT policy_id FROM policy_members GROUP BY policy_id HAVING count(*) = 1 AND max(email_id) = ?)
              AND policy_id NOT IN (SELECT policy_id FROM policy_levels)`,
-      ).run(emailId);
-      this.sql('DELETE FROM policy_members WHERE email_id = ?').run(emailId);
-      this.sql('UPDATE users SET removed_at = ? WHERE email_id = ?').run(serviceTimestamp(now), emailId);
-    })();
+        [emailId],
+      );
+      await this.db.run('DELETE FROM policy_members WHERE email_id = ?', [emailId]);
+      await this.db.run('UPDATE users SET removed_at = ? WHERE email_id = ?', [serviceTimestamp(now), emailId]);
+    });
   }
 
   /** Every user's group names in one query (GET /multipleusers lists thousands of users). */
-  allGroups(): Map<number, string[][]> {
-    const rows = this.sql(
+  async allGroups(): Promise<Map<number, string[][]>> {
+    const rows = await this.db.all<{ email_id: number; name: string }>(
       `SELECT m.member_id AS email_id, g.name FROM groups g JOIN group_members m ON m.group_id = g.group_id
           WHERE g.type = 'users' ORDER BY g.group_id`,
-    ).all() as Array<{ email_id: number; name: string }>;
+    );
     const byUser = new Map<number, string[][]>();
     for (const r of rows) {
       const list = byUser.get(r.email_id) ?? [];
@@ -239,8 +253,8 @@ export class UserStore {
     return byUser;
   }
 
-  /** The list form of GET /multipleusers. */
-  listItem(user: UserRow, withEmailInName: boolean, groups?: Map<number, string[][]>): Record<string, unknown> {
+  /** The list form of GET /multipleusers, with the user's groups from `groups` (allGroups, or the user's own). */
+  listItem(user: UserRow, withEmailInName: boolean, groups: ReadonlyMap<number, string[][]>): Record<string, unknown> {
     const name = `${user.first_name} ${user.last_name}`.trim() || user.username;
     return {
       ad_status: user.suspended ? 'SUSPENDED' : 'ACTIVE',
@@ -253,7 +267,7 @@ export class UserStore {
       email_status: user.email_status,
       first_name: user.first_name,
       last_name: user.last_name,
-      groups: groups ? (groups.get(user.email_id) ?? []) : this.groupsOf(user.email_id),
+      groups: groups.get(user.email_id) ?? [],
       name: withEmailInName ? `${name} <${user.email}>` : name,
       user_id: user.user_id,
       username: user.username,
@@ -263,11 +277,11 @@ export class UserStore {
   }
 
   /** The detail form of GET /user; every card has its `label`, null when none was given, and its dates when set. */
-  detail(user: UserRow): Record<string, unknown> {
+  async detail(user: UserRow): Promise<Record<string, unknown>> {
     return {
-      policies: this.policiesOf(user.email_id),
-      computer_usernames: this.computerUsernames(user.email_id),
-      smartcards: this.smartcards(user.email_id),
+      policies: await this.policiesOf(user.email_id),
+      computer_usernames: await this.computerUsernames(user.email_id),
+      smartcards: await this.smartcards(user.email_id),
     };
   }
 }

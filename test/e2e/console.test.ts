@@ -355,7 +355,7 @@ describe('the operator console in Chromium', () => {
     const context = await browser.newContext();
     const page = await signIn(context, keys.ADMIN);
     await page.waitForURL(/\/console\/people$/);
-    // A session the service no longer holds (expired, or the service restarted): the cookie of one.
+    // A session the service no longer holds (expired, or signed out): the cookie of one.
     await context.clearCookies();
     await context.addCookies([{ name: 'door_console', value: 'A'.repeat(43), domain: '127.0.0.1', path: '/console', httpOnly: true, sameSite: 'Strict' }]);
     await page.goto(`${base}/console/doors`);

@@ -62,8 +62,8 @@ beforeAll(async () => {
   servicePort = await freePort();
   await startTheService();
   const keys = new ApiKeys(service!.db);
-  const admin = keys.create('ADMIN', 0, Date.now());
-  doorKey = keys.create('DOOR', 0, Date.now());
+  const admin = await keys.create('ADMIN', 0, Date.now());
+  doorKey = await keys.create('DOOR', 0, Date.now());
   const call = async (path: string, body: Record<string, unknown>) => {
     const res = await fetch(`${service!.url}${path}`, {
       method: 'POST',

@@ -16,6 +16,7 @@ const COMMANDS: Array<{ argv: string[]; options: string[]; config: boolean; exit
   { argv: ['service'], options: ['--config F'], config: true, exits: [0, 1, 2, 78] },
   { argv: ['service', 'key', 'create'], options: ['--rank R', '--expires-days N', '--config F'], config: true, exits: [0, 1, 2, 78] },
   { argv: ['service', 'outbox'], options: ['--config F'], config: true, exits: [0, 1, 2, 78] },
+  { argv: ['service', 'migrate'], options: ['--to URL', '--password-file F', '--config F'], config: true, exits: [0, 1, 2, 78] },
 ];
 
 function expectUsage(stdout: string, c: (typeof COMMANDS)[number]) {

@@ -3,8 +3,8 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ApiKeys } from '../../src/service/apiKeys.js';
 import { SiteFeed } from '../../src/service/console/siteFeed.js';
-import type { ServiceDb } from '../../src/service/database.js';
 import type { buildService } from '../../src/service/server.js';
+import type { SqlDb } from '../../src/service/sql/sqlDb.js';
 import { DOOR_UUID, tempDir } from '../support/cli.js';
 import { listeningService } from '../support/serviceApp.js';
 
@@ -13,7 +13,7 @@ import { listeningService } from '../support/serviceApp.js';
 // the door answers, a reconnect after a dropped connection) still reaches the page.
 const tmp = tempDir('door-agent-console-live-');
 const feed = new SiteFeed('site');
-let db: ServiceDb;
+let db: SqlDb;
 let app: ReturnType<typeof buildService>;
 let base: string;
 let cookie: string;
@@ -24,7 +24,7 @@ beforeAll(async () => {
     console: { options: { enabled: true, sessionMinutes: 30, maxSessionHours: 12 }, feed, mailConfigured: false },
   }));
   base = `http://127.0.0.1:${port}`;
-  const key = new ApiKeys(db).create('ADMIN', 0, Date.now());
+  const key = await new ApiKeys(db).create('ADMIN', 0, Date.now());
   const signIn = await app.inject({
     method: 'POST',
     url: '/console/signin',
@@ -36,7 +36,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await app.close();
-  db.close();
+  await db.close();
   tmp.cleanup();
 });
 

@@ -1,5 +1,4 @@
 import { writeFileSync } from 'node:fs';
-import { request } from 'node:http';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import { pino } from 'pino';
@@ -11,7 +10,8 @@ import { startService, type RunningService } from '../../src/service/root.js';
 import { InputError } from '../../src/util/errors.js';
 import { DOOR_UUID, runCli, tempDir } from '../support/cli.js';
 import { ManualTime } from '../support/manualTime.js';
-import { SmtpSink } from '../support/smtpSink.js';
+import { rawRequest } from '../support/net.js';
+import { SmtpSink, signInLinkIn as linkIn } from '../support/smtpSink.js';
 import { waitUntil } from '../support/wait.js';
 
 // The console's e-mail sign-in and its origin rule as an attacker and an operator meet them: the service's own
@@ -45,16 +45,9 @@ interface Answer {
 }
 
 /** An HTTP request as curl would send it: exactly the headers given (Host included) and nothing else. */
-function send(port: number, method: string, path: string, headers: Record<string, string>, body?: string): Promise<Answer> {
-  return new Promise((resolve, reject) => {
-    const req = request({ host: '127.0.0.1', port, method, path, headers, agent: false }, (res) => {
-      let text = '';
-      res.on('data', (c: Buffer) => (text += c.toString()));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: text }));
-    });
-    req.on('error', reject);
-    req.end(body);
-  });
+async function send(port: number, method: string, path: string, headers: Record<string, string>, body?: string): Promise<Answer> {
+  const answer = await rawRequest(port, method, path, headers, body);
+  return { status: answer.status, headers: answer.headers, body: answer.body.toString() };
 }
 
 const form = (headers: Record<string, string>) => Object.assign({ 'content-type': 'application/x-www-form-urlencoded' }, headers);
@@ -63,21 +56,19 @@ const askLink = (email: string, headers: Record<string, string> = { host: 'doors
   send(portOf(mailing), 'POST', '/console/signin/email', form(headers), `email=${encodeURIComponent(email)}`);
 
 const outbox = () =>
-  mailing.db.prepare('SELECT recipient, body, sent_at FROM mail_outbox ORDER BY mail_id').all() as Array<{
-    recipient: string;
-    body: string;
-    sent_at: number | null;
-  }>;
+  mailing.db.all<{ recipient: string; body: string; sent_at: number | null }>('SELECT recipient, body, sent_at FROM mail_outbox ORDER BY mail_id');
 /** Waits until the outbox is sent (the SMTP server has every mail), and answers what it received. */
 async function delivered(): Promise<Array<{ to: string; text: string }>> {
-  await waitUntil(() => outbox().every((m) => m.sent_at !== null) && received.length === outbox().length, 15_000, 'the mail is delivered');
+  await waitUntil(
+    async () => {
+      const mails = await outbox();
+      return mails.every((m) => m.sent_at !== null) && received.length === mails.length;
+    },
+    15_000,
+    'the mail is delivered',
+  );
   return received;
 }
-/** The sign-in link in a mail as the SMTP server received it (quoted-printable: soft line breaks, "=" as =3D). */
-const linkIn = (text: string) =>
-  /(\S+\/console\/signin\/link\?token=[A-Za-z0-9_-]{43})/.exec(
-    text.replace(/=\r?\n/g, '').replace(/=([0-9A-F]{2})/g, (_m, hex: string) => String.fromCharCode(parseInt(hex, 16))),
-  )?.[1];
 
 beforeAll(async () => {
   const smtpUrl = await smtp.start();
@@ -98,15 +89,15 @@ beforeAll(async () => {
   loopback = await startService({ server: server('loopback', '127.0.0.1:0') }, deps);
   wildcard = await startService({ server: server('wildcard', '0.0.0.0:0') }, deps);
   const keys = new ApiKeys(mailing.db);
-  const superKey = keys.create('SUPER', 0, time.wallNow());
+  const superKey = await keys.create('SUPER', 0, time.wallNow());
   await fetch(`${mailing.url}/invites`, {
     method: 'POST',
     headers: { authorization: `Bearer ${superKey}`, 'content-type': 'application/json' },
     body: JSON.stringify({ emails: [ADMIN, 'plain@example.org'], no_email: true }),
   });
-  mailing.db.prepare("UPDATE users SET rank = 'ADMIN' WHERE email = ?").run(ADMIN);
-  adminKey = new ApiKeys(loopback.db).create('ADMIN', 0, time.wallNow());
-  new ApiKeys(wildcard.db).create('ADMIN', 0, time.wallNow());
+  await mailing.db.run("UPDATE users SET rank = 'ADMIN' WHERE email = ?", [ADMIN]);
+  adminKey = await new ApiKeys(loopback.db).create('ADMIN', 0, time.wallNow());
+  await new ApiKeys(wildcard.db).create('ADMIN', 0, time.wallNow());
 });
 
 afterAll(async () => {
@@ -123,7 +114,7 @@ describe('the mailed sign-in link and the origin of console forms', () => {
     expect(forged.status).toBe(403);
     const byReferer = await askLink(ADMIN, { host: 'evil.example', referer: 'http://evil.example/console/signin' });
     expect(byReferer.status).toBe(403);
-    expect(outbox()).toEqual([]);
+    expect(await outbox()).toEqual([]);
 
     // The page served at the public URL (through its TLS proxy), whatever Host the request carries.
     const asked = await askLink(ADMIN, { host: 'evil.example', origin: PUBLIC_URL });
@@ -163,7 +154,7 @@ describe('the mailed sign-in link and the origin of console forms', () => {
 
   it('on a wildcard listen without server.publicUrl, refuses every console form and says to set it', async () => {
     const port = portOf(wildcard);
-    const key = new ApiKeys(wildcard.db).create('ADMIN', 0, time.wallNow());
+    const key = await new ApiKeys(wildcard.db).create('ADMIN', 0, time.wallNow());
     for (const origin of [`http://127.0.0.1:${port}`, `http://localhost:${port}`, `http://0.0.0.0:${port}`]) {
       const answer = await send(port, 'POST', '/console/signin', form({ host: `127.0.0.1:${port}`, origin }), `api_key=${key}`);
       expect(answer.status, origin).toBe(403);
@@ -227,7 +218,7 @@ describe('the throttle on mailed sign-in links', () => {
   it('thirty requests for one address send three mails, one link live at a time; the rest are refused with 429, logged once', async () => {
     time.advance(quarter + 60_000); // a fresh window, whatever the tests before asked
     received.length = 0;
-    mailing.db.prepare('DELETE FROM mail_outbox').run();
+    await mailing.db.run('DELETE FROM mail_outbox');
     const answers = [];
     for (let i = 0; i < 30; i++) answers.push(await askLink(ADMIN));
     expect(answers.map((a) => a.status)).toEqual([...Array(3).fill(200), ...Array(27).fill(429)]);
@@ -257,16 +248,16 @@ describe('the throttle on mailed sign-in links', () => {
 
   it('ten requests from one client, for any addresses, known or not; the eleventh is refused the same way', async () => {
     time.advance(quarter + 60_000);
-    const before = outbox().length;
+    const before = (await outbox()).length;
     for (let i = 1; i <= 10; i++) expect((await askLink(`nobody${i}@example.org`)).status).toBe(200);
     const refused = await askLink(ADMIN);
     expect(refused.status).toBe(429);
     expect(refused.body).toContain('Too many sign-in links asked for; try again in 15 minutes.');
-    expect(outbox().length).toBe(before); // none of those addresses may sign in, and the ADMIN's was refused
+    expect((await outbox()).length).toBe(before); // none of those addresses may sign in, and the ADMIN's was refused
     expect(refusals().at(-1)).toMatchObject({ email: ADMIN, client: '127.0.0.1', limit: 'client' });
     time.advance(quarter);
     expect((await askLink(ADMIN)).status).toBe(200);
-    expect(outbox().length).toBe(before + 1);
+    expect((await outbox()).length).toBe(before + 1);
   });
 });
 
@@ -280,12 +271,12 @@ describe('a console session holds only while its holder still may sign in', () =
       headers: { authorization: `Bearer ${superKey}`, 'content-type': 'application/json' },
       body: JSON.stringify(body),
     });
-  const admin = () => mailing.db.prepare('SELECT email_id, user_id FROM users WHERE email = ?').get(ADMIN) as { email_id: number; user_id: number };
+  const admin = async () => (await mailing.db.get<{ email_id: number; user_id: number }>('SELECT email_id, user_id FROM users WHERE email = ?', [ADMIN]))!;
   /** Signs the ADMIN in by a mailed link, as they would: the session's cookie. */
   async function signedInByMail(): Promise<string> {
     await delivered(); // the mail the tests before asked for has arrived: the count starts afresh
     received.length = 0;
-    mailing.db.prepare('DELETE FROM mail_outbox').run();
+    await mailing.db.run('DELETE FROM mail_outbox');
     expect((await askLink(ADMIN)).status).toBe(200);
     const link = new URL(linkIn((await delivered())[0]!.text)!);
     const opened = await send(portOf(mailing), 'GET', link.pathname + link.search, { host: 'doors.example.org' });
@@ -295,12 +286,12 @@ describe('a console session holds only while its holder still may sign in', () =
 
   it('an ADMIN suspended, or demoted to REGULAR, is signed out at their next request, live stream included', async () => {
     time.advance(quarter + 60_000);
-    const superKey = new ApiKeys(mailing.db).create('SUPER', 0, time.wallNow());
+    const superKey = await new ApiKeys(mailing.db).create('SUPER', 0, time.wallNow());
     const cookie = await signedInByMail();
     expect((await page(cookie)).body).toContain('Signed in: admin@example.org (ADMIN)');
 
     // Another ADMIN suspends them (they left the company): the console they have open stops at once.
-    expect((await api(superKey, '/togglesuspension', { email_id: admin().email_id })).status).toBe(200);
+    expect((await api(superKey, '/togglesuspension', { email_id: (await admin()).email_id })).status).toBe(200);
     const after = await page(cookie);
     expect(after.status).toBe(303);
     expect(after.headers.location).toBe('/console/signin?m=ended');
@@ -309,22 +300,22 @@ describe('a console session holds only while its holder still may sign in', () =
     const live = await send(portOf(mailing), 'GET', '/console/live?page=doors', { host: 'doors.example.org', cookie: `door_console=${cookie}` });
     expect(live.status).toBe(401);
     // Reinstated, the old session stays ended: they sign in again.
-    expect((await api(superKey, '/togglesuspension', { email_id: admin().email_id })).status).toBe(200);
+    expect((await api(superKey, '/togglesuspension', { email_id: (await admin()).email_id })).status).toBe(200);
     expect((await page(cookie)).status).toBe(303);
 
     // Promoted to SUPER, the session follows; demoted to REGULAR (who may not sign in by mail), it ends.
     const second = await signedInByMail();
-    expect((await api(superKey, '/modifyrank', { admin_user_id: admin().user_id, rank: 'SUPER' })).status).toBe(200);
+    expect((await api(superKey, '/modifyrank', { admin_user_id: (await admin()).user_id, rank: 'SUPER' })).status).toBe(200);
     expect((await page(second)).body).toContain('Signed in: admin@example.org (SUPER)');
-    expect((await api(superKey, '/modifyrank', { admin_user_id: admin().user_id, rank: 'REGULAR' })).status).toBe(200);
+    expect((await api(superKey, '/modifyrank', { admin_user_id: (await admin()).user_id, rank: 'REGULAR' })).status).toBe(200);
     expect((await page(second)).headers.location).toBe('/console/signin?m=ended');
-    mailing.db.prepare("UPDATE users SET rank = 'ADMIN' WHERE email = ?").run(ADMIN);
+    await mailing.db.run("UPDATE users SET rank = 'ADMIN' WHERE email = ?", [ADMIN]);
     expect((await page(second)).status).toBe(303);
   });
 
   it('a session opened with an API key ends when the key expires', async () => {
     const keys = new ApiKeys(mailing.db);
-    const key = keys.create('ADMIN', 1, time.wallNow());
+    const key = await keys.create('ADMIN', 1, time.wallNow());
     time.advance(24 * 3_600_000 - 10 * 60_000); // ten minutes before the key expires
     const signedIn = await send(portOf(mailing), 'POST', '/console/signin', form({ host: 'doors.example.org', origin: PUBLIC_URL }), `api_key=${key}`);
     expect(signedIn.status).toBe(303);

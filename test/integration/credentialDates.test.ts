@@ -7,10 +7,12 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { guestLinkSchema } from '../../src/api/shapes.js';
 import { pinLabelSet } from '../../src/core/credentials.js';
 import { ApiKeys } from '../../src/service/apiKeys.js';
-import { openServiceDatabase, type ServiceDb } from '../../src/service/database.js';
+import { openServiceDatabase } from '../../src/service/database.js';
 import { SERVICE_MIGRATIONS } from '../../src/service/migrations.js';
 import { UserStore } from '../../src/service/users.js';
 import { startService, type RunningService } from '../../src/service/root.js';
+import type { SqlDb } from '../../src/service/sql/sqlDb.js';
+import { SqliteDb } from '../../src/service/sql/sqliteDb.js';
 import { CredentialCache } from '../../src/store/credentialCache.js';
 import { openDatabase } from '../../src/store/database.js';
 import { GuestLinkStore } from '../../src/store/guestLinkStore.js';
@@ -21,6 +23,7 @@ import { DOOR_UUID, runCli, runCliAsync, tempDir, writeConfig } from '../support
 import { dumpCache } from '../support/db.js';
 import { freePort } from '../support/net.js';
 import { inProcessService } from '../support/serviceApp.js';
+import { ENGINE } from '../support/serviceDb.js';
 import { exampleSnapshot, writeSnapshot } from '../support/snapshot.js';
 
 // Card and PIN validity dates: valid_from (inclusive) and valid_until (exclusive), UTC "YYYY-MM-DD hh:mm:ss", on a
@@ -43,7 +46,7 @@ const check = (config: string, credential: string, ...flags: string[]) =>
   JSON.parse(runCli(['check', credential, '--at', AT, '--config', config, ...flags]).stdout) as Check;
 
 describe("the reference service keeps a card's validity dates", () => {
-  let db: ServiceDb;
+  let db: SqlDb;
   let app: Awaited<ReturnType<typeof inProcessService>>['app'];
   let headers: Record<string, string>;
   let aliceId: number;
@@ -57,7 +60,7 @@ describe("the reference service keeps a card's validity dates", () => {
   });
   afterAll(async () => {
     await app.close();
-    db.close();
+    await db.close();
   });
 
   it('PUT /modifysmartcard takes them; GET /user and GET /modifysmartcard return them, an undated card without them', async () => {
@@ -153,10 +156,7 @@ describe("the reference service keeps a card's validity dates", () => {
     expect((await inject('GET', `/user?email_id=${guest}`)).json<{ smartcards: unknown }>().smartcards).toEqual([
       { number: '7700001', label: 'visitor', ...CURRENT },
     ]);
-    const stored = JSON.parse(db.prepare('SELECT link FROM guest_links ORDER BY magic_link_id DESC LIMIT 1').pluck().get() as string) as Record<
-      string,
-      unknown
-    >;
+    const stored = JSON.parse((await db.value<string>('SELECT link FROM guest_links ORDER BY magic_link_id DESC LIMIT 1'))!) as Record<string, unknown>;
     // What the doors receive over MQTT: the agent's guestLinkSchema accepts it, dates included.
     expect(guestLinkSchema.parse(stored).smartcards).toEqual([{ number: '7700001', label: 'visitor', ...CURRENT }]);
   });
@@ -198,7 +198,7 @@ describe('a sync brings the dates to the door, and the door decides on them', ()
       },
       { clock: systemClock, logger: pino({ level: 'silent' }), env: {} },
     );
-    admin = new ApiKeys(service.db).create('ADMIN', 0, Date.now());
+    admin = await new ApiKeys(service.db).create('ADMIN', 0, Date.now());
     const invited = (await call('POST', '/invites', {
       emails: ['alice@example.org', 'bob@example.org', 'carol@example.org'],
       smartcards: [
@@ -217,7 +217,7 @@ describe('a sync brings the dates to the door, and the door decides on them', ()
     await call('POST', '/groups', { type: 'users', name: 'Staff', add_ids: invited.add_ids });
     const dir = join(tmp.path, 'agent');
     mkdirSync(dir);
-    writeFileSync(join(dir, 'api-key'), `${new ApiKeys(service.db).create('DOOR', 0, Date.now())}\n`);
+    writeFileSync(join(dir, 'api-key'), `${await new ApiKeys(service.db).create('DOOR', 0, Date.now())}\n`);
     config = writeConfig(dir, {
       id: 'dates',
       access: '{ groups: [Staff] }',
@@ -290,7 +290,9 @@ describe('a sync brings the dates to the door, and the door decides on them', ()
   });
 });
 
-describe('a delta carrying a bad date', () => {
+// This and the next two are the door's side alone (a stand-in directory, a snapshot, the agent's cache): nothing of
+// the service's database, so they run once, in the SQLite project.
+describe.runIf(ENGINE === 'sqlite')('a delta carrying a bad date', () => {
   let server: Server;
   let port = 0;
   let answer: (since: string | null) => unknown;
@@ -357,7 +359,7 @@ describe('a delta carrying a bad date', () => {
   });
 });
 
-describe('snapshot import and guest links over MQTT carry the dates too', () => {
+describe.runIf(ENGINE === 'sqlite')('snapshot import and guest links over MQTT carry the dates too', () => {
   it('door-agent import stores them, and refuses a bad one with its path, changing nothing', () => {
     const dir = join(tmp.path, `import-${n++}`);
     mkdirSync(dir);
@@ -405,7 +407,7 @@ describe('snapshot import and guest links over MQTT carry the dates too', () => 
   });
 });
 
-describe('upgrade: a cache from before validity dates', () => {
+describe.runIf(ENGINE === 'sqlite')('upgrade: a cache from before validity dates', () => {
   it('gets the two columns, and its revision held is forgotten so the next sync is a full one', () => {
     const file = join(tmp.path, 'old-cache.db');
     const db = openDatabase(file);
@@ -427,8 +429,9 @@ describe('upgrade: a cache from before validity dates', () => {
   });
 });
 
-describe('upgrade: a service database from before validity dates', () => {
-  it('keeps its cards, undated, and takes dates from then on', () => {
+// About the SQLite file and its schema upgrade: SQLite only.
+describe.runIf(ENGINE === 'sqlite')('upgrade: a service database from before validity dates', () => {
+  it('keeps its cards, undated, and takes dates from then on', async () => {
     const file = join(tmp.path, 'old-service.db');
     const step = SERVICE_MIGRATIONS.findIndex((sql) => sql.includes('ADD COLUMN valid_from'));
     expect(step).toBeGreaterThan(0);
@@ -438,14 +441,14 @@ describe('upgrade: a service database from before validity dates', () => {
     old.exec(`INSERT INTO users (email_id, user_id, email, username, unique_id, created) VALUES (1, 1, 'alice@example.org', 'alice', 'u-1', '2026-01-01 00:00:00');
               INSERT INTO smartcards (email_id, position, number, label) VALUES (1, 0, '4213578', 'badge');`);
     old.close();
-    const db = openServiceDatabase(file);
+    const db = new SqliteDb(openServiceDatabase(file));
     try {
       const users = new UserStore(db);
-      expect(users.smartcards(1)).toEqual([{ number: '4213578', label: 'badge' }]);
-      users.replaceSmartcards(1, [{ number: '4213578', label: 'badge', valid_until: '2027-01-01 00:00:00' }]);
-      expect(users.smartcards(1)).toEqual([{ number: '4213578', label: 'badge', valid_until: '2027-01-01 00:00:00' }]);
+      expect(await users.smartcards(1)).toEqual([{ number: '4213578', label: 'badge' }]);
+      await users.replaceSmartcards(1, [{ number: '4213578', label: 'badge', valid_until: '2027-01-01 00:00:00' }]);
+      expect(await users.smartcards(1)).toEqual([{ number: '4213578', label: 'badge', valid_until: '2027-01-01 00:00:00' }]);
     } finally {
-      db.close();
+      await db.close();
     }
   });
 });

@@ -2,7 +2,7 @@ import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { pino } from 'pino';
 import { afterAll, describe, expect, it } from 'vitest';
-import { openServiceDatabase } from '../../src/service/database.js';
+import { openServiceSqlite } from '../../src/service/database.js';
 import { Directory } from '../../src/service/directory.js';
 import { markFileFor } from '../../src/service/directoryHistory.js';
 import { UserStore } from '../../src/service/users.js';
@@ -13,17 +13,22 @@ const tmp = tempDir('door-agent-history-');
 afterAll(tmp.cleanup);
 let n = 0;
 
-function open(dir: string) {
+/** The service's directory on dir/service.db as a start brings it up (its mark checked). */
+async function open(dir: string) {
   const lines: Array<{ level: number; msg: string }> = [];
-  const db = openServiceDatabase(join(dir, 'service.db'));
+  const file = join(dir, 'service.db');
+  const db = openServiceSqlite(file);
   const pushed: Array<{ history: string }> = [];
   const directory = new Directory(
     db,
     new UserStore(db),
-    (r) => pushed.push(r),
+    async (r) => void pushed.push(r),
     pino({ level: 'info' }, { write: (l: string) => void lines.push(JSON.parse(l) as { level: number; msg: string }) }),
+    undefined,
+    markFileFor(file),
   );
-  return { db, directory, lines, pushed, mark: markFileFor(db)! };
+  await directory.start(Date.now());
+  return { db, directory, lines, pushed, mark: markFileFor(file)! };
 }
 
 function fresh() {
@@ -33,44 +38,44 @@ function fresh() {
 }
 
 describe('the history mark at start', () => {
-  it('a new database writes its mark beside it (service.db -> service-history.json) and keeps its history across restarts', () => {
+  it('a new database writes its mark beside it (service.db -> service-history.json) and keeps its history across restarts', async () => {
     const dir = fresh();
-    let s = open(dir);
+    let s = await open(dir);
     expect(s.mark).toBe(join(dir, 'service-history.json'));
-    const history = s.directory.revision().history;
+    const history = (await s.directory.revision()).history;
     expect(JSON.parse(readFileSync(s.mark, 'utf8'))).toEqual({ history, revision: 0, tag: null });
-    s.db.close();
-    s = open(dir);
-    expect(s.directory.revision().history).toBe(history);
+    await s.db.close();
+    s = await open(dir);
+    expect((await s.directory.revision()).history).toBe(history);
     expect(s.lines.filter((l) => l.level >= 40)).toEqual([]);
-    s.db.close();
+    await s.db.close();
   });
 
-  it('a mark naming another history (a database from before a renewal, or another one) renews the history', () => {
+  it('a mark naming another history (a database from before a renewal, or another one) renews the history', async () => {
     const dir = fresh();
-    let s = open(dir);
-    const before = s.directory.revision();
-    s.db.close();
+    let s = await open(dir);
+    const before = await s.directory.revision();
+    await s.db.close();
     writeFileSync(join(dir, 'service-history.json'), JSON.stringify({ history: 'f'.repeat(32), revision: 0, tag: null }));
-    s = open(dir);
-    const after = s.directory.revision().history;
+    s = await open(dir);
+    const after = (await s.directory.revision()).history;
     expect(after).not.toBe(before.history);
     expect(after).not.toBe('f'.repeat(32));
     expect(s.lines.find((l) => l.level === 40)?.msg).toMatch(/restored or replaced.*in another history/);
     expect(JSON.parse(readFileSync(s.mark, 'utf8'))).toMatchObject({ history: after });
-    s.db.close();
+    await s.db.close();
   });
 
-  it('an unreadable mark is said, written again, and renews nothing; no mark (an upgrade) renews nothing', () => {
+  it('an unreadable mark is said, written again, and renews nothing; no mark (an upgrade) renews nothing', async () => {
     const dir = fresh();
-    let s = open(dir);
-    const history = s.directory.revision().history;
-    s.db.close();
+    let s = await open(dir);
+    const history = (await s.directory.revision()).history;
+    await s.db.close();
     writeFileSync(join(dir, 'service-history.json'), '{"history": 12');
-    s = open(dir);
-    expect(s.directory.revision().history).toBe(history);
+    s = await open(dir);
+    expect((await s.directory.revision()).history).toBe(history);
     expect(s.lines.find((l) => l.level === 40)?.msg).toMatch(/mark is not readable/);
     expect(JSON.parse(readFileSync(s.mark, 'utf8'))).toMatchObject({ history });
-    s.db.close();
+    await s.db.close();
   });
 });

@@ -1,9 +1,10 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { request as httpRequest } from 'node:http';
 import { join } from 'node:path';
-import Database from 'better-sqlite3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { SqlDb } from '../../src/service/sql/sqlDb.js';
 import { DOOR_UUID, runCli, runCliAsync, tempDir } from '../support/cli.js';
+import { newServiceDb, type TestDbLocation } from '../support/serviceDb.js';
 import { startServiceProcess, type ServiceProcess } from '../support/serviceProcess.js';
 import { freePort } from '../support/net.js';
 
@@ -13,18 +14,22 @@ let service: ServiceProcess;
 let base: string;
 let config: string;
 let port: number;
+/** The service's database, as the test reads it (the process has its own connection). */
+let db: SqlDb;
 const keys: Record<'REGULAR' | 'ADMIN' | 'SUPER' | 'DOOR', string> = { REGULAR: '', ADMIN: '', SUPER: '', DOOR: '' };
 
 beforeAll(async () => {
   port = await freePort();
   mkdirSync(join(tmp.path, 'svc'));
   config = join(tmp.path, 'svc', 'config.yaml');
+  let location: TestDbLocation;
+  ({ db, location } = await newServiceDb(join(tmp.path, 'svc', 'data')));
   writeFileSync(
     config,
     `server:
   listen: 127.0.0.1:${port}
   dataDir: ${tmp.path}/svc/data
-  resources:
+${location.engine === 'postgres' ? `  database: { url: "${location.url}", passwordFile: ${location.passwordFile} }\n` : ''}  resources:
     - { resourceId: 12, uuid: ${DOOR_UUID}, type: DOOR, name: Front door }
     - { resourceId: 40, uuid: 0b7a1e55-3c2d-4e8f-9a10-22334455aabb, type: COMPUTER, name: Kiosk }
 `,
@@ -40,6 +45,7 @@ beforeAll(async () => {
 });
 afterAll(async () => {
   await service?.stop();
+  await db?.close();
   tmp.cleanup();
 });
 
@@ -158,37 +164,39 @@ describe('GET /directory deltas carry group memberships', () => {
 });
 
 describe('the directory revision is published whoever computes it first', () => {
-  it('a GET /directory within the 200 ms batch of a change does not swallow the push the other doors wait for', async () => {
+  it('each change owes the doors its revision in its own transaction, whoever asks for the directory first', async () => {
     const { ApiKeys } = await import('../../src/service/apiKeys.js');
-    const { openServiceDatabase } = await import('../../src/service/database.js');
+    const { PublishQueue } = await import('../../src/service/publishQueue.js');
+    const { LocalChangeFeed } = await import('../../src/service/sql/changeFeed.js');
     const { testService } = await import('../support/serviceApp.js');
-    const { sleep } = await import('../support/wait.js');
-    mkdirSync(join(tmp.path, 'inproc'), { recursive: true });
-    const db = openServiceDatabase(join(tmp.path, 'inproc', 'service.db'));
-    const key = new ApiKeys(db).create('SUPER', 0, Date.now());
-    const pushed: number[] = [];
-    const doors = { publishRevision: (r: { revision: number }) => pushed.push(r.revision), publishGuestLink() {}, revokeGuestLink() {} };
-    const app = testService(db, { resources: [], doors: doors as never });
+    const { db } = await newServiceDb(join(tmp.path, 'inproc'));
+    const key = await new ApiKeys(db).create('SUPER', 0, Date.now());
+    const queue = new PublishQueue(db, new LocalChangeFeed(db));
+    const app = testService(db, { resources: [], publishQueue: queue });
     const headers = { authorization: `Bearer ${key}` };
     try {
+      await app.ready();
+      await queue.done(Number.MAX_SAFE_INTEGER); // what the start owed
       await app.inject({
         method: 'POST',
         url: '/invites',
         headers,
         payload: { emails: ['a@example.org'], smartcards: [[{ number: '4213578' }]], no_email: true },
       });
-      await sleep(400);
-      const afterInvite = pushed.at(-1)!;
-      const emailId = (await app.inject({ method: 'GET', url: '/directory', headers })).json<{ users: Array<{ email_id: number }> }>().users[0]!.email_id;
+      const afterInvite = (await app.inject({ method: 'GET', url: '/directory', headers })).json<{ revision: number; users: Array<{ email_id: number }> }>();
+      const emailId = afterInvite.users[0]!.email_id;
       expect((await app.inject({ method: 'DELETE', url: `/user?email_id=${emailId}`, headers })).statusCode).toBe(200);
-      await sleep(50); // one door asks for the changes before the batch timer fires
-      const delta = (await app.inject({ method: 'GET', url: `/directory?since=${afterInvite}`, headers })).json<{ revision: number; removed: number[] }>();
+      // One door asks for the changes at once: the revision it is given is already owed to every other door.
+      const delta = (await app.inject({ method: 'GET', url: `/directory?since=${afterInvite.revision}`, headers })).json<{
+        revision: number;
+        removed: number[];
+      }>();
       expect(delta.removed).toEqual([emailId]);
-      await sleep(400);
-      expect(pushed.at(-1)).toBe(delta.revision); // and every other door hears of it
+      expect(delta.revision).toBe(afterInvite.revision + 1);
+      expect((await queue.next(100)).map((row) => row.kind)).toEqual(['revision', 'revision']);
     } finally {
       await app.close();
-      db.close();
+      await db.close();
     }
   });
 });
@@ -336,20 +344,15 @@ describe('guest links, doors without MQTT, the mail outbox', () => {
       link({ email_list: ['g1@example.org', 'g2@example.org'], smartcards: [{ number: '7711001' }, { number: '7711002' }] }),
     );
     expect(r.status).toBe(200);
-    const stored = () => {
-      const db = new Database(join(tmp.path, 'svc', 'data', 'service.db'), { readonly: true });
-      try {
-        const row = db.prepare('SELECT link FROM guest_links WHERE magic_link_id = ?').pluck().get(Number(r.body.magic_link_id)) as string | undefined;
-        return row ? (JSON.parse(row) as { email_list: string[]; smartcards: Array<{ number: string }> }) : undefined;
-      } finally {
-        db.close();
-      }
+    const stored = async () => {
+      const row = await db.value<string>('SELECT link FROM guest_links WHERE magic_link_id = ?', [Number(r.body.magic_link_id)]);
+      return row === undefined ? undefined : (JSON.parse(row) as { email_list: string[]; smartcards: Array<{ number: string }> });
     };
     const ids = r.body.email_ids as Record<string, number>;
     expect((await call('PUT', '/togglesuspension', { email_id: ids['g1@example.org'] })).status).toBe(200);
-    expect(stored()).toMatchObject({ email_list: ['g2@example.org'], smartcards: [{ number: '7711002' }] });
+    expect(await stored()).toMatchObject({ email_list: ['g2@example.org'], smartcards: [{ number: '7711002' }] });
     expect((await call('DELETE', `/user?email_id=${ids['g2@example.org']}`)).status).toBe(200);
-    expect(stored()).toBeUndefined();
+    expect(await stored()).toBeUndefined();
     // The revoked link was the newest: its id is never given to another link (doors' audit logs name links by id).
     const next = await call('POST', '/magiclinkadmin', link({ email_list: ['g3@example.org'], smartcards: [{ number: '7711003' }] }));
     expect(Number(next.body.magic_link_id)).toBeGreaterThan(Number(r.body.magic_link_id));

@@ -4,9 +4,9 @@ import { connect } from 'node:net';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ApiKeys } from '../../src/service/apiKeys.js';
-import { openServiceDatabase } from '../../src/service/database.js';
 import { REQUEST_LIMITS } from '../../src/service/requestLimits.js';
 import { DOOR_UUID, tempDir } from '../support/cli.js';
+import { newServiceDb } from '../support/serviceDb.js';
 import { startServiceProcess, type ServiceProcess } from '../support/serviceProcess.js';
 import { freePort } from '../support/net.js';
 
@@ -26,21 +26,24 @@ let door: string;
 beforeAll(async () => {
   port = await freePort();
   mkdirSync(join(tmp.path, 'svc'));
+  // The service's own database: svc/data/service.db on SQLite, given as server.database on PostgreSQL.
+  const { db, location } = await newServiceDb(join(tmp.path, 'svc', 'data'));
+  const database =
+    location.engine === 'postgres' ? `  database: { url: ${JSON.stringify(location.url)}, passwordFile: ${JSON.stringify(location.passwordFile)} }\n` : '';
   const config = join(tmp.path, 'svc', 'config.yaml');
   writeFileSync(
     config,
     `server:
   listen: 127.0.0.1:${port}
   dataDir: ${tmp.path}/svc/data
-  resources:
+${database}  resources:
     - { resourceId: 12, uuid: ${DOOR_UUID}, type: DOOR, name: Front door }
 `,
   );
-  const db = openServiceDatabase(join(tmp.path, 'svc', 'data', 'service.db'));
-  admin = new ApiKeys(db).create('ADMIN', 0, Date.now());
-  superKey = new ApiKeys(db).create('SUPER', 0, Date.now());
-  door = new ApiKeys(db).create('DOOR', 0, Date.now());
-  db.close();
+  admin = await new ApiKeys(db).create('ADMIN', 0, Date.now());
+  superKey = await new ApiKeys(db).create('SUPER', 0, Date.now());
+  door = await new ApiKeys(db).create('DOOR', 0, Date.now());
+  await db.close();
   service = await startServiceProcess(config, { captureStderr: true });
 }, 60_000);
 

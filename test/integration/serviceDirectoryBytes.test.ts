@@ -2,9 +2,9 @@ import { join } from 'node:path';
 import { brotliDecompressSync, gunzipSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseServiceConfig } from '../../src/config/load.js';
-import { openServiceDatabase } from '../../src/service/database.js';
 import type { DirectoryVariant } from '../../src/service/directoryBytes.js';
 import { DEFAULT_LOAD_LIMITS } from '../../src/service/loadGate.js';
+import type { SqlDb } from '../../src/service/sql/sqlDb.js';
 import { UserStore } from '../../src/service/users.js';
 import { tempDir } from '../support/cli.js';
 import { rawGet, type RawAnswer } from '../support/net.js';
@@ -19,23 +19,20 @@ const USERS = 2500; // three batches of the body builder; 1.4 MB of JSON
 
 const tmp = tempDir('door-agent-directory-bytes-');
 
-/** USERS users in the Staff group, each with a card and a PIN; written before the service opens the file. */
-function seed(dbFile: string): void {
-  const db = openServiceDatabase(dbFile);
+/** USERS users in the Staff group, each with a card and a PIN; written before the service opens the database. */
+async function seed(db: SqlDb): Promise<void> {
   const users = new UserStore(db);
-  db.prepare("INSERT INTO groups (type, name) VALUES ('users', 'Staff')").run();
-  const member = db.prepare('INSERT INTO group_members (group_id, member_id) VALUES (1, ?)');
-  db.transaction(() => {
+  await db.transaction(async () => {
+    await db.run("INSERT INTO groups (type, name) VALUES ('users', 'Staff')");
     for (let i = 0; i < USERS; i++) {
-      const { user } = users.ensure(`user${i}@example.org`, 'USER', Date.now());
-      users.replaceSmartcards(user.email_id, [
+      const { user } = await users.ensure(`user${i}@example.org`, 'USER', Date.now());
+      await users.replaceSmartcards(user.email_id, [
         { number: String(4_000_000 + 2 * i), label: 'badge' },
         { number: String(1000 + i), label: 'PIN' },
       ]);
-      member.run(user.email_id);
+      await db.run('INSERT INTO group_members (group_id, member_id) VALUES (1, ?)', [user.email_id]);
     }
-  })();
-  db.close();
+  });
 }
 
 interface Answer {
@@ -92,12 +89,11 @@ describe('GET /directory from stored bytes', () => {
 
   beforeAll(async () => {
     const file = join(tmp.path, 'service.db');
-    seed(file);
-    service = await listeningService(file, { onDirectoryBuild: (variant) => void builds.push(variant) });
+    service = await listeningService(file, { onDirectoryBuild: (variant) => void builds.push(variant) }, seed);
   });
   afterAll(async () => {
     await service.app.close();
-    service.db.close();
+    await service.db.close();
   });
 
   it('a client without Accept-Encoding gets plain JSON; gzip and brotli decompress to exactly those bytes, with the same ETag', async () => {
@@ -238,18 +234,21 @@ describe('GET /directory sheds load past its bounds', () => {
 
   beforeAll(async () => {
     const file = join(tmp.path, 'shedding.db');
-    seed(file);
-    service = await listeningService(file, {
-      loadLimits: { maxDirectoryAnswers: 2, maxDirectoryBuilds: 1, retryAfterSeconds: 1 },
-      onDirectoryBuild: (variant) => {
-        builds.push(variant);
-        return hold ?? undefined;
+    service = await listeningService(
+      file,
+      {
+        loadLimits: { maxDirectoryAnswers: 2, maxDirectoryBuilds: 1, retryAfterSeconds: 1 },
+        onDirectoryBuild: (variant) => {
+          builds.push(variant);
+          return hold ?? undefined;
+        },
       },
-    });
+      seed,
+    );
   });
   afterAll(async () => {
     await service.app.close();
-    service.db.close();
+    await service.db.close();
   });
 
   it('503 with Retry-After past maxDirectoryAnswers and maxDirectoryBuilds, counted in GET /status; the answers in flight complete', async () => {

@@ -34,7 +34,7 @@ async function startHere(): Promise<{ service: RunningService; key: string; port
     },
     { clock: systemClock, logger: pino({ level: 'silent' }), env: {} },
   );
-  return { service: started, key: new ApiKeys(started.db).create('ADMIN', 0, Date.now()), port: Number(new URL(started.url).port) };
+  return { service: started, key: await new ApiKeys(started.db).create('ADMIN', 0, Date.now()), port: Number(new URL(started.url).port) };
 }
 
 beforeAll(async () => {

@@ -1,16 +1,16 @@
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { ServiceDb } from '../../src/service/database.js';
 import type { buildService } from '../../src/service/server.js';
 import { tempDir } from '../support/cli.js';
+import type { SqlDb } from '../../src/service/sql/sqlDb.js';
 import { inProcessService } from '../support/serviceApp.js';
 
 // Integrity of the reference service's cards, invitations and guest links (issue 15, items 1, 2, 4 and 7): the
 // service in this process (fastify inject), its database read directly to see what is really stored.
 
 const tmp = tempDir('door-agent-service-integrity-');
-let db: ServiceDb;
+let db: SqlDb;
 let app: ReturnType<typeof buildService>;
 let headers: Record<string, string>;
 
@@ -20,7 +20,7 @@ beforeAll(async () => {
 });
 afterAll(async () => {
   await app.close();
-  db.close();
+  await db.close();
   tmp.cleanup();
 });
 
@@ -48,13 +48,10 @@ const setCards = (emailId: number, cards: Array<{ number: string; label?: string
 const cardsOf = async (emailId: number) => (await call('GET', `/modifysmartcard?email_id=${emailId}`)).body.smartcards;
 
 /** How many active users hold `number` (what a door would find for the card). */
-const activeHolders = (number: string) =>
-  db
-    .prepare('SELECT count(DISTINCT s.email_id) FROM smartcards s JOIN users u USING (email_id) WHERE s.number = ? AND u.removed_at IS NULL')
-    .pluck()
-    .get(number) as number;
+const activeHolders = async (number: string) =>
+  db.value<number>('SELECT count(DISTINCT s.email_id) FROM smartcards s JOIN users u USING (email_id) WHERE s.number = ? AND u.removed_at IS NULL', [number]);
 
-const userCount = () => db.prepare('SELECT count(*) FROM users').pluck().get() as number;
+const userCount = () => db.value<number>('SELECT count(*) FROM users');
 
 const guestLink = (over: Record<string, unknown>) => ({
   resource_id_list: [12],
@@ -70,8 +67,8 @@ describe('a removed user never brings a card back beside its new holder (item 1)
     expect((await call('PUT', '/modifyallusernames', { email_id: ann, computer_usernames: '[{"computer_username":"ann"}]' })).status).toBe(200);
     expect((await call('DELETE', `/user?email_id=${ann}`)).status).toBe(200);
     // Released at removal: nothing of the card (or the computer username) is left on the record.
-    expect(db.prepare('SELECT count(*) FROM smartcards WHERE email_id = ?').pluck().get(ann)).toBe(0);
-    expect(db.prepare('SELECT count(*) FROM computer_usernames WHERE email_id = ?').pluck().get(ann)).toBe(0);
+    expect(await db.value('SELECT count(*) FROM smartcards WHERE email_id = ?', [ann])).toBe(0);
+    expect(await db.value('SELECT count(*) FROM computer_usernames WHERE email_id = ?', [ann])).toBe(0);
 
     const ben = await invite('ben@example.org');
     expect((await setCards(ben, [{ number: '5500001', label: 'was ann' }])).status).toBe(200);
@@ -79,7 +76,7 @@ describe('a removed user never brings a card back beside its new holder (item 1)
     // Ann invited again: the same record (email_id), a new member: no cards, no usernames, tag USER.
     expect(await invite('ann@example.org')).toBe(ann);
     expect((await call('GET', `/user?email_id=${ann}`)).body).toEqual({ policies: [], computer_usernames: [], smartcards: [] });
-    expect(activeHolders('5500001')).toBe(1);
+    expect(await activeHolders('5500001')).toBe(1);
     // Ben re-saves his unchanged list: it always works.
     expect((await setCards(ben, [{ number: '5500001', label: 'was ann' }])).status).toBe(200);
     // Ann cannot take the card back without allow_duplicates, on either path.
@@ -88,18 +85,18 @@ describe('a removed user never brings a card back beside its new holder (item 1)
     const again = await call('POST', '/invites', { emails: ['ann@example.org'], smartcards: [[{ number: '5500001' }]], no_email: true });
     expect(again.status).toBe(400);
     expect(again.body.error).toContain('already in use');
-    expect(activeHolders('5500001')).toBe(1);
+    expect(await activeHolders('5500001')).toBe(1);
   });
 
   it('a removed ADMIN re-invited is a REGULAR member again, not suspended, dated by the new invitation', async () => {
     const cid = await invite('cid@example.org');
-    const userId = db.prepare('SELECT user_id FROM users WHERE email_id = ?').pluck().get(cid) as number;
+    const userId = (await db.value<number>('SELECT user_id FROM users WHERE email_id = ?', [cid]))!;
     expect((await call('PUT', '/modifyrank', { admin_user_id: userId, rank: 'ADMIN' })).status).toBe(200);
     expect((await call('PUT', '/togglesuspension', { email_id: cid })).status).toBe(200);
-    db.prepare("UPDATE users SET created = '2020-01-01 00:00:00' WHERE email_id = ?").run(cid);
+    await db.run("UPDATE users SET created = '2020-01-01 00:00:00' WHERE email_id = ?", [cid]);
     expect((await call('DELETE', `/user?email_id=${cid}`)).status).toBe(200);
     expect(await invite('cid@example.org')).toBe(cid);
-    const row = db.prepare('SELECT rank, tag, suspended, created FROM users WHERE email_id = ?').get(cid) as Record<string, unknown>;
+    const row = (await db.get('SELECT rank, tag, suspended, created FROM users WHERE email_id = ?', [cid]))!;
     expect(row).toMatchObject({ rank: 'REGULAR', tag: 'USER', suspended: 0 });
     expect(row.created).not.toBe('2020-01-01 00:00:00');
   });
@@ -115,12 +112,12 @@ describe('a removed user never brings a card back beside its new holder (item 1)
     expect((r.body.email_ids as Record<string, number>)['dan@example.org']).toBe(dan);
     expect((await call('GET', '/multipleusers?user_tag=GUEST')).body).toEqual(expect.arrayContaining([expect.objectContaining({ email_id: dan })]));
     expect(await cardsOf(dan)).toEqual([{ number: '5500004', label: 'visitor' }]);
-    expect(activeHolders('5500002')).toBe(1);
+    expect(await activeHolders('5500002')).toBe(1);
     expect((await setCards(eve, [{ number: '5500002' }])).status).toBe(200);
   });
 
   it("a guest link gives one card to one holder: the same number twice in a link is refused, a guest's own card is not a duplicate", async () => {
-    const before = userCount();
+    const before = await userCount();
     const twice = await call(
       'POST',
       '/magiclinkadmin',
@@ -128,8 +125,8 @@ describe('a removed user never brings a card back beside its new holder (item 1)
     );
     expect(twice.status).toBe(400);
     expect(twice.body.error).toContain('already in use: …0010');
-    expect(userCount()).toBe(before);
-    expect(activeHolders('5500010')).toBe(0);
+    expect(await userCount()).toBe(before);
+    expect(await activeHolders('5500010')).toBe(0);
     // Allowed when asked for.
     const allowed = await call(
       'POST',
@@ -137,7 +134,7 @@ describe('a removed user never brings a card back beside its new holder (item 1)
       guestLink({ email_list: ['g-a@example.org', 'g-b@example.org'], smartcards: [{ number: '5500010' }, { number: '5500010' }], allow_duplicates: true }),
     );
     expect(allowed.status).toBe(200);
-    expect(activeHolders('5500010')).toBe(2);
+    expect(await activeHolders('5500010')).toBe(2);
 
     // A user named in a link with the card they already hold: nobody else gets it, so it is no duplicate.
     const fay = await invite('fay@example.org', [{ number: '5500011', label: 'own' }]);
@@ -160,13 +157,36 @@ describe('a removed user never brings a card back beside its new holder (item 1)
   });
 });
 
+describe('concurrent requests never share a card or make a user twice (issue 52: a check and its change are one transaction)', () => {
+  it('the same card given to two users at once: one call wins, the other is refused, one holder', async () => {
+    const ted = await invite('ted@example.org');
+    const una = await invite('una@example.org');
+    // A few rounds: on PostgreSQL, without the transaction, both calls passed the check in most rounds.
+    for (const number of ['5500060', '5500061', '5500062']) {
+      const answers = await Promise.all([setCards(ted, [{ number }]), setCards(una, [{ number }])]);
+      expect(answers.map((a) => a.status).sort()).toEqual([200, 400]);
+      expect(answers.find((a) => a.status === 400)!.body.error).toContain(`already in use: …${number.slice(-4)}`);
+      expect(await activeHolders(number)).toBe(1);
+    }
+  });
+
+  it('the same address invited by several calls at once: one user, one call adds it, the others find it', async () => {
+    const before = await userCount();
+    const answers = await Promise.all(Array.from({ length: 4 }, () => call('POST', '/invites', { emails: ['vic@example.org'], no_email: true })));
+    expect(answers.map((a) => a.status)).toEqual([200, 200, 200, 200]);
+    expect(answers.filter((a) => (a.body.added as string[]).length === 1)).toHaveLength(1);
+    expect(answers.filter((a) => (a.body.exists as string[]).length === 1)).toHaveLength(3);
+    expect(await userCount()).toBe(before! + 1);
+  });
+});
+
 describe('POST /invites maps card lists one to one (item 2)', () => {
   it('more card lists than e-mail addresses: 400, and nobody is created', async () => {
-    const before = userCount();
+    const before = await userCount();
     const r = await call('POST', '/invites', { emails: ['jo@example.org'], smartcards: [[{ number: '5500030' }], [{ number: '5500031' }]], no_email: true });
     expect(r.status).toBe(400);
     expect(r.body.error).toContain('smartcards: more card lists than e-mail addresses');
-    expect(userCount()).toBe(before);
+    expect(await userCount()).toBe(before);
   });
 });
 
@@ -180,7 +200,7 @@ describe('a guest link lists each guest once (item 4)', () => {
     expect(r.status, JSON.stringify(r.body)).toBe(200);
     expect(r.body.success).toBe(`guest link ${String(r.body.magic_link_id)} created for 2 guest(s); duplicate e-mail addresses ignored: kim@example.org`);
     expect(Object.keys(r.body.email_ids as object).sort()).toEqual(['kim@example.org', 'lou@example.org']);
-    const stored = JSON.parse(db.prepare('SELECT link FROM guest_links WHERE magic_link_id = ?').pluck().get(Number(r.body.magic_link_id)) as string) as {
+    const stored = JSON.parse((await db.value<string>('SELECT link FROM guest_links WHERE magic_link_id = ?', [Number(r.body.magic_link_id)]))!) as {
       email_list: string[];
       smartcards: Array<{ number: string }>;
     };
@@ -189,7 +209,7 @@ describe('a guest link lists each guest once (item 4)', () => {
   });
 
   it('a repeated e-mail given a card of its own is refused (one card per guest), and nothing is created', async () => {
-    const before = userCount();
+    const before = await userCount();
     const r = await call(
       'POST',
       '/magiclinkadmin',
@@ -197,7 +217,7 @@ describe('a guest link lists each guest once (item 4)', () => {
     );
     expect(r.status).toBe(400);
     expect(r.body.error).toContain('max@example.org');
-    expect(userCount()).toBe(before);
+    expect(await userCount()).toBe(before);
   });
 });
 

@@ -4,14 +4,17 @@ import mqtt from 'mqtt';
 import { pino } from 'pino';
 import { afterAll, describe, expect, it } from 'vitest';
 import { parseServiceConfig } from '../../src/config/load.js';
+import { parseRevisionMessage } from '../../src/protocol/directory.js';
 import { isRetainedRefusal, type RetainedMessage } from '../../src/protocol/retainedMessages.js';
 import { parseHolidaysMessage, parseLockdownMessage, type HolidaysMessage, type LockdownMessage, type LockdownScope } from '../../src/protocol/lockdown.js';
 import type { MqttOptions } from '../../src/protocol/options.js';
 import { ApiKeys } from '../../src/service/apiKeys.js';
 import { startService, type RunningService } from '../../src/service/root.js';
+import { issueRetained, LockdownStore } from '../../src/service/lockdowns.js';
 import { InputError } from '../../src/util/errors.js';
 import { DOOR_UUID, SECOND_DOOR_UUID, tempDir } from '../support/cli.js';
 import { Mosquitto } from '../support/mosquitto.js';
+import { newServiceDb } from '../support/serviceDb.js';
 import { sleep } from '../support/wait.js';
 
 // The reference service (its composition root, in this process) against a real mosquitto: POST/GET /lockdown and
@@ -95,7 +98,7 @@ async function start(dataDir: string, options: { mqtt?: MqttOptions; holidaysFil
     { clock, logger: pino({ level: 'silent' }), env: {} },
   );
   const apiKeys = new ApiKeys(service.db);
-  const keys = { REGULAR: apiKeys.create('REGULAR', 0, clock.wallNow()), ADMIN: apiKeys.create('ADMIN', 0, clock.wallNow()) };
+  const keys = { REGULAR: await apiKeys.create('REGULAR', 0, clock.wallNow()), ADMIN: await apiKeys.create('ADMIN', 0, clock.wallNow()) };
   const call: Harness['call'] = async (method, path, body, callOptions = {}) => {
     const headers: Record<string, string> = { authorization: `Bearer ${callOptions.key ?? keys.ADMIN}` };
     let payload: string | undefined;
@@ -278,6 +281,36 @@ describe('POST /lockdown publishes retained, signed, with issued_at strictly inc
     }
   }, 180_000);
 
+  it('changes of one scope asked for at once, in one second: each message has an issued_at of its own', async () => {
+    await broker.start();
+    const dataDir = newDir('at-once');
+    const topic = 'sd/agents/lobby-pi/lockdown';
+    const h = await start(dataDir, { mqtt: mqttOptions(broker, 'sd', true), holidaysFile: holidaysFile(dataDir, '') });
+    const watcher = await mqtt.connectAsync(broker.url);
+    const issued: number[] = [];
+    watcher.on('message', (_t, payload) => issued.push(lockdownOf(LOBBY, payload, SECRET).issuedAt!));
+    try {
+      await watcher.subscribeAsync(topic, { qos: 1 });
+      await retainedWhen(broker.url, 'sd/holidays', signedHolidaysAfter(0), 'the holidays published at connect (the service is connected)');
+      expect((await h.call('POST', '/lockdown', { active: false, agent_id: 'lobby-pi' })).body).toEqual({ success: 'agent lobby-pi was not in lockdown' });
+      const answers = await Promise.all(
+        Array.from({ length: 6 }, (_, i) => h.call('POST', '/lockdown', { active: i % 2 === 0, agent_id: 'lobby-pi', by: `guard ${i}` })),
+      );
+      expect(answers.map((a) => a.status)).toEqual([200, 200, 200, 200, 200, 200]);
+      const started = Date.now();
+      while (issued.length < 7) {
+        if (Date.now() - started > 30_000) throw new Error(`7 lockdown messages: only ${issued.length} within 30 s`);
+        await sleep(100);
+      }
+      // The clock stands still: each change still went out strictly after the one before (none shares one).
+      const first = Math.floor(START / 1000);
+      expect([...issued].sort((a, b) => a - b)).toEqual([0, 1, 2, 3, 4, 5, 6].map((i) => first + i));
+    } finally {
+      await watcher.endAsync();
+      await h.service.stop();
+    }
+  }, 120_000);
+
   it('the holidays issued_at survives a restart: never older than one already published', async () => {
     await broker.start();
     const dataDir = newDir('holidays-restart');
@@ -425,19 +458,25 @@ describe('POST and GET /lockdown: ranks, parameters, answers', () => {
     await broker.start();
     const dataDir = newDir('revision');
     const h = await start(dataDir, { mqtt: mqttOptions(broker, 'pb', true), holidaysFile: holidaysFile(dataDir, '') });
+    // What the agents are sent to sync by: the revision retained on the broker.
+    const published = async () => {
+      const payload = await retainedOnce(broker.url, 'pb/directory/revision');
+      return payload === null ? null : parseRevisionMessage(payload)?.revision;
+    };
     try {
       const invited = await h.call('POST', '/invites', { emails: ['rev@example.org'], no_email: true });
       const emailId = (invited.body.add_ids as number[])[0]!;
-      await sleep(500); // the invitation's own revision batch (200 ms)
       const before = (await h.call('GET', '/directory')).body.revision as number;
-      // A change the service has not been told about: only a refresh the server marks as due would see it.
-      h.service.db.prepare("UPDATE users SET first_name = 'Changed' WHERE email_id = ?").run(emailId);
+      await retainedWhen(broker.url, 'pb/directory/revision', (p) => parseRevisionMessage(p)?.revision === before, 'the revision published');
+      // A change the service has not been told about: only a change the service makes the directory's would give it
+      // its revision (a GET /directory would too: none is made until the control below).
+      await h.service.db.run("UPDATE users SET first_name = 'Changed' WHERE email_id = ?", [emailId]);
       expect((await h.call('POST', '/lockdown', { active: true, uuid: DOOR_UUID })).status).toBe(200);
       await sleep(1000);
-      expect((await h.call('GET', '/directory')).body.revision).toBe(before);
-      // The control: any other successful change marks the directory changed, and the edit shows.
+      expect(await published()).toBe(before);
+      // The control: any other successful change gives the directory its revision, and the agents are told.
       expect((await h.call('POST', '/groups', { type: 'users', name: 'Control', add_ids: [] })).status).toBe(200);
-      await sleep(1000);
+      await retainedWhen(broker.url, 'pb/directory/revision', (p) => (parseRevisionMessage(p)?.revision ?? 0) > before, 'the next revision published');
       expect((await h.call('GET', '/directory')).body.revision as number).toBeGreaterThan(before);
     } finally {
       await h.service.stop();
@@ -485,6 +524,26 @@ describe('POST and GET /lockdown: ranks, parameters, answers', () => {
       await h.service.stop();
     }
   }, 120_000);
+});
+
+describe('the lockdowns and retained issued_at in the database (either engine)', () => {
+  it('changes made at once never share an issued_at: each reads the last and writes the next in one transaction', async () => {
+    const { db } = await newServiceDb(newDir('store'));
+    try {
+      const store = new LockdownStore(db);
+      const first = Math.floor(START / 1000);
+      const changes = await Promise.all(Array.from({ length: 6 }, (_, i) => store.set(LOBBY, { active: i % 2 === 0, by: `guard ${i}`, reason: null }, START)));
+      expect(changes.map((c) => c.stored.issuedAt).sort((a, b) => a - b)).toEqual([0, 1, 2, 3, 4, 5].map((i) => first + i));
+      expect((await store.get(LOBBY))?.issuedAt).toBe(first + 5);
+      // A reconnect's reissue at once with a change: both newer than anything before, never the same.
+      const [reissued, changed] = await Promise.all([store.reissueAll(START), store.set(LOBBY, { active: true, by: 'x', reason: null }, START)]);
+      expect(new Set([reissued[0]!.issuedAt, changed.stored.issuedAt, first + 5]).size).toBe(3);
+      const holidays = await Promise.all([0, 1, 2, 3].map(() => issueRetained(db, 'holidays', START)));
+      expect(holidays.sort((a, b) => a - b)).toEqual([0, 1, 2, 3].map((i) => first + i));
+    } finally {
+      await db.close();
+    }
+  });
 });
 
 describe('server.holidaysFile', () => {

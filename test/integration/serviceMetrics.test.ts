@@ -40,8 +40,8 @@ beforeAll(async () => {
   );
   metricsPort = Number(new URL(service.metricsUrl!).port);
   const keys = new ApiKeys(service.db);
-  admin = keys.create('ADMIN', 0, Date.now());
-  door = keys.create('DOOR', 0, Date.now());
+  admin = await keys.create('ADMIN', 0, Date.now());
+  door = await keys.create('DOOR', 0, Date.now());
 });
 afterAll(async () => {
   await service.stop();

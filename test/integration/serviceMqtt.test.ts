@@ -1,122 +1,339 @@
-import { writeFileSync } from 'node:fs';
+import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import mqtt from 'mqtt';
 import { pino } from 'pino';
-import { afterAll, describe, expect, it } from 'vitest';
-import type { StoredLink } from '../../src/service/linkStore.js';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { parseGuestLinkIndex } from '../../src/protocol/guestLinkIndex.js';
+import { isRefusal, parseGuestLinkMessage, type GuestLinkMessage } from '../../src/protocol/guestLinks.js';
+import { parseHolidaysMessage, parseLockdownMessage, type LockdownScope } from '../../src/protocol/lockdown.js';
+import type { MqttOptions } from '../../src/protocol/options.js';
+import { isRetainedRefusal } from '../../src/protocol/retainedMessages.js';
+import { ApiKeys } from '../../src/service/apiKeys.js';
 import { ServiceMqtt } from '../../src/service/doorsMqtt.js';
+import { PublishQueue } from '../../src/service/publishQueue.js';
+import { LocalChangeFeed, PostgresChangeFeed, type ChangeFeed } from '../../src/service/sql/changeFeed.js';
+import { AdvisoryLockLeadership, SoleLeader, type Leadership } from '../../src/service/sql/leadership.js';
+import type { PostgresDb } from '../../src/service/sql/postgresDb.js';
+import type { SqlDb } from '../../src/service/sql/sqlDb.js';
+import { StatePublisher } from '../../src/service/statePublisher.js';
+import type { Clock } from '../../src/util/clock.js';
 import type { DoorAgentError } from '../../src/util/errors.js';
-import { tempDir } from '../support/cli.js';
+import { DOOR_UUID, tempDir } from '../support/cli.js';
 import { Mosquitto } from '../support/mosquitto.js';
+import { testService } from '../support/serviceApp.js';
+import { ENGINE, newServiceDb } from '../support/serviceDb.js';
 import { sleep, waitUntil } from '../support/wait.js';
 
-async function eventually(check: () => Promise<boolean>, timeoutMs: number, what: string): Promise<void> {
+// The service's retained state on a real mosquitto, as a door sees it: what a change owes the doors is written in
+// the change's transaction (publishQueue.ts, through the real routes), and the publisher (statePublisher.ts) sends
+// it from the database, only in the process that holds the publisher lock, deleting each row once the broker has
+// it. On SQLite and, in the postgres project, on PostgreSQL (with its change feed and advisory lock).
+
+const tmp = tempDir('door-agent-service-mqtt-');
+const SECRET = 'a-command-secret-of-at-least-32-bytes';
+const log = pino({ level: 'silent' });
+/** A broker that keeps its retained messages and sessions across a restart (the service loses it for a while). */
+const broker = new Mosquitto(join(tmp.path, 'broker'), undefined, true);
+beforeAll(() => broker.start());
+afterAll(async () => {
+  await broker.stop();
+  tmp.cleanup();
+});
+
+let dirs = 0;
+/** A new, empty service database on this run's engine. */
+async function newDb(name: string): Promise<SqlDb> {
+  const dir = join(tmp.path, `${name}-${++dirs}`);
+  mkdirSync(dir, { recursive: true });
+  return (await newServiceDb(dir, name)).db;
+}
+
+function mqttOptions(prefix: string, signed: boolean): MqttOptions {
+  const commandSecretFile = join(tmp.path, 'command-secret');
+  if (signed) writeFileSync(commandSecretFile, `${SECRET}\n`);
+  return {
+    url: broker.url,
+    topicPrefix: prefix,
+    ...(signed ? { commandSecretFile } : {}),
+    commandMaxAgeSeconds: 30,
+    maxGuestLinks: 500,
+    guestLinkMaxAgeSeconds: 7 * 86_400,
+    futureSkewSeconds: 300,
+    retainedMaxAgeSeconds: 3 * 86_400,
+    keepaliveSeconds: 5,
+    protocolVersion: 5,
+    homeAssistant: { discovery: false, prefix: 'ha' },
+  };
+}
+
+/** The feed openStorage gives for the database's engine: local on SQLite, LISTEN/NOTIFY on PostgreSQL. */
+async function feedFor(db: SqlDb): Promise<ChangeFeed> {
+  if (db.engine === 'sqlite') return new LocalChangeFeed(db);
+  const feed = new PostgresChangeFeed(db, (db as PostgresDb).connection, log);
+  await feed.start();
+  return feed;
+}
+
+/** The publisher lock openStorage gives: SQLite's one process always publishes, PostgreSQL's holder of the lock does. */
+async function leadershipFor(db: SqlDb): Promise<Leadership> {
+  if (db.engine === 'sqlite') return new SoleLeader();
+  const leadership = new AdvisoryLockLeadership((db as PostgresDb).connection, log, 200);
+  await leadership.start();
+  return leadership;
+}
+
+/** A process that may not publish until told (SQLite has no lock to wait for: this stands for one held elsewhere). */
+class HeldElsewhere implements Leadership {
+  leading = false;
+  private readonly listeners: Array<(leading: boolean) => void> = [];
+  onChange(listener: (leading: boolean) => void): void {
+    this.listeners.push(listener);
+  }
+  release(): void {
+    this.leading = true;
+    for (const listener of this.listeners) listener(true);
+  }
+  async close(): Promise<void> {}
+}
+
+interface ServiceProcess {
+  db: SqlDb;
+  queue: PublishQueue;
+  mqtt: ServiceMqtt;
+  leadership: Leadership;
+  /** An HTTP call to the service's routes (fastify inject) with an ADMIN key; the answer's JSON. */
+  call(method: string, url: string, payload?: Record<string, unknown>): Promise<Record<string, unknown>>;
+  close(): Promise<void>;
+}
+
+/**
+ * One service process on `db` as startService wires it: its change feed and publisher lock (as openStorage builds
+ * them), its broker connection, the publish queue its routes owe into, the publisher, and the routes.
+ */
+async function serviceProcess(
+  db: SqlDb,
+  options: {
+    prefix: string;
+    signed: boolean;
+    clock?: Clock;
+    resignIntervalMs?: number;
+    holidays?: string[];
+    leadership?: Leadership;
+  },
+): Promise<ServiceProcess> {
+  const clock = options.clock ?? { wallNow: () => Date.now(), monoNow: () => performance.now() };
+  const feed = await feedFor(db);
+  const leadership = options.leadership ?? (await leadershipFor(db));
+  const doors = new ServiceMqtt(mqttOptions(options.prefix, options.signed), {}, log);
+  const queue = new PublishQueue(db, feed);
+  const publisher = new StatePublisher({
+    db,
+    queue,
+    feed,
+    leadership,
+    mqtt: doors,
+    clock,
+    logger: log,
+    holidays: options.holidays ?? null,
+    ...(options.resignIntervalMs === undefined ? {} : { resignIntervalMs: options.resignIntervalMs }),
+  });
+  const app = testService(db, { publishQueue: queue, doors });
+  await app.ready();
+  const headers = { authorization: `Bearer ${await new ApiKeys(db).create('ADMIN', 0, Date.now())}` };
+  return {
+    db,
+    queue,
+    mqtt: doors,
+    leadership,
+    async call(method, url, payload) {
+      const res = await app.inject({ method: method as 'GET', url, headers, ...(payload ? { payload } : {}) });
+      const body = res.json<Record<string, unknown>>();
+      if (res.statusCode !== 200) throw new Error(`${method} ${url}: ${res.statusCode} ${JSON.stringify(body)}`);
+      return body;
+    },
+    async close() {
+      await app.close();
+      await publisher.close();
+      await doors.close();
+      await leadership.close();
+      await feed.close();
+    },
+  };
+}
+
+/** A guest link created by POST /magiclinkadmin for `emails`; its id and token. */
+async function createLink(p: ServiceProcess, name: string, emails: string[]): Promise<{ id: string; token: string }> {
+  const body = await p.call('POST', '/magiclinkadmin', { email_list: emails, resource_id_list: [12], name, send_email: false });
+  return { id: String(body.magic_link_id), token: String(body.magic_token) };
+}
+
+/** DELETE /user: the guest leaves the links naming them (a link left with nobody is revoked at the doors). */
+const removeUser = (p: ServiceProcess, email: string) => p.call('DELETE', `/user?email=${encodeURIComponent(email)}`);
+
+/** What the publish queue holds, oldest first ("kind:subject"). */
+async function owed(db: SqlDb): Promise<string[]> {
+  return (await db.all<{ kind: string; subject: string }>('SELECT kind, subject FROM publish_queue ORDER BY id')).map((r) => `${r.kind}:${r.subject}`);
+}
+
+/** The message a new subscriber (a door connecting now) gets retained on `topic` within `waitMs`, or null. */
+async function retained(topic: string, waitMs = 1500): Promise<Buffer | null> {
+  let client: mqtt.MqttClient | undefined;
+  try {
+    client = await mqtt.connectAsync(broker.url, { reconnectPeriod: 0, connectTimeout: 5000 });
+    const got = new Promise<Buffer | null>((resolve) => {
+      const timer = setTimeout(() => resolve(null), waitMs);
+      client!.on('message', (_t, payload, packet) => {
+        if (!packet.retain || payload.length === 0) return;
+        clearTimeout(timer);
+        resolve(payload);
+      });
+    });
+    await client.subscribeAsync(topic, { qos: 1 });
+    return await got;
+  } catch {
+    return null; // the broker is away
+  } finally {
+    await client?.endAsync().catch(() => undefined);
+  }
+}
+
+/** Polls what the broker holds retained on `topic` until `accept` takes it (and gives a value); that value. */
+async function retainedWhen<T>(topic: string, accept: (payload: Buffer) => T | undefined, what: string, timeoutMs = 45_000): Promise<T> {
   const started = Date.now();
-  while (!(await check())) {
-    if (Date.now() - started > timeoutMs) throw new Error(`${what}: not within ${timeoutMs} ms`);
+  for (;;) {
+    const payload = await retained(topic);
+    const value = payload === null ? undefined : accept(payload);
+    if (value !== undefined) return value;
+    if (Date.now() - started > timeoutMs) throw new Error(`${what}: not within ${timeoutMs} ms (last seen: ${payload?.toString() ?? 'nothing retained'})`);
     await sleep(200);
   }
 }
 
-const tmp = tempDir('door-agent-service-mqtt-');
-afterAll(tmp.cleanup);
-
-/** What the broker holds retained on `topic` (null: nothing), as a new subscriber sees it. */
-async function retained(url: string, topic: string): Promise<Record<string, unknown> | null> {
-  const client = await mqtt.connectAsync(url);
-  const got = new Promise<string | null>((resolve) => {
-    client.on('message', (_t, payload) => resolve(payload.toString()));
-    setTimeout(() => resolve(null), 1000);
-  });
-  await client.subscribeAsync(topic);
-  const text = await got;
-  await client.endAsync();
-  return text ? (JSON.parse(text) as Record<string, unknown>) : null;
+/** A guest-link message as a door reads it (authenticated with the secret when signed); throws on a refusal. */
+function linkMessage(id: string, payload: Buffer, secret: string | null = SECRET): GuestLinkMessage {
+  const parsed = parseGuestLinkMessage(id, payload, secret);
+  if (isRefusal(parsed)) throw new Error(`guest link ${id} refused: ${parsed.refused} (${payload.toString()})`);
+  return parsed;
 }
 
-describe("the service's guest-link messages on the broker", () => {
-  const broker = new Mosquitto(join(tmp.path, 'broker'), undefined, true); // retained messages survive its restart
-  afterAll(() => broker.stop());
-  const link = {
-    magic_link_id: '7',
-    magic_token: 'GuestToken-0123456789abcdef',
-    name: 'Visitor',
-    email_list: ['g@example.org'],
-    resource_id_list: [12],
-    start_time: '2024-01-01 00:00:00',
-    end_time: null,
-  } as unknown as StoredLink;
+/** The signed index as a door reads it: its ids and issued_at; throws on a refusal (a bad signature included). */
+function indexMessage(payload: Buffer, secret: string | null = SECRET): { ids: string[]; issuedAt: number } {
+  const parsed = parseGuestLinkIndex(payload, secret);
+  if (isRetainedRefusal(parsed) || parsed.kind !== 'set') throw new Error(`guest-link index refused: ${payload.toString()}`);
+  return { ids: parsed.body.ids, issuedAt: parsed.issuedAt ?? 0 };
+}
 
-  it('a revocation made while the broker was away reaches it on reconnect (the signed link is not left retained)', async () => {
-    await broker.start();
-    writeFileSync(join(tmp.path, 'secret'), 'a-command-secret-of-at-least-32-bytes\n');
-    let live: StoredLink[] = [link];
-    let revoked: string[] = [];
-    const options = {
-      url: broker.url,
-      topicPrefix: 'da',
-      commandSecretFile: join(tmp.path, 'secret'),
-      commandMaxAgeSeconds: 30,
-      maxGuestLinks: 500,
-      keepaliveSeconds: 5,
-      protocolVersion: 5 as const,
-      homeAssistant: { discovery: false, prefix: 'ha' },
-    };
-    const service = new ServiceMqtt(
-      options as never,
-      {},
-      pino({ level: 'silent' }),
-      () => live,
-      () => revoked,
-    );
+const live =
+  (id: string, after = 0) =>
+  (payload: Buffer) => {
+    const m = linkMessage(id, payload);
+    return m.kind === 'link' && (m.issuedAt ?? 0) > after ? m : undefined;
+  };
+const revoked =
+  (id: string, after = 0) =>
+  (payload: Buffer) => {
+    const m = linkMessage(id, payload);
+    return m.kind === 'revoke' && (m.issuedAt ?? 0) > after ? m : undefined;
+  };
+const indexListing = (ids: string[]) => (payload: Buffer) => {
+  const index = indexMessage(payload);
+  return JSON.stringify(index.ids) === JSON.stringify(ids) ? index : undefined;
+};
+
+/** A lockdown message as a door reads it (unsigned when `secret` is null). */
+function lockdownMessage(scope: LockdownScope, payload: Buffer, secret: string | null = SECRET) {
+  const parsed = parseLockdownMessage(scope, payload, secret);
+  if (isRetainedRefusal(parsed) || parsed.kind !== 'set') throw new Error(`lockdown refused: ${payload.toString()}`);
+  return parsed;
+}
+
+/** Every message published on `filter` from now on (not the retained ones a subscriber is first given), in order. */
+async function watch(filter: string, clientOptions: mqtt.IClientOptions = {}) {
+  const client = await mqtt.connectAsync(broker.url, Object.assign({ reconnectPeriod: 500 }, clientOptions));
+  const seen: Array<{ topic: string; payload: Buffer }> = [];
+  client.on('message', (topic, payload, packet) => {
+    if (!packet.retain) seen.push({ topic, payload });
+  });
+  await client.subscribeAsync(filter, { qos: 1 });
+  return { seen, close: () => client.endAsync(true).catch(() => undefined) };
+}
+
+const queueEmpty = (db: SqlDb) => waitUntil(async () => (await owed(db)).length === 0, 30_000, 'the publish queue emptied');
+const DOOR: LockdownScope = { kind: 'door', uuid: DOOR_UUID };
+const LOBBY: LockdownScope = { kind: 'agent', id: 'lobby' };
+
+describe("the service's guest links on the broker, signed", () => {
+  it('a revocation made while the broker is away stays owed, reaches it on reconnect after the lockdown owed before it, and the queue empties', async () => {
+    const db = await newDb('away');
+    const p = await serviceProcess(db, { prefix: 'da', signed: true });
+    let door: Awaited<ReturnType<typeof watch>> | undefined;
     try {
-      await eventually(async () => (await retained(broker.url, 'da/guest-links/7'))?.magic_token === link.magic_token, 10_000, 'the link retained');
-      const published = (await retained(broker.url, 'da/guest-links/7'))!;
+      const { id, token } = await createLink(p, 'Visitor', ['visitor@example.org']);
+      const link = await retainedWhen(`da/guest-links/${id}`, live(id), 'the link retained');
+      expect(link.kind === 'link' && link.link.magic_token).toBe(token);
       // The signed index of the live links (the doors' reconcile path in signed mode), after the link itself.
-      await eventually(async () => JSON.stringify((await retained(broker.url, 'da/guest-link-index'))?.ids) === '["7"]', 10_000, 'the index retained');
-      expect((await retained(broker.url, 'da/guest-link-index'))!.signature).toEqual(expect.any(String));
+      await retainedWhen('da/guest-link-index', indexListing([id]), 'the index retained');
+      await queueEmpty(db);
+      // A door with a session the broker keeps while it is away: it gets what was published meanwhile, in order.
+      door = await watch('da/#', { clean: false, clientId: 'door-da' });
       await broker.stop(); // the service loses the broker
-      live = [];
-      revoked = ['7']; // the guest is removed meanwhile: the service records the revocation
-      service.revokeGuestLink('7');
+      // Meanwhile the door is locked down, then the guest removed: the link is revoked.
+      await p.call('POST', '/lockdown', { active: true, uuid: DOOR_UUID, reason: 'drill' });
+      await removeUser(p, 'visitor@example.org');
+      await sleep(2000);
+      // Nothing acknowledged them: both stay owed, in the order they were made.
+      const waiting = await owed(db);
+      expect(waiting.indexOf(`link:${id}`)).toBeGreaterThan(waiting.indexOf(`lockdown:door:${DOOR_UUID}`));
+      expect(waiting.indexOf(`lockdown:door:${DOOR_UUID}`)).toBeGreaterThanOrEqual(0);
       await broker.start();
-      await eventually(async () => (await retained(broker.url, 'da/guest-links/7'))?.revoked === true, 15_000, 'the tombstone retained after the reconnect');
-      const tombstone = (await retained(broker.url, 'da/guest-links/7'))!;
+      const tombstone = await retainedWhen(`da/guest-links/${id}`, revoked(id), 'the tombstone retained after the reconnect');
       // Strictly newer than the link, even within the same second: a replay of the link is stale at every door.
-      expect(tombstone.issued_at as number).toBeGreaterThan(published.issued_at as number);
-      expect(tombstone.signature).toEqual(expect.any(String));
-      await eventually(
-        async () => JSON.stringify((await retained(broker.url, 'da/guest-link-index'))?.ids) === '[]',
-        10_000,
-        'the index without the revoked link',
-      );
+      expect(tombstone.issuedAt!).toBeGreaterThan(link.issuedAt!);
+      await retainedWhen('da/guest-link-index', indexListing([]), 'the index without the revoked link');
+      expect(lockdownMessage(DOOR, (await retained(`da/doors/${DOOR_UUID}/lockdown`))!).body.lockdown).toBe(true);
+      await queueEmpty(db);
+      // The door saw the lockdown before the revocation, as they were made.
+      const d = door;
+      await waitUntil(() => d.seen.some((m) => m.topic === `da/guest-links/${id}`), 30_000, 'the door got the revocation');
+      const topics = d.seen.map((m) => m.topic);
+      expect(topics.indexOf(`da/doors/${DOOR_UUID}/lockdown`)).toBeGreaterThanOrEqual(0);
+      expect(topics.indexOf(`da/doors/${DOOR_UUID}/lockdown`)).toBeLessThan(topics.indexOf(`da/guest-links/${id}`));
     } finally {
-      await service.close();
+      await door?.close();
+      await p.close();
+      await db.close();
     }
-  }, 40_000);
+  }, 120_000);
+
+  it('a row is deleted only once the broker acknowledged it: a frozen broker leaves it owed, and it goes when the broker answers', async () => {
+    const db = await newDb('frozen');
+    const p = await serviceProcess(db, { prefix: 'dz', signed: true });
+    try {
+      const { id } = await createLink(p, 'Visitor', ['visitor@example.org']);
+      await retainedWhen(`dz/guest-links/${id}`, live(id), 'the link retained');
+      await queueEmpty(db);
+      broker.freeze(); // the connection stays open; nothing answers
+      try {
+        await p.call('POST', '/lockdown', { active: true, agent_id: 'lobby' });
+        await sleep(3000);
+        expect(await owed(db)).toContain('lockdown:agent:lobby');
+      } finally {
+        broker.thaw();
+      }
+      await retainedWhen('dz/agents/lobby/lockdown', (b) => (lockdownMessage(LOBBY, b).body.lockdown ? true : undefined), 'the lockdown retained');
+      await queueEmpty(db);
+    } finally {
+      await p.close();
+      await db.close();
+    }
+  }, 120_000);
 
   it('refuses a command secret shorter than 32 bytes: exit 78 naming the file, never the secret', () => {
     const file = join(tmp.path, 'short-secret');
     writeFileSync(file, 'a-command-secret\n');
-    const options = {
-      url: broker.url,
-      topicPrefix: 'dd',
-      commandSecretFile: file,
-      commandMaxAgeSeconds: 30,
-      maxGuestLinks: 500,
-      keepaliveSeconds: 5,
-      protocolVersion: 5 as const,
-      homeAssistant: { discovery: false, prefix: 'ha' },
-    };
     let error: DoorAgentError | undefined;
     try {
-      new ServiceMqtt(
-        options as never,
-        {},
-        pino({ level: 'silent' }),
-        () => [],
-        () => [],
-      );
+      new ServiceMqtt(Object.assign(mqttOptions('dd', false), { commandSecretFile: file }), {}, log);
     } catch (err) {
       error = err as DoorAgentError;
     }
@@ -126,74 +343,266 @@ describe("the service's guest-link messages on the broker", () => {
     );
   });
 
-  it('an update and a revocation within one second carry increasing issued_at', async () => {
-    await broker.start();
-    const seen: number[] = [];
-    const watcher = await mqtt.connectAsync(broker.url);
-    watcher.on('message', (_t, payload) => payload.length > 0 && seen.push((JSON.parse(payload.toString()) as { issued_at: number }).issued_at));
-    await watcher.subscribeAsync('db/guest-links/9');
-    writeFileSync(join(tmp.path, 'secret'), 'a-command-secret-of-at-least-32-bytes\n');
-    const options = {
-      url: broker.url,
-      topicPrefix: 'db',
-      commandSecretFile: join(tmp.path, 'secret'),
-      commandMaxAgeSeconds: 30,
-      maxGuestLinks: 500,
-      keepaliveSeconds: 5,
-      protocolVersion: 5 as const,
-      homeAssistant: { discovery: false, prefix: 'ha' },
-    };
-    const service = new ServiceMqtt(
-      options as never,
-      {},
-      pino({ level: 'silent' }),
-      () => [],
-      () => [],
-    );
+  it('a link, its update and its revocation within one second carry increasing issued_at', async () => {
+    const db = await newDb('second');
+    // The publisher's clock stands still: every message is issued "in the same second".
+    const now = Date.now();
+    const p = await serviceProcess(db, { prefix: 'db', signed: true, clock: { wallNow: () => now, monoNow: () => performance.now() } });
+    const watcher = await watch('db/guest-links/+');
     try {
-      await sleep(1000);
-      const nine = { ...link, magic_link_id: '9' } as unknown as StoredLink;
-      service.publishGuestLink(nine);
-      service.publishGuestLink({ ...nine, email_list: [] } as unknown as StoredLink);
-      service.revokeGuestLink('9');
-      await waitUntil(() => seen.length === 3, 5000, 'three messages');
-      expect(seen[1]!).toBeGreaterThan(seen[0]!);
-      expect(seen[2]!).toBeGreaterThan(seen[1]!);
+      await queueEmpty(db);
+      const { id } = await createLink(p, 'Visitors', ['one@example.org', 'two@example.org']);
+      const messages = () => watcher.seen.filter((m) => m.topic === `db/guest-links/${id}`).map((m) => linkMessage(id, m.payload));
+      await waitUntil(() => messages().length === 1, 15_000, 'the link');
+      await removeUser(p, 'one@example.org'); // the link changes: one guest left
+      await waitUntil(() => messages().length === 2, 15_000, 'the updated link');
+      await removeUser(p, 'two@example.org'); // nobody left: revoked
+      await waitUntil(() => messages().length === 3, 15_000, 'the revocation');
+      const [first, second, third] = messages();
+      expect(second!.kind === 'link' && second!.link.email_list).toEqual(['two@example.org']);
+      expect(third!.kind).toBe('revoke');
+      expect(second!.issuedAt!).toBeGreaterThan(first!.issuedAt!);
+      expect(third!.issuedAt!).toBeGreaterThan(second!.issuedAt!);
     } finally {
-      await service.close();
-      await watcher.endAsync();
+      await watcher.close();
+      await p.close();
+      await db.close();
     }
   });
 
-  it('signs every live link and revocation again on its own schedule (daily), so doors keep them within guestLinkMaxAgeSeconds', async () => {
-    await broker.start();
-    writeFileSync(join(tmp.path, 'secret'), 'a-command-secret-of-at-least-32-bytes\n');
-    const options = {
-      url: broker.url,
-      topicPrefix: 'dc',
-      commandSecretFile: join(tmp.path, 'secret'),
-      commandMaxAgeSeconds: 30,
-      maxGuestLinks: 500,
-      keepaliveSeconds: 5,
-      protocolVersion: 5 as const,
-      homeAssistant: { discovery: false, prefix: 'ha' },
-    };
-    const service = new ServiceMqtt(
-      options as never,
-      {},
-      pino({ level: 'silent' }),
-      () => [link],
-      () => ['8'],
-      400,
-    );
+  it('changes in quick succession: each index comes after the links it lists, and the last one retained lists the live links', async () => {
+    const db = await newDb('burst');
+    const p = await serviceProcess(db, { prefix: 'de', signed: true });
+    const watcher = await watch('de/#');
     try {
-      await eventually(async () => (await retained(broker.url, 'dc/guest-links/7')) !== null, 10_000, 'the link retained');
-      const first = (await retained(broker.url, 'dc/guest-links/7'))!.issued_at as number;
-      const firstTombstone = (await retained(broker.url, 'dc/guest-links/8'))!.issued_at as number;
-      await eventually(async () => ((await retained(broker.url, 'dc/guest-links/7'))!.issued_at as number) > first, 10_000, 'the link signed again');
-      expect((await retained(broker.url, 'dc/guest-links/8'))!.issued_at as number).toBeGreaterThan(firstTombstone);
+      await queueEmpty(db);
+      // Four links at once, then one of them revoked at once.
+      const links = await Promise.all([1, 2, 3, 4].map((n) => createLink(p, `Visitor ${n}`, [`guest${n}@example.org`])));
+      await removeUser(p, 'guest2@example.org');
+      const expected = links.map((l) => l.id).filter((id) => id !== links[1]!.id);
+      expected.sort((a, b) => Number(a) - Number(b));
+      await retainedWhen('de/guest-link-index', indexListing(expected), 'the index of the live links');
+      await queueEmpty(db);
+      await sleep(1000); // anything still on its way to the watcher
+      // Replayed as a door applies them: no index ever drops a link the door holds that stays live.
+      const held = new Set<string>();
+      let last: string[] | null = null;
+      for (const m of watcher.seen) {
+        if (m.topic === 'de/guest-link-index') {
+          last = indexMessage(m.payload).ids;
+          for (const id of held) if (expected.includes(id)) expect(last, `index ${JSON.stringify(last)} drops live link ${id}`).toContain(id);
+          continue;
+        }
+        const id = /^de\/guest-links\/(.+)$/.exec(m.topic)?.[1];
+        if (id === undefined) continue;
+        if (linkMessage(id, m.payload).kind === 'link') held.add(id);
+        else held.delete(id);
+      }
+      expect(last).toEqual(expected);
+      expect([...held].sort((a, b) => Number(a) - Number(b))).toEqual(expected);
     } finally {
-      await service.close();
+      await watcher.close();
+      await p.close();
+      await db.close();
     }
-  });
+  }, 60_000);
+
+  it('signs every live link and revocation again on its own schedule (daily), so doors keep them within guestLinkMaxAgeSeconds', async () => {
+    const db = await newDb('resign');
+    const p = await serviceProcess(db, { prefix: 'dc', signed: true, resignIntervalMs: 1000 });
+    try {
+      const kept = await createLink(p, 'Kept', ['kept@example.org']);
+      const gone = await createLink(p, 'Gone', ['gone@example.org']);
+      await removeUser(p, 'gone@example.org');
+      await retainedWhen(`dc/guest-links/${gone.id}`, revoked(gone.id), 'the tombstone retained');
+      await queueEmpty(db);
+      // Nothing is owed now: what comes next is the schedule's doing.
+      const first = await retainedWhen(`dc/guest-links/${kept.id}`, live(kept.id), 'the link retained');
+      const firstTombstone = await retainedWhen(`dc/guest-links/${gone.id}`, revoked(gone.id), 'the tombstone retained');
+      await retainedWhen(`dc/guest-links/${kept.id}`, live(kept.id, first.issuedAt!), 'the link signed again');
+      await retainedWhen(`dc/guest-links/${gone.id}`, revoked(gone.id, firstTombstone.issuedAt!), 'the tombstone signed again');
+    } finally {
+      await p.close();
+      await db.close();
+    }
+  }, 60_000);
+});
+
+describe('what the service sends again when it connects to the broker', () => {
+  for (const signed of [false, true]) {
+    it(signed
+      ? 'signed: every stored lockdown, active or ended, newly issued'
+      : 'unsigned: only an active lockdown, so an ended one never lifts a lockdown started on the broker since', async () => {
+      const prefix = signed ? 'rs' : 'ru';
+      const secret = signed ? SECRET : null;
+      const db = await newDb(prefix);
+      const p = await serviceProcess(db, { prefix, signed });
+      const doorTopic = `${prefix}/doors/${DOOR_UUID}/lockdown`;
+      const lobbyTopic = `${prefix}/agents/lobby/lockdown`;
+      try {
+        await p.call('POST', '/lockdown', { active: true, uuid: DOOR_UUID });
+        await p.call('POST', '/lockdown', { active: true, agent_id: 'lobby' });
+        await p.call('POST', '/lockdown', { active: false, agent_id: 'lobby' });
+        const doorBefore = await retainedWhen(doorTopic, (b) => lockdownMessage(DOOR, b, secret), 'the door lockdown retained');
+        const lobbyBefore = await retainedWhen(
+          lobbyTopic,
+          (b) => (lockdownMessage(LOBBY, b, secret).body.lockdown ? undefined : lockdownMessage(LOBBY, b, secret)),
+          'the lobby lockdown ended',
+        );
+        await queueEmpty(db);
+        // The broker loses the door's message; unsigned, Home Assistant locks the lobby down on the broker.
+        const other = await mqtt.connectAsync(broker.url);
+        await other.publishAsync(doorTopic, '', { qos: 1, retain: true });
+        if (signed) await other.publishAsync(lobbyTopic, '', { qos: 1, retain: true });
+        else await other.publishAsync(lobbyTopic, JSON.stringify({ lockdown: true, by: 'home-assistant' }), { qos: 1, retain: true });
+        await other.endAsync();
+        await broker.stop();
+        await broker.start();
+        const door = await retainedWhen(doorTopic, (b) => lockdownMessage(DOOR, b, secret), 'the door lockdown sent again');
+        expect(door.body.lockdown).toBe(true);
+        if (signed) {
+          expect(door.issuedAt!).toBeGreaterThan(doorBefore.issuedAt!);
+          const lobby = await retainedWhen(lobbyTopic, (b) => lockdownMessage(LOBBY, b, secret), 'the ended lobby lockdown sent again');
+          expect(lobby.body.lockdown).toBe(false);
+          expect(lobby.issuedAt!).toBeGreaterThan(lobbyBefore.issuedAt!);
+        } else {
+          await queueEmpty(db);
+          expect(JSON.parse(String(await retained(lobbyTopic)))).toEqual({ lockdown: true, by: 'home-assistant' });
+        }
+      } finally {
+        await p.close();
+        await db.close();
+      }
+    }, 120_000);
+  }
+});
+
+describe('one publisher among the service processes', () => {
+  it('a process that does not hold the publisher lock sends nothing and leaves the rows; once it holds it, it sends them and everything', async () => {
+    const db = await newDb('follower');
+    // The lock is held elsewhere: on PostgreSQL by another process's real lock, which it lets go later.
+    let holder: AdvisoryLockLeadership | undefined;
+    let leadership: Leadership;
+    if (db.engine === 'postgres') {
+      holder = new AdvisoryLockLeadership((db as PostgresDb).connection, log, 200);
+      await holder.start();
+      expect(holder.leading).toBe(true);
+      leadership = new AdvisoryLockLeadership((db as PostgresDb).connection, log, 200);
+      await (leadership as AdvisoryLockLeadership).start();
+    } else leadership = new HeldElsewhere();
+    expect(leadership.leading).toBe(false);
+    const p = await serviceProcess(db, { prefix: 'df', signed: true, leadership, holidays: ['2026-12-25'] });
+    try {
+      const { id } = await createLink(p, 'Visitor', ['visitor@example.org']);
+      await p.call('POST', '/lockdown', { active: true, agent_id: 'lobby' });
+      await waitUntil(() => p.mqtt.connected, 15_000, 'connected to the broker');
+      await sleep(3000);
+      expect(await retained('df/#')).toBeNull();
+      const waiting = await owed(db);
+      expect(waiting).toContain(`link:${id}`);
+      expect(waiting).toContain('lockdown:agent:lobby');
+      // The other process lets the lock go (stops): this one takes over.
+      if (holder) await holder.close();
+      else (leadership as HeldElsewhere).release();
+      await retainedWhen(`df/guest-links/${id}`, live(id), 'the link sent by the new publisher');
+      await retainedWhen('df/guest-link-index', indexListing([id]), 'the index');
+      await retainedWhen('df/agents/lobby/lockdown', (b) => (lockdownMessage(LOBBY, b).body.lockdown ? true : undefined), 'the lockdown');
+      // Never owed by a change: sent as part of everything.
+      const holidays = await retainedWhen(
+        'df/holidays',
+        (b) => {
+          const parsed = parseHolidaysMessage(b, SECRET);
+          return isRetainedRefusal(parsed) || parsed.kind !== 'set' ? undefined : parsed.body.dates;
+        },
+        'the holidays',
+      );
+      expect(holidays).toEqual(['2026-12-25']);
+      expect(await retained('df/directory/revision')).not.toBeNull();
+      await queueEmpty(db);
+    } finally {
+      await p.close();
+      await holder?.close();
+      await db.close();
+    }
+  }, 60_000);
+
+  it("a link's issued_at keeps increasing when another process takes over, even one whose clock is behind", async () => {
+    const db = await newDb('takeover');
+    const watcher = await watch('dt/#');
+    let first: ServiceProcess | undefined;
+    let second: ServiceProcess | undefined;
+    try {
+      first = await serviceProcess(db, { prefix: 'dt', signed: true });
+      const { id } = await createLink(first, 'Visitor', ['visitor@example.org']);
+      await first.call('POST', '/lockdown', { active: true, agent_id: 'lobby' });
+      const before = await retainedWhen(`dt/guest-links/${id}`, live(id), 'the link from the first publisher');
+      await retainedWhen('dt/guest-link-index', indexListing([id]), 'the index from the first publisher');
+      await queueEmpty(db);
+      await first.close();
+      first = undefined;
+      // The next publisher's clock is an hour behind: what it sends must still be newer than what the doors hold.
+      second = await serviceProcess(db, { prefix: 'dt', signed: true, clock: { wallNow: () => Date.now() - 3600_000, monoNow: () => performance.now() } });
+      const after = await retainedWhen(`dt/guest-links/${id}`, live(id, before.issuedAt!), 'the link from the second publisher');
+      expect(after.issuedAt!).toBeGreaterThan(before.issuedAt!);
+      await queueEmpty(db);
+      await sleep(1000);
+      // A door watching all along never saw an older issued_at on any topic.
+      const last = new Map<string, number>();
+      for (const m of watcher.seen) {
+        if (m.payload.length === 0 || m.topic.endsWith('/directory/revision')) continue;
+        const issuedAt = (JSON.parse(m.payload.toString()) as { issued_at?: number }).issued_at ?? 0;
+        expect(issuedAt, m.topic).toBeGreaterThanOrEqual(last.get(m.topic) ?? 0);
+        last.set(m.topic, issuedAt);
+      }
+      expect(last.size).toBeGreaterThanOrEqual(3); // the link, the index, the lockdown
+    } finally {
+      await watcher.close();
+      await first?.close();
+      await second?.close();
+      await db.close();
+    }
+  }, 60_000);
+});
+
+describe.runIf(ENGINE === 'postgres')('the publish queue on PostgreSQL, where ids are not handed out in commit order', () => {
+  it('a change that commits while the publisher sends a later row is still sent (its row is not deleted with the later one)', async () => {
+    const db = await newDb('commitorder');
+    const p = await serviceProcess(db, { prefix: 'dq', signed: true });
+    const watcher = await watch('dq/guest-links/+');
+    try {
+      // Enough live links that sending everything takes a while.
+      const links: string[] = [];
+      for (let n = 0; n < 30; n++) links.push((await createLink(p, `Visitor ${n}`, [`guest${n}@example.org`])).id);
+      await queueEmpty(db);
+      const victim = links[0]!;
+      let release!: () => void;
+      const gate = new Promise<void>((resolve) => {
+        release = resolve;
+      });
+      let owedInside!: () => void;
+      const rowTaken = new Promise<void>((resolve) => {
+        owedInside = resolve;
+      });
+      // A revocation whose transaction takes its queue row first and commits late (another process, a slow request).
+      const revocation = db.transaction(async () => {
+        await db.run('DELETE FROM guest_links WHERE magic_link_id = ?', [Number(victim)]);
+        await db.run('INSERT INTO revoked_guest_links (magic_link_id, revoked_at) VALUES (?, ?)', [Number(victim), Date.now()]);
+        await p.queue.owe('link', victim);
+        owedInside();
+        await gate;
+      });
+      await rowTaken;
+      const seenBefore = watcher.seen.length;
+      await p.queue.owe('all'); // a later row, committed at once: the publisher starts sending everything
+      await waitUntil(() => watcher.seen.length > seenBefore, 15_000, 'the publisher sending everything');
+      release(); // the revocation commits while everything is being sent
+      await revocation;
+      await retainedWhen(`dq/guest-links/${victim}`, revoked(victim), 'the revocation sent', 20_000);
+      await queueEmpty(db);
+    } finally {
+      await watcher.close();
+      await p.close();
+      await db.close();
+    }
+  }, 120_000);
 });

@@ -5,12 +5,15 @@ import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { MASKED_PIN, userDetailSchema } from '../../src/api/shapes.js';
 import { ApiKeys, type KeyKind } from '../../src/service/apiKeys.js';
-import { openServiceDatabase, type ServiceDb } from '../../src/service/database.js';
+import { openServiceDatabase } from '../../src/service/database.js';
 import { SERVICE_MIGRATIONS } from '../../src/service/migrations.js';
 import { startService, type RunningService } from '../../src/service/root.js';
+import type { SqlDb } from '../../src/service/sql/sqlDb.js';
+import { SqliteDb } from '../../src/service/sql/sqliteDb.js';
 import { systemClock } from '../../src/util/clock.js';
 import { DOOR_UUID, runCli, runCliAsync, tempDir, writeConfig } from '../support/cli.js';
 import { testService } from '../support/serviceApp.js';
+import { ENGINE, newServiceDb } from '../support/serviceDb.js';
 
 // Issue 32 item 16: who may read PINs. PINs are smartcard entries labelled as a PIN (server.pinLabels); with the
 // card they are both factors of a card_and_pin door, so only ADMIN/SUPER keys and DOOR keys (door controllers)
@@ -28,7 +31,7 @@ const CARDS = [
   { number: '7777777', label: null },
 ];
 
-let db: ServiceDb;
+let db: SqlDb;
 let app: ReturnType<typeof testService>;
 const keys = {} as Record<KeyKind, string>;
 let aliceId: number;
@@ -36,8 +39,8 @@ let aliceId: number;
 const get = (path: string, kind: KeyKind) => app.inject({ method: 'GET', url: path, headers: { authorization: `Bearer ${keys[kind]}` } });
 
 beforeAll(async () => {
-  db = openServiceDatabase(join(tmp.path, 'service.db'));
-  for (const kind of KINDS) keys[kind] = new ApiKeys(db).create(kind, 0, Date.now());
+  ({ db } = await newServiceDb(tmp.path));
+  for (const kind of KINDS) keys[kind] = await new ApiKeys(db).create(kind, 0, Date.now());
   app = testService(db, { pinLabels: ['PIN', 'Pin code'] });
   await app.ready();
   const invited = await app.inject({
@@ -51,7 +54,7 @@ beforeAll(async () => {
 });
 afterAll(async () => {
   await app.close();
-  db.close();
+  await db.close();
 });
 
 const masked = CARDS.map((c) => (c.label !== null && ['pin', 'pin code'].includes(c.label.trim().toLowerCase()) ? { ...c, number: MASKED_PIN } : c));
@@ -91,6 +94,12 @@ describe('PIN values by key kind', () => {
 });
 
 describe('a DOOR key only reads', () => {
+  const counts = () =>
+    db.get(
+      `SELECT (SELECT count(*) FROM users) AS users, (SELECT sum(suspended) FROM users) AS suspended, (SELECT count(*) FROM smartcards) AS cards,
+         (SELECT count(*) FROM groups) AS groups, (SELECT count(*) FROM guest_links) AS links`,
+    );
+
   it.each([
     ['PUT', '/togglesuspension', { email_id: 1 }],
     ['PUT', '/modifysmartcard', { email_id: 1, smartcards: [{ number: '1', label: 'PIN' }] }],
@@ -102,12 +111,7 @@ describe('a DOOR key only reads', () => {
     ['POST', '/setlockstatus', { uuid: DOOR_UUID, lock_state: false }],
     ['POST', '/lockdown', { active: true, uuid: DOOR_UUID }],
   ] as const)('%s %s: 403, nothing changed', async (method, url, payload) => {
-    const before = db
-      .prepare(
-        'SELECT (SELECT count(*) FROM users), (SELECT sum(suspended) FROM users), (SELECT count(*) FROM smartcards), (SELECT count(*) FROM groups), (SELECT count(*) FROM guest_links)',
-      )
-      .raw()
-      .get();
+    const before = await counts();
     for (const inBody of [false, true]) {
       const answer = await app.inject({
         method,
@@ -119,19 +123,13 @@ describe('a DOOR key only reads', () => {
       expect(answer.statusCode, answer.body).toBe(403);
       expect(answer.json().error).toMatch(/DOOR key only reads|rank ADMIN/);
     }
-    expect(
-      db
-        .prepare(
-          'SELECT (SELECT count(*) FROM users), (SELECT sum(suspended) FROM users), (SELECT count(*) FROM smartcards), (SELECT count(*) FROM groups), (SELECT count(*) FROM guest_links)',
-        )
-        .raw()
-        .get(),
-    ).toEqual(before);
+    expect(await counts()).toEqual(before);
   });
 });
 
 describe('DOOR keys: created by the CLI, kept across the schema upgrade, and what an agent needs', () => {
-  it('service key create --rank DOOR; a database of the schema before keeps its keys', () => {
+  // About the SQLite file and its schema upgrade: SQLite only.
+  it.runIf(ENGINE === 'sqlite')('service key create --rank DOOR; a database of the schema before keeps its keys', async () => {
     // A service.db of the schema before DOOR keys, with an ADMIN key in it.
     const oldFile = join(tmp.path, 'old', 'service.db');
     mkdirSync(join(tmp.path, 'old'));
@@ -140,18 +138,19 @@ describe('DOOR keys: created by the CLI, kept across the schema upgrade, and wha
     for (const sql of SERVICE_MIGRATIONS.slice(0, doorKeys)) old.exec(sql);
     old.pragma(`user_version = ${doorKeys}`);
     old.pragma('journal_mode = WAL');
-    const oldKey = new ApiKeys(old).create('ADMIN', 0, Date.now());
-    expect(() => new ApiKeys(old).create('DOOR', 0, Date.now())).toThrow(/CHECK/);
+    const oldKeys = new ApiKeys(new SqliteDb(old));
+    const oldKey = await oldKeys.create('ADMIN', 0, Date.now());
+    await expect(oldKeys.create('DOOR', 0, Date.now())).rejects.toThrow(/CHECK/);
     old.close();
     const config = join(tmp.path, 'old', 'service.yaml');
     writeFileSync(config, `server: { dataDir: ${join(tmp.path, 'old')} }\n`);
     const created = runCli(['service', 'key', 'create', '--rank', 'DOOR', '--config', config]);
     expect(created.status, created.stderr).toBe(0);
     expect(created.stderr).toContain('created a DOOR API key');
-    const reopened = openServiceDatabase(oldFile);
-    expect(new ApiKeys(reopened).verify(created.stdout.trim(), Date.now())).toBe('DOOR');
-    expect(new ApiKeys(reopened).verify(oldKey, Date.now())).toBe('ADMIN');
-    reopened.close();
+    const reopened = new SqliteDb(openServiceDatabase(oldFile));
+    expect(await new ApiKeys(reopened).verify(created.stdout.trim(), Date.now())).toBe('DOOR');
+    expect(await new ApiKeys(reopened).verify(oldKey, Date.now())).toBe('ADMIN');
+    await reopened.close();
     expect(runCli(['service', 'key', 'create', '--rank', 'GATE', '--config', config]).stderr).toContain('REGULAR, ADMIN, SUPER, DOOR');
   });
 
@@ -170,7 +169,7 @@ describe('DOOR keys: created by the CLI, kept across the schema upgrade, and wha
       { clock: systemClock, logger: pino({ level: 'silent' }), env: {} },
     );
     try {
-      const admin = new ApiKeys(service.db).create('ADMIN', 0, Date.now());
+      const admin = await new ApiKeys(service.db).create('ADMIN', 0, Date.now());
       const call = (method: string, path: string, body: unknown) =>
         fetch(`${service.url}${path}`, {
           method,
@@ -190,22 +189,22 @@ describe('DOOR keys: created by the CLI, kept across the schema upgrade, and wha
         })
       ).json()) as { add_ids: number[] };
       expect((await call('POST', '/groups', { type: 'users', name: 'Staff', add_ids: invited.add_ids })).status).toBe(200);
-      const agent = (kind: KeyKind) => {
+      const agent = async (kind: KeyKind) => {
         const dir = join(tmp.path, `agent-${kind}`);
         mkdirSync(dir);
-        writeFileSync(join(dir, 'api-key'), `${new ApiKeys(service.db).create(kind, 0, Date.now())}\n`);
+        writeFileSync(join(dir, 'api-key'), `${await new ApiKeys(service.db).create(kind, 0, Date.now())}\n`);
         return writeConfig(dir, {
           id: 'pins',
           access: '{ groups: [Staff] }',
           extra: `service: { baseUrl: "${service.url}", apiKeyFile: ${dir}/api-key, startDelaySeconds: 0 }`,
         });
       };
-      const door = agent('DOOR');
+      const door = await agent('DOOR');
       const synced = await runCliAsync(['sync', '--config', door]);
       expect(synced.status, synced.stderr).toBe(0);
       expect(JSON.parse(runCli(['check', '2468', '--kind', 'pin', '--config', door]).stdout)).toMatchObject({ granted: true });
 
-      const regular = agent('REGULAR');
+      const regular = await agent('REGULAR');
       const refused = await runCliAsync(['sync', '--config', regular]);
       expect(refused.status).not.toBe(0);
       expect(refused.stderr).toContain('give the agent a DOOR key');

@@ -2,12 +2,12 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ApiKeys } from '../../src/service/apiKeys.js';
-import type { ServiceDb } from '../../src/service/database.js';
+import type { SqlDb } from '../../src/service/sql/sqlDb.js';
 import { DOOR_UUID, SECOND_DOOR_UUID, runCli, runCliAsync, tempDir, writeConfig } from '../support/cli.js';
 import { freePort } from '../support/net.js';
 import { inProcessService } from '../support/serviceApp.js';
 
-// Access levels (extension: /policies) on the reference service in this process, on a real database file.
+// Access levels (extension: /policies) on the reference service in this process, on a real database of the run's engine.
 const tmp = tempDir('door-agent-policies-');
 const RESOURCES = [
   { resourceId: 3, uuid: '11111111-1111-4111-8111-111111111103', type: 'DOOR' as const, name: 'Lobby' },
@@ -16,7 +16,7 @@ const RESOURCES = [
   { resourceId: 12, uuid: DOOR_UUID, type: 'DOOR' as const, name: 'Front door' },
   { resourceId: 40, uuid: '11111111-1111-4111-8111-111111111140', type: 'COMPUTER' as const, name: 'Kiosk' },
 ];
-let db: ServiceDb;
+let db: SqlDb;
 let app: Awaited<ReturnType<typeof inProcessService>>['app'];
 const keys = { ADMIN: '', REGULAR: '', DOOR: '' };
 let alice: number;
@@ -60,32 +60,32 @@ const clock = (minutes: number) => `${String(Math.floor(minutes / 60)).padStart(
 const directory = async (since?: number) => (await ok('GET', since === undefined ? '/directory' : `/directory?since=${since}`)) as unknown as Directory;
 
 /** Everything /policies could have changed, straight from the database. */
-const stored = () => ({
-  policies: db.prepare('SELECT * FROM policies ORDER BY policy_id').all(),
-  levels: db.prepare('SELECT * FROM policy_levels ORDER BY policy_id').all(),
-  members: db.prepare('SELECT * FROM policy_members ORDER BY policy_id, email_id').all(),
+const stored = async () => ({
+  policies: await db.all('SELECT * FROM policies ORDER BY policy_id'),
+  levels: await db.all('SELECT * FROM policy_levels ORDER BY policy_id'),
+  members: await db.all('SELECT * FROM policy_members ORDER BY policy_id, email_id'),
 });
 
 beforeAll(async () => {
   const service = await inProcessService(join(tmp.path, 'service.db'), RESOURCES);
   db = service.db;
   app = service.app;
-  keys.ADMIN = new ApiKeys(db).create('ADMIN', 0, Date.now());
-  keys.REGULAR = new ApiKeys(db).create('REGULAR', 0, Date.now());
-  keys.DOOR = new ApiKeys(db).create('DOOR', 0, Date.now());
+  keys.ADMIN = await new ApiKeys(db).create('ADMIN', 0, Date.now());
+  keys.REGULAR = await new ApiKeys(db).create('REGULAR', 0, Date.now());
+  keys.DOOR = await new ApiKeys(db).create('DOOR', 0, Date.now());
   const invited = await ok('POST', '/invites', { emails: ['alice@example.org', 'bob@example.org', 'carol@example.org'], no_email: true });
   [alice, bob, carol] = invited.add_ids as [number, number, number];
   await ok('POST', '/magiclinkadmin', { email_list: ['visitor@example.org'], resource_id_list: [12], name: 'Visitor', send_email: false });
   const link = await ok('POST', '/magiclinkadmin', { email_list: ['visitor@example.org'], resource_id_list: [12], name: 'Visitor Tuesday', send_email: false });
   guest = (link.email_ids as Record<string, number>)['visitor@example.org']!;
-  guestPolicy = db.prepare("SELECT policy_id FROM policies WHERE name = 'Visitor Tuesday'").pluck().get() as number;
+  guestPolicy = (await db.value<number>("SELECT policy_id FROM policies WHERE name = 'Visitor Tuesday'"))!;
   groundFloor = (await ok('POST', '/groups', { type: 'resources', resource_type: 'DOOR', name: 'Ground floor', add_ids: [5, 12] })).group_id as number;
   kioskGroup = (await ok('POST', '/groups', { type: 'resources', resource_type: 'COMPUTER', name: 'Kiosks', add_ids: [40] })).group_id as number;
   staffGroup = (await ok('POST', '/groups', { type: 'users', name: 'Staff', add_ids: [alice] })).group_id as number;
 });
 afterAll(async () => {
   await app.close();
-  db.close();
+  await db.close();
   tmp.cleanup();
 });
 
@@ -151,7 +151,7 @@ describe('/policies (extension: access levels)', () => {
     expect(await call('GET', `/policies?policy_id=${id}`)).toMatchObject({ status: 404 });
     expect(((await ok('GET', '/policies')).policies as Array<{ policy_id: number }>).map((p) => p.policy_id)).not.toContain(id);
     expect((await ok('GET', `/user?email_id=${bob}`)).policies).toEqual([]);
-    expect(db.prepare('SELECT count(*) FROM policy_members WHERE policy_id = ?').pluck().get(id)).toBe(0);
+    expect(await db.value('SELECT count(*) FROM policy_members WHERE policy_id = ?', [id])).toBe(0);
   });
 
   it('takes its parameters from a form or the query string too (lists and schedules as JSON text, "null" clears)', async () => {
@@ -204,7 +204,7 @@ describe('/policies (extension: access levels)', () => {
 
   it('needs an ADMIN key: REGULAR and DOOR keys get 403 on every route', async () => {
     const id = (await ok('POST', '/policies', { name: 'Ranked', resource_ids: [3] })).policy_id as number;
-    const before = stored();
+    const before = await stored();
     for (const key of [keys.REGULAR, keys.DOOR]) {
       for (const [method, url, payload] of [
         ['POST', '/policies', { name: 'Sneaky', resource_ids: [3] }],
@@ -220,7 +220,7 @@ describe('/policies (extension: access levels)', () => {
         );
       }
     }
-    expect(stored()).toEqual(before);
+    expect(await stored()).toEqual(before);
     await ok('DELETE', `/policies?policy_id=${id}`);
   });
 
@@ -346,7 +346,7 @@ describe('/policies (extension: access levels)', () => {
       ['DELETE', { policy_id: 99999 }, 404, /^no access level with policy_id 99999/],
       ['DELETE', { policy_id: guestPolicy }, 404, /^no access level with policy_id/],
     ];
-    const before = stored();
+    const before = await stored();
     const revision = (await directory()).revision;
     for (const [method, payload, status, error] of cases) {
       const r =
@@ -358,13 +358,13 @@ describe('/policies (extension: access levels)', () => {
       if (typeof error === 'string') expect(r.body.error, what).toBe(error);
       else expect(r.body.error, what).toMatch(error);
     }
-    expect(stored()).toEqual(before);
+    expect(await stored()).toEqual(before);
     expect((await directory()).revision).toBe(revision);
     // A list over the request limit: 413 naming it, before any id is looked at.
     const many = await call('POST', '/policies', { name: 'N', resource_ids: [3], email_ids: Array.from({ length: 10_001 }, (_, i) => i) });
     expect(many.status).toBe(413);
     expect(many.body.error).toMatch(/^email_ids: at most 10000 items in one request/);
-    expect(stored()).toEqual(before);
+    expect(await stored()).toEqual(before);
     await ok('DELETE', `/policies?policy_id=${taken}`);
     await ok('DELETE', `/policies?policy_id=${other}`);
   });
@@ -397,6 +397,30 @@ describe('/policies (extension: access levels)', () => {
     await ok('DELETE', `/user?email_id=${dave}`);
     expect(await ok('GET', `/policies?policy_id=${id}`)).toMatchObject({ name: 'Dave only', member_count: 0, email_ids: [] });
     await ok('DELETE', `/policies?policy_id=${id}`);
+  });
+
+  it('requests at once cannot both take a name: each check and its write are one transaction', async () => {
+    const twins = await Promise.all([
+      call('POST', '/policies', { name: 'Twin', resource_ids: [3] }),
+      call('POST', '/policies', { name: 'twin', resource_ids: [4] }),
+      call('POST', '/magiclinkadmin', { email_list: ['twin-guest@example.org'], resource_id_list: [12], name: 'TWIN', send_email: false }),
+    ]);
+    expect(
+      twins.filter((r) => r.status === 200),
+      JSON.stringify(twins),
+    ).toHaveLength(1);
+    expect(twins.filter((r) => r.status === 409)).toHaveLength(2);
+    const named = await db.all<{ policy_id: number }>("SELECT policy_id FROM policies WHERE lower(name) = 'twin'");
+    expect(named).toHaveLength(1);
+    // Two guest links at once: each its own policy and its own magic_link_id.
+    const links = await Promise.all(
+      ['a', 'b', 'c'].map((n) =>
+        ok('POST', '/magiclinkadmin', { email_list: [`twin-${n}@example.org`], resource_id_list: [12], name: `Twin link ${n}`, send_email: false }),
+      ),
+    );
+    expect(new Set(links.map((l) => l.magic_link_id)).size).toBe(3);
+    const level = (await ok('GET', '/policies')).policies as Array<{ policy_id: number; name: string }>;
+    for (const l of level.filter((p) => p.name.toLowerCase() === 'twin')) await ok('DELETE', `/policies?policy_id=${l.policy_id}`);
   });
 });
 
@@ -487,18 +511,19 @@ describe('GET /directory carries the levels and resource groups', () => {
   it('holds at most 10,000 levels, what every door takes in one answer', async () => {
     const full = await inProcessService(join(tmp.path, 'full.db'), RESOURCES);
     try {
-      full.db.transaction(() => {
-        const policy = full.db.prepare('INSERT INTO policies (name) VALUES (?)');
-        const level = full.db.prepare("INSERT INTO policy_levels (policy_id, resource_ids) VALUES (?, '[3]')");
-        for (let i = 0; i < 10_000; i++) level.run(policy.run(`Level ${i}`).lastInsertRowid);
-      })();
+      await full.db.transaction(async () => {
+        await full.db.run(
+          "WITH RECURSIVE n (i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE i < 9999) INSERT INTO policies (name) SELECT 'Level ' || i FROM n",
+        );
+        await full.db.run("INSERT INTO policy_levels (policy_id, resource_ids) SELECT policy_id, '[3]' FROM policies");
+      });
       const r = await full.app.inject({ method: 'POST', url: '/policies', headers: full.headers, payload: { name: 'One more', resource_ids: [3] } });
       expect(r.statusCode).toBe(409);
       expect(r.json()).toEqual({ error: 'there are already 10,000 access levels, the most the doors take: delete one first' });
-      expect(full.db.prepare('SELECT count(*) FROM policies').pluck().get()).toBe(10_000);
+      expect(await full.db.value('SELECT count(*) FROM policies')).toBe(10_000);
     } finally {
       await full.app.close();
-      full.db.close();
+      await full.db.close();
     }
   });
 
@@ -509,7 +534,7 @@ describe('GET /directory carries the levels and resource groups', () => {
       expect(answer).toMatchObject({ revision: 0, full: true, users: [], levels: [], resource_groups: [] });
     } finally {
       await fresh.app.close();
-      fresh.db.close();
+      await fresh.db.close();
     }
   });
 });

@@ -22,7 +22,7 @@ import { sleep, waitUntil } from '../support/wait.js';
 
 // Issue 32 item 1: a service database restored from a backup must not split the doors' timeline. The reference
 // service runs in this process on real files and a real port; the doors are the real CLI (door-agent sync, check)
-// and the daemon's sync component with its worker thread.
+// and the daemon's sync component with its worker thread. SQLite only: what is restored is the service.db file.
 const tmp = tempDir('door-agent-restore-');
 // Each test spawns the CLI a dozen times: generous on a loaded machine.
 vi.setConfig({ testTimeout: 180_000 });
@@ -94,7 +94,7 @@ class Site {
       },
       { clock: systemClock, logger, env: {} },
     );
-    if (this.key === '') this.key = new ApiKeys(this.running.db).create('ADMIN', 0, Date.now());
+    if (this.key === '') this.key = await new ApiKeys(this.running.db).create('ADMIN', 0, Date.now());
   }
 
   async stop(): Promise<void> {

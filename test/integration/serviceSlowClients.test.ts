@@ -6,10 +6,11 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseServiceConfig } from '../../src/config/load.js';
 import { ApiKeys } from '../../src/service/apiKeys.js';
 import { DEFAULT_HTTP_LIMITS, checkingIntervalMs } from '../../src/service/httpLimits.js';
-import { openServiceDatabase } from '../../src/service/database.js';
+import { openServiceSqlite } from '../../src/service/database.js';
 import { DOOR_UUID, ROOT, runCliAsync, tempDir, writeConfig } from '../support/cli.js';
 import { startServiceProcess, type ServiceProcess } from '../support/serviceProcess.js';
 import { testService } from '../support/serviceApp.js';
+import { newServiceDb } from '../support/serviceDb.js';
 import { freePort } from '../support/net.js';
 import { sleep } from '../support/wait.js';
 
@@ -43,10 +44,10 @@ beforeAll(async () => {
 `,
   );
   // Keys made here before the service opens the database (a CLI run per key costs seconds on a loaded machine).
-  const db = openServiceDatabase(join(tmp.path, 'svc', 'data', 'service.db'));
-  adminKey = new ApiKeys(db).create('ADMIN', 0, Date.now());
-  doorKey = new ApiKeys(db).create('DOOR', 0, Date.now());
-  db.close();
+  const db = openServiceSqlite(join(tmp.path, 'svc', 'data', 'service.db'));
+  adminKey = await new ApiKeys(db).create('ADMIN', 0, Date.now());
+  doorKey = await new ApiKeys(db).create('DOOR', 0, Date.now());
+  await db.close();
   service = await startServiceProcess(config);
   const call = async (path: string, body: unknown) => {
     const res = await fetch(`http://127.0.0.1:${port}${path}`, {
@@ -167,19 +168,18 @@ describe('slow clients (issue 32 item 7)', () => {
     expect(DEFAULT_HTTP_LIMITS.requestTimeoutSeconds * 1000 + checkingIntervalMs(DEFAULT_HTTP_LIMITS)).toBe(65_000);
     expect(docs).toContain('between 60 and 65 s');
 
-    const db = openServiceDatabase(join(tmp.path, 'defaults.db'));
-    new ApiKeys(db);
+    const { db } = await newServiceDb(tmp.path, 'defaults');
     const app = testService(db, { resources: [] });
     const server = app.server;
     expect([server.headersTimeout, server.requestTimeout, server.keepAliveTimeout, server.timeout, server.maxConnections]).toEqual([
       30_000, 60_000, 10_000, 61_000, 1000,
     ]);
     await app.close();
-    db.close();
+    await db.close();
   });
 
   it('connections past server.maxConnections are closed as they arrive, and the refusal is logged', async () => {
-    const db = openServiceDatabase(join(tmp.path, 'limit.db'));
+    const { db } = await newServiceDb(tmp.path, 'limit');
     const lines: string[] = [];
     const logger = pino({ level: 'warn' }, { write: (line: string) => void lines.push(line) });
     const app = testService(db, { logger, resources: [], http: { maxConnections: 16 } });
@@ -198,6 +198,6 @@ describe('slow clients (issue 32 item 7)', () => {
     expect(lines.join('')).toContain('connections refused: server.maxConnections reached');
     for (const c of clients) c.socket.destroy();
     await app.close();
-    db.close();
+    await db.close();
   });
 });

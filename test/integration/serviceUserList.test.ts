@@ -1,20 +1,25 @@
-import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import Fastify, { type FastifyInstance } from 'fastify';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { pino } from 'pino';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { z } from 'zod';
-import type { ServiceDb } from '../../src/service/database.js';
+import { ApiKeys } from '../../src/service/apiKeys.js';
 import { BadRequest, boolParam, intParam, parseParams } from '../../src/service/params.js';
+import { openPostgres } from '../../src/service/sql/openPostgres.js';
+import type { SqlDb } from '../../src/service/sql/sqlDb.js';
+import { SqliteDb } from '../../src/service/sql/sqliteDb.js';
 import { userAnswers } from '../../src/service/userList.js';
 import { UserStore } from '../../src/service/users.js';
 import { tempDir } from '../support/cli.js';
-import { inProcessService } from '../support/serviceApp.js';
+import { testService } from '../support/serviceApp.js';
+import { ENGINE, newServiceDb, type TestDbLocation } from '../support/serviceDb.js';
 
 // Issue 15 item 9: GET /multipleusers and GET /user answered from strings serialized once. The answers must be
 // the very bytes the handlers sent before (checked against those handlers, kept here verbatim as the reference),
 // and no answer may outlive a change: the GET right after any write shows it.
 const tmp = tempDir('door-agent-userlist-');
-let db: ServiceDb;
+let db: SqlDb;
+let location: TestDbLocation;
 let app: FastifyInstance;
 let reference: FastifyInstance;
 let headers: Record<string, string>;
@@ -25,14 +30,14 @@ function referenceHandlers(store: UserStore): FastifyInstance {
   ref.setErrorHandler((err: Error, _request, reply) => reply.code((err as BadRequest).status ?? 500).send({ error: err.message }));
   ref.get('/multipleusers', async (request) => {
     const p = parseParams(z.object({ email: boolParam.optional(), user_tag: z.enum(['GUEST', 'USER']).optional() }), request.query, request.body);
-    const groups = store.allGroups();
-    return store.list(p.user_tag).map((u) => store.listItem(u, p.email ?? false, groups));
+    const groups = await store.allGroups();
+    return (await store.list(p.user_tag)).map((u) => store.listItem(u, p.email ?? false, groups));
   });
   ref.get('/user', async (request) => {
     const p = parseParams(z.object({ email_id: intParam }), request.query, request.body);
-    const user = store.get(p.email_id);
+    const user = await store.get(p.email_id);
     if (!user) throw new BadRequest(`no user with email_id ${p.email_id}`, 404);
-    return store.detail(user);
+    return await store.detail(user);
   });
   return ref;
 }
@@ -44,6 +49,15 @@ const call = async (method: 'GET' | 'POST' | 'PUT' | 'DELETE', url: string, payl
 };
 const list = async (query = '') => (await app.inject({ method: 'GET', url: `/multipleusers${query}`, headers })).json<Array<Record<string, unknown>>>();
 const byEmail = async (email: string) => (await list()).find((u) => u.email === email);
+
+/**
+ * A second connection to the service's database, as another service process or an operator's tool has: a
+ * better-sqlite3 handle of its own on the file, or a pool of its own on the PostgreSQL database.
+ */
+async function secondConnection(): Promise<SqlDb> {
+  if (location.engine === 'sqlite') return new SqliteDb(new Database(location.file));
+  return openPostgres({ url: location.url, passwordFile: location.passwordFile, maxConnections: 2 }, {}, pino({ level: 'silent' }));
+}
 
 const LIST_QUERIES = [
   '',
@@ -66,7 +80,7 @@ async function expectSameAsReference(): Promise<void> {
     expect(now.headers['content-type']).toBe(before.headers['content-type']);
     expect(now.headers['content-length']).toBe(before.headers['content-length']);
   }
-  const ids = db.prepare('SELECT email_id FROM users').pluck().all() as number[];
+  const ids = await db.column<number>('SELECT email_id FROM users');
   for (const id of [...ids, 0, Math.max(...ids) + 1]) {
     const [now, before] = await Promise.all([app.inject({ url: `/user?email_id=${id}`, headers }), reference.inject({ url: `/user?email_id=${id}` })]);
     expect(now.statusCode, `GET /user?email_id=${id}`).toBe(before.statusCode);
@@ -76,7 +90,10 @@ async function expectSameAsReference(): Promise<void> {
 }
 
 beforeAll(async () => {
-  ({ db, app, headers } = await inProcessService(join(tmp.path, 'service.db')));
+  ({ db, location } = await newServiceDb(tmp.path));
+  headers = { authorization: `Bearer ${await new ApiKeys(db).create('SUPER', 0, Date.now())}` };
+  app = testService(db);
+  await app.ready();
   reference = referenceHandlers(new UserStore(db));
   // An organization with two user groups, members of none, one or both, guests, suspended users, a removed one.
   const staff = (await call('POST', '/groups', { type: 'users', name: 'Staff', add_ids: [] })).group_id as number;
@@ -101,13 +118,13 @@ beforeAll(async () => {
   await call('DELETE', `/user?email_id=${ids['user7@example.org']}`);
   await call('PUT', '/modifyallusernames', { email_id: ids['user1@example.org'], computer_usernames: [{ computer_username: 'u1' }] });
   // Names that JSON has to escape, set as a migration or an operator could.
-  db.prepare("UPDATE users SET first_name = ?, last_name = ? WHERE email = 'user2@example.org'").run('Zoë "Q" \\ O’Brien', 'tab\there\u0001 😀');
-  db.prepare("UPDATE users SET first_name = '', last_name = '' WHERE email = 'user4@example.org'").run();
+  await db.run("UPDATE users SET first_name = ?, last_name = ? WHERE email = 'user2@example.org'", ['Zoë "Q" \\ O’Brien', 'tab\there\u0001 😀']);
+  await db.run("UPDATE users SET first_name = '', last_name = '' WHERE email = 'user4@example.org'");
 });
 afterAll(async () => {
   await app?.close();
   await reference?.close();
-  db?.close();
+  await db?.close();
   tmp.cleanup();
 });
 
@@ -132,32 +149,27 @@ describe('GET /multipleusers and GET /user from the serialized answers (issue 15
   });
 
   it('the list is built in the same few queries whatever the number of users, and only when the data changed', async () => {
-    // The queries run for the answer (not the key check, the cache's change counters, nor a directory refresh that
-    // may run meanwhile), counted as they run: statements are prepared once and reused (issue 32 item 17).
-    let prepared = 0;
-    const proto = Object.getPrototypeOf(db.prepare('SELECT 1')) as Record<'all' | 'get' | 'iterate', (...args: unknown[]) => unknown>;
-    const originals = { all: proto.all, get: proto.get, iterate: proto.iterate };
+    // The queries run for the answer (not the key check, the cache's change stamp, nor a directory refresh that may
+    // run meanwhile), counted as they run through the database.
     const queriesForList = async () => {
       userAnswers(db).invalidate();
-      for (const name of ['all', 'get', 'iterate'] as const) {
-        proto[name] = function (this: { source: string }, ...args: unknown[]) {
-          if (!/api_keys|directory_|total_changes|data_version/.test(this.source)) prepared++;
-          return originals[name].apply(this, args);
-        };
-      }
+      const spies = (['all', 'get', 'column', 'value', 'run'] as const).map((method) => vi.spyOn(db, method));
       try {
-        prepared = 0;
         await list('?email=true');
-        return prepared;
+        return spies.flatMap((spy) => spy.mock.calls).filter(([text]) => !/api_keys|directory_|total_changes|pg_current_snapshot/.test(String(text))).length;
       } finally {
-        Object.assign(proto, originals);
+        for (const spy of spies) spy.mockRestore();
       }
     };
     const before = await queriesForList();
     await call('POST', '/invites', { emails: Array.from({ length: 40 }, (_, i) => `more${i}@example.org`), no_email: true });
     expect(await queriesForList()).toBe(before);
     expect(before).toBe(2); // the users, the memberships
-    // Served again with no change: no list query at all.
+    // Served again with no change: no list query at all. The directory's revision is brought up to date first
+    // (GET /directory), so that its change timer has nothing left to write meanwhile. On PostgreSQL the change stamp
+    // is the cluster's, and the other test files write to the same cluster at the same time: counted on SQLite.
+    const settled = async () => expect((await app.inject({ url: '/directory', headers })).statusCode).toBe(200);
+    await settled();
     const list0 = UserStore.prototype.list;
     let listed = 0;
     UserStore.prototype.list = function (this: UserStore, ...args: Parameters<UserStore['list']>) {
@@ -166,13 +178,17 @@ describe('GET /multipleusers and GET /user from the serialized answers (issue 15
     };
     try {
       await list('?user_tag=GUEST');
+      listed = 0;
       await list('?user_tag=GUEST');
       await list();
-      expect(listed).toBe(0);
-      db.prepare("UPDATE users SET last_name = 'Changed' WHERE email = 'more0@example.org'").run();
+      if (ENGINE === 'sqlite') expect(listed).toBe(0);
+      await db.run("UPDATE users SET last_name = 'Changed' WHERE email = 'more0@example.org'");
+      await settled();
+      listed = 0;
       await list('?user_tag=GUEST');
       await list();
-      expect(listed).toBe(1); // one read of the users for every variant built at the same data
+      if (ENGINE === 'sqlite') expect(listed).toBe(1); // one read of the users for every variant built at the same data
+      expect((await byEmail('more0@example.org'))!.last_name).toBe('Changed');
     } finally {
       UserStore.prototype.list = list0;
     }
@@ -227,23 +243,23 @@ describe('GET /multipleusers and GET /user from the serialized answers (issue 15
     const id = (await byEmail(email))!.email_id as number;
     await app.inject({ url: `/user?email_id=${id}`, headers });
     // The same connection, through the store (no HTTP call, no hook).
-    new UserStore(db).toggleSuspension(id);
+    await new UserStore(db).toggleSuspension(id);
     expect((await byEmail(email))!.ad_status).toBe('SUSPENDED');
-    new UserStore(db).replaceSmartcards(id, [{ number: '6660001', label: 'spare' }]);
+    await new UserStore(db).replaceSmartcards(id, [{ number: '6660001', label: 'spare' }]);
     expect(
       (await app.inject({ url: `/user?email_id=${id}`, headers })).json<{ smartcards: Array<{ number: string }> }>().smartcards.map((c) => c.number),
     ).toEqual(['6660001']);
-    // Another connection (another process, sqlite3 by hand): SQLite's data_version moves.
-    const other = new Database(join(tmp.path, 'service.db'));
+    // Another connection (another service process, sqlite3 or psql by hand).
+    const other = await secondConnection();
     try {
-      other.prepare('UPDATE users SET suspended = 0 WHERE email_id = ?').run(id);
+      await other.run('UPDATE users SET suspended = 0 WHERE email_id = ?', [id]);
       expect((await byEmail(email))!.ad_status).toBe('ACTIVE');
-      other.prepare('DELETE FROM group_members WHERE member_id = ?').run(id);
+      await other.run('DELETE FROM group_members WHERE member_id = ?', [id]);
       expect((await byEmail(email))!.groups).toEqual([]);
-      other.prepare('DELETE FROM smartcards WHERE email_id = ?').run(id);
+      await other.run('DELETE FROM smartcards WHERE email_id = ?', [id]);
       expect((await app.inject({ url: `/user?email_id=${id}`, headers })).json<{ smartcards: unknown[] }>().smartcards).toEqual([]);
     } finally {
-      other.close();
+      await other.close();
     }
     await expectSameAsReference();
   });
@@ -252,10 +268,15 @@ describe('GET /multipleusers and GET /user from the serialized answers (issue 15
     const email = 'user1@example.org';
     await list();
     const id = (await byEmail(email))!.email_id as number;
-    db.exec('BEGIN');
-    db.prepare('UPDATE users SET suspended = 1 WHERE email_id = ?').run(id);
-    expect((await byEmail(email))!.ad_status).toBe('SUSPENDED');
-    db.exec('ROLLBACK');
+    // The GETs made inside the transaction read through it (its async context), as a handler called from it would.
+    const rolledBack = db.transaction(async () => {
+      await db.run('UPDATE users SET suspended = 1 WHERE email_id = ?', [id]);
+      expect((await byEmail(email))!.ad_status).toBe('SUSPENDED');
+      expect((await app.inject({ url: `/user?email_id=${id}`, headers })).statusCode).toBe(200);
+      throw new Error('rolled back on purpose');
+    });
+    await expect(rolledBack).rejects.toThrow('rolled back on purpose');
     expect((await byEmail(email))!.ad_status).toBe('ACTIVE');
+    await expectSameAsReference();
   });
 });

@@ -6,10 +6,11 @@ import { join } from 'node:path';
 import { freePort } from './net.js';
 import { sleep } from './wait.js';
 
-const MOSQUITTO = ['/usr/sbin/mosquitto', '/usr/bin/mosquitto'].find((p) => existsSync(p));
+/** The mosquitto binary (Debian: /usr/sbin), undefined when it is not installed. */
+export const MOSQUITTO = ['/usr/sbin/mosquitto', '/usr/bin/mosquitto'].find((p) => existsSync(p));
 
-/** A free TCP port on the loopback interface. */
-async function waitForPort(port: number, timeoutMs: number): Promise<void> {
+/** Resolves once something listens on 127.0.0.1:`port` (a broker started a moment ago). */
+export async function waitForPort(port: number, timeoutMs: number): Promise<void> {
   const { connect } = await import('node:net');
   const started = Date.now();
   for (;;) {

@@ -22,14 +22,19 @@ export interface RawAnswer {
 
 /** A GET on loopback with Node's own client, which sends no header it is not given and decompresses nothing. */
 export function rawGet(port: number, path: string, headers: Record<string, string> = {}): Promise<RawAnswer> {
+  return rawRequest(port, 'GET', path, headers);
+}
+
+/** A request on loopback as curl would send it: exactly the headers given (Host included), and `body` if any. */
+export function rawRequest(port: number, method: string, path: string, headers: Record<string, string>, body?: string): Promise<RawAnswer> {
   return new Promise((resolve, reject) => {
-    request({ host: '127.0.0.1', port, path, headers, agent: false }, (res) => {
+    request({ host: '127.0.0.1', port, method, path, headers, agent: false }, (res) => {
       const chunks: Buffer[] = [];
       res.on('data', (c: Buffer) => chunks.push(c));
       res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks) }));
       res.on('error', reject);
     })
       .on('error', reject)
-      .end();
+      .end(body);
   });
 }

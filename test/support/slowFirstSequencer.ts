@@ -6,6 +6,8 @@ import { BaseSequencer, type TestSpecification } from 'vitest/node';
 const SLOW_FIRST = [
   'test/integration/install.test.ts',
   'test/integration/sync.test.ts',
+  'test/integration/serviceCluster.test.ts',
+  'test/integration/serviceClusterStorm.test.ts',
   'test/integration/mqtt.test.ts',
   'test/integration/daemon.test.ts',
   'test/e2e/console.test.ts',

@@ -35,3 +35,9 @@ export class SmtpSink {
     return new Promise((r) => this.server.close(() => r()));
   }
 }
+
+/** The console's sign-in link in a mail's text as received (quoted-printable: soft line breaks, "=" as =3D). */
+export function signInLinkIn(text: string): string | undefined {
+  const decoded = text.replace(/=\r?\n/g, '').replace(/=([0-9A-F]{2})/g, (_m, hex: string) => String.fromCharCode(parseInt(hex, 16)));
+  return /(\S+\/console\/signin\/link\?token=[A-Za-z0-9_-]{43})/.exec(decoded)?.[1];
+}

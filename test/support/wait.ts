@@ -1,7 +1,7 @@
-/** Polls until `predicate` holds; returns the ms it took. Fails naming `what` after `timeoutMs`. */
-export async function waitUntil(predicate: () => boolean, timeoutMs: number, what: string): Promise<number> {
+/** Polls until `predicate` holds (it may ask a database); returns the ms it took. Fails naming `what` after `timeoutMs`. */
+export async function waitUntil(predicate: () => boolean | Promise<boolean>, timeoutMs: number, what: string): Promise<number> {
   const started = performance.now();
-  while (!predicate()) {
+  while (!(await predicate())) {
     if (performance.now() - started > timeoutMs) throw new Error(`${what}: not within ${timeoutMs} ms`);
     await new Promise((r) => setTimeout(r, 5));
   }

@@ -1,9 +1,12 @@
-import { describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseServiceConfig } from '../../src/config/load.js';
 import { html, trusted } from '../../src/service/console/html.js';
 import { SessionStore } from '../../src/service/console/sessions.js';
 import { SignInThrottle } from '../../src/service/console/signInThrottle.js';
 import { SiteFeed } from '../../src/service/console/siteFeed.js';
+import type { SqlDb } from '../../src/service/sql/sqlDb.js';
+import { tempDir } from '../support/cli.js';
+import { newServiceDb } from '../support/serviceDb.js';
 
 describe('the console html tag', () => {
   it('shows markup in a value as text, in text and in attributes', () => {
@@ -23,32 +26,55 @@ describe('the console html tag', () => {
 
 describe('console sessions', () => {
   const clock = { now: 1_000_000, wallNow: () => clock.now, monoNow: () => clock.now };
-  const store = new SessionStore(clock, { idleMs: 30 * 60_000, maxMs: 12 * 3_600_000 });
-
-  it('end after the idle time, and each request restarts it', () => {
-    const { id } = store.open('ADMIN', 'API key (ADMIN)');
-    clock.now += 29 * 60_000;
-    expect('session' in store.use(id)).toBe(true);
-    clock.now += 29 * 60_000;
-    expect('session' in store.use(id)).toBe(true);
-    // The live stream's checks do not count as use.
-    clock.now += 29 * 60_000;
-    expect('session' in store.use(id, false)).toBe(true);
-    clock.now += 2 * 60_000;
-    expect(store.use(id)).toEqual({ problem: 'expired' });
+  const tmp = tempDir('door-agent-console-sessions-');
+  let db: SqlDb;
+  let store: SessionStore;
+  beforeAll(async () => {
+    ({ db } = await newServiceDb(tmp.path));
+    store = new SessionStore(db, clock, { idleMs: 30 * 60_000, maxMs: 12 * 3_600_000 });
+  });
+  afterAll(async () => {
+    await db?.close();
+    tmp.cleanup();
   });
 
-  it('end at their maximum age however busy, and at logout; an unknown id is an ended session', () => {
-    const { id } = store.open('REGULAR', 'API key (REGULAR)');
+  it('end after the idle time, and each request restarts it', async () => {
+    const { id } = await store.open('ADMIN', 'API key (ADMIN)');
+    clock.now += 29 * 60_000;
+    expect('session' in (await store.use(id))).toBe(true);
+    clock.now += 29 * 60_000;
+    expect('session' in (await store.use(id))).toBe(true);
+    // The live stream's checks do not count as use.
+    clock.now += 29 * 60_000;
+    expect('session' in (await store.use(id, false))).toBe(true);
+    clock.now += 2 * 60_000;
+    expect(await store.use(id)).toEqual({ problem: 'expired' });
+  });
+
+  it('end at their maximum age however busy, and at logout; an unknown id is an ended session', async () => {
+    const { id } = await store.open('REGULAR', 'API key (REGULAR)');
     for (let i = 0; i <= 12 * 4; i++) {
       clock.now += 15 * 60_000;
-      store.use(id);
+      await store.use(id);
     }
-    expect(store.use(id)).toEqual({ problem: 'expired' });
-    const second = store.open('ADMIN', 'a@example.org').id;
-    store.close(second);
-    expect(store.use(second)).toEqual({ problem: 'expired' });
-    expect(store.use(undefined)).toEqual({ problem: 'none' });
+    expect(await store.use(id)).toEqual({ problem: 'expired' });
+    const second = (await store.open('ADMIN', 'a@example.org')).id;
+    await store.close(second);
+    expect(await store.use(second)).toEqual({ problem: 'expired' });
+    expect(await store.use(undefined)).toEqual({ problem: 'none' });
+  });
+
+  it('write a use to the database only once it is 30 s past the stored one, and keep only digests', async () => {
+    const { id } = await store.open('ADMIN', 'API key (ADMIN)');
+    const opened = clock.now;
+    const stored = () => db.value<number>('SELECT last_seen_at FROM console_sessions WHERE who = ? AND created_at = ?', ['API key (ADMIN)', opened]);
+    clock.now += 20_000;
+    expect('session' in (await store.use(id))).toBe(true);
+    expect(await stored()).toBe(opened);
+    clock.now += 20_000;
+    expect('session' in (await store.use(id))).toBe(true);
+    expect(await stored()).toBe(opened + 40_000);
+    expect(await db.value('SELECT count(*) FROM console_sessions WHERE id_hash = ?', [id])).toBe(0);
   });
 });
 

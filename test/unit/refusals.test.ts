@@ -25,6 +25,6 @@ describe('Refusals', () => {
     time.mono += 60_000;
     refusals.refuse('directory_answers', '/directory', 'too many');
     expect(lines.at(-1)!.fields).toMatchObject({ reason: 'directory_answers', refused: 2, total: 3 });
-    expect(refusals.counts()).toEqual({ directory_answers: 3, directory_builds: 1, connections: 1, stopping: 0 });
+    expect(refusals.counts()).toEqual({ directory_answers: 3, directory_builds: 1, connections: 1, stopping: 0, database: 0 });
   });
 });

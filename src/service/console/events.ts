@@ -12,33 +12,46 @@ function resultOf(event: AuditEvent): 'granted' | 'denied' | 'other' {
   return GRANTED.has(event.type) ? 'granted' : DENIED.has(event.type) ? 'denied' : 'other';
 }
 
-/** What the console needs to name an event's door and person. */
+/** What the console needs to name an event's door and person (a person is looked up in the database). */
 export interface EventNames {
   door(uuid: string | null | undefined): string;
-  person(emailId: number): string | null;
+  person(emailId: number): Promise<string | null>;
 }
 
-export function eventNames(ctx: ConsoleContext): EventNames {
+/**
+ * The names of events' doors and people. Given `known`, each person is looked up once and kept there: for one
+ * page's render, not for a stream that lives on while names change.
+ */
+export function eventNames(ctx: ConsoleContext, known?: Map<number, Promise<string | null>>): EventNames {
+  const lookUp = async (id: number) => {
+    const u = await ctx.api.users.get(id);
+    return u ? `${u.first_name} ${u.last_name}`.trim() || u.username : null;
+  };
   return {
     door: (uuid) => (uuid ? (ctx.api.resources.find((r) => r.uuid === uuid.toLowerCase())?.name ?? uuid) : 'agent'),
     person: (id) => {
-      const u = ctx.api.users.get(id);
-      return u ? `${u.first_name} ${u.last_name}`.trim() || u.username : null;
+      if (known === undefined) return lookUp(id);
+      const kept = known.get(id);
+      if (kept !== undefined) return kept;
+      const name = lookUp(id);
+      known.set(id, name);
+      return name;
     },
   };
 }
 
-function personOf(event: AuditEvent, names: EventNames): string {
+async function personOf(event: AuditEvent, names: EventNames): Promise<string> {
   if (event.who) return event.who;
-  const named = (event.holders ?? []).flatMap((h) => (h.email_id === undefined ? [] : [names.person(h.email_id) ?? `email_id ${h.email_id}`]));
+  const ids = (event.holders ?? []).flatMap((h) => (h.email_id === undefined ? [] : [h.email_id]));
+  const named = await Promise.all(ids.map(async (id) => (await names.person(id)) ?? `email_id ${id}`));
   if (named.length > 0) return named.join(', ');
   return event.hint ?? '';
 }
 
 /** One event's row, and the fields a page's filter compares (the same ones the server filters on). */
-export function eventRow(event: AuditEvent, names: EventNames): { row: Html; match: Record<string, string> } {
+export async function eventRow(event: AuditEvent, names: EventNames): Promise<{ row: Html; match: Record<string, string> }> {
   const result = resultOf(event);
-  const person = personOf(event, names);
+  const person = await personOf(event, names);
   const door = names.door(event.door);
   const detail = event.reason ?? event.cause ?? '';
   const label = result === 'granted' ? html`<span class="badge good">granted</span>` : result === 'denied' ? html`<span class="badge bad">refused</span>` : '';
@@ -59,14 +72,15 @@ export function registerEvents(app: FastifyInstance, ctx: ConsoleContext): void 
   app.get('/console/events', async (request, reply) => {
     const s = sessionOf(request);
     const f = filterParams.parse(request.query);
-    const names = eventNames(ctx);
+    const names = eventNames(ctx, new Map());
     const want = { door: (f.door ?? '').toLowerCase(), person: (f.person ?? '').trim().toLowerCase(), result: f.result ?? '' };
     // Where the rendered list stands: the page's stream starts after it, so an event that comes between this render
     // and the stream (live.ts) still reaches the page.
     const mark = ctx.feed?.eventMark() ?? '';
-    const rows = (ctx.feed?.recentEvents() ?? [])
-      .map((e) => eventRow(e, names))
-      .filter(({ match }) => Object.entries(want).every(([k, v]) => v === '' || (match[k] ?? '').toLowerCase().includes(v)));
+    const recent = ctx.feed?.recentEvents() ?? [];
+    const rows = (await Promise.all(recent.map((e) => eventRow(e, names)))).filter(({ match }) =>
+      Object.entries(want).every(([k, v]) => v === '' || (match[k] ?? '').toLowerCase().includes(v)),
+    );
     const doors = ctx.api.resources.filter((r) => r.type === 'DOOR');
     const body = html`<form name="filter" method="get" action="/console/events" class="card">
 <label for="f-door">Door</label><select id="f-door" name="door"><option value="">all</option>${doors.map(

@@ -34,7 +34,7 @@ const createBody = z.object({
 
 export function registerLinks(app: FastifyInstance, ctx: ConsoleContext): void {
   const doors = () => ctx.api.resources.filter((r) => r.type === 'DOOR');
-  const linkById = (id: number) => storedLinks(ctx.api.db).find((l) => l.magic_link_id === String(id));
+  const linkById = async (id: number) => (await storedLinks(ctx.api.db)).find((l) => l.magic_link_id === String(id));
 
   const row = (l: StoredLink, admin: boolean, csrf: string): Html => {
     const doorNames = l.resource_id_list.map((id) => doors().find((d) => d.resourceId === id)?.name ?? `#${id}`).join(', ');
@@ -64,7 +64,7 @@ export function registerLinks(app: FastifyInstance, ctx: ConsoleContext): void {
 <p><label for="l-start">Starts (UTC)</label><input id="l-start" name="start" type="datetime-local"> <label for="l-end">Ends (UTC)</label><input id="l-end" name="end" type="datetime-local"></p></fieldset>
 <p><button>Create guest link</button></p></form>`
       : html``;
-    const links = storedLinks(ctx.api.db);
+    const links = await storedLinks(ctx.api.db);
     const body = html`${create}<h2>Guest links</h2>${
       links.length === 0
         ? html`<p>None.</p>`
@@ -97,7 +97,7 @@ export function registerLinks(app: FastifyInstance, ctx: ConsoleContext): void {
     const s = sessionOf(request);
     ctx.api.requireRank(request, 'ADMIN');
     const id = z.object({ id: z.coerce.number().int().positive() }).parse(request.params).id;
-    const link = linkById(id);
+    const link = await linkById(id);
     if (!link) return redirectWithFlash(request, reply, '/console/links', { kind: 'error', text: `No guest link ${id} (revoked?).` });
     // The QR code is the guest's credential (its token): shown to ADMIN and SUPER only, generated here as SVG.
     const svg = await QRCode.toString(String(link.magic_token), { type: 'svg', margin: 2, errorCorrectionLevel: 'M' });
@@ -114,8 +114,8 @@ export function registerLinks(app: FastifyInstance, ctx: ConsoleContext): void {
     const id = z.object({ id: z.coerce.number().int().positive() }).parse(request.params).id;
     // No API route to delegate to: the same rank check, refused as every console refusal is (routes.ts).
     ctx.api.requireRank(request, 'ADMIN');
-    const name = String(linkById(id)?.name ?? id);
-    const gone = revokeLink(ctx.api, id);
+    const name = String((await linkById(id))?.name ?? id);
+    const gone = await revokeLink(ctx.api, id);
     return redirectWithFlash(
       request,
       reply,

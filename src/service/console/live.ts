@@ -40,9 +40,12 @@ export function registerLive(app: FastifyInstance, ctx: ConsoleContext): void {
       'x-accel-buffering': 'no',
     });
     raw.write('retry: 2000\n\n');
-    const send = (event: string, data: unknown, id?: string) => raw.write(`${id ? `id: ${id}\n` : ''}event: ${event}\ndata: ${JSON.stringify(data)}\n\n`);
+    let ended = false;
+    const send = (event: string, data: unknown, id?: string) => {
+      if (!ended) raw.write(`${id ? `id: ${id}\n` : ''}event: ${event}\ndata: ${JSON.stringify(data)}\n\n`);
+    };
     const names = eventNames(ctx);
-    const onChange = (change: SiteChange) => {
+    const render = async (change: SiteChange) => {
       if (pageName === 'doors' && change.kind === 'door') {
         const door = ctx.api.resources.find((r) => r.uuid === change.uuid && r.type === 'DOOR');
         if (door) send('replace', { id: `door-${door.uuid}`, html: doorRow(door, ctx.feed, s.rank, s.csrf).text });
@@ -50,9 +53,15 @@ export function registerLive(app: FastifyInstance, ctx: ConsoleContext): void {
         const agent = ctx.feed?.agentList().find((a) => a.id === change.id);
         if (agent) send('replace', { id: `agent-${agent.id}`, parent: 'agents', html: agentRow(agent).text });
       } else if (pageName === 'events' && change.kind === 'event') {
-        const { row, match } = eventRow(change.event, names);
+        const { row, match } = await eventRow(change.event, names);
         send('prepend', { id: 'events', html: row.text, match }, change.mark);
       }
+    };
+    // An event's row waits for its people's names (the database): the changes are rendered one after another, so
+    // they reach the page in the order they came.
+    let rendered = Promise.resolve();
+    const onChange = (change: SiteChange) => {
+      rendered = rendered.then(() => render(change)).catch((err: unknown) => ctx.api.logger.warn({ err }, 'console live stream: a change could not be shown'));
     };
     const unsubscribe = ctx.feed?.subscribe(onChange) ?? (() => undefined);
     // The rows as they are now, right after subscribing: a change between the page's render and this stream (a page
@@ -61,13 +70,25 @@ export function registerLive(app: FastifyInstance, ctx: ConsoleContext): void {
     if (pageName === 'agents') for (const agent of ctx.feed?.agentList() ?? []) onChange({ kind: 'agent', id: agent.id });
     if (pageName === 'events' && after !== undefined) for (const kept of ctx.feed?.eventsAfter(after) ?? []) onChange({ kind: 'event', ...kept });
     // The session is checked again at each keep-alive: an expired one ends the stream and the page goes to sign-in.
+    // A check that fails (the database out of reach) keeps the stream: the next one asks again.
     const keepAlive = setInterval(() => {
-      if ('problem' in ctx.sessions.use(cookie, false)) {
-        send('signedout', {});
-        end();
-      } else raw.write(': keep-alive\n\n');
+      ctx.sessions.use(cookie, false).then(
+        (found) => {
+          if (ended) return;
+          if ('problem' in found) {
+            send('signedout', {});
+            end();
+          } else raw.write(': keep-alive\n\n');
+        },
+        (err: unknown) => {
+          ctx.api.logger.warn({ err }, 'console live stream: the session could not be checked');
+          if (!ended) raw.write(': keep-alive\n\n');
+        },
+      );
     }, KEEPALIVE_MS);
     const end = () => {
+      if (ended) return;
+      ended = true;
       clearInterval(keepAlive);
       unsubscribe();
       open.delete(end);

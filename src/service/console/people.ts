@@ -13,29 +13,34 @@ const MAX_RESULTS = 50;
 const nameOf = (u: UserRow) => `${u.first_name} ${u.last_name}`.trim() || u.username;
 const stateBadge = (u: UserRow) => (u.suspended ? html`<span class="badge bad">suspended</span>` : html`<span class="badge good">active</span>`);
 
-/** People whose name, e-mail or username contains the text (any case), at most MAX_RESULTS + 1 (to tell "more"). */
-function search(ctx: ConsoleContext, text: string): UserRow[] {
+/**
+ * People whose name, e-mail or username contains the text (any case: both sides lowered, as PostgreSQL's LIKE minds
+ * the case where SQLite's does not), at most MAX_RESULTS + 1 (to tell "more").
+ */
+async function search(ctx: ConsoleContext, text: string): Promise<UserRow[]> {
   const like = `%${text.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
-  return ctx.api.db
-    .prepare(
-      `SELECT * FROM users WHERE removed_at IS NULL AND (email LIKE @like ESCAPE '\\' OR username LIKE @like ESCAPE '\\'
-         OR (first_name || ' ' || last_name) LIKE @like ESCAPE '\\') ORDER BY first_name, last_name, email_id LIMIT @limit`,
-    )
-    .all({ like, limit: MAX_RESULTS + 1 }) as UserRow[];
+  return ctx.api.db.all<UserRow>(
+    `SELECT * FROM users WHERE removed_at IS NULL AND (lower(email) LIKE lower(?) ESCAPE '\\' OR lower(username) LIKE lower(?) ESCAPE '\\'
+       OR lower(first_name || ' ' || last_name) LIKE lower(?) ESCAPE '\\') ORDER BY first_name, last_name, email_id LIMIT ?`,
+    [like, like, like, MAX_RESULTS + 1],
+  );
 }
 
 /** The results of a search, as the fragment the page's script puts in place (and the page itself renders). */
-function resultsFragment(ctx: ConsoleContext, query: string): Html {
+async function resultsFragment(ctx: ConsoleContext, query: string): Promise<Html> {
   if (query.length > MAX_QUERY) {
     return html`<p class="flash error" role="alert">The search is ${query.length.toLocaleString('en')} characters long: at most ${MAX_QUERY} are searched. Shorten it.</p>`;
   }
-  const found = search(ctx, query.trim());
+  const found = await search(ctx, query.trim());
   if (found.length === 0) return html`<p role="status">Nobody matches “${query}”.</p>`;
+  const shown = found.slice(0, MAX_RESULTS);
+  const groups: string[][][] = [];
+  for (const u of shown) groups.push(await ctx.api.users.groupsOf(u.email_id));
   return html`<p role="status" class="muted">${found.length > MAX_RESULTS ? `The first ${MAX_RESULTS} matches: type more to narrow.` : `${found.length} found.`}</p>
-<table><thead><tr><th>Name</th><th>E-mail</th><th>Kind</th><th>State</th><th>Groups</th></tr></thead><tbody>${found.slice(0, MAX_RESULTS).map(
-    (u) => html`<tr><td data-label="Name"><a href="/console/people/${u.email_id}">${nameOf(u)}</a></td><td data-label="E-mail">${u.email}</td>
+<table><thead><tr><th>Name</th><th>E-mail</th><th>Kind</th><th>State</th><th>Groups</th></tr></thead><tbody>${shown.map(
+    (u, i) => html`<tr><td data-label="Name"><a href="/console/people/${u.email_id}">${nameOf(u)}</a></td><td data-label="E-mail">${u.email}</td>
 <td data-label="Kind">${u.tag === 'GUEST' ? 'guest' : 'user'}</td><td data-label="State">${stateBadge(u)}</td>
-<td data-label="Groups">${ctx.api.users.groupsOf(u.email_id).map(([g]) => html`<span class="badge">${g}</span>`)}</td></tr>`,
+<td data-label="Groups">${groups[i]!.map(([g]) => html`<span class="badge">${g}</span>`)}</td></tr>`,
   )}</tbody></table>`;
 }
 
@@ -56,10 +61,7 @@ export function registerPeople(app: FastifyInstance, ctx: ConsoleContext): void 
   app.get('/console/people', async (request, reply) => {
     const s = sessionOf(request);
     const q = queryParams.parse(request.query).q ?? '';
-    const groups = ctx.api.db.prepare("SELECT group_id, name FROM groups WHERE type = 'users' ORDER BY name").all() as Array<{
-      group_id: number;
-      name: string;
-    }>;
+    const groups = await ctx.api.db.all<{ group_id: number; name: string }>("SELECT group_id, name FROM groups WHERE type = 'users' ORDER BY name");
     const invite = admin(s.rank)
       ? html`<details class="card"><summary>Invite people</summary><form method="post" action="/console/people/invite">${csrfField(s.csrf)}
 <p><label for="invite-emails">E-mail addresses (comma or space between them)</label><br><input id="invite-emails" name="emails" required size="50"></p>
@@ -69,18 +71,20 @@ export function registerPeople(app: FastifyInstance, ctx: ConsoleContext): void 
     const body = html`<form role="search" action="/console/people" method="get" onsubmit="return true">
 <label for="people-search">Search people by name, e-mail or username</label>
 <input id="people-search" name="q" type="search" value="${q}" autocomplete="off" aria-controls="people-results"></form>
-<section id="people-results" aria-live="polite">${resultsFragment(ctx, q)}</section>${invite}`;
+<section id="people-results" aria-live="polite">${await resultsFragment(ctx, q)}</section>${invite}`;
     return sendHtml(reply, page({ name: 'people', title: 'People', who: s.who, rank: s.rank, csrf: s.csrf, flash: takeFlash(request), body }));
   });
 
-  app.get('/console/people/search', async (request, reply) => sendHtml(reply, resultsFragment(ctx, queryParams.parse(request.query).q ?? '')));
+  app.get('/console/people/search', async (request, reply) => sendHtml(reply, await resultsFragment(ctx, queryParams.parse(request.query).q ?? '')));
 
   app.get('/console/people/:id', async (request, reply) => {
     const s = sessionOf(request);
     const { id } = idParams.parse(request.params);
-    const user = ctx.api.users.get(id);
+    const user = await ctx.api.users.get(id);
     if (!user) return redirectWithFlash(request, reply, '/console/people', { kind: 'error', text: `No person with email_id ${id} (removed?).` });
-    const cards = ctx.api.users.smartcards(id);
+    const cards = await ctx.api.users.smartcards(id);
+    const groups = await ctx.api.users.groupsOf(id);
+    const policies = await ctx.api.users.policiesOf(id);
     const form = (action: string, label: string, extra: Html = html``, confirm?: string) =>
       html`<form method="post" action="/console/people/${id}" class="inline">${csrfField(s.csrf)}<input type="hidden" name="action" value="${action}">${extra}<button${
         confirm ? html` data-confirm="${confirm}" class="danger"` : ''
@@ -95,8 +99,8 @@ ${user.tag === 'GUEST' ? form('promote', 'Promote to user') : ''}
       : html`<p class="muted">Signed in as REGULAR: you can look, not change (actions need ADMIN).</p>`;
     const body = html`<dl class="card"><dt>E-mail</dt><dd>${user.email}</dd><dt>Kind</dt><dd>${user.tag === 'GUEST' ? 'guest' : 'user'} · rank ${user.rank}</dd>
 <dt>State</dt><dd id="person-state">${stateBadge(user)}</dd>
-<dt>Groups</dt><dd>${ctx.api.users.groupsOf(id).map(([g]) => html`<span class="badge">${g}</span>`)}</dd>
-<dt>Policies and access levels</dt><dd>${ctx.api.users.policiesOf(id).map(([p]) => html`<span class="badge">${p}</span>`)}</dd></dl>
+<dt>Groups</dt><dd>${groups.map(([g]) => html`<span class="badge">${g}</span>`)}</dd>
+<dt>Policies and access levels</dt><dd>${policies.map(([p]) => html`<span class="badge">${p}</span>`)}</dd></dl>
 <h2>Cards and PINs</h2>${
       cards.length === 0
         ? html`<p>None.</p>`
@@ -123,7 +127,7 @@ ${user.tag === 'GUEST' ? form('promote', 'Promote to user') : ''}
     const p = actionBody.parse(request.body);
     const back = `/console/people/${id}`;
     // Read again now: another operator may have changed this person since the page was drawn.
-    const user = ctx.api.users.get(id);
+    const user = await ctx.api.users.get(id);
     if (!user) return redirectWithFlash(request, reply, '/console/people', { kind: 'error', text: `No person with email_id ${id}: removed meanwhile?` });
     const call = async (method: 'PUT' | 'POST', url: string, body: Record<string, unknown>) =>
       redirectWithFlash(request, reply, back, answerText(await ctx.delegation.call(ctx.app, s.rank, method, url, body), s.rank));
@@ -144,11 +148,11 @@ ${user.tag === 'GUEST' ? form('promote', 'Promote to user') : ''}
       case 'add_card': {
         const number = (p.number ?? '').trim();
         const label = (p.label ?? '').trim();
-        const current = ctx.api.users.smartcards(id);
+        const current = await ctx.api.users.smartcards(id);
         return call('PUT', '/modifysmartcard', { email_id: id, smartcards: [...current, { number, label: label === '' ? null : label }] });
       }
       case 'remove_card': {
-        const current = ctx.api.users.smartcards(id);
+        const current = await ctx.api.users.smartcards(id);
         const card = p.position === undefined ? undefined : current[p.position];
         if (!card || mask.show(card) !== p.hint) {
           return redirectWithFlash(request, reply, back, {

@@ -65,7 +65,7 @@ export function registerConsole(
   const ctx: ConsoleContext = {
     app,
     api,
-    sessions: new SessionStore(api.clock, limits, rankOf),
+    sessions: new SessionStore(api.db, api.clock, limits, rankOf),
     feed: options.feed,
     delegation: options.delegation,
     mailConfigured: options.mailConfigured,
@@ -96,7 +96,7 @@ export function registerConsole(
     scope.addHook('onRequest', async (request, reply) => {
       if (request.routeOptions.config.signedOut) return;
       const cookie = cookieValue(request);
-      const found = ctx.sessions.use(cookie);
+      const found = await ctx.sessions.use(cookie);
       if ('session' in found) {
         request.consoleSession = found.session;
         request.rank = found.session.rank;
@@ -107,6 +107,12 @@ export function registerConsole(
         return reply.code(303).header('location', `/console/signin?m=${why}`).send();
       }
       return plain(reply, 401, 'Your console session has ended: sign in again at /console/signin');
+    });
+    // A message set or shown by this request is stored before the answer leaves: the next page may be another
+    // process's (several service processes behind a balancer).
+    scope.addHook('onSend', async (request, _reply, payload) => {
+      if (request.consoleSession) await ctx.sessions.keepFlash(request.consoleSession);
+      return payload;
     });
     // Every POST: this origin (ownOrigin.ts), each field once but a multiple choice's, and (within a session) the
     // session's CSRF token from the form.

@@ -1,4 +1,3 @@
-import { createHash, randomBytes } from 'node:crypto';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import * as z from 'zod';
 import { keyDigest } from '../apiKeys.js';
@@ -6,11 +5,11 @@ import { type ConsoleContext, sendHtml } from './context.js';
 import { html } from './html.js';
 import { flashBox, publicPage, type Flash } from './layout.js';
 import { holderRank, type SessionHolder } from './sessionHolder.js';
+import { SignInLinks } from './signInLinks.js';
 import { SignInThrottle } from './signInThrottle.js';
 
 const COOKIE = 'door_console';
 const LINK_TTL_MS = 15 * 60_000;
-const digest = (token: string) => createHash('sha256').update(token).digest('hex');
 
 /**
  * The session cookie: HttpOnly, SameSite=Strict, only under /console, Secure when the console is served over TLS
@@ -29,7 +28,7 @@ export function cookieValue(request: FastifyRequest): string | undefined {
 }
 
 const MESSAGES: Record<string, Flash> = {
-  expired: { kind: 'error', text: 'Your session has ended (it was idle too long, reached its maximum age, or the service restarted): sign in again.' },
+  expired: { kind: 'error', text: 'Your session has ended (it was idle too long, reached its maximum age, or was signed out): sign in again.' },
   required: { kind: 'error', text: 'Sign in to use the console.' },
   out: { kind: 'ok', text: 'Signed out.' },
   ended: {
@@ -46,20 +45,16 @@ const minutes = (ms: number) => Math.max(1, Math.ceil(ms / 60_000));
 /**
  * Sign-in: with an API key (REGULAR, ADMIN or SUPER; a DOOR key is refused), or, for a user of rank ADMIN or
  * SUPER, by a one-time link mailed to their address (the users have no passwords in this API). The link is built
- * from server.publicUrl; its token is random, kept hashed in memory for 15 minutes, spent at first use and
- * replaced by the next one asked for the same user; every address gets the same answer, and the same throttle
- * (signInThrottle.ts).
+ * from server.publicUrl; its token is random, kept hashed in the database for 15 minutes (signInLinks.ts), spent at
+ * first use and replaced by the next one asked for the same user; every address gets the same answer, and the same
+ * throttle (signInThrottle.ts, this process's own).
  */
 export function registerSignIn(app: FastifyInstance, ctx: ConsoleContext, maxAgeSeconds: number): void {
   const keys = ctx.keys;
-  // At most one live link per user (ADMIN or SUPER): expired ones are dropped at each request.
-  const links = new Map<string, { emailId: number; expires: number }>();
+  // At most one live link per user (ADMIN or SUPER), in the database: any process redeems it.
+  const links = new SignInLinks(ctx.api.db, LINK_TTL_MS);
   const throttle = new SignInThrottle();
   const now = () => ctx.api.clock.wallNow();
-  /** Drops the links that expired and, given a user, that user's link. */
-  const dropLinks = (ofUser?: number) => {
-    for (const [hash, l] of links) if (l.expires <= now() || l.emailId === ofUser) links.delete(hash);
-  };
 
   const form = (flash?: Flash, status = 200, reply?: FastifyReply) => {
     const mail = ctx.mailConfigured
@@ -80,10 +75,10 @@ export function registerSignIn(app: FastifyInstance, ctx: ConsoleContext, maxAge
     );
   };
 
-  const open = (request: FastifyRequest, reply: FastifyReply, rank: 'REGULAR' | 'ADMIN' | 'SUPER', who: string, holder: SessionHolder) => {
-    ctx.sessions.close(cookieValue(request));
+  const open = async (request: FastifyRequest, reply: FastifyReply, rank: 'REGULAR' | 'ADMIN' | 'SUPER', who: string, holder: SessionHolder) => {
+    await ctx.sessions.close(cookieValue(request));
     // The holder's rank is asked again at each request (sessionHolder.ts): suspended or demoted, they are signed out.
-    const { id } = ctx.sessions.open(rank, who, holder);
+    const { id } = await ctx.sessions.open(rank, who, holder);
     return reply
       .code(303)
       .header('set-cookie', sessionCookie(ctx.origin.secure(request), id, maxAgeSeconds))
@@ -103,7 +98,7 @@ export function registerSignIn(app: FastifyInstance, ctx: ConsoleContext, maxAge
       .object({ api_key: z.string().max(200).default('') })
       .parse(request.body ?? {})
       .api_key.trim();
-    const rank = key === '' ? null : keys.verify(key, now());
+    const rank = key === '' ? null : await keys.verify(key, now());
     if (rank === 'DOOR') return form({ kind: 'error', text: "A door controller's key cannot sign in: use a REGULAR, ADMIN or SUPER key." }, 403, reply);
     if (rank === null) return form({ kind: 'error', text: 'This API key is not valid or has expired.' }, 401, reply);
     return open(request, reply, rank, 'API key', { kind: 'key', keyDigest: keyDigest(key) });
@@ -114,7 +109,6 @@ export function registerSignIn(app: FastifyInstance, ctx: ConsoleContext, maxAge
       .object({ email: z.string().max(320).default('') })
       .parse(request.body ?? {})
       .email.trim();
-    dropLinks();
     // Counted before the address is looked up: a refusal says nothing about who may sign in.
     const client = request.socket.remoteAddress ?? 'unknown';
     const refused = throttle.take(email, client, ctx.api.clock.monoNow());
@@ -124,21 +118,19 @@ export function registerSignIn(app: FastifyInstance, ctx: ConsoleContext, maxAge
       reply.header('retry-after', String(Math.ceil(refused.retryMs / 1000)));
       return form({ kind: 'error', text: `Too many sign-in links asked for; try again in ${wait} minute${wait === 1 ? '' : 's'}.` }, 429, reply);
     }
-    const user = ctx.mailConfigured && email !== '' ? ctx.api.users.byEmail(email) : undefined;
+    const user = ctx.mailConfigured && email !== '' ? await ctx.api.users.byEmail(email) : undefined;
     if (user && user.suspended === 0 && (user.rank === 'ADMIN' || user.rank === 'SUPER')) {
-      const token = randomBytes(32).toString('base64url');
-      // The link before this one stops working: one live link per user.
-      dropLinks(user.email_id);
-      links.set(digest(token), { emailId: user.email_id, expires: now() + LINK_TTL_MS });
-      const link = ctx.origin.link(`/console/signin/link?token=${token}`)!;
-      ctx.api.db
-        .prepare('INSERT INTO mail_outbox (recipient, subject, body, created_at) VALUES (?, ?, ?, ?)')
-        .run(
+      // The link before this one stops working (one live link per user); the link and its mail commit together.
+      await ctx.api.db.transaction(async () => {
+        const token = await links.issue(user.email_id, now());
+        const link = ctx.origin.link(`/console/signin/link?token=${token}`)!;
+        await ctx.api.db.run('INSERT INTO mail_outbox (recipient, subject, body, created_at) VALUES (?, ?, ?, ?)', [
           user.email,
           'Your sign-in link to the door-agent console',
           `Hello,\n\nopen this link within 15 minutes to sign in (it works once):\n${link}\n\nIf you did not ask for it, ignore this mail.\n`,
           now(),
-        );
+        ]);
+      });
       ctx.api.mailQueued();
     }
     return form(SENT, 200, reply);
@@ -146,20 +138,18 @@ export function registerSignIn(app: FastifyInstance, ctx: ConsoleContext, maxAge
 
   app.get('/console/signin/link', signedOut, async (request, reply) => {
     const token = z.object({ token: z.string().max(100).default('') }).parse(request.query).token;
-    dropLinks();
-    const hash = digest(token);
-    const link = links.get(hash);
-    links.delete(hash);
-    const user = link && link.expires > now() ? ctx.api.users.get(link.emailId) : undefined;
+    // Spent first, whatever follows: of two requests with the same token, on any processes, one finds it.
+    const emailId = await links.redeem(token, now());
+    const user = emailId === undefined ? undefined : await ctx.api.users.get(emailId);
     const holder: SessionHolder | null = user ? { kind: 'user', emailId: user.email_id } : null;
     // Its rank now, not when the link was sent: a user demoted or suspended meanwhile does not get in.
-    const rank = holder && holderRank(holder, { users: ctx.api.users, keys, now: now() });
+    const rank = holder && (await holderRank(holder, { users: ctx.api.users, keys, now: now() }));
     if (!user || !holder || !rank) return reply.code(303).header('location', '/console/signin?m=link').send();
     return open(request, reply, rank, user.email, holder);
   });
 
   app.post('/console/logout', async (request, reply) => {
-    ctx.sessions.close(cookieValue(request));
+    await ctx.sessions.close(cookieValue(request));
     return reply
       .code(303)
       .header('set-cookie', sessionCookie(ctx.origin.secure(request), '', 0))
