@@ -218,17 +218,23 @@ export class Directory {
    * this database never issued, or a tag that is not the one it issued, means this database's history went back
    * (restored from a copy, the mark file with it): the history is renewed, so every door learns it.
    */
-  private async deltaPossible(since: number, held: { history?: string; tag?: string }, current: DirectoryRevision, now: number): Promise<boolean> {
-    if (held.history !== undefined && held.history !== current.history) return false; // another history: everything
+  private async deltaPossible(
+    since: number,
+    held: { history?: string; tag?: string },
+    current: DirectoryRevision,
+    now: number,
+  ): Promise<'delta' | 'full' | 'renewed'> {
+    if (held.history !== undefined && held.history !== current.history) return 'full'; // another history: everything
     let why: string | null = null;
     if (since > current.revision) why = `a caller holds revision ${since}, above the ${current.revision} this database has issued`;
     else if (held.tag !== undefined) {
-      const issued = await this.history.tagOf(since);
+      // The current revision's tag is already read (a door up to date asks this most): no query for it.
+      const issued = since === current.revision ? current.tag : await this.history.tagOf(since);
       // No tag kept for it (issued before tags, or long ago): everything, to be safe, but nothing says it went back.
-      if (issued === null) return false;
+      if (issued === null) return 'full';
       if (issued !== held.tag) why = `a caller holds revision ${since} with another tag than this database issued`;
     }
-    if (why === null) return true;
+    if (why === null) return 'delta';
     const reason = why;
     const renewed = await this.db.transaction(async () => {
       const history = await this.history.renew(`went back: ${reason}`, now, current);
@@ -239,7 +245,7 @@ export class Directory {
       { since, revision: current.revision, oldHistory: current.history, newHistory: renewed },
       `the directory went back (${why}): its history is renewed and every door syncs in full`,
     );
-    return false;
+    return 'renewed';
   }
 
   /**
@@ -249,8 +255,11 @@ export class Directory {
    */
   async plan(since: number | undefined, now: number, held: { history?: string; tag?: string } = {}): Promise<DirectoryPlan> {
     await this.refreshIfPending(now);
-    const full = since === undefined || !(await this.deltaPossible(since, held, await this.revision(), now));
-    return { version: await this.revision(), full, since: full ? null : (since as number) };
+    const current = await this.revision();
+    const answer = since === undefined ? 'full' : await this.deltaPossible(since, held, current, now);
+    // The revision is read again only when the history was renewed meanwhile (one query less per door otherwise).
+    const version = answer === 'renewed' ? await this.revision() : current;
+    return answer === 'delta' ? { version, full: false, since: since as number } : { version, full: true, since: null };
   }
 
   /**
