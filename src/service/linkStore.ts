@@ -22,6 +22,12 @@ export async function storedLinks(db: SqlQueries): Promise<StoredLink[]> {
   return (await db.column<string>('SELECT link FROM guest_links ORDER BY magic_link_id')).map((l) => JSON.parse(l) as StoredLink);
 }
 
+/** One stored guest link, or null when there is none of that id (revoked, or never made). */
+export async function storedLink(db: SqlQueries, id: string): Promise<StoredLink | null> {
+  const link = await db.value<string>('SELECT link FROM guest_links WHERE magic_link_id = ?', [Number(id)]);
+  return link === undefined ? null : (JSON.parse(link) as StoredLink);
+}
+
 /** The ids of the guest links revoked at the doors (their tombstones go out again on every connect). */
 export async function revokedLinkIds(db: SqlQueries): Promise<string[]> {
   return (await db.column<number>('SELECT magic_link_id FROM revoked_guest_links ORDER BY magic_link_id')).map(String);

@@ -52,7 +52,8 @@ export function issueRetained(db: SqlDb, subject: string, nowMs: number): Promis
   });
 }
 
-function scopeOf(name: string): LockdownScope {
+/** The scope a scope name (protocol/lockdown.ts scopeName: 'door:<uuid>', 'agent:<id>') names. */
+export function scopeOf(name: string): LockdownScope {
   const separator = name.indexOf(':');
   const kind = name.slice(0, separator);
   const id = name.slice(separator + 1);

@@ -2,12 +2,12 @@ import type { Logger } from 'pino';
 import { revisionPayload } from '../protocol/directory.js';
 import { guestLinkIndexPayload, guestLinkIndexTopic } from '../protocol/guestLinkIndex.js';
 import { guestLinkPayload, guestLinkRevocationPayload } from '../protocol/guestLinks.js';
-import { holidaysPayload, holidaysTopic, lockdownPayload, lockdownTopic, type LockdownScope } from '../protocol/lockdown.js';
+import { holidaysPayload, holidaysTopic, lockdownPayload, lockdownTopic } from '../protocol/lockdown.js';
 import type { Clock } from '../util/clock.js';
 import { readRevision } from './directory.js';
 import type { ServiceMqtt } from './doorsMqtt.js';
-import { revokedLinkIds, storedLinks, type StoredLink } from './linkStore.js';
-import { LockdownStore, issueRetained, lockdownMessage } from './lockdowns.js';
+import { revokedLinkIds, storedLink, storedLinks, type StoredLink } from './linkStore.js';
+import { LockdownStore, issueRetained, lockdownMessage, scopeOf, type StoredLockdown } from './lockdowns.js';
 import type { OwedMessage, PublishQueue } from './publishQueue.js';
 import type { ChangeFeed } from './sql/changeFeed.js';
 import type { Leadership } from './sql/leadership.js';
@@ -159,9 +159,12 @@ export class StatePublisher {
     await this.publish(this.deps.mqtt.topics.directoryRevision, revisionPayload(revision));
   }
 
-  /** A link's message when it is live; its tombstone when it was revoked (an empty payload unsigned). */
-  private async sendLink(id: string, live?: StoredLink): Promise<void> {
-    const link = live ?? (await storedLinks(this.deps.db)).find((l) => l.magic_link_id === id);
+  /**
+   * A link's message when it is live; its tombstone when it was revoked (an empty payload unsigned). `known`: the
+   * link as already read (null: known to be gone); read by its id otherwise.
+   */
+  private async sendLink(id: string, known?: StoredLink | null): Promise<void> {
+    const link = known === undefined ? await storedLink(this.deps.db, id) : known;
     const secret = this.deps.mqtt.secret;
     const issuedAt = await this.issue(`link:${id}`);
     const payload = link ? guestLinkPayload({ ...link }, secret, issuedAt) : guestLinkRevocationPayload(id, secret, issuedAt);
@@ -182,16 +185,14 @@ export class StatePublisher {
   }
 
   private async sendLockdown(scopeName: string): Promise<void> {
-    const separator = scopeName.indexOf(':');
-    const kind = scopeName.slice(0, separator);
-    const id = scopeName.slice(separator + 1);
-    const scope: LockdownScope = kind === 'door' ? { kind: 'door', uuid: id } : { kind: 'agent', id };
-    const stored = await this.lockdowns.get(scope);
-    if (!stored) return;
-    await this.publish(
-      lockdownTopic(this.deps.mqtt.topics.prefix, scope),
-      lockdownPayload(scope, lockdownMessage(stored), this.deps.mqtt.secret, stored.issuedAt),
-    );
+    const stored = await this.lockdowns.get(scopeOf(scopeName));
+    if (stored) await this.publishLockdown(stored);
+  }
+
+  /** A stored lockdown's message, with the issued_at stored with it. */
+  private publishLockdown(stored: StoredLockdown): Promise<void> {
+    const { mqtt } = this.deps;
+    return this.publish(lockdownTopic(mqtt.topics.prefix, stored.scope), lockdownPayload(stored.scope, lockdownMessage(stored), mqtt.secret, stored.issuedAt));
   }
 
   private async sendHolidays(): Promise<void> {
@@ -212,12 +213,12 @@ export class StatePublisher {
     const { db, mqtt } = this.deps;
     const live = await storedLinks(db);
     const liveIds = new Set(live.map((l) => l.magic_link_id));
-    for (const id of await revokedLinkIds(db)) if (!liveIds.has(id)) await this.sendLink(id);
+    for (const id of await revokedLinkIds(db)) if (!liveIds.has(id)) await this.sendLink(id, null);
     for (const link of live) await this.sendLink(link.magic_link_id, link);
     await this.sendIndex(live);
     for (const l of await this.lockdowns.reissueAll(this.deps.clock.wallNow())) {
       if (mqtt.secret !== null || l.active) {
-        await this.publish(lockdownTopic(mqtt.topics.prefix, l.scope), lockdownPayload(l.scope, lockdownMessage(l), mqtt.secret, l.issuedAt));
+        await this.publishLockdown(l);
       }
     }
     await this.sendHolidays();
