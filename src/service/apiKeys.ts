@@ -1,4 +1,5 @@
 import { createHash, randomBytes } from 'node:crypto';
+import { CoalescedReads } from '../util/coalescedReads.js';
 import type { SqlDb } from './sql/sqlDb.js';
 
 /** A user's rank (PUT /modifyrank), and the rank of an API key issued for a person or a program. */
@@ -31,8 +32,23 @@ export function issueKey(
 }
 
 /** API keys: only a SHA-256 is stored; 0 or no expiry means never (docs/access-control-api.md, Authentication). */
+type KeyRow = { rank: KeyKind; expires_at: number | null };
+
 export class ApiKeys {
-  constructor(private readonly db: SqlDb) {}
+  /**
+   * Every request checks its key: the checks asked for while one is at the database go together, as one read
+   * (coalescedReads.ts), so a storm of doors costs a few round trips, not one each; none is answered from memory.
+   */
+  private readonly lookups: CoalescedReads<string, KeyRow | undefined>;
+
+  constructor(private readonly db: SqlDb) {
+    this.lookups = new CoalescedReads<string, KeyRow | undefined>(async (hashes) => {
+      const rows = await db.all<KeyRow & { key_hash: string }>(`SELECT key_hash, rank, expires_at FROM api_keys WHERE key_hash ${db.inJsonTexts}`, [
+        JSON.stringify(hashes),
+      ]);
+      return new Map(rows.map((row) => [row.key_hash, row]));
+    }, undefined);
+  }
 
   /** Creates a key and returns it: the only time it is ever visible. */
   async create(rank: KeyKind, expiresDays: number, now: number): Promise<string> {
@@ -54,8 +70,10 @@ export class ApiKeys {
 
   /** The kind of the key with this digest (keyDigest) while it is stored and unexpired, or null. */
   async verifyDigest(hash: string, now: number): Promise<KeyKind | null> {
-    // Every request of every endpoint checks its key: one text, prepared once by the SQLite engine.
-    const row = await this.db.get<{ rank: KeyKind; expires_at: number | null }>('SELECT rank, expires_at FROM api_keys WHERE key_hash = ?', [hash]);
+    // Inside a transaction, on its connection; otherwise with the other checks asked for meanwhile.
+    const row = this.db.inTransaction()
+      ? await this.db.get<KeyRow>('SELECT rank, expires_at FROM api_keys WHERE key_hash = ?', [hash])
+      : await this.lookups.read(hash);
     if (!row || (row.expires_at !== null && now >= row.expires_at)) return null;
     return row.rank;
   }

@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { Logger } from 'pino';
 import type { DirectoryVersion } from '../protocol/directory.js';
+import { CoalescedReads } from '../util/coalescedReads.js';
 import { DirectoryHistory } from './directoryHistory.js';
 import { LevelStore, type DirectoryLevel, type DirectoryResourceGroup } from './levels.js';
 import { DirectoryUsers, type DoorUser, type DoorUserReader } from './directoryUsers.js';
@@ -44,14 +45,32 @@ const fingerprint = (value: unknown) => createHash('sha256').update(JSON.stringi
 /** The levels and resource groups of a database that has none: what an upgraded database without either holds. */
 const NO_LEVELS = fingerprint({ levels: [], resource_groups: [] });
 
-/** The current revision with its history and tag, as the database holds it (any process's). */
-export async function readRevision(db: SqlQueries): Promise<DirectoryRevision> {
-  const row = await db.get<{ revision: number | null; at: string | null; history: string; tag: string | null }>(
-    `SELECT r.revision, r.at, h.history, t.tag FROM directory_history h
-       LEFT JOIN directory_revision r ON r.id = 1 LEFT JOIN directory_tags t ON t.revision = r.revision WHERE h.id = 1`,
-  );
+/** The current revision, its history and tag, joined to directory_history's one row (the query's FROM). */
+const REVISION_COLUMNS = `r.revision, r.at, h.history, t.tag FROM directory_history h
+  LEFT JOIN directory_revision r ON r.id = 1 LEFT JOIN directory_tags t ON t.revision = r.revision`;
+
+type RevisionRow = { revision: number | null; at: string | null; history: string; tag: string | null };
+
+function revisionOf(row: RevisionRow | undefined): DirectoryRevision {
   const revision = row?.revision ?? 0;
   return { revision, at: row?.at ?? new Date(0).toISOString(), history: row!.history, tag: revision === 0 ? null : (row?.tag ?? null) };
+}
+
+/** What a plan is made from (Directory.planState). */
+interface PlanState {
+  pending: boolean;
+  current: DirectoryRevision;
+  /** The tag this database issued with the caller's `since`; null when none is kept, or no `since`. */
+  sinceTag: string | null;
+}
+/** A plan without `since` (no revision is negative). */
+const NO_SINCE = -1;
+/** Never given out: readPlanStates answers every `since` it is asked. */
+const NO_PLAN_STATE: PlanState = { pending: true, current: { revision: 0, at: new Date(0).toISOString(), history: '', tag: null }, sinceTag: null };
+
+/** The current revision with its history and tag, as the database holds it (any process's). */
+export async function readRevision(db: SqlQueries): Promise<DirectoryRevision> {
+  return revisionOf(await db.get<RevisionRow>(`SELECT ${REVISION_COLUMNS} WHERE h.id = 1`));
 }
 
 /**
@@ -67,6 +86,8 @@ export class Directory {
   private readonly doorUsers: DirectoryUsers;
   /** Users fingerprinted by this process so far. */
   private fingerprinted = 0;
+  /** The plans' reads of the revision asked for while one is at the database, as one (coalescedReads.ts). */
+  private readonly planReads = new CoalescedReads<number, PlanState>((sinces) => this.readPlanStates(sinces), NO_PLAN_STATE);
 
   constructor(
     private readonly db: SqlDb,
@@ -222,14 +243,15 @@ export class Directory {
     since: number,
     held: { history?: string; tag?: string },
     current: DirectoryRevision,
+    /** The tag this database issued with `since` (read with the plan), null for none kept. */
+    sinceTag: string | null,
     now: number,
   ): Promise<'delta' | 'full' | 'renewed'> {
     if (held.history !== undefined && held.history !== current.history) return 'full'; // another history: everything
     let why: string | null = null;
     if (since > current.revision) why = `a caller holds revision ${since}, above the ${current.revision} this database has issued`;
     else if (held.tag !== undefined) {
-      // The current revision's tag is already read (a door up to date asks this most): no query for it.
-      const issued = since === current.revision ? current.tag : await this.history.tagOf(since);
+      const issued = since === current.revision ? current.tag : sinceTag;
       // No tag kept for it (issued before tags, or long ago): everything, to be safe, but nothing says it went back.
       if (issued === null) return 'full';
       if (issued !== held.tag) why = `a caller holds revision ${since} with another tag than this database issued`;
@@ -249,15 +271,42 @@ export class Directory {
   }
 
   /**
+   * In one read: whether users wait for a revision, the current revision with its history and tag, and the tags
+   * this database issued with each of `sinces` (none kept: absent). At PostgreSQL a round trip, which a storm of
+   * 1,000 doors would multiply: the plans asked for meanwhile share one (`planReads`).
+   */
+  private async readPlanStates(sinces: number[]): Promise<Map<number, PlanState>> {
+    const rows = await this.db.all<RevisionRow & { since: number | null; since_tag: string | null; pending: number }>(
+      `SELECT (SELECT count(*) FROM (SELECT 1 FROM directory_pending LIMIT 1) p) AS pending, s.revision AS since, s.tag AS since_tag,
+         ${REVISION_COLUMNS} LEFT JOIN directory_tags s ON s.revision ${this.db.inJsonIds} WHERE h.id = 1`,
+      [JSON.stringify(sinces)],
+    );
+    const pending = Number(rows[0]?.pending ?? 0) > 0;
+    const current = revisionOf(rows[0]);
+    const tags = new Map(rows.filter((r) => r.since !== null).map((r) => [r.since!, r.since_tag]));
+    return new Map(sinces.map((since) => [since, { pending, current, sinceTag: tags.get(since) ?? null }]));
+  }
+
+  private async planState(since: number | undefined): Promise<PlanState> {
+    const key = since ?? NO_SINCE;
+    if (this.db.inTransaction()) return (await this.readPlanStates([key])).get(key)!;
+    return this.planReads.read(key);
+  }
+
+  /**
    * What a caller holding `since` (of `held`'s history and tag) is answered: everything (since undefined, a revision
    * this service never reached, another history or tag), or the changes after `since`. Brings the revision up to
    * date first when something is pending, so the plan's version is the one the answer's bytes are built for.
    */
   async plan(since: number | undefined, now: number, held: { history?: string; tag?: string } = {}): Promise<DirectoryPlan> {
-    await this.refreshIfPending(now);
-    const current = await this.revision();
-    const answer = since === undefined ? 'full' : await this.deltaPossible(since, held, current, now);
-    // The revision is read again only when the history was renewed meanwhile (one query less per door otherwise).
+    let state = await this.planState(since);
+    if (state.pending) {
+      await this.refresh(now);
+      state = await this.planState(since);
+    }
+    const { current } = state;
+    const answer = since === undefined ? 'full' : await this.deltaPossible(since, held, current, state.sinceTag, now);
+    // The revision is read again only when the history was renewed meanwhile.
     const version = answer === 'renewed' ? await this.revision() : current;
     return answer === 'delta' ? { version, full: false, since: since as number } : { version, full: true, since: null };
   }

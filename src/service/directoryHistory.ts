@@ -39,10 +39,6 @@ export class DirectoryHistory {
     return (await this.db.value<string>('SELECT history FROM directory_history WHERE id = 1'))!;
   }
 
-  async tagOf(revision: number): Promise<string | null> {
-    return (await this.db.value<string>('SELECT tag FROM directory_tags WHERE revision = ?', [revision])) ?? null;
-  }
-
   /** A new tag for a revision being issued: inside the caller's transaction. */
   async issueTag(revision: number): Promise<void> {
     await this.db.run('INSERT INTO directory_tags (revision, tag) VALUES (?, ?) ON CONFLICT (revision) DO UPDATE SET tag = excluded.tag', [

@@ -3,7 +3,7 @@
  * several service processes; docs/architecture.md "The service's database"). One store per concern is written
  * once against this interface, in the SQL both engines take:
  * - parameters are `?`, in order (the PostgreSQL side numbers them);
- * - a list of ids is one JSON array parameter, matched with `column ${db.inJsonIds}`;
+ * - a list of ids is one JSON array parameter, matched with `column ${db.inJsonIds}` (of strings: `inJsonTexts`);
  * - upserts are `INSERT ... ON CONFLICT (...) DO UPDATE SET x = excluded.x` or `DO NOTHING`, new ids come back
  *   with `RETURNING`, a null-safe comparison is `IS DISTINCT FROM`, a case-blind one `lower(a) = lower(?)`.
  */
@@ -32,6 +32,8 @@ export interface SqlDb extends SqlQueries {
   readonly location: string;
   /** `IN (...)` over the ids of a JSON array parameter (`[1,2,3]`), as the engine reads one. */
   readonly inJsonIds: string;
+  /** `IN (...)` over the strings of a JSON array parameter (`["a","b"]`). */
+  readonly inJsonTexts: string;
   /** The ids of a JSON array parameter as rows of one column `value`, to select from (`SELECT value FROM ${...}`). */
   readonly jsonIdRows: string;
   /**

@@ -12,6 +12,7 @@ import type { SqlDb, SqlValue } from './sqlDb.js';
 export class SqliteDb implements SqlDb {
   readonly engine = 'sqlite' as const;
   readonly inJsonIds = 'IN (SELECT value FROM json_each(?))';
+  readonly inJsonTexts = 'IN (SELECT value FROM json_each(?))';
   readonly jsonIdRows = 'json_each(?)';
   private readonly transactions = new AsyncLocalStorage<Array<() => void>>();
   /** Settles when the open transaction ends; null when none is open. */
