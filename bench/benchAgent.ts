@@ -26,7 +26,7 @@ const TIMED_NICENESS = 10;
  * A lower priority did not always keep the benchmark's own wake-up off the timed process's CPU: with the agent's
  * reads made on its event loop, the kernel woke the benchmark on the agent's CPU behind the agent's recording of the
  * grant, and the benchmark saw the relay's write 1.34 ms after the write at p50, against 0.27 ms on a CPU of its own
- * (the agent's own timestamps and the benchmark's, on the monotonic clock: 2026-11-27, bench/README.md "The tap
+ * (the agent's own timestamps and the benchmark's, on the monotonic clock: 2026-11-27, bench/HISTORY.md "The tap
  * path"). So within `observed()` the benchmark keeps the first CPU to itself and everything it starts (the timed
  * processes and the wire: socat, the broker) runs on the others. On one CPU nothing is pinned.
  */

@@ -520,7 +520,7 @@ export function benchmarkFleet(workDir: string): Promise<BenchRow[]> {
  * 1,000 doors in 4 processes of 250. Every agent's own work (parsing and writing its cache) shares this machine's
  * cores, where each door has a computer of its own: the directory is 1,000 users, so that 1,000 full syncs are the
  * service's load more than the bench machine's; and 4 processes, not more, because processes taking turns on two
- * cores cost more CPU than the doors' work (20 of 50 spent twice as much: bench/README.md). What the service
+ * cores cost more CPU than the doors' work (20 of 50 spent twice as much: bench/HISTORY.md). What the service
  * carries at 10,000 and 250,000 users is `directory-storm`.
  */
 export function benchmarkFleet1000(workDir: string): Promise<BenchRow[]> {

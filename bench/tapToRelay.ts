@@ -41,7 +41,7 @@ const WARMUP = 20;
  * tap-to-relay's: its timed taps are those of a daemon that has been running (a door's runs for months). The daemon
  * tunes V8 to optimize its tap path (src/system/v8Tiering.ts), and V8 goes on compiling that path, a function at a
  * time, most of it over the first 2,000 taps and the last few until about the 2,500th (143 optimizations in the first
- * 250 taps, 7 in the fourth 250, 1 in the twelfth; bench/README.md, "The tap path"). Each compile lands in the tap that spends the function's budget and can
+ * 250 taps, 7 in the fourth 250, 1 in the twelfth; bench/HISTORY.md, "The tap path"). Each compile lands in the tap that spends the function's budget and can
  * hold it 2-5 ms on the one CPU the agent has here, which over the first 1,000 taps decided the p99. Those first taps
  * are timed too, and reported on rows of their own (`firstTaps`).
  */
@@ -183,7 +183,7 @@ async function startFloor(dir: string): Promise<{ tap: () => Promise<number>; st
   return {
     // One tap per cycle of the agent's, so the floor taps as often as the agent's reader is tapped (a reader idle
     // longer answers a little later). Its relock line comes FLOOR_OPEN_MS after its tap, so it then idles about
-    // 87 ms where the agent idles PACE_MS: a later line would meet the agent's next tap (bench/README.md).
+    // 87 ms where the agent idles PACE_MS: a later line would meet the agent's next tap (bench/HISTORY.md).
     tap: async () => {
       const ms = await flip();
       await sleep(FLOOR_OPEN_MS);

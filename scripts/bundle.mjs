@@ -33,7 +33,7 @@ await build({
   // Whitespace and syntax minified, identifiers kept: stack traces name our functions as the source does (one whose
   // name another module uses too gets a digit, as `parse2`; a class that names itself in its body, an underscore, as
   // `_Directory`). Not esbuild's keepNames, which keeps minified names by calling Object.defineProperty on every
-  // function it creates, each time it creates it: each closure made on the tap path paid one (bench/README.md, "The
+  // function it creates, each time it creates it: each closure made on the tap path paid one (bench/HISTORY.md, "The
   // tap path").
   minifyWhitespace: true,
   minifySyntax: true,

@@ -3,8 +3,8 @@
 # the npm dependencies (npm ci), the native addons (native/*.c, rebuilt when a source is newer), and the test
 # peers from Debian when running as root: mosquitto, mosquitto-clients, socat, tmux (the demo test), openssl
 # (the TLS tests), faketime (a board booting with its clock behind), chromium (the console's browser tests),
-# haproxy (the service behind the shipped examples/haproxy/haproxy.cfg) and postgresql (the service's tests on
-# PostgreSQL). The tests start their own haproxy and PostgreSQL cluster (initdb into a temporary directory, from
+# haproxy (the service behind the shipped examples/haproxy/haproxy.cfg), postgresql (the service's tests on
+# PostgreSQL), lintian, dpkg-dev, debootstrap and dpkg-repack (the Debian package's test). The tests start their own haproxy and PostgreSQL cluster (initdb into a temporary directory, from
 # /usr/lib/postgresql/<version>/bin, which is not on PATH); none uses the system services these packages bring.
 # --warn-only: report missing Debian packages instead of failing (npm start does not need them).
 set -euo pipefail
@@ -12,18 +12,22 @@ cd "$(dirname "$0")/.."
 warn_only=false
 [ "${1:-}" = "--warn-only" ] && warn_only=true
 
-node_major=$(node -p 'process.versions.node.split(".")[0]')
+# Fast when nothing is missing (a second npm start): `node --version` and file tests, no JavaScript run, no apt or
+# dpkg query; the headers are looked up only when something is to be built.
+node_version=$(node --version)
+node_major=${node_version#v}
+node_major=${node_major%%.*}
 if [ "$node_major" -lt 20 ]; then
-  echo "door-agent needs Node.js 20 or newer (found $(node --version))." >&2
+  echo "door-agent needs Node.js 20 or newer (found $node_version)." >&2
   exit 1
 fi
 
 # Native addons build against the local Node.js headers (no download): npm_config_nodedir when they exist.
 . scripts/node-headers.sh
-export_node_headers
 
 if [ ! -f node_modules/.package-lock.json ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
   echo "Installing npm dependencies with npm ci (better-sqlite3 builds from source: about 75 s the first time)..."
+  export_node_headers
   npm ci --no-audit --no-fund
 fi
 
@@ -40,6 +44,7 @@ addons_stale() {
 }
 if addons_stale; then
   echo "Building the native addons (native/*.c) with node-gyp..."
+  export_node_headers
   # npm's own node-gyp, the one npm ci runs (npx node-gyp would fetch another copy); it reads npm_config_nodedir.
   node_gyp="$(dirname "$(readlink -f "$(command -v npm)")")/../node_modules/node-gyp/bin/node-gyp.js"
   if [ -f "$node_gyp" ]; then
@@ -59,6 +64,12 @@ command -v faketime >/dev/null 2>&1 || missing+=(faketime)
 command -v chromium >/dev/null 2>&1 || missing+=(chromium)
 command -v haproxy >/dev/null 2>&1 || [ -x /usr/sbin/haproxy ] || missing+=(haproxy)
 ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || missing+=(postgresql)
+# The Debian package's test (npm run package, then installed in a fresh Debian root): lintian checks the package,
+# dpkg-dev finds what its addons link, debootstrap makes the root, dpkg-repack packs this machine's Node.js for it.
+command -v lintian >/dev/null 2>&1 || missing+=(lintian)
+command -v dpkg-shlibdeps >/dev/null 2>&1 || missing+=(dpkg-dev)
+command -v debootstrap >/dev/null 2>&1 || [ -x /usr/sbin/debootstrap ] || missing+=(debootstrap)
+command -v dpkg-repack >/dev/null 2>&1 || missing+=(dpkg-repack)
 if [ ${#missing[@]} -gt 0 ]; then
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
     echo "Installing Debian packages: ${missing[*]}"

@@ -53,6 +53,7 @@ import type { AgentMetrics } from './metrics/agentMetrics.js';
 import { AreaRuntime } from './door/areaRuntime.js';
 import { DoorGroups } from './door/doorGroups.js';
 import { doorGroupWarnings } from './config/doorGroups.js';
+import { controlSocket } from './control/controlSocket.js';
 
 export interface AgentDeps {
   logger: Logger;
@@ -298,6 +299,7 @@ export async function startAgent(config: AgentOptions, deps: AgentDeps): Promise
           logger: logger.child({ component: 'mqtt' }),
           version: VERSION,
           projectUrl: PROJECT_URL,
+          serviceUrl: config.service?.baseUrl ?? null,
           health: {
             cache: () => cacheFreshness(store, logger),
             onCacheChange: (listener) => store.cache.onChange(() => listener()),
@@ -373,6 +375,7 @@ export async function startAgent(config: AgentOptions, deps: AgentDeps): Promise
       emergency,
       mqtt,
       sync,
+      controlSocket(config.agent.controlSocket, { doors, append: (event) => store.events.append(event), clock, timers, logger }),
       readiness,
     ].filter((c): c is Component => c !== null);
     stopComponents = await startInOrder(components, logger);

@@ -113,6 +113,7 @@ export async function main(argv: string[], ctx: CommandContext): Promise<number>
     outputHooks: { ...processHooks, onStopSignal: stopSignalsOrReaderGone },
     stdin: process.stdin,
     stderrIsTty: process.stderr.isTTY === true,
+    stdoutIsTty: process.stdout.isTTY === true,
   });
 }
 

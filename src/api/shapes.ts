@@ -7,9 +7,12 @@ import { compileWeeklySchedule } from '../core/weeklySchedule.js';
  * snapshot file or MQTT. Unknown fields are tolerated; a known field of the wrong type is rejected.
  */
 
-export const serviceTime = z.string().refine((s) => parseServiceTime(s) !== null, {
-  message: 'expected a UTC date "YYYY-MM-DD hh:mm:ss"',
-});
+export const serviceTime = z
+  .string()
+  .refine((s) => parseServiceTime(s) !== null, {
+    message: 'expected a UTC date "YYYY-MM-DD hh:mm:ss"',
+  })
+  .describe('a UTC time, "YYYY-MM-DD hh:mm:ss"');
 
 /**
  * The number the reference service gives a PIN entry in place of its digits when the API key may not read PINs
@@ -17,7 +20,7 @@ export const serviceTime = z.string().refine((s) => parseServiceTime(s) !== null
  */
 export const MASKED_PIN = '****';
 
-/** @internal */
+/** A card or PIN entry as the agents take it (GET /user, GET /directory); GET /modifysmartcard answers a list of them. */
 export const smartcardSchema = z
   .object({
     number: z.string().superRefine((n, ctx) => {

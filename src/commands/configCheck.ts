@@ -1,4 +1,4 @@
-import { readRawConfig } from '../config/lenient.js';
+import { dataDirFromInvalidConfig, doorsParsedAlone, readRawConfig } from '../config/lenient.js';
 import { checkReferencedFiles, type FileReferences } from '../config/secrets.js';
 import { DEFAULT_DATA_DIR, EXIT_INVALID_CONFIG } from '../config/schema.js';
 import { InputError } from '../util/errors.js';
@@ -16,7 +16,7 @@ import { parse as parseYaml } from 'yaml';
 import { plainOsdpWarnings } from '../config/osdpSecurity.js';
 import { lockoutWarnings } from '../config/keypadLockout.js';
 import { ambiguousFormatWarnings } from '../config/wiegandFormats.js';
-import { crossKeyProblems, doorsParsedAlone } from '../config/crossKeyProblems.js';
+import { problemList } from '../config/problemList.js';
 import { dataDirProblems, readerDeviceWarnings, readerDevices } from '../config/hostChecks.js';
 import { levelLines, levelStatus } from './levelStatus.js';
 import { emergencyConfigLines, emergencyView } from './emergencyStatus.js';
@@ -57,19 +57,15 @@ function runConfigCheck(args: { config: string | undefined }, ctx: CommandContex
   try {
     config = loadConfigFor(args.config, ctx);
   } catch (err) {
-    // Report every problem at once: the schema's, the checks across keys (zod skips them after a schema error),
-    // the files the file names and the data directory (where they can be read).
+    // Report every problem at once: the file's own (the loader runs the checks across keys too), the files it
+    // names and the data directory (where they can be read); a key the loader refused is not reported again.
     if (!(err instanceof InputError) || err.exitCode !== EXIT_INVALID_CONFIG) throw err;
     const raw = readRawConfig(path);
-    const dataDir = rawDataDir(raw);
-    const more = [
-      ...crossKeyProblems(raw),
-      ...(raw ? checkReferencedFiles(raw as FileReferences, ctx.env) : []),
-      ...(dataDir ? dataDirProblems(dataDir).problems : []),
-    ];
+    const dataDir = raw ? dataDirFromInvalidConfig(raw, DEFAULT_DATA_DIR) : undefined;
+    const more = [...(raw ? checkReferencedFiles(raw as FileReferences, ctx.env) : []), ...(dataDir ? dataDirProblems(dataDir).problems : [])];
     const known = new Set(err.problems.map((p) => p.path));
     writeWarnings(ctx, readerDeviceWarnings(readerDevices(doorsParsedAlone(raw).flatMap(({ index, door }) => readersOf(door).map((r) => ({ index, ...r }))))));
-    throw new InputError(err.what, [...err.problems, ...more.filter((p) => !known.has(p.path))], EXIT_INVALID_CONFIG);
+    throw new InputError(err.what, problemList([...err.problems, ...more.filter((p) => !known.has(p.path))]), EXIT_INVALID_CONFIG);
   }
   const dataDir = dataDirProblems(config.agent.dataDir);
   const deviceWarnings = readerDeviceWarnings(
@@ -154,16 +150,6 @@ function consoleLines(server: ServerOptions): string {
   return `  console at ${at}\n${publicUrlWarnings(server)
     .map((w) => `  WARNING: ${w}\n`)
     .join('')}`;
-}
-
-/** agent.dataDir of a file that does not validate: the default when absent; none to check when it is malformed. */
-function rawDataDir(raw: Record<string, unknown> | undefined): string | undefined {
-  if (!raw) return undefined;
-  const agent = raw.agent;
-  if (agent === undefined) return DEFAULT_DATA_DIR;
-  if (typeof agent !== 'object' || agent === null) return undefined;
-  const dir = (agent as { dataDir?: unknown }).dataDir;
-  return dir === undefined ? DEFAULT_DATA_DIR : typeof dir === 'string' && dir !== '' ? dir : undefined;
 }
 
 function writeWarnings(ctx: CommandContext, warnings: string[]): void {

@@ -36,6 +36,8 @@ export interface CommandInput {
   stdin: NodeJS.ReadableStream;
   /** stderr is a terminal (progress is drawn in place). */
   stderrIsTty: boolean;
+  /** stdout is a terminal (a daemon's log in its pretty form: docs/logging.md). */
+  stdoutIsTty: boolean;
 }
 
 /** A command's entry (commands/registry.ts): resolves with the exit code. */

@@ -1,4 +1,5 @@
 import { startDemo } from '../demo/demo.js';
+import { cliCommand } from '../demo/cliCommand.js';
 import { systemTimers } from '../util/clock.js';
 import { stringOption, type Command, type CommandContext, type ProcessHooks } from './context.js';
 
@@ -9,6 +10,7 @@ async function runDemo(args: { dir: string | undefined }, ctx: CommandContext, h
   const stopRequested = new Promise<void>((resolve) => hooks.onStopSignal(() => resolve()));
   const demo = await startDemo({
     dir: args.dir ?? ctx.env.DOOR_AGENT_DEMO_DIR ?? 'demo-data',
+    cli: cliCommand(ctx.env.PATH),
     out: (text) => ctx.stdout.write(text),
     input,
     clock: ctx.clock,

@@ -1,18 +1,21 @@
 import { pino } from 'pino';
 import { loadConfig } from '../config/load.js';
 import type { AgentOptions } from '../config/options.js';
-import { DEFAULT_WIEGAND_TIMING, FormatSet, WiegandDecoder, decodeBits, type WiegandFrame } from '../core/wiegand.js';
-import { cardNumber, decodeWith, formatsFor, type DecodedCard, type FormatChoice, type WiegandFormatSpec } from '../core/wiegandFormats.js';
+import { DEFAULT_WIEGAND_TIMING, WiegandDecoder, decodeBits, type WiegandFrame } from '../core/wiegand.js';
 import type { DoorOptions, ReaderOptions } from '../door/options.js';
 import { createGpioDriver } from '../hardware/createGpio.js';
 import type { EdgeInputs } from '../hardware/gpio.js';
 import type { ReaderOptionsOf } from '../readers/options.js';
 import { createReader } from '../readers/registry.js';
+import { describeFrame, readerFormats } from '../readers/cardNumberings.js';
 import { DataDirBusyError, dataDirHolder } from '../system/dataDirLock.js';
 import { systemClock, systemTimers } from '../util/clock.js';
 import { DoorAgentError, UsageError } from '../util/errors.js';
 import { readScbk } from '../util/secretFiles.js';
-import { configPath, stringOption, type Command, type CommandContext } from './context.js';
+import { DaemonUnavailableError } from '../control/client.js';
+import type { FinalReply } from '../control/request.js';
+import { configPath, stringOption, type Command, type CommandInput } from './context.js';
+import { askDaemon, localTime, requester } from './daemonControl.js';
 import { readerKey } from './osdpReaderChoice.js';
 import { openOsdpSession, sessionTarget } from './osdpSession.js';
 
@@ -36,48 +39,6 @@ function chooseReader(
   const reader = readerOf(door);
   if (!reader) throw new UsageError(`${door.name} (${door.uuid}) has no ${direction} reader`);
   return { door, direction, reader };
-}
-
-/** Everything an enrolment may need of one card: its format's fields, each numbering, the frame's bits. */
-function describeCard(card: DecodedCard, raw: bigint): string {
-  const hexDigits = Math.ceil(card.bits / 4);
-  return [
-    `format:        ${card.format} (${card.bits} bits)`,
-    `facility:      ${card.facility ?? '-'}`,
-    `card:          ${card.card}`,
-    `issue:         ${card.issue ?? '-'}`,
-    `data:          ${cardNumber(card, 'data')}`,
-    `facility_card: ${cardNumber(card, 'facility_card')}`,
-    `printed:       ${cardNumber(card, 'printed')}`,
-    `raw bits:      0x${raw.toString(16).padStart(hexDigits, '0')}`,
-  ]
-    .map((line) => `${line}\n`)
-    .join('');
-}
-
-/**
- * What a frame of card bits shows an installer: a card in every numbering, an ambiguous one in each format it fits;
- * null for anything else (a key, a frame dropped for a fault of the line).
- */
-function describeFrame(frame: WiegandFrame, formats: FormatSet): string | null {
-  if (frame.kind === 'card') return describeCard(frame, frame.raw);
-  if (frame.kind === 'dropped' && frame.reason === 'ambiguous_format' && frame.raw !== undefined) {
-    const raw = frame.raw;
-    const bits = Array.from({ length: frame.bits }, (_, i) => Number((raw >> BigInt(frame.bits - 1 - i)) & 1n));
-    const shown = formats
-      .ofLength(frame.bits)
-      .map((f) => decodeWith(f, bits))
-      .filter((d): d is DecodedCard => d !== null)
-      .map((d) => describeCard(d, raw))
-      .join('\n');
-    return `${frame.bits} bits fit more than one of the reader's formats (${frame.candidates?.join(', ')}); as each:\n\n${shown}`;
-  }
-  return null;
-}
-
-/** The formats a Wiegand or OSDP reader's card bits are decoded by (its `format`, auto by default). */
-function readerFormats(reader: { format?: FormatChoice; formats?: readonly WiegandFormatSpec[] }): FormatSet {
-  return new FormatSet(reader.formats ?? formatsFor(reader.format ?? 'auto', []));
 }
 
 /** Waits on the Wiegand lines for the next card frame (or an ambiguous one, shown in each of its formats). */
@@ -192,17 +153,60 @@ function learnOther(reader: ReaderOptions, timeoutMs: number): Promise<string | 
 }
 
 /**
- * `door-agent reader learn [--door UUID] [--reader entry|exit] [--timeout S]`: opens the door's reader itself, waits
- * for the next card and prints it in every numbering (for enrolment at the service). Full numbers are printed here
- * on purpose, to whoever runs it at the device; nothing is logged. The daemon must be stopped: it holds the lines.
+ * While the daemon runs, through its control socket (docs/local-control.md): every card the reader reads until the
+ * time is up or Ctrl-C, in every numbering, not decided meanwhile. Null when no daemon answers there (then the
+ * reader is opened here, as without a daemon).
+ */
+async function learnThroughDaemon(
+  config: AgentOptions,
+  args: { door: string | undefined; reader: string | undefined },
+  seconds: number,
+  input: CommandInput,
+): Promise<number | null> {
+  const path = config.agent.controlSocket;
+  if (path === null) return null;
+  if (args.reader !== undefined && args.reader !== 'entry' && args.reader !== 'exit')
+    throw new UsageError(`--reader must be entry or exit, not ${args.reader}`);
+  const reader = args.door === undefined ? (args.reader ?? 'entry') : `${args.door}:${args.reader ?? 'entry'}`;
+  const { stdout, stderr } = input.ctx;
+  let cards = 0;
+  let last: FinalReply;
+  try {
+    last = await askDaemon(path, config, { action: 'reader-learn', reader, seconds, user: requester() }, input, (line) => {
+      if (line.type === 'info') stdout.write(`${line.message}\n`);
+      else stdout.write(`${cards++ > 0 ? '\n' : ''}${localTime(line.at)} read (not decided):\n${line.text}`);
+    });
+  } catch (err) {
+    if (err instanceof DaemonUnavailableError) return null;
+    throw err;
+  }
+  if (last.type === 'error') {
+    stderr.write(`door-agent: ${last.error}\n`);
+    return 1;
+  }
+  if (cards === 0) {
+    stderr.write(`door-agent: no card within ${seconds} s (is the reader wired and powered? --timeout S waits longer)\n`);
+    return 1;
+  }
+  return 0;
+}
+
+/**
+ * `door-agent reader learn [--door UUID] [--reader entry|exit] [--timeout S]`: prints the cards the door's reader
+ * reads in every numbering (for enrolment at the service). Full numbers are printed here on purpose, to whoever runs
+ * it at the device; nothing is logged. With the daemon running, through its control socket (every card until the
+ * timeout or Ctrl-C); without, the reader is opened here and the first card shown.
  */
 async function runReaderLearn(
   args: { config: string | undefined; door: string | undefined; reader: string | undefined; timeout: string | undefined },
-  ctx: CommandContext,
+  input: CommandInput,
 ): Promise<number> {
+  const { ctx } = input;
   const seconds = args.timeout === undefined ? 60 : Number(args.timeout);
   if (!Number.isFinite(seconds) || seconds <= 0) throw new UsageError(`--timeout must be a number of seconds, not ${args.timeout}`);
   const config = loadConfig(configPath(args.config, ctx.env));
+  const viaDaemon = await learnThroughDaemon(config, args, Math.ceil(seconds), input);
+  if (viaDaemon !== null) return viaDaemon;
   const holder = dataDirHolder(config.agent.dataDir);
   if (holder) throw new DataDirBusyError(config.agent.dataDir, holder.pid, `reader learn cannot open the reader the daemon holds: ${STOP_DAEMON}`);
   const { door, direction, reader } = chooseReader(config, args.door, args.reader);
@@ -230,5 +234,5 @@ export const command: Command = (input) =>
       reader: stringOption(input, 'reader'),
       timeout: stringOption(input, 'timeout'),
     },
-    input.ctx,
+    input,
   );

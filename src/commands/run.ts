@@ -9,9 +9,9 @@ import { batchHelperThreads, linuxThreadScheduler, threadPoolStarted } from '../
 import { tuneTieringForTaps } from '../system/v8Tiering.js';
 import { watchdogUsecFrom } from '../system/watchdog.js';
 import { systemTimers } from '../util/clock.js';
-import { createLogger } from '../util/logger.js';
 import { DoorAgentError } from '../util/errors.js';
-import { configPath, stringOption, type Command, type CommandContext, type ProcessHooks } from './context.js';
+import { configPath, stringOption, type Command, type CommandContext, type CommandInput } from './context.js';
+import { daemonLogger } from './daemonLog.js';
 import { daemonWrites } from './dataDirAccess.js';
 import { relockFromConfig } from './relock.js';
 
@@ -23,7 +23,8 @@ import { relockFromConfig } from './relock.js';
  * directory exits at once, naming the first, and leaves the relays to it. An invalid configuration, or a data
  * directory it cannot write, drives every relay it can read locked (as `door-agent relock`) and exits 78.
  */
-async function runDaemon(args: { config: string | undefined }, ctx: CommandContext, hooks: ProcessHooks): Promise<number> {
+async function runDaemon(args: { config: string | undefined }, input: CommandInput): Promise<number> {
+  const { ctx } = input;
   const path = configPath(args.config, ctx.env);
   let config: AgentOptions;
   try {
@@ -36,7 +37,7 @@ async function runDaemon(args: { config: string | undefined }, ctx: CommandConte
   }
   const dataLock = lockForDaemon(config, path, ctx);
   try {
-    return await serve(config, ctx, hooks);
+    return await serve(config, input);
   } finally {
     dataLock.release();
   }
@@ -67,10 +68,11 @@ function lockForDaemon(config: AgentOptions, path: string, ctx: CommandContext):
 }
 
 /** The daemon proper, once the data directory is its own. */
-async function serve(config: AgentOptions, ctx: CommandContext, hooks: ProcessHooks): Promise<number> {
+async function serve(config: AgentOptions, input: CommandInput): Promise<number> {
+  const { ctx, hooks } = input;
   // Before the doors' code first runs: V8 then optimizes the tap path, run once a tap, as it would a busy one.
   tuneTieringForTaps();
-  const logger = createLogger({ level: config.agent.logLevel, agentId: config.agent.id });
+  const logger = daemonLogger(input, { level: config.agent.logLevel, format: config.agent.logFormat }, config.agent.id, config.agent.timezone);
   let agent: Agent | undefined;
   // The stop signal is taken before the agent starts: a SIGTERM or Ctrl-C during the start stops it cleanly once
   // it is up (every relay driven locked first), instead of killing the process between two relay writes.
@@ -146,4 +148,4 @@ async function batchHelpers(logger: Logger): Promise<void> {
   }
 }
 
-export const command: Command = (input) => runDaemon({ config: stringOption(input, 'config') }, input.ctx, input.hooks);
+export const command: Command = (input) => runDaemon({ config: stringOption(input, 'config') }, input);

@@ -8,7 +8,8 @@ import { openPostgres } from '../service/sql/openPostgres.js';
 import type { SqlDb } from '../service/sql/sqlDb.js';
 import { UsageError } from '../util/errors.js';
 import { createLogger } from '../util/logger.js';
-import { configPath, stringOption, type Command, type CommandContext, type ProcessHooks } from './context.js';
+import { configPath, stringOption, type Command, type CommandContext, type CommandInput } from './context.js';
+import { daemonLogger } from './daemonLog.js';
 
 /** Created by root (sudo) before the service ever ran: hand the files to the data directory's owner. */
 function giveToDataDirOwner(dataDir: string): void {
@@ -62,9 +63,10 @@ async function runServiceKeyCreate(
 }
 
 /** `door-agent service`: the reference access-control service, until SIGTERM/SIGINT. */
-async function runService(args: { config: string | undefined }, ctx: CommandContext, hooks: ProcessHooks): Promise<number> {
+async function runService(args: { config: string | undefined }, input: CommandInput): Promise<number> {
+  const { ctx, hooks } = input;
   const config = loadServiceConfig(configPath(args.config, ctx.env));
-  const logger = createLogger({ level: 'info', agentId: 'service' });
+  const logger = daemonLogger(input, { level: 'info', format: 'auto' }, 'service');
   const service = await startService(config, { clock: ctx.clock, logger, env: ctx.env });
   return new Promise<number>((resolve) => {
     hooks.onStopSignal(() => {
@@ -100,7 +102,7 @@ async function runServiceOutbox(args: { config: string | undefined }, ctx: Comma
   }
 }
 
-export const command: Command = (input) => runService({ config: stringOption(input, 'config') }, input.ctx, input.hooks);
+export const command: Command = (input) => runService({ config: stringOption(input, 'config') }, input);
 
 export const keyCreateCommand: Command = (input) =>
   runServiceKeyCreate(

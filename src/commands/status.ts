@@ -132,7 +132,7 @@ function runStatus(args: { json: boolean; config: string | undefined }, ctx: Com
         : { total: 0, unpublished: 0, evicted: 0, lastSeq: 0 },
       ...brokerStatus(runtime, running),
     };
-    // A door without a cache, or with a damaged one, refuses everyone: a monitoring script sees it in the exit code (README, Commands).
+    // A door without a cache, or with a damaged one, refuses everyone: a monitoring script sees it in the exit code (docs/operations.md, Commands).
     const refusesEveryone = cache.missing || cache.damaged !== null;
     if (args.json) {
       ctx.stdout.write(`${JSON.stringify(status)}\n`);

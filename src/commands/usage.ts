@@ -28,6 +28,11 @@ export interface CommandUsage {
 
 const CONFIG_OPTION: OptionUsage = { flag: '--config F', meaning: 'the configuration file (see "Config" below)' };
 const INVALID_CONFIG: [number, string] = [78, 'the configuration is missing or invalid'];
+/** The daemons' log (docs/logging.md): over agent.logLevel and agent.logFormat. */
+const LOG_OPTIONS: OptionUsage[] = [
+  { flag: '--log-level L', meaning: 'fatal, error, warn, info, debug or trace (over agent.logLevel)' },
+  { flag: '--log-format F', meaning: 'auto, pretty, json or journal (over agent.logFormat; auto: journal under systemd, pretty at a terminal)' },
+];
 
 const COMMANDS: readonly CommandUsage[] = [
   {
@@ -43,9 +48,9 @@ const COMMANDS: readonly CommandUsage[] = [
   },
   {
     name: 'run',
-    args: '[--config F]',
+    args: '[--log-level L] [--log-format F] [--config F]',
     summary: 'the daemon: relays locked first, then the cache, inputs and readers; SIGTERM locks and stops',
-    options: [],
+    options: LOG_OPTIONS,
     config: true,
     exits: [[0, 'stopped by SIGTERM or SIGINT (every door locked)'], [1, 'a fatal error (every relay driven locked first)'], INVALID_CONFIG],
   },
@@ -123,6 +128,63 @@ const COMMANDS: readonly CommandUsage[] = [
     ],
   },
   {
+    name: 'unlock',
+    args: '--door DOOR [--seconds N] [--config F]',
+    summary: "unlock a door through the running daemon's control socket; it relocks at the deadline",
+    details: [
+      'The rules of a remote unlock apply: refused in a lockdown, or while another door of its interlock is unlocked or open.',
+      "Audited with origin local and your user name (docs/local-control.md). The socket is for root and the daemon's group.",
+    ],
+    options: [
+      { flag: '--door DOOR', meaning: "the door's name or uuid, in any case" },
+      { flag: '--seconds N', meaning: "how long it stays unlocked (default the door's unlockSeconds; capped by its maxUnlockSeconds)" },
+    ],
+    config: true,
+    exits: [
+      [0, 'unlocked'],
+      [1, 'refused (lockdown, interlock, an unknown door: the message says why)'],
+      [69, 'the daemon is not running (no control socket)'],
+      [77, 'permission denied on the control socket (the message names the group)'],
+      INVALID_CONFIG,
+    ],
+  },
+  {
+    name: 'lock',
+    args: '--door DOOR [--config F]',
+    summary: "lock a door now through the running daemon's control socket",
+    details: ['Refused while the emergency input (fire alarm) releases the door. Audited with origin local and your user name.'],
+    options: [{ flag: '--door DOOR', meaning: "the door's name or uuid, in any case" }],
+    config: true,
+    exits: [
+      [0, 'locked'],
+      [1, 'refused (the emergency input, an unknown door: the message says why)'],
+      [69, 'the daemon is not running (no control socket)'],
+      [77, 'permission denied on the control socket (the message names the group)'],
+      INVALID_CONFIG,
+    ],
+  },
+  {
+    name: 'learn-card',
+    args: '[--reader R] [--seconds S] [--config F]',
+    summary: 'show the next card a reader reads in every numbering, through the running daemon (enrolment)',
+    details: [
+      'While it waits, taps at that reader are shown here and not decided; the other readers decide as ever.',
+      'Full card numbers are printed (for enrolment, at the device); the audit log keeps a hint.',
+    ],
+    options: [
+      { flag: '--reader R', meaning: 'a door name or uuid (its entry reader), DOOR:exit for its exit reader; needed with more than one reader' },
+      { flag: '--seconds S', meaning: 'how long to wait for a card (default 60, at most 3600)' },
+    ],
+    config: true,
+    exits: [
+      [0, 'a card was read and shown'],
+      [1, 'no card within the time, or refused (an unknown reader, one already in a learn session)'],
+      [69, 'the daemon is not running (no control socket)'],
+      [77, 'permission denied on the control socket (the message names the group)'],
+      INVALID_CONFIG,
+    ],
+  },
+  {
     name: 'reader keyset',
     args: '[--door UUID] [--reader entry|exit] [--config F]',
     summary: 'give an OSDP reader a new secure channel key (saved to its scbkFile first); door-agent must be stopped',
@@ -165,17 +227,25 @@ const COMMANDS: readonly CommandUsage[] = [
   {
     name: 'reader learn',
     args: '[--door UUID] [--reader entry|exit] [--timeout S] [--config F]',
-    summary: 'show the next card read in every numbering (format, facility, card, data, facility_card, printed, raw bits); door-agent must be stopped',
+    summary: 'show the cards a reader reads in every numbering (format, facility, card, data, facility_card, printed, raw bits)',
     details: [
+      'While the daemon runs: through its control socket, every card until the timeout or Ctrl-C; taps at that reader are shown, not decided.',
+      'Without the daemon: the reader is opened here and the first card shown.',
       'Wiegand, OSDP (over its secure channel when it has a key), serial and keyboard readers. Full card numbers are printed (for enrolment, at the device); nothing is logged.',
     ],
     options: [
       { flag: '--door UUID', meaning: 'the door whose reader to read (needed with more than one door with a reader)' },
       { flag: '--reader entry|exit', meaning: "which of the door's readers (default entry)" },
-      { flag: '--timeout S', meaning: 'how long to wait for a card (default 60 s)' },
+      { flag: '--timeout S', meaning: 'how long to wait for a card (default 60 s; through the daemon at most 3600)' },
     ],
     config: true,
-    exits: [[0, 'a card was read and shown'], [1, 'no card within the timeout, or the reader could not be opened or did not answer'], INVALID_CONFIG],
+    exits: [
+      [0, 'a card was read and shown'],
+      [1, 'no card within the timeout, or the reader could not be opened or did not answer'],
+      [69, 'the daemon runs but does not answer on its control socket (its log says why)'],
+      [77, "permission denied on the daemon's control socket (the message names the group)"],
+      INVALID_CONFIG,
+    ],
   },
   {
     name: 'config check',
@@ -195,9 +265,9 @@ const COMMANDS: readonly CommandUsage[] = [
   },
   {
     name: 'service',
-    args: '[--config F]',
+    args: '[--log-level L] [--log-format F] [--config F]',
     summary: "the reference access-control service (HTTP API), from the file's server section",
-    options: [],
+    options: LOG_OPTIONS,
     config: true,
     exits: [[0, 'stopped by SIGTERM or SIGINT'], [1, 'could not start'], INVALID_CONFIG],
   },

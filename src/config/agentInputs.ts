@@ -1,12 +1,9 @@
 import * as z from 'zod';
-import type { doorSchema } from './doorSchema.js';
+import { bcmPin, level, type doorSchema } from './doorSchema.js';
 import { doorPins } from './doorChecks.js';
 
-const bcmPin = z.number().int().min(0).max(63);
-const level = z.literal([0, 1], { error: 'expected 0 or 1' });
-
 /**
- * The agent's power inputs (README, "Power inputs"): a UPS's or power supply's mains-present ("power good") line and
+ * The agent's power inputs (docs/operations.md, "Supervision"): a UPS's or power supply's mains-present ("power good") line and
  * battery-low line, each optional. Power lines dip: a change counts once it has held for debounceMs (default 1 s).
  */
 export const powerSchema = z

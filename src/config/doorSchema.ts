@@ -5,7 +5,7 @@ import { timeMappingSchema } from '../api/shapes.js';
 import { OSDP_BAUD_RATES } from '../readers/osdp/comset.js';
 import { textProblem } from '../readers/osdp/textOutput.js';
 
-export const bcmPin = z.number().int().min(0).max(63);
+export const bcmPin = z.number().int().min(0).max(63).describe('a BCM GPIO number, 0-63');
 export const seconds = (min: number, max: number) => z.number().int().min(min).max(max);
 
 export const level = z.literal([0, 1], { error: 'expected 0 or 1' });
@@ -58,9 +58,10 @@ export const LED_PATTERNS: SignalPatterns = {
 };
 /** @internal */
 export const BUZZER_PATTERNS: SignalPatterns = { grant: [150], deny: [400, 100, 400], lockdown: [1500], awaiting: [100, 100, 100] };
+// Each one entry of the JSON Schema's $defs, as the reader.
 const signalLines = {
-  led: signalLine(LED_PATTERNS).optional(),
-  buzzer: signalLine(BUZZER_PATTERNS).optional(),
+  led: signalLine(LED_PATTERNS).meta({ id: 'readerLed', description: "a reader's LED line driven by the agent" }).optional(),
+  buzzer: signalLine(BUZZER_PATTERNS).meta({ id: 'readerBuzzer', description: "a reader's buzzer line driven by the agent" }).optional(),
 };
 
 /** Lines sent back to a serial reader that takes commands (an LED or a beeper of its own); "\r\n" is not added. */
@@ -78,14 +79,12 @@ const serialReplies = z.strictObject({
 });
 
 const serialReaderSchema = z.strictObject({
-  type: z.literal('serial'),
+  // May be left out (readerSchema below): the JSON Schema says so with the default.
+  type: z.literal('serial').default('serial'),
   ...signalLines,
   replies: serialReplies.optional(),
   path: z.string().min(1),
-  baudRate: z
-    .number()
-    .refine((b) => (BAUD_RATES as readonly number[]).includes(b), `expected one of ${BAUD_RATES.join(', ')}`)
-    .default(9600),
+  baudRate: z.literal(BAUD_RATES, { error: `expected one of ${BAUD_RATES.join(', ')}` }).default(9600),
   cardFormat: z.enum(['decimal', 'hex']).default('decimal'),
   /** lines: CR/LF-terminated cards, keys and tokens; rdm6300: the STX/ETX frames of 125 kHz UART modules. */
   format: z.enum(['lines', 'rdm6300']).default('lines'),
@@ -126,10 +125,7 @@ const osdpReaderSchema = z.strictObject({
   type: z.literal('osdp'),
   /** The RS-485 adapter; several doors may share it at different addresses. */
   path: z.string().min(1),
-  baudRate: z
-    .number()
-    .refine((b) => (OSDP_BAUD_RATES as readonly number[]).includes(b), `expected one of ${OSDP_BAUD_RATES.join(', ')}`)
-    .default(9600),
+  baudRate: z.literal(OSDP_BAUD_RATES, { error: `expected one of ${OSDP_BAUD_RATES.join(', ')}` }).default(9600),
   address: z.number().int().min(0).max(126),
   /** The secure channel key, 32 hex digits, mode 0600. Without it (and without installMode) the bus is plain. */
   scbkFile: z.string().min(1).optional(),
@@ -151,10 +147,7 @@ const pn532ReaderSchema = z.strictObject({
   ...signalLines,
   /** The serial port the module's HSU lines are on: /dev/serial0 on a Pi's header, /dev/ttyUSB0 through an adapter. */
   path: z.string().min(1),
-  baudRate: z
-    .number()
-    .refine((b) => (BAUD_RATES as readonly number[]).includes(b), `expected one of ${BAUD_RATES.join(', ')} (a PN532 starts at 115200)`)
-    .default(115200),
+  baudRate: z.literal(BAUD_RATES, { error: `expected one of ${BAUD_RATES.join(', ')} (a PN532 starts at 115200)` }).default(115200),
   /** How often the field is asked for a card (ms). */
   pollMs: z.number().int().min(50).max(5000).default(150),
   /** A card must be gone this long (ms) before the same card is a new tap. */
@@ -164,12 +157,15 @@ const pn532ReaderSchema = z.strictObject({
 });
 
 // `type` may be left out for a serial reader (every configuration before Wiegand readers).
-const readerSchema = z.preprocess(
-  (value) => (value !== null && typeof value === 'object' && !Array.isArray(value) && !('type' in value) ? { type: 'serial', ...value } : value),
-  z.discriminatedUnion('type', [serialReaderSchema, wiegandReaderSchema, keyboardReaderSchema, osdpReaderSchema, pn532ReaderSchema], {
-    error: 'expected type serial, wiegand, keyboard, osdp or pn532',
-  }),
-);
+const readerSchema = z
+  .preprocess(
+    (value) => (value !== null && typeof value === 'object' && !Array.isArray(value) && !('type' in value) ? { type: 'serial', ...value } : value),
+    z.discriminatedUnion('type', [serialReaderSchema, wiegandReaderSchema, keyboardReaderSchema, osdpReaderSchema, pn532ReaderSchema], {
+      error: 'expected type serial, wiegand, keyboard, osdp or pn532',
+    }),
+  )
+  // One entry of the JSON Schema's $defs (schema/config.schema.json), not a copy per door key that takes a reader.
+  .meta({ id: 'reader', description: 'a card reader (docs/hardware.md): type serial (the default), wiegand, keyboard, osdp or pn532' });
 
 /** Who is still admitted during a lockdown, or who starts a first-person-in schedule: groups and policies. */
 const memberPolicySchema = z
@@ -180,18 +176,23 @@ const memberPolicySchema = z
   .refine((a) => a.groups.length + a.policies.length > 0, { message: 'list at least one group or policy' });
 
 export const doorSchema = z.strictObject({
-  uuid: z.uuid({ error: 'must be the door resource UUID' }),
-  resourceId: z.number().int().min(0),
-  name: z.string().min(1).max(100).optional(),
+  uuid: z.uuid({ error: 'must be the door resource UUID' }).describe("the door's resource UUID in the service"),
+  resourceId: z.number().int().min(0).describe("the service's resource id of this door, e.g. 12"),
+  name: z.string().min(1).max(100).describe('how logs, MQTT and Home Assistant name the door; default: Door <resourceId>').optional(),
   relay: z.strictObject({ pin: bcmPin, activeLow: z.boolean().default(false) }),
-  failMode: z.enum(['secure', 'safe']).default('secure'),
-  unlockSeconds: seconds(1, 3600).default(5),
+  failMode: z.enum(['secure', 'safe']).describe('secure: energize to unlock, a strike; safe: energize to lock, a maglock').default('secure'),
+  unlockSeconds: seconds(1, 3600).describe('how long a granted card unlocks the door').default(5),
   maxUnlockSeconds: seconds(0, 604_800).default(0),
   contact: z.strictObject({ pin: bcmPin, openLevel: level.default(1), debounceMs: debounce, pull: pull.default('none') }).optional(),
   exitButton: z.strictObject({ pin: bcmPin, activeLevel: level.default(0), debounceMs: debounce, pull: pull.default('none') }).optional(),
   /** With a contact: a timed unlock ends as soon as the door has opened and closed again. */
   relockOnClose: z.boolean().default(true),
   heldOpenSeconds: seconds(1, 86_400).default(30),
+  /**
+   * With a contact: driven locked while the door stands open, the lock is reported JAMMED to Home Assistant once
+   * the door still stands open this long (docs/mqtt.md, "Home Assistant").
+   */
+  jammedAfterSeconds: seconds(1, 3600).default(3),
   /** The entry reader alone (the shorthand of `readers: { entry }`). */
   reader: readerSchema.optional(),
   /** An entry and an exit reader (docs/areas.md): a tap's direction is the reader it was made at. */

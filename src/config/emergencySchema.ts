@@ -5,7 +5,7 @@ import { doorPins } from './doorChecks.js';
 import { findDoor, unknownDoorMessage } from './levels.js';
 
 /**
- * `emergency`: the fire alarm input of the agent (issue 30 item 1; README "Fire alarm", docs/hardware.md). The fire
+ * `emergency`: the fire alarm input of the agent (issue 30 item 1; docs/operations.md "Fire alarm input", docs/hardware.md). The fire
  * panel's relay contact in a normally-closed loop to `pin`: closed is normal, open is an alarm, so a cut wire
  * releases too (fail-safe). The defaults fit that wiring on a Pi without setting anything: the contact between the
  * GPIO and GND, the GPIO's pull-up on (`pull: up`), so the open loop reads 1 (`activeLevel: 1`).

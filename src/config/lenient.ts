@@ -1,8 +1,10 @@
 import { parse as parseYaml } from 'yaml';
 import { relayLevel, type Level } from '../core/relay.js';
 import type { GpioOptions } from '../hardware/gpio.js';
+import type * as z from 'zod';
 import { gpioSchema } from './schema.js';
 import { readConfigText } from './load.js';
+import { doorSchema } from './doorSchema.js';
 
 /** A relay to drive locked, read from a configuration that may not validate as a whole. */
 export interface RelayTarget {
@@ -76,4 +78,13 @@ export function dataDirFromInvalidConfig(raw: Record<string, unknown> | undefine
   const dataDir = (agent as Record<string, unknown>).dataDir;
   if (dataDir === undefined) return fallback;
   return typeof dataDir === 'string' && dataDir.length > 0 ? dataDir : undefined;
+}
+
+/** The doors of a file that does not validate as a whole, each parsed alone: those that validate, with their index. */
+export function doorsParsedAlone(raw: Record<string, unknown> | undefined): Array<{ index: number; door: z.output<typeof doorSchema> }> {
+  const doors = Array.isArray(raw?.doors) ? (raw.doors as unknown[]) : [];
+  return doors.flatMap((d, index) => {
+    const parsed = doorSchema.safeParse(d);
+    return parsed.success ? [{ index, door: parsed.data }] : [];
+  });
 }

@@ -34,7 +34,11 @@ function compileEntry(spec: unknown): ReturnType<typeof compileWeeklySchedule> {
 
 /** `schedules:` named weekly schedules; each entry is checked whole by compileWeeklySchedule (refineLevels). */
 export const schedulesSchema = z
-  .record(z.string().regex(NAME, 'a schedule name is 1-100 characters without leading or trailing spaces'), z.unknown())
+  .record(
+    z.string().regex(NAME, 'a schedule name is 1-100 characters without leading or trailing spaces'),
+    // Checked by compileEntry below; for the JSON Schema (schema/config.schema.json), a description.
+    z.unknown().meta({ description: 'a weekly schedule: sun ... sat and holidays, each a list of local time ranges, e.g. mon: ["07:30-18:00"]' }),
+  )
   .refine((s) => Object.keys(s).length <= MAX_SCHEDULES, `at most ${MAX_SCHEDULES} schedules`)
   .default({});
 
@@ -94,9 +98,16 @@ export function findDoor(doors: readonly DoorRef[], ref: string | number): DoorR
   );
 }
 
+const NOT_A_DOOR = 'is not a door of this agent';
+
 /** A door reference that names no door of this agent, and the doors it could have named. */
 export function unknownDoorMessage(ref: string | number, doors: readonly DoorRef[]): string {
-  return `${JSON.stringify(ref)} is not a door of this agent (doors: ${doors.map((d) => `${doorNameOf(d)} / ${d.resourceId}`).join(', ')})`;
+  return `${JSON.stringify(ref)} ${NOT_A_DOOR} (doors: ${doors.map((d) => `${doorNameOf(d)} / ${d.resourceId}`).join(', ')})`;
+}
+
+/** Whether a problem is unknownDoorMessage's (config/acrossKeys.ts leaves it out while a door's identity is unreadable). */
+export function isUnknownDoorMessage(message: string): boolean {
+  return message.includes(NOT_A_DOOR);
 }
 
 /**

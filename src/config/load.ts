@@ -4,6 +4,8 @@ import { EXIT_INVALID_CONFIG, configSchema, serviceConfigSchema, type Config, ty
 import type { AgentOptions, ServiceOptions } from './options.js';
 import { DoorAgentError, InputError, describeFsError } from '../util/errors.js';
 import { problemsFromZod, type Problem } from '../util/issues.js';
+import { configProblemVoice } from './problemVoice.js';
+import { problemList } from './problemList.js';
 import { keypadPolicy } from './keypadLockout.js';
 import { configLevels } from './levels.js';
 import { emergencyOptions } from './emergencySchema.js';
@@ -99,18 +101,18 @@ function serviceOptions(parsed: ServiceConfig): ServiceOptions {
 export function parseConfig(text: string, source: string): AgentOptions {
   const data = parseYaml(text, source);
   // Parsed once per start: zod's compiled fast path (new Function per object schema) costs more than it saves.
-  const result = configSchema.safeParse(data, { jitless: true });
+  const result = configSchema.safeParse(data, { jitless: true, error: configProblemVoice });
   if (!result.success) {
-    throw new InputError(`${source} is invalid`, problemsFromZod(result.error.issues), EXIT_INVALID_CONFIG);
+    throw new InputError(`${source} is invalid`, problemList(problemsFromZod(result.error.issues)), EXIT_INVALID_CONFIG);
   }
   return agentOptions(result.data);
 }
 
 /** The reference service's view of a configuration file (its `server` and `mqtt` sections). @internal */
 export function parseServiceConfig(text: string, source: string): ServiceOptions {
-  const result = serviceConfigSchema.safeParse(parseYaml(text, source), { jitless: true });
+  const result = serviceConfigSchema.safeParse(parseYaml(text, source), { jitless: true, error: configProblemVoice });
   if (!result.success) {
-    throw new InputError(`${source} is invalid`, problemsFromZod(result.error.issues), EXIT_INVALID_CONFIG);
+    throw new InputError(`${source} is invalid`, problemList(problemsFromZod(result.error.issues)), EXIT_INVALID_CONFIG);
   }
   return serviceOptions(result.data);
 }

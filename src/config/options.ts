@@ -12,7 +12,10 @@ export interface AgentSettings {
   timezone: string;
   maxEvents: number;
   logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace';
+  logFormat: 'auto' | 'pretty' | 'json' | 'journal';
   rtc: boolean;
+  /** The control socket's path (docs/local-control.md); null: none. */
+  controlSocket: string | null;
 }
 
 /**

@@ -9,11 +9,15 @@ import { emergencySchema, refineEmergency } from './emergencySchema.js';
 import { areasSchema, interlocksSchema, refineDoorGroups } from './doorGroups.js';
 import { isValidTimeZone } from './timeZone.js';
 import { missingPublicUrl, publicUrlSchema } from './publicUrl.js';
+import { acrossKeys, EVEN_WITH_PROBLEMS } from './acrossKeys.js';
 
 // Defined in util/errors.ts, below the layers that refuse a configuration file (secret files, the holidays file).
 export { EXIT_INVALID_CONFIG } from '../util/errors.js';
 
 export const DEFAULT_DATA_DIR = '/var/lib/door-agent';
+const DEFAULT_CONTROL_SOCKET = '/run/door-agent/control.sock';
+/** sun_path holds 108 bytes with its terminating zero. */
+const MAX_SOCKET_PATH_BYTES = 107;
 
 const agentSchema = z.strictObject({
   // Appears in MQTT topics and event ids, so it must be topic-safe.
@@ -23,16 +27,30 @@ const agentSchema = z.strictObject({
   timezone: z
     .string()
     .refine(isValidTimeZone, 'not an IANA time zone (e.g. Europe/Berlin)')
-    .default(() => new Intl.DateTimeFormat().resolvedOptions().timeZone),
+    .default(() => new Intl.DateTimeFormat().resolvedOptions().timeZone)
+    // The default is the machine's own: the JSON Schema (schema/config.schema.json) states none.
+    .meta({ default: undefined, description: "an IANA time zone, e.g. Europe/Berlin; default: the system's zone" }),
   /** The audit log / event outbox keeps at most this many events; the oldest are evicted and counted. */
   maxEvents: z.number().int().min(1000).max(10_000_000).default(100_000),
   logLevel: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace']).default('info'),
+  /** docs/logging.md: auto is journal under systemd's journal, pretty at a terminal, json otherwise. */
+  logFormat: z.enum(['auto', 'pretty', 'json', 'journal']).default('auto'),
   /**
    * The board keeps the time across power cuts (a battery-backed RTC). Without it, a timed unlock is resumed
    * after a restart only once the clock is known to be synchronized (NTP): a board that boots hours behind
    * would otherwise take an expired unlock for a current one.
    */
   rtc: z.boolean().default(false),
+  /**
+   * The running daemon's control socket (docs/local-control.md): `door-agent unlock`, `lock`, `learn-card` and
+   * `reader learn` reach it there; null: none. systemd's RuntimeDirectory makes /run/door-agent.
+   */
+  controlSocket: z
+    .string()
+    .min(1)
+    .refine((path) => Buffer.byteLength(path) <= MAX_SOCKET_PATH_BYTES, `a Unix socket's path is at most ${MAX_SOCKET_PATH_BYTES} bytes`)
+    .nullable()
+    .default(DEFAULT_CONTROL_SOCKET),
 });
 
 const serviceSchema = z.strictObject({
@@ -169,7 +187,7 @@ const listenAddress = (example: string) =>
     // Only on a HOST:PORT: a malformed value gets the one message above.
     .refine((listen) => !/:\d+$/.test(listen) || Number(listen.slice(listen.lastIndexOf(':') + 1)) <= 65_535, 'the port must be 0-65535');
 
-/** Prometheus metrics on a listener of their own (README, "Metrics"); loopback unless said otherwise. */
+/** Prometheus metrics on a listener of their own (docs/operations.md, "Metrics"); loopback unless said otherwise. */
 const metricsSchema = (defaultListen: string) => z.strictObject({ listen: listenAddress(defaultListen).default(defaultListen) });
 
 /** The reference service's own section (`door-agent service`); it shares the file and the mqtt section. */
@@ -191,6 +209,11 @@ const serverSchema = z
       })
       .optional(),
     lockReplyTimeoutSeconds: seconds(1, 120).default(5),
+    /** The site's time zone, as agent.timezone: the console shows its times in it and reads a guest link's start and end in it. */
+    timezone: z
+      .string()
+      .refine(isValidTimeZone, 'not an IANA time zone (e.g. Europe/Berlin)')
+      .default(() => new Intl.DateTimeFormat().resolvedOptions().timeZone),
     resources: z
       .array(
         z.strictObject({
@@ -298,21 +321,29 @@ export const configSchema = z
     /** The site's own Wiegand card formats (config/wiegandFormats.ts, docs/hardware.md "Card formats"). */
     wiegand: wiegandSchema,
   })
-  .superRefine((config, ctx) => {
-    refineDoors(config, ctx);
-    refineReaderFormats(config, ctx);
-    refineLevels(config, ctx);
-    refineAgentInputs(config, ctx);
-    if (config.access.maxCacheAgeHours !== undefined && !config.service) {
-      ctx.addIssue({
-        code: 'custom',
-        path: ['access', 'maxCacheAgeHours'],
-        message: 'needs a service section: the age is measured from the last successful sync (an imported cache is never synced)',
-      });
-    }
-    refineEmergency(config, ctx);
-    refineDoorGroups(config, ctx);
-  });
+  // The checks across keys, also on a file with other problems (config/acrossKeys.ts): one pass names them all.
+  .superRefine(
+    acrossKeys([
+      refineDoors,
+      refineReaderFormats,
+      (config, ctx) => refineLevels(config, ctx),
+      refineAgentInputs,
+      refineCacheAge,
+      refineEmergency,
+      refineDoorGroups,
+    ]),
+    EVEN_WITH_PROBLEMS,
+  );
+
+function refineCacheAge(config: { access: { maxCacheAgeHours?: number | undefined }; service?: unknown }, ctx: z.RefinementCtx): void {
+  if (config.access.maxCacheAgeHours !== undefined && !config.service) {
+    ctx.addIssue({
+      code: 'custom',
+      path: ['access', 'maxCacheAgeHours'],
+      message: 'needs a service section: the age is measured from the last successful sync (an imported cache is never synced)',
+    });
+  }
+}
 
 /** The file as validated, before normalization (config/load.ts turns it into AgentOptions). */
 export type Config = z.output<typeof configSchema>;

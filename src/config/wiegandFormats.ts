@@ -47,6 +47,11 @@ export const wiegandSchema = z
 /** `format:` as a reader gives it: auto, a format's name or a list of names; 26, 34, 37 stand for the formats they decoded. */
 export const readerFormatSchema = z
   .unknown()
+  // What the transform below takes, for the JSON Schema (schema/config.schema.json).
+  .meta({
+    description: 'auto (the default), a format name (H10301, C1k35, ...), 26, 34 or 37, or a list of names',
+    anyOf: [{ type: 'string', minLength: 1 }, { enum: [26, 34, 37] }, { type: 'array', items: { type: 'string', minLength: 1 }, minItems: 1 }],
+  })
   .optional()
   .transform((f, ctx): FormatChoice => {
     if (f === undefined || f === 'auto') return 'auto';

@@ -7,7 +7,7 @@ import { withProps } from './objects.js';
  * - short cards: entries read as cards (label not in access.pinLabels) with fewer digits than access.minCardDigits,
  *   most likely PINs stored under another label ("Pin code"), which a reader that sends digits would open with;
  * - duress collisions: a PIN whose duress PIN (access.duressPin) is itself a PIN in the directory. Typing it opens
- *   as that PIN's holder and raises no alarm: the real PIN wins (see README, Door operations);
+ *   as that PIN's holder and raises no alarm: the real PIN wins (see docs/operations.md, Door operations);
  * - ambiguous cards (issue 27): a card entered as printed (`123:45678`) for one holder and as the number the same
  *   card reads as on one of the site's readers for another: that card is refused at the door as card_ambiguous.
  * Never a number: counts, labels and holder ids only.

@@ -12,6 +12,9 @@ import { cachePath, openDatabase } from '../store/database.js';
 import { createServiceClient } from '../sync/serviceClient.js';
 import { syncOnce } from '../sync/sync.js';
 import type { Clock, Timers } from '../util/clock.js';
+import { changedByHand, placeAgentConfig } from './agentConfigFile.js';
+import { clockTime } from './clockTime.js';
+import { shellWord } from './cliCommand.js';
 import { claimDemoDir } from './demoDir.js';
 import { formatEvent } from './narrator.js';
 import { listenLoopback, onPreferredPort } from './ports.js';
@@ -59,6 +62,8 @@ function stdinReader(input: NodeJS.ReadableStream): PortFactory {
  */
 export async function startDemo(options: {
   dir: string;
+  /** How a person runs door-agent at a shell (cliCommand.ts), for the commands the demo prints. */
+  cli: string;
   out: (text: string) => void;
   input: NodeJS.ReadableStream;
   clock: Clock;
@@ -66,7 +71,7 @@ export async function startDemo(options: {
 }): Promise<DemoHandle> {
   const { out } = options;
   const dir = resolve(options.dir);
-  claimDemoDir(dir, new Date(options.clock.wallNow()));
+  claimDemoDir(dir, new Date(options.clock.wallNow()), (entry) => changedByHand(dir, entry));
 
   // 1. The broker, on loopback, with TCP no-delay on both sides (or QoS 1 round trips wait for Nagle).
   const broker = await Aedes.createBroker();
@@ -78,8 +83,9 @@ export async function startDemo(options: {
   const mqttPort = brokerListen.started;
   const mqttUrl = `mqtt://127.0.0.1:${mqttPort}`;
 
-  // 2. The reference service with a demo organization (its own composition root, as `door-agent service`).
-  const quiet = pino({ level: 'warn' }, pino.destination({ dest: join(dir, 'demo.log'), sync: true }));
+  // 2. The reference service with a demo organization (its own composition root, as `door-agent service`), its
+  // log in demo.log: at info, as `door-agent service` logs (it says little at warn: the file stayed empty).
+  const serviceLog = pino({ level: 'info' }, pino.destination({ dest: join(dir, 'demo.log'), sync: true }));
   // aedes speaks MQTT 3.1.1.
   const mqttOptions = {
     url: mqttUrl,
@@ -103,7 +109,7 @@ export async function startDemo(options: {
     console: { enabled: true, sessionMinutes: 30, maxSessionHours: 12 },
   });
   const serviceStart = await onPreferredPort(8080, (port) =>
-    startService({ server: server(port), mqtt: mqttOptions }, { clock: options.clock, logger: quiet, env: {} }),
+    startService({ server: server(port), mqtt: mqttOptions }, { clock: options.clock, logger: serviceLog, env: {} }),
   );
   const service = serviceStart.started;
   const key = await new ApiKeys(service.db).create('ADMIN', 0, options.clock.wallNow());
@@ -142,11 +148,13 @@ export async function startDemo(options: {
     send_email: false,
   });
 
-  // 3. The door agent on simulated GPIO, synced from the service, the terminal as its reader.
-  const config = parseConfig(
-    `agent: { id: demo, dataDir: ${dir}/agent, logLevel: info }
+  // 3. The door agent on simulated GPIO, synced from the service, the terminal as its reader. Its config is a
+  // file in the demo's directory, so that the status and events commands it prints read the same.
+  const configFile = placeAgentConfig(
+    dir,
+    `agent: { id: demo, dataDir: ${JSON.stringify(join(dir, 'agent'))}, logLevel: info, controlSocket: ${controlSocketFor(dir)} }
 access: { groups: [Staff] }
-gpio: { driver: simulated, simulatedDir: ${dir}/gpio }
+gpio: { driver: simulated, simulatedDir: ${JSON.stringify(join(dir, 'gpio'))} }
 service: { baseUrl: "${base}", syncIntervalSeconds: 300, startDelaySeconds: 0 }
 mqtt: { url: "${mqttUrl}", topicPrefix: door-agent, protocolVersion: 4 }
 doors:
@@ -154,8 +162,9 @@ doors:
       contact: { pin: 27 }, exitButton: { pin: 22 }, reader: { path: stdin } }
 emergency: { pin: 26 }
 `,
-    'demo',
   );
+  const config = parseConfig(configFile.text, configFile.path);
+  const clock = clockTime(config.agent.timezone);
   const env = { DOOR_AGENT_API_KEY: key };
   const agentDb = openDatabase(cachePath(config.agent.dataDir));
   await syncOnce(agentDb, createServiceClient(config.service!, env, config.agent.dataDir), {
@@ -167,7 +176,7 @@ emergency: { pin: 26 }
   const narrator = new Writable({
     write(chunk: Buffer, _enc, done) {
       for (const line of chunk.toString().split('\n')) {
-        const text = line ? formatEvent(line) : null;
+        const text = line ? formatEvent(line, clock) : null;
         if (text) out(`${text}\n`);
       }
       done();
@@ -182,10 +191,11 @@ door-agent demo: a door on simulated GPIO, synced from the reference service, co
   reference service  ${base}${serviceStart.busy ? '   (8080 is taken by another program)' : ''}
   console            ${base}/console   (sign in with the API key below)
   demo data          ${dir} (emptied at the next start; demo.log holds the service's log)
-Type a card number or a PIN and press Enter (the terminal is the card reader):
+  agent config       ${configFile.path}${configFile.kept ? `   (${configFile.kept} was changed by hand: kept as it is, not used)` : ''}
+Type a card number or a PIN and press Enter (the terminal is the card reader; times are ${config.agent.timezone}):
   4213578      Alice, Staff: granted          1234#   Alice's PIN (keys end with #)
   4213579      Bob: suspended                 4213580 Dave: not in Staff
-  7700001      Carol's visitor card: Mon-Fri 9-17 (${config.agent.timezone})
+  7700001      Carol's visitor card: Mon-Fri 09:00-17:00
   ${String(link.magic_token)}   Carol's QR token
 The relay is the file ${dir}/gpio/gpio17/value (1 = unlocked); open the door: echo 1 > ${dir}/gpio/gpio27/value
 Fire alarm (the loop opens): echo 1 > ${dir}/gpio/gpio26/value   and clear it: echo 0 > ${dir}/gpio/gpio26/value
@@ -194,6 +204,8 @@ The operator's console: open ${base}/console and sign in with this ADMIN API key
   ${key}
 
 From another terminal:
+  ${options.cli} status --config ${shellWord(configFile.path)}
+  ${options.cli} events --config ${shellWord(configFile.path)}
   mosquitto_pub -h 127.0.0.1 -p ${mqttPort} -t door-agent/doors/${DEMO_DOOR}/set -m '{"lock_state":false,"unlock_time":5}'
   mosquitto_sub -h 127.0.0.1 -p ${mqttPort} -t 'door-agent/#' -v
   curl -s -H 'Authorization: Bearer ${key}' -X POST ${base}/setlockstatus -d 'uuid=${DEMO_DOOR}&lock_state=false&unlock_time=5'
@@ -213,4 +225,13 @@ Ctrl-C stops everything.
       await new Promise<void>((r) => brokerServer.close(() => r()));
     },
   };
+}
+
+/**
+ * The demo's control socket in its directory (door-agent unlock --config <dir>/agent.yaml reaches it), or none
+ * when the path is longer than a Unix socket's 107 bytes.
+ */
+function controlSocketFor(dir: string): string {
+  const path = join(dir, 'control.sock');
+  return Buffer.byteLength(path) <= 107 ? JSON.stringify(path) : 'null';
 }

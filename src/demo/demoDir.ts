@@ -52,9 +52,10 @@ function readMarker(path: string): Marker | null {
 /**
  * Makes `dir` the demo's fresh data directory, for this process, or refuses touching nothing. The demo only
  * empties a directory that is absent, empty, or carries its marker (written when the demo first used it), and
- * never one a running demo uses. The directory itself is kept: only what is inside goes.
+ * never one a running demo uses. The directory itself is kept: only what is inside goes, but for the entries
+ * `keep` names (a config file a person changed).
  */
-export function claimDemoDir(dir: string, now: Date): void {
+export function claimDemoDir(dir: string, now: Date, keep: (entry: string) => boolean = () => false): void {
   const markerPath = join(dir, DEMO_MARKER);
   if (existsSync(dir)) {
     if (!statSync(dir).isDirectory()) {
@@ -82,7 +83,7 @@ export function claimDemoDir(dir: string, now: Date): void {
         );
       }
       // Ours, and no demo runs on it: the marker goes last, so an interrupted reset is still recognized as ours.
-      for (const entry of entries) if (entry !== DEMO_MARKER) rmSync(join(dir, entry), { recursive: true, force: true });
+      for (const entry of entries) if (entry !== DEMO_MARKER && !keep(entry)) rmSync(join(dir, entry), { recursive: true, force: true });
     }
   } else {
     mkdirSync(dir, { recursive: true });

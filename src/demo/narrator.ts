@@ -1,4 +1,8 @@
 import { EMERGENCY_ACTIVE_LOG, EMERGENCY_NORMAL_LOG } from '../door/emergencyInput.js';
+
+/** What the demo's terminal takes, said when it is typed something else (the reader dropped it as noise). @internal */
+export const ACCEPTED_INPUT = 'not understood: type a card number (4213578), a PIN ending with # (1234#) or a QR token, then Enter; Ctrl-C stops the demo';
+
 /** A credential as a person names it: "card …78", "PIN", "QR token" (the log's kind and hint, never both words twice). */
 function credential(kind: unknown, hint: unknown): string {
   if (kind === 'pin') return 'PIN';
@@ -13,15 +17,18 @@ function cause(value: unknown): string {
   return decided ? credential(decided[1], decided[2]) : text;
 }
 
-/** Turns the agent's JSON log lines into the few sentences a person trying the demo wants to read. */
-export function formatEvent(line: string): string | null {
+/**
+ * Turns the agent's JSON log lines into the few sentences a person trying the demo wants to read, with their
+ * times as `clock` shows them (clockTime.ts: 24-hour, in the agent's zone).
+ */
+export function formatEvent(line: string, clock: (at: number | string) => string): string | null {
   let entry: Record<string, unknown>;
   try {
     entry = JSON.parse(line) as Record<string, unknown>;
   } catch {
     return null;
   }
-  const time = typeof entry.time === 'number' ? new Date(entry.time).toLocaleTimeString() : '';
+  const time = typeof entry.time === 'number' || typeof entry.time === 'string' ? clock(entry.time) : '';
   const who = credential(entry.kind, entry.hint);
   switch (entry.msg) {
     case 'access granted':
@@ -29,7 +36,7 @@ export function formatEvent(line: string): string | null {
     case 'access denied':
       return `${time}  DENIED   ${who}: ${String(entry.reason)}`;
     case 'unlocked':
-      return `${time}  door UNLOCKED (${cause(entry.cause)})${entry.relockAt ? `, relocks at ${new Date(String(entry.relockAt)).toLocaleTimeString()}` : ', held open'}`;
+      return `${time}  door UNLOCKED (${cause(entry.cause)})${entry.relockAt ? `, relocks at ${clock(entry.relockAt as number | string)}` : ', held open'}`;
     case 'locked':
       return `${time}  door LOCKED (${cause(entry.cause)})`;
     case 'card accepted, waiting for PIN':
@@ -43,6 +50,8 @@ export function formatEvent(line: string): string | null {
       return `${time}  FIRE ALARM: the emergency input releases the door until it clears`;
     case EMERGENCY_NORMAL_LOG:
       return `${time}  fire alarm cleared`;
+    case 'reader noise dropped':
+      return `${time}  ${ACCEPTED_INPUT}`;
     case 'guest link received':
       return `${time}  guest link ${String(entry.guestLink)} received (${String(entry.result)})`;
     case 'sync done':

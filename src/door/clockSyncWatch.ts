@@ -2,7 +2,7 @@ import type { Logger } from 'pino';
 import type { Component } from '../lifecycle.js';
 import type { Timers } from '../util/clock.js';
 
-/** While the clock is not synchronized, it is asked again this often (documented in the README). @internal */
+/** While the clock is not synchronized, it is asked again this often (documented in docs/operations.md, "Clock"). @internal */
 export const CLOCK_RECHECK_MS = 30_000;
 
 export interface ClockSyncWatchDeps {

@@ -27,6 +27,9 @@ import type { Direction } from '../core/areas.js';
 import type { ReaderOptions } from './options.js';
 import type { DoorGate } from './doorGroups.js';
 import { withProps } from '../core/objects.js';
+import type { CommandTarget } from './doorCommand.js';
+import { LearnSessions, type LearnListener } from './learnSessions.js';
+import { DoorAgentError } from '../util/errors.js';
 
 export interface DoorDeps {
   gpio: GpioDriver;
@@ -89,6 +92,8 @@ export class Door implements Component {
   private readonly feedback: ReaderFeedbackHandle[] = [];
   private halted = false;
   private emergency: DoorEmergency | null = null;
+  /** Learn sessions of the control socket: a reader's taps shown to an installer, not decided. */
+  private readonly learning = new LearnSessions();
 
   constructor(
     readonly options: DoorOptions,
@@ -107,6 +112,8 @@ export class Door implements Component {
       clockSynchronized: deps.clockSynchronized,
       onPersistError: (err) => log.error({ err }, 'cannot save the lock state: retrying (the relay has moved)'),
       onPersistRecovered: () => log.info('lock state saved again'),
+      // A failed relay write is part of the published state (Home Assistant's JAMMED).
+      onRelayFault: () => deps.doorEvents.emit('position', door.uuid),
       onChange: (snapshot, previous) => deps.doorEvents.emit('lock', door.uuid, snapshot, previous),
     });
     const controller = this.controller;
@@ -230,7 +237,9 @@ export class Door implements Component {
       openInputDevice: deps.openInputDevice,
       osdp: deps.osdp,
       events: {
-        credential: (credential) => runtime.onCredential(credential, direction),
+        credential: (credential) => {
+          if (!this.learning.take(credential, direction)) runtime.onCredential(credential, direction);
+        },
         connection: (connected) => {
           deps.onReaderConnection(connected, direction);
           deps.doorEvents.emit('reader', door.uuid, this.readerConnected() === true);
@@ -302,6 +311,7 @@ export class Door implements Component {
   /** Ends the timers and drives the relay locked, at once (the first step of every stop). */
   halt(): void {
     this.halted = true;
+    this.learning.clear();
     this.scheduler?.stop();
     for (const lines of this.feedback) lines.close();
     this.runtime?.stop();
@@ -333,6 +343,28 @@ export class Door implements Component {
   /** The door of its interlock that keeps it from unlocking now (a remote unlock asks), or null. */
   interlockBlocker(): string | null {
     return this.deps.gate?.blocker() ?? null;
+  }
+
+  /** The door as a lock or unlock from outside sees it (door/doorCommand.ts): the control socket's commands. */
+  commandTarget(): CommandTarget {
+    return {
+      door: this.options,
+      controller: this.lock,
+      lockdown: () => this.deps.lockdown?.() ?? false,
+      interlock: () => this.interlockBlocker(),
+      emergency: () => this.emergencyReleased(),
+    };
+  }
+
+  /**
+   * Opens a learn session on one of its readers: until the returned close, that reader's credentials go to
+   * `listener` instead of the decision (the door's other reader decides as ever). Throws when the door has no such
+   * reader, or a session is open on it already.
+   */
+  learn(direction: Direction, owner: string, listener: LearnListener): () => void {
+    const name = `${this.options.name}'s ${direction} reader`;
+    if (!this.readers.has(direction)) throw new DoorAgentError(`${this.options.name} has no ${direction} reader`);
+    return this.learning.start(direction, owner, listener, name);
   }
 
   /** The lock controller, for remote commands (MQTT). */

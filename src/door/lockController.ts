@@ -42,6 +42,11 @@ export interface LockControllerDeps {
   /** Called once a save succeeds after failures. */
   onPersistRecovered?: () => void;
   /**
+   * The relay's last write failed (true; the relay may not be at the state's level), or a write succeeded again
+   * after one had failed (false). In the daemon a failed write ends the process at once (RelayBank's policy).
+   */
+  onRelayFault?: (failed: boolean) => void;
+  /**
    * Whether the wall clock is known to be synchronized (NTP, or a battery-backed RTC). A timed unlock is resumed
    * after a restart only then: a board without an RTC may boot with its clock hours behind.
    */
@@ -65,6 +70,7 @@ export class LockController {
   /** Counts saves: a sync that fails after a newer save was made is that newer save's business. */
   private saves = 0;
   private halted = false;
+  private relayFault = false;
   private readonly limits: machine.LockLimits;
 
   constructor(
@@ -157,6 +163,11 @@ export class LockController {
     return { door: this.door.uuid, state: this.state.state, relockAt, heldOpen, changedAt: this.changedAt, cause: this.state.cause };
   }
 
+  /** Whether the relay's last write failed (cleared by the next write that succeeds): it may not be at the state's level. */
+  get relayWriteFailed(): boolean {
+    return this.relayFault;
+  }
+
   /** Whether the current state has been saved (false while a failed save is being retried). */
   get persisted(): boolean {
     return this.persistFailures === 0;
@@ -175,7 +186,7 @@ export class LockController {
     // The relay first, and the state is committed only once the relay has taken it: a failed write throws
     // (the process then dies locked, see cli.ts) and never leaves the state claiming a level the relay lacks.
     // The locked level is always re-driven, so a lock also repairs a relay that was set behind our back.
-    if (next.state !== previous.state || next.state === 'LOCKED') this.relay.write(this.levelFor(next.state));
+    if (next.state !== previous.state || next.state === 'LOCKED') this.drive(next.state);
     this.state = next;
     if (next.state !== previous.state) this.changedAt = this.deps.clock.wallNow();
     // The relock timer before anything else the move causes: a failing `afterRelay` (recording, supervision) must
@@ -188,6 +199,23 @@ export class LockController {
       // the audit log or MQTT (afterRelay's error then goes on to the caller).
       if (next !== previous) this.saveAndAnnounce(next, previous, forcePersist);
     }
+  }
+
+  /** Writes the relay's level for `state`; a failure is kept as a fact (relayWriteFailed) and thrown on. */
+  private drive(state: LockStateName): void {
+    try {
+      this.relay.write(this.levelFor(state));
+    } catch (err) {
+      this.relayFaultIs(true);
+      throw err;
+    }
+    this.relayFaultIs(false);
+  }
+
+  private relayFaultIs(failed: boolean): void {
+    if (failed === this.relayFault) return;
+    this.relayFault = failed;
+    this.deps.onRelayFault?.(failed);
   }
 
   private saveAndAnnounce(next: LockState, previous: LockState, forcePersist: boolean): void {

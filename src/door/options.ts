@@ -33,6 +33,8 @@ export interface DoorOptions {
   exitButton?: { pin: number; activeLevel: Level; debounceMs: number; pull: Pull };
   relockOnClose: boolean;
   heldOpenSeconds: number;
+  /** With a contact: Home Assistant's lock shows JAMMED once the door still stands open this long after the relay was driven locked. */
+  jammedAfterSeconds: number;
   /** The entry reader (`reader`, or `readers.entry`). */
   reader?: ReaderOptions;
   /** The exit reader (`readers.exit`): its taps are exits (docs/areas.md). */

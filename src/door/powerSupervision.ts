@@ -27,7 +27,7 @@ export interface PowerSupervisionDeps {
 }
 
 /**
- * The agent's power inputs (README, "Power inputs"): mains lost or restored, battery low or ok, each change one audit
+ * The agent's power inputs (docs/operations.md, "Supervision"): mains lost or restored, battery low or ok, each change one audit
  * event. A condition already present at start (the agent started on battery) is recorded with `at_start`.
  */
 export class PowerSupervision implements Component {

@@ -59,5 +59,5 @@ export interface GpioDriver {
   close(): void;
 }
 
-/** Which driver (`gpio.driver`: README "Configuration", docs/hardware.md): the character device, sysfs through onoff, or the simulated tree. */
+/** Which driver (`gpio.driver`: docs/configuration.md, docs/hardware.md): the character device, sysfs through onoff, or the simulated tree. */
 export type GpioOptions = { driver: 'chardev'; chip: string } | { driver: 'onoff'; chipBase: number | 'auto' } | { driver: 'simulated'; simulatedDir: string };

@@ -34,7 +34,7 @@ export interface AgentMetricsDeps {
 }
 
 /**
- * The agent's Prometheus metrics (README, "Metrics"), served on their own listener. The tap path only counts and
+ * The agent's Prometheus metrics (docs/operations.md, "Metrics"), served on their own listener. The tap path only counts and
  * observes, with label sets built once per door and reason; what needs a query (the outbox, the cache's age) or
  * another component (the readers) is read when Prometheus scrapes. No label carries a card number, a PIN, a user
  * or an e-mail address: the labels are the door's name, granted or denied, and the decision's reason code.

@@ -22,6 +22,40 @@ const LOCK_ATTRIBUTES_TEMPLATE =
   "{{ {'lockdown': value_json.get('lockdown'), 'tamper': value_json.get('tamper'), 'schedule': value_json.get('schedule'), " +
   "'emergency': value_json.get('emergency'), 'cause': value_json.get('cause'), 'relock_at': value_json.get('relock_at')} | tojson }}";
 
+/** The lock's state: `ha_state` (core/haLockState.ts); an older agent's state has only `state` (LOCKED, UNLOCKED). */
+const LOCK_VALUE_TEMPLATE = "{{ value_json.get('ha_state') or value_json.state }}";
+
+/**
+ * The names of Home Assistant's lock states on the state topic, each given explicitly (HA's defaults are the same
+ * words). The agent sends LOCKED, UNLOCKED, OPEN and JAMMED; a relay moves at once, so never LOCKING, UNLOCKING or
+ * OPENING (named all the same: every state Home Assistant knows has its name here).
+ */
+const LOCK_STATES = {
+  state_locked: 'LOCKED',
+  state_unlocked: 'UNLOCKED',
+  state_open: 'OPEN',
+  state_jammed: 'JAMMED',
+  state_locking: 'LOCKING',
+  state_unlocking: 'UNLOCKING',
+  state_opening: 'OPENING',
+} as const;
+
+/** The agent's own device: `door-agent_<agent id>`; each door's device names it as its `via_device`. */
+export function agentDeviceId(agentId: string): string {
+  return `door-agent_${agentId}`;
+}
+
+/**
+ * The devices' `configuration_url`: mqtt.homeAssistant.configurationUrl when set, else the operator's console of
+ * the reference service the agent syncs with (`<service.baseUrl>/console`, which assumes the console is served by
+ * that same service), else none.
+ */
+export function configurationUrlOf(configured: string | undefined, serviceBaseUrl: string | null | undefined): string | undefined {
+  if (configured) return configured;
+  if (!serviceBaseUrl) return undefined;
+  return new URL('console', serviceBaseUrl.endsWith('/') ? serviceBaseUrl : `${serviceBaseUrl}/`).href;
+}
+
 /** On while the emergency input holds the door released (an older agent's state has no field: off). */
 const EMERGENCY_VALUE_TEMPLATE = "{{ 'ON' if value_json.get('emergency') else 'OFF' }}";
 
@@ -68,22 +102,28 @@ const HEALTH_SENSORS = [
     unit_of_measurement: 'ms',
     state_class: 'measurement',
   },
-  { key: 'uptime', name: 'Uptime', value_template: '{{ value_json.uptime_s }}', device_class: 'duration', unit_of_measurement: 's' },
+  // The agent's start time, not a counter: Home Assistant shows "3 hours ago" and records no change per message. An
+  // older agent's health has no started_at: None, unknown.
+  { key: 'uptime', name: 'Started', value_template: "{{ value_json.get('started_at') }}", device_class: 'timestamp', icon: 'mdi:restart' },
 ] as const;
 
 /**
- * Home Assistant MQTT discovery (retained), all of one agent's entities under one device that goes unavailable
- * with the agent's last will, each message naming its origin (door-agent, its version):
- * - per door a `lock` (LOCK, UNLOCK = hold open, OPEN = unlockSeconds; with a code file, Home Assistant asks for the
- *   code and sends it) with lockdown, tamper, schedule, cause and relock_at of the state topic as attributes;
- *   `event` entities for its access decisions and its alarms (haEvents.ts); a door `binary_sensor` per contact, a
- *   tamper `binary_sensor` per tamper input, a `sensor` for the unlock schedule when it has one, a
- *   safety `binary_sensor` when the emergency input releases it;
- * - per agent (with at least one door) its lockdown: a `switch` when commands are not signed, else (Home
- *   Assistant cannot sign) a read-only `binary_sensor` with the same unique_id, so there is no command topic;
- * - per area (docs/areas.md) a `sensor` of the count of who is in, the muster list as its attributes;
- * - per agent, diagnostic entities: sensors and a binary sensor from the health message, and an `event` entity
- *   for its supervision events.
+ * Home Assistant MQTT discovery (retained), every entity unavailable with the agent's last will, each message
+ * naming its origin (door-agent, its version). One device per door (model `door-agent door`, linked to the
+ * agent's device by `via_device`, so each door can sit in its own area) and one for the agent (model `door-agent
+ * controller`):
+ * - per door, on its device: a `lock` (LOCK, UNLOCK = hold open, OPEN = unlockSeconds; with a code file, Home
+ *   Assistant asks for the code and sends it) whose state is `ha_state` (LOCKED, UNLOCKED, OPEN, JAMMED), with
+ *   lockdown, tamper, schedule, cause and relock_at of the state topic as attributes; `event` entities for its
+ *   access decisions and its alarms (haEvents.ts); a door `binary_sensor` per contact, a tamper `binary_sensor`
+ *   per tamper input, a `sensor` for the unlock schedule when it has one, a safety `binary_sensor` when the
+ *   emergency input releases it;
+ * - on the agent's device: its lockdown (with at least one door): a `switch` when commands are not signed, else
+ *   (Home Assistant cannot sign) a read-only `binary_sensor` with the same unique_id, so there is no command topic;
+ *   per area (docs/areas.md) a `sensor` of the count of who is in, the muster list as its attributes; diagnostic
+ *   entities: sensors and a binary sensor from the health message (its start a timestamp sensor), and an `event`
+ *   entity for its supervision events.
+ * Every topic is `<prefix>/<component>/<agent id>_<...>/config`, every unique_id that of earlier releases.
  */
 export function discoveryMessages(options: {
   haPrefix: string;
@@ -94,7 +134,7 @@ export function discoveryMessages(options: {
   signed: boolean;
   /** The lock's `code_format` when Home Assistant's unlocks need a code (mqtt.homeAssistant.codeFile); absent: no code. */
   codeFormat?: string | null;
-  /** The device's `configuration_url` (mqtt.homeAssistant.configurationUrl). */
+  /** The devices' `configuration_url` (configurationUrlOf); absent: none. */
   configurationUrl?: string;
   /** The origin's `support_url`: the project's address, when package.json names one. */
   projectUrl?: string | null;
@@ -103,14 +143,11 @@ export function discoveryMessages(options: {
 }): DiscoveryMessage[] {
   const { haPrefix, topics, doors, version, signed } = options;
   const agent = topics.agentId;
-  const device = {
-    identifiers: [`door-agent_${agent}`],
-    name: `door-agent ${agent}`,
-    manufacturer: 'door-agent',
-    model: 'door-agent',
-    sw_version: version,
-    ...(options.configurationUrl ? { configuration_url: options.configurationUrl } : {}),
-  };
+  const link = options.configurationUrl ? { configuration_url: options.configurationUrl } : {};
+  const device = Object.assign(
+    { identifiers: [agentDeviceId(agent)], name: `door-agent ${agent}`, manufacturer: 'door-agent', model: 'door-agent controller', sw_version: version },
+    link,
+  );
   const origin = { name: 'door-agent', sw_version: version, ...(options.projectUrl ? { support_url: options.projectUrl } : {}) };
   const availability = { availability_topic: topics.status, payload_available: 'online', payload_not_available: 'offline' };
   const code = options.codeFormat ? { code_format: options.codeFormat, command_template: CODE_COMMAND_TEMPLATE } : {};
@@ -118,19 +155,29 @@ export function discoveryMessages(options: {
   for (const door of doors) {
     const id = `${agent}_${door.uuid}`;
     const state = topics.state(door.uuid);
+    // The door's own device; its entities are named after it (the lock, its main feature, has no name of its own).
+    const doorDevice = Object.assign(
+      {
+        identifiers: [`${agentDeviceId(agent)}_${door.uuid}`],
+        name: door.name,
+        manufacturer: 'door-agent',
+        model: 'door-agent door',
+        via_device: agentDeviceId(agent),
+      },
+      link,
+    );
     messages.push({
       topic: `${haPrefix}/lock/${id}/config`,
       payload: {
-        name: door.name,
+        name: null,
         unique_id: id,
         command_topic: topics.set(door.uuid),
         state_topic: state,
-        value_template: '{{ value_json.state }}',
+        value_template: LOCK_VALUE_TEMPLATE,
         payload_lock: 'LOCK',
         payload_unlock: 'UNLOCK',
         payload_open: 'OPEN',
-        state_locked: 'LOCKED',
-        state_unlocked: 'UNLOCKED',
+        ...LOCK_STATES,
         json_attributes_topic: state,
         json_attributes_template: LOCK_ATTRIBUTES_TEMPLATE,
         optimistic: false,
@@ -138,14 +185,14 @@ export function discoveryMessages(options: {
         retain: false,
         ...code,
         ...availability,
-        device,
+        device: doorDevice,
       },
     });
     if (door.contact) {
       messages.push({
         topic: `${haPrefix}/binary_sensor/${id}_door/config`,
         payload: {
-          name: `${door.name} contact`,
+          name: 'Contact',
           unique_id: `${id}_door`,
           device_class: 'door',
           state_topic: state,
@@ -154,7 +201,7 @@ export function discoveryMessages(options: {
           payload_off: 'CLOSED',
           qos: 1,
           ...availability,
-          device,
+          device: doorDevice,
         },
       });
     }
@@ -162,7 +209,7 @@ export function discoveryMessages(options: {
       messages.push({
         topic: `${haPrefix}/binary_sensor/${id}_tamper/config`,
         payload: {
-          name: `${door.name} tamper`,
+          name: 'Tamper',
           unique_id: `${id}_tamper`,
           device_class: 'tamper',
           state_topic: state,
@@ -171,7 +218,7 @@ export function discoveryMessages(options: {
           payload_off: 'OFF',
           qos: 1,
           ...availability,
-          device,
+          device: doorDevice,
         },
       });
     }
@@ -179,7 +226,7 @@ export function discoveryMessages(options: {
       messages.push({
         topic: `${haPrefix}/binary_sensor/${id}_emergency/config`,
         payload: {
-          name: `${door.name} emergency release`,
+          name: 'Emergency release',
           unique_id: `${id}_emergency`,
           // safety: on reads "Unsafe": the fire alarm input holds the door released.
           device_class: 'safety',
@@ -190,7 +237,7 @@ export function discoveryMessages(options: {
           qos: 1,
           icon: 'mdi:fire-alert',
           ...availability,
-          device,
+          device: doorDevice,
         },
       });
     }
@@ -198,7 +245,7 @@ export function discoveryMessages(options: {
       messages.push({
         topic: `${haPrefix}/sensor/${id}_schedule/config`,
         payload: {
-          name: `${door.name} unlock schedule`,
+          name: 'Unlock schedule',
           unique_id: `${id}_schedule`,
           device_class: 'enum',
           options: [...SCHEDULE_SENSOR_STATES],
@@ -209,7 +256,7 @@ export function discoveryMessages(options: {
           icon: 'mdi:calendar-clock',
           qos: 1,
           ...availability,
-          device,
+          device: doorDevice,
         },
       });
     }
@@ -217,27 +264,27 @@ export function discoveryMessages(options: {
     messages.push({
       topic: `${haPrefix}/event/${id}_access/config`,
       payload: {
-        name: `${door.name} access`,
+        name: 'Access',
         unique_id: `${id}_access`,
         state_topic: topics.homeAssistantEvents('access', door.uuid),
         event_types: haEventTypes('access'),
         icon: 'mdi:badge-account',
         qos: 1,
         ...availability,
-        device,
+        device: doorDevice,
       },
     });
     messages.push({
       topic: `${haPrefix}/event/${id}_alarm/config`,
       payload: {
-        name: `${door.name} alarm`,
+        name: 'Alarm',
         unique_id: `${id}_alarm`,
         state_topic: topics.homeAssistantEvents('alarm', door.uuid),
         event_types: haEventTypes('alarm'),
         icon: 'mdi:alarm-light',
         qos: 1,
         ...availability,
-        device,
+        device: doorDevice,
       },
     });
   }
@@ -340,5 +387,7 @@ export function discoveryMessages(options: {
     },
   });
   for (const message of messages) message.payload.origin = origin;
-  return messages;
+  // The agent's device first: Home Assistant links a door's device to its via_device only when that one exists.
+  const rank = (message: DiscoveryMessage) => (message.payload.device === device ? 0 : 1);
+  return messages.sort((a, b) => rank(a) - rank(b));
 }

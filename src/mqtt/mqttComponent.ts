@@ -24,6 +24,8 @@ import { GuestLinkIndexHandler } from './handlers/guestLinkIndex.js';
 import { DirectoryHandler } from './handlers/directory.js';
 import { OperationsHandler } from './handlers/operations.js';
 import { HomeAssistantHandler } from './handlers/homeAssistant.js';
+import { HomeAssistantCleanupHandler } from './handlers/homeAssistantCleanup.js';
+import { configurationUrlOf } from './discovery.js';
 import { DoorStateHandler } from './handlers/doorState.js';
 import { HealthHandler, type HealthSources } from './handlers/health.js';
 import { HomeAssistantEventsHandler } from './handlers/homeAssistantEvents.js';
@@ -44,6 +46,8 @@ export interface MqttComponentDeps {
   version: string;
   /** The project's address (Home Assistant's discovery origin), when package.json names one. */
   projectUrl?: string | null;
+  /** service.baseUrl: Home Assistant's devices link to its console (unless mqtt.homeAssistant.configurationUrl says otherwise). */
+  serviceUrl?: string | null;
   /** What the health message reports beyond MQTT: the cache's revision and age, the clock's trust. */
   health?: HealthSources;
   /** `P/agents/<id>/sync` arrived (absent without a service). */
@@ -160,6 +164,20 @@ export class MqttComponent implements Component {
     this.guestLinkHandlers = guestLinkHandlers;
     const doorState = new DoorStateHandler({ client, topics, doors, events: store.events, doorEvents, clock, timers, logger, refusals });
     const haEvents = options.homeAssistant.discovery ? new HomeAssistantEventsHandler({ client, topics, refusals, doorEvents }) : null;
+    const discovery = options.homeAssistant.discovery
+      ? new HomeAssistantHandler({
+          topics,
+          doors: doors.map((d) => d.door),
+          prefix: options.homeAssistant.prefix,
+          version: this.deps.version,
+          signed: secret !== null,
+          codeFormat: haCode?.format ?? null,
+          configurationUrl: configurationUrlOf(options.homeAssistant.configurationUrl, this.deps.serviceUrl),
+          projectUrl: this.deps.projectUrl ?? null,
+          areas: this.deps.areas?.configured ?? [],
+          refusals,
+        })
+      : null;
     // The one list of topic families. Connect runs in this order (the door state and availability near the end:
     // `online` and the outbox once the rest is in place; then the health, which so reports the outbox as it was at
     // the connect); stop in the reverse (the health's timers end before the doors are published LOCKED).
@@ -195,19 +213,17 @@ export class MqttComponent implements Component {
         refusals,
         doorEvents,
       }),
-      ...(options.homeAssistant.discovery
+      // The discovery, then (once per start) the removal of what the configuration no longer produces.
+      ...(discovery
         ? [
-            new HomeAssistantHandler({
-              topics,
-              doors: doors.map((d) => d.door),
+            discovery,
+            new HomeAssistantCleanupHandler({
               prefix: options.homeAssistant.prefix,
-              version: this.deps.version,
-              signed: secret !== null,
-              codeFormat: haCode?.format ?? null,
-              configurationUrl: options.homeAssistant.configurationUrl,
-              projectUrl: this.deps.projectUrl ?? null,
-              areas: this.deps.areas?.configured ?? [],
+              agentId: this.deps.agentId,
+              current: () => discovery.topics(),
               refusals,
+              timers,
+              logger,
             }),
           ]
         : []),

@@ -1,11 +1,14 @@
 import type { LockStateName } from '../core/relay.js';
+import { haLockState, type HaLockState } from '../core/haLockState.js';
 import { withProps } from '../core/objects.js';
 
 /**
  * What the agent publishes about each door (docs/mqtt.md, "Door state" and "Alarms"):
  * - `P/doors/<uuid>/state`, retained: `{"state":"UNLOCKED","relock_at":ISO|null,"door":"OPEN"|"CLOSED"|null,
- *   "changed_at":ISO,"cause":"...","lockdown":bool,"lockdown_scope":"door"|"agent"|null,"lockdown_by":...,
- *   "tamper":"ON"|"OFF"|null,"schedule":{"state":...,"next_change":ISO|null}|null,"emergency":bool}`;
+ *   "changed_at":ISO,"cause":"...","ha_state":"LOCKED"|"UNLOCKED"|"OPEN"|"JAMMED","lockdown":bool,
+ *   "lockdown_scope":"door"|"agent"|null,"lockdown_by":...,"tamper":"ON"|"OFF"|null,
+ *   "schedule":{"state":...,"next_change":ISO|null}|null,"emergency":bool}` (`ha_state`: Home Assistant's lock,
+ *   core/haLockState.ts);
  * - `P/doors/<uuid>/alarm`, QoS 1, not retained: the alarm's fields with `event_type`, `door` and `at`;
  * - `P/agents/<id>/status`, retained (and the last will): `online` / `offline`.
  */
@@ -34,8 +37,11 @@ export interface DoorOperationsFields {
 
 const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
 
-/** The retained state payload; without `operations` (a door handled on its own, in tests) only the lock and the contact. */
-export function doorStatePayload(lock: LockFields, door: 'OPEN' | 'CLOSED' | null, operations?: DoorOperationsFields): string {
+/**
+ * The retained state payload, with Home Assistant's lock state when known; without `operations` (a door handled on
+ * its own, in tests) only the lock and the contact.
+ */
+export function doorStatePayload(lock: LockFields, door: 'OPEN' | 'CLOSED' | null, operations?: DoorOperationsFields, haState?: HaLockState): string {
   const payload: Record<string, unknown> = {
     state: lock.state,
     relock_at: iso(lock.relockAt),
@@ -43,6 +49,7 @@ export function doorStatePayload(lock: LockFields, door: 'OPEN' | 'CLOSED' | nul
     changed_at: iso(lock.changedAt),
     cause: lock.cause,
   };
+  if (haState !== undefined) payload.ha_state = haState;
   if (operations) {
     const { lockdown, schedule } = operations;
     Object.assign(payload, {
@@ -57,9 +64,11 @@ export function doorStatePayload(lock: LockFields, door: 'OPEN' | 'CLOSED' | nul
   return JSON.stringify(payload);
 }
 
-/** The state published as the agent stops (every relay already driven locked). */
+/** The state published as the agent stops (every relay already driven locked, just now). */
 export function stoppedDoorStatePayload(door: 'OPEN' | 'CLOSED' | null, at: number): string {
-  return JSON.stringify({ state: 'LOCKED', relock_at: null, door, changed_at: iso(at), cause: 'agent stopped' });
+  const contact = door === null ? null : { open: door === 'OPEN', since: 0 };
+  const ha = haLockState({ relay: 'LOCKED', drivenAt: 0, writeFailed: false, contact }, 0, 1).state;
+  return JSON.stringify({ state: 'LOCKED', relock_at: null, door, changed_at: iso(at), cause: 'agent stopped', ha_state: ha });
 }
 
 /** An alarm: duress, tamper, door_forced, door_held_open, and the emergency input's (store/eviction.ts ALARM_TYPES). */

@@ -30,6 +30,8 @@ export const healthSchema = z.object({
   /** When it was gathered (ISO). */
   at: z.string(),
   uptime_s: count,
+  /** When the agent started (ISO): Home Assistant's timestamp sensor; absent from an agent from before it. */
+  started_at: z.string().optional(),
   version: z.string(),
   /** Audit events the broker has not acknowledged yet (the outbox). */
   outbox_depth: count,

@@ -1,5 +1,6 @@
 import type { Logger } from 'pino';
 import type { CardFormat, CredentialKind } from '../core/credentials.js';
+import type { WiegandCardFrame } from '../core/wiegand.js';
 import { normalizeCredential } from '../core/credentials.js';
 import type { GpioDriver } from '../hardware/gpio.js';
 import type { Clock, Timers } from '../util/clock.js';
@@ -20,6 +21,8 @@ export interface Credential {
   value: string;
   /** A card whose format has a facility: its printed form `facility:card`, tried when `value` matches nobody. */
   printed?: string;
+  /** A Wiegand or OSDP card: its bits as decoded, which a learn session shows in every numbering (never decided on). */
+  decoded?: WiegandCardFrame;
 }
 
 /** A reader's own state, for the door's audit log (OSDP readers report it). */
@@ -88,6 +91,7 @@ export function credentialsFrom(format: CardFormat, context: Pick<ReaderContext,
     }
     const credential: Credential = { kind: frame.kind, value };
     if (frame.kind === 'card' && frame.printed !== undefined && frame.printed !== value) credential.printed = frame.printed;
+    if (frame.kind === 'card' && frame.decoded !== undefined) credential.decoded = frame.decoded;
     context.events.credential(credential);
   };
 }

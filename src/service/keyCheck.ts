@@ -25,18 +25,22 @@ declare module 'fastify' {
  */
 export const DELEGATION_HEADER = 'x-console-delegation';
 
-/** GET /healthz (routesHealth.ts): a load balancer's health check, the one API path that takes no key. */
+/** GET /healthz (routesHealth.ts): a load balancer's health check, which takes no key. */
 export const HEALTH_PATH = '/healthz';
+/** GET /openapi.json (openapi/registry.ts): the API's description, which holds no data and takes no key. */
+export const OPENAPI_PATH = '/openapi.json';
+/** The API's paths whose GET and HEAD need no key. */
+const NO_KEY_PATHS = new Set([HEALTH_PATH, OPENAPI_PATH]);
 
 // A DOOR key reads (issue 32 item 16): any other method is refused before the body is read.
 const READ_METHODS = new Set(['GET', 'HEAD']);
 
 /**
  * The requests this check lets through without an API key: a route that checks a session of its own (the console),
- * and GET or HEAD of exactly HEALTH_PATH as routed (its pattern: no other path, method or unmatched URL).
+ * and GET or HEAD of exactly one of NO_KEY_PATHS as routed (its pattern: no other path, method or unmatched URL).
  */
 const noKeyNeeded = (request: FastifyRequest) =>
-  request.routeOptions.config?.sessionAuth === true || (request.routeOptions.url === HEALTH_PATH && READ_METHODS.has(request.method));
+  request.routeOptions.config?.sessionAuth === true || (NO_KEY_PATHS.has(request.routeOptions.url ?? '') && READ_METHODS.has(request.method));
 const LIMIT = REQUEST_LIMITS.bodyBeforeKey;
 
 /** A body that may carry `api_key`: one of the parsed types, with bytes to come. */
@@ -80,9 +84,10 @@ class KeyWithinLimit extends Transform {
 }
 
 /**
- * The API key check of every request but GET /healthz and the console's own pages (docs/reference-service.md,
- * "API keys"); a request while the service stops is answered 503 first, those included. A key in a header or the query
- * string is checked before the body is read, so a request without a valid one costs no more than its headers.
+ * The API key check of every request but GET /healthz, GET /openapi.json and the console's own pages
+ * (docs/reference-service.md, "API keys"); a request while the service stops is answered 503 first, those included.
+ * A key in a header or the query string is checked before the body is read, so a request without a valid one costs
+ * no more than its headers.
  * Without one there, a JSON or form body is read up to REQUEST_LIMITS.bodyBeforeKey bytes for its `api_key`;
  * a longer body must have it within those bytes, and is not read further otherwise. Keys in several places must
  * agree (400 otherwise). A refusal sent before the body was read in full closes the connection.

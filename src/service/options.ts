@@ -21,6 +21,11 @@ export interface ConsoleOptions {
   sessionMinutes: number;
   /** ... and this many hours after sign-in, whatever it did. */
   maxSessionHours: number;
+  /**
+   * The site's zone (server.timezone, an IANA name): every time the console shows, and the guest-link form's start
+   * and end are read in it. Absent: the machine's zone.
+   */
+  timezone?: string;
 }
 
 /** The reference service's own settings (the `server` section). */
@@ -56,4 +61,6 @@ export interface ServerOptions {
   pinLabels?: readonly string[];
   /** The console; absent or not enabled: no /console routes. */
   console?: ConsoleOptions;
+  /** The site's time zone (IANA name): the console's times (ConsoleOptions.timezone). Absent: the machine's zone. */
+  timezone?: string;
 }

@@ -9,6 +9,7 @@ import { EXIT_INVALID_CONFIG, InputError } from '../util/errors.js';
 import { missingPublicUrl, publicUrlWarnings } from '../config/publicUrl.js';
 import { serveMetrics, type MetricsServer } from '../util/metricsServer.js';
 import { VERSION } from '../version.js';
+import { withProps } from '../core/objects.js';
 import { ServiceMqtt } from './doorsMqtt.js';
 import { readHolidaysFile } from './holidaysFile.js';
 import { Mailer } from './mailer.js';
@@ -114,7 +115,8 @@ export async function startService(
     ...(server.console?.enabled
       ? {
           console: {
-            options: server.console,
+            // The site's zone (server.timezone) with the console's own settings: its times are shown in it.
+            options: server.timezone === undefined ? server.console : withProps(server.console, { timezone: server.timezone }),
             feed,
             mailConfigured: server.smtp !== undefined,
             listen: server.listen,

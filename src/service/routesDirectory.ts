@@ -1,16 +1,43 @@
 import { Readable } from 'node:stream';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import * as z from 'zod';
+import { directoryLevelsSchema, resourceGroupsSchema, userDetailSchema, userListItemSchema } from '../api/shapes.js';
 import { directoryEtag, historySchema, parseDirectoryEtag, tagSchema, type DirectoryVersion } from '../protocol/directory.js';
 import { negotiateEncoding } from './acceptEncoding.js';
 import { Overloaded } from './loadGate.js';
+import { documented } from './openapi/routeDoc.js';
 import { intParam, parseParams } from './params.js';
 import type { RouteContext } from './routeContext.js';
 import { JSON_CONTENT_TYPE } from './userList.js';
 
-const query = z.object({ since: intParam.optional(), history: historySchema.optional(), tag: tagSchema.optional() });
+const query = z.object({
+  since: intParam.optional().describe('the revision the caller holds: only what changed after it; absent: everything'),
+  history: historySchema.optional().describe("the caller's history (from the ETag): another one gets everything"),
+  tag: tagSchema.optional().describe("the caller's revision tag (from the ETag): another one gets everything"),
+});
 /** Read as a plain string: a value that is not one is no coding we know, so identity. */
 const acceptEncoding = z.string().optional().catch(undefined);
+/** What the route reads of the request's headers (If-None-Match: parseDirectoryEtag). */
+const headers = z.object({
+  'if-none-match': z.string().optional().describe('the ETag of the answer the caller holds: 304 when it is still the current one'),
+  'accept-encoding': acceptEncoding.describe('gzip or br: the answer compressed (Vary: Accept-Encoding)'),
+});
+
+/**
+ * The answer as the agents read it (sync/streamedAnswers.ts checks it member by member with the same schemas):
+ * the users (list form, user_tag always set) and their details by email_id, the ids removed since `since`.
+ */
+const answer = z.object({
+  revision: z.number().int().nonnegative(),
+  history: historySchema,
+  tag: tagSchema,
+  full: z.boolean().describe('true: everything, to replace what the caller holds; false: the changes since `since`'),
+  users: z.array(userListItemSchema.required({ user_tag: true })),
+  details: z.record(z.string().regex(/^[0-9]{1,15}$/), userDetailSchema).describe("each listed user's detail form, by email_id"),
+  removed: z.array(z.number().int().nonnegative()),
+  levels: directoryLevelsSchema,
+  resource_groups: resourceGroupsSchema,
+});
 
 /** If-None-Match names what is answered: the same revision, history and tag (an old agent's "dir-N": the revision). */
 function notModified(ifNoneMatch: string | undefined, answer: DirectoryVersion): boolean {
@@ -31,7 +58,21 @@ function notModified(ifNoneMatch: string | undefined, answer: DirectoryVersion):
  * them, and when no build can start, 503 with Retry-After (server.ts) rather than a wait that times out.
  */
 export function registerDirectoryRoutes(app: FastifyInstance, ctx: RouteContext): void {
-  app.get('/directory', async (request: FastifyRequest, reply: FastifyReply) => {
+  const directoryDoc = {
+    summary: 'The directory the doors sync: every user with their detail, or what changed since a revision.',
+    description: 'An extension of the reference service (docs/reference-service.md, "GET /directory"). PINs are masked to a REGULAR key.',
+    tag: 'Directory',
+    key: 'any',
+    params: query,
+    headers,
+    answer,
+    answerHeaders: { ETag: 'the version answered: send it back as If-None-Match', Vary: 'Accept-Encoding' },
+    statuses: {
+      304: 'The caller holds the current version (If-None-Match).',
+      503: 'Or: the service is sending or building as many directories as it may (server.maxDirectoryAnswers, server.maxDirectoryBuilds).',
+    },
+  } as const;
+  app.get('/directory', documented(directoryDoc), async (request: FastifyRequest, reply: FastifyReply) => {
     const p = parseParams(query, request.query, undefined);
     const planNow = async () => ctx.directory.plan(p.since, ctx.clock.wallNow(), { history: p.history, tag: p.tag });
     // Planned again when another request, whose plan read the database later, already stored a newer revision.

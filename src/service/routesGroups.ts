@@ -1,10 +1,33 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import * as z from 'zod';
+import { groupCreatedSchema, invitesAnswerSchema, successAnswerSchema } from '../api/answers.js';
+import { documented } from './openapi/routeDoc.js';
 import { BadRequest, boolParam, emailParam, intParam, jsonArrayParam, parseParams, smartcardParam as smartcard } from './params.js';
 import { REQUEST_LIMITS as LIMITS } from './requestLimits.js';
 import type { RouteContext } from './routeContext.js';
 
 const idList = (field: string) => jsonArrayParam(intParam, { field, max: LIMITS.ids });
+const groupType = z.enum(['users', 'resources']);
+const createParams = z.object({
+  type: groupType,
+  name: z.string().trim().min(1).max(200),
+  add_ids: idList('add_ids').describe('the first members: email_ids (users) or resource ids (resources)'),
+  resource_type: z.enum(['COMPUTER', 'DOOR']).optional().describe('of a resources group: only resources of this type'),
+});
+const changeParams = z.object({ type: groupType, group_id: intParam, add_ids: idList('add_ids').optional(), del_ids: idList('del_ids').optional() });
+const inviteParams = z.object({
+  emails: jsonArrayParam(z.string(), { field: 'emails', max: LIMITS.emails }).refine((a) => a.length > 0, 'list at least one e-mail address'),
+  smartcards: jsonArrayParam(jsonArrayParam(smartcard, { field: 'smartcards (of one user)', max: LIMITS.perUser }), {
+    field: 'smartcards',
+    max: LIMITS.emails,
+  })
+    .optional()
+    .describe("each invited user's cards, in the order of emails"),
+  groups: jsonArrayParam(z.object({ id: intParam, name: z.string().optional() }), { field: 'groups', max: LIMITS.perUser })
+    .optional()
+    .describe('user groups every new user joins'),
+  no_email: boolParam.optional().describe('true: no invitation is mailed'),
+});
 /** A member added twice is one membership. */
 const ADD_MEMBER = 'INSERT INTO group_members (group_id, member_id) VALUES (?, ?) ON CONFLICT DO NOTHING';
 
@@ -38,17 +61,17 @@ export function registerGroupRoutes(app: FastifyInstance, ctx: RouteContext): vo
     ]);
   };
 
-  app.post('/groups', async (request) => {
+  const createDoc = {
+    summary: 'Creates a group of users or of resources.',
+    tag: 'Groups',
+    key: 'ADMIN',
+    params: createParams,
+    answer: groupCreatedSchema,
+    statuses: { 413: `More than ${LIMITS.ids} add_ids.` },
+  } as const;
+  app.post('/groups', documented(createDoc), async (request) => {
     ctx.requireRank(request, 'ADMIN');
-    const p = params(
-      z.object({
-        type: z.enum(['users', 'resources']),
-        name: z.string().trim().min(1).max(200),
-        add_ids: idList('add_ids'),
-        resource_type: z.enum(['COMPUTER', 'DOOR']).optional(),
-      }),
-      request,
-    );
+    const p = params(createParams, request);
     // The members checked in the transaction that adds them: a user removed meanwhile is refused, not added.
     const groupId = await db.transaction(async () => {
       await checkMembers(p.type, p.add_ids, p.type === 'resources' ? p.resource_type : undefined);
@@ -63,12 +86,17 @@ export function registerGroupRoutes(app: FastifyInstance, ctx: RouteContext): vo
     return { success: `group ${p.name} created with ${new Set(p.add_ids).size} member(s)`, group_id: groupId };
   });
 
-  app.put('/groups', async (request) => {
+  const changeDoc = {
+    summary: 'Adds members to a group and removes others.',
+    tag: 'Groups',
+    key: 'ADMIN',
+    params: changeParams,
+    answer: successAnswerSchema,
+    statuses: { 404: 'No group with that group_id.', 413: `More than ${LIMITS.ids} add_ids or del_ids.` },
+  } as const;
+  app.put('/groups', documented(changeDoc), async (request) => {
     ctx.requireRank(request, 'ADMIN');
-    const p = params(
-      z.object({ type: z.enum(['users', 'resources']), group_id: intParam, add_ids: idList('add_ids').optional(), del_ids: idList('del_ids').optional() }),
-      request,
-    );
+    const p = params(changeParams, request);
     // The group and the members read in the transaction that changes them (a group deleted or a user removed
     // meanwhile is seen).
     const group = await db.transaction(async () => {
@@ -88,20 +116,18 @@ export function registerGroupRoutes(app: FastifyInstance, ctx: RouteContext): vo
     return { success: `group ${group.name} updated` };
   });
 
-  app.post('/invites', async (request) => {
+  const inviteDoc = {
+    summary: 'Adds users to the organization by e-mail, with their cards and groups, and mails them an invitation.',
+    description: 'An address that is not one, or a user already there, is named in the answer rather than refused.',
+    tag: 'Users',
+    key: 'ADMIN',
+    params: inviteParams,
+    answer: invitesAnswerSchema,
+    statuses: { 413: `More than ${LIMITS.emails} emails, or a list of cards or groups over its limit.` },
+  } as const;
+  app.post('/invites', documented(inviteDoc), async (request) => {
     ctx.requireRank(request, 'ADMIN');
-    const p = params(
-      z.object({
-        emails: jsonArrayParam(z.string(), { field: 'emails', max: LIMITS.emails }).refine((a) => a.length > 0, 'list at least one e-mail address'),
-        smartcards: jsonArrayParam(jsonArrayParam(smartcard, { field: 'smartcards (of one user)', max: LIMITS.perUser }), {
-          field: 'smartcards',
-          max: LIMITS.emails,
-        }).optional(),
-        groups: jsonArrayParam(z.object({ id: intParam, name: z.string().optional() }), { field: 'groups', max: LIMITS.perUser }).optional(),
-        no_email: boolParam.optional(),
-      }),
-      request,
-    );
+    const p = params(inviteParams, request);
     const cardsFor = (i: number) => p.smartcards?.[i] ?? [];
     const result = {
       added: [] as string[],

@@ -1,4 +1,6 @@
 import type { FastifyInstance } from 'fastify';
+import { healthAnswerSchema } from '../api/answers.js';
+import { documented } from './openapi/routeDoc.js';
 import { databaseReachable } from './databaseProbe.js';
 import { errorBody } from './http.js';
 import { HEALTH_PATH } from './keyCheck.js';
@@ -28,7 +30,14 @@ export function registerHealthRoutes(app: FastifyInstance, ctx: RouteContext): v
   const probe = ctx.databaseProbe ?? (() => databaseReachable(ctx.db));
   let down = false;
   // No parameters: a body is read no further than one that comes without a key elsewhere.
-  app.get(HEALTH_PATH, { bodyLimit: REQUEST_LIMITS.bodyBeforeKey }, async (_request, reply) => {
+  const healthDoc = {
+    summary: "Whether this process can serve: a load balancer's health check.",
+    tag: 'Service',
+    key: 'none',
+    answer: healthAnswerSchema,
+    statuses: { 503: 'Or: this process cannot query its database within 3 s.' },
+  } as const;
+  app.get(HEALTH_PATH, documented(healthDoc, { bodyLimit: REQUEST_LIMITS.bodyBeforeKey }), async (_request, reply) => {
     try {
       await within(probe(), PROBE_DEADLINE_MS);
     } catch (err) {

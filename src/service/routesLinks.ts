@@ -2,7 +2,9 @@ import { randomBytes } from 'node:crypto';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import * as z from 'zod';
 import { parseServiceTime } from '../core/schedule.js';
+import { guestLinkCreatedSchema } from '../api/answers.js';
 import { timeMappingSchema } from '../api/shapes.js';
+import { documented } from './openapi/routeDoc.js';
 import { BadRequest, boolParam, emailParam, intParam, jsonArrayParam, parseParams, smartcardParam as smartcard } from './params.js';
 import { REQUEST_LIMITS as LIMITS } from './requestLimits.js';
 import type { RouteContext } from './routeContext.js';
@@ -11,28 +13,39 @@ import { serviceTimestamp } from './users.js';
 
 const serviceTime = z.string().refine((s) => parseServiceTime(s) !== null, 'expected a UTC date "YYYY-MM-DD hh:mm:ss"');
 
+const linkParams = z.object({
+  email_list: jsonArrayParam(emailParam, { field: 'email_list', max: LIMITS.emails }).refine((a) => a.length > 0, 'list at least one e-mail address'),
+  resource_id_list: jsonArrayParam(intParam, { field: 'resource_id_list', max: LIMITS.resources }).refine((a) => a.length > 0, 'list at least one door'),
+  name: z.string().trim().min(1).max(200).describe("the name of the link's policy"),
+  end_time: serviceTime.nullish().describe('UTC "YYYY-MM-DD hh:mm:ss"; absent or null: never'),
+  start_time: serviceTime.nullish().describe('UTC "YYYY-MM-DD hh:mm:ss"; absent or null: now'),
+  send_email: boolParam.optional().describe('false: the link is not mailed'),
+  config_id: z.union([intParam, z.string().min(1).max(64)]).optional(),
+  smartcards: jsonArrayParam(smartcard, { field: 'smartcards', max: LIMITS.emails }).optional().describe('one card per guest, in the order of email_list'),
+  allow_duplicates: boolParam.optional(),
+  time_mapping: z
+    .preprocess((v) => (typeof v === 'string' ? safeJson(v) : v), timeMappingSchema)
+    .optional()
+    .describe('7 lists of [start_hour, end_hour] ranges, Sunday first; absent: always'),
+});
+
 /** Guest links (POST /magiclinkadmin): a temporary policy for the guests and a magic link for the doors. */
 export function registerLinkRoutes(app: FastifyInstance, ctx: RouteContext): void {
   const { db, users } = ctx;
   const params = <T extends z.ZodType>(schema: T, request: FastifyRequest) => parseParams(schema, request.query, request.body);
 
-  app.post('/magiclinkadmin', async (request) => {
+  const linkDoc = {
+    summary: 'Creates a guest link: a temporary policy for the guests and a code for the doors.',
+    description: 'People who are not users yet come in as GUEST users. The link reaches the doors over MQTT.',
+    tag: 'Guest links',
+    key: 'ADMIN',
+    params: linkParams,
+    answer: guestLinkCreatedSchema,
+    statuses: { 409: 'An access level has that name.', 413: `More than ${LIMITS.emails} e-mail addresses or cards, or ${LIMITS.resources} doors.` },
+  } as const;
+  app.post('/magiclinkadmin', documented(linkDoc), async (request) => {
     ctx.requireRank(request, 'ADMIN');
-    const p = params(
-      z.object({
-        email_list: jsonArrayParam(emailParam, { field: 'email_list', max: LIMITS.emails }).refine((a) => a.length > 0, 'list at least one e-mail address'),
-        resource_id_list: jsonArrayParam(intParam, { field: 'resource_id_list', max: LIMITS.resources }).refine((a) => a.length > 0, 'list at least one door'),
-        name: z.string().trim().min(1).max(200),
-        end_time: serviceTime.nullish(),
-        start_time: serviceTime.nullish(),
-        send_email: boolParam.optional(),
-        config_id: z.union([intParam, z.string().min(1).max(64)]).optional(),
-        smartcards: jsonArrayParam(smartcard, { field: 'smartcards', max: LIMITS.emails }).optional(),
-        allow_duplicates: boolParam.optional(),
-        time_mapping: z.preprocess((v) => (typeof v === 'string' ? safeJson(v) : v), timeMappingSchema).optional(),
-      }),
-      request,
-    );
+    const p = params(linkParams, request);
     const now = ctx.clock.wallNow();
     const start = p.start_time ?? serviceTimestamp(now);
     if (p.end_time && parseServiceTime(p.end_time)! <= parseServiceTime(start)!) throw new BadRequest('end_time: is not after start_time');

@@ -1,11 +1,27 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import * as z from 'zod';
+import { lockdownListSchema, lockdownSetSchema } from '../api/answers.js';
 import { scopeName, type LockdownScope } from '../protocol/lockdown.js';
 import { LockdownStore } from './lockdowns.js';
+import { documented } from './openapi/routeDoc.js';
 import { BadRequest, boolParam, parseParams } from './params.js';
 import type { RouteContext } from './routeContext.js';
 
 const AGENT_ID = /^[A-Za-z0-9_-]{1,64}$/;
+
+const lockdownParams = z.object({
+  active: boolParam.describe('true: start the lockdown; false: end it'),
+  uuid: z.string().min(1).max(100).optional().describe("a door's uuid: that door"),
+  agent_id: z.string().regex(AGENT_ID, 'an agent id: 1 to 64 letters, digits, _ or -').optional().describe("an agent's id: every door it controls"),
+  reason: z.string().max(256, 'at most 256 characters').optional(),
+  by: z
+    .string()
+    .trim()
+    .min(1, 'name who sets it (or leave it out)')
+    .max(128, 'at most 128 characters')
+    .optional()
+    .describe("who sets it (default: the key's rank)"),
+});
 
 /**
  * Extension endpoints (issue 14; not in the API document): POST /lockdown starts or ends the lockdown of one door
@@ -16,19 +32,18 @@ const AGENT_ID = /^[A-Za-z0-9_-]{1,64}$/;
 export function registerLockdownRoutes(app: FastifyInstance, ctx: RouteContext): void {
   const store = new LockdownStore(ctx.db);
 
-  app.post('/lockdown', async (request: FastifyRequest, reply: FastifyReply) => {
+  const setDoc = {
+    summary: 'Starts or ends the lockdown of one door (uuid) or of every door of an agent (agent_id).',
+    description: 'Give exactly one of uuid and agent_id. It reaches the doors as a retained MQTT message.',
+    tag: 'Lockdown',
+    key: 'ADMIN',
+    params: lockdownParams,
+    answer: lockdownSetSchema,
+    statuses: { 404: 'No resource with that uuid.', 503: 'Or: the service has no MQTT broker configured.' },
+  } as const;
+  app.post('/lockdown', documented(setDoc), async (request: FastifyRequest, reply: FastifyReply) => {
     ctx.requireRank(request, 'ADMIN');
-    const p = parseParams(
-      z.object({
-        active: boolParam,
-        uuid: z.string().min(1).max(100).optional(),
-        agent_id: z.string().regex(AGENT_ID, 'an agent id: 1 to 64 letters, digits, _ or -').optional(),
-        reason: z.string().max(256, 'at most 256 characters').optional(),
-        by: z.string().trim().min(1, 'name who sets it (or leave it out)').max(128, 'at most 128 characters').optional(),
-      }),
-      request.query,
-      request.body,
-    );
+    const p = parseParams(lockdownParams, request.query, request.body);
     if ((p.uuid === undefined) === (p.agent_id === undefined)) {
       throw new BadRequest("uuid, agent_id: give exactly one of them: a door's uuid (that door) or an agent's id (every door it controls)");
     }
@@ -73,7 +88,8 @@ export function registerLockdownRoutes(app: FastifyInstance, ctx: RouteContext):
     return sent ? { success } : { success, warning: 'the MQTT broker is not reachable now: the doors get this when the service reconnects to it' };
   });
 
-  app.get('/lockdown', async (request) => {
+  const listDoc = { summary: 'Every lockdown stored, in force or ended.', tag: 'Lockdown', key: 'ADMIN', answer: lockdownListSchema } as const;
+  app.get('/lockdown', documented(listDoc), async (request) => {
     ctx.requireRank(request, 'ADMIN');
     return {
       lockdowns: (await store.all()).map((l) => ({

@@ -1,8 +1,10 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import * as z from 'zod';
+import { policiesAnswerSchema, policyCreatedSchema, successAnswerSchema } from '../api/answers.js';
 import { parseServiceTime } from '../core/schedule.js';
 import { levelScheduleSchema, timeMappingSchema, timeMappingToSchedule, type LevelSchedule } from './levelSchedule.js';
 import { MAX_LEVELS, type Level, type LevelDefinition } from './levels.js';
+import { documented } from './openapi/routeDoc.js';
 import { BadRequest, intParam, jsonArrayParam, parseParams } from './params.js';
 import { REQUEST_LIMITS as LIMITS } from './requestLimits.js';
 import type { RouteContext } from './routeContext.js';
@@ -45,7 +47,10 @@ const updateSchema = z.object({
   del_ids: memberIds('del_ids').optional(),
   ...definitionFields,
 });
-const idSchema = z.object({ policy_id: intParam.optional() });
+const idSchema = z.object({ policy_id: intParam.optional().describe('one level, with its members; absent: every level') });
+const deleteSchema = z.object({ policy_id: intParam });
+const NO_LEVEL = 'No access level with that policy_id.';
+const NAME_TAKEN = 'An access level or a guest link already has that name.';
 
 type DefinitionParams = { [K in keyof typeof definitionFields]?: z.output<(typeof definitionFields)[K]> };
 
@@ -142,7 +147,19 @@ export function registerPolicyRoutes(app: FastifyInstance, ctx: RouteContext): v
     };
   };
 
-  app.post('/policies', async (request) => {
+  const createDoc = {
+    summary: 'Creates an access level: doors, a weekly schedule, an optional start and end, and its members.',
+    description: 'Give schedule or time_mapping, not both; neither: always. Members are USER users (not guests).',
+    tag: 'Access levels',
+    key: 'ADMIN',
+    params: createSchema,
+    answer: policyCreatedSchema,
+    statuses: {
+      409: `${NAME_TAKEN} Or: there are ${MAX_LEVELS} levels already.`,
+      413: `More than ${LIMITS.ids} email_ids or ${LIMITS.resources} resource_ids.`,
+    },
+  } as const;
+  app.post('/policies', documented(createDoc), async (request) => {
     ctx.requireRank(request, 'ADMIN');
     const p = params(createSchema, request);
     const members = p.email_ids ?? [];
@@ -158,7 +175,16 @@ export function registerPolicyRoutes(app: FastifyInstance, ctx: RouteContext): v
     return { success: `access level ${p.name} created with ${new Set(members).size} member(s)`, policy_id: policyId };
   });
 
-  app.put('/policies', async (request) => {
+  const updateDoc = {
+    summary: 'Changes an access level: what is given replaces its definition, add_ids and del_ids its members.',
+    description: 'null clears start_time, end_time, schedule (always) or resource_group_id.',
+    tag: 'Access levels',
+    key: 'ADMIN',
+    params: updateSchema,
+    answer: successAnswerSchema,
+    statuses: { 404: NO_LEVEL, 409: NAME_TAKEN, 413: `More than ${LIMITS.ids} add_ids or del_ids, or ${LIMITS.resources} resource_ids.` },
+  } as const;
+  app.put('/policies', documented(updateDoc), async (request) => {
     ctx.requireRank(request, 'ADMIN');
     const p = params(updateSchema, request);
     const add = p.add_ids ?? [];
@@ -177,7 +203,15 @@ export function registerPolicyRoutes(app: FastifyInstance, ctx: RouteContext): v
     return { success: `access level ${name} updated` };
   });
 
-  app.get('/policies', async (request) => {
+  const listDoc = {
+    summary: 'Every access level, or one with its members.',
+    tag: 'Access levels',
+    key: 'ADMIN',
+    params: idSchema,
+    answer: policiesAnswerSchema,
+    statuses: { 404: NO_LEVEL },
+  } as const;
+  app.get('/policies', documented(listDoc), async (request) => {
     ctx.requireRank(request, 'ADMIN');
     const p = params(idSchema, request);
     const policyId = p.policy_id;
@@ -196,9 +230,17 @@ export function registerPolicyRoutes(app: FastifyInstance, ctx: RouteContext): v
     });
   });
 
-  app.delete('/policies', async (request) => {
+  const deleteDoc = {
+    summary: 'Deletes an access level.',
+    tag: 'Access levels',
+    key: 'ADMIN',
+    params: deleteSchema,
+    answer: successAnswerSchema,
+    statuses: { 404: NO_LEVEL },
+  } as const;
+  app.delete('/policies', documented(deleteDoc), async (request) => {
     ctx.requireRank(request, 'ADMIN');
-    const p = params(z.object({ policy_id: intParam }), request);
+    const p = params(deleteSchema, request);
     const level = await db.transaction(async () => {
       const level = await levelOr404(p.policy_id);
       await levels.delete(level.policy_id);

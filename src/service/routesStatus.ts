@@ -1,4 +1,6 @@
 import type { FastifyInstance } from 'fastify';
+import { statusAnswerSchema } from '../api/answers.js';
+import { documented } from './openapi/routeDoc.js';
 import type { RouteContext } from './routeContext.js';
 
 /**
@@ -8,7 +10,13 @@ import type { RouteContext } from './routeContext.js';
  */
 export function registerStatusRoutes(app: FastifyInstance, ctx: RouteContext): void {
   const startedAt = ctx.clock.monoNow();
-  app.get('/status', async () => {
+  const statusDoc = {
+    summary: "The service's load: the directory revision and its stored bytes, what is in flight, the requests refused.",
+    tag: 'Service',
+    key: 'any',
+    answer: statusAnswerSchema,
+  } as const;
+  app.get('/status', documented(statusDoc), async () => {
     const { revision, history, tag } = await ctx.directory.revision();
     const { limits, answers, builds, refusals } = ctx.load;
     const stored = ctx.directoryBytes.status();

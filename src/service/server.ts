@@ -4,6 +4,7 @@ import { BadRequest } from './params.js';
 import { answerClientError, errorBody, methodList, parseFormBody, parseJsonBody } from './http.js';
 import { DEFAULT_HTTP_LIMITS, applyConnectionLimit, fastifyHttpOptions, type HttpLimits } from './httpLimits.js';
 import { registerKeyCheck } from './keyCheck.js';
+import { collectRouteDocs, registerOpenApiRoute } from './openapi/registry.js';
 import { ApiDelegation } from './console/delegation.js';
 import { registerConsole } from './console/routes.js';
 import { Directory } from './directory.js';
@@ -36,8 +37,9 @@ const NOT_DIRECTORY_CHANGES = new Set(['/lockdown', '/setlockstatus', '/healthz'
 const directoryChange = (url: string) => !NOT_DIRECTORY_CHANGES.has(url) && !url.startsWith('/console');
 
 /**
- * The reference access-control service (docs/access-control-api.md) on fastify. Every endpoint needs an API key;
- * bodies may be JSON or a form; every error is `{"error": message}` with a 4xx status, never a 500 for bad input.
+ * The reference access-control service (docs/access-control-api.md) on fastify, described by GET /openapi.json
+ * (docs/openapi.md). Every endpoint but GET /healthz and GET /openapi.json needs an API key; bodies may be JSON or
+ * a form; every error is `{"error": message}` with a 4xx status, never a 500 for bad input.
  */
 export function buildService(deps: ServiceDeps): FastifyInstance {
   const limits: HttpLimits = { ...DEFAULT_HTTP_LIMITS, ...deps.http };
@@ -72,6 +74,8 @@ export function buildService(deps: ServiceDeps): FastifyInstance {
   app.addHook('preClose', async () => {
     stopping = true;
   });
+  // What each route declares of itself (openapi/routeDoc.ts), for GET /openapi.json.
+  const described = collectRouteDocs(app);
   // Each path's methods, for the Allow header of a 405 (a GET route also answers HEAD).
   const methodsByPath = new Map<string, Set<string>>();
   app.addHook('onRoute', (route) => {
@@ -261,6 +265,7 @@ export function buildService(deps: ServiceDeps): FastifyInstance {
   registerPolicyRoutes(app, context);
   registerStatusRoutes(app, context);
   registerHealthRoutes(app, context);
+  registerOpenApiRoute(app, described);
   if (deps.console && delegation) registerConsole(app, context, { ...deps.console, console: deps.console.options, delegation });
   return app;
 }

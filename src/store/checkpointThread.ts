@@ -32,7 +32,7 @@ export function sqliteCheckpoints(db: Db): void {
  * database, a checkpoint, on the connection whose commit took the log past 1,000 pages: the daemon's, on the event
  * loop, with a sync of the log before the copy and one of the database after it. On a disk that is slow for a while
  * (an SD card, a busy virtual disk) such a sync took up to a second, and the door saw no card and no contact
- * meanwhile (bench/README.md, "The stalls"). So the daemon's connection leaves checkpoints to this thread, which
+ * meanwhile (bench/HISTORY.md, "The tap path"). So the daemon's connection leaves checkpoints to this thread, which
  * makes one when asked, at most one at a time and one asked for meanwhile.
  */
 export class CheckpointThread {

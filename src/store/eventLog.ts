@@ -33,7 +33,7 @@ export type EventType =
   | 'schedule_clock_synchronized'
   | 'schedule_waiting_for_interlock'
   | 'clock_skew'
-  // Issue 30 items 2 and 3: the offline limit and the supervision events (README, "Audit log and status").
+  // Issue 30 items 2 and 3: the offline limit and the supervision events (docs/operations.md, "Audit log and status").
   | 'cache_too_old'
   | 'cache_fresh'
   // Issue 51 item 8: the cache found damaged, and rebuilt from the service (docs/sync.md, "A damaged cache").
@@ -57,7 +57,10 @@ export type EventType =
   | 'awaiting_second_person'
   | 'passback_violation'
   | 'area_reset'
-  | 'area_checkpoint';
+  | 'area_checkpoint'
+  // The local control socket (docs/local-control.md): each request, and each tap a learn session showed instead of deciding.
+  | 'local_command'
+  | 'learn_tap';
 
 export interface NewEvent {
   type: EventType;

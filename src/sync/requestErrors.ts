@@ -71,7 +71,7 @@ export function requestFailureReason(err: unknown, url: URL): string {
   if (code && UNTRUSTED.has(code)) {
     return (
       `TLS: the service's certificate is not trusted (${code}: ${message}): ` +
-      `give door-agent the CA that signed it with NODE_EXTRA_CA_CERTS=/path/ca.pem (see the README)`
+      `give door-agent the CA that signed it with NODE_EXTRA_CA_CERTS=/path/ca.pem (see docs/operations.md, Commands)`
     );
   }
   return code ? `${code}: ${message}` : message;

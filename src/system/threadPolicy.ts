@@ -10,7 +10,7 @@ import { errorCode } from '../util/errors.js';
  *
  * Why: a tap makes V8 optimize the functions it ran, and V8 hands the compile to one of its threads. On a CPU the
  * two share (one core, or every core busy), Linux let that thread preempt the event loop's the moment it woke, in
- * the middle of the tap, for up to 4 ms of the compile (a trace of the scheduler, 2026-11-28: bench/README.md, "A
+ * the middle of the tap, for up to 4 ms of the compile (a trace of the scheduler, 2026-11-28: bench/HISTORY.md, "A
  * helper thread in the middle of a tap"). A SCHED_BATCH thread does not preempt on waking; it runs when the event
  * loop's thread yields or its time slice ends, with its nice value and its fair share of the CPU as before, so a
  * helper is never starved (SCHED_IDLE would starve the sync behind any busy process, and with it a revocation).

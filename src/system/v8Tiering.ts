@@ -5,7 +5,7 @@ import { setFlagsFromString } from 'node:v8';
  * optimize it (V8's own default is 132 KB). A tap runs the door's decision path once, and taps come seconds or
  * hours apart: under the default budget those functions never leave V8's baseline tier, however long the daemon
  * runs. At this budget they are optimized after some dozens of taps, and the tap path is shorter on the CPU's
- * cold caches (bench/README.md, "The tap path": card line to relay 1.43-1.52x its floor at p50 before,
+ * cold caches (bench/HISTORY.md, "The tap path": card line to relay 1.43-1.52x its floor at p50 before,
  * 1.17-1.34x after).
  */
 const DAEMON_INTERRUPT_BUDGET = 4096;

@@ -16,7 +16,7 @@ export type StepBackListener = (behindMs: number, heldAt: number) => void;
  * behind the mark (set back by hand, by a bad NTP answer, or while the agent was stopped) the mark is used, so
  * an expired guest link does not open again and a replayed command does not turn fresh. A clock before
  * `trustedFrom` (a board without RTC at boot) is passed through: the decision refuses time-bound access then.
- * A clock set ahead by mistake holds the agent there until real time catches up: keep NTP (docs: README).
+ * A clock set ahead by mistake holds the agent there until real time catches up: keep NTP (docs/operations.md, "Clock").
  */
 export class ForwardClock implements Clock {
   private markWall = Number.NEGATIVE_INFINITY;

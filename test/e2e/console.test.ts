@@ -191,14 +191,14 @@ describe('the operator console in Chromium', () => {
     await events.goto(`${base}/console/events`);
     await new Promise((r) => setTimeout(r, 1500)); // the sync that the revision started
     pty.write('4213578\r\n');
-    const refused = events.locator('#events tr', { hasText: 'user_suspended' });
+    const refused = events.locator('#events tr', { hasText: 'refused: card suspended' });
     await expect.poll(() => refused.count(), { timeout: 15_000 }).toBeGreaterThan(0);
     expect(await refused.first().textContent()).toContain('Alice Adams');
     expect(readLevel(relay)).toBe('0');
     // Filtered by result on load: the refusal is there, no grant.
     await events.goto(`${base}/console/events?result=denied`);
-    expect(await events.locator('#events tr', { hasText: 'user_suspended' }).count()).toBeGreaterThan(0);
-    expect(await events.locator('#events tr', { hasText: 'access_granted' }).count()).toBe(0);
+    expect(await events.locator('#events tr', { hasText: 'refused: card suspended' }).count()).toBeGreaterThan(0);
+    expect(await events.locator('#events tr', { hasText: 'granted:' }).count()).toBe(0);
 
     // Two operators on the same person: the later one acts on the state as it is now, and is told.
     const other = await newPage(admin);

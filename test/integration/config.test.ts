@@ -72,12 +72,12 @@ doors:
         `${text}\n${r.stderr}`,
       ).toBe(true);
     has('colour: unknown key');
-    has('doors[0].relay.pin: required (expected number)');
+    has('doors[0].relay.pin: required: a whole number (a BCM GPIO number, 0-63)');
     has('doors[0].unlockSecs: unknown key');
     has('doors[1].uuid: must be the door resource UUID');
-    has('doors[1].resourceId: expected number, received string');
-    has('doors[1].relay.pin: expected integer');
-    has('doors[1].failMode: expected one of "secure"|"safe"');
+    has(`doors[1].resourceId: "13" is not a whole number (the service's resource id of this door, e.g. 12)`);
+    has('doors[1].relay.pin: 4.5 is not a whole number (a BCM GPIO number, 0-63)');
+    has('doors[1].failMode: "sideways" is not one of secure, safe');
   });
 
   it('refuses a non-standard baud rate and an input level other than 0 or 1', () => {
@@ -180,7 +180,7 @@ doors:
       `${BASE}doors:\n  - { uuid: ${DOOR_UUID}, resourceId: 12, relay: { pin: 17 }, reader: { path: /dev/serial0, format: rdm6300, cardFormat: hex, numbering: half } }\n`,
     );
     const rdmCheck = runCli(['config', 'check', '--config', rdm]).stderr;
-    expect(rdmCheck).toContain('doors[0].reader.numbering: expected one of "last32"|"whole"');
+    expect(rdmCheck).toContain('doors[0].reader.numbering: "half" is not one of last32, whole');
     const rdmHex = configFile(
       'rdm-hex2.yaml',
       `${BASE}doors:\n  - { uuid: ${DOOR_UUID}, resourceId: 12, relay: { pin: 17 }, reader: { path: /dev/serial0, format: rdm6300, cardFormat: hex } }\n`,
@@ -473,7 +473,7 @@ describe('config check of a reference service file', () => {
     r = runCli(['config', 'check', '--config', bad]);
     expect(r.status).toBe(78);
     expect(r.stderr).toContain('server.listen: expected HOST:PORT');
-    expect(r.stderr).toContain('server.resources[0].type: expected one of "DOOR"|"COMPUTER"');
+    expect(r.stderr).toContain('server.resources[0].type: "GATE" is not one of DOOR, COMPUTER');
     const dup = configFile(
       'service-dup.yaml',
       'server: { resources: [ { resourceId: 12, uuid: 0b7a1e55-3c2d-4e8f-9a10-22334455aabb, type: DOOR, name: A }, { resourceId: 12, uuid: 6f1c2a0e-8d0b-4a57-9d43-1f2e3a4b5c6d, type: DOOR, name: B } ] }\n',

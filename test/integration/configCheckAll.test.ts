@@ -59,7 +59,7 @@ describe('config check reports every problem at once', () => {
     expect(r.status).toBe(78);
     for (const line of [
       'agent.id: must be 1-64 letters, digits, "-" or "_"',
-      'doors[2].relay.pin: expected number, received string',
+      'doors[2].relay.pin: "x" is not a whole number (a BCM GPIO number, 0-63)',
       'doors[0].unlockSeconds: is longer than maxUnlockSeconds (10)',
       'doors[1].uuid: same uuid as doors[0]',
       'doors[1].relay.pin: GPIO 17 is already used by doors[0].relay.pin',
@@ -67,6 +67,25 @@ describe('config check reports every problem at once', () => {
       'doors[3].reader.d0: GPIO 22 is already used by doors[3].relay.pin',
     ]) {
       expect(r.stderr).toContain(`  ${line}\n`);
+    }
+  });
+});
+
+describe('every problem at once, in the project voice (issue 53 item 6)', () => {
+  it('a resourceId in words no longer hides the same door pin clash: config check and run both name both, sorted by key', () => {
+    const { path } = config({ doors: `  - { uuid: ${DOOR_UUID}, resourceId: twelve, relay: { pin: 17 }, contact: { pin: 17 } }` });
+    const problems =
+      `${path} is invalid:\n` +
+      '  doors[0].contact.pin: GPIO 17 is already used by doors[0].relay.pin\n' +
+      `  doors[0].resourceId: "twelve" is not a whole number (the service's resource id of this door, e.g. 12)\n`;
+    for (const args of [
+      ['config', 'check', '--config', path],
+      ['run', '--config', path],
+    ]) {
+      const r = runCli(args);
+      expect(r.status, r.stderr).toBe(78);
+      expect(r.stderr).toContain(problems);
+      expect(r.stderr).not.toMatch(/Invalid input|received|Too (small|big)|expected (number|string)/);
     }
   });
 });

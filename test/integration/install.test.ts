@@ -1,10 +1,12 @@
 import { spawn, spawnSync } from 'node:child_process';
-import { copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
-import { dirname, join } from 'node:path';
+import { existsSync, mkdirSync, readdirSync, readFileSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { parseDocument } from 'yaml';
 import { afterAll, describe, expect, it, vi } from 'vitest';
+import { cleanCopy } from '../support/cleanCopy.js';
 import { DOOR_UUID, ROOT, tempDir } from '../support/cli.js';
 import { Daemon, readLevel } from '../support/daemon.js';
+import { type Run, spawnRun } from '../support/process.js';
 import { PtyPair } from '../support/socat.js';
 import { waitUntil } from '../support/wait.js';
 
@@ -25,13 +27,6 @@ afterAll(async () => {
   tmp.cleanup();
 });
 
-interface Run {
-  status: number;
-  stdout: string;
-  stderr: string;
-  seconds: number;
-}
-
 function requireBuildTools(): void {
   const missing = ['python3', 'make', 'g++'].filter((tool) => spawnSync('sh', ['-c', `command -v ${tool}`]).status !== 0);
   if (missing.length > 0) {
@@ -39,30 +34,9 @@ function requireBuildTools(): void {
   }
 }
 
-/** The tree as a fresh clone has it (plus a developer's new, not ignored files): never node_modules, dist or build. */
-function cleanCopy(dest: string): void {
-  const listed = spawnSync('git', ['ls-files', '-z', '-co', '--exclude-standard'], { cwd: ROOT, encoding: 'utf8' });
-  if (listed.status !== 0) throw new Error(`the install test copies the files git lists and needs a git checkout: ${listed.stderr}`);
-  for (const file of listed.stdout.split('\0')) {
-    if (!file || !existsSync(join(ROOT, file))) continue; // a tracked file deleted in the work tree
-    mkdirSync(dirname(join(dest, file)), { recursive: true });
-    copyFileSync(join(ROOT, file), join(dest, file)); // keeps the mode (scripts stay executable)
-  }
-}
-
 /** Runs the installer as root would, under a strict umask (as on a hardened system). */
 function installFrom(src: string, args: string[], env: NodeJS.ProcessEnv = process.env): Promise<Run> {
-  const started = performance.now();
-  return new Promise((resolve, reject) => {
-    const script = 'umask 077 && exec bash "$0" "$@"';
-    const child = spawn('sh', ['-c', script, join(src, 'scripts/install.sh'), ...args], { env, stdio: ['ignore', 'pipe', 'pipe'] });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
-    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
-    child.once('error', reject);
-    child.once('close', (code) => resolve({ status: code ?? -1, stdout, stderr, seconds: Math.round((performance.now() - started) / 1000) }));
-  });
+  return spawnRun('sh', ['-c', 'umask 077 && exec bash "$0" "$@"', join(src, 'scripts/install.sh'), ...args], { env });
 }
 const install = (...args: string[]) => installFrom(SRC, ['--root', TR, ...args]);
 
@@ -188,7 +162,12 @@ describe('scripts/install.sh from a clean copy of the tree, npm steps included',
 
   it('config check passes on the installed example as shipped, naming what this machine lacks', () => {
     const shipped = join(TR, 'etc/door-agent/config.yaml');
-    expect(readFileSync(shipped, 'utf8')).toBe(readFileSync(join(ROOT, 'config/door-agent.example.yaml'), 'utf8'));
+    // The example as the repository has it, its first line naming the installed JSON Schema (docs/config-schema.md).
+    const schema = join(APP, 'schema/config.schema.json');
+    expect(existsSync(schema)).toBe(true);
+    expect(readFileSync(shipped, 'utf8')).toBe(
+      readFileSync(join(ROOT, 'config/door-agent.example.yaml'), 'utf8').replace('$schema=../schema/config.schema.json', `$schema=${schema}`),
+    );
     const r = agent('config', 'check', '--config', shipped);
     // The example is the recommended setup: valid; hardware absent here is a warning (plugged in on the door), not an error.
     expect(r.status, r.stdout + r.stderr).toBe(0);

@@ -14,7 +14,7 @@ import { freePort, rawGet } from '../support/net.js';
 import { labelValues, sampleValue, scrape, scrapeUntil, type Exposition } from '../support/prometheus.js';
 import { PtyPair } from '../support/socat.js';
 
-// The agent's Prometheus metrics (README, "Metrics"): the real `door-agent run` with a socat pty as its reader,
+// The agent's Prometheus metrics (docs/operations.md, "Metrics"): the real `door-agent run` with a socat pty as its reader,
 // scraped over HTTP and parsed as the exposition format. Cards of examples/snapshot.json: 4213578 Alice (Staff,
 // PIN 1234, email_id 101, user_id 1), 4213579 Bob (suspended, email_id 102, user_id 2).
 

@@ -524,10 +524,11 @@ describe('guest links, sync trigger, Home Assistant discovery', () => {
     const op = await operator(s, 'homeassistant/#');
     const lock = await op.waitFor((m) => m.topic === `homeassistant/lock/mq_${DOOR_UUID}/config` && m.retain);
     expect(lock.json).toMatchObject({
-      name: 'Front door',
+      name: null, // named after its door's device
+      device: { name: 'Front door', model: 'door-agent door' },
       command_topic: SET,
       state_topic: STATE,
-      value_template: '{{ value_json.state }}',
+      value_template: "{{ value_json.get('ha_state') or value_json.state }}",
       payload_open: 'OPEN',
       availability_topic: STATUS,
     });

@@ -26,7 +26,7 @@ function optimizedAfterTaps(tune: boolean): { turbofan: boolean; status: number;
   return { turbofan: (status & (1 << 6)) !== 0, status, stderr: r.stderr };
 }
 
-describe("the daemon's V8 tiering (src/system/v8Tiering.ts, bench/README.md 'The tap path')", () => {
+describe("the daemon's V8 tiering (src/system/v8Tiering.ts, bench/HISTORY.md 'The tap path')", () => {
   it('a function run a few hundred times, as the tap path is over a day, is optimized once tuned, and was not before', () => {
     const before = optimizedAfterTaps(false);
     expect(before.turbofan, `status ${before.status}`).toBe(false);

@@ -4,6 +4,7 @@ import { BaseSequencer, type TestSpecification } from 'vitest/node';
 // has no timings yet and would order by file size, which can leave the installer's test (npm ci with the native
 // builds, about two minutes) for last and add its whole length to the run.
 const SLOW_FIRST = [
+  'test/integration/debPackage.test.ts',
   'test/integration/install.test.ts',
   'test/integration/sync.test.ts',
   'test/integration/serviceCluster.test.ts',

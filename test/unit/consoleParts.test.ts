@@ -1,9 +1,12 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseServiceConfig } from '../../src/config/load.js';
+import { DENY_REASONS } from '../../src/core/decision.js';
+import { grantWords, refusalWords } from '../../src/service/console/eventWords.js';
 import { html, trusted } from '../../src/service/console/html.js';
 import { SessionStore } from '../../src/service/console/sessions.js';
 import { SignInThrottle } from '../../src/service/console/signInThrottle.js';
 import { SiteFeed } from '../../src/service/console/siteFeed.js';
+import { SiteTime } from '../../src/service/console/siteTime.js';
 import type { SqlDb } from '../../src/service/sql/sqlDb.js';
 import { tempDir } from '../support/cli.js';
 import { newServiceDb } from '../support/serviceDb.js';
@@ -150,5 +153,51 @@ describe('the sign-in throttle', () => {
     expect(throttle.take('c@example.org', '10.0.0.2', 10)).toEqual({ limit: 'busy', retryMs: 990, first: true });
     expect(throttle.take('d@example.org', '10.0.0.3', 20)).toEqual({ limit: 'busy', retryMs: 980, first: false });
     expect(throttle.take('c@example.org', '10.0.0.2', 1000)).toBeNull(); // the first two left the window
+  });
+});
+
+describe("the console's times (SiteTime)", () => {
+  const now = Date.UTC(2026, 10, 29, 8, 0);
+  const berlin = new SiteTime('Europe/Berlin', () => now);
+
+  it("shows an instant in the site's zone, 24-hour, the zone named by its short name or else its offset", () => {
+    expect(berlin.format(Date.UTC(2026, 10, 29, 13, 5, 9))).toBe('2026-11-29 14:05:09 CET');
+    expect(berlin.format('2026-07-01T13:05:09.120Z')).toBe('2026-07-01 15:05:09 CEST');
+    expect(berlin.format('2026-07-01 13:05:09')).toBe('2026-07-01 15:05:09 CEST'); // the service's UTC format
+    expect(new SiteTime('America/New_York', () => now).format(Date.UTC(2026, 10, 29, 23, 0))).toBe('2026-11-29 18:00:00 EST');
+    expect(new SiteTime('Asia/Kolkata', () => now).format(Date.UTC(2026, 10, 29, 23, 0))).toBe('2026-11-30 04:30:00 GMT+5:30');
+    expect(new SiteTime('UTC', () => now).format(Date.UTC(2026, 10, 29, 0, 0))).toBe('2026-11-29 00:00:00 UTC');
+    // A text that is no time, or a local time that names no zone, is shown as it is, never as a blank.
+    expect(berlin.format('soon-ish')).toBe('soon-ish');
+    expect(berlin.format('2026-07-01T13:05:09')).toBe('2026-07-01T13:05:09');
+  });
+
+  it("shows a relock today by its time alone, another day's in full", () => {
+    expect(berlin.soon('2026-11-29T13:06:30Z')).toBe('14:06:30 CET');
+    expect(berlin.soon('2026-11-30T13:06:30Z')).toBe('2026-11-30 14:06:30 CET');
+  });
+
+  it("reads a form's local time in the site's zone; a time the clocks skip is refused, saying so", () => {
+    expect(berlin.readLocal('2030-06-30T09:00')).toEqual({ at: Date.UTC(2030, 5, 30, 7, 0) });
+    expect(berlin.readLocal('2030-12-01T09:00')).toEqual({ at: Date.UTC(2030, 11, 1, 8, 0) });
+    expect(berlin.readLocal('2030-03-31T02:30')).toEqual({
+      problem: '2030-03-31 02:30 does not exist in Europe/Berlin (the clocks go forward then): choose a time before or after it',
+    });
+    expect(berlin.readLocal('2030-02-30T09:00')).toEqual({ problem: '2030-02-30 is not a date that exists' });
+    expect(berlin.readLocal('tomorrow')).toEqual({ problem: '"tomorrow" is not a date and time (YYYY-MM-DDTHH:MM)' });
+  });
+});
+
+describe("the Events page's words", () => {
+  it('words every refusal reason the agent gives; an unknown code shows as itself', () => {
+    for (const reason of DENY_REASONS) expect(refusalWords(reason)).not.toBe(reason);
+    expect(refusalWords('outside_schedule')).toBe('outside its schedule');
+    expect(refusalWords('flux_capacitor')).toBe('flux_capacitor');
+    expect(refusalWords('toString')).toBe('toString');
+    expect(refusalWords(null)).toBe('no reason given');
+    expect(grantWords('card', false)).toBe('card');
+    expect(grantWords('card', true)).toBe('guest link');
+    expect(grantWords('token', false)).toBe('guest link');
+    expect(grantWords('retina', false)).toBe('retina');
   });
 });

@@ -2,7 +2,7 @@ import { spawnSync } from 'node:child_process';
 import { describe, expect, it } from 'vitest';
 import { parseConfig } from '../../src/config/load.js';
 import type { DoorOptions } from '../../src/door/options.js';
-import { discoveryMessages, type DiscoveryMessage } from '../../src/mqtt/discovery.js';
+import { configurationUrlOf, discoveryMessages, type DiscoveryMessage } from '../../src/mqtt/discovery.js';
 import { parseHealth } from '../../src/protocol/health.js';
 import { parseLockdownMessage } from '../../src/protocol/lockdown.js';
 import { Topics } from '../../src/protocol/topics.js';
@@ -72,222 +72,235 @@ const AGENT_DIAGNOSTICS = [
 ];
 const LOCKDOWN_STATE_TOPIC = `${P}/agents/${AGENT}/lockdown/state`;
 
+/** The agent's own device: its health, lockdown, areas and supervision. */
 const expectedDevice = {
-  identifiers: expect.arrayContaining([expect.any(String)]),
-  name: expect.any(String),
-  manufacturer: expect.any(String),
-  model: expect.any(String),
+  identifiers: [`door-agent_${AGENT}`],
+  name: `door-agent ${AGENT}`,
+  manufacturer: 'door-agent',
+  model: 'door-agent controller',
   sw_version: '1.2.3',
 };
 
+/** A door's own device, linked to the agent's (via_device): the door can sit in an area of its own. */
+function doorDevice(uuid: string, name: string) {
+  return { identifiers: [`door-agent_${AGENT}_${uuid}`], name, manufacturer: 'door-agent', model: 'door-agent door', via_device: `door-agent_${AGENT}` };
+}
+const NAMES: Record<string, string> = { [FRONT]: 'Front door', [BACK]: 'Back door', [SIDE]: 'Side door' };
+
 function expectedLock(uuid: string, name: string) {
   return {
-    name,
+    name: null, // the door's main feature: Home Assistant names it after the door's device
     unique_id: `${AGENT}_${uuid}`,
     command_topic: `${P}/doors/${uuid}/set`,
     state_topic: `${P}/doors/${uuid}/state`,
-    value_template: '{{ value_json.state }}',
+    value_template: "{{ value_json.get('ha_state') or value_json.state }}",
     payload_lock: 'LOCK',
     payload_unlock: 'UNLOCK',
     payload_open: 'OPEN',
     state_locked: 'LOCKED',
     state_unlocked: 'UNLOCKED',
+    state_open: 'OPEN',
+    state_jammed: 'JAMMED',
+    state_locking: 'LOCKING',
+    state_unlocking: 'UNLOCKING',
+    state_opening: 'OPENING',
     json_attributes_topic: `${P}/doors/${uuid}/state`,
     ...AVAILABILITY,
-    device: expectedDevice,
+    device: doorDevice(uuid, name),
   };
 }
 
-/** Options of Home Assistant's MQTT lock and binary_sensor platforms (plus the device/availability blocks). */
-const LOCK_OPTIONS = new Set([
+/*
+ * Home Assistant's MQTT discovery schemas, written out as data from its source (home-assistant/core,
+ * homeassistant/components/mqtt/; read from the schema-only copy openhab/openhab-addons keeps of it,
+ * bundles/org.openhab.binding.homeassistant/src/main/python/homeassistant/components/mqtt/):
+ * - config.py: MQTT_BASE_SCHEMA (qos, encoding, group), MQTT_RO_SCHEMA (+ state_topic required, value_template),
+ *   MQTT_RW_SCHEMA (+ command_topic required, optimistic, retain, state_topic);
+ * - schemas.py: MQTT_ENTITY_COMMON_SCHEMA (the availability options, device, entity_picture, origin,
+ *   enabled_by_default, entity_category, icon, json_attributes_topic/template, object_id, unique_id; 2025.10 added
+ *   default_entity_id in place of object_id), MQTT_ENTITY_DEVICE_INFO_SCHEMA (and validate_device_has_at_least_one_
+ *   identifier), MQTT_ORIGIN_INFO_SCHEMA (name required);
+ * - lock.py, binary_sensor.py, sensor.py (and validate_sensor_state_and_device_class_config), switch.py, event.py:
+ *   each platform's own options (PLATFORM_SCHEMA_MODERN / _PLATFORM_SCHEMA_BASE), extra keys removed
+ *   (DISCOVERY_SCHEMA: vol.REMOVE_EXTRA), so a misspelt key would be dropped without a word;
+ * - const.py: the lock's state defaults (DEFAULT_STATE_LOCKED ... DEFAULT_STATE_JAMMED).
+ */
+const BASE_OPTIONS = ['qos', 'encoding', 'group'];
+const RO_OPTIONS = [...BASE_OPTIONS, 'state_topic', 'value_template'];
+const RW_OPTIONS = [...BASE_OPTIONS, 'command_topic', 'optimistic', 'retain', 'state_topic'];
+const ENTITY_COMMON_OPTIONS = [
   'availability',
   'availability_mode',
   'availability_template',
   'availability_topic',
-  'code_format',
-  'command_template',
-  'command_topic',
-  'device',
-  'enabled_by_default',
-  'encoding',
-  'entity_category',
-  'entity_picture',
-  'icon',
-  'json_attributes_template',
-  'json_attributes_topic',
-  'name',
-  'object_id',
-  'origin',
-  'optimistic',
-  'payload_available',
-  'payload_lock',
-  'payload_not_available',
-  'payload_open',
-  'payload_reset',
-  'payload_unlock',
-  'platform',
-  'qos',
-  'retain',
-  'state_jammed',
-  'state_locked',
-  'state_locking',
-  'state_open',
-  'state_opening',
-  'state_topic',
-  'state_unlocked',
-  'state_unlocking',
-  'unique_id',
-  'value_template',
-  'default_entity_id',
-]);
-const BINARY_SENSOR_OPTIONS = new Set([
-  'availability',
-  'availability_mode',
-  'availability_template',
-  'availability_topic',
-  'device',
-  'device_class',
-  'enabled_by_default',
-  'encoding',
-  'entity_category',
-  'entity_picture',
-  'expire_after',
-  'force_update',
-  'icon',
-  'json_attributes_template',
-  'json_attributes_topic',
-  'name',
-  'object_id',
-  'origin',
-  'off_delay',
   'payload_available',
   'payload_not_available',
-  'payload_off',
-  'payload_on',
-  'platform',
-  'qos',
-  'state_topic',
-  'unique_id',
-  'value_template',
-  'default_entity_id',
-]);
-const SWITCH_OPTIONS = new Set([
-  'availability',
-  'availability_mode',
-  'availability_template',
-  'availability_topic',
-  'command_template',
-  'command_topic',
   'device',
-  'device_class',
-  'enabled_by_default',
-  'encoding',
-  'entity_category',
   'entity_picture',
-  'icon',
-  'json_attributes_template',
-  'json_attributes_topic',
-  'name',
-  'object_id',
   'origin',
-  'optimistic',
-  'payload_available',
-  'payload_not_available',
-  'payload_off',
-  'payload_on',
-  'platform',
-  'qos',
-  'retain',
-  'state_off',
-  'state_on',
-  'state_topic',
-  'unique_id',
-  'value_template',
-  'default_entity_id',
-]);
-const EVENT_OPTIONS = new Set([
-  'availability',
-  'availability_mode',
-  'availability_template',
-  'availability_topic',
-  'device',
-  'device_class',
   'enabled_by_default',
-  'encoding',
   'entity_category',
-  'entity_picture',
-  'event_types',
   'icon',
-  'json_attributes_template',
   'json_attributes_topic',
-  'name',
-  'object_id',
-  'origin',
-  'payload_available',
-  'payload_not_available',
-  'platform',
-  'qos',
-  'state_topic',
-  'unique_id',
-  'value_template',
-  'default_entity_id',
-]);
-const SENSOR_OPTIONS = new Set([
-  'availability',
-  'availability_mode',
-  'availability_template',
-  'availability_topic',
-  'device',
-  'device_class',
-  'enabled_by_default',
-  'encoding',
-  'entity_category',
-  'entity_picture',
-  'expire_after',
-  'force_update',
-  'icon',
   'json_attributes_template',
-  'json_attributes_topic',
-  'last_reset_value_template',
-  'name',
   'object_id',
-  'origin',
-  'options',
-  'payload_available',
-  'payload_not_available',
-  'platform',
-  'qos',
-  'state_class',
-  'state_topic',
-  'suggested_display_precision',
-  'unique_id',
-  'unit_of_measurement',
-  'value_template',
   'default_entity_id',
-]);
-const OPTIONS_BY_COMPONENT: Record<string, Set<string>> = {
-  lock: LOCK_OPTIONS,
-  binary_sensor: BINARY_SENSOR_OPTIONS,
-  switch: SWITCH_OPTIONS,
-  event: EVENT_OPTIONS,
-  sensor: SENSOR_OPTIONS,
+  'unique_id',
+];
+/** The lock's state options and their names (lock.py, const.py); the agent gives each explicitly. */
+const LOCK_STATE_OPTIONS = {
+  state_jammed: 'JAMMED',
+  state_locked: 'LOCKED',
+  state_locking: 'LOCKING',
+  state_open: 'OPEN',
+  state_opening: 'OPENING',
+  state_unlocked: 'UNLOCKED',
+  state_unlocking: 'UNLOCKING',
 };
-/** Home Assistant's discovery `origin` block. */
-const ORIGIN_OPTIONS = new Set(['name', 'sw_version', 'support_url']);
+const PLATFORMS: Record<string, { options: Set<string>; required: string[] }> = {
+  lock: {
+    options: new Set([
+      ...RW_OPTIONS,
+      ...ENTITY_COMMON_OPTIONS,
+      'code_format',
+      'command_template',
+      'name',
+      'payload_lock',
+      'payload_unlock',
+      'payload_open',
+      'payload_reset',
+      ...Object.keys(LOCK_STATE_OPTIONS),
+      'value_template',
+    ]),
+    required: ['command_topic'],
+  },
+  binary_sensor: {
+    options: new Set([
+      ...RO_OPTIONS,
+      ...ENTITY_COMMON_OPTIONS,
+      'device_class',
+      'expire_after',
+      'force_update',
+      'name',
+      'off_delay',
+      'payload_off',
+      'payload_on',
+    ]),
+    required: ['state_topic'],
+  },
+  sensor: {
+    options: new Set([
+      ...RO_OPTIONS,
+      ...ENTITY_COMMON_OPTIONS,
+      'device_class',
+      'expire_after',
+      'force_update',
+      'last_reset_value_template',
+      'name',
+      'options',
+      'suggested_display_precision',
+      'state_class',
+      'unit_of_measurement',
+    ]),
+    required: ['state_topic'],
+  },
+  switch: {
+    options: new Set([
+      ...RW_OPTIONS,
+      ...ENTITY_COMMON_OPTIONS,
+      'command_template',
+      'name',
+      'payload_off',
+      'payload_on',
+      'state_off',
+      'state_on',
+      'value_template',
+      'device_class',
+    ]),
+    required: ['command_topic'],
+  },
+  event: { options: new Set([...RO_OPTIONS, ...ENTITY_COMMON_OPTIONS, 'device_class', 'name', 'event_types']), required: ['state_topic', 'event_types'] },
+};
+/** MQTT_ENTITY_DEVICE_INFO_SCHEMA (schemas.py). */
 const DEVICE_OPTIONS = new Set([
-  'configuration_url',
-  'connections',
-  'hw_version',
   'identifiers',
+  'connections',
   'manufacturer',
   'model',
   'model_id',
   'name',
+  'hw_version',
   'serial_number',
-  'suggested_area',
   'sw_version',
   'via_device',
+  'suggested_area',
+  'configuration_url',
 ]);
+/** MQTT_ORIGIN_INFO_SCHEMA (schemas.py). */
+const ORIGIN_OPTIONS = new Set(['name', 'sw_version', 'support_url']);
+/** BinarySensorDeviceClass (homeassistant/components/binary_sensor/__init__.py). */
+const BINARY_SENSOR_DEVICE_CLASSES = new Set(
+  'battery battery_charging carbon_monoxide cold connectivity door garage_door gas heat light lock moisture motion moving occupancy opening plug power presence problem running safety smoke sound tamper update vibration window'.split(
+    ' ',
+  ),
+);
+/** The SensorDeviceClass members the agent may use (homeassistant/components/sensor/const.py): duration, enum, timestamp. */
+const SENSOR_DEVICE_CLASSES = new Set(['duration', 'enum', 'timestamp']);
+/** ENTITY_CATEGORIES_SCHEMA (homeassistant/helpers/entity.py). */
+const ENTITY_CATEGORIES = new Set(['config', 'diagnostic']);
+
+/**
+ * Each discovery payload against Home Assistant's schema: only its platform's options, the required ones present,
+ * the values' rules its validators enforce (a device with an identifier, a `configuration_url` of http(s), a name for
+ * the origin, an enum sensor's `options` only with device_class enum and neither state_class nor unit, a timestamp
+ * sensor with neither, a known device class and entity category). Returns what is wrong, empty when nothing.
+ */
+function schemaProblems(topic: string, payload: Record<string, unknown>): string[] {
+  const problems: string[] = [];
+  const match = /^homeassistant\/(lock|binary_sensor|switch|event|sensor)\/[a-zA-Z0-9_-]+\/config$/.exec(topic);
+  if (!match) return [`${topic}: not <prefix>/<component>/<object_id>/config with an object id of [a-zA-Z0-9_-]`];
+  const component = match[1]!;
+  const platform = PLATFORMS[component]!;
+  for (const key of Object.keys(payload)) if (!platform.options.has(key)) problems.push(`${key}: not an option of ${component}`);
+  for (const key of platform.required) if (payload[key] === undefined) problems.push(`${key}: required by ${component}`);
+  const device = payload.device as Record<string, unknown> | undefined;
+  if (!device) problems.push('device: missing (every entity of the agent belongs to a device)');
+  else {
+    for (const key of Object.keys(device)) if (!DEVICE_OPTIONS.has(key)) problems.push(`device.${key}: not a device option`);
+    if (!Array.isArray(device.identifiers) || device.identifiers.length === 0) problems.push('device: no identifiers');
+    if (device.configuration_url !== undefined && !/^https?:\/\/[^/]/.test(String(device.configuration_url)))
+      problems.push('device.configuration_url: not http(s)');
+    for (const key of ['name', 'model', 'manufacturer', 'via_device', 'sw_version']) {
+      if (device[key] !== undefined && typeof device[key] !== 'string') problems.push(`device.${key}: not a string`);
+    }
+  }
+  const origin = payload.origin as Record<string, unknown> | undefined;
+  if (!origin || typeof origin.name !== 'string') problems.push('origin.name: required');
+  else for (const key of Object.keys(origin)) if (!ORIGIN_OPTIONS.has(key)) problems.push(`origin.${key}: not an origin option`);
+  if (payload.name !== undefined && payload.name !== null && typeof payload.name !== 'string') problems.push('name: not a string or null');
+  if (payload.entity_category !== undefined && !ENTITY_CATEGORIES.has(String(payload.entity_category))) problems.push('entity_category: unknown');
+  if (component === 'binary_sensor' && payload.device_class !== undefined && !BINARY_SENSOR_DEVICE_CLASSES.has(String(payload.device_class))) {
+    problems.push(`device_class ${String(payload.device_class)}: not a binary sensor class`);
+  }
+  if (component === 'sensor') {
+    if (payload.device_class !== undefined && !SENSOR_DEVICE_CLASSES.has(String(payload.device_class))) problems.push('device_class: unknown');
+    if (payload.options !== undefined) {
+      if (payload.device_class !== 'enum') problems.push('options: only with device_class enum');
+      if (payload.state_class !== undefined || payload.unit_of_measurement !== undefined) problems.push('options: not with state_class or a unit');
+      if (!Array.isArray(payload.options) || payload.options.length === 0) problems.push('options: an empty list');
+    }
+    if (payload.device_class === 'timestamp' && (payload.state_class !== undefined || payload.unit_of_measurement !== undefined)) {
+      problems.push('a timestamp sensor has neither state_class nor unit');
+    }
+    if (payload.last_reset_value_template !== undefined && payload.state_class !== 'total')
+      problems.push('last_reset_value_template: only with state_class total');
+  }
+  if (component === 'event' && (!Array.isArray(payload.event_types) || payload.event_types.length === 0)) problems.push('event_types: an empty list');
+  if (component === 'lock') {
+    for (const [key, name] of Object.entries(LOCK_STATE_OPTIONS)) if (payload[key] !== name) problems.push(`${key}: not given as ${name}`);
+  }
+  return problems.map((p) => `${topic}: ${p}`);
+}
 
 function hasUndefined(value: unknown): boolean {
   if (value === undefined) return true;
@@ -369,7 +382,7 @@ describe('Home Assistant discovery', () => {
   it('gives every door an access event entity on its Home Assistant event topic: decisions and refused remote unlocks', () => {
     for (const uuid of [FRONT, BACK, SIDE]) {
       const config = byTopic(`${HA}/event/${AGENT}_${uuid}_access/config`);
-      expect(config).toMatchObject({ state_topic: `${P}/doors/${uuid}/ha/access`, qos: 1, ...AVAILABILITY, device: expectedDevice });
+      expect(config).toMatchObject({ state_topic: `${P}/doors/${uuid}/ha/access`, qos: 1, ...AVAILABILITY, device: doorDevice(uuid, NAMES[uuid]!) });
       expect(config.event_types).toEqual(expect.arrayContaining(['access_granted', 'access_denied', 'unlock_refused', 'granted_not_opened']));
       // The agent publishes the event_type itself: no template to go wrong, nothing to ignore.
       expect(config).not.toHaveProperty('value_template');
@@ -379,6 +392,30 @@ describe('Home Assistant discovery', () => {
 
   it('describes a door without a contact as a lock with the MQTT topics of docs/mqtt.md', () => {
     expect(byTopic(`${HA}/lock/${AGENT}_${FRONT}/config`)).toMatchObject(expectedLock(FRONT, 'Front door'));
+  });
+
+  it.skipIf(!jinjaAvailable())(
+    "shows the lock's ha_state (LOCKED, UNLOCKED, OPEN, JAMMED), each one of the state names Home Assistant was given (Jinja2, python3)",
+    () => {
+      const lock = byTopic(`${HA}/lock/${AGENT}_${BACK}/config`);
+      const payloads = ['LOCKED', 'UNLOCKED', 'OPEN', 'JAMMED'].map((ha) => Object.assign({}, STATE_PLAIN, { ha_state: ha, door: 'OPEN' }));
+      const rendered = renderAll([...payloads, STATE_OLD_AGENT].map((payload) => ({ template: lock.value_template as string, payload })));
+      expect(rendered).toEqual(['LOCKED', 'UNLOCKED', 'OPEN', 'JAMMED', 'LOCKED']);
+      const names = new Set(
+        Object.entries(lock)
+          .filter(([key]) => key.startsWith('state_') && key !== 'state_topic')
+          .map(([, name]) => name),
+      );
+      for (const state of rendered) expect(names.has(state), state).toBe(true);
+    },
+  );
+
+  it("shows the agent's start as a timestamp sensor (started_at of the health message), not a counter", () => {
+    expect(byTopic(`${HA}/sensor/${AGENT}_uptime/config`)).toEqual(
+      expect.objectContaining({ name: 'Started', device_class: 'timestamp', state_topic: HEALTH_TOPIC, value_template: "{{ value_json.get('started_at') }}" }),
+    );
+    expect(byTopic(`${HA}/sensor/${AGENT}_uptime/config`)).not.toHaveProperty('unit_of_measurement');
+    expect(byTopic(`${HA}/sensor/${AGENT}_uptime/config`)).not.toHaveProperty('state_class');
   });
 
   it('describes a door with a contact as a lock too', () => {
@@ -402,10 +439,10 @@ describe('Home Assistant discovery', () => {
       payload_on: 'OPEN',
       payload_off: 'CLOSED',
       ...AVAILABILITY,
-      device: expectedDevice,
+      device: doorDevice(BACK, 'Back door'),
     });
     expect(sensor.unique_id).toEqual(expect.any(String));
-    expect(sensor.name).toMatch(/Back door/);
+    expect(sensor.name).toBe('Contact'); // Home Assistant shows: Back door Contact
   });
 
   it('has no contact binary_sensor for a door without a contact', () => {
@@ -423,9 +460,9 @@ describe('Home Assistant discovery', () => {
       payload_on: 'ON',
       payload_off: 'OFF',
       ...AVAILABILITY,
-      device: expectedDevice,
+      device: doorDevice(SIDE, 'Side door'),
     });
-    expect(sensor.name).toMatch(/Side door/);
+    expect(sensor.name).toBe('Tamper');
     expect(
       messages()
         .filter((m) => m.topic.includes('_tamper/'))
@@ -442,11 +479,11 @@ describe('Home Assistant discovery', () => {
       json_attributes_topic: STATE(SIDE),
       device_class: 'enum',
       ...AVAILABILITY,
-      device: expectedDevice,
+      device: doorDevice(SIDE, 'Side door'),
     });
     expect(sensor.options).toEqual(expect.arrayContaining(['closed', 'holiday', 'waiting_for_first_person', 'suspended', 'unlocked', 'none']));
     expect(sensor.json_attributes_template).toContain('next_change');
-    expect(sensor.name).toMatch(/Side door/);
+    expect(sensor.name).toBe('Unlock schedule');
     expect(
       messages()
         .filter((m) => m.topic.includes('/sensor/') && m.topic.includes('_schedule/'))
@@ -461,7 +498,7 @@ describe('Home Assistant discovery', () => {
       [SIDE, 'Side door'],
     ] as const) {
       expect(byTopic(`${HA}/event/${AGENT}_${uuid}_alarm/config`)).toMatchObject({
-        name: `${name} alarm`,
+        name: 'Alarm',
         unique_id: `${AGENT}_${uuid}_alarm`,
         state_topic: `${P}/doors/${uuid}/ha/alarm`,
         event_types: [
@@ -477,7 +514,7 @@ describe('Home Assistant discovery', () => {
         ],
         qos: 1,
         ...AVAILABILITY,
-        device: expectedDevice,
+        device: doorDevice(uuid, name),
       });
     }
   });
@@ -487,16 +524,16 @@ describe('Home Assistant discovery', () => {
     const sensors = all.filter((m) => m.topic.endsWith('_emergency/config'));
     expect(sensors.map((m) => m.topic)).toEqual([`${HA}/binary_sensor/${AGENT}_${SIDE}_emergency/config`]);
     expect(sensors[0]!.payload).toMatchObject({
-      name: 'Side door emergency release',
+      name: 'Emergency release',
       unique_id: `${AGENT}_${SIDE}_emergency`,
       device_class: 'safety',
       state_topic: STATE(SIDE),
       payload_on: 'ON',
       payload_off: 'OFF',
       ...AVAILABILITY,
-      device: expectedDevice,
+      device: doorDevice(SIDE, 'Side door'),
     });
-    for (const key of Object.keys(sensors[0]!.payload)) expect(BINARY_SENSOR_OPTIONS.has(key) || key === 'device', key).toBe(true);
+    expect(schemaProblems(sensors[0]!.topic, sensors[0]!.payload)).toEqual([]);
     // Without an emergency section: none.
     expect(messages().filter((m) => m.topic.endsWith('_emergency/config'))).toEqual([]);
     if (!jinjaAvailable()) throw new Error('python3 with jinja2 is needed to render the templates: apt-get install python3-jinja2');
@@ -587,6 +624,7 @@ describe('Home Assistant discovery', () => {
       ...lockdownStates.map((payload) => ({ template: sensor.value_template as string, payload })),
     ];
     const [l1, l2, l3, a1, a2, a3, t1, t2, t3, s1, s2, s3, n1, n2, n3, sw1, sw2, bs1, bs2] = renderAll(cases);
+    // These states carry no ha_state (an older agent's): the relay's state.
     expect([l1, l2, l3]).toEqual(['LOCKED', 'UNLOCKED', 'LOCKED']);
     expect(JSON.parse(a1!)).toEqual({ lockdown: true, tamper: 'ON', schedule: STATE_LOCKDOWN.schedule, emergency: false, cause: 'lockdown', relock_at: null });
     expect(JSON.parse(a2!)).toEqual({
@@ -621,33 +659,47 @@ describe('Home Assistant discovery', () => {
     }
   });
 
-  it('groups all entities of the agent under one device naming the agent', () => {
-    const devices = messages().map((m) => JSON.stringify(m.payload.device));
-    expect(new Set(devices).size).toBe(1);
-    const device = messages()[0]?.payload.device as { identifiers: string[]; name: string };
-    expect(device.identifiers.join(' ')).toContain(AGENT);
-    expect(device.identifiers.length).toBeGreaterThan(0);
+  it('puts each door on a device of its own, linked to the agent by via_device; the agent keeps its own device; a distinct model per kind', () => {
+    const all = messages();
+    const devices = new Map(all.map((m) => [JSON.stringify(m.payload.device), m.payload.device as Record<string, unknown>]));
+    expect([...devices.values()]).toEqual(
+      expect.arrayContaining([expectedDevice, doorDevice(FRONT, 'Front door'), doorDevice(BACK, 'Back door'), doorDevice(SIDE, 'Side door')]),
+    );
+    expect(devices.size).toBe(4);
+    for (const uuid of [FRONT, BACK, SIDE]) {
+      const own = all.filter((m) => m.topic.includes(uuid));
+      expect(own.length).toBeGreaterThanOrEqual(3); // lock, access, alarm
+      for (const { topic, payload } of own) expect(payload.device, topic).toEqual(doorDevice(uuid, NAMES[uuid]!));
+    }
+    for (const { topic, payload } of all.filter((m) => !/[0-9a-f]{8}-[0-9a-f]{4}/.test(m.topic))) expect(payload.device, topic).toEqual(expectedDevice);
+    // The agent's device is announced first: Home Assistant links a door to its via_device only once that exists.
+    const kinds = all.map((m) => (m.payload.device as { model: string }).model);
+    expect(kinds.indexOf('door-agent door')).toBeGreaterThan(kinds.lastIndexOf('door-agent controller'));
   });
 
-  it('uses only options of the Home Assistant MQTT schema, with topic-safe object ids', () => {
-    for (const { topic, payload } of [...messages(), ...messages(HA, true)]) {
-      // <discovery_prefix>/<component>/<object_id>/config with object_id of [a-zA-Z0-9_-]
-      const match = /^homeassistant\/(lock|binary_sensor|switch|event|sensor)\/[a-zA-Z0-9_-]+\/config$/.exec(topic);
-      expect(match, topic).not.toBeNull();
-      const allowed = OPTIONS_BY_COMPONENT[match![1]!]!;
-      expect(
-        Object.keys(payload).filter((k) => !allowed.has(k)),
-        topic,
-      ).toEqual([]);
-      expect(
-        Object.keys(payload.device as object).filter((k) => !DEVICE_OPTIONS.has(k)),
-        topic,
-      ).toEqual([]);
-      expect(
-        Object.keys(payload.origin as object).filter((k) => !ORIGIN_OPTIONS.has(k)),
-        topic,
-      ).toEqual([]);
-    }
+  it("matches Home Assistant's MQTT schemas key by key for every payload: lock, sensor, binary_sensor, switch, event, device, origin", () => {
+    const variants = [
+      messages(),
+      messages(HA, true),
+      messages(HA, false, { codeFormat: '^\\d{4,}$', configurationUrl: 'https://svc.example.org/console', projectUrl: 'https://example.org/p' }),
+      messages(HA, false, {}, 'emergency: { pin: 26, doors: [Side door] }'),
+      discoveryMessages({ haPrefix: HA, topics: new Topics(P, AGENT), doors: doors(), version: '1.2.3', signed: false, areas: [{ id: 'lab', name: 'Lab' }] }),
+    ];
+    const problems = variants.flat().flatMap(({ topic, payload }) => schemaProblems(topic, payload));
+    expect(problems).toEqual([]);
+    // The checker itself finds what it is for.
+    const lock = byTopic(`${HA}/lock/${AGENT}_${FRONT}/config`);
+    expect(schemaProblems(`${HA}/lock/x/config`, Object.assign({}, lock, { state_jamed: 'JAMMED', state_jammed: undefined }))).toEqual([
+      `${HA}/lock/x/config: state_jamed: not an option of lock`,
+      `${HA}/lock/x/config: state_jammed: not given as JAMMED`,
+    ]);
+    const uptime = byTopic(`${HA}/sensor/${AGENT}_uptime/config`);
+    expect(schemaProblems(`${HA}/sensor/x/config`, Object.assign({}, uptime, { unit_of_measurement: 's' }))).toEqual([
+      `${HA}/sensor/x/config: a timestamp sensor has neither state_class nor unit`,
+    ]);
+    expect(schemaProblems(`${HA}/sensor/x/config`, Object.assign({}, uptime, { device: { name: 'x' } }))).toEqual([
+      `${HA}/sensor/x/config: device: no identifiers`,
+    ]);
   });
 
   it('produces JSON-serializable payloads without undefined values that survive a round trip', () => {
@@ -671,11 +723,17 @@ describe('Home Assistant discovery', () => {
     }
   });
 
-  it('gives the device a configuration_url only when mqtt.homeAssistant.configurationUrl is set', () => {
+  it("gives every device a configuration_url: mqtt.homeAssistant.configurationUrl, else the service's console, else none", () => {
     for (const { payload } of messages()) expect(payload.device).not.toHaveProperty('configuration_url');
     for (const { payload } of messages(HA, false, { configurationUrl: 'https://door.example.org/' })) {
       expect(payload.device).toMatchObject({ configuration_url: 'https://door.example.org/' });
     }
+    expect(configurationUrlOf(undefined, 'https://svc.example.org')).toBe('https://svc.example.org/console');
+    expect(configurationUrlOf(undefined, 'https://svc.example.org/')).toBe('https://svc.example.org/console');
+    expect(configurationUrlOf(undefined, 'http://10.0.0.5:8080/doors/')).toBe('http://10.0.0.5:8080/doors/console');
+    expect(configurationUrlOf('https://door.example.org/', 'https://svc.example.org')).toBe('https://door.example.org/');
+    expect(configurationUrlOf(undefined, null)).toBeUndefined();
+    expect(configurationUrlOf(undefined, undefined)).toBeUndefined();
   });
 
   it('asks Home Assistant for a code (code_format) and sends it (command_template) only with a code file', () => {
@@ -725,6 +783,7 @@ describe('Home Assistant discovery', () => {
       JSON.stringify({
         at: '2026-11-24T09:00:00.000Z',
         uptime_s: 3600,
+        started_at: '2026-11-24T08:00:00.000Z',
         version: '1.2.3',
         outbox_depth: 7,
         cache: { revision: 42, age_s: 125 },
@@ -735,7 +794,8 @@ describe('Home Assistant discovery', () => {
         event_loop_lag_p99_ms: 3.5,
       }),
     );
-    const fresh = { ...health, cache: { revision: null, age_s: null }, clock_trusted: false, event_loop_lag_p99_ms: null };
+    // And an agent from before started_at.
+    const fresh = { ...health, started_at: undefined, cache: { revision: null, age_s: null }, clock_trusted: false, event_loop_lag_p99_ms: null };
     const sensors = ['outbox_depth', 'cache_age', 'readers_online', 'event_loop_lag', 'uptime'].map((key) => byTopic(`${HA}/sensor/${AGENT}_${key}/config`));
     const clock = byTopic(`${HA}/binary_sensor/${AGENT}_clock_trusted/config`);
     const cases = [health, fresh].flatMap((payload) => [
@@ -743,7 +803,7 @@ describe('Home Assistant discovery', () => {
       { template: clock.value_template as string, payload },
     ]);
     // Home Assistant takes 'None' as unknown.
-    expect(renderAll(cases)).toEqual(['7', '125', '1', '3.5', '3600', 'ON', '7', 'None', '1', 'None', '3600', 'OFF']);
+    expect(renderAll(cases)).toEqual(['7', '125', '1', '3.5', '2026-11-24T08:00:00.000Z', 'ON', '7', 'None', '1', 'None', 'None', 'OFF']);
     const attributes = sensors.filter((s) => s.json_attributes_template);
     const rendered = renderAll(attributes.map((s) => ({ template: s.json_attributes_template as string, payload: health }))).map((r) => JSON.parse(r));
     expect(rendered).toEqual([{ revision: 42 }, { total: 2, per_door: { [FRONT]: true, [BACK]: false } }]);

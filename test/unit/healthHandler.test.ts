@@ -29,7 +29,8 @@ class AckingClient extends ScriptedClient {
   }
 }
 
-function setup() {
+/** `uptimeSeconds`: the process's uptime (default 125.7 s, whatever the time). */
+function setup(uptimeSeconds?: (time: ManualTime) => number) {
   const door = parseConfig(
     `agent: { id: h }
 access: { groups: [Staff] }
@@ -59,7 +60,7 @@ doors: [ { uuid: ${DOOR_UUID}, resourceId: 12, name: Front door, relay: { pin: 1
     logger,
     refusals: new BrokerRefusals({ logger, wallNow: () => time.wall }),
     process: {
-      uptimeSeconds: () => 125.7,
+      uptimeSeconds: () => (uptimeSeconds ? uptimeSeconds(time) : 125.7),
       memory: () => ({ rss: 50_000_000, heapUsed: 20_000_000 }),
       lag: () => ({ p99Ms: () => 1.5, reset: () => undefined, stop: () => undefined }),
     },
@@ -92,6 +93,7 @@ describe('the health message (P/agents/<id>/health)', () => {
       {
         at: '2026-11-24T09:00:00.000Z',
         uptime_s: 125,
+        started_at: '2026-11-24T08:57:54.300Z',
         version: '9.9.9',
         outbox_depth: 0,
         cache: { revision: 42, age_s: 90, damaged: null },
@@ -137,6 +139,25 @@ describe('the health message (P/agents/<id>/health)', () => {
     expect(healths().length).toBeGreaterThanOrEqual(2);
     expect(healths().length).toBeLessThanOrEqual(4);
     expect(healths().at(-1)?.readers.online).toBe(0); // the last change: reader away
+  });
+
+  it("gives the agent's start (Home Assistant's timestamp sensor), the same in every message; a wall clock set anew moves it", async () => {
+    const mono0 = 1_000;
+    const { handler, client, time, healths } = setup((t) => 125.7 + (t.mono - mono0) / 1000 + (t.mono % 7) / 1000); // read a moment apart
+    handler.onConnect();
+    await client.ack();
+    for (let i = 0; i < 3; i++) {
+      time.advance(HEALTH_PERIOD_MS);
+      await client.ack();
+    }
+    const started = healths()[0]!.started_at!;
+    expect(Math.abs(Date.parse(started) - Date.parse('2026-11-24T08:57:54.300Z'))).toBeLessThan(10);
+    expect(healths().map((h) => h.started_at)).toEqual([started, started, started, started]);
+    time.wall += 3_600_000; // NTP set the clock an hour ahead
+    time.advance(HEALTH_PERIOD_MS);
+    await client.ack();
+    expect(Date.parse(healths().at(-1)!.started_at!) - Date.parse(started)).toBeCloseTo(3_600_000, -2);
+    handler.stop();
   });
 
   it('publishes every period whatever changed', async () => {

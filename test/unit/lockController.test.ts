@@ -54,6 +54,7 @@ function door(failMode: FailMode = 'secure', activeLow = false, maxUnlockSeconds
     unlockSeconds: 5,
     maxUnlockSeconds,
     heldOpenSeconds: 30,
+    jammedAfterSeconds: 3,
     relockOnClose: true,
     mode: 'card_or_pin',
     keypadLockout: { failures: 5, windowSeconds: 60, lockoutSeconds: 60 },
@@ -68,15 +69,17 @@ function setup(opts: { failMode?: FailMode; activeLow?: boolean; persisted?: Per
   const persistence = new MemoryPersistence(opts.persisted, log);
   const changes: Array<[LockSnapshot, LockStateName]> = [];
   const persistErrors: unknown[] = [];
+  const relayFaults: boolean[] = [];
   const controller = new LockController(door(opts.failMode, opts.activeLow, opts.maxUnlockSeconds), gpio, {
     clock: time,
     timers: time,
     persistence,
     onChange: (snapshot, previous) => changes.push([snapshot, previous]),
     onPersistError: (err) => persistErrors.push(err),
+    onRelayFault: (failed) => relayFaults.push(failed),
     clockSynchronized: () => opts.synchronized ?? true,
   });
-  return { log, time, gpio, persistence, changes, persistErrors, controller };
+  return { log, time, gpio, persistence, changes, persistErrors, relayFaults, controller };
 }
 
 describe('LockController', () => {
@@ -93,6 +96,25 @@ describe('LockController', () => {
     expect(controller.lock('retry').state).toBe('LOCKED');
     expect(gpio.writes.at(-1)).toBe(0);
     expect(changes.at(-1)?.[0]).toMatchObject({ state: 'LOCKED', cause: 'retry' });
+  });
+
+  it('keeps a failed relay write as a fact (Home Assistant shows JAMMED) until a write succeeds, telling each change once', () => {
+    const { gpio, controller, relayFaults } = setup();
+    expect(controller.relayWriteFailed).toBe(false);
+    const broken = gpio.write.bind(gpio);
+    gpio.write = () => {
+      throw new Error('EIO');
+    };
+    expect(() => controller.unlock(5, 'card')).toThrow('EIO');
+    expect(() => controller.unlock(5, 'card')).toThrow('EIO');
+    expect(controller.snapshot().state).toBe('LOCKED');
+    expect(controller.relayWriteFailed).toBe(true);
+    expect(relayFaults).toEqual([true]);
+    gpio.write = broken;
+    // The lock re-drives the locked level although the state was LOCKED all along: the fault is cleared.
+    expect(controller.lock('retry').state).toBe('LOCKED');
+    expect(controller.relayWriteFailed).toBe(false);
+    expect(relayFaults).toEqual([true, false]);
   });
 
   it('an afterRelay that throws (its record failed) still leaves the unlock saved, announced and with its relock: the door locks on time', () => {

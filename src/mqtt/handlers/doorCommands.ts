@@ -3,7 +3,8 @@ import type { Logger } from 'pino';
 import type { EventLog } from '../../store/eventLog.js';
 import type { ReplayCache } from '../../store/replayCache.js';
 import { systemTimers, type Clock, type Timers } from '../../util/clock.js';
-import { commandReplyPayload, isCommandError, parseCommand, type CommandError, type LockAction } from '../../protocol/commands.js';
+import { commandReplyPayload, isCommandError, parseCommand, type CommandError } from '../../protocol/commands.js';
+import { commandRefusal, executeCommand } from '../../door/doorCommand.js';
 import type { Topics } from '../../protocol/topics.js';
 import { RejectionLog } from '../rejections.js';
 import type { BrokerRefusals } from '../brokerRefusals.js';
@@ -123,10 +124,6 @@ export class DoorCommandsHandler implements MqttHandler {
       // Ids older than twice the maximum age can only come with a stale command: no need to keep them.
       this.deps.replay.prune(clock.wallNow() - 2 * this.deps.maxAgeSeconds * 1000);
     }
-    if (parsed.action.lock && d.emergency?.()) {
-      const error = `${d.door.name} is released by the emergency input (fire alarm): lock refused until it clears`;
-      return this.reject(d.door.uuid, { status: 409, error, requestId: parsed.requestId }, packet, true);
-    }
     if (!parsed.action.lock && parsed.homeAssistant && this.deps.homeAssistantCode) {
       // Only Home Assistant's commands carry a code; locking needs none (the safe direction, as in a lockdown).
       const { code } = parsed.homeAssistant;
@@ -136,18 +133,16 @@ export class DoorCommandsHandler implements MqttHandler {
         return this.refuseUnlock(d, 'wrong_code', { status: 401, error, requestId: parsed.requestId }, packet, 'info');
       }
     }
-    if (!parsed.action.lock && d.lockdown?.()) {
-      return this.refuseUnlock(d, 'lockdown', { status: 409, error: `${d.door.name} is in lockdown: unlock refused`, requestId: parsed.requestId }, packet);
-    }
-    const blocker = parsed.action.lock ? null : (d.interlock?.() ?? null);
-    if (blocker !== null) {
-      // Checked in the turn of the event loop that unlocks (execute, below): the other door cannot unlock meanwhile.
-      const other = this.byUuid.get(blocker)?.door.name ?? blocker;
-      const error = `${d.door.name} is interlocked with ${other}, which is unlocked or open: unlock refused`;
-      return this.refuseUnlock(d, 'interlock', { status: 409, error, requestId: parsed.requestId }, packet);
+    // The door's rules for a command from outside (door/doorCommand.ts: emergency, lockdown, interlock), checked in
+    // the turn of the event loop that executes: the other door of an interlock cannot unlock meanwhile.
+    const refusal = commandRefusal(d, parsed.action, (uuid) => this.byUuid.get(uuid)?.door.name ?? uuid);
+    if (refusal !== null) {
+      const error = { status: 409 as const, error: refusal.error, requestId: parsed.requestId };
+      if (refusal.reason === 'emergency') return this.reject(d.door.uuid, error, packet, true);
+      return this.refuseUnlock(d, refusal.reason, error, packet);
     }
     const cause = `remote command${parsed.requestId ? ` ${parsed.requestId}` : ''}`;
-    const result = this.execute(d, parsed.action, cause);
+    const result = executeCommand(d, parsed.action, cause, () => clock.wallNow());
     if (packet.messageId !== undefined) {
       this.executedMessageIds.push(packet.messageId);
       if (this.executedMessageIds.length > RECENT_MESSAGE_IDS) this.executedMessageIds.shift();
@@ -159,21 +154,5 @@ export class DoorCommandsHandler implements MqttHandler {
   private refuseUnlock(d: MqttDoor, reason: string, error: CommandError, packet: IPublishPacket, level: 'warn' | 'info' = 'warn'): void {
     this.reject(d.door.uuid, error, packet, true, level);
     this.deps.onUnlockRefused?.(d.door.uuid, reason, error.error, this.deps.clock.wallNow());
-  }
-
-  /** Moves the relay and returns the reply message naming the door and its resulting state. */
-  private execute(d: MqttDoor, action: LockAction, cause: string): string {
-    const { door, controller } = d;
-    if (action.lock) {
-      controller.lock(cause);
-      return `${door.name} locked`;
-    }
-    const seconds = action.seconds === 'default' ? door.unlockSeconds : action.seconds;
-    // Already unlocked, and held so by the emergency input: nothing to do, and nothing remembered for after it.
-    if (controller.released) return `${door.name} is released by the emergency input (fire alarm): unlocked until it clears`;
-    const s = controller.unlock(seconds, cause);
-    if (s.relockAt === null) return `${door.name} unlocked until locked (held open)`;
-    const remaining = Math.max(1, Math.round((s.relockAt - this.deps.clock.wallNow()) / 1000));
-    return `${door.name} unlocked for ${remaining} s`;
   }
 }

@@ -9,6 +9,7 @@ import type { BrokerRefusals } from '../brokerRefusals.js';
 import { settlesWithin, type HandlerSubscription, type MqttHandler } from '../handler.js';
 import { OutboxPublisher } from '../outboxPublisher.js';
 import type { MqttDoor } from './mqttDoor.js';
+import { HomeAssistantLock } from './homeAssistantLock.js';
 
 export interface DoorStateDeps {
   client: MqttClient;
@@ -35,15 +36,24 @@ export class DoorStateHandler implements MqttHandler {
   private readonly byUuid = new Map<string, MqttDoor>();
   private readonly outbox: OutboxPublisher;
   private readonly unsubscribe: Array<() => void> = [];
+  /** Home Assistant's lock state of each door (`ha_state`). */
+  private readonly haLock: HomeAssistantLock;
   private session = 0;
 
   constructor(private readonly deps: DoorStateDeps) {
     for (const d of deps.doors) this.byUuid.set(d.door.uuid, d); // configured UUIDs are lower case
     this.outbox = new OutboxPublisher(deps.events, (event) => this.publishEvent(event), { logger: deps.logger, clock: deps.clock, timers: deps.timers });
+    this.haLock = new HomeAssistantLock({ doors: deps.doors, clock: deps.clock, timers: deps.timers, onDue: (uuid) => this.publishState(uuid) });
     if (deps.doorEvents) {
       this.unsubscribe.push(
-        deps.doorEvents.on('lock', (door) => this.publishState(door)),
-        deps.doorEvents.on('position', (door) => this.publishState(door)),
+        deps.doorEvents.on('lock', (door) => {
+          this.haLock.lockChanged(door);
+          this.publishState(door);
+        }),
+        deps.doorEvents.on('position', (door) => {
+          this.haLock.positionChanged(door);
+          this.publishState(door);
+        }),
       );
     }
   }
@@ -75,7 +85,7 @@ export class DoorStateHandler implements MqttHandler {
   publishState(uuid: string): void {
     const d = this.byUuid.get(uuid.toLowerCase());
     if (!d || !this.deps.client.connected) return;
-    const payload = doorStatePayload(d.controller.snapshot(), d.contact(), d.operations?.());
+    const payload = doorStatePayload(d.controller.snapshot(), d.contact(), d.operations?.(), this.haLock.state(d.door.uuid));
     this.deps.refusals.publishQuietly(this.deps.client, this.deps.topics.state(d.door.uuid), payload, { qos: 1, retain: true });
   }
 
@@ -88,6 +98,7 @@ export class DoorStateHandler implements MqttHandler {
   /** The doors (already locked by the caller) published LOCKED, then retained offline, waiting at most 1 s. */
   async stop(): Promise<void> {
     for (const off of this.unsubscribe.splice(0)) off();
+    this.haLock.stop();
     this.outbox.stop();
     const { client, topics } = this.deps;
     if (!client.connected) return;

@@ -78,6 +78,8 @@ export class HealthHandler implements MqttHandler {
   private due = false;
   private stopped = false;
   private gatherFailed = false;
+  /** When the process started (wall ms), as last published. */
+  private startedAt: number | null = null;
 
   constructor(private readonly deps: HealthDeps) {
     this.proc = deps.process ?? systemProcess;
@@ -130,6 +132,7 @@ export class HealthHandler implements MqttHandler {
     return {
       at: new Date(now).toISOString(),
       uptime_s: Math.floor(this.proc.uptimeSeconds()),
+      started_at: new Date(this.started(now)).toISOString(),
       version: deps.version,
       outbox_depth: deps.outboxDepth(),
       cache: {
@@ -145,6 +148,16 @@ export class HealthHandler implements MqttHandler {
       memory: { rss: memory.rss, heap_used: memory.heapUsed },
       event_loop_lag_p99_ms: this.lag.p99Ms(),
     };
+  }
+
+  /**
+   * The start: now less the uptime, kept as it was while it moves by less than 2 s (the two clocks are read a moment
+   * apart), so Home Assistant's sensor does not change with each message; taken again when the wall clock was set.
+   */
+  private started(now: number): number {
+    const startedAt = now - this.proc.uptimeSeconds() * 1000;
+    if (this.startedAt === null || Math.abs(startedAt - this.startedAt) >= 2000) this.startedAt = Math.round(startedAt);
+    return this.startedAt;
   }
 
   private armPeriod(): void {

@@ -2,7 +2,7 @@ import type { MqttClient } from 'mqtt';
 import type { AreaOptions, DoorOptions } from '../../door/options.js';
 import type { Topics } from '../../protocol/topics.js';
 import type { BrokerRefusals } from '../brokerRefusals.js';
-import { discoveryMessages } from '../discovery.js';
+import { discoveryMessages, type DiscoveryMessage } from '../discovery.js';
 import type { HandlerSubscription, MqttHandler } from '../handler.js';
 
 export interface HomeAssistantDeps {
@@ -15,7 +15,7 @@ export interface HomeAssistantDeps {
   signed: boolean;
   /** The lock's code_format when unlocks need a code (mqtt.homeAssistant.codeFile), else null. */
   codeFormat: string | null;
-  /** mqtt.homeAssistant.configurationUrl. */
+  /** The devices' configuration_url (discovery.ts configurationUrlOf), absent: none. */
   configurationUrl?: string;
   /** The project's address (the discovery's origin), when package.json names one. */
   projectUrl: string | null;
@@ -36,8 +36,17 @@ export class HomeAssistantHandler implements MqttHandler {
   }
 
   async onConnect(client: MqttClient): Promise<void> {
-    const { topics, doors, version, signed, codeFormat, configurationUrl, projectUrl, areas, refusals } = this.deps;
-    const messages = discoveryMessages({ haPrefix: this.deps.prefix, topics, doors, version, signed, codeFormat, configurationUrl, projectUrl, areas });
-    await Promise.all(messages.map((m) => refusals.publish(client, m.topic, JSON.stringify(m.payload), { qos: 1, retain: true })));
+    const { refusals } = this.deps;
+    await Promise.all(this.messages().map((m) => refusals.publish(client, m.topic, JSON.stringify(m.payload), { qos: 1, retain: true })));
+  }
+
+  /** The discovery topics the configuration produces now (what homeAssistantCleanup.ts keeps). */
+  topics(): ReadonlySet<string> {
+    return new Set(this.messages().map((m) => m.topic));
+  }
+
+  private messages(): DiscoveryMessage[] {
+    const { topics, doors, version, signed, codeFormat, configurationUrl, projectUrl, areas } = this.deps;
+    return discoveryMessages({ haPrefix: this.deps.prefix, topics, doors, version, signed, codeFormat, configurationUrl, projectUrl, areas });
   }
 }

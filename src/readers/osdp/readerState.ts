@@ -174,7 +174,7 @@ function rawCard(reader: ReaderState, data: Buffer): void {
   const decoded = decodeCardBits(bits, reader.options.numbering, reader.options.formats);
   if ('dropped' in decoded) return reader.options.onDropped?.(decoded.dropped);
   reader.keys.clear(); // a card starts a new interaction
-  reader.options.onFrame({ kind: 'card', value: decoded.card, ...(decoded.printed !== undefined ? { printed: decoded.printed } : {}) });
+  reader.options.onFrame({ kind: 'card', value: decoded.card, ...(decoded.printed !== undefined ? { printed: decoded.printed } : {}), decoded: decoded.frame });
 }
 
 function keypad(reader: ReaderState, data: Buffer, now: number): void {

@@ -1,4 +1,4 @@
-import { decodeBits, type FormatSet } from '../../core/wiegand.js';
+import { decodeBits, type FormatSet, type WiegandCardFrame } from '../../core/wiegand.js';
 import { presentedCard, type WiegandNumbering } from '../../core/wiegandFormats.js';
 
 /** The data of an OSDP reader's replies, decoded: pure, no bus state. */
@@ -16,11 +16,11 @@ export function decodeCardBits(
   bits: readonly number[],
   numbering: WiegandNumbering,
   formats?: FormatSet,
-): { card: string; printed?: string } | { dropped: string } {
+): { card: string; printed?: string; frame: WiegandCardFrame } | { dropped: string } {
   const frame = decodeBits(bits, formats);
   if (frame.kind !== 'card') return { dropped: frame.kind === 'dropped' ? frame.reason : 'not_a_card' };
   const { value, printed } = presentedCard(frame, numbering);
-  return { card: value, ...(printed !== undefined ? { printed } : {}) };
+  return { card: value, ...(printed !== undefined ? { printed } : {}), frame };
 }
 
 /** osdp_KEYPAD: reader number, digit count, the keys as ASCII ('*' as 0x2A or 0x7F, '#' as 0x23 or 0x0D); null for a byte that is no key. */

@@ -123,7 +123,7 @@ export class WiegandReader implements Reader {
     switch (frame.kind) {
       case 'card':
         this.keypad.clear(); // a card starts a new interaction
-        this.options.onFrame({ kind: 'card', ...presentedCard(frame, this.options.numbering) });
+        this.options.onFrame(Object.assign({ kind: 'card' as const, decoded: frame }, presentedCard(frame, this.options.numbering)));
         return;
       case 'key':
         for (const f of this.keypad.press(frame.key, now)) this.options.onFrame(f);

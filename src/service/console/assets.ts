@@ -30,7 +30,9 @@ label{display:inline-block;margin-right:4px}
 .good{color:var(--ok)}.bad{color:var(--bad)}.warn{color:var(--warn)}.muted{color:var(--muted)}
 .card{background:var(--card);border:1px solid var(--line);border-radius:8px;padding:12px;margin:8px 0}
 .qr svg{width:240px;height:240px;background:#fff;padding:8px}
-@media (max-width:640px){thead{display:none}tr{display:block;border-bottom:2px solid var(--line);padding:6px 0}td{display:block;border:0;padding:2px 4px}td[data-label]::before{content:attr(data-label) ": ";color:var(--muted)}header .who{margin-left:0}}
+table.events td{white-space:nowrap;overflow:hidden;text-overflow:ellipsis;max-width:0}table.events td:first-child{max-width:none;width:1%}
+table.events th.door{width:24%}table.events th.who{width:18%}table.events th.what{width:30%}
+@media (max-width:640px){thead{display:none}tr{display:block;border-bottom:2px solid var(--line);padding:6px 0}td{display:block;border:0;padding:2px 4px}td[data-label]::before{content:attr(data-label) ": ";color:var(--muted)}header .who{margin-left:0}table.events td{white-space:normal;max-width:none}}
 `;
 
 export const CONSOLE_JS = `

@@ -7,6 +7,7 @@ import type { Flash } from './layout.js';
 import type { ConsoleOrigin } from './ownOrigin.js';
 import type { Session, SessionStore } from './sessions.js';
 import type { SiteFeed } from './siteFeed.js';
+import type { SiteTime } from './siteTime.js';
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -29,6 +30,8 @@ export interface ConsoleContext {
   origin: ConsoleOrigin;
   /** The service's API keys: an API-key sign-in, and each use of a session signed in with one. */
   keys: ApiKeys;
+  /** Every time a page shows, in the site's zone (server.timezone), and the times a form is given. */
+  time: SiteTime;
 }
 
 /** The session of a console request (set by the session check before every handler but sign-in). */

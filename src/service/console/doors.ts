@@ -7,11 +7,10 @@ import { answerText } from './delegation.js';
 import { html, type Html } from './html.js';
 import { csrfField, page } from './layout.js';
 import type { SiteFeed } from './siteFeed.js';
-
-const clockTime = (iso: string) => `${iso.slice(11, 19)} UTC`;
+import type { SiteTime } from './siteTime.js';
 
 /** One door's row: its live state from the feed and, for ADMIN and SUPER, its buttons. */
-export function doorRow(door: ServiceResource, feed: SiteFeed | null, rank: Rank, csrf: string): Html {
+export function doorRow(door: ServiceResource, feed: SiteFeed | null, rank: Rank, csrf: string, time: SiteTime): Html {
   const live = feed?.door(door.uuid);
   const state = live?.state ?? null;
   const agent = feed?.agentOf(door.uuid) ?? null;
@@ -20,7 +19,7 @@ export function doorRow(door: ServiceResource, feed: SiteFeed | null, rank: Rank
       ? html`<span class="muted">not reported yet</span>`
       : state.state === 'LOCKED'
         ? html`<span class="badge good">locked</span>`
-        : html`<span class="badge warn">unlocked${state.relock_at ? ` until ${clockTime(state.relock_at)}` : state.emergency ? ' (fire alarm)' : ' (held open)'}</span>`;
+        : html`<span class="badge warn">unlocked${state.relock_at ? html` until ${time.element(state.relock_at, { soon: true })}` : state.emergency ? ' (fire alarm)' : ' (held open)'}</span>`;
   const flags: Html[] = [];
   if (state?.door === 'OPEN') flags.push(html`<span class="badge warn">open</span>`);
   if (state?.door === 'CLOSED') flags.push(html`<span class="badge">closed</span>`);
@@ -68,7 +67,7 @@ export function registerDoors(app: FastifyInstance, ctx: ConsoleContext): void {
     const s = sessionOf(request);
     const body = html`${ctx.feed ? '' : html`<p class="flash error">The service has no mqtt section: it cannot see or command the doors.</p>`}
 <table><thead><tr><th scope="col">Door</th><th scope="col">Lock</th><th scope="col">Contact</th><th scope="col">Agent</th><th scope="col">Actions</th></tr></thead>
-<tbody>${doors().map((d) => doorRow(d, ctx.feed, s.rank, s.csrf))}</tbody></table>`;
+<tbody>${doors().map((d) => doorRow(d, ctx.feed, s.rank, s.csrf, ctx.time))}</tbody></table>`;
     return sendHtml(reply, page({ name: 'doors', title: 'Doors', who: s.who, rank: s.rank, csrf: s.csrf, flash: takeFlash(request), live: true, body }));
   });
 

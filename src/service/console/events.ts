@@ -3,7 +3,9 @@ import * as z from 'zod';
 import { type ConsoleContext, sendHtml, sessionOf, takeFlash } from './context.js';
 import { html, type Html } from './html.js';
 import { page } from './layout.js';
+import { grantWords, refusalWords, typeWords } from './eventWords.js';
 import type { AuditEvent } from './siteFeed.js';
+import type { SiteTime } from './siteTime.js';
 
 const GRANTED = new Set(['access_granted']);
 const DENIED = new Set(['access_denied', 'card_locked_out', 'keypad_locked_out', 'passback_violation', 'command_rejected']);
@@ -48,16 +50,44 @@ async function personOf(event: AuditEvent, names: EventNames): Promise<string> {
   return event.hint ?? '';
 }
 
+/** What happened, in words: "refused: outside its schedule", "granted: guest link", "door forced open". */
+function eventWords(event: AuditEvent): { badge?: 'granted' | 'refused'; words: string } {
+  if (event.type === 'access_granted') {
+    const byLink = (event.holders ?? []).some((h) => h.magic_link_id !== undefined && !h.reason);
+    return { badge: 'granted', words: grantWords(event.kind, byLink) };
+  }
+  if (event.type === 'access_denied') return { badge: 'refused', words: refusalWords(event.reason) };
+  return { words: typeWords(event.type) };
+}
+
+function eventCell(event: AuditEvent, result: 'granted' | 'denied' | 'other'): Html {
+  const { badge, words } = eventWords(event);
+  const text = badge ? `${badge}: ${words}` : words;
+  const shown = badge
+    ? html`<span class="badge ${badge === 'granted' ? 'good' : 'bad'}">${badge}</span>: ${words}`
+    : result === 'denied'
+      ? html`<span class="bad">${words}</span>`
+      : html`${words}`;
+  return html`<td data-label="Event" title="${text}">${shown}</td>`;
+}
+
+/** The event's other facts: a grant's access level, a lock change's cause, a lockdown's reason. */
+function detailOf(event: AuditEvent): string {
+  if (event.type === 'access_granted') return event.level ? `level ${event.level}` : '';
+  if (event.type === 'access_denied') return '';
+  return event.cause ?? event.reason ?? '';
+}
+
 /** One event's row, and the fields a page's filter compares (the same ones the server filters on). */
-export async function eventRow(event: AuditEvent, names: EventNames): Promise<{ row: Html; match: Record<string, string> }> {
+export async function eventRow(event: AuditEvent, names: EventNames, time: SiteTime): Promise<{ row: Html; match: Record<string, string> }> {
   const result = resultOf(event);
   const person = await personOf(event, names);
   const door = names.door(event.door);
-  const detail = event.reason ?? event.cause ?? '';
-  const label = result === 'granted' ? html`<span class="badge good">granted</span>` : result === 'denied' ? html`<span class="badge bad">refused</span>` : '';
+  const detail = detailOf(event);
+  // One line each at a desk's width: a long door name or person ends in an ellipsis, its whole text in the title.
   return {
-    row: html`<tr><td data-label="When"><time datetime="${event.at}">${event.at.replace('T', ' ').slice(0, 19)}</time></td><td data-label="Door">${door}</td>
-<td data-label="Who">${person}</td><td data-label="Event">${label} ${event.type}</td><td data-label="Why">${detail}</td></tr>`,
+    row: html`<tr><td data-label="When">${time.element(event.at)}</td><td data-label="Door" title="${door}">${door}</td>
+<td data-label="Who" title="${person}">${person}</td>${eventCell(event, result)}<td data-label="Detail" title="${detail}">${detail}</td></tr>`,
     match: { door: event.door?.toLowerCase() ?? '', person, result },
   };
 }
@@ -78,7 +108,7 @@ export function registerEvents(app: FastifyInstance, ctx: ConsoleContext): void 
     // and the stream (live.ts) still reaches the page.
     const mark = ctx.feed?.eventMark() ?? '';
     const recent = ctx.feed?.recentEvents() ?? [];
-    const rows = (await Promise.all(recent.map((e) => eventRow(e, names)))).filter(({ match }) =>
+    const rows = (await Promise.all(recent.map((e) => eventRow(e, names, ctx.time)))).filter(({ match }) =>
       Object.entries(want).every(([k, v]) => v === '' || (match[k] ?? '').toLowerCase().includes(v)),
     );
     const doors = ctx.api.resources.filter((r) => r.type === 'DOOR');
@@ -92,7 +122,7 @@ export function registerEvents(app: FastifyInstance, ctx: ConsoleContext): void 
     )}</select> <button>Filter</button></form>
 ${ctx.feed ? '' : html`<p class="flash error">The service has no mqtt section: it receives no events.</p>`}
 <p class="muted">The last 1,000 events since the service started, newest first; new ones appear as they happen.</p>
-<table><thead><tr><th>When (UTC)</th><th>Door</th><th>Who</th><th>Event</th><th>Why</th></tr></thead><tbody id="events" data-after="${mark}">${rows.map((r) => r.row)}</tbody></table>`;
+<table class="events"><thead><tr><th scope="col" class="when">When</th><th scope="col" class="door">Door</th><th scope="col" class="who">Who</th><th scope="col" class="what">Event</th><th scope="col">Detail</th></tr></thead><tbody id="events" data-after="${mark}">${rows.map((r) => r.row)}</tbody></table>`;
     return sendHtml(reply, page({ name: 'events', title: 'Events', who: s.who, rank: s.rank, csrf: s.csrf, flash: takeFlash(request), live: true, body }));
   });
 }

@@ -6,6 +6,8 @@ import { type ConsoleContext, redirectWithFlash, sendHtml, sessionOf, takeFlash 
 import { answerText } from './delegation.js';
 import { html, trusted, type Html } from './html.js';
 import { csrfField, page } from './layout.js';
+import type { SiteTime } from './siteTime.js';
+import { serviceTimestamp } from '../users.js';
 
 const DAYS = ['Sun', 'Mon', 'Tue', 'Wed', 'Thu', 'Fri', 'Sat'];
 
@@ -18,8 +20,15 @@ function scheduleText(mapping: unknown): string {
   return days.length === 7 && days.every((d) => d.endsWith(' 0-24')) ? 'every day, all day' : days.join('; ');
 }
 
-/** "2026-05-01T09:00" (a datetime-local field, taken as UTC) in the service's format, or undefined when empty. */
-const serviceTime = (local: string | undefined) => (local ? `${local.replace('T', ' ')}:00`.slice(0, 19) : undefined);
+/**
+ * A datetime-local field ("2026-05-01T09:00", a time in the site's zone) as the service's UTC "YYYY-MM-DD hh:mm:ss";
+ * empty: undefined; not a time of that zone: the problem, named with the field's label.
+ */
+function serviceTimeOf(time: SiteTime, label: string, local: string | undefined): { value?: string } | { problem: string } {
+  if (!local) return {};
+  const read = time.readLocal(local);
+  return 'at' in read ? { value: serviceTimestamp(read.at) } : { problem: `${label}: ${read.problem}` };
+}
 
 const createBody = z.object({
   name: z.string(),
@@ -36,10 +45,16 @@ export function registerLinks(app: FastifyInstance, ctx: ConsoleContext): void {
   const doors = () => ctx.api.resources.filter((r) => r.type === 'DOOR');
   const linkById = async (id: number) => (await storedLinks(ctx.api.db)).find((l) => l.magic_link_id === String(id));
 
+  /** A link's doors by name (a resource the configuration no longer has: its id). */
+  const doorNamesOf = (l: StoredLink) => l.resource_id_list.map((id) => doors().find((d) => d.resourceId === id)?.name ?? `#${id}`).join(', ');
+  /** When a link works: from its start, until its end if it has one, in the site's zone; then its weekly hours. */
+  const whenOf = (l: StoredLink): Html =>
+    html`${l.start_time ? html`from ${ctx.time.element(String(l.start_time))}` : ''}${l.end_time ? html` until ${ctx.time.element(String(l.end_time))}` : ''}; ${scheduleText(l.time_mapping)}`;
+
   const row = (l: StoredLink, admin: boolean, csrf: string): Html => {
-    const doorNames = l.resource_id_list.map((id) => doors().find((d) => d.resourceId === id)?.name ?? `#${id}`).join(', ');
+    const doorNames = doorNamesOf(l);
     return html`<tr><th scope="row">${String(l.name ?? '')}</th><td data-label="Guests">${(l.email_list as string[]).join(', ')}</td><td data-label="Doors">${doorNames}</td>
-<td data-label="When">${String(l.start_time ?? '')}${l.end_time ? ` to ${String(l.end_time)}` : ''} UTC; ${scheduleText(l.time_mapping)}</td>
+<td data-label="When">${whenOf(l)}</td>
 <td data-label="Actions">${
       admin
         ? html`<a href="/console/links/${l.magic_link_id}" aria-label="QR code of ${String(l.name ?? '')}">QR code</a>
@@ -61,7 +76,7 @@ export function registerLinks(app: FastifyInstance, ctx: ConsoleContext): void {
 <fieldset><legend>Schedule</legend>${DAYS.map((d) => html`<label><input type="checkbox" name="day_${d}" value="1" checked> ${d}</label>`)}
 <p><label for="l-from">from hour</label><input id="l-from" name="from_hour" type="number" min="0" max="23" value="0" size="3">
 <label for="l-to">to hour</label><input id="l-to" name="to_hour" type="number" min="1" max="24" value="24" size="3"></p>
-<p><label for="l-start">Starts (UTC)</label><input id="l-start" name="start" type="datetime-local"> <label for="l-end">Ends (UTC)</label><input id="l-end" name="end" type="datetime-local"></p></fieldset>
+<p><label for="l-start">Starts (${ctx.time.zone})</label><input id="l-start" name="start" type="datetime-local"> <label for="l-end">Ends (${ctx.time.zone})</label><input id="l-end" name="end" type="datetime-local"></p></fieldset>
 <p><button>Create guest link</button></p></form>`
       : html``;
     const links = await storedLinks(ctx.api.db);
@@ -80,13 +95,16 @@ export function registerLinks(app: FastifyInstance, ctx: ConsoleContext): void {
     const s = sessionOf(request);
     const p = createBody.parse(request.body) as z.output<typeof createBody> & Record<string, string | undefined>;
     const hours = [[p.from_hour, p.to_hour]];
+    const start = serviceTimeOf(ctx.time, 'Starts', p.start);
+    const end = serviceTimeOf(ctx.time, 'Ends', p.end);
+    for (const read of [start, end]) if ('problem' in read) return redirectWithFlash(request, reply, '/console/links', { kind: 'error', text: read.problem });
     const answer = await ctx.delegation.call(ctx.app, s.rank, 'POST', '/magiclinkadmin', {
       name: p.name,
       email_list: p.emails.split(/[\s,;]+/).filter(Boolean),
       resource_id_list: p.doors.map(Number),
       time_mapping: DAYS.map((d) => (p[`day_${d}`] ? hours : [])),
-      ...(serviceTime(p.start) ? { start_time: serviceTime(p.start) } : {}),
-      ...(serviceTime(p.end) ? { end_time: serviceTime(p.end) } : {}),
+      ...('value' in start ? { start_time: start.value } : {}),
+      ...('value' in end ? { end_time: end.value } : {}),
       send_email: ctx.mailConfigured,
     });
     const flash = answerText(answer, s.rank);
@@ -102,8 +120,9 @@ export function registerLinks(app: FastifyInstance, ctx: ConsoleContext): void {
     // The QR code is the guest's credential (its token): shown to ADMIN and SUPER only, generated here as SVG.
     const svg = await QRCode.toString(String(link.magic_token), { type: 'svg', margin: 2, errorCorrectionLevel: 'M' });
     const body = html`<p>Hand this code to ${(link.email_list as string[]).join(', ')}: the door's reader takes it as the guest's pass.</p>
+<dl class="card"><dt>Doors</dt><dd id="link-doors">${doorNamesOf(link)}</dd><dt>When</dt><dd>${whenOf(link)}</dd></dl>
 <figure class="qr"><div id="qr" role="img" aria-label="QR code of guest link ${String(link.name ?? '')}">${trusted(svg)}</div>
-<figcaption>${scheduleText(link.time_mapping)}</figcaption></figure><p><a href="/console/links">All guest links</a></p>`;
+<figcaption>${String(link.name ?? '')}</figcaption></figure><p><a href="/console/links">All guest links</a></p>`;
     return sendHtml(
       reply,
       page({ name: 'links', title: `Guest link: ${String(link.name ?? '')}`, who: s.who, rank: s.rank, csrf: s.csrf, flash: takeFlash(request), body }),

@@ -48,12 +48,12 @@ export function registerLive(app: FastifyInstance, ctx: ConsoleContext): void {
     const render = async (change: SiteChange) => {
       if (pageName === 'doors' && change.kind === 'door') {
         const door = ctx.api.resources.find((r) => r.uuid === change.uuid && r.type === 'DOOR');
-        if (door) send('replace', { id: `door-${door.uuid}`, html: doorRow(door, ctx.feed, s.rank, s.csrf).text });
+        if (door) send('replace', { id: `door-${door.uuid}`, html: doorRow(door, ctx.feed, s.rank, s.csrf, ctx.time).text });
       } else if (pageName === 'agents' && change.kind === 'agent') {
         const agent = ctx.feed?.agentList().find((a) => a.id === change.id);
-        if (agent) send('replace', { id: `agent-${agent.id}`, parent: 'agents', html: agentRow(agent).text });
+        if (agent) send('replace', { id: `agent-${agent.id}`, parent: 'agents', html: agentRow(agent, ctx.time).text });
       } else if (pageName === 'events' && change.kind === 'event') {
-        const { row, match } = await eventRow(change.event, names);
+        const { row, match } = await eventRow(change.event, names, ctx.time);
         send('prepend', { id: 'events', html: row.text, match }, change.mark);
       }
     };

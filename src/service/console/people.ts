@@ -106,7 +106,7 @@ ${user.tag === 'GUEST' ? form('promote', 'Promote to user') : ''}
         ? html`<p>None.</p>`
         : html`<table><thead><tr><th>Credential</th><th>Label</th><th>Valid</th><th><span class="muted">Action</span></th></tr></thead><tbody>${cards.map(
             (c, i) => html`<tr><td data-label="Credential">${mask.show(c)}</td><td data-label="Label">${c.label ?? ''}</td>
-<td data-label="Valid">${c.valid_from ?? ''}${c.valid_until ? ` until ${c.valid_until}` : ''}</td><td>${
+<td data-label="Valid">${c.valid_from ? ctx.time.element(c.valid_from) : ''}${c.valid_until ? html` until ${ctx.time.element(c.valid_until)}` : ''}</td><td>${
               admin(s.rank)
                 ? form(
                     'remove_card',

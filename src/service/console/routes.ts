@@ -22,6 +22,7 @@ import { registerPeople } from './people.js';
 import { cookieValue, registerSignIn } from './signIn.js';
 import { holderRank, type SessionHolder } from './sessionHolder.js';
 import { SessionStore } from './sessions.js';
+import { SiteTime } from './siteTime.js';
 import type { SiteFeed } from './siteFeed.js';
 
 declare module 'fastify' {
@@ -71,6 +72,7 @@ export function registerConsole(
     mailConfigured: options.mailConfigured,
     origin: new ConsoleOrigin(app, options.publicUrl, options.listen),
     keys,
+    time: new SiteTime(options.console.timezone ?? new Intl.DateTimeFormat().resolvedOptions().timeZone, () => api.clock.wallNow()),
   };
   /** Where an action's refusal goes back to: the console page it was posted from (Referer, this origin), else People. */
   const backOf = (request: FastifyRequest) => {
@@ -102,9 +104,13 @@ export function registerConsole(
         request.rank = found.session.rank;
         return;
       }
-      const why = cookie === undefined ? 'required' : found.problem === 'ended' ? 'ended' : 'expired';
+      // A first visit (no cookie) is no error: the sign-in form, plainly. An ended session says so.
+      const why = cookie === undefined ? null : found.problem === 'ended' ? 'ended' : 'expired';
       if (request.method === 'GET' && !request.url.startsWith('/console/live') && !request.url.startsWith('/console/people/search')) {
-        return reply.code(303).header('location', `/console/signin?m=${why}`).send();
+        return reply
+          .code(303)
+          .header('location', why === null ? '/console/signin' : `/console/signin?m=${why}`)
+          .send();
       }
       return plain(reply, 401, 'Your console session has ended: sign in again at /console/signin');
     });

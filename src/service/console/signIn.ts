@@ -29,7 +29,6 @@ export function cookieValue(request: FastifyRequest): string | undefined {
 
 const MESSAGES: Record<string, Flash> = {
   expired: { kind: 'error', text: 'Your session has ended (it was idle too long, reached its maximum age, or was signed out): sign in again.' },
-  required: { kind: 'error', text: 'Sign in to use the console.' },
   out: { kind: 'ok', text: 'Signed out.' },
   ended: {
     kind: 'error',
@@ -90,7 +89,8 @@ export function registerSignIn(app: FastifyInstance, ctx: ConsoleContext, maxAge
 
   app.get('/console/signin', signedOut, async (request, reply) => {
     const m = z.object({ m: z.string().optional() }).parse(request.query).m;
-    return form(m ? MESSAGES[m] : undefined, 200, reply);
+    // No message: a first visit, the form alone. A message only for what happened (an ended session, a spent link).
+    return form(m && Object.hasOwn(MESSAGES, m) ? MESSAGES[m] : undefined, 200, reply);
   });
 
   app.post('/console/signin', signedOut, async (request, reply) => {

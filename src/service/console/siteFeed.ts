@@ -30,8 +30,14 @@ const eventSchema = z.object({
   reason: z.string().max(200).nullable().optional(),
   hint: z.string().max(40).nullable().optional(),
   cause: z.string().max(300).nullable().optional(),
+  /** A decision's credential: card, pin, token (a guest link's QR code), card_and_pin. */
+  kind: z.string().max(40).nullable().optional(),
+  /** The access level that granted. */
+  level: z.string().max(200).nullable().optional(),
   holders: z
-    .array(z.object({ email_id: z.number().int().optional() }))
+    .array(
+      z.object({ email_id: z.number().int().optional(), magic_link_id: z.string().max(100).optional(), reason: z.string().max(200).nullable().optional() }),
+    )
     .max(100)
     .nullable()
     .optional(),

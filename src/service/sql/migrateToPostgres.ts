@@ -101,7 +101,7 @@ async function copy(source: MigrationSource, client: pg.ClientBase, location: st
   const directory = source.directory();
   await verify(source, copied, directory, client, location);
   // The planner's statistics of the copied tables, committed with them: without them (until autovacuum gets to
-  // it) a change at 250,000 users scanned every card, 15 times its cost (bench/README.md, "Service cluster").
+  // it) a change at 250,000 users scanned every card, 15 times its cost (bench/HISTORY.md, "Service cluster").
   await client.query(`ANALYZE ${tables.map((t) => quote(t.name)).join(', ')}`);
   return { source: source.file, target: location, tables: copied, rows: copied.reduce((sum, t) => sum + t.rows, 0), directory };
 }
