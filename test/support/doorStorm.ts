@@ -121,7 +121,9 @@ export function getDirectory(
       if (receiving) progress.receiving--;
       resolve(outcome);
     };
-    const timer = setTimeout(() => {
+    let holding = false;
+    const timer = setTimeout(function silence() {
+      if (holding) return void timer.refresh(); // the door itself is not reading: not the service's silence
       req.destroy();
       done({ kind: 'broken', why: `silent for ${silenceMs} ms after ${heard}` });
     }, silenceMs);
@@ -137,6 +139,16 @@ export function getDirectory(
           if (!receiving && res.statusCode === 200) {
             receiving = true;
             progress.receiving++;
+            if (progress.hold) {
+              // Read no further until released: the service's answer stays under way (backpressure).
+              holding = true;
+              res.pause();
+              void progress.hold.then(() => {
+                holding = false;
+                timer.refresh();
+                res.resume();
+              });
+            }
           }
           chunks.push(c);
           received += c.length;
@@ -178,6 +190,8 @@ export function getDirectory(
 /** The doors' answers under way: begun (a first byte of a 200) and not yet ended. */
 export interface StormProgress {
   receiving: number;
+  /** While pending, a door that has its answer's first bytes reads no more of it (the answers stay under way). */
+  hold?: Promise<void>;
 }
 
 /** A door's record of its attempts. */
