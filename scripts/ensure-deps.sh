@@ -63,6 +63,7 @@ command -v openssl >/dev/null 2>&1 || missing+=(openssl)
 command -v faketime >/dev/null 2>&1 || missing+=(faketime)
 command -v chromium >/dev/null 2>&1 || missing+=(chromium)
 command -v haproxy >/dev/null 2>&1 || [ -x /usr/sbin/haproxy ] || missing+=(haproxy)
+python3 -c 'import jinja2' >/dev/null 2>&1 || missing+=(python3-jinja2) # Home Assistant's templates, rendered as it does
 ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || missing+=(postgresql)
 # The Debian package's test (npm run package, then installed in a fresh Debian root): lintian checks the package,
 # dpkg-dev finds what its addons link, debootstrap makes the root, dpkg-repack packs this machine's Node.js for it.

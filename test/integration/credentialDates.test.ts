@@ -23,7 +23,7 @@ import { DOOR_UUID, runCli, runCliAsync, tempDir, writeConfig } from '../support
 import { dumpCache } from '../support/db.js';
 import { freePort } from '../support/net.js';
 import { inProcessService } from '../support/serviceApp.js';
-import { ENGINE } from '../support/serviceDb.js';
+import { describeOn } from '../support/serviceDb.js';
 import { exampleSnapshot, writeSnapshot } from '../support/snapshot.js';
 
 // Card and PIN validity dates: valid_from (inclusive) and valid_until (exclusive), UTC "YYYY-MM-DD hh:mm:ss", on a
@@ -292,7 +292,7 @@ describe('a sync brings the dates to the door, and the door decides on them', ()
 
 // This and the next two are the door's side alone (a stand-in directory, a snapshot, the agent's cache): nothing of
 // the service's database, so they run once, in the SQLite project.
-describe.runIf(ENGINE === 'sqlite')('a delta carrying a bad date', () => {
+describeOn('sqlite', 'a delta carrying a bad date', () => {
   let server: Server;
   let port = 0;
   let answer: (since: string | null) => unknown;
@@ -359,7 +359,7 @@ describe.runIf(ENGINE === 'sqlite')('a delta carrying a bad date', () => {
   });
 });
 
-describe.runIf(ENGINE === 'sqlite')('snapshot import and guest links over MQTT carry the dates too', () => {
+describeOn('sqlite', 'snapshot import and guest links over MQTT carry the dates too', () => {
   it('door-agent import stores them, and refuses a bad one with its path, changing nothing', () => {
     const dir = join(tmp.path, `import-${n++}`);
     mkdirSync(dir);
@@ -407,7 +407,7 @@ describe.runIf(ENGINE === 'sqlite')('snapshot import and guest links over MQTT c
   });
 });
 
-describe.runIf(ENGINE === 'sqlite')('upgrade: a cache from before validity dates', () => {
+describeOn('sqlite', 'upgrade: a cache from before validity dates', () => {
   it('gets the two columns, and its revision held is forgotten so the next sync is a full one', () => {
     const file = join(tmp.path, 'old-cache.db');
     const db = openDatabase(file);
@@ -430,7 +430,7 @@ describe.runIf(ENGINE === 'sqlite')('upgrade: a cache from before validity dates
 });
 
 // About the SQLite file and its schema upgrade: SQLite only.
-describe.runIf(ENGINE === 'sqlite')('upgrade: a service database from before validity dates', () => {
+describeOn('sqlite', 'upgrade: a service database from before validity dates', () => {
   it('keeps its cards, undated, and takes dates from then on', async () => {
     const file = join(tmp.path, 'old-service.db');
     const step = SERVICE_MIGRATIONS.findIndex((sql) => sql.includes('ADD COLUMN valid_from'));

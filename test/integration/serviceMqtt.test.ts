@@ -21,7 +21,7 @@ import type { DoorAgentError } from '../../src/util/errors.js';
 import { DOOR_UUID, tempDir } from '../support/cli.js';
 import { Mosquitto } from '../support/mosquitto.js';
 import { testService } from '../support/serviceApp.js';
-import { ENGINE, newServiceDb } from '../support/serviceDb.js';
+import { describeOn, newServiceDb } from '../support/serviceDb.js';
 import { sleep, waitUntil } from '../support/wait.js';
 
 // The service's retained state on a real mosquitto, as a door sees it: what a change owes the doors is written in
@@ -564,7 +564,7 @@ describe('one publisher among the service processes', () => {
   }, 60_000);
 });
 
-describe.runIf(ENGINE === 'postgres')('the publish queue on PostgreSQL, where ids are not handed out in commit order', () => {
+describeOn('postgres', 'the publish queue on PostgreSQL, where ids are not handed out in commit order', () => {
   it('a change that commits while the publisher sends a later row is still sent (its row is not deleted with the later one)', async () => {
     const db = await newDb('commitorder');
     const p = await serviceProcess(db, { prefix: 'dq', signed: true });

@@ -13,7 +13,7 @@ import { SqliteDb } from '../../src/service/sql/sqliteDb.js';
 import { systemClock } from '../../src/util/clock.js';
 import { DOOR_UUID, runCli, runCliAsync, tempDir, writeConfig } from '../support/cli.js';
 import { testService } from '../support/serviceApp.js';
-import { ENGINE, newServiceDb } from '../support/serviceDb.js';
+import { itOn, newServiceDb } from '../support/serviceDb.js';
 
 // Issue 32 item 16: who may read PINs. PINs are smartcard entries labelled as a PIN (server.pinLabels); with the
 // card they are both factors of a card_and_pin door, so only ADMIN/SUPER keys and DOOR keys (door controllers)
@@ -129,7 +129,7 @@ describe('a DOOR key only reads', () => {
 
 describe('DOOR keys: created by the CLI, kept across the schema upgrade, and what an agent needs', () => {
   // About the SQLite file and its schema upgrade: SQLite only.
-  it.runIf(ENGINE === 'sqlite')('service key create --rank DOOR; a database of the schema before keeps its keys', async () => {
+  itOn('sqlite', 'service key create --rank DOOR; a database of the schema before keeps its keys', async () => {
     // A service.db of the schema before DOOR keys, with an ADMIN key in it.
     const oldFile = join(tmp.path, 'old', 'service.db');
     mkdirSync(join(tmp.path, 'old'));

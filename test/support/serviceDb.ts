@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
 import pg from 'pg';
 import { pino } from 'pino';
-import { inject } from 'vitest';
+import { describe, inject, it } from 'vitest';
 import { openServiceDatabase } from '../../src/service/database.js';
 import { openPostgres } from '../../src/service/sql/openPostgres.js';
 import type { SqlDb } from '../../src/service/sql/sqlDb.js';
@@ -14,6 +14,18 @@ import { PG_PASSWORD, PG_USER } from './postgres.js';
  * (DOOR_TEST_ENGINE=postgres), which runs the same service test files again against the run's cluster.
  */
 export const ENGINE: 'sqlite' | 'postgres' = process.env.DOOR_TEST_ENGINE === 'postgres' ? 'postgres' : 'sqlite';
+
+/**
+ * A describe for one engine only: registered on that engine's run, absent from the other's (not reported as
+ * skipped there, so a skip in the report is always a real one).
+ */
+export function describeOn(engine: typeof ENGINE, name: string, body: () => void): void {
+  if (ENGINE === engine) describe(name, body);
+}
+/** An it for one engine only (describeOn's note). */
+export function itOn(engine: typeof ENGINE, name: string, body: () => Promise<void> | void, timeout?: number): void {
+  if (ENGINE === engine) it(name, body, timeout);
+}
 
 /** Where a test's service database is: the SQLite file, or the PostgreSQL database's URL and password file. */
 export type TestDbLocation = { engine: 'sqlite'; file: string } | { engine: 'postgres'; url: string; passwordFile: string };
