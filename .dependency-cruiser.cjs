@@ -11,7 +11,7 @@ const LAYERS = [
   ['config', ['^src/config/']],
   ['service', ['^src/service/(?!root\\.ts$)']],
   ['metrics', ['^src/metrics/']],
-  ['mqtt-sync-control', ['^src/mqtt/'], ['^src/sync/'], ['^src/control/']],
+  ['mqtt-sync-control', ['^src/mqtt/'], ['^src/sync/'], ['^src/control/'], ['^src/fleet/']],
   ['door', ['^src/door/']],
   ['snapshot', ['^src/snapshot/']],
   ['store', ['^src/store/']],
@@ -79,7 +79,7 @@ module.exports = {
       name: 'agent-imports-no-service',
       comment: 'the agent never imports the service: what both need of MQTT is in protocol/',
       severity: 'error',
-      from: { path: '^src/(app\\.ts$|metrics/|door/|mqtt/|sync/|control/|store/|snapshot/|readers/|hardware/|system/)' },
+      from: { path: '^src/(app\\.ts$|metrics/|door/|mqtt/|sync/|control/|fleet/|store/|snapshot/|readers/|hardware/|system/)' },
       to: { path: '^src/service/' },
     },
     {

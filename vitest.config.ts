@@ -24,6 +24,9 @@ const BOTH_ENGINES = [
   'test/integration/consoleLive.test.ts',
   'test/integration/consoleSharedSessions.test.ts',
   'test/unit/apiKeys.test.ts',
+  'test/integration/fleetEnrol.test.ts',
+  'test/integration/fleetUpdates.test.ts',
+  'test/integration/fleetConfigService.test.ts',
 ];
 
 export default defineConfig({

@@ -68,9 +68,9 @@ fi
 
 if $UNINSTALL; then
   if systemd_running; then
-    systemctl disable --now "${UNIT_NAMES[@]}" 2>/dev/null || true
+    systemctl disable --now door-agent-update.path "${UNIT_NAMES[@]}" 2>/dev/null || true
   fi
-  rm -f "$UNITS/door-agent.service" "$UNITS/door-agent-service.service" "$BIN"
+  rm -f "$UNITS/door-agent.service" "$UNITS/door-agent-service.service" "$UNITS/door-agent-update.path" "$UNITS/door-agent-update.service" "$BIN"
   rm -rf "$APP" "$NEW" "$PREV" "$(dirname "$BUILD_CACHE")"
   if $PURGE; then
     purge_system
@@ -136,6 +136,9 @@ assemble_program "$STAGE" "$NEW"
 write_wrapper "$BIN" "$(command -v node)" "$APP"
 
 install -m 0644 "$SRC/systemd/door-agent.service" "$UNITS/door-agent.service"
+# An update a rollout offered: the daemon downloads it and writes its request; this root unit installs it (docs/fleet.md).
+install -m 0644 "$SRC/systemd/door-agent-update.path" "$UNITS/door-agent-update.path"
+install -m 0644 "$SRC/systemd/door-agent-update.service" "$UNITS/door-agent-update.service"
 if $WITH_SERVICE; then install -m 0644 "$SRC/systemd/door-agent-service.service" "$UNITS/door-agent-service.service"; fi
 EXAMPLES=$SRC/config
 SCHEMA=$APP/schema/config.schema.json
@@ -152,6 +155,7 @@ if [ -d "$PREV" ]; then say "the previous version is kept in $PREV (scripts/inst
 start_stopped_units
 if systemd_running; then
   systemctl enable door-agent.service >/dev/null
+  systemctl enable --now door-agent-update.path >/dev/null
   if [ ${#STOPPED[@]} -eq 0 ]; then say "enabled door-agent.service: start it with systemctl start door-agent once the config checks out"; fi
 fi
 say "done"

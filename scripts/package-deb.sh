@@ -82,7 +82,7 @@ find "$PKG$APP/node_modules" -type f ! -name '*.node' -exec sh -c 'for f; do if 
 # The manual where Debian keeps it; the command, the units naming the package's paths.
 mv "$PKG$APP/README.md" "$PKG$APP/docs" "$PKG$DOC/"
 write_wrapper "$PKG/usr/bin/door-agent" /usr/bin/node "$APP"
-for unit in door-agent.service door-agent-service.service; do
+for unit in door-agent.service door-agent-service.service door-agent-update.path door-agent-update.service; do
   sed -e 's|/usr/local/bin/door-agent|/usr/bin/door-agent|g' -e "s|file:///opt/door-agent/README.md|file://$DOC/README.md|" \
     "$SRC/systemd/$unit" > "$PKG/lib/systemd/system/$unit"
   if grep -nE '/usr/local|/opt/' "$PKG/lib/systemd/system/$unit" >&2; then
@@ -90,7 +90,7 @@ for unit in door-agent.service door-agent-service.service; do
     exit 1
   fi
 done
-chmod 0644 "$PKG"/lib/systemd/system/*.service
+chmod 0644 "$PKG"/lib/systemd/system/*.service "$PKG"/lib/systemd/system/*.path
 
 # Debian's files: the copyright, the changelog, lintian's overrides, the maintainer scripts.
 cp "$SRC/debian/copyright" "$PKG$DOC/copyright"

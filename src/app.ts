@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import type { Logger } from 'pino';
 import type { AgentOptions } from './config/options.js';
 import { EXIT_INVALID_CONFIG } from './config/schema.js';
@@ -39,7 +40,7 @@ import { directoryRules } from './core/directoryFindings.js';
 import { DEFAULT_FUTURE_SKEW_SECONDS } from './protocol/issuedAt.js';
 import { ClockMark } from './store/clockMark.js';
 import { ForwardClock } from './util/forwardClock.js';
-import type { Env } from './util/secretFiles.js';
+import { readSecret, type Env } from './util/secretFiles.js';
 import { systemBootClock, type BootClock } from './util/bootClock.js';
 import { BROKER_OUTAGE, LinkWatch, SERVICE_OUTAGE, type LinkName } from './util/linkWatch.js';
 import { OfflineLimit } from './door/offlineLimit.js';
@@ -54,6 +55,18 @@ import { AreaRuntime } from './door/areaRuntime.js';
 import { DoorGroups } from './door/doorGroups.js';
 import { doorGroupWarnings } from './config/doorGroups.js';
 import { controlSocket } from './control/controlSocket.js';
+import { checkVersion, type FleetStart } from './config/fleetVersions.js';
+import { fleetChecks } from './config/load.js';
+import { FleetClient } from './fleet/fleetClient.js';
+import { FleetComponent } from './fleet/fleetComponent.js';
+import { FleetReporter } from './fleet/fleetReporter.js';
+import { ConfigFromService, reportedProblems, type ConfigReport } from './fleet/configFromService.js';
+import { applyLiveDoorSettings } from './fleet/liveApply.js';
+import { FirmwareTasks } from './fleet/firmwareTasks.js';
+import { debianArch } from './fleet/update/boardArch.js';
+import { UpdateOffers } from './fleet/updateOffers.js';
+import { ed25519FromPem } from './protocol/fleetSigning.js';
+import { ReaderFirmware } from './door/readerFirmware.js';
 
 export interface AgentDeps {
   logger: Logger;
@@ -78,6 +91,19 @@ export interface AgentDeps {
    * been driven locked; the caller ends the process with a failure so that systemd restarts the agent.
    */
   onRelayFailure?: (err: unknown) => void;
+  /**
+   * A board file with a fleet section (config/fleetVersions.ts): the board and the version from the service merged
+   * under it at start. Absent: the fleet section is not acted on (no exchange with the service).
+   */
+  fleetStart?: FleetStart | null;
+  /**
+   * Stops the agent as SIGTERM does (every relay locked first) and ends the process with 0, so that systemd
+   * (Restart=always) starts it again on the configuration version kept. Absent: a version that needs a restart
+   * waits for the next one.
+   */
+  onRestart?: (why: string) => void;
+  /** Sets the running logger's level (agent.logLevel changed live); absent: the level stays until a restart. */
+  setLogLevel?: (level: AgentOptions['agent']['logLevel']) => void;
 }
 
 export interface Agent {
@@ -235,6 +261,13 @@ export async function startAgent(config: AgentOptions, deps: AgentDeps): Promise
         }),
       );
     }
+    // Reader firmware over OSDP, one reader at a time (the control socket's reader-firmware, the fleet's tasks).
+    const readerFirmware = new ReaderFirmware({
+      doors,
+      append: (event) => store.events.append(event),
+      clock,
+      logger: logger.child({ component: 'reader-firmware' }),
+    });
     const findings = new FindingsReporter({ store, wallNow: () => clock.wallNow(), logger: logger.child({ component: 'sync' }) });
     const refusals = new RefusalRecorder({
       append: (event) => void store.events.append(event),
@@ -358,6 +391,8 @@ export async function startAgent(config: AgentOptions, deps: AgentDeps): Promise
           onStatus: (status) => store.setEmergency(status),
         })
       : null;
+    // After the doors (a version applied live changes their options) and the sync.
+    const fleet = fleetAgent(config, deps, { doors, firmware: readerFirmware, clock }, env, timers, logger);
     // The metrics listener before the doors: an address in use stops the start before any reader opens.
     const components = [
       store,
@@ -375,7 +410,17 @@ export async function startAgent(config: AgentOptions, deps: AgentDeps): Promise
       emergency,
       mqtt,
       sync,
-      controlSocket(config.agent.controlSocket, { doors, append: (event) => store.events.append(event), clock, timers, logger }),
+      fleet,
+      controlSocket(config.agent.controlSocket, {
+        doors,
+        links: supervision.links,
+        version: VERSION,
+        firmware: readerFirmware,
+        append: (event) => store.events.append(event),
+        clock,
+        timers,
+        logger,
+      }),
       readiness,
     ].filter((c): c is Component => c !== null);
     stopComponents = await startInOrder(components, logger);
@@ -390,6 +435,99 @@ export async function startAgent(config: AgentOptions, deps: AgentDeps): Promise
     stop,
     lockAllNow: () => relays.lockAll(),
   };
+}
+
+/**
+ * The agent in the fleet (docs/fleet.md), with a fleet section: every fleet.pollSeconds it reports and asks the
+ * service what it has for it; each part of the answer has its handler (its configuration: configFromService.ts).
+ * Logs what the start took: the version merged under the board file, the versions passed over, no doors yet.
+ */
+function fleetAgent(
+  config: AgentOptions,
+  deps: AgentDeps,
+  on: { doors: readonly Door[]; firmware: ReaderFirmware; clock: Clock },
+  env: Env,
+  timers: Timers,
+  logger: Logger,
+): FleetComponent | null {
+  const { doors, firmware, clock } = on;
+  const options = config.fleet;
+  if (!options) return null;
+  const log = logger.child({ component: 'fleet' });
+  const start = deps.fleetStart;
+  const service = config.service;
+  if (!start || !service) {
+    log.warn(
+      service
+        ? 'the fleet section is not acted on: the agent was started without its board file'
+        : 'the fleet section needs a service section: no exchange with the service',
+    );
+    return null;
+  }
+  const refusedAtStart = fleetStartLog(start, config, log);
+  const client = new FleetClient({
+    baseUrl: service.baseUrl,
+    apiKeyIn: service.apiKeyIn,
+    timeoutMs: service.timeoutSeconds * 1000,
+    apiKey: () => readSecret('service.apiKeyFile', service.apiKeyFile, env, 'DOOR_AGENT_API_KEY') ?? '',
+  });
+  const reporter = new FleetReporter({ client, version: VERSION, logger: log });
+  const checks = fleetChecks(env);
+  const configuration = new ConfigFromService<AgentOptions>({
+    dataDir: config.agent.dataDir,
+    running: config,
+    kept: start.kept,
+    atStart: { applied: start.version, refused: refusedAtStart, how: start.version === null ? null : 'restart' },
+    check: (version) => checkVersion(start, version, checks),
+    applyLive: (next) => {
+      applyLiveDoorSettings(doors, next.doors);
+      if (config.agent.logLevel !== next.agent.logLevel) {
+        config.agent.logLevel = next.agent.logLevel;
+        deps.setLogLevel?.(next.agent.logLevel);
+      }
+    },
+    restart: (why) => (deps.onRestart ? deps.onRestart(why) : log.error(`${why}: no restart is possible here; the version is applied at the next start`)),
+    reporter,
+    logger: log,
+  });
+  const open = (path: string) => client.open(path);
+  const releaseKeyFile = options.releasePublicKeyFile;
+  const update = new UpdateOffers({
+    dataDir: config.agent.dataDir,
+    open,
+    reporter,
+    releaseKey: () => (releaseKeyFile === undefined ? null : ed25519FromPem(readFileSync(releaseKeyFile, 'utf8'), 'public')),
+    board: () => ({ arch: debianArch(), installedVersion: VERSION }),
+    wallNow: () => clock.wallNow(),
+    logger: log,
+  });
+  const tasks = new FirmwareTasks({ dataDir: config.agent.dataDir, open, reporter, firmware, logger: log });
+  return new FleetComponent({
+    client,
+    reporter,
+    handlers: [configuration, update, tasks],
+    agentId: config.agent.id,
+    heldVersion: () => configuration.heldVersion(),
+    pollSeconds: options.pollSeconds,
+    timers,
+    logger: log,
+  });
+}
+
+/** The start's choice of version, logged; the version passed over first, as the first report's refusal (null: none). */
+function fleetStartLog(start: FleetStart, config: AgentOptions, log: Logger): ConfigReport['refused'] {
+  const versions = start.passedOver.map((p) => (p.version === null ? p.file : `version ${p.version}`));
+  if (start.version !== null)
+    log.info({ version: start.version, board: start.boardPath }, `configuration version ${start.version} from the service merged under the board file`);
+  if (start.passedOver.length > 0) {
+    const problems = start.passedOver.map((p) => ({ file: p.file, version: p.version, problems: p.problems.slice(0, 20) }));
+    const fail = versions.length > 1 ? 'fail their check' : 'fails its check';
+    if (start.version === null) log.error({ passedOver: problems }, `${versions.join(' and ')} from the service ${fail}: running on the board file alone`);
+    else log.warn({ passedOver: problems }, `${versions.join(' and ')} from the service ${fail}: running version ${start.version} (the one before)`);
+  }
+  if (config.doors.length === 0) log.info('no doors yet: waiting for its configuration from the service');
+  const first = start.passedOver.find((p) => p.version !== null);
+  return first ? { version: first.version!, problems: reportedProblems(first.problems) } : null;
 }
 
 /**

@@ -19,7 +19,7 @@ function parse(name: string, argv: string[]) {
   } catch (err) {
     throw new UsageError(`${(err as Error).message.replace(/\. To specify.*$/s, '')}\n${usageLine(name)}`);
   }
-  if (parsed.positionals.length !== spec.positionals.length) {
+  if (parsed.positionals.length < spec.required || parsed.positionals.length > spec.positionals.length) {
     const expected = spec.positionals.length === 0 ? 'no arguments' : spec.positionals.join(' ');
     throw new UsageError(`expected ${expected}, got ${count(parsed.positionals.length, 'argument')}\n${usageLine(name)}`);
   }

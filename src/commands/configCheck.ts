@@ -1,10 +1,10 @@
-import { dataDirFromInvalidConfig, doorsParsedAlone, readRawConfig } from '../config/lenient.js';
-import { checkReferencedFiles, type FileReferences } from '../config/secrets.js';
-import { DEFAULT_DATA_DIR, EXIT_INVALID_CONFIG } from '../config/schema.js';
+import { doorsParsedAlone, readRawConfig } from '../config/lenient.js';
+import { EXIT_INVALID_CONFIG } from '../config/schema.js';
 import { InputError } from '../util/errors.js';
 import { redactUrl } from '../util/redact.js';
-import { configPath, loadConfigFor, stringOption, type Command, type CommandContext } from './context.js';
-import { loadServiceConfig } from '../config/load.js';
+import { configPath, stringOption, type Command, type CommandContext } from './context.js';
+import { loadCheckedConfig, loadServiceConfig } from '../config/load.js';
+import type { FleetStart } from '../config/fleetVersions.js';
 import { existsSync, readFileSync } from 'node:fs';
 import type { AgentOptions } from '../config/options.js';
 import { cachePath, openDatabase } from '../store/database.js';
@@ -16,7 +16,6 @@ import { parse as parseYaml } from 'yaml';
 import { plainOsdpWarnings } from '../config/osdpSecurity.js';
 import { lockoutWarnings } from '../config/keypadLockout.js';
 import { ambiguousFormatWarnings } from '../config/wiegandFormats.js';
-import { problemList } from '../config/problemList.js';
 import { dataDirProblems, readerDeviceWarnings, readerDevices } from '../config/hostChecks.js';
 import { levelLines, levelStatus } from './levelStatus.js';
 import { emergencyConfigLines, emergencyView } from './emergencyStatus.js';
@@ -25,6 +24,7 @@ import { doorGroupWarnings } from '../config/doorGroups.js';
 import { doorGroupLines } from './areaStatus.js';
 import { publicUrlWarnings } from '../config/publicUrl.js';
 import type { ServerOptions } from '../service/options.js';
+import { loadFleetKeys } from '../service/fleet/identityKey.js';
 
 function loadServiceConfigIfServiceOnly(path: string) {
   let data: unknown;
@@ -49,23 +49,22 @@ function runConfigCheck(args: { config: string | undefined }, ctx: CommandContex
         (service.server.metrics ? `  metrics: GET http://${service.server.metrics.listen}/metrics\n` : '') +
         `  mqtt ${service.mqtt ? redactUrl(service.mqtt.url) : 'not configured (POST /setlockstatus answers 503)'}; ` +
         `smtp ${service.server.smtp ? redactUrl(service.server.smtp.url) : 'not configured (mail waits in the outbox)'}\n` +
-        consoleLines(service.server),
+        consoleLines(service.server) +
+        fleetLines(service.server),
     );
     return 0;
   }
   let config;
+  let fleet;
   try {
-    config = loadConfigFor(args.config, ctx);
+    // Every problem at once (load.ts checkConfigData, also what the agent checks each version from the service
+    // with): the file's own (the checks across keys too), the files it names and the data directory.
+    ({ config, fleet } = loadCheckedConfig(path, ctx.env));
   } catch (err) {
-    // Report every problem at once: the file's own (the loader runs the checks across keys too), the files it
-    // names and the data directory (where they can be read); a key the loader refused is not reported again.
     if (!(err instanceof InputError) || err.exitCode !== EXIT_INVALID_CONFIG) throw err;
     const raw = readRawConfig(path);
-    const dataDir = raw ? dataDirFromInvalidConfig(raw, DEFAULT_DATA_DIR) : undefined;
-    const more = [...(raw ? checkReferencedFiles(raw as FileReferences, ctx.env) : []), ...(dataDir ? dataDirProblems(dataDir).problems : [])];
-    const known = new Set(err.problems.map((p) => p.path));
     writeWarnings(ctx, readerDeviceWarnings(readerDevices(doorsParsedAlone(raw).flatMap(({ index, door }) => readersOf(door).map((r) => ({ index, ...r }))))));
-    throw new InputError(err.what, problemList([...err.problems, ...more.filter((p) => !known.has(p.path))]), EXIT_INVALID_CONFIG);
+    throw err;
   }
   const dataDir = dataDirProblems(config.agent.dataDir);
   const deviceWarnings = readerDeviceWarnings(
@@ -76,11 +75,6 @@ function runConfigCheck(args: { config: string | undefined }, ctx: CommandContex
       ]),
     ),
   );
-  const problems = [...checkReferencedFiles(config, ctx.env), ...dataDir.problems];
-  if (problems.length > 0) {
-    writeWarnings(ctx, deviceWarnings);
-    throw new InputError(`${path} is invalid`, problems, EXIT_INVALID_CONFIG);
-  }
   // One file for a door that also runs the reference service: its server section is checked as the service reads it.
   const raw = readRawConfig(path);
   const sharedService = raw && 'server' in raw ? loadServiceConfig(path) : undefined;
@@ -115,8 +109,11 @@ function runConfigCheck(args: { config: string | undefined }, ctx: CommandContex
       .join('');
   ctx.stdout.write(
     `${path}: ok\n` +
+      fleetCheckLines(fleet, config) +
       `  agent ${config.agent.id}, time zone ${config.agent.timezone}, data in ${config.agent.dataDir}\n` +
-      `  gpio driver ${config.gpio.driver}; ${config.doors.length} door(s): ${doors.join(', ')}\n` +
+      (config.doors.length === 0 && config.fleet
+        ? `  gpio driver ${config.gpio.driver}; no doors yet: this agent takes its configuration from the service (docs/fleet.md)\n`
+        : `  gpio driver ${config.gpio.driver}; ${config.doors.length} door(s): ${doors.join(', ')}\n`) +
       emergencyConfigLines(emergencyView(config, undefined, false))
         .map((l) => `${l}\n`)
         .join('') +
@@ -143,6 +140,20 @@ function runConfigCheck(args: { config: string | undefined }, ctx: CommandContex
   return 0;
 }
 
+/** A board file with a fleet section: the version from the service merged under it, and the ones passed over. */
+function fleetCheckLines(fleet: FleetStart | null, config: AgentOptions): string {
+  if (fleet === null) return '';
+  const merged =
+    fleet.version === null
+      ? `  fleet: no configuration version from the service merged: this file alone${config.doors.length === 0 ? ' (it waits for its configuration from the service)' : ''}\n`
+      : `  fleet: configuration version ${fleet.version} from the service merged under this file (this file wins for every key it sets)\n`;
+  const passedOver = fleet.passedOver.map(
+    (p) =>
+      `  WARNING: ${p.version === null ? p.file : `configuration version ${p.version} (${p.file})`} fails its check, not used:\n${p.problems.map((line) => `    ${line}\n`).join('')}`,
+  );
+  return merged + passedOver.join('');
+}
+
 /** The reference service's console: where it is opened (server.publicUrl, else its listen address), and the warnings. */
 function consoleLines(server: ServerOptions): string {
   if (!server.console?.enabled) return '';
@@ -150,6 +161,18 @@ function consoleLines(server: ServerOptions): string {
   return `  console at ${at}\n${publicUrlWarnings(server)
     .map((w) => `  WARNING: ${w}\n`)
     .join('')}`;
+}
+
+/** The fleet (server.fleet): its key files read as the service reads them (a problem: exit 78), and what it hands agents. */
+function fleetLines(server: ServerOptions): string {
+  if (!server.fleet) return '';
+  const keys = loadFleetKeys(server.fleet);
+  const mqtt = server.fleet.agentMqtt;
+  return (
+    `  fleet: enrolment codes good for ${server.fleet.enrolCodeHours} h, identity key fingerprint ${keys.fingerprint}; ` +
+    `release key ${keys.releaseRaw === null ? 'not configured (grants carry none)' : 'configured'}; ` +
+    `agents' MQTT logins ${mqtt ? `at ${redactUrl(mqtt.url)} (role ${mqtt.role})` : 'not made (configure the broker by hand)'}\n`
+  );
 }
 
 function writeWarnings(ctx: CommandContext, warnings: string[]): void {

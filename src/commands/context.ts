@@ -54,5 +54,5 @@ export function configPath(flag: string | undefined, env: Env): string {
 }
 
 export function loadConfigFor(flag: string | undefined, ctx: CommandContext): AgentOptions {
-  return loadConfig(configPath(flag, ctx.env));
+  return loadConfig(configPath(flag, ctx.env), ctx.env);
 }

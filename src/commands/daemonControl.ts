@@ -68,8 +68,9 @@ export async function askDaemon(
   request: ControlRequest,
   input: CommandInput,
   onLine: (line: Exclude<ControlReply, FinalReply>) => void = () => {},
+  file?: Buffer,
 ): Promise<FinalReply> {
-  const call = callDaemon(path, request, onLine);
+  const call = callDaemon(path, request, onLine, file);
   input.outputHooks.onStopSignal(() => call.end());
   try {
     return await call.result;

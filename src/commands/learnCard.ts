@@ -18,7 +18,7 @@ export const command: Command = async (input) => {
   let cards = 0;
   const last = await askDaemon(path, config, request, input, (line) => {
     if (line.type === 'info') stdout.write(`${line.message}\n`);
-    else {
+    else if (line.type === 'card') {
       if (cards++ > 0) stdout.write('\n');
       stdout.write(`${localTime(line.at)} read (not decided):\n${line.text}`);
     }

@@ -174,7 +174,7 @@ async function learnThroughDaemon(
   try {
     last = await askDaemon(path, config, { action: 'reader-learn', reader, seconds, user: requester() }, input, (line) => {
       if (line.type === 'info') stdout.write(`${line.message}\n`);
-      else stdout.write(`${cards++ > 0 ? '\n' : ''}${localTime(line.at)} read (not decided):\n${line.text}`);
+      else if (line.type === 'card') stdout.write(`${cards++ > 0 ? '\n' : ''}${localTime(line.at)} read (not decided):\n${line.text}`);
     });
   } catch (err) {
     if (err instanceof DaemonUnavailableError) return null;

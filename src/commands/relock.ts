@@ -1,6 +1,7 @@
 import { existsSync } from 'node:fs';
 import { loadConfig } from '../config/load.js';
 import { dataDirFromInvalidConfig, readRawConfig, relaysFromInvalidConfig, type RelayTarget } from '../config/lenient.js';
+import { withKeptDocument } from '../config/fleetVersions.js';
 import type { GpioOptions } from '../hardware/gpio.js';
 import { relayLevel } from '../core/relay.js';
 import { createGpioDriver } from '../hardware/createGpio.js';
@@ -38,7 +39,7 @@ export function relockFromConfig(path: string, ctx: CommandContext, doing: strin
   const failures: string[] = [];
   let locked = 0;
   try {
-    const config = loadConfig(path);
+    const config = loadConfig(path, ctx.env);
     gpio = config.gpio;
     dataDir = config.agent.dataDir;
     relays = config.doors.map((door) => ({
@@ -49,7 +50,8 @@ export function relockFromConfig(path: string, ctx: CommandContext, doing: strin
   } catch (err) {
     if (!(err instanceof DoorAgentError)) throw err;
     configError = err;
-    const raw = readRawConfig(path);
+    // A board of the fleet: the doors of the version it applied too (the ones it ran last).
+    const raw = withKeptDocument(readRawConfig(path));
     const lenient = relaysFromInvalidConfig(raw);
     gpio = lenient.gpio;
     relays = lenient.relays;

@@ -1,6 +1,7 @@
 import type { Logger } from 'pino';
 import { startAgent, type Agent } from '../app.js';
-import { loadConfig } from '../config/load.js';
+import { loadAgentConfig } from '../config/load.js';
+import type { FleetStart } from '../config/fleetVersions.js';
 import type { AgentOptions } from '../config/options.js';
 import { EXIT_INVALID_CONFIG } from '../config/schema.js';
 import { DataDirUnwritableError, lockDataDir, type DataDirLock } from '../system/dataDirLock.js';
@@ -27,8 +28,9 @@ async function runDaemon(args: { config: string | undefined }, input: CommandInp
   const { ctx } = input;
   const path = configPath(args.config, ctx.env);
   let config: AgentOptions;
+  let fleetStart: FleetStart | null;
   try {
-    config = loadConfig(path);
+    ({ config, fleet: fleetStart } = loadAgentConfig(path, ctx.env));
   } catch (err) {
     if (!(err instanceof DoorAgentError) || err.exitCode !== EXIT_INVALID_CONFIG) throw err;
     // Throws the configuration's problems (exit 78) once every relay it can read is locked.
@@ -37,7 +39,7 @@ async function runDaemon(args: { config: string | undefined }, input: CommandInp
   }
   const dataLock = lockForDaemon(config, path, ctx);
   try {
-    return await serve(config, input);
+    return await serve(config, fleetStart, input);
   } finally {
     dataLock.release();
   }
@@ -68,7 +70,7 @@ function lockForDaemon(config: AgentOptions, path: string, ctx: CommandContext):
 }
 
 /** The daemon proper, once the data directory is its own. */
-async function serve(config: AgentOptions, input: CommandInput): Promise<number> {
+async function serve(config: AgentOptions, fleetStart: FleetStart | null, input: CommandInput): Promise<number> {
   const { ctx, hooks } = input;
   // Before the doors' code first runs: V8 then optimizes the tap path, run once a tap, as it would a busy one.
   tuneTieringForTaps();
@@ -76,12 +78,15 @@ async function serve(config: AgentOptions, input: CommandInput): Promise<number>
   let agent: Agent | undefined;
   // The stop signal is taken before the agent starts: a SIGTERM or Ctrl-C during the start stops it cleanly once
   // it is up (every relay driven locked first), instead of killing the process between two relay writes.
-  let stopRequested: string | null = null;
-  let stopNow: ((signal: string) => void) | null = null;
-  hooks.onStopSignal((signal) => {
-    if (stopNow) stopNow(signal);
-    else stopRequested = signal;
-  });
+  let stopRequested: { signal: string; why?: string } | null = null;
+  let stopNow: ((signal: string, why?: string) => void) | null = null;
+  const requestStop = (signal: string, why?: string) => {
+    if (stopNow) stopNow(signal, why);
+    else stopRequested = why === undefined ? { signal } : { signal, why };
+  };
+  hooks.onStopSignal((signal) => requestStop(signal));
+  // --log-level wins over agent.logLevel, also over one changed live by the fleet.
+  const levelFlag = stringOption(input, 'log-level');
   hooks.onFatal((err) => {
     logger.fatal({ err }, 'fatal error: locking every door and exiting');
     agent?.lockAllNow();
@@ -95,6 +100,12 @@ async function serve(config: AgentOptions, input: CommandInput): Promise<number>
       notify: systemdNotifier(ctx.env.NOTIFY_SOCKET),
       watchdogUsec: watchdogUsecFrom(ctx.env, process.pid),
       onRelayFailure: (err) => hooks.raiseFatal(err),
+      fleetStart,
+      // A configuration version that needs a restart: stopped as on SIGTERM, exit 0, systemd starts it again.
+      onRestart: (why) => requestStop('restart', why),
+      setLogLevel: (level) => {
+        if (levelFlag === undefined) logger.level = level;
+      },
     });
   } catch (err) {
     logger.fatal({ err }, 'cannot start');
@@ -107,9 +118,9 @@ async function serve(config: AgentOptions, input: CommandInput): Promise<number>
   // reader nor broker: its timers and the sync worker do not keep a process alive on their own).
   const keepAlive = setInterval(() => undefined, 1 << 30);
   return new Promise<number>((resolve) => {
-    stopNow = (signal) => {
+    stopNow = (signal, why) => {
       clearInterval(keepAlive);
-      logger.info({ signal }, 'stopping: locking every door');
+      logger.info({ signal }, why ?? 'stopping: locking every door');
       running
         .stop()
         .then(() => {
@@ -122,7 +133,8 @@ async function serve(config: AgentOptions, input: CommandInput): Promise<number>
           resolve(1);
         });
     };
-    if (stopRequested !== null) stopNow(stopRequested);
+    const requested: { signal: string; why?: string } | null = stopRequested;
+    if (requested !== null) stopNow(requested.signal, requested.why);
   });
 }
 

@@ -12,7 +12,7 @@ import { configPath, stringOption, type Command, type CommandContext, type Comma
 import { daemonLogger } from './daemonLog.js';
 
 /** Created by root (sudo) before the service ever ran: hand the files to the data directory's owner. */
-function giveToDataDirOwner(dataDir: string): void {
+export function giveToDataDirOwner(dataDir: string): void {
   if (process.getuid?.() !== 0) return;
   const { uid, gid } = statSync(dataDir);
   for (const file of ['service.db', 'service.db-wal', 'service.db-shm']) {
@@ -25,7 +25,7 @@ function giveToDataDirOwner(dataDir: string): void {
 }
 
 /** The service's database as the configuration names it: PostgreSQL with server.database, else SQLite's file. */
-async function openServiceDb(config: ReturnType<typeof loadServiceConfig>, ctx: CommandContext): Promise<SqlDb> {
+export async function openServiceDb(config: ReturnType<typeof loadServiceConfig>, ctx: CommandContext): Promise<SqlDb> {
   const { database, dataDir } = config.server;
   if (database) return openPostgres(database, ctx.env, createLogger({ level: 'warn', agentId: 'service' }));
   return openServiceSqlite(join(dataDir, 'service.db'));

@@ -11,7 +11,9 @@ import { EventLog } from '../store/eventLog.js';
 import { readMeta } from '../store/meta.js';
 import { readRuntimeStatus, readerStatusKey } from '../store/runtimeStatus.js';
 import { readHeldRevision, readSyncStatus, type SyncStatus } from '../sync/sync.js';
-import { loadConfigFor, stringOption, type Command, type CommandContext } from './context.js';
+import { configPath, stringOption, type Command, type CommandContext } from './context.js';
+import { loadAgentConfig } from '../config/load.js';
+import { fleetStatus, fleetStatusLines } from './fleetStatus.js';
 import { describeReader, type ReaderOptions } from '../door/options.js';
 import { operationsLines, operationsStatus } from './operationsStatus.js';
 import { osdpChannelText, osdpChannelView } from './osdpStatus.js';
@@ -45,7 +47,7 @@ const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOStrin
 
 /** `door-agent status [--json]`: door states, relock deadlines, readers, cache counts, outbox depth, clock trust. */
 function runStatus(args: { json: boolean; config: string | undefined }, ctx: CommandContext): number {
-  const config = loadConfigFor(args.config, ctx);
+  const { config, fleet } = loadAgentConfig(configPath(args.config, ctx.env), ctx.env);
   const file = cachePath(config.agent.dataDir);
   const cache = openCacheView(file);
   const db = cache.db;
@@ -131,6 +133,7 @@ function runStatus(args: { json: boolean; config: string | undefined }, ctx: Com
         ? new EventLog(state, { agentId: config.agent.id, maxEvents: config.agent.maxEvents }).stats()
         : { total: 0, unpublished: 0, evicted: 0, lastSeq: 0 },
       ...brokerStatus(runtime, running),
+      fleet: fleetStatus(config, fleet),
     };
     // A door without a cache, or with a damaged one, refuses everyone: a monitoring script sees it in the exit code (docs/operations.md, Commands).
     const refusesEveryone = cache.missing || cache.damaged !== null;
@@ -146,7 +149,9 @@ function runStatus(args: { json: boolean; config: string | undefined }, ctx: Com
           ? `daemon: not running (stopped ${runtime.stoppedAt}); it locked every relay when it stopped`
           : `daemon: not running${runtime ? ' (it did not stop cleanly: run door-agent relock, as systemd ExecStopPost does)' : ''}`,
       `clock: ${status.clock.now} ${status.clock.trusted ? '(trusted)' : '(NOT trusted: before 2024-01-01, guest links are refused)'}`,
+      ...fleetStatusLines(status.fleet),
       'doors:',
+      ...(doors.length === 0 && status.fleet ? ['  none yet: waiting for its configuration from the service'] : []),
       ...doors.flatMap((d) => {
         const state =
           d.state === 'LOCKED' || d.state === 'UNKNOWN'

@@ -248,6 +248,29 @@ const COMMANDS: readonly CommandUsage[] = [
     ],
   },
   {
+    name: 'reader firmware',
+    args: 'FILE --reader NAME [--door NAME] [--expect-version V] [--config F]',
+    summary: 'send an OSDP reader a new firmware (osdp_FILETRANSFER) through the running daemon, and confirm it runs it',
+    details: [
+      'The daemon sends the file at the pace the reader asks for; meanwhile that reader is busy (shown offline, no taps), the door stays locked and its other readers decide as ever.',
+      'Confirmed when the reader comes back naming another firmware (or V) in osdp_PDID. One reader at a time: a second request while one runs is refused.',
+    ],
+    options: [
+      { flag: 'FILE', meaning: "the reader's firmware file, as its maker ships it" },
+      { flag: '--reader NAME', meaning: 'a door name or uuid (its entry reader), DOOR:exit for its exit reader; with --door: entry or exit' },
+      { flag: '--door NAME', meaning: "the reader's door (then --reader entry|exit, default entry)" },
+      { flag: '--expect-version V', meaning: 'the firmware the reader must name afterwards, such as 3.5.0 (default: any other than before)' },
+    ],
+    config: true,
+    exits: [
+      [0, 'the reader came back with the new firmware'],
+      [1, 'refused (an unknown or non-OSDP reader, a transfer already running) or failed (the reason; the reader keeps its old firmware)'],
+      [69, 'the daemon is not running (no control socket)'],
+      [77, 'permission denied on the control socket (the message names the group)'],
+      INVALID_CONFIG,
+    ],
+  },
+  {
     name: 'config check',
     args: '[--config F]',
     summary: 'validate the configuration; print every problem with its key path',
@@ -261,6 +284,86 @@ const COMMANDS: readonly CommandUsage[] = [
     exits: [
       [0, 'valid (warnings may be printed)'],
       [78, 'invalid: every problem listed on stderr'],
+    ],
+  },
+  {
+    name: 'enrol',
+    args: '[URL CODE] [--data-dir D] [--wait-minutes N] [--config F]',
+    summary: "join a service's fleet: send the code, wait to be adopted, write the configuration and secrets (docs/fleet.md)",
+    details: [
+      'The command is printed by door-agent service enrol-code or the console. --config is where the configuration is written:',
+      'it must not exist (nothing is sent otherwise). Stopped while waiting, run it again without URL CODE to resume.',
+    ],
+    options: [
+      { flag: '[URL]', meaning: "the service's address, as the printed command gives it" },
+      { flag: '[CODE]', meaning: 'the enrolment code, da1.<secret>.<fingerprint>' },
+      { flag: '--data-dir D', meaning: "the agent's data directory (default /var/lib/door-agent): agent.dataDir, and the pending enrolment" },
+      { flag: '--wait-minutes N', meaning: 'how long to wait for an operator to adopt this board (default 30)' },
+    ],
+    config: true,
+    exits: [
+      [0, 'enrolled: the configuration and its secrets are written'],
+      [1, 'refused or failed: a used, expired, unknown or forged code, refused by the operator, a configuration already there; nothing written'],
+    ],
+  },
+  {
+    name: 'release sign',
+    args: '--key FILE BUNDLE',
+    summary: "sign a release bundle (npm run release) with the release key's private half: writes BUNDLE.sig.json",
+    details: ['The manifest signed: the version and architecture of its RELEASE.json, the SHA-256 and size of the file (docs/fleet.md).'],
+    options: [
+      { flag: 'BUNDLE', meaning: 'dist-release/door-agent-<version>-<arch>.tar.gz' },
+      { flag: '--key FILE', meaning: "the release key's private half (Ed25519, PKCS#8 PEM)" },
+    ],
+    config: false,
+    exits: [
+      [0, 'signed'],
+      [1, 'the key or the bundle cannot be read, or the bundle is not one'],
+    ],
+  },
+  {
+    name: 'release verify',
+    args: '--key FILE [--signature FILE] BUNDLE',
+    summary: 'check a bundle as a board does before installing it: the signature, size, SHA-256 and RELEASE.json',
+    options: [
+      { flag: 'BUNDLE', meaning: 'the bundle' },
+      { flag: '--key FILE', meaning: "the release key's public half (Ed25519, SPKI PEM)" },
+      { flag: '--signature FILE', meaning: 'its signature file (default BUNDLE.sig.json)' },
+    ],
+    config: false,
+    exits: [
+      [0, 'good'],
+      [1, 'refused: the reason on stderr'],
+    ],
+  },
+  {
+    name: 'update apply',
+    args: '[--signature FILE] [--release-key FILE] [--allow-downgrade] [--health-seconds N] [--rollout ID] [--root DIR] [--run-config F] [--config F] BUNDLE | --request FILE',
+    summary: 'install a signed release bundle beside the running version, switch to it, and switch back by itself unless it is healthy',
+    details: [
+      'Checked before anything is replaced: the signature by the release key, the size and SHA-256, the architecture, a newer version.',
+      'Healthy: every relay driven as its lock state says, the readers open, the service and broker reached if they were before.',
+      'Run as root, outside door-agent.service (it stops and starts it). Every step is kept in <dataDir>/fleet/update-result.json.',
+    ],
+    options: [
+      { flag: 'BUNDLE', meaning: 'door-agent-<version>-<arch>.tar.gz' },
+      { flag: '--signature FILE', meaning: 'its signature file (default BUNDLE.sig.json)' },
+      { flag: '--release-key FILE', meaning: 'the release public key (default fleet.releasePublicKeyFile of the configuration)' },
+      { flag: '--allow-downgrade', meaning: 'take a version that is not newer than the installed one' },
+      { flag: '--health-seconds N', meaning: `how long the new version has to report healthy (10-3600, default 120)` },
+      { flag: '--rollout ID', meaning: 'the rollout that offered it, recorded for the report to the service' },
+      { flag: '--root DIR', meaning: 'a test root (scripts/install.sh --root): no systemd, the daemon run as a child' },
+      { flag: '--run-config F', meaning: 'with --root: the configuration the daemon runs with (default --config)' },
+      {
+        flag: '--request FILE',
+        meaning: "instead of BUNDLE: the daemon's <dataDir>/fleet/update-request.json (the bundle, its signature, the rollout, its bound); removed when done",
+      },
+    ],
+    config: true,
+    exits: [
+      [0, 'installed and healthy'],
+      [1, 'refused (nothing replaced), rolled back (the previous version runs again) or failed: the reason on stderr'],
+      INVALID_CONFIG,
     ],
   },
   {
@@ -281,6 +384,42 @@ const COMMANDS: readonly CommandUsage[] = [
     ],
     config: true,
     exits: [[0, 'the key was printed'], [1, 'the service database cannot be written'], INVALID_CONFIG],
+  },
+  {
+    name: 'service enrol-code',
+    args: '[--hours N] [--config F]',
+    summary: 'make a single-use enrolment code and print the command that enrols a new board with it (docs/fleet.md)',
+    details: ['Needs server.fleet and server.publicUrl. Works whether or not the service is running.'],
+    options: [{ flag: '--hours N', meaning: 'the code is good for N hours, 1-720 (default server.fleet.enrolCodeHours, 24)' }],
+    config: true,
+    exits: [[0, 'the command was printed'], [1, 'the service database cannot be written'], INVALID_CONFIG],
+  },
+  {
+    name: 'service fleet-keys',
+    args: '--out DIR',
+    summary: "make the fleet's key pairs: the service's identity key and the release key (docs/fleet.md)",
+    details: [
+      'Writes identity.key (0600) and identity.pub, release.key (0600) and release.pub; refuses to overwrite any file.',
+      'identity.key is server.fleet.identityKeyFile; release.pub is server.fleet.releasePublicKeyFile. Keep release.key off the service.',
+    ],
+    options: [{ flag: '--out DIR', meaning: 'the directory to write the four files to (made 0700 when it does not exist)' }],
+    config: false,
+    exits: [
+      [0, 'the keys were written'],
+      [1, 'a file exists already, or DIR cannot be written (nothing was written)'],
+    ],
+  },
+  {
+    name: 'service release add',
+    args: '[--config F] BUNDLE',
+    summary: "store a signed release bundle in the service's database, for rollouts (docs/fleet.md)",
+    details: [
+      "BUNDLE.sig.json (door-agent release sign) must hold the release key's signature: the key of server.fleet.releasePublicKeyFile.",
+      'The same checks as PUT /fleet/releases/VERSION/ARCH: a refusal stores nothing. Works whether or not the service is running.',
+    ],
+    options: [{ flag: 'BUNDLE', meaning: 'door-agent-<version>-<arch>.tar.gz, its signature beside it in BUNDLE.sig.json' }],
+    config: true,
+    exits: [[0, 'the release was stored'], [1, 'refused (unsigned, not the release key, altered, stored already): the reason on stderr'], INVALID_CONFIG],
   },
   {
     name: 'service migrate',
@@ -367,8 +506,11 @@ export function topLevelHelp(): string {
   );
 }
 
-/** What parseArgs takes for a command, made from its options above: `--x V` a string, `--x` a boolean, `NAME` a positional. */
-export function parserSpec(c: CommandUsage): { options: Record<string, { type: 'string' | 'boolean' }>; positionals: string[] } {
+/**
+ * What parseArgs takes for a command, made from its options above: `--x V` a string, `--x` a boolean, `NAME` a
+ * positional, `[NAME]` one that may be left out (`required` counts the others).
+ */
+export function parserSpec(c: CommandUsage): { options: Record<string, { type: 'string' | 'boolean' }>; positionals: string[]; required: number } {
   const options: Record<string, { type: 'string' | 'boolean' }> = {};
   const positionals: string[] = [];
   for (const o of [...c.options, ...(c.config ? [CONFIG_OPTION] : [])]) {
@@ -376,7 +518,7 @@ export function parserSpec(c: CommandUsage): { options: Record<string, { type: '
     if (!flag!.startsWith('--')) positionals.push(flag!);
     else options[flag!.slice(2)] = { type: value === undefined ? 'boolean' : 'string' };
   }
-  return { options, positionals };
+  return { options, positionals, required: positionals.filter((p) => !p.startsWith('[')).length };
 }
 
 /** The words of argv that name a command (`service key create`), as far as they match the table. */

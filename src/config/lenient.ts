@@ -3,7 +3,7 @@ import { relayLevel, type Level } from '../core/relay.js';
 import type { GpioOptions } from '../hardware/gpio.js';
 import type * as z from 'zod';
 import { gpioSchema } from './schema.js';
-import { readConfigText } from './load.js';
+import { readConfigText } from './configText.js';
 import { doorSchema } from './doorSchema.js';
 
 /** A relay to drive locked, read from a configuration that may not validate as a whole. */

@@ -1,8 +1,14 @@
-import { closeSync, fstatSync, openSync, readSync } from 'node:fs';
 import { parseDocument } from 'yaml';
 import { EXIT_INVALID_CONFIG, configSchema, serviceConfigSchema, type Config, type ServiceConfig } from './schema.js';
 import type { AgentOptions, ServiceOptions } from './options.js';
-import { DoorAgentError, InputError, describeFsError } from '../util/errors.js';
+import { InputError } from '../util/errors.js';
+import { readConfigText } from './configText.js';
+import { DEFAULT_DATA_DIR } from './schema.js';
+import { checkReferencedFiles, type FileReferences } from './secrets.js';
+import { dataDirProblems } from './hostChecks.js';
+import { dataDirFromInvalidConfig } from './lenient.js';
+import { withFleetVersion, type FleetChecks, type FleetStart } from './fleetVersions.js';
+import type { Env } from '../util/secretFiles.js';
 import { problemsFromZod, type Problem } from '../util/issues.js';
 import { configProblemVoice } from './problemVoice.js';
 import { problemList } from './problemList.js';
@@ -16,11 +22,9 @@ import type { ReaderOptions } from '../door/options.js';
 
 export const DEFAULT_CONFIG_PATH = '/etc/door-agent/config.yaml';
 
-/** A configuration is a few kilobytes; a larger file is refused before it is parsed (parsing costs memory). */
-const MAX_CONFIG_BYTES = 1024 * 1024;
 const MAX_ALIAS_COUNT = 100;
 
-function parseYaml(text: string, source: string): unknown {
+export function parseYaml(text: string, source: string): unknown {
   const doc = parseDocument(text, { prettyErrors: true, uniqueKeys: true });
   if (doc.errors.length > 0) {
     const problems: Problem[] = doc.errors.map((e) => {
@@ -53,7 +57,7 @@ function readerWithFormats(site: readonly WiegandFormatSpec[]) {
 
 /** The normalized options of a validated agent configuration: names given, UUIDs in lower case. */
 function agentOptions(parsed: Config): AgentOptions {
-  const { agent, access, gpio, doors, mqtt, service, power, metrics } = parsed;
+  const { agent, access, gpio, doors, mqtt, service, power, metrics, fleet } = parsed;
   const withFormats = readerWithFormats(siteFormats(parsed.wiegand));
   const emergency = emergencyOptions(parsed);
   return {
@@ -86,6 +90,7 @@ function agentOptions(parsed: Config): AgentOptions {
     ...(service ? { service } : {}),
     ...(power ? { power } : {}),
     ...(metrics ? { metrics } : {}),
+    ...(fleet ? { fleet } : {}),
   };
 }
 
@@ -99,7 +104,11 @@ function serviceOptions(parsed: ServiceConfig): ServiceOptions {
 
 /** Parses, validates and normalizes configuration text; throws InputError (exit 78) listing every problem. */
 export function parseConfig(text: string, source: string): AgentOptions {
-  const data = parseYaml(text, source);
+  return parseConfigData(parseYaml(text, source), source);
+}
+
+/** Validates and normalizes configuration data (its YAML parsed); throws InputError (exit 78) listing every problem. */
+export function parseConfigData(data: unknown, source: string): AgentOptions {
   // Parsed once per start: zod's compiled fast path (new Function per object schema) costs more than it saves.
   const result = configSchema.safeParse(data, { jitless: true, error: configProblemVoice });
   if (!result.success) {
@@ -121,43 +130,59 @@ export function loadServiceConfig(path: string): ServiceOptions {
   return parseServiceConfig(readConfigText(path), path);
 }
 
-/** Reads, validates and normalizes a configuration file. */
-export function loadConfig(path: string): AgentOptions {
-  return parseConfig(readConfigText(path), path);
+/**
+ * What `door-agent config check` checks (commands/configCheck.ts), of configuration data (its YAML parsed): the
+ * schema and the checks across keys, the files it names (secrets, keys, certificates) and its data directory.
+ * Throws InputError (exit 78) listing every problem, worded as `config check` prints them; the agent checks each
+ * configuration version from the service with it (config/fleetVersions.ts).
+ */
+function checkConfigData(data: unknown, source: string, env: Env): AgentOptions {
+  let config: AgentOptions;
+  try {
+    config = parseConfigData(data, source);
+  } catch (err) {
+    // Every problem at once: the file's own (the checks across keys too), the files it names and the data
+    // directory (where they can be read); a key the schema refused is not reported again.
+    if (!(err instanceof InputError) || err.exitCode !== EXIT_INVALID_CONFIG) throw err;
+    const raw = typeof data === 'object' && data !== null && !Array.isArray(data) ? (data as Record<string, unknown>) : undefined;
+    const dataDir = raw ? dataDirFromInvalidConfig(raw, DEFAULT_DATA_DIR) : undefined;
+    const more = [...(raw ? checkReferencedFiles(raw as FileReferences, env) : []), ...(dataDir ? dataDirProblems(dataDir).problems : [])];
+    const known = new Set(err.problems.map((p) => p.path));
+    throw new InputError(err.what, problemList([...err.problems, ...more.filter((p) => !known.has(p.path))]), EXIT_INVALID_CONFIG);
+  }
+  const problems = [...checkReferencedFiles(config, env), ...dataDirProblems(config.agent.dataDir).problems];
+  if (problems.length > 0) throw new InputError(`${source} is invalid`, problems, EXIT_INVALID_CONFIG);
+  return config;
 }
 
-/** The file's text, refusing one over MAX_CONFIG_BYTES (exit 78) without reading it whole. */
-export function readConfigText(path: string): string {
-  let text: string;
-  try {
-    const fd = openSync(path, 'r');
-    try {
-      const size = fstatSync(fd).size;
-      if (size > MAX_CONFIG_BYTES) {
-        throw new InputError(
-          `${path} is not a door-agent configuration`,
-          [{ path: '(file)', message: `${size} bytes; a configuration is at most ${MAX_CONFIG_BYTES} bytes` }],
-          EXIT_INVALID_CONFIG,
-        );
-      }
-      const buffer = Buffer.alloc(size);
-      let read = 0;
-      while (read < size) {
-        const n = readSync(fd, buffer, read, size - read, read);
-        if (n === 0) break;
-        read += n;
-      }
-      text = buffer.subarray(0, read).toString('utf8');
-    } finally {
-      closeSync(fd);
-    }
-  } catch (err) {
-    if (err instanceof InputError) throw err;
-    throw new DoorAgentError(
-      `cannot read configuration ${path}: ${describeFsError(err)}. ` +
-        'Pass --config FILE or set DOOR_AGENT_CONFIG; config/door-agent.example.yaml is a documented starting point.',
-      { cause: err, exitCode: EXIT_INVALID_CONFIG },
-    );
-  }
-  return text;
+/** How the agent reads and checks a configuration version from the service: as a file, with `config check`'s checks. */
+export function fleetChecks(env: Env): FleetChecks {
+  return { parseDocument: parseYaml, check: (data, source) => checkConfigData(data, source, env) };
+}
+
+/**
+ * Reads, validates and normalizes a configuration file. A board file with a `fleet` section gets the version from
+ * the service it applied merged under it (config/fleetVersions.ts): `fleet` says which, and which were passed over.
+ */
+export function loadAgentConfig(path: string, env: Env = {}): { config: AgentOptions; fleet: FleetStart | null } {
+  return loadFileWith(path, env, parseConfigData);
+}
+
+/**
+ * `door-agent config check`'s reading of a file: as loadAgentConfig, the file itself (without a fleet section, or
+ * when no version from the service passes) checked as each version is (checkConfigData).
+ */
+export function loadCheckedConfig(path: string, env: Env): { config: AgentOptions; fleet: FleetStart | null } {
+  return loadFileWith(path, env, (data, source) => checkConfigData(data, source, env));
+}
+
+function loadFileWith(path: string, env: Env, alone: (data: unknown, source: string) => AgentOptions): { config: AgentOptions; fleet: FleetStart | null } {
+  const data = parseYaml(readConfigText(path), path);
+  if (typeof data !== 'object' || data === null || Array.isArray(data) || !('fleet' in data)) return { config: alone(data, path), fleet: null };
+  return withFleetVersion(data as Record<string, unknown>, path, fleetChecks(env), () => alone(data, path));
+}
+
+/** Reads, validates and normalizes a configuration file (with the version from the service: loadAgentConfig). */
+export function loadConfig(path: string, env: Env = {}): AgentOptions {
+  return loadAgentConfig(path, env).config;
 }

@@ -1,4 +1,5 @@
 import type { AccessOptions, AreaOptions, DoorOptions, EmergencyOptions, InterlockOptions, PowerOptions } from '../door/options.js';
+import type { FleetOptions } from '../fleet/options.js';
 import type { GpioOptions } from '../hardware/gpio.js';
 import type { MetricsOptions } from '../metrics/options.js';
 import type { MqttOptions } from '../protocol/options.js';
@@ -38,6 +39,8 @@ export interface AgentOptions {
   /** The agent's power inputs (mains present, battery low). */
   power?: PowerOptions;
   metrics?: MetricsOptions;
+  /** The fleet (docs/fleet.md): the agent takes its configuration from the service; absent: the file alone. */
+  fleet?: FleetOptions;
 }
 
 /** The reference service's configuration (its `server` section and the shared `mqtt` section). */

@@ -35,6 +35,7 @@ interface ServerPart {
   publicUrl?: string | undefined;
   smtp?: unknown;
   console?: { enabled: boolean } | undefined;
+  fleet?: unknown;
 }
 
 /** Whether the console signs in by mail (it is on, and a mail server is configured): its links need the public URL. */
@@ -42,7 +43,11 @@ const mailsSignInLinks = (server: ServerPart) => server.console?.enabled === tru
 
 /** Why `server.publicUrl` must be set and is not (the message for that key), or null. */
 export function missingPublicUrl(server: ServerPart): string | null {
-  if (!mailsSignInLinks(server) || server.publicUrl !== undefined) return null;
+  if (server.publicUrl !== undefined) return null;
+  if (server.fleet !== undefined && !mailsSignInLinks(server)) {
+    return `required with server.fleet: the address agents enrol with and sync from, ${EXAMPLE}; each agent's grant names it (docs/fleet.md)`;
+  }
+  if (!mailsSignInLinks(server)) return null;
   return `required when the console mails sign-in links (server.console.enabled with server.smtp): the address operators open, ${EXAMPLE}; the links are built from it, never from a request`;
 }
 

@@ -116,9 +116,19 @@ const accessSchema = z
      */
     maxCacheAgeHours: z.number().positive('must be a positive number of hours (leave it out for no limit)').optional(),
   })
-  .refine((a) => a.groups.length + a.policies.length + a.levels.length > 0, {
-    message: 'list at least one group or policy whose members may open every door (access.groups, access.policies), or access levels (access.levels)',
-  });
+  // Absent only from a board file that takes its configuration from the service (refineWhoMayOpen).
+  .prefault({});
+
+/**
+ * The agent's link to the fleet (docs/fleet.md): the service's public key (what signs its configuration) and the
+ * release key, both pinned at enrolment, and how often it asks the service.
+ */
+const fleetSchema = z.strictObject({
+  servicePublicKeyFile: z.string().min(1),
+  releasePublicKeyFile: z.string().min(1).optional(),
+  // 10 s or more on a site (docs/fleet.md); down to 1 s for a test's short exchanges.
+  pollSeconds: seconds(1, 3600).default(60),
+});
 
 const mqttSchema = z.strictObject({
   url: z.url({ protocol: /^(mqtts?|wss?)$/, error: 'must be an mqtt://, mqtts://, ws:// or wss:// URL' }),
@@ -238,6 +248,28 @@ const serverSchema = z
     retryAfterSeconds: seconds(1, 3600).default(5),
     /** Smartcard labels that mark a PIN, as the agent's access.pinLabels: masked to keys that may not read PINs. */
     pinLabels: z.array(z.string().trim().min(1)).min(1).default(['PIN']),
+    /** The fleet (docs/fleet.md): agents enrol with a code and are adopted by an operator; off without it. */
+    fleet: z
+      .strictObject({
+        /** The service's identity key (Ed25519, PKCS#8 PEM, 0600): it signs what the service hands an agent. */
+        identityKeyFile: z.string().min(1),
+        /** The release key's public half (SPKI PEM), pinned on each agent at enrolment; absent: grants carry none. */
+        releasePublicKeyFile: z.string().min(1).optional(),
+        /** How long an enrolment code is good for. */
+        enrolCodeHours: z.number().int().min(1).max(720).default(24),
+        /** The largest release bundle the service takes (PUT /fleet/releases), in MiB. */
+        maxBundleMegabytes: z.number().int().min(1).max(1024).default(200),
+        /** The agents' MQTT logins, made in mosquitto's dynamic security plugin over the service's own connection. */
+        agentMqtt: z
+          .strictObject({
+            /** The broker as the agents reach it. */
+            url: z.url({ protocol: /^(mqtts?|wss?)$/, error: 'must be an mqtt://, mqtts://, ws:// or wss:// URL' }),
+            /** The dynamic security role each agent's login is given. */
+            role: z.string().min(1).max(128).default('door-agent'),
+          })
+          .optional(),
+      })
+      .optional(),
     /** The operator's console under /console (docs/reference-service.md, "The console"); off unless enabled. */
     console: z
       .strictObject({
@@ -280,22 +312,34 @@ const serverSchema = z
  * The file as the reference service reads it: its `server` section and `mqtt`; the agent's sections may be
  * present (one file for a door that also runs the service) and are validated by the agent.
  */
-export const serviceConfigSchema = z.strictObject({
-  server: serverSchema,
-  mqtt: mqttSchema.optional(),
-  agent: z.unknown().optional(),
-  metrics: z.unknown().optional(),
-  service: z.unknown().optional(),
-  access: z.unknown().optional(),
-  schedules: z.unknown().optional(),
-  gpio: z.unknown().optional(),
-  doors: z.unknown().optional(),
-  power: z.unknown().optional(),
-  emergency: z.unknown().optional(),
-  areas: z.unknown().optional(),
-  interlocks: z.unknown().optional(),
-  wiegand: z.unknown().optional(),
-});
+export const serviceConfigSchema = z
+  .strictObject({
+    server: serverSchema,
+    mqtt: mqttSchema.optional(),
+    agent: z.unknown().optional(),
+    metrics: z.unknown().optional(),
+    service: z.unknown().optional(),
+    access: z.unknown().optional(),
+    schedules: z.unknown().optional(),
+    gpio: z.unknown().optional(),
+    doors: z.unknown().optional(),
+    power: z.unknown().optional(),
+    emergency: z.unknown().optional(),
+    areas: z.unknown().optional(),
+    interlocks: z.unknown().optional(),
+    wiegand: z.unknown().optional(),
+    fleet: z.unknown().optional(),
+  })
+  .superRefine((config, ctx) => {
+    // The agents' logins are made over the service's own broker connection.
+    if (config.server.fleet?.agentMqtt && !config.mqtt) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['server', 'fleet', 'agentMqtt'],
+        message: "needs the mqtt section: the service makes the agents' logins over its own broker connection (docs/fleet.md)",
+      });
+    }
+  });
 export type ServiceConfig = z.output<typeof serviceConfigSchema>;
 
 export const configSchema = z
@@ -310,7 +354,10 @@ export const configSchema = z
     // The reference service's section, when one file serves both: validated by the service's schema.
     server: z.unknown().optional(),
     gpio: gpioSchema.prefault({ driver: 'onoff' }),
-    doors: z.array(doorSchema).min(1, 'configure at least one door'),
+    /** The fleet (docs/fleet.md): an agent enrolled with the service takes its configuration from it. */
+    fleet: fleetSchema.optional(),
+    // At least one when listed; absent only with a fleet section (refineDoorsPresent): the service gives them.
+    doors: z.array(doorSchema).min(1, 'configure at least one door').default([]),
     /** The agent's power inputs: mains present, battery low (config/agentInputs.ts). */
     power: powerSchema.optional(),
     /** The fire alarm input (config/emergencySchema.ts). */
@@ -324,6 +371,8 @@ export const configSchema = z
   // The checks across keys, also on a file with other problems (config/acrossKeys.ts): one pass names them all.
   .superRefine(
     acrossKeys([
+      refineDoorsPresent,
+      refineWhoMayOpen,
       refineDoors,
       refineReaderFormats,
       (config, ctx) => refineLevels(config, ctx),
@@ -334,6 +383,28 @@ export const configSchema = z
     ]),
     EVEN_WITH_PROBLEMS,
   );
+
+/** A board file with a `fleet` section and no doors yet: its doors (and who opens them) come from the service. */
+const takesDoorsFromService = (config: { fleet?: unknown; doors: readonly unknown[] }) => config.fleet !== undefined && config.doors.length === 0;
+
+function refineDoorsPresent(config: { fleet?: unknown; doors: readonly unknown[] }, ctx: z.RefinementCtx): void {
+  if (config.doors.length === 0 && config.fleet === undefined) {
+    ctx.addIssue({ code: 'custom', path: ['doors'], message: 'required: a list of doors (or a fleet section: the service gives them, docs/fleet.md)' });
+  }
+}
+
+function refineWhoMayOpen(
+  config: { fleet?: unknown; doors: readonly unknown[]; access: { groups: readonly unknown[]; policies: readonly unknown[]; levels: readonly unknown[] } },
+  ctx: z.RefinementCtx,
+): void {
+  const { groups, policies, levels } = config.access;
+  if (takesDoorsFromService(config) || groups.length + policies.length + levels.length > 0) return;
+  ctx.addIssue({
+    code: 'custom',
+    path: ['access'],
+    message: 'list at least one group or policy whose members may open every door (access.groups, access.policies), or access levels (access.levels)',
+  });
+}
 
 function refineCacheAge(config: { access: { maxCacheAgeHours?: number | undefined }; service?: unknown }, ctx: z.RefinementCtx): void {
   if (config.access.maxCacheAgeHours !== undefined && !config.service) {

@@ -38,10 +38,11 @@ export interface ControlCall {
 }
 
 /**
- * Sends one request to the daemon's control socket at `path`; every line before the last goes to `onLine`. Rejects
- * with DaemonUnavailableError when no daemon answers there, ControlPermissionError when this user may not connect.
+ * Sends one request to the daemon's control socket at `path` (and the file it announces, right after its line);
+ * every line before the last goes to `onLine`. Rejects with DaemonUnavailableError when no daemon answers there,
+ * ControlPermissionError when this user may not connect.
  */
-export function callDaemon(path: string, request: ControlRequest, onLine: (line: Exclude<ControlReply, FinalReply>) => void): ControlCall {
+export function callDaemon(path: string, request: ControlRequest, onLine: (line: Exclude<ControlReply, FinalReply>) => void, file?: Buffer): ControlCall {
   const socket = connect({ path, allowHalfOpen: true });
   const result = new Promise<FinalReply>((resolve, reject) => {
     let buffered = '';
@@ -51,6 +52,7 @@ export function callDaemon(path: string, request: ControlRequest, onLine: (line:
     socket.once('connect', () => {
       connected = true;
       socket.write(`${JSON.stringify(request)}\n`);
+      if (file) socket.write(file);
     });
     socket.on('data', (text: string) => {
       buffered += text;

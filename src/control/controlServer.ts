@@ -5,21 +5,26 @@ import type { Component } from '../lifecycle.js';
 import type { Timers } from '../util/clock.js';
 import { DoorAgentError, describeFsError, errorCode } from '../util/errors.js';
 import type { ActionContext } from './actionContext.js';
+import { health } from './actions/health.js';
 import { learnCard } from './actions/learnCard.js';
 import { lock } from './actions/lock.js';
 import { readerLearn } from './actions/readerLearn.js';
+import { readerFirmware } from './actions/readerFirmware.js';
+import { FileReceiver } from './fileReceiver.js';
 import { unlock } from './actions/unlock.js';
 import type { CancelReason, Reply } from './reply.js';
-import { MAX_REQUEST_BYTES, RequestError, parseRequest, type ControlReply, type ControlRequest, type FinalReply } from './request.js';
+import { MAX_REQUEST_BYTES, RequestError, parseRequest, type ControlReply, type ControlRequest, type FinalReply, type RequestOf } from './request.js';
 import { claimSocketPath } from './socketFile.js';
 
 /** A connection that has not sent its request line within this is ended. */
 const REQUEST_WAIT_MS = 10_000;
+/** A request's file (a reader firmware) must have come whole within this of its line. */
+const FILE_WAIT_MS = 60_000;
 /** Root and the daemon's group (the unit's Group=) may connect; nobody else. */
 const SOCKET_MODE = 0o660;
 
 /** The one table of actions: a request's `action` to its module. */
-function dispatch(request: ControlRequest, ctx: ActionContext, reply: Reply): void {
+function dispatch(request: Exclude<ControlRequest, RequestOf<'reader-firmware'>>, ctx: ActionContext, reply: Reply): void {
   switch (request.action) {
     case 'unlock':
       return unlock(request, ctx, reply);
@@ -29,6 +34,8 @@ function dispatch(request: ControlRequest, ctx: ActionContext, reply: Reply): vo
       return readerLearn(request, ctx, reply);
     case 'learn-card':
       return learnCard(request, ctx, reply);
+    case 'health':
+      return health(request, ctx, reply);
   }
 }
 
@@ -99,6 +106,9 @@ export class ControlServer implements Component {
     let started = false;
     let finished = false;
     let cancelListener: ((reason: CancelReason) => void) | null = null;
+    // A request's file, after its line (a reader firmware), and the time it has to come.
+    let file: FileReceiver | null = null;
+    let fileWait: unknown = null;
     const write = (line: ControlReply) => {
       if (!socket.destroyed && socket.writable) socket.write(`${JSON.stringify(line)}\n`);
     };
@@ -109,6 +119,7 @@ export class ControlServer implements Component {
       cancelListener = null;
       this.open.delete(cancel);
       timers.clearTimeout(waiting);
+      if (fileWait !== null) timers.clearTimeout(fileWait);
       if (last) write(last);
       socket.end();
     };
@@ -136,8 +147,11 @@ export class ControlServer implements Component {
     socket.on('end', () => cancel('requester gone'));
     socket.on('close', () => cancel('requester gone'));
     socket.on('data', (chunk: Buffer) => {
-      // One request per connection: anything after its line is ignored, and nothing once it ended (the daemon stops).
-      if (started || finished) return;
+      if (finished) return;
+      if (file) return file.push(chunk);
+      // One request per connection: anything after its line is ignored (but a file the request announced), and
+      // nothing once it ended (the daemon stops).
+      if (started) return;
       const newline = chunk.indexOf(0x0a);
       const part = newline === -1 ? chunk : chunk.subarray(0, newline);
       received += part.length;
@@ -151,20 +165,53 @@ export class ControlServer implements Component {
       started = true;
       const line = Buffer.concat(chunks).toString('utf8');
       chunks = [];
-      this.handle(line, reply);
+      const receiver = this.handle(line, reply);
+      if (!receiver) return;
+      file = receiver;
+      receiver.push(chunk.subarray(newline + 1));
+      if (!receiver.complete)
+        fileWait = timers.setTimeout(() => {
+          fileWait = null;
+          if (!receiver.complete) close({ type: 'error', error: `the file did not come whole within ${FILE_WAIT_MS / 1000} s (${receiver.count} bytes came)` });
+        }, FILE_WAIT_MS);
     });
   }
 
-  /** A request line: validated, then carried out; a refusal is its error line (naming the field when one is at fault). */
-  private handle(line: string, reply: Reply): void {
+  /**
+   * A request line: validated, then carried out; a refusal is its error line (naming the field when one is at fault).
+   * A request that announces a file (reader-firmware) is carried out once the file has come: its receiver is returned.
+   */
+  private handle(line: string, reply: Reply): FileReceiver | null {
+    const context = this.deps.context;
+    return (
+      this.attempt(reply, () => {
+        const request = parseRequest(line);
+        if (request.action !== 'reader-firmware') {
+          dispatch(request, context, reply);
+          return null;
+        }
+        return new FileReceiver(
+          request.size,
+          request.sha256,
+          (bytes) => this.attempt(reply, () => readerFirmware(request, bytes, context, reply)),
+          (error) => reply.finish({ type: 'error', error }),
+        );
+      }) ?? null
+    );
+  }
+
+  /** Runs an action; what it throws is the request's error line. */
+  private attempt<T>(reply: Reply, run: () => T): T | undefined {
     try {
-      dispatch(parseRequest(line), this.deps.context, reply);
+      return run();
     } catch (err) {
-      if (err instanceof RequestError)
-        return reply.finish(Object.assign({ type: 'error' as const, error: err.message }, err.field ? { field: err.field } : {}));
-      if (err instanceof DoorAgentError) return reply.finish({ type: 'error', error: err.message });
-      this.deps.logger.error({ err }, 'a local command failed');
-      reply.finish({ type: 'error', error: `the daemon could not carry out the request: ${err instanceof Error ? err.message : String(err)}` });
+      if (err instanceof RequestError) reply.finish(Object.assign({ type: 'error' as const, error: err.message }, err.field ? { field: err.field } : {}));
+      else if (err instanceof DoorAgentError) reply.finish({ type: 'error', error: err.message });
+      else {
+        this.deps.logger.error({ err }, 'a local command failed');
+        reply.finish({ type: 'error', error: `the daemon could not carry out the request: ${err instanceof Error ? err.message : String(err)}` });
+      }
+      return undefined;
     }
   }
 }

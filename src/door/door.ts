@@ -1,9 +1,10 @@
 import type { Logger } from 'pino';
 import type { GpioDriver, GpioOutput, Pull } from '../hardware/gpio.js';
-import type { Level } from '../core/relay.js';
+import { relayLevel, type Level } from '../core/relay.js';
 import type { PortFactory } from '../readers/serial/port.js';
 import type { OsdpBuses } from '../readers/osdp/osdpBuses.js';
 import type { Reader } from '../readers/reader.js';
+import type { FileTransferOutcome, TransferProgress } from '../readers/osdp/fileTransfer.js';
 import { createReader } from '../readers/registry.js';
 import type { Component } from '../lifecycle.js';
 import type { EventLog } from '../store/eventLog.js';
@@ -329,6 +330,13 @@ export class Door implements Component {
     return this.controller?.snapshot();
   }
 
+  /** The relay as it reads now, beside the level its lock state drives (an update's health check); null before start. */
+  relayReading(): { level: Level; expected: Level } | null {
+    const lock = this.controller?.snapshot();
+    if (!lock) return null;
+    return { level: this.deps.relay.read(), expected: relayLevel(lock.state, this.options.failMode, this.options.relay.activeLow) };
+  }
+
   contactState(): 'OPEN' | 'CLOSED' | null {
     return this.runtime?.contactState() ?? null;
   }
@@ -365,6 +373,23 @@ export class Door implements Component {
     const name = `${this.options.name}'s ${direction} reader`;
     if (!this.readers.has(direction)) throw new DoorAgentError(`${this.options.name} has no ${direction} reader`);
     return this.learning.start(direction, owner, listener, name);
+  }
+
+  /**
+   * Sends one of its readers a firmware file and confirms it installed (door/readerFirmware.ts): meanwhile that
+   * reader is busy (shown offline, its taps not taken); the door's other reader decides as ever, the lock stays as it is.
+   */
+  transferReaderFile(
+    direction: Direction,
+    file: Buffer,
+    options: { expectVersion?: string },
+    onProgress: (progress: TransferProgress) => void,
+  ): Promise<FileTransferOutcome> {
+    const reader = this.readers.get(direction);
+    const refused = (reason: string): Promise<FileTransferOutcome> => Promise.resolve({ ok: false, reason, version: null });
+    if (!reader) return refused(`${this.options.name} has no ${direction} reader`);
+    if (!reader.transferFile) return refused(`${this.options.name}'s ${direction} reader is not an OSDP reader: a reader's firmware goes over OSDP only`);
+    return reader.transferFile(file, options, onProgress);
   }
 
   /** The lock controller, for remote commands (MQTT). */

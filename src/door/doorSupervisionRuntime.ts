@@ -54,15 +54,16 @@ export class DoorSupervisionRuntime {
   /** The grant granted_not_opened would name. */
   private lastGrant: GrantSeen | null = null;
   private openedWhileUnlocked = false;
-  private readonly settings: supervision.SupervisionSettings;
+  /** Read from the door's options each time: a change made at run time (fleet/liveApply.ts) holds from then on. */
+  private get settings(): supervision.SupervisionSettings {
+    return { unlockWindowMs: this.door.unlockSeconds * 1000, heldOpenMs: this.door.heldOpenSeconds * 1000 };
+  }
   private tamper_: boolean | null = null;
 
   constructor(
     private readonly door: DoorOptions,
     private readonly deps: DoorSupervisionDeps,
-  ) {
-    this.settings = { unlockWindowMs: door.unlockSeconds * 1000, heldOpenMs: door.heldOpenSeconds * 1000 };
-  }
+  ) {}
 
   /** A grant is unlocking the door: its opening within the unlock window is not forced, and is expected. */
   granted(grant: GrantSeen): void {

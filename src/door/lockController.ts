@@ -71,14 +71,16 @@ export class LockController {
   private saves = 0;
   private halted = false;
   private relayFault = false;
-  private readonly limits: machine.LockLimits;
+  /** Read at each step from the door's options: a cap changed at run time (fleet/liveApply.ts) holds from the next unlock on. */
+  private get limits(): machine.LockLimits {
+    return { maxUnlockSeconds: this.door.maxUnlockSeconds };
+  }
 
   constructor(
     private readonly door: DoorOptions,
     private readonly relay: GpioOutput,
     private readonly deps: LockControllerDeps,
   ) {
-    this.limits = { maxUnlockSeconds: door.maxUnlockSeconds };
     this.changedAt = deps.clock.wallNow();
     this.relay.write(this.levelFor('LOCKED'));
   }

@@ -8,6 +8,7 @@ import type { NoiseSummary } from './noiseReporter.js';
 import type { FeedbackKind } from './options.js';
 import type { OsdpBuses } from './osdp/osdpBuses.js';
 import type { ChannelState } from './osdp/pacing.js';
+import type { FileTransferOutcome, TransferProgress } from './osdp/fileTransfer.js';
 import type { ReaderFrame } from './readerFrames.js';
 import type { PortFactory } from './serial/port.js';
 
@@ -74,6 +75,11 @@ export interface Reader {
   readonly connected: boolean;
   /** Shows a decision at the device. Never throws. */
   feedback?(kind: FeedbackKind): void;
+  /**
+   * Sends the device a firmware file and confirms it installed (OSDP's osdp_FILETRANSFER); absent on a type that
+   * cannot. Never throws: a refusal or a failure is the outcome's reason.
+   */
+  transferFile?(file: Buffer, options: { expectVersion?: string }, onProgress: (progress: TransferProgress) => void): Promise<FileTransferOutcome>;
 }
 
 /**

@@ -43,6 +43,9 @@ function parserProblem(err: ParserError): { status: number; message: string } {
       };
     case 'HPE_INVALID_HEADER_TOKEN':
       return { status: 400, message: `a header name or value holds a character HTTP does not allow (${reason})` };
+    case 'HPE_INVALID_EOF_STATE':
+      // The client ended its side of the connection part way through the body (an upload cut short).
+      return { status: 400, message: 'the request ended before its body did (fewer bytes than its Content-Length or chunks said): nothing of it was used' };
     case 'HPE_INVALID_CHUNK_SIZE':
     case 'HPE_CHUNK_EXTENSIONS_OVERFLOW':
       return { status: 400, message: `the chunked request body is malformed (${reason})` };

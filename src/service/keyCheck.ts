@@ -11,10 +11,16 @@ declare module 'fastify' {
     rank?: KeyKind;
     /** The key the request was let in with, and where it came from (compared with a key in the body). */
     keyGiven?: GivenKey;
+    /** Who made a console's call (a delegation's `console: <who>`), as a change records its author (callerOf). */
+    caller?: string;
   }
   interface FastifyContextConfig {
     /** The route checks a session of its own (the console, console/routes.ts), not an API key. */
     sessionAuth?: boolean;
+    /** The route checks a credential of its own, not an API key (the fleet's enrolment: a code's secret, a poll secret). */
+    ownCredential?: boolean;
+    /** A DOOR key may call it though it is no GET (an agent's own report to the service: the fleet's routes). */
+    doorMayPost?: boolean;
   }
 }
 
@@ -24,6 +30,9 @@ declare module 'fastify' {
  * route's own checks with that rank. Never valid twice, never valid from another process's guess.
  */
 export const DELEGATION_HEADER = 'x-console-delegation';
+
+/** Who made a request, as a change records its author: the console's user (`console: <who>`), else `API key (<rank>)`. */
+export const callerOf = (request: FastifyRequest): string => request.caller ?? `API key (${request.rank})`;
 
 /** GET /healthz (routesHealth.ts): a load balancer's health check, which takes no key. */
 export const HEALTH_PATH = '/healthz';
@@ -36,11 +45,13 @@ const NO_KEY_PATHS = new Set([HEALTH_PATH, OPENAPI_PATH]);
 const READ_METHODS = new Set(['GET', 'HEAD']);
 
 /**
- * The requests this check lets through without an API key: a route that checks a session of its own (the console),
- * and GET or HEAD of exactly one of NO_KEY_PATHS as routed (its pattern: no other path, method or unmatched URL).
+ * The requests this check lets through without an API key: a route that checks a session of its own (the console)
+ * or a credential of its own (the fleet's enrolment), and GET or HEAD of exactly one of NO_KEY_PATHS as routed (its pattern: no other path, method or unmatched URL).
  */
 const noKeyNeeded = (request: FastifyRequest) =>
-  request.routeOptions.config?.sessionAuth === true || (NO_KEY_PATHS.has(request.routeOptions.url ?? '') && READ_METHODS.has(request.method));
+  request.routeOptions.config?.sessionAuth === true ||
+  request.routeOptions.config?.ownCredential === true ||
+  (NO_KEY_PATHS.has(request.routeOptions.url ?? '') && READ_METHODS.has(request.method));
 const LIMIT = REQUEST_LIMITS.bodyBeforeKey;
 
 /** A body that may carry `api_key`: one of the parsed types, with bytes to come. */
@@ -102,15 +113,15 @@ export function registerKeyCheck(
     stopping(): boolean;
     /** Counts and logs a request refused while stopping (path without its query); answers its Retry-After in seconds. */
     refusedWhileStopping(path: string, message: string): number;
-    /** The rank of a console delegation token, consumed; null when unknown (absent without a console). */
-    delegated?(token: string): KeyKind | null;
+    /** The rank (and who signed in) of a console delegation token, consumed; null when unknown (absent without a console). */
+    delegated?(token: string): { rank: KeyKind; who?: string } | null;
   },
 ): { parseFailed(request: FastifyRequest, body: Buffer, err: Error): Promise<Error> } {
   const authenticate = async (request: FastifyRequest, given: GivenKey[], missing = 'an API key is required'): Promise<void> => {
     const key = oneKey(given);
     const rank = key === undefined ? null : await deps.verify(key);
     if (rank === null) throw new BadRequest(key === undefined ? missing : 'API key not valid or expired', 401);
-    if (rank === 'DOOR' && !READ_METHODS.has(request.method)) {
+    if (rank === 'DOOR' && !READ_METHODS.has(request.method) && request.routeOptions.config?.doorMayPost !== true) {
       throw new BadRequest(`a DOOR key only reads (GET): ${request.method} needs an ADMIN key`, 403);
     }
     request.rank = rank;
@@ -126,10 +137,11 @@ export function registerKeyCheck(
     if (noKeyNeeded(request)) return;
     const delegation = request.headers[DELEGATION_HEADER];
     if (typeof delegation === 'string' && deps.delegated) {
-      const rank = deps.delegated(delegation);
-      if (rank === null) throw new BadRequest('the console session is not valid: sign in again', 401);
-      request.rank = rank;
+      const delegated = deps.delegated(delegation);
+      if (delegated === null) throw new BadRequest('the console session is not valid: sign in again', 401);
+      request.rank = delegated.rank;
       request.keyGiven = { place: 'the console session', key: '' };
+      if (delegated.who !== undefined) request.caller = `console: ${delegated.who}`;
       return;
     }
     const given = keysBeforeBody(request);

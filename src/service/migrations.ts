@@ -283,4 +283,100 @@ export const SERVICE_MIGRATIONS: readonly string[] = [
     expires_at INTEGER NOT NULL
   ) STRICT;
   `,
+  `
+  -- A fleet run from the service (issue 54, docs/fleet.md). Enrolment codes (only the SHA-256 of a code's
+  -- secret is kept), the agents that used one (pending until an operator adopts or refuses them), each agent's
+  -- configuration versions, the signed release bundles (in chunks, so that any process serves them), the
+  -- rollouts and where each agent stands in one, reader firmware files and the tasks that send them.
+  CREATE TABLE fleet_enrol_codes (
+    secret_sha256 TEXT PRIMARY KEY,
+    created_at    INTEGER NOT NULL,
+    expires_at    INTEGER NOT NULL,
+    created_by    TEXT NOT NULL,
+    used_at       INTEGER
+  ) STRICT;
+  CREATE TABLE fleet_agents (
+    enrolment_id TEXT PRIMARY KEY,     -- a uuid given when the code is used
+    agent_id     TEXT UNIQUE,          -- its agent.id, given at adoption
+    state        TEXT NOT NULL CHECK (state IN ('pending', 'adopted', 'refused')),
+    poll_sha256  TEXT,                 -- the SHA-256 of its poll secret; NULL once it has used its own key
+    facts        TEXT NOT NULL,        -- JSON: what it reported of its board (api/fleet.ts, boardFactsSchema)
+    enrolled_at  INTEGER NOT NULL,
+    decided_at   INTEGER,
+    decided_by   TEXT,
+    reason       TEXT,                 -- why it was refused
+    key_id       INTEGER,              -- its DOOR key (api_keys)
+    report       TEXT,                 -- JSON: its last report (fleetReportSchema)
+    reported_at  INTEGER
+  ) STRICT;
+  CREATE TABLE fleet_configs (
+    agent_id   TEXT NOT NULL,
+    version    INTEGER NOT NULL,       -- 1, 2, ... per agent; a restore is a new version of an old document
+    document   TEXT NOT NULL,          -- the YAML as the operator wrote it
+    created_at INTEGER NOT NULL,
+    created_by TEXT NOT NULL,
+    note       TEXT NOT NULL DEFAULT '',
+    PRIMARY KEY (agent_id, version)
+  ) STRICT;
+  CREATE TABLE fleet_releases (
+    version     TEXT NOT NULL,
+    arch        TEXT NOT NULL,
+    sha256      TEXT NOT NULL,
+    size        INTEGER NOT NULL,
+    signature   TEXT NOT NULL,         -- the release key's (purpose 'release', over version, arch, sha256, size)
+    uploaded_at INTEGER NOT NULL,
+    uploaded_by TEXT NOT NULL,
+    PRIMARY KEY (version, arch)
+  ) STRICT;
+  CREATE TABLE fleet_release_chunks (
+    version TEXT NOT NULL,
+    arch    TEXT NOT NULL,
+    seq     INTEGER NOT NULL,
+    bytes   BLOB NOT NULL,
+    PRIMARY KEY (version, arch, seq)
+  ) STRICT;
+  CREATE TABLE fleet_rollouts (
+    rollout_id           INTEGER PRIMARY KEY,
+    version              TEXT NOT NULL,
+    stage                TEXT NOT NULL CHECK (stage IN ('canary', 'share', 'all', 'done', 'stopped')),
+    canary               TEXT NOT NULL,
+    share_percent        INTEGER NOT NULL,
+    allow_downgrade      INTEGER NOT NULL DEFAULT 0,
+    health_bound_seconds INTEGER NOT NULL,
+    created_at           INTEGER NOT NULL,
+    created_by           TEXT NOT NULL,
+    stopped_reason       TEXT
+  ) STRICT;
+  CREATE TABLE fleet_rollout_agents (
+    rollout_id INTEGER NOT NULL,
+    agent_id   TEXT NOT NULL,
+    stage      TEXT NOT NULL CHECK (stage IN ('canary', 'share', 'all')),
+    state      TEXT NOT NULL CHECK (state IN ('waiting', 'offered', 'downloading', 'installing', 'healthy', 'rolled_back', 'refused', 'failed')),
+    detail     TEXT NOT NULL DEFAULT '',
+    updated_at INTEGER NOT NULL,
+    PRIMARY KEY (rollout_id, agent_id)
+  ) STRICT;
+  CREATE TABLE fleet_files (
+    file_id     INTEGER PRIMARY KEY,
+    name        TEXT NOT NULL,
+    sha256      TEXT NOT NULL,
+    size        INTEGER NOT NULL,
+    content     BLOB NOT NULL,
+    uploaded_at INTEGER NOT NULL,
+    uploaded_by TEXT NOT NULL
+  ) STRICT;
+  CREATE TABLE fleet_tasks (
+    task_id    INTEGER PRIMARY KEY,
+    agent_id   TEXT NOT NULL,
+    kind       TEXT NOT NULL CHECK (kind IN ('reader_firmware')),
+    readers    TEXT NOT NULL,          -- JSON: the readers' names
+    file_id    INTEGER NOT NULL REFERENCES fleet_files (file_id),
+    state      TEXT NOT NULL CHECK (state IN ('waiting', 'running', 'done', 'failed')),
+    detail     TEXT NOT NULL DEFAULT '',
+    created_at INTEGER NOT NULL,
+    created_by TEXT NOT NULL,
+    updated_at INTEGER NOT NULL
+  ) STRICT;
+  CREATE INDEX fleet_tasks_by_agent ON fleet_tasks (agent_id, state);
+  `,
 ];

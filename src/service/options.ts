@@ -28,6 +28,20 @@ export interface ConsoleOptions {
   timezone?: string;
 }
 
+/** The fleet (server.fleet; docs/fleet.md): enrolment, and what the service hands an adopted agent. */
+export interface FleetServiceOptions {
+  /** The service's identity key: Ed25519, PKCS#8 PEM (fleet/identityKey.ts reads it). */
+  identityKeyFile: string;
+  /** The release key's public half (SPKI PEM); absent: grants carry no release key. */
+  releasePublicKeyFile?: string;
+  /** How long an enrolment code is good for (1 to 720 h). */
+  enrolCodeHours: number;
+  /** The largest release bundle taken, in MiB (default 200). */
+  maxBundleMegabytes?: number;
+  /** The agents' MQTT logins in mosquitto's dynamic security plugin; absent: none is given. */
+  agentMqtt?: { url: string; role: string };
+}
+
 /** The reference service's own settings (the `server` section). */
 export interface ServerOptions {
   listen: string;
@@ -63,4 +77,6 @@ export interface ServerOptions {
   console?: ConsoleOptions;
   /** The site's time zone (IANA name): the console's times (ConsoleOptions.timezone). Absent: the machine's zone. */
   timezone?: string;
+  /** The fleet; absent: every /fleet route answers 404. Needs publicUrl. */
+  fleet?: FleetServiceOptions;
 }

@@ -20,6 +20,10 @@ import { StatePublisher } from './statePublisher.js';
 import { buildService } from './server.js';
 import type { SqlDb } from './sql/sqlDb.js';
 import { SiteFeed } from './console/siteFeed.js';
+import { AgentMqttLogins } from './fleet/agentMqtt.js';
+import type { FleetDeps } from './fleet/fleetDeps.js';
+import { loadFleetKeys } from './fleet/identityKey.js';
+import { documentProblems } from '../config/fleetDocument.js';
 
 /** The keys whose value is not undefined (so that the defaults fill the others). */
 function definedOnly<T extends object>(values: T): Partial<T> {
@@ -62,6 +66,8 @@ export async function startService(
   const holidays = server.holidaysFile === undefined ? null : readHolidaysFile(server.holidaysFile);
   // A short command secret is a configuration error (exit 78), found before anything is opened.
   if (options.mqtt) readCommandSecret(options.mqtt.commandSecretFile);
+  // So are the fleet's key files (missing, readable by others, not Ed25519).
+  const fleetKeys = server.fleet ? loadFleetKeys(server.fleet) : null;
   // PostgreSQL when server.database says so (several processes may share it), else SQLite's file in dataDir.
   const storage = await openStorage(server, deps.env, deps.logger);
   const { db } = storage;
@@ -82,10 +88,26 @@ export async function startService(
           holidays,
         })
       : undefined;
+  // The agents' broker logins, over a connection of the service's own mqtt settings (server.fleet.agentMqtt).
+  const agentMqtt = server.fleet?.agentMqtt;
+  const logins = agentMqtt && options.mqtt ? new AgentMqttLogins(options.mqtt, agentMqtt.role, deps.env, deps.logger.child({ component: 'fleet' })) : null;
+  const fleet: FleetDeps | undefined =
+    server.fleet && fleetKeys && server.publicUrl !== undefined
+      ? {
+          keys: fleetKeys,
+          enrolCodeHours: server.fleet.enrolCodeHours,
+          maxBundleBytes: (server.fleet.maxBundleMegabytes ?? 200) * 1024 * 1024,
+          publicUrl: server.publicUrl,
+          // An agent's configuration version, checked as its board will check it (less the board's own files).
+          checkConfig: (document: string, agentId: string) => documentProblems(document, agentId, server.publicUrl!),
+          agentMqtt: agentMqtt && logins ? { url: agentMqtt.url, logins } : null,
+        }
+      : undefined;
   /** The publisher, the broker, then the database: each stops before what it uses. */
   const closeBackEnd = async () => {
     await publisher?.close();
     await doors?.close();
+    await logins?.close();
     await storage.close();
   };
   if (holidays !== null) {
@@ -112,6 +134,7 @@ export async function startService(
     lockReplyTimeoutMs: server.lockReplyTimeoutSeconds * 1000,
     ...(server.pinLabels ? { pinLabels: server.pinLabels } : {}),
     ...(metrics ? { metrics } : {}),
+    ...(fleet ? { fleet } : {}),
     ...(server.console?.enabled
       ? {
           console: {

@@ -5,6 +5,7 @@ import type { Rank } from './apiKeys.js';
 import type { Directory } from './directory.js';
 import type { DirectoryBytes, DirectoryVariant } from './directoryBytes.js';
 import type { ServiceMqtt } from './doorsMqtt.js';
+import type { FleetDeps } from './fleet/fleetDeps.js';
 import type { HttpLimits } from './httpLimits.js';
 import type { LevelStore } from './levels.js';
 import type { Gate, LoadLimits } from './loadGate.js';
@@ -58,6 +59,8 @@ export interface ServiceDeps {
    * databaseReachable(db) (databaseProbe.ts) when absent.
    */
   databaseProbe?: () => Promise<void>;
+  /** The fleet (server.fleet: docs/fleet.md): its keys, the agents' broker logins; absent: every /fleet route answers 404. */
+  fleet?: FleetDeps;
   /** The console (server.console, enabled), with the live site it shows (null without an mqtt section). */
   console?: {
     options: ConsoleOptions;

@@ -25,6 +25,13 @@ import { registerLockdownRoutes } from './routesLockdown.js';
 import { registerPolicyRoutes } from './routesPolicies.js';
 import { registerStatusRoutes } from './routesStatus.js';
 import { registerUserRoutes } from './routesUsers.js';
+import { FLEET_PATHS, registerFleetGate } from './fleet/fleetDeps.js';
+import { registerEnrolRoutes } from './fleet/routesEnrol.js';
+import { registerFleetAgentRoutes } from './fleet/routesFleetAgents.js';
+import { registerFirmwareRoutes } from './fleet/routesFirmware.js';
+import { registerReleaseRoutes } from './fleet/routesReleases.js';
+import { registerRolloutRoutes } from './fleet/routesRollouts.js';
+import { registerAgentConfigRoutes } from './fleet/routesAgentConfig.js';
 import type { RouteContext, ServiceDeps, ServiceLoad } from './routeContext.js';
 import { UserStore } from './users.js';
 
@@ -34,7 +41,7 @@ const BODY_LIMIT = 1024 * 1024;
 // spent and no agent is sent to sync for nothing (a lockdown reaches the doors on its own topic, a command too).
 const NOT_DIRECTORY_CHANGES = new Set(['/lockdown', '/setlockstatus', '/healthz']);
 /** Whether a call to `url` (not a GET) may change what a door sees. The console's forms call the API for that. */
-const directoryChange = (url: string) => !NOT_DIRECTORY_CHANGES.has(url) && !url.startsWith('/console');
+const directoryChange = (url: string) => !NOT_DIRECTORY_CHANGES.has(url) && !url.startsWith('/console') && !url.startsWith(FLEET_PATHS);
 
 /**
  * The reference access-control service (docs/access-control-api.md) on fastify, described by GET /openapi.json
@@ -168,6 +175,8 @@ export function buildService(deps: ServiceDeps): FastifyInstance {
     stopping: () => stopping,
     refusedWhileStopping: (path, message) => load.refusals.refuse('stopping', path, message),
   });
+  // Without server.fleet, the /fleet routes answer 404 (after the key check: a keyed one still needs its key).
+  registerFleetGate(app, deps.fleet);
   // A GET may carry its parameters (and api_key) in a body too: the API document does not say where they go.
   app.addHttpMethod('GET', { hasBody: true, overrideExisting: true });
   // JSON and forms only: fastify's own text/plain parser would take a body whose parameters then go unread.
@@ -265,6 +274,12 @@ export function buildService(deps: ServiceDeps): FastifyInstance {
   registerPolicyRoutes(app, context);
   registerStatusRoutes(app, context);
   registerHealthRoutes(app, context);
+  registerEnrolRoutes(app, context);
+  registerFleetAgentRoutes(app, context);
+  registerReleaseRoutes(app, context);
+  registerRolloutRoutes(app, context);
+  registerAgentConfigRoutes(app, context);
+  registerFirmwareRoutes(app, context);
   registerOpenApiRoute(app, described);
   if (deps.console && delegation) registerConsole(app, context, { ...deps.console, console: deps.console.options, delegation });
   return app;

@@ -60,7 +60,9 @@ export type EventType =
   | 'area_checkpoint'
   // The local control socket (docs/local-control.md): each request, and each tap a learn session showed instead of deciding.
   | 'local_command'
-  | 'learn_tap';
+  | 'learn_tap'
+  // Reader firmware over OSDP (docs/hardware.md, "Reader firmware"): started, done, failed.
+  | 'reader_firmware';
 
 export interface NewEvent {
   type: EventType;

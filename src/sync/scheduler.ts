@@ -3,7 +3,7 @@ import { MassRemovalError } from '../store/snapshotMerge.js';
 import type { Timers } from '../util/clock.js';
 import { ServiceError } from './serviceClient.js';
 import type { SyncResult } from './sync.js';
-import { firstSyncDelay, intervalDelay, retryDelay } from './syncDelays.js';
+import { firstSyncDelay, intervalDelay, retryDelay } from '../util/pollDelays.js';
 
 /**
  * Periodic sync (docs/sync.md, "Schedule"): the first one a random delay after start (`startDelayMs`, so doors

@@ -7,12 +7,12 @@ import { directoryEtag, directoryQuery, parseDirectoryEtag, type DirectoryVersio
 import type { SyncServiceOptions } from './options.js';
 import { formatPath } from '../util/issues.js';
 import { ResponseSpool, SpoolLimitError } from './responseSpool.js';
-import { requestFailureReason } from './requestErrors.js';
+import { requestFailureReason } from '../util/requestErrors.js';
 import { redactUrl } from '../util/redact.js';
 import { ACCEPTED_CODINGS, BodyDecodeError, contentCoding, decodedBody, UnknownCodingError, type ContentCoding } from './decodedBody.js';
 import { httpGet } from './httpGet.js';
 import { SilenceWatchdog } from '../util/silenceWatchdog.js';
-import { parseRetryAfter } from './retryAfter.js';
+import { parseRetryAfter } from '../util/retryAfter.js';
 
 export interface ServiceClientOptions {
   baseUrl: string;

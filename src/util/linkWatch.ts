@@ -34,6 +34,7 @@ export interface LinkWatchDeps {
 export class LinkWatch {
   private state: OutageState = LINK_UP;
   private timer: unknown = null;
+  private everReached = false;
 
   constructor(private readonly deps: LinkWatchDeps) {}
 
@@ -52,11 +53,17 @@ export class LinkWatch {
   }
 
   succeeded(): void {
+    this.everReached = true;
     this.apply(attemptSucceeded(this.state, this.now()));
   }
 
   stop(): void {
     this.clearTimer();
+  }
+
+  /** Whether an attempt has succeeded since this process started (an update's health: docs/fleet.md). */
+  reached(): boolean {
+    return this.everReached;
   }
 
   private now(): LinkAttempt {

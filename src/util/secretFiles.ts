@@ -118,3 +118,36 @@ export function readHomeAssistantCode(file: string): string {
     closeSync(fd);
   }
 }
+
+/** A PEM key file is a few hundred bytes; a larger one is not a key. */
+const MAX_KEY_FILE_BYTES = 16 * 1024;
+
+/**
+ * A key file's PEM text (the fleet's Ed25519 keys, docs/fleet.md). A private key's file must not be readable by
+ * others (0600, or 0640 for the service's group); a public key's may be. A missing, empty, oversized or exposed
+ * file is a configuration error (exit 78) naming the key and the file, never the key.
+ */
+export function readKeyFile(keyPath: string, file: string, kind: 'private' | 'public'): string {
+  let fd: number;
+  try {
+    fd = openSync(file, 'r');
+  } catch (err) {
+    throw new DoorAgentError(`${keyPath}: cannot read ${file}: ${describeFsError(err)}`, { cause: err, exitCode: EXIT_INVALID_CONFIG });
+  }
+  try {
+    const stat = fstatSync(fd);
+    if (kind === 'private' && (stat.mode & 0o007) !== 0) {
+      throw new DoorAgentError(`${keyPath}: ${file} is readable by others (mode ${(stat.mode & 0o777).toString(8)}): chmod 600 ${file}`, {
+        exitCode: EXIT_INVALID_CONFIG,
+      });
+    }
+    if (stat.size > MAX_KEY_FILE_BYTES) {
+      throw new DoorAgentError(`${keyPath}: ${file} is ${stat.size} bytes: not a PEM key`, { exitCode: EXIT_INVALID_CONFIG });
+    }
+    const text = readFileSync(fd, 'utf8');
+    if (text.trim() === '') throw new DoorAgentError(`${keyPath}: ${file} is empty`, { exitCode: EXIT_INVALID_CONFIG });
+    return text;
+  } finally {
+    closeSync(fd);
+  }
+}

@@ -15,12 +15,38 @@ const COMMANDS: Array<{ argv: string[]; options: string[]; config: boolean; exit
   { argv: ['lock'], options: ['--door DOOR', '--config F'], config: true, exits: [0, 1, 2, 69, 77, 78] },
   { argv: ['learn-card'], options: ['--reader R', '--seconds S', '--config F'], config: true, exits: [0, 1, 2, 69, 77, 78] },
   { argv: ['reader', 'learn'], options: ['--door UUID', '--reader entry|exit', '--timeout S', '--config F'], config: true, exits: [0, 1, 2, 69, 77, 78] },
+  {
+    argv: ['reader', 'firmware'],
+    options: ['FILE', '--reader NAME', '--door NAME', '--expect-version V', '--config F'],
+    config: true,
+    exits: [0, 1, 2, 69, 77, 78],
+  },
   { argv: ['reader', 'keyset'], options: ['--door UUID', '--reader entry|exit', '--config F'], config: true, exits: [0, 1, 2, 78] },
   { argv: ['config', 'check'], options: ['--config F'], config: true, exits: [0, 2, 78] },
   { argv: ['service'], options: ['--config F'], config: true, exits: [0, 1, 2, 78] },
   { argv: ['service', 'key', 'create'], options: ['--rank R', '--expires-days N', '--config F'], config: true, exits: [0, 1, 2, 78] },
   { argv: ['service', 'outbox'], options: ['--config F'], config: true, exits: [0, 1, 2, 78] },
   { argv: ['service', 'migrate'], options: ['--to URL', '--password-file F', '--config F'], config: true, exits: [0, 1, 2, 78] },
+  { argv: ['service', 'enrol-code'], options: ['--hours N', '--config F'], config: true, exits: [0, 1, 2, 78] },
+  { argv: ['enrol'], options: ['[URL]', '[CODE]', '--data-dir D', '--wait-minutes N', '--config F'], config: true, exits: [0, 1, 2] },
+  { argv: ['release', 'sign'], options: ['BUNDLE', '--key FILE'], config: false, exits: [0, 1, 2] },
+  { argv: ['release', 'verify'], options: ['BUNDLE', '--key FILE', '--signature FILE'], config: false, exits: [0, 1, 2] },
+  {
+    argv: ['update', 'apply'],
+    options: [
+      'BUNDLE',
+      '--signature FILE',
+      '--release-key FILE',
+      '--allow-downgrade',
+      '--health-seconds N',
+      '--rollout ID',
+      '--root DIR',
+      '--run-config F',
+      '--config F',
+    ],
+    config: true,
+    exits: [0, 1, 2, 78],
+  },
 ];
 
 function expectUsage(stdout: string, c: (typeof COMMANDS)[number]) {
@@ -75,7 +101,7 @@ describe('door-agent <command> --help', () => {
   it('the top-level help lists every command with its synopsis', () => {
     const r = runCli(['help']);
     expect(r.status).toBe(0);
-    for (const c of COMMANDS) expect(r.stdout).toContain(`\n  ${c.argv.join(' ')} ${c.options.includes('--config F') ? '' : '['}`);
+    for (const c of COMMANDS) expect(r.stdout).toContain(`\n  ${c.argv.join(' ')} ${c.options.includes('--config F') || c.options[0] === 'BUNDLE' ? '' : '['}`);
     expect(r.stdout).toContain('door-agent <command> --help');
   });
 

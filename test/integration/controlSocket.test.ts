@@ -1,5 +1,5 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdirSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { connect } from 'node:net';
 import { userInfo } from 'node:os';
 import { join } from 'node:path';
@@ -140,7 +140,8 @@ describe('the control socket (door-agent unlock, lock, learn-card, reader learn)
       { type: 'error', error: 'seconds: must be a whole number of seconds', field: 'seconds' },
     ]);
     expect(await rawRequest('{"action":"open-sesame","door":"Front door"}\n')).toEqual([
-      { type: 'error', error: 'action: must be one of unlock, lock, reader-learn, learn-card', field: 'action' },
+      // The list names every action (health among them; docs/local-control.md).
+      { type: 'error', error: expect.stringMatching(/^action: must be one of unlock, lock, reader-learn, learn-card, .*\bhealth\b/), field: 'action' },
     ]);
     expect(await rawRequest(`{"action":"unlock","door":"Front door","user":"${USER}","force":true}\n`)).toEqual([
       { type: 'error', error: 'force: unknown key', field: 'force' },
@@ -302,6 +303,32 @@ doors:
     // reader learn falls back to opening the reader itself: this door has none.
     r = runCli(['reader', 'learn', '--config', offline]);
     expect(r.stderr).toContain('name the door: --door UUID');
+  });
+
+  it('health: each relay as it reads beside the level its lock state drives, the readers, the links; a read that moves nothing', async () => {
+    const before = auditEvents(config).length;
+    const lines = await rawRequest('{"action":"health"}\n');
+    expect(lines).toHaveLength(2);
+    const [health, done] = lines;
+    const version = (JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { version: string }).version;
+    expect(health).toEqual({
+      type: 'health',
+      health: {
+        version,
+        doors: [
+          { name: 'Front door', uuid: DOOR_UUID, lock: 'LOCKED', relay: { level: 0, expected: 0 }, readers: true },
+          expect.objectContaining({ name: 'Back door', uuid: SECOND_DOOR_UUID, readers: true }),
+        ],
+        service: null,
+        broker: null,
+      },
+    });
+    const back = (health as { health: { doors: Array<{ relay: { level: number; expected: number } }> } }).health.doors[1]!;
+    expect(back.relay.level).toBe(back.relay.expected);
+    expect(String(readLevel(BACK_RELAY))).toBe(String(back.relay.level));
+    expect(done).toMatchObject({ type: 'done' });
+    expect(await rawRequest('{"action":"health","user":"x"}\n')).toEqual([{ type: 'error', error: 'user: unknown key', field: 'user' }]);
+    expect(auditEvents(config)).toHaveLength(before);
   });
 
   it('a clean stop removes the socket file', async () => {

@@ -3,7 +3,7 @@ import { copyFileSync, existsSync, lstatSync, readFileSync, readlinkSync, statSy
 import { join } from 'node:path';
 import { afterAll, describe, expect, it, vi } from 'vitest';
 import { cleanCopy } from '../support/cleanCopy.js';
-import { ROOT, tempDir } from '../support/cli.js';
+import { ROOT, runCli, tempDir } from '../support/cli.js';
 import { DebianRoot } from '../support/debianRoot.js';
 import { type Run, spawnRun } from '../support/process.js';
 
@@ -107,6 +107,8 @@ describe('npm run package: a Debian package that installs with apt on a board wi
       'usr/lib/door-agent/scripts/hw-selftest.sh',
       'lib/systemd/system/door-agent.service',
       'lib/systemd/system/door-agent-service.service',
+      'lib/systemd/system/door-agent-update.path',
+      'lib/systemd/system/door-agent-update.service',
       'usr/share/doc/door-agent/README.md',
       'usr/share/doc/door-agent/copyright',
       'usr/share/lintian/overrides/door-agent',
@@ -131,6 +133,40 @@ describe('npm run package: a Debian package that installs with apt on a board wi
       return r;
     });
     copyFileSync(deb, board(`tmp/${debName}`));
+  });
+
+  it('npm run release in the same copy reuses its build (no second npm ci): a bundle that release sign and verify accept, a flipped byte refused', async () => {
+    const built = await spawnRun('nice', ['-n', '15', 'npm', 'run', 'release'], { cwd: SRC });
+    console.log(`npm run release (after npm run package: its npm ci reused): ${built.seconds} s`);
+    expectOk(built);
+    expect(built.stdout).toContain('reusing its node_modules and addons (no npm ci');
+    expect(built.stdout).not.toContain('npm ci with the dev tools');
+    const bundle = join(SRC, 'dist-release', `door-agent-${version}-${arch}.tar.gz`);
+    expect(built.stdout).toContain(`built ${bundle}`);
+    const release = spawnSync('tar', ['-xzOf', bundle, 'RELEASE.json'], { encoding: 'utf8' });
+    expect(JSON.parse(release.stdout)).toEqual({ version, arch, node_abi: process.versions.modules });
+    const listed = spawnSync('tar', ['-tzf', bundle], { encoding: 'utf8', maxBuffer: 64 << 20 }).stdout.split('\n');
+    expect(listed[0]).toBe('RELEASE.json');
+    for (const p of ['./dist/cli/door-agent.js', './node_modules/better-sqlite3/build/Release/better_sqlite3.node', './build/Release/gpio_chardev.node']) {
+      expect(listed, p).toContain(p);
+    }
+    expect(listed.some((p) => p.startsWith('./src/') || p.startsWith('./node_modules/typescript/'))).toBe(false);
+
+    const keys = join(tmp.path, 'keys');
+    const made = runCli(['service', 'fleet-keys', '--out', keys]);
+    expect(made.status, made.stderr).toBe(0);
+    const signed = runCli(['release', 'sign', '--key', join(keys, 'release.key'), bundle]);
+    expect(signed.status, signed.stderr).toBe(0);
+    const verified = runCli(['release', 'verify', '--key', join(keys, 'release.pub'), bundle]);
+    expect(verified.stdout).toBe(`${bundle}: version ${version} for ${arch}, signed by the release key: good\n`);
+    expect(verified.status).toBe(0);
+    const flipped = join(tmp.path, 'flipped.tar.gz');
+    const bytes = readFileSync(bundle);
+    bytes[bytes.length >> 1]! ^= 0x20;
+    writeFileSync(flipped, bytes);
+    const refused = runCli(['release', 'verify', '--key', join(keys, 'release.pub'), '--signature', `${bundle}.sig.json`, flipped]);
+    expect(refused.status).toBe(1);
+    expect(refused.stderr).toMatch(/refused: the SHA-256 of .*flipped\.tar\.gz is [0-9a-f]{64}, not the [0-9a-f]{64} signed/);
   });
 
   it('apt install ./door-agent_*.deb on the board: the user, directories and configuration as install.sh makes them, the unit enabled, nothing compiled', async () => {

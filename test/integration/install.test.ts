@@ -1,8 +1,9 @@
 import { spawn, spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, readdirSync, readFileSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseDocument } from 'yaml';
 import { afterAll, describe, expect, it, vi } from 'vitest';
+import { ed25519FromPem, signFleet } from '../../src/protocol/fleetSigning.js';
 import { cleanCopy } from '../support/cleanCopy.js';
 import { DOOR_UUID, ROOT, tempDir } from '../support/cli.js';
 import { Daemon, readLevel } from '../support/daemon.js';
@@ -156,6 +157,11 @@ describe('scripts/install.sh from a clean copy of the tree, npm steps included',
     expect(mode('usr/local/bin/door-agent')).toBe('755');
     expect(readFileSync(join(TR, 'etc/systemd/system/door-agent.service'), 'utf8')).toContain('ExecStopPost=/usr/local/bin/door-agent relock');
     expect(existsSync(join(TR, 'etc/systemd/system/door-agent-service.service'))).toBe(true);
+    // The root unit that installs an update the daemon downloaded, started by its path unit (docs/fleet.md).
+    expect(readFileSync(join(TR, 'etc/systemd/system/door-agent-update.path'), 'utf8')).toContain('PathExists=/var/lib/door-agent/fleet/update-request.json');
+    expect(readFileSync(join(TR, 'etc/systemd/system/door-agent-update.service'), 'utf8')).toContain(
+      'ExecStart=/usr/local/bin/door-agent update apply --request /var/lib/door-agent/fleet/update-request.json',
+    );
     expect(mode('etc/door-agent/service.yaml')).toBe('640');
     expect(mode('etc/door-agent/config.yaml')).toBe('640');
     expect(mode('etc/door-agent')).toBe('750');
@@ -293,6 +299,229 @@ describe('scripts/install.sh from a clean copy of the tree, npm steps included',
     expect(readLevel(relay)).toBe('0');
   });
 
+  // Signed updates (docs/fleet.md, "Signed updates"): the installed program bundled again as newer versions
+  // (scripts/release-bundle.sh --program: no second npm ci), signed with the release key `service fleet-keys` made,
+  // applied with `door-agent update apply --root` through the installed wrapper. No systemd in a test root: the
+  // updater stops the daemon as systemd does (SIGTERM, then `relock` as ExecStopPost) and runs the new one itself.
+  const keys = join(tmp.path, 'fleet-keys');
+  const bundles = join(tmp.path, 'bundles');
+  const arch = spawnSync('dpkg', ['--print-architecture'], { encoding: 'utf8' }).stdout.trim();
+  const versionOf = (dir: string) => (JSON.parse(readFileSync(join(dir, 'package.json'), 'utf8')) as { version: string }).version;
+  const bump = (version: string, by: number) => version.replace(/\d+$/, (patch) => String(Number(patch) + by));
+  const installedFile = (dir: string) => readFileSync(join(dir, 'INSTALLED'), 'utf8');
+  const daemonPid = () => Number(readFileSync(join(dataDir, 'daemon.pid'), 'utf8'));
+  const alive = (pid: number) => spawnSync('kill', ['-0', String(pid)]).status === 0;
+  const steps = () => JSON.parse(readFileSync(join(dataDir, 'fleet/update-result.json'), 'utf8')) as Array<{ version: string; state: string; detail: string }>;
+  afterAll(() => {
+    // The daemon an update left running (its own session): stopped, if a test ended before it did.
+    const pid = existsSync(join(dataDir, 'daemon.pid')) ? daemonPid() : 0;
+    if (pid > 0 && alive(pid) && readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes(APP)) process.kill(pid, 'SIGTERM');
+  });
+
+  /** The installed program as `version`: a copy of hard links, the files that change written anew (never through a link). */
+  function programAs(version: string, change: (write: (file: string, text: string) => void) => void = () => {}): string {
+    const dir = join(tmp.path, `program-${version}`);
+    expect(spawnSync('cp', ['-al', APP, dir]).status).toBe(0);
+    const write = (file: string, text: string) => {
+      rmSync(join(dir, file));
+      writeFileSync(join(dir, file), text);
+    };
+    write('package.json', JSON.stringify(Object.assign(JSON.parse(readFileSync(join(dir, 'package.json'), 'utf8')) as object, { version }), null, 2));
+    write('INSTALLED', `${installedFile(dir)}bundled as ${version} by install.test.ts\n`);
+    change(write);
+    return dir;
+  }
+  async function bundleOf(dir: string): Promise<string> {
+    const r = await spawnRun('bash', [join(SRC, 'scripts/release-bundle.sh'), '--program', dir, '--out', bundles]);
+    expect(r.status, r.stdout + r.stderr).toBe(0);
+    const bundle = join(bundles, `door-agent-${versionOf(dir)}-${arch}.tar.gz`);
+    expect(r.stdout).toContain(`built ${bundle}`);
+    return bundle;
+  }
+  const sign = (bundle: string, keyDir = keys) => {
+    const r = agent('release', 'sign', '--key', join(keyDir, 'release.key'), bundle);
+    expect(r.status, r.stdout + r.stderr).toBe(0);
+  };
+  const update = (bundle: string, ...args: string[]) =>
+    spawnRun(WRAPPER, ['update', 'apply', bundle, '--release-key', join(keys, 'release.pub'), '--root', TR, '--config', config, ...args], {
+      env: { PATH: process.env.PATH ?? '/usr/bin:/bin' },
+    });
+  /** The relay's levels while `during` runs, each change once. */
+  async function relayDuring<T>(during: Promise<T>): Promise<{ result: T; levels: string[] }> {
+    const levels: string[] = [];
+    let watching = true;
+    const watch = (async () => {
+      while (watching) {
+        const level = readLevel(relay);
+        // '' is a torn read: the simulated driver writes the file anew when a process opens the pin (at its locked level).
+        if (level !== '' && levels.at(-1) !== level) levels.push(level);
+        await new Promise((r) => setTimeout(r, 5));
+      }
+    })();
+    const result = await during;
+    watching = false;
+    await watch;
+    return { result, levels };
+  }
+
+  it('update apply: a newer signed bundle installs beside the running version, the door locked during the switch; kept once healthy', async () => {
+    const made = agent('service', 'fleet-keys', '--out', keys);
+    expect(made.status, made.stderr).toBe(0);
+    // The health is asked on the control socket: here one in the test's directory (the example's is systemd's /run/door-agent).
+    const doc = parseDocument(readFileSync(config, 'utf8'));
+    doc.setIn(['agent', 'controlSocket'], join(tmp.path, 'control.sock'));
+    writeFileSync(config, doc.toString());
+    const old = new Daemon(config, { entry: WRAPPER });
+    daemons.push(old);
+    await old.waitForMessage('door-agent ready', 60_000);
+    await old.waitForMessage('reader connected', 60_000);
+    await waitUntil(() => readLevel(relay) === '1', 30_000, 'the hour-long unlock of the tap above, resumed'); // an unlock in progress
+    const before = versionOf(APP);
+    const installedBefore = installedFile(APP);
+    const good = bump(before, 1);
+    const bundle = await bundleOf(programAs(good));
+    sign(bundle);
+
+    const { result: r, levels } = await relayDuring(update(bundle, '--health-seconds', '120'));
+    console.log(`update apply (verify, unpack, switch, health): ${r.seconds} s`);
+    expect(r.status, r.stdout + r.stderr).toBe(0);
+    expect(r.stdout).toContain('door-agent stopped: every relay locked');
+    expect(r.stdout).toContain(`${good} healthy`);
+    // Energized before; locked from the old version's stop until the new one resumed the unlock; never in between.
+    expect(levels).toEqual(['1', '0', '1']);
+    expect(await old.exited).toEqual({ code: 0, signal: null });
+    const running = daemonPid();
+    expect(running).not.toBe(old.pid);
+    expect(alive(running)).toBe(true);
+    expect(agent('--version').stdout.trim()).toBe(good);
+    expect(readFileSync(join(APP, 'RELEASE.json'), 'utf8')).toContain(`"version": "${good}"`);
+    expect(installedFile(`${APP}.prev`)).toBe(installedBefore);
+    for (const gone of [`${APP}.new`, `${APP}.prev-kept`]) expect(existsSync(gone), gone).toBe(false);
+    const relockAt = (JSON.parse(readFileSync(doorFile(dataDir), 'utf8')) as { relockAt: number }).relockAt;
+    expect(Math.abs(relockAt - firstRelockAt)).toBeLessThan(1000); // resumed to the deadline the first tap set
+    expect(steps().map((s) => [s.version, s.state])).toEqual([
+      [good, 'installing'],
+      [good, 'healthy'],
+    ]);
+    expect((statSync(join(dataDir, 'fleet/update-result.json')).mode & 0o777).toString(8)).toBe('600');
+  });
+
+  it('update apply: a version that fails to start is rolled back within the bound, by itself; the relay never energized', async () => {
+    const locked = agent('lock', '--door', DOOR_UUID, '--config', config);
+    expect(locked.status, locked.stderr).toBe(0);
+    expect(readLevel(relay)).toBe('0');
+    const running = daemonPid();
+    const good = versionOf(APP);
+    const [installed, previous] = [installedFile(APP), installedFile(`${APP}.prev`)];
+    const failing = bump(good, 1);
+    const bundle = await bundleOf(programAs(failing, (write) => write('dist/cli/door-agent.js', "throw new Error('this build does not start');\n")));
+    sign(bundle);
+
+    const { result: r, levels } = await relayDuring(update(bundle, '--health-seconds', '60'));
+    console.log(`update apply of a version that fails (switch, fail, switch back, health): ${r.seconds} s`);
+    expect(r.status, r.stdout + r.stderr).toBe(1);
+    expect(r.seconds).toBeLessThan(60);
+    expect(r.stderr).toMatch(
+      new RegExp(
+        `update rolled back: ${failing} was not healthy \\(door-agent run ended \\(exit 1\\): Error: this build does not start\\); rolled back to ${good}`,
+      ),
+    );
+    expect(levels).toEqual(['0']);
+    expect(agent('--version').stdout.trim()).toBe(good);
+    expect([installedFile(APP), installedFile(`${APP}.prev`)]).toEqual([installed, previous]);
+    for (const gone of [`${APP}.new`, `${APP}.prev-kept`]) expect(existsSync(gone), gone).toBe(false);
+    const again = daemonPid();
+    expect(again).not.toBe(running);
+    expect(alive(again)).toBe(true);
+    expect(steps().slice(-2)).toEqual([
+      expect.objectContaining({ version: failing, state: 'installing' }),
+      expect.objectContaining({ version: failing, state: 'rolled_back', detail: expect.stringContaining('Error: this build does not start') }),
+    ]);
+  });
+
+  it('update apply refuses, replacing nothing: unsigned, another key, truncated, another architecture, older, a path out of the tree', async () => {
+    const version = versionOf(APP);
+    const unchanged = () => [installedFile(APP), installedFile(`${APP}.prev`), daemonPid(), existsSync(`${APP}.new`)];
+    const before = unchanged();
+    // A program of two files is enough: each is refused before it would run.
+    const tiny = (v: string, extra: Record<string, string> = {}) => {
+      const dir = join(tmp.path, `tiny-${v}`);
+      mkdirSync(join(dir, 'dist/cli'), { recursive: true });
+      writeFileSync(join(dir, 'package.json'), JSON.stringify({ name: 'door-agent', version: v }));
+      writeFileSync(join(dir, 'dist/cli/door-agent.js'), '');
+      for (const [file, text] of Object.entries(extra)) writeFileSync(join(dir, file), text);
+      return dir;
+    };
+    const refused = async (bundle: string, message: RegExp, ...args: string[]) => {
+      const r = await update(bundle, ...args);
+      expect(r.status, r.stdout + r.stderr).toBe(1);
+      expect(r.stderr).toMatch(/update refused, nothing replaced: /);
+      expect(r.stderr).toMatch(message);
+      expect(steps().at(-1)).toMatchObject({ state: 'refused', detail: expect.stringMatching(message) });
+      expect(unchanged()).toEqual(before);
+    };
+    const newer = await bundleOf(tiny(bump(version, 5)));
+    await refused(newer, /no signature: .*\.sig\.json does not exist/);
+    mkdirSync(join(tmp.path, 'other'));
+    expect(agent('service', 'fleet-keys', '--out', join(tmp.path, 'other/keys')).status).toBe(0);
+    sign(newer, join(tmp.path, 'other/keys'));
+    await refused(newer, /does not verify with the release key/);
+    sign(newer);
+    const cut = join(bundles, 'cut.tar.gz');
+    writeFileSync(cut, readFileSync(newer).subarray(0, 100));
+    writeFileSync(`${cut}.sig.json`, readFileSync(`${newer}.sig.json`));
+    await refused(cut, /is 100 bytes, the signed manifest says \d+: truncated/);
+    // As a release built on a board of another architecture would be signed.
+    const other = arch === 'arm64' ? 'armhf' : 'arm64';
+    const { manifest } = JSON.parse(readFileSync(`${newer}.sig.json`, 'utf8')) as { manifest: Record<string, unknown> };
+    const foreign = Object.assign({}, manifest, { arch: other });
+    const signature = signFleet(ed25519FromPem(readFileSync(join(keys, 'release.key'), 'utf8'), 'private'), 'release', foreign);
+    writeFileSync(join(bundles, 'foreign.sig.json'), JSON.stringify({ manifest: foreign, signature }));
+    await refused(newer, new RegExp(`is built for ${other}; this board is ${arch}`), '--signature', join(bundles, 'foreign.sig.json'));
+    const older = await bundleOf(tiny('0.0.1'));
+    sign(older);
+    await refused(older, new RegExp(`version 0.0.1 is older than the installed ${version.replace(/\./g, '\\.')}: .*--allow-downgrade`));
+    // A bundle whose tar names ../escape (GNU tar -P keeps it): refused while it unpacks, nothing left.
+    const evilDir = tiny(bump(version, 6), { escape: 'x' });
+    mkdirSync(join(evilDir, 'meta'));
+    writeFileSync(join(evilDir, 'meta/RELEASE.json'), JSON.stringify({ version: bump(version, 6), arch, node_abi: process.versions.modules }));
+    const evil = join(bundles, 'evil.tar.gz');
+    const tar = spawnSync('tar', [
+      '--format=gnu',
+      '-P',
+      '-czf',
+      evil,
+      '-C',
+      join(evilDir, 'meta'),
+      'RELEASE.json',
+      '-C',
+      evilDir,
+      '--transform=s,^escape$,../escape,',
+      'escape',
+    ]);
+    expect(tar.status, tar.stderr?.toString()).toBe(0);
+    sign(evil);
+    await refused(evil, /\.\.\/escape has a "\.\." part/);
+    expect(existsSync(join(TR, 'opt/escape'))).toBe(false);
+    // A release key file others may write: whoever can write it chooses what root installs.
+    const looseDir = join(tmp.path, 'loose-key');
+    mkdirSync(looseDir, { mode: 0o755 });
+    writeFileSync(join(looseDir, 'release.pub'), readFileSync(join(keys, 'release.pub')), { mode: 0o666 });
+    chmodSync(join(looseDir, 'release.pub'), 0o666);
+    const loose = await spawnRun(WRAPPER, ['update', 'apply', newer, '--release-key', join(looseDir, 'release.pub'), '--root', TR, '--config', config], {
+      env: { PATH: process.env.PATH ?? '/usr/bin:/bin' },
+    });
+    expect(loose.status, loose.stdout + loose.stderr).toBe(1);
+    expect(loose.stderr).toContain(`${join(looseDir, 'release.pub')} must belong to root and be writable by root only (it is uid 0, mode 666)`);
+    expect(unchanged()).toEqual(before);
+
+    // The daemon the updates left running, stopped as systemd would: the door stays locked.
+    const pid = daemonPid();
+    process.kill(pid, 'SIGTERM');
+    await waitUntil(() => !existsSync(join(dataDir, 'daemon.pid')), 30_000, 'the daemon stopped (its lock let go)');
+    expect(readLevel(relay)).toBe('0');
+  });
+
   it('a changed package-lock.json is built again (npm ci), never taken from the build cache; a failed build leaves the program as it was', async () => {
     const lock = join(SRC, 'package-lock.json');
     const original = readFileSync(lock, 'utf8');
@@ -333,7 +562,14 @@ describe('scripts/install.sh from a clean copy of the tree, npm steps included',
     writeFileSync(join(TR, 'etc/door-agent/config.yaml'), '# edited by the installer on the ladder\n');
     r = await install('--uninstall');
     expect(r.status, r.stderr).toBe(0);
-    for (const gone of ['opt/door-agent', 'opt/door-agent.prev', 'usr/local/bin/door-agent', 'etc/systemd/system/door-agent.service']) {
+    for (const gone of [
+      'opt/door-agent',
+      'opt/door-agent.prev',
+      'usr/local/bin/door-agent',
+      'etc/systemd/system/door-agent.service',
+      'etc/systemd/system/door-agent-update.path',
+      'etc/systemd/system/door-agent-update.service',
+    ]) {
       expect(existsSync(join(TR, gone)), gone).toBe(false);
     }
     expect(readFileSync(join(TR, 'etc/door-agent/config.yaml'), 'utf8')).toBe('# edited by the installer on the ladder\n');

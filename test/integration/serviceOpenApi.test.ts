@@ -118,8 +118,14 @@ describe('GET /openapi.json', () => {
 
   it("describes every route of the service but the console's pages, and says truly which ones need a key", async () => {
     // The console's own (its pages, and its icon at /favicon.ico) check a session, not a key, and answer HTML.
-    const registered = registeredRoutes().filter((r) => !r.startsWith('HEAD ') && !/^GET \/favicon\.ico$| \/console(\/|$)/.test(r));
-    const described = operations().map((o) => `${o.method.toUpperCase()} ${o.path}`);
+    // A path parameter is `{name}` in the document, `:name` in fastify's routes; the route tree prints parameters of
+    // several names at one place as `:a|:b` (/fleet/agents/:enrolment_id/adopt beside /fleet/agents/:agent_id/config):
+    // both sides are compared with each parameter unnamed.
+    const unnamed = (route: string) => route.replace(/:\w+(\|:\w+)*/g, ':_');
+    const registered = registeredRoutes()
+      .filter((r) => !r.startsWith('HEAD ') && !/^GET \/favicon\.ico$| \/console(\/|$)/.test(r))
+      .map(unnamed);
+    const described = operations().map((o) => unnamed(`${o.method.toUpperCase()} ${o.path.replace(/\{(\w+)\}/g, ':$1')}`));
     expect(registered.length).toBeGreaterThan(20);
     expect(described.sort()).toEqual(registered.sort());
     // The console's pages are there, and left out.

@@ -6,7 +6,7 @@ import { type Run, spawnRun } from './process.js';
 const has = (tool: string) => spawnSync('sh', ['-c', `command -v ${tool} || test -x /usr/sbin/${tool}`]).status === 0;
 
 /** Why a fresh Debian root cannot be made here (debootstrap absent), naming the package to install; null if it can. */
-export function debootstrapMissing(): string | null {
+function debootstrapMissing(): string | null {
   return has('debootstrap') ? null : 'debootstrap is not installed: sudo apt-get install -y debootstrap (npm test installs it when run as root)';
 }
 

@@ -1,5 +1,5 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { userInfo } from 'node:os';
 import { stopChild } from './process.js';
 import { join } from 'node:path';
@@ -8,6 +8,29 @@ import { sleep } from './wait.js';
 
 /** The mosquitto binary (Debian: /usr/sbin), undefined when it is not installed. */
 export const MOSQUITTO = ['/usr/sbin/mosquitto', '/usr/bin/mosquitto'].find((p) => existsSync(p));
+
+/** mosquitto's dynamic security plugin (Debian: mosquitto's own package), undefined when it is not installed. */
+const DYNAMIC_SECURITY_PLUGIN = [
+  '/usr/lib/x86_64-linux-gnu/mosquitto_dynamic_security.so',
+  '/usr/lib/aarch64-linux-gnu/mosquitto_dynamic_security.so',
+  '/usr/lib/mosquitto_dynamic_security.so',
+].find((p) => existsSync(p));
+
+/** A role of the dynamic security plugin: its name and ACLs (`{ acltype: 'publishClientSend', topic: 'x/#', allow: true }`). */
+export interface DynamicSecurityRole {
+  rolename: string;
+  acls: Array<{ acltype: string; topic: string; allow: boolean }>;
+}
+
+/**
+ * A broker run by the dynamic security plugin: its admin client (made by `mosquitto_ctrl dynsec init`, which may use
+ * $CONTROL/dynamic-security), the roles made at start, and those of them the admin client holds as well.
+ */
+export interface DynamicSecurity {
+  admin: { username: string; password: string };
+  roles: DynamicSecurityRole[];
+  adminRoles: string[];
+}
 
 /** Resolves once something listens on 127.0.0.1:`port` (a broker started a moment ago). */
 export async function waitForPort(port: number, timeoutMs: number): Promise<void> {
@@ -76,6 +99,8 @@ export class Mosquitto {
     private readonly persistent = false,
     /** Users (name -> password) and an ACL (mosquitto acl_file text): anonymous clients are then refused. */
     private readonly auth?: { users: Record<string, string>; acl: string },
+    /** The dynamic security plugin instead of `auth`: its clients and roles are made over $CONTROL at run time. */
+    private readonly dynamicSecurity?: DynamicSecurity,
   ) {
     if (!MOSQUITTO)
       throw new Error('mosquitto is required for the MQTT tests: apt-get install mosquitto mosquitto-clients (npm test installs them when run as root)');
@@ -92,7 +117,12 @@ export class Mosquitto {
     if (this.port === 0) this.port = await freePort();
     const conf = join(this.dir, 'mosquitto.conf');
     // Run as ourselves: as root, mosquitto would switch to its own user and could not read the test's key files.
-    const lines = [`user ${userInfo().username}`, `listener ${this.port} 127.0.0.1`, `allow_anonymous ${this.auth ? 'false' : 'true'}`, 'set_tcp_nodelay true'];
+    const lines = [
+      `user ${userInfo().username}`,
+      `listener ${this.port} 127.0.0.1`,
+      `allow_anonymous ${this.auth || this.dynamicSecurity ? 'false' : 'true'}`,
+      'set_tcp_nodelay true',
+    ];
     if (this.auth) {
       const passwords = join(this.dir, 'passwords');
       writeFileSync(passwords, '');
@@ -103,11 +133,28 @@ export class Mosquitto {
       this.setAcl(this.auth.acl);
       lines.push(`password_file ${passwords}`, `acl_file ${join(this.dir, 'acl')}`);
     }
+    if (this.dynamicSecurity) lines.push(...this.dynamicSecurityLines(this.dynamicSecurity));
     lines.push(...(this.persistent ? ['persistence true', `persistence_location ${this.dir}/`] : ['persistence false']));
     if (this.tls) lines.push(`cafile ${this.tls.ca}`, `certfile ${this.tls.cert}`, `keyfile ${this.tls.key}`);
     writeFileSync(conf, `${lines.join('\n')}\n`);
     this.process = spawn(MOSQUITTO!, ['-c', conf], { stdio: 'ignore' });
     await waitForPort(this.port, 5000);
+  }
+
+  /** The plugin's lines of mosquitto.conf, its file made at the first start (the admin, the roles). */
+  private dynamicSecurityLines(security: DynamicSecurity): string[] {
+    if (!DYNAMIC_SECURITY_PLUGIN) throw new Error("mosquitto's dynamic security plugin is required (apt-get install mosquitto)");
+    const file = join(this.dir, 'dynamic-security.json');
+    if (!existsSync(file)) {
+      const { username, password } = security.admin;
+      const r = spawnSync('mosquitto_ctrl', ['dynsec', 'init', file, username, password], { encoding: 'utf8' });
+      if (r.error || r.status !== 0) throw new Error(`mosquitto_ctrl dynsec init failed (apt-get install mosquitto-clients): ${r.stderr ?? r.error}`);
+      const data = JSON.parse(readFileSync(file, 'utf8')) as { clients: Array<{ username: string; roles: Array<{ rolename: string }> }>; roles: unknown[] };
+      data.roles.push(...security.roles);
+      data.clients.find((c) => c.username === username)!.roles.push(...security.adminRoles.map((rolename) => ({ rolename })));
+      writeFileSync(file, JSON.stringify(data, null, 2));
+    }
+    return [`plugin ${DYNAMIC_SECURITY_PLUGIN}`, `plugin_opt_config_file ${file}`];
   }
 
   /** Writes the acl_file (call reload() for a running broker to read it). */

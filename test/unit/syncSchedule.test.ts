@@ -1,12 +1,12 @@
 import { pino } from 'pino';
 import { describe, expect, it } from 'vitest';
 import { fullJitterDelay } from '../../src/util/backoff.js';
-import { parseRetryAfter } from '../../src/sync/retryAfter.js';
+import { parseRetryAfter } from '../../src/util/retryAfter.js';
 import { SyncScheduler } from '../../src/sync/scheduler.js';
 import { ServiceError } from '../../src/sync/serviceClient.js';
 import { SyncAbandoned } from '../../src/sync/syncFailure.js';
 import type { SyncResult } from '../../src/sync/sync.js';
-import { firstSyncDelay, intervalDelay, retryDelay } from '../../src/sync/syncDelays.js';
+import { firstSyncDelay, intervalDelay, retryDelay } from '../../src/util/pollDelays.js';
 import { etagContradiction } from '../../src/sync/etagCheck.js';
 import { ManualTime } from '../support/manualTime.js';
 

@@ -11,6 +11,7 @@ export const CMD = {
   KEYSET: 0x75,
   CHLNG: 0x76,
   SCRYPT: 0x77,
+  FILETRANSFER: 0x7c,
 } as const;
 export const REPLY = {
   ACK: 0x40,
@@ -24,6 +25,7 @@ export const REPLY = {
   CCRYPT: 0x76,
   RMAC_I: 0x78,
   BUSY: 0x79,
+  FTSTAT: 0x7a,
 } as const;
 export const NAK_SEQUENCE = 0x04;
 

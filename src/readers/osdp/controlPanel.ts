@@ -2,7 +2,8 @@ import type { Clock, Timers } from '../../util/clock.js';
 import { CMD, NAK_SEQUENCE, REPLY } from './codes.js';
 import { PacketParser, encodePacket, type Packet } from './packet.js';
 import { INTER_BYTE_TIMEOUT_MS, SECURE_FAILED_POLL_MS, STATUS_RETRY_MS, offlineRetryDelay } from './pacing.js';
-import { applyReply, newReaderState, reportChannel, type OsdpReaderOptions, type Queued, type ReaderState } from './readerState.js';
+import { applyReply, newReaderState, reidentify, reportChannel, type OsdpReaderOptions, type Queued, type ReaderState } from './readerState.js';
+import { linkFragmentLimit } from './fileTransfer.js';
 import { withProps } from '../../core/objects.js';
 
 export { CMD, REPLY } from './codes.js';
@@ -87,6 +88,18 @@ export class OsdpBus {
   /** The reader's osdp_PDCAP lists a display (text output). */
   hasTextOutput(address: number): boolean {
     return this.readers.find((r) => r.options.address === address)?.textOutput ?? false;
+  }
+
+  /** The reader restarts on its own (a firmware installed): it is identified again, as one that came online. */
+  reidentify(address: number): void {
+    const reader = this.readers.find((r) => r.options.address === address);
+    if (reader) reidentify(reader, this.options.clock.monoNow());
+  }
+
+  /** The largest osdp_FILETRANSFER fragment the link to the reader carries (its receive buffer, its secure channel). */
+  fragmentLimit(address: number): number {
+    const reader = this.readers.find((r) => r.options.address === address);
+    return linkFragmentLimit(reader?.receiveBuffer ?? null, Boolean(reader?.sc));
   }
 
   get readerCount(): number {

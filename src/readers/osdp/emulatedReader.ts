@@ -47,6 +47,28 @@ export interface EmulatedReader {
   comsetAnswer: { address: number; baudRate: number } | null;
   /** Answers osdp_COM as asked but stays where it is (a PD whose firmware does not switch). */
   comsetStays: boolean;
+  /** Its firmware as osdp_PDID names it (three numbers, 0-255 each). */
+  firmware: string;
+  /** osdp_PDCAP lists this receive buffer (function 10), and a longer command is refused (NAK 2); null: none listed. */
+  receiveBuffer: number | null;
+  /** osdp_FTSTAT's FtDelay (ms) and FtUpdateMsgMax (the largest fragment it wants; 0: no change). */
+  ftDelayMs: number;
+  ftUpdateMsgMax: number;
+  /** How long it says "finishing" (FtStatusDetail 3) once it has the whole file, before its verdict (ms). */
+  ftFinishingMs: number;
+  /** How long it is away restarting once it installed a file (ms). */
+  rebootMs: number;
+  /** Drops off the line (silent, the partial file lost) once it has this many bytes of a file: a transfer broken midway. */
+  dropLineAfterBytes: number | null;
+  /** The file being received: its size, the bytes so far, until when it finishes, when the next fragment may come. */
+  upload: { total: number; data: Buffer; got: number; finishingUntil: number | null; notBefore: number } | null;
+  /** Each fragment's size, in order; fragments that came before its FtDelay had passed. */
+  fragments: number[];
+  earlyFragments: number;
+  /** The files it installed, oldest first. */
+  installed: Buffer[];
+  /** Away restarting until this time (the emulator's clock), null when up. */
+  restartingUntil: number | null;
 }
 
 /** A reader as it is at power-up: plain, nothing pending, no faults. */
@@ -74,5 +96,17 @@ export function emulatedReader(address: number): EmulatedReader {
     comsetNak: null,
     comsetAnswer: null,
     comsetStays: false,
+    firmware: '3.4.5',
+    receiveBuffer: null,
+    ftDelayMs: 0,
+    ftUpdateMsgMax: 0,
+    ftFinishingMs: 0,
+    rebootMs: 300,
+    dropLineAfterBytes: null,
+    upload: null,
+    fragments: [],
+    earlyFragments: 0,
+    installed: [],
+    restartingUntil: null,
   };
 }

@@ -40,6 +40,18 @@ export function feedbackCommands(kind: ReaderFeedback): Array<{ code: number; da
   }
 }
 
+/** One reader on its bus, as its door holds it. */
+export interface OsdpReaderHandle {
+  feedback(kind: ReaderFeedback): void;
+  /** A command in place of the reader's next poll; resolves with its reply. */
+  request(code: number, data: Buffer): Promise<Packet>;
+  /** The reader restarts on its own (a firmware installed): it is identified again. */
+  reidentify(): void;
+  /** The largest osdp_FILETRANSFER fragment its link carries. */
+  fragmentLimit(): number;
+  detach(): Promise<void>;
+}
+
 interface BusEntry {
   bus: OsdpBus;
   baudRate: number;
@@ -70,11 +82,7 @@ export class OsdpBuses {
   ) {}
 
   /** A reader joins the bus on `path`; the handle gives its feedback (LED, buzzer) and takes it off again. */
-  attach(
-    path: string,
-    baudRate: number,
-    reader: OsdpReaderOptions,
-  ): { feedback(kind: ReaderFeedback): void; request(code: number, data: Buffer): Promise<Packet>; detach(): Promise<void> } {
+  attach(path: string, baudRate: number, reader: OsdpReaderOptions): OsdpReaderHandle {
     let entry = this.buses.get(path);
     if (!entry) {
       const created: BusEntry = {
@@ -105,6 +113,8 @@ export class OsdpBuses {
         if (text && bus.bus.hasTextOutput(reader.address)) bus.bus.send(reader.address, text.code, text.data);
       },
       request: (code, data) => bus.bus.request(reader.address, code, data),
+      reidentify: () => bus.bus.reidentify(reader.address),
+      fragmentLimit: () => bus.bus.fragmentLimit(reader.address),
       detach: async () => {
         bus.bus.removeReader(reader.address);
         if (bus.bus.readerCount === 0) await this.close(path, bus);

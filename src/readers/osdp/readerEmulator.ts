@@ -1,22 +1,28 @@
 import { randomBytes } from 'node:crypto';
 import { emulatedReader, type EmulatedReader } from './emulatedReader.js';
 import { DEFAULT_KEY, cbc, crc, ecb, mac, not, padded, unpadded, type Session } from './emulatorCrypto.js';
+import { firmwareBytes, receiveFragment } from './emulatorFiles.js';
 
 /**
  * A simulated OSDP reader (Peripheral Device), as the simulated GPIO driver is a simulated chip: for the tests, the
  * benchmark and a bench without hardware. Written from the standard (SIA OSDP v2.2, section 5 and annex D) and
  * not from the control panel's encoder: its own bit-by-bit CRC, its own packet layout, its own secure channel
  * (node:crypto's AES, emulatorCrypto.ts), so the two check each other. One emulator can answer for several
- * addresses on one bus, each an EmulatedReader (emulatedReader.ts).
+ * addresses on one bus, each an EmulatedReader (emulatedReader.ts). It takes a firmware file over osdp_FILETRANSFER
+ * (emulatorFiles.ts), timed by `now` (monotonic ms; tests give their manual clock).
  */
 export class OsdpEmulator {
   readonly readers = new Map<number, EmulatedReader>();
   private buffer: number[] = [];
 
+  private readonly now: () => number;
+
   constructor(
     addresses: number[],
     private readonly reply: (bytes: Buffer) => void,
+    options: { now?: () => number } = {},
   ) {
+    this.now = options.now ?? (() => performance.now());
     for (const address of addresses) this.readers.set(address, emulatedReader(address));
   }
 
@@ -64,7 +70,9 @@ export class OsdpEmulator {
   private command(packet: number[], withCrc: boolean): void {
     const address = packet[1]! & 0x7f;
     const reader = this.readers.get(address);
-    if (!reader || packet[1]! & 0x80 || reader.silent) return;
+    if (!reader || packet[1]! & 0x80 || reader.silent || this.restarting(reader)) return;
+    // A command longer than its receive buffer (osdp_PDCAP function 10) does not fit: NAK 2, length error.
+    if (reader.receiveBuffer !== null && packet.length > reader.receiveBuffer) return this.send(reader, packet[4]! & 0x03, 0x41, [0x02]);
     const sqn = packet[4]! & 0x03;
     const hasScb = (packet[4]! & 0x08) !== 0;
     const scbLength = hasScb ? packet[5]! : 0;
@@ -108,10 +116,17 @@ export class OsdpEmulator {
       return this.send(reader, sqn, 0x41, [0x06]); // a secure reader answers only ID and CAP in the clear
     }
     switch (code) {
-      case 0x61: // osdp_ID -> osdp_PDID: vendor 0A0B0C, model 1, version 2, serial 0x01020304, firmware 3.4.5
-        return this.send(reader, sqn, 0x45, [0x0a, 0x0b, 0x0c, 1, 2, 4, 3, 2, 1, 3, 4, 5]);
-      case 0x62: // osdp_CAP -> osdp_PDCAP: card data format (3), one LED (4), a buzzer (5), CRC (8); a display: text output (6), one row
-        return this.send(reader, sqn, 0x46, [3, 1, 0, 4, 1, 1, 5, 1, 1, 8, 1, 0, ...(reader.display ? [6, 1, 1] : [])]);
+      case 0x61: // osdp_ID -> osdp_PDID: vendor 0A0B0C, model 1, version 2, serial 0x01020304, firmware (3.4.5 at first)
+        return this.send(reader, sqn, 0x45, [0x0a, 0x0b, 0x0c, 1, 2, 4, 3, 2, 1, ...firmwareBytes(reader.firmware)]);
+      case 0x62: {
+        // osdp_CAP -> osdp_PDCAP: card data format (3), one LED (4), a buzzer (5), CRC (8); a display: text output (6),
+        // one row; a receive buffer (10) when set
+        const buffer = reader.receiveBuffer;
+        const extra = [...(reader.display ? [6, 1, 1] : []), ...(buffer !== null ? [10, buffer & 0xff, buffer >> 8] : [])];
+        return this.send(reader, sqn, 0x46, [3, 1, 0, 4, 1, 1, 5, 1, 1, 8, 1, 0, ...extra]);
+      }
+      case 0x7c: // osdp_FILETRANSFER -> osdp_FTSTAT (emulatorFiles.ts)
+        return this.fileTransfer(reader, sqn, data);
       case 0x60: {
         const next = reader.pending.shift();
         return next ? this.send(reader, sqn, next.code, next.data) : this.send(reader, sqn, 0x40, []);
@@ -136,6 +151,26 @@ export class OsdpEmulator {
       default: // LED, BUZ and the rest: acknowledged
         return this.send(reader, sqn, 0x40, []);
     }
+  }
+
+  /** Away restarting (it installed a firmware): no answer until the time is up; then as at power-up. */
+  private restarting(reader: EmulatedReader): boolean {
+    if (reader.restartingUntil === null) return false;
+    if (this.now() < reader.restartingUntil) return true;
+    reader.restartingUntil = null;
+    return false;
+  }
+
+  private fileTransfer(reader: EmulatedReader, sqn: number, data: Buffer): void {
+    const answer = receiveFragment(reader, data, this.now());
+    if (!answer) return; // off the line
+    this.send(reader, sqn, answer.code, answer.data);
+    if (!answer.restart) return;
+    reader.restartingUntil = this.now() + reader.rebootMs;
+    reader.lastSqn = null;
+    reader.lastReply = null;
+    reader.session = null;
+    reader.log.push('restart');
   }
 
   private comset(reader: EmulatedReader, sqn: number, data: Buffer): void {

@@ -5,7 +5,7 @@ import type { ReaderFrame } from '../readerFrames.js';
 import { CMD, REPLY, describeNak } from './codes.js';
 import type { Packet } from './packet.js';
 import type { ChannelState } from './pacing.js';
-import { decodeCardBits, decodeKeys, parsePdid, rawCardBits } from './replyData.js';
+import { decodeCardBits, decodeKeys, parsePdid, rawCardBits, receiveBufferSize } from './replyData.js';
 import { SecureSession } from './secureSession.js';
 import { hasTextOutput, type OsdpTextOptions } from './textOutput.js';
 
@@ -70,6 +70,8 @@ export interface ReaderState {
   capabilities: boolean;
   /** Its osdp_PDCAP lists text output: it is sent osdp_TEXT. */
   textOutput: boolean;
+  /** The longest message it receives (osdp_PDCAP function 10), null when it does not say. */
+  receiveBuffer: number | null;
   /**
    * A tamper and power report came back since the reader came online (a tamper present at start is seen); until
    * then osdp_LSTAT is asked again, at most every STATUS_RETRY_MS (a dropped reply must not lose it).
@@ -111,6 +113,7 @@ export function newReaderState(r: OsdpReaderOptions, now: number, random?: (byte
     identified: false,
     capabilities: false,
     textOutput: false,
+    receiveBuffer: null,
     statusKnown: false,
     statusAskAt: 0,
     dueAt: 0,
@@ -133,6 +136,20 @@ export function reportChannel(reader: ReaderState): void {
   reader.options.onChannel?.(state);
 }
 
+/**
+ * The reader restarts on its own (it installed a firmware): it is asked who it is again (osdp_ID, osdp_CAP,
+ * osdp_LSTAT), from sequence number 0 and with a new handshake, as a reader that came online.
+ */
+export function reidentify(reader: ReaderState, now: number): void {
+  reader.sqn = 0;
+  reader.identified = false;
+  reader.capabilities = false;
+  reader.statusKnown = false;
+  reader.statusAskAt = 0;
+  reader.sc?.reset(now);
+  reportChannel(reader);
+}
+
 /** What a verified reply to `sentCode` tells of the reader: its identity, capabilities, a card, keys, its status. */
 export function applyReply(reader: ReaderState, sentCode: number, reply: Packet, now: number): void {
   switch (reply.code) {
@@ -145,6 +162,7 @@ export function applyReply(reader: ReaderState, sentCode: number, reply: Packet,
     case REPLY.PDCAP:
       reader.capabilities = true;
       reader.textOutput = hasTextOutput(reply.data);
+      reader.receiveBuffer = receiveBufferSize(reply.data);
       reader.options.onCapabilities?.({ textOutput: reader.textOutput });
       return;
     case REPLY.NAK:

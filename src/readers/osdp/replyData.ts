@@ -43,3 +43,14 @@ export function parsePdid(data: Buffer): { vendor: string; model: number; versio
     firmware: `${data[9]}.${data[10]}.${data[11]}`,
   };
 }
+
+/** osdp_PDCAP function 10: the longest message the reader receives (compliance level LSB, number of items MSB). */
+const CAP_RECEIVE_BUFFER = 10;
+
+/** osdp_PDCAP's data (3 bytes per function: code, compliance, number of items): its receive buffer, null when not given. */
+export function receiveBufferSize(pdcap: Buffer): number | null {
+  for (let at = 0; at + 3 <= pdcap.length; at += 3) {
+    if (pdcap[at] === CAP_RECEIVE_BUFFER) return pdcap[at + 1]! | (pdcap[at + 2]! << 8) || null;
+  }
+  return null;
+}

@@ -21,6 +21,8 @@ h1{font-size:1.4em;margin:.3em 0 .6em}
 table{border-collapse:collapse;width:100%}
 th,td{text-align:left;padding:6px 8px;border-bottom:1px solid var(--line);vertical-align:top}
 button,input,select{font:inherit;color:inherit;background:var(--card);border:1px solid var(--line);border-radius:6px;padding:6px 10px;min-height:40px}
+textarea{font:14px/1.4 ui-monospace,monospace;color:inherit;background:var(--card);border:1px solid var(--line);border-radius:6px;padding:6px;width:100%}
+input.command{font-family:ui-monospace,monospace;width:100%}ul.plain{margin:0;padding-left:1.1em}dl.facts{display:grid;grid-template-columns:max-content 1fr;gap:0 12px;margin:4px 0}dl.facts dd{margin:0}
 input,select{max-width:100%}button{cursor:pointer}button.danger{border-color:var(--bad);color:var(--bad)}
 form.inline{display:inline-flex;gap:6px;align-items:center;margin:2px 4px 2px 0;flex-wrap:wrap}
 label{display:inline-block;margin-right:4px}
@@ -44,6 +46,17 @@ export const CONSOLE_JS = `
     if (ask && !confirm(ask)) { e.preventDefault(); return; }
     if (b && e.target.method === 'post') { b.disabled = true; b.setAttribute('aria-busy', 'true'); b.textContent += '…'; }
   });
+  // A button data-copy="ID" copies the value of the field ID (an enrolment code's command), and says so.
+  document.addEventListener('click', async (e) => {
+    const b = e.target.closest && e.target.closest('button[data-copy]');
+    if (!b) return;
+    const field = document.getElementById(b.dataset.copy);
+    const said = document.getElementById(b.dataset.copy + '-copied');
+    let done = false;
+    try { await navigator.clipboard.writeText(field.value); done = true; }
+    catch { field.select(); done = document.execCommand('copy'); }
+    if (said) said.textContent = done ? 'Copied.' : 'Select the line and copy it.';
+  });
   const search = $('#people-search');
   if (search) {
     const out = $('#people-results');
@@ -63,7 +76,8 @@ export const CONSOLE_JS = `
   if (live) {
     const events = document.getElementById('events');
     const after = events && events.dataset.after ? '&after=' + encodeURIComponent(events.dataset.after) : '';
-    const source = new EventSource('/console/live?page=' + encodeURIComponent(live) + after);
+    const filter = document.body.dataset.liveFilter ? '&' + document.body.dataset.liveFilter : '';
+    const source = new EventSource('/console/live?page=' + encodeURIComponent(live) + after + filter);
     // A row is replaced only when it changed: the stream sends every row once right after it connects, and a row
     // replaced by an identical one took the keyboard's focus and the seconds typed into it. A row that did change
     // (the door unlocked, say) keeps what the operator was doing in it: the values typed and the focused control.

@@ -16,20 +16,25 @@ export interface ApiAnswer {
  * REGULAR session meets exactly the API's refusals, and a change moves the directory revision as an API call does.
  */
 export class ApiDelegation {
-  private readonly tokens = new Map<string, { rank: Rank; expires: number }>();
+  private readonly tokens = new Map<string, { rank: Rank; who: string | undefined; expires: number }>();
 
   constructor(private readonly now: () => number) {}
 
-  /** The rank of a token, which is spent; null when unknown or stale. */
-  redeem(token: string): Rank | null {
+  /** The rank of a token (and who signed in, when the call named them), which is spent; null when unknown or stale. */
+  redeem(token: string): { rank: Rank; who?: string } | null {
     const entry = this.tokens.get(token);
     this.tokens.delete(token);
-    return entry && entry.expires > this.now() ? entry.rank : null;
+    if (!entry || entry.expires <= this.now()) return null;
+    return entry.who === undefined ? { rank: entry.rank } : { rank: entry.rank, who: entry.who };
   }
 
-  async call(app: FastifyInstance, rank: Rank, method: 'GET' | 'POST' | 'PUT', url: string, body?: Record<string, unknown>): Promise<ApiAnswer> {
+  /**
+   * Runs the API's route as the session: its rank, and `who` signed in (a change that records its author, such as an
+   * agent's configuration version, names them: keyCheck.ts callerOf).
+   */
+  async call(app: FastifyInstance, rank: Rank, method: 'GET' | 'POST' | 'PUT', url: string, body?: Record<string, unknown>, who?: string): Promise<ApiAnswer> {
     const token = randomBytes(32).toString('base64url');
-    this.tokens.set(token, { rank, expires: this.now() + TOKEN_TTL_MS });
+    this.tokens.set(token, { rank, who, expires: this.now() + TOKEN_TTL_MS });
     try {
       const res = await app.inject({
         method,

@@ -1,14 +1,16 @@
 import type { Rank } from '../apiKeys.js';
 import { html, type Html } from './html.js';
 
-export type PageName = 'people' | 'doors' | 'links' | 'events' | 'agents';
+export type PageName = 'people' | 'doors' | 'links' | 'events' | 'agents' | 'rollouts';
 
-const NAV: Array<[PageName, string]> = [
-  ['people', 'People'],
-  ['doors', 'Doors'],
-  ['links', 'Guest links'],
-  ['events', 'Events'],
-  ['agents', 'Agents'],
+/** The navigation: each page, and the lowest rank it is listed for (a REGULAR session sees nothing of the fleet's rollouts). */
+const NAV: Array<[PageName, string, Rank]> = [
+  ['people', 'People', 'REGULAR'],
+  ['doors', 'Doors', 'REGULAR'],
+  ['links', 'Guest links', 'REGULAR'],
+  ['events', 'Events', 'REGULAR'],
+  ['agents', 'Agents', 'REGULAR'],
+  ['rollouts', 'Rollouts', 'ADMIN'],
 ];
 
 export interface Flash {
@@ -27,11 +29,25 @@ export function flashBox(flash: Flash | undefined): Html {
   return flash ? html`<p class="flash ${flash.kind}" role="${flash.kind === 'error' ? 'alert' : 'status'}">${flash.text}</p>` : html``;
 }
 
-/** A signed-in page: skip link, banner with the navigation and who is signed in, the main landmark. */
-export function page(options: { name: PageName; title: string; who: string; rank: Rank; csrf: string; flash?: Flash; live?: boolean; body: Html }): Html {
+/**
+ * A signed-in page: skip link, banner with the navigation and who is signed in, the main landmark. A `live` page
+ * follows /console/live; `liveFilter` (`attention=1`) goes with it, so that the stream adds only the rows the page lists.
+ */
+export function page(options: {
+  name: PageName;
+  title: string;
+  who: string;
+  rank: Rank;
+  csrf: string;
+  flash?: Flash;
+  live?: boolean;
+  liveFilter?: string;
+  body: Html;
+}): Html {
+  const listed = NAV.filter(([, , lowest]) => lowest === 'REGULAR' || options.rank !== 'REGULAR');
   return html`${head(options.title)}
-<body${options.live ? html` data-live="${options.name}"` : ''}><a class="skip" href="#main">Skip to content</a>
-<header><strong>door-agent</strong><nav aria-label="Console"><ul>${NAV.map(
+<body${options.live ? html` data-live="${options.name}"` : ''}${options.live && options.liveFilter ? html` data-live-filter="${options.liveFilter}"` : ''}><a class="skip" href="#main">Skip to content</a>
+<header><strong>door-agent</strong><nav aria-label="Console"><ul>${listed.map(
     ([name, label]) => html`<li><a href="/console/${name}"${name === options.name ? html` aria-current="page"` : ''}>${label}</a></li>`,
   )}</ul></nav>
 <div class="who"><span>Signed in: ${options.who} (${options.rank})</span>

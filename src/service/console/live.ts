@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import * as z from 'zod';
-import { agentRow } from './agents.js';
+import { liveAgentRow } from './agents.js';
 import { type ConsoleContext, sessionOf } from './context.js';
 import { doorRow } from './doors.js';
 import { eventNames, eventRow } from './events.js';
@@ -26,7 +26,9 @@ export function registerLive(app: FastifyInstance, ctx: ConsoleContext): void {
 
   app.get('/console/live', async (request, reply) => {
     const s = sessionOf(request);
-    const query = z.object({ page: z.enum(['doors', 'events', 'agents']), after: z.string().max(40).optional() }).parse(request.query);
+    const query = z
+      .object({ page: z.enum(['doors', 'events', 'agents']), after: z.string().max(40).optional(), attention: z.literal('1').optional() })
+      .parse(request.query);
     const pageName = query.page;
     const lastEventId = request.headers['last-event-id'];
     const after = typeof lastEventId === 'string' && lastEventId.length <= 40 ? lastEventId : query.after;
@@ -50,8 +52,9 @@ export function registerLive(app: FastifyInstance, ctx: ConsoleContext): void {
         const door = ctx.api.resources.find((r) => r.uuid === change.uuid && r.type === 'DOOR');
         if (door) send('replace', { id: `door-${door.uuid}`, html: doorRow(door, ctx.feed, s.rank, s.csrf, ctx.time).text });
       } else if (pageName === 'agents' && change.kind === 'agent') {
-        const agent = ctx.feed?.agentList().find((a) => a.id === change.id);
-        if (agent) send('replace', { id: `agent-${agent.id}`, parent: 'agents', html: agentRow(agent, ctx.time).text });
+        // A row the page's filter leaves out (Needs attention) replaces the one shown, but is not added.
+        const row = await liveAgentRow(ctx, s, change.id, query.attention === '1');
+        if (row) send('replace', Object.assign({ id: `agent-${change.id}`, html: row.html.text }, row.shown ? { parent: 'agents' } : {}));
       } else if (pageName === 'events' && change.kind === 'event') {
         const { row, match } = await eventRow(change.event, names, ctx.time);
         send('prepend', { id: 'events', html: row.text, match }, change.mark);

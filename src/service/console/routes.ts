@@ -13,12 +13,14 @@ import { formFields } from './formFields.js';
 import { html } from './html.js';
 import { page, publicPage, type PageName } from './layout.js';
 import { ConsoleOrigin } from './ownOrigin.js';
+import { registerAgentPage } from './agentPage.js';
 import { registerAgents } from './agents.js';
 import { registerDoors } from './doors.js';
 import { registerEvents } from './events.js';
 import { registerLinks } from './links.js';
 import { registerLive } from './live.js';
 import { registerPeople } from './people.js';
+import { registerRollouts } from './rollouts.js';
 import { cookieValue, registerSignIn } from './signIn.js';
 import { holderRank, type SessionHolder } from './sessionHolder.js';
 import { SessionStore } from './sessions.js';
@@ -37,7 +39,7 @@ declare module 'fastify' {
 const same = (a: string, b: string) => a.length === b.length && timingSafeEqual(Buffer.from(a), Buffer.from(b));
 const plain = (reply: FastifyReply, status: number, text: string) => reply.code(status).type('text/plain; charset=utf-8').send(text);
 /** The console page a URL belongs to (its navigation), if any. */
-const sectionOf = (url: string) => /^\/console\/(people|doors|links|events|agents)(?:[/?]|$)/.exec(url)?.[1] as PageName | undefined;
+const sectionOf = (url: string) => /^\/console\/(people|doors|links|events|agents|rollouts)(?:[/?]|$)/.exec(url)?.[1] as PageName | undefined;
 
 /**
  * The operator's console under /console (docs/reference-service.md, "The console"): server-rendered pages over the
@@ -182,6 +184,8 @@ export function registerConsole(
     registerLinks(scope, ctx);
     registerEvents(scope, ctx);
     registerAgents(scope, ctx);
+    registerAgentPage(scope, ctx);
+    registerRollouts(scope, ctx);
     registerLive(scope, ctx);
   });
 }

@@ -37,12 +37,19 @@ const QUERY_METHODS = new Set(['GET', 'DELETE']);
 /** Every refusal's body, once in the document. */
 const error = (description: string) => ({ description, content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } } });
 
+/** Raw bytes (an upload, a download). */
+const BYTES = { type: 'string', contentMediaType: 'application/octet-stream' };
+
 const RETRY_AFTER = { description: 'Seconds to wait before trying again.', schema: { type: 'integer', minimum: 0 } };
 
-/** Fastify's `:name` path parameters are not described yet: a route with one must say so here first. */
-function openApiPath(path: string): string {
-  if (path.includes(':') || path.includes('*')) throw new Error(`${path}: path parameters are not described (openapi/document.ts)`);
-  return path;
+/** Fastify's `:name` path parameters as OpenAPI's `{name}`: each one must be described in the route's pathParams. */
+function openApiPath(path: string, doc: RouteDoc): string {
+  if (path.includes('*')) throw new Error(`${path}: a wildcard path is not described (openapi/document.ts)`);
+  const described = new Set(doc.pathParams === undefined ? [] : propertiesOf(jsonSchemaOf(doc.pathParams)).map((p) => p.name));
+  return path.replace(/:([A-Za-z0-9_]+)/g, (_match, name: string) => {
+    if (!described.has(name)) throw new Error(`${path}: its path parameter ${name} is not in the route's pathParams (openapi/routeDoc.ts)`);
+    return `{${name}}`;
+  });
 }
 
 /** camelCase of the method and the path: GET /multipleusers is getMultipleusers, GET /openapi.json getOpenapiJson. */
@@ -55,9 +62,12 @@ function operationId(method: string, path: string): string {
 function requestOf(method: string, doc: RouteDoc): Json {
   const parameters: Json[] = [];
   const out: Json = {};
+  if (doc.rawBody !== undefined) {
+    out.requestBody = { required: true, description: doc.rawBody.description, content: { [doc.rawBody.type]: { schema: BYTES } } };
+  }
   if (doc.params !== undefined) {
     const schema = jsonSchemaOf(doc.params);
-    if (QUERY_METHODS.has(method)) {
+    if (QUERY_METHODS.has(method) || doc.rawBody !== undefined) {
       for (const p of propertiesOf(schema)) {
         // A list or an object in a query string is its JSON (params.ts reads it so).
         const described = holdsJson(p.schema) ? { content: { 'application/json': { schema: p.schema } } } : { schema: p.schema };
@@ -79,6 +89,9 @@ function requestOf(method: string, doc: RouteDoc): Json {
       };
     }
   }
+  if (doc.pathParams !== undefined) {
+    for (const p of propertiesOf(jsonSchemaOf(doc.pathParams))) parameters.push({ name: p.name, in: 'path', required: true, schema: p.schema });
+  }
   if (doc.headers !== undefined) {
     for (const p of propertiesOf(jsonSchemaOf(doc.headers))) parameters.push({ name: p.name, in: 'header', required: p.required, schema: p.schema });
   }
@@ -88,7 +101,10 @@ function requestOf(method: string, doc: RouteDoc): Json {
 
 /** Its answers: 200, its own statuses, and those every route of its kind gives. */
 function responsesOf(method: string, doc: RouteDoc): Json {
-  const answer: Json = { description: 'The answer.', content: { 'application/json': { schema: jsonSchemaOf(doc.answer) } } };
+  const answer: Json =
+    doc.rawAnswer === undefined
+      ? { description: 'The answer.', content: { 'application/json': { schema: jsonSchemaOf(doc.answer) } } }
+      : { description: doc.rawAnswer.description, content: { [doc.rawAnswer.type]: { schema: BYTES } } };
   if (doc.answerHeaders !== undefined) {
     answer.headers = Object.fromEntries(Object.entries(doc.answerHeaders).map(([name, description]) => [name, { description, schema: { type: 'string' } }]));
   }
@@ -101,8 +117,9 @@ function responsesOf(method: string, doc: RouteDoc): Json {
   if (doc.key === 'ADMIN' || doc.key === 'SUPER' || writes) {
     responses[403] = error(`The key's rank is too low for this call${writes ? ' (a DOOR key only reads)' : ''}.`);
   }
-  for (const status of [404, 409, 413, 502] as const) if (own[status] !== undefined) responses[status] = error(own[status]);
-  if (!QUERY_METHODS.has(method)) responses[415] = error('A body that is neither JSON nor a form.');
+  for (const status of [404, 409, 410, 413, 502] as const) if (own[status] !== undefined) responses[status] = error(own[status]);
+  if (doc.rawBody !== undefined) responses[415] = error(`A body that is not ${doc.rawBody.type}.`);
+  else if (!QUERY_METHODS.has(method)) responses[415] = error('A body that is neither JSON nor a form.');
   const unavailable = 'The service is stopping, or its database cannot be reached: try again after Retry-After seconds.';
   responses[503] = Object.assign(error(own[503] === undefined ? unavailable : `${unavailable} ${own[503]}`), { headers: { 'Retry-After': RETRY_AFTER } });
   if (own[504] !== undefined) responses[504] = error(own[504]);
@@ -127,7 +144,7 @@ function operationOf(route: DescribedRoute): Json {
 export function openApiDocument(routes: readonly DescribedRoute[], version: string): Json {
   const paths: Record<string, Json> = {};
   for (const route of routes) {
-    const path = openApiPath(route.path);
+    const path = openApiPath(route.path, route.doc);
     paths[path] ??= {};
     const method = route.method.toLowerCase();
     if (paths[path][method] !== undefined) throw new Error(`${route.method} ${route.path} is described twice`);

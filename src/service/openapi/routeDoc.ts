@@ -10,7 +10,7 @@ import type * as z from 'zod';
 export type RouteKey = 'none' | 'any' | 'ADMIN' | 'SUPER';
 
 /** The statuses a route may give besides 200 and the ones every route gives (document.ts adds 400, 401, 403, 415, 503). */
-export type RouteStatus = 304 | 404 | 409 | 413 | 502 | 503 | 504;
+export type RouteStatus = 304 | 404 | 409 | 410 | 413 | 502 | 503 | 504;
 
 export interface RouteDoc {
   /** One line: what the call does. */
@@ -25,10 +25,19 @@ export interface RouteDoc {
    * document puts them in the query string of a GET or DELETE, in a JSON or form body of a POST or PUT.
    */
   params?: z.ZodObject;
+  /** The zod object of its path's `:name` parameters (each one of the path, in the document as `{name}`). */
+  pathParams?: z.ZodObject;
   /** Request headers it reads, as a zod object (their names in lower case). */
   headers?: z.ZodObject;
+  /**
+   * The body is raw bytes of this type (an upload: application/octet-stream), not parameters: `params` then go in
+   * the query string, whatever the method.
+   */
+  rawBody?: { type: string; description: string };
   /** The JSON body of its 200 answer. */
   answer: z.ZodType;
+  /** The 200 answer is raw bytes of this type (a download), not `answer`'s JSON. */
+  rawAnswer?: { type: string; description: string };
   /** Headers of its 200 answer, each with what it says. */
   answerHeaders?: Record<string, string>;
   /** Its other statuses, each with when it is given. */
@@ -42,7 +51,8 @@ declare module 'fastify' {
   }
 }
 
-/** Route options that describe the route: `app.get(path, documented(doc), handler)`; `options` are kept beside. */
+/** Route options that describe the route: `app.get(path, documented(doc), handler)`; `options` (their config too) are kept beside. */
 export function documented<T extends object>(doc: RouteDoc, options?: T): T & { config: { openapi: RouteDoc } } {
-  return Object.assign({}, options, { config: { openapi: doc } }) as T & { config: { openapi: RouteDoc } };
+  const config = Object.assign({}, (options as { config?: object } | undefined)?.config, { openapi: doc });
+  return Object.assign({}, options, { config }) as T & { config: { openapi: RouteDoc } };
 }

@@ -1,8 +1,8 @@
-import { fullJitterDelay } from '../util/backoff.js';
+import { fullJitterDelay } from './backoff.js';
 
 /**
- * When the daemon syncs next (docs/sync.md, "Schedule"): pure, every random draw from the injected `random`
- * ([0, 1)), so the tests choose the draws.
+ * When the daemon asks the service next: its syncs (docs/sync.md, "Schedule") and its fleet exchange
+ * (docs/fleet.md). Pure, every random draw from the injected `random` ([0, 1)), so the tests choose the draws.
  */
 
 /** The first retry after a failure waits up to this (full jitter); each further failure doubles it, up to the cap. */

@@ -1,0 +1,74 @@
+#!/usr/bin/env bash
+# Builds a release bundle, dist-release/door-agent-<version>-<arch>.tar.gz (npm run release): the program exactly as
+# scripts/install.sh puts it in /opt/door-agent, with RELEASE.json first at its top ({version, arch, node_abi}: the
+# version of its package.json, this machine's Debian architecture, the Node.js ABI its native addons are built for).
+# Sign it with `door-agent release sign --key release.key BUNDLE`; a board installs it with `door-agent update apply`
+# (docs/fleet.md, "Signed updates").
+#
+#   scripts/release-bundle.sh                build from a clean copy of the tree (the dependencies as npm ci built them
+#                                            are kept in .cache/package-build, shared with npm run package)
+#   scripts/release-bundle.sh --rebuild      compile the dependencies even if unchanged
+#   scripts/release-bundle.sh --program DIR  bundle a program already assembled (an installed /opt/door-agent): no build
+#   scripts/release-bundle.sh --out DIR      write the bundle into DIR instead of dist-release/
+set -euo pipefail
+umask 022
+CALLER=$(pwd)
+cd "$(dirname "$0")/.."
+SRC=$(pwd)
+absolute() { case "$1" in /*) printf '%s' "$1" ;; *) printf '%s/%s' "$CALLER" "$1" ;; esac; }
+PROG=release-bundle.sh
+REBUILD=false
+PROGRAM=
+OUT=$SRC/dist-release
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --rebuild) REBUILD=true; shift ;;
+    --program) PROGRAM=$(absolute "${2:?--program needs a directory}"); shift 2 ;;
+    --out) OUT=$(absolute "${2:?--out needs a directory}"); shift 2 ;;
+    -h|--help) sed -n '2,13p' "$0"; exit 0 ;;
+    *) echo "release-bundle.sh: unknown option $1 (see --help)" >&2; exit 2 ;;
+  esac
+done
+BUILD_CACHE=$SRC/.cache/package-build # package-deb.sh's: a package and a release of one tree share one npm ci
+say() { printf 'door-agent release: %s\n' "$*"; }
+. "$SRC/scripts/build-program.sh"
+
+WORK=$(mktemp -d "${TMPDIR:-/tmp}/door-agent-release.XXXXXX")
+trap 'rm -rf "$WORK"' EXIT
+if [ -z "$PROGRAM" ]; then
+  check_build_tools
+  mkdir -p "$WORK/stage"
+  build_in_stage "$WORK/stage"
+  PROGRAM=$WORK/program
+  assemble_program "$WORK/stage" "$PROGRAM"
+else
+  PROGRAM=$(cd "$PROGRAM" && pwd)
+  for f in package.json dist/cli/door-agent.js; do
+    if [ ! -f "$PROGRAM/$f" ]; then
+      echo "release-bundle.sh: $PROGRAM is not an assembled program ($f is missing): give the directory install.sh made (/opt/door-agent)" >&2
+      exit 1
+    fi
+  done
+fi
+
+VERSION=$(node -p 'require(process.argv[1]).version' "$PROGRAM/package.json")
+if command -v dpkg >/dev/null 2>&1; then
+  ARCH=$(dpkg --print-architecture)
+else
+  ARCH=$(node -p '({ x64: "amd64", arm64: "arm64", arm: "armhf", ia32: "i386" })[process.arch] ?? process.arch')
+fi
+# The ABI the addons were built for (better-sqlite3 registers itself as node_register_module_v<ABI>), else this node's.
+ABI=$(grep -aoE 'node_register_module_v[0-9]+' "$PROGRAM/node_modules/better-sqlite3/build/Release/better_sqlite3.node" 2>/dev/null | head -n 1 | sed 's/.*_v//' || true)
+ABI=${ABI:-$(node -p process.versions.modules)}
+mkdir -p "$WORK/meta"
+node -e 'process.stdout.write(JSON.stringify({ version: process.argv[1], arch: process.argv[2], node_abi: process.argv[3] }, null, 2) + "\n")' \
+  "$VERSION" "$ARCH" "$ABI" > "$WORK/meta/RELEASE.json"
+
+mkdir -p "$OUT"
+BUNDLE=$OUT/door-agent-$VERSION-$ARCH.tar.gz
+# RELEASE.json first (a board reads it without unpacking the rest), then the program (an older RELEASE.json in it left
+# out); owned by root, in name order, without the time in the gzip header.
+tar --format=gnu --owner=0 --group=0 --numeric-owner --sort=name -C "$WORK/meta" -cf - RELEASE.json \
+  -C "$PROGRAM" --anchored --exclude=./RELEASE.json . | gzip -n -6 > "$BUNDLE.tmp"
+mv -f "$BUNDLE.tmp" "$BUNDLE"
+say "built $BUNDLE ($(du -h "$BUNDLE" | cut -f1); version $VERSION, $ARCH, Node.js ABI $ABI): sign it with door-agent release sign --key release.key $BUNDLE"

@@ -1,0 +1,148 @@
+import type { KeyObject } from 'node:crypto';
+import { rmSync } from 'node:fs';
+import type { SignedRelease } from '../../api/fleet.js';
+import type { Clock } from '../../util/clock.js';
+import { waitHealthy, type HealthProbe, type LinksBefore } from './health.js';
+import { installedVersion, keepForward, programDirs, switchBack, switchForward, type ProgramDirs } from './programDirs.js';
+import type { ServiceControl } from './serviceControl.js';
+import { unpackBundle } from './unpack.js';
+import { appendUpdateStep, type UpdateState } from './updateResult.js';
+import { BundleRefused, verifyBundle } from './verify.js';
+
+export interface UpdateRequest {
+  /** The bundle (`door-agent-<version>-<arch>.tar.gz`) and its signature file's content. */
+  bundle: string;
+  signed: SignedRelease;
+  /** The release key pinned on this board. */
+  releaseKey: KeyObject;
+  allowDowngrade: boolean;
+  /** How long the new version has to report healthy. */
+  healthBoundMs: number;
+  /** `/`, or a test root (scripts/install.sh --root). */
+  root: string;
+  /** agent.dataDir: update-result.json goes to its fleet/. */
+  dataDir: string;
+  /** The rollout that offered it (recorded for the daemon's report); null for an update by hand. */
+  rolloutId: number | null;
+  board: { arch: string; nodeAbi: string };
+}
+
+export interface UpdateDeps {
+  service: ServiceControl;
+  probe: HealthProbe;
+  clock: Clock;
+  sleep: (ms: number) => Promise<void>;
+  /** One line of progress for the operator. */
+  say: (line: string) => void;
+}
+
+export interface UpdateOutcome {
+  state: Exclude<UpdateState, 'downloading' | 'installing'>;
+  detail: string;
+}
+
+/**
+ * `door-agent update apply` (docs/fleet.md, "Signed updates"): the bundle checked (update/verify.ts) and unpacked
+ * beside the program (update/unpack.ts) before anything is replaced; then, as scripts/install.sh switches, the
+ * daemon stopped (every relay locked as it stops), the program moved to .prev and the new one in its place, the
+ * daemon started; the new version must report healthy within the bound, or the board switches back by itself and
+ * starts the old version. Each step is appended to update-result.json.
+ */
+export async function applyUpdate(request: UpdateRequest, deps: UpdateDeps): Promise<UpdateOutcome> {
+  const dirs = programDirs(request.root);
+  const version = request.signed.manifest.version;
+  const record = (state: UpdateState, detail: string) =>
+    appendUpdateStep(request.dataDir, { at: new Date(deps.clock.wallNow()).toISOString(), rollout_id: request.rolloutId, version, state, detail });
+  const end = (state: UpdateOutcome['state'], detail: string): UpdateOutcome => {
+    record(state, detail);
+    return { state, detail };
+  };
+
+  let installed: string;
+  try {
+    installed = installedVersion(dirs);
+  } catch (err) {
+    return end('refused', err instanceof Error ? err.message : String(err));
+  }
+  try {
+    await verifyBundle(Object.assign({}, request, { board: Object.assign({ installedVersion: installed }, request.board) }));
+    deps.say(`${request.bundle}: version ${version} for ${request.signed.manifest.arch}, signed by the release key: verified`);
+    rmSync(dirs.next, { recursive: true, force: true });
+    const unpacked = await unpackBundle(request.bundle, dirs.next);
+    deps.say(`unpacked ${unpacked.files} files into ${dirs.next}`);
+  } catch (err) {
+    rmSync(dirs.next, { recursive: true, force: true });
+    if (err instanceof BundleRefused) return end('refused', err.message);
+    return end('failed', `could not prepare the update, nothing was replaced: ${err instanceof Error ? err.message : String(err)}`);
+  }
+
+  const wasActive = await deps.service.isActive();
+  const before = wasActive ? await linksBefore(deps) : { service: false, broker: false };
+  record('installing', `from ${installed} to ${version}`);
+  try {
+    await deps.service.stop();
+    deps.say('door-agent stopped: every relay locked');
+    switchForward(dirs);
+  } catch (err) {
+    // The program is where it was (switchForward undoes itself): the old version started again.
+    const why = `the switch failed, ${installed} kept: ${err instanceof Error ? err.message : String(err)}`;
+    rmSync(dirs.next, { recursive: true, force: true });
+    if (wasActive) await deps.service.start().catch(() => undefined);
+    return end('failed', why);
+  }
+  deps.say(`switched: ${dirs.app} is ${version}, ${dirs.prev} keeps ${installed}`);
+
+  const trial = await startAndWait(deps, version, before, request.healthBoundMs);
+  if (trial.healthy) {
+    keepForward(dirs);
+    return end('healthy', `${version} healthy ${trial.seconds} s after its start (was ${installed}; ${installed} kept in ${dirs.prev})`);
+  }
+
+  deps.say(`${version} is not healthy (${trial.why}): switching back to ${installed}`);
+  const back = await rollBack(deps, dirs, installed, before, wasActive, request.healthBoundMs);
+  if (back !== null) return end('failed', `${version} was not healthy (${trial.why}); ${back}`);
+  return end('rolled_back', `${version} was not healthy (${trial.why}); rolled back to ${installed}`);
+}
+
+/** What the running daemon had reached (the new version must reach it too); nothing when it does not answer. */
+async function linksBefore(deps: UpdateDeps): Promise<LinksBefore> {
+  try {
+    const health = await deps.probe();
+    const before = { service: health.service?.reached ?? false, broker: health.broker?.reached ?? false };
+    deps.say(`running ${health.version}: service ${before.service ? 'reached' : 'not reached'}, broker ${before.broker ? 'reached' : 'not reached'}`);
+    return before;
+  } catch (err) {
+    deps.say(`the running daemon did not answer its health (${err instanceof Error ? err.message : String(err)}): the service and the broker are not required`);
+    return { service: false, broker: false };
+  }
+}
+
+async function startAndWait(deps: UpdateDeps, version: string, before: LinksBefore, boundMs: number) {
+  try {
+    await deps.service.start();
+  } catch (err) {
+    return { healthy: false as const, why: `it could not be started: ${err instanceof Error ? err.message : String(err)}` };
+  }
+  return waitHealthy(deps, version, before, boundMs);
+}
+
+/** Stopped (relays locked), switched back, the old version started again when it ran before; null when it is healthy again. */
+async function rollBack(
+  deps: UpdateDeps,
+  dirs: ProgramDirs,
+  installed: string,
+  before: LinksBefore,
+  wasActive: boolean,
+  boundMs: number,
+): Promise<string | null> {
+  try {
+    await deps.service.stop();
+    switchBack(dirs);
+  } catch (err) {
+    return `switching back to ${installed} failed: ${err instanceof Error ? err.message : String(err)} (the daemon is stopped, its relays locked: scripts/install.sh --rollback)`;
+  }
+  deps.say(`switched back: ${dirs.app} is ${installed} again`);
+  if (!wasActive) return null;
+  const again = await startAndWait(deps, installed, before, boundMs);
+  return again.healthy ? null : `switched back to ${installed}, which did not report healthy either (${again.why})`;
+}

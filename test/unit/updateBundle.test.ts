@@ -1,0 +1,349 @@
+import { generateKeyPairSync } from 'node:crypto';
+import { existsSync, lstatSync, mkdirSync, readFileSync, readlinkSync, statSync, truncateSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { gzipSync } from 'node:zlib';
+import { afterAll, describe, expect, it } from 'vitest';
+import type { SignedRelease } from '../../src/api/fleet.js';
+import { applyUpdate, type UpdateDeps } from '../../src/fleet/update/applyUpdate.js';
+import type { DaemonHealth } from '../../src/fleet/update/health.js';
+import type { ServiceControl } from '../../src/fleet/update/serviceControl.js';
+import { readSignedRelease, signRelease } from '../../src/fleet/update/signatureFile.js';
+import { unpackBundle } from '../../src/fleet/update/unpack.js';
+import { readUpdateSteps } from '../../src/fleet/update/updateResult.js';
+import { BundleRefused, fileDigest, verifyBundle } from '../../src/fleet/update/verify.js';
+import { compareVersions } from '../../src/fleet/update/versions.js';
+import { signFleet } from '../../src/protocol/fleetSigning.js';
+import { tempDir } from '../support/cli.js';
+
+// The board's side of a signed update with plain files: tar archives made here byte by byte (so that a hostile one
+// can be made), keys from node:crypto. The real install, switch and rollback: test/integration/install.test.ts.
+
+const tmp = tempDir('door-agent-update-');
+afterAll(() => tmp.cleanup());
+let n = 0;
+const fresh = (name: string) => join(tmp.path, `${name}-${++n}`);
+
+interface Entry {
+  name: string;
+  type?: '0' | '1' | '2' | '3' | '5' | '6';
+  data?: string | Buffer;
+  link?: string;
+  mode?: number;
+}
+
+function octal(value: number, length: number): string {
+  return `${value.toString(8).padStart(length - 1, '0')}\0`;
+}
+
+function header(name: string, type: string, size: number, link = '', mode = 0o644): Buffer {
+  const block = Buffer.alloc(512);
+  block.write(name, 0, 100, 'utf8');
+  block.write(octal(mode, 8), 100);
+  block.write(octal(0, 8), 108);
+  block.write(octal(0, 8), 116);
+  block.write(octal(size, 12), 124);
+  block.write(octal(0, 12), 136);
+  block.write('        ', 148);
+  block.write(type, 156);
+  block.write(link, 157, 100, 'utf8');
+  block.write('ustar  \0', 257, 'latin1');
+  let sum = 0;
+  for (const b of block) sum += b;
+  block.write(`${sum.toString(8).padStart(6, '0')}\0 `, 148, 'latin1');
+  return block;
+}
+
+const padded = (data: Buffer) => Buffer.concat([data, Buffer.alloc((512 - (data.length % 512)) % 512)]);
+
+/** A tar archive (GNU long names for paths over 100 bytes), without gzip. */
+function tarOf(entries: Entry[], end = true): Buffer {
+  const parts: Buffer[] = [];
+  for (const e of entries) {
+    const data = Buffer.from(e.data ?? '');
+    if (Buffer.byteLength(e.name) > 100) {
+      const long = Buffer.from(`${e.name}\0`);
+      parts.push(header('././@LongLink', 'L', long.length), padded(long));
+    }
+    const type = e.type ?? '0';
+    parts.push(header(e.name.slice(0, 100), type, type === '0' ? data.length : 0, e.link ?? '', e.mode ?? (type === '5' ? 0o755 : 0o644)));
+    if (type === '0') parts.push(padded(data));
+  }
+  if (end) parts.push(Buffer.alloc(1024));
+  return Buffer.concat(parts);
+}
+
+function bundleFile(entries: Entry[], options: { end?: boolean } = {}): string {
+  const path = `${fresh('bundle')}.tar.gz`;
+  writeFileSync(path, gzipSync(tarOf(entries, options.end ?? true)));
+  return path;
+}
+
+const release = (version: string, arch = 'amd64', abi = '115') => ({ name: 'RELEASE.json', data: JSON.stringify({ version, arch, node_abi: abi }) });
+const program = (version: string): Entry[] => [
+  release(version),
+  { name: './', type: '5' },
+  { name: './dist/cli/door-agent.js', data: 'console.log(1)\n', mode: 0o755 },
+  { name: './package.json', data: JSON.stringify({ name: 'door-agent', version }) },
+];
+
+async function refusal(promise: Promise<unknown>): Promise<string> {
+  try {
+    await promise;
+  } catch (err) {
+    if (err instanceof BundleRefused) return err.message;
+    throw err;
+  }
+  throw new Error('not refused');
+}
+
+describe('unpacking a bundle: files, directories and links inside the program, nothing else', () => {
+  it('unpacks files with the installer modes, relative links, hard links and long names', async () => {
+    const long = `./node_modules/${'a'.repeat(60)}/${'b'.repeat(60)}/index.js`;
+    const dest = fresh('unpacked');
+    const bundle = bundleFile([
+      ...program('1.0.0'),
+      { name: './bin/', type: '5', mode: 0o777 },
+      { name: './bin/tool', type: '2', link: '../dist/cli/door-agent.js' },
+      { name: './dist/cli/copy.js', type: '1', link: './dist/cli/door-agent.js' },
+      { name: long, data: 'long', mode: 0o4755 },
+    ]);
+    const result = await unpackBundle(bundle, dest);
+    expect(result.files).toBe(5);
+    expect(readFileSync(join(dest, 'RELEASE.json'), 'utf8')).toContain('"1.0.0"');
+    expect(statSync(join(dest, 'dist/cli/door-agent.js')).mode & 0o7777).toBe(0o755);
+    expect(statSync(join(dest, 'package.json')).mode & 0o7777).toBe(0o644);
+    expect(statSync(join(dest, 'bin')).mode & 0o7777).toBe(0o755);
+    expect(readlinkSync(join(dest, 'bin/tool'))).toBe('../dist/cli/door-agent.js');
+    expect(readFileSync(join(dest, 'dist/cli/copy.js'), 'utf8')).toBe('console.log(1)\n');
+    expect(statSync(join(dest, long)).mode & 0o7777).toBe(0o755); // no set-uid bit, whatever the bundle says
+    expect(readFileSync(join(dest, long), 'utf8')).toBe('long');
+  });
+
+  const hostile: Array<[string, Entry[], RegExp]> = [
+    ['an absolute path', [{ name: '/etc/cron.d/x', data: 'x' }], /absolute path/],
+    ['a ".." part', [{ name: './dist/../../escape', data: 'x' }], /"\.\." part/],
+    ['a link out of the tree', [{ name: './bin/sh', type: '2', link: '../../../bin/sh' }], /outside the program/],
+    ['an absolute link', [{ name: './bin/sh', type: '2', link: '/bin/sh' }], /points inside the program, relatively/],
+    [
+      'a path through a link',
+      [
+        { name: './lib', type: '2', link: 'dist' },
+        { name: './lib/x.js', data: 'x' },
+      ],
+      /lib is a link in the bundle/,
+    ],
+    ['a device', [{ name: './dev/sda', type: '3' }], /is a device/],
+    ['a FIFO', [{ name: './fifo', type: '6' }], /is a FIFO/],
+    [
+      'a name given twice',
+      [
+        { name: './a', data: '1' },
+        { name: './a', type: '2', link: 'b' },
+      ],
+      /gives a twice/,
+    ],
+    ['a hard link to what it has not given', [{ name: './a', type: '1', link: './missing' }], /not a file given before it/],
+  ];
+  for (const [what, entries, message] of hostile) {
+    it(`refuses ${what}, leaving nothing behind`, async () => {
+      const dest = fresh('refused');
+      const bundle = bundleFile([...program('1.0.0'), ...entries]);
+      expect(await refusal(unpackBundle(bundle, dest))).toMatch(message);
+      expect(existsSync(dest)).toBe(false);
+    });
+  }
+
+  it('refuses a truncated archive, leaving nothing behind', async () => {
+    const dest = fresh('truncated');
+    const whole = tarOf([...program('1.0.0'), { name: './big', data: Buffer.alloc(4096, 7) }], false);
+    const bundle = `${fresh('cut')}.tar.gz`;
+    writeFileSync(bundle, gzipSync(whole.subarray(0, whole.length - 1024)));
+    expect(await refusal(unpackBundle(bundle, dest))).toMatch(/ends inside \.\/big .*truncated/);
+    expect(existsSync(dest)).toBe(false);
+    writeFileSync(bundle, gzipSync(tarOf(program('1.0.0'))).subarray(0, 100));
+    expect(await refusal(unpackBundle(bundle, dest))).toMatch(/not a whole gzip file/);
+    expect(existsSync(dest)).toBe(false);
+  });
+});
+
+describe('verifying a bundle before anything is replaced', () => {
+  const keys = generateKeyPairSync('ed25519');
+  const other = generateKeyPairSync('ed25519');
+  const board = { arch: 'amd64', nodeAbi: '115', installedVersion: '1.0.0' };
+  const verify = (bundle: string, signed: SignedRelease, over: Partial<typeof board> = {}, allowDowngrade = false) =>
+    verifyBundle({ bundle, signed, releaseKey: keys.publicKey, board: Object.assign({}, board, over), allowDowngrade });
+
+  it('takes a newer bundle signed by the release key', async () => {
+    const bundle = bundleFile(program('1.1.0'));
+    const signed = await signRelease(bundle, keys.privateKey);
+    expect(signed.manifest).toMatchObject({ version: '1.1.0', arch: 'amd64', size: statSync(bundle).size });
+    expect(await verify(bundle, signed)).toEqual({ version: '1.1.0', arch: 'amd64', node_abi: '115' });
+  });
+
+  it('refuses, naming why: another key, a truncated or altered file, another architecture or Node.js, not newer', async () => {
+    const bundle = bundleFile(program('1.1.0'));
+    const signed = await signRelease(bundle, keys.privateKey);
+    expect(await refusal(verify(bundle, await signRelease(bundle, other.privateKey)))).toMatch(/does not verify with the release key/);
+    const forged = { manifest: Object.assign({}, signed.manifest, { version: '9.0.0' }), signature: signed.signature };
+    expect(await refusal(verify(bundle, forged))).toMatch(/does not verify/);
+    expect(await refusal(verify(bundle, signed, { arch: 'arm64' }))).toMatch(/built for amd64; this board is arm64/);
+    expect(await refusal(verify(bundle, signed, { installedVersion: '1.1.0' }))).toMatch(/is the installed version: .*--allow-downgrade/);
+    expect(await refusal(verify(bundle, signed, { installedVersion: '2.0.0' }))).toMatch(/older than the installed 2.0.0/);
+    expect(await verify(bundle, signed, { installedVersion: '2.0.0' }, true)).toMatchObject({ version: '1.1.0' });
+    expect(await refusal(verify(bundle, signed, { nodeAbi: '127' }))).toMatch(/built for Node.js ABI 115; this board's Node.js has ABI 127/);
+
+    const altered = readFileSync(bundle);
+    altered[altered.length - 5]! ^= 1;
+    writeFileSync(bundle, altered);
+    expect(await refusal(verify(bundle, signed))).toMatch(/SHA-256 .* not the .* signed/);
+    truncateSync(bundle, signed.manifest.size - 10);
+    expect(await refusal(verify(bundle, signed))).toMatch(/bytes, the signed manifest says \d+: truncated/);
+  });
+
+  it('refuses a bundle whose RELEASE.json is not what was signed, or not its first entry', async () => {
+    const bundle = bundleFile(program('1.1.0'));
+    const signed = await signRelease(bundle, keys.privateKey);
+    const lying = Object.assign({}, signed.manifest, { version: '1.2.0' });
+    expect(await refusal(verify(bundle, { manifest: lying, signature: signFleet(keys.privateKey, 'release', lying) }))).toMatch(
+      /RELEASE.json says 1.1.0 for amd64, its signed manifest 1.2.0 for amd64/,
+    );
+    const later = bundleFile([{ name: './package.json', data: '{}' }, release('1.1.0')]);
+    const { sha256, size } = await fileDigest(later);
+    const laterManifest = Object.assign({}, signed.manifest, { sha256, size });
+    expect(await refusal(verify(later, { manifest: laterManifest, signature: signFleet(keys.privateKey, 'release', laterManifest) }))).toMatch(
+      /its first entry is \.\/package\.json, not RELEASE\.json/,
+    );
+  });
+
+  it('refuses an unsigned bundle: no signature file', () => {
+    expect(() => readSignedRelease(join(tmp.path, 'nothing.sig.json'))).toThrow(/no signature: .* does not exist/);
+  });
+
+  it('orders versions as semver does', () => {
+    expect(compareVersions('1.10.0', '1.9.9')).toBe(1);
+    expect(compareVersions('1.0.0-rc.1', '1.0.0')).toBe(-1);
+    expect(compareVersions('1.0.0-rc.2', '1.0.0-rc.10')).toBe(-1);
+    expect(compareVersions('1.0.0-alpha', '1.0.0-1')).toBe(1);
+    expect(compareVersions('2.0.0', '2.0.0')).toBe(0);
+    expect(compareVersions('2.0', '2.0.0')).toBeNull();
+  });
+});
+
+describe('applying an update: the switch, the health bound, the way back', () => {
+  const keys = generateKeyPairSync('ed25519');
+
+  /** A root with an installed 1.0.0 (and its .prev 0.9.0), a running daemon as a fake seam, its health scripted. */
+  function board(healthOf: (version: string) => DaemonHealth | Error) {
+    const root = fresh('root');
+    for (const [dir, version] of [
+      ['opt/door-agent', '1.0.0'],
+      ['opt/door-agent.prev', '0.9.0'],
+    ] as const) {
+      mkdirSync(join(root, dir), { recursive: true });
+      writeFileSync(join(root, dir, 'package.json'), JSON.stringify({ name: 'door-agent', version }));
+    }
+    const dataDir = join(root, 'data');
+    mkdirSync(dataDir);
+    const calls: string[] = [];
+    let running: string | null = '1.0.0';
+    const installed = () => (JSON.parse(readFileSync(join(root, 'opt/door-agent/package.json'), 'utf8')) as { version: string }).version;
+    const service: ServiceControl = {
+      isActive: async () => running !== null,
+      stop: async () => {
+        calls.push(`stop ${running}`);
+        running = null;
+      },
+      start: async () => {
+        running = installed();
+        calls.push(`start ${running}`);
+      },
+      gone: () => null,
+    };
+    let now = 0;
+    const deps: UpdateDeps = {
+      service,
+      probe: async () => {
+        if (running === null) throw new Error('not running');
+        const h = healthOf(running);
+        if (h instanceof Error) throw h;
+        return h;
+      },
+      clock: { wallNow: () => 1_700_000_000_000 + now, monoNow: () => now },
+      sleep: async (ms) => {
+        now += ms;
+      },
+      say: () => undefined,
+    };
+    return { root, dataDir, calls, deps, installed };
+  }
+  const healthy = (version: string): DaemonHealth => ({
+    version,
+    doors: [{ name: 'Front door', lock: 'LOCKED', relay: { level: 0, expected: 0 }, readers: true }],
+    service: { reached: true },
+    broker: { reached: true },
+  });
+
+  async function apply(b: ReturnType<typeof board>, version: string) {
+    const bundle = bundleFile(program(version));
+    const signed = await signRelease(bundle, keys.privateKey);
+    return applyUpdate(
+      {
+        bundle,
+        signed,
+        releaseKey: keys.publicKey,
+        allowDowngrade: false,
+        healthBoundMs: 30_000,
+        root: b.root,
+        dataDir: b.dataDir,
+        rolloutId: 7,
+        board: { arch: 'amd64', nodeAbi: '115' },
+      },
+      b.deps,
+    );
+  }
+
+  it('a healthy version stays, the one it replaced in .prev; each step in update-result.json (0600)', async () => {
+    const b = board(healthy);
+    expect(await apply(b, '1.1.0')).toMatchObject({ state: 'healthy' });
+    expect(b.calls).toEqual(['stop 1.0.0', 'start 1.1.0']);
+    expect(b.installed()).toBe('1.1.0');
+    expect(readFileSync(join(b.root, 'opt/door-agent.prev/package.json'), 'utf8')).toContain('1.0.0');
+    for (const gone of ['opt/door-agent.new', 'opt/door-agent.prev-kept']) expect(existsSync(join(b.root, gone)), gone).toBe(false);
+    expect(readUpdateSteps(b.dataDir).map((s) => [s.rollout_id, s.version, s.state])).toEqual([
+      [7, '1.1.0', 'installing'],
+      [7, '1.1.0', 'healthy'],
+    ]);
+    expect(statSync(join(b.dataDir, 'fleet/update-result.json')).mode & 0o777).toBe(0o600);
+  });
+
+  it('a version whose relay is not driven, or that no longer reaches the broker, is rolled back within the bound: all as before', async () => {
+    const b = board((version) =>
+      version === '1.0.0'
+        ? healthy(version)
+        : Object.assign(healthy(version), {
+            broker: { reached: false },
+            doors: [{ name: 'Front door', lock: 'LOCKED', relay: { level: 1, expected: 0 }, readers: false }],
+          }),
+    );
+    const outcome = await apply(b, '1.1.0');
+    expect(outcome.state).toBe('rolled_back');
+    expect(outcome.detail).toMatch(
+      /not healthy within 30 s: Front door: its relay reads 1, its LOCKED level is 0; Front door: its reader is not open; the broker not reached/,
+    );
+    expect(b.calls).toEqual(['stop 1.0.0', 'start 1.1.0', 'stop 1.1.0', 'start 1.0.0']);
+    expect(b.installed()).toBe('1.0.0');
+    expect(readFileSync(join(b.root, 'opt/door-agent.prev/package.json'), 'utf8')).toContain('0.9.0');
+    for (const gone of ['opt/door-agent.new', 'opt/door-agent.prev-kept']) expect(existsSync(join(b.root, gone)), gone).toBe(false);
+    expect(readUpdateSteps(b.dataDir).map((s) => s.state)).toEqual(['installing', 'rolled_back']);
+  });
+
+  it('a refused bundle touches nothing: no stop, no switch', async () => {
+    const b = board(healthy);
+    expect(await apply(b, '0.9.5')).toMatchObject({ state: 'refused', detail: expect.stringMatching(/older than the installed 1.0.0/) });
+    expect(b.calls).toEqual([]);
+    expect(b.installed()).toBe('1.0.0');
+    expect(lstatSync(join(b.root, 'opt/door-agent.prev')).isDirectory()).toBe(true);
+    expect(existsSync(join(b.root, 'opt/door-agent.new'))).toBe(false);
+    expect(readUpdateSteps(b.dataDir).map((s) => s.state)).toEqual(['refused']);
+  });
+});
