@@ -346,7 +346,8 @@ const COMMANDS: readonly CommandUsage[] = [
       'Run as root, outside door-agent.service (it stops and starts it). Every step is kept in <dataDir>/fleet/update-result.json.',
     ],
     options: [
-      { flag: 'BUNDLE', meaning: 'door-agent-<version>-<arch>.tar.gz' },
+      // Optional to the parser: the unit gives --request FILE instead (the command says which it needs).
+      { flag: '[BUNDLE]', meaning: 'door-agent-<version>-<arch>.tar.gz' },
       { flag: '--signature FILE', meaning: 'its signature file (default BUNDLE.sig.json)' },
       { flag: '--release-key FILE', meaning: 'the release public key (default fleet.releasePublicKeyFile of the configuration)' },
       { flag: '--allow-downgrade', meaning: 'take a version that is not newer than the installed one' },

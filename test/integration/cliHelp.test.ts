@@ -34,7 +34,7 @@ const COMMANDS: Array<{ argv: string[]; options: string[]; config: boolean; exit
   {
     argv: ['update', 'apply'],
     options: [
-      'BUNDLE',
+      '[BUNDLE]',
       '--signature FILE',
       '--release-key FILE',
       '--allow-downgrade',

@@ -1,13 +1,19 @@
 import { spawn, spawnSync } from 'node:child_process';
 import { chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
+import { randomUUID } from 'node:crypto';
 import { join } from 'node:path';
 import { parseDocument } from 'yaml';
 import { afterAll, describe, expect, it, vi } from 'vitest';
 import { ed25519FromPem, signFleet } from '../../src/protocol/fleetSigning.js';
+import { ApiKeys, keyDigest } from '../../src/service/apiKeys.js';
+import { openServiceDatabase } from '../../src/service/database.js';
+import { SqliteDb } from '../../src/service/sql/sqliteDb.js';
 import { cleanCopy } from '../support/cleanCopy.js';
 import { DOOR_UUID, ROOT, tempDir } from '../support/cli.js';
 import { Daemon, readLevel } from '../support/daemon.js';
+import { freePort } from '../support/net.js';
 import { type Run, spawnRun } from '../support/process.js';
+import { startServiceProcess } from '../support/serviceProcess.js';
 import { PtyPair } from '../support/socat.js';
 import { waitUntil } from '../support/wait.js';
 
@@ -519,6 +525,117 @@ describe('scripts/install.sh from a clean copy of the tree, npm steps included',
     const pid = daemonPid();
     process.kill(pid, 'SIGTERM');
     await waitUntil(() => !existsSync(join(dataDir, 'daemon.pid')), 30_000, 'the daemon stopped (its lock let go)');
+    expect(readLevel(relay)).toBe('0');
+  });
+
+  it('a rollout from the service: the installed daemon takes the offer, the root unit (played here) installs it and the new version reports healthy; a build that fails rolls back, and its rollout stops at the canary', async () => {
+    // The service (server.fleet with the release key made above), the installed daemon adopted as an agent of
+    // it, and a second agent (its row only) that a stopped rollout must never reach.
+    const svcDir = join(tmp.path, 'fleet-service');
+    mkdirSync(svcDir);
+    const port = await freePort();
+    const base = `http://127.0.0.1:${port}`;
+    const serviceConfig = join(svcDir, 'service.yaml');
+    writeFileSync(
+      serviceConfig,
+      `server:\n  listen: 127.0.0.1:${port}\n  publicUrl: ${base}\n  dataDir: ${svcDir}\n  fleet: { identityKeyFile: ${join(keys, 'identity.key')}, releasePublicKeyFile: ${join(keys, 'release.pub')} }\n`,
+    );
+    const service = await startServiceProcess(serviceConfig, { captureStderr: true });
+    const agentId = String(parseDocument(readFileSync(config, 'utf8')).getIn(['agent', 'id']));
+    let admin = '';
+    const db = new SqliteDb(openServiceDatabase(join(svcDir, 'service.db')));
+    try {
+      const apiKeys = new ApiKeys(db);
+      admin = await apiKeys.create('ADMIN', 0, Date.now());
+      for (const id of [agentId, 'zz-second-door']) {
+        const key = await apiKeys.create('DOOR', 0, Date.now());
+        const keyId = await db.value<number>('SELECT key_id FROM api_keys WHERE key_hash = ?', [keyDigest(key)]);
+        const facts = { hostname: id, version: versionOf(APP), arch, node: process.version, gpio_chips: [], serial_devices: [] };
+        await db.run("INSERT INTO fleet_agents (enrolment_id, agent_id, state, facts, enrolled_at, key_id) VALUES (?, ?, 'adopted', ?, ?, ?)", [
+          randomUUID(),
+          id,
+          JSON.stringify(facts),
+          Date.now(),
+          Number(keyId),
+        ]);
+        if (id === agentId) writeFileSync(join(tmp.path, 'fleet-agent.key'), `${key}\n`, { mode: 0o600 });
+      }
+    } finally {
+      await db.close();
+    }
+    const api = async (method: string, path: string, body?: unknown, raw?: Buffer) => {
+      const headers: Record<string, string> = { authorization: `Bearer ${admin}` };
+      if (body !== undefined) headers['content-type'] = 'application/json';
+      if (raw !== undefined) headers['content-type'] = 'application/octet-stream';
+      const res = await fetch(`${base}${path}`, { method, headers, body: raw ?? (body === undefined ? undefined : JSON.stringify(body)) });
+      return { status: res.status, json: (await res.json()) as Record<string, unknown> };
+    };
+    const upload = async (bundle: string, version: string) => {
+      const { signature } = JSON.parse(readFileSync(`${bundle}.sig.json`, 'utf8')) as { signature: string };
+      const r = await api('PUT', `/fleet/releases/${version}/${arch}?signature=${encodeURIComponent(signature)}`, undefined, readFileSync(bundle));
+      expect(r.status, JSON.stringify(r.json)).toBe(200);
+    };
+    const rollout = async (id: number) =>
+      (await api('GET', `/fleet/rollouts/${id}`)).json as { stage: string; agents: Array<{ agent_id: string; state: string; detail: string }> };
+    const stateOf = async (id: number, agent: string) => (await rollout(id)).agents.find((a) => a.agent_id === agent)?.state;
+    // The board file as enrolment leaves it: the service, its key, the fleet with the pinned release key.
+    const doc = parseDocument(readFileSync(config, 'utf8'));
+    doc.setIn(['service'], doc.createNode({ baseUrl: base, apiKeyFile: join(tmp.path, 'fleet-agent.key'), timeoutSeconds: 5 }));
+    doc.setIn(['fleet'], doc.createNode({ servicePublicKeyFile: join(keys, 'identity.pub'), releasePublicKeyFile: join(keys, 'release.pub'), pollSeconds: 1 }));
+    writeFileSync(config, doc.toString());
+    const request = join(dataDir, 'fleet/update-request.json');
+    // What door-agent-update.path starts: door-agent-update.service, `update apply --request` as root.
+    const pathUnit = () =>
+      spawnRun(WRAPPER, ['update', 'apply', '--request', request, '--root', TR, '--config', config], { env: { PATH: process.env.PATH ?? '/usr/bin:/bin' } });
+    try {
+      const daemon = new Daemon(config, { entry: WRAPPER });
+      daemons.push(daemon);
+      await daemon.waitForMessage('door-agent ready', 60_000);
+      expect(readLevel(relay)).toBe('0');
+
+      // A good build: offered to the canary, downloaded and handed over by the daemon, installed by root, healthy.
+      const good = bump(versionOf(APP), 10);
+      const goodBundle = await bundleOf(programAs(good));
+      sign(goodBundle);
+      await upload(goodBundle, good);
+      const first = await api('POST', '/fleet/rollouts', { version: good, canary: agentId, share_percent: 50, health_bound_seconds: 120 });
+      expect(first.status, JSON.stringify(first.json)).toBe(200);
+      const firstId = Number(first.json.rollout_id);
+      await waitUntil(() => existsSync(request), 120_000, 'the daemon handed the offered update over (update-request.json)');
+      const { result: installed, levels } = await relayDuring(pathUnit());
+      expect(installed.status, installed.stdout + installed.stderr).toBe(0);
+      expect(levels).toEqual(['0']);
+      expect(existsSync(request)).toBe(false);
+      expect(agent('--version').stdout.trim()).toBe(good);
+      await waitUntil(async () => (await stateOf(firstId, agentId)) === 'healthy', 60_000, 'the new version reported healthy to the service');
+      // The canary healthy: the next stage is offered (the second agent), then the operator stops the rollout.
+      await waitUntil(async () => (await rollout(firstId)).stage === 'share', 30_000, 'the share stage once the canary is healthy');
+      expect((await api('POST', `/fleet/rollouts/${firstId}/stop`, { reason: 'the second door is a test row' })).status).toBe(200);
+
+      // A build that fails to start: rolled back by itself, reported, the rollout stopped at its canary.
+      const failing = bump(good, 1);
+      const badBundle = await bundleOf(programAs(failing, (write) => write('dist/cli/door-agent.js', "throw new Error('this build does not start');\n")));
+      sign(badBundle);
+      await upload(badBundle, failing);
+      const second = await api('POST', '/fleet/rollouts', { version: failing, canary: agentId, share_percent: 50, health_bound_seconds: 60 });
+      expect(second.status, JSON.stringify(second.json)).toBe(200);
+      const secondId = Number(second.json.rollout_id);
+      await waitUntil(() => existsSync(request), 120_000, 'the daemon handed the failing update over');
+      const { result: rolledBack, levels: during } = await relayDuring(pathUnit());
+      expect(rolledBack.status, rolledBack.stdout + rolledBack.stderr).toBe(1);
+      expect(during).toEqual(['0']);
+      expect(agent('--version').stdout.trim()).toBe(good);
+      await waitUntil(async () => (await rollout(secondId)).stage === 'stopped', 60_000, 'the rollout stopped at the canary that rolled back');
+      expect(await stateOf(secondId, agentId)).toBe('rolled_back');
+      expect(await stateOf(secondId, 'zz-second-door')).toBe('waiting');
+    } finally {
+      const pid = existsSync(join(dataDir, 'daemon.pid')) ? daemonPid() : 0;
+      if (pid > 0 && alive(pid)) {
+        process.kill(pid, 'SIGTERM');
+        await waitUntil(() => !existsSync(join(dataDir, 'daemon.pid')), 30_000, 'the daemon stopped');
+      }
+      await service.stop();
+    }
     expect(readLevel(relay)).toBe('0');
   });
 
