@@ -1,6 +1,5 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
-import { connect } from 'node:net';
 import { userInfo } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -10,6 +9,7 @@ import { auditEvents } from '../support/agentSite.js';
 import { CLI, DOOR_UUID, ROOT, SECOND_DOOR_UUID, runCli, runCliAsync, tempDir } from '../support/cli.js';
 import { Daemon, readLevel, waitUntil } from '../support/daemon.js';
 import { PtyPair } from '../support/socat.js';
+import { rawControlRequest } from '../support/controlSocket.js';
 
 // The local control socket (docs/local-control.md) of the real daemon, built (dist/), on simulated GPIO: the Front
 // door's reader a socat pty, the Back door's a Wiegand reader on the simulated chip's edge FIFO; the Back door is
@@ -64,26 +64,7 @@ class Running {
 }
 
 /** One request on the raw socket, as any program could send it: the daemon's reply lines. */
-function rawRequest(bytes: string): Promise<Array<Record<string, unknown>>> {
-  return new Promise((resolve, reject) => {
-    const socket = connect({ path: SOCKET });
-    let text = '';
-    socket.setEncoding('utf8');
-    socket.on('data', (d: string) => (text += d));
-    socket.once('error', reject);
-    socket.once('close', () =>
-      resolve(
-        text.trim() === ''
-          ? []
-          : text
-              .trim()
-              .split('\n')
-              .map((l) => JSON.parse(l) as Record<string, unknown>),
-      ),
-    );
-    socket.write(bytes);
-  });
-}
+const rawRequest = (bytes: string) => rawControlRequest(SOCKET, bytes);
 
 beforeAll(async () => {
   mkdirSync(join(dir, 'data'));

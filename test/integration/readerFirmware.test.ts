@@ -1,7 +1,6 @@
 import { spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { mkdirSync, writeFileSync } from 'node:fs';
-import { connect } from 'node:net';
 import { userInfo } from 'node:os';
 import { join } from 'node:path';
 import { SerialPort } from 'serialport';
@@ -12,6 +11,7 @@ import { OsdpEmulator } from '../../src/readers/osdp/readerEmulator.js';
 import { CLI, DOOR_UUID, ROOT, SECOND_DOOR_UUID, runCliAsync, tempDir } from '../support/cli.js';
 import { Daemon, readLevel, waitUntil } from '../support/daemon.js';
 import { PtyPair } from '../support/socat.js';
+import { rawControlRequest } from '../support/controlSocket.js';
 
 // `door-agent reader firmware` (the built CLI) through the real daemon's control socket: one RS-485 line (a socat pty
 // pair), the emulated readers (readerEmulator.ts, in this process) on its far end: the Front door's entry reader at
@@ -53,27 +53,7 @@ async function events(): Promise<Array<Record<string, unknown>>> {
 }
 
 /** One request on the raw socket, the file's bytes after its line, as any program could send them: the reply lines. */
-function rawRequest(request: Record<string, unknown>, file: Buffer): Promise<Array<Record<string, unknown>>> {
-  return new Promise((resolve, reject) => {
-    const socket = connect({ path: join(dir, 'control.sock') });
-    let text = '';
-    socket.setEncoding('utf8');
-    socket.on('data', (d: string) => (text += d));
-    socket.once('error', reject);
-    socket.once('close', () =>
-      resolve(
-        text.trim() === ''
-          ? []
-          : text
-              .trim()
-              .split('\n')
-              .map((l) => JSON.parse(l) as Record<string, unknown>),
-      ),
-    );
-    socket.write(`${JSON.stringify(request)}\n`);
-    socket.write(file);
-  });
-}
+const rawRequest = (request: Record<string, unknown>, file: Buffer) => rawControlRequest(join(dir, 'control.sock'), `${JSON.stringify(request)}\n`, file);
 
 const status = async () => (await runCliAsync(['status', '--config', config])).stdout;
 
