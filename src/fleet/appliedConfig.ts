@@ -1,10 +1,10 @@
-import { closeSync, fsyncSync, mkdirSync, openSync, readFileSync, renameSync, writeSync } from 'node:fs';
+import { mkdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type * as z from 'zod';
 import { signedConfigSchema } from '../api/fleet.js';
-import { fsyncDirectory } from '../util/fsyncDirectory.js';
 import { describeFsError, errorCode } from '../util/errors.js';
 import { problemsInOneLine } from '../util/issues.js';
+import { writeWhole } from '../util/wholeFile.js';
 
 /**
  * The configuration versions an agent keeps (docs/fleet.md, "Configuration from the service"):
@@ -49,23 +49,7 @@ export function readKeptConfig(dataDir: string, name: KeptName): KeptRead {
  * keeps the old version or the new one, never a torn file.
  */
 export function keepAppliedConfig(dataDir: string, config: KeptConfig, running: KeptConfig | null): void {
-  const dir = fleetDir(dataDir);
-  mkdirSync(dir, { recursive: true, mode: 0o700 });
+  mkdirSync(fleetDir(dataDir), { recursive: true, mode: 0o700 });
   if (running !== null) writeWhole(keptConfigPath(dataDir, 'previous'), `${JSON.stringify(running)}\n`);
   writeWhole(keptConfigPath(dataDir, 'applied'), `${JSON.stringify(config)}\n`);
-  fsyncDirectory(dir);
-}
-
-/** `text` written to `path` (0600) through a temporary file synced and renamed over it. */
-export function writeWhole(path: string, text: string): void {
-  const temporary = `${path}.new`;
-  const fd = openSync(temporary, 'w', 0o600);
-  try {
-    const bytes = Buffer.from(text, 'utf8');
-    for (let written = 0; written < bytes.length; ) written += writeSync(fd, bytes, written);
-    fsyncSync(fd);
-  } finally {
-    closeSync(fd);
-  }
-  renameSync(temporary, path);
 }

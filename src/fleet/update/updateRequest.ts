@@ -5,7 +5,8 @@ import { signedReleaseSchema, updateOfferSchema } from '../../api/fleet.js';
 import { describeFsError } from '../../util/errors.js';
 import { fsyncDirectory } from '../../util/fsyncDirectory.js';
 import { problemsInOneLine } from '../../util/issues.js';
-import { fleetDir, writeWhole } from '../appliedConfig.js';
+import { writeWhole } from '../../util/wholeFile.js';
+import { fleetDir } from '../appliedConfig.js';
 import { BundleRefused } from './verify.js';
 
 /**

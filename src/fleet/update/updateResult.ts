@@ -1,9 +1,9 @@
-import { closeSync, fchmodSync, fchownSync, fsyncSync, mkdirSync, openSync, readFileSync, renameSync, statSync, writeSync } from 'node:fs';
+import { mkdirSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import * as z from 'zod';
 import { fleetReportSchema } from '../../api/fleet.js';
 import { errorCode } from '../../util/errors.js';
-import { fsyncDirectory } from '../../util/fsyncDirectory.js';
+import { writeWhole } from '../../util/wholeFile.js';
 import { fleetDir } from '../appliedConfig.js';
 
 /**
@@ -53,22 +53,7 @@ export function appendUpdateStep(dataDir: string, step: UpdateStep): void {
   mkdirSync(dir, { recursive: true, mode: 0o700 });
   const detail = step.detail.length > 2000 ? `${step.detail.slice(0, 1999)}…` : step.detail;
   const steps = [...readUpdateSteps(dataDir), Object.assign({}, step, { detail })].slice(-MAX_STEPS);
-  const path = updateResultPath(dataDir);
-  const temporary = `${path}.new`;
-  const fd = openSync(temporary, 'w', 0o600);
-  try {
-    fchmodSync(fd, 0o600);
-    // Written by root (door-agent-update.service), the file stays the data directory's owner's: the daemon reads it.
-    if (process.getuid?.() === 0) {
-      const owner = statSync(dir);
-      fchownSync(fd, owner.uid, owner.gid);
-    }
-    const bytes = Buffer.from(`${JSON.stringify(steps, null, 1)}\n`, 'utf8');
-    for (let written = 0; written < bytes.length; ) written += writeSync(fd, bytes, written);
-    fsyncSync(fd);
-  } finally {
-    closeSync(fd);
-  }
-  renameSync(temporary, path);
-  fsyncDirectory(dir);
+  // Written by root (door-agent-update.service), the file stays the data directory's owner's: the daemon reads it.
+  const owner = process.getuid?.() === 0 ? statSync(dir) : undefined;
+  writeWhole(updateResultPath(dataDir), `${JSON.stringify(steps, null, 1)}\n`, owner);
 }
