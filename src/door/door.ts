@@ -4,7 +4,7 @@ import { relayLevel, type Level } from '../core/relay.js';
 import type { PortFactory } from '../readers/serial/port.js';
 import type { OsdpBuses } from '../readers/osdp/osdpBuses.js';
 import type { Reader } from '../readers/reader.js';
-import type { FileTransferOutcome, TransferProgress } from '../readers/osdp/fileTransfer.js';
+import type { FileTransferOutcome, TransferProgress } from '../readers/reader.js';
 import { createReader } from '../readers/registry.js';
 import type { Component } from '../lifecycle.js';
 import type { EventLog } from '../store/eventLog.js';

@@ -1,12 +1,12 @@
 import { createHash } from 'node:crypto';
 import type { Logger } from 'pino';
-import type { FileTransferOutcome, TransferProgress } from '../readers/osdp/fileTransfer.js';
+import type { FileTransferOutcome, TransferProgress } from '../readers/reader.js';
 import type { NewEvent } from '../store/eventLog.js';
 import type { Clock } from '../util/clock.js';
 import type { Door } from './door.js';
 import { chooseReader } from './readerNames.js';
 
-export type { TransferProgress } from '../readers/osdp/fileTransfer.js';
+export type { TransferProgress } from '../readers/reader.js';
 
 /** A transfer's end: confirmed with the firmware the reader names now, or why not (`refused`: nothing was sent). */
 export type FirmwareResult = FileTransferOutcome | { ok: false; reason: string; version: null; refused: true };

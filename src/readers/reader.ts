@@ -12,6 +12,9 @@ import type { FileTransferOutcome, TransferProgress } from './osdp/fileTransfer.
 import type { ReaderFrame } from './readerFrames.js';
 import type { PortFactory } from './serial/port.js';
 
+// What a reader's file transfer answers, part of the contract: the door takes them from here.
+export type { FileTransferOutcome, TransferProgress };
+
 /**
  * A credential as a reader hands it on, normalized once, here: a card number as its decimal integer (in the
  * reader's format and numbering), a PIN's digits as typed, a QR token as framed. Nothing downstream normalizes it
