@@ -57,7 +57,7 @@ function readerWithFormats(site: readonly WiegandFormatSpec[]) {
 
 /** The normalized options of a validated agent configuration: names given, UUIDs in lower case. */
 function agentOptions(parsed: Config): AgentOptions {
-  const { agent, access, gpio, doors, mqtt, service, power, metrics, fleet } = parsed;
+  const { agent, access, gpio, doors, mqtt, service, power, metrics, fleet, syslog } = parsed;
   const withFormats = readerWithFormats(siteFormats(parsed.wiegand));
   const emergency = emergencyOptions(parsed);
   return {
@@ -91,6 +91,7 @@ function agentOptions(parsed: Config): AgentOptions {
     ...(power ? { power } : {}),
     ...(metrics ? { metrics } : {}),
     ...(fleet ? { fleet } : {}),
+    ...(syslog ? { syslog } : {}),
   };
 }
 

@@ -2,7 +2,7 @@ import type { AccessOptions, AreaOptions, DoorOptions, EmergencyOptions, Interlo
 import type { FleetOptions } from '../fleet/options.js';
 import type { GpioOptions } from '../hardware/gpio.js';
 import type { MetricsOptions } from '../metrics/options.js';
-import type { MqttOptions } from '../protocol/options.js';
+import type { MqttOptions, SyslogOptions } from '../protocol/options.js';
 import type { ServerOptions } from '../service/options.js';
 import type { SyncServiceOptions } from '../sync/options.js';
 
@@ -41,6 +41,8 @@ export interface AgentOptions {
   metrics?: MetricsOptions;
   /** The fleet (docs/fleet.md): the agent takes its configuration from the service; absent: the file alone. */
   fleet?: FleetOptions;
+  /** Every audit event sent to a SIEM as syslog (docs/audit.md); absent: none. */
+  syslog?: SyslogOptions;
 }
 
 /** The reference service's configuration (its `server` section and the shared `mqtt` section). */

@@ -10,6 +10,7 @@ import { areasSchema, interlocksSchema, refineDoorGroups } from './doorGroups.js
 import { isValidTimeZone } from './timeZone.js';
 import { missingPublicUrl, publicUrlSchema } from './publicUrl.js';
 import { acrossKeys, EVEN_WITH_PROBLEMS } from './acrossKeys.js';
+import { auditServerSchema, syslogSchema, webhooksServerSchema } from './auditSchema.js';
 
 // Defined in util/errors.ts, below the layers that refuse a configuration file (secret files, the holidays file).
 export { EXIT_INVALID_CONFIG } from '../util/errors.js';
@@ -270,6 +271,12 @@ const serverSchema = z
           .optional(),
       })
       .optional(),
+    /** Every agent's audit events kept at the service (docs/audit.md); the defaults apply without the section. */
+    audit: auditServerSchema.prefault({}),
+    /** Every audit event the service keeps, sent to a SIEM as syslog (docs/audit.md, "SIEM export"); off without it. */
+    syslog: syslogSchema.optional(),
+    /** Webhook deliveries (docs/audit.md, "Webhooks"): what a receiver's address may be, retries. */
+    webhooks: webhooksServerSchema.prefault({}),
     /** The operator's console under /console (docs/reference-service.md, "The console"); off unless enabled. */
     console: z
       .strictObject({
@@ -329,6 +336,7 @@ export const serviceConfigSchema = z
     interlocks: z.unknown().optional(),
     wiegand: z.unknown().optional(),
     fleet: z.unknown().optional(),
+    syslog: z.unknown().optional(),
   })
   .superRefine((config, ctx) => {
     // The agents' logins are made over the service's own broker connection.
@@ -351,6 +359,8 @@ export const configSchema = z
     schedules: schedulesSchema,
     mqtt: mqttSchema.optional(),
     metrics: metricsSchema('127.0.0.1:9464').optional(),
+    /** Every audit event sent to a SIEM as syslog, for a site without a service (docs/audit.md); off without it. */
+    syslog: syslogSchema.optional(),
     // The reference service's section, when one file serves both: validated by the service's schema.
     server: z.unknown().optional(),
     gpio: gpioSchema.prefault({ driver: 'onoff' }),

@@ -28,3 +28,18 @@ export interface MqttOptions {
     configurationUrl?: string;
   };
 }
+
+/** A SIEM's syslog receiver (the agent's `syslog`, the service's `server.syslog`; docs/audit.md, "SIEM export"). */
+export interface SyslogOptions {
+  /** tls://HOST[:PORT] (RFC 5425, 6514 by default) or tcp://LOOPBACK:PORT. */
+  url: string;
+  caFile?: string;
+  certFile?: string;
+  keyFile?: string;
+  serverName?: string;
+  format: 'rfc5424' | 'json';
+  facility: string;
+  enterpriseId: number;
+  /** Absent: the agent's id, or the service machine's host name. */
+  hostname?: string;
+}

@@ -379,4 +379,78 @@ export const SERVICE_MIGRATIONS: readonly string[] = [
   ) STRICT;
   CREATE INDEX fleet_tasks_by_agent ON fleet_tasks (agent_id, state);
   `,
+  `
+  -- Evidence (issue 55, docs/audit.md): every agent's audit events kept, each agent's hash chains, the exports'
+  -- cursors, webhook subscriptions and their deliveries.
+  CREATE TABLE audit_events (
+    event_id    INTEGER PRIMARY KEY,   -- the service's order of arrival: exports and paging follow it
+    agent_id    TEXT NOT NULL,
+    chain_id    TEXT NOT NULL,         -- '' for an event from before the chain (it carries no hash)
+    seq         INTEGER NOT NULL,
+    at          INTEGER NOT NULL,      -- the event's time (ms)
+    door_uuid   TEXT,
+    type        TEXT NOT NULL,
+    person_id   INTEGER,               -- its first holder's email_id (a user), else NULL
+    person      TEXT,                  -- who: the person's name, as the event names them
+    reason      TEXT,                  -- a refusal's reason
+    area        TEXT,                  -- the area of its first passage
+    body        TEXT NOT NULL,         -- the wire event as received (JSON)
+    prev_hash   TEXT,
+    hash        TEXT,
+    received_at INTEGER NOT NULL,
+    UNIQUE (agent_id, chain_id, seq)
+  ) STRICT;
+  CREATE INDEX audit_events_at ON audit_events (at);
+  CREATE INDEX audit_events_door ON audit_events (door_uuid, at);
+  CREATE INDEX audit_events_person ON audit_events (person_id, at);
+  CREATE INDEX audit_events_type ON audit_events (type, at);
+  CREATE TABLE audit_chains (
+    agent_id           TEXT NOT NULL,
+    chain_id           TEXT NOT NULL,
+    first_seen_at      INTEGER NOT NULL,
+    started_at         INTEGER,         -- the time of its audit_chain_started record, once received
+    contiguous_seq     INTEGER NOT NULL DEFAULT 0,  -- every seq up to this one received (or pruned)
+    last_seq           INTEGER NOT NULL DEFAULT 0,
+    last_at            INTEGER,
+    gap_since          INTEGER,         -- when a seq past contiguous_seq + 1 came first; NULL: no gap
+    gap_reported_at    INTEGER,
+    pruned_through_seq INTEGER NOT NULL DEFAULT 0,  -- deleted by server.audit.retentionDays up to this seq
+    PRIMARY KEY (agent_id, chain_id)
+  ) STRICT;
+  CREATE TABLE audit_exports (
+    name          TEXT PRIMARY KEY,    -- 'syslog', 'webhooks'
+    last_event_id INTEGER NOT NULL
+  ) STRICT;
+  CREATE TABLE webhooks (
+    webhook_id  INTEGER PRIMARY KEY,
+    url         TEXT NOT NULL,
+    types       TEXT NOT NULL,         -- JSON array of event types, or ["*"]
+    secret      TEXT NOT NULL,         -- the HMAC key: never shown after creation, never logged
+    description TEXT NOT NULL DEFAULT '',
+    enabled     INTEGER NOT NULL DEFAULT 1,
+    created_at  INTEGER NOT NULL,
+    created_by  TEXT NOT NULL
+  ) STRICT;
+  CREATE TABLE webhook_deliveries (
+    delivery_id  INTEGER PRIMARY KEY,
+    webhook_id   INTEGER NOT NULL,
+    event_id     INTEGER NOT NULL,
+    state        TEXT NOT NULL CHECK (state IN ('pending', 'delivered', 'failed')),
+    attempts     INTEGER NOT NULL DEFAULT 0,
+    next_at      INTEGER NOT NULL,     -- when it is due (pending)
+    created_at   INTEGER NOT NULL,
+    delivered_at INTEGER,
+    UNIQUE (webhook_id, event_id)
+  ) STRICT;
+  CREATE INDEX webhook_deliveries_due ON webhook_deliveries (webhook_id, state, next_at);
+  CREATE TABLE webhook_attempts (
+    delivery_id INTEGER NOT NULL,
+    attempt     INTEGER NOT NULL,
+    at          INTEGER NOT NULL,
+    status      INTEGER,               -- the HTTP status; NULL: no answer
+    error       TEXT,
+    duration_ms INTEGER NOT NULL,
+    PRIMARY KEY (delivery_id, attempt)
+  ) STRICT;
+  `,
 ];

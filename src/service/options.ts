@@ -1,3 +1,4 @@
+import type { SyslogOptions } from '../protocol/options.js';
 import type { DatabaseOptions } from './sql/postgresConfig.js';
 
 /** A door or computer of the organization (the service's `server.resources`). */
@@ -42,6 +43,27 @@ export interface FleetServiceOptions {
   agentMqtt?: { url: string; role: string };
 }
 
+/** Every agent's audit events kept at the service (server.audit; docs/audit.md). */
+export interface AuditServiceOptions {
+  /** This process's persistent broker session for events; absent: door-agent-service-events-HOST-PORT. */
+  clientId?: string;
+  /** Events older than this are deleted once a day; absent: kept for ever. */
+  retentionDays?: number;
+  /** A missing seq this long past while later ones came is a gap. */
+  gapSeconds: number;
+  /** The longest range of a report, in days. */
+  maxReportDays: number;
+}
+
+/** Webhook deliveries (server.webhooks; docs/audit.md, "Webhooks"). */
+export interface WebhookServiceOptions {
+  /** CIDRs a receiver may resolve to although loopback, private, link-local, ... */
+  allowAddresses: readonly string[];
+  allowHttp: boolean;
+  retryHours: number;
+  timeoutSeconds: number;
+}
+
 /** The reference service's own settings (the `server` section). */
 export interface ServerOptions {
   listen: string;
@@ -79,4 +101,10 @@ export interface ServerOptions {
   timezone?: string;
   /** The fleet; absent: every /fleet route answers 404. Needs publicUrl. */
   fleet?: FleetServiceOptions;
+  /** The audit events kept (the loader fills it; a caller of startService may leave it out: the defaults). */
+  audit?: AuditServiceOptions;
+  /** The SIEM export; absent: none. */
+  syslog?: SyslogOptions;
+  /** Webhook deliveries (the loader fills it; absent: the defaults). */
+  webhooks?: WebhookServiceOptions;
 }
