@@ -7,6 +7,8 @@ import { SlowestFilesReporter } from './test/support/slowestFilesReporter.js';
  * test/support/serviceDb.ts, which gives SQLite in the default project and PostgreSQL in the `postgres` one.
  */
 const BOTH_ENGINES = [
+  'test/integration/serviceWebhooks.test.ts',
+  'test/integration/serviceWebhooksRestart.test.ts',
   'test/integration/service.test.ts',
   'test/integration/serviceUserList.test.ts',
   'test/integration/servicePins.test.ts',
@@ -27,6 +29,9 @@ const BOTH_ENGINES = [
   'test/integration/fleetEnrol.test.ts',
   'test/integration/fleetUpdates.test.ts',
   'test/integration/fleetConfigService.test.ts',
+  'test/integration/syslogExport.test.ts',
+  'test/integration/serviceReports.test.ts',
+  'test/integration/auditEvents.test.ts',
 ];
 
 export default defineConfig({

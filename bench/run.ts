@@ -20,6 +20,7 @@ import { benchmarkTapToRelay } from './tapToRelay.js';
 import { benchmarkWiegand } from './wiegandBench.js';
 import { benchmarkOsdp } from './osdpBench.js';
 import { benchmarkStartup } from './startup.js';
+import { benchmarkReports } from './reportsBench.js';
 import { exceededBounds, renderTable, writeResults, type BenchRow } from './report.js';
 
 const BENCHES: Record<string, (workDir: string) => BenchRow[] | Promise<BenchRow[]>> = {
@@ -39,6 +40,7 @@ const BENCHES: Record<string, (workDir: string) => BenchRow[] | Promise<BenchRow
   wiegand: benchmarkWiegand,
   osdp: benchmarkOsdp,
   startup: benchmarkStartup,
+  reports: benchmarkReports,
 };
 
 const root = resolve(fileURLToPath(import.meta.url), '../../..');

@@ -4,7 +4,7 @@
 # peers from Debian when running as root: mosquitto, mosquitto-clients, socat, tmux (the demo test), openssl
 # (the TLS tests), faketime (a board booting with its clock behind), chromium (the console's browser tests),
 # haproxy (the service behind the shipped examples/haproxy/haproxy.cfg), postgresql (the service's tests on
-# PostgreSQL), lintian, dpkg-dev, debootstrap and dpkg-repack (the Debian package's test). The tests start their own haproxy and PostgreSQL cluster (initdb into a temporary directory, from
+# PostgreSQL), rsyslog and rsyslog-gnutls (the SIEM export's receiver, over TLS), lintian, dpkg-dev, debootstrap and dpkg-repack (the Debian package's test). The tests start their own haproxy and PostgreSQL cluster (initdb into a temporary directory, from
 # /usr/lib/postgresql/<version>/bin, which is not on PATH); none uses the system services these packages bring.
 # --warn-only: report missing Debian packages instead of failing (npm start does not need them).
 set -euo pipefail
@@ -65,6 +65,9 @@ command -v chromium >/dev/null 2>&1 || missing+=(chromium)
 command -v haproxy >/dev/null 2>&1 || [ -x /usr/sbin/haproxy ] || missing+=(haproxy)
 python3 -c 'import jinja2' >/dev/null 2>&1 || missing+=(python3-jinja2) # Home Assistant's templates, rendered as it does
 ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || missing+=(postgresql)
+# The syslog export's tests start their own rsyslogd (never the system's) with its GnuTLS stream driver.
+[ -x /usr/sbin/rsyslogd ] || missing+=(rsyslog)
+ls /usr/lib/*/rsyslog/lmnsd_gtls.so >/dev/null 2>&1 || missing+=(rsyslog-gnutls)
 # The Debian package's test (npm run package, then installed in a fresh Debian root): lintian checks the package,
 # dpkg-dev finds what its addons link, debootstrap makes the root, dpkg-repack packs this machine's Node.js for it.
 command -v lintian >/dev/null 2>&1 || missing+=(lintian)

@@ -20,6 +20,8 @@ import type { PortFactory } from './readers/serial/port.js';
 import { startInOrder, type Component } from './lifecycle.js';
 import { MqttComponent } from './mqtt/mqttComponent.js';
 import { AgentStore } from './store/agentStore.js';
+import { AuditLogSyslogSource } from './store/syslogSource.js';
+import { SyslogSender } from './protocol/syslogSender.js';
 import { readerStatusKey } from './store/runtimeStatus.js';
 import { cachePath } from './store/database.js';
 import { DoorStateStore, doorStateDir } from './store/doorState.js';
@@ -182,6 +184,7 @@ export async function startAgent(config: AgentOptions, deps: AgentDeps): Promise
       timers,
       logger: logger.child({ component: 'store' }),
       cacheRebuild,
+      syslogExport: config.syslog !== undefined,
     });
     const doorEvents = new DoorEvents((err, event) => logger.error({ err, event }, 'a door event listener failed'));
     const lockAudit = new LockAudit({ doorEvents, append: (event) => store.events.append(event), clock, timers, logger });
@@ -409,6 +412,7 @@ export async function startAgent(config: AgentOptions, deps: AgentDeps): Promise
       ...doors,
       emergency,
       mqtt,
+      syslogExport(config, store, clock, timers, logger),
       sync,
       fleet,
       controlSocket(config.agent.controlSocket, {
@@ -435,6 +439,25 @@ export async function startAgent(config: AgentOptions, deps: AgentDeps): Promise
     stop,
     lockAllNow: () => relays.lockAll(),
   };
+}
+
+/**
+ * The agent's own syslog export (docs/audit.md, "SIEM export: syslog"), for a site without a service: every event
+ * of state.db after the cursor kept there, HOSTNAME the agent's id unless `syslog.hostname` says otherwise.
+ */
+function syslogExport(config: AgentOptions, store: AgentStore, clock: Clock, timers: Timers, logger: Logger): SyslogSender | null {
+  if (!config.syslog) return null;
+  const sender = new SyslogSender({
+    syslog: config.syslog,
+    defaultHostname: config.agent.id,
+    source: new AuditLogSyslogSource({ events: () => store.events, cursor: () => store.syslogCursor, agentId: config.agent.id }),
+    clock,
+    timers,
+    logger: logger.child({ component: 'syslog' }),
+  });
+  // An alarm reaches the SIEM as soon as it is durable, not at the next look a second later.
+  store.onEventsDurable(() => sender.notify());
+  return sender;
 }
 
 /**

@@ -18,7 +18,7 @@ export const chainHashesSchema = z.object({
 export type ChainHashes = z.output<typeof chainHashesSchema>;
 
 /** One gap of a chain at the service: seqs from..to (inclusive) not received while later ones were. */
-export const chainGapSchema = z.object({ from: z.number().int(), to: z.number().int(), since: z.string() });
+const chainGapSchema = z.object({ from: z.number().int(), to: z.number().int(), since: z.string() });
 
 /** GET /audit/chains?agent=: each agent's chains as the service holds them. */
 export const auditChainsSchema = z.object({
@@ -38,7 +38,6 @@ export const auditChainsSchema = z.object({
     }),
   ),
 });
-export type AuditChains = z.output<typeof auditChainsSchema>;
 
 /** GET /events?door=&person=&type=&reason=&agent=&from=&to=&limit=&before=: newest first, a page at a time. */
 export const eventPageSchema = z.object({
@@ -47,4 +46,3 @@ export const eventPageSchema = z.object({
   /** Ask again with before=next_before for the next (older) page; null: no more. */
   next_before: z.number().int().nullable(),
 });
-export type EventPage = z.output<typeof eventPageSchema>;

@@ -115,6 +115,25 @@ const COMMANDS: readonly CommandUsage[] = [
     exits: [[0, 'synced'], [1, 'failed or refused (the error names the URL and the cause): the cache is unchanged'], INVALID_CONFIG],
   },
   {
+    name: 'audit verify',
+    args: '[--offline] [--json] [--config F]',
+    summary: "checks the audit log's hash chain, and the service's copy of it (docs/audit.md)",
+    details: [
+      'Names the first bad record: edited, deleted, inserted, reordered, restarted, or differs (not as the service received it).',
+      'Records evicted past agent.maxEvents are not findings, as many as the log counted; a service that cannot be reached is a warning.',
+    ],
+    options: [
+      { flag: '--offline', meaning: "the local log only: not compared with the service's copy" },
+      { flag: '--json', meaning: 'one JSON object: intact, summary, findings, warnings' },
+    ],
+    config: true,
+    exits: [
+      [0, 'intact'],
+      [1, 'a finding (each printed, the first bad record first)'],
+      [78, 'no audit log (state.db) yet, or the configuration is missing or invalid'],
+    ],
+  },
+  {
     name: 'relock',
     args: '[--config F]',
     summary: 'drive every configured relay to its locked level and exit',
@@ -394,6 +413,21 @@ const COMMANDS: readonly CommandUsage[] = [
     options: [{ flag: '--hours N', meaning: 'the code is good for N hours, 1-720 (default server.fleet.enrolCodeHours, 24)' }],
     config: true,
     exits: [[0, 'the command was printed'], [1, 'the service database cannot be written'], INVALID_CONFIG],
+  },
+  {
+    name: 'service audit verify',
+    args: '[--agent ID] [--json] [--config F]',
+    summary: "checks the service's copy of every agent's audit chain (docs/audit.md)",
+    details: [
+      'Names the first bad record of each agent: edited, deleted, inserted, reordered, restarted, or a gap (not received).',
+      'Events deleted by server.audit.retentionDays are not findings. Works whether or not the service is running.',
+    ],
+    options: [
+      { flag: '--agent ID', meaning: "this agent's chains only" },
+      { flag: '--json', meaning: 'one JSON object: intact, summary, findings' },
+    ],
+    config: true,
+    exits: [[0, 'intact'], [1, 'a finding (each printed, the first bad record first)'], INVALID_CONFIG],
   },
   {
     name: 'service fleet-keys',

@@ -1,38 +1,11 @@
 import { isIP } from 'node:net';
 import * as z from 'zod';
+import { SYSLOG_FACILITIES } from '../protocol/syslog.js';
 
 /**
  * The evidence's settings (docs/audit.md): the SIEM export (`syslog` for the agent, `server.syslog` for the
  * service), the service's keeping of events (`server.audit`) and its webhooks (`server.webhooks`).
  */
-
-/** RFC 5424's facility names, by code. */
-export const SYSLOG_FACILITIES = [
-  'kern',
-  'user',
-  'mail',
-  'daemon',
-  'auth',
-  'syslog',
-  'lpr',
-  'news',
-  'uucp',
-  'cron',
-  'authpriv',
-  'ftp',
-  'ntp',
-  'audit',
-  'alert',
-  'clock',
-  'local0',
-  'local1',
-  'local2',
-  'local3',
-  'local4',
-  'local5',
-  'local6',
-  'local7',
-] as const;
 
 const SYSLOG_URL = /^(tls|tcp):\/\/(\[[0-9a-fA-F:.]+\]|[A-Za-z0-9.-]+)(?::(\d{1,5}))?$/;
 

@@ -30,6 +30,7 @@ export interface FileReferences {
     homeAssistant?: { codeFile?: unknown } | null;
   } | null;
   doors?: unknown;
+  syslog?: { caFile?: unknown; certFile?: unknown; keyFile?: unknown } | null;
 }
 
 const asFile = (value: unknown) => (typeof value === 'string' && value !== '' ? value : undefined);
@@ -55,6 +56,10 @@ function secretRefs(config: FileReferences): SecretRef[] {
     if (ha && typeof ha === 'object') {
       refs.push({ keyPath: 'mqtt.homeAssistant.codeFile', file: asFile(ha.codeFile), required: false, homeAssistantCode: true });
     }
+  }
+  const { syslog } = config;
+  if (syslog && typeof syslog === 'object') {
+    for (const key of ['caFile', 'certFile', 'keyFile'] as const) refs.push({ keyPath: `syslog.${key}`, file: asFile(syslog[key]), required: false });
   }
   if (Array.isArray(config.doors)) {
     config.doors.forEach((door: unknown, i) => {

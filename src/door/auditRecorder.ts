@@ -1,6 +1,6 @@
 import type { Logger } from 'pino';
 import type { EventLog, EventType } from '../store/eventLog.js';
-import { ALARM_TYPES } from '../store/eviction.js';
+import { ALARM_TYPES } from '../api/eventTypes.js';
 import type { Clock, Timers } from '../util/clock.js';
 import { InputFloods, type InputRecorder } from './inputFloods.js';
 import { withProps } from '../core/objects.js';

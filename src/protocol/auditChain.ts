@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import { canonicalJson } from './signing.js';
 
 /**
  * The audit log's hash chain, as the agent writes it and the service and `audit verify` check it (docs/audit.md,
@@ -24,17 +25,6 @@ export interface ChainedContent {
   door: string | null;
   type: string;
   data: Record<string, unknown>;
-}
-
-/** JSON with every object's keys sorted (JavaScript's default order), no whitespace. */
-export function canonicalJson(value: unknown): string {
-  if (value === null || typeof value !== 'object') return JSON.stringify(value) ?? 'null';
-  if (Array.isArray(value)) return `[${value.map((v) => (v === undefined ? 'null' : canonicalJson(v))).join(',')}]`;
-  const record = value as Record<string, unknown>;
-  const keys = Object.keys(record)
-    .filter((k) => record[k] !== undefined)
-    .sort();
-  return `{${keys.map((k) => `${JSON.stringify(k)}:${canonicalJson(record[k])}`).join(',')}}`;
 }
 
 /** A record's hash: hex SHA-256 over the previous record's hash, a newline and the record's canonical JSON. */

@@ -24,6 +24,10 @@ import { AgentMqttLogins } from './fleet/agentMqtt.js';
 import type { FleetDeps } from './fleet/fleetDeps.js';
 import { loadFleetKeys } from './fleet/identityKey.js';
 import { documentProblems } from '../config/fleetDocument.js';
+import { WebhookDispatcher, DEFAULT_WEBHOOK_OPTIONS } from './audit/webhookDispatcher.js';
+import { SyslogExport } from './audit/syslogExport.js';
+import { EventKeeping } from './audit/eventKeeping.js';
+import { systemTimers } from '../util/clock.js';
 
 /** The keys whose value is not undefined (so that the defaults fill the others). */
 function definedOnly<T extends object>(values: T): Partial<T> {
@@ -103,8 +107,42 @@ export async function startService(
           agentMqtt: agentMqtt && logins ? { url: agentMqtt.url, logins } : null,
         }
       : undefined;
+  // Every event kept sent to the SIEM by the process holding the publisher lock (docs/audit.md, "SIEM export").
+  const syslogExport = server.syslog
+    ? new SyslogExport({
+        db,
+        leadership: storage.leadership,
+        syslog: server.syslog,
+        clock: deps.clock,
+        timers: systemTimers,
+        logger: deps.logger.child({ component: 'syslog' }),
+      })
+    : null;
+  syslogExport?.start();
+  // Every agent's audit events kept, each process on a broker session of its own (audit/eventKeeping.ts).
+  const eventKeeping = new EventKeeping({
+    db,
+    leadership: storage.leadership,
+    mqtt: options.mqtt,
+    env: deps.env,
+    audit: server.audit,
+    clock: deps.clock,
+    timers: systemTimers,
+    logger: deps.logger.child({ component: 'audit' }),
+  });
+  // Webhook deliveries, sent by the process holding the publisher lock (audit/webhookDispatcher.ts).
+  const webhooks = new WebhookDispatcher({
+    db,
+    leadership: storage.leadership,
+    clock: deps.clock,
+    logger: deps.logger.child({ component: 'webhooks' }),
+    options: server.webhooks ?? DEFAULT_WEBHOOK_OPTIONS,
+  });
   /** The publisher, the broker, then the database: each stops before what it uses. */
   const closeBackEnd = async () => {
+    await webhooks.close();
+    await syslogExport?.stop();
+    await eventKeeping.close();
     await publisher?.close();
     await doors?.close();
     await logins?.close();
@@ -135,6 +173,10 @@ export async function startService(
     ...(server.pinLabels ? { pinLabels: server.pinLabels } : {}),
     ...(metrics ? { metrics } : {}),
     ...(fleet ? { fleet } : {}),
+    ...(server.timezone === undefined ? {} : { timezone: server.timezone }),
+    ...(server.audit ? { audit: server.audit } : {}),
+    ...(server.webhooks ? { webhooks: server.webhooks } : {}),
+    storedEvents: eventKeeping.storedEvents,
     ...(server.console?.enabled
       ? {
           console: {
@@ -186,6 +228,8 @@ export async function startService(
   const address = app.addresses()[0];
   const listening =
     address && typeof address !== 'string' ? `${address.family === 'IPv6' ? `[${address.address}]` : address.address}:${address.port}` : server.listen;
+  eventKeeping.start(address && typeof address !== 'string' ? address.port : port);
+  webhooks.start();
   for (const warning of publicUrlWarnings(server)) deps.logger.warn(warning);
   deps.logger.info({ listen: listening }, 'service ready');
   return {

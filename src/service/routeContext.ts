@@ -10,7 +10,7 @@ import type { HttpLimits } from './httpLimits.js';
 import type { LevelStore } from './levels.js';
 import type { Gate, LoadLimits } from './loadGate.js';
 import type { Mailer } from './mailer.js';
-import type { ConsoleOptions, ServiceResource } from './options.js';
+import type { AuditServiceOptions, ConsoleOptions, ServiceResource, WebhookServiceOptions } from './options.js';
 import type { SiteFeed } from './console/siteFeed.js';
 import type { PinMasking } from './pinMasking.js';
 import type { PublishKind, PublishQueue } from './publishQueue.js';
@@ -18,6 +18,7 @@ import type { Refusals } from './refusals.js';
 import type { ChangeFeed } from './sql/changeFeed.js';
 import type { SqlDb } from './sql/sqlDb.js';
 import type { ServiceMetrics } from './serviceMetrics.js';
+import type { StoredEvents } from './audit/storedEvents.js';
 import type { UserStore } from './users.js';
 
 /*
@@ -61,6 +62,14 @@ export interface ServiceDeps {
   databaseProbe?: () => Promise<void>;
   /** The fleet (server.fleet: docs/fleet.md): its keys, the agents' broker logins; absent: every /fleet route answers 404. */
   fleet?: FleetDeps;
+  /** The site's zone (server.timezone, an IANA name): the reports' days and times; absent: the machine's zone. */
+  timezone?: string;
+  /** The audit events kept (server.audit; docs/audit.md); absent: its defaults. */
+  audit?: AuditServiceOptions;
+  /** Webhook subscriptions' bounds (server.webhooks; docs/audit.md, "Webhooks"); absent: its defaults. */
+  webhooks?: WebhookServiceOptions;
+  /** The audit events this process's ingest takes, as they are committed (audit/storedEvents.ts): the live Events page. */
+  storedEvents?: StoredEvents;
   /** The console (server.console, enabled), with the live site it shows (null without an mqtt section). */
   console?: {
     options: ConsoleOptions;

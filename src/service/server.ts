@@ -29,9 +29,12 @@ import { FLEET_PATHS, registerFleetGate } from './fleet/fleetDeps.js';
 import { registerEnrolRoutes } from './fleet/routesEnrol.js';
 import { registerFleetAgentRoutes } from './fleet/routesFleetAgents.js';
 import { registerFirmwareRoutes } from './fleet/routesFirmware.js';
+import { registerReportRoutes } from './audit/routesReports.js';
 import { registerReleaseRoutes } from './fleet/routesReleases.js';
 import { registerRolloutRoutes } from './fleet/routesRollouts.js';
 import { registerAgentConfigRoutes } from './fleet/routesAgentConfig.js';
+import { registerWebhookRoutes } from './audit/routesWebhooks.js';
+import { registerEventRoutes } from './audit/routesEvents.js';
 import type { RouteContext, ServiceDeps, ServiceLoad } from './routeContext.js';
 import { UserStore } from './users.js';
 
@@ -41,7 +44,8 @@ const BODY_LIMIT = 1024 * 1024;
 // spent and no agent is sent to sync for nothing (a lockdown reaches the doors on its own topic, a command too).
 const NOT_DIRECTORY_CHANGES = new Set(['/lockdown', '/setlockstatus', '/healthz']);
 /** Whether a call to `url` (not a GET) may change what a door sees. The console's forms call the API for that. */
-const directoryChange = (url: string) => !NOT_DIRECTORY_CHANGES.has(url) && !url.startsWith('/console') && !url.startsWith(FLEET_PATHS);
+const directoryChange = (url: string) =>
+  !NOT_DIRECTORY_CHANGES.has(url) && !url.startsWith('/console') && !url.startsWith(FLEET_PATHS) && !url.startsWith('/webhooks');
 
 /**
  * The reference access-control service (docs/access-control-api.md) on fastify, described by GET /openapi.json
@@ -280,6 +284,9 @@ export function buildService(deps: ServiceDeps): FastifyInstance {
   registerRolloutRoutes(app, context);
   registerAgentConfigRoutes(app, context);
   registerFirmwareRoutes(app, context);
+  registerWebhookRoutes(app, context);
+  registerReportRoutes(app, context);
+  registerEventRoutes(app, context);
   registerOpenApiRoute(app, described);
   if (deps.console && delegation) registerConsole(app, context, { ...deps.console, console: deps.console.options, delegation });
   return app;

@@ -12,6 +12,7 @@ import { PendingWrites } from './pendingWrites.js';
 import { ReplayCache } from './replayCache.js';
 import { writeRuntimeStatus, type BrokerRefusal, type CacheRuntime, type EmergencyRuntime, type RuntimeStatus } from './runtimeStatus.js';
 import { WalSync } from './walSync.js';
+import { SyslogCursor } from './syslogSource.js';
 
 export interface AgentStoreOptions {
   dataDir: string;
@@ -28,6 +29,8 @@ export interface AgentStoreOptions {
   logger: Logger;
   /** How a damaged cache is rebuilt (said in the log and the audit event): `automatic` with a service (default `manual`). */
   cacheRebuild?: CacheRebuild;
+  /** The agent's syslog export is on: events the receiver has not had are never evicted (syslogSource.ts). */
+  syslogExport?: boolean;
 }
 
 /** How long the daemon's connection waits for another process's write lock before queueing the write. */
@@ -53,6 +56,7 @@ export class AgentStore implements Component {
   readonly cache: CacheConnection;
   private state_: Db | null = null;
   private events_: EventLog | null = null;
+  private syslogCursor_: SyslogCursor | null = null;
   private walSync: WalSync | null = null;
   private checkpoints: CheckpointThread | null = null;
   private checkpointTimer: unknown = null;
@@ -109,10 +113,13 @@ export class AgentStore implements Component {
       },
     });
     this.walSync.onSynced(() => this.checkpointSoon());
+    const syslogCursor = this.options.syslogExport ? new SyslogCursor(this.state_, this.writes) : null;
+    this.syslogCursor_ = syslogCursor;
     this.events_ = new EventLog(this.state_, {
       agentId: this.options.agentId,
       maxEvents: this.options.maxEvents,
       keepUnpublished: this.options.keepUnpublished,
+      ...(syslogCursor ? { keepFrom: () => syslogCursor.nextUnsent() } : {}),
       onOverCap: (oldest) =>
         this.options.logger.warn(
           { oldestUnpublished: oldest, maxEvents: this.options.maxEvents },
@@ -174,6 +181,12 @@ export class AgentStore implements Component {
   get events(): EventLog {
     if (!this.events_) throw new Error('the store is not started');
     return this.events_;
+  }
+
+  /** How far the syslog export is sure of (with `syslogExport`). */
+  get syslogCursor(): SyslogCursor {
+    if (!this.syslogCursor_) throw new Error('the store is not started, or has no syslog export');
+    return this.syslogCursor_;
   }
 
   /** Called once per event written, with the event (the MQTT outbox then publishes it). */

@@ -81,13 +81,13 @@ export function recordConfigLoaded(store: { state: Db; events: EventLog }, dataD
       at: note.at,
       data: {
         reason: note.reason,
-        hash: note.hash,
+        config_hash: note.hash,
         ...(note.reader ? { reader: note.reader } : {}),
         ...(note.comset ? { address: note.comset.address, baud_rate: note.comset.baudRate } : {}),
       },
     });
   }
   const previous = readMeta<string>(store.state, HASH_KEY) ?? null;
-  store.events.append({ type: 'config_changed', door: null, at: now, data: { reason: 'loaded', hash, previous_hash: previous } });
+  store.events.append({ type: 'config_changed', door: null, at: now, data: { reason: 'loaded', config_hash: hash, previous_config_hash: previous } });
   writeMeta(store.state, HASH_KEY, hash);
 }

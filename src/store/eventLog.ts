@@ -1,68 +1,15 @@
 import type { Statement } from 'better-sqlite3';
 import type { Db } from './database.js';
 import type { PendingWrites } from './pendingWrites.js';
-import { ALARM_TYPES, Eviction, evictedCount, isKeptAlarm } from './eviction.js';
+import { Eviction, evictedCount, isKeptAlarm } from './eviction.js';
+import { ALARM_TYPES } from '../api/eventTypes.js';
 import type { WalSync } from './walSync.js';
+import { EventChain } from './eventChain.js';
 import { withProps } from '../core/objects.js';
+import type { KnownEventType } from '../api/eventTypes.js';
 
-export type EventType =
-  | 'access_granted'
-  | 'access_denied'
-  | 'unlocked'
-  | 'locked'
-  | 'door_opened'
-  | 'door_closed'
-  | 'door_forced'
-  | 'door_held_open'
-  | 'exit_request'
-  | 'keypad_locked_out'
-  | 'card_locked_out'
-  | 'reader_noise'
-  | 'reader_online'
-  | 'reader_offline'
-  | 'reader_tamper'
-  | 'reader_power'
-  | 'command_rejected'
-  | 'lockdown_started'
-  | 'lockdown_ended'
-  | 'duress'
-  | 'duress_collision'
-  | 'tamper'
-  | 'first_person_in'
-  | 'schedule_waiting_for_clock'
-  | 'schedule_clock_synchronized'
-  | 'schedule_waiting_for_interlock'
-  | 'clock_skew'
-  // Issue 30 items 2 and 3: the offline limit and the supervision events (docs/operations.md, "Audit log and status").
-  | 'cache_too_old'
-  | 'cache_fresh'
-  // Issue 51 item 8: the cache found damaged, and rebuilt from the service (docs/sync.md, "A damaged cache").
-  | 'cache_damaged'
-  | 'cache_rebuilt'
-  | 'granted_not_opened'
-  | 'power_lost'
-  | 'power_restored'
-  | 'battery_low'
-  | 'battery_ok'
-  | 'link_lost'
-  | 'link_restored'
-  // A directory answer the mass-removal guard refused, and the restrictions of it applied at once (docs/sync.md).
-  | 'sync_refused'
-  | 'config_changed'
-  | 'emergency_release'
-  | 'emergency_cleared'
-  | 'emergency_wiring'
-  | 'emergency_wiring_cleared'
-  // Doors that work together (docs/areas.md).
-  | 'awaiting_second_person'
-  | 'passback_violation'
-  | 'area_reset'
-  | 'area_checkpoint'
-  // The local control socket (docs/local-control.md): each request, and each tap a learn session showed instead of deciding.
-  | 'local_command'
-  | 'learn_tap'
-  // Reader firmware over OSDP (docs/hardware.md, "Reader firmware"): started, done, failed.
-  | 'reader_firmware';
+/** Every type the agent writes: the one list the service reads too (api/eventTypes.ts; docs/audit.md's table). */
+export type EventType = KnownEventType;
 
 export interface NewEvent {
   type: EventType;
@@ -92,6 +39,8 @@ interface EventRow {
   type: EventType;
   payload: string;
   published_at: number | null;
+  chain_prev: string | null;
+  chain_hash: string | null;
 }
 
 export interface EventLogStats {
@@ -124,6 +73,13 @@ export interface EventLogOptions {
    * has been away or refusing that long): the log then grows past maxEvents rather than lose an audit event.
    */
   onOverCap?: (oldestKept: number) => void;
+  /**
+   * Eviction never deletes a record with seq >= keepFrom() (the syslog exporter's next unsent seq: an event waits
+   * in the log until it is sent).
+   */
+  keepFrom?: () => number;
+  /** Makes a new chain's id (tests); default a random UUID. */
+  newChainId?: () => string;
 }
 
 const ALARMS: ReadonlySet<string> = new Set<string>(ALARM_TYPES);
@@ -135,8 +91,9 @@ const ALARMS: ReadonlySet<string> = new Set<string>(ALARM_TYPES);
  */
 export class EventLog {
   private readonly insert: Statement<[number, string | null, string, string]>;
-  private readonly insertTransaction: (event: NewEvent, payload: string) => number;
+  private readonly insertTransaction: (event: NewEvent, payload: string) => { seq: number; prev: string; hash: string };
   private readonly eviction: Eviction;
+  private readonly chain: EventChain;
   private readonly oldestUnpublished: Statement<[number], { seq: number }>;
   private overCap = false;
   private readonly after: Statement<[number, number], EventRow>;
@@ -152,16 +109,27 @@ export class EventLog {
     private readonly options: EventLogOptions,
   ) {
     this.insert = db.prepare('INSERT INTO events (at, door_uuid, type, payload) VALUES (?, ?, ?, ?)');
-    this.eviction = new Eviction(db, { maxEvents: options.maxEvents, keepUnpublished: options.keepUnpublished ?? false });
+    this.eviction = new Eviction(db, { maxEvents: options.maxEvents, keepUnpublished: options.keepUnpublished ?? false, keepFrom: options.keepFrom });
+    this.chain = new EventChain(db, options.newChainId);
     this.oldestUnpublished = db.prepare('SELECT seq FROM events WHERE published_at IS NULL AND seq <= ? ORDER BY seq LIMIT 1');
     this.after = db.prepare('SELECT * FROM events WHERE seq > ? ORDER BY seq LIMIT ?');
     this.unpublishedAfter = db.prepare('SELECT * FROM events WHERE published_at IS NULL AND seq > ? AND seq <= ? ORDER BY seq LIMIT ?');
     this.mark = db.prepare('UPDATE events SET published_at = ? WHERE seq = ?');
-    this.insertTransaction = db.transaction((event: NewEvent, payload: string) => {
+    const chained = db.transaction((event: NewEvent, payload: string) => {
+      this.chain.startIfNone(event.at, (type, startPayload) => {
+        const started = Number(this.insert.run(event.at, null, type, startPayload).lastInsertRowid);
+        this.eviction.inserted(started, null);
+        return started;
+      });
       const inserted = Number(this.insert.run(event.at, event.door, event.type, payload).lastInsertRowid);
+      // The payload as written, read back: the hash covers what a reader of the wire parses (a Date, an undefined in an
+      // array or a value with toJSON would otherwise hash unlike its JSON).
+      const link = this.chain.link(inserted, event.at, event.door, event.type, JSON.parse(payload) as Record<string, unknown>);
       this.eviction.inserted(inserted, isKeptAlarm(event.type, event.data) ? { type: event.type, door: event.door } : null);
-      return inserted;
+      return { seq: inserted, prev: link.prevHash, hash: link.hash };
     });
+    // IMMEDIATE: the write lock first, so the chain's reads (its id, the previous hash) see another writer's last commit.
+    this.insertTransaction = chained.immediate;
     const { walSync } = options;
     if (walSync) {
       // What is in the log at start is made durable first (a crash of the last run may have left it unsynced).
@@ -189,9 +157,10 @@ export class EventLog {
     let wire: WireEvent | null = null;
     const { walSync } = this.options;
     const write = () => {
-      const seq = walSync ? walSync.run(() => this.insertTransaction(event, payload)) : this.insertTransaction(event, payload);
+      const { seq, prev, hash } = walSync ? walSync.run(() => this.insertTransaction(event, payload)) : this.insertTransaction(event, payload);
       if (seq % 100 === 0) this.checkOverCap(); // a look every 100 events is enough
-      const written = this.toWire({ seq, at: event.at, door_uuid: event.door, type: event.type, payload, published_at: null });
+      const row: EventRow = { seq, at: event.at, door_uuid: event.door, type: event.type, payload, published_at: null, chain_prev: prev, chain_hash: hash };
+      const written = this.toWire(row);
       wire = written;
       this.options.onWritten?.(written);
       if (!walSync) {
@@ -242,6 +211,14 @@ export class EventLog {
     else mark();
   }
 
+  /**
+   * The newest seq known durable (with walSync; without it every committed event is): a reader that hands events
+   * on (the syslog export) goes no further, as the outbox does, so that a power cut never takes back an event sent.
+   */
+  durableThrough(): number {
+    return this.durableSeq;
+  }
+
   /** Events with seq > `since`, oldest first. */
   since(since: number, limit = 1000): WireEvent[] {
     return this.after.all(since, limit).map((row) => this.toWire(row));
@@ -275,6 +252,12 @@ export class EventLog {
     wire.at = new Date(row.at).toISOString();
     wire.door = row.door_uuid;
     wire.type = row.type;
+    if (row.chain_hash !== null && row.chain_hash !== undefined) {
+      const chain = this.chain.current();
+      if (chain) wire.chain = chain.id;
+      wire.prev_hash = row.chain_prev;
+      wire.hash = row.chain_hash;
+    }
     return wire as WireEvent;
   }
 }

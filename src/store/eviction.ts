@@ -1,18 +1,7 @@
 import type { Statement } from 'better-sqlite3';
 import type { Db } from './database.js';
 import { readMeta, writeMeta } from './meta.js';
-
-/** The event types raised as alarms (`P/doors/<uuid>/alarm`). */
-export const ALARM_TYPES = [
-  'duress',
-  'tamper',
-  'door_forced',
-  'door_held_open',
-  'emergency_release',
-  'emergency_cleared',
-  'emergency_wiring',
-  'emergency_wiring_cleared',
-] as const;
+import { ALARM_TYPES } from '../api/eventTypes.js';
 
 /**
  * The events eviction keeps longest (docs/architecture.md, "Eviction order"): the alarms, and a passback violation
@@ -66,7 +55,12 @@ export class Eviction {
 
   constructor(
     private readonly db: Db,
-    private readonly options: { maxEvents: number; keepUnpublished: boolean },
+    private readonly options: {
+      maxEvents: number;
+      keepUnpublished: boolean;
+      /** Nothing at or after this seq is evicted (the syslog exporter's next unsent seq); the window waits for it. */
+      keepFrom?: () => number;
+    },
   ) {
     this.range = db.prepare(
       `DELETE FROM events WHERE seq > ? AND seq <= ?${options.keepUnpublished ? ' AND published_at IS NOT NULL' : ''} ` +
@@ -101,7 +95,8 @@ export class Eviction {
       const out = this.pushedOut.get(alarm.type, alarm.door)?.seq;
       if (out !== undefined && out <= this.done) evicted += this.range.run(out - 1, out, after).changes;
     }
-    const end = seq - this.options.maxEvents;
+    // Held at keepFrom: the rows from there on have not been looked at, so they are when it moves on.
+    const end = Math.min(seq - this.options.maxEvents, (this.options.keepFrom?.() ?? Number.POSITIVE_INFINITY) - 1);
     if (end > this.done) {
       evicted += this.range.run(this.done, end, this.floor()).changes;
       this.done = end;

@@ -190,4 +190,8 @@ export const STATE_MIGRATIONS: readonly Migration[] = [
   // Eviction also keeps the last alarms of each door and type (store/eviction.ts KEPT_PER_SOURCE): a flood of one
   // input cannot push out another's alarm. Found through this index, whose condition is the eviction's too.
   `CREATE INDEX events_alarm_sources ON events (type, door_uuid, seq) WHERE type IN ('duress', 'tamper', 'door_forced', 'door_held_open', 'emergency_release', 'emergency_cleared', 'emergency_wiring', 'emergency_wiring_cleared', 'passback_violation') AND json_extract(payload, '$.summary') IS NOT 1;`,
+  // The hash chain (docs/audit.md, "The chain"): each record's link, set in its insert's transaction. The rows from
+  // before stay unchained; the chain (meta key audit_chain) starts at the next append, with a record saying so.
+  `ALTER TABLE events ADD COLUMN chain_prev TEXT;
+  ALTER TABLE events ADD COLUMN chain_hash TEXT;`,
 ];

@@ -1,6 +1,7 @@
 import { tmpdir } from 'node:os';
 import type * as z from 'zod';
 import { userDetailSchema, type UserDetail } from '../api/shapes.js';
+import { chainHashesSchema, type ChainHashes } from '../api/audit.js';
 import { readSecret, type Env } from '../util/secretFiles.js';
 import { DoorAgentError } from '../util/errors.js';
 import { directoryEtag, directoryQuery, parseDirectoryEtag, type DirectoryVersion } from '../protocol/directory.js';
@@ -241,6 +242,15 @@ export class ServiceClient {
     }
     if (answer.status !== 200) throw this.refused('/directory', answer);
     return { kind: 'answer', body: answer.body, etag };
+  }
+
+  /**
+   * GET /audit/agents/{agentId}/hashes (the reference service's, docs/audit.md): the hashes the service holds of
+   * one of the agent's chains, after seq `after`, at most `limit`, in seq order.
+   */
+  chainHashes(agentId: string, chain: string, after: number, limit: number): Promise<ChainHashes> {
+    const query = { chain, after: String(after), limit: String(limit) };
+    return this.getWhole(`/audit/agents/${encodeURIComponent(agentId)}/hashes`, query, chainHashesSchema);
   }
 
   private get maxStreamed(): number {

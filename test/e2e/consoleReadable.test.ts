@@ -42,9 +42,9 @@ const textOf = (html: string) =>
     .replace(/&amp;/g, '&')
     .replace(/\s+/g, ' ');
 
-/** An agent's audit event on P/doors/<uuid>/events, as the agent's outbox publishes it (QoS 1, not retained). */
+/** An agent's audit event on P/doors/<uuid>/events, as the agent's outbox publishes it (QoS 1, not retained; its seq ends its id). */
 const publishEvent = (door: string, event: Record<string, unknown>) =>
-  agent.publishAsync(`site/doors/${door}/events`, JSON.stringify(Object.assign({ door }, event)), { qos: 1 });
+  agent.publishAsync(`site/doors/${door}/events`, JSON.stringify(Object.assign({ door, seq: Number(String(event.id).split('-').pop()) }, event)), { qos: 1 });
 
 async function get(path: string, headers: Record<string, string> = { cookie }) {
   const answer = await rawRequest(port, 'GET', path, Object.assign({ host: `127.0.0.1:${port}` }, headers));
@@ -178,7 +178,7 @@ mqtt: { url: "${broker.url}", topicPrefix: site }
   agent = await connectAsync(broker.url, { clientId: 'agent-front' });
   await waitUntil(
     async () => {
-      await publishEvent(DOOR_UUID, { type: 'door_closed', id: 'front-0', at: '2026-11-29T13:00:00.000Z' });
+      await publishEvent(DOOR_UUID, { type: 'door_closed', id: 'probe-1', at: '2026-11-29T13:00:00.000Z' });
       await sleep(200);
       return eventRows((await get('/console/events')).body) > 0;
     },

@@ -436,12 +436,12 @@ describe('config_changed', () => {
     const s = site({ serviceUrl: 'http://127.0.0.1:9' });
     await s.start();
     const [loaded] = s.ofType('config_changed');
-    expect(loaded).toMatchObject({ door: null, reason: 'loaded', previous_hash: null });
-    expect(loaded!.hash).toMatch(/^[0-9a-f]{64}$/);
+    expect(loaded).toMatchObject({ door: null, reason: 'loaded', previous_config_hash: null });
+    expect(loaded!.config_hash).toMatch(/^[0-9a-f]{64}$/);
     expect(JSON.stringify(s.events())).not.toContain('dak_secret-api-key-never-logged');
     await s.stop();
 
-    noteConfigChange(s.dataDir, { at: s.time.wall, reason: 'reader_keyset', hash: loaded!.hash as string, door: DOOR_UUID });
+    noteConfigChange(s.dataDir, { at: s.time.wall, reason: 'reader_keyset', hash: loaded!.config_hash as string, door: DOOR_UUID });
     writeFileSync(s.path, readFileSync(s.path, 'utf8').replace('unlockSeconds: 3', 'unlockSeconds: 4'));
     await s.start();
     const changes = s.ofType('config_changed');
@@ -450,9 +450,9 @@ describe('config_changed', () => {
       ['reader_keyset', DOOR_UUID],
       ['loaded', null],
     ]);
-    expect(changes[1]).toMatchObject({ hash: loaded!.hash });
-    expect(changes[2]).toMatchObject({ previous_hash: loaded!.hash });
-    expect(changes[2]!.hash).not.toBe(loaded!.hash);
+    expect(changes[1]).toMatchObject({ config_hash: loaded!.config_hash });
+    expect(changes[2]).toMatchObject({ previous_config_hash: loaded!.config_hash });
+    expect(changes[2]!.config_hash).not.toBe(loaded!.config_hash);
     expect(existsSync(join(s.dataDir, 'config-changes.jsonl'))).toBe(false);
   });
 });

@@ -77,7 +77,7 @@ function savedState(s: Setup): string | null {
   }
 }
 
-/** The door's audit events (not the configuration each start records: config_changed). */
+/** The door's audit events (not what a start records: config_changed, and the audit chain's start). */
 function events(s: Setup, since = 0): Array<Record<string, unknown>> {
   const r = runCli(['events', '--since', String(since), '--config', s.config]);
   expect(r.status, r.stderr).toBe(0);
@@ -86,7 +86,7 @@ function events(s: Setup, since = 0): Array<Record<string, unknown>> {
     .split('\n')
     .filter(Boolean)
     .map((l) => JSON.parse(l) as Record<string, unknown>)
-    .filter((e) => e.type !== 'config_changed');
+    .filter((e) => e.type !== 'config_changed' && e.type !== 'audit_chain_started');
 }
 
 /**
@@ -96,7 +96,7 @@ function events(s: Setup, since = 0): Array<Record<string, unknown>> {
 function recordedTypes(s: Setup): string[] {
   const db = new Database(join(s.dir, 'data/state.db'), { readonly: true, fileMustExist: true });
   try {
-    return (db.prepare('SELECT type FROM events ORDER BY seq').all() as Array<{ type: string }>).map((r) => r.type);
+    return (db.prepare("SELECT type FROM events WHERE type != 'audit_chain_started' ORDER BY seq").all() as Array<{ type: string }>).map((r) => r.type);
   } finally {
     db.close();
   }
@@ -147,8 +147,8 @@ describe('door-agent run', () => {
     expect(all.find((e) => e.type === 'granted_not_opened')).toMatchObject({ kind: 'card', hint: '…78', door: DOOR_UUID });
     const log = all.filter((e) => e.type !== 'granted_not_opened');
     expect(log.map((e) => e.type)).toEqual(['access_granted', 'unlocked', 'locked']);
-    // Event 1 is the start's config_changed.
-    expect(log[0]).toMatchObject({ id: 'it-2', seq: 2, door: DOOR_UUID, kind: 'card', hint: '…78', holders: [{ email_id: 101 }] });
+    // Event 1 is the audit chain's start, 2 the start's config_changed.
+    expect(log[0]).toMatchObject({ id: 'it-3', seq: 3, door: DOOR_UUID, kind: 'card', hint: '…78', holders: [{ email_id: 101 }] });
     expect(log[2]).toMatchObject({ cause: 'timer' });
     // The card number appears whole neither in the audit log nor in the daemon's log.
     expect(JSON.stringify(log)).not.toContain('4213578');
@@ -416,8 +416,8 @@ describe('door-agent run', () => {
     expect(status.status).toBe(0);
     expect(status.stdout).toMatch(/Front door \(.*\): UNLOCKED until .* \(relock in (29|30|2\d) s\) \(relay GPIO 17 = 1\); reader .* connected/);
     expect(status.stdout).toContain('cache: 5 users, 7 credentials, 1 guest link;');
-    // config_changed (the start), access_granted, unlocked.
-    expect(status.stdout).toMatch(/events: 3 in the log \(last seq 3\), 3 not yet published, 0 evicted/);
+    // audit_chain_started and config_changed (the start), access_granted, unlocked.
+    expect(status.stdout).toMatch(/events: 4 in the log \(last seq 4\), 4 not yet published, 0 evicted/);
 
     const follow = runCliFollow(s.config, '1');
     s.pty.write('4213579\r\n');

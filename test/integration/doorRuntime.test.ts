@@ -11,7 +11,7 @@ describe('DoorRuntime decisions (card_or_pin)', () => {
     expect(t.relay.writes).toEqual([0, 1]);
     expect(t.types()).toEqual(['access_granted', 'unlocked']);
     expect(t.last('access_granted')).toMatchObject({
-      id: 'test-agent-1',
+      id: 'test-agent-2', // 1: the audit chain's first record
       door: DOOR_UUID,
       at: new Date(WALL0).toISOString(),
       kind: 'card',

@@ -138,7 +138,8 @@ doors: [ { uuid: ${DOOR_UUID}, resourceId: 12, relay: { pin: 17 }, unlockSeconds
     if (db.open) db.close();
     state.close();
   });
-  const all = (): WireEvent[] => events.since(0);
+  // The door's own events: not the audit chain's first record, which the first append writes before them.
+  const all = (): WireEvent[] => events.since(0).filter((e) => e.type !== 'audit_chain_started');
   const types = (): EventType[] => all().map((e) => e.type);
   const last = (type: EventType): WireEvent | undefined =>
     all()

@@ -43,7 +43,8 @@ describe('eviction', () => {
     const overCap: number[] = [];
     const { log } = open({ keepUnpublished: true, onOverCap: (seq) => overCap.push(seq) });
     batch(log, () => {
-      for (let i = 1; i <= 2500; i++) log.append({ type: 'access_denied', door: DOOR_UUID, at: AT0 + i });
+      // From 2: seq 1 is the audit chain's start (docs/audit.md), so each event's seq is its i.
+      for (let i = 2; i <= 2500; i++) log.append({ type: 'access_denied', door: DOOR_UUID, at: AT0 + i });
     });
     expect(log.stats()).toMatchObject({ total: 2500, unpublished: 2500, evicted: 0 });
     expect(overCap).toEqual([1]);
@@ -66,7 +67,8 @@ describe('eviction', () => {
   it(`keeps the last ${KEPT_ALARMS} alarms however many other events follow, and evicts the older ones`, () => {
     const { log } = open({ keepUnpublished: false });
     batch(log, () => {
-      for (let i = 1; i <= KEPT_ALARMS + 100; i++) log.append({ type: i % 2 ? 'tamper' : 'door_forced', door: DOOR_UUID, at: AT0 + i });
+      // From 2: seq 1 is the audit chain's start, evicted with the others; each alarm's seq is its i.
+      for (let i = 2; i <= KEPT_ALARMS + 100; i++) log.append({ type: i % 2 ? 'tamper' : 'door_forced', door: DOOR_UUID, at: AT0 + i });
       for (let i = 1; i <= 5000; i++) log.append({ type: 'access_denied', door: DOOR_UUID, at: AT0 + 10_000 + i });
     });
     const kept = seqs(log);
@@ -137,13 +139,14 @@ describe('eviction', () => {
   it('with MQTT, an alarm past KEPT_ALARMS goes only once delivered: the oldest delivered one goes in its place', () => {
     const { log } = open({ keepUnpublished: true });
     batch(log, () => {
-      for (let i = 1; i <= KEPT_ALARMS + 1000; i++) log.append({ type: 'tamper', door: DOOR_UUID, at: AT0 + i, data: { state: 'active' } });
+      // From 2: seq 1 is the audit chain's start; each alarm's seq is its i.
+      for (let i = 2; i <= KEPT_ALARMS + 1000; i++) log.append({ type: 'tamper', door: DOOR_UUID, at: AT0 + i, data: { state: 'active' } });
     });
     log.markPublished(
-      Array.from({ length: KEPT_ALARMS + 1000 }, (_, i) => i + 1).filter((s) => s !== 1),
+      Array.from({ length: KEPT_ALARMS + 1000 }, (_, i) => i + 1).filter((s) => s !== 2),
       AT0 + 5000,
     );
-    expect(seqs(log).slice(0, 2)).toEqual([1, 1001]); // seq 1 is not delivered yet: kept; 2..1000 went
+    expect(seqs(log).slice(0, 2)).toEqual([2, 1001]); // seq 2 is not delivered yet: kept; 3..1000 (and the chain's start) went
     expect(log.stats().total).toBe(1 + KEPT_ALARMS);
   });
 
@@ -164,10 +167,29 @@ describe('eviction', () => {
     expect(plan.map((p) => p.detail).join(';')).toBe('SCAN events USING INDEX events_alarms');
   });
 
+  it("keepFrom (the syslog exporter's next unsent seq): nothing from it on is evicted; once it moves on, those behind the window go", () => {
+    let nextUnsent = 100;
+    const db = openStateDatabase(join(tmp.path, `e${n++}.db`));
+    opened.push(db);
+    const log = new EventLog(db, { agentId: 'a', maxEvents: 1000, keepFrom: () => nextUnsent });
+    dbOf.set(log, db);
+    batch(log, () => {
+      for (let i = 2; i <= 1500; i++) log.append({ type: 'access_granted', door: DOOR_UUID, at: AT0 + i });
+    });
+    // The window would evict 1..500; the receiver has had only 1..99.
+    expect(log.stats()).toMatchObject({ total: 1401, evicted: 99 });
+    expect(seqs(log)[0]).toBe(100);
+    nextUnsent = 1200; // the receiver is back and took up to 1199
+    log.append({ type: 'locked', door: DOOR_UUID, at: AT0 + 2000 });
+    expect(log.stats()).toMatchObject({ total: 1000, evicted: 501, lastSeq: 1501 });
+    expect(seqs(log)[0]).toBe(502);
+  });
+
   it('a restart keeps what the window kept (unpublished events, recent alarms) and goes on evicting', () => {
     const first = open({ keepUnpublished: true });
     batch(first.log, () => {
-      for (let i = 1; i <= 1500; i++) first.log.append({ type: i === 3 ? 'door_forced' : 'access_granted', door: DOOR_UUID, at: AT0 + i });
+      // From 2: seq 1 is the audit chain's start; each event's seq is its i.
+      for (let i = 2; i <= 1500; i++) first.log.append({ type: i === 3 ? 'door_forced' : 'access_granted', door: DOOR_UUID, at: AT0 + i });
     });
     first.log.markPublished(
       Array.from({ length: 1500 }, (_, i) => i + 1).filter((s) => s !== 7),

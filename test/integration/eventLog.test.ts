@@ -28,21 +28,47 @@ function open(file: string, maxEvents = 1000): { db: Db; log: EventLog } {
 const freshFile = () => join(tmp.path, `events-${n++}.db`);
 
 describe('EventLog on a SQLite file', () => {
-  it('append returns the wire event: id <agent>-<seq>, ISO time, door, type and the data fields', () => {
+  it('append returns the wire event: id <agent>-<seq>, ISO time, door, type, the data fields and its link in the chain', () => {
     const { log } = open(freshFile());
     const first = log.append({ type: 'access_granted', door: DOOR_UUID, at: AT0, data: { kind: 'card', hint: '…78', reason: null } });
-    expect(first).toEqual({
+    // The log's first append starts its hash chain (docs/audit.md): seq 1 is the chain's first record.
+    const [start] = log.since(0);
+    expect(start).toEqual({
       id: 'front-agent-1',
       seq: 1,
+      at: '2026-11-24T09:00:00.000Z',
+      door: null,
+      type: 'audit_chain_started',
+      reason: 'new_log',
+      chain: expect.stringMatching(/^[0-9a-f-]{36}$/),
+      prev_hash: '0'.repeat(64),
+      hash: expect.stringMatching(/^[0-9a-f]{64}$/),
+    });
+    expect(first).toEqual({
+      id: 'front-agent-2',
+      seq: 2,
       at: '2026-11-24T09:00:00.000Z',
       door: DOOR_UUID,
       type: 'access_granted',
       kind: 'card',
       hint: '…78',
       reason: null,
+      chain: start!.chain,
+      prev_hash: start!.hash,
+      hash: expect.stringMatching(/^[0-9a-f]{64}$/),
     });
     const second = log.append({ type: 'command_rejected', door: null, at: AT0 + 1500 });
-    expect(second).toEqual({ id: 'front-agent-2', seq: 2, at: '2026-11-24T09:00:01.500Z', door: null, type: 'command_rejected' });
+    expect(second).toEqual({
+      id: 'front-agent-3',
+      seq: 3,
+      at: '2026-11-24T09:00:01.500Z',
+      door: null,
+      type: 'command_rejected',
+      chain: start!.chain,
+      prev_hash: first!.hash,
+      hash: expect.stringMatching(/^[0-9a-f]{64}$/),
+    });
+    expect(log.since(0)).toEqual([start, first, second]);
   });
 
   it('data cannot overwrite the id, seq, time, door or type of an event', () => {
@@ -53,8 +79,8 @@ describe('EventLog on a SQLite file', () => {
       at: AT0,
       data: { id: 'x', seq: 99, at: 'then', door: 'other', type: 'unlocked', cause: 'timer' },
     });
-    expect(event).toMatchObject({ id: 'front-agent-1', seq: 1, at: '2026-11-24T09:00:00.000Z', door: DOOR_UUID, type: 'locked', cause: 'timer' });
-    expect(log.since(0)).toEqual([event]);
+    expect(event).toMatchObject({ id: 'front-agent-2', seq: 2, at: '2026-11-24T09:00:00.000Z', door: DOOR_UUID, type: 'locked', cause: 'timer' });
+    expect(log.since(1)).toEqual([event]);
   });
 
   it('since(n) returns the events after n in order, a page at a time, as append returned them', () => {
@@ -62,18 +88,18 @@ describe('EventLog on a SQLite file', () => {
     const appended = Array.from({ length: 7 }, (_, i) =>
       log.append({ type: i % 2 === 0 ? 'door_opened' : 'door_closed', door: DOOR_UUID, at: AT0 + i * 1000, data: { i } }),
     );
-    expect(log.since(0)).toEqual(appended);
+    expect(log.since(1)).toEqual(appended); // seq 1: the chain's start
     const pages: number[][] = [];
-    let cursor = 0;
+    let cursor = 1;
     for (;;) {
       const page = log.since(cursor, 3);
       if (page.length === 0) break;
       pages.push(page.map((e) => e.seq));
       cursor = page.at(-1)!.seq;
     }
-    expect(pages).toEqual([[1, 2, 3], [4, 5, 6], [7]]);
-    expect(log.since(5).map((e) => e.i)).toEqual([5, 6]);
-    expect(log.since(7)).toEqual([]);
+    expect(pages).toEqual([[2, 3, 4], [5, 6, 7], [8]]);
+    expect(log.since(6).map((e) => e.i)).toEqual([5, 6]);
+    expect(log.since(8)).toEqual([]);
   });
 
   it('keeps the events across closing and reopening the database, and continues the sequence', () => {
@@ -83,23 +109,27 @@ describe('EventLog on a SQLite file', () => {
     first.log.append({ type: 'unlocked', door: DOOR_UUID, at: AT0, data: { cause: 'exit button' } });
     first.db.close();
     const again = open(file);
-    expect(again.log.since(0).map((e) => e.type)).toEqual(['exit_request', 'unlocked']);
-    expect(again.log.append({ type: 'locked', door: DOOR_UUID, at: AT0 + 5000 })?.id).toBe('front-agent-3');
+    expect(again.log.since(0).map((e) => e.type)).toEqual(['audit_chain_started', 'exit_request', 'unlocked']);
+    const locked = again.log.append({ type: 'locked', door: DOOR_UUID, at: AT0 + 5000 });
+    expect(locked?.id).toBe('front-agent-4');
+    // The chain goes on across the reopen: the same chain, linked to the record before.
+    expect(locked).toMatchObject({ chain: again.log.since(0)[0]!.chain, prev_hash: again.log.since(2)[0]!.hash });
   });
 
   it('stats().unpublished counts events not yet published', () => {
     const { log } = open(freshFile());
     expect(log.stats()).toEqual({ total: 0, unpublished: 0, evicted: 0, lastSeq: 0 });
     for (let i = 0; i < 3; i++) log.append({ type: 'door_opened', door: DOOR_UUID, at: AT0 + i });
-    expect(log.stats()).toEqual({ total: 3, unpublished: 3, evicted: 0, lastSeq: 3 });
+    expect(log.stats()).toEqual({ total: 4, unpublished: 4, evicted: 0, lastSeq: 4 }); // and the chain's start
     log.markPublished([1], AT0 + 10); // its PUBACK came
-    expect(log.stats()).toEqual({ total: 3, unpublished: 2, evicted: 0, lastSeq: 3 });
+    expect(log.stats()).toEqual({ total: 4, unpublished: 3, evicted: 0, lastSeq: 4 });
   });
 
   it('is bounded: past maxEvents the oldest are evicted and counted, and the count survives a reopen', () => {
     const file = freshFile();
     const { db, log } = open(file, 1000);
-    for (let i = 1; i <= 1500; i++) log.append({ type: 'access_denied', door: DOOR_UUID, at: AT0 + i, data: { i } });
+    // Seq 1 is the chain's start: each event's `i` is its seq.
+    for (let i = 2; i <= 1500; i++) log.append({ type: 'access_denied', door: DOOR_UUID, at: AT0 + i, data: { i } });
     expect(log.stats()).toEqual({ total: 1000, unpublished: 1000, evicted: 500, lastSeq: 1500 });
     const kept = [...log.since(0, 600), ...log.since(1100, 600)];
     expect(kept).toHaveLength(1000);
@@ -124,7 +154,8 @@ describe('door-agent events into a pipe', () => {
     const db = openStateDatabase(join(dir, 'data/state.db'));
     const log = new EventLog(db, { agentId: 'test-agent', maxEvents: 100_000 });
     db.transaction(() => {
-      for (let i = 1; i <= 30_000; i++)
+      // Seq 1 is the chain's start: each event's `i` is its seq.
+      for (let i = 2; i <= 30_000; i++)
         log.append({ type: 'access_denied', door: DOOR_UUID, at: AT0 + i, data: { kind: 'card', hint: '…', reason: 'unknown_credential', i } });
     })();
     db.close();
@@ -165,7 +196,9 @@ describe('upgrade from a cache that held the audit log (before state.db)', () =>
       [42, 'unlocked'],
     ]);
     expect(log.stats()).toMatchObject({ unpublished: 1, evicted: 7, lastSeq: 42 });
-    expect(log.append({ type: 'locked', door: DOOR_UUID, at: AT0 + 2 })?.seq).toBe(43); // the sequence goes on
+    // The sequence goes on: the chain starts with a record saying the log was there before it.
+    expect(log.append({ type: 'locked', door: DOOR_UUID, at: AT0 + 2 })?.seq).toBe(44);
+    expect(log.since(42, 1)[0]).toMatchObject({ seq: 43, type: 'audit_chain_started', reason: 'existing_log', unchained_through: 42 });
     expect(new ReplayCache(state).seen('req-old')).toBe(true);
     const cache = new Database(cacheFile, { readonly: true });
     expect(cache.prepare("SELECT name FROM sqlite_master WHERE name IN ('events', 'command_requests')").all()).toEqual([]);

@@ -87,7 +87,8 @@ describe('DoorCommandsHandler', () => {
     t.command('UNLOCK', { messageId: 1, retain: true });
     expect(t.writes).toEqual([0]);
     expect(t.replies()).toEqual([]);
-    expect(t.events.since(0).map((e) => [e.type, e.error])).toEqual([['command_rejected', 'retained command ignored']]);
+    // Seq 1 is the audit chain's start, written with the log's first event.
+    expect(t.events.since(1).map((e) => [e.type, e.error])).toEqual([['command_rejected', 'retained command ignored']]);
     t.controller.shutdown();
     t.db.close();
   });

@@ -62,7 +62,7 @@ async function setup() {
       .split('\n')
       .filter(Boolean)
       .map((l) => JSON.parse(l) as Record<string, unknown>)
-      .filter((e) => e.type !== 'config_changed');
+      .filter((e) => e.type !== 'config_changed' && e.type !== 'audit_chain_started');
   const decisions = async () => (await events()).filter((e) => e.type === 'access_granted' || e.type === 'access_denied');
   const status = async () => (await runCliAsync(['status', '--config', config])).stdout;
   const daemon = new Daemon(config);

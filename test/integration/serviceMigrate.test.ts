@@ -205,7 +205,7 @@ describe('door-agent service migrate', () => {
     const result = migrate(cluster.url('moved'));
     expect(result.status).toBe(78);
     expect(result.stderr).toMatch(
-      /the database at postgres:\/\/door@127\.0\.0\.1:\d+\/moved is not empty: it holds the tables api_keys, computer_usernames, .* and \d+ more\. Migrate into an empty database/,
+      /the database at postgres:\/\/door@127\.0\.0\.1:\d+\/moved is not empty: it holds the tables api_keys, audit_chains, audit_events, audit_exports, computer_usernames, .* and \d+ more\. Migrate into an empty database/,
     );
     expect(await snapshot()).toEqual(before);
     expect(await tablesOf('moved')).toContain('door_agent_schema');

@@ -16,7 +16,7 @@ import { listeningService } from '../support/serviceApp.js';
 // and a client generated from it (openapi-typescript's types, openapi-fetch) run against the real service on a
 // loopback port, every answer checked against the document's schema for its status.
 
-const METHODS = ['get', 'put', 'post', 'delete'] as const;
+const METHODS = ['get', 'put', 'post', 'patch', 'delete'] as const;
 type Schema = object;
 interface Operation {
   security?: unknown[];

@@ -86,17 +86,19 @@ describe('WalSync and the event log', () => {
   it('an event is committed at once but given to the outbox only once the WAL is synced', async () => {
     const { db, log, startSyncs, appended } = setup();
     const wire = log.append(granted);
-    expect(wire?.seq).toBe(1);
+    expect(wire?.seq).toBe(2); // 1: the audit chain's start, written in the same transaction
     // Committed: a reader of the file sees it (a crash of the process loses nothing)...
-    expect(db.prepare('SELECT count(*) FROM events').pluck().get()).toBe(1);
+    expect(db.prepare('SELECT count(*) FROM events').pluck().get()).toBe(2);
     // ...but not durable yet: the outbox does not have it, so its seq can never go out and come back after a power cut.
     expect(log.unpublished(0, 10)).toEqual([]);
+    expect(log.durableThrough()).toBe(0); // nor does the syslog export (store/syslogSource.ts reads no further)
     expect(appended()).toBe(0);
     await Promise.resolve(); // the end of the task: synchronous back to FULL, the sync asked for
     expect(db.pragma('synchronous', { simple: true })).toBe(2);
     startSyncs();
     await until(() => appended() === 1);
-    expect(log.unpublished(0, 10).map((e) => e.seq)).toEqual([1]);
+    expect(log.unpublished(0, 10).map((e) => e.seq)).toEqual([1, 2]);
+    expect(log.durableThrough()).toBe(2);
   });
 
   it('the events of one task share one sync', async () => {
@@ -109,7 +111,7 @@ describe('WalSync and the event log', () => {
     startSyncs();
     await until(() => appended() > 0);
     expect(io.syncs - before).toBe(1);
-    expect(log.unpublished(0, 10).map((e) => e.type)).toEqual(['access_granted', 'unlocked', 'locked']);
+    expect(log.unpublished(0, 10).map((e) => e.type)).toEqual(['audit_chain_started', 'access_granted', 'unlocked', 'locked']);
   });
 
   it('an alarm is durable before append returns, as synchronous=FULL would make it (it goes out at once)', () => {
@@ -117,14 +119,14 @@ describe('WalSync and the event log', () => {
     log.append(granted);
     log.append({ ...granted, type: 'door_forced' });
     // The alarm's sync covers the event before it too.
-    expect(log.unpublished(0, 10).map((e) => e.type)).toEqual(['access_granted', 'door_forced']);
+    expect(log.unpublished(0, 10).map((e) => e.type)).toEqual(['audit_chain_started', 'access_granted', 'door_forced']);
     expect(appended()).toBeGreaterThan(0);
   });
 
   it("an area's passage (a durable event) is synced before append returns, as an alarm is: a muster list survives a power cut", () => {
     const { log, appended } = setup();
     log.append({ ...granted, type: 'door_opened', data: { passages: [{ area: 'lab', holder: 'user:101', direction: 'entry' }] }, durable: true });
-    expect(log.unpublished(0, 10).map((e) => e.type)).toEqual(['door_opened']);
+    expect(log.unpublished(0, 10).map((e) => e.type)).toEqual(['audit_chain_started', 'door_opened']);
     expect(appended()).toBe(1);
   });
 
@@ -143,7 +145,7 @@ describe('WalSync and the event log', () => {
     io.failing = false;
     timers.fire();
     await until(() => appended() === 1);
-    expect(log.unpublished(0, 10).map((e) => e.type)).toEqual(['access_granted']);
+    expect(log.unpublished(0, 10).map((e) => e.type)).toEqual(['audit_chain_started', 'access_granted']);
     expect(timers.pending()).toBe(0);
   });
 
@@ -159,6 +161,6 @@ describe('WalSync and the event log', () => {
     const walSync = new WalSync(db, { timers: manualTimers(), io, defer: () => undefined, onError: () => undefined });
     const log = new EventLog(db, { agentId: 'a', maxEvents: 1000, walSync });
     expect(io.syncs).toBe(1);
-    expect(log.unpublished(0, 10).map((e) => e.seq)).toEqual([1]);
+    expect(log.unpublished(0, 10).map((e) => e.seq)).toEqual([1, 2]); // the chain's start, the event
   });
 });

@@ -61,7 +61,7 @@ ${doorExtra}`,
       .split('\n')
       .filter(Boolean)
       .map((l) => JSON.parse(l) as Record<string, unknown>)
-      .filter((e) => e.type !== 'config_changed'); // the door's events, not the configuration each start records
+      .filter((e) => e.type !== 'config_changed' && e.type !== 'audit_chain_started'); // the door's events, not what a start records (its configuration, the audit chain's start)
   };
   const relay = join(gpio, 'gpio17/value');
   return { dir, config, daemon, gpio, events, relayIs: (level: string) => () => readLevel(relay) === level };

@@ -49,7 +49,7 @@ export async function inProcessService(
  */
 export async function listeningService(
   dbFile: string,
-  deps: Pick<ServiceDeps, 'loadLimits' | 'onDirectoryBuild' | 'console'> = {},
+  deps: Pick<ServiceDeps, 'loadLimits' | 'onDirectoryBuild' | 'console' | 'storedEvents'> = {},
   /** Rows written into the new database before the service opens it (a directory to answer). */
   seed?: (db: SqlDb) => Promise<void>,
 ): Promise<{ db: SqlDb; app: ReturnType<typeof buildService>; port: number; keys: Record<'SUPER' | 'DOOR' | 'REGULAR', string> }> {

@@ -115,17 +115,7 @@ describe('the console site feed', () => {
     feed.onMessage('site/agents/front/status', Buffer.from('maybe'));
     expect(feed.dropped).toBe(2);
     expect(feed.door(door).state?.state).toBe('UNLOCKED');
-    expect(feed.recentEvents().map((e) => e.type)).toEqual(['door_closed', 'door_held_open']);
-    expect(changes).toContain('event');
-  });
-
-  it('keeps the last 1,000 events', () => {
-    const feed = new SiteFeed('site');
-    for (let i = 0; i < 1005; i++) feed.onMessage('site/doors/agent/events', Buffer.from(`{"type":"link_lost","at":"x","id":"e${i}"}`));
-    const events = feed.recentEvents();
-    expect(events).toHaveLength(1000);
-    expect(events[0]!.id).toBe('e1004');
-    expect(events.at(-1)!.id).toBe('e5');
+    expect(changes).toContain('door');
   });
 });
 

@@ -31,8 +31,8 @@ describe('OutboxPublisher', () => {
     await waitUntil(() => t.log.stats().unpublished === 0, 2000, 'drained');
     t.append();
     t.publisher.kick();
-    await waitUntil(() => sent.length === 6, 2000, 'the new one');
-    expect(sent).toEqual([1, 2, 3, 4, 5, 6]);
+    await waitUntil(() => sent.length === 7, 2000, 'the new one');
+    expect(sent).toEqual([1, 2, 3, 4, 5, 6, 7]); // 1: the audit chain's start (docs/audit.md), an event too
     t.publisher.stop();
     t.db.close();
   });
@@ -45,7 +45,7 @@ describe('OutboxPublisher', () => {
     await sleep(20);
     t.append();
     t.publisher.kick();
-    await waitUntil(() => sent.includes(1), 2000, 'published after a double start');
+    await waitUntil(() => sent.includes(2), 2000, 'published after a double start'); // 1: the chain's start
     t.publisher.stop();
     t.db.close();
   });
@@ -69,10 +69,11 @@ describe('OutboxPublisher', () => {
     for (const door of ['a', 'refused-door', 'a', 'refused-door', 'b']) log.append({ type: 'exit_request', door, at: Date.now() });
     publisher.start();
     await waitUntil(() => log.stats().unpublished === 2, 2000, 'the other topics drained past the refused one');
-    expect(sent).toEqual([1, 3, 5]);
-    expect(attempts.filter((seq) => seq === 2)).toHaveLength(1); // each event tried once per pass
-    expect(log.since(0).map((e) => e.seq)).toEqual([1, 2, 3, 4, 5]); // kept, not marked published
-    const tries = () => attempts.filter((seq) => seq === 2).length;
+    // Seq 1 is the audit chain's start (no door: the agent's topic); the doors' events are 2 to 6.
+    expect(sent).toEqual([1, 2, 4, 6]);
+    expect(attempts.filter((seq) => seq === 3)).toHaveLength(1); // each event tried once per pass
+    expect(log.since(0).map((e) => e.seq)).toEqual([1, 2, 3, 4, 5, 6]); // kept, not marked published
+    const tries = () => attempts.filter((seq) => seq === 3).length;
     time.advance(1999);
     await sleep(50);
     expect(tries()).toBe(1);
@@ -85,7 +86,7 @@ describe('OutboxPublisher', () => {
     denied = false; // the ACL is fixed
     time.advance(1);
     await waitUntil(() => log.stats().unpublished === 0, 2000, 'sent once accepted');
-    expect(sent).toEqual([1, 3, 5, 2, 4]);
+    expect(sent).toEqual([1, 2, 4, 6, 3, 5]);
     publisher.stop();
     db.close();
   });
@@ -98,7 +99,7 @@ describe('OutboxPublisher', () => {
     t.append();
     t.publisher.start();
     await sleep(50);
-    expect(t.log.stats().unpublished).toBe(1);
+    expect(t.log.stats().unpublished).toBe(2); // the event and the audit chain's start before it
     fail = false;
     t.publisher.start();
     await waitUntil(() => t.log.stats().unpublished === 0, 2000, 'sent after reconnect');

@@ -2,7 +2,7 @@ import type { MqttClient } from 'mqtt';
 import type { DoorEvents } from '../../door/doorEvents.js';
 import type { Topics } from '../../protocol/topics.js';
 import type { WireEvent } from '../../store/eventLog.js';
-import { ALARM_TYPES } from '../../store/eviction.js';
+import { ALARM_TYPES } from '../../api/eventTypes.js';
 import type { BrokerRefusals } from '../brokerRefusals.js';
 import type { HandlerSubscription, MqttHandler } from '../handler.js';
 import { haEventOf, isHaSource, unlockRefusedEvent, type HaEventMessage } from '../haEvents.js';

@@ -3,6 +3,7 @@ import * as z from 'zod';
 import type { Rank } from '../apiKeys.js';
 import { agentIdFromHostname } from '../fleet/fleetAgents.js';
 import { registerAgentEnrolment } from './agentEnrolment.js';
+import { auditGapsNotice } from './auditGaps.js';
 import { type ConsoleContext, sendHtml, sessionOf, takeFlash } from './context.js';
 import { attentionOf, durationText, pendingChangesOf, refusedConfig } from './fleetAttention.js';
 import { FleetOverview, type AgentView } from './fleetOverview.js';
@@ -162,10 +163,10 @@ export function registerAgents(app: FastifyInstance, ctx: ConsoleContext): void 
 
   app.get('/console/agents', async (request, reply) => {
     const s = sessionOf(request);
-    const noFeed = ctx.feed ? '' : html`<p class="flash error">The service has no mqtt section: it hears no agent.</p>`;
+    const notices = html`${ctx.feed ? '' : html`<p class="flash error">The service has no mqtt section: it hears no agent.</p>`}${await auditGapsNotice(ctx)}`;
     if (!seesFleet(ctx, s.rank)) {
       const agents = ctx.feed?.agentList() ?? [];
-      const body = html`${noFeed}${agents.length === 0 ? html`<p>No agent has reported since the service started.</p>` : ''}
+      const body = html`${notices}${agents.length === 0 ? html`<p>No agent has reported since the service started.</p>` : ''}
 <table><thead>${HEALTH_HEAD}</thead><tbody id="agents">${agents.map((a) => agentRow(a, ctx.time))}</tbody></table>`;
       return sendHtml(reply, page({ name: 'agents', title: 'Agents', who: s.who, rank: s.rank, csrf: s.csrf, flash: takeFlash(request), live: true, body }));
     }
@@ -176,7 +177,7 @@ export function registerAgents(app: FastifyInstance, ctx: ConsoleContext): void 
     const shown = attentionOnly ? needing : views;
     const taken = new Set(views.flatMap((v) => (v.agentId === null ? [] : [v.agentId])));
     const current = (on: boolean) => (on ? html` aria-current="page"` : '');
-    const body = html`${noFeed}<form method="post" action="/console/agents/enrol-code" class="inline">${csrfField(s.csrf)}<button>New enrolment code</button></form>
+    const body = html`${notices}<form method="post" action="/console/agents/enrol-code" class="inline">${csrfField(s.csrf)}<button>New enrolment code</button></form>
 <nav aria-label="Filter agents"><p><a href="/console/agents?attention=1"${current(attentionOnly)}>Needs attention (${needing.length})</a> · <a href="/console/agents"${current(!attentionOnly)}>All agents (${views.length})</a></p></nav>
 ${shown.length === 0 ? html`<p>${attentionOnly ? 'No agent needs attention.' : 'No agent is enrolled, and none has reported since the service started.'}</p>` : ''}
 <table class="fleet"><thead>${FLEET_HEAD}</thead><tbody id="agents">${shown.map((v) => {

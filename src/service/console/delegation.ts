@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import type { Readable } from 'node:stream';
 import type { FastifyInstance } from 'fastify';
 import type { Rank } from '../apiKeys.js';
 import { DELEGATION_HEADER } from '../keyCheck.js';
@@ -8,6 +9,13 @@ const TOKEN_TTL_MS = 10_000;
 export interface ApiAnswer {
   status: number;
   body: Record<string, unknown>;
+}
+
+/** An API answer read as it comes (a download). */
+export interface ApiStream {
+  status: number;
+  headers: Record<string, unknown>;
+  body: Readable;
 }
 
 /**
@@ -32,7 +40,14 @@ export class ApiDelegation {
    * Runs the API's route as the session: its rank, and `who` signed in (a change that records its author, such as an
    * agent's configuration version, names them: keyCheck.ts callerOf).
    */
-  async call(app: FastifyInstance, rank: Rank, method: 'GET' | 'POST' | 'PUT', url: string, body?: Record<string, unknown>, who?: string): Promise<ApiAnswer> {
+  async call(
+    app: FastifyInstance,
+    rank: Rank,
+    method: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE',
+    url: string,
+    body?: Record<string, unknown>,
+    who?: string,
+  ): Promise<ApiAnswer> {
     const token = randomBytes(32).toString('base64url');
     this.tokens.set(token, { rank, who, expires: this.now() + TOKEN_TTL_MS });
     try {
@@ -43,6 +58,21 @@ export class ApiDelegation {
         ...(body ? { payload: JSON.stringify(body) } : {}),
       });
       return { status: res.statusCode, body: res.json() as Record<string, unknown> };
+    } finally {
+      this.tokens.delete(token);
+    }
+  }
+
+  /**
+   * A GET of the API as the session, its answer as a stream (a download: a report's CSV) read as the route writes
+   * it, never held whole; `signal` ends it (the browser went away).
+   */
+  async stream(app: FastifyInstance, rank: Rank, url: string, signal: AbortSignal): Promise<ApiStream> {
+    const token = randomBytes(32).toString('base64url');
+    this.tokens.set(token, { rank, who: undefined, expires: this.now() + TOKEN_TTL_MS });
+    try {
+      const res = await app.inject({ method: 'GET', url, headers: { [DELEGATION_HEADER]: token }, payloadAsStream: true, signal });
+      return { status: res.statusCode, headers: res.headers, body: res.stream() };
     } finally {
       this.tokens.delete(token);
     }

@@ -56,6 +56,7 @@ const TYPES: Record<string, string> = {
   keypad_locked_out: 'keypad locked out after wrong PINs',
   passback_violation: 'anti-passback violation (let in)',
   command_rejected: 'a command was refused',
+  audit_chain_started: "the door's audit chain started (a new or upgraded log)",
 };
 
 const hasOwn = (table: Record<string, string>, key: string) => Object.hasOwn(table, key);

@@ -1,7 +1,7 @@
 import type { Rank } from '../apiKeys.js';
 import { html, type Html } from './html.js';
 
-export type PageName = 'people' | 'doors' | 'links' | 'events' | 'agents' | 'rollouts';
+export type PageName = 'people' | 'doors' | 'links' | 'events' | 'agents' | 'rollouts' | 'reports' | 'webhooks';
 
 /** The navigation: each page, and the lowest rank it is listed for (a REGULAR session sees nothing of the fleet's rollouts). */
 const NAV: Array<[PageName, string, Rank]> = [
@@ -11,6 +11,8 @@ const NAV: Array<[PageName, string, Rank]> = [
   ['events', 'Events', 'REGULAR'],
   ['agents', 'Agents', 'REGULAR'],
   ['rollouts', 'Rollouts', 'ADMIN'],
+  ['reports', 'Reports', 'ADMIN'],
+  ['webhooks', 'Webhooks', 'ADMIN'],
 ];
 
 export interface Flash {

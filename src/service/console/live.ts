@@ -3,11 +3,14 @@ import * as z from 'zod';
 import { liveAgentRow } from './agents.js';
 import { type ConsoleContext, sessionOf } from './context.js';
 import { doorRow } from './doors.js';
-import { eventNames, eventRow } from './events.js';
+import { EventQuery } from '../audit/eventQuery.js';
+import { eventNames, eventRow, shownEvent } from './events.js';
 import { cookieValue } from './signIn.js';
 import type { SiteChange } from './siteFeed.js';
 
 const KEEPALIVE_MS = 20_000;
+/** The most events a stream sends at its start, and remembers having sent. */
+const MAX_REMEMBERED = 1000;
 
 /**
  * GET /console/live: one server-sent-events stream per open page, fed by the feed's changes as the broker delivers
@@ -19,6 +22,7 @@ const KEEPALIVE_MS = 20_000;
  */
 export function registerLive(app: FastifyInstance, ctx: ConsoleContext): void {
   const open = new Set<() => void>();
+  const events = new EventQuery(ctx.api.db);
   // Before the server closes: it would otherwise wait for these streams, which never end on their own.
   app.addHook('preClose', async () => {
     for (const end of [...open]) end();
@@ -31,7 +35,9 @@ export function registerLive(app: FastifyInstance, ctx: ConsoleContext): void {
       .parse(request.query);
     const pageName = query.page;
     const lastEventId = request.headers['last-event-id'];
-    const after = typeof lastEventId === 'string' && lastEventId.length <= 40 ? lastEventId : query.after;
+    const afterText = typeof lastEventId === 'string' && lastEventId.length <= 40 ? lastEventId : query.after;
+    // An event row's mark is its event_id (audit_events): the page's, or the last one this stream sent.
+    const after = afterText !== undefined && /^\d{1,15}$/.test(afterText) ? Number(afterText) : undefined;
     const cookie = cookieValue(request);
     reply.hijack();
     const raw = reply.raw;
@@ -55,10 +61,17 @@ export function registerLive(app: FastifyInstance, ctx: ConsoleContext): void {
         // A row the page's filter leaves out (Needs attention) replaces the one shown, but is not added.
         const row = await liveAgentRow(ctx, s, change.id, query.attention === '1');
         if (row) send('replace', Object.assign({ id: `agent-${change.id}`, html: row.html.text }, row.shown ? { parent: 'agents' } : {}));
-      } else if (pageName === 'events' && change.kind === 'event') {
-        const { row, match } = await eventRow(change.event, names, ctx.time);
-        send('prepend', { id: 'events', html: row.text, match }, change.mark);
       }
+    };
+    // Each event once: the ones stored since the page's mark, then each one this process's ingest takes (another
+    // process may have stored it first: its event_id is then older than those already sent, or one of them).
+    const sentIds = new Set<number>();
+    const renderEvent = async (eventId: number, stored: Record<string, unknown>) => {
+      if (after === undefined || eventId <= after || sentIds.has(eventId)) return;
+      sentIds.add(eventId);
+      if (sentIds.size > MAX_REMEMBERED) sentIds.delete(sentIds.values().next().value!);
+      const { row, match } = await eventRow(shownEvent(stored), names, ctx.time);
+      send('prepend', { id: 'events', html: row.text, match }, String(eventId));
     };
     // An event's row waits for its people's names (the database): the changes are rendered one after another, so
     // they reach the page in the order they came.
@@ -66,12 +79,31 @@ export function registerLive(app: FastifyInstance, ctx: ConsoleContext): void {
     const onChange = (change: SiteChange) => {
       rendered = rendered.then(() => render(change)).catch((err: unknown) => ctx.api.logger.warn({ err }, 'console live stream: a change could not be shown'));
     };
-    const unsubscribe = ctx.feed?.subscribe(onChange) ?? (() => undefined);
+    const unsubscribeFeed = ctx.feed?.subscribe(onChange) ?? (() => undefined);
+    const unsubscribeEvents =
+      pageName === 'events'
+        ? (ctx.api.storedEvents?.subscribe((taken) => {
+            rendered = rendered
+              .then(() => renderEvent(taken.eventId, JSON.parse(taken.event.body) as Record<string, unknown>))
+              .catch((err: unknown) => ctx.api.logger.warn({ err }, 'console live stream: an event could not be shown'));
+          }) ?? (() => undefined))
+        : () => undefined;
+    const unsubscribe = () => {
+      unsubscribeFeed();
+      unsubscribeEvents();
+    };
     // The rows as they are now, right after subscribing: a change between the page's render and this stream (a page
     // loaded after a POST while the door answers, a reconnect) would otherwise never reach the page.
     if (pageName === 'doors') for (const door of ctx.api.resources) if (door.type === 'DOOR') onChange({ kind: 'door', uuid: door.uuid });
     if (pageName === 'agents') for (const agent of ctx.feed?.agentList() ?? []) onChange({ kind: 'agent', id: agent.id });
-    if (pageName === 'events' && after !== undefined) for (const kept of ctx.feed?.eventsAfter(after) ?? []) onChange({ kind: 'event', ...kept });
+    if (pageName === 'events' && after !== undefined) {
+      const since = after;
+      rendered = rendered
+        .then(async () => {
+          for (const kept of await events.after(since, MAX_REMEMBERED)) await renderEvent(kept.eventId, kept.event);
+        })
+        .catch((err: unknown) => ctx.api.logger.warn({ err }, 'console live stream: the events since the page could not be read'));
+    }
     // The session is checked again at each keep-alive: an expired one ends the stream and the page goes to sign-in.
     // A check that fails (the database out of reach) keeps the stream: the next one asks again.
     const keepAlive = setInterval(() => {

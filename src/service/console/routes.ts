@@ -21,6 +21,8 @@ import { registerLinks } from './links.js';
 import { registerLive } from './live.js';
 import { registerPeople } from './people.js';
 import { registerRollouts } from './rollouts.js';
+import { registerWebhooks } from './webhooks.js';
+import { registerReports } from './reports.js';
 import { cookieValue, registerSignIn } from './signIn.js';
 import { holderRank, type SessionHolder } from './sessionHolder.js';
 import { SessionStore } from './sessions.js';
@@ -39,7 +41,7 @@ declare module 'fastify' {
 const same = (a: string, b: string) => a.length === b.length && timingSafeEqual(Buffer.from(a), Buffer.from(b));
 const plain = (reply: FastifyReply, status: number, text: string) => reply.code(status).type('text/plain; charset=utf-8').send(text);
 /** The console page a URL belongs to (its navigation), if any. */
-const sectionOf = (url: string) => /^\/console\/(people|doors|links|events|agents|rollouts)(?:[/?]|$)/.exec(url)?.[1] as PageName | undefined;
+const sectionOf = (url: string) => /^\/console\/(people|doors|links|events|agents|rollouts|reports|webhooks)(?:[/?]|$)/.exec(url)?.[1] as PageName | undefined;
 
 /**
  * The operator's console under /console (docs/reference-service.md, "The console"): server-rendered pages over the
@@ -186,6 +188,8 @@ export function registerConsole(
     registerAgents(scope, ctx);
     registerAgentPage(scope, ctx);
     registerRollouts(scope, ctx);
+    registerWebhooks(scope, ctx);
+    registerReports(scope, ctx);
     registerLive(scope, ctx);
   });
 }

@@ -1,12 +1,12 @@
-import { randomBytes } from 'node:crypto';
 import * as z from 'zod';
 import { AVAILABILITY_OFFLINE, AVAILABILITY_ONLINE } from '../../protocol/doorState.js';
 import { healthSchema, type Health } from '../../protocol/health.js';
 
 /**
  * What the console shows live, from the service's own broker connection (docs/mqtt.md): each door's retained
- * state, each agent's availability and health, and the agents' audit events (the last 1,000 kept in memory).
- * Every payload is validated; one that does not parse is dropped and counted, never shown half-read.
+ * state, each agent's availability and health, and what the doors' events say of the doors (held or forced open).
+ * The events themselves are kept in the database (audit/eventIngest.ts) and read from there. Every payload is
+ * validated; one that does not parse is dropped and counted, never shown half-read.
  */
 
 const doorStateSchema = z.object({
@@ -44,6 +44,12 @@ const eventSchema = z.object({
 });
 export type AuditEvent = z.output<typeof eventSchema>;
 
+/** An event as the console shows it (the fields it reads, checked); null when one of them is not as expected. */
+export function parseAuditEvent(value: unknown): AuditEvent | null {
+  const parsed = eventSchema.safeParse(value);
+  return parsed.success ? parsed.data : null;
+}
+
 export interface DoorLive {
   state: DoorStateMessage | null;
   /** From the door's events: door_held_open or door_forced until the door closes again. */
@@ -58,24 +64,13 @@ export interface AgentLive {
   health: Health | null;
 }
 
-/** An event as kept, with its mark (`epoch:seq`): where a page's list stands (see `eventsAfter`). */
-export interface KeptEvent {
-  mark: string;
-  event: AuditEvent;
-}
+export type SiteChange = { kind: 'door'; uuid: string } | { kind: 'agent'; id: string };
 
-export type SiteChange = { kind: 'door'; uuid: string } | { kind: 'agent'; id: string } | ({ kind: 'event' } & KeptEvent);
-
-const MAX_EVENTS = 1000;
 const SEGMENT = /^[A-Za-z0-9_.:-]{1,100}$/;
 
 export class SiteFeed {
   private readonly doors = new Map<string, DoorLive>();
   private readonly agents = new Map<string, AgentLive>();
-  private readonly events: Array<{ seq: number; event: AuditEvent }> = [];
-  /** Numbers the events of this process; the epoch tells a page rendered by an earlier process (a restart). */
-  private seq = 0;
-  private readonly epoch = randomBytes(4).toString('hex');
   private readonly listeners = new Set<(change: SiteChange) => void>();
   /** Messages dropped because they did not parse. */
   dropped = 0;
@@ -121,31 +116,6 @@ export class SiteFeed {
     return null;
   }
 
-  /** The events kept, newest first. */
-  recentEvents(): AuditEvent[] {
-    return this.events.map((e) => e.event).reverse();
-  }
-
-  /** Where the list stands now: a page rendered now has every event up to this mark. */
-  eventMark(): string {
-    return this.markOf(this.seq);
-  }
-
-  private markOf(seq: number): string {
-    return `${this.epoch}:${seq}`;
-  }
-
-  /**
-   * The events kept that came after `mark` (a page's, from `eventMark()` or the last one its stream sent), oldest
-   * first: what a page must still be sent. A mark of another epoch (the service restarted since the page was
-   * rendered) or not one at all: every event kept, all of them newer than that page.
-   */
-  eventsAfter(mark: string): KeptEvent[] {
-    const [epoch, seqText] = mark.split(':');
-    const seq = epoch === this.epoch && /^\d{1,15}$/.test(seqText ?? '') ? Number(seqText) : 0;
-    return this.events.filter((e) => e.seq > seq).map((e) => ({ mark: this.markOf(e.seq), event: e.event }));
-  }
-
   private emit(change: SiteChange): void {
     for (const listener of this.listeners) listener(change);
   }
@@ -159,9 +129,6 @@ export class SiteFeed {
 
   private event(payload: Buffer): void {
     const event = eventSchema.parse(JSON.parse(payload.toString('utf8')));
-    const seq = ++this.seq;
-    this.events.push({ seq, event });
-    if (this.events.length > MAX_EVENTS) this.events.shift();
     const uuid = event.door?.toLowerCase();
     if (uuid && ['door_held_open', 'door_forced', 'door_closed'].includes(event.type)) {
       const live = this.door(uuid);
@@ -172,7 +139,6 @@ export class SiteFeed {
       });
       this.emit({ kind: 'door', uuid });
     }
-    this.emit({ kind: 'event', event, mark: this.markOf(seq) });
   }
 
   private agent(id: string): AgentLive {

@@ -99,7 +99,7 @@ function requestOf(method: string, doc: RouteDoc): Json {
   return out;
 }
 
-/** Its answers: 200, its own statuses, and those every route of its kind gives. */
+/** Its answers: 200 (or its answerStatus), its own statuses, and those every route of its kind gives. */
 function responsesOf(method: string, doc: RouteDoc): Json {
   const answer: Json =
     doc.rawAnswer === undefined
@@ -108,7 +108,7 @@ function responsesOf(method: string, doc: RouteDoc): Json {
   if (doc.answerHeaders !== undefined) {
     answer.headers = Object.fromEntries(Object.entries(doc.answerHeaders).map(([name, description]) => [name, { description, schema: { type: 'string' } }]));
   }
-  const responses: Json = { 200: answer };
+  const responses: Json = { [doc.answerStatus ?? 200]: answer };
   const own = doc.statuses ?? {};
   if (own[304] !== undefined) responses[304] = { description: own[304] };
   responses[400] = error('A parameter is missing or not valid, a body does not parse, or two API keys differ: the message names what.');

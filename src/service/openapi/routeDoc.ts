@@ -34,8 +34,10 @@ export interface RouteDoc {
    * the query string, whatever the method.
    */
   rawBody?: { type: string; description: string };
-  /** The JSON body of its 200 answer. */
+  /** The JSON body of its 200 answer (of `answerStatus`'s, when given). */
   answer: z.ZodType;
+  /** Its success status when not 200: 201, something made. */
+  answerStatus?: 201;
   /** The 200 answer is raw bytes of this type (a download), not `answer`'s JSON. */
   rawAnswer?: { type: string; description: string };
   /** Headers of its 200 answer, each with what it says. */

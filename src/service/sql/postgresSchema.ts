@@ -358,10 +358,14 @@ CREATE INDEX audit_events_at ON audit_events (at);
 CREATE INDEX audit_events_door ON audit_events (door_uuid, at);
 CREATE INDEX audit_events_person ON audit_events (person_id, at);
 CREATE INDEX audit_events_type ON audit_events (type, at);
+-- The reports (audit/reports*.ts): a door's grants or refusals over a range; an area's passages (bench -- reports).
+CREATE INDEX audit_events_door_type ON audit_events (door_uuid, type, at);
+CREATE INDEX audit_events_area ON audit_events (area, at) WHERE area IS NOT NULL;
 CREATE TABLE audit_chains (
   agent_id           TEXT NOT NULL,
   chain_id           TEXT NOT NULL,
   first_seen_at      BIGINT NOT NULL,
+  first_seq          BIGINT NOT NULL,  -- the lowest seq received: seqs before it never came (not deleted)
   started_at         BIGINT,         -- the time of its audit_chain_started record, once received
   contiguous_seq     BIGINT NOT NULL DEFAULT 0,  -- every seq up to this one received (or pruned)
   last_seq           BIGINT NOT NULL DEFAULT 0,
@@ -394,6 +398,7 @@ CREATE TABLE webhook_deliveries (
   next_at      BIGINT NOT NULL,     -- when it is due (pending)
   created_at   BIGINT NOT NULL,
   delivered_at BIGINT,
+  pending_since BIGINT NOT NULL,    -- made or replayed then: it fails once server.webhooks.retryHours past this
   UNIQUE (webhook_id, event_id)
 );
 CREATE INDEX webhook_deliveries_due ON webhook_deliveries (webhook_id, state, next_at);
