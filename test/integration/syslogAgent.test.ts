@@ -52,8 +52,11 @@ async function everyEventReceived(what: string): Promise<Array<Record<string, un
     45_000,
     what,
   );
+  // Read again after what rsyslog has: the daemon goes on recording (a relock after the unlock), so rsyslog may
+  // hold one more than the log read above; what it received is the log's beginning, first copies in seq order.
   const firsts = [...new Set(receivedIds())];
-  expect(firsts).toEqual(events.map((e) => e.id));
+  events = auditEvents(config);
+  expect(firsts).toEqual(events.slice(0, firsts.length).map((e) => e.id));
   return events;
 }
 
