@@ -14,3 +14,8 @@ export type WithProps<A, B> = A extends unknown ? Omit<A, keyof B> & B : never;
 export function withProps<A extends object, B extends object>(base: A, extra: B): WithProps<A, B> {
   return Object.assign({}, base, extra) as unknown as WithProps<A, B>;
 }
+
+/** The keys whose value is not undefined (so that defaults, or the values kept, fill the others). */
+export function definedOnly<T extends object>(values: T): Partial<T> {
+  return Object.fromEntries(Object.entries(values).filter(([, v]) => v !== undefined)) as Partial<T>;
+}

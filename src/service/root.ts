@@ -9,7 +9,7 @@ import { EXIT_INVALID_CONFIG, InputError } from '../util/errors.js';
 import { missingPublicUrl, publicUrlWarnings } from '../config/publicUrl.js';
 import { serveMetrics, type MetricsServer } from '../util/metricsServer.js';
 import { VERSION } from '../version.js';
-import { withProps } from '../core/objects.js';
+import { definedOnly, withProps } from '../core/objects.js';
 import { ServiceMqtt } from './doorsMqtt.js';
 import { readHolidaysFile } from './holidaysFile.js';
 import { Mailer } from './mailer.js';
@@ -28,11 +28,6 @@ import { WebhookDispatcher, DEFAULT_WEBHOOK_OPTIONS } from './audit/webhookDispa
 import { SyslogExport } from './audit/syslogExport.js';
 import { EventKeeping } from './audit/eventKeeping.js';
 import { systemTimers } from '../util/clock.js';
-
-/** The keys whose value is not undefined (so that the defaults fill the others). */
-function definedOnly<T extends object>(values: T): Partial<T> {
-  return Object.fromEntries(Object.entries(values).filter(([, v]) => v !== undefined)) as Partial<T>;
-}
 
 export interface RunningService {
   /** The base URL it answers on (http://host:port). */

@@ -18,6 +18,7 @@ import { DEFAULT_WEBHOOK_OPTIONS } from './webhookDispatcher.js';
 import { webhookParams } from './webhookParams.js';
 import { newWebhookSecret } from './webhookSignature.js';
 import { WebhookStore, type Attempt, type Delivery, type Webhook } from './webhookStore.js';
+import { definedOnly } from '../../core/objects.js';
 
 const id = (what: string) =>
   z
@@ -145,7 +146,7 @@ export function registerWebhookRoutes(app: FastifyInstance, ctx: RouteContext): 
       ctx.requireRank(request, 'ADMIN');
       const { webhook_id: webhookId } = parseParams(webhookPath, request.params, undefined);
       const p = parseParams(params.change, request.query, request.body);
-      const change = Object.fromEntries(Object.entries(p).filter(([, v]) => v !== undefined)) as Parameters<WebhookStore['update']>[1];
+      const change = definedOnly(p) as Parameters<WebhookStore['update']>[1];
       if (!(await store.update(webhookId, change))) throw new BadRequest(`no webhook ${webhookId}`, 404);
       ctx.logger.info({ webhook: webhookId, changed: Object.keys(change) }, 'webhook changed');
       return webhookAnswer(await found(webhookId));
