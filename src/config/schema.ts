@@ -11,6 +11,7 @@ import { isValidTimeZone } from './timeZone.js';
 import { missingPublicUrl, publicUrlSchema } from './publicUrl.js';
 import { acrossKeys, EVEN_WITH_PROBLEMS } from './acrossKeys.js';
 import { auditServerSchema, syslogSchema, webhooksServerSchema } from './auditSchema.js';
+import { fleetSchema, fleetServerSchema } from './fleetSchema.js';
 
 // Defined in util/errors.ts, below the layers that refuse a configuration file (secret files, the holidays file).
 export { EXIT_INVALID_CONFIG } from '../util/errors.js';
@@ -119,17 +120,6 @@ const accessSchema = z
   })
   // Absent only from a board file that takes its configuration from the service (refineWhoMayOpen).
   .prefault({});
-
-/**
- * The agent's link to the fleet (docs/fleet.md): the service's public key (what signs its configuration) and the
- * release key, both pinned at enrolment, and how often it asks the service.
- */
-const fleetSchema = z.strictObject({
-  servicePublicKeyFile: z.string().min(1),
-  releasePublicKeyFile: z.string().min(1).optional(),
-  // 10 s or more on a site (docs/fleet.md); down to 1 s for a test's short exchanges.
-  pollSeconds: seconds(1, 3600).default(60),
-});
 
 const mqttSchema = z.strictObject({
   url: z.url({ protocol: /^(mqtts?|wss?)$/, error: 'must be an mqtt://, mqtts://, ws:// or wss:// URL' }),
@@ -250,27 +240,7 @@ const serverSchema = z
     /** Smartcard labels that mark a PIN, as the agent's access.pinLabels: masked to keys that may not read PINs. */
     pinLabels: z.array(z.string().trim().min(1)).min(1).default(['PIN']),
     /** The fleet (docs/fleet.md): agents enrol with a code and are adopted by an operator; off without it. */
-    fleet: z
-      .strictObject({
-        /** The service's identity key (Ed25519, PKCS#8 PEM, 0600): it signs what the service hands an agent. */
-        identityKeyFile: z.string().min(1),
-        /** The release key's public half (SPKI PEM), pinned on each agent at enrolment; absent: grants carry none. */
-        releasePublicKeyFile: z.string().min(1).optional(),
-        /** How long an enrolment code is good for. */
-        enrolCodeHours: z.number().int().min(1).max(720).default(24),
-        /** The largest release bundle the service takes (PUT /fleet/releases), in MiB. */
-        maxBundleMegabytes: z.number().int().min(1).max(1024).default(200),
-        /** The agents' MQTT logins, made in mosquitto's dynamic security plugin over the service's own connection. */
-        agentMqtt: z
-          .strictObject({
-            /** The broker as the agents reach it. */
-            url: z.url({ protocol: /^(mqtts?|wss?)$/, error: 'must be an mqtt://, mqtts://, ws:// or wss:// URL' }),
-            /** The dynamic security role each agent's login is given. */
-            role: z.string().min(1).max(128).default('door-agent'),
-          })
-          .optional(),
-      })
-      .optional(),
+    fleet: fleetServerSchema.optional(),
     /** Every agent's audit events kept at the service (docs/audit.md); the defaults apply without the section. */
     audit: auditServerSchema.prefault({}),
     /** Every audit event the service keeps, sent to a SIEM as syslog (docs/audit.md, "SIEM export"); off without it. */
