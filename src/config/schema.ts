@@ -12,6 +12,7 @@ import { missingPublicUrl, publicUrlSchema } from './publicUrl.js';
 import { acrossKeys, EVEN_WITH_PROBLEMS } from './acrossKeys.js';
 import { auditServerSchema, syslogSchema, webhooksServerSchema } from './auditSchema.js';
 import { fleetSchema, fleetServerSchema } from './fleetSchema.js';
+import { identityServerSchema } from './identitySchema.js';
 
 // Defined in util/errors.ts, below the layers that refuse a configuration file (secret files, the holidays file).
 export { EXIT_INVALID_CONFIG } from '../util/errors.js';
@@ -247,6 +248,8 @@ const serverSchema = z
     syslog: syslogSchema.optional(),
     /** Webhook deliveries (docs/audit.md, "Webhooks"): what a receiver's address may be, retries. */
     webhooks: webhooksServerSchema.prefault({}),
+    /** Where the service takes its people from: SCIM 2.0, LDAP or Active Directory (docs/identity-sources.md). */
+    identity: identityServerSchema.optional(),
     /** The operator's console under /console (docs/reference-service.md, "The console"); off unless enabled. */
     console: z
       .strictObject({

@@ -1,3 +1,7 @@
+/** A version 4 UUID made by SQLite (a group's unique_id, whatever inserts it). */
+const SQLITE_UUID = `lower(hex(randomblob(4)) || '-' || hex(randomblob(2)) || '-4' || substr(hex(randomblob(2)), 2) || '-' ||
+    substr('89ab', 1 + abs(random()) % 4, 1) || substr(hex(randomblob(2)), 2) || '-' || hex(randomblob(6)))`;
+
 /** Schema of the reference service's database (server.dataDir/service.db), by PRAGMA user_version. */
 export const SERVICE_MIGRATIONS: readonly string[] = [
   `
@@ -457,5 +461,50 @@ export const SERVICE_MIGRATIONS: readonly string[] = [
     duration_ms INTEGER NOT NULL,
     PRIMARY KEY (delivery_id, attempt)
   ) STRICT;
+  `,
+  `
+  -- People from an identity source (docs/identity-sources.md): which source owns each user and user group (local,
+  -- scim, ldap) and the source's own key for it, SCIM's id of a group, the SCIM token's scope, and the LDAP sync's
+  -- state (a lease, so that one process syncs at a time) and its runs.
+  ALTER TABLE users ADD COLUMN source TEXT NOT NULL DEFAULT 'local' CHECK (source IN ('local', 'scim', 'ldap'));
+  ALTER TABLE users ADD COLUMN external_id TEXT;      -- SCIM: the provider's externalId; LDAP: the entry's id attribute
+  ALTER TABLE users ADD COLUMN source_dn TEXT;        -- LDAP: the entry's DN when last read (shown; matched by id)
+  ALTER TABLE users ADD COLUMN source_seen_at INTEGER; -- when its source last wrote or confirmed it (ms)
+  CREATE INDEX users_by_source ON users (source, external_id);
+  CREATE INDEX users_username_lower ON users (lower(username));
+  ALTER TABLE groups ADD COLUMN source TEXT NOT NULL DEFAULT 'local' CHECK (source IN ('local', 'scim', 'ldap'));
+  ALTER TABLE groups ADD COLUMN external_id TEXT;
+  ALTER TABLE groups ADD COLUMN source_dn TEXT;
+  ALTER TABLE groups ADD COLUMN source_gone_at INTEGER; -- LDAP: gone from the directory then (emptied, kept)
+  ALTER TABLE groups ADD COLUMN unique_id TEXT;        -- SCIM's id of the group: a UUID, never reused
+  UPDATE groups SET unique_id = ${SQLITE_UUID};
+  CREATE UNIQUE INDEX groups_by_unique_id ON groups (unique_id);
+  CREATE INDEX groups_by_source ON groups (source, external_id);
+  -- Whatever inserts a group (a route, the console, a tool) gets its id.
+  CREATE TRIGGER groups_unique_id AFTER INSERT ON groups WHEN NEW.unique_id IS NULL BEGIN
+    UPDATE groups SET unique_id = ${SQLITE_UUID} WHERE group_id = NEW.group_id;
+  END;
+  -- api: every route but /scim/v2; scim: /scim/v2 only (an identity provider's bearer token).
+  ALTER TABLE api_keys ADD COLUMN scope TEXT NOT NULL DEFAULT 'api' CHECK (scope IN ('api', 'scim'));
+  CREATE TABLE identity_sync_state (
+    source        TEXT PRIMARY KEY,    -- 'ldap'
+    running_by    TEXT,                -- the process holding the lease (host:pid), NULL: none
+    running_until INTEGER,             -- the lease ends then (ms): a process that died lets it go by itself
+    last_ok_at    INTEGER,
+    next_at       INTEGER              -- the next scheduled sync (ms)
+  ) STRICT;
+  CREATE TABLE identity_sync_runs (
+    run_id        INTEGER PRIMARY KEY,
+    source        TEXT NOT NULL,
+    trigger       TEXT NOT NULL,       -- 'schedule', 'cli', or who asked ('console: ...', 'API key (ADMIN)')
+    started_at    INTEGER NOT NULL,
+    finished_at   INTEGER,
+    outcome       TEXT NOT NULL CHECK (outcome IN ('running', 'ok', 'failed', 'held')),
+    reason        TEXT,                -- failed: why; held: what it would do
+    counts        TEXT NOT NULL DEFAULT '{}',  -- JSON: entries read, created, updated, suspended, ... (api/identity.ts)
+    would_suspend INTEGER,             -- held: the suspensions and removals it would have made
+    sample        TEXT                 -- held: JSON array of the first e-mail addresses it would suspend
+  ) STRICT;
+  CREATE INDEX identity_sync_runs_by_source ON identity_sync_runs (source, run_id);
   `,
 ];

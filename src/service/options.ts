@@ -107,4 +107,61 @@ export interface ServerOptions {
   syslog?: SyslogOptions;
   /** Webhook deliveries (the loader fills it; absent: the defaults). */
   webhooks?: WebhookServiceOptions;
+  /** Where people come from besides the API (docs/identity-sources.md); absent: the API and the console only. */
+  identity?: IdentityOptions;
+}
+
+/** SCIM 2.0 under /scim/v2 (server.identity.scim; docs/identity-sources.md, "SCIM 2.0"). */
+export interface ScimSourceOptions {
+  enabled: boolean;
+  /** A SCIM attribute path holding the person's card number; absent: cards stay at the service. */
+  cardAttribute?: string | undefined;
+}
+
+/** When an LDAP entry is disabled: a bit of an integer, one of listed values (case-blind), or the attribute present. */
+export interface LdapDisabledRule {
+  attribute: string;
+  bit?: number | undefined;
+  values?: string[] | undefined;
+}
+
+/** Overrides of the preset's mapping; absent fields take the preset's (identity/ldap/presets.ts). */
+export interface LdapAttributes {
+  id?: string | undefined;
+  email?: string | undefined;
+  firstName?: string | undefined;
+  lastName?: string | undefined;
+  username?: string | undefined;
+  disabled?: LdapDisabledRule | undefined;
+  membership?: 'member' | 'memberOf' | undefined;
+  groupName?: string | undefined;
+  card?: string | undefined;
+  pin?: string | undefined;
+}
+
+/** An LDAP server or Active Directory read on a schedule (server.identity.ldap; docs/identity-sources.md, "LDAP"). */
+export interface LdapSourceOptions {
+  url: string;
+  startTls: boolean;
+  /** The pinned CA (PEM file). */
+  caFile?: string | undefined;
+  serverName?: string | undefined;
+  bindDn?: string | undefined;
+  /** The bind password's file: read when a sync binds, never logged. */
+  bindPasswordFile?: string | undefined;
+  preset: 'openldap' | 'active-directory';
+  users: { baseDn: string; filter?: string | undefined };
+  groups?: { baseDn: string; filter?: string | undefined } | undefined;
+  attributes: LdapAttributes;
+  intervalMinutes: number;
+  onMissing: 'suspend' | 'remove';
+  maxSuspendShare: number;
+  timeoutSeconds: number;
+  pageSize: number;
+}
+
+/** server.identity. */
+export interface IdentityOptions {
+  scim?: ScimSourceOptions | undefined;
+  ldap?: LdapSourceOptions | undefined;
 }

@@ -171,6 +171,7 @@ export async function startService(
     ...(server.timezone === undefined ? {} : { timezone: server.timezone }),
     ...(server.audit ? { audit: server.audit } : {}),
     ...(server.webhooks ? { webhooks: server.webhooks } : {}),
+    ...(server.identity ? { identity: server.identity } : {}),
     storedEvents: eventKeeping.storedEvents,
     ...(server.console?.enabled
       ? {

@@ -10,7 +10,7 @@ import type { HttpLimits } from './httpLimits.js';
 import type { LevelStore } from './levels.js';
 import type { Gate, LoadLimits } from './loadGate.js';
 import type { Mailer } from './mailer.js';
-import type { AuditServiceOptions, ConsoleOptions, ServiceResource, WebhookServiceOptions } from './options.js';
+import type { AuditServiceOptions, ConsoleOptions, IdentityOptions, ServiceResource, WebhookServiceOptions } from './options.js';
 import type { SiteFeed } from './console/siteFeed.js';
 import type { PinMasking } from './pinMasking.js';
 import type { PublishKind, PublishQueue } from './publishQueue.js';
@@ -68,6 +68,8 @@ export interface ServiceDeps {
   audit?: AuditServiceOptions;
   /** Webhook subscriptions' bounds (server.webhooks; docs/audit.md, "Webhooks"); absent: its defaults. */
   webhooks?: WebhookServiceOptions;
+  /** Where people come from besides the API (server.identity; docs/identity-sources.md); absent: the API only. */
+  identity?: IdentityOptions;
   /** The audit events this process's ingest takes, as they are committed (audit/storedEvents.ts): the live Events page. */
   storedEvents?: StoredEvents;
   /** The console (server.console, enabled), with the live site it shows (null without an mqtt section). */

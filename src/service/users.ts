@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import type { IdentitySource } from '../api/identity.js';
 import type { Rank } from './apiKeys.js';
 import type { SqlDb } from './sql/sqlDb.js';
 
@@ -45,6 +46,14 @@ export interface UserRow {
   unique_id: string;
   created: string;
   removed_at: string | null;
+  /** Who owns the user (docs/identity-sources.md): 'local', 'scim' or 'ldap'. */
+  source: IdentitySource;
+  /** SCIM: the provider's externalId; LDAP: the entry's id attribute. */
+  external_id: string | null;
+  /** LDAP: the entry's DN when last read. */
+  source_dn: string | null;
+  /** When its source last wrote or confirmed it (ms). */
+  source_seen_at: number | null;
 }
 
 /**
