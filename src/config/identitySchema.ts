@@ -33,16 +33,22 @@ const dn = z
   .regex(/^[A-Za-z][A-Za-z0-9-]*=[^,]+(,\s*[A-Za-z][A-Za-z0-9-]*=[^,]+)*$/, 'a DN: OU=Staff,DC=example,DC=org');
 
 /**
- * When an entry is disabled: a bit of an integer attribute (`{attribute: userAccountControl, bit: 2}`), one of
+ * When an entry is disabled: a flag of an integer attribute (`{attribute: userAccountControl, mask: 2}`), one of
  * listed values (case-blind), or, with neither, the attribute being present (`pwdAccountLockedTime`).
  */
 const disabledRule = z
   .strictObject({
     attribute: attributeName,
-    bit: z.number().int().min(1).max(2 ** 31).optional(),
+    /** The value of the flag (2: ACCOUNTDISABLE), set when `value & mask` is not 0. */
+    mask: z
+      .number()
+      .int()
+      .min(1)
+      .max(2 ** 31)
+      .optional(),
     values: z.array(z.string().min(1)).min(1).optional(),
   })
-  .refine((rule) => rule.bit === undefined || rule.values === undefined, 'give bit or values, not both');
+  .refine((rule) => rule.mask === undefined || rule.values === undefined, 'give mask or values, not both');
 
 /** Overrides of the preset's attribute mapping (docs/identity-sources.md, "The presets"). */
 const ldapAttributes = z.strictObject({
@@ -124,7 +130,10 @@ const scimSourceSchema = z.strictObject({
   /** A SCIM attribute holding the person's card number (its full path); absent: cards stay at the service. */
   cardAttribute: z
     .string()
-    .regex(/^(urn:[A-Za-z0-9:._-]+:)?[A-Za-z][A-Za-z0-9$_-]*(\.[A-Za-z][A-Za-z0-9$_-]*)?$/, 'a SCIM attribute path: employeeNumber, or urn:...:User:employeeNumber')
+    .regex(
+      /^(urn:[A-Za-z0-9:._-]+:)?[A-Za-z][A-Za-z0-9$_-]*(\.[A-Za-z][A-Za-z0-9$_-]*)?$/,
+      'a SCIM attribute path: employeeNumber, or urn:...:User:employeeNumber',
+    )
     .optional(),
 });
 

@@ -118,10 +118,11 @@ export interface ScimSourceOptions {
   cardAttribute?: string | undefined;
 }
 
-/** When an LDAP entry is disabled: a bit of an integer, one of listed values (case-blind), or the attribute present. */
+/** When an LDAP entry is disabled: a flag of an integer, one of listed values (case-blind), or the attribute present. */
 export interface LdapDisabledRule {
   attribute: string;
-  bit?: number | undefined;
+  /** Disabled when `value & mask` is not 0 (userAccountControl: 2). */
+  mask?: number | undefined;
   values?: string[] | undefined;
 }
 

@@ -172,6 +172,7 @@ export async function startService(
     ...(server.audit ? { audit: server.audit } : {}),
     ...(server.webhooks ? { webhooks: server.webhooks } : {}),
     ...(server.identity ? { identity: server.identity } : {}),
+    leadership: storage.leadership,
     storedEvents: eventKeeping.storedEvents,
     ...(server.console?.enabled
       ? {

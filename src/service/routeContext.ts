@@ -8,6 +8,7 @@ import type { ServiceMqtt } from './doorsMqtt.js';
 import type { FleetDeps } from './fleet/fleetDeps.js';
 import type { HttpLimits } from './httpLimits.js';
 import type { LevelStore } from './levels.js';
+import type { LdapSyncControl } from './identity/ldap/ldapSyncControl.js';
 import type { Gate, LoadLimits } from './loadGate.js';
 import type { Mailer } from './mailer.js';
 import type { AuditServiceOptions, ConsoleOptions, IdentityOptions, ServiceResource, WebhookServiceOptions } from './options.js';
@@ -16,6 +17,7 @@ import type { PinMasking } from './pinMasking.js';
 import type { PublishKind, PublishQueue } from './publishQueue.js';
 import type { Refusals } from './refusals.js';
 import type { ChangeFeed } from './sql/changeFeed.js';
+import type { Leadership } from './sql/leadership.js';
 import type { SqlDb } from './sql/sqlDb.js';
 import type { ServiceMetrics } from './serviceMetrics.js';
 import type { StoredEvents } from './audit/storedEvents.js';
@@ -70,6 +72,8 @@ export interface ServiceDeps {
   webhooks?: WebhookServiceOptions;
   /** Where people come from besides the API (server.identity; docs/identity-sources.md); absent: the API only. */
   identity?: IdentityOptions;
+  /** Which process runs the jobs done once for all (the scheduled LDAP sync); absent: this process alone (SoleLeader). */
+  leadership?: Leadership;
   /** The audit events this process's ingest takes, as they are committed (audit/storedEvents.ts): the live Events page. */
   storedEvents?: StoredEvents;
   /** The console (server.console, enabled), with the live site it shows (null without an mqtt section). */
@@ -101,6 +105,8 @@ export interface RouteContext extends ServiceDeps {
   /** GET /directory's answers as stored bytes, one build per revision. */
   directoryBytes: DirectoryBytes;
   load: ServiceLoad;
+  /** The LDAP sync (server.identity.ldap); absent without it: POST /identity-sources/ldap/sync answers 404. */
+  ldapSync?: LdapSyncControl;
   /** Refuses the request (403) unless the key's rank is at least `rank` (a DOOR key has none). */
   requireRank(request: FastifyRequest, rank: Rank): void;
   /** The masking of PINs for this request's key; null when it reads them in clear (ADMIN, SUPER, DOOR). */

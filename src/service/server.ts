@@ -44,8 +44,13 @@ const BODY_LIMIT = 1024 * 1024;
 // spent and no agent is sent to sync for nothing (a lockdown reaches the doors on its own topic, a command too).
 const NOT_DIRECTORY_CHANGES = new Set(['/lockdown', '/setlockstatus', '/healthz']);
 /** Whether a call to `url` (not a GET) may change what a door sees. The console's forms call the API for that. */
+// /identity-sources: an LDAP sync writes in transactions of its own, each with its revision (identity/ldap/).
 const directoryChange = (url: string) =>
-  !NOT_DIRECTORY_CHANGES.has(url) && !url.startsWith('/console') && !url.startsWith(FLEET_PATHS) && !url.startsWith('/webhooks');
+  !NOT_DIRECTORY_CHANGES.has(url) &&
+  !url.startsWith('/console') &&
+  !url.startsWith(FLEET_PATHS) &&
+  !url.startsWith('/webhooks') &&
+  !url.startsWith('/identity-sources');
 
 /**
  * The reference access-control service (docs/access-control-api.md) on fastify, described by GET /openapi.json

@@ -40,12 +40,7 @@ export function cardsOwnedBySource(source: IdentitySource, identity?: IdentityOp
 }
 
 /** Refuses `change` to a user or group that a source owns; nothing for a local one. */
-export function refuseIfOwned(
-  subject: string,
-  source: IdentitySource,
-  change: OwnedChange,
-  identity?: IdentityOptions,
-): void {
+export function refuseIfOwned(subject: string, source: IdentitySource, change: OwnedChange, identity?: IdentityOptions): void {
   if (source === 'local') return;
   if (change === 'cards' && !cardsOwnedBySource(source, identity)) return;
   throw ownedElsewhere(subject, source, change, identity);
