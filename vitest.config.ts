@@ -32,6 +32,10 @@ const BOTH_ENGINES = [
   'test/integration/syslogExport.test.ts',
   'test/integration/serviceReports.test.ts',
   'test/integration/auditEvents.test.ts',
+  'test/integration/scimUsers.test.ts',
+  'test/integration/scimGroups.test.ts',
+  'test/integration/identityOwnership.test.ts',
+  'test/integration/ldapSync.test.ts',
 ];
 
 export default defineConfig({

@@ -21,6 +21,8 @@ import { benchmarkWiegand } from './wiegandBench.js';
 import { benchmarkOsdp } from './osdpBench.js';
 import { benchmarkStartup } from './startup.js';
 import { benchmarkReports } from './reportsBench.js';
+import { benchmarkScim } from './scimBench.js';
+import { benchmarkLdap } from './ldapBench.js';
 import { exceededBounds, renderTable, writeResults, type BenchRow } from './report.js';
 
 const BENCHES: Record<string, (workDir: string) => BenchRow[] | Promise<BenchRow[]>> = {
@@ -41,6 +43,8 @@ const BENCHES: Record<string, (workDir: string) => BenchRow[] | Promise<BenchRow
   osdp: benchmarkOsdp,
   startup: benchmarkStartup,
   reports: benchmarkReports,
+  scim: benchmarkScim,
+  ldap: benchmarkLdap,
 };
 
 const root = resolve(fileURLToPath(import.meta.url), '../../..');

@@ -6,16 +6,15 @@
  * through the HTTP API, each timed until the door's cache holds it.
  */
 import { spawn, spawnSync } from 'node:child_process';
-import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { freePort } from './net.js';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import Database from 'better-sqlite3';
 import { startBroker } from './mqttBench.js';
 import { AGENT_NODE_OPTIONS, type BenchRow, infoRow, SERVICE_NODE_OPTIONS } from './report.js';
 import { seedService } from './serviceSeed.js';
+import { withPushedAgent } from './revocation.js';
 import { p50p99 } from './valueFile.js';
-import { sleep, waitFor } from './wait.js';
 
 const USERS = 10_000;
 const CONCURRENCY = 8;
@@ -83,7 +82,7 @@ doors: [ { uuid: 6f1c2a0e-8d0b-4a57-9d43-1f2e3a4b5c6d, resourceId: 12, relay: { 
     const again = phase<SyncOut>(['sync', agentConfig]);
     await api('PUT', '/togglesuspension', { email_id: 1 });
     const one = phase<SyncOut>(['sync', agentConfig]);
-    const revocation = await revocationLatency(dir, agentConfig, api);
+    const revocation = await revocationLatency(dir, agentConfig, mqttPort, api);
     const b = 'sync';
     const { p50, p99 } = p50p99(revocation);
     return [
@@ -179,44 +178,17 @@ doors: [ { uuid: 6f1c2a0e-8d0b-4a57-9d43-1f2e3a4b5c6d, resourceId: 12, relay: { 
 
 /**
  * A running agent (MQTT, periodic sync hourly) and 20 suspensions through the HTTP API, each timed from the
- * call until the door's cache holds the new status (read from the cache file, as the decision reads it).
+ * call until the door's cache holds the new status (revocation.ts).
  */
-async function revocationLatency(dir: string, agentConfig: string, api: (m: string, p: string, b: unknown) => Promise<Response>): Promise<number[]> {
-  const config = readFileSync(agentConfig, 'utf8').replace(
-    'service: {',
-    `mqtt: { url: "mqtt://127.0.0.1:${/mqtt:\/\/127.0.0.1:(\d+)/.exec(readFileSync(join(dir, 'service.yaml'), 'utf8'))![1]}", topicPrefix: bench }\nservice: { syncIntervalSeconds: 3600,`,
-  );
-  const pushedConfig = join(dir, 'agent-pushed.yaml');
-  writeFileSync(pushedConfig, config);
-  const agent = spawn(process.execPath, [...AGENT_NODE_OPTIONS, join(root, 'dist/src/cli.js'), 'run', '--config', pushedConfig], {
-    stdio: ['ignore', 'pipe', 'inherit'],
+async function revocationLatency(
+  dir: string,
+  agentConfig: string,
+  mqttPort: number,
+  api: (m: string, p: string, b: unknown) => Promise<Response>,
+): Promise<number[]> {
+  return withPushedAgent('sync', dir, agentConfig, `mqtt://127.0.0.1:${mqttPort}`, async (timed) => {
+    const samples: number[] = [];
+    for (let i = 0; i < 20; i++) samples.push(await timed(100 + i, () => api('PUT', '/togglesuspension', { email_id: 100 + i })));
+    return samples;
   });
-  let log = '';
-  agent.stdout!.on('data', (d: Buffer) => (log += d.toString()));
-  const samples: number[] = [];
-  try {
-    await waitFor('sync', () => log.includes('directory revisions are pushed'), 30_000, 'the agent taking pushed revisions');
-    await waitFor('sync', () => log.includes('"msg":"sync done"'), 30_000, 'the first sync');
-    const cache = new Database(join(dir, 'agent', 'cache.db'), { readonly: true });
-    const status = cache.prepare('SELECT ad_status FROM credentials WHERE number = ?').pluck();
-    try {
-      for (let i = 0; i < 20; i++) {
-        const emailId = 100 + i;
-        const card = String(1_000_000 + 2 * (emailId - 1));
-        const before = status.get(card);
-        const started = performance.now();
-        await api('PUT', '/togglesuspension', { email_id: emailId });
-        while (status.get(card) === before) {
-          if (performance.now() - started > 30_000) throw new Error(`sync benchmark: change ${i} not at the door within 30 s`);
-          await sleep(5);
-        }
-        samples.push(performance.now() - started);
-      }
-    } finally {
-      cache.close();
-    }
-  } finally {
-    agent.kill('SIGTERM');
-  }
-  return samples;
 }

@@ -4,7 +4,8 @@
 # peers from Debian when running as root: mosquitto, mosquitto-clients, socat, tmux (the demo test), openssl
 # (the TLS tests), faketime (a board booting with its clock behind), chromium (the console's browser tests),
 # haproxy (the service behind the shipped examples/haproxy/haproxy.cfg), postgresql (the service's tests on
-# PostgreSQL), rsyslog and rsyslog-gnutls (the SIEM export's receiver, over TLS), lintian, dpkg-dev, debootstrap and dpkg-repack (the Debian package's test). The tests start their own haproxy and PostgreSQL cluster (initdb into a temporary directory, from
+# PostgreSQL), rsyslog and rsyslog-gnutls (the SIEM export's receiver, over TLS), slapd and ldap-utils (the LDAP
+# sync's server), lintian, dpkg-dev, debootstrap and dpkg-repack (the Debian package's test). The tests start their own haproxy and PostgreSQL cluster (initdb into a temporary directory, from
 # /usr/lib/postgresql/<version>/bin, which is not on PATH); none uses the system services these packages bring.
 # --warn-only: report missing Debian packages instead of failing (npm start does not need them).
 set -euo pipefail
@@ -68,6 +69,10 @@ ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || missing+=(postgresql)
 # The syslog export's tests start their own rsyslogd (never the system's) with its GnuTLS stream driver.
 [ -x /usr/sbin/rsyslogd ] || missing+=(rsyslog)
 ls /usr/lib/*/rsyslog/lmnsd_gtls.so >/dev/null 2>&1 || missing+=(rsyslog-gnutls)
+# The LDAP sync's tests and benchmark start their own slapd (bench/slapd.ts: a temporary directory, loopback ports),
+# never the system's; ldap-utils' ldapadd and ldapmodify make their changes.
+[ -x /usr/sbin/slapd ] || missing+=(slapd)
+command -v ldapadd >/dev/null 2>&1 || missing+=(ldap-utils)
 # The Debian package's test (npm run package, then installed in a fresh Debian root): lintian checks the package,
 # dpkg-dev finds what its addons link, debootstrap makes the root, dpkg-repack packs this machine's Node.js for it.
 command -v lintian >/dev/null 2>&1 || missing+=(lintian)
@@ -78,7 +83,16 @@ if [ ${#missing[@]} -gt 0 ]; then
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
     echo "Installing Debian packages: ${missing[*]}"
     apt-get update -qq
+    # slapd's postinst asks for a domain and an admin password: told to make no configuration, it asks nothing.
+    if [[ " ${missing[*]} " == *" slapd "* ]]; then
+      echo 'slapd slapd/no_configuration boolean true' | debconf-set-selections
+    fi
     DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+    # The system's slapd stays stopped and is not started at boot: the tests run their own.
+    if [[ " ${missing[*]} " == *" slapd "* ]]; then
+      invoke-rc.d slapd stop >/dev/null 2>&1 || true
+      update-rc.d slapd disable >/dev/null 2>&1 || true
+    fi
   elif [ "$warn_only" = true ]; then
     echo "Note: ${missing[*]} not installed (needed by npm test): sudo apt-get install ${missing[*]}" >&2
   else

@@ -1,6 +1,7 @@
 import * as z from 'zod';
 import { parseServiceTime } from '../core/schedule.js';
 import { compileWeeklySchedule } from '../core/weeklySchedule.js';
+import { identitySourceSchema } from './identity.js';
 
 /**
  * Bodies of the access-control service (docs/access-control-api.md), as the agent receives them from a sync, a
@@ -63,6 +64,8 @@ export const userListItemSchema = z.object({
   confirmed: serviceTime.nullish(),
   created: serviceTime.nullish(),
   device_added: serviceTime.nullish(),
+  /** Who owns the user (docs/identity-sources.md); absent from GET /directory and from services before it. */
+  source: identitySourceSchema.optional(),
 });
 export type UserListItem = z.output<typeof userListItemSchema>;
 
@@ -70,6 +73,8 @@ export const userDetailSchema = z.object({
   policies: nameMatrix.default([]),
   computer_usernames: z.array(z.union([z.string(), z.object({ computer_username: z.string() })])).default([]),
   smartcards: z.array(smartcardSchema).default([]),
+  /** Who owns the user (GET /user; not in GET /directory's details). */
+  source: identitySourceSchema.optional(),
 });
 export type UserDetail = z.output<typeof userDetailSchema>;
 

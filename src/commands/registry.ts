@@ -31,6 +31,7 @@ export const COMMANDS: Readonly<Record<string, () => Promise<Command>>> = {
   service: async () => (await import('./service.js')).command,
   'service key create': async () => (await import('./service.js')).keyCreateCommand,
   'service outbox': async () => (await import('./service.js')).outboxCommand,
+  'service identity release': async () => (await import('./serviceIdentity.js')).releaseCommand,
   'service migrate': async () => (await import('./serviceMigrate.js')).command,
   'service enrol-code': async () => (await import('./serviceFleet.js')).enrolCodeCommand,
   'service audit verify': async () => (await import('./serviceAuditVerify.js')).command,

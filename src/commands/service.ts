@@ -1,7 +1,7 @@
 import { chownSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { loadServiceConfig } from '../config/load.js';
-import { ApiKeys, KEY_KINDS, type KeyKind } from '../service/apiKeys.js';
+import { ApiKeys, KEY_KINDS, KEY_SCOPES, type KeyKind, type KeyScope } from '../service/apiKeys.js';
 import { openServiceSqlite } from '../service/database.js';
 import { startService } from '../service/root.js';
 import { openPostgres } from '../service/sql/openPostgres.js';
@@ -32,16 +32,23 @@ export async function openServiceDb(config: ReturnType<typeof loadServiceConfig>
 }
 
 /**
- * `door-agent service key create --rank R [--expires-days N]` (R: REGULAR, ADMIN, SUPER or DOOR): prints the new key alone on one line of stdout,
- * the only time it is shown (only its hash is stored). Works whether or not the service is running.
+ * `door-agent service key create --rank R [--scope S] [--expires-days N]` (R: REGULAR, ADMIN, SUPER or DOOR; S: api,
+ * or scim for an identity provider's token, ADMIN only): prints the new key alone on one line of stdout, the only
+ * time it is shown (only its hash is stored). Works whether or not the service is running.
  */
 async function runServiceKeyCreate(
-  args: { rank: string | undefined; expiresDays: string | undefined; config: string | undefined },
+  args: { rank: string | undefined; scope: string | undefined; expiresDays: string | undefined; config: string | undefined },
   ctx: CommandContext,
 ): Promise<number> {
   if (!args.rank || !(KEY_KINDS as readonly string[]).includes(args.rank)) {
     throw new UsageError(`--rank must be one of ${KEY_KINDS.join(', ')} (DOOR: a door controller's key, read-only, reads PINs)`);
   }
+  const scope = (args.scope ?? 'api') as KeyScope;
+  if (!KEY_SCOPES.includes(scope)) {
+    throw new UsageError(`--scope must be one of ${KEY_SCOPES.join(', ')} (scim: an identity provider's token, valid only under /scim/v2)`);
+  }
+  // An identity provider suspends and removes people: ADMIN's work, and no more (docs/identity-sources.md).
+  if (scope === 'scim' && args.rank !== 'ADMIN') throw new UsageError(`--scope scim needs --rank ADMIN (not ${args.rank})`);
   let days = 0;
   if (args.expiresDays !== undefined) {
     if (!/^\d{1,5}$/.test(args.expiresDays)) throw new UsageError('--expires-days must be a whole number of days (0 = never)');
@@ -50,12 +57,13 @@ async function runServiceKeyCreate(
   const config = loadServiceConfig(configPath(args.config, ctx.env));
   const db = await openServiceDb(config, ctx);
   try {
-    const key = await new ApiKeys(db).create(args.rank as KeyKind, days, ctx.clock.wallNow());
+    const key = await new ApiKeys(db).create(args.rank as KeyKind, days, ctx.clock.wallNow(), scope);
     if (db.engine === 'sqlite') giveToDataDirOwner(config.server.dataDir);
     ctx.stdout.write(`${key}\n`);
     const expiry = days > 0 ? `expires in ${days} day(s)` : 'never expires';
     const article = /^[AEIOU]/.test(args.rank) ? 'an' : 'a'; // an ADMIN, a DOOR, a REGULAR, a SUPER
-    ctx.stderr.write(`created ${article} ${args.rank} API key that ${expiry}; it is shown only this once\n`);
+    const what = scope === 'scim' ? 'SCIM token (valid only under /scim/v2)' : 'API key';
+    ctx.stderr.write(`created ${article} ${args.rank} ${what} that ${expiry}; it is shown only this once\n`);
     return 0;
   } finally {
     await db.close();
@@ -106,7 +114,12 @@ export const command: Command = (input) => runService({ config: stringOption(inp
 
 export const keyCreateCommand: Command = (input) =>
   runServiceKeyCreate(
-    { rank: stringOption(input, 'rank'), expiresDays: stringOption(input, 'expires-days'), config: stringOption(input, 'config') },
+    {
+      rank: stringOption(input, 'rank'),
+      scope: stringOption(input, 'scope'),
+      expiresDays: stringOption(input, 'expires-days'),
+      config: stringOption(input, 'config'),
+    },
     input.ctx,
   );
 

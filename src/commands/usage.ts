@@ -396,10 +396,12 @@ const COMMANDS: readonly CommandUsage[] = [
   },
   {
     name: 'service key create',
-    args: '--rank REGULAR|ADMIN|SUPER|DOOR [--expires-days N] [--config F]',
+    args: '--rank REGULAR|ADMIN|SUPER|DOOR [--scope api|scim] [--expires-days N] [--config F]',
     summary: 'create an API key for the service and print it once',
+    details: ["--scope scim makes an identity provider's bearer token: ADMIN, valid only under /scim/v2 (docs/identity-sources.md)."],
     options: [
       { flag: '--rank R', meaning: 'REGULAR, ADMIN, SUPER, or DOOR (a door controller: read-only, reads PINs)' },
+      { flag: '--scope S', meaning: "api (default: the API's routes) or scim (only /scim/v2; needs --rank ADMIN)" },
       { flag: '--expires-days N', meaning: 'the key expires after N days (default 0: never)' },
     ],
     config: true,
@@ -486,6 +488,18 @@ const COMMANDS: readonly CommandUsage[] = [
     options: [],
     config: true,
     exits: [[0, 'ok'], [1, 'the service database cannot be read'], INVALID_CONFIG],
+  },
+  {
+    name: 'service identity release',
+    args: '--email ADDRESS [--config F]',
+    summary: 'a user owned by SCIM or LDAP goes back to being managed at the service (docs/identity-sources.md)',
+    details: [
+      "Their fields are kept; the source's keys for them (externalId, the LDAP DN) are cleared. Works whether or not the service is running.",
+      'Retire the source first (or remove the person there): a SCIM PUT or an LDAP entry with their e-mail claims them again.',
+    ],
+    options: [{ flag: '--email ADDRESS', meaning: 'the user, by e-mail address (any case)' }],
+    config: true,
+    exits: [[0, 'released'], [1, 'no such user, the user is already local, or the service database cannot be written'], INVALID_CONFIG],
   },
 ];
 

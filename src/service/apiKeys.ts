@@ -14,6 +14,13 @@ export const RANKS: readonly Rank[] = ['REGULAR', 'ADMIN', 'SUPER'];
 export type KeyKind = Rank | 'DOOR';
 export const KEY_KINDS: readonly KeyKind[] = [...RANKS, 'DOOR'];
 
+/**
+ * Where a key opens doors: `api`, every route of the API; `scim`, only /scim/v2 (an identity provider's bearer token,
+ * docs/identity-sources.md "The token"). A key opens no route of the other scope.
+ */
+export type KeyScope = 'api' | 'scim';
+export const KEY_SCOPES: readonly KeyScope[] = ['api', 'scim'];
+
 /** A key's SHA-256, as stored: what a console session keeps to check its key again (never the key itself). */
 export const keyDigest = (key: string) => createHash('sha256').update(key, 'utf8').digest('hex');
 
@@ -32,7 +39,7 @@ export function issueKey(
 }
 
 /** API keys: only a SHA-256 is stored; 0 or no expiry means never (docs/access-control-api.md, Authentication). */
-type KeyRow = { rank: KeyKind; expires_at: number | null };
+type KeyRow = { rank: KeyKind; expires_at: number | null; scope: KeyScope };
 
 export class ApiKeys {
   /**
@@ -43,7 +50,7 @@ export class ApiKeys {
 
   constructor(private readonly db: SqlDb) {
     this.lookups = new CoalescedReads<string, KeyRow | undefined>(async (hashes) => {
-      const rows = await db.all<KeyRow & { key_hash: string }>(`SELECT key_hash, rank, expires_at FROM api_keys WHERE key_hash ${db.inJsonTexts}`, [
+      const rows = await db.all<KeyRow & { key_hash: string }>(`SELECT key_hash, rank, expires_at, scope FROM api_keys WHERE key_hash ${db.inJsonTexts}`, [
         JSON.stringify(hashes),
       ]);
       return new Map(rows.map((row) => [row.key_hash, row]));
@@ -51,30 +58,42 @@ export class ApiKeys {
   }
 
   /** Creates a key and returns it: the only time it is ever visible. */
-  async create(rank: KeyKind, expiresDays: number, now: number): Promise<string> {
+  async create(rank: KeyKind, expiresDays: number, now: number, scope: KeyScope = 'api'): Promise<string> {
     const { key, row } = issueKey(rank, expiresDays, now);
-    await this.db.run('INSERT INTO api_keys (key_hash, rank, created_at, expires_at) VALUES (?, ?, ?, ?)', [
-      row.key_hash,
-      row.rank,
-      row.created_at,
-      row.expires_at,
-    ]);
+    // An API key leaves scope to its default: `service key create` also works on a database of a schema before scopes.
+    const values = [row.key_hash, row.rank, row.created_at, row.expires_at];
+    await (scope === 'api'
+      ? this.db.run('INSERT INTO api_keys (key_hash, rank, created_at, expires_at) VALUES (?, ?, ?, ?)', values)
+      : this.db.run('INSERT INTO api_keys (key_hash, rank, created_at, expires_at, scope) VALUES (?, ?, ?, ?, ?)', [...values, scope]));
     return key;
   }
 
-  /** The kind of a valid, unexpired key, or null. */
+  /** The kind of a valid, unexpired key of the API's scope, or null (an SCIM token opens no route of the API). */
   async verify(key: string, now: number): Promise<KeyKind | null> {
-    if (!/^dak_[A-Za-z0-9_-]{43}$/.test(key)) return null;
+    if (!wellFormed(key)) return null;
     return this.verifyDigest(keyDigest(key), now);
   }
 
-  /** The kind of the key with this digest (keyDigest) while it is stored and unexpired, or null. */
+  /** The kind of the API key with this digest (keyDigest) while it is stored and unexpired, or null. */
   async verifyDigest(hash: string, now: number): Promise<KeyKind | null> {
+    return this.rankIn('api', hash, now);
+  }
+
+  /** The rank of a valid, unexpired SCIM token (scope scim), or null: the only keys /scim/v2 takes. */
+  async verifyScim(key: string, now: number): Promise<KeyKind | null> {
+    if (!wellFormed(key)) return null;
+    return this.rankIn('scim', keyDigest(key), now);
+  }
+
+  private async rankIn(scope: KeyScope, hash: string, now: number): Promise<KeyKind | null> {
     // Inside a transaction, on its connection; otherwise with the other checks asked for meanwhile.
     const row = this.db.inTransaction()
-      ? await this.db.get<KeyRow>('SELECT rank, expires_at FROM api_keys WHERE key_hash = ?', [hash])
+      ? await this.db.get<KeyRow>('SELECT rank, expires_at, scope FROM api_keys WHERE key_hash = ?', [hash])
       : await this.lookups.read(hash);
-    if (!row || (row.expires_at !== null && now >= row.expires_at)) return null;
+    if (!row || row.scope !== scope || (row.expires_at !== null && now >= row.expires_at)) return null;
     return row.rank;
   }
 }
+
+/** What every key looks like (issueKey): anything else is refused without a query. */
+const wellFormed = (key: string) => /^dak_[A-Za-z0-9_-]{43}$/.test(key);

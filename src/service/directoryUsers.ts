@@ -83,7 +83,7 @@ export class DirectoryUsers {
         );
       return rows.map((user) => ({
         emailId: user.email_id,
-        item: this.users.listItem(user, false, groups),
+        item: this.users.doorItem(user, false, groups),
         detail: {
           policies: policies.get(user.email_id) ?? [],
           computer_usernames: usernames.get(user.email_id) ?? [],

@@ -472,6 +472,7 @@ export const SERVICE_MIGRATIONS: readonly string[] = [
   ALTER TABLE users ADD COLUMN source_seen_at INTEGER; -- when its source last wrote or confirmed it (ms)
   CREATE INDEX users_by_source ON users (source, external_id);
   CREATE INDEX users_username_lower ON users (lower(username));
+  CREATE INDEX users_by_unique_id ON users (unique_id); -- SCIM's id of a user (/scim/v2/Users/{id})
   ALTER TABLE groups ADD COLUMN source TEXT NOT NULL DEFAULT 'local' CHECK (source IN ('local', 'scim', 'ldap'));
   ALTER TABLE groups ADD COLUMN external_id TEXT;
   ALTER TABLE groups ADD COLUMN source_dn TEXT;

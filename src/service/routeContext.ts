@@ -74,6 +74,8 @@ export interface ServiceDeps {
   identity?: IdentityOptions;
   /** Which process runs the jobs done once for all (the scheduled LDAP sync); absent: this process alone (SoleLeader). */
   leadership?: Leadership;
+  /** The LDAP sync the routes run (a test's own); absent: server.ts makes one when identity.ldap is set. */
+  ldapSync?: LdapSyncControl;
   /** The audit events this process's ingest takes, as they are committed (audit/storedEvents.ts): the live Events page. */
   storedEvents?: StoredEvents;
   /** The console (server.console, enabled), with the live site it shows (null without an mqtt section). */

@@ -1,6 +1,8 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import * as z from 'zod';
 import { groupCreatedSchema, invitesAnswerSchema, successAnswerSchema } from '../api/answers.js';
+import type { IdentitySource } from '../api/identity.js';
+import { refuseIfOwned } from './identity/ownership.js';
 import { documented } from './openapi/routeDoc.js';
 import { BadRequest, boolParam, emailParam, intParam, jsonArrayParam, parseParams, smartcardParam as smartcard } from './params.js';
 import { REQUEST_LIMITS as LIMITS } from './requestLimits.js';
@@ -92,7 +94,11 @@ export function registerGroupRoutes(app: FastifyInstance, ctx: RouteContext): vo
     key: 'ADMIN',
     params: changeParams,
     answer: successAnswerSchema,
-    statuses: { 404: 'No group with that group_id.', 413: `More than ${LIMITS.ids} add_ids or del_ids.` },
+    statuses: {
+      404: 'No group with that group_id.',
+      409: 'The group is owned by SCIM or LDAP (docs/identity-sources.md): the message says where to change its members.',
+      413: `More than ${LIMITS.ids} add_ids or del_ids.`,
+    },
   } as const;
   app.put('/groups', documented(changeDoc), async (request) => {
     ctx.requireRank(request, 'ADMIN');
@@ -100,12 +106,14 @@ export function registerGroupRoutes(app: FastifyInstance, ctx: RouteContext): vo
     // The group and the members read in the transaction that changes them (a group deleted or a user removed
     // meanwhile is seen).
     const group = await db.transaction(async () => {
-      const found = await db.get<{ type: 'users' | 'resources'; name: string; resource_type: 'COMPUTER' | 'DOOR' | null }>(
-        'SELECT type, name, resource_type FROM groups WHERE group_id = ?',
+      const found = await db.get<{ type: 'users' | 'resources'; name: string; resource_type: 'COMPUTER' | 'DOOR' | null; source: IdentitySource }>(
+        'SELECT type, name, resource_type, source FROM groups WHERE group_id = ?',
         [p.group_id],
       );
       if (!found) throw new BadRequest(`no group with group_id ${p.group_id}`, 404);
       if (found.type !== p.type) throw new BadRequest(`group ${p.group_id} is a ${found.type} group, not ${p.type}`);
+      // The members of a group SCIM or LDAP owns are its source's (a call changing none is no change).
+      if ((p.add_ids ?? []).length + (p.del_ids ?? []).length > 0) refuseIfOwned(`group ${found.name}`, found.source, 'members', ctx.identity);
       await checkMembers(p.type, p.add_ids ?? [], found.resource_type);
       await addMembers(p.group_id, p.add_ids ?? []);
       if ((p.del_ids ?? []).length > 0) {
@@ -123,7 +131,10 @@ export function registerGroupRoutes(app: FastifyInstance, ctx: RouteContext): vo
     key: 'ADMIN',
     params: inviteParams,
     answer: invitesAnswerSchema,
-    statuses: { 413: `More than ${LIMITS.emails} emails, or a list of cards or groups over its limit.` },
+    statuses: {
+      409: 'A group named is owned by SCIM or LDAP (docs/identity-sources.md): its members are added there.',
+      413: `More than ${LIMITS.emails} emails, or a list of cards or groups over its limit.`,
+    },
   } as const;
   app.post('/invites', documented(inviteDoc), async (request) => {
     ctx.requireRank(request, 'ADMIN');
@@ -145,9 +156,13 @@ export function registerGroupRoutes(app: FastifyInstance, ctx: RouteContext): vo
     const groupRows = await db.transaction(async () => {
       const groups: Array<{ group_id: number; name: string }> = [];
       for (const g of p.groups ?? []) {
-        const row = await db.get<{ group_id: number; name: string }>("SELECT group_id, name FROM groups WHERE group_id = ? AND type = 'users'", [g.id]);
+        const row = await db.get<{ group_id: number; name: string; source: IdentitySource }>(
+          "SELECT group_id, name, source FROM groups WHERE group_id = ? AND type = 'users'",
+          [g.id],
+        );
         if (!row) throw new BadRequest(`no user group with id ${g.id}`);
-        groups.push(row);
+        refuseIfOwned(`group ${row.name}`, row.source, 'members', ctx.identity);
+        groups.push({ group_id: row.group_id, name: row.name });
       }
       // Card lists are mapped to the e-mails in order: a list without its e-mail would be lost.
       if ((p.smartcards?.length ?? 0) > p.emails.length) {

@@ -4,6 +4,7 @@ import * as z from 'zod';
 import { parseServiceTime } from '../core/schedule.js';
 import { guestLinkCreatedSchema } from '../api/answers.js';
 import { timeMappingSchema } from '../api/shapes.js';
+import { refuseIfOwned } from './identity/ownership.js';
 import { documented } from './openapi/routeDoc.js';
 import { BadRequest, boolParam, emailParam, intParam, jsonArrayParam, parseParams, smartcardParam as smartcard } from './params.js';
 import { REQUEST_LIMITS as LIMITS } from './requestLimits.js';
@@ -41,7 +42,10 @@ export function registerLinkRoutes(app: FastifyInstance, ctx: RouteContext): voi
     key: 'ADMIN',
     params: linkParams,
     answer: guestLinkCreatedSchema,
-    statuses: { 409: 'An access level has that name.', 413: `More than ${LIMITS.emails} e-mail addresses or cards, or ${LIMITS.resources} doors.` },
+    statuses: {
+      409: 'An access level has that name, or a card is given to a user whose cards come from SCIM or LDAP.',
+      413: `More than ${LIMITS.emails} e-mail addresses or cards, or ${LIMITS.resources} doors.`,
+    },
   } as const;
   app.post('/magiclinkadmin', documented(linkDoc), async (request) => {
     ctx.requireRank(request, 'ADMIN');
@@ -95,7 +99,11 @@ export function registerLinkRoutes(app: FastifyInstance, ctx: RouteContext): voi
         // back as a new GUEST member, with only the card this link gives.
         const { user } = await users.ensure(email, 'GUEST', now);
         emailIds[email] = user.email_id;
-        if (card) await users.replaceSmartcards(user.email_id, [...(await users.smartcards(user.email_id)).filter((c) => c.number !== card.number), card]);
+        // A card for a user whose cards come from SCIM or LDAP would be undone by the next sync: refused, as PUT /modifysmartcard.
+        if (card) {
+          refuseIfOwned(user.email, user.source, 'cards', ctx.identity);
+          await users.replaceSmartcards(user.email_id, [...(await users.smartcards(user.email_id)).filter((c) => c.number !== card.number), card]);
+        }
       }
       const policyId = Number(await db.value('INSERT INTO policies (name) VALUES (?) RETURNING policy_id', [p.name]));
       for (const id of Object.values(emailIds)) {

@@ -4,6 +4,7 @@ import { successAnswerSchema, userListSchema, userSmartcardsSchema } from '../ap
 import { userDetailSchema } from '../api/shapes.js';
 import { RANKS } from './apiKeys.js';
 import { BadRequest, boolParam, emailParam, intParam, jsonArrayParam, parseParams, smartcardParam as smartcard } from './params.js';
+import { refuseIfOwned } from './identity/ownership.js';
 import { dropUserFromLinks } from './linkStore.js';
 import { documented } from './openapi/routeDoc.js';
 import { REQUEST_LIMITS as LIMITS } from './requestLimits.js';
@@ -74,6 +75,7 @@ export function registerUserRoutes(app: FastifyInstance, ctx: RouteContext): voi
     key: 'ADMIN',
     params: removeParams,
     answer: successAnswerSchema,
+    statuses: { 409: 'The user is owned by SCIM or LDAP (docs/identity-sources.md): the message says where to remove them.' },
   } as const;
   app.delete('/user', documented(removeDoc), async (request) => {
     ctx.requireRank(request, 'ADMIN');
@@ -84,6 +86,7 @@ export function registerUserRoutes(app: FastifyInstance, ctx: RouteContext): voi
     const user = await ctx.db.transaction(async () => {
       const found = p.email_id !== undefined ? await users.get(p.email_id) : await users.byEmail(p.email!);
       if (!found) throw new BadRequest(`no user with ${p.email_id !== undefined ? `email_id ${p.email_id}` : `e-mail ${p.email}`}`);
+      refuseIfOwned(found.email, found.source, 'removal', ctx.identity);
       await users.remove(found.email_id, ctx.clock.wallNow());
       return found;
     });
@@ -113,6 +116,7 @@ export function registerUserRoutes(app: FastifyInstance, ctx: RouteContext): voi
     // service process) is seen, never shared.
     const user = await ctx.db.transaction(async () => {
       const found = await userOr(p.email_id);
+      refuseIfOwned(found.email, found.source, 'cards', ctx.identity);
       if (!p.allow_duplicates) {
         // Numbers the user already holds never count: re-saving an unchanged list always works.
         const taken = await users.newlyShared(
@@ -135,7 +139,10 @@ export function registerUserRoutes(app: FastifyInstance, ctx: RouteContext): voi
     key: 'ADMIN',
     params: smartcardParams,
     answer: successAnswerSchema,
-    statuses: { 413: `More than ${LIMITS.perUser} smartcards.` },
+    statuses: {
+      409: "The user's cards come from SCIM or LDAP (an attribute the site maps): the message says where to change them.",
+      413: `More than ${LIMITS.perUser} smartcards.`,
+    },
   } as const;
   app.put('/modifysmartcard', documented(setCardsDoc, { bodyLimit: LIMITS.smartcardBody }), modifySmartcards);
   app.put('/modifysmartcards', documented(setCardsDoc, { bodyLimit: LIMITS.smartcardBody }), modifySmartcards);
@@ -191,12 +198,14 @@ export function registerUserRoutes(app: FastifyInstance, ctx: RouteContext): voi
     key: 'ADMIN',
     params: emailIdParams,
     answer: successAnswerSchema,
+    statuses: { 409: 'The user is owned by SCIM or LDAP (docs/identity-sources.md): the message says where to suspend or enable them.' },
   } as const;
   app.put('/togglesuspension', documented(suspendDoc), async (request) => {
     ctx.requireRank(request, 'ADMIN');
     const p = params(emailIdParams, request);
     const { user, suspended } = await ctx.db.transaction(async () => {
       const found = await userOr(p.email_id);
+      refuseIfOwned(found.email, found.source, 'suspension', ctx.identity);
       return { user: found, suspended: await users.toggleSuspension(found.email_id) };
     });
     // A suspended guest's card leaves their guest links (it does not come back when unsuspended: make a new link).

@@ -16,6 +16,7 @@ import { DEFAULT_LOAD_LIMITS, Gate, Overloaded, type LoadLimits } from './loadGa
 import { Refusals } from './refusals.js';
 import { LevelStore } from './levels.js';
 import { PinMasking, readsPins } from './pinMasking.js';
+import { DEFAULT_PIN_LABELS } from '../core/credentials.js';
 import { registerDirectoryRoutes } from './routesDirectory.js';
 import { registerDoorRoutes } from './routesDoors.js';
 import { registerGroupRoutes } from './routesGroups.js';
@@ -35,6 +36,9 @@ import { registerRolloutRoutes } from './fleet/routesRollouts.js';
 import { registerAgentConfigRoutes } from './fleet/routesAgentConfig.js';
 import { registerWebhookRoutes } from './audit/routesWebhooks.js';
 import { registerEventRoutes } from './audit/routesEvents.js';
+import { registerIdentityRoutes } from './identity/routesIdentity.js';
+import { registerScimRoutes } from './identity/scim/scimRoutes.js';
+import { LdapSync } from './identity/ldap/ldapSync.js';
 import type { RouteContext, ServiceDeps, ServiceLoad } from './routeContext.js';
 import { UserStore } from './users.js';
 
@@ -148,6 +152,29 @@ export function buildService(deps: ServiceDeps): FastifyInstance {
       'directory revision up to date (the users changed since the last run fingerprinted)',
     );
   });
+  // The LDAP sync (server.identity.ldap; a test may give its own): scheduled while this process leads, from once the
+  // revision is up to date (this onReady runs after the one above); a sync under way is waited for at close.
+  const ownLdapSync =
+    deps.identity?.ldap && !deps.ldapSync
+      ? new LdapSync({
+          db: deps.db,
+          users,
+          directory,
+          options: deps.identity.ldap,
+          pinLabel: deps.pinLabels?.[0] ?? DEFAULT_PIN_LABELS[0],
+          clock: deps.clock,
+          logger: deps.logger,
+          ...(deps.leadership ? { leadership: deps.leadership } : {}),
+          owe: async (kind, subject) => {
+            await deps.publishQueue?.owe(kind, subject);
+          },
+        })
+      : undefined;
+  if (ownLdapSync) {
+    app.addHook('onReady', async () => ownLdapSync.start());
+    app.addHook('onClose', async () => ownLdapSync.close());
+  }
+  const ldapSync = deps.ldapSync ?? ownLdapSync;
   // Every call that may change what a door sees runs in one transaction with the revision it makes (advance): all
   // processes on the database agree on the revision, and no change is committed without one. Such a handler
   // returns its answer (never reply.send inside): on PostgreSQL it may run again after a serialization failure.
@@ -258,6 +285,7 @@ export function buildService(deps: ServiceDeps): FastifyInstance {
 
   const context: RouteContext = {
     ...deps,
+    ...(ldapSync ? { ldapSync } : {}),
     users,
     levels,
     directory,
@@ -292,6 +320,9 @@ export function buildService(deps: ServiceDeps): FastifyInstance {
   registerWebhookRoutes(app, context);
   registerReportRoutes(app, context);
   registerEventRoutes(app, context);
+  registerIdentityRoutes(app, context);
+  // Without server.identity.scim enabled, /scim/v2 answers 404 as any unknown path.
+  if (deps.identity?.scim?.enabled) registerScimRoutes(app, context);
   registerOpenApiRoute(app, described);
   if (deps.console && delegation) registerConsole(app, context, { ...deps.console, console: deps.console.options, delegation });
   return app;

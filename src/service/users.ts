@@ -83,7 +83,8 @@ export class UserStore {
   /**
    * Creates a user (or returns the existing one). A removed user with the same e-mail is brought back on the same
    * record (email_id, user_id, unique_id) as a new member: the caller's tag, rank REGULAR, not suspended, dated
-   * now, with no cards or computer usernames (released at removal; cleared here too for records removed before).
+   * now, with no cards or computer usernames (released at removal; cleared here too for records removed before), and
+   * local (a source that removed them no longer owns them; one that brings them back sets its own source after).
    * One transaction: two requests (or two service processes) inviting the same address make one user, and two new
    * users never get the same user_id (the next one is read and taken in the same transaction).
    */
@@ -93,11 +94,11 @@ export class UserStore {
       if (existing && existing.removed_at === null) return { user: existing, created: false };
       if (existing) {
         await this.releaseHoldings(existing.email_id);
-        await this.db.run("UPDATE users SET removed_at = NULL, tag = ?, rank = 'REGULAR', suspended = 0, created = ? WHERE email_id = ?", [
-          tag,
-          serviceTimestamp(now),
-          existing.email_id,
-        ]);
+        await this.db.run(
+          `UPDATE users SET removed_at = NULL, tag = ?, rank = 'REGULAR', suspended = 0, created = ?,
+             source = 'local', external_id = NULL, source_dn = NULL, source_seen_at = NULL WHERE email_id = ?`,
+          [tag, serviceTimestamp(now), existing.email_id],
+        );
         return { user: (await this.get(existing.email_id))!, created: true };
       }
       const local = email.split('@')[0] ?? email;
@@ -262,8 +263,19 @@ export class UserStore {
     return byUser;
   }
 
-  /** The list form of GET /multipleusers, with the user's groups from `groups` (allGroups, or the user's own). */
+  /**
+   * The list form of GET /multipleusers, with the user's groups from `groups` (allGroups, or the user's own), and
+   * who owns the user (`source`: docs/identity-sources.md).
+   */
   listItem(user: UserRow, withEmailInName: boolean, groups: ReadonlyMap<number, string[][]>): Record<string, unknown> {
+    return Object.assign(this.doorItem(user, withEmailInName, groups), { source: user.source });
+  }
+
+  /**
+   * The list form as GET /directory gives it to the doors: without `source`. Who owns a user decides nothing at a
+   * door, so a source claiming a user changes no byte of a revision.
+   */
+  doorItem(user: UserRow, withEmailInName: boolean, groups: ReadonlyMap<number, string[][]>): Record<string, unknown> {
     const name = `${user.first_name} ${user.last_name}`.trim() || user.username;
     return {
       ad_status: user.suspended ? 'SUSPENDED' : 'ACTIVE',
@@ -285,12 +297,16 @@ export class UserStore {
     };
   }
 
-  /** The detail form of GET /user; every card has its `label`, null when none was given, and its dates when set. */
+  /**
+   * The detail form of GET /user; every card has its `label`, null when none was given, and its dates when set; and
+   * who owns the user. (GET /directory's details are read apart, without `source`: directoryUsers.ts.)
+   */
   async detail(user: UserRow): Promise<Record<string, unknown>> {
     return {
       policies: await this.policiesOf(user.email_id),
       computer_usernames: await this.computerUsernames(user.email_id),
       smartcards: await this.smartcards(user.email_id),
+      source: user.source,
     };
   }
 }

@@ -27,7 +27,7 @@ let browser: Browser;
 let admin: BrowserContext;
 let base: string;
 let adminKey: string;
-const PAGES = ['people', 'doors', 'links', 'events', 'agents'];
+const PAGES = ['people', 'doors', 'links', 'events', 'agents', 'identity'];
 
 /** A page whose confirmations (data-confirm) are accepted, as an operator would. */
 async function newPage(context: BrowserContext): Promise<Page> {

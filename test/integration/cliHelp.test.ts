@@ -26,6 +26,7 @@ const COMMANDS: Array<{ argv: string[]; options: string[]; config: boolean; exit
   { argv: ['service'], options: ['--config F'], config: true, exits: [0, 1, 2, 78] },
   { argv: ['service', 'key', 'create'], options: ['--rank R', '--expires-days N', '--config F'], config: true, exits: [0, 1, 2, 78] },
   { argv: ['service', 'outbox'], options: ['--config F'], config: true, exits: [0, 1, 2, 78] },
+  { argv: ['service', 'identity', 'release'], options: ['--email ADDRESS', '--config F'], config: true, exits: [0, 1, 2, 78] },
   { argv: ['service', 'migrate'], options: ['--to URL', '--password-file F', '--config F'], config: true, exits: [0, 1, 2, 78] },
   { argv: ['service', 'enrol-code'], options: ['--hours N', '--config F'], config: true, exits: [0, 1, 2, 78] },
   { argv: ['enrol'], options: ['[URL]', '[CODE]', '--data-dir D', '--wait-minutes N', '--config F'], config: true, exits: [0, 1, 2] },

@@ -235,6 +235,7 @@ describe('users, cards, groups', () => {
         { number: '0004213578', label: 'badge' },
         { number: '1234', label: 'PIN' },
       ],
+      source: 'local',
     });
   });
 

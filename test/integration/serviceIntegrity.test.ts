@@ -75,7 +75,7 @@ describe('a removed user never brings a card back beside its new holder (item 1)
 
     // Ann invited again: the same record (email_id), a new member: no cards, no usernames, tag USER.
     expect(await invite('ann@example.org')).toBe(ann);
-    expect((await call('GET', `/user?email_id=${ann}`)).body).toEqual({ policies: [], computer_usernames: [], smartcards: [] });
+    expect((await call('GET', `/user?email_id=${ann}`)).body).toEqual({ policies: [], computer_usernames: [], smartcards: [], source: 'local' });
     expect(await activeHolders('5500001')).toBe(1);
     // Ben re-saves his unchanged list: it always works.
     expect((await setCards(ben, [{ number: '5500001', label: 'was ann' }])).status).toBe(200);

@@ -261,6 +261,7 @@ describe('a client generated from the document', () => {
         cards: [card],
       },
       detail: [card],
+      sources: { local: 3, ldap: false, source: ['local', 'local'] }, // ada, grace and the guest link's visitor
       // Since the first read: who the rest of the round changed, not everyone.
       since: { full: false },
       levels: { policies: [{ name: 'Day shift', member_count: 1 }] },
@@ -270,6 +271,7 @@ describe('a client generated from the document', () => {
         promoteUser: { status: 400, error: 'ada@example.org is not a guest' },
         lock: { status: 503 },
         lockdown: { status: 503 },
+        ldapSync: { status: 404, error: 'no LDAP source: server.identity.ldap is not configured' },
       },
     });
     // The compiler's check of the client takes seconds on a quiet machine, and several times that on a loaded one.

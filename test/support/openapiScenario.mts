@@ -90,6 +90,7 @@ export async function operatorRound(api: Api, door: { resourceId: number; uuid: 
   ok('GET /status', await api.GET('/status', {}));
   ok('GET /healthz', await api.GET('/healthz', {}));
   ok('GET /openapi.json', await api.GET('/openapi.json', {}));
+  const sources = ok('GET /identity-sources', await api.GET('/identity-sources', {}));
   ok('DELETE /user', await api.DELETE('/user', { params: { query: { email: 'visitor@example.org' } } }));
 
   const refusals = {
@@ -98,6 +99,8 @@ export async function operatorRound(api: Api, door: { resourceId: number; uuid: 
     // No MQTT broker is configured for this service: the doors cannot be reached.
     lock: refused('POST /setlockstatus', await api.POST('/setlockstatus', { body: { uuid: door.uuid, lock_state: false, unlock_time: 5 } })),
     lockdown: refused('POST /lockdown', await api.POST('/lockdown', { body: { active: true, uuid: door.uuid } })),
+    // Nor is an LDAP server (server.identity.ldap).
+    ldapSync: refused('POST /identity-sources/ldap/sync', await api.POST('/identity-sources/ldap/sync', { body: {} })),
   };
   return {
     ada,
@@ -107,6 +110,7 @@ export async function operatorRound(api: Api, door: { resourceId: number; uuid: 
     suspended: suspended.success,
     directory: { full: directory.full, users: directory.users.map((u) => [u.email, u.ad_status]), cards: directory.details[String(ada)]?.smartcards },
     detail: detail.smartcards,
+    sources: { local: sources.local.users, ldap: sources.ldap.enabled, source: listed.map((u) => u.source) },
     since: { full: since.full, users: since.users.map((u) => u.email) },
     levels,
     oneLevel,

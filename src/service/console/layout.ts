@@ -1,7 +1,7 @@
 import type { Rank } from '../apiKeys.js';
 import { html, type Html } from './html.js';
 
-export type PageName = 'people' | 'doors' | 'links' | 'events' | 'agents' | 'rollouts' | 'reports' | 'webhooks';
+export type PageName = 'people' | 'doors' | 'links' | 'events' | 'agents' | 'rollouts' | 'reports' | 'webhooks' | 'identity';
 
 /** The navigation: each page, and the lowest rank it is listed for (a REGULAR session sees nothing of the fleet's rollouts). */
 const NAV: Array<[PageName, string, Rank]> = [
@@ -13,6 +13,7 @@ const NAV: Array<[PageName, string, Rank]> = [
   ['rollouts', 'Rollouts', 'ADMIN'],
   ['reports', 'Reports', 'ADMIN'],
   ['webhooks', 'Webhooks', 'ADMIN'],
+  ['identity', 'Identity', 'ADMIN'],
 ];
 
 export interface Flash {

@@ -1,5 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import * as z from 'zod';
+import { cardsOwnedBySource, ownedElsewhere, sourceLabel } from '../identity/ownership.js';
 import type { UserRow } from '../users.js';
 import { answerText } from './delegation.js';
 import { type ConsoleContext, redirectWithFlash, sendHtml, sessionOf, takeFlash } from './context.js';
@@ -12,6 +13,18 @@ const MAX_RESULTS = 50;
 
 const nameOf = (u: UserRow) => `${u.first_name} ${u.last_name}`.trim() || u.username;
 const stateBadge = (u: UserRow) => (u.suspended ? html`<span class="badge bad">suspended</span>` : html`<span class="badge good">active</span>`);
+/** Who owns a person, beside their name: nothing for the service's own, "LDAP" or "SCIM" otherwise. */
+const sourceBadge = (u: UserRow) => {
+  if (u.source === 'local') return html``;
+  const word = u.source === 'ldap' ? 'LDAP' : 'SCIM';
+  return html` <span class="badge" title="managed by ${word}">${word}</span>`;
+};
+
+/** A person in the search's results. */
+const resultRow = (u: UserRow, groups: string[][]) =>
+  html`<tr><td data-label="Name"><a href="/console/people/${u.email_id}">${nameOf(u)}</a>${sourceBadge(u)}</td><td data-label="E-mail">${u.email}</td>
+<td data-label="Kind">${u.tag === 'GUEST' ? 'guest' : 'user'}</td><td data-label="State">${stateBadge(u)}</td>
+<td data-label="Groups">${groups.map(([g]) => html`<span class="badge">${g}</span>`)}</td></tr>`;
 
 /**
  * People whose name, e-mail or username contains the text (any case: both sides lowered, as PostgreSQL's LIKE minds
@@ -37,11 +50,7 @@ async function resultsFragment(ctx: ConsoleContext, query: string): Promise<Html
   const groups: string[][][] = [];
   for (const u of shown) groups.push(await ctx.api.users.groupsOf(u.email_id));
   return html`<p role="status" class="muted">${found.length > MAX_RESULTS ? `The first ${MAX_RESULTS} matches: type more to narrow.` : `${found.length} found.`}</p>
-<table><thead><tr><th>Name</th><th>E-mail</th><th>Kind</th><th>State</th><th>Groups</th></tr></thead><tbody>${shown.map(
-    (u, i) => html`<tr><td data-label="Name"><a href="/console/people/${u.email_id}">${nameOf(u)}</a></td><td data-label="E-mail">${u.email}</td>
-<td data-label="Kind">${u.tag === 'GUEST' ? 'guest' : 'user'}</td><td data-label="State">${stateBadge(u)}</td>
-<td data-label="Groups">${groups[i]!.map(([g]) => html`<span class="badge">${g}</span>`)}</td></tr>`,
-  )}</tbody></table>`;
+<table><thead><tr><th>Name</th><th>E-mail</th><th>Kind</th><th>State</th><th>Groups</th></tr></thead><tbody>${shown.map((u, i) => resultRow(u, groups[i]!))}</tbody></table>`;
 }
 
 const queryParams = z.object({ q: z.string().optional() });
@@ -61,7 +70,10 @@ export function registerPeople(app: FastifyInstance, ctx: ConsoleContext): void 
   app.get('/console/people', async (request, reply) => {
     const s = sessionOf(request);
     const q = queryParams.parse(request.query).q ?? '';
-    const groups = await ctx.api.db.all<{ group_id: number; name: string }>("SELECT group_id, name FROM groups WHERE type = 'users' ORDER BY name");
+    // A group SCIM or LDAP owns takes its members there (the API refuses them): not offered.
+    const groups = await ctx.api.db.all<{ group_id: number; name: string }>(
+      "SELECT group_id, name FROM groups WHERE type = 'users' AND source = 'local' ORDER BY name",
+    );
     const invite = admin(s.rank)
       ? html`<details class="card"><summary>Invite people</summary><form method="post" action="/console/people/invite">${csrfField(s.csrf)}
 <p><label for="invite-emails">E-mail addresses (comma or space between them)</label><br><input id="invite-emails" name="emails" required size="50"></p>
@@ -89,16 +101,34 @@ export function registerPeople(app: FastifyInstance, ctx: ConsoleContext): void 
       html`<form method="post" action="/console/people/${id}" class="inline">${csrfField(s.csrf)}<input type="hidden" name="action" value="${action}">${extra}<button${
         confirm ? html` data-confirm="${confirm}" class="danger"` : ''
       }>${label}</button></form>`;
+    // What a source owns is changed there (identity/ownership.ts): its controls are left out, with where to go instead.
+    const owned = user.source !== 'local';
+    const cardsOwned = cardsOwnedBySource(user.source, ctx.api.identity);
+    const elsewhere = (change: 'suspension' | 'cards') =>
+      user.source === 'local' ? html`` : html`<p class="muted owned-note">${ownedElsewhere(user.email, user.source, change, ctx.api.identity).message}</p>`;
+    const suspension = owned
+      ? elsewhere('suspension')
+      : user.suspended
+        ? form('unsuspend', 'Unsuspend')
+        : form('suspend', 'Suspend', html``, `Suspend ${nameOf(user)}? Their cards stop opening doors.`);
+    const addCard = cardsOwned
+      ? elsewhere('cards')
+      : html`<form method="post" action="/console/people/${id}" class="inline">${csrfField(s.csrf)}<input type="hidden" name="action" value="add_card">
+<label for="card-number">Card number</label><input id="card-number" name="number" required inputmode="numeric" autocomplete="off" size="14">
+<label for="card-label">Label</label><input id="card-label" name="label" size="10" placeholder="badge"><button>Add card</button></form>`;
     const actions = admin(s.rank)
       ? html`<section aria-labelledby="actions-h"><h2 id="actions-h">Actions</h2>
-${user.suspended ? form('unsuspend', 'Unsuspend') : form('suspend', 'Suspend', html``, `Suspend ${nameOf(user)}? Their cards stop opening doors.`)}
+${suspension}
 ${user.tag === 'GUEST' ? form('promote', 'Promote to user') : ''}
-<form method="post" action="/console/people/${id}" class="inline">${csrfField(s.csrf)}<input type="hidden" name="action" value="add_card">
-<label for="card-number">Card number</label><input id="card-number" name="number" required inputmode="numeric" autocomplete="off" size="14">
-<label for="card-label">Label</label><input id="card-label" name="label" size="10" placeholder="badge"><button>Add card</button></form></section>`
+${addCard}</section>`
       : html`<p class="muted">Signed in as REGULAR: you can look, not change (actions need ADMIN).</p>`;
+    const source =
+      user.source === 'local'
+        ? html`the service (API and console)`
+        : html`${sourceLabel(user.source, ctx.api.identity)}${user.source_dn ? html` · <code>${user.source_dn}</code>` : ''}`;
     const body = html`<dl class="card"><dt>E-mail</dt><dd>${user.email}</dd><dt>Kind</dt><dd>${user.tag === 'GUEST' ? 'guest' : 'user'} · rank ${user.rank}</dd>
 <dt>State</dt><dd id="person-state">${stateBadge(user)}</dd>
+<dt>Managed by</dt><dd id="person-source">${source}</dd>
 <dt>Groups</dt><dd>${groups.map(([g]) => html`<span class="badge">${g}</span>`)}</dd>
 <dt>Policies and access levels</dt><dd>${policies.map(([p]) => html`<span class="badge">${p}</span>`)}</dd></dl>
 <h2>Cards and PINs</h2>${
@@ -107,7 +137,7 @@ ${user.tag === 'GUEST' ? form('promote', 'Promote to user') : ''}
         : html`<table><thead><tr><th>Credential</th><th>Label</th><th>Valid</th><th><span class="muted">Action</span></th></tr></thead><tbody>${cards.map(
             (c, i) => html`<tr><td data-label="Credential">${mask.show(c)}</td><td data-label="Label">${c.label ?? ''}</td>
 <td data-label="Valid">${c.valid_from ? ctx.time.element(c.valid_from) : ''}${c.valid_until ? html` until ${ctx.time.element(c.valid_until)}` : ''}</td><td>${
-              admin(s.rank)
+              admin(s.rank) && !cardsOwned
                 ? form(
                     'remove_card',
                     'Remove',

@@ -17,6 +17,7 @@ import { registerAgentPage } from './agentPage.js';
 import { registerAgents } from './agents.js';
 import { registerDoors } from './doors.js';
 import { registerEvents } from './events.js';
+import { registerIdentity } from './identity.js';
 import { registerLinks } from './links.js';
 import { registerLive } from './live.js';
 import { registerPeople } from './people.js';
@@ -41,7 +42,8 @@ declare module 'fastify' {
 const same = (a: string, b: string) => a.length === b.length && timingSafeEqual(Buffer.from(a), Buffer.from(b));
 const plain = (reply: FastifyReply, status: number, text: string) => reply.code(status).type('text/plain; charset=utf-8').send(text);
 /** The console page a URL belongs to (its navigation), if any. */
-const sectionOf = (url: string) => /^\/console\/(people|doors|links|events|agents|rollouts|reports|webhooks)(?:[/?]|$)/.exec(url)?.[1] as PageName | undefined;
+const sectionOf = (url: string) =>
+  /^\/console\/(people|doors|links|events|agents|rollouts|reports|webhooks|identity)(?:[/?]|$)/.exec(url)?.[1] as PageName | undefined;
 
 /**
  * The operator's console under /console (docs/reference-service.md, "The console"): server-rendered pages over the
@@ -190,6 +192,7 @@ export function registerConsole(
     registerRollouts(scope, ctx);
     registerWebhooks(scope, ctx);
     registerReports(scope, ctx);
+    registerIdentity(scope, ctx);
     registerLive(scope, ctx);
   });
 }

@@ -8,10 +8,11 @@ import type { IdentityOptions } from '../options.js';
  */
 
 /** What a route would change of a source-owned user or group. */
-export type OwnedChange = 'suspension' | 'removal' | 'cards' | 'members';
+export type OwnedChange = 'suspension' | 'removal' | 'cards' | 'members' | 'fields';
 
 const WHERE: Record<OwnedChange, string> = {
   suspension: 'suspend or enable the account there',
+  fields: "change the person's name, e-mail or username there",
   removal: 'disable or delete the account there',
   cards: "change the card in the person's entry there (the attribute the site maps)",
   members: "change the group's members there",

@@ -420,6 +420,7 @@ ALTER TABLE users ADD COLUMN source_dn TEXT;
 ALTER TABLE users ADD COLUMN source_seen_at BIGINT;
 CREATE INDEX users_by_source ON users (source, external_id);
 CREATE INDEX users_username_lower ON users (lower(username));
+CREATE INDEX users_by_unique_id ON users (unique_id);
 ALTER TABLE groups ADD COLUMN source TEXT NOT NULL DEFAULT 'local' CHECK (source IN ('local', 'scim', 'ldap'));
 ALTER TABLE groups ADD COLUMN external_id TEXT;
 ALTER TABLE groups ADD COLUMN source_dn TEXT;
