@@ -234,7 +234,6 @@ describe('an LDAP sync of an OpenLDAP directory of 10,000 people', () => {
   it("a local user with an entry's e-mail is claimed; one owned by SCIM is a conflict, left as they are", async () => {
     const users = new UserStore(db);
     const local = (await users.ensure('p10001@example.org', 'USER', Date.now())).user;
-    await users.setRank(local.user_id, 'ADMIN');
     const scim = (await users.ensure('p10002@example.org', 'USER', Date.now())).user;
     await db.run("UPDATE users SET source = 'scim', external_id = 'okta-1', first_name = 'Scim' WHERE email_id = ?", [scim.email_id]);
     const entry = (i: number) => {
@@ -244,9 +243,9 @@ describe('an LDAP sync of an OpenLDAP directory of 10,000 people', () => {
     await slapd.add([entry(10_001), entry(10_002)].join('\n'));
     const run = await syncNow();
     expect(run.counts).toEqual(counts({ entries: PEOPLE + 1, groups: GROUPS, claimed: 1, skipped: 1 }));
-    const claimed = await db.get<UserRow & { rank: string }>('SELECT * FROM users WHERE email_id = ?', [local.email_id]);
-    // The same user (email_id), now LDAP's, with the entry's fields; what the service manages (rank) kept.
-    expect(claimed).toMatchObject({ source: 'ldap', first_name: person(10_001).firstName, source_dn: person(10_001).dn, rank: 'ADMIN' });
+    const claimed = await db.get<UserRow & { tag: string }>('SELECT * FROM users WHERE email_id = ?', [local.email_id]);
+    // The same user (email_id), now LDAP's, with the entry's fields; what the service manages (tag) kept.
+    expect(claimed).toMatchObject({ source: 'ldap', first_name: person(10_001).firstName, source_dn: person(10_001).dn, tag: 'USER' });
     expect(await userOf('p10002@example.org')).toMatchObject({ email_id: scim.email_id, source: 'scim', external_id: 'okta-1', first_name: 'Scim' });
   }, 60_000);
 
@@ -258,7 +257,9 @@ describe('an LDAP sync of an OpenLDAP directory of 10,000 people', () => {
     expect(run).toMatchObject({
       outcome: 'held',
       would_suspend: active,
-      reason: `would suspend ${active} of ${active} users from LDAP (over maxSuspendShare 5 %): check users.baseDn and users.filter, then apply with confirm_suspensions=${active}`,
+      reason:
+        `would suspend ${active} of ${active} users and empty 0 of ${GROUPS} groups from LDAP (over maxSuspendShare 5 %): ` +
+        `check users.baseDn, users.filter, groups.baseDn and groups.filter, then apply with confirm_suspensions=${active}`,
     });
     expect(run.sample).toHaveLength(10);
     expect(run.counts).toEqual(counts({ groups: GROUPS }));
@@ -351,6 +352,8 @@ describe('an LDAP sync of an OpenLDAP directory of 10,000 people', () => {
         `dn: ${second.dn}\nchangetype: modify\nadd: employeeNumber\nemployeeNumber: 1234567890\n`,
       ].join('\n'),
     );
+    // A card the service gave the holder (another label): LDAP's cards are added beside it, never over it.
+    await new UserStore(db).replaceSmartcards((await userOf(holder.email)).email_id, [{ number: '555111', label: 'Badge' }]);
     const lines: string[] = [];
     const heard = pino({ level: 'info' }, { write: (line: string) => void lines.push(line) });
     const since = await revision();
@@ -362,6 +365,7 @@ describe('an LDAP sync of an OpenLDAP directory of 10,000 people', () => {
     expect(run.counts).toEqual(counts({ entries: PEOPLE + 1, groups: GROUPS, updated: 1, skipped: 1 }));
     const cards = await db.all('SELECT number, label FROM smartcards WHERE email_id = ? ORDER BY position', [(await userOf(holder.email)).email_id]);
     expect(cards).toEqual([
+      { number: '555111', label: 'Badge' },
       { number: '1234567890', label: 'LDAP' },
       { number: '864213579', label: 'PIN' },
     ]);
@@ -515,5 +519,47 @@ describe('an LDAP sync of an Active Directory', () => {
     const removed = await adDb.get<{ removed_at: string | null }>('SELECT removed_at FROM users WHERE email = ?', [adPerson(5).email]);
     expect(removed?.removed_at).not.toBeNull();
     expect(await groupsOf(adPerson(5).email, adDb)).toEqual([]);
+  }, 60_000);
+
+  it("operators and users suspended at the service are not taken, an operator's e-mail stays; a leaver's address on a new hire gets a fresh record", async () => {
+    const users = new UserStore(adDb);
+    // Made at the service (as if before LDAP was set up): an ADMIN, and a user an operator suspended.
+    const admin = await userOf(adPerson(8).email, adDb);
+    const barred = await userOf(adPerson(9).email, adDb);
+    await adDb.run("UPDATE users SET source = 'local', external_id = NULL, source_dn = NULL, rank = 'ADMIN' WHERE email_id = ?", [admin.email_id]);
+    await adDb.run("UPDATE users SET source = 'local', external_id = NULL, source_dn = NULL, suspended = 1 WHERE email_id = ?", [barred.email_id]);
+    // An LDAP user promoted to ADMIN whose entry's mail and surname change.
+    const promoted = await userOf(adPerson(10).email, adDb);
+    await adDb.run("UPDATE users SET rank = 'ADMIN' WHERE email_id = ?", [promoted.email_id]);
+    await slapd.modify(`dn: ${adPerson(10).dn}\nchangetype: modify\nreplace: mail\nmail: elsewhere@example.org\n-\nreplace: sn\nsn: Renamed\n`);
+    // A leaver (a service card, their groups) whose entry is deleted, their address given to a new hire's entry.
+    const leaver = await userOf(adPerson(11).email, adDb);
+    await users.replaceSmartcards(leaver.email_id, [{ number: '777001', label: 'Badge' }]);
+    await slapd.delete(adPerson(11).dn);
+    const hireGuid = Buffer.from('new-hire-guid-01');
+    const hireDn = `CN=newhire,OU=people,${AD_BASE}`;
+    await slapd.add(
+      `dn: ${hireDn}\nobjectClass: user\ncn: newhire\ngivenName: Nova\nsn: Hire\nmail: ${adPerson(11).email}\nsAMAccountName: newhire\n` +
+        `userAccountControl: 512\nobjectGUID:: ${hireGuid.toString('base64')}\nmemberOf: ${adGroup(1).dn}\n`,
+    );
+
+    const run = await sync.runNow({ trigger: 'test' });
+    expect(run.outcome).toBe('ok');
+    expect(run.counts).toMatchObject({ created: 1, removed: 1, claimed: 0, updated: 1, reactivated: 0, skipped: 3 });
+    expect(await userOf(adPerson(8).email, adDb)).toMatchObject({ source: 'local', external_id: null });
+    expect(await userOf(adPerson(9).email, adDb)).toMatchObject({ source: 'local', suspended: 1 });
+    expect(await userOf(adPerson(10).email, adDb)).toMatchObject({ email_id: promoted.email_id, source: 'ldap', last_name: 'Renamed' });
+    // The same record, as a new member's: nothing of the leaver's (rank, cards, groups).
+    const hire = await adDb.get<UserRow & { rank: string }>('SELECT * FROM users WHERE email = ?', [adPerson(11).email]);
+    expect(hire).toMatchObject({
+      email_id: leaver.email_id,
+      source: 'ldap',
+      external_id: hireGuid.toString('hex'),
+      first_name: 'Nova',
+      rank: 'REGULAR',
+      suspended: 0,
+    });
+    expect(Number(await adDb.value('SELECT count(*) FROM smartcards WHERE email_id = ?', [leaver.email_id]))).toBe(0);
+    expect(await groupsOf(adPerson(11).email, adDb)).toEqual([adGroup(1).name]);
   }, 60_000);
 });

@@ -228,6 +228,22 @@ describe("the service's rules for groups", () => {
     expect(await groupsOf('dan@example.org')).toContain('Mixed');
   });
 
+  it('DELETE of a local group the provider never claimed is 409 mutability: deleted at the service, not over SCIM', async () => {
+    const local = await api('POST', '/groups', { type: 'users', name: 'Cleaners', add_ids: [] });
+    expect(local.status, JSON.stringify(local.body)).toBe(200);
+    const id = (await scim('GET', `/Groups?filter=${encodeURIComponent('displayName eq "Cleaners"')}`)).body.Resources![0]!.id as string;
+    expect(brief(await scim('DELETE', `/Groups/${id}`))).toEqual({
+      status: 409,
+      body: {
+        schemas: ['urn:ietf:params:scim:api:messages:2.0:Error'],
+        status: '409',
+        scimType: 'mutability',
+        detail: 'group Cleaners was not provisioned over SCIM: remove it at the service',
+      },
+    });
+    expect((await scim('GET', `/Groups/${id}`)).status).toBe(200);
+  });
+
   it('filters: displayName (case-blind), externalId and id, joined by and; another attribute is 400 invalidFilter', async () => {
     const made = await scim('POST', '/Groups', { displayName: 'Filtered', externalId: 'ext-1' });
     const id = made.body.id as string;
@@ -240,4 +256,47 @@ describe("the service's rules for groups", () => {
       detail: 'groups can be filtered on displayname, externalid, id (eq), not on members.value',
     });
   });
+
+  // Last in the file: the 10,000 users it makes would slow the others' lists.
+  it('a PATCH adding 5,000 members to a group of 5,000 is whole; so are a removal of 5,000 by value (other case) and 1,000 by filter', async () => {
+    const n = 10_000;
+    const many = Array.from({ length: n }, (_v, i) => `00000000-0000-4000-8000-${String(i).padStart(12, '0')}`);
+    await service.db.transaction(async () => {
+      for (let start = 0; start < n; start += 500) {
+        const rows = many.slice(start, start + 500).map((_u, j) => start + j);
+        await service.db.run(
+          `INSERT INTO users (user_id, email, first_name, username, tag, unique_id, created) VALUES ${rows.map(() => "(?, ?, 'Many', ?, 'USER', ?, '2026-01-01 00:00:00')").join(', ')}`,
+          rows.flatMap((i) => [100_000 + i, `many${i}@example.org`, `many${i}`, many[i]!]),
+        );
+      }
+    });
+    const half = n / 2;
+    const made = await scim('POST', '/Groups', { displayName: 'Everyone', members: many.slice(0, half).map((value) => ({ value })) });
+    expect(made.status).toBe(201);
+    const id = made.body.id as string;
+    // The second half added, with the first half again (no duplicate) and one of them in capitals.
+    const added = await scim('PATCH', `/Groups/${id}`, {
+      schemas: [PATCH_OP],
+      Operations: [{ op: 'add', path: 'members', value: [...many.slice(half), ...many.slice(0, 10), many[10]!.toUpperCase()].map((value) => ({ value })) }],
+    });
+    expect(added.status, JSON.stringify(added.body)).toBe(204);
+    expect(memberIds(await scim('GET', `/Groups/${id}`))).toEqual([...many].sort());
+    // Entra ID's removal by a value list, the ids in capitals.
+    const removed = await scim('PATCH', `/Groups/${id}`, {
+      schemas: [PATCH_OP],
+      Operations: [{ op: 'remove', path: 'members', value: many.slice(0, half).map((value) => ({ value: value.toUpperCase() })) }],
+    });
+    expect(removed.status).toBe(204);
+    expect(memberIds(await scim('GET', `/Groups/${id}`))).toEqual(many.slice(half).sort());
+    // Okta's removals by filter, a thousand in one request.
+    const filtered = await scim('PATCH', `/Groups/${id}`, {
+      schemas: [PATCH_OP],
+      Operations: many.slice(half, half + 1000).map((value) => ({ op: 'remove', path: `members[value eq "${value}"]` })),
+    });
+    expect(filtered.status).toBe(204);
+    expect(memberIds(await scim('GET', `/Groups/${id}`))).toEqual(many.slice(half + 1000).sort());
+    expect(Number(await service.db.value('SELECT count(*) FROM group_members m JOIN groups g USING (group_id) WHERE g.unique_id = ?', [id]))).toBe(
+      n - half - 1000,
+    );
+  }, 120_000);
 });

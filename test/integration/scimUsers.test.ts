@@ -404,6 +404,116 @@ describe("RFC 7644's requests, and the service's rules", () => {
     expect(await cardsOf(emailId)).toEqual([]);
   });
 
+  it("the service's operators and suspensions are its own: no claim of a local ADMIN, SUPER or suspended user; no e-mail change of an operator", async () => {
+    const invited = await api('POST', '/invites', { emails: ['boss@example.org', 'chief@example.org', 'held@example.org'], no_email: true });
+    const [bossId, chiefId, heldId] = invited.body.add_ids as number[];
+    const userIdOf = (emailId: unknown) => service.db.value<number>('SELECT user_id FROM users WHERE email_id = ?', [Number(emailId)]);
+    expect((await api('PUT', '/modifyrank', { admin_user_id: await userIdOf(bossId), rank: 'SUPER' })).status).toBe(200);
+    expect((await api('PUT', '/modifyrank', { admin_user_id: await userIdOf(chiefId), rank: 'ADMIN' })).status).toBe(200);
+    expect((await api('PUT', '/togglesuspension', { email_id: heldId })).status).toBe(200);
+    const idOf = async (email: string) =>
+      (await scim('GET', `/Users?filter=${encodeURIComponent(`emails.value eq "${email}"`)}`)).body.Resources![0]!.id as string;
+    // The reviewer's attack: a PUT that would make the SUPER's account the provider's, at the provider's address.
+    const takeover = await scim('PUT', `/Users/${await idOf('boss@example.org')}`, {
+      userName: 'boss',
+      emails: [{ value: 'attacker@evil.test', primary: true }],
+    });
+    expect(brief(takeover)).toEqual(
+      scimError(
+        409,
+        'mutability',
+        "boss@example.org is an operator (SUPER) of the service: a source does not take over an operator's account; provision another address, or release the rank first",
+      ),
+    );
+    const admin = await scim('PATCH', `/Users/${await idOf('chief@example.org')}`, {
+      schemas: [PATCH_OP],
+      Operations: [{ op: 'replace', value: { userName: 'chief' } }],
+    });
+    expect(admin.body.detail).toBe(
+      "chief@example.org is an operator (ADMIN) of the service: a source does not take over an operator's account; provision another address, or release the rank first",
+    );
+    const lifted = await scim('PATCH', `/Users/${await idOf('held@example.org')}`, {
+      schemas: [PATCH_OP],
+      Operations: [{ op: 'replace', value: { active: true } }],
+    });
+    expect(brief(lifted)).toEqual(
+      scimError(409, 'mutability', 'held@example.org is suspended at the service: make them active there (or remove them) before the provider takes them over'),
+    );
+    expect(
+      await service.db.all(
+        "SELECT email, source, suspended FROM users WHERE email IN ('boss@example.org', 'chief@example.org', 'held@example.org') ORDER BY email",
+      ),
+    ).toEqual([
+      { email: 'boss@example.org', source: 'local', suspended: 0 },
+      { email: 'chief@example.org', source: 'local', suspended: 0 },
+      { email: 'held@example.org', source: 'local', suspended: 1 },
+    ]);
+    expect(await apiUser('attacker@evil.test')).toBeUndefined();
+
+    // A SCIM user promoted at the service afterwards: the provider still writes their name, never their e-mail.
+    const made = await scim('POST', '/Users', { userName: 'promoted', emails: [{ value: 'promoted@example.org' }] });
+    const promotedId = made.body.id as string;
+    expect((await api('PUT', '/modifyrank', { admin_user_id: await userIdOf((await apiUser('promoted@example.org'))!.email_id), rank: 'ADMIN' })).status).toBe(
+      200,
+    );
+    const renamed = await scim('PATCH', `/Users/${promotedId}`, { schemas: [PATCH_OP], Operations: [{ op: 'replace', path: 'name.givenName', value: 'Pat' }] });
+    expect(renamed.status).toBe(200);
+    const readdressed = await scim('PATCH', `/Users/${promotedId}`, {
+      schemas: [PATCH_OP],
+      Operations: [{ op: 'replace', path: 'emails[type eq "work"].value', value: 'attacker@evil.test' }],
+    });
+    expect(brief(readdressed)).toEqual(
+      scimError(
+        409,
+        'mutability',
+        "promoted@example.org is an operator (ADMIN) of the service: a source does not change an operator's e-mail; keep this address at the provider, or release the rank first",
+      ),
+    );
+    expect(await apiUser('promoted@example.org')).toMatchObject({ first_name: 'Pat' });
+    // Removed and brought back by POST, the record is a new member: REGULAR, the provider's.
+    expect((await scim('DELETE', `/Users/${promotedId}`)).status).toBe(204);
+    const back = await scim('POST', '/Users', { userName: 'promoted', emails: [{ value: 'promoted@example.org' }] });
+    expect(back.status, JSON.stringify(back.body)).toBe(201);
+    expect(await service.db.get("SELECT rank, source FROM users WHERE email = 'promoted@example.org'")).toEqual({ rank: 'REGULAR', source: 'scim' });
+  });
+
+  it('DELETE of a local user the provider never claimed is 409 mutability: removed at the service, not over SCIM', async () => {
+    await api('POST', '/invites', { emails: ['stays@example.org'], no_email: true });
+    const id = (await scim('GET', `/Users?filter=${encodeURIComponent('emails.value eq "stays@example.org"')}`)).body.Resources![0]!.id as string;
+    expect(brief(await scim('DELETE', `/Users/${id}`))).toEqual(
+      scimError(409, 'mutability', 'stays@example.org was not provisioned over SCIM: remove it at the service'),
+    );
+    expect(await apiUser('stays@example.org')).toMatchObject({ ad_status: 'ACTIVE' });
+  });
+
+  it("a SCIM write replaces only the user's SCIM card: the cards and PINs the service gave stay", async () => {
+    const invited = await api('POST', '/invites', { emails: ['keeps@example.org'], no_email: true });
+    const emailId = (invited.body.add_ids as number[])[0]!;
+    const given = [
+      { number: '6610001', label: 'badge', valid_until: '2030-01-01 00:00:00' },
+      { number: '4711', label: 'PIN' },
+    ];
+    expect((await api('PUT', '/modifysmartcard', { email_id: emailId, smartcards: given })).status).toBe(200);
+    const id = (await scim('GET', `/Users?filter=${encodeURIComponent('emails.value eq "keeps@example.org"')}`)).body.Resources![0]!.id as string;
+    const claimed = await scim('PUT', `/Users/${id}`, {
+      userName: 'keeps',
+      emails: [{ value: 'keeps@example.org' }],
+      [ENTERPRISE]: { employeeNumber: '6610002' },
+    });
+    expect(claimed.status, JSON.stringify(claimed.body)).toBe(200);
+    expect(claimed.body[ENTERPRISE]).toEqual({ employeeNumber: '6610002' });
+    expect(await cardsOf(emailId)).toEqual([...given, { number: '6610002', label: 'SCIM' }]);
+    const changed = await scim('PATCH', `/Users/${id}`, {
+      schemas: [PATCH_OP],
+      Operations: [{ op: 'replace', path: `${ENTERPRISE}:employeeNumber`, value: '6610003' }],
+    });
+    expect(changed.status).toBe(200);
+    expect(await cardsOf(emailId)).toEqual([...given, { number: '6610003', label: 'SCIM' }]);
+    const removed = await scim('PATCH', `/Users/${id}`, { schemas: [PATCH_OP], Operations: [{ op: 'remove', path: `${ENTERPRISE}:employeeNumber` }] });
+    expect(removed.status).toBe(200);
+    expect(await cardsOf(emailId)).toEqual(given);
+  });
+
   it('a suspended guest leaves their guest links, as PUT /togglesuspension does', async () => {
     const link = await api('POST', '/magiclinkadmin', {
       email_list: ['guest-a@example.org', 'guest-b@example.org'],

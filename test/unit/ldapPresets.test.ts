@@ -152,10 +152,10 @@ describe('a user entry read through a preset', () => {
   });
 
   it('Active Directory: userPrincipalName when there is no mail; no e-mail at all is null', () => {
-    const base: RawEntry = { dn: 'CN=x,DC=example,DC=org', objectGUID: guid, userPrincipalName: 'JRoe@Example.org', mail: [] };
+    const base: RawEntry = { dn: 'CN=x,DC=example,DC=org', objectGUID: guid, userPrincipalName: 'JRoe@Example.org', mail: [], userAccountControl: '512' };
     expect(personFromEntry(base, ad).email).toBe('jroe@example.org');
     // The requested attributes an entry lacks come back empty: neither is an address.
-    const none = personFromEntry({ dn: 'CN=x,DC=example,DC=org', objectGUID: guid, userPrincipalName: [], mail: ' ' }, ad);
+    const none = personFromEntry({ dn: 'CN=x,DC=example,DC=org', objectGUID: guid, userPrincipalName: [], mail: ' ', userAccountControl: '512' }, ad);
     expect(none.email).toBeNull();
     expect(none.username).toBe('');
   });
@@ -174,6 +174,22 @@ describe('a user entry read through a preset', () => {
     ['not a number', false],
   ])('userAccountControl %s: disabled %s', (value, disabled) => {
     expect(personFromEntry({ dn: 'CN=x', objectGUID: guid, userAccountControl: value }, ad).disabled).toBe(disabled);
+  });
+
+  it('a flag rule on an entry without its attribute stops the read, naming the attribute and the entry', () => {
+    // A bind account not allowed to read userAccountControl must not make every disabled account enabled.
+    const read = () => personFromEntry({ dn: 'CN=Jo Roe,OU=Staff,DC=example,DC=org', objectGUID: guid, mail: 'jroe@example.org' }, ad);
+    expect(read).toThrow(LdapReadError);
+    expect(read).toThrow(
+      'cannot tell whether user CN=Jo Roe,OU=Staff,DC=example,DC=org is disabled: it has no userAccountControl (can the bind account read it?)',
+    );
+  });
+
+  it('a binary id that arrives as text stops the read (its bytes are lost)', () => {
+    const read = () => personFromEntry({ dn: 'CN=x,DC=example,DC=org', objectGUID: 'not bytes', userAccountControl: '512' }, ad);
+    expect(read).toThrow(LdapReadError);
+    expect(read).toThrow('user CN=x,DC=example,DC=org: its objectGUID (attributes.id) arrived as text, not bytes: it cannot be read as an id');
+    expect(() => groupFromEntry({ dn: 'CN=g,DC=example,DC=org', objectGUID: 'text' }, ad)).toThrow(LdapReadError);
   });
 
   it('a rule of listed values is case-blind, over every value of the attribute', () => {

@@ -43,6 +43,7 @@ function heldFor(p: LdapPerson, emailId: number, over: Partial<HeldUser> = {}): 
     firstName: p.firstName,
     lastName: p.lastName,
     username: p.username,
+    rank: 'REGULAR',
     suspended: p.disabled,
     source: 'ldap',
     removed: false,
@@ -60,6 +61,7 @@ function local(email: string, emailId: number, over: Partial<HeldUser> = {}): He
     firstName: 'Local',
     lastName: 'User',
     username: email.split('@')[0]!,
+    rank: 'REGULAR',
     suspended: false,
     source: 'local',
     removed: false,
@@ -83,7 +85,7 @@ const snapshot = (people: LdapPerson[], groups: LdapGroup[] = [], membership: 'm
   groups,
   membership,
 });
-const state = (over: Partial<HeldState> = {}): HeldState => ({ ldapUsers: [], others: [], groups: [], cardHolders: new Map(), ...over });
+const state = (over: Partial<HeldState> = {}): HeldState => ({ ldapUsers: [], others: [], groups: [], cardHolders: new Map(), otherGroupNames: [], ...over });
 const SUSPEND: PlanOptions = { onMissing: 'suspend', cards: null };
 const CARDS: CardMapping = { card: true, pin: true, pinLabel: 'PIN' };
 
@@ -465,5 +467,177 @@ describe('the guard', () => {
     const plan = planSync(held, snapshot([...next, person('c', { disabled: true })]), SUSPEND);
     // 10 active LDAP users disabled, and the claimed local user: 11 of 10 active.
     expect(judgePlan(plan, 0.5)).toMatchObject({ wouldSuspend: 11, of: 10, held: true });
+  });
+});
+
+describe('operators and suspensions made at the service (D1)', () => {
+  it('an ADMIN or SUPER local user is not claimed: skipped, named', () => {
+    for (const rank of ['ADMIN', 'SUPER'] as const) {
+      const plan = planSync(state({ others: [local('ann@example.org', 9, { rank })] }), snapshot([person('ann')]), SUSPEND);
+      expect(plan.users).toEqual([]);
+      expect(plan.skips.map((s) => s.reason)).toEqual([`ann@example.org is an operator's (rank ${rank}): an operator is never taken over by a source`]);
+      expect(plan.counts.skipped).toBe(1);
+    }
+  });
+
+  it('a local user suspended at the service is not claimed (nor reactivated): skipped, named', () => {
+    const plan = planSync(state({ others: [local('bob@example.org', 3, { suspended: true })] }), snapshot([person('bob')]), SUSPEND);
+    expect(plan.users).toEqual([]);
+    expect(plan.skips.map((s) => s.reason)).toEqual([
+      'bob@example.org is suspended at the service: a source does not take over (nor lift) a suspension an operator made',
+    ]);
+  });
+
+  it('an LDAP user promoted to ADMIN: a new e-mail is not taken, every other field is, and the skip said', () => {
+    const ann = person('ann');
+    const plan = planSync(
+      state({ ldapUsers: [heldFor(ann, 1, { rank: 'ADMIN' })] }),
+      snapshot([{ ...ann, email: 'ann.new@example.org', lastName: 'New' }]),
+      SUSPEND,
+    );
+    expect(plan.users).toEqual([expect.objectContaining({ action: 'update', emailId: 1, email: 'ann@example.org', fields: { lastName: 'New' } })]);
+    expect(plan.skips.map((s) => s.reason)).toEqual([
+      'its new e-mail ann.new@example.org is not taken: ann@example.org is an operator (rank ADMIN); the other fields are updated',
+    ]);
+  });
+});
+
+describe('a disabled entry that is otherwise skipped still locks its user out', () => {
+  it.each([
+    ['its e-mail cleared', { email: null }],
+    ["its mail forwarded to another user's address", { email: 'boss@example.org' }],
+  ])('%s', (_what, over: Partial<LdapPerson>) => {
+    const { people, a, b, held } = synced();
+    held.others = [local('boss@example.org', 50)];
+    people[0] = { ...people[0]!, disabled: true, ...over };
+    const plan = planSync(held, snapshot(people, [a, b]), SUSPEND);
+    expect(plan.users).toEqual([expect.objectContaining({ action: 'update', emailId: 1, fields: {}, suspended: true, locksOut: true })]);
+    expect(plan.counts).toMatchObject({ suspended: 1, skipped: 1 });
+    expect(judgePlan(plan, 0).wouldSuspend).toBe(1);
+  });
+
+  it('two leavers given one shared address: both suspended, both skipped', () => {
+    const { people, a, b, held } = synced();
+    for (const i of [0, 1]) people[i] = { ...people[i]!, disabled: true, email: 'former@example.org' };
+    const plan = planSync(held, snapshot(people, [a, b]), SUSPEND);
+    expect(plan.users.map((u) => [u.emailId, u.suspended])).toEqual([
+      [1, true],
+      [2, true],
+    ]);
+    expect(plan.counts).toMatchObject({ suspended: 2, skipped: 2 });
+    expect(judgePlan(plan, 0.05)).toMatchObject({ wouldSuspend: 2, held: true });
+  });
+
+  it('a skipped entry already suspended, or enabled: nothing', () => {
+    const { people, a, b, held } = synced();
+    held.ldapUsers[0] = { ...held.ldapUsers[0]!, suspended: true };
+    people[0] = { ...people[0]!, disabled: true, email: null };
+    people[1] = { ...people[1]!, email: null };
+    expect(planSync(held, snapshot(people, [a, b]), SUSPEND).users).toEqual([]);
+  });
+});
+
+describe("an LDAP user's address on another entry", () => {
+  const leaver = person('jsmith');
+  const hire = person('jsmith2', { id: 'id-new-hire', email: 'jsmith@example.org', firstName: 'Jane' });
+
+  it("another DN: another person; the leaver's record removed and made the new hire's (a create on it)", () => {
+    const held = state({ ldapUsers: [heldFor(leaver, 7, { suspended: true })], groups: [heldGroup(group('A'), 100, [7])] });
+    const plan = planSync(held, snapshot([hire], [group('A')]), SUSPEND);
+    expect(plan.users).toEqual([
+      expect.objectContaining({
+        action: 'create',
+        emailId: null,
+        replaces: 7,
+        email: 'jsmith@example.org',
+        fields: expect.objectContaining({ firstName: 'Jane', externalId: 'id-new-hire', sourceDn: dnOf('jsmith2') }),
+        locksOut: false,
+      }),
+    ]);
+    expect(plan.users[0]!.suspended).toBeUndefined();
+    expect(plan.counts).toMatchObject({ created: 1, removed: 1, suspended: 0, memberships: 1 });
+    // Suspended already: not a lock-out; active: one, as a gone user's removal is.
+    expect(judgePlan(plan, 0).wouldSuspend).toBe(0);
+    const active = planSync(state({ ldapUsers: [heldFor(leaver, 7), heldFor(person('x'), 8)] }), snapshot([hire, person('x')]), SUSPEND);
+    expect(active.users).toEqual([expect.objectContaining({ action: 'create', replaces: 7, locksOut: true })]);
+    expect(judgePlan(active, 0).wouldSuspend).toBe(1);
+  });
+
+  it('the same DN (its id attribute changed): the same user, re-keyed, spelled differently or not', () => {
+    const plan = planSync(state({ ldapUsers: [heldFor(leaver, 7)] }), snapshot([{ ...leaver, id: 'id-2', dn: dnOf('jsmith').toUpperCase() }]), SUSPEND);
+    expect(plan.users).toEqual([
+      expect.objectContaining({ action: 'update', emailId: 7, fields: { externalId: 'id-2', sourceDn: dnOf('jsmith').toUpperCase() } }),
+    ]);
+    expect(plan.users[0]!.replaces).toBeUndefined();
+  });
+});
+
+describe('the guard counts LDAP groups emptied', () => {
+  /** 100 LDAP users, of whom `gone` have left, in 9 groups, of which `groupsGone` are no longer read. */
+  function emptying(gone: number, groupsGone: number) {
+    const people = Array.from({ length: 100 }, (_, i) => person(`u${i}`));
+    const groups = Array.from({ length: 9 }, (_, i) => group(`g${i}`, people.slice(i * 10, i * 10 + 10)));
+    const held = state({
+      ldapUsers: people.map((p, i) => heldFor(p, i + 1)),
+      groups: groups.map((g, i) =>
+        heldGroup(
+          g,
+          100 + i,
+          Array.from({ length: 10 }, (_, j) => i * 10 + j + 1),
+        ),
+      ),
+    });
+    return planSync(held, snapshot(people.slice(gone), groups.slice(groupsGone)), SUSPEND);
+  }
+
+  it('an empty group search: held, naming users and groups, what to check and the sum to confirm', () => {
+    const verdict = judgePlan(emptying(3, 9), 0.05);
+    expect(verdict).toMatchObject({ held: true, wouldSuspend: 12 });
+    expect(verdict.reason).toBe(
+      'would suspend 3 of 100 users and empty 9 of 9 groups from LDAP (over maxSuspendShare 5 %): check users.baseDn, users.filter, groups.baseDn and groups.filter, then apply with confirm_suspensions=12',
+    );
+    expect(judgePlan(emptying(3, 9), 0.05, 12).held).toBe(false);
+    expect(judgePlan(emptying(3, 9), 0.05, 11).held).toBe(true);
+  });
+
+  it('one group gone (at least one is always allowed): applied', () => {
+    expect(judgePlan(emptying(0, 1), 0.05)).toMatchObject({ held: false, wouldSuspend: 1 });
+    expect(judgePlan(emptying(0, 2), 0.05).held).toBe(true);
+  });
+});
+
+describe('cards LDAP gives beside the ones the service gave', () => {
+  const options: PlanOptions = { onMissing: 'suspend', cards: CARDS };
+  const badge = { number: '900', label: 'Badge', validFrom: '2024-01-01', validUntil: null };
+
+  it("compares and replaces only LDAP's labels: a service card is no change, and stays", () => {
+    const ann = person('ann', { card: '123456' });
+    const cards = [badge, { number: '123456', label: 'LDAP', validFrom: null, validUntil: null }];
+    expect(planChangesNothing(planSync(state({ ldapUsers: [heldFor(ann, 1, { cards })] }), snapshot([ann]), options))).toBe(true);
+    const changed = planSync(state({ ldapUsers: [heldFor(ann, 1, { cards })] }), snapshot([{ ...ann, card: '999' }]), options);
+    expect(changed.users).toEqual([expect.objectContaining({ cards: [{ number: '999', label: 'LDAP' }], cardLabels: ['LDAP', 'PIN'] })]);
+    // Only cards mapped: a PIN given at the service is the service's.
+    const cardOnly = planSync(state({ ldapUsers: [heldFor(ann, 1, { cards })] }), snapshot([{ ...ann, card: '999' }]), {
+      onMissing: 'suspend',
+      cards: { ...CARDS, pin: false },
+    });
+    expect(cardOnly.users[0]!.cardLabels).toEqual(['LDAP']);
+  });
+
+  it('a number the user holds already as a service card is not listed again', () => {
+    const ann = person('ann', { card: '900' });
+    const plan = planSync(state({ ldapUsers: [heldFor(ann, 1, { cards: [badge] })] }), snapshot([ann]), options);
+    expect(planChangesNothing(plan)).toBe(true);
+    expect(plan.cardNotes).toEqual([{ email: 'ann@example.org', last4: '900', reason: 'the user holds its card already (given at the service)' }]);
+  });
+});
+
+describe('a new LDAP group named as a local user group', () => {
+  it("is noted (its members get that name's doors), a renamed one too", () => {
+    const night = group('Night Shift');
+    const plan = planSync(state({ otherGroupNames: ['Night Shift', 'Day'] }), snapshot([], [night, group('Other')]), SUSPEND);
+    expect(plan.nameClashes).toEqual([{ name: 'Night Shift', dn: night.dn }]);
+    const renamed = planSync(state({ otherGroupNames: ['Day'], groups: [heldGroup(night, 5, [])] }), snapshot([], [{ ...night, name: 'Day' }]), SUSPEND);
+    expect(renamed.nameClashes).toEqual([{ name: 'Day', dn: night.dn }]);
   });
 });

@@ -267,6 +267,49 @@ describe('PATCH of a group', () => {
   });
 });
 
+describe('a PATCH of a large group', () => {
+  const ids = (from: number, to: number) => Array.from({ length: to - from }, (_v, i) => `member-${String(from + i).padStart(5, '0')}`);
+  const big = (members: string[]): ScimObject => Object.assign(group(), { members: members.map((value) => ({ value, type: 'User' })) });
+
+  it('adds 5,000 to 5,000 once each, case-blind; removes by a value list and by filters, interleaved with other operations in order', () => {
+    const adding = [...ids(5000, 10_000), ...ids(0, 3), 'MEMBER-00004', 'member-09999'];
+    const grown = patched(big(ids(0, 5000)), { schemas: [PATCH_OP], Operations: [{ op: 'add', path: 'members', value: adding.map((value) => ({ value })) }] });
+    expect(memberIds(grown)).toEqual(ids(0, 10_000));
+    const shrunk = patched(grown, {
+      schemas: [PATCH_OP],
+      Operations: [
+        { op: 'remove', path: 'members', value: ids(0, 5000).map((value) => ({ value: value.toUpperCase() })) },
+        ...ids(5000, 5990).map((value) => ({ op: 'remove', path: `members[value eq "${value.toUpperCase()}"]` })),
+        // An add between removes by filter: the removes after it see it (member-05000 comes back, then goes again).
+        { op: 'add', path: 'members', value: [{ value: 'member-05000' }, { value: 'member-10000' }] },
+        { op: 'remove', path: 'members[value eq "member-05000"]' },
+        { op: 'remove', path: 'members[value eq "member-06000"]' },
+        { op: 'replace', path: 'displayName', value: 'Renamed' },
+      ],
+    });
+    expect(memberIds(shrunk)).toEqual([...ids(5990, 6000), ...ids(6001, 10_000), 'member-10000']);
+    expect(shrunk.displayName).toBe('Renamed');
+  });
+
+  it('a remove by filter on an attribute of one value is still refused as written; one on another attribute is not mixed in', () => {
+    const one = Object.assign(group(), { members: { value: 'x' } });
+    expect(refusal(() => patched(one, { schemas: [PATCH_OP], Operations: [{ op: 'remove', path: 'members[value eq "x"]' }] }))).toMatchObject({
+      status: 400,
+      scimType: 'invalidPath',
+    });
+    const withEmails = Object.assign(big(['a', 'b']), { emails: [{ value: 'a' }, { value: 'c' }] });
+    const after = patched(withEmails, {
+      schemas: [PATCH_OP],
+      Operations: [
+        { op: 'remove', path: 'members[value eq "a"]' },
+        { op: 'remove', path: 'emails[value eq "c"]' },
+      ],
+    });
+    expect(memberIds(after)).toEqual(['b']);
+    expect(after.emails).toEqual([{ value: 'a' }]);
+  });
+});
+
 describe('a PATCH request that is not one', () => {
   it('is 400 with the RFC type saying what to change', () => {
     expect(refusal(() => parsePatchRequest({ Operations: [{ op: 'replace', value: { active: false } }] }))).toEqual({

@@ -16,13 +16,14 @@ type UserRow = {
   first_name: string;
   last_name: string;
   username: string;
+  rank: HeldUser['rank'];
   suspended: number;
   source: IdentitySource;
   removed_at: string | null;
   external_id: string | null;
   source_dn: string | null;
 };
-const USER_COLUMNS = 'email_id, email, first_name, last_name, username, suspended, source, removed_at, external_id, source_dn';
+const USER_COLUMNS = 'email_id, email, first_name, last_name, username, rank, suspended, source, removed_at, external_id, source_dn';
 
 const heldUser = (r: UserRow): HeldUser => ({
   emailId: r.email_id,
@@ -30,6 +31,7 @@ const heldUser = (r: UserRow): HeldUser => ({
   firstName: r.first_name,
   lastName: r.last_name,
   username: r.username,
+  rank: r.rank,
   suspended: r.suspended === 1,
   source: r.source,
   removed: r.removed_at !== null,
@@ -84,5 +86,6 @@ export async function readHeldState(db: SqlDb, snapshot: LdapSnapshot, cardsMapp
        WHERE g.type = 'users' AND g.source = 'ldap' ORDER BY m.group_id, m.member_id`,
   );
   for (const m of members) groupById.get(m.group_id)?.members.push(m.member_id);
-  return { ldapUsers, others, groups, cardHolders };
+  const otherGroupNames = (await db.all<{ name: string }>("SELECT name FROM groups WHERE type = 'users' AND source <> 'ldap'")).map((g) => g.name);
+  return { ldapUsers, others, groups, cardHolders, otherGroupNames };
 }

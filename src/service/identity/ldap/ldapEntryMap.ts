@@ -40,7 +40,13 @@ function first(values: Map<string, Value[]>, name: string): string | null {
 /** The id: a binary attribute's bytes as lower-case hex, else its text. A missing id stops the read (see below). */
 function idOf(entry: RawEntry, values: Map<string, Value[]>, attribute: string, what: string): string {
   const value = (values.get(attribute.toLowerCase()) ?? [])[0];
-  const id = value === undefined ? '' : isBinaryAttribute(attribute) ? Buffer.from(value).toString('hex') : asText(value).trim();
+  const binary = isBinaryAttribute(attribute);
+  // A binary id read as text has lost bytes on the way (not UTF-8): its hex would differ at each read, and every user
+  // would be new at one sync and gone at the next.
+  if (binary && value !== undefined && !Buffer.isBuffer(value)) {
+    throw new LdapReadError(`${what} ${entry.dn}: its ${attribute} (attributes.id) arrived as text, not bytes: it cannot be read as an id`);
+  }
+  const id = value === undefined ? '' : binary ? (value as Buffer).toString('hex') : asText(value).trim();
   // Without its id an entry could be neither matched nor told apart from one gone: the sync would suspend its user.
   if (id === '') {
     throw new LdapReadError(
@@ -50,12 +56,19 @@ function idOf(entry: RawEntry, values: Map<string, Value[]>, attribute: string, 
   return id;
 }
 
-/** Whether the entry is disabled by the rule: a flag of an integer, one of the listed values, or the attribute present. */
-function isDisabled(rule: LdapDisabledRule | null, values: Map<string, Value[]>): boolean {
+/**
+ * Whether the entry is disabled by the rule: a flag of an integer, one of the listed values, or the attribute present.
+ * A flag's attribute missing stops the read: the bind account may not be allowed to read it, and "enabled" would
+ * then let every disabled account in.
+ */
+function isDisabled(rule: LdapDisabledRule | null, values: Map<string, Value[]>, dn: string): boolean {
   if (rule === null) return false;
   const found = texts(values, rule.attribute);
   if (rule.mask !== undefined) {
     const mask = rule.mask;
+    if (found.length === 0) {
+      throw new LdapReadError(`cannot tell whether user ${dn} is disabled: it has no ${rule.attribute} (can the bind account read it?)`);
+    }
     return found.some((v) => /^-?\d+$/.test(v) && (BigInt(v) & BigInt(mask)) !== 0n);
   }
   if (rule.values !== undefined) {
@@ -76,7 +89,7 @@ export function personFromEntry(entry: RawEntry, m: LdapMapping): LdapPerson {
     firstName: first(values, m.firstName) ?? '',
     lastName: first(values, m.lastName) ?? '',
     username: first(values, m.username) ?? lowered?.split('@')[0] ?? '',
-    disabled: isDisabled(m.disabled, values),
+    disabled: isDisabled(m.disabled, values, entry.dn),
     memberOf: m.membership === 'memberOf' ? texts(values, 'memberOf') : [],
     card: m.card === null ? null : first(values, m.card),
     pin: m.pin === null ? null : first(values, m.pin),

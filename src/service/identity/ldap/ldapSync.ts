@@ -245,6 +245,13 @@ export class LdapSync implements LdapSyncControl {
     if (plan.skips.length > 0) {
       logger.warn({ skipped: plan.skips.length, entries: plan.skips.slice(0, SKIPS_LOGGED) }, 'LDAP sync: entries skipped (each with its reason)');
     }
+    for (const clash of plan.nameClashes) {
+      // Doors match access.groups by name: the LDAP group's members get the other group's doors too.
+      logger.warn(
+        { group: clash.name, dn: clash.dn },
+        `LDAP sync: LDAP group ${clash.dn} is named "${clash.name}" as a local user group is: its members get the doors of access.groups "${clash.name}"`,
+      );
+    }
     // A card is named by its last 4 digits at most, a PIN not at all (syncPlan.ts).
     if (plan.cardNotes.length > 0) {
       logger.warn({ cards: plan.cardNotes.slice(0, SKIPS_LOGGED) }, 'LDAP sync: cards or PINs not given');

@@ -125,6 +125,17 @@ async function applyUser(change: UserChange, groupIds: ReadonlyMap<string, numbe
   // alone until the next sync. null: a record this change has just made.
   let expected: 'local' | 'ldap' | null = change.action === 'claim' ? 'local' : 'ldap';
   let claimed = false;
+  const leftAlone = () => {
+    logger.warn({ email: change.email }, 'LDAP sync: the user changed during the sync; left as they are until the next one');
+    tally.skipped++;
+  };
+  if (change.replaces !== undefined) {
+    // The record of another person with this e-mail: removed (cards, groups, policies released), then brought back
+    // below by ensure as a new member's.
+    if (!(await stillOwned(db, change.replaces, 'ldap'))) return leftAlone();
+    await users.remove(change.replaces, now);
+    await dropUserFromLinks(links, change.email);
+  }
   if (change.action === 'create') {
     // ensure: a new record, or a removed one of that e-mail brought back. An active user made since the plan was
     // read (by the API) is claimed when local, and left alone otherwise.
@@ -135,10 +146,6 @@ async function applyUser(change: UserChange, groupIds: ReadonlyMap<string, numbe
   } else {
     emailId = change.emailId!;
   }
-  const leftAlone = () => {
-    logger.warn({ email: change.email }, 'LDAP sync: the user changed during the sync; left as they are until the next one');
-    tally.skipped++;
-  };
   if (change.remove) {
     if (!(await stillOwned(db, emailId, 'ldap'))) return leftAlone();
     await users.remove(emailId, now);
@@ -170,10 +177,10 @@ async function applyUser(change: UserChange, groupIds: ReadonlyMap<string, numbe
       const named = change.cards.filter((c) => taken.has(c.number)).map((c) => (c.label === LDAP_CARD_LABEL ? `card …${c.number.slice(-4)}` : 'PIN'));
       logger.warn({ email: change.email, cards: named }, 'LDAP sync: a card or PIN held by another user is not given');
     }
-    await users.replaceSmartcards(
-      emailId,
-      change.cards.filter((c) => !taken.has(c.number)),
-    );
+    // Only the cards LDAP gives are replaced: the ones the service gave (other labels) stay, first, as they are.
+    const labels = new Set(change.cardLabels ?? []);
+    const kept = (await users.smartcards(emailId)).filter((c) => c.label === null || !labels.has(c.label));
+    await users.replaceSmartcards(emailId, [...kept, ...change.cards.filter((c) => !taken.has(c.number))]);
   }
   for (const key of change.join) {
     const groupId = groupIds.get(key);
@@ -218,7 +225,12 @@ async function writeUser(
     columns.push('suspended = ?');
     params.push(change.suspended ? 1 : 0);
   }
-  const where = expected === null ? '' : ' AND source = ?';
+  // A local user is claimed only while no operator (ADMIN, SUPER) and not suspended at the service; an operator's
+  // e-mail is never changed by a source (docs/identity-sources.md, "Who owns what"). Either may have changed since
+  // the plan was read.
+  const claimable = expected === 'local' ? " AND rank = 'REGULAR' AND suspended = 0" : '';
+  const mailKept = change.fields.email !== undefined ? " AND rank = 'REGULAR'" : '';
+  const where = `${expected === null ? '' : ' AND source = ?'}${claimable}${mailKept}`;
   const written = await db.run(`UPDATE users SET ${columns.join(', ')} WHERE email_id = ? AND removed_at IS NULL${where}`, [
     ...params,
     emailId,

@@ -2,15 +2,16 @@ import type { SyncPlan } from './syncPlan.js';
 
 /**
  * The guard (docs/identity-sources.md, "The guard"): a sync that would suspend or remove more than maxSuspendShare
- * of the users LDAP owns applies nothing until an operator confirms the number. A wrong base DN, a filter that
- * matches nothing or a renamed OU reads as "everyone left": the guard keeps the building open meanwhile.
+ * of the users LDAP owns, or empty more than that share of its groups, applies nothing until an operator confirms
+ * the number. A wrong base DN, a filter that matches nothing or a renamed OU reads as "everyone left": the guard
+ * keeps the building open meanwhile.
  */
 
 /** How many e-mail addresses a held sync names. */
 const SAMPLE_SIZE = 10;
 
 export interface GuardVerdict {
-  /** Active users it would suspend or remove. */
+  /** Active users it would suspend or remove, plus the LDAP groups it would empty: what a confirmation must cover. */
   wouldSuspend: number;
   /** The active users LDAP owned before the sync. */
   of: number;
@@ -29,27 +30,33 @@ function percent(share: number): string {
 }
 
 /**
- * Whether `plan` may be applied. At least one suspension is always allowed, so that one leaver among a handful of
- * LDAP users (where 5 % rounds down to none) is not held. `confirmSuspensions`: the operator allows that many.
+ * Whether `plan` may be applied. At least one suspension (and one group emptied) is always allowed, so that one
+ * leaver among a handful of LDAP users (where 5 % rounds down to none) is not held. A group search that finds nothing
+ * empties every LDAP group (their members lose those groups' doors): counted as suspensions are.
+ * `confirmSuspensions`: the operator allows that many, users and groups together.
  */
 export function judgePlan(plan: SyncPlan, maxSuspendShare: number, confirmSuspensions?: number): GuardVerdict {
   const lockedOut = plan.users.filter((u) => u.locksOut);
-  const wouldSuspend = lockedOut.length;
+  const users = lockedOut.length;
+  const groups = plan.gone.filter((g) => g.mark).length;
+  const wouldSuspend = users + groups;
   const of = plan.ldapActive;
   const allowed = Math.max(1, Math.floor(maxSuspendShare * of));
+  const allowedGroups = Math.max(1, Math.floor(maxSuspendShare * plan.ldapGroups));
   const sample = lockedOut.slice(0, SAMPLE_SIZE).map((u) => u.email);
   const confirmed = confirmSuspensions !== undefined && confirmSuspensions >= wouldSuspend;
-  if (wouldSuspend <= allowed || confirmed) return { wouldSuspend, of, allowed, held: false, reason: null, sample };
-  const verb = lockedOut.some((u) => u.remove) ? 'suspend or remove' : 'suspend';
+  if ((users <= allowed && groups <= allowedGroups) || confirmed) return { wouldSuspend, of, allowed, held: false, reason: null, sample };
+  const verb = lockedOut.some((u) => u.remove || u.replaces !== undefined) ? 'suspend or remove' : 'suspend';
+  const withGroups = groups > 0 || plan.ldapGroups > 0;
+  const what = withGroups ? `${users} of ${of} users and empty ${groups} of ${plan.ldapGroups} groups` : `${users} of ${of} users`;
+  const check = withGroups ? 'users.baseDn, users.filter, groups.baseDn and groups.filter' : 'users.baseDn and users.filter';
   const short = confirmSuspensions !== undefined ? ` (confirm_suspensions=${confirmSuspensions} is fewer)` : '';
   return {
     wouldSuspend,
     of,
     allowed,
     held: true,
-    reason:
-      `would ${verb} ${wouldSuspend} of ${of} users from LDAP (over maxSuspendShare ${percent(maxSuspendShare)})${short}: ` +
-      `check users.baseDn and users.filter, then apply with confirm_suspensions=${wouldSuspend}`,
+    reason: `would ${verb} ${what} from LDAP (over maxSuspendShare ${percent(maxSuspendShare)})${short}: check ${check}, then apply with confirm_suspensions=${wouldSuspend}`,
     sample,
   };
 }

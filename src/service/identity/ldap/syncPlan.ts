@@ -1,5 +1,5 @@
 import type { IdentitySource, SyncCounts } from '../../../api/identity.js';
-import type { LdapPerson, LdapSnapshot } from './ldapEntries.js';
+import { normalizeDn, type LdapPerson, type LdapSnapshot } from './ldapEntries.js';
 import { desiredMemberships, indexBy, planGroups, type GoneGroup, type GroupChange, type HeldGroup } from './syncGroupPlan.js';
 
 /**
@@ -23,6 +23,8 @@ export interface HeldUser {
   firstName: string;
   lastName: string;
   username: string;
+  /** ADMIN and SUPER are operators: never claimed, their e-mail never changed by a source (D1). */
+  rank: 'REGULAR' | 'ADMIN' | 'SUPER';
   suspended: boolean;
   source: IdentitySource;
   /** Removed (DELETE /user, or by an earlier sync): the record is kept and an entry of its e-mail brings it back. */
@@ -43,6 +45,8 @@ export interface HeldState {
   groups: HeldGroup[];
   /** With cards mapped: for each card number or PIN the entries carry, the active users (email_ids) holding it. */
   cardHolders: ReadonlyMap<string, readonly number[]>;
+  /** The names of the user groups no LDAP entry owns (local or SCIM): a door's access.groups matches by name. */
+  otherGroupNames: readonly string[];
 }
 
 /** Which of a user's cards LDAP gives (attributes.card, attributes.pin); null: cards stay at the service. */
@@ -94,8 +98,15 @@ export interface UserChange {
   suspended?: boolean;
   /** Removed as DELETE /user does (onMissing: remove). */
   remove?: boolean;
-  /** The new cards and PINs, when they change. */
+  /**
+   * A create on the record of this LDAP user, removed first: the entry of their e-mail is another person's (another
+   * DN, another id). The record comes back as UserStore.ensure brings a removed one back, with nothing of theirs.
+   */
+  replaces?: number;
+  /** The new cards and PINs LDAP gives, when they change: they replace the user's cards of `cardLabels` only. */
   cards?: NewCard[];
+  /** The labels of the cards LDAP gives (LDAP, the PIN label when PINs are mapped): the others are the service's. */
+  cardLabels?: string[];
   /** Groups joined, by key (the group entry's id). */
   join: string[];
   /** Groups left (LDAP's), by group_id. */
@@ -131,9 +142,13 @@ export interface SyncPlan {
   strays: Array<{ groupId: number; emailId: number }>;
   skips: Skip[];
   cardNotes: CardNote[];
+  /** New or renamed LDAP groups named as a local or SCIM user group: its members get that group's doors (logged). */
+  nameClashes: Array<{ name: string; dn: string }>;
   counts: SyncCounts;
   /** The users LDAP owns that are active (not suspended) before the sync: the guard's whole. */
   ldapActive: number;
+  /** The user groups LDAP owns that are live (not gone) before the sync: the guard's whole for groups. */
+  ldapGroups: number;
 }
 
 /** The counts of a run that changed nothing. */
@@ -181,6 +196,7 @@ function changedFields(user: HeldUser, person: LdapPerson & { email: string }): 
   return fields;
 }
 
+/** Whether the user's cards LDAP gives are `wanted` already. */
 function sameCards(held: readonly HeldCard[], wanted: readonly NewCard[]): boolean {
   return (
     held.length === wanted.length &&
@@ -227,15 +243,29 @@ export function planSync(held: HeldState, snapshot: LdapSnapshot, options: PlanO
   // --- Cards and PINs, when mapped: numbers another active user holds are not given (UserStore.newlyShared's rule).
   const holders = new Map<string, Set<number>>();
   for (const [number, ids] of held.cardHolders) holders.set(number, new Set(ids));
-  const planCards = (holderId: number, heldCards: readonly HeldCard[], person: LdapPerson & { email: string }): NewCard[] | undefined => {
+  // The labels of the cards LDAP gives: a card of another label is the service's, and stays.
+  const cardLabels = options.cards === null ? [] : [...(options.cards.card ? [LDAP_CARD_LABEL] : []), ...(options.cards.pin ? [options.cards.pinLabel] : [])];
+  const isLdapCard = (c: HeldCard) => c.label !== null && cardLabels.includes(c.label);
+  const planCards = (holderId: number, allCards: readonly HeldCard[], person: LdapPerson & { email: string }): NewCard[] | undefined => {
     const mapping = options.cards;
     if (mapping === null) return undefined;
+    const heldCards = allCards.filter(isLdapCard);
     const own = new Set(heldCards.map((c) => c.number));
+    const serviceGiven = new Set(allCards.filter((c) => !isLdapCard(c)).map((c) => c.number));
     const wanted: NewCard[] = [];
     const offer = (number: string | null, label: string, what: string) => {
       if (number === null) return;
       if (!CARD_NUMBER.test(number)) {
         cardNotes.push({ email: person.email, last4: '', reason: `its ${what} is not 1 to 40 digits` });
+        return;
+      }
+      if (serviceGiven.has(number)) {
+        // The user holds it already, given at the service: kept as it is, not listed twice.
+        cardNotes.push({
+          email: person.email,
+          last4: what === 'PIN' ? '' : number.slice(-4),
+          reason: `the user holds its ${what} already (given at the service)`,
+        });
         return;
       }
       const heldElsewhere = [...(holders.get(number) ?? [])].some((id) => id !== holderId);
@@ -273,6 +303,8 @@ export function planSync(held: HeldState, snapshot: LdapSnapshot, options: PlanO
   /** The new users so far (each stands as a negative id among the cards' holders). */
   let newUsers = 0;
 
+  const isOperator = (u: HeldUser) => u.rank !== 'REGULAR';
+
   for (const person of snapshot.people) {
     const byId = ldapById.get(person.id);
     if (byId) seen.add(byId.emailId);
@@ -280,36 +312,73 @@ export function planSync(held: HeldState, snapshot: LdapSnapshot, options: PlanO
       skips.push({ dn: person.dn, email: person.email, reason });
       counts.skipped++;
     };
+    // An entry skipped still locks its user out when it is disabled: a leaver's entry is often disabled and its mail
+    // cleared or forwarded in one go.
+    const skipEntry = (reason: string) => {
+      skip(reason);
+      if (byId && person.disabled && !byId.suspended) {
+        users.push({
+          action: 'update',
+          emailId: byId.emailId,
+          email: byId.email,
+          fields: {},
+          suspended: true,
+          join: [],
+          leave: [],
+          tally: { suspended: 1 },
+          locksOut: true,
+        });
+      }
+    };
     if (person.email === null) {
-      skip('the entry has no e-mail address');
+      skipEntry('the entry has no e-mail address');
       continue;
     }
     const entry = person as LdapPerson & { email: string };
     const sharing = shared.get(entry.email);
     if (sharing !== undefined) {
-      skip(`${sharing.length} entries have the e-mail ${entry.email}: ${sharing.map((p) => p.dn).join('; ')}`);
+      skipEntry(`${sharing.length} entries have the e-mail ${entry.email}: ${sharing.map((p) => p.dn).join('; ')}`);
       continue;
     }
-    // An LDAP user of this e-mail whose id no entry has (its id attribute changed, or a new entry took over a leaver's
-    // address): the same user, re-keyed.
+    // An LDAP user of this e-mail whose id no entry has: the same entry if its DN is the user's (its id attribute
+    // changed), re-keyed; another person otherwise (a new hire given a leaver's address), who gets a fresh record.
     const byEmail = ldapByEmail.get(entry.email);
-    const rekeyed = !byId && byEmail && !seen.has(byEmail.emailId) && (byEmail.externalId === null || !entryIds.has(byEmail.externalId)) ? byEmail : undefined;
-    const user = byId ?? rekeyed;
+    const unclaimed =
+      !byId && byEmail && !seen.has(byEmail.emailId) && (byEmail.externalId === null || !entryIds.has(byEmail.externalId)) ? byEmail : undefined;
+    const sameEntry = unclaimed !== undefined && unclaimed.sourceDn !== null && normalizeDn(unclaimed.sourceDn) === normalizeDn(entry.dn);
+    const user = byId ?? (sameEntry ? unclaimed : undefined);
     if (user) {
       seen.add(user.emailId);
       const fields = changedFields(user, entry);
       if (fields.email !== undefined) {
         const holder = ldapByEmail.get(entry.email) ?? othersByEmail.get(entry.email);
         if (holder && holder.emailId !== user.emailId) {
-          skip(`its new e-mail ${entry.email} is another user's (email_id ${holder.emailId}): ${user.email} is kept as it is`);
+          skipEntry(`its new e-mail ${entry.email} is another user's (email_id ${holder.emailId}): ${user.email} is kept as it is`);
           continue;
+        }
+        if (isOperator(user)) {
+          // The console mails an operator's sign-in links to this address: LDAP does not move it.
+          delete fields.email;
+          skip(`its new e-mail ${entry.email} is not taken: ${user.email} is an operator (rank ${user.rank}); the other fields are updated`);
         }
       }
       const cards = planCards(user.emailId, user.cards, entry);
       const { join, leave } = membership(user.emailId, person.id);
-      const change: UserChange = { action: 'update', emailId: user.emailId, email: entry.email, fields, join, leave, tally: {}, locksOut: false };
+      const change: UserChange = {
+        action: 'update',
+        emailId: user.emailId,
+        email: fields.email ?? user.email,
+        fields,
+        join,
+        leave,
+        tally: {},
+        locksOut: false,
+      };
       if (Object.keys(fields).length > 0 || cards !== undefined) change.tally.updated = 1;
-      if (cards !== undefined) change.cards = cards;
+      if (cards !== undefined) {
+        change.cards = cards;
+        change.cardLabels = cardLabels;
+      }
       if (person.disabled !== user.suspended) {
         change.suspended = person.disabled;
         change.tally[person.disabled ? 'suspended' : 'reactivated'] = 1;
@@ -324,8 +393,16 @@ export function planSync(held: HeldState, snapshot: LdapSnapshot, options: PlanO
       skip(`${entry.email} is managed by the identity provider (SCIM): a user is never taken from one source by another`);
       continue;
     }
-    if (byEmail) {
+    if (byEmail && !unclaimed) {
       skip(`${entry.email} is the e-mail of another LDAP entry's user (email_id ${byEmail.emailId})`);
+      continue;
+    }
+    if (other && !other.removed && isOperator(other)) {
+      skip(`${entry.email} is an operator's (rank ${other.rank}): an operator is never taken over by a source`);
+      continue;
+    }
+    if (other && !other.removed && other.suspended) {
+      skip(`${entry.email} is suspended at the service: a source does not take over (nor lift) a suspension an operator made`);
       continue;
     }
     if (other && !other.removed) {
@@ -335,17 +412,22 @@ export function planSync(held: HeldState, snapshot: LdapSnapshot, options: PlanO
       const cards = planCards(other.emailId, other.cards, entry);
       const { join, leave } = membership(other.emailId, person.id);
       const change: UserChange = { action: 'claim', emailId: other.emailId, email: other.email, fields, join, leave, tally: { claimed: 1 }, locksOut: false };
-      if (cards !== undefined) change.cards = cards;
-      if (person.disabled !== other.suspended) {
-        change.suspended = person.disabled;
-        change.tally[person.disabled ? 'suspended' : 'reactivated'] = 1;
-        change.locksOut = person.disabled;
+      if (cards !== undefined) {
+        change.cards = cards;
+        change.cardLabels = cardLabels;
+      }
+      if (person.disabled) {
+        change.suspended = true;
+        change.tally.suspended = 1;
+        change.locksOut = true;
       }
       if (join.length + leave.length > 0) change.tally.memberships = join.length + leave.length;
       users.push(change);
       continue;
     }
-    // A new user (a removed record of that e-mail is brought back: UserStore.ensure).
+    // A new user (a removed record of that e-mail is brought back: UserStore.ensure). With `unclaimed`, that record
+    // is another person's, removed first: nothing of theirs (cards, groups, policies, rank) goes to the new one.
+    if (unclaimed) seen.add(unclaimed.emailId);
     const cards = planCards(-++newUsers, [], entry);
     const { join } = membership(null, person.id);
     const change: UserChange = {
@@ -359,8 +441,19 @@ export function planSync(held: HeldState, snapshot: LdapSnapshot, options: PlanO
       locksOut: false,
     };
     if (person.disabled) change.suspended = true;
-    if (cards !== undefined && cards.length > 0) change.cards = cards;
+    if (cards !== undefined && cards.length > 0) {
+      change.cards = cards;
+      change.cardLabels = cardLabels;
+    }
     if (join.length > 0) change.tally.memberships = join.length;
+    if (unclaimed) {
+      change.replaces = unclaimed.emailId;
+      change.tally.removed = 1;
+      // Their removal is a lock-out when they are active (the guard counts it), as a gone user's is.
+      change.locksOut = !unclaimed.suspended;
+      const left = heldGroups.get(unclaimed.emailId)?.size ?? 0;
+      if (left > 0) change.tally.memberships = (change.tally.memberships ?? 0) + left;
+    }
     users.push(change);
   }
 
@@ -401,6 +494,13 @@ export function planSync(held: HeldState, snapshot: LdapSnapshot, options: PlanO
   }
   counts.memberships += strays.length;
 
+  // A door's access.groups names a group: an LDAP group of a local group's name gives its members that group's doors.
+  const otherNames = new Set(held.otherGroupNames);
+  const groupDns = new Map(snapshot.groups.map((g) => [g.id, g.dn]));
+  const nameClashes = groupPlan.changes.flatMap((g) =>
+    g.fields.name !== undefined && otherNames.has(g.fields.name) ? [{ name: g.fields.name, dn: groupDns.get(g.key) ?? g.key }] : [],
+  );
+
   return {
     users,
     groups: groupPlan.changes,
@@ -409,7 +509,9 @@ export function planSync(held: HeldState, snapshot: LdapSnapshot, options: PlanO
     strays,
     skips,
     cardNotes,
+    nameClashes,
     counts,
     ldapActive: held.ldapUsers.filter((u) => !u.suspended).length,
+    ldapGroups: held.groups.filter((g) => !g.gone).length,
   };
 }

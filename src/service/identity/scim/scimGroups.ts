@@ -5,7 +5,7 @@ import type { ScimFilter } from './scimFilter.js';
 import { attr, checked, isScimObject, type ScimObject } from './scimObjects.js';
 import { applyPatch, type PatchOperation } from './scimPatch.js';
 import { GROUP_SCHEMA, type Page, withMeta } from './scimResource.js';
-import { filterSql, ownedByLdap, type ScimDeps } from './scimUsers.js';
+import { filterSql, notProvisioned, ownedByLdap, type ScimDeps } from './scimUsers.js';
 
 /**
  * SCIM's groups as the service's user groups (docs/identity-sources.md, "Groups"): `id` is the group's unique_id,
@@ -153,9 +153,10 @@ export class ScimGroups {
     return this.write(group, readGroupBody(patched, true), base);
   }
 
-  /** DELETE /Groups/{id}: the group deleted (its members with it; the access levels naming it stay). */
+  /** DELETE /Groups/{id}: the group deleted (its members with it; the access levels naming it stay); only a group SCIM made or claimed. */
   async remove(group: GroupRow): Promise<void> {
     if (group.source === 'ldap') throw ownedByLdap(`group ${group.name}`, 'members', this.deps);
+    if (group.source !== 'scim') throw notProvisioned(`group ${group.name}`);
     await this.deps.db.run('DELETE FROM groups WHERE group_id = ?', [group.group_id]);
   }
 

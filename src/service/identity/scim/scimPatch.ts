@@ -1,6 +1,6 @@
 import * as z from 'zod';
 import { badScim } from './scimErrors.js';
-import { matchesFilter, parseScimPath, type ScimFilter, type ScimPath } from './scimFilter.js';
+import { matchesFilter, parseScimPath, pathName, type ScimFilter, type ScimPath } from './scimFilter.js';
 import { attr, checked, copyJson, deleteAttr, isScimObject, setAttr, withNames, type ScimObject } from './scimObjects.js';
 
 /**
@@ -68,19 +68,27 @@ function readForFilter(element: unknown, path: ScimPath): unknown {
 
 const matching = (element: unknown, filter: ScimFilter) => matchesFilter(element, filter, readForFilter);
 
-/** Whether two values of a multi-valued attribute are the same one: by their `value` when both have one. */
-function sameValue(a: unknown, b: unknown): boolean {
-  const av = attr(a, 'value');
-  const bv = attr(b, 'value');
-  if (av !== undefined && bv !== undefined) return typeof av === 'string' && typeof bv === 'string' ? av.toLowerCase() === bv.toLowerCase() : av === bv;
-  return JSON.stringify(a) === JSON.stringify(b);
+/**
+ * The key under which two values of a multi-valued attribute are the same one: their `value` when they have one
+ * (a string compared case-blind), else the whole value. Kept in a Set, a PATCH of thousands of members is linear.
+ */
+function valueKey(element: unknown): unknown {
+  const value = attr(element, 'value');
+  if (value === undefined) return `j:${JSON.stringify(element)}`;
+  return typeof value === 'string' ? `s:${value.toLowerCase()}` : value;
 }
 
 /** `add` of `value` to what is there: values appended to a multi-valued attribute (once), sub-attributes merged, else set. */
 function added(existing: unknown, value: unknown): unknown {
   if (Array.isArray(value)) {
     const list = Array.isArray(existing) ? [...existing] : existing === undefined || existing === null ? [] : [existing];
-    for (const v of value) if (!list.some((e) => sameValue(e, v))) list.push(v);
+    const there = new Set(list.map(valueKey));
+    for (const v of value) {
+      const key = valueKey(v);
+      if (there.has(key)) continue;
+      there.add(key);
+      list.push(v);
+    }
     return list;
   }
   if (Array.isArray(existing)) return added(existing, [value]);
@@ -135,10 +143,11 @@ function applyAtPath(resource: ScimObject, op: PatchOperation['op'], path: ScimP
   if (op === 'remove') {
     // Entra's removal of members lists them in the value (without the flag aadOptscim062020): those values go.
     if (Array.isArray(existing) && Array.isArray(value)) {
+      const gone = new Set(value.map(valueKey));
       setAttr(
         container,
         path.attribute,
-        existing.filter((e) => !value.some((v) => sameValue(e, v))),
+        existing.filter((e) => !gone.has(valueKey(e))),
       );
     } else deleteAttr(container, path.attribute);
     return;
@@ -153,10 +162,10 @@ function applyToValues(container: ScimObject, op: PatchOperation['op'], path: Sc
   }
   const list = [...((existing as unknown[] | null | undefined) ?? [])];
   const hits = list.map((e, i) => (matching(e, filter) ? i : -1)).filter((i) => i >= 0);
+  const hit = new Set(hits);
   const sub = path.subAttribute;
   if (op === 'remove') {
-    const kept =
-      sub === undefined ? list.filter((_e, i) => !hits.includes(i)) : list.map((e, i) => (hits.includes(i) && isScimObject(e) ? without(e, sub) : e));
+    const kept = sub === undefined ? list.filter((_e, i) => !hit.has(i)) : list.map((e, i) => (hit.has(i) && isScimObject(e) ? without(e, sub) : e));
     setAttr(container, path.attribute, kept);
     return;
   }
@@ -203,10 +212,54 @@ function applyValueObject(resource: ScimObject, op: 'add' | 'replace', value: Sc
   }
 }
 
+/** The value a remove of `attr[value eq "..."]` (Okta's removal of a member) names, lower-cased; undefined for another operation. */
+function removedByValue(operation: PatchOperation): { attribute: string; value: string } | undefined {
+  const path = operation.path;
+  if (operation.op !== 'remove' || path === undefined || path.schema !== undefined || path.subAttribute !== undefined) return undefined;
+  const only = path.filter?.length === 1 ? path.filter[0]! : undefined;
+  if (only === undefined || typeof only.value !== 'string' || pathName(only.path) !== 'value') return undefined;
+  return { attribute: path.attribute.toLowerCase(), value: only.value.toLowerCase() };
+}
+
+/**
+ * Removes by value from index `start` on, all on one multi-valued attribute, applied together: one pass over its
+ * values, not one per operation (a provider removes a thousand members so). Returns the index after them; `start`
+ * when there is no such run, or the attribute is not a list (the operations then go one by one, as written).
+ */
+function applyRemovesByValue(resource: ScimObject, operations: readonly PatchOperation[], start: number): number {
+  const first = removedByValue(operations[start]!);
+  if (first === undefined) return start;
+  const existing = attr(resource, operations[start]!.path!.attribute);
+  if (!Array.isArray(existing)) return start;
+  const gone = new Set<string>();
+  let end = start;
+  while (end < operations.length) {
+    const next = removedByValue(operations[end]!);
+    if (next?.attribute !== first.attribute) break;
+    gone.add(next.value);
+    end++;
+  }
+  setAttr(
+    resource,
+    operations[start]!.path!.attribute,
+    existing.filter((e) => {
+      const value = attr(e, 'value');
+      return typeof value !== 'string' || !gone.has(value.toLowerCase());
+    }),
+  );
+  return end;
+}
+
 /** `resource` after `operations`, in order (a copy: the given one is not changed). */
 export function applyPatch(resource: ScimObject, operations: readonly PatchOperation[]): ScimObject {
   const result = copyJson(resource);
-  for (const operation of operations) {
+  for (let i = 0; i < operations.length; ) {
+    const after = applyRemovesByValue(result, operations, i);
+    if (after > i) {
+      i = after;
+      continue;
+    }
+    const operation = operations[i++]!;
     if (operation.path === undefined) applyValueObject(result, operation.op as 'add' | 'replace', operation.value as ScimObject);
     else applyAtPath(result, operation.op, operation.path, operation.value);
   }

@@ -30,6 +30,11 @@ const USER_FILTERS: Record<string, string> = {
   'emails.value': 'email = ?',
 };
 
+/** The 409 of a DELETE of a user or group the provider never made nor claimed: the service's own, removed there. */
+export function notProvisioned(subject: string): ScimError {
+  return new ScimError(409, `${subject} was not provisioned over SCIM: remove it at the service`, 'mutability');
+}
+
 /** The 409 of a change to a user or group a source other than SCIM owns (ownership.ts's words). */
 export function ownedByLdap(subject: string, change: OwnedChange, deps: Pick<ScimDeps, 'identity'>): ScimError {
   return new ScimError(409, ownedElsewhere(subject, 'ldap', change, deps.identity).message, 'mutability');
@@ -157,6 +162,7 @@ export class ScimUsers {
   async replace(user: UserRow, body: unknown, base: string): Promise<ScimObject> {
     const fields = readUserBody(body, 'asserted', this.cardPath);
     this.refuseIfLdap(user, fields);
+    this.refuseIfOperatorOrSuspended(user, fields);
     return this.write(user, fields, base);
   }
 
@@ -171,12 +177,14 @@ export class ScimUsers {
       delete fields.card;
     }
     this.refuseIfLdap(user, fields);
+    this.refuseIfOperatorOrSuspended(user, fields);
     return this.write(user, fields, base);
   }
 
-  /** DELETE /Users/{id}: removed as DELETE /user does (cards released, out of every group, the record kept). */
+  /** DELETE /Users/{id}: removed as DELETE /user does (cards released, out of every group, the record kept); only a user SCIM made or claimed. */
   async remove(user: UserRow): Promise<void> {
     if (user.source === 'ldap') throw ownedByLdap(user.email, 'removal', this.deps);
+    if (user.source !== 'scim') throw notProvisioned(user.email);
     const now = this.deps.clock.wallNow();
     await this.deps.users.remove(user.email_id, now);
     await this.deps.db.run('UPDATE users SET source_seen_at = ? WHERE email_id = ?', [now, user.email_id]);
@@ -188,6 +196,37 @@ export class ScimUsers {
     if (user.source !== 'ldap') return;
     const suspends = fields.active !== undefined && fields.active === (user.suspended === 1);
     throw ownedByLdap(user.email, suspends ? 'suspension' : 'fields', this.deps);
+  }
+
+  /**
+   * The service's operators and its suspensions are its own (docs/identity-sources.md, "Which source owns a user"):
+   * the console mails sign-in links to an operator's address, so a provider never takes over a local ADMIN or SUPER,
+   * nor lifts a suspension the service made by claiming the user, nor changes the e-mail of a user promoted after
+   * a claim. 409 mutability.
+   */
+  private refuseIfOperatorOrSuspended(user: UserRow, fields: UserFields): void {
+    const operator = user.rank === 'ADMIN' || user.rank === 'SUPER';
+    if (user.source !== 'scim' && operator) {
+      throw new ScimError(
+        409,
+        `${user.email} is an operator (${user.rank}) of the service: a source does not take over an operator's account; provision another address, or release the rank first`,
+        'mutability',
+      );
+    }
+    if (user.source !== 'scim' && user.suspended === 1) {
+      throw new ScimError(
+        409,
+        `${user.email} is suspended at the service: make them active there (or remove them) before the provider takes them over`,
+        'mutability',
+      );
+    }
+    if (operator && fields.email !== undefined && fields.email.toLowerCase() !== user.email.toLowerCase()) {
+      throw new ScimError(
+        409,
+        `${user.email} is an operator (${user.rank}) of the service: a source does not change an operator's e-mail; keep this address at the provider, or release the rank first`,
+        'mutability',
+      );
+    }
   }
 
   /** 409 uniqueness when another SCIM user has `userName` (compared case-blind). */
@@ -236,14 +275,21 @@ export class ScimUsers {
     return this.resource((await users.get(user.email_id))!, base);
   }
 
-  /** The user's cards become the one SCIM card (none for null); a number another active user holds is 409 uniqueness. */
+  /**
+   * The user's SCIM card becomes `card` (none for null): the cards labelled SCIM are replaced, the others (cards and
+   * PINs the service gave) kept; the service's card of the same number becomes the SCIM one. A number another active
+   * user holds is 409 uniqueness.
+   */
   private async writeCard(emailId: number, card: string | null): Promise<void> {
     const { users } = this.deps;
     const current = await users.smartcards(emailId);
-    if (card === null ? current.length === 0 : current.length === 1 && current[0]!.number === card && current[0]!.label === SCIM_CARD_LABEL) return;
+    const scimCards = current.filter((c) => c.label === SCIM_CARD_LABEL);
+    if (card === null ? scimCards.length === 0 : scimCards.length === 1 && scimCards[0]!.number === card) return;
+    const kept = current.filter((c) => c.label !== SCIM_CARD_LABEL && c.number !== card);
+    const next = card === null ? kept : [...kept, { number: card, label: SCIM_CARD_LABEL }];
     if (card !== null && (await users.newlyShared(emailId, [card])).length > 0) {
       throw new ScimError(409, `the card number …${card.slice(-4)} is another user's: a card opens doors for one person`, 'uniqueness');
     }
-    await users.replaceSmartcards(emailId, card === null ? [] : [{ number: card, label: SCIM_CARD_LABEL }]);
+    await users.replaceSmartcards(emailId, next);
   }
 }
