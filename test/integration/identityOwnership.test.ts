@@ -514,7 +514,7 @@ describe('the console', () => {
     expect(heldPage).toContain(`<p class="flash error" role="alert">LDAP sync held, nothing applied: ${HELD_REASON}</p>`);
     expect(heldPage).toContain('<ul id="ldap-held-sample"><li>lena@example.org</li><li>liam@example.org</li></ul>');
     expect(heldPage).toContain('<input type="hidden" name="confirm_suspensions" value="3">');
-    expect(heldPage).toContain('Apply: suspend 3 user(s)</button>');
+    expect(heldPage).toContain('Apply: 3 suspension(s) and emptied group(s)</button>');
 
     sync.next = async (request) => ({
       run_id: await storeRun({ started: Date.now(), outcome: 'ok', counts: { entries: 1, groups: 1, suspended: 2 } }),

@@ -55,7 +55,7 @@ function syncForm(csrf: string, confirm?: number): Html {
   const button =
     confirm === undefined
       ? html`<button>Sync now</button>`
-      : html`<button class="danger" data-confirm="Suspend ${number(confirm)} user(s) from LDAP? Their cards stop opening doors.">Apply: suspend ${number(confirm)} user(s)</button>`;
+      : html`<button class="danger" data-confirm="Apply the held sync: ${number(confirm)} user(s) suspended or removed and group(s) emptied? Their cards stop opening those doors.">Apply: ${number(confirm)} suspension(s) and emptied group(s)</button>`;
   return html`<form method="post" action="/console/identity/sync" class="inline">${csrfField(csrf)}${field}${button}</form>`;
 }
 
@@ -76,9 +76,9 @@ function lastSync(ctx: ConsoleContext, csrf: string, last: SyncRunAnswer | null)
   const sample = last.sample ?? [];
   const held =
     last.outcome === 'held' && last.would_suspend !== null
-      ? html`<p>It would suspend or remove ${number(last.would_suspend)} user(s)${sample.length > 0 ? ', the first of them:' : '.'}</p>${
+      ? html`<p>It would suspend or remove users and empty groups, ${number(last.would_suspend)} in all (the reason says which)${sample.length > 0 ? '; the first users:' : '.'}</p>${
           sample.length > 0 ? html`<ul id="ldap-held-sample">${sample.map((email) => html`<li>${email}</li>`)}</ul>` : ''
-        }<p>Check users.baseDn and users.filter first; apply only if these people have left.</p>${syncForm(csrf, last.would_suspend)}`
+        }<p>Check users.baseDn, users.filter, groups.baseDn and groups.filter first; apply only if these people have left and these groups are gone.</p>${syncForm(csrf, last.would_suspend)}`
       : '';
   return html`<div class="card" id="ldap-last"><p>Last sync: ${outcomeBadge(last)} ${ctx.time.element(last.started_at)}${took(last) ? `, took ${took(last)}` : ''}, asked by ${last.trigger}.</p>
 <p>${last.outcome === 'running' ? 'Running.' : `${changesOf(last.counts)} (${readOf(last.counts)}).`}</p>${
