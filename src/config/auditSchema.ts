@@ -1,5 +1,6 @@
 import { isIP } from 'node:net';
 import * as z from 'zod';
+import { isLoopbackHost } from './loopbackHost.js';
 import { SYSLOG_FACILITIES } from '../protocol/syslog.js';
 
 /**
@@ -8,14 +9,6 @@ import { SYSLOG_FACILITIES } from '../protocol/syslog.js';
  */
 
 const SYSLOG_URL = /^(tls|tcp):\/\/(\[[0-9a-fA-F:.]+\]|[A-Za-z0-9.-]+)(?::(\d{1,5}))?$/;
-
-/** A loopback host: tcp:// (no TLS) is taken only for one. */
-function isLoopbackHost(host: string): boolean {
-  const bare = host.replace(/^\[|\]$/g, '');
-  if (bare === 'localhost') return true;
-  if (isIP(bare) === 4) return bare.startsWith('127.');
-  return bare === '::1';
-}
 
 export const syslogSchema = z
   .strictObject({

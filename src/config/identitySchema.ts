@@ -1,5 +1,5 @@
-import { isIP } from 'node:net';
 import * as z from 'zod';
+import { isLoopbackHost } from './loopbackHost.js';
 
 /**
  * Where the service takes its people from (docs/identity-sources.md): `server.identity.scim`, an identity provider
@@ -70,13 +70,6 @@ const ldapAttributes = z.strictObject({
 });
 
 const LDAP_URL = /^(ldaps?):\/\/(\[[0-9a-fA-F:.]+\]|[A-Za-z0-9.-]+)(?::(\d{1,5}))?\/?$/;
-
-function isLoopbackHost(host: string): boolean {
-  const bare = host.replace(/^\[|\]$/g, '');
-  if (bare === 'localhost') return true;
-  if (isIP(bare) === 4) return bare.startsWith('127.');
-  return bare === '::1';
-}
 
 const ldapSourceSchema = z
   .strictObject({

@@ -1,16 +1,9 @@
 import { describe, expect, it } from 'vitest';
 import type { LdapGroup, LdapPerson, LdapSnapshot } from '../../src/service/identity/ldap/ldapEntries.js';
 import type { HeldGroup } from '../../src/service/identity/ldap/syncGroupPlan.js';
+import type { CardMapping } from '../../src/service/identity/ldap/syncCardPlan.js';
 import { judgePlan } from '../../src/service/identity/ldap/syncGuard.js';
-import {
-  planChangesNothing,
-  planSync,
-  zeroCounts,
-  type CardMapping,
-  type HeldState,
-  type HeldUser,
-  type PlanOptions,
-} from '../../src/service/identity/ldap/syncPlan.js';
+import { planChangesNothing, planSync, zeroCounts, type HeldState, type HeldUser, type PlanOptions } from '../../src/service/identity/ldap/syncPlan.js';
 
 // The LDAP sync's plan (docs/identity-sources.md, "What a sync does") and its guard ("The guard"), from plain
 // records: what the service holds, what a read of LDAP found, and the operations that bring one to the other.

@@ -33,6 +33,12 @@ export function ownedElsewhere(subject: string, source: Exclude<IdentitySource, 
   return new BadRequest(`${subject} is managed by ${sourceLabel(source, identity)}: ${WHERE[change]}; ${after}`, 409);
 }
 
+/**
+ * An operator of the service (rank ADMIN or SUPER): never taken over by a source, their e-mail never changed by one
+ * (the console mails an operator's sign-in links to it; docs/identity-sources.md, "Which source owns a user").
+ */
+export const isOperatorRank = (rank: string): boolean => rank === 'ADMIN' || rank === 'SUPER';
+
 /** Whether a user of `source` has their cards and PINs from that source (an attribute the site mapped), not the service. */
 export function cardsOwnedBySource(source: IdentitySource, identity?: IdentityOptions): boolean {
   if (source === 'ldap') return identity?.ldap?.attributes.card !== undefined || identity?.ldap?.attributes.pin !== undefined;

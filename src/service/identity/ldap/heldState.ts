@@ -2,7 +2,8 @@ import type { IdentitySource } from '../../../api/identity.js';
 import type { SqlDb } from '../../sql/sqlDb.js';
 import type { LdapSnapshot } from './ldapEntries.js';
 import type { HeldGroup } from './syncGroupPlan.js';
-import type { HeldCard, HeldState, HeldUser } from './syncPlan.js';
+import type { HeldCard } from './syncCardPlan.js';
+import type { HeldState, HeldUser } from './syncPlan.js';
 
 /**
  * What an LDAP sync compares a read with (syncPlan.ts's HeldState), in a few queries whatever the number of users:

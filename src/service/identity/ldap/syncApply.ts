@@ -6,7 +6,8 @@ import { dropUserFromLinks } from '../../linkStore.js';
 import type { PublishKind } from '../../publishQueue.js';
 import type { SqlDb, SqlValue } from '../../sql/sqlDb.js';
 import type { UserStore } from '../../users.js';
-import { addTally, LDAP_CARD_LABEL, zeroCounts, type SyncPlan, type UserChange, type UserFields } from './syncPlan.js';
+import { LDAP_CARD_LABEL } from './syncCardPlan.js';
+import { addTally, zeroCounts, type SyncPlan, type UserChange, type UserFields } from './syncPlan.js';
 
 /**
  * Applies an LDAP sync's plan (syncPlan.ts) to the service's database: in transactions of BATCH users, each ending

@@ -1,5 +1,7 @@
 import type { IdentitySource, SyncCounts } from '../../../api/identity.js';
 import { normalizeDn, type LdapPerson, type LdapSnapshot } from './ldapEntries.js';
+import { isOperatorRank } from '../ownership.js';
+import { CardPlanner, type CardMapping, type CardNote, type HeldCard, type NewCard } from './syncCardPlan.js';
 import { desiredMemberships, indexBy, planGroups, type GoneGroup, type GroupChange, type HeldGroup } from './syncGroupPlan.js';
 
 /**
@@ -7,14 +9,6 @@ import { desiredMemberships, indexBy, planGroups, type GoneGroup, type GroupChan
  * owns, and the local or SCIM users an entry's e-mail names, compared with what a read of LDAP found. Pure: no IO.
  * Only what differs becomes an operation, so a sync where nothing changed plans nothing and writes nothing.
  */
-
-/** A card or PIN as the service holds it. */
-export interface HeldCard {
-  number: string;
-  label: string | null;
-  validFrom: string | null;
-  validUntil: string | null;
-}
 
 /** A user as the service holds them. */
 export interface HeldUser {
@@ -49,21 +43,10 @@ export interface HeldState {
   otherGroupNames: readonly string[];
 }
 
-/** Which of a user's cards LDAP gives (attributes.card, attributes.pin); null: cards stay at the service. */
-export interface CardMapping {
-  card: boolean;
-  pin: boolean;
-  /** The label of a PIN: the first of server.pinLabels. */
-  pinLabel: string;
-}
-
 export interface PlanOptions {
   onMissing: 'suspend' | 'remove';
   cards: CardMapping | null;
 }
-
-/** The label of a card LDAP gives. */
-export const LDAP_CARD_LABEL = 'LDAP';
 
 /** The columns of a user a sync writes (a create: all of them; otherwise only those that changed). */
 export interface UserFields {
@@ -73,11 +56,6 @@ export interface UserFields {
   username?: string;
   externalId?: string;
   sourceDn?: string;
-}
-
-export interface NewCard {
-  number: string;
-  label: string;
 }
 
 /** What one user's change adds to the run's counts. */
@@ -121,14 +99,6 @@ export interface UserChange {
 export interface Skip {
   dn: string;
   email: string | null;
-  reason: string;
-}
-
-/** A card or PIN of an entry that is not given (logged with its last 4 digits at most). */
-export interface CardNote {
-  email: string;
-  /** A card's last 4 digits; '' for a PIN, and for a value that is not a number. */
-  last4: string;
   reason: string;
 }
 
@@ -179,7 +149,6 @@ export function planChangesNothing(plan: SyncPlan): boolean {
 }
 
 /** What the agents store of a card or PIN number (params.ts smartcardParam): 1 to 40 digits. */
-const CARD_NUMBER = /^\d{1,40}$/;
 
 const lower = (s: string) => s.toLowerCase();
 const NO_KEYS: ReadonlySet<string> = new Set();
@@ -194,14 +163,6 @@ function changedFields(user: HeldUser, person: LdapPerson & { email: string }): 
   if (user.externalId !== person.id) fields.externalId = person.id;
   if (user.sourceDn !== person.dn) fields.sourceDn = person.dn;
   return fields;
-}
-
-/** Whether the user's cards LDAP gives are `wanted` already. */
-function sameCards(held: readonly HeldCard[], wanted: readonly NewCard[]): boolean {
-  return (
-    held.length === wanted.length &&
-    held.every((c, i) => c.number === wanted[i]!.number && c.label === wanted[i]!.label && c.validFrom === null && c.validUntil === null)
-  );
 }
 
 /** Plans a sync: `held` (what the service holds) brought to `snapshot` (what LDAP says). */
@@ -240,53 +201,10 @@ export function planSync(held: HeldState, snapshot: LdapSnapshot, options: PlanO
     };
   };
 
-  // --- Cards and PINs, when mapped: numbers another active user holds are not given (UserStore.newlyShared's rule).
-  const holders = new Map<string, Set<number>>();
-  for (const [number, ids] of held.cardHolders) holders.set(number, new Set(ids));
-  // The labels of the cards LDAP gives: a card of another label is the service's, and stays.
-  const cardLabels = options.cards === null ? [] : [...(options.cards.card ? [LDAP_CARD_LABEL] : []), ...(options.cards.pin ? [options.cards.pinLabel] : [])];
-  const isLdapCard = (c: HeldCard) => c.label !== null && cardLabels.includes(c.label);
-  const planCards = (holderId: number, allCards: readonly HeldCard[], person: LdapPerson & { email: string }): NewCard[] | undefined => {
-    const mapping = options.cards;
-    if (mapping === null) return undefined;
-    const heldCards = allCards.filter(isLdapCard);
-    const own = new Set(heldCards.map((c) => c.number));
-    const serviceGiven = new Set(allCards.filter((c) => !isLdapCard(c)).map((c) => c.number));
-    const wanted: NewCard[] = [];
-    const offer = (number: string | null, label: string, what: string) => {
-      if (number === null) return;
-      if (!CARD_NUMBER.test(number)) {
-        cardNotes.push({ email: person.email, last4: '', reason: `its ${what} is not 1 to 40 digits` });
-        return;
-      }
-      if (serviceGiven.has(number)) {
-        // The user holds it already, given at the service: kept as it is, not listed twice.
-        cardNotes.push({
-          email: person.email,
-          last4: what === 'PIN' ? '' : number.slice(-4),
-          reason: `the user holds its ${what} already (given at the service)`,
-        });
-        return;
-      }
-      const heldElsewhere = [...(holders.get(number) ?? [])].some((id) => id !== holderId);
-      if (wanted.some((c) => c.number === number) || (heldElsewhere && !own.has(number))) {
-        // A PIN's last digits are most of it: never written anywhere.
-        cardNotes.push({ email: person.email, last4: what === 'PIN' ? '' : number.slice(-4), reason: `its ${what} is held by another user` });
-        return;
-      }
-      wanted.push({ number, label });
-    };
-    if (mapping.card) offer(person.card, LDAP_CARD_LABEL, 'card');
-    if (mapping.pin) offer(person.pin, mapping.pinLabel, 'PIN');
-    if (sameCards(heldCards, wanted)) return undefined;
-    for (const c of heldCards) holders.get(c.number)?.delete(holderId);
-    for (const c of wanted) {
-      const ids = holders.get(c.number) ?? new Set<number>();
-      ids.add(holderId);
-      holders.set(c.number, ids);
-    }
-    return wanted;
-  };
+  // --- Cards and PINs, when mapped (syncCardPlan.ts).
+  const cardPlanner = new CardPlanner(options.cards, held.cardHolders, cardNotes);
+  const cardLabels = cardPlanner.labels;
+  const planCards = cardPlanner.plan.bind(cardPlanner);
 
   // --- Users.
   const ldapById = indexBy(held.ldapUsers, (u) => u.externalId);
@@ -303,7 +221,7 @@ export function planSync(held: HeldState, snapshot: LdapSnapshot, options: PlanO
   /** The new users so far (each stands as a negative id among the cards' holders). */
   let newUsers = 0;
 
-  const isOperator = (u: HeldUser) => u.rank !== 'REGULAR';
+  const isOperator = (u: HeldUser) => isOperatorRank(u.rank);
 
   for (const person of snapshot.people) {
     const byId = ldapById.get(person.id);

@@ -1,7 +1,7 @@
 import { dropUserFromLinks } from '../../linkStore.js';
 import type { RouteContext } from '../../routeContext.js';
 import type { UserRow } from '../../users.js';
-import { ownedElsewhere, type OwnedChange } from '../ownership.js';
+import { isOperatorRank, ownedElsewhere, type OwnedChange } from '../ownership.js';
 import { badScim, ScimError } from './scimErrors.js';
 import { pathName, type ScimFilter, type ScimPath } from './scimFilter.js';
 import type { ScimObject } from './scimObjects.js';
@@ -205,7 +205,7 @@ export class ScimUsers {
    * a claim. 409 mutability.
    */
   private refuseIfOperatorOrSuspended(user: UserRow, fields: UserFields): void {
-    const operator = user.rank === 'ADMIN' || user.rank === 'SUPER';
+    const operator = isOperatorRank(user.rank);
     if (user.source !== 'scim' && operator) {
       throw new ScimError(
         409,
