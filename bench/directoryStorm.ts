@@ -27,7 +27,7 @@ const SIZES = [
 ];
 const root = resolve(fileURLToPath(import.meta.url), '../../..');
 
-interface Storm {
+export interface Storm {
   allMs: number | null;
   completed: number;
   refused: number;
@@ -55,11 +55,15 @@ async function stopProcess(child: ChildProcess): Promise<void> {
   await exited;
 }
 
-/** The storm client in its own process; resolves with its figures. */
-function storm(url: string, headers: string[]): Promise<Storm> {
+/**
+ * The storm client in its own process (`doors` of them, 100 unless said); resolves with its figures. `warmUrl`: each
+ * door's connection opened with a GET of it first (stormClient.ts), the storm timed on those connections.
+ */
+export function storm(url: string, headers: string[], doors = DOORS, warmUrl?: string): Promise<Storm> {
   return new Promise((res, rej) => {
-    const client = spawn(process.execPath, [join(root, 'dist/bench/stormClient.js'), url, String(DOORS), String(SILENCE_SECONDS), ...headers], {
+    const client = spawn(process.execPath, [join(root, 'dist/bench/stormClient.js'), url, String(doors), String(SILENCE_SECONDS), ...headers], {
       stdio: ['ignore', 'pipe', 'inherit'],
+      env: warmUrl ? { ...process.env, STORM_WARM_URL: warmUrl } : process.env,
     });
     let out = '';
     client.stdout.on('data', (d: Buffer) => (out += d.toString()));

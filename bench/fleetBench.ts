@@ -17,6 +17,7 @@ import { Children } from './fleetChildren.js';
 import type { FleetServiceMessage } from './fleetService.js';
 import { startBroker } from './mqttBench.js';
 import { freePort } from './net.js';
+import { processCpuMs } from './postgres.js';
 import { infoRow, type BenchRow } from './report.js';
 import { frontSite, layoutLabel, prepareSite, type PreparedSite, type SiteFront, type SiteLayout } from './serviceSite.js';
 import { p50p99 } from './valueFile.js';
@@ -244,6 +245,8 @@ interface ChangeSample {
   agentsCpuMs: number;
   /** PostgreSQL's CPU time for the change (server and backends), on a site of several processes; else 0. */
   databaseCpuMs: number;
+  /** HAProxy's CPU time for the change, on a site of several processes; else 0. */
+  balancerCpuMs: number;
 }
 
 async function runFleet(workDir: string, scale: FleetScale, layout: SiteLayout = { engine: 'sqlite' }): Promise<BenchRow[]> {
@@ -307,6 +310,9 @@ async function runFleet(workDir: string, scale: FleetScale, layout: SiteLayout =
     let agentsCpuBefore = await fleet.cpuMs();
     const databaseCpu = () => (layout.engine === 'postgres' ? layout.postgres.cpuMs() : 0);
     let databaseCpuBefore = databaseCpu();
+    const balancerPid = front.balancerPid;
+    const balancerCpu = () => (balancerPid === null ? 0 : processCpuMs(balancerPid));
+    let balancerCpuBefore = balancerCpu();
 
     const samples: ChangeSample[] = [];
     const warmups: ChangeSample[] = [];
@@ -343,6 +349,7 @@ async function runFleet(workDir: string, scale: FleetScale, layout: SiteLayout =
       const after = await service.ask();
       const agentsCpuAfter = await fleet.cpuMs();
       const databaseCpuAfter = databaseCpu();
+      const balancerCpuAfter = balancerCpu();
       (i < 0 ? warmups : samples).push({
         allMs: Math.max(...reached.values()),
         firstMs: Math.min(...reached.values()),
@@ -351,10 +358,12 @@ async function runFleet(workDir: string, scale: FleetScale, layout: SiteLayout =
         serviceCpuMs: after.cpuMs - before.cpuMs,
         agentsCpuMs: agentsCpuAfter - agentsCpuBefore,
         databaseCpuMs: databaseCpuAfter - databaseCpuBefore,
+        balancerCpuMs: balancerCpuAfter - balancerCpuBefore,
       });
       before = after;
       agentsCpuBefore = agentsCpuAfter;
       databaseCpuBefore = databaseCpuAfter;
+      balancerCpuBefore = balancerCpuAfter;
     }
     const afterChanges = fleet.failedSyncs();
     // The reasons list every failure so far: the cold start's come first.
@@ -397,6 +406,7 @@ function rows(
   const serviceCpu = p50p99(samples.map((s) => s.serviceCpuMs));
   const agentsCpu = p50p99(samples.map((s) => s.agentsCpuMs));
   const databaseCpu = p50p99(samples.map((s) => s.databaseCpuMs));
+  const balancerCpu = p50p99(samples.map((s) => s.balancerCpuMs));
   const pushLabel = (p: string) => `call to revision message at a plain subscriber, ${p}`;
   return [
     {
@@ -448,7 +458,12 @@ function rows(
     ),
     // Where the agents share this machine's cores, this is what transfers to a service machine of its own.
     infoRow(b, `the service's CPU time per change (the call, the push, ${AGENTS} doors' requests) p50`, serviceCpu.p50, 'ms'),
-    ...(onPostgres ? [infoRow(b, `PostgreSQL's CPU time per change (server and backends, the same) p50`, databaseCpu.p50, 'ms')] : []),
+    ...(onPostgres
+      ? [
+          infoRow(b, `PostgreSQL's CPU time per change (server and backends, the same) p50`, databaseCpu.p50, 'ms'),
+          infoRow(b, `HAProxy's CPU time per change (the same requests, passed on) p50`, balancerCpu.p50, 'ms'),
+        ]
+      : []),
     // The doors' side of a change, all of them on this machine's cores: on a site each door spends its share on
     // its own board, in parallel.
     infoRow(b, `the agents' CPU time per change (${AGENTS} agents: the revision message, the sync, the cache write) p50`, agentsCpu.p50, 'ms'),

@@ -9,13 +9,16 @@
  *   directory (target < 60 s at 250,000); then, on the same site, a burst of 100 changes through the front
  *   (bench/changeBurst.ts's), and the CPU time of every service process over it divided by 100: the service's
  *   CPU per change; on PostgreSQL the database server's too, apart. Each process must then hold all 100 changes.
+ *   Then the service's side of fleet-1000's change without the doors' own work: one more change, and 1,000 doors'
+ *   GET /directory?since for it at once from one client process (bench/stormClient.ts, each on its kept-alive one):
+ *   until all 1,000 hold the answer, and the CPU of the service processes, PostgreSQL and HAProxy over it.
  * The layouts alternate within each phase, so a change in the machine's load weighs on both alike.
  * SERVICE_CLUSTER_USERS=10000 runs the storms at 10,000 users only (the 250,000 ones take many minutes).
  */
 import { mkdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { applyBurst, changedIds, waitHeld } from './changeBurst.js';
-import { stormAt, type RunningSite } from './directoryStorm.js';
+import { storm, stormAt, type RunningSite } from './directoryStorm.js';
 import { fleet1000On } from './fleetBench.js';
 import { startBroker } from './mqttBench.js';
 import { freePort } from './net.js';
@@ -23,6 +26,7 @@ import { processCpuMs, startBenchPostgres, type BenchPostgres } from './postgres
 import { type BenchRow, infoRow } from './report.js';
 import { layoutLabel, type SiteLayout } from './serviceSite.js';
 import { sleep } from './wait.js';
+import { directoryQuery, parseDirectoryEtag } from '../src/protocol/directory.js';
 
 const B = 'service-cluster';
 const CHANGES = 100;
@@ -101,8 +105,63 @@ function cpuPerChange(users: number, layout: SiteLayout, postgres: BenchPostgres
     ];
     if (layout.engine === 'postgres')
       rows.splice(1, 0, infoRow(B, `${label}: PostgreSQL's CPU per change (server and backends)`, (database1 - database0) / CHANGES, 'ms'));
-    return rows;
+    return [...rows, ...(await changeForTheFleet(label, { site, front, pids }, layout.engine === 'postgres', databaseCpu))];
   };
+}
+
+/** fleet-1000's doors. */
+const FLEET_DOORS = 1000;
+/** The figure fleet-1000 is held to: a change held by all 1,000 doors within this. */
+const FLEET_GOAL_MS = 3000;
+
+/**
+ * The service's side of a change that 1,000 doors fetch, without the doors' own work (in fleet-1000 they share this
+ * machine's two cores with the service, each door's cache write its own fsync): a change, then 1,000 GET
+ * /directory?since of the version held before it, at once from one client process, each on a connection of its own
+ * opened before (as a door asks on the connection of its last sync, kept alive). The service processes',
+ * PostgreSQL's and HAProxy's CPU over it: what a change costs a service machine of its own.
+ */
+async function changeForTheFleet(label: string, { site, front, pids }: RunningSite, onPostgres: boolean, databaseCpu: () => number): Promise<BenchRow[]> {
+  const auth = `Bearer ${site.doorKey}`;
+  const { revision } = (await getJson<Status>(`${front.url}/status`, site.doorKey)).directory;
+  // The version a door holds: the current one's ETag (a 304 to a door that holds it).
+  const current = await fetch(`${front.url}/directory?since=${revision}`, { headers: { authorization: auth } });
+  await current.body?.cancel();
+  const held = parseDirectoryEtag(current.headers.get('etag') ?? undefined);
+  if (held === null) throw new Error(`${B} benchmark: GET /directory?since=${revision} answered ${current.status} without a directory ETag`);
+  const changed = await fetch(`${front.url}/togglesuspension`, {
+    method: 'PUT',
+    headers: { authorization: `Bearer ${site.adminKey}`, 'content-type': 'application/json' },
+    body: JSON.stringify({ email_id: 3 }),
+  });
+  if (!changed.ok) throw new Error(`${B} benchmark: PUT /togglesuspension answered ${changed.status}: ${await changed.text()}`);
+  // Each process hears of it (LISTEN/NOTIFY) before the doors ask, as the revision message comes after the commit.
+  await sleep(200);
+  const serviceCpu = () => pids.reduce((sum, pid) => sum + processCpuMs(pid), 0);
+  const balancerCpu = () => (front.balancerPid === null ? 0 : processCpuMs(front.balancerPid));
+  const before = [serviceCpu(), databaseCpu(), balancerCpu()] as const;
+  const query = new URLSearchParams(directoryQuery(held)).toString();
+  const measured = await storm(`${front.url}/directory?${query}`, [`authorization: ${auth}`, 'accept-encoding: gzip'], FLEET_DOORS, `${front.url}/healthz`);
+  await sleep(SETTLE_MS);
+  const [service, database, balancer] = [serviceCpu() - before[0], databaseCpu() - before[1], balancerCpu() - before[2]];
+  const missed = measured.refused + measured.failed + measured.timedOut;
+  const what = `${label}: a change's ${FLEET_DOORS.toLocaleString('en-US')} GET /directory?since at once, the service's side alone`;
+  return [
+    {
+      bench: B,
+      metric: `${what}: all ${FLEET_DOORS.toLocaleString('en-US')} answered`,
+      value: measured.allMs ?? Number.NaN,
+      unit: 'ms',
+      floor: null,
+      floorLabel: '',
+      ratio: null,
+      target: `< ${FLEET_GOAL_MS} (fleet-1000's), none refused or failed`,
+      met: measured.allMs !== null && measured.allMs < FLEET_GOAL_MS && missed === 0,
+    },
+    infoRow(B, `${what}: the service's CPU (all ${pids.length} process${pids.length > 1 ? 'es' : ''})`, service, 'ms'),
+    ...(onPostgres ? [infoRow(B, `${what}: PostgreSQL's CPU`, database, 'ms')] : []),
+    ...(front.balancerPid === null ? [] : [infoRow(B, `${what}: HAProxy's CPU`, balancer, 'ms')]),
+  ];
 }
 
 /** SERVICE_CLUSTER_USERS=10000: the storms at that size only. */

@@ -5,8 +5,10 @@
  * Prints JSON: allMs (until the last complete body; null when some never completed), completed, refused (503, 429),
  * failed (another status, a broken connection, a body shorter than announced), timedOut, bytes (per body), p50Ms.
  *   node dist/bench/stormClient.js URL CLIENTS SILENCE [HEADER: VALUE ...]
+ * With STORM_WARM_URL set, each door first GETs that URL on a kept-alive connection of its own and the storm's clock
+ * starts once all are open: the doors of a change, each asking again on the connection of its last sync.
  */
-import { request } from 'node:http';
+import { Agent, request } from 'node:http';
 
 const [url, clientsText, silenceText, ...headerArgs] = process.argv.slice(2);
 const clients = Number(clientsText);
@@ -15,7 +17,7 @@ const headers = Object.fromEntries(headerArgs.map((h) => [h.slice(0, h.indexOf('
 
 type Outcome = { kind: 'completed'; ms: number; bytes: number } | { kind: 'refused' | 'failed' | 'timedOut' };
 
-function door(started: number): Promise<Outcome> {
+function door(started: number, agent: Agent | false): Promise<Outcome> {
   return new Promise((resolve) => {
     let settled = false;
     const done = (outcome: Outcome) => {
@@ -28,7 +30,7 @@ function door(started: number): Promise<Outcome> {
       done({ kind: 'timedOut' });
       req.destroy();
     }, silenceMs);
-    const req = request(url!, { agent: false, headers }, (res) => {
+    const req = request(url!, { agent, headers }, (res) => {
       timer.refresh();
       const expected = Number(res.headers['content-length']);
       let bytes = 0;
@@ -48,8 +50,24 @@ function door(started: number): Promise<Outcome> {
   });
 }
 
+/** One GET of `warmUrl` on the door's own connection, kept open for the storm. */
+function warm(warmUrl: string, agent: Agent): Promise<void> {
+  return new Promise((resolve, reject) => {
+    request(warmUrl, { agent, headers }, (res) => {
+      res.resume();
+      res.on('end', () => (res.statusCode === 200 ? resolve() : reject(new Error(`GET ${warmUrl} answered ${res.statusCode}`))));
+    })
+      .on('error', reject)
+      .end();
+  });
+}
+
+const warmUrl = process.env.STORM_WARM_URL;
+const agents = Array.from({ length: clients }, () => (warmUrl ? new Agent({ keepAlive: true, maxSockets: 1 }) : (false as const)));
+if (warmUrl) await Promise.all(agents.map((agent) => warm(warmUrl, agent as Agent)));
 const started = performance.now();
-const outcomes = await Promise.all(Array.from({ length: clients }, () => door(started)));
+const outcomes = await Promise.all(agents.map((agent) => door(started, agent)));
+for (const agent of agents) if (agent) agent.destroy();
 const completed = outcomes.filter((o): o is Extract<Outcome, { kind: 'completed' }> => o.kind === 'completed');
 const times = completed.map((o) => o.ms).sort((a, b) => a - b);
 const count = (kind: Outcome['kind']) => outcomes.filter((o) => o.kind === kind).length;

@@ -23,9 +23,10 @@ const TAPS = 1000;
 const DOOR_OPEN_MS = 100;
 /**
  * After the relock, before the next tap: taps come one at a time, not back to back, so the agent has finished
- * recording the last one (as the MQTT benchmark lets it, and as a door sees people: seconds apart).
+ * recording the last one (as the MQTT benchmark lets it, and as a door sees people: seconds apart). With the door's
+ * 100 ms open, a tap every 200 ms or more: a reader decides at most 5 cards a second (src/core/readerPace.ts).
  */
-const PACE_MS = 25;
+const PACE_MS = 100;
 const TIMED_RELOCKS = 20;
 /**
  * The floor's tap comes this long into the agent's door standing open: past the agent's recording of its grant and
@@ -183,7 +184,7 @@ async function startFloor(dir: string): Promise<{ tap: () => Promise<number>; st
   return {
     // One tap per cycle of the agent's, so the floor taps as often as the agent's reader is tapped (a reader idle
     // longer answers a little later). Its relock line comes FLOOR_OPEN_MS after its tap, so it then idles about
-    // 87 ms where the agent idles PACE_MS: a later line would meet the agent's next tap (bench/HISTORY.md).
+    // 160 ms where the agent idles PACE_MS: a later line would meet the agent's next tap (bench/HISTORY.md).
     tap: async () => {
       const ms = await flip();
       await sleep(FLOOR_OPEN_MS);

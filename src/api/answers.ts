@@ -1,6 +1,6 @@
 import * as z from 'zod';
 import { WEEKDAY_KEYS } from '../core/weeklySchedule.js';
-import { serviceTime, smartcardSchema, userListItemSchema } from './shapes.js';
+import { directoryRestoreSchema, serviceTime, smartcardSchema, userListItemSchema } from './shapes.js';
 
 /**
  * The reference service's answers that the agent does not read (shapes.ts has those it does): the body of each
@@ -109,11 +109,15 @@ export const statusAnswerSchema = z.object({
     }),
     builds: count,
     compressions: count,
+    restore: directoryRestoreSchema.nullable().describe('the restore awaiting acceptance (POST /directory/restore/accept); null: none'),
   }),
   in_flight: z.object({ directory_answers: count, directory_builds: count }),
   limits: z.object({ max_directory_answers: count, max_directory_builds: count, retry_after_seconds: count }),
   refused: z.record(z.string(), count).describe('requests refused or shed since the service started, by reason'),
 });
+
+/** POST /directory/restore/accept: the revision that answers without the restore. */
+export const restoreAcceptedSchema = z.object({ accepted: z.literal(true), revision: count });
 
 /** GET /healthz when this process can query its database. */
 export const healthAnswerSchema = z.object({ status: z.literal('ok'), database: z.literal('ok') });

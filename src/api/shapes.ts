@@ -151,3 +151,13 @@ export const resourceGroupSchema = z.object({
 });
 export type ResourceGroup = z.output<typeof resourceGroupSchema>;
 export const resourceGroupsSchema = z.array(resourceGroupSchema).max(10_000, 'at most 10,000 resource groups');
+
+/**
+ * A restore of the service's database awaiting acceptance at the service (GET /directory `restore`, GET /status
+ * `directory.restore`; docs/reference-service.md "Backup and restore"): when it was detected, and how. Keys a later
+ * service adds are ignored.
+ */
+export const directoryRestoreSchema = z.object({
+  detected_at: z.string().min(1).max(100).describe('when the service saw that its database went back (ISO 8601)'),
+  reason: z.string().max(1000).describe('how it saw it'),
+});

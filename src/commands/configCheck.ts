@@ -33,7 +33,8 @@ function loadServiceConfigIfServiceOnly(path: string) {
   } catch {
     return undefined; // the agent loader reports unreadable or broken files
   }
-  if (typeof data !== 'object' || data === null || !('server' in data) || 'doors' in data || 'agent' in data) return undefined;
+  // A server section and no door: the service's file, also when it carries an agent section (one file can serve both).
+  if (typeof data !== 'object' || data === null || !('server' in data) || 'doors' in data) return undefined;
   return loadServiceConfig(path);
 }
 
@@ -46,6 +47,7 @@ function runConfigCheck(args: { config: string | undefined }, ctx: CommandContex
     ctx.stdout.write(
       `${path}: ok (reference service)\n` +
         `  listen ${service.server.listen}, data in ${service.server.dataDir}, ${service.server.resources.length} resource(s)\n` +
+        `  database ${service.server.database ? `PostgreSQL ${redactUrl(service.server.database.url)} (the history mark in the data directory)` : `SQLite ${service.server.dataDir}/service.db`}\n` +
         (service.server.metrics ? `  metrics: GET http://${service.server.metrics.listen}/metrics\n` : '') +
         `  mqtt ${service.mqtt ? redactUrl(service.mqtt.url) : 'not configured (POST /setlockstatus answers 503)'}; ` +
         `smtp ${service.server.smtp ? redactUrl(service.server.smtp.url) : 'not configured (mail waits in the outbox)'}\n` +

@@ -121,7 +121,7 @@ function runStatus(args: { json: boolean; config: string | undefined }, ctx: Com
       levels: levelStatus(config, db, now, new Set(operations.holidays)),
       counts: new CredentialCache(db).counts(),
       directoryFindings: findings,
-      pins: pinStatus(config, findings.shortPins?.count ?? 0, state),
+      pins: pinStatus(config, findings.shortPins?.count ?? 0, state, now),
       lastImport: readMeta<{ at: string; file: string }>(db, 'last_import') ?? null,
       sync: config.service ? syncView(readSyncStatus(db), now, config.service.warnCacheAgeSeconds) : null,
       offlineLimit: offlineLimitStatus(config, db, state, now, systemBootClock),

@@ -1,5 +1,6 @@
 import type { HeldBack, SyncStatus } from '../sync/sync.js';
 import { describeRestrictions } from '../store/restrictiveMerge.js';
+import { describeBeyondCache } from '../store/widening.js';
 
 /** The last successful sync as `status` shows it: full or a delta, how long, how many bytes. */
 export interface LastSyncView {
@@ -71,8 +72,8 @@ const REFUSED = {
 } as const;
 
 /**
- * An answer the mass-removal guard refused: what of it the door applied at once (its restrictive part) and what
- * waits for the operator; nothing when none is held back.
+ * An answer the mass-removal guard refused, or a restore awaiting acceptance at the service: what of it the door
+ * applied at once (its restrictive part) and what waits for the operator; nothing when none is held back.
  */
 export function heldBackLines(held: HeldBack | null | undefined): string[] {
   if (!held) return [];
@@ -81,6 +82,15 @@ export function heldBackLines(held: HeldBack | null | undefined): string[] {
       ? `its restrictive part applied at once (${describeRestrictions(held.restricted)})`
       : 'nothing in it restricts the users the door holds: the cache is unchanged';
   const alsoWaiting = held.restricted.removalsWaiting > 0 ? `, the ${held.restricted.removalsWaiting} credentials it takes from users it still lists` : '';
+  if (held.restore) {
+    const removal =
+      held.waiting.credentialsRemoved > 0 ? `, the removal of ${held.waiting.credentialsRemoved} of ${held.waiting.credentialsBefore} credentials` : '';
+    return [
+      `held back: the service's database was restored from a backup (detected ${held.restore.detectedAt}) and the restore awaits acceptance at the service (last refused at ${held.at}); ${applied}`,
+      `  waiting for the restore to be accepted at the service (POST /directory/restore/accept or the console), or door-agent sync --allow-mass-removal here: ` +
+        `${describeBeyondCache(held.restore.beyondCache)} beyond the cache${removal}${alsoWaiting}, and the rest of the answer`,
+    ];
+  }
   return [
     `held back: the service's answer (last at ${held.at}) is refused by ${REFUSED[held.reason]}; ${applied}`,
     `  waiting for door-agent sync --allow-mass-removal: the removal of ${held.waiting.credentialsRemoved} of ${held.waiting.credentialsBefore} credentials${alsoWaiting} and the rest of the answer (additions, reinstatements, wider access)`,

@@ -5,7 +5,8 @@ import { withProps } from './objects.js';
  * cause): it ends `quietSeconds` after the last guess it refused (a valid card refused during it does not prolong
  * it), and in any case `lockoutSeconds` after it started. The next one cannot start before the reader has been
  * open for `quietSeconds`: a stream of guesses that never stops still leaves a valid card tapped every few seconds
- * a window to get in at least every lockoutSeconds + quietSeconds.
+ * a window to get in at least every lockoutSeconds + quietSeconds (a stream no faster than the reader's pace,
+ * readerPace.ts: a faster one takes the decisions of the window). Between lockouts the pace bounds the guesses.
  */
 export interface CardLockoutPolicy {
   failures: number;

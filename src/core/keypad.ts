@@ -57,22 +57,30 @@ export function recordFailure(
   return { state: withProps(state, { failures, streak, lastFailure: now }), lockoutStarted: false, lockoutMs: 0 };
 }
 
-/** What state.db keeps of the keypad state: no clock readings (the monotonic clock restarts with the process). */
+/**
+ * What state.db keeps of the keypad state. The daemon reads back no clock reading (the monotonic clock restarts
+ * with the process); the end of a lockout in progress is kept by the wall clock for `door-agent status` only.
+ */
 export interface SavedKeypadState {
   /** Wrong PINs still inside the window when saved. */
   failures: number;
   /** The length (ms) of the lockout in progress when saved; 0: none. */
   lockoutMs: number;
   streak: number;
+  /** With a lockout in progress and `wallNow` given: when it ends (ISO 8601, the wall clock). */
+  lockoutEndsAt?: string;
 }
 
-export function saveKeypadState(state: KeypadState, now: number, policy: KeypadLockoutPolicy): SavedKeypadState {
+export function saveKeypadState(state: KeypadState, now: number, policy: KeypadLockoutPolicy, wallNow?: number): SavedKeypadState {
   const windowStart = now - policy.windowSeconds * 1000;
-  return {
+  const lockedOut = isLockedOut(state, now);
+  const saved: SavedKeypadState = {
     failures: state.failures.filter((t) => t > windowStart).length,
-    lockoutMs: isLockedOut(state, now) ? state.lockoutMs : 0,
+    lockoutMs: lockedOut ? state.lockoutMs : 0,
     streak: state.streak,
   };
+  if (lockedOut && wallNow !== undefined) saved.lockoutEndsAt = new Date(wallNow + (state.lockedUntil! - now)).toISOString();
+  return saved;
 }
 
 const count = (v: unknown, max: number): number => (typeof v === 'number' && Number.isFinite(v) && v > 0 ? Math.min(Math.floor(v), max) : 0);

@@ -1,6 +1,6 @@
 import type { Logger } from 'pino';
 import type { DoorOptions, FeedbackKind } from './options.js';
-import { normalizeCardNumber, type CredentialKind } from '../core/credentials.js';
+import { credentialHint, normalizeCardNumber, type CredentialKind } from '../core/credentials.js';
 import { countsAsGuess } from '../core/keypad.js';
 import { PinAfterCard } from './pinAfterCard.js';
 import { ReaderLockouts } from './readerLockouts.js';
@@ -17,6 +17,9 @@ import type { DoorGate, TapOutcome } from './doorGroups.js';
 import type { PassageRecord } from '../store/areaFacts.js';
 import { withProps } from '../core/objects.js';
 import { isCacheDamage } from '../store/cacheDamage.js';
+
+/** The reader shows lockedOut at most this often (a flood must not flood the reader's own line). */
+const LOCKED_OUT_FEEDBACK_MS = 500;
 
 /** What the agent's metrics learn of each decision (src/metrics/): never the credential nor its holder. */
 export interface DecisionMetrics {
@@ -65,6 +68,8 @@ export class CredentialFlow {
   private readonly pinAfterCard: PinAfterCard;
   /** The reader shows the decision (LED and buzzer lines, a reply line, OSDP); absent for readers without feedback. */
   private feedback: ((kind: FeedbackKind) => void) | null = null;
+  /** When the reader last showed lockedOut (monotonic ms): at most one every LOCKED_OUT_FEEDBACK_MS. */
+  private lockedOutShownAt = Number.NEGATIVE_INFINITY;
   /** When the credential being decided arrived (monotonic ms), for tap to relay; read only with metrics. */
   private arrivedAt = 0;
 
@@ -186,7 +191,20 @@ export class CredentialFlow {
     this.record('access_denied', this.decisionData(result, extra));
     this.deps.logger.info({ kind: result.kind, hint: result.hint, reason: result.reason }, 'access denied');
     const reason = result.reason;
-    this.feedback?.(reason === 'lockdown' ? 'lockdown' : reason === 'keypad_locked_out' || reason === 'card_locked_out' ? 'lockedOut' : 'deny');
+    if (reason === 'keypad_locked_out' || reason === 'card_locked_out') this.showLockedOut();
+    else this.feedback?.(reason === 'lockdown' ? 'lockdown' : 'deny');
+  }
+
+  /**
+   * Every attempt refused for a lockout or the pace is shown, so a valid user never meets a dead reader; at most
+   * once every LOCKED_OUT_FEEDBACK_MS, so a flood does not flood the reader's own line (a pattern still playing
+   * shows it meanwhile).
+   */
+  private showLockedOut(): void {
+    const now = this.deps.clock.monoNow();
+    if (now - this.lockedOutShownAt < LOCKED_OUT_FEEDBACK_MS) return;
+    this.lockedOutShownAt = now;
+    this.feedback?.('lockedOut');
   }
 
   private check(kind: CredentialKind, credential: string, printed?: string): AccessResult | null {
@@ -196,8 +214,6 @@ export class CredentialFlow {
         kind,
         credential,
         now: this.deps.clock.wallNow(),
-        keypadLockedOut: this.lockouts.isLockedOut('pin'),
-        cardLockedOut: this.lockouts.isLockedOut('card'),
         lockdown: this.deps.lockdown?.() ?? false,
         cacheTooOld: this.deps.cacheTooOld?.() ?? false,
       };
@@ -217,16 +233,16 @@ export class CredentialFlow {
   /** A credential from the door's reader, normalized there (src/readers/reader.ts). */
   onCredential(credential: Credential): void {
     if (this.deps.metrics) this.arrivedAt = this.deps.clock.monoNow();
+    // A lockout refuses before anything is looked up: during a keypad lockout not even a duress PIN is recognized
+    // (anyone at the wire could otherwise raise a duress alarm for every PIN user in seconds).
+    const lockout = credential.kind === 'pin' ? 'pin' : 'card';
+    if (this.lockouts.isLockedOut(lockout)) return this.refuseForLockout(credential);
+    // Cards and tokens are decided at the reader's pace (core/readerPace.ts); PINs have the keypad lockout.
+    if (lockout === 'card' && !this.lockouts.takeDecision()) return this.refuseForPace();
     const result = this.check(credential.kind, credential.value, credential.printed);
     if (result === null) return;
     // The silent alarm first, whatever the decision, before anything that may fail (the relay, the other events).
     if (result.duress) this.raiseDuress(result);
-    if (result.reason === 'keypad_locked_out' || result.reason === 'card_locked_out') {
-      const which = result.reason === 'keypad_locked_out' ? 'pin' : 'card';
-      if (this.lockouts.refusedDuringLockout(which, () => this.isGuess(credential.kind, credential.value))) this.deny(result);
-      else this.deps.metrics?.denied(result.reason); // recorded in the lockout's summary, counted one by one here
-      return;
-    }
     if (credential.kind === 'pin') return this.onPin(result, credential.value);
     // A card_and_pin door takes a card or a guest's QR token as the first factor; the holder's PIN must follow.
     if (this.door.mode === 'card_and_pin') this.onCardNeedingPin(result, credential.kind === 'card' ? credential.value : null);
@@ -234,6 +250,25 @@ export class CredentialFlow {
     else this.deny(result);
     // A refused card or token, known or not, is a guess (see countsAsGuess): counted after its denial is recorded.
     if (countsAsGuess(result)) this.lockouts.failed('card');
+  }
+
+  /** Refused for the lockout in force, without a decision: the first is recorded, the rest summarized (ReaderLockouts). */
+  private refuseForLockout(credential: Credential): void {
+    const { kind, value } = credential;
+    const reason = kind === 'pin' ? 'keypad_locked_out' : 'card_locked_out';
+    if (this.lockouts.refusedDuringLockout(kind === 'pin' ? 'pin' : 'card', () => this.isGuess(kind, value))) {
+      this.deny({ granted: false, reason, holders: [], door: this.door.uuid, kind, hint: credentialHint(value, kind) });
+      return;
+    }
+    this.deps.metrics?.denied(reason); // recorded in the lockout's summary, counted one by one here
+    this.showLockedOut();
+  }
+
+  /** A card or token past the reader's pace: refused as during a card lockout, without a lookup, and only counted. */
+  private refuseForPace(): void {
+    this.lockouts.refusedByPace();
+    this.deps.metrics?.denied('card_locked_out');
+    this.showLockedOut();
   }
 
   /**

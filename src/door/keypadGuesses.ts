@@ -31,6 +31,8 @@ export class KeypadGuesses {
   constructor(private readonly deps: KeypadGuessesDeps) {
     const saved = deps.load?.();
     this.state = saved === undefined ? KEYPAD_IDLE : restoreKeypadState(saved, deps.clock.monoNow(), deps.policy);
+    // A lockout restarted in full ends later than the saved one said: saved again for `door-agent status`.
+    if (this.state.lockedUntil !== null) this.queueSave();
   }
 
   get policy(): KeypadLockoutPolicy {
@@ -60,7 +62,7 @@ export class KeypadGuesses {
   flush(): void {
     if (!this.saveQueued) return;
     this.saveQueued = false;
-    this.deps.save?.(saveKeypadState(this.state, this.deps.clock.monoNow(), this.deps.policy));
+    this.deps.save?.(saveKeypadState(this.state, this.deps.clock.monoNow(), this.deps.policy, this.deps.clock.wallNow()));
   }
 
   private queueSave(): void {

@@ -8,6 +8,7 @@ import {
   recordCardRefused,
   type CardLockoutPolicy,
 } from '../core/cardLockout.js';
+import { PACE_FULL, READER_PACE, takePace } from '../core/readerPace.js';
 import type { EventType } from '../store/eventLog.js';
 import type { Clock, Timers } from '../util/clock.js';
 import type { KeypadGuesses } from './keypadGuesses.js';
@@ -25,16 +26,26 @@ export interface ReaderLockoutsDeps {
   record: (type: EventType, data: Record<string, unknown>) => void;
 }
 
+/** Refusals by the pace outside a lockout are summarized once it has refused nothing for this long (a flood's end). */
+const PACE_SUMMARY_AFTER_MS = 1_000;
+
 /**
- * A door's view of the two lockouts: wrong PINs lock every keypad of the agent (KeypadGuesses), refused cards and
- * tokens this reader (a card emulator cannot try numbers at serial speed; physical presence, so one reader's
- * flood never refuses a card at another). Attempts refused during a lockout: the first is recorded by the caller,
- * the rest counted and recorded as one summary (with `count`) when the lockout ends, so a flood cannot fill the
- * audit log.
+ * A reader's view of the two lockouts and its pace: wrong PINs lock every keypad of the agent (KeypadGuesses),
+ * refused cards and tokens this reader (physical presence, so one reader's flood never refuses a card at
+ * another), and the pace (core/readerPace.ts) bounds the reader's card and token decisions while it is open.
+ * Attempts refused during a lockout: the first is recorded by the caller, the rest counted; those the pace
+ * refused are only counted. The count is recorded as one summary (with `count`) once the lockout has ended and
+ * the pace has refused nothing for a second, so a flood cannot fill the audit log.
  */
 export class ReaderLockouts {
   private card = CARD_IDLE;
-  private readonly refused: Record<LockoutKind, number> = { pin: 0, card: 0 };
+  private pace = PACE_FULL;
+  /** Refused attempts not recorded on their own, waiting for the summary. */
+  private readonly unrecorded: Record<LockoutKind, number> = { pin: 0, card: 0 };
+  /** Whether the caller recorded this lockout's first refused attempt. */
+  private readonly firstRecorded: Record<LockoutKind, boolean> = { pin: false, card: false };
+  /** The last card or token the pace refused (monotonic ms) since the last summary; null: none. */
+  private pacedAt: number | null = null;
   private readonly timers: Record<LockoutKind, unknown> = { pin: null, card: null };
 
   constructor(private readonly deps: ReaderLockoutsDeps) {}
@@ -42,6 +53,13 @@ export class ReaderLockouts {
   isLockedOut(kind: LockoutKind): boolean {
     if (kind === 'pin') return this.deps.keypad.isLockedOut();
     return isCardLockedOut(this.card, this.deps.clock.monoNow(), this.deps.card);
+  }
+
+  /** Whether the reader may decide a card or token now (its pace); takes one decision when it may. */
+  takeDecision(): boolean {
+    const { state, allowed } = takePace(this.pace, this.deps.clock.monoNow(), READER_PACE);
+    this.pace = state;
+    return allowed;
   }
 
   /** A refused PIN, card or token (see countsAsGuess): counted; the lockout it may start is recorded. */
@@ -67,9 +85,23 @@ export class ReaderLockouts {
    */
   refusedDuringLockout(kind: LockoutKind, isGuess: () => boolean = () => true): boolean {
     if (kind === 'card' && isGuess()) this.card = recordCardRefused(this.card, this.deps.clock.monoNow(), this.deps.card);
-    const first = this.refused[kind]++ === 0;
-    if (first) this.armSummary(kind);
+    const first = !this.firstRecorded[kind];
+    if (first) this.firstRecorded[kind] = true;
+    else this.unrecorded[kind]++;
+    this.armSummary(kind);
     return first;
+  }
+
+  /**
+   * A card or token the pace refused, without a lookup: a guess, as one refused during a lockout is (the flow asks
+   * the pace only while the reader is open, so it prolongs no lockout), counted for the summary, never recorded alone.
+   */
+  refusedByPace(): void {
+    const now = this.deps.clock.monoNow();
+    this.card = recordCardRefused(this.card, now, this.deps.card);
+    this.unrecorded.card++;
+    this.pacedAt = now;
+    this.armSummary('card');
   }
 
   stop(): void {
@@ -80,28 +112,34 @@ export class ReaderLockouts {
     }
   }
 
-  private endsAt(kind: LockoutKind): number | null {
-    return kind === 'pin' ? this.deps.keypad.lockedUntil() : cardLockoutEndsAt(this.card, this.deps.card);
+  /** When the summary is due (monotonic ms): the lockout's end, and a second after the pace's last refusal. */
+  private summaryDue(kind: LockoutKind): number | null {
+    const lockoutEnd = !this.isLockedOut(kind) ? null : kind === 'pin' ? this.deps.keypad.lockedUntil() : cardLockoutEndsAt(this.card, this.deps.card);
+    const paceEnd = kind === 'card' && this.pacedAt !== null ? this.pacedAt + PACE_SUMMARY_AFTER_MS : null;
+    if (lockoutEnd === null) return paceEnd;
+    return paceEnd === null ? lockoutEnd : Math.max(lockoutEnd, paceEnd);
   }
 
-  /** The summary goes out when the lockout has ended (a card lockout's end moves with each refused attempt). */
+  /** The summary goes out when it is due (a card lockout's end moves with each refused attempt: looked at again then). */
   private armSummary(kind: LockoutKind): void {
     if (this.timers[kind] !== null) return;
-    const end = this.endsAt(kind);
+    const due = this.summaryDue(kind);
     const now = this.deps.clock.monoNow();
-    if (end === null || end <= now || !this.isLockedOut(kind)) {
+    if (due === null || due <= now) {
       this.summarize(kind);
       return;
     }
     this.timers[kind] = this.deps.timers.setTimeout(() => {
       this.timers[kind] = null;
       this.armSummary(kind);
-    }, end - now);
+    }, due - now);
   }
 
   private summarize(kind: LockoutKind): void {
-    const count = this.refused[kind] - 1; // the first one was recorded on its own
-    this.refused[kind] = 0;
+    const count = this.unrecorded[kind];
+    this.unrecorded[kind] = 0;
+    this.firstRecorded[kind] = false;
+    if (kind === 'card') this.pacedAt = null;
     if (count <= 0) return;
     const reason = kind === 'pin' ? 'keypad_locked_out' : 'card_locked_out';
     this.deps.record('access_denied', { kind, hint: kind === 'pin' ? 'PIN' : '…', reason, holders: [], count });

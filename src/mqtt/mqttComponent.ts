@@ -31,6 +31,8 @@ import { HealthHandler, type HealthSources } from './handlers/health.js';
 import { HomeAssistantEventsHandler } from './handlers/homeAssistantEvents.js';
 import { HomeAssistantCode } from './homeAssistantCode.js';
 import { AreasHandler } from './handlers/areas.js';
+import { ReplyTopics } from './replyTopic.js';
+import { AuditResendHandler } from './handlers/auditResend.js';
 import type { AreaRuntime } from '../door/areaRuntime.js';
 
 export interface MqttComponentDeps {
@@ -181,6 +183,10 @@ export class MqttComponent implements Component {
     // The one list of topic families. Connect runs in this order (the door state and availability near the end:
     // `online` and the outbox once the rest is in place; then the health, which so reports the outbox as it was at
     // the connect); stop in the reverse (the health's timers end before the doors are published LOCKED).
+    const replyTopics = new ReplyTopics({
+      own: { prefix: options.topicPrefix, agentId: this.deps.agentId, discoveryPrefix: options.homeAssistant.prefix },
+      logger,
+    });
     const handlers: MqttHandler[] = [
       new DoorCommandsHandler({
         client,
@@ -194,6 +200,7 @@ export class MqttComponent implements Component {
         timers,
         logger,
         refusals,
+        replyTopics,
         homeAssistantCode: haCode,
         onUnlockRefused: haEvents ? (door, reason, error, at) => haEvents.unlockRefused(door, reason, error, at) : undefined,
       }),
@@ -248,10 +255,12 @@ export class MqttComponent implements Component {
               clock,
               logger,
               refusals,
+              replyTopics,
             }),
           ]
         : []),
       doorState,
+      new AuditResendHandler({ topics, events: store.events, clock, logger, onRepublished: () => doorState.eventsToSendAgain() }),
       new HealthHandler({
         client,
         topics,

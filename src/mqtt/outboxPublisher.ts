@@ -24,6 +24,8 @@ export class OutboxPublisher {
   private retryTimer: unknown = null;
   private retryAttempt = 0;
   private retryDue = false;
+  /** Events behind the pass's cursor were made unpublished again: the next batch starts from the oldest. */
+  private rewindDue = false;
 
   constructor(
     private readonly events: EventLog,
@@ -38,6 +40,12 @@ export class OutboxPublisher {
     const waiting = [...this.waiters];
     this.waiters.clear();
     for (const wake of waiting) wake();
+  }
+
+  /** Events older than the ones sent were made unpublished again (the service asked for them): they go out next. */
+  rewind(): void {
+    this.rewindDue = true;
+    this.kick();
   }
 
   /** Starts (or restarts after a reconnect) draining from the oldest unpublished event. */
@@ -88,6 +96,10 @@ export class OutboxPublisher {
         this.retryDue = false;
         after = 0;
         refusedTopics = new Set();
+      }
+      if (this.rewindDue) {
+        this.rewindDue = false;
+        after = 0;
       }
       const batch = this.events.unpublished(after, BATCH);
       if (batch.length === 0) {

@@ -40,6 +40,10 @@ export class DoorTopics {
   guestLink(id: string): string {
     return `${this.prefix}/guest-links/${id}`;
   }
+  /** `{"chain","from","to"}` to one agent (in, QoS 1, not retained): send those audit events again (protocol/auditResend.ts). */
+  auditResendOf(agentId: string): string {
+    return `${this.prefix}/agents/${agentId}/audit/resend`;
+  }
   get guestLinks(): string {
     return `${this.prefix}/guest-links/+`;
   }
@@ -95,6 +99,10 @@ export class Topics extends DoorTopics {
   /** `{"area":...}`: reset an area's anti-passback and occupancy, or every area's (in, not retained). */
   get areasReset(): string {
     return `${this.prefix}/agents/${this.agentId}/areas/reset`;
+  }
+  /** The service's request to send audit events again (in): protocol/auditResend.ts. */
+  get auditResend(): string {
+    return this.auditResendOf(this.agentId);
   }
   /** The reply to a reset without an MQTT 5 response topic (out). */
   get areasReply(): string {

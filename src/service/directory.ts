@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import type { Logger } from 'pino';
 import type { DirectoryVersion } from '../protocol/directory.js';
 import { CoalescedReads } from '../util/coalescedReads.js';
-import { DirectoryHistory } from './directoryHistory.js';
+import { DirectoryHistory, RESTORE_AWAITS_ACCEPTANCE, type PendingRestore } from './directoryHistory.js';
 import { LevelStore, type DirectoryLevel, type DirectoryResourceGroup } from './levels.js';
 import { DirectoryUsers, type DoorUser, type DoorUserReader } from './directoryUsers.js';
 import type { SqlDb, SqlQueries } from './sql/sqlDb.js';
@@ -39,6 +39,8 @@ export interface DirectoryContents {
   levels: DirectoryLevel[];
   /** Every resource group, sorted by name (an agent's own config levels may name one). */
   resource_groups: DirectoryResourceGroup[];
+  /** The restore awaiting acceptance, in every answer while it does (the answer's `restore`); null: none. */
+  restore: { detected_at: string; reason: string } | null;
 }
 
 const fingerprint = (value: unknown) => createHash('sha256').update(JSON.stringify(value)).digest('base64url');
@@ -213,15 +215,44 @@ export class Directory {
       await db.run('INSERT INTO directory_levels (id, hash) VALUES (1, ?) ON CONFLICT (id) DO UPDATE SET hash = excluded.hash', [levelsHash]);
     }
     if (!changed) return { revision: current, changed: false };
-    await db.run(
+    await this.issue(next, now);
+    return { revision: next, changed: true };
+  }
+
+  /** Revision `next` with its tag, recorded in the mark once committed and owed to the doors (onAdvance). */
+  private async issue(next: number, now: number): Promise<DirectoryRevision> {
+    await this.db.run(
       'INSERT INTO directory_revision (id, revision, at) VALUES (1, ?, ?) ON CONFLICT (id) DO UPDATE SET revision = excluded.revision, at = excluded.at',
       [next, new Date(now).toISOString()],
     );
     await this.history.issueTag(next);
     const issued = await this.revision();
-    db.afterCommit(() => this.history.record(issued));
+    this.db.afterCommit(() => this.history.record(issued));
     await this.onAdvance(issued);
-    return { revision: next, changed: true };
+    return issued;
+  }
+
+  /**
+   * Inside the caller's transaction: the next revision, though no user moved, for a change of the answers
+   * themselves (a restore accepted: its `restore` member goes). Published as advance's are.
+   */
+  async issueRevision(now: number): Promise<DirectoryRevision> {
+    const current = (await this.db.value<number>('SELECT revision FROM directory_revision WHERE id = 1')) ?? 0;
+    return this.issue(current + 1, now);
+  }
+
+  /** The restore awaiting acceptance (directoryHistory.ts), or null. */
+  pendingRestore(): Promise<PendingRestore | null> {
+    return this.history.pendingRestore();
+  }
+
+  /**
+   * Inside the caller's transaction: the pending restore accepted, and the revision that answers without it
+   * issued, so the doors take the restored directory. null when no restore awaited acceptance.
+   */
+  async acceptRestore(now: number): Promise<DirectoryRevision | null> {
+    if (!(await this.history.acceptRestore())) return null;
+    return this.issueRevision(now);
   }
 
   /** Whether anything waits for a revision (a change made beside the service, or one whose advance failed). */
@@ -265,7 +296,7 @@ export class Directory {
     });
     this.logger?.warn(
       { since, revision: current.revision, oldHistory: current.history, newHistory: renewed },
-      `the directory went back (${why}): its history is renewed and every door syncs in full`,
+      `the directory went back (${why}): its history is renewed and every door syncs in full. ${RESTORE_AWAITS_ACCEPTANCE}`,
     );
     return 'renewed';
   }
@@ -312,7 +343,7 @@ export class Directory {
   }
 
   /**
-   * The users, removals and levels of a plan's answer, read now (the users themselves a batch at a time by the
+   * The users, removals, levels and pending restore of a plan's answer, read now (the users themselves a batch at a time by the
    * caller: each is read as it is then, which is the plan's revision or later, never earlier; a user changed in
    * between is in the next delta again).
    */
@@ -325,6 +356,8 @@ export class Directory {
       plan.since === null
         ? []
         : await this.db.column<number>('SELECT email_id FROM directory_entries WHERE rev > ? AND removed = 1 ORDER BY email_id', [plan.since]);
-    return { ids, read: await this.doorUsers.reader(ids.length), removed, ...(await this.levels.forDirectory()) };
+    const pending = await this.history.pendingRestore();
+    const restore = pending === null ? null : { detected_at: pending.detectedAt, reason: pending.reason };
+    return { ids, read: await this.doorUsers.reader(ids.length), removed, ...(await this.levels.forDirectory()), restore };
   }
 }

@@ -41,7 +41,8 @@ class ChunkWriter {
 
 /**
  * The JSON of a GET /directory answer, byte for byte what `JSON.stringify` gives for the answer object
- * `{revision, history, tag, full, users, details, removed, levels, resource_groups}` (fastify's serialization
+ * `{revision, history, tag, full, restore, users, details, removed, levels, resource_groups}` (`restore` only while
+ * a restore awaits acceptance: directoryHistory.ts; fastify's serialization
  * before, so the agents read the same text), written into `sink` a batch of users at a time with a turn of the
  * event loop in between: at 250,000 users the service keeps answering other requests while it builds, and the
  * doors waiting for this answer receive its `users` as they are serialized (the `details`, which come after every
@@ -59,7 +60,8 @@ export async function buildDirectoryBody(
   const users = new ChunkWriter((chunk) => sink.push(chunk));
   const detailChunks: Buffer[] = [];
   const details = new ChunkWriter((chunk) => detailChunks.push(chunk));
-  const head = JSON.stringify({ revision, history, tag, full: plan.full });
+  const { restore } = contents;
+  const head = JSON.stringify({ revision, history, tag, full: plan.full, ...(restore === null ? {} : { restore }) });
   users.write(`${head.slice(0, -1)},"users":[`);
   details.write('],"details":{');
   let first = true;

@@ -6,6 +6,11 @@ import * as z from 'zod';
 import { historySchema, tagSchema, type DirectoryVersion } from '../protocol/directory.js';
 import type { SqlDb } from './sql/sqlDb.js';
 
+/** What the log says after a restore is detected: what the doors do now, and what the operator does. */
+export const RESTORE_AWAITS_ACCEPTANCE =
+  'The doors refuse what the restored database grants beyond their caches until the restore is accepted: make again what was revoked after the backup, ' +
+  'then accept it with POST /directory/restore/accept or on the console';
+
 /** Tags of this many past revisions are kept: an agent holding an older one is answered in full (safe). */
 const TAGS_KEPT = 100_000;
 
@@ -20,6 +25,17 @@ type Mark = z.output<typeof markSchema>;
 export function markFileFor(file: string): string | null {
   if (file === '' || file === ':memory:') return null;
   return join(dirname(file), `${basename(file).replace(/\.db$/, '')}-history.json`);
+}
+
+/**
+ * A restore awaiting acceptance (docs/reference-service.md "Backup and restore"): when the service saw that its
+ * database went back, and how (the renewal's reason). It undid every change made after the backup, revocations
+ * included, so the doors keep refusing what it would grant beyond their caches until an operator accepts it.
+ */
+export interface PendingRestore {
+  /** ISO time. */
+  detectedAt: string;
+  reason: string;
 }
 
 /**
@@ -48,12 +64,35 @@ export class DirectoryHistory {
     await this.db.run('DELETE FROM directory_tags WHERE revision <= ?', [revision - TAGS_KEPT]);
   }
 
-  /** A new history id: every agent holding the old one syncs in full. The mark is written once it is committed. */
+  /**
+   * A new history id, because the database went back: every agent holding the old one syncs in full, and the
+   * restore awaits acceptance (every renewal is one). The mark is written once it is committed.
+   */
   async renew(reason: string, now: number, current: { revision: number; tag: string | null }): Promise<string> {
     const history = randomBytes(16).toString('hex');
-    await this.db.run('UPDATE directory_history SET history = ?, renewed_at = ?, reason = ? WHERE id = 1', [history, new Date(now).toISOString(), reason]);
+    const at = new Date(now).toISOString();
+    await this.db.run('UPDATE directory_history SET history = ?, renewed_at = ?, reason = ?, restore_pending_since = ? WHERE id = 1', [
+      history,
+      at,
+      reason,
+      at,
+    ]);
     this.db.afterCommit(() => this.record({ revision: current.revision, history, tag: current.tag }));
     return history;
+  }
+
+  /** The restore awaiting acceptance, or null (none detected, or accepted). */
+  async pendingRestore(): Promise<PendingRestore | null> {
+    const row = await this.db.get<{ since: string | null; reason: string }>(
+      'SELECT restore_pending_since AS since, reason FROM directory_history WHERE id = 1',
+    );
+    return row?.since ? { detectedAt: row.since, reason: row.reason } : null;
+  }
+
+  /** Inside the caller's transaction: the pending restore accepted. false when none awaited acceptance. */
+  async acceptRestore(): Promise<boolean> {
+    const cleared = await this.db.run('UPDATE directory_history SET restore_pending_since = NULL WHERE id = 1 AND restore_pending_since IS NOT NULL');
+    return cleared.changes > 0;
   }
 
   /** The revision just issued (or the history just renewed), written to the mark file atomically. */
@@ -112,7 +151,7 @@ export class DirectoryHistory {
     this.logger?.warn(
       { markHistory: mark.history, markRevision: mark.revision, databaseHistory: history, databaseRevision: current.revision, newHistory: renewed },
       `the service database was restored or replaced: it holds directory revision ${current.revision}, the service had issued ${mark.revision}` +
-        `${mark.history !== history ? ' in another history' : ''}; the directory history is renewed and every door syncs in full`,
+        `${mark.history !== history ? ' in another history' : ''}; the directory history is renewed and every door syncs in full. ${RESTORE_AWAITS_ACCEPTANCE}`,
     );
     return true;
   }

@@ -26,8 +26,11 @@ export class ServiceMqtt {
   private readonly replyTopic: string;
   private readonly pending = new Map<string, (reply: DoorReply) => void>();
   private readonly protocolVersion: 4 | 5;
-  /** Topic filters others watch (the console's live view) and who gets their messages. */
-  private readonly watchers: Array<{ filters: string[]; onMessage: (topic: string, payload: Buffer) => void }> = [];
+  /**
+   * Topic filters others watch (the console's live view, the publisher's look at the retained guest links) and who
+   * gets their messages; `retained`: given by the broker as a subscription was made (not published since).
+   */
+  private readonly watchers: Array<{ filters: string[]; onMessage: (topic: string, payload: Buffer, retained: boolean) => void }> = [];
   private readonly connectListeners: Array<() => void> = [];
 
   constructor(
@@ -45,9 +48,9 @@ export class ServiceMqtt {
     this.client.on('connect', () => void this.onConnect());
     // Replies are matched by the request_id the door echoes (MQTT 5 also carries correlation data; with MQTT
     // 3.1.1 the replies come on P/doors/<uuid>/reply).
-    this.client.on('message', (topic, payload) => {
+    this.client.on('message', (topic, payload, packet) => {
       // Each watcher sees every message and keeps the topics it knows (theirs and the replies never overlap).
-      for (const watcher of this.watchers) watcher.onMessage(topic, payload);
+      for (const watcher of this.watchers) watcher.onMessage(topic, payload, packet.retain);
       // Only a reply resolves a command (an audit event may carry the same request_id).
       if (topic !== this.replyTopic && !(topic.startsWith(`${this.topics.prefix}/doors/`) && topic.endsWith('/reply'))) return;
       let body: Record<string, unknown>;
@@ -132,6 +135,72 @@ export class ServiceMqtt {
   watch(filters: string[], onMessage: (topic: string, payload: Buffer) => void): void {
     this.watchers.push({ filters, onMessage });
     if (this.client.connected) this.client.subscribeAsync(filters, { qos: 1 }).catch((err: unknown) => this.logger.warn({ err }, 'cannot subscribe'));
+  }
+
+  /**
+   * The ids of the guest links the broker retains a message for now (an empty one is not kept: it is a revocation),
+   * as a new subscriber is given them: P/guest-links/+ is subscribed for the while, until no retained message has
+   * come for `quietMs` (at most `maxMs`, or until `signal` aborts), then unsubscribed. Rejects when not connected or
+   * when the broker refuses the subscription (its ACL).
+   */
+  async retainedGuestLinks(quietMs: number, maxMs: number, signal: AbortSignal): Promise<string[]> {
+    if (!this.client.connected) throw new Error('the broker is not connected');
+    const filter = this.topics.guestLinks;
+    const ids = new Set<string>();
+    let finish!: () => void;
+    const finished = new Promise<void>((resolve) => {
+      finish = resolve;
+    });
+    let quiet: NodeJS.Timeout | undefined;
+    const restartQuiet = () => {
+      clearTimeout(quiet);
+      quiet = setTimeout(finish, quietMs);
+    };
+    const atMost = setTimeout(finish, maxMs);
+    signal.addEventListener('abort', finish, { once: true });
+    const watcher = {
+      filters: [filter],
+      onMessage: (topic: string, payload: Buffer, retained: boolean) => {
+        const id = this.topics.guestLinkOf(topic);
+        if (id === null || !retained) return;
+        if (payload.length > 0) ids.add(id);
+        restartQuiet();
+      },
+    };
+    this.watchers.push(watcher);
+    try {
+      const granted = await Promise.race([this.subscribeOne(filter), finished.then(() => null)]);
+      if (granted !== null && granted >= 0x80) {
+        throw new Error(
+          `the broker refused the subscription to ${filter} (reason code 0x${granted.toString(16)}): its ACL must let the service read it (topic readwrite ${filter})`,
+        );
+      }
+      restartQuiet();
+      await finished;
+      return [...ids];
+    } finally {
+      clearTimeout(quiet);
+      clearTimeout(atMost);
+      signal.removeEventListener('abort', finish);
+      this.watchers.splice(this.watchers.indexOf(watcher), 1);
+      // Not awaited: a broker that stopped answering must not hold the caller. Another watcher's filter stays.
+      if (this.client.connected && !this.watchers.some((w) => w.filters.includes(filter))) {
+        this.client.unsubscribeAsync(filter).catch(() => undefined);
+      }
+    }
+  }
+
+  /** Subscribes to one filter; the reason code the broker granted (0x80 and up: refused). */
+  private async subscribeOne(filter: string): Promise<number> {
+    try {
+      const [grant] = await this.client.subscribeAsync(filter, { qos: 1 });
+      return grant?.qos ?? 0x80;
+    } catch (err) {
+      // mqtt.js rejects a SUBACK that refuses, with the codes in the packet; anything else (a lost connection) is thrown.
+      const granted = (err as { packet?: { granted?: unknown } }).packet?.granted;
+      if (Array.isArray(granted) && typeof granted[0] === 'number') return granted[0];
+      throw err;
+    }
   }
 
   /** Whether the broker is connected now (a command sent otherwise cannot reach a door). */

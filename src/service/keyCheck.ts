@@ -3,7 +3,7 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { KeyKind } from './apiKeys.js';
 import { closeWithoutReading } from './http.js';
 import { BadRequest } from './params.js';
-import { bodyKey, bodyKind, keyInBodyPrefix, keysBeforeBody, oneKey, type GivenKey } from './requestKey.js';
+import { authorizationProblem, bodyKey, bodyKind, keyInBodyPrefix, keysBeforeBody, oneKey, type GivenKey } from './requestKey.js';
 import { REQUEST_LIMITS } from './requestLimits.js';
 
 declare module 'fastify' {
@@ -110,6 +110,8 @@ export function registerKeyCheck(
   deps: {
     /** The kind of a valid, unexpired key, or null (ApiKeys.verify: a query of the database). */
     verify(key: string): Promise<KeyKind | null>;
+    /** Whether a key the API refused is a valid SCIM token (ApiKeys.verifyScim), to say where it belongs. */
+    isScimToken?(key: string): Promise<boolean>;
     stopping(): boolean;
     /** Counts and logs a request refused while stopping (path without its query); answers its Retry-After in seconds. */
     refusedWhileStopping(path: string, message: string): number;
@@ -119,8 +121,14 @@ export function registerKeyCheck(
 ): { parseFailed(request: FastifyRequest, body: Buffer, err: Error): Promise<Error> } {
   const authenticate = async (request: FastifyRequest, given: GivenKey[], missing = 'an API key is required'): Promise<void> => {
     const key = oneKey(given);
-    const rank = key === undefined ? null : await deps.verify(key);
-    if (rank === null) throw new BadRequest(key === undefined ? missing : 'API key not valid or expired', 401);
+    if (key === undefined) throw new BadRequest(authorizationProblem(request) ?? missing, 401);
+    const rank = await deps.verify(key);
+    // This check sees /scim/v2 only when SCIM is not enabled: there the token is in its place, and opens nothing.
+    const outsideScim = !/^\/scim\/v2(\/|\?|$)/.test(request.url);
+    if (rank === null && outsideScim && (await deps.isScimToken?.(key))) {
+      throw new BadRequest('this key is scoped to /scim/v2 (SCIM provisioning) and opens nothing else', 403);
+    }
+    if (rank === null) throw new BadRequest('API key not valid or expired', 401);
     if (rank === 'DOOR' && !READ_METHODS.has(request.method) && request.routeOptions.config?.doorMayPost !== true) {
       throw new BadRequest(`a DOOR key only reads (GET): ${request.method} needs an ADMIN key`, 403);
     }
@@ -148,7 +156,10 @@ export function registerKeyCheck(
     if (given.length > 0 || !mayCarryKey(request)) return authenticate(request, given);
     const bodyLimit = request.routeOptions.bodyLimit ?? Infinity;
     if (Number(request.headers['content-length']) > bodyLimit) {
-      throw new BadRequest(`an API key is required (none in a header or the query string; a body over ${bodyLimit} bytes is not read)`, 401);
+      throw new BadRequest(
+        authorizationProblem(request) ?? `an API key is required (none in a header or the query string; a body over ${bodyLimit} bytes is not read)`,
+        401,
+      );
     }
   });
   app.addHook('preParsing', async (request, _reply, payload) => {

@@ -42,6 +42,25 @@ async function recordRevocation(db: SqlQueries, id: number, nowMs: number): Prom
 }
 
 /**
+ * Records as revoked, with the time `nowMs`, each of `ids` that the database has neither live nor revoked: a link
+ * the broker still holds from before the database was restored or replaced. Its tombstone then goes out with the
+ * others, and its id is never given to a new link. One transaction (a link made meanwhile is seen); the ids recorded.
+ */
+export async function revokeLinksNotStored(db: SqlDb, ids: readonly number[], nowMs: number): Promise<string[]> {
+  if (ids.length === 0) return [];
+  return db.transaction(async () => {
+    const unknown = await db.column<number | string>(
+      `SELECT value FROM ${db.jsonIdRows}
+        WHERE value NOT IN (SELECT magic_link_id FROM guest_links) AND value NOT IN (SELECT magic_link_id FROM revoked_guest_links)
+        ORDER BY value`,
+      [JSON.stringify(ids)],
+    );
+    for (const id of unknown) await recordRevocation(db, Number(id), nowMs);
+    return unknown.map(String);
+  });
+}
+
+/**
  * A removed or suspended user loses the guest links naming them: their e-mail and card leave each link (cards
  * are mapped one to one to e-mails), and a link left with nobody is deleted and revoked at the doors. Read and
  * written in one transaction (the caller's, when it has one), with the messages it owes the doors.

@@ -508,4 +508,11 @@ export const SERVICE_MIGRATIONS: readonly string[] = [
   ) STRICT;
   CREATE INDEX identity_sync_runs_by_source ON identity_sync_runs (source, run_id);
   `,
+  `
+  -- A restore awaiting acceptance (docs/reference-service.md "Backup and restore"): set when the history is renewed
+  -- because the database went back (the renewal's reason says how it was seen), cleared by POST
+  -- /directory/restore/accept. While it is set, every GET /directory answer carries "restore" and the doors refuse
+  -- what it would grant beyond their caches: the revocations made after the backup came undone with it.
+  ALTER TABLE directory_history ADD COLUMN restore_pending_since TEXT; -- when it was detected (ISO); NULL: none awaits
+  `,
 ];

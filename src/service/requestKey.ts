@@ -27,6 +27,16 @@ export function keysBeforeBody(request: FastifyRequest): GivenKey[] {
   return given;
 }
 
+/**
+ * Why no key was found, when an Authorization header was sent in another form than `Bearer <key>` (Basic, a bare
+ * key): the header the caller meant to carry the key, said plainly rather than "an API key is required".
+ */
+export function authorizationProblem(request: FastifyRequest): string | undefined {
+  const header = request.headers.authorization;
+  if (header === undefined || /^bearer[ \t]/i.test(header)) return undefined;
+  return 'the Authorization header must be "Bearer <key>"';
+}
+
 /** The key of a parsed body (JSON object or form), if it has one. */
 export function bodyKey(body: unknown): GivenKey[] {
   const key = typeof body === 'object' && body !== null && !Array.isArray(body) ? (body as Record<string, unknown>).api_key : undefined;

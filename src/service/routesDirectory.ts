@@ -1,7 +1,7 @@
 import { Readable } from 'node:stream';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import * as z from 'zod';
-import { directoryLevelsSchema, resourceGroupsSchema, userDetailSchema, userListItemSchema } from '../api/shapes.js';
+import { directoryLevelsSchema, directoryRestoreSchema, resourceGroupsSchema, userDetailSchema, userListItemSchema } from '../api/shapes.js';
 import { directoryEtag, historySchema, parseDirectoryEtag, tagSchema, type DirectoryVersion } from '../protocol/directory.js';
 import { negotiateEncoding } from './acceptEncoding.js';
 import { Overloaded } from './loadGate.js';
@@ -32,6 +32,11 @@ const answer = z.object({
   history: historySchema,
   tag: tagSchema,
   full: z.boolean().describe('true: everything, to replace what the caller holds; false: the changes since `since`'),
+  restore: directoryRestoreSchema
+    .optional()
+    .describe(
+      "only while a restore of the service's database awaits acceptance (POST /directory/restore/accept): doors refuse what it grants beyond their caches",
+    ),
   users: z.array(userListItemSchema.required({ user_tag: true })),
   details: z.record(z.string().regex(/^[0-9]{1,15}$/), userDetailSchema).describe("each listed user's detail form, by email_id"),
   removed: z.array(z.number().int().nonnegative()),
@@ -39,11 +44,16 @@ const answer = z.object({
   resource_groups: resourceGroupsSchema,
 });
 
-/** If-None-Match names what is answered: the same revision, history and tag (an old agent's "dir-N": the revision). */
-function notModified(ifNoneMatch: string | undefined, answer: DirectoryVersion): boolean {
+/**
+ * If-None-Match names what is answered: the same revision, history and tag. An old agent's "dir-N" names only the
+ * revision: enough beside its `since` (a delta), not for everything (a full answer), where nothing ties it to this
+ * database's history.
+ */
+function notModified(ifNoneMatch: string | undefined, answer: DirectoryVersion, full: boolean): boolean {
   const held = parseDirectoryEtag(ifNoneMatch);
   if (held === null || held.revision !== answer.revision) return false;
-  return held.history === null || (held.history === answer.history && held.tag === answer.tag);
+  if (held.history === null) return !full || answer.history === null;
+  return held.history === answer.history && held.tag === answer.tag;
 }
 
 /**
@@ -79,7 +89,8 @@ export function registerDirectoryRoutes(app: FastifyInstance, ctx: RouteContext)
     let plan = await planNow();
     for (let again = 0; again < 3 && ctx.directoryBytes.isBehind(plan.version); again++) plan = await planNow();
     reply.header('etag', directoryEtag(plan.version)).header('vary', 'Accept-Encoding');
-    if (!plan.full && notModified(request.headers['if-none-match'], plan.version)) return reply.code(304).send();
+    // With or without `since`: a caller that holds the current version gets no body.
+    if (notModified(request.headers['if-none-match'], plan.version, plan.full)) return reply.code(304).send();
     let release: (() => void) | null = null;
     if (plan.full) {
       release = ctx.load.answers.tryEnter();

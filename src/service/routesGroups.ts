@@ -2,6 +2,7 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import * as z from 'zod';
 import { groupCreatedSchema, invitesAnswerSchema, successAnswerSchema } from '../api/answers.js';
 import type { IdentitySource } from '../api/identity.js';
+import { sharingRefusal } from './cardSharing.js';
 import { refuseIfOwned } from './identity/ownership.js';
 import { documented } from './openapi/routeDoc.js';
 import { BadRequest, boolParam, emailParam, intParam, jsonArrayParam, parseParams, smartcardParam as smartcard } from './params.js';
@@ -38,7 +39,10 @@ export function registerGroupRoutes(app: FastifyInstance, ctx: RouteContext): vo
   const { db, users } = ctx;
   const params = <T extends z.ZodType>(schema: T, request: FastifyRequest) => parseParams(schema, request.query, request.body);
 
-  /** Refuses member ids that are not users (user groups) or configured resources (resource groups). */
+  /**
+   * Refuses member ids that are not users (user groups) or configured resources (resource groups), and GUEST users:
+   * a user group grants at the doors by its name, and a guest's access is its link's (as /policies refuses them).
+   */
   const checkMembers = async (type: 'users' | 'resources', ids: readonly number[], resourceType?: 'COMPUTER' | 'DOOR' | null) => {
     const active = type === 'users' ? await users.activeIds(ids) : null;
     const unknown =
@@ -51,6 +55,21 @@ export function registerGroupRoutes(app: FastifyInstance, ctx: RouteContext): vo
     if (unknown.length > 0) {
       throw new BadRequest(`unknown ${type === 'users' ? 'email_id' : resourceType ? `${resourceType} resource_id` : 'resource_id'}(s): ${unknown.join(', ')}`);
     }
+    if (type !== 'users') return;
+    const guests = await db.column<number>(`SELECT email_id FROM users WHERE tag = 'GUEST' AND email_id ${db.inJsonIds} ORDER BY email_id`, [
+      JSON.stringify(ids),
+    ]);
+    if (guests.length > 0) {
+      throw new BadRequest(`add_ids: GUEST users cannot join groups (promote them with PUT /promoteguest first): email_id ${guests.join(', ')}`);
+    }
+  };
+
+  /** Doors grant by a user group's name: a second user group of that name (trimmed, in any case) is refused. */
+  const checkUserGroupName = async (name: string) => {
+    const taken = await db.get<{ group_id: number; name: string }>("SELECT group_id, name FROM groups WHERE type = 'users' AND lower(trim(name)) = lower(?)", [
+      name,
+    ]);
+    if (taken) throw new BadRequest(`name: a user group named "${taken.name}" already exists (group_id ${taken.group_id})`, 409);
   };
 
   /** Adds members in one statement (10,000 ids are one round trip to PostgreSQL, not 10,000); known ones stay. */
@@ -69,7 +88,7 @@ export function registerGroupRoutes(app: FastifyInstance, ctx: RouteContext): vo
     key: 'ADMIN',
     params: createParams,
     answer: groupCreatedSchema,
-    statuses: { 413: `More than ${LIMITS.ids} add_ids.` },
+    statuses: { 409: 'Another user group has that name.', 413: `More than ${LIMITS.ids} add_ids.` },
   } as const;
   app.post('/groups', documented(createDoc), async (request) => {
     ctx.requireRank(request, 'ADMIN');
@@ -77,6 +96,7 @@ export function registerGroupRoutes(app: FastifyInstance, ctx: RouteContext): vo
     // The members checked in the transaction that adds them: a user removed meanwhile is refused, not added.
     const groupId = await db.transaction(async () => {
       await checkMembers(p.type, p.add_ids, p.type === 'resources' ? p.resource_type : undefined);
+      if (p.type === 'users') await checkUserGroupName(p.name);
       const id = (await db.value<number>('INSERT INTO groups (type, name, resource_type) VALUES (?, ?, ?) RETURNING group_id', [
         p.type,
         p.name,
@@ -170,13 +190,14 @@ export function registerGroupRoutes(app: FastifyInstance, ctx: RouteContext): vo
       }
       // Cards go to new members only (a re-invited user's were released at removal), so any number held by an
       // active user, or listed twice in the call, would be shared: refused (POST /invites has no allow_duplicates).
-      const taken = await users.newlyShared(
-        null,
-        p.emails.flatMap((_e, i) => cardsFor(i).map((c) => c.number)),
+      const refusal = sharingRefusal(
+        await users.sharing(
+          null,
+          p.emails.flatMap((_e, i) => cardsFor(i)),
+        ),
+        false,
       );
-      if (taken.length > 0) {
-        throw new BadRequest(`smartcard number(s) already in use: ${taken.map((n) => `…${n.slice(-4)}`).join(', ')}`);
-      }
+      if (refusal !== null) throw new BadRequest(refusal);
       // A run again (PostgreSQL, after a serialization failure) starts from an empty result.
       for (const list of Object.values(result)) list.length = 0;
       for (const [i, raw] of p.emails.entries()) {

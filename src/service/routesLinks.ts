@@ -4,9 +4,20 @@ import * as z from 'zod';
 import { parseServiceTime } from '../core/schedule.js';
 import { guestLinkCreatedSchema } from '../api/answers.js';
 import { timeMappingSchema } from '../api/shapes.js';
+import { sharingRefusal, type Sharing } from './cardSharing.js';
 import { refuseIfOwned } from './identity/ownership.js';
 import { documented } from './openapi/routeDoc.js';
-import { BadRequest, boolParam, emailParam, intParam, jsonArrayParam, parseParams, smartcardParam as smartcard } from './params.js';
+import {
+  BadRequest,
+  boolParam,
+  emailParam,
+  intParam,
+  jsonArrayParam,
+  jsonParam,
+  parseParams,
+  refuseNeverOpening,
+  smartcardParam as smartcard,
+} from './params.js';
 import { REQUEST_LIMITS as LIMITS } from './requestLimits.js';
 import type { RouteContext } from './routeContext.js';
 import type { StoredLink } from './linkStore.js';
@@ -24,8 +35,7 @@ const linkParams = z.object({
   config_id: z.union([intParam, z.string().min(1).max(64)]).optional(),
   smartcards: jsonArrayParam(smartcard, { field: 'smartcards', max: LIMITS.emails }).optional().describe('one card per guest, in the order of email_list'),
   allow_duplicates: boolParam.optional(),
-  time_mapping: z
-    .preprocess((v) => (typeof v === 'string' ? safeJson(v) : v), timeMappingSchema)
+  time_mapping: jsonParam(timeMappingSchema, 'a serialized JSON array')
     .optional()
     .describe('7 lists of [start_hour, end_hour] ranges, Sunday first; absent: always'),
 });
@@ -52,7 +62,11 @@ export function registerLinkRoutes(app: FastifyInstance, ctx: RouteContext): voi
     const p = params(linkParams, request);
     const now = ctx.clock.wallNow();
     const start = p.start_time ?? serviceTimestamp(now);
-    if (p.end_time && parseServiceTime(p.end_time)! <= parseServiceTime(start)!) throw new BadRequest('end_time: is not after start_time');
+    if (p.end_time && parseServiceTime(p.end_time)! <= parseServiceTime(start)!) {
+      // Without a start_time the link starts now: an end before it is in the past.
+      throw new BadRequest(p.start_time ? `end_time: ${p.end_time} is not after start_time ${p.start_time}` : `end_time: ${p.end_time} is in the past`);
+    }
+    if (p.time_mapping) refuseNeverOpening(p.time_mapping);
     // The checks and the writes in one transaction: a level named meanwhile, or a card given to another user
     // meanwhile (by another request, or another service process), is seen by the checks or makes them run again.
     const { link, guestCount, ignored } = await db.transaction(async () => {
@@ -78,20 +92,21 @@ export function registerLinkRoutes(app: FastifyInstance, ctx: RouteContext): voi
         ignored.add(email);
       });
       if (!p.allow_duplicates) {
-        // A card a guest already holds is no duplicate; one another user holds, or one given to two guests of this
-        // link, is (unless allow_duplicates).
+        // One card given to two guests of this link is listed twice; a card a guest already holds is no duplicate,
+        // one another user holds is (compared as the doors compare them: users.sharing).
         const given = new Map<string, number>();
-        for (const card of guests.values()) if (card) given.set(card.number, (given.get(card.number) ?? 0) + 1);
-        const taken = new Set<string>();
+        for (const card of guests.values()) {
+          const key = card && users.credentialKey(card);
+          if (key) given.set(key, (given.get(key) ?? 0) + 1);
+        }
+        const sharing: Sharing = { listedTwice: [], heldByOthers: [] };
         for (const [email, card] of guests) {
           if (!card) continue;
-          const holder = await users.byEmail(email);
-          const holds = holder !== undefined && (await users.smartcards(holder.email_id)).some((c) => c.number === card.number);
-          if (!holds && (given.get(card.number)! > 1 || (await users.numbersHeldByOthers(holder?.email_id ?? -1, [card.number])).length > 0))
-            taken.add(card.number);
+          if (given.get(users.credentialKey(card))! > 1) sharing.listedTwice.push(card.number);
+          else sharing.heldByOthers.push(...(await users.sharing((await users.byEmail(email))?.email_id ?? null, [card])).heldByOthers);
         }
-        if (taken.size > 0)
-          throw new BadRequest(`smartcard number(s) already in use: ${[...taken].map((n) => `…${n.slice(-4)}`).join(', ')} (set allow_duplicates to allow)`);
+        const refusal = sharingRefusal(sharing, true);
+        if (refusal !== null) throw new BadRequest(refusal);
       }
       const emailIds: Record<string, number> = {};
       for (const [email, card] of guests) {
@@ -102,7 +117,9 @@ export function registerLinkRoutes(app: FastifyInstance, ctx: RouteContext): voi
         // A card for a user whose cards come from SCIM or LDAP would be undone by the next sync: refused, as PUT /modifysmartcard.
         if (card) {
           refuseIfOwned(user.email, user.source, 'cards', ctx.identity);
-          await users.replaceSmartcards(user.email_id, [...(await users.smartcards(user.email_id)).filter((c) => c.number !== card.number), card]);
+          // The guest's own entry of that card (in any spelling) is replaced by the link's.
+          const others = (await users.smartcards(user.email_id)).filter((c) => users.credentialKey(c) !== users.credentialKey(card));
+          await users.replaceSmartcards(user.email_id, [...others, card]);
         }
       }
       const policyId = Number(await db.value('INSERT INTO policies (name) VALUES (?) RETURNING policy_id', [p.name]));
@@ -160,12 +177,4 @@ export function registerLinkRoutes(app: FastifyInstance, ctx: RouteContext): voi
       magic_link_id: link.magic_link_id,
     };
   });
-}
-
-function safeJson(text: string): unknown {
-  try {
-    return JSON.parse(text) as unknown;
-  } catch {
-    return text;
-  }
 }

@@ -5,20 +5,10 @@ import { parseServiceTime } from '../core/schedule.js';
 import { levelScheduleSchema, timeMappingSchema, timeMappingToSchedule, type LevelSchedule } from './levelSchedule.js';
 import { MAX_LEVELS, type Level, type LevelDefinition } from './levels.js';
 import { documented } from './openapi/routeDoc.js';
-import { BadRequest, intParam, jsonArrayParam, parseParams } from './params.js';
+import { BadRequest, intParam, jsonArrayParam, jsonParam, parseParams, refuseNeverOpening } from './params.js';
 import { REQUEST_LIMITS as LIMITS } from './requestLimits.js';
 import type { RouteContext } from './routeContext.js';
 import { thousands } from '../util/plural.js';
-
-/** A parameter that may hold JSON (a form or the query string): the text is parsed, anything else passes. */
-const jsonValue = (value: unknown) => {
-  if (typeof value !== 'string') return value;
-  try {
-    return JSON.parse(value) as unknown;
-  } catch {
-    return value; // reported by the schema as the wrong type
-  }
-};
 
 /** `schema`, or null ("null" from a form or the query string): clears the field (PUT), or says "none" (POST). */
 const nullable = <T extends z.ZodType>(schema: T) => z.preprocess((v) => (v === 'null' ? null : v), schema.nullable());
@@ -26,8 +16,16 @@ const nullable = <T extends z.ZodType>(schema: T) => z.preprocess((v) => (v === 
 const serviceTime = z.string().refine((s) => parseServiceTime(s) !== null, 'expected a UTC date "YYYY-MM-DD hh:mm:ss"');
 const levelName = z.string().trim().min(1, 'a name of 1 to 100 characters').max(100, 'a name of 1 to 100 characters');
 const memberIds = (field: string) => jsonArrayParam(intParam, { field, max: LIMITS.ids });
-const scheduleParam = z.preprocess(jsonValue, levelScheduleSchema.nullable());
-const timeMappingParam = z.preprocess(jsonValue, timeMappingSchema.nullable());
+/** A schedule in a form or the query string is JSON text; text that is not JSON is left to the schedule's own words. */
+const scheduleParam = z.preprocess((value) => {
+  if (typeof value !== 'string') return value;
+  try {
+    return JSON.parse(value) as unknown;
+  } catch {
+    return value; // "expected an object with weekdays ..."
+  }
+}, levelScheduleSchema.nullable());
+const timeMappingParam = jsonParam(timeMappingSchema.nullable(), 'a serialized JSON array');
 
 /** The definition fields POST takes and PUT may replace. */
 const definitionFields = {
@@ -85,6 +83,12 @@ export function registerPolicyRoutes(app: FastifyInstance, ctx: RouteContext): v
       throw new BadRequest(`name: a guest link's policy is named "${name}": choose another name for the level`, 409);
   };
 
+  /** Whether a resource group holds a door of this organization (server.resources). */
+  const groupHasDoor = async (groupId: number) => {
+    const members = await db.column<number>('SELECT member_id FROM group_members WHERE group_id = ?', [groupId]);
+    return members.some((id) => ctx.resources.find((r) => r.resourceId === id)?.type === 'DOOR');
+  };
+
   /** The definition after `p` is applied over `base` (POST: nothing), checked as a whole. */
   const definition = async (p: DefinitionParams, base: LevelDefinition | null): Promise<LevelDefinition> => {
     if (p.schedule !== undefined && p.time_mapping !== undefined) {
@@ -93,10 +97,8 @@ export function registerPolicyRoutes(app: FastifyInstance, ctx: RouteContext): v
     let schedule: LevelSchedule | null = base?.schedule ?? null;
     if (p.schedule !== undefined) schedule = p.schedule;
     if (p.time_mapping !== undefined) {
+      if (p.time_mapping !== null) refuseNeverOpening(p.time_mapping);
       schedule = p.time_mapping === null ? null : timeMappingToSchedule(p.time_mapping);
-      if (p.time_mapping !== null && schedule === null) {
-        throw new BadRequest('time_mapping: no weekday has a range (that would never open): give at least one range, or leave time_mapping out for always');
-      }
     }
     const def: LevelDefinition = {
       resource_ids: p.resource_ids ?? base?.resource_ids ?? [],
@@ -117,6 +119,16 @@ export function registerPolicyRoutes(app: FastifyInstance, ctx: RouteContext): v
     }
     if (def.resource_ids.length === 0 && def.resource_group_id === null) {
       throw new BadRequest('resource_ids, resource_group_id: a level needs doors: give resource_ids, resource_group_id or both');
+    }
+    // The doors of a level's group are its door members (computers never are): a group without one opens nothing.
+    // Checked when the level's doors are given, not when a group loses its doors later (the level stays, doorless).
+    const whereGiven = p.resource_ids !== undefined || p.resource_group_id !== undefined;
+    if (whereGiven && def.resource_ids.length === 0 && def.resource_group_id !== null && !(await groupHasDoor(def.resource_group_id))) {
+      const group = await levels.resourceGroup(def.resource_group_id);
+      const named = group ? ` (${group.name})` : '';
+      throw new BadRequest(
+        `resource_ids, resource_group_id: a level needs doors: group ${def.resource_group_id}${named} holds no door: add doors to it, or give resource_ids`,
+      );
     }
     if (def.start_time !== null && def.end_time !== null && parseServiceTime(def.end_time)! <= parseServiceTime(def.start_time)!) {
       throw new BadRequest(`end_time: ${def.end_time} is not after start_time ${def.start_time}`);

@@ -5,7 +5,7 @@ import type { RouteContext } from './routeContext.js';
 
 /**
  * GET /status (an extension beside the seed's API, any key): the service's load for an operator or a monitor. The
- * directory revision and the bytes stored for it, what is in flight against its bounds, and every request refused
+ * directory revision and the bytes stored for it, the restore awaiting acceptance, what is in flight against its bounds, and every request refused
  * or shed since the service started, by reason (refusals.ts). Never shed itself: it costs a few lookups.
  */
 export function registerStatusRoutes(app: FastifyInstance, ctx: RouteContext): void {
@@ -18,6 +18,7 @@ export function registerStatusRoutes(app: FastifyInstance, ctx: RouteContext): v
   } as const;
   app.get('/status', documented(statusDoc), async () => {
     const { revision, history, tag } = await ctx.directory.revision();
+    const restore = await ctx.directory.pendingRestore();
     const { limits, answers, builds, refusals } = ctx.load;
     const stored = ctx.directoryBytes.status();
     return {
@@ -29,6 +30,7 @@ export function registerStatusRoutes(app: FastifyInstance, ctx: RouteContext): v
         stored: { revision: stored.revision, full_bytes: stored.full, deltas: stored.deltas, delta_bytes: stored.deltaBytes },
         builds: stored.builds,
         compressions: stored.compressions,
+        restore: restore === null ? null : { detected_at: restore.detectedAt, reason: restore.reason },
       },
       in_flight: {
         directory_answers: answers.inFlight,

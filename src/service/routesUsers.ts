@@ -3,6 +3,7 @@ import * as z from 'zod';
 import { successAnswerSchema, userListSchema, userSmartcardsSchema } from '../api/answers.js';
 import { userDetailSchema } from '../api/shapes.js';
 import { RANKS } from './apiKeys.js';
+import { sharingRefusal } from './cardSharing.js';
 import { BadRequest, boolParam, emailParam, intParam, jsonArrayParam, parseParams, smartcardParam as smartcard } from './params.js';
 import { refuseIfOwned } from './identity/ownership.js';
 import { dropUserFromLinks } from './linkStore.js';
@@ -119,13 +120,8 @@ export function registerUserRoutes(app: FastifyInstance, ctx: RouteContext): voi
       refuseIfOwned(found.email, found.source, 'cards', ctx.identity);
       if (!p.allow_duplicates) {
         // Numbers the user already holds never count: re-saving an unchanged list always works.
-        const taken = await users.newlyShared(
-          found.email_id,
-          p.smartcards.map((c) => c.number),
-        );
-        if (taken.length > 0) {
-          throw new BadRequest(`smartcard number(s) already in use: ${taken.map((n) => `…${n.slice(-4)}`).join(', ')} (set allow_duplicates to allow)`);
-        }
+        const refusal = sharingRefusal(await users.sharing(found.email_id, p.smartcards), true);
+        if (refusal !== null) throw new BadRequest(refusal);
       }
       await users.replaceSmartcards(found.email_id, p.smartcards);
       return found;

@@ -24,6 +24,7 @@ import { registerHealthRoutes } from './routesHealth.js';
 import { registerLinkRoutes } from './routesLinks.js';
 import { registerLockdownRoutes } from './routesLockdown.js';
 import { registerPolicyRoutes } from './routesPolicies.js';
+import { registerRestoreRoutes } from './routesRestore.js';
 import { registerStatusRoutes } from './routesStatus.js';
 import { registerUserRoutes } from './routesUsers.js';
 import { FLEET_PATHS, registerFleetGate } from './fleet/fleetDeps.js';
@@ -105,7 +106,7 @@ export function buildService(deps: ServiceDeps): FastifyInstance {
   });
   const keys = new ApiKeys(deps.db);
   const pinMasking = new PinMasking(deps.pinLabels);
-  const users = new UserStore(deps.db);
+  const users = new UserStore(deps.db, deps.pinLabels);
   const levels = new LevelStore(deps.db, deps.resources);
   // Each time the directory revision moves it is owed to the doors, in the transaction that moved it.
   const directory = new Directory(
@@ -208,6 +209,7 @@ export function buildService(deps: ServiceDeps): FastifyInstance {
   const keyCheck = registerKeyCheck(app, {
     ...(delegation ? { delegated: (token: string) => delegation.redeem(token) } : {}),
     verify: (key) => keys.verify(key, deps.clock.wallNow()),
+    isScimToken: async (key) => (await keys.verifyScim(key, deps.clock.wallNow())) !== null,
     stopping: () => stopping,
     refusedWhileStopping: (path, message) => load.refusals.refuse('stopping', path, message),
   });
@@ -307,6 +309,7 @@ export function buildService(deps: ServiceDeps): FastifyInstance {
   registerLinkRoutes(app, context);
   registerDoorRoutes(app, context);
   registerDirectoryRoutes(app, context);
+  registerRestoreRoutes(app, context);
   registerLockdownRoutes(app, context);
   registerPolicyRoutes(app, context);
   registerStatusRoutes(app, context);

@@ -6,7 +6,7 @@ import { holidaysPayload, holidaysTopic, lockdownPayload, lockdownTopic } from '
 import type { Clock } from '../util/clock.js';
 import { readRevision } from './directory.js';
 import type { ServiceMqtt } from './doorsMqtt.js';
-import { revokedLinkIds, storedLink, storedLinks, type StoredLink } from './linkStore.js';
+import { revokeLinksNotStored, revokedLinkIds, storedLink, storedLinks, type StoredLink } from './linkStore.js';
 import { LockdownStore, issueRetained, lockdownMessage, scopeOf, type StoredLockdown } from './lockdowns.js';
 import type { OwedMessage, PublishQueue } from './publishQueue.js';
 import type { ChangeFeed } from './sql/changeFeed.js';
@@ -21,6 +21,12 @@ const ACK_TIMEOUT_MS = 10_000;
 const SWEEP_MS = 5000;
 /** Every live guest link and revocation is signed and published again this often (doors allow 7 days by default). */
 const RESIGN_INTERVAL_MS = 24 * 3600 * 1000;
+/** The broker's retained guest links are taken until none has come for this long... */
+const RETAINED_QUIET_MS = 1000;
+/** ...and for at most this long. */
+const RETAINED_MAX_MS = 5000;
+/** A guest link's id as the service gives them (any other topic under P/guest-links/ is not one of its links). */
+const LINK_ID = /^[1-9][0-9]{0,14}$/;
 
 export interface StatePublisherDeps {
   db: SqlDb;
@@ -43,7 +49,9 @@ export interface StatePublisherDeps {
  * about a second). A message sent twice (a publisher killed between the broker's acknowledgement and the delete)
  * is the same state with a newer issued_at: the doors take it as a repeat. A new publisher, and every connect to
  * the broker, sends everything again (the broker may have lost its retained messages); so does the daily
- * re-signing.
+ * re-signing. Before a connect's or a takeover's, it looks at the guest links the broker retains: one the database
+ * has neither live nor revoked (a database restored from a backup) is recorded as revoked, so its tombstone goes
+ * out with the others and its id is never given again.
  */
 export class StatePublisher {
   private draining: Promise<void> | null = null;
@@ -52,6 +60,10 @@ export class StatePublisher {
   private readonly timers: NodeJS.Timeout[] = [];
   private readonly unsubscribe: () => void;
   private readonly lockdowns: LockdownStore;
+  /** Ends a look at the broker's retained guest links under way when the publisher stops. */
+  private readonly stopping = new AbortController();
+  /** The calls of oweEverything under way (close waits for them: they write to the database). */
+  private readonly owing = new Set<Promise<void>>();
 
   constructor(private readonly deps: StatePublisherDeps) {
     this.lockdowns = new LockdownStore(deps.db);
@@ -62,10 +74,10 @@ export class StatePublisher {
       () => this.kick(),
     );
     deps.leadership.onChange((leading) => {
-      if (leading) this.oweEverything('took over as the publisher');
+      if (leading) this.oweEverything('took over as the publisher', true);
     });
     deps.mqtt.onConnected(() => {
-      if (deps.leadership.leading) this.oweEverything('connected to the broker');
+      if (deps.leadership.leading) this.oweEverything('connected to the broker', true);
     });
     const sweep = setInterval(() => this.kick(), SWEEP_MS);
     const resign = setInterval(() => {
@@ -75,14 +87,55 @@ export class StatePublisher {
       timer.unref();
       this.timers.push(timer);
     }
-    if (deps.leadership.leading) this.oweEverything('started as the publisher');
+    if (deps.leadership.leading) this.oweEverything('started as the publisher', true);
   }
 
-  private oweEverything(why: string): void {
-    this.deps.queue
-      .owe('all')
-      .then(() => this.kick())
-      .catch((err: unknown) => this.deps.logger.warn({ err, why }, 'cannot queue the retained state to publish again'));
+  /**
+   * Owes the broker everything. `lookFirst` (a start, a connect, a takeover): first the links only the broker still
+   * holds are recorded as revoked; what was owed before goes meanwhile.
+   */
+  private oweEverything(why: string, lookFirst = false): void {
+    let looked = Promise.resolve();
+    if (lookFirst) {
+      this.kick();
+      looked = this.revokeLinksOnlyRetained();
+    }
+    const done = looked
+      .then(async () => {
+        if (this.closed) return;
+        await this.deps.queue.owe('all');
+        this.kick();
+      })
+      .catch((err: unknown) => this.deps.logger.warn({ err, why }, 'cannot queue the retained state to publish again'))
+      .finally(() => this.owing.delete(done));
+    this.owing.add(done);
+  }
+
+  /**
+   * Every guest link the broker retains whose id the database has neither live nor revoked, recorded as revoked
+   * (linkStore.ts): unsigned, a door keeps a retained link until its tombstone comes. Waits up to
+   * RETAINED_MAX_MS for the broker's retained messages, outside the publish path. Not connected: the connect does
+   * it. A failure is logged and everything is still sent.
+   */
+  private async revokeLinksOnlyRetained(): Promise<void> {
+    const { mqtt, db, clock, logger } = this.deps;
+    if (!mqtt.connected) return;
+    try {
+      const retained = await mqtt.retainedGuestLinks(RETAINED_QUIET_MS, RETAINED_MAX_MS, this.stopping.signal);
+      if (this.closed || !this.deps.leadership.leading) return;
+      const ids = retained.filter((id) => LINK_ID.test(id)).map(Number);
+      for (const id of await revokeLinksNotStored(db, ids, clock.wallNow())) {
+        logger.warn(
+          { guestLink: id },
+          `guest link ${id} is retained at the broker but not in the database (the database restored from a backup, or replaced): revoked so no door keeps it and its id is not given again`,
+        );
+      }
+    } catch (err) {
+      logger.warn(
+        { err },
+        'cannot check the guest links the broker retains against the database: a link only the broker still holds (a database restored from a backup) stays at the doors',
+      );
+    }
   }
 
   /** Sends what is owed, now or right after the turn under way. */
@@ -228,8 +281,9 @@ export class StatePublisher {
   /** Stops: what is being sent finishes first (it reads the database, which the caller closes after). */
   async close(): Promise<void> {
     this.closed = true;
+    this.stopping.abort();
     this.unsubscribe();
     for (const timer of this.timers) clearInterval(timer);
-    await this.draining;
+    await Promise.all([this.draining, ...this.owing]);
   }
 }

@@ -1,6 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import type { IdentitySource } from '../api/identity.js';
+import { DEFAULT_PIN_LABELS, pinLabelSet } from '../core/credentials.js';
 import type { Rank } from './apiKeys.js';
+import { credentialKey, spellings, type CardEntry, type Sharing } from './cardSharing.js';
 import type { SqlDb } from './sql/sqlDb.js';
 
 /** Service time format: UTC `YYYY-MM-DD hh:mm:ss`. */
@@ -62,7 +64,15 @@ export interface UserRow {
  * statements is one transaction, so a second request (or a second service process) never sees half of it.
  */
 export class UserStore {
-  constructor(private readonly db: SqlDb) {}
+  private readonly pinLabels: ReadonlySet<string>;
+
+  constructor(
+    private readonly db: SqlDb,
+    /** server.pinLabels: which cards are PINs, for the duplicate check (a PIN keeps its leading zeros). */
+    pinLabels: readonly string[] = DEFAULT_PIN_LABELS,
+  ) {
+    this.pinLabels = pinLabelSet(pinLabels);
+  }
 
   /** The email_ids of `ids` that are active users, in one query. */
   async activeIds(ids: readonly number[]): Promise<Set<number>> {
@@ -147,36 +157,63 @@ export class UserStore {
     return this.db.column<string>('SELECT computer_username FROM computer_usernames WHERE email_id = ? ORDER BY position', [emailId]);
   }
 
-  /** Card numbers held by anyone but `emailId` (for the duplicate check). */
-  async numbersHeldByOthers(emailId: number, numbers: readonly string[]): Promise<string[]> {
-    const held: string[] = [];
-    for (const n of numbers) {
-      const row = await this.db.value(
-        'SELECT 1 FROM smartcards s JOIN users u USING (email_id) WHERE s.number = ? AND s.email_id <> ? AND u.removed_at IS NULL',
-        [n, emailId],
-      );
-      if (row !== undefined) held.push(n);
-    }
-    return held;
+  /** Which credential a card is at a door (cardSharing.ts), with this service's PIN labels (server.pinLabels). */
+  credentialKey(card: CardEntry): string {
+    return credentialKey(card, this.pinLabels);
   }
 
   /**
-   * The duplicate check of every call that assigns cards: the numbers of `numbers` (the new list of `emailId`, or
-   * of a user not created yet when null) that would make a new sharing: listed twice (more often than the user
-   * already lists it), or held by another active user while this user does not hold it yet. A number the user
-   * already holds never counts, so re-saving one's own list (or relabelling a card) always works. The caller runs
-   * it in the transaction that assigns the cards: a card given to someone else meanwhile is seen, not shared.
+   * The duplicate check of every call that assigns cards: what `cards` (the new list of `emailId`, or of a user not
+   * created yet when null) would newly share, compared as a door compares them (cardSharing.ts: "0004213578" is
+   * "4213578"; a PIN keeps its digits). Listed twice: more often than the user already lists it. Held by others:
+   * by another active user while this user does not hold it yet. A number the user already holds never counts, so
+   * re-saving one's own list (or relabelling a card) always works. The caller runs it in the transaction that
+   * assigns the cards: a card given to someone else meanwhile is seen, not shared.
    */
-  async newlyShared(emailId: number | null, numbers: readonly string[]): Promise<string[]> {
-    const before = new Map<string, number>();
-    if (emailId !== null) for (const c of await this.smartcards(emailId)) before.set(c.number, (before.get(c.number) ?? 0) + 1);
-    const after = new Map<string, number>();
-    for (const n of numbers) after.set(n, (after.get(n) ?? 0) + 1);
-    const taken: string[] = [];
-    for (const [n, count] of after) {
-      const held = before.get(n) ?? 0;
-      if (count > 1 && count > held) taken.push(n);
-      else if (held === 0 && (await this.numbersHeldByOthers(emailId ?? -1, [n])).length > 0) taken.push(n);
+  async sharing(emailId: number | null, cards: readonly CardEntry[]): Promise<Sharing> {
+    const held = new Map<string, number>();
+    for (const c of emailId === null ? [] : await this.smartcards(emailId)) {
+      const key = this.credentialKey(c);
+      held.set(key, (held.get(key) ?? 0) + 1);
+    }
+    // Each credential with the numbers as this request gives it (the messages name those).
+    const listed = new Map<string, string[]>();
+    for (const c of cards) {
+      const key = this.credentialKey(c);
+      listed.set(key, [...(listed.get(key) ?? []), c.number]);
+    }
+    const listedTwice: string[] = [];
+    const notHeld: string[] = [];
+    for (const [key, numbers] of listed) {
+      const before = held.get(key) ?? 0;
+      if (numbers.length > 1 && numbers.length > before) listedTwice.push(...numbers);
+      else if (before === 0) notHeld.push(key);
+    }
+    const taken = await this.heldByOthers(emailId ?? -1, notHeld);
+    return { listedTwice, heldByOthers: notHeld.filter((key) => taken.has(key)).flatMap((key) => listed.get(key)!) };
+  }
+
+  /** The numbers of `cards` (a bare number is a card) that sharing() finds listed twice or held by others. */
+  async newlyShared(emailId: number | null, cards: readonly (string | CardEntry)[]): Promise<string[]> {
+    const found = await this.sharing(
+      emailId,
+      cards.map((c) => (typeof c === 'string' ? { number: c } : c)),
+    );
+    return [...found.listedTwice, ...found.heldByOthers];
+  }
+
+  /** Which of `keys` (credentialKey) an active user other than `emailId` holds, in any spelling. */
+  private async heldByOthers(emailId: number, keys: readonly string[]): Promise<Set<string>> {
+    const wanted = new Set(keys);
+    const taken = new Set<string>();
+    // A card is some 40 spellings: 100 cards a query keeps each one's list of numbers to a few thousand.
+    for (let i = 0; i < keys.length; i += 100) {
+      const rows = await this.db.all<CardEntry>(
+        `SELECT s.number, s.label FROM smartcards s JOIN users u USING (email_id)
+            WHERE s.number ${this.db.inJsonTexts} AND s.email_id <> ? AND u.removed_at IS NULL`,
+        [JSON.stringify(keys.slice(i, i + 100).flatMap(spellings)), emailId],
+      );
+      for (const key of rows.map((row) => this.credentialKey(row))) if (wanted.has(key)) taken.add(key);
     }
     return taken;
   }

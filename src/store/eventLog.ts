@@ -4,7 +4,7 @@ import type { PendingWrites } from './pendingWrites.js';
 import { Eviction, evictedCount, isKeptAlarm } from './eviction.js';
 import { ALARM_TYPES } from '../api/eventTypes.js';
 import type { WalSync } from './walSync.js';
-import { EventChain } from './eventChain.js';
+import { EventChain, lastAssignedSeq } from './eventChain.js';
 import { withProps } from '../core/objects.js';
 import type { KnownEventType } from '../api/eventTypes.js';
 
@@ -42,6 +42,12 @@ interface EventRow {
   chain_prev: string | null;
   chain_hash: string | null;
 }
+
+/**
+ * What a request to publish seqs again did: `resent` rows made unpublished again, `evicted` seqs the log no longer
+ * holds (they cannot be sent again); or why nothing was done.
+ */
+export type Republished = { resent: number; evicted: number } | { ignored: 'another chain' | 'past the last seq' };
 
 export interface EventLogStats {
   total: number;
@@ -99,6 +105,8 @@ export class EventLog {
   private readonly after: Statement<[number, number], EventRow>;
   private readonly unpublishedAfter: Statement<[number, number, number], EventRow>;
   private readonly mark: Statement<[number, number]>;
+  private readonly heldBetween: Statement<[number, number], { n: number }>;
+  private readonly clearPublished: Statement<[number, number]>;
   private nextKey = 0;
   /** With walSync: the newest seq known durable, and the seqs committed since with the sync ticket covering each. */
   private durableSeq = Number.MAX_SAFE_INTEGER;
@@ -115,6 +123,8 @@ export class EventLog {
     this.after = db.prepare('SELECT * FROM events WHERE seq > ? ORDER BY seq LIMIT ?');
     this.unpublishedAfter = db.prepare('SELECT * FROM events WHERE published_at IS NULL AND seq > ? AND seq <= ? ORDER BY seq LIMIT ?');
     this.mark = db.prepare('UPDATE events SET published_at = ? WHERE seq = ?');
+    this.heldBetween = db.prepare('SELECT count(*) AS n FROM events WHERE seq BETWEEN ? AND ?');
+    this.clearPublished = db.prepare('UPDATE events SET published_at = NULL WHERE seq BETWEEN ? AND ? AND published_at IS NOT NULL');
     const chained = db.transaction((event: NewEvent, payload: string) => {
       this.chain.startIfNone(event.at, (type, startPayload) => {
         const started = Number(this.insert.run(event.at, null, type, startPayload).lastInsertRowid);
@@ -209,6 +219,26 @@ export class EventLog {
     });
     if (this.options.walSync) this.options.walSync.run(mark);
     else mark();
+  }
+
+  /**
+   * Marks seqs from..to of `chain` unpublished again (the service lost them: docs/audit.md, "How a gap closes"), so
+   * the outbox sends them again. Only the log's current chain, and only seqs it has assigned; the ones it no longer
+   * holds (evicted) are counted, not sent. Seqs before the chain's first belong to no chain: left out. With walSync
+   * not waited for: a power cut that takes the change back leaves the gap open, and the service asks again.
+   */
+  republish(chain: string, from: number, to: number): Republished {
+    const current = this.chain.current();
+    if (current === null || current.id !== chain) return { ignored: 'another chain' };
+    if (to > lastAssignedSeq(this.db)) return { ignored: 'past the last seq' };
+    const first = Math.max(from, current.first_seq);
+    if (first > to) return { resent: 0, evicted: 0 };
+    const clear = this.db.transaction(() => {
+      this.clearPublished.run(first, to);
+      return this.heldBetween.get(first, to)!.n;
+    });
+    const held = this.options.walSync ? this.options.walSync.run(clear) : clear();
+    return { resent: held, evicted: to - first + 1 - held };
   }
 
   /**

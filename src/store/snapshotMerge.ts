@@ -3,6 +3,7 @@ import { DoorAgentError } from '../util/errors.js';
 import { SCOPE_TABLE } from './stageScope.js';
 import { statement } from '../util/preparedStatements.js';
 import { describeRestrictions, type RestrictionSummary } from './restrictiveMerge.js';
+import { describeBeyondCache, type BeyondCache } from './widening.js';
 
 export interface RowCounts {
   added: number;
@@ -24,6 +25,15 @@ export interface MergeSummary {
 export interface HistoryChange {
   from: string;
   to: string;
+  /** The answer says its restore awaits acceptance at the service: since when, and what it grants beyond the cache. */
+  restore?: AwaitedRestore;
+}
+
+/** A restore of the service's database awaiting acceptance there (docs/sync.md, "Backup and restore"). */
+export interface AwaitedRestore {
+  /** When the service detected it (its text, as the answer gives it). */
+  detectedAt: string;
+  beyondCache: BeyondCache;
 }
 
 const short = (history: string) => `${history.slice(0, 8)}…`;
@@ -32,8 +42,10 @@ const short = (history: string) => `${history.slice(0, 8)}…`;
  * Refused: the new data would remove more credentials than config `service.maxRemovalRatio` allows. With
  * `history`, the removal comes with a change of the service's history (its database was restored from a backup
  * or replaced): a new history is no reason to trust a mass removal, so the message says what happened and how
- * the operator accepts it. With `restricted`, the answer's restrictive part was applied at once
- * (store/restrictiveMerge.ts): the message says what, and that the removal and the rest wait.
+ * the operator accepts it. With `history.restore`, the service says the restore awaits acceptance: the answer is
+ * refused whatever it removes, as what it would grant beyond the cache may be the revocations the restore undid.
+ * With `restricted`, the answer's restrictive part was applied at once (store/restrictiveMerge.ts): the message
+ * says what, and that the removal and the rest wait.
  */
 export class MassRemovalError extends DoorAgentError {
   constructor(
@@ -45,14 +57,31 @@ export class MassRemovalError extends DoorAgentError {
   ) {
     const what = `this would remove ${removed} of ${current} credentials (${((removed / current) * 100).toFixed(1)} %), more than service.maxRemovalRatio ${maxRatio} allows`;
     super(
-      history
-        ? `refused: the service's directory history changed (held ${short(history.from)}, now ${short(history.to)}: its database was restored ` +
+      history?.restore
+        ? restoreRefusal(history.restore, removed, current, restricted)
+        : history
+          ? `refused: the service's directory history changed (held ${short(history.from)}, now ${short(history.to)}: its database was restored ` +
             `from a backup or replaced) and its full answer replaces the cache: ${what}. ${appliedSentence(restricted)} ` +
             'If the restore is intended, accept it with door-agent sync --allow-mass-removal.'
-        : `refused: ${what}. ${appliedSentence(restricted)} If the removal is intended, repeat with --allow-mass-removal.`,
+          : `refused: ${what}. ${appliedSentence(restricted)} If the removal is intended, repeat with --allow-mass-removal.`,
     );
     this.name = 'MassRemovalError';
   }
+}
+
+/** A full answer refused because its restore awaits acceptance at the service: what waits, what applied, the two ways on. */
+function restoreRefusal(restore: AwaitedRestore, removed: number, current: number, restricted: RestrictionSummary | undefined): string {
+  const removal = removed > 0 ? `, and so does the removal of ${removed} of ${current} credentials (users it no longer lists)` : '';
+  const applied = restricted && restricted.total > 0 ? describeRestrictions(restricted) : 'nothing (nothing in it restricts the users this door holds)';
+  const held =
+    restricted && restricted.removalsWaiting > 0
+      ? ` (the ${restricted.removalsWaiting} credentials it takes from users it still lists wait: a mass removal themselves)`
+      : '';
+  return (
+    `refused: the service's database was restored from a backup (detected ${restore.detectedAt}) and the restore awaits acceptance at the service: ` +
+    `what it would grant beyond this door's cache waits (${describeBeyondCache(restore.beyondCache)}; POST /directory/restore/accept or the console)${removal}; ` +
+    `its restrictive part applied: ${applied}${held}; or accept it at this door with door-agent sync --allow-mass-removal.`
+  );
 }
 
 /** What of the refused answer applied: nothing, or its restrictive part (and that the rest waits). */
@@ -113,20 +142,37 @@ function mergeSql(includeLinks: boolean, scoped: boolean): MergeSql {
   return sql;
 }
 
+/** Which credentials a merge manages: with the snapshot's guest links or users only, and a delta's scope or all. */
+export interface MergeScope {
+  includeLinks: boolean;
+  scoped: boolean;
+}
+
+/** The credentials the merge would remove (its guard's numerator): those it manages that the stage no longer gives. */
+export function countRemoved(db: Db, scope: MergeScope): number {
+  return count(db, mergeSql(scope.includeLinks, scope.scoped).removedCount);
+}
+
+/** The credentials the merge manages (its guard's denominator): guest-link cards that came over MQTT not among them. */
+export function countManaged(db: Db, scope: MergeScope): number {
+  return count(db, mergeSql(scope.includeLinks, scope.scoped).managedCount);
+}
+
 /**
  * Replaces the cache's users, credentials and snapshot guest links with the staged ones. Rows that did not
  * change are not rewritten. Must run inside the caller's transaction; throws MassRemovalError before writing.
  */
 export function mergeStage(db: Db, options: { maxRemovalRatio: number | null; includeLinks?: boolean; scoped?: boolean }): MergeSummary {
-  const includeLinks = options.includeLinks ?? true;
-  const sql = mergeSql(includeLinks, options.scoped ?? false);
+  const scope: MergeScope = { includeLinks: options.includeLinks ?? true, scoped: options.scoped ?? false };
+  const { includeLinks } = scope;
+  const sql = mergeSql(includeLinks, scope.scoped);
   // The ratio is taken over the credentials this merge may remove: guest-link cards that arrived over MQTT
   // must not dilute it (a sync that empties every user would otherwise pass). The guard is judged on the
   // resulting set: what this merge removes, out of everything it manages. The total is counted only when
   // something would go (it walks the whole index; most deltas remove nothing).
-  const credentialsRemoved = count(db, sql.removedCount);
+  const credentialsRemoved = countRemoved(db, scope);
   if (options.maxRemovalRatio !== null && credentialsRemoved > 0) {
-    const credentialsBefore = count(db, sql.managedCount);
+    const credentialsBefore = countManaged(db, scope);
     if (credentialsRemoved / credentialsBefore > options.maxRemovalRatio) {
       throw new MassRemovalError(credentialsRemoved, credentialsBefore, options.maxRemovalRatio);
     }

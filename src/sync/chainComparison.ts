@@ -7,7 +7,7 @@ export interface ServiceComparison {
   compared: number;
   /** The first `maxFindings` differences, in seq order. */
   findings: AuditFinding[];
-  /** Every difference, those past maxFindings too. */
+  /** Every finding (a run of seqs is one), those past maxFindings too. */
   differences: number;
 }
 
@@ -34,8 +34,9 @@ export async function compareWithService(
     result.findings.push(full);
     return full;
   };
-  /** The run of differing seqs being reported. */
+  /** The run of differing seqs being reported, and the run of seqs past the log's end. */
   let run: AuditFinding | null = null;
+  let pastEnd: AuditFinding | null = null;
   let after: number | null = 0;
   while (after !== null) {
     const page = await client.chainHashes(options.agentId, options.chain, after, PAGE);
@@ -46,12 +47,13 @@ export async function compareWithService(
         const row = here.get(record.seq);
         if (row === undefined) {
           if (record.seq > options.lastSeq) {
-            differ({
-              seq: record.seq,
-              toSeq: record.seq,
-              at: null,
-              message: `the service holds seq ${record.seq} of this chain, past this log's last (${options.lastSeq}): the log was replaced by an older copy, or its last records deleted`,
-            });
+            // A log replaced by an older copy: every seq past its end, one finding for the run.
+            if (pastEnd !== null && pastEnd.toSeq === record.seq - 1) {
+              pastEnd.toSeq = record.seq;
+              pastEnd.message = pastTheEnd(pastEnd.seq, record.seq, options.lastSeq);
+              continue;
+            }
+            pastEnd = differ({ seq: record.seq, toSeq: record.seq, at: null, message: pastTheEnd(record.seq, record.seq, options.lastSeq) });
           }
           continue;
         }
@@ -61,7 +63,6 @@ export async function compareWithService(
           if (run !== null && run.toSeq === record.seq - 1) {
             run.toSeq = record.seq;
             run.message = rewritten(run.seq, record.seq);
-            result.differences++;
             continue;
           }
           run = differ({
@@ -79,8 +80,13 @@ export async function compareWithService(
   return result;
 }
 
+function pastTheEnd(from: number, to: number, lastSeq: number): string {
+  const seqs = from === to ? `seq ${from}` : `seqs ${from}-${to}`;
+  return `the service holds ${seqs} of this chain, past this log's last (${lastSeq}): the log was replaced by an older copy, or its last records deleted`;
+}
+
 function rewritten(from: number, to: number): string {
   return from === to
-    ? `seq ${from} is not as the service received it: the log was rewritten there (its hash recomputed)`
-    : `seqs ${from}-${to} are not as the service received them: the log was rewritten there (their hashes recomputed)`;
+    ? `seq ${from} is not as the service received it: the log was rewritten there (its hash recomputed), or restored from an older copy that went on from before it`
+    : `seqs ${from}-${to} are not as the service received them: the log was rewritten there (their hashes recomputed), or restored from an older copy that went on from before them`;
 }

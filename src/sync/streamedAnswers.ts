@@ -1,6 +1,7 @@
 import * as z from 'zod';
 import {
   directoryLevelsSchema,
+  directoryRestoreSchema,
   resourceGroupsSchema,
   userDetailSchema,
   userListItemSchema,
@@ -33,6 +34,7 @@ const emailIdSchema = z.number().int().nonnegative();
 // Built once: a zod schema costs more to build than to run on a small value.
 const fullSchema = z.boolean();
 const nullableTagSchema = tagSchema.nullable();
+const restoreMemberSchema = directoryRestoreSchema.nullable().transform((r) => (r === null ? null : { detectedAt: r.detected_at, reason: r.reason }));
 
 function invalid(endpoint: string, where: string, message: string): ServiceError {
   return new ServiceError(`GET ${endpoint}: ${where}: ${message}`, endpoint, 200);
@@ -160,6 +162,8 @@ export interface DirectoryAnswerHead extends DirectoryVersion {
   full: boolean;
   /** The service's access levels and resource groups; null: the answer has none (a service without them). */
   levels: ServiceLevels | null;
+  /** The restore of the service's database awaiting acceptance there (its `restore`); null: none, or an older service. */
+  restore: { detectedAt: string; reason: string } | null;
 }
 
 /**
@@ -176,6 +180,7 @@ export function stageDirectory(db: Db, stage: SnapshotStage, body: ResponseSpool
     let tag: string | null = null;
     let levels: DirectoryLevel[] | undefined;
     let resourceGroups: ResourceGroup[] | undefined;
+    let restore: DirectoryAnswerHead['restore'] = null;
     const seen = new Set<string>();
     db.transaction(() => {
       const stream = new JsonMemberStream(body.source(), { ...DIRECTORY_SECTIONS, maxValueBytes: MAX_MEMBER_BYTES });
@@ -188,6 +193,7 @@ export function stageDirectory(db: Db, stage: SnapshotStage, body: ResponseSpool
           else if (member.section === 'tag') tag = parse(endpoint, member.raw, nullableTagSchema, ['tag']);
           else if (member.section === 'levels') levels = parse(endpoint, member.raw, directoryLevelsSchema, ['levels']);
           else if (member.section === 'resource_groups') resourceGroups = parse(endpoint, member.raw, resourceGroupsSchema, ['resource_groups']);
+          else if (member.section === 'restore') restore = parse(endpoint, member.raw, restoreMemberSchema, ['restore']);
           else if (DIRECTORY_SECTIONS.arrays.has(member.section)) throw invalid(endpoint, `$.${member.section}`, 'expected an array');
           else if (DIRECTORY_SECTIONS.objects.has(member.section)) throw invalid(endpoint, `$.${member.section}`, 'expected an object keyed by email_id');
           // other members: an extension this agent does not know; ignored
@@ -217,7 +223,7 @@ export function stageDirectory(db: Db, stage: SnapshotStage, body: ResponseSpool
     const both = scope.removedAndListed();
     if (both !== undefined) throw invalid(endpoint, '$.removed', `email_id ${both} is also listed in users`);
     const serviceLevels = levels === undefined && resourceGroups === undefined ? null : { levels: levels ?? [], resourceGroups: resourceGroups ?? [] };
-    return { revision: revision!, full: full!, history, tag, levels: serviceLevels };
+    return { revision: revision!, full: full!, history, tag, levels: serviceLevels, restore };
   } finally {
     scope.clearRemoved();
   }

@@ -3,10 +3,19 @@ import type { DirectoryVersion } from '../protocol/directory.js';
 import { readHeldVersion, writeHeldRevision } from '../store/heldRevision.js';
 import { readMeta, writeMeta } from '../store/meta.js';
 import { SYNC_STATUS_KEY } from '../store/offlineLimitState.js';
-import { MassRemovalError, mergeStage, type MergeSummary } from '../store/snapshotMerge.js';
+import {
+  countManaged,
+  countRemoved,
+  MassRemovalError,
+  mergeStage,
+  type AwaitedRestore,
+  type HistoryChange,
+  type MergeSummary,
+} from '../store/snapshotMerge.js';
 import { SnapshotStage } from '../store/snapshotStage.js';
 import { NO_RESTRICTIONS, type RestrictionSummary } from '../store/restrictiveMerge.js';
-import { writeServiceLevels } from '../store/serviceLevels.js';
+import { writeServiceLevels, type ServiceLevels } from '../store/serviceLevels.js';
+import { countBeyondCache } from '../store/widening.js';
 import type { ResponseSpool } from './responseSpool.js';
 import { ServiceError, type ServiceClient } from './serviceClient.js';
 import { clearDirectoryScope, stageDetails, stageDirectory, stageUserList } from './streamedAnswers.js';
@@ -61,14 +70,21 @@ export interface HeldBack {
   reason: 'mass_removal' | 'history_changed';
   restricted: RestrictionSummary;
   waiting: { credentialsRemoved: number; credentialsBefore: number };
+  /**
+   * The answer's restore awaits acceptance at the service (reason history_changed): when the service detected it,
+   * and what the answer would add or re-admit beyond the cache. Absent: the mass-removal guard alone refused it.
+   */
+  restore?: AwaitedRestore;
 }
 
 function heldBackOf(err: MassRemovalError, at: string): HeldBack {
+  const restore = err.history?.restore;
   return {
     at,
     reason: err.history ? 'history_changed' : 'mass_removal',
     restricted: err.restricted ?? NO_RESTRICTIONS,
     waiting: { credentialsRemoved: err.removed, credentialsBefore: err.current },
+    ...(restore ? { restore } : {}),
   };
 }
 
@@ -206,6 +222,23 @@ export async function syncOnce(db: Db, client: ServiceClient, options: SyncOptio
 }
 
 /**
+ * A full answer whose restore awaits acceptance at the service, refused as a mass removal with a history change
+ * is (refusedAnswer.ts): its restrictive part applies now, in the caller's transaction; what it grants beyond the
+ * cache, and the users it no longer lists, wait. The revision held does not move, so each sync asks again.
+ */
+function refuseAwaitedRestore(
+  db: Db,
+  awaited: { history: HistoryChange; detectedAt: string; maxRemovalRatio: number },
+  levels: ServiceLevels | null,
+): MassRemovalError {
+  const { maxRemovalRatio } = awaited;
+  const history: HistoryChange = { ...awaited.history, restore: { detectedAt: awaited.detectedAt, beyondCache: countBeyondCache(db) } };
+  const scope = { includeLinks: false, scoped: false };
+  const refusal = new MassRemovalError(countRemoved(db, scope), countManaged(db, scope), maxRemovalRatio, history);
+  return restrictRefused(db, refusal, { maxRemovalRatio, levels, history });
+}
+
+/**
  * Applies a GET /directory answer. A delta is applied to the users held: the unchanged ones are carried over from
  * the cache into the stage, the changed ones replace theirs, the removed ones are left out; then the same merge as
  * a full sync (one transaction, unchanged rows not rewritten, the mass-removal guard judged on the result).
@@ -228,8 +261,16 @@ function applyDirectory(
     // A full answer replaces everything and names its own version: it is applied whatever its ETag says.
     const contradiction = etagContradiction(etag, answer);
     if (contradiction !== null && !answer.full) return contradiction;
+    // The new history is a restore the service has not accepted yet: it undid the revocations made after its
+    // backup, which this cache still holds. Refused unless accepted here (--allow-mass-removal); a door holding no
+    // history yet has nothing to keep.
+    const awaited =
+      history && answer.full && answer.restore !== null && options.maxRemovalRatio !== null
+        ? { history, detectedAt: answer.restore.detectedAt, maxRemovalRatio: options.maxRemovalRatio }
+        : null;
     const result = db
       .transaction(() => {
+        if (awaited) return refuseAwaitedRestore(db, awaited, answer.levels);
         let summary: MergeSummary;
         try {
           summary = mergeStage(db, { maxRemovalRatio: options.maxRemovalRatio, includeLinks: false, scoped: !answer.full });

@@ -4,25 +4,28 @@ import { join } from 'node:path';
 import { connectAsync, type MqttClient } from 'mqtt';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { ResendRequest } from '../../src/protocol/auditResend.js';
 import type { MqttOptions } from '../../src/protocol/options.js';
 import { openStateDatabase, statePath } from '../../src/store/database.js';
 import { EventLog } from '../../src/store/eventLog.js';
 import { ApiKeys } from '../../src/service/apiKeys.js';
 import { GapWatch } from '../../src/service/audit/chainGaps.js';
+import { GapRequests } from '../../src/service/audit/gapRequests.js';
 import { EventIngest } from '../../src/service/audit/eventIngest.js';
-import { AuditEventStore } from '../../src/service/audit/eventStore.js';
+import { AuditEventStore, type ChainRow } from '../../src/service/audit/eventStore.js';
 import { Retention } from '../../src/service/audit/retention.js';
 import { StoredEvents } from '../../src/service/audit/storedEvents.js';
+import { startService, type RunningService } from '../../src/service/root.js';
 import { SoleLeader } from '../../src/service/sql/leadership.js';
 import type { SqlDb } from '../../src/service/sql/sqlDb.js';
-import type { Clock } from '../../src/util/clock.js';
+import { type Clock, systemClock } from '../../src/util/clock.js';
 import { WireChain } from '../support/auditWire.js';
-import { type Cleanups, startDaemon } from '../support/agentSite.js';
+import { type Cleanups, connectOperator, startDaemon } from '../support/agentSite.js';
 import { DOOR_UUID, runCli, runCliAsync, tempDir, writeConfig } from '../support/cli.js';
 import { ManualTime } from '../support/manualTime.js';
 import { Mosquitto } from '../support/mosquitto.js';
 import { testService } from '../support/serviceApp.js';
-import { newServiceDb } from '../support/serviceDb.js';
+import { newServiceDb, type TestDbLocation } from '../support/serviceDb.js';
 import { waitUntil } from '../support/wait.js';
 
 // The service keeps every agent's audit events (docs/audit.md, "Where events are kept"): taken off a real
@@ -257,6 +260,55 @@ describe('gaps and retention', () => {
     }
   });
 
+  it("the publisher asks the agent for a gap's events, in pieces of 10,000 seqs, and again every gapSeconds while it stays open", async () => {
+    const db = await newDb();
+    const store = new AuditEventStore(db);
+    const { parseWireEvent } = await import('../../src/service/audit/wireEvent.js');
+    const time = new ManualTime({ wall: T0 });
+    const { logger, lines } = listeningLogger();
+    const sent: Array<[string, ResendRequest]> = [];
+    const leadership = { leading: false, onChange: () => undefined, close: async () => undefined };
+    const requests = new GapRequests({
+      db,
+      gapSeconds: 300,
+      leadership,
+      send: async (agentId, request) => (sent.push([agentId, request]), true),
+      clock: time,
+      logger,
+    });
+    try {
+      // Seqs 2 to 25,001 never came: a gap of 25,000 seqs.
+      const chain = new WireChain('board-7');
+      const first = chain.start(T0);
+      const late = chain.add({ type: 'door_opened', door: DOOR_UUID }, T0 + 1);
+      Object.assign(late, { seq: 25_002, id: 'board-7-25002' });
+      for (const event of [first, late]) await store.store(parseWireEvent(Buffer.from(JSON.stringify(event))), T0);
+      time.wall += 301_000;
+      // Another process publishes: this one does not ask.
+      expect(await requests.ask()).toBe(0);
+      leadership.leading = true;
+      expect(await requests.ask()).toBe(3);
+      expect(sent).toEqual([
+        ['board-7', { chain: chain.chain, from: 2, to: 10_001 }],
+        ['board-7', { chain: chain.chain, from: 10_002, to: 20_001 }],
+        ['board-7', { chain: chain.chain, from: 20_002, to: 25_001 }],
+      ]);
+      expect(lines.filter((l) => l.level === 30).map((l) => [l.msg, l.from])).toEqual([
+        ['audit gap: the agent is asked to send the missing events again', 2],
+        ['audit gap: the agent is asked to send the missing events again', 10_002],
+        ['audit gap: the agent is asked to send the missing events again', 20_002],
+      ]);
+      // Not again before gapSeconds; then again, while the gap stays open.
+      time.wall += 299_000;
+      expect(await requests.ask()).toBe(0);
+      time.wall += 1000;
+      expect(await requests.ask()).toBe(3);
+      expect(sent).toHaveLength(6);
+    } finally {
+      await db.close();
+    }
+  });
+
   it('retention deletes the events older than retentionDays once a day, and records it in the chain', async () => {
     const db = await newDb();
     const store = new AuditEventStore(db);
@@ -446,6 +498,27 @@ describe('door-agent service audit verify', () => {
   });
 });
 
+/**
+ * The service as `door-agent service` starts it (service/root.ts), on the test's database, with the file's broker and
+ * prefix, server.audit.gapSeconds at the schema's least (10), and an events session that outlives a restart.
+ */
+function startRestoredService(location: TestDbLocation, dataDir: string, prefix: string, logger: pino.Logger): Promise<RunningService> {
+  return startService(
+    {
+      server: {
+        listen: '127.0.0.1:0',
+        dataDir,
+        lockReplyTimeoutSeconds: 5,
+        resources: [],
+        ...(location.engine === 'postgres' ? { database: { url: location.url, passwordFile: location.passwordFile, maxConnections: 4 } } : {}),
+        audit: { clientId: `svc-${prefix}`, gapSeconds: 10, maxReportDays: 366 },
+      },
+      mqtt: mqttOptions(prefix),
+    },
+    { clock: systemClock, logger, env: {} },
+  );
+}
+
 describe('a real agent', () => {
   it('whose broker link was down for a week delivers its backlog in order, and the service has every seq, chained', async () => {
     const db = await newDb();
@@ -500,4 +573,87 @@ describe('a real agent', () => {
       await db.close();
     }
   }, 90_000);
+  it('after a restore of its database the service asks for the events it lost, the agent sends them again, and the gap closes', async () => {
+    const dir = join(tmp.path, `restore-${++dirs}`);
+    mkdirSync(join(dir, 'agent'), { recursive: true });
+    const { db, location } = await newServiceDb(dir, 'service'); // SQLite: dataDir/service.db, as the service opens it
+    const prefix = newPrefix();
+    const config = writeConfig(join(dir, 'agent'), {
+      id: 'restored',
+      access: '{ groups: [Staff] }',
+      extra: `mqtt:\n  url: "${broker.url}"\n  topicPrefix: ${prefix}\n  keepaliveSeconds: 5\n`,
+    });
+    expect(runCli(['import', 'examples/snapshot.json', '--config', config]).status).toBe(0);
+    const { logger, lines } = listeningLogger();
+    const cleanups: Cleanups = [];
+    let service: RunningService | null = null;
+    const chainRow = () => db.get<ChainRow>("SELECT * FROM audit_chains WHERE agent_id = 'restored'");
+    const stored = () => db.column<number>("SELECT seq FROM audit_events WHERE agent_id = 'restored' ORDER BY seq");
+    try {
+      // The service with a short gapSeconds (the schema's least), its events session kept across its restart.
+      const start = () => startRestoredService(location, dir, prefix, logger);
+      service = await start();
+      const daemon = await startDaemon(config, cleanups);
+      const watcher = await connectOperator(broker.url, cleanups, [`${prefix}/doors/+/events`]);
+      /** Unlocks and locks the front door `times` times over MQTT: two events each; resolves once the agent published them. */
+      let toggles = 0;
+      const toggle = async (times: number) => {
+        for (let i = 0; i < times; i++) {
+          toggles++;
+          await agent.publishAsync(`${prefix}/doors/${DOOR_UUID}/set`, JSON.stringify({ lock_state: false, request_id: `u${toggles}` }), { qos: 1 });
+          await agent.publishAsync(`${prefix}/doors/${DOOR_UUID}/set`, JSON.stringify({ lock_state: true, request_id: `l${toggles}` }), { qos: 1 });
+        }
+        await waitUntil(
+          () =>
+            watcher.received.filter((m) => {
+              const event = m.json as { type?: string; cause?: string } | null;
+              return event?.type === 'locked' && event.cause?.startsWith('remote command') === true;
+            }).length === toggles,
+          20_000,
+          `${toggles} locks published`,
+        );
+      };
+      await toggle(2);
+      await waitUntil(async () => (await chainRow())?.contiguous_seq === (await stored()).at(-1), 20_000, 'the first events stored');
+      // The backup: the database as it is now.
+      const backup = (await chainRow())!;
+      const backupSeq = backup.contiguous_seq;
+      await toggle(3);
+      await waitUntil(async () => ((await chainRow())?.contiguous_seq ?? 0) >= backupSeq + 6, 20_000, 'the events after the backup stored');
+      const lostThrough = (await chainRow())!.contiguous_seq;
+      await service.stop();
+      service = null;
+      // The restore: what was stored after the backup is gone, the chain's row is the backup's.
+      await db.run("DELETE FROM audit_events WHERE agent_id = 'restored' AND seq > ?", [backupSeq]);
+      await db.run(
+        "UPDATE audit_chains SET contiguous_seq = ?, last_seq = ?, last_at = ?, gap_since = NULL, gap_reported_at = NULL WHERE agent_id = 'restored'",
+        [backup.contiguous_seq, backup.last_seq, backup.last_at],
+      );
+      // The agent goes on while the service is down: its session at the broker keeps these.
+      await toggle(2);
+      service = await start();
+      // The events kept by the broker come: seqs past the hole, a gap from the backup's last to the restore.
+      await waitUntil(async () => ((await chainRow())?.last_seq ?? 0) >= lostThrough + 4, 20_000, 'the events sent during the restore');
+      expect((await chainRow())?.contiguous_seq).toBe(backupSeq);
+      // gapSeconds later: the gap is reported, the agent asked, its events sent again; the gap closes.
+      await waitUntil(async () => (await chainRow())?.gap_since === null, 40_000, 'the gap closes');
+      const gap = { agent: 'restored', from: backupSeq + 1, to: lostThrough };
+      expect(lines.filter((l) => l.msg === 'audit gap')).toEqual([expect.objectContaining(Object.assign({ level: 40 }, gap))]);
+      expect(lines.filter((l) => l.msg === 'audit gap: the agent is asked to send the missing events again')).toEqual([
+        expect.objectContaining(Object.assign({ level: 30, chain: backup.chain_id }, gap)),
+      ]);
+      expect(lines.filter((l) => l.msg === 'audit gap closed')).toEqual([expect.objectContaining({ agent: 'restored', chain: backup.chain_id })]);
+      await daemon.waitForMessage('the service asked for audit events again: they are sent again');
+      // Every seq of the agent, each stored once, chained as the agent wrote it.
+      const last = (await chainRow())!;
+      expect(last.contiguous_seq).toBe(last.last_seq);
+      expect(await stored()).toEqual(Array.from({ length: last.last_seq }, (_, i) => i + 1));
+      const hashes = await db.all<{ prev_hash: string; hash: string }>("SELECT prev_hash, hash FROM audit_events WHERE agent_id = 'restored' ORDER BY seq");
+      for (let i = 1; i < hashes.length; i++) expect(hashes[i]!.prev_hash).toBe(hashes[i - 1]!.hash);
+    } finally {
+      for (const stop of cleanups.reverse()) await stop();
+      await service?.stop();
+      await db.close();
+    }
+  }, 120_000);
 });

@@ -13,6 +13,7 @@ import { BrokerRefusals } from '../../src/mqtt/brokerRefusals.js';
 import type { MqttHandler } from '../../src/mqtt/handler.js';
 import { HandlerList } from '../../src/mqtt/handlerList.js';
 import { DoorCommandsHandler } from '../../src/mqtt/handlers/doorCommands.js';
+import { ReplyTopics } from '../../src/mqtt/replyTopic.js';
 import { GuestLinkIndexHandler } from '../../src/mqtt/handlers/guestLinkIndex.js';
 import { GuestLinksHandler } from '../../src/mqtt/handlers/guestLinks.js';
 import { OperationsHandler } from '../../src/mqtt/handlers/operations.js';
@@ -115,6 +116,7 @@ doors: [ { uuid: ${DOOR_UUID}, resourceId: 12, name: Front door, relay: { pin: 1
       timers: time,
       logger,
       refusals,
+      replyTopics: new ReplyTopics({ own: { prefix: P, agentId: AGENT, discoveryPrefix: 'homeassistant' }, logger }),
     }),
     new GuestLinksHandler({ topics, guestLinks, secret, guestLinkMaxAgeSeconds: 7 * DAY, times, clock, logger, connected: () => client.connected }),
     new OperationsHandler({

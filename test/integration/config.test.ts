@@ -469,6 +469,20 @@ describe('config check of a reference service file', () => {
     let r = runCli(['config', 'check', '--config', ok]);
     expect(r.status).toBe(0);
     expect(r.stdout).toContain('ok (reference service)');
+    expect(r.stdout).toContain('database SQLite /tmp/svc/service.db');
+    // A site on PostgreSQL: the database named (its password is never in the URL), not only the data directory.
+    const onPostgres = configFile(
+      'service-pg.yaml',
+      'server: { listen: 127.0.0.1:8080, dataDir: /tmp/svc, database: { url: "postgres://door@db.example.org:5432/door" } }\n',
+    );
+    r = runCli(['config', 'check', '--config', onPostgres]);
+    expect(r.status, r.stderr).toBe(0);
+    expect(r.stdout).toContain('database PostgreSQL postgres://***@db.example.org:5432/door (the history mark in the data directory)');
+    // The service's file with an agent section but no door (the service runs it): checked as the service's.
+    const withAgent = configFile('service-agent.yaml', 'agent: { id: service, dataDir: /tmp/svc }\nserver: { listen: 127.0.0.1:8080, dataDir: /tmp/svc }\n');
+    r = runCli(['config', 'check', '--config', withAgent]);
+    expect(r.status, r.stderr).toBe(0);
+    expect(r.stdout).toContain('ok (reference service)');
     const bad = configFile('service-bad.yaml', 'server: { listen: nope, resources: [ { resourceId: 12, uuid: x, type: GATE, name: Front } ] }\n');
     r = runCli(['config', 'check', '--config', bad]);
     expect(r.status).toBe(78);

@@ -125,6 +125,31 @@ describe('EventLog on a SQLite file', () => {
     expect(log.stats()).toEqual({ total: 4, unpublished: 3, evicted: 0, lastSeq: 4 });
   });
 
+  it("republish marks seqs of the log's chain unpublished again; the seqs before the chain (an older log's) are left out", () => {
+    const file = freshFile();
+    // Three events from before the chain (an older agent's log), already published.
+    const db = openStateDatabase(file);
+    opened.push(db);
+    const insert = db.prepare('INSERT INTO events (at, door_uuid, type, payload, published_at) VALUES (?, ?, ?, ?, ?)');
+    for (let i = 0; i < 3; i++) insert.run(AT0 + i, DOOR_UUID, 'door_opened', '{}', AT0 + 10);
+    const log = new EventLog(db, { agentId: 'front-agent', maxEvents: 1000, keepUnpublished: true });
+    for (let i = 0; i < 3; i++) log.append({ type: 'door_closed', door: DOOR_UUID, at: AT0 + 100 + i });
+    const chain = log.since(3, 1)[0]!;
+    expect(chain).toMatchObject({ seq: 4, type: 'audit_chain_started', reason: 'existing_log' });
+    log.markPublished([4, 5, 6, 7], AT0 + 200);
+    expect(log.republish(chain.chain as string, 1, 6)).toEqual({ resent: 3, evicted: 0 });
+    expect(log.unpublished(0, 10).map((e) => e.seq)).toEqual([4, 5, 6]);
+    // Asked again before the outbox sent them: still held, counted once more.
+    expect(log.republish(chain.chain as string, 5, 7)).toEqual({ resent: 3, evicted: 0 });
+    expect(log.unpublished(0, 10).map((e) => e.seq)).toEqual([4, 5, 6, 7]);
+    // Another chain, or seqs the log never assigned: nothing changes.
+    log.markPublished([4, 5, 6, 7], AT0 + 300);
+    expect(log.republish('0b7f4c2e-2222-4a57-9d43-1f2e3a4b5c6d', 4, 5)).toEqual({ ignored: 'another chain' });
+    expect(log.republish(chain.chain as string, 6, 8)).toEqual({ ignored: 'past the last seq' });
+    expect(log.republish(chain.chain as string, 1, 3)).toEqual({ resent: 0, evicted: 0 });
+    expect(log.stats().unpublished).toBe(0);
+  });
+
   it('is bounded: past maxEvents the oldest are evicted and counted, and the count survives a reopen', () => {
     const file = freshFile();
     const { db, log } = open(file, 1000);

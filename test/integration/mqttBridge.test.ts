@@ -8,6 +8,7 @@ import { LockController } from '../../src/door/lockController.js';
 import { BrokerRefusals } from '../../src/mqtt/brokerRefusals.js';
 import { HandlerList } from '../../src/mqtt/handlerList.js';
 import { DoorCommandsHandler } from '../../src/mqtt/handlers/doorCommands.js';
+import { ReplyTopics } from '../../src/mqtt/replyTopic.js';
 import { Topics } from '../../src/protocol/topics.js';
 import { openDatabase, openStateDatabase } from '../../src/store/database.js';
 import { DoorStateStore } from '../../src/store/doorState.js';
@@ -57,6 +58,7 @@ doors: [ { uuid: ${DOOR_UUID}, resourceId: 12, name: Front door, relay: { pin: 1
     clock: systemClock,
     logger,
     refusals,
+    replyTopics: new ReplyTopics({ own: { prefix: 'da', agentId: 'b', discoveryPrefix: 'homeassistant' }, logger }),
   });
   new HandlerList([commands], { client: client as unknown as MqttClient, refusals, logger }).attach();
   const command = (payload: string, packet: Partial<IPublishPacket>) =>

@@ -1,5 +1,10 @@
+import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
+import { KeypadGuesses } from '../../src/door/keypadGuesses.js';
+import { openStateDatabase, statePath } from '../../src/store/database.js';
+import { writeKeypadGuesses } from '../../src/store/keypadGuessState.js';
 import { runCli, tempDir, writeConfig } from '../support/cli.js';
+import { ManualTime } from '../support/manualTime.js';
 import { exampleSnapshot, writeSnapshot } from '../support/snapshot.js';
 
 const tmp = tempDir('door-agent-pins-cli-');
@@ -40,6 +45,45 @@ describe('PINs at the command line (issue 32)', () => {
     expect(check('00123')).toMatchObject({ granted: false, reason: 'unknown_credential' });
     expect(check('123')).toMatchObject({ granted: false, reason: 'pin_too_short' });
     expect(check('987')).toMatchObject({ granted: false, reason: 'pin_too_short' });
+  });
+});
+
+describe('status and the keypad lockout the daemon saved (issue 32)', () => {
+  const dir = tempDir('door-agent-pins-lockout-');
+  afterAll(dir.cleanup);
+  const config = writeConfig(dir.path);
+
+  /** Five wrong PINs `minutesAgo`, saved as the daemon saves them (KeypadGuesses, through state.db). */
+  async function lockedOut(minutesAgo: number, times = 1): Promise<void> {
+    const db = openStateDatabase(statePath(join(dir.path, 'data')));
+    const time = new ManualTime({ wall: Date.now() - minutesAgo * 60_000, mono: 5_000 });
+    const keypad = new KeypadGuesses({
+      policy: { failures: 5, windowSeconds: 900, lockoutSeconds: 60, maxLockoutSeconds: 900 },
+      clock: time,
+      save: (state) => writeKeypadGuesses(db, state),
+    });
+    for (let lockout = 0; lockout < times; lockout++) {
+      if (lockout > 0) time.advance(keypad.lockedUntil()! - time.monoNow());
+      for (let i = 0; i < 5; i++) keypad.failed();
+    }
+    await Promise.resolve(); // the save runs after the decision, in a microtask
+    db.close();
+  }
+
+  it('a lockout in progress says until when; one that has ended since the save says when it ended', async () => {
+    expect(runCli(['import', snapshot, '--config', config]).status).toBe(0);
+    await lockedOut(0);
+    let status = runCli(['status', '--config', config]);
+    expect(status.stdout).toMatch(/keypads: LOCKED OUT \(every door\) until \d{4}-\d\d-\d\dT[\d:.]+Z; 1 lockout in a row/);
+    // Two lockouts in a row (60 s, then 120 s) ten minutes ago: the second ended 7 minutes ago.
+    await lockedOut(10, 2);
+    status = runCli(['status', '--config', config]);
+    const ended = new Date(Date.now() - 10 * 60_000 + 180_000);
+    const line = status.stdout.split('\n').find((l) => l.startsWith('keypads:'));
+    expect(line).toMatch(/^keypads: not locked out \(the last lockout ended [\d:.TZ-]+\); 2 lockouts in a row$/);
+    expect(Math.abs(Date.parse(line!.match(/ended ([^)]+)\)/)![1]!) - ended.getTime())).toBeLessThan(60_000);
+    const json = JSON.parse(runCli(['status', '--json', '--config', config]).stdout) as { pins: { keypad: Record<string, unknown> } };
+    expect(json.pins.keypad).toMatchObject({ lockedOut: false, streak: 2, lockoutEndsAt: line!.match(/ended ([^)]+)\)/)![1] });
   });
 });
 

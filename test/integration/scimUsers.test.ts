@@ -57,8 +57,8 @@ describe('the SCIM token', () => {
           .then((r) => ({ status: r.statusCode, body: JSON.parse(r.body) as Record<string, unknown> })),
       ),
     ).toEqual({
-      status: 401,
-      body: { error: 'API key not valid or expired' },
+      status: 403,
+      body: { error: 'this key is scoped to /scim/v2 (SCIM provisioning) and opens nothing else' },
     });
   });
 

@@ -250,7 +250,7 @@ describe('users, cards, groups', () => {
     expect(dup.body.error).toContain('already in use: …3579');
     expect((await set('[{"number":"4213579"}]', { allow_duplicates: 'true' })).status).toBe(200);
     expect((await set('[{"number":"12ab"}]')).status).toBe(400);
-    expect((await set('not json')).body.error).toContain('smartcards: expected array');
+    expect((await set('not json')).body.error).toBe('smartcards: not valid JSON (expected a serialized JSON array)');
     expect((await call('GET', `/modifysmartcard?email_id=${id}`)).body).toEqual({ email_id: Number(id), smartcards: [{ number: '4213579', label: null }] });
     expect((await call('PUT', '/modifysmartcard', { email_id: 99999, smartcards: [] })).status).toBe(400);
   });
@@ -364,7 +364,7 @@ describe('guest links, doors without MQTT, the mail outbox', () => {
     const cases: Array<[Record<string, unknown>, string]> = [
       [{ time_mapping: [[], [], [], [], [], []] }, 'time_mapping: expected exactly 7 elements'],
       [{ time_mapping: [[], [[9, 25]], [], [], [], [], []] }, 'time_mapping[1][0][1]: hours run from 0 to 24'],
-      [{ end_time: '2025-01-01 00:00:00' }, 'end_time: is not after start_time'],
+      [{ end_time: '2025-01-01 00:00:00' }, 'end_time: 2025-01-01 00:00:00 is not after start_time 2026-01-01 00:00:00'],
       [{ resource_id_list: [40] }, 'not doors of this organization: 40'],
       [{ email_list: ['nobody'] }, 'email_list[0]: not an e-mail address'],
       [{ start_time: '2026-02-30 10:00:00', email_list: ['new-guest@example.org'] }, 'start_time: expected a UTC date'],

@@ -124,7 +124,7 @@ describe('a removed user never brings a card back beside its new holder (item 1)
       guestLink({ email_list: ['g-a@example.org', 'g-b@example.org'], smartcards: [{ number: '5500010' }, { number: '5500010' }] }),
     );
     expect(twice.status).toBe(400);
-    expect(twice.body.error).toContain('already in use: …0010');
+    expect(twice.body.error).toContain('listed twice in this request: …0010');
     expect(await userCount()).toBe(before);
     expect(await activeHolders('5500010')).toBe(0);
     // Allowed when asked for.
@@ -153,7 +153,7 @@ describe('a removed user never brings a card back beside its new holder (item 1)
     const ida = await invite('ida@example.org');
     expect((await setCards(ida, [{ number: '5500020' }])).body.error).toContain('already in use: …0020');
     // One user listing a number twice is still refused unless allowed.
-    expect((await setCards(ida, [{ number: '5500022' }, { number: '5500022' }])).body.error).toContain('already in use: …0022');
+    expect((await setCards(ida, [{ number: '5500022' }, { number: '5500022' }])).body.error).toContain('listed twice in this request: …0022');
   });
 });
 

@@ -1,15 +1,16 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import mqtt from 'mqtt';
-import { pino } from 'pino';
+import { pino, type Logger } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseGuestLinkIndex } from '../../src/protocol/guestLinkIndex.js';
-import { isRefusal, parseGuestLinkMessage, type GuestLinkMessage } from '../../src/protocol/guestLinks.js';
+import { guestLinkPayload, isRefusal, parseGuestLinkMessage, type GuestLinkMessage } from '../../src/protocol/guestLinks.js';
 import { parseHolidaysMessage, parseLockdownMessage, type LockdownScope } from '../../src/protocol/lockdown.js';
 import type { MqttOptions } from '../../src/protocol/options.js';
 import { isRetainedRefusal } from '../../src/protocol/retainedMessages.js';
 import { ApiKeys } from '../../src/service/apiKeys.js';
 import { ServiceMqtt } from '../../src/service/doorsMqtt.js';
+import { revokedLinkIds, storedLinks } from '../../src/service/linkStore.js';
 import { PublishQueue } from '../../src/service/publishQueue.js';
 import { LocalChangeFeed, PostgresChangeFeed, type ChangeFeed } from '../../src/service/sql/changeFeed.js';
 import { AdvisoryLockLeadership, SoleLeader, type Leadership } from '../../src/service/sql/leadership.js';
@@ -119,6 +120,7 @@ async function serviceProcess(
     resignIntervalMs?: number;
     holidays?: string[];
     leadership?: Leadership;
+    logger?: Logger;
   },
 ): Promise<ServiceProcess> {
   const clock = options.clock ?? { wallNow: () => Date.now(), monoNow: () => performance.now() };
@@ -133,7 +135,7 @@ async function serviceProcess(
     leadership,
     mqtt: doors,
     clock,
-    logger: log,
+    logger: options.logger ?? log,
     holidays: options.holidays ?? null,
     ...(options.resignIntervalMs === undefined ? {} : { resignIntervalMs: options.resignIntervalMs }),
   });
@@ -469,6 +471,72 @@ describe('what the service sends again when it connects to the broker', () => {
           await queueEmpty(db);
           expect(JSON.parse(String(await retained(lobbyTopic)))).toEqual({ lockdown: true, by: 'home-assistant' });
         }
+      } finally {
+        await p.close();
+        await db.close();
+      }
+    }, 120_000);
+  }
+});
+
+describe('a guest link the broker retains but the database does not (the database restored from a backup)', () => {
+  for (const signed of [false, true]) {
+    it(`${signed ? 'signed' : 'unsigned'}: revoked at the start and at a reconnect (its tombstone retained, listed as revoked, its id never given again); a live link left alone`, async () => {
+      const prefix = signed ? 'bs' : 'bu';
+      const secret = signed ? SECRET : null;
+      const db = await newDb(prefix);
+      let p = await serviceProcess(db, { prefix, signed });
+      const warnings: Array<{ guestLink?: string; msg: string }> = [];
+      /** What a restore leaves: the broker retains link `id`, made after the backup, that the database never heard of. */
+      const leftAtTheBroker = async (id: string) => {
+        const link = Object.assign({}, (await storedLinks(db))[0], { magic_link_id: id, magic_token: `a-token-made-after-the-backup-${id}` });
+        const other = await mqtt.connectAsync(broker.url);
+        await other.publishAsync(`${prefix}/guest-links/${id}`, guestLinkPayload(link, secret, Math.floor(Date.now() / 1000)), { qos: 1, retain: true });
+        await other.endAsync();
+        expect(linkMessage(id, (await retained(`${prefix}/guest-links/${id}`))!, secret).kind).toBe('link');
+      };
+      /** Its tombstone retained: signed, a revocation; unsigned, the empty message, so the broker holds nothing there. */
+      const tombstoned = async (id: string) => {
+        const topic = `${prefix}/guest-links/${id}`;
+        if (signed) await retainedWhen(topic, (b) => (linkMessage(id, b, secret).kind === 'revoke' ? true : undefined), `the signed tombstone of ${id}`);
+        else await waitUntil(async () => (await retained(topic)) === null, 30_000, `the retained link ${id} cleared (its empty tombstone)`);
+      };
+      const warned = () => warnings.filter((w) => w.guestLink !== undefined);
+      const warning = (id: string) =>
+        expect.objectContaining({
+          guestLink: id,
+          msg: `guest link ${id} is retained at the broker but not in the database (the database restored from a backup, or replaced): revoked so no door keeps it and its id is not given again`,
+        });
+      try {
+        // A link the database keeps, published and retained.
+        const kept = await createLink(p, 'Kept', ['kept@example.org']);
+        expect(kept.id).toBe('1');
+        await retainedWhen(`${prefix}/guest-links/1`, (b) => (linkMessage('1', b, secret).kind === 'link' ? true : undefined), 'the kept link retained');
+        await queueEmpty(db);
+        await p.close();
+        await leftAtTheBroker('7');
+
+        const logger = pino({ level: 'warn' }, { write: (line: string) => void warnings.push(JSON.parse(line) as { guestLink?: string; msg: string }) });
+        p = await serviceProcess(db, { prefix, signed, logger });
+        await tombstoned('7');
+        expect(await revokedLinkIds(db)).toEqual(['7']);
+        expect(warned()).toEqual([warning('7')]);
+        // The live link is still live, at the broker and in the database.
+        expect(linkMessage('1', (await retained(`${prefix}/guest-links/1`))!, secret)).toMatchObject({ kind: 'link', link: { magic_token: kept.token } });
+        expect((await storedLinks(db)).map((l) => l.magic_link_id)).toEqual(['1']);
+        // The next link is given an id past the revoked one.
+        const next = await createLink(p, 'Next', ['next@example.org']);
+        expect(Number(next.id)).toBeGreaterThan(7);
+        await queueEmpty(db);
+
+        // Another one the broker holds: found when the service connects to the broker again.
+        await leftAtTheBroker('20');
+        await broker.stop();
+        await broker.start();
+        await tombstoned('20');
+        expect(await revokedLinkIds(db)).toEqual(['7', '20']);
+        expect(warned()).toEqual([warning('7'), warning('20')]);
+        expect(linkMessage(next.id, (await retained(`${prefix}/guest-links/${next.id}`))!, secret).kind).toBe('link');
       } finally {
         await p.close();
         await db.close();

@@ -241,20 +241,27 @@ describe('a service database restored from a backup (the issue, end to end)', ()
     // After the restore: a user suspended, four more added, each its own revision: the numbers pass the doors' again.
     await site.change('PUT', '/togglesuspension', { email_id: ann });
     for (const [i, name] of ['gus', 'hal', 'ida', 'jo'].entries()) await site.invite(`${name}@example.org`, String(3001 + i));
+    expect(await site.revision()).toBe(atBackup + 5);
+
+    // Until the restore is accepted at the service, the door keeps what it holds beyond it: the suspension the
+    // restore undid stays, Ann's applies at once, the users only in the discarded history wait.
+    const refused = await runCliAsync(['sync', '--config', cli.config]);
+    expect(refused.stderr).toContain('the restore awaits acceptance at the service');
+    expect([decide(cli.config, '1003'), decide(cli.config, '1001'), decide(cli.config, '2001')]).toEqual(['user_suspended', 'user_suspended', 'granted']);
+    expect(await site.call('POST', '/directory/restore/accept')).toEqual({ accepted: true, revision: atBackup + 6 });
     const after = await site.call('GET', '/directory');
-    expect(after.revision).toBe(atBackup + 5);
     expect(after.history).not.toBe(discarded.history);
 
     const out = await sync(cli.config);
     // The restored database gives Dan's and Fay's email_ids to Gus and Hal: their cards go, theirs come.
-    expect(out).toMatch(/credentials\s+4 added, 2 changed, 2 removed/);
+    expect(out).toMatch(/credentials\s+4 added, 1 changed, 2 removed/);
     expect(decide(cli.config, '1001')).toBe('user_suspended'); // suspended in the new history
     expect(decide(cli.config, '2001')).toBe('unknown_credential'); // only in the discarded history
     expect(decide(cli.config, '2002')).toBe('unknown_credential');
     expect(decide(cli.config, '1003')).toBe('granted'); // the restore undid this suspension
     for (const card of ['3001', '3002', '3003', '3004', '1002']) expect(decide(cli.config, card), card).toBe('granted');
     const heldNow = readHeld(cli.cache);
-    expect(heldNow).toMatchObject({ revision: atBackup + 5, history: after.history, tag: after.tag });
+    expect(heldNow).toMatchObject({ revision: atBackup + 6, history: after.history, tag: after.tag });
 
     // The retained push names the new history; the daemon's sync component judges it and replaces its cache.
     const client = await connectAsync(broker.url, { clientId: `restore-test-${process.pid}` });
@@ -263,7 +270,7 @@ describe('a service database restored from a backup (the issue, end to end)', ()
       void client.subscribeAsync('rs/directory/revision');
     });
     await client.endAsync();
-    expect(parseRevisionMessage(pushed)).toMatchObject({ revision: atBackup + 5, history: after.history, tag: after.tag });
+    expect(parseRevisionMessage(pushed)).toMatchObject({ revision: atBackup + 6, history: after.history, tag: after.tag });
     const lines: LogLine[] = [];
     const results: SyncResult[] = [];
     const cache = openDatabase(daemon.cache);
@@ -297,7 +304,7 @@ describe('a service database restored from a backup (the issue, end to end)', ()
       cache.close();
     }
     expect(lines.find((l) => /changed history/.test(l.msg))?.msg).toMatch(/full sync/);
-    expect(results[0]).toMatchObject({ mode: 'directory_full', revision: atBackup + 5 });
+    expect(results[0]).toMatchObject({ mode: 'directory_full', revision: atBackup + 6 });
     expect([decide(daemon.config, '1001'), decide(daemon.config, '2001'), decide(daemon.config, '3004')]).toEqual([
       'user_suspended',
       'unknown_credential',
@@ -329,6 +336,8 @@ describe('the mass-removal guard after a restore', () => {
     const a = door(site);
     await sync(a.config);
     await site.restore(copy);
+    // Accepted at the service: this door's guard still judges what the restore removes.
+    await site.call('POST', '/directory/restore/accept');
 
     const r = await runCliAsync(['sync', '--config', a.config]);
     expect(r.status).toBe(1);
@@ -377,8 +386,9 @@ describe('a restore refused by the mass-removal guard: its restrictive part appl
     await sync(cli.config);
     await sync(daemon.config);
 
-    // The operator restores the backup (stop, copy the file back, start); then the site goes on with its day.
+    // The operator restores the backup (stop, copy the file back, start) and accepts it; then the site goes on.
     await site.restore(copy);
+    await site.call('POST', '/directory/restore/accept');
     await site.change('PUT', '/togglesuspension', { email_id: ann }); // suspended
     await site.change('PUT', '/modifysmartcards', { email_id: ben, smartcards: [] }); // card taken away
     await site.change('PUT', '/groups', { type: 'users', group_id: site.staffGroup, del_ids: [dee] }); // loses the door's group
@@ -456,6 +466,79 @@ describe('a restore refused by the mass-removal guard: its restrictive part appl
   });
 });
 
+describe('a restore awaiting acceptance at the service: the doors keep the revocations it undid', () => {
+  const site = new Site(join(tmp.path, 'awaiting'));
+  afterAll(() => site.stop());
+
+  it('holds back what it grants beyond the cache until accepted at the service (or at one door), its restrictions at once', async () => {
+    await site.start();
+    await site.seedStaff();
+    await site.invite('ann@example.org', '1001');
+    const bob = await site.invite('bob@example.org', '1002');
+    const carol = await site.invite('carol@example.org', '1003');
+    const dee = await site.invite('dee@example.org', '1004');
+    const copy = join(site.dir, 'copy.db');
+    sqliteBackup(site.dbFile, copy);
+    // After the backup: Bob's card taken away, Carol suspended; both doors sync it.
+    await site.change('PUT', '/modifysmartcards', { email_id: bob, smartcards: [] });
+    await site.change('PUT', '/togglesuspension', { email_id: carol });
+    const a = door(site);
+    const b = door(site);
+    await sync(a.config);
+    await sync(b.config);
+    expect([decide(a.config, '1002'), decide(a.config, '1003')]).toEqual(['unknown_credential', 'user_suspended']);
+
+    // The restore brings Bob's card and Carol back; in the restored database Dee is suspended and Fay invited.
+    await site.restore(copy);
+    expect(site.logs.find((l) => l.level === 40 && /restored or replaced/.test(l.msg))?.msg).toContain('POST /directory/restore/accept');
+    await site.change('PUT', '/togglesuspension', { email_id: dee });
+    await site.invite('fay@example.org', '1005');
+
+    const refused = await runCliAsync(['sync', '--config', a.config]);
+    expect(refused.status).toBe(1);
+    expect(refused.stderr).toMatch(
+      /refused: the service's database was restored from a backup \(detected \d{4}-\d{2}-\d{2}T[^)]+\) and the restore awaits acceptance at the service: /,
+    );
+    expect(refused.stderr).toContain(
+      "what it would grant beyond this door's cache waits (2 users and 2 credentials it would add or re-admit; POST /directory/restore/accept or the console); " +
+        'its restrictive part applied: 1 user suspended; or accept it at this door with door-agent sync --allow-mass-removal.',
+    );
+    const atDoor = () => ['1001', '1002', '1003', '1004', '1005'].map((card) => decide(a.config, card));
+    expect(atDoor()).toEqual(['granted', 'unknown_credential', 'user_suspended', 'user_suspended', 'unknown_credential']);
+    const status = runCli(['status', '--config', a.config]).stdout;
+    expect(status).toMatch(
+      /held back: the service's database was restored from a backup \(detected [^)]+\) and the restore awaits acceptance at the service .*restrictive part applied at once \(1 user suspended\)/,
+    );
+    expect(status).toContain(
+      'waiting for the restore to be accepted at the service (POST /directory/restore/accept or the console), or door-agent sync --allow-mass-removal here: ' +
+        '2 users and 2 credentials it would add or re-admit beyond the cache, and the rest of the answer',
+    );
+    const json = JSON.parse(runCli(['status', '--json', '--config', a.config]).stdout) as { sync: { heldBack: unknown } };
+    expect(json.sync.heldBack).toMatchObject({
+      reason: 'history_changed',
+      restore: { detectedAt: expect.any(String), beyondCache: { users: 2, credentials: 2 } },
+      restricted: { suspended: 1, total: 1 },
+    });
+    // Each sync asks again and is refused again while the service's answer carries the restore.
+    expect((await runCliAsync(['sync', '--config', a.config])).status).toBe(1);
+
+    // Accepted at one door alone: that door takes the restored directory and follows it from then on.
+    expect(await sync(b.config, '--allow-mass-removal')).toMatch(/credentials\s+2 added/);
+    expect(['1002', '1003', '1004', '1005'].map((card) => decide(b.config, card))).toEqual(['granted', 'granted', 'user_suspended', 'granted']);
+    await site.change('PUT', '/togglesuspension', { email_id: bob });
+    await sync(b.config);
+    expect(decide(b.config, '1002')).toBe('user_suspended');
+    expect((await runCliAsync(['sync', '--config', a.config])).status).toBe(1);
+    expect(decide(a.config, '1003')).toBe('user_suspended');
+
+    // Accepted at the service: the next sync applies the restored directory (what was not revoked again opens again).
+    expect(await site.call('POST', '/directory/restore/accept')).toMatchObject({ accepted: true });
+    await sync(a.config);
+    expect(atDoor()).toEqual(['granted', 'user_suspended', 'granted', 'user_suspended', 'granted']);
+    expect(runCli(['status', '--config', a.config]).stdout).not.toMatch(/held back/);
+  });
+});
+
 describe('a since above what the database issued', () => {
   const site = new Site(join(tmp.path, 'since'));
   afterAll(() => site.stop());
@@ -512,8 +595,12 @@ describe('the whole service data directory restored (the mark file with the data
     expect(site.logs.some((l) => /restored or replaced/.test(l.msg))).toBe(false); // the mark came back with it
     await site.change('PUT', '/togglesuspension', { email_id: ann });
     for (const [i, name] of ['gus', 'hal', 'ida', 'jo'].entries()) await site.invite(`${name}@example.org`, String(31 + i));
-    await sync(a.config);
+    // The door's sync is how the service learns it went back: a restore awaiting acceptance from then on.
+    expect((await runCliAsync(['sync', '--config', a.config])).stderr).toContain('the restore awaits acceptance at the service');
     expect(site.logs.some((l) => l.level === 40 && /another tag/.test(l.msg))).toBe(true);
+    expect([decide(a.config, '11'), decide(a.config, '21'), decide(a.config, '31')]).toEqual(['user_suspended', 'granted', 'unknown_credential']);
+    await site.call('POST', '/directory/restore/accept');
+    await sync(a.config);
     expect([decide(a.config, '11'), decide(a.config, '21'), decide(a.config, '23'), decide(a.config, '31'), decide(a.config, '34')]).toEqual([
       'user_suspended',
       'unknown_credential',

@@ -57,7 +57,11 @@ export interface TlsFiles {
 }
 
 /** A CA and a server certificate for 127.0.0.1, made with openssl. */
-export function makeTlsFiles(dir: string, name: string): TlsFiles {
+export function makeTlsFiles(
+  dir: string,
+  name: string,
+  server: { cn: string; altNames: string } = { cn: '127.0.0.1', altNames: 'IP:127.0.0.1,DNS:localhost' },
+): TlsFiles {
   mkdirSync(dir, { recursive: true });
   const f = (n: string) => join(dir, `${name}-${n}`);
   const run = (args: string[]) => {
@@ -65,8 +69,8 @@ export function makeTlsFiles(dir: string, name: string): TlsFiles {
     if (r.error || r.status !== 0) throw new Error(`openssl ${args[0]} failed (apt-get install openssl): ${r.stderr ?? r.error}`);
   };
   run(['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-days', '2', '-subj', `/CN=${name} test CA`, '-keyout', f('ca.key'), '-out', f('ca.crt')]);
-  run(['req', '-newkey', 'rsa:2048', '-nodes', '-subj', '/CN=127.0.0.1', '-keyout', f('server.key'), '-out', f('server.csr')]);
-  writeFileSync(f('ext.cnf'), 'subjectAltName=IP:127.0.0.1,DNS:localhost\n');
+  run(['req', '-newkey', 'rsa:2048', '-nodes', '-subj', `/CN=${server.cn}`, '-keyout', f('server.key'), '-out', f('server.csr')]);
+  writeFileSync(f('ext.cnf'), `subjectAltName=${server.altNames}\n`);
   run([
     'x509',
     '-req',

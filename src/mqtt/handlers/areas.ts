@@ -8,6 +8,7 @@ import type { ReplayCache } from '../../store/replayCache.js';
 import type { Clock } from '../../util/clock.js';
 import type { BrokerRefusals } from '../brokerRefusals.js';
 import type { HandlerSubscription, MqttHandler } from '../handler.js';
+import type { ReplyTopics } from '../replyTopic.js';
 
 export interface AreasHandlerDeps {
   client: MqttClient;
@@ -25,6 +26,8 @@ export interface AreasHandlerDeps {
   clock: Clock;
   logger: Logger;
   refusals: BrokerRefusals;
+  /** Where a reply goes: the reset's response topic, unless it is one of the agent's own (replyTopic.ts). */
+  replyTopics: ReplyTopics;
 }
 
 /**
@@ -93,7 +96,8 @@ export class AreasHandler implements MqttHandler {
   private reply(packet: IPublishPacket, body: Parameters<typeof commandReplyPayload>[0], requestId: string | null): void {
     const responseTopic = packet.properties?.responseTopic;
     const correlationData = packet.properties?.correlationData;
-    this.deps.refusals.publishQuietly(this.deps.client, responseTopic ?? this.deps.topics.areasReply, commandReplyPayload(body, requestId), {
+    const topic = this.deps.replyTopics.choose(responseTopic, this.deps.topics.areasReply);
+    this.deps.refusals.publishQuietly(this.deps.client, topic, commandReplyPayload(body, requestId), {
       qos: 1,
       properties: correlationData ? { correlationData } : undefined,
     });

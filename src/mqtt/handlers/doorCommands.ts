@@ -11,6 +11,7 @@ import type { BrokerRefusals } from '../brokerRefusals.js';
 import type { HandlerSubscription, MqttHandler } from '../handler.js';
 import type { HomeAssistantCode } from '../homeAssistantCode.js';
 import type { MqttDoor } from './mqttDoor.js';
+import type { ReplyTopics } from '../replyTopic.js';
 
 export interface DoorCommandsDeps {
   client: MqttClient;
@@ -26,6 +27,8 @@ export interface DoorCommandsDeps {
   timers?: Timers;
   logger: Logger;
   refusals: BrokerRefusals;
+  /** Where a reply goes: the command's response topic, unless it is one of the agent's own (replyTopic.ts). */
+  replyTopics: ReplyTopics;
   /** With mqtt.homeAssistant.codeFile: Home Assistant's unlocks must carry this code (the other commands do not). */
   homeAssistantCode?: HomeAssistantCode | null;
   /** A remote unlock was refused (lockdown, wrong code): shown in Home Assistant beside the reply. */
@@ -38,8 +41,9 @@ const REJECTION_WINDOW_MS = 60_000;
 
 /**
  * `P/doors/<uuid>/set` of this agent's doors in (QoS 1, retain as published), the reply out on the command's
- * MQTT 5 response topic or `P/doors/<uuid>/reply`: never from a retained message, never twice (a QoS 1
- * redelivery, a replayed request_id), refused with a reason (400, 401, 409) and counted in the audit log.
+ * MQTT 5 response topic (unless it is one of the agent's own, replyTopic.ts) or `P/doors/<uuid>/reply`: never
+ * from a retained message, never twice (a QoS 1 redelivery, a replayed request_id), refused with a reason (400,
+ * 401, 409) and counted in the audit log.
  */
 export class DoorCommandsHandler implements MqttHandler {
   readonly name = 'door commands';
@@ -90,7 +94,8 @@ export class DoorCommandsHandler implements MqttHandler {
   private reply(doorUuid: string, packet: IPublishPacket, body: Parameters<typeof commandReplyPayload>[0], requestId: string | null): void {
     const responseTopic = packet.properties?.responseTopic;
     const correlationData = packet.properties?.correlationData;
-    this.deps.refusals.publishQuietly(this.deps.client, responseTopic ?? this.deps.topics.reply(doorUuid), commandReplyPayload(body, requestId), {
+    const topic = this.deps.replyTopics.choose(responseTopic, this.deps.topics.reply(doorUuid));
+    this.deps.refusals.publishQuietly(this.deps.client, topic, commandReplyPayload(body, requestId), {
       qos: 1,
       properties: correlationData ? { correlationData } : undefined,
     });

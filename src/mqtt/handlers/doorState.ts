@@ -81,6 +81,11 @@ export class DoorStateHandler implements MqttHandler {
     this.outbox.kick();
   }
 
+  /** Events already published were made unpublished again: the outbox sends them again, oldest first. */
+  eventsToSendAgain(): void {
+    this.outbox.rewind();
+  }
+
   /** Retained `P/doors/<uuid>/state`; only the controller's own state is published, never a guess. */
   publishState(uuid: string): void {
     const d = this.byUuid.get(uuid.toLowerCase());

@@ -39,13 +39,24 @@ export async function gapsOf(db: SqlDb, chain: ChainRow, now: number, ageMs: num
 /**
  * Watches the chains for gaps (docs/audit.md): a chain whose next seq has not come for gapSeconds while later ones
  * have is logged once (warn `audit gap`, with agent, chain, from, to), whichever process sees it first (the row's
- * gap_reported_at is set in the same statement that decides it). The API and the console list the gaps themselves.
+ * gap_reported_at is set in the same statement that decides it), and its agent is asked for them (gapRequests.ts).
+ * The API and the console list the gaps themselves.
  */
 export class GapWatch {
   private timer: unknown = null;
   private closed = false;
 
-  constructor(private readonly deps: { db: SqlDb; gapSeconds: number; clock: Clock; timers: Timers; logger: Logger }) {}
+  constructor(
+    private readonly deps: {
+      db: SqlDb;
+      gapSeconds: number;
+      clock: Clock;
+      timers: Timers;
+      logger: Logger;
+      /** Asks the agents for the events of their gaps (with a broker), after each check. */
+      requests?: { ask(): Promise<number> };
+    },
+  ) {}
 
   /** Checks now, then every tenth of gapSeconds (at least every 30 s). */
   start(): void {
@@ -56,6 +67,7 @@ export class GapWatch {
     this.timer = null;
     if (this.closed) return;
     await this.check().catch((err: unknown) => this.deps.logger.warn({ err }, 'cannot check the audit chains for gaps'));
+    await this.deps.requests?.ask().catch((err: unknown) => this.deps.logger.warn({ err }, 'cannot ask the agents for the events of their gaps'));
     if (this.closed) return;
     const every = Math.min(30_000, Math.max(1000, (this.deps.gapSeconds * 1000) / 10));
     this.timer = this.deps.timers.setTimeout(() => void this.tick(), every);

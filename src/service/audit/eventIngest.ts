@@ -1,7 +1,9 @@
 import type { IPublishPacket, MqttClient } from 'mqtt';
 import type { Logger } from 'pino';
 import { clientOptions, connectWithBackoff } from '../../protocol/connection.js';
+import { resendPayload, type ResendRequest } from '../../protocol/auditResend.js';
 import type { MqttOptions } from '../../protocol/options.js';
+import { DoorTopics } from '../../protocol/topics.js';
 import type { Clock } from '../../util/clock.js';
 import type { Env } from '../../util/secretFiles.js';
 import type { AuditEventStore } from './eventStore.js';
@@ -13,6 +15,9 @@ import { parseWireEvent, WireEventProblem, type IngestedEvent } from './wireEven
  * persistent_client_expiration decides): long enough for a service down over a long weekend and more.
  */
 const SESSION_EXPIRY_SECONDS = 30 * 86_400;
+
+/** What an outage means for this session: the broker keeps the events for it (clean: false). */
+const EVENTS_SESSION_LOST = "broker connection lost; the doors' events wait at the broker for this session";
 
 /** The default client id of a process's events session: one per machine and port, stable across restarts. */
 export function defaultEventsClientId(hostname: string, port: number): string {
@@ -38,6 +43,7 @@ export class EventIngest {
   readonly counts: EventIngestCounts = { stored: 0, duplicates: 0, dropped: 0 };
   private readonly client: MqttClient;
   private readonly filter: string;
+  private readonly topics: DoorTopics;
 
   constructor(
     config: MqttOptions,
@@ -45,11 +51,12 @@ export class EventIngest {
     private readonly deps: { clientId: string; store: AuditEventStore; stored: StoredEvents; clock: Clock; logger: Logger },
   ) {
     this.filter = `${config.topicPrefix}/doors/+/events`;
+    this.topics = new DoorTopics(config.topicPrefix);
     const options = Object.assign(clientOptions(config, env, { clientId: deps.clientId }), {
       clean: false,
       ...(config.protocolVersion === 5 ? { properties: { sessionExpiryInterval: SESSION_EXPIRY_SECONDS } } : {}),
     });
-    this.client = connectWithBackoff(config.url, options, deps.logger);
+    this.client = connectWithBackoff(config.url, options, deps.logger, { lostMessage: EVENTS_SESSION_LOST });
     this.client.handleMessage = (packet, callback) => {
       this.take(packet).then(
         () => callback(),
@@ -91,6 +98,16 @@ export class EventIngest {
     const parts = topic.split('/');
     const prefix = this.filter.split('/');
     return parts.length === prefix.length && parts.every((part, i) => prefix[i] === '+' || prefix[i] === part);
+  }
+
+  /**
+   * Asks an agent to send events again (gapRequests.ts), QoS 1, not retained, on this session (its broker user
+   * writes P/agents/+/audit/resend). False when not connected: a request is not queued, it is asked again later.
+   */
+  async requestResend(agentId: string, request: ResendRequest): Promise<boolean> {
+    if (!this.client.connected) return false;
+    await this.client.publishAsync(this.topics.auditResendOf(agentId), resendPayload(request), { qos: 1 });
+    return true;
   }
 
   /** Whether the session is connected now. */

@@ -1,5 +1,6 @@
 import { hostname } from 'node:os';
 import type { Logger } from 'pino';
+import { ownedClientIdFor } from '../../protocol/connection.js';
 import type { MqttOptions } from '../../protocol/options.js';
 import type { Clock, Timers } from '../../util/clock.js';
 import type { Env } from '../../util/secretFiles.js';
@@ -9,13 +10,15 @@ import type { SqlDb } from '../sql/sqlDb.js';
 import { DEFAULT_GAP_SECONDS, GapWatch } from './chainGaps.js';
 import { defaultEventsClientId, EventIngest } from './eventIngest.js';
 import { AuditEventStore } from './eventStore.js';
+import { GapRequests } from './gapRequests.js';
 import { Retention } from './retention.js';
 import { StoredEvents } from './storedEvents.js';
 
 /**
  * The service's keeping of every agent's audit events (docs/audit.md, "Where events are kept"), as the composition
- * root starts it: the ingest on its own broker session (with an mqtt section), the gap watch, and the retention
- * (with server.audit.retentionDays, in the leading process).
+ * root starts it: the ingest on its own broker session (with an mqtt section), the gap watch and its requests to
+ * the agents (with an mqtt section, in the leading process), and the retention (with server.audit.retentionDays,
+ * in the leading process).
  */
 export class EventKeeping {
   /** What this process's ingest takes, for the console's live Events page. */
@@ -38,12 +41,26 @@ export class EventKeeping {
     },
   ) {
     this.store = new AuditEventStore(deps.db);
+    const gapSeconds = deps.audit?.gapSeconds ?? DEFAULT_GAP_SECONDS;
     this.gapWatch = new GapWatch({
       db: deps.db,
-      gapSeconds: deps.audit?.gapSeconds ?? DEFAULT_GAP_SECONDS,
+      gapSeconds,
       clock: deps.clock,
       timers: deps.timers,
       logger: deps.logger,
+      // With a broker: the agents are asked for the events of their gaps, on the ingest's session.
+      ...(deps.mqtt
+        ? {
+            requests: new GapRequests({
+              db: deps.db,
+              gapSeconds,
+              leadership: deps.leadership,
+              send: (agentId, request) => this.ingest?.requestResend(agentId, request) ?? Promise.resolve(false),
+              clock: deps.clock,
+              logger: deps.logger,
+            }),
+          }
+        : {}),
     });
     const retentionDays = deps.audit?.retentionDays;
     this.retention =
@@ -64,7 +81,8 @@ export class EventKeeping {
   start(port: number): void {
     const { mqtt } = this.deps;
     if (mqtt) {
-      const clientId = this.deps.audit?.clientId ?? defaultEventsClientId(hostname(), port);
+      // The default id is owned (protocol/connection.ts): another broker user cannot guess it and take the session over.
+      const clientId = this.deps.audit?.clientId ?? ownedClientIdFor(mqtt, this.deps.env, defaultEventsClientId(hostname(), port));
       this.ingest = new EventIngest(mqtt, this.deps.env, {
         clientId,
         store: this.store,

@@ -26,7 +26,7 @@ export function registerAgentEnrolment(app: FastifyInstance, ctx: ConsoleContext
 <button type="button" data-copy="enrol-command">Copy</button> <span id="enrol-command-copied" role="status"></span></p>
 <p>The code works once, until ${ctx.time.element(made.expires_at)}. The board then waits for you to adopt it on the Agents page.</p>
 <p><a href="/console/agents">Back to the agents</a></p>`;
-    return sendHtml(reply, page({ name: 'agents', title: 'New enrolment code', who: s.who, rank: s.rank, csrf: s.csrf, body }));
+    return sendHtml(reply, page({ name: 'agents', title: 'New enrolment code', who: s.who, rank: s.rank, csrf: s.csrf, banner: s.banner, body }));
   });
 
   app.post('/console/agents/enrolments/:enrolment_id/adopt', async (request, reply) => {

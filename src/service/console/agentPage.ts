@@ -67,7 +67,8 @@ and reader firmware", and the API's description at <a href="/openapi.json">/open
 async function agentPage(ctx: ConsoleContext, request: FastifyRequest, reply: FastifyReply, agentId: string, kept?: Kept): Promise<FastifyReply> {
   const s = sessionOf(request);
   const title = `Agent ${agentId}`;
-  if (ctx.api.fleet === undefined) return sendHtml(reply, page({ name: 'agents', title, who: s.who, rank: s.rank, csrf: s.csrf, body: NO_FLEET }));
+  if (ctx.api.fleet === undefined)
+    return sendHtml(reply, page({ name: 'agents', title, who: s.who, rank: s.rank, csrf: s.csrf, banner: s.banner, body: NO_FLEET }));
   const view = await new FleetOverview(ctx.api.db, ctx.feed).one(agentId);
   if (view?.enrolment?.state !== 'adopted') {
     return redirectWithFlash(request, reply, '/console/agents', {
@@ -118,7 +119,7 @@ ${document}</textarea></p>
 <section aria-labelledby="firmware-h"><h2 id="firmware-h">Reader firmware</h2>${tasksSection(view, ctx)}</section>
 <p><a href="/console/agents">All agents</a></p>`;
   const flash: Flash | undefined = takeFlash(request);
-  return sendHtml(reply, page({ name: 'agents', title, who: s.who, rank: s.rank, csrf: s.csrf, flash, body }), kept ? 400 : 200);
+  return sendHtml(reply, page({ name: 'agents', title, who: s.who, rank: s.rank, csrf: s.csrf, banner: s.banner, flash, body }), kept ? 400 : 200);
 }
 
 export function registerAgentPage(app: FastifyInstance, ctx: ConsoleContext): void {

@@ -168,7 +168,10 @@ export function registerAgents(app: FastifyInstance, ctx: ConsoleContext): void 
       const agents = ctx.feed?.agentList() ?? [];
       const body = html`${notices}${agents.length === 0 ? html`<p>No agent has reported since the service started.</p>` : ''}
 <table><thead>${HEALTH_HEAD}</thead><tbody id="agents">${agents.map((a) => agentRow(a, ctx.time))}</tbody></table>`;
-      return sendHtml(reply, page({ name: 'agents', title: 'Agents', who: s.who, rank: s.rank, csrf: s.csrf, flash: takeFlash(request), live: true, body }));
+      return sendHtml(
+        reply,
+        page({ name: 'agents', title: 'Agents', who: s.who, rank: s.rank, csrf: s.csrf, banner: s.banner, flash: takeFlash(request), live: true, body }),
+      );
     }
     const attentionOnly = z.object({ attention: z.literal('1').optional() }).parse(request.query).attention === '1';
     const now = ctx.api.clock.wallNow();
@@ -194,6 +197,7 @@ ${shown.length === 0 ? html`<p>${attentionOnly ? 'No agent needs attention.' : '
         who: s.who,
         rank: s.rank,
         csrf: s.csrf,
+        banner: s.banner,
         flash: takeFlash(request),
         live: true,
         ...(attentionOnly ? { liveFilter: 'attention=1' } : {}),

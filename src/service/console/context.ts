@@ -12,9 +12,12 @@ import type { SiteTime } from './siteTime.js';
 declare module 'fastify' {
   interface FastifyRequest {
     /** The console session of the request (console routes only, after the session check). */
-    consoleSession?: Session & { flash?: Flash };
+    consoleSession?: ConsoleSession;
   }
 }
+
+/** A request's session: its message for the page, and (a page's GET) the banner every page shows (restoreBanner.ts). */
+export type ConsoleSession = Session & { flash?: Flash; banner?: Html };
 
 /** What each console page module is given (console/routes.ts builds it). */
 export interface ConsoleContext {
@@ -35,7 +38,7 @@ export interface ConsoleContext {
 }
 
 /** The session of a console request (set by the session check before every handler but sign-in). */
-export function sessionOf(request: FastifyRequest): Session & { flash?: Flash } {
+export function sessionOf(request: FastifyRequest): ConsoleSession {
   return request.consoleSession!;
 }
 

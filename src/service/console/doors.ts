@@ -68,7 +68,10 @@ export function registerDoors(app: FastifyInstance, ctx: ConsoleContext): void {
     const body = html`${ctx.feed ? '' : html`<p class="flash error">The service has no mqtt section: it cannot see or command the doors.</p>`}
 <table><thead><tr><th scope="col">Door</th><th scope="col">Lock</th><th scope="col">Contact</th><th scope="col">Agent</th><th scope="col">Actions</th></tr></thead>
 <tbody>${doors().map((d) => doorRow(d, ctx.feed, s.rank, s.csrf, ctx.time))}</tbody></table>`;
-    return sendHtml(reply, page({ name: 'doors', title: 'Doors', who: s.who, rank: s.rank, csrf: s.csrf, flash: takeFlash(request), live: true, body }));
+    return sendHtml(
+      reply,
+      page({ name: 'doors', title: 'Doors', who: s.who, rank: s.rank, csrf: s.csrf, banner: s.banner, flash: takeFlash(request), live: true, body }),
+    );
   });
 
   app.post('/console/doors/:uuid', async (request, reply) => {

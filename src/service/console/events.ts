@@ -187,6 +187,9 @@ ${ctx.feed ? '' : html`<p class="flash error">The service has no mqtt section: i
 <p class="muted">Every event the service keeps, newest first${live ? '; new ones appear as they happen' : ''}.</p>
 <table class="events"><thead><tr><th scope="col" class="when">When</th><th scope="col" class="door">Door</th><th scope="col" class="who">Who</th><th scope="col" class="what">Event</th><th scope="col">Detail</th></tr></thead><tbody id="events"${live ? html` data-after="${String(mark)}"` : ''}>${rows.map((r) => r.row)}</tbody></table>
 ${found.nextBefore === null ? '' : html`<p><a href="/console/events?${older.toString()}" rel="next">Older events</a></p>`}`;
-    return sendHtml(reply, page({ name: 'events', title: 'Events', who: s.who, rank: s.rank, csrf: s.csrf, flash: takeFlash(request), live, body }));
+    return sendHtml(
+      reply,
+      page({ name: 'events', title: 'Events', who: s.who, rank: s.rank, csrf: s.csrf, banner: s.banner, flash: takeFlash(request), live, body }),
+    );
   });
 }

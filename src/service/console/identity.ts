@@ -107,7 +107,7 @@ export function registerIdentity(app: FastifyInstance, ctx: ConsoleContext): voi
     const s = sessionOf(request);
     const answer = await ctx.delegation.call(ctx.app, s.rank, 'GET', '/identity-sources', undefined, s.who);
     const show = (body: Html) =>
-      sendHtml(reply, page({ name: 'identity', title: 'Identity', who: s.who, rank: s.rank, csrf: s.csrf, flash: takeFlash(request), body }));
+      sendHtml(reply, page({ name: 'identity', title: 'Identity', who: s.who, rank: s.rank, csrf: s.csrf, banner: s.banner, flash: takeFlash(request), body }));
     if (answer.status !== 200) return show(html`<p class="flash error" role="alert">${answerText(answer, s.rank).text}</p>`);
     const sources = answer.body as unknown as IdentitySourcesAnswer;
     const { ldap } = sources;

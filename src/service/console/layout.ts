@@ -35,6 +35,7 @@ export function flashBox(flash: Flash | undefined): Html {
 /**
  * A signed-in page: skip link, banner with the navigation and who is signed in, the main landmark. A `live` page
  * follows /console/live; `liveFilter` (`attention=1`) goes with it, so that the stream adds only the rows the page lists.
+ * `banner`: what every page says above its own message while it holds (a restore awaiting acceptance).
  */
 export function page(options: {
   name: PageName;
@@ -42,6 +43,7 @@ export function page(options: {
   who: string;
   rank: Rank;
   csrf: string;
+  banner?: Html | undefined;
   flash?: Flash;
   live?: boolean;
   liveFilter?: string;
@@ -55,7 +57,7 @@ export function page(options: {
   )}</ul></nav>
 <div class="who"><span>Signed in: ${options.who} (${options.rank})</span>
 <form method="post" action="/console/logout" class="inline"><input type="hidden" name="csrf" value="${options.csrf}"><button>Sign out</button></form></div></header>
-<main id="main"><h1>${options.title}</h1>${flashBox(options.flash)}${options.body}</main></body></html>`;
+<main id="main"><h1>${options.title}</h1>${options.banner}${flashBox(options.flash)}${options.body}</main></body></html>`;
 }
 
 /** A page outside a session (sign-in). */

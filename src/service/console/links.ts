@@ -87,7 +87,10 @@ export function registerLinks(app: FastifyInstance, ctx: ConsoleContext): void {
             (l) => row(l, admin, s.csrf),
           )}</tbody></table>`
     }`;
-    return sendHtml(reply, page({ name: 'links', title: 'Guest links', who: s.who, rank: s.rank, csrf: s.csrf, flash: takeFlash(request), body }));
+    return sendHtml(
+      reply,
+      page({ name: 'links', title: 'Guest links', who: s.who, rank: s.rank, csrf: s.csrf, banner: s.banner, flash: takeFlash(request), body }),
+    );
   });
 
   // Its doors are a multiple choice: every door ticked is posted (doors=12&doors=13), each one kept.
@@ -125,7 +128,16 @@ export function registerLinks(app: FastifyInstance, ctx: ConsoleContext): void {
 <figcaption>${String(link.name ?? '')}</figcaption></figure><p><a href="/console/links">All guest links</a></p>`;
     return sendHtml(
       reply,
-      page({ name: 'links', title: `Guest link: ${String(link.name ?? '')}`, who: s.who, rank: s.rank, csrf: s.csrf, flash: takeFlash(request), body }),
+      page({
+        name: 'links',
+        title: `Guest link: ${String(link.name ?? '')}`,
+        who: s.who,
+        rank: s.rank,
+        csrf: s.csrf,
+        banner: s.banner,
+        flash: takeFlash(request),
+        body,
+      }),
     );
   });
 

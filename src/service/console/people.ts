@@ -84,7 +84,10 @@ export function registerPeople(app: FastifyInstance, ctx: ConsoleContext): void 
 <label for="people-search">Search people by name, e-mail or username</label>
 <input id="people-search" name="q" type="search" value="${q}" autocomplete="off" aria-controls="people-results"></form>
 <section id="people-results" aria-live="polite">${await resultsFragment(ctx, q)}</section>${invite}`;
-    return sendHtml(reply, page({ name: 'people', title: 'People', who: s.who, rank: s.rank, csrf: s.csrf, flash: takeFlash(request), body }));
+    return sendHtml(
+      reply,
+      page({ name: 'people', title: 'People', who: s.who, rank: s.rank, csrf: s.csrf, banner: s.banner, flash: takeFlash(request), body }),
+    );
   });
 
   app.get('/console/people/search', async (request, reply) => sendHtml(reply, await resultsFragment(ctx, queryParams.parse(request.query).q ?? '')));
@@ -148,7 +151,10 @@ ${addCard}</section>`
             }</td></tr>`,
           )}</tbody></table>`
     }${actions}<p><a href="/console/people">Back to the search</a></p>`;
-    return sendHtml(reply, page({ name: 'people', title: nameOf(user), who: s.who, rank: s.rank, csrf: s.csrf, flash: takeFlash(request), body }));
+    return sendHtml(
+      reply,
+      page({ name: 'people', title: nameOf(user), who: s.who, rank: s.rank, csrf: s.csrf, banner: s.banner, flash: takeFlash(request), body }),
+    );
   });
 
   app.post('/console/people/:id', async (request, reply) => {

@@ -112,7 +112,7 @@ export function registerReports(app: FastifyInstance, ctx: ConsoleContext): void
 <label for="r-by">Refusals by</label><select id="r-by" name="by">${option('reason', 'reason', f.by ?? 'reason')}${option('door', 'door', f.by)}</select>
 <button>Show</button></form>
 <p class="muted">Days and times are the site's (${ctx.time.zone}); a range covers at most ${ctx.api.audit?.maxReportDays ?? 366} days.</p>${results}`;
-    return sendHtml(reply, page({ name: 'reports', title: 'Reports', who: s.who, rank: s.rank, csrf: s.csrf, flash, body }));
+    return sendHtml(reply, page({ name: 'reports', title: 'Reports', who: s.who, rank: s.rank, csrf: s.csrf, banner: s.banner, flash, body }));
   });
 
   // The CSV: the API's answer passed through as the route writes it; a refusal is shown as a page, in words.

@@ -26,7 +26,7 @@ export function registerRollouts(app: FastifyInstance, ctx: ConsoleContext): voi
     ctx.api.requireRank(request, 'ADMIN');
     const s = sessionOf(request);
     const show = (body: Html) =>
-      sendHtml(reply, page({ name: 'rollouts', title: 'Rollouts', who: s.who, rank: s.rank, csrf: s.csrf, flash: takeFlash(request), body }));
+      sendHtml(reply, page({ name: 'rollouts', title: 'Rollouts', who: s.who, rank: s.rank, csrf: s.csrf, banner: s.banner, flash: takeFlash(request), body }));
     if (ctx.api.fleet === undefined) {
       return show(html`<p class="flash error">This service has no server.fleet section: releases and rollouts are off (docs/fleet.md).</p>`);
     }

@@ -24,6 +24,7 @@ import { registerPeople } from './people.js';
 import { registerRollouts } from './rollouts.js';
 import { registerWebhooks } from './webhooks.js';
 import { registerReports } from './reports.js';
+import { bannerFor, registerRestoreAccept } from './restoreBanner.js';
 import { cookieValue, registerSignIn } from './signIn.js';
 import { holderRank, type SessionHolder } from './sessionHolder.js';
 import { SessionStore } from './sessions.js';
@@ -108,6 +109,8 @@ export function registerConsole(
       if ('session' in found) {
         request.consoleSession = found.session;
         request.rank = found.session.rank;
+        // A page's banner, read as the page is asked for (an action's refusal shows none).
+        if (request.method === 'GET' && sectionOf(request.url) !== undefined) request.consoleSession.banner = await bannerFor(ctx, found.session);
         return;
       }
       // A first visit (no cookie) is no error: the sign-in form, plainly. An ended session says so.
@@ -164,7 +167,7 @@ export function registerConsole(
       return sendHtml(
         reply,
         session && name
-          ? page({ name, title, who: session.who, rank: session.rank, csrf: session.csrf, flash, body })
+          ? page({ name, title, who: session.who, rank: session.rank, csrf: session.csrf, banner: session.banner, flash, body })
           : publicPage(title, html`<p class="flash error" role="alert">${text}</p>${body}`),
         Math.min(status, 500),
       );
@@ -193,6 +196,7 @@ export function registerConsole(
     registerWebhooks(scope, ctx);
     registerReports(scope, ctx);
     registerIdentity(scope, ctx);
+    registerRestoreAccept(scope, ctx, backOf);
     registerLive(scope, ctx);
   });
 }

@@ -32,7 +32,7 @@ const typesOf = (text: string) => text.split(/[\s,]+/).filter((t) => t !== '');
 export function registerWebhooks(app: FastifyInstance, ctx: ConsoleContext): void {
   const showPage = (reply: Parameters<typeof sendHtml>[0], request: Parameters<typeof sessionOf>[0], title: string, body: Html) => {
     const s = sessionOf(request);
-    return sendHtml(reply, page({ name: 'webhooks', title, who: s.who, rank: s.rank, csrf: s.csrf, flash: takeFlash(request), body }));
+    return sendHtml(reply, page({ name: 'webhooks', title, who: s.who, rank: s.rank, csrf: s.csrf, banner: s.banner, flash: takeFlash(request), body }));
   };
 
   app.get('/console/webhooks', async (request, reply) => {

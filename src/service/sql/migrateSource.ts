@@ -18,6 +18,8 @@ export interface DirectoryState {
   history: string;
   renewedAt: string;
   reason: string;
+  /** A restore awaiting acceptance since then (schema 15), null for none. */
+  restorePendingSince: string | null;
   /** The current revision's tag (null before the first revision). */
   tag: string | null;
   tags: number;
@@ -152,8 +154,8 @@ export class MigrationSource {
 
   directory(): DirectoryState {
     const revision = this.db.prepare('SELECT revision, at FROM directory_revision WHERE id = 1').get() as { revision: number; at: string } | undefined;
-    const history = this.db.prepare('SELECT history, renewed_at, reason FROM directory_history WHERE id = 1').get() as
-      | { history: string; renewed_at: string; reason: string }
+    const history = this.db.prepare('SELECT history, renewed_at, reason, restore_pending_since FROM directory_history WHERE id = 1').get() as
+      | { history: string; renewed_at: string; reason: string; restore_pending_since: string | null }
       | undefined;
     if (history === undefined) throw refusal(`the service database ${this.file} has no directory history (a damaged file: restore it from a backup)`);
     const current = revision?.revision ?? 0;
@@ -171,6 +173,7 @@ export class MigrationSource {
       history: history.history,
       renewedAt: history.renewed_at,
       reason: history.reason,
+      restorePendingSince: history.restore_pending_since,
       tag: (this.db.prepare('SELECT tag FROM directory_tags WHERE revision = ?').pluck().get(current) as string | undefined) ?? null,
       tags,
       tagsDigest: tags === 0 ? null : digest.digest('hex'),

@@ -171,8 +171,13 @@ async function verify(
       location,
     );
   }
-  const history = await one('SELECT history, renewed_at, reason FROM directory_history WHERE id = 1');
-  if (history?.history !== directory.history || history.renewed_at !== directory.renewedAt || history.reason !== directory.reason) {
+  const history = await one('SELECT history, renewed_at, reason, restore_pending_since FROM directory_history WHERE id = 1');
+  if (
+    history?.history !== directory.history ||
+    history.renewed_at !== directory.renewedAt ||
+    history.reason !== directory.reason ||
+    history.restore_pending_since !== directory.restorePendingSince
+  ) {
     throw failure(`table directory_history does not match: history ${directory.history} in the source, ${String(history?.history)} in ${location}`, location);
   }
   const tags = await one(TAGS_DIGEST_SQL);

@@ -451,4 +451,8 @@ CREATE TABLE identity_sync_runs (
 );
 CREATE INDEX identity_sync_runs_by_source ON identity_sync_runs (source, run_id);
 `,
+  // A restore awaiting acceptance (SQLite's version 15; the reasons are there).
+  15: `
+ALTER TABLE directory_history ADD COLUMN restore_pending_since TEXT;
+`,
 };

@@ -167,12 +167,7 @@ async function applyUser(change: UserChange, groupIds: ReadonlyMap<string, numbe
   if (change.cards !== undefined) {
     // The duplicate rule of every call that assigns cards, in this transaction: a number given to someone else since
     // the plan was read is not shared.
-    const taken = new Set(
-      await users.newlyShared(
-        emailId,
-        change.cards.map((c) => c.number),
-      ),
-    );
+    const taken = new Set(await users.newlyShared(emailId, change.cards));
     if (taken.size > 0) {
       // A card by its last 4 digits; a PIN not at all (its last digits are most of it).
       const named = change.cards.filter((c) => taken.has(c.number)).map((c) => (c.label === LDAP_CARD_LABEL ? `card …${c.number.slice(-4)}` : 'PIN'));
