@@ -89,8 +89,13 @@ async function syncDoor(): Promise<void> {
 }
 
 describe('the whole system', () => {
+  /** The user group the door admits (access.groups: [Staff]): made by the first test, one per name. */
+  let staffGroupId: number;
+
   it('invite, card, provision, tap; unlock over POST /setlockstatus; a guest link at the door; 504 without the door', async () => {
     const staff = await call('POST', '/groups', { type: 'users', name: 'Staff', add_ids: [] });
+    expect(staff.status).toBe(200);
+    staffGroupId = staff.body.group_id as number;
     const invite = await call('POST', '/invites', { emails: ['alice@example.org'], groups: [{ id: staff.body.group_id, name: 'Staff' }] });
     expect(invite.body.added).toEqual(['alice@example.org']);
     const cards = await call('PUT', '/modifysmartcard', {
@@ -135,9 +140,10 @@ describe('the whole system', () => {
     expect((await call('POST', '/lockdown', { uuid: DOOR_UUID, active: false })).status).toBe(200);
     await agent.waitForMessage('lockdown ended', 10_000);
 
-    // Two guest links: one whose schedule allows this very hour (Berlin time), one that allows nothing today.
+    // Two guest links: one whose schedule allows this very hour (Berlin time), one that opens only on another day
+    // (a link that never opens is refused).
     const { weekday, hour } = localTimeIn('Europe/Berlin')(Date.now());
-    const mapping = (open: boolean) => Array.from({ length: 7 }, (_, d) => (d === weekday && open ? [[hour, hour + 1]] : []));
+    const mapping = (open: boolean) => Array.from({ length: 7 }, (_, d) => (d === (open ? weekday : (weekday + 3) % 7) ? [[hour, hour + 1]] : []));
     const closed = await call('POST', '/magiclinkadmin', {
       email_list: ['late@example.org'],
       resource_id_list: [12],
@@ -152,6 +158,7 @@ describe('the whole system', () => {
       time_mapping: mapping(true),
       smartcards: [{ number: '7700001', label: 'visitor' }],
     });
+    expect(closed.status, JSON.stringify(closed.body)).toBe(200);
     expect(link.status).toBe(200);
     await agent.waitForLog((l) => l.msg === 'guest link received' && l.guestLink === link.body.magic_link_id);
     await agent.waitForLog((l) => l.msg === 'guest link received' && l.guestLink === closed.body.magic_link_id);
@@ -202,8 +209,9 @@ describe('the whole system', () => {
   it('pushed: suspend, delete, card removed, card added and group change reach a running door within seconds (periodic sync hourly)', async () => {
     const staff = (await call('GET', '/multipleusers')).body; // the organization as the first test left it
     expect(Array.isArray(staff)).toBe(true);
-    const group = await call('POST', '/groups', { type: 'users', name: 'Staff', add_ids: [] });
-    const invite = await call('POST', '/invites', { emails: ['pushed@example.org'], groups: [{ id: group.body.group_id, name: 'Staff' }], no_email: true });
+    // The Staff group the first test made (a second one of that name is refused: doors grant by its name).
+    const group = { body: { group_id: staffGroupId } };
+    const invite = await call('POST', '/invites', { emails: ['pushed@example.org'], groups: [{ id: staffGroupId, name: 'Staff' }], no_email: true });
     const emailId = (invite.body.add_ids as number[])[0]!;
     await call('PUT', '/modifysmartcard', { email_id: emailId, smartcards: '[{"number":"5550123","label":"badge"}]' });
 
