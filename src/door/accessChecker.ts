@@ -21,8 +21,6 @@ export interface AccessRequest {
   /** A card's printed form (facility:card), tried when `credential` matches nobody (Wiegand, OSDP readers). */
   printed?: string;
   now: number;
-  keypadLockedOut?: boolean;
-  cardLockedOut?: boolean;
   /** The door is in lockdown (its own or the agent's). */
   lockdown?: boolean;
   /** The cache is past access.maxCacheAgeHours: only responders and guest links are decided. */
@@ -278,8 +276,6 @@ export class AccessChecker {
         doorResourceId: door.resourceId,
         doorUuid: door.uuid,
         now: request.now,
-        keypadLockedOut: request.keypadLockedOut ?? false,
-        cardLockedOut: request.cardLockedOut ?? false,
         lockdown: request.lockdown ?? false,
         cacheTooOld: request.cacheTooOld ?? false,
         pinTooShort: kind === 'pin' && tooShort,
