@@ -46,6 +46,19 @@ export type BoardFacts = z.infer<typeof boardFactsSchema>;
 /** POST /fleet/enrol: no key, the code's secret is the credential. */
 export const enrolRequestSchema = z.object({ secret: z.string().regex(/^[a-z2-7]{32}$/, 'must be the secret of an enrolment code'), facts: boardFactsSchema });
 
+/** A nonce of the enrolment's challenge: 32 random bytes, base64url without padding (43 characters). */
+const nonceSchema = z.string().regex(/^[A-Za-z0-9_-]{42}[AEIMQUYcgkosw048]$/, 'must be 32 random bytes, base64url (43 characters)');
+/** The origin of a service's server.publicUrl: scheme, host and port, nothing after. */
+const originSchema = z.string().regex(/^https?:\/\/[^/?#\s]{1,255}$/, 'must be an origin such as https://access.example.org');
+
+/** POST /fleet/enrol/challenge: no key; the board's nonce, before it sends any code's secret. */
+export const enrolChallengeRequestSchema = z.object({ nonce: nonceSchema });
+/**
+ * POST /fleet/enrol/challenge's answer: the identity key (raw) and its signature (purpose 'enrol-challenge') of
+ * `{nonce, origin}`, the origin being server.publicUrl's, given beside so that a board told another address can say which.
+ */
+export const enrolChallengeAnswerSchema = z.object({ origin: originSchema, service_key: publicKeyRawSchema, signature: signatureSchema });
+
 /** What the service signs (purpose 'enrol') when it accepts a code: bound to that code's secret by its hash. */
 const enrolAcceptedSchema = z.object({
   enrolment_id: z.uuid(),

@@ -43,7 +43,7 @@ const rolloutSummarySchema = z.object({
   stage: rolloutStageSchema.describe('the stage offered now; done once every agent reported healthy; stopped at the first failure or by an operator'),
   canary: z.string().regex(AGENT_ID),
   share_percent: z.number().int(),
-  allow_downgrade: z.boolean(),
+  allow_downgrade: z.boolean().describe('always false: a rollout never takes a board to an older version'),
   health_bound_seconds: z.number().int(),
   created_at: at,
   created_by: z.string(),

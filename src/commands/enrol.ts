@@ -1,4 +1,4 @@
-import { createHash, type KeyObject } from 'node:crypto';
+import { createHash, type KeyObject, randomBytes } from 'node:crypto';
 import { existsSync, renameSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { resolve } from 'node:path';
@@ -8,7 +8,7 @@ import { parseConfig } from '../config/load.js';
 import { DEFAULT_DATA_DIR } from '../config/schema.js';
 import { boardFacts } from '../fleet/boardFacts.js';
 import { BoardFiles } from '../fleet/boardFiles.js';
-import { checkEnrolAnswer, checkGrant, EnrolClient, EnrolError } from '../fleet/enrolClient.js';
+import { checkChallenge, checkEnrolAnswer, checkGrant, EnrolClient, EnrolError } from '../fleet/enrolClient.js';
 import { grantPaths, writeGrantFiles } from '../fleet/grantFiles.js';
 import { isUntouchedExample, setExampleAside } from '../fleet/installerExample.js';
 import { pendingEnrolmentFile, readPendingEnrolment, removePendingEnrolment, writePendingEnrolment, type PendingEnrolment } from '../fleet/pendingEnrolment.js';
@@ -73,16 +73,47 @@ function refuseExisting(configFile: string): boolean {
   return example;
 }
 
-/** POST /fleet/enrol with the code, its answer checked, the pending record written: the enrolment to wait on. */
+/** Whether `url` is plain http to another machine (not this one's loopback). */
+function inClear(url: string): boolean {
+  const { protocol, hostname } = new URL(url);
+  return protocol === 'http:' && !(hostname === 'localhost' || hostname === '[::1]' || /^127\.\d+\.\d+\.\d+$/.test(hostname));
+}
+
+/**
+ * The challenge, before the code's secret goes anywhere: whoever answers at the URL proves it holds the key of the
+ * code's fingerprint, and that the URL is the address it was set up with (server.publicUrl). A service without the
+ * route is refused, never sent the secret.
+ */
+async function proveService(client: EnrolClient, to: Target): Promise<void> {
+  const nonce = randomBytes(32).toString('base64url');
+  let answer;
+  try {
+    answer = await client.challenge(nonce);
+  } catch (err) {
+    const status = err instanceof EnrolError ? err.status : null;
+    if (status === 401 || status === 404 || status === 405) {
+      throw new DoorAgentError(
+        `${to.url} does not answer the enrolment's challenge (POST /fleet/enrol/challenge: ${(err as Error).message}): ` +
+          "a door-agent service older than this board must be updated before it enrols boards, or this is not the service's address; the code's secret was not sent, nothing was written",
+        { cause: err },
+      );
+    }
+    const what = status !== null && status !== 200 ? `${to.url} refused the challenge: ${(err as Error).message}` : (err as Error).message;
+    throw new DoorAgentError(`${what}; the code's secret was not sent, nothing was written`, { cause: err });
+  }
+  checkChallenge(answer, nonce, to.code, to.url);
+}
+
+/** The challenge, then POST /fleet/enrol with the code, its answer checked, the pending record written: the enrolment to wait on. */
 async function enrolWithCode(to: Target, dataDir: string, files: BoardFiles): Promise<PendingEnrolment> {
   const client = new EnrolClient(to.url);
+  await proveService(client, to);
   let answer;
   try {
     answer = await client.enrol(to.code.secret, boardFacts());
   } catch (err) {
-    if (err instanceof EnrolError && err.status !== null)
-      throw new DoorAgentError(`${to.url} refused the code: ${err.message}; nothing was written`, { cause: err });
-    throw err;
+    const refused = err instanceof EnrolError && err.status !== null && err.status !== 200;
+    throw new DoorAgentError(`${refused ? `${to.url} refused the code: ` : ''}${(err as Error).message}; nothing was written`, { cause: err });
   }
   checkEnrolAnswer(answer, to.code, to.url);
   try {
@@ -133,6 +164,12 @@ async function runEnrol(
   }
   if (!record && !to) {
     throw new UsageError(`no pending enrolment in ${pendingEnrolmentFile(dataDir)}: give the service's URL and the code (door-agent enrol URL CODE)`);
+  }
+  const url = to?.url ?? record!.url;
+  if (inClear(url)) {
+    ctx.stderr.write(
+      `door-agent enrol: WARNING: ${url} is plain http to another machine: the code's secret, and once adopted the board's DOOR key and MQTT password, cross the network in clear (use https://)\n`,
+    );
   }
   record ??= await enrolWithCode(to!, dataDir, files);
   const serviceKey = serviceKeyOf(record, pendingEnrolmentFile(dataDir));

@@ -2,7 +2,7 @@ import { mkdirSync, statSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { callDaemon } from '../control/client.js';
 import type { HealthFacts } from '../control/request.js';
-import { fleetDir } from '../fleet/appliedConfig.js';
+import { downloadsDir, fleetDir } from '../fleet/appliedConfig.js';
 import { applyUpdate } from '../fleet/update/applyUpdate.js';
 import { debianArch, nodeAbi } from '../fleet/update/boardArch.js';
 import { childService } from '../fleet/update/childService.js';
@@ -122,6 +122,14 @@ async function apply(input: Parameters<Command>[0], request: UpdateRequestFile |
   const record = (detail: string) =>
     appendUpdateStep(dataDir, { at: new Date(systemClock.wallNow()).toISOString(), rollout_id: rolloutId, version: 'unknown', state: 'refused', detail });
 
+  // A request comes from the unprivileged daemon: its bundle must be one the daemon downloaded, not any file root reads.
+  const downloads = downloadsDir(dataDir);
+  if (request !== null && dirname(resolve(bundle)) !== downloads) {
+    const outside = `the request names ${bundle}, not a bundle in ${downloads}`;
+    record(outside);
+    stderr.write(`door-agent: update refused, nothing replaced: ${outside}\n`);
+    return 1;
+  }
   let signed;
   try {
     signed = request?.signed ?? readSignedRelease(stringOption(input, 'signature') ?? signatureFileOf(bundle));

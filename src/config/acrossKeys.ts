@@ -15,9 +15,9 @@ export const EVEN_WITH_PROBLEMS = { when: () => true };
  *
  * On a file whose keys all passed, the checks run as they are. Otherwise each unreadable value (of the wrong type,
  * missing, not one of the choices) is replaced by a stand-in no other value can equal (config/standIns.ts), and a
- * value that has its type but failed its range or form stays. A problem those values could have caused is left
- * out, the key's own problem says it: one at or under such a key, one naming it or a stand-in, and a door
- * reference while a door's uuid, name or resourceId is unreadable. A check that meets a shape no stand-in foresaw
+ * value that has its type but failed its range or form (12.5 for a whole number) stays. A problem those values
+ * could have caused is left out, the key's own problem says it: one at or under such a key, one naming it or a
+ * stand-in, and a door reference while a door's uuid, name or resourceId is unreadable. A check that meets a shape no stand-in foresaw
  * stops there; the problems it found stand, and the other checks run.
  */
 export function acrossKeys<T>(checks: ReadonlyArray<Check<T>>): Check<T> {

@@ -1,4 +1,5 @@
 import * as z from 'zod';
+import { wholeNumber } from './wholeNumber.js';
 import { bcmPin, level, type doorSchema } from './doorSchema.js';
 import { doorPins } from './doorChecks.js';
 
@@ -14,7 +15,7 @@ export const powerSchema = z
     batteryLowPin: bcmPin.optional(),
     /** The level of batteryLowPin while the battery is low. */
     batteryLowLevel: level.default(1),
-    debounceMs: z.number().int().min(0).max(60_000).default(1000),
+    debounceMs: wholeNumber().min(0).max(60_000).default(1000),
     pull: z.enum(['up', 'down', 'none']).default('none'),
   })
   .refine((p) => p.mainsPin !== undefined || p.batteryLowPin !== undefined, { message: 'set mainsPin, batteryLowPin or both' });

@@ -1,5 +1,6 @@
 import { isIP } from 'node:net';
 import * as z from 'zod';
+import { wholeNumber } from './wholeNumber.js';
 import { isLoopbackHost } from './loopbackHost.js';
 import { SYSLOG_FACILITIES } from '../protocol/syslog.js';
 
@@ -30,11 +31,11 @@ export const syslogSchema = z
     certFile: z.string().min(1).optional(),
     keyFile: z.string().min(1).optional(),
     /** The name the receiver's certificate must carry, when not the URL's host. */
-    serverName: z.string().min(1).max(253).optional(),
+    serverName: z.string().min(1).max(253).describe("the name the receiver's certificate must carry, when not the URL's host").optional(),
     format: z.enum(['rfc5424', 'json']).default('rfc5424'),
     facility: z.enum(SYSLOG_FACILITIES).default('authpriv'),
     /** The private enterprise number in the SD-IDs (`meta@N`); 32473 is RFC 5612's, for documentation and sites without one. */
-    enterpriseId: z.number().int().min(1).max(4_294_967_295).default(32473),
+    enterpriseId: wholeNumber().min(1).max(4_294_967_295).default(32473),
     /** The HOSTNAME field; default: the agent's id (agent) or the machine's host name (service). */
     hostname: z
       .string()
@@ -67,11 +68,11 @@ export const auditServerSchema = z.strictObject({
     .regex(/^[A-Za-z0-9_.-]{1,128}$/, 'letters, digits, ".", "-" or "_", at most 128')
     .optional(),
   /** Events older than this many days are deleted once a day; absent: every event is kept. */
-  retentionDays: z.number().int().min(1).max(36_500).optional(),
+  retentionDays: wholeNumber().min(1).max(36_500).optional(),
   /** A sequence number missing this long while later ones have come is a gap, logged and shown. */
-  gapSeconds: z.number().int().min(10).max(86_400).default(300),
+  gapSeconds: wholeNumber().min(10).max(86_400).default(300),
   /** The longest date range a report takes. */
-  maxReportDays: z.number().int().min(1).max(3660).default(366),
+  maxReportDays: wholeNumber().min(1).max(3660).default(366),
 });
 
 export const webhooksServerSchema = z.strictObject({
@@ -80,7 +81,7 @@ export const webhooksServerSchema = z.strictObject({
   /** Receivers on http:// (no TLS) are taken; off: https:// only. */
   allowHttp: z.boolean().default(false),
   /** A delivery not taken within this many hours of the event is marked failed. */
-  retryHours: z.number().int().min(1).max(168).default(24),
+  retryHours: wholeNumber().min(1).max(168).default(24),
   /** A receiver that has not answered in this many seconds has failed this attempt. */
-  timeoutSeconds: z.number().int().min(1).max(60).default(10),
+  timeoutSeconds: wholeNumber().min(1).max(60).default(10),
 });

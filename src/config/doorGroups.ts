@@ -1,4 +1,5 @@
 import * as z from 'zod';
+import { wholeNumber } from './wholeNumber.js';
 import { doorGroupProblems, type AreaOptions, type GroupProblem, type InterlockOptions } from '../core/doorGroupChecks.js';
 import type { DoorOptions } from '../door/options.js';
 import type { doorSchema } from './doorSchema.js';
@@ -10,7 +11,7 @@ import { findDoor, unknownDoorMessage } from './levels.js';
  * doors as the file gives them; a door is named as in `access.levels` and `emergency.doors` (name, uuid or resourceId).
  */
 
-const doorRef = z.union([z.string().min(1), z.number().int().min(0)]);
+const doorRef = z.union([z.string().min(1), wholeNumber().min(0)]);
 
 const areaSchema = z.strictObject({
   // In MQTT topics (`P/agents/<id>/areas/<area>/occupancy`): topic-safe.
@@ -22,11 +23,11 @@ const areaSchema = z.strictObject({
     .strictObject({
       mode: z.enum(['off', 'soft', 'hard']).default('off'),
       rule: z.enum(['timed', 'inout']).default('inout'),
-      seconds: z.number().int().optional(),
+      seconds: wholeNumber().optional(),
     })
     .prefault({}),
   /** An entry that would take the occupancy past this is refused (area_full); absent: no maximum. */
-  maxOccupancy: z.number().int().optional(),
+  maxOccupancy: wholeNumber().optional(),
   /** "HH:MM" in agent.timezone: anti-passback and occupancy start again each day; absent: by command only. */
   resetAt: z.string().optional(),
 });

@@ -1,25 +1,26 @@
 import * as z from 'zod';
+import { wholeNumber } from './wholeNumber.js';
 import { readerFormatSchema } from './wiegandFormats.js';
 import { keypadLockoutSchema } from './keypadLockout.js';
 import { timeMappingSchema } from '../api/shapes.js';
 import { OSDP_BAUD_RATES } from '../readers/osdp/comset.js';
 import { textProblem } from '../readers/osdp/textOutput.js';
 
-export const bcmPin = z.number().int().min(0).max(63).describe('a BCM GPIO number, 0-63');
-export const seconds = (min: number, max: number) => z.number().int().min(min).max(max);
+export const bcmPin = wholeNumber().min(0).max(63).describe('a BCM GPIO number, 0-63');
+export const seconds = (min: number, max: number) => wholeNumber().min(min).max(max);
 
 export const level = z.literal([0, 1], { error: 'expected 0 or 1' });
 /** An input's bias resistor (character device only; sysfs cannot set one). */
 export const pull = z.enum(['up', 'down', 'none']);
 const BAUD_RATES = [1200, 2400, 4800, 9600, 19200, 38400, 57600, 115200, 230400] as const;
 // An input level must hold this long before it counts (contact bounce, button chatter).
-export const debounce = z.number().int().min(0).max(5000).default(50);
+export const debounce = wholeNumber().min(0).max(5000).default(50);
 
 /**
  * Durations in ms, alternately on and off, starting on: what an LED or a buzzer line plays for one outcome.
  * Empty: the line stays off (a single LED wire that turns a red LED green should not flash for a denial).
  */
-const pattern = z.array(z.number().int().min(10, 'at least 10 ms').max(10_000, 'at most 10000 ms')).max(32);
+const pattern = z.array(wholeNumber().min(10, 'at least 10 ms').max(10_000, 'at most 10000 ms')).max(32);
 
 /**
  * A reader's LED or buzzer line driven by the agent (Wiegand readers have both, usually active low: pulled to
@@ -78,6 +79,9 @@ const serialReplies = z.strictObject({
   awaiting: replyLine.optional(),
 });
 
+/** How a reader's card line reads: decimal digits, or hex digits (leading zeros dropped either way). */
+const cardFormat = z.enum(['decimal', 'hex']).describe('decimal: a card is sent as decimal digits; hex: as hex digits');
+
 const serialReaderSchema = z.strictObject({
   // May be left out (readerSchema below): the JSON Schema says so with the default.
   type: z.literal('serial').default('serial'),
@@ -85,7 +89,7 @@ const serialReaderSchema = z.strictObject({
   replies: serialReplies.optional(),
   path: z.string().min(1),
   baudRate: z.literal(BAUD_RATES, { error: `expected one of ${BAUD_RATES.join(', ')}` }).default(9600),
-  cardFormat: z.enum(['decimal', 'hex']).default('decimal'),
+  cardFormat: cardFormat.default('decimal'),
   /** lines: CR/LF-terminated cards, keys and tokens; rdm6300: the STX/ETX frames of 125 kHz UART modules. */
   format: z.enum(['lines', 'rdm6300']).default('lines'),
   /** rdm6300: the ID's last 32 bits as decimal (what most badges print), or the whole 40-bit ID. */
@@ -112,7 +116,7 @@ const keyboardReaderSchema = z.strictObject({
   ...signalLines,
   /** The input device, by its stable name: /dev/input/by-id/usb-<maker>_<model>-event-kbd. */
   path: z.string().min(1),
-  cardFormat: z.enum(['decimal', 'hex']).default('decimal'),
+  cardFormat: cardFormat.default('decimal'),
 });
 
 /** A text for an OSDP reader's display (textOutput.ts says why the limits). */
@@ -126,7 +130,7 @@ const osdpReaderSchema = z.strictObject({
   /** The RS-485 adapter; several doors may share it at different addresses. */
   path: z.string().min(1),
   baudRate: z.literal(OSDP_BAUD_RATES, { error: `expected one of ${OSDP_BAUD_RATES.join(', ')}` }).default(9600),
-  address: z.number().int().min(0).max(126),
+  address: wholeNumber().min(0).max(126),
   /** The secure channel key, 32 hex digits, mode 0600. Without it (and without installMode) the bus is plain. */
   scbkFile: z.string().min(1).optional(),
   /** Handshake with the standard's default key SCBK-D: only while installing a new reader. */
@@ -139,7 +143,7 @@ const osdpReaderSchema = z.strictObject({
   /** crc: CRC-16 on every packet (default); checksum: the 8-bit checksum, for a reader that offers only that. */
   check: z.enum(['crc', 'checksum']).default('crc'),
   /** osdp_TEXT with the decision, on a reader with a display; none without this key. */
-  text: z.strictObject({ granted: osdpText.optional(), denied: osdpText.optional(), seconds: z.number().int().min(1).max(255).default(3) }).optional(),
+  text: z.strictObject({ granted: osdpText.optional(), denied: osdpText.optional(), seconds: wholeNumber().min(1).max(255).default(3) }).optional(),
 });
 
 const pn532ReaderSchema = z.strictObject({
@@ -149,9 +153,9 @@ const pn532ReaderSchema = z.strictObject({
   path: z.string().min(1),
   baudRate: z.literal(BAUD_RATES, { error: `expected one of ${BAUD_RATES.join(', ')} (a PN532 starts at 115200)` }).default(115200),
   /** How often the field is asked for a card (ms). */
-  pollMs: z.number().int().min(50).max(5000).default(150),
+  pollMs: wholeNumber().min(50).max(5000).default(150),
   /** A card must be gone this long (ms) before the same card is a new tap. */
-  releaseMs: z.number().int().min(100).max(60_000).default(500),
+  releaseMs: wholeNumber().min(100).max(60_000).default(500),
   /** msb_first: the UID's bytes in the order the PN532 reports them, first byte most significant; lsb_first: reversed. */
   uidByteOrder: z.enum(['msb_first', 'lsb_first']).default('msb_first'),
 });
@@ -177,17 +181,24 @@ const memberPolicySchema = z
 
 export const doorSchema = z.strictObject({
   uuid: z.uuid({ error: 'must be the door resource UUID' }).describe("the door's resource UUID in the service"),
-  resourceId: z.number().int().min(0).describe("the service's resource id of this door, e.g. 12"),
+  resourceId: wholeNumber().min(0).describe("the service's resource id of this door, e.g. 12"),
   name: z.string().min(1).max(100).describe('how logs, MQTT and Home Assistant name the door; default: Door <resourceId>').optional(),
   relay: z.strictObject({ pin: bcmPin, activeLow: z.boolean().default(false) }),
   failMode: z.enum(['secure', 'safe']).describe('secure: energize to unlock, a strike; safe: energize to lock, a maglock').default('secure'),
   unlockSeconds: seconds(1, 3600).describe('how long a granted card unlocks the door').default(5),
   maxUnlockSeconds: seconds(0, 604_800).default(0),
-  contact: z.strictObject({ pin: bcmPin, openLevel: level.default(1), debounceMs: debounce, pull: pull.default('none') }).optional(),
+  contact: z
+    .strictObject({
+      pin: bcmPin,
+      openLevel: level.describe('the input level while the door is open').default(1),
+      debounceMs: debounce,
+      pull: pull.default('none'),
+    })
+    .optional(),
   exitButton: z.strictObject({ pin: bcmPin, activeLevel: level.default(0), debounceMs: debounce, pull: pull.default('none') }).optional(),
   /** With a contact: a timed unlock ends as soon as the door has opened and closed again. */
   relockOnClose: z.boolean().default(true),
-  heldOpenSeconds: seconds(1, 86_400).default(30),
+  heldOpenSeconds: seconds(1, 86_400).describe('with a contact: how long the door may stand open before door_held_open').default(30),
   /**
    * With a contact: driven locked while the door stands open, the lock is reported JAMMED to Home Assistant once
    * the door still stands open this long (docs/mqtt.md, "Home Assistant").
@@ -205,7 +216,7 @@ export const doorSchema = z.strictObject({
   /** A tamper switch (the controller's or the reader's enclosure): tamper events and an MQTT alarm. */
   tamper: z.strictObject({ pin: bcmPin, activeLevel: level.default(1), debounceMs: debounce, pull: pull.default('none') }).optional(),
   /** Hours the door is held unlocked, in agent.timezone: a guest link's time_mapping (7 weekdays from Sunday). */
-  unlockSchedule: timeMappingSchema.optional(),
+  unlockSchedule: timeMappingSchema.describe('7 weekdays from Sunday, each a list of [from, to] hours, e.g. [[8, 18]]').optional(),
   /** The schedule starts each day only once a member of these groups or policies was granted in its hours. */
   firstPersonIn: memberPolicySchema.optional(),
   mode: z.enum(['card_or_pin', 'card_and_pin']).default('card_or_pin'),
@@ -217,12 +228,12 @@ export const doorSchema = z.strictObject({
    */
   cardLockout: z
     .strictObject({
-      failures: z.number().int().min(1).max(1000).default(10),
+      failures: wholeNumber().min(1).max(1000).default(10),
       windowSeconds: seconds(1, 86_400).default(60),
       // More than 30 (the default was 60 before issue 32) is taken as 30, with a warning: refusing it would keep
       // an upgraded door's service down.
       lockoutSeconds: seconds(1, 86_400).default(30),
-      quietSeconds: z.number().int().min(1).max(5, 'at most 5: the next valid card after a stream of guesses must get in within 5 s').default(3),
+      quietSeconds: wholeNumber().min(1).max(5, 'at most 5: the next valid card after a stream of guesses must get in within 5 s').default(3),
     })
     .prefault({}),
 });

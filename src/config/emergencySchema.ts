@@ -1,4 +1,5 @@
 import * as z from 'zod';
+import { wholeNumber } from './wholeNumber.js';
 import type { EmergencyOptions } from '../door/options.js';
 import { bcmPin, debounce, level, pull, type doorSchema } from './doorSchema.js';
 import { doorPins } from './doorChecks.js';
@@ -21,7 +22,7 @@ export const emergencySchema = z.strictObject({
   debounceMs: debounce,
   /** The doors it releases, by name, uuid or resourceId; absent: every door. A door left out stays as it is. */
   doors: z
-    .array(z.union([z.string().min(1), z.number().int().min(0)]))
+    .array(z.union([z.string().min(1), wholeNumber().min(0)]))
     .min(1, 'list at least one door, or leave doors out for every door')
     .optional(),
 });

@@ -1,4 +1,5 @@
 import * as z from 'zod';
+import { wholeNumber } from './wholeNumber.js';
 import { seconds } from './doorSchema.js';
 
 // The fleet's settings (docs/fleet.md): the agent's `fleet` section and the service's `server.fleet`.
@@ -21,9 +22,9 @@ export const fleetServerSchema = z.strictObject({
   /** The release key's public half (SPKI PEM), pinned on each agent at enrolment; absent: grants carry none. */
   releasePublicKeyFile: z.string().min(1).optional(),
   /** How long an enrolment code is good for. */
-  enrolCodeHours: z.number().int().min(1).max(720).default(24),
+  enrolCodeHours: wholeNumber().min(1).max(720).default(24),
   /** The largest release bundle the service takes (PUT /fleet/releases), in MiB. */
-  maxBundleMegabytes: z.number().int().min(1).max(1024).default(200),
+  maxBundleMegabytes: wholeNumber().min(1).max(1024).default(200),
   /** The agents' MQTT logins, made in mosquitto's dynamic security plugin over the service's own connection. */
   agentMqtt: z
     .strictObject({

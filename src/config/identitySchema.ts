@@ -1,4 +1,5 @@
 import * as z from 'zod';
+import { wholeNumber } from './wholeNumber.js';
 import { isLoopbackHost } from './loopbackHost.js';
 
 /**
@@ -40,9 +41,7 @@ const disabledRule = z
   .strictObject({
     attribute: attributeName,
     /** The value of the flag (2: ACCOUNTDISABLE), set when `value & mask` is not 0. */
-    mask: z
-      .number()
-      .int()
+    mask: wholeNumber()
       .min(1)
       .max(2 ** 31)
       .optional(),
@@ -88,14 +87,14 @@ const ldapSourceSchema = z
     /** Absent: no groups are synced. */
     groups: z.strictObject({ baseDn: dn, filter: ldapFilter.optional() }).optional(),
     attributes: ldapAttributes.prefault({}),
-    intervalMinutes: z.number().int().min(1).max(1440).default(15),
+    intervalMinutes: wholeNumber().min(1).max(1440).default(15),
     /** A user whose entry is gone: suspended (kept, as HR's leaver), or removed as DELETE /user does. */
     onMissing: z.enum(['suspend', 'remove']).default('suspend'),
     /** A sync that would suspend or remove more than this share of LDAP's users is held until an operator confirms. */
     maxSuspendShare: z.number().min(0).max(1).default(0.05),
     /** Connect, bind and each search page. */
-    timeoutSeconds: z.number().int().min(1).max(600).default(30),
-    pageSize: z.number().int().min(10).max(5000).default(500),
+    timeoutSeconds: wholeNumber().min(1).max(600).default(30),
+    pageSize: wholeNumber().min(10).max(5000).default(500),
   })
   .superRefine((ldap, ctx) => {
     const [, scheme, host] = LDAP_URL.exec(ldap.url) ?? [];

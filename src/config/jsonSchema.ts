@@ -1,5 +1,6 @@
 import * as z from 'zod';
 import { configSchema } from './schema.js';
+import { keysReference } from './keysReference.js';
 
 /**
  * The agent's configuration file as a JSON Schema (draft 2020-12), generated from the zod schema that validates it:
@@ -21,9 +22,14 @@ function configJsonSchema(): Record<string, unknown> {
   );
 }
 
-/** schema/config.schema.json as `npm run schema` writes it (test/unit/configSchemaFile.test.ts compares). @public */
+/** schema/config.schema.json as `npm run schema` writes it (test/unit/configSchema.test.ts compares). @public */
 export function configJsonSchemaText(): string {
   return `${JSON.stringify(configJsonSchema(), null, 2)}\n`;
+}
+
+/** docs/config-keys.md as `npm run schema` writes it: every key, read from the same JSON Schema. @public */
+export function configKeysText(): string {
+  return keysReference(configJsonSchema());
 }
 
 /**

@@ -1,12 +1,13 @@
 import * as z from 'zod';
+import { wholeNumber } from './wholeNumber.js';
 import type { KeypadLockoutPolicy } from '../core/keypad.js';
 import { MAX_CARD_LOCKOUT_SECONDS } from '../core/cardLockout.js';
 
-const secs = (min: number, max: number) => z.number().int().min(min).max(max);
+const secs = (min: number, max: number) => wholeNumber().min(min).max(max);
 
 /** The keypad lockout's keys, each optional: the loader takes the strictest of those given (see keypadPolicy). */
 export const keypadLockoutSchema = z.strictObject({
-  failures: z.number().int().min(1).max(100).optional(),
+  failures: wholeNumber().min(1).max(100).optional(),
   windowSeconds: secs(1, 86_400).optional(),
   lockoutSeconds: secs(1, 86_400).optional(),
   maxLockoutSeconds: secs(1, 86_400).optional(),

@@ -1,4 +1,5 @@
 import * as z from 'zod';
+import { wholeNumber } from './wholeNumber.js';
 import type { AccessLevel } from '../core/accessLevels.js';
 import { isCalendarDate } from '../core/schedule.js';
 import { thousands } from '../util/plural.js';
@@ -49,7 +50,7 @@ const levelSchema = z
     groups: z.array(z.string().min(1)).default([]),
     policies: z.array(z.string().min(1)).default([]),
     /** Where: doors of this agent by name, uuid or resourceId. */
-    doors: z.array(z.union([z.string().min(1), z.number().int().min(0)])).default([]),
+    doors: z.array(z.union([z.string().min(1), wholeNumber().min(0)])).default([]),
     /** Where: the doors of this agent in a resource group of the service (as the directory lists it). */
     resourceGroup: z.string().min(1).optional(),
     /** When: a name under `schedules:`; none = always. */

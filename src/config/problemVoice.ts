@@ -1,4 +1,5 @@
 import * as z from 'zod';
+import { isWholeNumber } from './wholeNumber.js';
 
 /**
  * The configuration's problems in the project's own voice: the value given and what was wrong with it
@@ -18,8 +19,8 @@ export const configProblemVoice: z.core.$ZodErrorMap = (issue) => {
 function message(issue: z.core.$ZodRawIssue): string | undefined {
   switch (issue.code) {
     case 'invalid_type': {
-      // z.number().int() checks the type first: its "not a number" is "not a whole number".
-      const type = issue.expected === 'number' && isInt(issue.inst) ? 'int' : issue.expected;
+      // A whole number's "not a number" is "not a whole number"; a fraction's issue expects 'int' (config/wholeNumber.ts).
+      const type = issue.expected === 'number' && isWholeNumber(issue.inst) ? 'int' : issue.expected;
       if (issue.input === undefined) return `required: ${expected(type)}`;
       // `key:` with nothing after it is null in YAML.
       if (issue.input === null) return `is empty: it takes ${expected(type)}`;
@@ -143,10 +144,6 @@ function shown(value: unknown): string {
   const json = JSON.stringify(value);
   if (json !== undefined && json.length <= MAX_SHOWN) return json;
   return Array.isArray(value) ? `a list of ${count(value)}` : 'a section of keys';
-}
-
-function isInt(schema: unknown): boolean {
-  return schema instanceof z.ZodNumber && schema.isInt;
 }
 
 function descriptionOf(schema: unknown): string | undefined {

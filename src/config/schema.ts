@@ -1,4 +1,5 @@
 import * as z from 'zod';
+import { wholeNumber } from './wholeNumber.js';
 import { doorSchema, seconds } from './doorSchema.js';
 import { refineDoors } from './doorChecks.js';
 import { refineReaderFormats, wiegandSchema } from './wiegandFormats.js';
@@ -34,7 +35,7 @@ const agentSchema = z.strictObject({
     // The default is the machine's own: the JSON Schema (schema/config.schema.json) states none.
     .meta({ default: undefined, description: "an IANA time zone, e.g. Europe/Berlin; default: the system's zone" }),
   /** The audit log / event outbox keeps at most this many events; the oldest are evicted and counted. */
-  maxEvents: z.number().int().min(1000).max(10_000_000).default(100_000),
+  maxEvents: wholeNumber().min(1000).max(10_000_000).default(100_000),
   logLevel: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace']).default('info'),
   /** docs/logging.md: auto is journal under systemd's journal, pretty at a terminal, json otherwise. */
   logFormat: z.enum(['auto', 'pretty', 'json', 'journal']).default('auto'),
@@ -66,7 +67,7 @@ const serviceSchema = z.strictObject({
    * power cut, a deploy) do not all ask the service at once. 0: at once. Requests never wait.
    */
   startDelaySeconds: seconds(0, 3600).default(5),
-  concurrency: z.number().int().min(1).max(64).default(8),
+  concurrency: wholeNumber().min(1).max(64).default(8),
   maxRemovalRatio: z.number().min(0).max(1).default(0.5),
   /** Each request to the service must answer within this. */
   timeoutSeconds: seconds(1, 300).default(10),
@@ -108,9 +109,9 @@ const accessSchema = z
      * A card number (decimal, leading zeros dropped) shorter than this is refused (card_too_short), and such
      * entries in the directory are flagged: they are most likely PINs stored under a label not in pinLabels.
      */
-    minCardDigits: z.number().int().min(1).max(20).default(6),
+    minCardDigits: wholeNumber().min(1).max(20).default(6),
     /** A typed PIN shorter than this is refused (pin_too_short); a shorter PIN in the directory never opens. */
-    minPinLength: z.number().int().min(1).max(16).default(4),
+    minPinLength: wholeNumber().min(1).max(16).default(4),
     /** Wrong PINs at any of the agent's doors lock every keypad, for longer each time (see config/keypadLockout.ts). */
     keypadLockout: keypadLockoutSchema.optional(),
     /**
@@ -137,7 +138,7 @@ const mqttSchema = z.strictObject({
   commandSecretFile: z.string().min(1).optional(),
   commandMaxAgeSeconds: seconds(1, 3600).default(30),
   /** Guest links kept from MQTT at most (each at most 16 KiB): a broker client cannot fill the disk. */
-  maxGuestLinks: z.number().int().min(1).max(100_000).default(500),
+  maxGuestLinks: wholeNumber().min(1).max(100_000).default(500),
   /**
    * Signed mode: a guest link must have been signed within this long (the service signs every live link again
    * each day), so a signed link captured from the broker and replayed after its revocation stops working.
@@ -173,7 +174,7 @@ export const gpioSchema = z.discriminatedUnion('driver', [
   }),
   z.strictObject({
     driver: z.literal('onoff'),
-    chipBase: z.union([z.literal('auto'), z.number().int().min(0)]).default('auto'),
+    chipBase: z.union([z.literal('auto'), wholeNumber().min(0)]).default('auto'),
   }),
   z.strictObject({
     driver: z.literal('simulated'),
@@ -193,100 +194,115 @@ const listenAddress = (example: string) =>
 const metricsSchema = (defaultListen: string) => z.strictObject({ listen: listenAddress(defaultListen).default(defaultListen) });
 
 /** The reference service's own section (`door-agent service`); it shares the file and the mqtt section. */
-const serverSchema = z
-  .strictObject({
-    listen: listenAddress('127.0.0.1:8080').default('127.0.0.1:8080'),
-    /** Where operators open the service (https://doors.example.org): the console's mailed links and its origin (publicUrl.ts). */
-    publicUrl: publicUrlSchema.optional(),
-    /** GET /metrics on its own listener, apart from the API (docs/reference-service.md, "Metrics"). */
-    metrics: metricsSchema('127.0.0.1:9465').optional(),
-    dataDir: z.string().min(1).default('/var/lib/door-agent-service'),
-    /** PostgreSQL instead of SQLite's dataDir/service.db (several service processes; sql/postgresConfig.ts). */
-    database: z
-      .strictObject({
-        url: z.string().regex(/^postgres(ql)?:\/\//, 'must be postgres://USER@HOST:PORT/DATABASE (the password goes in passwordFile)'),
-        passwordFile: z.string().min(1).optional(),
-        caFile: z.string().min(1).optional(),
-        maxConnections: z.number().int().min(2).max(500).default(10),
-      })
-      .optional(),
-    lockReplyTimeoutSeconds: seconds(1, 120).default(5),
-    /** The site's time zone, as agent.timezone: the console shows its times in it and reads a guest link's start and end in it. */
-    timezone: z
-      .string()
-      .refine(isValidTimeZone, 'not an IANA time zone (e.g. Europe/Berlin)')
-      .default(() => new Intl.DateTimeFormat().resolvedOptions().timeZone),
-    resources: z
-      .array(
-        z.strictObject({
-          resourceId: z.number().int().min(0),
-          uuid: z.uuid({ error: 'must be the resource UUID' }),
-          type: z.enum(['DOOR', 'COMPUTER']),
-          name: z.string().min(1).max(100),
-        }),
-      )
-      .default([]),
-    smtp: z.strictObject({ url: z.url({ protocol: /^smtps?$/ }), from: z.string().min(3) }).optional(),
-    /** Holidays for every door: one date YYYY-MM-DD per line (# comments), read at start, published on P/holidays. */
-    holidaysFile: z.string().min(1).optional(),
-    // Slow clients (issue 32 item 7): the defaults are DEFAULT_HTTP_LIMITS of service/httpLimits.ts.
-    headersTimeoutSeconds: seconds(1, 600).default(30),
-    requestTimeoutSeconds: seconds(1, 600).default(60),
-    keepAliveTimeoutSeconds: seconds(1, 600).default(10),
-    maxConnections: z.number().int().min(16).max(100_000).default(1000),
-    // Load shedding (issue 28 item 2): the defaults are DEFAULT_LOAD_LIMITS of service/loadGate.ts.
-    maxDirectoryAnswers: z.number().int().min(1).max(100_000).default(200),
-    maxDirectoryBuilds: z.number().int().min(1).max(64).default(4),
-    retryAfterSeconds: seconds(1, 3600).default(5),
-    /** Smartcard labels that mark a PIN, as the agent's access.pinLabels: masked to keys that may not read PINs. */
-    pinLabels: z.array(z.string().trim().min(1)).min(1).default(['PIN']),
-    /** The fleet (docs/fleet.md): agents enrol with a code and are adopted by an operator; off without it. */
-    fleet: fleetServerSchema.optional(),
-    /** Every agent's audit events kept at the service (docs/audit.md); the defaults apply without the section. */
-    audit: auditServerSchema.prefault({}),
-    /** Every audit event the service keeps, sent to a SIEM as syslog (docs/audit.md, "SIEM export"); off without it. */
-    syslog: syslogSchema.optional(),
-    /** Webhook deliveries (docs/audit.md, "Webhooks"): what a receiver's address may be, retries. */
-    webhooks: webhooksServerSchema.prefault({}),
-    /** Where the service takes its people from: SCIM 2.0, LDAP or Active Directory (docs/identity-sources.md). */
-    identity: identityServerSchema.optional(),
-    /** The operator's console under /console (docs/reference-service.md, "The console"); off unless enabled. */
-    console: z
-      .strictObject({
-        enabled: z.boolean().default(false),
-        sessionMinutes: z.number().int().min(1).max(1440).default(30),
-        maxSessionHours: z.number().int().min(1).max(168).default(12),
-      })
-      .optional(),
-  })
-  .superRefine((server, ctx) => {
-    if (server.headersTimeoutSeconds > server.requestTimeoutSeconds) {
-      ctx.addIssue({
-        code: 'custom',
-        path: ['headersTimeoutSeconds'],
-        message: `must not be longer than requestTimeoutSeconds (${server.requestTimeoutSeconds})`,
-      });
-    }
-    const noPublicUrl = missingPublicUrl(server);
-    if (noPublicUrl !== null) ctx.addIssue({ code: 'custom', path: ['publicUrl'], message: noPublicUrl });
-    if (server.console && server.console.sessionMinutes > server.console.maxSessionHours * 60) {
-      ctx.addIssue({
-        code: 'custom',
-        path: ['console', 'sessionMinutes'],
-        message: `must not be longer than maxSessionHours (${server.console.maxSessionHours} h = ${server.console.maxSessionHours * 60} min)`,
-      });
-    }
-    const ids = new Map<number, number>();
-    const uuids = new Map<string, number>();
-    server.resources.forEach((r, i) => {
-      const id = ids.get(r.resourceId);
-      if (id !== undefined) ctx.addIssue({ code: 'custom', path: ['resources', i, 'resourceId'], message: `same resourceId as resources[${id}]` });
-      else ids.set(r.resourceId, i);
-      const u = uuids.get(r.uuid.toLowerCase());
-      if (u !== undefined) ctx.addIssue({ code: 'custom', path: ['resources', i, 'uuid'], message: `same uuid as resources[${u}]` });
-      else uuids.set(r.uuid.toLowerCase(), i);
+const serverFields = z.strictObject({
+  listen: listenAddress('127.0.0.1:8080').default('127.0.0.1:8080'),
+  /** Where operators open the service (https://doors.example.org): the console's mailed links and its origin (publicUrl.ts). */
+  publicUrl: publicUrlSchema.optional(),
+  /** GET /metrics on its own listener, apart from the API (docs/reference-service.md, "Metrics"). */
+  metrics: metricsSchema('127.0.0.1:9465').optional(),
+  dataDir: z.string().min(1).default('/var/lib/door-agent-service'),
+  /** PostgreSQL instead of SQLite's dataDir/service.db (several service processes; sql/postgresConfig.ts). */
+  database: z
+    .strictObject({
+      url: z.string().regex(/^postgres(ql)?:\/\//, 'must be postgres://USER@HOST:PORT/DATABASE (the password goes in passwordFile)'),
+      passwordFile: z.string().min(1).optional(),
+      caFile: z.string().min(1).optional(),
+      maxConnections: wholeNumber().min(2).max(500).default(10),
+    })
+    .optional(),
+  lockReplyTimeoutSeconds: seconds(1, 120).default(5),
+  /** The site's time zone, as agent.timezone: the console shows its times in it and reads a guest link's start and end in it. */
+  timezone: z
+    .string()
+    .refine(isValidTimeZone, 'not an IANA time zone (e.g. Europe/Berlin)')
+    .default(() => new Intl.DateTimeFormat().resolvedOptions().timeZone),
+  resources: z
+    .array(
+      z.strictObject({
+        resourceId: wholeNumber().min(0),
+        uuid: z.uuid({ error: 'must be the resource UUID' }),
+        type: z.enum(['DOOR', 'COMPUTER']),
+        name: z.string().min(1).max(100),
+      }),
+    )
+    .default([]),
+  smtp: z.strictObject({ url: z.url({ protocol: /^smtps?$/ }), from: z.string().min(3) }).optional(),
+  /** Holidays for every door: one date YYYY-MM-DD per line (# comments), read at start, published on P/holidays. */
+  holidaysFile: z.string().min(1).optional(),
+  // Slow clients (issue 32 item 7): the defaults are DEFAULT_HTTP_LIMITS of service/httpLimits.ts.
+  headersTimeoutSeconds: seconds(1, 600).default(30),
+  requestTimeoutSeconds: seconds(1, 600).default(60),
+  keepAliveTimeoutSeconds: seconds(1, 600).default(10),
+  maxConnections: wholeNumber().min(16).max(100_000).default(1000),
+  // Load shedding (issue 28 item 2): the defaults are DEFAULT_LOAD_LIMITS of service/loadGate.ts.
+  maxDirectoryAnswers: wholeNumber().min(1).max(100_000).default(200),
+  maxDirectoryBuilds: wholeNumber().min(1).max(64).default(4),
+  retryAfterSeconds: seconds(1, 3600).default(5),
+  /** Smartcard labels that mark a PIN, as the agent's access.pinLabels: masked to keys that may not read PINs. */
+  pinLabels: z.array(z.string().trim().min(1)).min(1).default(['PIN']),
+  /** The fleet (docs/fleet.md): agents enrol with a code and are adopted by an operator; off without it. */
+  fleet: fleetServerSchema.optional(),
+  /** Every agent's audit events kept at the service (docs/audit.md); the defaults apply without the section. */
+  audit: auditServerSchema.prefault({}),
+  /** Every audit event the service keeps, sent to a SIEM as syslog (docs/audit.md, "SIEM export"); off without it. */
+  syslog: syslogSchema.optional(),
+  /** Webhook deliveries (docs/audit.md, "Webhooks"): what a receiver's address may be, retries. */
+  webhooks: webhooksServerSchema.prefault({}),
+  /** Where the service takes its people from: SCIM 2.0, LDAP or Active Directory (docs/identity-sources.md). */
+  identity: identityServerSchema.optional(),
+  /** The operator's console under /console (docs/reference-service.md, "The console"); off unless enabled. */
+  console: z
+    .strictObject({
+      enabled: z.boolean().default(false),
+      sessionMinutes: wholeNumber().min(1).max(1440).default(30),
+      maxSessionHours: wholeNumber().min(1).max(168).default(12),
+    })
+    .optional(),
+});
+const serverSchema = serverFields
+  // The checks across keys, also on a section with other problems (config/acrossKeys.ts), as the agent's file.
+  .superRefine(acrossKeys([refineHttpTimeouts, refinePublicUrl, refineConsoleSessions, refineResources]), EVEN_WITH_PROBLEMS);
+
+type ServerSection = z.output<typeof serverFields>;
+
+function refineHttpTimeouts(server: ServerSection, ctx: z.RefinementCtx): void {
+  if (server.headersTimeoutSeconds > server.requestTimeoutSeconds) {
+    ctx.addIssue({
+      code: 'custom',
+      path: ['headersTimeoutSeconds'],
+      message: `must not be longer than requestTimeoutSeconds (${server.requestTimeoutSeconds})`,
     });
+  }
+}
+
+function refinePublicUrl(server: ServerSection, ctx: z.RefinementCtx): void {
+  const noPublicUrl = missingPublicUrl(server);
+  if (noPublicUrl !== null) ctx.addIssue({ code: 'custom', path: ['publicUrl'], message: noPublicUrl });
+}
+
+function refineConsoleSessions(server: ServerSection, ctx: z.RefinementCtx): void {
+  if (server.console && server.console.sessionMinutes > server.console.maxSessionHours * 60) {
+    ctx.addIssue({
+      code: 'custom',
+      path: ['console', 'sessionMinutes'],
+      message: `must not be longer than maxSessionHours (${server.console.maxSessionHours} h = ${server.console.maxSessionHours * 60} min)`,
+    });
+  }
+}
+
+/** Each resource's id and uuid once (a uuid in any case). */
+function refineResources(server: ServerSection, ctx: z.RefinementCtx): void {
+  const ids = new Map<number, number>();
+  const uuids = new Map<string, number>();
+  server.resources.forEach((r, i) => {
+    const id = ids.get(r.resourceId);
+    if (id !== undefined) ctx.addIssue({ code: 'custom', path: ['resources', i, 'resourceId'], message: `same resourceId as resources[${id}]` });
+    else ids.set(r.resourceId, i);
+    const u = uuids.get(r.uuid.toLowerCase());
+    if (u !== undefined) ctx.addIssue({ code: 'custom', path: ['resources', i, 'uuid'], message: `same uuid as resources[${u}]` });
+    else uuids.set(r.uuid.toLowerCase(), i);
   });
+}
 
 /**
  * The file as the reference service reads it: its `server` section and `mqtt`; the agent's sections may be
@@ -311,17 +327,19 @@ export const serviceConfigSchema = z
     fleet: z.unknown().optional(),
     syslog: z.unknown().optional(),
   })
-  .superRefine((config, ctx) => {
-    // The agents' logins are made over the service's own broker connection.
-    if (config.server.fleet?.agentMqtt && !config.mqtt) {
-      ctx.addIssue({
-        code: 'custom',
-        path: ['server', 'fleet', 'agentMqtt'],
-        message: "needs the mqtt section: the service makes the agents' logins over its own broker connection (docs/fleet.md)",
-      });
-    }
-  });
+  .superRefine(acrossKeys([refineAgentMqtt]), EVEN_WITH_PROBLEMS);
 export type ServiceConfig = z.output<typeof serviceConfigSchema>;
+
+/** The agents' logins are made over the service's own broker connection. */
+function refineAgentMqtt(config: { server: { fleet?: { agentMqtt?: unknown } | undefined }; mqtt?: unknown }, ctx: z.RefinementCtx): void {
+  if (config.server.fleet?.agentMqtt && !config.mqtt) {
+    ctx.addIssue({
+      code: 'custom',
+      path: ['server', 'fleet', 'agentMqtt'],
+      message: "needs the mqtt section: the service makes the agents' logins over its own broker connection (docs/fleet.md)",
+    });
+  }
+}
 
 export const configSchema = z
   .strictObject({
@@ -334,8 +352,8 @@ export const configSchema = z
     metrics: metricsSchema('127.0.0.1:9464').optional(),
     /** Every audit event sent to a SIEM as syslog, for a site without a service (docs/audit.md); off without it. */
     syslog: syslogSchema.optional(),
-    // The reference service's section, when one file serves both: validated by the service's schema.
-    server: z.unknown().optional(),
+    // Validated by the service's schema (serverSchema above), when one file serves both.
+    server: z.unknown().describe("the reference service's section, when one file serves both; the service checks it").optional(),
     gpio: gpioSchema.prefault({ driver: 'onoff' }),
     /** The fleet (docs/fleet.md): an agent enrolled with the service takes its configuration from it. */
     fleet: fleetSchema.optional(),

@@ -1,4 +1,5 @@
 import type * as z from 'zod';
+import { isFraction } from './wholeNumber.js';
 
 /** Marks a stand-in text: no key of a file holds it, so no check finds it equal to another key's value. */
 export const STAND_IN = '\u0000unreadable';
@@ -19,6 +20,7 @@ export const KEEP = Symbol('keep');
 export function standInFor(issue: z.core.$ZodRawIssue, n: () => number): unknown {
   switch (issue.code) {
     case 'invalid_type':
+      if (isFraction(issue)) return KEEP; // 12.5 for a whole number: a number, of the wrong form
       return isSchema(issue.inst) ? standInOf(issue.inst, n, 0) : standInOfType(issue.expected, n);
     case 'invalid_value':
       return `${STAND_IN} ${n()}`;

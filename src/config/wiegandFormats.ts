@@ -1,4 +1,5 @@
 import * as z from 'zod';
+import { wholeNumber } from './wholeNumber.js';
 import {
   BUILTIN_FORMATS,
   FORMAT_ALIASES,
@@ -16,12 +17,12 @@ import { readersOf } from './doorReaders.js';
  * OSDP readers); docs/hardware.md, "Card formats".
  */
 
-const bit = z.number().int().min(0);
+const bit = wholeNumber().min(0);
 const bitRange = z.tuple([bit, bit]);
 
 const formatSchema = z.strictObject({
   name: z.string().regex(/^[A-Za-z][A-Za-z0-9_-]{0,31}$/, 'a name of letters, digits, _ and - (up to 32), starting with a letter'),
-  bits: z.number().int().min(1).max(MAX_FORMAT_BITS),
+  bits: wholeNumber().min(1).max(MAX_FORMAT_BITS),
   parity: z.array(z.strictObject({ bit, kind: z.enum(['even', 'odd']), covers: z.array(bitRange).min(1) })).default([]),
   fields: z.strictObject({ facility: bitRange.optional(), card: bitRange, issue: bitRange.optional() }),
   raw: z.strictObject({ byteOrder: z.enum(['msb_first', 'lsb_first']).default('msb_first') }).optional(),

@@ -18,6 +18,8 @@ export type KeptName = 'applied' | 'previous';
 
 /** `<dataDir>/fleet`: the fleet's files on the board. */
 export const fleetDir = (dataDir: string) => join(dataDir, 'fleet');
+/** Where the daemon downloads an update's bundle and a reader's firmware file. */
+export const downloadsDir = (dataDir: string) => join(fleetDir(dataDir), 'downloads');
 export const keptConfigPath = (dataDir: string, name: KeptName) => join(fleetDir(dataDir), `${name}.json`);
 
 /** What is kept under `name`: the version, none (`null`), or why the file cannot be used. */

@@ -1,7 +1,7 @@
 import { createHash, type KeyObject } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
 import type * as z from 'zod';
-import { enrolAnswerSchema, enrolmentStateSchema, type BoardFacts, type Grant } from '../api/fleet.js';
+import { enrolAnswerSchema, enrolChallengeAnswerSchema, enrolmentStateSchema, type BoardFacts, type Grant } from '../api/fleet.js';
 import { fingerprint, fleetSignatureMatches, publicKeyFromRaw } from '../protocol/fleetSigning.js';
 import { DoorAgentError } from '../util/errors.js';
 import { problemsInOneLine } from '../util/issues.js';
@@ -29,14 +29,15 @@ export class EnrolError extends DoorAgentError {
   }
 }
 
+export type ChallengeAnswer = z.infer<typeof enrolChallengeAnswerSchema>;
 export type EnrolAnswer = z.infer<typeof enrolAnswerSchema>;
 export type EnrolmentState = z.infer<typeof enrolmentStateSchema>;
 
 const sha256 = (text: string) => createHash('sha256').update(text, 'utf8').digest('hex');
 
 /**
- * The board's calls of the enrolment (docs/fleet.md, "Enrolment") over node:http(s): POST /fleet/enrol with the
- * code's secret, GET /fleet/enrolments/{id} with the poll secret, and the confirmation with the DOOR key granted.
+ * The board's calls of the enrolment (docs/fleet.md, "Enrolment") over node:http(s): POST /fleet/enrol/challenge
+ * with a nonce (no secret), POST /fleet/enrol with the code's secret, GET /fleet/enrolments/{id} with the poll secret, and the confirmation with the DOOR key granted.
  * Every answer is validated with zod before anything of it is used; TLS trusts what Node.js trusts.
  */
 export class EnrolClient {
@@ -44,6 +45,10 @@ export class EnrolClient {
 
   constructor(serviceUrl: string) {
     this.base = new URL(serviceUrl.endsWith('/') ? serviceUrl : `${serviceUrl}/`);
+  }
+
+  async challenge(nonce: string): Promise<ChallengeAnswer> {
+    return parsed('POST /fleet/enrol/challenge', enrolChallengeAnswerSchema, await this.call('POST', 'fleet/enrol/challenge', {}, { nonce }));
   }
 
   async enrol(secret: string, facts: BoardFacts): Promise<EnrolAnswer> {
@@ -97,20 +102,50 @@ function parsed<T>(where: string, schema: z.ZodType<T>, json: unknown): T {
   return result.data;
 }
 
+const NOT_SENT = "the code's secret was not sent, nothing was written";
+
+/** The key of the code's fingerprint, or the refusal naming both fingerprints (`after`: what was and was not done). */
+function keyOfFingerprint(raw: string, code: { fingerprint: string }, url: string, after: string): KeyObject {
+  const key = publicKeyFromRaw(raw);
+  if (key === null) throw new EnrolError(`the answer of ${url} carries no Ed25519 key: refused, ${after}`, false);
+  const held = fingerprint(key);
+  if (held !== code.fingerprint) {
+    throw new EnrolError(
+      `the service at ${url} signs with a key of fingerprint ${held}, not the code's ${code.fingerprint}: it is not the service this code was made for (a wrong URL, or someone in between); ${after}`,
+      false,
+    );
+  }
+  return key;
+}
+
+/**
+ * The service's answer to the board's challenge, checked before the code's secret goes anywhere: signed (purpose
+ * 'enrol-challenge') by a key of the code's fingerprint over this board's nonce, and for the origin of the URL the
+ * installer gave (a signature made for another board's nonce, or another address, is refused).
+ */
+export function checkChallenge(answer: ChallengeAnswer, nonce: string, code: { fingerprint: string }, url: string): void {
+  const key = keyOfFingerprint(answer.service_key, code, url, NOT_SENT);
+  if (!fleetSignatureMatches(key, 'enrol-challenge', { nonce, origin: answer.origin }, answer.signature)) {
+    throw new EnrolError(
+      `the challenge's answer of ${url} is not signed by the key it names for this board's nonce (forged, or replayed from another exchange): refused, ${NOT_SENT}`,
+      false,
+    );
+  }
+  const given = new URL(url).origin;
+  if (answer.origin !== given) {
+    throw new EnrolError(
+      `the service's address is ${answer.origin} (its server.publicUrl), not ${given} as given: enrol with the URL door-agent service enrol-code prints; ${NOT_SENT}`,
+      false,
+    );
+  }
+}
+
 /**
  * The service's answer to a code, checked: signed by a key of the code's fingerprint (the service the code was made
  * for, and no other: nothing is trusted on first use), and bound to this code's secret. Returns that key.
  */
 export function checkEnrolAnswer(answer: EnrolAnswer, code: { secret: string; fingerprint: string }, url: string): KeyObject {
-  const key = publicKeyFromRaw(answer.service_key);
-  if (key === null) throw new EnrolError(`the answer of ${url} carries no Ed25519 key`, false);
-  const held = fingerprint(key);
-  if (held !== code.fingerprint) {
-    throw new EnrolError(
-      `the service at ${url} signs with a key of fingerprint ${held}, not the code's ${code.fingerprint}: it is not the service this code was made for (a wrong URL, or someone in between); nothing was written`,
-      false,
-    );
-  }
+  const key = keyOfFingerprint(answer.service_key, code, url, 'nothing was written');
   if (!fleetSignatureMatches(key, 'enrol', answer.accepted, answer.signature)) {
     throw new EnrolError(`the answer of ${url} is not signed by the key it names: refused, nothing was written`, false);
   }

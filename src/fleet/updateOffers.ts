@@ -5,7 +5,7 @@ import type { Logger } from 'pino';
 import * as z from 'zod';
 import type { FleetReport, UpdateOffer } from '../api/fleet.js';
 import { writeWhole } from '../util/wholeFile.js';
-import { fleetDir } from './appliedConfig.js';
+import { downloadsDir, fleetDir } from './appliedConfig.js';
 import { DownloadRefused, downloadFile, type ExpectedFile } from './downloads.js';
 import type { FleetExchange } from './fleetClient.js';
 import type { ExchangeHandler } from './fleetComponent.js';
@@ -21,7 +21,6 @@ const ENDED = new Set<UpdateState>(['healthy', 'rolled_back', 'refused', 'failed
 /** How many reported rollouts the record keeps. */
 const MAX_RECORDED = 50;
 
-const downloadsDir = (dataDir: string) => join(fleetDir(dataDir), 'downloads');
 const reportedPath = (dataDir: string) => join(fleetDir(dataDir), 'update-reported.json');
 
 function readReported(dataDir: string): number[] {
@@ -120,7 +119,8 @@ export class UpdateOffers implements ExchangeHandler {
       }
       if (key === null) throw new BundleRefused('this board has no release key (fleet.releasePublicKeyFile, pinned at enrolment): it takes no update');
       checkReleaseSignature(name, signed, key);
-      checkForBoard(name, signed, this.deps.board(), offer.allow_downgrade);
+      // Never a downgrade from the service, whatever the offer says: the root unit would refuse it anyway.
+      checkForBoard(name, signed, this.deps.board(), false);
     } catch (err) {
       if (!(err instanceof BundleRefused)) throw err;
       refuse(`${err.message}; nothing was downloaded`);
@@ -148,7 +148,7 @@ export class UpdateOffers implements ExchangeHandler {
       rollout_id: offer.rollout_id,
       bundle,
       signed,
-      allow_downgrade: offer.allow_downgrade,
+      allow_downgrade: false,
       health_bound_seconds: offer.health_bound_seconds,
     });
     this.report({ rollout_id: offer.rollout_id, state: 'installing', detail: `${name} downloaded and checked: door-agent-update.service installs it` });

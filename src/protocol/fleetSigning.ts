@@ -3,11 +3,11 @@ import { canonicalJson } from './signing.js';
 
 /**
  * Ed25519 signatures of the fleet (docs/fleet.md): the service's identity key signs what it hands an agent (the
- * enrolment's answers, each configuration version); the offline release key signs each release bundle. A
+ * enrolment's challenge and answers, each configuration version); the offline release key signs each release bundle. A
  * signature covers `door-agent fleet v1\n<purpose>\n<canonical JSON>`, so that a signature made for one purpose is
  * never good for another.
  */
-export type SignedPurpose = 'enrol' | 'grant' | 'config' | 'release';
+export type SignedPurpose = 'enrol-challenge' | 'enrol' | 'grant' | 'config' | 'release';
 
 const DOMAIN = 'door-agent fleet v1';
 

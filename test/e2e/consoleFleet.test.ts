@@ -47,6 +47,14 @@ const facts = (hostname: string): BoardFacts => ({
 
 const document = (unlockSeconds: number, extra = '') => fleetDocument(unlockSeconds, extra);
 
+/** An instant as the console shows it, in the site's zone: "2026-11-29 14:05:09 CET" (Europe/Berlin). */
+function inBerlin(at: string): string {
+  const ms = Date.parse(at);
+  const wall = new Intl.DateTimeFormat('sv-SE', { timeZone: 'Europe/Berlin', dateStyle: 'short', timeStyle: 'medium', hourCycle: 'h23' }).format(ms);
+  const zone = new Intl.DateTimeFormat('en-GB', { timeZone: 'Europe/Berlin', timeZoneName: 'short' }).formatToParts(ms).find((p) => p.type === 'timeZoneName');
+  return `${wall} ${zone!.value}`;
+}
+
 async function http(method: string, path: string, options: { key?: string; body?: unknown; raw?: Buffer } = {}) {
   const headers: Record<string, string> = {};
   if (options.key) headers.authorization = `Bearer ${options.key}`;
@@ -79,9 +87,9 @@ async function takeGrant(board: { id: string; poll: string }): Promise<string> {
   return state.grant.agent_id;
 }
 
-/** An agent heard over MQTT, as the daemon publishes: its retained availability and health. */
-async function publishAgent(id: string, online: boolean): Promise<void> {
-  const health = {
+/** An agent heard over MQTT, as the daemon publishes: its retained availability and health (`health`: what differs). */
+async function publishAgent(id: string, online: boolean, health: Record<string, unknown> = {}): Promise<void> {
+  const message = {
     at: new Date().toISOString(),
     uptime_s: 60,
     version: '0.1.0',
@@ -92,8 +100,9 @@ async function publishAgent(id: string, online: boolean): Promise<void> {
     doors: [],
     memory: { rss: 1, heap_used: 1 },
     event_loop_lag_p99_ms: null,
+    ...health,
   };
-  await mqtt.publishAsync(`site/agents/${id}/health`, JSON.stringify(health), { retain: true, qos: 1 });
+  await mqtt.publishAsync(`site/agents/${id}/health`, JSON.stringify(message), { retain: true, qos: 1 });
   await mqtt.publishAsync(`site/agents/${id}/status`, online ? 'online' : 'offline', { retain: true, qos: 1 });
 }
 
@@ -336,5 +345,60 @@ describe('the fleet in the console', () => {
     const main = await regular.locator('main').textContent();
     for (const hidden of ['lobby', 'garage', 'stranger', 'New enrolment code', 'Needs attention']) expect(main).not.toContain(hidden);
     await context.close();
+  });
+
+  it("an agent's last sync shows when it last reported in the site's zone, or its health's cache age; a bad health shows in Health", async () => {
+    // garage reports (no health message from it): Last sync is when, in Europe/Berlin.
+    await page.goto(`${base}/console/agents`);
+    expect(await page.locator('#agent-garage td[data-label="Last sync"]').textContent()).toBe('never');
+    expect(await page.locator('#agent-garage td[data-label="Health"]').textContent()).toBe('no health message');
+    await http('POST', '/fleet/self/report', { key: granted.garage, body: { version: '0.1.0', config: { applied: 1, refused: null, how: 'restart' } } });
+    const listed = (await http('GET', '/fleet/agents', { key: keys.ADMIN })).agents as Array<{ agent_id: string | null; reported_at: string }>;
+    const reportedAt = listed.find((a) => a.agent_id === 'garage')!.reported_at;
+    await page.reload();
+    const garageSync = page.locator('#agent-garage td[data-label="Last sync"]');
+    expect(await garageSync.textContent()).toBe(`reported ${inBerlin(reportedAt)}`);
+    expect(await garageSync.locator('time').getAttribute('datetime')).toBe(reportedAt);
+    expect(await garageSync.locator('time').getAttribute('title')).toBe('Europe/Berlin');
+
+    // lobby's health message: its cache's age is its last sync; readers down and an outbox waiting are its health, live.
+    await publishAgent('lobby', true, { cache: { revision: 9, age_s: 30 }, readers: { online: 1, total: 3, per_door: {} }, outbox_depth: 5 });
+    const lobbyHealth = page.locator('#agent-lobby td[data-label="Health"]');
+    await expect.poll(() => lobbyHealth.textContent(), { timeout: 15_000 }).toBe('1 of 3 readers online, outbox 5');
+    expect(await lobbyHealth.locator('.warn').textContent()).toBe('outbox 5');
+    const lobbySync = page.locator('#agent-lobby td[data-label="Last sync"]');
+    expect(await lobbySync.textContent()).toBe('30 s ago');
+    expect(await lobbySync.locator('span').getAttribute('title')).toBe('revision 9');
+  });
+
+  it('Needs attention lists an agent whose last update rolled back and one whose reader firmware task failed, saying so', async () => {
+    // lobby was offered 0.2.0 by rollout 1 (stopped since); its report: the update rolled back.
+    await http('POST', '/fleet/self/report', {
+      key: granted.lobby,
+      body: { version: '0.1.0', update: { rollout_id: 1, state: 'rolled_back', detail: 'health check failed: the doors did not come up' } },
+    });
+    // garage is asked to send a reader's firmware; its report: the task failed.
+    const file = await http('POST', '/fleet/files?name=reader-2.1.bin', { key: keys.ADMIN, raw: randomBytes(2000) });
+    const task = await http('POST', '/fleet/agents/garage/reader-firmware', {
+      key: keys.ADMIN,
+      body: { readers: ['Front door entry'], file_id: file.file_id },
+    });
+    await page.goto(`${base}/console/agents`);
+    expect(await page.locator('#agent-garage td[data-label="Pending changes"]').textContent()).toBe('reader firmware: 1 task waiting');
+    await http('POST', '/fleet/self/report', {
+      key: granted.garage,
+      body: { version: '0.1.0', tasks: [{ task_id: task.task_id, state: 'failed', detail: 'the reader did not answer' }] },
+    });
+
+    await page.goto(`${base}/console/agents?attention=1`);
+    expect(await page.locator('h1').textContent()).toBe('Agents: 3 need attention');
+    expect(await page.locator('#agent-lobby td[data-label="Needs attention"] li').allTextContents()).toEqual([
+      'refused configuration v4',
+      'update rolled back (rollout 1)',
+    ]);
+    expect(await page.locator('#agent-garage td[data-label="Needs attention"] li').allTextContents()).toEqual([
+      `reader firmware failed (task ${task.task_id})`,
+    ]);
+    expect(await page.locator('#agent-garage td[data-label="Pending changes"]').textContent()).toBe('');
   });
 });

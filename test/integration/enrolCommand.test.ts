@@ -1,17 +1,17 @@
-import { type ChildProcess, spawn } from 'node:child_process';
 import { createHash, generateKeyPairSync } from 'node:crypto';
-import { existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
-import { join, relative } from 'node:path';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import mqtt from 'mqtt';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse as parseYaml } from 'yaml';
 import { fingerprint } from '../../src/protocol/fleetSigning.js';
-import { CLI, ROOT, runCli, tempDir } from '../support/cli.js';
+import { listing } from '../support/boardListing.js';
+import { ROOT, runCli, tempDir } from '../support/cli.js';
 import { Mosquitto } from '../support/mosquitto.js';
 import { freePort, rawRequest } from '../support/net.js';
 import { startServiceProcess, type ServiceProcess } from '../support/serviceProcess.js';
-import { waitUntil } from '../support/wait.js';
+import { startEnrol, type Enrolling } from '../support/enrolRun.js';
 
 // `door-agent enrol` as an installer runs it on a new board (the built CLI), against a real `door-agent service`
 // with server.fleet and agentMqtt and a real mosquitto run by its dynamic security plugin (docs/fleet.md,
@@ -88,21 +88,6 @@ function newBoard(): { dir: string; config: string; data: string } {
   return { dir, config: join(dir, 'etc', 'config.yaml'), data: join(dir, 'data') };
 }
 
-/** Every file and directory under `dir`, with its mode: what the board holds. */
-function listing(dir: string): Record<string, string> {
-  const out: Record<string, string> = {};
-  const walk = (d: string) => {
-    for (const name of readdirSync(d).sort()) {
-      const path = join(d, name);
-      const stat = statSync(path);
-      out[relative(dir, path)] = (stat.mode & 0o777).toString(8);
-      if (stat.isDirectory()) walk(path);
-    }
-  };
-  walk(dir);
-  return out;
-}
-
 /** A new code from `door-agent service enrol-code`, as an operator makes one: the URL and the code of the line it prints. */
 function cliCode(): { url: string; code: string } {
   const r = runCli(['service', 'enrol-code', '--config', serviceConfig]);
@@ -133,43 +118,9 @@ async function newCode(): Promise<{ url: string; code: string }> {
   return { url: url!, code: code! };
 }
 
-interface Enrolling {
-  child: ChildProcess;
-  stdout(): string;
-  stderr(): string;
-  exited: Promise<number>;
-  /** The enrolment id, once the board says it waits for an operator. */
-  waiting(): Promise<string>;
-}
-
-/** `door-agent enrol ARGS --config ... --data-dir ...` started on a board, its output read as it comes. */
+/** `door-agent enrol ARGS` started on a board (test/support/enrolRun.ts). */
 function enrolOn(board: ReturnType<typeof newBoard>, args: string[]): Enrolling {
-  const child = spawn(process.execPath, [CLI, 'enrol', ...args, '--config', board.config, '--data-dir', board.data, '--wait-minutes', '3'], {
-    cwd: ROOT,
-    env: { PATH: process.env.PATH ?? '/usr/bin:/bin' },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let stdout = '';
-  let stderr = '';
-  child.stdout!.on('data', (d: Buffer) => (stdout += d.toString()));
-  child.stderr!.on('data', (d: Buffer) => (stderr += d.toString()));
-  const exited = new Promise<number>((resolve) => child.once('close', (code, signal) => resolve(code ?? (signal ? -1 : -2))));
-  return {
-    child,
-    stdout: () => stdout,
-    stderr: () => stderr,
-    exited,
-    async waiting() {
-      await waitUntil(
-        () => /waiting for an operator to adopt \S+ in the console \(enrolment [0-9a-f-]{36}\)/.test(stdout) || child.exitCode !== null,
-        60_000,
-        'the board waits',
-      );
-      const id = /\(enrolment ([0-9a-f-]{36})\)/.exec(stdout)?.[1];
-      if (!id) throw new Error(`the board did not wait: ${stdout}\n${stderr}`);
-      return id;
-    },
-  };
+  return startEnrol(args, board);
 }
 
 /** The command run to its end, without blocking this process (the service answers it from another). */
@@ -334,7 +285,10 @@ describe('door-agent enrol', () => {
 
     expect(forged!.status).toBe(1);
     expect(forged!.stderr).toContain(`the service at ${serviceUrl} signs with a key of fingerprint ${fp}, not the code's ${other}`);
-    expect(forged!.stderr).toContain('nothing was written');
+    expect(forged!.stderr).toContain("the code's secret was not sent, nothing was written");
+    // Refused at the challenge: the real service never saw the secret, and the code is still good.
+    const facts = { hostname: 'x', version: '0.1.0', arch: 'amd64', node: 'v20', gpio_chips: [], serial_devices: [] };
+    expect((await api('POST', '/fleet/enrol', { secret: real.code.split('.')[1], facts }, {})).status).toBe(200);
 
     // Malformed: usage errors naming what is wrong.
     expect(malformed.map((r) => r.status)).toEqual([2, 2, 2]);

@@ -1,7 +1,8 @@
-import { createHash, createPublicKey, generateKeyPairSync } from 'node:crypto';
+import { createHash, createPublicKey, generateKeyPairSync, randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   enrolAnswerSchema,
+  enrolChallengeAnswerSchema,
   enrolCodeAnswerSchema,
   enrolmentStateSchema,
   fleetAgentsAnswerSchema,
@@ -198,6 +199,32 @@ describe('enrolment codes', () => {
   });
 });
 
+describe('the challenge', () => {
+  it("signs the board's nonce and server.publicUrl's origin with the identity key, for that purpose only, and keeps nothing", async () => {
+    const nonce = randomBytes(32).toString('base64url');
+    const res = await call('POST', '/fleet/enrol/challenge', { body: { nonce } });
+    expect(res.status, JSON.stringify(res.body)).toBe(200);
+    const answer = enrolChallengeAnswerSchema.parse(res.body);
+    expect(answer.origin).toBe(PUBLIC_URL);
+    const key = publicKeyFromRaw(answer.service_key)!;
+    expect(fingerprint(key)).toBe(fingerprint(servicePublic));
+    expect(fleetSignatureMatches(key, 'enrol-challenge', { nonce, origin: PUBLIC_URL }, answer.signature)).toBe(true);
+    expect(fleetSignatureMatches(key, 'enrol-challenge', { nonce, origin: 'https://elsewhere.example.org' }, answer.signature)).toBe(false);
+    expect(fleetSignatureMatches(key, 'enrol', { nonce, origin: PUBLIC_URL }, answer.signature)).toBe(false);
+    // Asked again with the same nonce: answered the same way (no state), the signature still for that nonce only.
+    expect((await call('POST', '/fleet/enrol/challenge', { body: { nonce } })).status).toBe(200);
+  });
+
+  it('names a nonce that is not 32 bytes of base64url', async () => {
+    // Absent, not text, too short, padded base64, and 43 characters whose last one leaves bits over 32 bytes.
+    for (const nonce of [undefined, 42, 'short', randomBytes(32).toString('base64'), `${'A'.repeat(42)}B`]) {
+      const res = await call('POST', '/fleet/enrol/challenge', { body: nonce === undefined ? {} : { nonce } });
+      expect(res.status, JSON.stringify(res.body)).toBe(400);
+      expect(res.body.error).toMatch(/^nonce: /);
+    }
+  });
+});
+
 describe('adoption', () => {
   it('lists a pending board with what it reported; the poll takes its own secret only', async () => {
     const { id, poll } = await pendingBoard();
@@ -284,6 +311,8 @@ describe('a service without server.fleet', () => {
   it('answers every /fleet route 404 with the reason (after the key check)', async () => {
     const reason = { error: 'this service has no server.fleet section: enrolment and the fleet are off here (docs/fleet.md)' };
     expect(await call('POST', '/fleet/enrol', { on: bare, body: { secret: 'a'.repeat(32), facts: FACTS } })).toEqual({ status: 404, body: reason });
+    const nonce = randomBytes(32).toString('base64url');
+    expect(await call('POST', '/fleet/enrol/challenge', { on: bare, body: { nonce } })).toEqual({ status: 404, body: reason });
     expect(await call('GET', '/fleet/enrolments/00000000-0000-4000-8000-000000000000', { on: bare, bearer: 'x' })).toEqual({ status: 404, body: reason });
     const admin = await new ApiKeys(bareDb).create('ADMIN', 0, time.wallNow());
     expect(await call('POST', '/fleet/enrol-codes', { on: bare, key: admin })).toEqual({ status: 404, body: reason });
@@ -296,6 +325,7 @@ describe('a service without server.fleet', () => {
     expect(Object.keys(doc.paths)).toEqual(
       expect.arrayContaining([
         '/fleet/enrol',
+        '/fleet/enrol/challenge',
         '/fleet/enrolments/{enrolment_id}',
         '/fleet/enrolments/{enrolment_id}/confirm',
         '/fleet/enrol-codes',

@@ -1,5 +1,5 @@
 import { createHash, createPublicKey, generateKeyPairSync, randomBytes, type KeyObject } from 'node:crypto';
-import { writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { connect } from 'node:net';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -15,9 +15,11 @@ import {
 import { fleetTaskSchema, releasesAnswerSchema, rolloutAnswerSchema, rolloutsAnswerSchema } from '../../src/api/fleetUpdates.js';
 import { fingerprint, rawPublicKey, signFleet } from '../../src/protocol/fleetSigning.js';
 import { ApiKeys } from '../../src/service/apiKeys.js';
+import { AgentConfigs } from '../../src/service/fleet/agentConfigs.js';
 import type { FleetDeps } from '../../src/service/fleet/fleetDeps.js';
 import type { SqlDb } from '../../src/service/sql/sqlDb.js';
-import { DOOR_UUID, runCli, tempDir } from '../support/cli.js';
+import { DOOR_UUID, runCli, tempDir, writeConfig } from '../support/cli.js';
+import { fleetDocument } from '../support/fleetDocument.js';
 import { ManualTime } from '../support/manualTime.js';
 import { testService } from '../support/serviceApp.js';
 import { newServiceDb, type TestDbLocation } from '../support/serviceDb.js';
@@ -27,7 +29,9 @@ import { newServiceDb, type TestDbLocation } from '../support/serviceDb.js';
 // when the release key signed them (a wrong key, a flipped byte, a cut upload, a duplicate: nothing stored), a
 // rollout offered stage by stage as the agents report, stopped at the first failure or by the operator, two
 // reports at once moving it exactly one stage, and reader firmware tasks handed out and recorded. The agents are
-// enrolled and adopted through the fleet's own routes. The board's side: test/integration/updateApply*.test.ts.
+// enrolled and adopted through the fleet's own routes. The board's side: test/unit/updateBundle.test.ts,
+// test/unit/fleetBoardUpdates.test.ts, and `update apply` refusing a request or a signature that is not one here;
+// the real install, switch and rollback: test/integration/install.test.ts.
 
 const tmp = tempDir('door-agent-fleet-updates-');
 const PUBLIC_URL = 'https://access.example.org';
@@ -381,7 +385,7 @@ describe('rollouts', () => {
   it('stops at the first agent that rolled back: nothing more is offered, the reason names it', async () => {
     await stored('3.0.0', 'arm64');
     await stored('3.0.0', 'armhf');
-    const { rollout_id: id } = await startRollout({ version: '3.0.0', canary: 'door-01', share_percent: 40, health_bound_seconds: 60 });
+    const { rollout_id: id } = await startRollout({ version: '3.0.0', canary: 'door-01', share_percent: 40, health_bound_seconds: 60, allow_downgrade: false });
     await exchange('door-01');
     await report('door-01', id, 'healthy', '', '3.0.0');
     // 40 % of five: door-02 and door-03.
@@ -439,6 +443,51 @@ describe('rollouts', () => {
     }
     expect((await call('POST', '/fleet/rollouts', regular, { version: '3.1.0', canary: 'door-01' })).status).toBe(403);
     expect((await call('POST', '/fleet/rollouts', agentKeys['door-01'], { version: '3.1.0', canary: 'door-01' })).status).toBe(403);
+  });
+
+  it("refuses allow_downgrade: true, and a health bound shorter than an agent's start delay and a sync", async () => {
+    await stored('3.5.0', 'arm64');
+    await stored('3.5.0', 'armhf');
+    const downgrade = await call('POST', '/fleet/rollouts', admin, { version: '3.5.0', canary: 'door-01', allow_downgrade: true });
+    expect(downgrade).toEqual({
+      status: 400,
+      body: {
+        error:
+          "allow_downgrade: a rollout cannot take a board to an older version (the board's root takes only newer signed versions from the service); " +
+          'release the old code again under a newer version, or run `sudo door-agent update apply BUNDLE --allow-downgrade` on the board',
+      },
+    });
+    // The start delay in door-04's configuration at the service: healthy needs a sync, so 170 s + 30 s at least.
+    const configs = new AgentConfigs(db);
+    await configs.add('door-04', fleetDocument(5, 'service: { startDelaySeconds: 170 }\n'), 'a test', '', time.wallNow());
+    expect(await call('POST', '/fleet/rollouts', admin, { version: '3.5.0', canary: 'door-01', health_bound_seconds: 180 })).toEqual({
+      status: 400,
+      body: {
+        error:
+          "health_bound_seconds: 180 s is too short: door-04's configuration sets service.startDelaySeconds to 170 s, and an updated board is " +
+          'healthy only once it has synced with the service again; give at least 200 s (that delay + 30 s)',
+      },
+    });
+    await configs.add('door-04', fleetDocument(5), 'a test', 'the delay back to its default', time.wallNow());
+    const { rollout_id: id } = await startRollout({ version: '3.5.0', canary: 'door-01', health_bound_seconds: 180 });
+    expect((await exchange('door-01')).update).toMatchObject({ rollout_id: id, allow_downgrade: false });
+    expect((await call('POST', `/fleet/rollouts/${id}/stop`, admin, { reason: 'a test' })).status).toBe(200);
+  });
+
+  it("refuses an agent's report whose update part is not one, naming the field; the rollout does not move", async () => {
+    await stored('3.4.0', 'arm64');
+    await stored('3.4.0', 'armhf');
+    const { rollout_id: id } = await startRollout({ version: '3.4.0', canary: 'door-02' });
+    await exchange('door-02');
+    const send = (update: unknown) => call('POST', '/fleet/self/report', agentKeys['door-02'], { version: '1.0.0', update });
+    expect((await send({ rollout_id: id, state: 'exploded', detail: '' })).body.error).toMatch(/^update\.state: /);
+    expect((await send({ rollout_id: 'latest', state: 'healthy', detail: '' })).body.error).toMatch(/^update\.rollout_id: /);
+    const long = await send({ rollout_id: id, state: 'failed', detail: 'x'.repeat(2001) });
+    expect(long.status).toBe(400);
+    expect(long.body.error).toMatch(/^update\.detail: /);
+    const after = await rollout(id);
+    expect([after.stage, after.agents.find((a) => a.agent_id === 'door-02')!.state]).toEqual(['canary', 'offered']);
+    expect((await call('POST', `/fleet/rollouts/${id}/stop`, admin, { reason: 'a test' })).status).toBe(200);
   });
 
   it('two reports at once, on two connections, move the rollout exactly one stage', async () => {
@@ -556,5 +605,75 @@ describe('GET /openapi.json', () => {
     expect(Object.keys(doc.paths['/fleet/releases/{version_arch}/bundle']!.get!.responses['200']!.content!)).toEqual(['application/octet-stream']);
     for (const path of ['/fleet/rollouts', '/fleet/rollouts/{rollout_id}/stop', '/fleet/agents/{agent_id}/reader-firmware'])
       expect(doc.paths[path]!.post).toBeDefined();
+  });
+});
+
+describe('door-agent update apply, given a request or a signature that is not one', () => {
+  it('refuses it, naming the field, and replaces nothing', () => {
+    const board = join(tmp.path, 'board');
+    const root = join(board, 'root');
+    mkdirSync(join(root, 'opt/door-agent'), { recursive: true });
+    const program = join(root, 'opt/door-agent/package.json');
+    writeFileSync(program, JSON.stringify({ name: 'door-agent', version: '1.0.0' }));
+    const config = writeConfig(board, { agent: `controlSocket: ${join(board, 'control.sock')}` });
+    const releaseKey = join(board, 'release.pub');
+    writeFileSync(releaseKey, release.publicKey.export({ format: 'pem', type: 'spki' }));
+    const results = () => JSON.parse(readFileSync(join(board, 'data/fleet/update-result.json'), 'utf8')) as Array<{ state: string; detail: string }>;
+    const apply = (...args: string[]) => runCli(['update', 'apply', ...args, '--release-key', releaseKey, '--root', root, '--config', config]);
+
+    // A request the daemon wrote that is not one: no signature's size, and a field it never writes.
+    const request = join(board, 'update-request.json');
+    const manifest = manifestOf('2.0.0', 'arm64', randomBytes(10));
+    writeFileSync(
+      request,
+      JSON.stringify({
+        rollout_id: 3,
+        bundle: join(board, 'door-agent-2.0.0-arm64.tar.gz'),
+        signed: { manifest: Object.assign({}, manifest, { size: 'big' }), signature: signatureOf(manifest) },
+        allow_downgrade: false,
+        health_bound_seconds: 120,
+        run_as: 'root',
+      }),
+    );
+    const fromRequest = apply('--request', request);
+    expect(fromRequest.status, fromRequest.stderr).toBe(1);
+    expect(fromRequest.stderr).toMatch(
+      new RegExp(`^door-agent: update refused, nothing replaced: ${request} is not an update request: .*signed\\.manifest\\.size: .*run_as: unknown key`),
+    );
+    expect(existsSync(request)).toBe(false); // removed: the path unit does not start it again
+    expect(results().at(-1)).toMatchObject({ state: 'refused', detail: expect.stringContaining('is not an update request') });
+
+    // A request is the unprivileged daemon's: its bundle must be one it downloaded, not any file root can read.
+    const outside = join(board, 'elsewhere.tar.gz');
+    writeFileSync(
+      request,
+      JSON.stringify({
+        rollout_id: 3,
+        bundle: outside,
+        signed: { manifest, signature: signatureOf(manifest) },
+        allow_downgrade: false,
+        health_bound_seconds: 120,
+      }),
+    );
+    const fromElsewhere = apply('--request', request);
+    expect(fromElsewhere.status, fromElsewhere.stderr).toBe(1);
+    expect(fromElsewhere.stderr).toBe(
+      `door-agent: update refused, nothing replaced: the request names ${outside}, not a bundle in ${join(board, 'data/fleet/downloads')}\n`,
+    );
+    expect(results().at(-1)).toMatchObject({ state: 'refused', detail: expect.stringContaining('not a bundle in') });
+
+    // By hand, with a signature file that is not one.
+    const bundle = join(board, 'door-agent-2.0.0-arm64.tar.gz');
+    writeFileSync(bundle, randomBytes(10));
+    const signature = join(board, 'bundle.sig.json');
+    writeFileSync(signature, JSON.stringify({ manifest: { version: '2.0.0', arch: 'arm64' }, signature: signatureOf(manifest) }));
+    const bySignature = apply(bundle, '--signature', signature);
+    expect(bySignature.status, bySignature.stderr).toBe(1);
+    expect(bySignature.stderr).toMatch(
+      new RegExp(`^door-agent: update refused, nothing replaced: the signature ${signature} is not a release signature: manifest\\.sha256: `),
+    );
+    expect(results().at(-1)).toMatchObject({ state: 'refused', detail: expect.stringContaining('is not a release signature') });
+    expect(JSON.parse(readFileSync(program, 'utf8'))).toEqual({ name: 'door-agent', version: '1.0.0' });
+    expect(existsSync(join(root, 'opt/door-agent.new'))).toBe(false);
   });
 });

@@ -1,17 +1,22 @@
 import { createHash, generateKeyPairSync } from 'node:crypto';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
-import { Readable } from 'node:stream';
+import { Readable, Writable } from 'node:stream';
 import pino from 'pino';
 import { afterAll, describe, expect, it } from 'vitest';
 import type { UpdateOffer } from '../../src/api/fleet.js';
-import type { FleetExchange } from '../../src/fleet/fleetClient.js';
-import type { ReportPart } from '../../src/fleet/fleetReporter.js';
+import { FleetClient, type FleetExchange } from '../../src/fleet/fleetClient.js';
+import { FleetComponent } from '../../src/fleet/fleetComponent.js';
+import { FleetReporter, type ReportPart } from '../../src/fleet/fleetReporter.js';
 import { FirmwareTasks } from '../../src/fleet/firmwareTasks.js';
 import { readUpdateRequest, updateRequestPath } from '../../src/fleet/update/updateRequest.js';
 import { appendUpdateStep } from '../../src/fleet/update/updateResult.js';
 import { UpdateOffers } from '../../src/fleet/updateOffers.js';
 import { signFleet } from '../../src/protocol/fleetSigning.js';
+import { systemTimers } from '../../src/util/clock.js';
+import { waitUntil } from '../support/wait.js';
 import { tempDir } from '../support/cli.js';
 
 // The board's handlers of an offered update and of reader firmware tasks (docs/fleet.md), with plain objects: the
@@ -108,11 +113,13 @@ describe('an offered update, on the board', () => {
     expect(updates(b.report.parts).at(-1)).toEqual(['rolled_back', 'rolled back to 1.0.0']);
   });
 
-  it('refuses, with nothing downloaded: another key, another architecture, a downgrade, no release key; a bundle not as signed is refused too', async () => {
+  it('refuses, with nothing downloaded: another key, another architecture, a downgrade (even one the offer allows), no release key; a bundle not as signed is refused too', async () => {
     const cases: Array<[UpdateOffer, RegExp]> = [
       [offer({ key: other }), /does not verify with the release key/],
       [offer({ arch: 'armhf' }), /is built for armhf; this board is arm64/],
       [offer({ version: '0.9.0' }), /version 0\.9\.0 is older than the installed 1\.0\.0/],
+      // An older service's offer that allows a downgrade: the board takes none from the service.
+      [Object.assign(offer({ version: '0.9.0' }), { allow_downgrade: true }), /version 0\.9\.0 is older than the installed 1\.0\.0/],
     ];
     for (const [o, reason] of cases) {
       const b = board({ [o.bundle_path]: bundle });
@@ -140,6 +147,76 @@ describe('an offered update, on the board', () => {
     // No partial file under either name (the downloads are cleared once the update is reported).
     expect(existsSync(join(b.dataDir, 'fleet/downloads')) ? readdirSync(join(b.dataDir, 'fleet/downloads')) : []).toEqual([]);
     expect(existsSync(updateRequestPath(b.dataDir))).toBe(false);
+  });
+
+  it('an offer that is not one is refused with the exchange: logged naming the field, nothing downloaded, nothing reported', async () => {
+    const dataDir = join(tmp.path, `board-${++n}`);
+    // A service (over real HTTP) whose offer points the agent's key at another path than a release's bundle.
+    const malformed = Object.assign(offer(), { bundle_path: '/fleet/agents/door-02/config' });
+    const asked: string[] = [];
+    const reports: unknown[] = [];
+    const server = createServer((req, res) => {
+      let body = '';
+      req.on('data', (d: Buffer) => (body += d.toString()));
+      req.on('end', () => {
+        asked.push(`${req.method} ${req.url!.split('?')[0]}`);
+        if (req.method === 'POST') reports.push(JSON.parse(body));
+        res.writeHead(200, { 'content-type': 'application/json' });
+        res.end(req.method === 'POST' ? '{}' : JSON.stringify({ agent_id: 'a', config: null, update: malformed, tasks: [] }));
+      });
+    });
+    await new Promise<void>((done) => server.listen(0, '127.0.0.1', done));
+    const lines: string[] = [];
+    const log = pino(
+      { level: 'info' },
+      new Writable({
+        write(chunk: Buffer, _encoding, done) {
+          lines.push(chunk.toString());
+          done();
+        },
+      }),
+    );
+    const client = new FleetClient({
+      baseUrl: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+      apiKey: () => 'k'.repeat(32),
+      apiKeyIn: 'header',
+      timeoutMs: 5000,
+    });
+    const reporter = new FleetReporter({ client, version: '1.0.0', logger: log });
+    const update = new UpdateOffers({
+      dataDir,
+      open: (path) => client.open(path),
+      reporter,
+      releaseKey: () => release.publicKey,
+      board: () => ({ arch: 'arm64', installedVersion: '1.0.0' }),
+      wallNow: () => Date.parse('2026-07-01T12:00:00Z'),
+      logger: log,
+    });
+    const fleet = new FleetComponent({
+      client,
+      reporter,
+      handlers: [update],
+      agentId: 'a',
+      heldVersion: () => null,
+      pollSeconds: 1,
+      timers: systemTimers,
+      logger: log,
+      random: () => 0,
+    });
+    try {
+      fleet.start();
+      await waitUntil(() => lines.some((l) => l.includes('update.bundle_path')), 10_000, 'the refused exchange logged');
+    } finally {
+      await fleet.stop();
+      await new Promise((done) => server.close(done));
+    }
+    const warning = JSON.parse(lines.find((l) => l.includes('update.bundle_path'))!) as { level: number; err: { message: string } };
+    expect(warning.level).toBe(40);
+    expect(warning.err.message).toMatch(/^GET \/fleet\/self: the answer is not the fleet's exchange: update\.bundle_path: /);
+    expect(asked.filter((a) => a !== 'GET /fleet/self')).toEqual([]);
+    expect(reports).toEqual([]);
+    expect(existsSync(updateRequestPath(dataDir))).toBe(false);
+    expect(existsSync(join(dataDir, 'fleet'))).toBe(false);
   });
 
   it('a download the link breaks is tried again at the next exchange', async () => {

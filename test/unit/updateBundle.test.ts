@@ -1,5 +1,17 @@
 import { generateKeyPairSync } from 'node:crypto';
-import { existsSync, lstatSync, mkdirSync, readFileSync, readlinkSync, statSync, truncateSync, writeFileSync } from 'node:fs';
+import {
+  chownSync,
+  existsSync,
+  lstatSync,
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  readlinkSync,
+  statSync,
+  symlinkSync,
+  truncateSync,
+  writeFileSync,
+} from 'node:fs';
 import { join } from 'node:path';
 import { gzipSync } from 'node:zlib';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -9,7 +21,7 @@ import type { DaemonHealth } from '../../src/fleet/update/health.js';
 import type { ServiceControl } from '../../src/fleet/update/serviceControl.js';
 import { readSignedRelease, signRelease } from '../../src/fleet/update/signatureFile.js';
 import { unpackBundle } from '../../src/fleet/update/unpack.js';
-import { readUpdateSteps } from '../../src/fleet/update/updateResult.js';
+import { appendUpdateStep, readUpdateSteps } from '../../src/fleet/update/updateResult.js';
 import { BundleRefused, fileDigest, verifyBundle } from '../../src/fleet/update/verify.js';
 import { compareVersions } from '../../src/fleet/update/versions.js';
 import { signFleet } from '../../src/protocol/fleetSigning.js';
@@ -283,12 +295,17 @@ describe('applying an update: the switch, the health bound, the way back', () =>
     broker: { reached: true },
   });
 
-  async function apply(b: ReturnType<typeof board>, version: string) {
+  async function apply(
+    b: ReturnType<typeof board>,
+    version: string,
+    options: { afterBundleCopy?: (bundle: string) => void; named?: (bundle: string) => string } = {},
+  ) {
     const bundle = bundleFile(program(version));
     const signed = await signRelease(bundle, keys.privateKey);
+    const afterBundleCopy = options.afterBundleCopy;
     return applyUpdate(
       {
-        bundle,
+        bundle: options.named?.(bundle) ?? bundle,
         signed,
         releaseKey: keys.publicKey,
         allowDowngrade: false,
@@ -298,9 +315,11 @@ describe('applying an update: the switch, the health bound, the way back', () =>
         rolloutId: 7,
         board: { arch: 'amd64', nodeAbi: '115' },
       },
-      b.deps,
+      afterBundleCopy ? Object.assign({}, b.deps, { afterBundleCopy: () => afterBundleCopy(bundle) }) : b.deps,
     );
   }
+  /** What is left of root's copies of the bundle beside the program. */
+  const incoming = (b: ReturnType<typeof board>) => readdirSync(join(b.root, 'opt')).filter((name) => name.startsWith('door-agent.incoming-'));
 
   it('a healthy version stays, the one it replaced in .prev; each step in update-result.json (0600)', async () => {
     const b = board(healthy);
@@ -345,5 +364,83 @@ describe('applying an update: the switch, the health bound, the way back', () =>
     expect(lstatSync(join(b.root, 'opt/door-agent.prev')).isDirectory()).toBe(true);
     expect(existsSync(join(b.root, 'opt/door-agent.new'))).toBe(false);
     expect(readUpdateSteps(b.dataDir).map((s) => s.state)).toEqual(['refused']);
+  });
+
+  it('installs what was signed even when the bundle is replaced once root has copied it; a bundle named through a link is refused', async () => {
+    const b = board(healthy);
+    // The daemon's user swaps the downloaded file for its own build, right after root's copy.
+    const evil = bundleFile([...program('1.1.0'), { name: './dist/cli/evil.js', data: 'the build root must not run\n' }]);
+    const outcome = await apply(b, '1.1.0', { afterBundleCopy: (bundle) => writeFileSync(bundle, readFileSync(evil)) });
+    expect(outcome).toMatchObject({ state: 'healthy' });
+    expect(b.installed()).toBe('1.1.0');
+    expect(existsSync(join(b.root, 'opt/door-agent/dist/cli/evil.js'))).toBe(false);
+    expect(readFileSync(join(b.root, 'opt/door-agent/dist/cli/door-agent.js'), 'utf8')).toBe('console.log(1)\n');
+    expect(incoming(b)).toEqual([]);
+
+    const linked = board(healthy);
+    const refused = await apply(linked, '1.1.0', {
+      named: (bundle) => {
+        const link = `${fresh('link')}.tar.gz`;
+        symlinkSync(bundle, link);
+        return link;
+      },
+    });
+    expect(refused).toMatchObject({ state: 'refused', detail: expect.stringMatching(/^cannot read .*link-\d+\.tar\.gz: it is a link/) });
+    expect(linked.calls).toEqual([]);
+    expect(linked.installed()).toBe('1.0.0');
+    expect(incoming(linked)).toEqual([]);
+  });
+
+  it("names the operator's file, not root's copy, when the copy is refused; the copy is removed", async () => {
+    const cut = board(healthy);
+    let given = '';
+    const refused = await apply(cut, '1.2.0', {
+      named: (bundle) => {
+        given = bundle;
+        truncateSync(bundle, 100);
+        return bundle;
+      },
+    });
+    expect(refused.state).toBe('refused');
+    expect(refused.detail.startsWith(`${given} is 100 bytes, the signed manifest says `), refused.detail).toBe(true);
+    expect(refused.detail).toMatch(/: truncated \(an interrupted download\?\)$/);
+    expect(incoming(cut)).toEqual([]);
+  });
+});
+
+describe('the update record, written by root in a directory the door-agent user owns', () => {
+  it('never writes through a link planted at its temporary or its final name: the record is written, the files they point to untouched', () => {
+    const dataDir = fresh('data');
+    const fleet = join(dataDir, 'fleet');
+    mkdirSync(fleet, { recursive: true });
+    chownSync(fleet, 65534, 65534); // the door-agent user's (nobody here)
+    const victims = [fresh('shadow'), fresh('passwd')];
+    for (const victim of victims) writeFileSync(victim, 'root:secret\n', { mode: 0o640 });
+    const before = victims.map((v) => ({ text: readFileSync(v, 'utf8'), uid: statSync(v).uid, gid: statSync(v).gid, mode: statSync(v).mode }));
+    symlinkSync(victims[0]!, join(fleet, 'update-result.json.new'));
+    symlinkSync(victims[1]!, join(fleet, 'update-result.json'));
+    const step = { at: '2026-07-01T12:00:00.000Z', rollout_id: 7, version: '1.1.0', state: 'installing' as const, detail: 'from 1.0.0 to 1.1.0' };
+
+    appendUpdateStep(dataDir, step);
+    expect(victims.map((v) => ({ text: readFileSync(v, 'utf8'), uid: statSync(v).uid, gid: statSync(v).gid, mode: statSync(v).mode }))).toEqual(before);
+    const record = lstatSync(join(fleet, 'update-result.json'));
+    expect(record.isFile()).toBe(true);
+    expect([record.uid, record.gid, record.mode & 0o777]).toEqual([65534, 65534, 0o600]);
+    // The link at the final name was not read as a record either: the one step written is the only one.
+    expect(readUpdateSteps(dataDir)).toEqual([step]);
+    expect(existsSync(join(fleet, 'update-result.json.new'))).toBe(false);
+  });
+
+  it('writes nothing when the fleet directory itself is a link to another directory', () => {
+    const dataDir = fresh('data');
+    const elsewhere = fresh('etc');
+    mkdirSync(dataDir);
+    mkdirSync(elsewhere);
+    symlinkSync(elsewhere, join(dataDir, 'fleet'));
+    const step = { at: '2026-07-01T12:00:00.000Z', rollout_id: 7, version: '1.1.0', state: 'refused' as const, detail: 'x' };
+    expect(() => appendUpdateStep(dataDir, step)).toThrow(
+      `${join(dataDir, 'fleet')} is a link, not a directory: the update's record is written only into the directory itself`,
+    );
+    expect(readdirSync(elsewhere)).toEqual([]);
   });
 });

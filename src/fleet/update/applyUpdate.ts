@@ -3,6 +3,7 @@ import { rmSync } from 'node:fs';
 import type { SignedRelease } from '../../api/fleet.js';
 import type { Clock } from '../../util/clock.js';
 import { waitHealthy, type HealthProbe, type LinksBefore } from './health.js';
+import { copyIncoming, type IncomingBundle } from './incoming.js';
 import { installedVersion, keepForward, programDirs, switchBack, switchForward, type ProgramDirs } from './programDirs.js';
 import type { ServiceControl } from './serviceControl.js';
 import { unpackBundle } from './unpack.js';
@@ -34,6 +35,8 @@ export interface UpdateDeps {
   sleep: (ms: number) => Promise<void>;
   /** One line of progress for the operator. */
   say: (line: string) => void;
+  /** Tests only: called once root's copy of the bundle is made, before it is checked (a test replaces the file it was copied from). */
+  afterBundleCopy?: () => void | Promise<void>;
 }
 
 export interface UpdateOutcome {
@@ -42,11 +45,12 @@ export interface UpdateOutcome {
 }
 
 /**
- * `door-agent update apply` (docs/fleet.md, "Signed updates"): the bundle checked (update/verify.ts) and unpacked
- * beside the program (update/unpack.ts) before anything is replaced; then, as scripts/install.sh switches, the
- * daemon stopped (every relay locked as it stops), the program moved to .prev and the new one in its place, the
- * daemon started; the new version must report healthy within the bound, or the board switches back by itself and
- * starts the old version. Each step is appended to update-result.json.
+ * `door-agent update apply` (docs/fleet.md, "Signed updates"): the bundle copied where only root writes
+ * (update/incoming.ts), and that copy checked (update/verify.ts) and unpacked beside the program (update/unpack.ts)
+ * before anything is replaced; then, as scripts/install.sh switches, the daemon stopped (every relay locked as it
+ * stops), the program moved to .prev and the new one in its place, the daemon started; the new version must report
+ * healthy within the bound, or the board switches back by itself and starts the old version. Each step is appended
+ * to update-result.json.
  */
 export async function applyUpdate(request: UpdateRequest, deps: UpdateDeps): Promise<UpdateOutcome> {
   const dirs = programDirs(request.root);
@@ -64,16 +68,24 @@ export async function applyUpdate(request: UpdateRequest, deps: UpdateDeps): Pro
   } catch (err) {
     return end('refused', err instanceof Error ? err.message : String(err));
   }
+  let incoming: IncomingBundle | null = null;
   try {
-    await verifyBundle(Object.assign({}, request, { board: Object.assign({ installedVersion: installed }, request.board) }));
+    incoming = copyIncoming(request.bundle, request.signed.manifest.size, dirs.app);
+    await deps.afterBundleCopy?.();
+    const board = Object.assign({ installedVersion: installed }, request.board);
+    await verifyBundle(Object.assign({}, request, { bundle: incoming.bundle, board }));
     deps.say(`${request.bundle}: version ${version} for ${request.signed.manifest.arch}, signed by the release key: verified`);
     rmSync(dirs.next, { recursive: true, force: true });
-    const unpacked = await unpackBundle(request.bundle, dirs.next);
+    const unpacked = await unpackBundle(incoming.bundle, dirs.next);
     deps.say(`unpacked ${unpacked.files} files into ${dirs.next}`);
   } catch (err) {
     rmSync(dirs.next, { recursive: true, force: true });
-    if (err instanceof BundleRefused) return end('refused', err.message);
-    return end('failed', `could not prepare the update, nothing was replaced: ${err instanceof Error ? err.message : String(err)}`);
+    // The messages name the file the operator (or the request) gave, not root's copy of it.
+    const message = (err instanceof Error ? err.message : String(err)).split(incoming?.bundle ?? request.bundle).join(request.bundle);
+    if (err instanceof BundleRefused) return end('refused', message);
+    return end('failed', `could not prepare the update, nothing was replaced: ${message}`);
+  } finally {
+    incoming?.remove();
   }
 
   const wasActive = await deps.service.isActive();

@@ -1,20 +1,27 @@
 import type { KeyObject } from 'node:crypto';
-import { readFileSync, renameSync, writeFileSync } from 'node:fs';
+import { renameSync, writeFileSync } from 'node:fs';
 import { releaseManifestSchema, signedReleaseSchema, type SignedRelease } from '../../api/fleet.js';
 import { signFleet } from '../../protocol/fleetSigning.js';
 import { describeFsError, errorCode } from '../../util/errors.js';
 import { problemsInOneLine } from '../../util/issues.js';
+import { readPlainFile } from './plainFiles.js';
 import { readReleaseInfo } from './releaseInfo.js';
 import { BundleRefused, fileDigest } from './verify.js';
 
 /** Where `door-agent release sign` puts a bundle's signature: beside it, `<bundle>.sig.json`. */
 export const signatureFileOf = (bundle: string) => `${bundle}.sig.json`;
 
-/** A bundle's signature file, validated; BundleRefused when it is missing (an unsigned bundle) or not one. */
+/** A signature file is a few hundred bytes. */
+const MAX_SIGNATURE_BYTES = 64 * 1024;
+
+/**
+ * A bundle's signature file, validated; BundleRefused when it is missing (an unsigned bundle) or not one. Read
+ * once, whole, as a plain file (plainFiles.ts): root reads it where the daemon's user may write.
+ */
 export function readSignedRelease(path: string): SignedRelease {
   let text: string;
   try {
-    text = readFileSync(path, 'utf8');
+    text = readPlainFile(path, MAX_SIGNATURE_BYTES).toString('utf8');
   } catch (err) {
     if (errorCode(err) === 'ENOENT')
       throw new BundleRefused(`no signature: ${path} does not exist (door-agent release sign makes it): an unsigned bundle is refused`);

@@ -1,4 +1,4 @@
-import { mkdirSync, readFileSync, rmSync } from 'node:fs';
+import { mkdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import * as z from 'zod';
 import { signedReleaseSchema, updateOfferSchema } from '../../api/fleet.js';
@@ -7,6 +7,7 @@ import { fsyncDirectory } from '../../util/fsyncDirectory.js';
 import { problemsInOneLine } from '../../util/issues.js';
 import { writeWhole } from '../../util/wholeFile.js';
 import { fleetDir } from '../appliedConfig.js';
+import { readPlainFile } from './plainFiles.js';
 import { BundleRefused } from './verify.js';
 
 /**
@@ -20,6 +21,7 @@ export const updateRequestSchema = z.strictObject({
   /** The downloaded bundle (an absolute path, in `<dataDir>/fleet/downloads/`). */
   bundle: z.string().regex(/^\/[^\0]*\.tar\.gz$/, 'must be the absolute path of a .tar.gz bundle'),
   signed: signedReleaseSchema,
+  /** Written false, and never read: root takes no downgrade from a request (commands/updateApply.ts). */
   allow_downgrade: z.boolean(),
   health_bound_seconds: updateOfferSchema.shape.health_bound_seconds,
 });
@@ -45,11 +47,14 @@ export function pendingUpdateRequest(dataDir: string): UpdateRequestFile | null 
   }
 }
 
-/** A request file, validated; BundleRefused naming what is wrong with it. */
+/** A request is well under a kilobyte. */
+const MAX_REQUEST_BYTES = 64 * 1024;
+
+/** A request file, validated; BundleRefused naming what is wrong with it. Read as a plain file (plainFiles.ts): root reads what the daemon wrote. */
 export function readUpdateRequest(path: string): UpdateRequestFile {
   let json: unknown;
   try {
-    json = JSON.parse(readFileSync(path, 'utf8'));
+    json = JSON.parse(readPlainFile(path, MAX_REQUEST_BYTES).toString('utf8'));
   } catch (err) {
     throw new BundleRefused(`cannot read the update request ${path}: ${err instanceof SyntaxError ? err.message : describeFsError(err)}`, err);
   }

@@ -1,3 +1,4 @@
+import { parse as parseYaml } from 'yaml';
 import type { FleetReport, UpdateOffer } from '../../api/fleet.js';
 import { BadRequest } from '../badRequest.js';
 import type { SqlDb } from '../sql/sqlDb.js';
@@ -21,13 +22,14 @@ const ACTIVE = "('canary', 'share', 'all')";
 /** Offered and not yet ended: the agent is offered the update again at each exchange until it reports how it ended. */
 const UNDER_WAY = new Set<AgentState>(['offered', 'downloading', 'installing']);
 const ENDED_BADLY = new Set<AgentState>(['rolled_back', 'refused', 'failed']);
+/** What a health bound needs beyond an agent's start delay: its first sync (healthy needs the service reached again). */
+const SYNC_MARGIN_SECONDS = 30;
 
 /** What an operator asks for (POST /fleet/rollouts). */
 export interface RolloutRequest {
   version: string;
   canary: string;
   sharePercent: number;
-  allowDowngrade: boolean;
   healthBoundSeconds: number;
 }
 
@@ -55,7 +57,6 @@ interface RolloutRow {
   stage: RolloutStage;
   canary: string;
   share_percent: number | string;
-  allow_downgrade: number | string;
   health_bound_seconds: number | string;
   created_at: number | string;
   created_by: string;
@@ -70,7 +71,8 @@ interface AgentRow {
   updated_at: number | string;
 }
 
-const ROLLOUT_COLUMNS = 'rollout_id, version, stage, canary, share_percent, allow_downgrade, health_bound_seconds, created_at, created_by, stopped_reason';
+/** fleet_rollouts.allow_downgrade is left at 0: a rollout never takes a board back (routesRollouts.ts). */
+const ROLLOUT_COLUMNS = 'rollout_id, version, stage, canary, share_percent, health_bound_seconds, created_at, created_by, stopped_reason';
 
 const rolloutOf = (row: RolloutRow): Rollout => ({
   rolloutId: Number(row.rollout_id),
@@ -78,12 +80,21 @@ const rolloutOf = (row: RolloutRow): Rollout => ({
   stage: row.stage,
   canary: row.canary,
   sharePercent: Number(row.share_percent),
-  allowDowngrade: Number(row.allow_downgrade) === 1,
   healthBoundSeconds: Number(row.health_bound_seconds),
   createdAt: Number(row.created_at),
   createdBy: row.created_by,
   stoppedReason: row.stopped_reason,
 });
+
+/** `service.startDelaySeconds` as a configuration document sets it; null when it does not (or is not YAML). */
+function startDelayOf(document: string): number | null {
+  try {
+    const delay = (parseYaml(document) as { service?: { startDelaySeconds?: unknown } } | null)?.service?.startDelaySeconds;
+    return typeof delay === 'number' ? delay : null;
+  } catch {
+    return null;
+  }
+}
 
 /** Agent ids in one order on both engines (code units, not a collation). */
 const byId = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
@@ -152,6 +163,10 @@ export class Rollouts {
           `version: no bundle of version ${request.version} is stored: upload one for each architecture first (PUT /fleet/releases/${request.version}/<arch>)`,
         );
       }
+      await this.checkHealthBound(
+        request.healthBoundSeconds,
+        agents.map((a) => a.agentId),
+      );
       const lacking = agents.filter((a) => !arches.has(a.arch));
       if (lacking.length > 0) {
         const needed = [...new Set(lacking.map((a) => a.arch))].sort(byId);
@@ -162,9 +177,9 @@ export class Rollouts {
       }
       const id = Number(
         await this.db.value<number | string>(
-          'INSERT INTO fleet_rollouts (version, stage, canary, share_percent, allow_downgrade, health_bound_seconds, created_at, created_by) ' +
-            "VALUES (?, 'canary', ?, ?, ?, ?, ?, ?) RETURNING rollout_id",
-          [request.version, request.canary, request.sharePercent, request.allowDowngrade ? 1 : 0, request.healthBoundSeconds, now, by],
+          'INSERT INTO fleet_rollouts (version, stage, canary, share_percent, health_bound_seconds, created_at, created_by) ' +
+            "VALUES (?, 'canary', ?, ?, ?, ?, ?) RETURNING rollout_id",
+          [request.version, request.canary, request.sharePercent, request.healthBoundSeconds, now, by],
         ),
       );
       const others = agents.filter((a) => a.agentId !== request.canary);
@@ -186,6 +201,29 @@ export class Rollouts {
       await this.advance(id);
       return (await this.get(id))!;
     });
+  }
+
+  /**
+   * 400 when the health bound is shorter than the longest `service.startDelaySeconds` of the agents' current
+   * configurations (as the service holds them) plus a sync: an updated board counts as healthy only once it reached
+   * the service again, so a good build would be rolled back. A board file's own delay is not known here.
+   */
+  private async checkHealthBound(boundSeconds: number, agentIds: string[]): Promise<void> {
+    const rows = await this.db.all<{ agent_id: string; document: string }>(
+      'SELECT c.agent_id, c.document FROM fleet_configs c WHERE c.version = (SELECT max(m.version) FROM fleet_configs m WHERE m.agent_id = c.agent_id)',
+    );
+    let longest: { agentId: string; delay: number } | null = null;
+    for (const row of rows) {
+      if (!agentIds.includes(row.agent_id)) continue;
+      const delay = startDelayOf(row.document);
+      if (delay !== null && (longest === null || delay > longest.delay)) longest = { agentId: row.agent_id, delay };
+    }
+    if (longest === null || boundSeconds >= longest.delay + SYNC_MARGIN_SECONDS) return;
+    throw new BadRequest(
+      `health_bound_seconds: ${boundSeconds} s is too short: ${longest.agentId}'s configuration sets service.startDelaySeconds to ${longest.delay} s, ` +
+        `and an updated board is healthy only once it has synced with the service again; give at least ${longest.delay + SYNC_MARGIN_SECONDS} s ` +
+        `(that delay + ${SYNC_MARGIN_SECONDS} s)`,
+    );
   }
 
   /** Stops a rollout under way (an operator's reason); 404 unknown, 409 when it has ended already. */
@@ -251,7 +289,8 @@ export class Rollouts {
         manifest: release.manifest,
         signature: release.signature,
         bundle_path: bundlePath(release.manifest),
-        allow_downgrade: rollout.allowDowngrade,
+        // Kept in the offer for the agents that read it; never true (a rollout never takes a board back).
+        allow_downgrade: false,
         health_bound_seconds: rollout.healthBoundSeconds,
       };
     });

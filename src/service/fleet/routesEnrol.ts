@@ -1,7 +1,14 @@
 import { randomBytes } from 'node:crypto';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import * as z from 'zod';
-import { enrolAnswerSchema, enrolmentStateSchema, enrolRequestSchema, type Grant } from '../../api/fleet.js';
+import {
+  enrolAnswerSchema,
+  enrolChallengeAnswerSchema,
+  enrolChallengeRequestSchema,
+  enrolmentStateSchema,
+  enrolRequestSchema,
+  type Grant,
+} from '../../api/fleet.js';
 import { successAnswerSchema } from '../../api/answers.js';
 import { signFleet } from '../../protocol/fleetSigning.js';
 import { keyDigest } from '../apiKeys.js';
@@ -38,13 +45,38 @@ function bearer(request: FastifyRequest): string | null {
 const noStore = (reply: FastifyReply) => reply.header('cache-control', 'no-store');
 
 /**
- * The board's side of enrolment (docs/fleet.md, "Enrolment"): POST /fleet/enrol with a code's secret, the poll
+ * The board's side of enrolment (docs/fleet.md, "Enrolment"): the challenge that proves the service's key before any
+ * secret is sent, POST /fleet/enrol with a code's secret, the poll
  * of GET /fleet/enrolments/{id} with the poll secret (pending, refused, or the signed grant), and the agent's
  * confirmation with its own DOOR key, which ends the poll secret.
  */
 export function registerEnrolRoutes(app: FastifyInstance, ctx: RouteContext): void {
   const codes = new EnrolCodes(ctx.db);
   const agents = new FleetAgents(ctx.db);
+
+  app.post(
+    '/fleet/enrol/challenge',
+    documented(
+      {
+        summary: "Proves the service's identity key to a board before it sends a code's secret: signs the board's nonce and this service's origin.",
+        description:
+          "No API key, and nothing kept. The signature (purpose `enrol-challenge`) covers `{nonce, origin}`, the origin being server.publicUrl's: a board checks that the key has its code's fingerprint and that the origin is the one of the URL it was given, and only then sends the secret to POST /fleet/enrol.",
+        tag: 'Fleet',
+        key: 'none',
+        params: enrolChallengeRequestSchema,
+        answer: enrolChallengeAnswerSchema,
+        statuses: { 404: 'This service has no server.fleet section.' },
+      },
+      { config: { ownCredential: true } },
+    ),
+    async (request, reply) => {
+      const fleet = fleetOf(ctx);
+      const { nonce } = parseParams(enrolChallengeRequestSchema, {}, request.body);
+      const origin = new URL(fleet.publicUrl).origin;
+      noStore(reply);
+      return { origin, service_key: fleet.keys.publicRaw, signature: signFleet(fleet.keys.identity, 'enrol-challenge', { nonce, origin }) };
+    },
+  );
 
   app.post(
     '/fleet/enrol',

@@ -9,6 +9,11 @@ import type { RouteContext } from '../routeContext.js';
 import { fleetOf } from './fleetDeps.js';
 import { Rollouts, type Rollout, type RolloutAgent } from './rollouts.js';
 
+/** Why a rollout never takes a board back, and what to do instead (the board's root ignores a downgrade a request file asks for). */
+const DOWNGRADE_REFUSED =
+  "a rollout cannot take a board to an older version (the board's root takes only newer signed versions from the service); " +
+  'release the old code again under a newer version, or run `sudo door-agent update apply BUNDLE --allow-downgrade` on the board';
+
 const createParams = z.object({
   version: releaseManifestSchema.shape.version.describe("the release to roll out: a bundle of it must be stored for every adopted agent's architecture"),
   canary: z
@@ -19,11 +24,18 @@ const createParams = z.object({
     .pipe(z.number().min(1, 'must be 1 to 99').max(99, 'must be 1 to 99'))
     .optional()
     .describe('the share of the other agents offered it next (rounded up), once the canary is healthy; default 25'),
-  allow_downgrade: boolParam.optional().describe('whether an agent may take a version older than the one it runs; default false'),
+  allow_downgrade: boolParam
+    .optional()
+    .refine((allowed) => allowed !== true, { message: DOWNGRADE_REFUSED })
+    .describe(
+      "false, or left out: a rollout never takes a board to an older version (the board's root takes only newer signed versions from the service); true is refused",
+    ),
   health_bound_seconds: intParam
     .pipe(z.number().min(30, 'must be 30 to 3600 seconds').max(3600, 'must be 30 to 3600 seconds'))
     .optional()
-    .describe('how long an updated agent has to report healthy before it switches back by itself; default 180'),
+    .describe(
+      "how long an updated agent has to report healthy before it switches back by itself; default 180; at least the largest service.startDelaySeconds of the agents' configurations + 30 (healthy needs a sync)",
+    ),
 });
 const rolloutPath = z.object({
   rollout_id: z
@@ -41,7 +53,7 @@ const summary = (r: Rollout) => ({
   stage: r.stage,
   canary: r.canary,
   share_percent: r.sharePercent,
-  allow_downgrade: r.allowDowngrade,
+  allow_downgrade: false,
   health_bound_seconds: r.healthBoundSeconds,
   created_at: iso(r.createdAt),
   created_by: r.createdBy,
@@ -68,7 +80,7 @@ export function registerRolloutRoutes(app: FastifyInstance, ctx: RouteContext): 
       description:
         "Each stage is offered (in the agents' exchange, GET /fleet/self) once every agent of the one before reported healthy; the first " +
         'agent that rolled back, failed or refused stops the rollout and nothing more is offered. An agent that already runs the ' +
-        'version counts as healthy at once.',
+        'version counts as healthy at once. A stage waits for its agents without a time limit: stop a rollout a silent agent holds.',
       tag: 'Fleet',
       key: 'ADMIN',
       params: createParams,
@@ -84,7 +96,6 @@ export function registerRolloutRoutes(app: FastifyInstance, ctx: RouteContext): 
           version: p.version,
           canary: p.canary,
           sharePercent: p.share_percent ?? 25,
-          allowDowngrade: p.allow_downgrade ?? false,
           healthBoundSeconds: p.health_bound_seconds ?? 180,
         },
         by(request),
