@@ -1,6 +1,7 @@
 import * as z from 'zod';
 import { parseServiceTime } from '../core/schedule.js';
 import { compileWeeklySchedule } from '../core/weeklySchedule.js';
+import { wholeNumber } from './wholeNumber.js';
 import { identitySourceSchema } from './identity.js';
 
 /**
@@ -78,7 +79,8 @@ export const userDetailSchema = z.object({
 });
 export type UserDetail = z.output<typeof userDetailSchema>;
 
-const hour = z.number().int().min(0, 'hours run from 0 to 24').max(24, 'hours run from 0 to 24');
+// Whole, without stopping a configuration's checks across keys at a fraction (api/wholeNumber.ts).
+const hour = wholeNumber().min(0, 'hours run from 0 to 24').max(24, 'hours run from 0 to 24');
 export const timeMappingSchema = z
   .array(z.array(z.tuple([hour, hour]).refine(([start, end]) => start < end, { message: 'a range [start, end] needs start < end' })))
   .length(7, 'expected exactly 7 elements, one per weekday starting on Sunday');

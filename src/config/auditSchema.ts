@@ -1,6 +1,6 @@
 import { isIP } from 'node:net';
 import * as z from 'zod';
-import { wholeNumber } from './wholeNumber.js';
+import { wholeNumber } from '../api/wholeNumber.js';
 import { isLoopbackHost } from './loopbackHost.js';
 import { SYSLOG_FACILITIES } from '../protocol/syslog.js';
 

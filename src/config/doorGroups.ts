@@ -1,5 +1,5 @@
 import * as z from 'zod';
-import { wholeNumber } from './wholeNumber.js';
+import { wholeNumber } from '../api/wholeNumber.js';
 import { doorGroupProblems, type AreaOptions, type GroupProblem, type InterlockOptions } from '../core/doorGroupChecks.js';
 import type { DoorOptions } from '../door/options.js';
 import type { doorSchema } from './doorSchema.js';

@@ -1,5 +1,5 @@
 import * as z from 'zod';
-import { wholeNumber } from './wholeNumber.js';
+import { wholeNumber } from '../api/wholeNumber.js';
 import type { EmergencyOptions } from '../door/options.js';
 import { bcmPin, debounce, level, pull, type doorSchema } from './doorSchema.js';
 import { doorPins } from './doorChecks.js';

@@ -1,5 +1,5 @@
 import * as z from 'zod';
-import { wholeNumber } from './wholeNumber.js';
+import { wholeNumber } from '../api/wholeNumber.js';
 import { seconds } from './doorSchema.js';
 
 // The fleet's settings (docs/fleet.md): the agent's `fleet` section and the service's `server.fleet`.

@@ -1,5 +1,5 @@
 import * as z from 'zod';
-import { wholeNumber } from './wholeNumber.js';
+import { wholeNumber } from '../api/wholeNumber.js';
 import type { KeypadLockoutPolicy } from '../core/keypad.js';
 import { MAX_CARD_LOCKOUT_SECONDS } from '../core/cardLockout.js';
 

@@ -1,5 +1,5 @@
 import * as z from 'zod';
-import { wholeNumber } from './wholeNumber.js';
+import { wholeNumber } from '../api/wholeNumber.js';
 import type { AccessLevel } from '../core/accessLevels.js';
 import { isCalendarDate } from '../core/schedule.js';
 import { thousands } from '../util/plural.js';

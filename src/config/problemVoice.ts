@@ -1,5 +1,5 @@
 import * as z from 'zod';
-import { isWholeNumber } from './wholeNumber.js';
+import { isWholeNumber } from '../api/wholeNumber.js';
 
 /**
  * The configuration's problems in the project's own voice: the value given and what was wrong with it
@@ -19,7 +19,7 @@ export const configProblemVoice: z.core.$ZodErrorMap = (issue) => {
 function message(issue: z.core.$ZodRawIssue): string | undefined {
   switch (issue.code) {
     case 'invalid_type': {
-      // A whole number's "not a number" is "not a whole number"; a fraction's issue expects 'int' (config/wholeNumber.ts).
+      // A whole number's "not a number" is "not a whole number"; a fraction's issue expects 'int' (api/wholeNumber.ts).
       const type = issue.expected === 'number' && isWholeNumber(issue.inst) ? 'int' : issue.expected;
       if (issue.input === undefined) return `required: ${expected(type)}`;
       // `key:` with nothing after it is null in YAML.

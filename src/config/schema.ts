@@ -1,5 +1,5 @@
 import * as z from 'zod';
-import { wholeNumber } from './wholeNumber.js';
+import { wholeNumber } from '../api/wholeNumber.js';
 import { doorSchema, seconds } from './doorSchema.js';
 import { refineDoors } from './doorChecks.js';
 import { refineReaderFormats, wiegandSchema } from './wiegandFormats.js';

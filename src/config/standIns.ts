@@ -1,5 +1,5 @@
 import type * as z from 'zod';
-import { isFraction } from './wholeNumber.js';
+import { isFraction } from '../api/wholeNumber.js';
 
 /** Marks a stand-in text: no key of a file holds it, so no check finds it equal to another key's value. */
 export const STAND_IN = '\u0000unreadable';

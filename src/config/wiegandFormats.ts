@@ -1,5 +1,5 @@
 import * as z from 'zod';
-import { wholeNumber } from './wholeNumber.js';
+import { wholeNumber } from '../api/wholeNumber.js';
 import {
   BUILTIN_FORMATS,
   FORMAT_ALIASES,

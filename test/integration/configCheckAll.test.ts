@@ -92,7 +92,7 @@ describe('every problem at once, in the project voice (issue 53 item 6)', () => 
     }
   });
 
-  // zod's .int() stops every later check on a fraction, even the checks across keys (config/wholeNumber.ts).
+  // zod's .int() stops every later check on a fraction, even the checks across keys (api/wholeNumber.ts).
   it.each([
     [
       'a fractional resourceId',
@@ -105,6 +105,11 @@ describe('every problem at once, in the project voice (issue 53 item 6)', () => 
       'doors[0].unlockSeconds: 2.5 is not a whole number (how long a granted card unlocks the door)',
     ],
     ['a fractional relay pin', 'resourceId: 12, relay: { pin: 17.5 }', 'doors[0].relay.pin: 17.5 is not a whole number (a BCM GPIO number, 0-63)'],
+    [
+      'a fractional hour in an unlock schedule',
+      'resourceId: 12, relay: { pin: 16 }, unlockSchedule: [[], [[8.5, 18]], [], [], [], [], []]',
+      'doors[0].unlockSchedule[1][0][0]: 8.5 is not a whole number',
+    ],
   ])('%s hides neither its own door pin clash nor another door: config check and run name all three', (_what, keys, own) => {
     const door0 = `  - { uuid: ${DOOR_UUID}, ${keys}, contact: { pin: 18 }, exitButton: { pin: 18 } }`;
     const door1 = `  - { uuid: ${SECOND_DOOR_UUID}, resourceId: 13, relay: { pin: 22 }, contact: { pin: 22 } }`;
