@@ -88,9 +88,10 @@ async function measure(dir: string, baudRate: number): Promise<{ taps: number[];
     const taps: number[] = [];
     try {
       for (let i = 0; i < TAPS + 10; i++) {
-        // A random moment in the poll cycle, as a person's tap is; a tap every 200 ms or more, as the reader's pace
-        // decides at most 5 cards a second (src/core/readerPace.ts).
-        await sleep(100 + Math.random() * 40);
+        // A random moment in the poll cycle, as a person's tap is; a tap every 200 ms or more with the relock below,
+        // as the reader's pace decides at most 5 cards a second (src/core/readerPace.ts): at 115200 baud a tap and
+        // its relock take some 70 ms, so a shorter wait here drains the pace's burst and a tap is refused.
+        await sleep(160 + Math.random() * 40);
         const ms = await timeUntilLevel(relayFile, relay, '1', () => reader.presentCard(0, encodeCard(4_213_578n)), 5000);
         if (i >= 10) taps.push(ms);
         setLevel(contact, '1');
