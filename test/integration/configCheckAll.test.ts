@@ -74,6 +74,19 @@ describe('config check reports every problem at once', () => {
   });
 });
 
+/** `config check` and the command that starts (`run` or `service`) both refuse the file (78), naming `problems` in the project's voice. */
+function expectBothRefuse(path: string, starts: 'run' | 'service', problems: string): void {
+  for (const args of [
+    ['config', 'check', '--config', path],
+    [starts, '--config', path],
+  ]) {
+    const r = runCli(args);
+    expect(r.status, r.stderr).toBe(78);
+    expect(r.stderr).toContain(problems);
+    expect(r.stderr).not.toMatch(ZOD_WORDING);
+  }
+}
+
 describe('every problem at once, in the project voice (issue 53 item 6)', () => {
   it('a resourceId in words no longer hides the same door pin clash: config check and run both name both, sorted by key', () => {
     const { path } = config({ doors: `  - { uuid: ${DOOR_UUID}, resourceId: twelve, relay: { pin: 17 }, contact: { pin: 17 } }` });
@@ -81,15 +94,7 @@ describe('every problem at once, in the project voice (issue 53 item 6)', () => 
       `${path} is invalid:\n` +
       '  doors[0].contact.pin: GPIO 17 is already used by doors[0].relay.pin\n' +
       `  doors[0].resourceId: "twelve" is not a whole number (the service's resource id of this door, e.g. 12)\n`;
-    for (const args of [
-      ['config', 'check', '--config', path],
-      ['run', '--config', path],
-    ]) {
-      const r = runCli(args);
-      expect(r.status, r.stderr).toBe(78);
-      expect(r.stderr).toContain(problems);
-      expect(r.stderr).not.toMatch(ZOD_WORDING);
-    }
+    expectBothRefuse(path, 'run', problems);
   });
 
   // zod's .int() stops every later check on a fraction, even the checks across keys (api/wholeNumber.ts).
@@ -119,15 +124,7 @@ describe('every problem at once, in the project voice (issue 53 item 6)', () => 
       '  doors[0].exitButton.pin: GPIO 18 is already used by doors[0].contact.pin\n' +
       `  ${own}\n` +
       '  doors[1].contact.pin: GPIO 22 is already used by doors[1].relay.pin\n';
-    for (const args of [
-      ['config', 'check', '--config', path],
-      ['run', '--config', path],
-    ]) {
-      const r = runCli(args);
-      expect(r.status, r.stderr).toBe(78);
-      expect(r.stderr).toContain(problems);
-      expect(r.stderr).not.toMatch(ZOD_WORDING);
-    }
+    expectBothRefuse(path, 'run', problems);
   });
 
   it("the service's file: a resourceId in words or a fraction hides no clash between resources (config check and service)", () => {
@@ -151,15 +148,7 @@ describe('every problem at once, in the project voice (issue 53 item 6)', () => 
       '  server.resources[2].resourceId: 13.5 is not a whole number\n' +
       '  server.resources[3].resourceId: same resourceId as resources[0]\n' +
       '  server.resources[3].uuid: same uuid as resources[2]\n';
-    for (const args of [
-      ['config', 'check', '--config', path],
-      ['service', '--config', path],
-    ]) {
-      const r = runCli(args);
-      expect(r.status, r.stderr).toBe(78);
-      expect(r.stderr).toContain(problems);
-      expect(r.stderr).not.toMatch(ZOD_WORDING);
-    }
+    expectBothRefuse(path, 'service', problems);
   });
 });
 

@@ -212,9 +212,10 @@ export class Rollouts {
     const rows = await this.db.all<{ agent_id: string; document: string }>(
       'SELECT c.agent_id, c.document FROM fleet_configs c WHERE c.version = (SELECT max(m.version) FROM fleet_configs m WHERE m.agent_id = c.agent_id)',
     );
+    const inRollout = new Set(agentIds);
     let longest: { agentId: string; delay: number } | null = null;
     for (const row of rows) {
-      if (!agentIds.includes(row.agent_id)) continue;
+      if (!inRollout.has(row.agent_id)) continue;
       const delay = startDelayOf(row.document);
       if (delay !== null && (longest === null || delay > longest.delay)) longest = { agentId: row.agent_id, delay };
     }
