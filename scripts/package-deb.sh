@@ -7,6 +7,9 @@
 #   scripts/package-deb.sh            build (the dependencies as npm ci built them are kept in .cache/package-build,
 #                                     reused while package-lock.json, the native code, Node.js and the CPU are the same)
 #   scripts/package-deb.sh --rebuild  compile the dependencies even if unchanged
+#   scripts/package-deb.sh --program DIR  package a program already assembled (release-bundle.sh's build, an
+#                                     installed /opt/door-agent): no build; the version is DIR's package.json's
+#   scripts/package-deb.sh --out DIR  write the package into DIR instead of dist-deb/
 #
 # The program is built as scripts/install.sh builds it (scripts/build-program.sh: a clean copy of the files git
 # lists, npm ci, npm run build, npm prune --omit=dev). The package's files come from debian/: control.in,
@@ -15,18 +18,24 @@
 # copied where they say #SYSTEM_SETUP#. docs/debian-package.md is the manual.
 set -euo pipefail
 umask 022
+CALLER=$(pwd)
 cd "$(dirname "$0")/.."
 SRC=$(pwd)
+absolute() { case "$1" in /*) printf '%s' "$1" ;; *) printf '%s/%s' "$CALLER" "$1" ;; esac; }
 PROG=package-deb.sh
 REBUILD=false
-case "${1:-}" in
-  '') ;;
-  --rebuild) REBUILD=true ;;
-  -h|--help) sed -n '2,15p' "$0"; exit 0 ;;
-  *) echo "package-deb.sh: unknown option $1 (see --help)" >&2; exit 2 ;;
-esac
-BUILD_CACHE=$SRC/.cache/package-build
+PROGRAM=
 OUT=$SRC/dist-deb
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --rebuild) REBUILD=true; shift ;;
+    --program) PROGRAM=$(absolute "${2:?--program needs a directory}"); shift 2 ;;
+    --out) OUT=$(absolute "${2:?--out needs a directory}"); shift 2 ;;
+    -h|--help) sed -n '2,19p' "$0"; exit 0 ;;
+    *) echo "package-deb.sh: unknown option $1 (see --help)" >&2; exit 2 ;;
+  esac
+done
+BUILD_CACHE=$SRC/.cache/package-build
 say() { printf 'door-agent package: %s\n' "$*"; }
 . "$SRC/scripts/build-program.sh"
 
@@ -36,9 +45,19 @@ for tool in dpkg-deb dpkg-shlibdeps strip; do
     exit 1
   fi
 done
-check_build_tools
+if [ -z "$PROGRAM" ]; then
+  check_build_tools
+else
+  PROGRAM=$(cd "$PROGRAM" && pwd)
+  for f in package.json dist/cli/door-agent.js README.md docs; do
+    if [ ! -e "$PROGRAM/$f" ]; then
+      echo "package-deb.sh: $PROGRAM is not an assembled program ($f is missing): give the directory install.sh or release-bundle.sh made" >&2
+      exit 1
+    fi
+  done
+fi
 
-VERSION=$(node -p 'require("./package.json").version')
+VERSION=$(node -p 'require(process.argv[1]).version' "${PROGRAM:-$SRC}/package.json")
 ARCH=$(dpkg --print-architecture)
 DEB=$OUT/door-agent_${VERSION}_${ARCH}.deb
 MAINTAINER=${DEB_MAINTAINER:-door-agent maintainers <door-agent@example.org>}
@@ -50,8 +69,15 @@ APP=/usr/lib/door-agent
 DOC=/usr/share/doc/door-agent
 mkdir -p "$STAGE" "$PKG/DEBIAN" "$PKG/usr/bin" "$PKG/lib/systemd/system" "$PKG$DOC" "$PKG/usr/share/lintian/overrides"
 
-build_in_stage "$STAGE"
-assemble_program "$STAGE" "$PKG$APP"
+if [ -z "$PROGRAM" ]; then
+  build_in_stage "$STAGE"
+  assemble_program "$STAGE" "$PKG$APP"
+else
+  mkdir -p "$(dirname "$PKG$APP")"
+  cp -a "$PROGRAM" "$PKG$APP"
+  # What a bundle's program may carry that is not the program: its release file, an older bundle's package.
+  rm -rf "$PKG$APP/RELEASE.json" "$PKG$APP/.package"
+fi
 
 # What only a source tree needs goes: the units' copies (installed below), what node-gyp left beside the addons it
 # built (object files, makefiles, intermediate copies: only build/Release/*.node loads), and the prebuilt addons
@@ -107,7 +133,7 @@ chmod 0755 "$PKG/DEBIAN/postinst" "$PKG/DEBIAN/prerm" "$PKG/DEBIAN/postrm"
 # Depends: a Node.js of the major version the addons were compiled for (their ABI), at least package.json's
 # engines, and the shared libraries the addons link (dpkg-shlibdeps). Neither npm nor a compiler.
 node_major=$(node -p 'process.versions.node.split(".")[0]')
-engines_min=$(node -p 'require("./package.json").engines.node.replace(/^>=\s*/, "")')
+engines_min=$(node -p 'require(process.argv[1]).engines.node.replace(/^>=\s*/, "")' "${PROGRAM:-$SRC}/package.json")
 if [ "${engines_min%%.*}" = "$node_major" ]; then node_min=$engines_min; else node_min=$node_major; fi
 mkdir -p "$WORK/shlibs/debian"
 printf 'Source: door-agent\n\nPackage: door-agent\nArchitecture: any\n' > "$WORK/shlibs/debian/control"

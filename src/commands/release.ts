@@ -1,4 +1,8 @@
-import { readFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { ReleaseManifest } from '../api/fleet.js';
+import { checkPackageFields, extractPackage, packageEntry } from '../fleet/update/bundlePackage.js';
 import { checkReleaseInfo, checkSignedFile, BundleRefused } from '../fleet/update/verify.js';
 import { readSignedRelease, signatureFileOf, signRelease, writeSignedRelease } from '../fleet/update/signatureFile.js';
 import { TarError } from '../fleet/update/tarReader.js';
@@ -56,7 +60,8 @@ export const signCommand: Command = async (input) => {
 
 /**
  * `door-agent release verify --key release.pub BUNDLE [--signature FILE]`: the checks an agent makes of the bundle
- * itself (the signature, size, SHA-256, RELEASE.json); exit 1 naming the first that fails.
+ * itself (the signature, size, SHA-256, RELEASE.json, and the Debian package it carries being that release); exit 1
+ * naming the first that fails. A second line says whether boards installed from the package take it.
  */
 export const verifyCommand: Command = async (input) => {
   const { bundle, key } = bundleAndKey(input, 'release verify');
@@ -65,7 +70,8 @@ export const verifyCommand: Command = async (input) => {
     const signed = readSignedRelease(stringOption(input, 'signature') ?? signatureFileOf(bundle));
     await checkSignedFile(bundle, signed, publicKey);
     await checkReleaseInfo(bundle, signed);
-    input.ctx.stdout.write(`${bundle}: version ${signed.manifest.version} for ${signed.manifest.arch}, signed by the release key: good\n`);
+    const carried = await carriedPackage(bundle, signed.manifest);
+    input.ctx.stdout.write(`${bundle}: version ${signed.manifest.version} for ${signed.manifest.arch}, signed by the release key: good\n${carried}\n`);
     return 0;
   } catch (err) {
     if (!(err instanceof BundleRefused)) throw err;
@@ -73,3 +79,17 @@ export const verifyCommand: Command = async (input) => {
     return 1;
   }
 };
+
+/** What the bundle says to a board installed from the Debian package: its package checked, or that it has none. */
+async function carriedPackage(bundle: string, manifest: ReleaseManifest): Promise<string> {
+  const dir = mkdtempSync(join(tmpdir(), 'door-agent-verify-'));
+  try {
+    const deb = join(dir, 'package.deb');
+    const entry = packageEntry(manifest);
+    if (!(await extractPackage(bundle, manifest, deb))) return `it carries no Debian package (${entry}): boards installed from the package refuse it`;
+    await checkPackageFields(deb, manifest, `its ${entry}`);
+    return `it carries ${entry}, that release: boards installed from the package take it`;
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}

@@ -6,6 +6,7 @@ import { downloadsDir, fleetDir } from '../fleet/appliedConfig.js';
 import { applyUpdate } from '../fleet/update/applyUpdate.js';
 import { debianArch, nodeAbi } from '../fleet/update/boardArch.js';
 import { childService } from '../fleet/update/childService.js';
+import { installedCommand } from '../fleet/update/installedProgram.js';
 import type { DaemonHealth } from '../fleet/update/health.js';
 import { systemdService } from '../fleet/update/serviceControl.js';
 import { readSignedRelease, signatureFileOf } from '../fleet/update/signatureFile.js';
@@ -116,7 +117,7 @@ async function apply(input: Parameters<Command>[0], request: UpdateRequestFile |
     );
   }
   if (rootOption === undefined && process.getuid?.() !== 0)
-    throw new DoorAgentError('update apply replaces /opt/door-agent and restarts the daemon: run it as root (sudo)');
+    throw new DoorAgentError('update apply replaces the installed program and restarts the daemon: run it as root (sudo)');
   const { dataDir } = config.agent;
   const { stdout, stderr } = input.ctx;
   const record = (detail: string) =>
@@ -154,7 +155,7 @@ async function apply(input: Parameters<Command>[0], request: UpdateRequestFile |
     rootOption === undefined
       ? systemdService()
       : childService({
-          wrapper: join(root, 'usr/local/bin/door-agent'),
+          wrapper: installedCommand(root),
           config: resolve(stringOption(input, 'run-config') ?? file),
           dataDir,
           log: join(fleetDir(dataDir), 'run.log'),

@@ -363,6 +363,7 @@ const COMMANDS: readonly CommandUsage[] = [
       'Checked before anything is replaced: the signature by the release key, the size and SHA-256, the architecture, a newer version.',
       'Healthy: every relay driven as its lock state says, the readers open, the service and broker reached if they were before.',
       'Run as root, outside door-agent.service (it stops and starts it). Every step is kept in <dataDir>/fleet/update-result.json.',
+      'Updates what scripts/install.sh installed (/opt/door-agent), else the Debian package: with dpkg, from the package in the bundle.',
     ],
     options: [
       // Optional to the parser: the unit gives --request FILE instead (the command says which it needs).
@@ -372,7 +373,7 @@ const COMMANDS: readonly CommandUsage[] = [
       { flag: '--allow-downgrade', meaning: 'take a version that is not newer than the installed one' },
       { flag: '--health-seconds N', meaning: `how long the new version has to report healthy (10-3600, default 120)` },
       { flag: '--rollout ID', meaning: 'the rollout that offered it, recorded for the report to the service' },
-      { flag: '--root DIR', meaning: 'a test root (scripts/install.sh --root): no systemd, the daemon run as a child' },
+      { flag: '--root DIR', meaning: 'a test root (scripts/install.sh --root; / in a chroot with the package): no systemd, the daemon run as a child' },
       { flag: '--run-config F', meaning: 'with --root: the configuration the daemon runs with (default --config)' },
       {
         flag: '--request FILE',

@@ -1,5 +1,5 @@
 import { spawnSync } from 'node:child_process';
-import { copyFileSync, existsSync, lstatSync, readFileSync, readlinkSync, statSync, writeFileSync } from 'node:fs';
+import { copyFileSync, existsSync, lstatSync, readdirSync, readFileSync, readlinkSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it, vi } from 'vitest';
 import { cleanCopy } from '../support/cleanCopy.js';
@@ -59,6 +59,8 @@ async function prepareBoard(): Promise<DebianRoot> {
 }
 
 const expectOk = (r: Run) => expect(r.status, r.stdout + r.stderr).toBe(0);
+const keys = join(tmp.path, 'keys'); // the release key pair, made by the release test
+const releaseBundle = join(SRC, 'dist-release', `door-agent-${version}-${arch}.tar.gz`);
 
 describe('npm run package: a Debian package that installs with apt on a board without a compiler or npm', () => {
   let root: DebianRoot;
@@ -141,8 +143,9 @@ describe('npm run package: a Debian package that installs with apt on a board wi
     expectOk(built);
     expect(built.stdout).toContain('reusing its node_modules and addons (no npm ci');
     expect(built.stdout).not.toContain('npm ci with the dev tools');
-    const bundle = join(SRC, 'dist-release', `door-agent-${version}-${arch}.tar.gz`);
+    const bundle = releaseBundle;
     expect(built.stdout).toContain(`built ${bundle}`);
+    expect(built.stdout).toContain(`the program and its Debian package ${debName}`);
     const release = spawnSync('tar', ['-xzOf', bundle, 'RELEASE.json'], { encoding: 'utf8' });
     expect(JSON.parse(release.stdout)).toEqual({ version, arch, node_abi: process.versions.modules });
     const listed = spawnSync('tar', ['-tzf', bundle], { encoding: 'utf8', maxBuffer: 64 << 20 }).stdout.split('\n');
@@ -151,14 +154,22 @@ describe('npm run package: a Debian package that installs with apt on a board wi
       expect(listed, p).toContain(p);
     }
     expect(listed.some((p) => p.startsWith('./src/') || p.startsWith('./node_modules/typescript/'))).toBe(false);
+    // The Debian package of the same program, for the boards installed from it: that version and architecture.
+    expect(listed).toContain(`.package/${debName}`);
+    const carried = join(tmp.path, 'carried.deb');
+    writeFileSync(carried, spawnSync('tar', ['-xzOf', bundle, `.package/${debName}`], { maxBuffer: 256 << 20 }).stdout);
+    const carriedField = (name: string) => spawnSync('dpkg-deb', ['-f', carried, name], { encoding: 'utf8' }).stdout.trim();
+    expect([carriedField('Package'), carriedField('Version'), carriedField('Architecture')]).toEqual(['door-agent', version, arch]);
 
-    const keys = join(tmp.path, 'keys');
     const made = runCli(['service', 'fleet-keys', '--out', keys]);
     expect(made.status, made.stderr).toBe(0);
     const signed = runCli(['release', 'sign', '--key', join(keys, 'release.key'), bundle]);
     expect(signed.status, signed.stderr).toBe(0);
     const verified = runCli(['release', 'verify', '--key', join(keys, 'release.pub'), bundle]);
-    expect(verified.stdout).toBe(`${bundle}: version ${version} for ${arch}, signed by the release key: good\n`);
+    expect(verified.stdout).toBe(
+      `${bundle}: version ${version} for ${arch}, signed by the release key: good\n` +
+        `it carries .package/${debName}, that release: boards installed from the package take it\n`,
+    );
     expect(verified.status).toBe(0);
     const flipped = join(tmp.path, 'flipped.tar.gz');
     const bytes = readFileSync(bundle);
@@ -251,5 +262,133 @@ describe('npm run package: a Debian package that installs with apt on a board wi
       expect(existsSync(board(gone)), gone).toBe(false);
     }
     expect((await root.run('id door-agent')).status).not.toBe(0);
+  });
+
+  // The fleet's updates ship the same package (docs/fleet.md, "A board installed from the package"): the release
+  // bundle carries its .deb; update apply on the board installs it with dpkg under the fail-secure stop and, for the
+  // way back, rebuilds the installed version's package from dpkg's records first. The board has no systemd: update
+  // apply runs in its chroot with --root / and starts the daemon itself, as in a test root.
+  it("the fleet's updates ship the same package: update apply installs the release's .deb, keeps the version it replaced, and rolls back to it by itself", async () => {
+    const bumped = (by: number) => version.replace(/\d+$/, (patch) => String(Number(patch) + by));
+    const [good, failing, bare] = [bumped(1), bumped(2), bumped(3)];
+    const bundles = join(tmp.path, 'update-bundles');
+    /** The released program as another version (a failing one: its command throws), bundled with or without its package. */
+    const bundleAs = async (v: string, options: { fails?: boolean; withPackage: boolean }) => {
+      const dir = join(tmp.path, `program-${v}`);
+      expect(spawnSync('mkdir', ['-p', dir]).status).toBe(0);
+      expectOk(await spawnRun('tar', ['-xzf', releaseBundle, '-C', dir, '--exclude=RELEASE.json', '--exclude=.package']));
+      const manifest = join(dir, 'package.json');
+      writeFileSync(manifest, JSON.stringify(Object.assign(JSON.parse(readFileSync(manifest, 'utf8')) as object, { version: v }), null, 2));
+      if (options.fails) writeFileSync(join(dir, 'dist/cli/door-agent.js'), "throw new Error('this build does not start');\n");
+      const args = ['-n', '15', 'bash', join(SRC, 'scripts/release-bundle.sh'), '--program', dir, '--out', bundles];
+      const made = await spawnRun('nice', options.withPackage ? [...args, '--with-package'] : args);
+      expectOk(made);
+      const bundle = join(bundles, `door-agent-${v}-${arch}.tar.gz`);
+      const signed = runCli(['release', 'sign', '--key', join(keys, 'release.key'), bundle]);
+      expect(signed.status, signed.stderr).toBe(0);
+      for (const f of [bundle, `${bundle}.sig.json`]) copyFileSync(f, board(`tmp/${f.slice(bundles.length + 1)}`));
+      return `/tmp/door-agent-${v}-${arch}.tar.gz`;
+    };
+    const made = await Promise.all([
+      bundleAs(good, { withPackage: true }),
+      bundleAs(failing, { fails: true, withPackage: true }),
+      bundleAs(bare, { withPackage: false }),
+    ]);
+    const [goodBundle, failingBundle, bareBundle] = made;
+
+    // The board as an installer leaves it: the package from apt, a door on the simulated driver, the daemon running.
+    expectOk(await root.run(`cd /tmp && apt install -y ./${debName}`));
+    copyFileSync(join(keys, 'release.pub'), board('root/release.pub'));
+    writeFileSync(
+      board('etc/door-agent/config.yaml'),
+      [
+        'agent: { id: deb-board, controlSocket: /run/door-agent/control.sock }',
+        'access: { groups: [Staff] }',
+        'gpio: { driver: simulated, simulatedDir: /run/door-agent/gpio }',
+        'doors:',
+        '  - { uuid: 6f1c2a0e-8d0b-4a57-9d43-1f2e3a4b5c6d, resourceId: 12, name: Front door, relay: { pin: 17 } }',
+        '',
+      ].join('\n'),
+    );
+    expectOk(await root.run('mkdir -p /run/door-agent && door-agent config check'));
+    expectOk(await root.run('door-agent run >/var/log/door-agent-first.log 2>&1 </dev/null & sleep 0.2'));
+    const cli = (...args: string[]) => root.run(`door-agent ${args.join(' ')}`);
+    const status = async () => (await cli('status')).stdout;
+    await (async () => {
+      for (let waited = 0; !(await status()).includes('daemon: running'); waited += 500) {
+        if (waited > 60_000) throw new Error(`the daemon did not start: ${readFileSync(board('var/log/door-agent-first.log'), 'utf8')}`);
+        await new Promise((r) => setTimeout(r, 500));
+      }
+    })();
+    // biome-ignore lint/suspicious/noTemplateCurlyInString: dpkg-query's own format, not a JavaScript template
+    const installedVersion = async () => (await root.run("dpkg-query -W -f '${Version} ${db:Status-Abbrev}' door-agent")).stdout.trim();
+    const update = (bundle: string, bound: number) =>
+      root.run(`door-agent update apply --root / ${bundle} --release-key /root/release.pub --health-seconds ${bound}`);
+    const kept = `/var/cache/door-agent-update/door-agent_${version}_${arch}.deb`;
+    const leftovers = () => readdirSync(board('var/cache/door-agent-update')).filter((n) => n.startsWith('bundle-') || n.startsWith('update-'));
+
+    // A newer release: its own package installed by dpkg, healthy, the version it replaced kept as a package.
+    const r = await update(goodBundle!, 120);
+    console.log(`update apply of a package board (verify, repack, dpkg, health): ${r.seconds} s`);
+    expectOk(r);
+    expect(r.stdout).toContain(
+      `the bundle's .package/door-agent_${good}_${arch}.deb is ${good} for ${arch}; the installed ${version} rebuilt from dpkg's records`,
+    );
+    expect(r.stdout).toContain('door-agent stopped: every relay locked');
+    expect(r.stdout).toContain(`dpkg installed ${good}`);
+    expect(r.stdout).toContain(`${good} healthy`);
+    expect(r.stdout).toContain(`${version} kept as ${kept}`);
+    expect(await installedVersion()).toBe(`${good} ii`);
+    expect((await cli('--version')).stdout.trim()).toBe(good);
+    expect(await status()).toContain('daemon: running');
+    // The kept package is the version apt installed, file for file: its listing, md5sums, control and scripts.
+    const original = board(`tmp/${debName}`);
+    const info = (deb: string, part: string) => spawnSync('dpkg-deb', ['--info', deb, part], { encoding: 'utf8' }).stdout;
+    const names = (deb: string) =>
+      spawnSync('dpkg-deb', ['-c', deb], { encoding: 'utf8', maxBuffer: 64 << 20 })
+        .stdout.split('\n')
+        .map((l) => l.replace(/^(\S+) \S+ +\d+ \S+ \S+ /, '$1 '))
+        .sort();
+    const keptFile = board(kept.slice(1));
+    expect(names(keptFile)).toEqual(names(original));
+    for (const part of ['md5sums', 'postinst', 'prerm', 'postrm']) expect(info(keptFile, part), part).toBe(info(original, part));
+    for (const field of ['Package', 'Version', 'Architecture', 'Depends', 'Installed-Size']) {
+      expect(spawnSync('dpkg-deb', ['-f', keptFile, field], { encoding: 'utf8' }).stdout, field).toBe(
+        spawnSync('dpkg-deb', ['-f', original, field], { encoding: 'utf8' }).stdout,
+      );
+    }
+    expect(leftovers()).toEqual([]);
+
+    // A release that does not start: switched back by itself, to the installed version rebuilt from dpkg's records.
+    const failed = await update(failingBundle!, 60);
+    console.log(`update apply of a package that fails (dpkg, fail, dpkg back, health): ${failed.seconds} s`);
+    expect(failed.status, failed.stdout + failed.stderr).toBe(1);
+    expect(failed.stderr).toContain(
+      `update rolled back: ${failing} was not healthy (door-agent run ended (exit 1): Error: this build does not start); rolled back to ${good}`,
+    );
+    expect(failed.stdout).toContain(`dpkg installed ${good} again, from its copy`);
+    expect(await installedVersion()).toBe(`${good} ii`);
+    expect((await root.run('dpkg --verify door-agent')).stdout).toBe(''); // every file as the package installed it
+    expect((await cli('--version')).stdout.trim()).toBe(good);
+    expect(await status()).toContain('daemon: running');
+    expect(existsSync(keptFile)).toBe(true); // the last healthy update's copy stays
+    expect(leftovers()).toEqual([]);
+
+    // A release without its package: refused before anything is stopped.
+    const refused = await update(bareBundle!, 60);
+    expect(refused.status).toBe(1);
+    expect(refused.stderr).toContain(
+      `update refused, nothing replaced: ${bareBundle} carries no Debian package (.package/door-agent_${bare}_${arch}.deb): this board runs door-agent's package`,
+    );
+    expect(await installedVersion()).toBe(`${good} ii`);
+    const steps = JSON.parse(readFileSync(board('var/lib/door-agent/fleet/update-result.json'), 'utf8')) as Array<{ version: string; state: string }>;
+    expect(steps.map((s) => [s.version, s.state])).toEqual([
+      [good, 'installing'],
+      [good, 'healthy'],
+      [failing, 'installing'],
+      [failing, 'rolled_back'],
+      [bare, 'refused'],
+    ]);
+    expectOk(await root.run('kill $(cat /var/lib/door-agent/daemon.pid)'));
   });
 });

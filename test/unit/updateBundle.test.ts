@@ -1,3 +1,4 @@
+import { spawnSync } from 'node:child_process';
 import { generateKeyPairSync } from 'node:crypto';
 import {
   chownSync,
@@ -12,13 +13,16 @@ import {
   truncateSync,
   writeFileSync,
 } from 'node:fs';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { gzipSync } from 'node:zlib';
 import { afterAll, describe, expect, it } from 'vitest';
 import type { SignedRelease } from '../../src/api/fleet.js';
 import { applyUpdate, type UpdateDeps } from '../../src/fleet/update/applyUpdate.js';
+import { checkPackageFields, extractPackage } from '../../src/fleet/update/bundlePackage.js';
 import type { DaemonHealth } from '../../src/fleet/update/health.js';
+import type { ProgramSwitch } from '../../src/fleet/update/programSwitch.js';
 import type { ServiceControl } from '../../src/fleet/update/serviceControl.js';
+import { controlFromStatus } from '../../src/fleet/update/repackInstalled.js';
 import { readSignedRelease, signRelease } from '../../src/fleet/update/signatureFile.js';
 import { unpackBundle } from '../../src/fleet/update/unpack.js';
 import { appendUpdateStep, readUpdateSteps } from '../../src/fleet/update/updateResult.js';
@@ -298,7 +302,7 @@ describe('applying an update: the switch, the health bound, the way back', () =>
   async function apply(
     b: ReturnType<typeof board>,
     version: string,
-    options: { afterBundleCopy?: (bundle: string) => void; named?: (bundle: string) => string } = {},
+    options: { afterBundleCopy?: (bundle: string) => void; named?: (bundle: string) => string; program?: ProgramSwitch } = {},
   ) {
     const bundle = bundleFile(program(version));
     const signed = await signRelease(bundle, keys.privateKey);
@@ -315,7 +319,12 @@ describe('applying an update: the switch, the health bound, the way back', () =>
         rolloutId: 7,
         board: { arch: 'amd64', nodeAbi: '115' },
       },
-      afterBundleCopy ? Object.assign({}, b.deps, { afterBundleCopy: () => afterBundleCopy(bundle) }) : b.deps,
+      Object.assign(
+        {},
+        b.deps,
+        afterBundleCopy ? { afterBundleCopy: () => afterBundleCopy(bundle) } : {},
+        options.program ? { program: async () => options.program! } : {},
+      ),
     );
   }
   /** What is left of root's copies of the bundle beside the program. */
@@ -391,6 +400,49 @@ describe('applying an update: the switch, the health bound, the way back', () =>
     expect(incoming(linked)).toEqual([]);
   });
 
+  it('runs the same steps through any layout (programSwitch.ts): a switch that fails starts the old version again; a way back that fails says how to go back by hand', async () => {
+    const layout = (fail: 'forward' | 'back') => {
+      const steps: string[] = [];
+      const program: ProgramSwitch = {
+        installed: '1.0.0',
+        incomingPrefix: join(fresh('layout'), 'bundle-'),
+        prepare: async (_bundle, signed) => {
+          steps.push(`prepare ${signed.manifest.version}`);
+          return 'prepared';
+        },
+        discard: () => steps.push('discard'),
+        forward: async () => {
+          steps.push('forward');
+          if (fail === 'forward') throw new Error('dpkg --install failed (exit 1): no space left; dpkg left 1.0.0 installed');
+          return 'forwarded';
+        },
+        keep: () => 'kept',
+        back: async () => {
+          steps.push('back');
+          throw new Error('dpkg --install failed (exit 2): the copy is damaged');
+        },
+        byHand: () => 'sudo dpkg --install /var/cache/door-agent-update/update-x/installed.deb',
+      };
+      mkdirSync(dirname(program.incomingPrefix));
+      return { steps, program };
+    };
+    const switchFails = layout('forward');
+    const b = board(healthy);
+    const failed = await apply(b, '1.1.0', { program: switchFails.program });
+    expect(failed).toEqual({ state: 'failed', detail: 'the switch to 1.1.0 failed: dpkg --install failed (exit 1): no space left; dpkg left 1.0.0 installed' });
+    expect(switchFails.steps).toEqual(['prepare 1.1.0', 'forward', 'discard']);
+    expect(b.calls).toEqual(['stop 1.0.0', 'start 1.0.0']);
+
+    const backFails = layout('back');
+    const unhealthy = board((version) => (version === '1.0.0' ? healthy(version) : new Error('not answering')));
+    const stuck = await apply(unhealthy, '1.1.0', { program: backFails.program });
+    expect(stuck.state).toBe('failed');
+    expect(stuck.detail).toMatch(
+      /^1\.1\.0 was not healthy \(not healthy within 30 s: [^)]*\); switching back to 1\.0\.0 failed: dpkg --install failed \(exit 2\): the copy is damaged \(the daemon is stopped, its relays locked: sudo dpkg --install \/var\/cache\/door-agent-update\/update-x\/installed\.deb\)$/,
+    );
+    expect(backFails.steps).toEqual(['prepare 1.1.0', 'forward', 'back']);
+  });
+
   it("names the operator's file, not root's copy, when the copy is refused; the copy is removed", async () => {
     const cut = board(healthy);
     let given = '';
@@ -442,5 +494,82 @@ describe('the update record, written by root in a directory the door-agent user 
       `${join(dataDir, 'fleet')} is a link, not a directory: the update's record is written only into the directory itself`,
     );
     expect(readdirSync(elsewhere)).toEqual([]);
+  });
+});
+
+describe('the Debian package a bundle carries, for the boards installed from it (real .deb files from dpkg-deb)', () => {
+  /** A small package built with dpkg-deb: door-agent at `version` unless said otherwise. */
+  function deb(version: string, pkg = 'door-agent'): Buffer {
+    const stage = fresh('deb-stage');
+    mkdirSync(join(stage, 'DEBIAN'), { recursive: true });
+    mkdirSync(join(stage, 'usr/lib/door-agent'), { recursive: true });
+    writeFileSync(join(stage, 'usr/lib/door-agent/package.json'), JSON.stringify({ name: 'door-agent', version }));
+    writeFileSync(
+      join(stage, 'DEBIAN/control'),
+      `Package: ${pkg}\nVersion: ${version}\nArchitecture: amd64\nMaintainer: t <t@example.org>\nDescription: test\n a test package\n`,
+    );
+    const out = `${fresh('deb')}.deb`;
+    const built = spawnSync('dpkg-deb', ['--root-owner-group', '--build', stage, out], { encoding: 'utf8' });
+    if (built.error) throw new Error(`dpkg-deb is missing (sudo apt-get install -y dpkg): ${built.error.message}`);
+    expect(built.status, built.stderr).toBe(0);
+    return readFileSync(out);
+  }
+  const manifest = { version: '1.1.0', arch: 'amd64' };
+  const carrying = (data: Buffer, extra: Entry[] = []) =>
+    bundleFile([
+      release('1.1.0'),
+      { name: '.package/', type: '5' },
+      { name: '.package/door-agent_1.1.0_amd64.deb', data },
+      ...extra,
+      ...program('1.1.0').slice(1),
+    ]);
+
+  it('is taken out whole and checked to be that release; the program is unpacked without it', async () => {
+    const bytes = deb('1.1.0');
+    const bundle = carrying(bytes);
+    const out = join(fresh('extracted'));
+    expect(await extractPackage(bundle, manifest, out)).toBe(true);
+    expect(readFileSync(out).equals(bytes)).toBe(true);
+    await checkPackageFields(out, manifest, 'its package');
+    const dest = fresh('unpacked');
+    expect((await unpackBundle(bundle, dest)).files).toBe(3);
+    expect(readdirSync(dest).sort()).toEqual(['RELEASE.json', 'dist', 'package.json']);
+    // A bundle without one says so (a board installed from the package refuses it).
+    expect(await extractPackage(bundleFile(program('1.1.0')), manifest, join(fresh('none')))).toBe(false);
+  });
+
+  it("refuses a package that is not the signed release's: another version or package, not a .deb, a link in its place", async () => {
+    const fields = async (data: Buffer) => {
+      const out = fresh('extracted');
+      expect(await extractPackage(carrying(data), manifest, out)).toBe(true);
+      return refusal(checkPackageFields(out, manifest, 'its package'));
+    };
+    expect(await fields(deb('1.0.9'))).toBe('its package says Version: 1.0.9; the signed release is Version: 1.1.0');
+    expect(await fields(deb('1.1.0', 'door-agent-evil'))).toBe('its package says Package: door-agent-evil; the signed release is Package: door-agent');
+    expect(await fields(Buffer.from('!<arch>\nnot really\n'))).toMatch(/^its package is not a Debian package dpkg-deb reads: dpkg-deb --field/);
+    const linked = bundleFile([release('1.1.0'), { name: '.package/door-agent_1.1.0_amd64.deb', type: '2', link: '/etc/shadow' }]);
+    expect(await refusal(extractPackage(linked, manifest, fresh('linked')))).toMatch(
+      /\.package\/door-agent_1\.1\.0_amd64\.deb is a symlink, not a package file/,
+    );
+  });
+
+  it("rebuilds the control file from dpkg's status record without what only dpkg keeps", () => {
+    const status = [
+      'Package: door-agent',
+      'Status: install ok installed',
+      'Priority: optional',
+      'Version: 1.0.0',
+      'Conffiles:',
+      ' /etc/x 0123',
+      ' /etc/y 4567',
+      'Description: door controller daemon',
+      ' more words',
+      ' .',
+      ' and more',
+      '',
+    ].join('\n');
+    expect(controlFromStatus(status)).toBe(
+      ['Package: door-agent', 'Priority: optional', 'Version: 1.0.0', 'Description: door controller daemon', ' more words', ' .', ' and more', ''].join('\n'),
+    );
   });
 });

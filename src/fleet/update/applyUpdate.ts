@@ -1,12 +1,11 @@
 import type { KeyObject } from 'node:crypto';
-import { rmSync } from 'node:fs';
 import type { SignedRelease } from '../../api/fleet.js';
 import type { Clock } from '../../util/clock.js';
 import { waitHealthy, type HealthProbe, type LinksBefore } from './health.js';
 import { copyIncoming, type IncomingBundle } from './incoming.js';
-import { installedVersion, keepForward, programDirs, switchBack, switchForward, type ProgramDirs } from './programDirs.js';
+import { installedProgram } from './installedProgram.js';
+import type { ProgramSwitch } from './programSwitch.js';
 import type { ServiceControl } from './serviceControl.js';
-import { unpackBundle } from './unpack.js';
 import { appendUpdateStep, type UpdateState } from './updateResult.js';
 import { BundleRefused, verifyBundle } from './verify.js';
 
@@ -19,7 +18,7 @@ export interface UpdateRequest {
   allowDowngrade: boolean;
   /** How long the new version has to report healthy. */
   healthBoundMs: number;
-  /** `/`, or a test root (scripts/install.sh --root). */
+  /** `/`, or a test root (scripts/install.sh --root; a Debian package only in the root the update runs in). */
   root: string;
   /** agent.dataDir: update-result.json goes to its fleet/. */
   dataDir: string;
@@ -37,6 +36,8 @@ export interface UpdateDeps {
   say: (line: string) => void;
   /** Tests only: called once root's copy of the bundle is made, before it is checked (a test replaces the file it was copied from). */
   afterBundleCopy?: () => void | Promise<void>;
+  /** The layout found in `root` (programSwitch.ts), unless given. */
+  program?: (root: string) => Promise<ProgramSwitch>;
 }
 
 export interface UpdateOutcome {
@@ -46,14 +47,13 @@ export interface UpdateOutcome {
 
 /**
  * `door-agent update apply` (docs/fleet.md, "Signed updates"): the bundle copied where only root writes
- * (update/incoming.ts), and that copy checked (update/verify.ts) and unpacked beside the program (update/unpack.ts)
- * before anything is replaced; then, as scripts/install.sh switches, the daemon stopped (every relay locked as it
- * stops), the program moved to .prev and the new one in its place, the daemon started; the new version must report
- * healthy within the bound, or the board switches back by itself and starts the old version. Each step is appended
- * to update-result.json.
+ * (update/incoming.ts), and that copy checked (update/verify.ts) and made ready beside the program (the layout's
+ * ProgramSwitch: unpacked for the installer's, its package taken and the installed one rebuilt for the Debian
+ * package's) before anything is replaced; then the daemon stopped (every relay locked as it stops), the switch made,
+ * the daemon started; the new version must report healthy within the bound, or the board switches back by itself
+ * and starts the old version. Each step is appended to update-result.json.
  */
 export async function applyUpdate(request: UpdateRequest, deps: UpdateDeps): Promise<UpdateOutcome> {
-  const dirs = programDirs(request.root);
   const version = request.signed.manifest.version;
   const record = (state: UpdateState, detail: string) =>
     appendUpdateStep(request.dataDir, { at: new Date(deps.clock.wallNow()).toISOString(), rollout_id: request.rolloutId, version, state, detail });
@@ -62,24 +62,23 @@ export async function applyUpdate(request: UpdateRequest, deps: UpdateDeps): Pro
     return { state, detail };
   };
 
-  let installed: string;
+  let program: ProgramSwitch;
   try {
-    installed = installedVersion(dirs);
+    program = await (deps.program ?? installedProgram)(request.root);
   } catch (err) {
     return end('refused', err instanceof Error ? err.message : String(err));
   }
+  const installed = program.installed;
   let incoming: IncomingBundle | null = null;
   try {
-    incoming = copyIncoming(request.bundle, request.signed.manifest.size, dirs.app);
+    incoming = copyIncoming(request.bundle, request.signed.manifest.size, program.incomingPrefix);
     await deps.afterBundleCopy?.();
     const board = Object.assign({ installedVersion: installed }, request.board);
     await verifyBundle(Object.assign({}, request, { bundle: incoming.bundle, board }));
     deps.say(`${request.bundle}: version ${version} for ${request.signed.manifest.arch}, signed by the release key: verified`);
-    rmSync(dirs.next, { recursive: true, force: true });
-    const unpacked = await unpackBundle(incoming.bundle, dirs.next);
-    deps.say(`unpacked ${unpacked.files} files into ${dirs.next}`);
+    deps.say(await program.prepare(incoming.bundle, request.signed));
   } catch (err) {
-    rmSync(dirs.next, { recursive: true, force: true });
+    program.discard();
     // The messages name the file the operator (or the request) gave, not root's copy of it.
     const message = (err instanceof Error ? err.message : String(err)).split(incoming?.bundle ?? request.bundle).join(request.bundle);
     if (err instanceof BundleRefused) return end('refused', message);
@@ -94,24 +93,23 @@ export async function applyUpdate(request: UpdateRequest, deps: UpdateDeps): Pro
   try {
     await deps.service.stop();
     deps.say('door-agent stopped: every relay locked');
-    switchForward(dirs);
+    deps.say(await program.forward());
   } catch (err) {
-    // The program is where it was (switchForward undoes itself): the old version started again.
-    const why = `the switch failed, ${installed} kept: ${err instanceof Error ? err.message : String(err)}`;
-    rmSync(dirs.next, { recursive: true, force: true });
+    // The program is where it was (forward undoes itself, or says what it could not undo): the old version started again.
+    const why = `the switch to ${version} failed: ${err instanceof Error ? err.message : String(err)}`;
+    program.discard();
     if (wasActive) await deps.service.start().catch(() => undefined);
     return end('failed', why);
   }
-  deps.say(`switched: ${dirs.app} is ${version}, ${dirs.prev} keeps ${installed}`);
 
   const trial = await startAndWait(deps, version, before, request.healthBoundMs);
   if (trial.healthy) {
-    keepForward(dirs);
-    return end('healthy', `${version} healthy ${trial.seconds} s after its start (was ${installed}; ${installed} kept in ${dirs.prev})`);
+    const kept = program.keep();
+    return end('healthy', `${version} healthy ${trial.seconds} s after its start (was ${installed}; ${kept})`);
   }
 
   deps.say(`${version} is not healthy (${trial.why}): switching back to ${installed}`);
-  const back = await rollBack(deps, dirs, installed, before, wasActive, request.healthBoundMs);
+  const back = await rollBack(deps, program, before, wasActive, request.healthBoundMs);
   if (back !== null) return end('failed', `${version} was not healthy (${trial.why}); ${back}`);
   return end('rolled_back', `${version} was not healthy (${trial.why}); rolled back to ${installed}`);
 }
@@ -139,21 +137,14 @@ async function startAndWait(deps: UpdateDeps, version: string, before: LinksBefo
 }
 
 /** Stopped (relays locked), switched back, the old version started again when it ran before; null when it is healthy again. */
-async function rollBack(
-  deps: UpdateDeps,
-  dirs: ProgramDirs,
-  installed: string,
-  before: LinksBefore,
-  wasActive: boolean,
-  boundMs: number,
-): Promise<string | null> {
+async function rollBack(deps: UpdateDeps, program: ProgramSwitch, before: LinksBefore, wasActive: boolean, boundMs: number): Promise<string | null> {
+  const installed = program.installed;
   try {
     await deps.service.stop();
-    switchBack(dirs);
+    deps.say(await program.back());
   } catch (err) {
-    return `switching back to ${installed} failed: ${err instanceof Error ? err.message : String(err)} (the daemon is stopped, its relays locked: scripts/install.sh --rollback)`;
+    return `switching back to ${installed} failed: ${err instanceof Error ? err.message : String(err)} (the daemon is stopped, its relays locked: ${program.byHand()})`;
   }
-  deps.say(`switched back: ${dirs.app} is ${installed} again`);
   if (!wasActive) return null;
   const again = await startAndWait(deps, installed, before, boundMs);
   return again.healthy ? null : `switched back to ${installed}, which did not report healthy either (${again.why})`;

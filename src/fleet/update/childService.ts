@@ -4,7 +4,7 @@ import { dataDirHolder } from '../../system/dataDirLock.js';
 import type { ServiceControl } from './serviceControl.js';
 
 export interface ChildServiceOptions {
-  /** The installed command (`<root>/usr/local/bin/door-agent`): it runs whatever program /opt/door-agent holds. */
+  /** The installed command (installedProgram.ts installedCommand): it runs whatever program is installed. */
   wrapper: string;
   /** The configuration `door-agent run` is given (`--run-config`). */
   config: string;

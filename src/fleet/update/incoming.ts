@@ -17,18 +17,18 @@ const COPY_CHUNK = 1 << 20;
  * Root's own copy of a bundle (docs/fleet.md, "Signed updates"). The file a request names lies where the daemon's
  * user can write, so it could be replaced between its check and its unpacking: it is copied once, through one
  * descriptor opened as a plain file (plainFiles.ts), into a fresh directory beside the program that only root can
- * enter (`/opt/door-agent.incoming-XXXXXX`, 0700); every check and the unpacking then read the copy. Nothing past
+ * enter (`/opt/door-agent.incoming-XXXXXX`, 0700; `prefix` names it); every check and the unpacking then read the copy. Nothing past
  * the signed size is read. BundleRefused when the file cannot be read or is larger than what was signed; a shorter
  * one is copied as it is (its check says it is truncated).
  */
-export function copyIncoming(source: string, signedSize: number, programDir: string): IncomingBundle {
+export function copyIncoming(source: string, signedSize: number, prefix: string): IncomingBundle {
   let file: { fd: number; size: number };
   try {
     file = openPlainFile(source);
   } catch (err) {
     throw new BundleRefused(`cannot read ${source}: ${describeFsError(err)}`, err);
   }
-  const dir = mkdtempSync(`${programDir}.incoming-`);
+  const dir = mkdtempSync(prefix);
   const remove = () => rmSync(dir, { recursive: true, force: true });
   const bundle = join(dir, 'bundle.tar.gz');
   try {

@@ -27,7 +27,7 @@ export function installedVersion(dirs: ProgramDirs): string {
     if (typeof version === 'string') return version;
   } catch (err) {
     throw new DoorAgentError(
-      `no program installed in ${dirs.app} (${describeFsError(err)} reading ${manifest}): an update replaces what scripts/install.sh installed (a Debian package is updated with apt)`,
+      `no program installed in ${dirs.app} (${describeFsError(err)} reading ${manifest}): an update replaces what scripts/install.sh installed there`,
       { cause: err },
     );
   }

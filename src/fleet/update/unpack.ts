@@ -2,6 +2,7 @@ import { chmodSync, closeSync, fchmodSync, linkSync, lstatSync, mkdirSync, openS
 import { join, posix } from 'node:path';
 import { errorCode } from '../../util/errors.js';
 import { readBundle } from './bundleStream.js';
+import { inPackageDir } from './bundlePackage.js';
 import { withoutDotSlash } from './releaseInfo.js';
 import { TarError, type TarEntry } from './tarReader.js';
 import { BundleRefused } from './verify.js';
@@ -12,6 +13,7 @@ import { BundleRefused } from './verify.js';
  * whose target leaves the tree (or a hard link to what the bundle has not given yet), a path through a link, a
  * name given twice, a device, a FIFO or anything else. Modes as scripts/install.sh leaves them under umask 022:
  * directories 0755, files 0755 when executable in the bundle, else 0644 (no set-id bits, whatever the bundle says).
+ * The Debian package the bundle carries (`.package/`, bundlePackage.ts) is not part of the program: left out.
  */
 export async function unpackBundle(bundle: string, dest: string): Promise<{ files: number; bytes: number }> {
   mkdirSync(dest, { mode: 0o755 });
@@ -50,6 +52,7 @@ class Tree {
 
   entry(entry: TarEntry): void {
     const path = safePath(entry.path, 'the bundle entry');
+    if (inPackageDir(path)) return;
     if (path === '') {
       if (entry.type !== 'directory') throw new BundleRefused(`the bundle entry ${entry.path} is not the program's directory`);
       return;
