@@ -45,6 +45,14 @@ trap 'rm -rf "$WORK"' EXIT
 if [ -z "$PACKAGE" ]; then
   if [ -z "$PROGRAM" ]; then PACKAGE=yes; else PACKAGE=no; fi
 fi
+if [ "$PACKAGE" = yes ]; then
+  for tool in dpkg-deb dpkg-shlibdeps strip; do
+    if ! command -v "$tool" >/dev/null 2>&1; then
+      echo "release-bundle.sh: the bundle carries the Debian package, and $tool is missing: sudo apt-get install -y dpkg-dev binutils (or --no-package: boards installed from the package then refuse the bundle)" >&2
+      exit 1
+    fi
+  done
+fi
 if [ -z "$PROGRAM" ]; then
   check_build_tools
   mkdir -p "$WORK/stage"

@@ -1,7 +1,7 @@
 import { lstatSync, mkdirSync, mkdtempSync, readdirSync, renameSync, rmSync } from 'node:fs';
 import { basename, join } from 'node:path';
 import type { SignedRelease } from '../../api/fleet.js';
-import { DoorAgentError } from '../../util/errors.js';
+import { DoorAgentError, describeFsError } from '../../util/errors.js';
 import { checkPackageFields, extractPackage, packageEntry } from './bundlePackage.js';
 import { installedPackage, installPackage } from './dpkg.js';
 import type { ProgramSwitch } from './programSwitch.js';
@@ -83,10 +83,9 @@ export function packageSwitch(pkg: { version: string; arch: string; status: stri
           await installPackage(previous());
         } catch (again) {
           stranded = true;
-          throw new DoorAgentError(
-            `${(err as Error).message}; installing ${installed} again failed too: ${(again as Error).message} (by hand: ${byHand()})`,
-            { cause: err },
-          );
+          throw new DoorAgentError(`${(err as Error).message}; installing ${installed} again failed too: ${(again as Error).message} (by hand: ${byHand()})`, {
+            cause: err,
+          });
         }
         throw new DoorAgentError(`${(err as Error).message}; ${installed} installed again`, { cause: err });
       }
@@ -94,8 +93,14 @@ export function packageSwitch(pkg: { version: string; arch: string; status: stri
     },
     keep: () => {
       const kept = join(dir, `door-agent_${installed}_${pkg.arch}.deb`);
-      for (const name of readdirSync(dir)) if (/^door-agent_.*\.deb$/.test(name)) rmSync(join(dir, name), { force: true });
-      renameSync(previous(), kept);
+      try {
+        for (const name of readdirSync(dir)) if (/^door-agent_.*\.deb$/.test(name)) rmSync(join(dir, name), { force: true });
+        renameSync(previous(), kept);
+      } catch (err) {
+        // The new version runs and is healthy: only the way back by hand is lost.
+        removeWork();
+        return `${installed} could not be kept as ${kept}: ${describeFsError(err)}`;
+      }
       removeWork();
       return `${installed} kept as ${kept} (sudo apt install --allow-downgrades ${kept} goes back to it)`;
     },
