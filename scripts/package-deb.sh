@@ -55,6 +55,12 @@ else
       exit 1
     fi
   done
+  # The package's Depends name this node's major version: the addons must be built for it.
+  abi=$(grep -aoE 'node_register_module_v[0-9]+' "$PROGRAM/node_modules/better-sqlite3/build/Release/better_sqlite3.node" 2>/dev/null | head -n 1 | sed 's/.*_v//' || true)
+  if [ -n "$abi" ] && [ "$abi" != "$(node -p process.versions.modules)" ]; then
+    echo "package-deb.sh: $PROGRAM's native addons are built for Node.js ABI $abi, this node ($(node --version)) is ABI $(node -p process.versions.modules): package it with the Node.js major version that built it" >&2
+    exit 1
+  fi
 fi
 
 VERSION=$(node -p 'require(process.argv[1]).version' "${PROGRAM:-$SRC}/package.json")

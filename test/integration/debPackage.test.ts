@@ -325,7 +325,7 @@ describe('npm run package: a Debian package that installs with apt on a board wi
     const update = (bundle: string, bound: number) =>
       root.run(`door-agent update apply --root / ${bundle} --release-key /root/release.pub --health-seconds ${bound}`);
     const kept = `/var/cache/door-agent-update/door-agent_${version}_${arch}.deb`;
-    const leftovers = () => readdirSync(board('var/cache/door-agent-update')).filter((n) => n.startsWith('bundle-') || n.startsWith('update-'));
+    const leftovers = () => readdirSync(board('var/cache/door-agent-update')).filter((n) => n.startsWith('bundle-') || n === 'update');
 
     // A newer release: its own package installed by dpkg, healthy, the version it replaced kept as a package.
     const r = await update(goodBundle!, 120);
@@ -381,7 +381,15 @@ describe('npm run package: a Debian package that installs with apt on a board wi
       `update refused, nothing replaced: ${bareBundle} carries no Debian package (.package/door-agent_${bare}_${arch}.deb): this board runs door-agent's package`,
     );
     expect(await installedVersion()).toBe(`${good} ii`);
-    const steps = JSON.parse(readFileSync(board('var/lib/door-agent/fleet/update-result.json'), 'utf8')) as Array<{ version: string; state: string }>;
+    const steps = JSON.parse(readFileSync(board('var/lib/door-agent/fleet/update-result.json'), 'utf8')) as Array<{
+      version: string;
+      state: string;
+      detail: string;
+    }>;
+    // The step that begins a switch names the way back by hand (for a board whose power fails during it).
+    expect(steps[2]!.detail).toBe(
+      `from ${good} to ${failing} (the way back by hand: sudo dpkg --install /var/cache/door-agent-update/update/door-agent_${good}_${arch}.deb)`,
+    );
     expect(steps.map((s) => [s.version, s.state])).toEqual([
       [good, 'installing'],
       [good, 'healthy'],

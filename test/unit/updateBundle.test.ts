@@ -20,7 +20,7 @@ import type { SignedRelease } from '../../src/api/fleet.js';
 import { applyUpdate, type UpdateDeps } from '../../src/fleet/update/applyUpdate.js';
 import { checkPackageFields, extractPackage } from '../../src/fleet/update/bundlePackage.js';
 import type { DaemonHealth } from '../../src/fleet/update/health.js';
-import type { ProgramSwitch } from '../../src/fleet/update/programSwitch.js';
+import { type ProgramSwitch, SwitchStranded } from '../../src/fleet/update/programSwitch.js';
 import type { ServiceControl } from '../../src/fleet/update/serviceControl.js';
 import { controlFromStatus } from '../../src/fleet/update/repackInstalled.js';
 import { readSignedRelease, signRelease } from '../../src/fleet/update/signatureFile.js';
@@ -400,8 +400,8 @@ describe('applying an update: the switch, the health bound, the way back', () =>
     expect(incoming(linked)).toEqual([]);
   });
 
-  it('runs the same steps through any layout (programSwitch.ts): a switch that fails starts the old version again; a way back that fails says how to go back by hand', async () => {
-    const layout = (fail: 'forward' | 'back') => {
+  it('runs the same steps through any layout (programSwitch.ts): a switch that fails starts the old version again, one that could not undo itself starts nothing; a way back that fails says how to go back by hand', async () => {
+    const layout = (fail: 'forward' | 'stranded' | 'back') => {
       const steps: string[] = [];
       const program: ProgramSwitch = {
         installed: '1.0.0',
@@ -414,6 +414,8 @@ describe('applying an update: the switch, the health bound, the way back', () =>
         forward: async () => {
           steps.push('forward');
           if (fail === 'forward') throw new Error('dpkg --install failed (exit 1): no space left; dpkg left 1.0.0 installed');
+          if (fail === 'stranded')
+            throw new SwitchStranded('dpkg --install failed (exit 1); installing 1.0.0 again failed too (by hand: sudo dpkg --install X)');
           return 'forwarded';
         },
         keep: () => 'kept',
@@ -432,6 +434,14 @@ describe('applying an update: the switch, the health bound, the way back', () =>
     expect(failed).toEqual({ state: 'failed', detail: 'the switch to 1.1.0 failed: dpkg --install failed (exit 1): no space left; dpkg left 1.0.0 installed' });
     expect(switchFails.steps).toEqual(['prepare 1.1.0', 'forward', 'discard']);
     expect(b.calls).toEqual(['stop 1.0.0', 'start 1.0.0']);
+
+    // Half replaced and not put back: nothing is started on it; the relays stay locked.
+    const stranded = layout('stranded');
+    const half = board(healthy);
+    const left = await apply(half, '1.1.0', { program: stranded.program });
+    expect(left.state).toBe('failed');
+    expect(left.detail).toMatch(/installing 1\.0\.0 again failed too \(by hand: sudo dpkg --install X\); the daemon is left stopped, its relays locked$/);
+    expect(half.calls).toEqual(['stop 1.0.0']);
 
     const backFails = layout('back');
     const unhealthy = board((version) => (version === '1.0.0' ? healthy(version) : new Error('not answering')));

@@ -4,7 +4,7 @@ import type { Clock } from '../../util/clock.js';
 import { waitHealthy, type HealthProbe, type LinksBefore } from './health.js';
 import { copyIncoming, type IncomingBundle } from './incoming.js';
 import { installedProgram } from './installedProgram.js';
-import type { ProgramSwitch } from './programSwitch.js';
+import { type ProgramSwitch, SwitchStranded } from './programSwitch.js';
 import type { ServiceControl } from './serviceControl.js';
 import { appendUpdateStep, type UpdateState } from './updateResult.js';
 import { BundleRefused, verifyBundle } from './verify.js';
@@ -89,15 +89,17 @@ export async function applyUpdate(request: UpdateRequest, deps: UpdateDeps): Pro
 
   const wasActive = await deps.service.isActive();
   const before = wasActive ? await linksBefore(deps) : { service: false, broker: false };
-  record('installing', `from ${installed} to ${version}`);
+  record('installing', `from ${installed} to ${version} (the way back by hand: ${program.byHand()})`);
   try {
     await deps.service.stop();
     deps.say('door-agent stopped: every relay locked');
     deps.say(await program.forward());
   } catch (err) {
-    // The program is where it was (forward undoes itself, or says what it could not undo): the old version started again.
+    // The program is where it was (forward undoes itself): the old version started again. Half replaced
+    // (SwitchStranded), nothing is started: the relays stay locked until the operator puts it back.
     const why = `the switch to ${version} failed: ${err instanceof Error ? err.message : String(err)}`;
     program.discard();
+    if (err instanceof SwitchStranded) return end('failed', `${why}; the daemon is left stopped, its relays locked`);
     if (wasActive) await deps.service.start().catch(() => undefined);
     return end('failed', why);
   }

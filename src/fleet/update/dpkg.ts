@@ -19,13 +19,21 @@ export interface Ran {
   stderr: string;
 }
 
-/** One command, its exit code and output (never throws for a non-zero exit; `code` 127 when it is not installed). */
+/** A dpkg that has not finished in this long is stuck (a question nobody answers): killed, and the update goes back. */
+const TOOL_TIMEOUT_MS = 30 * 60_000;
+
+/**
+ * One command, its exit code and output (never throws for a non-zero exit; `code` 127 when it is not installed).
+ * Its standard input is closed at once: nothing it could ask is ever answered.
+ */
 export function runTool(command: string, args: readonly string[], maxBuffer = 16 << 20): Promise<Ran> {
   return new Promise((resolve) => {
-    execFile(command, args, { encoding: 'utf8', env: ENV, maxBuffer }, (err, stdout, stderr) => {
+    const child = execFile(command, args, { encoding: 'utf8', env: ENV, maxBuffer, timeout: TOOL_TIMEOUT_MS }, (err, stdout, stderr) => {
       const code = err === null ? 0 : typeof err.code === 'number' ? err.code : err.code === 'ENOENT' ? 127 : 1;
-      resolve({ code, stdout, stderr: err !== null && stderr === '' ? err.message : stderr });
+      const killed = err?.killed === true ? ` (killed after ${TOOL_TIMEOUT_MS / 60_000} minutes)` : '';
+      resolve({ code, stdout, stderr: (err !== null && stderr === '' ? err.message : stderr) + killed });
     });
+    child.stdin?.end();
   });
 }
 
@@ -57,6 +65,7 @@ export async function installedPackage(): Promise<{ version: string; arch: strin
 
 /** `dpkg --install DEB` (an older version too: dpkg takes a downgrade, saying so). Throws with dpkg's words when it fails. */
 export async function installPackage(deb: string): Promise<void> {
-  const r = await runTool('dpkg', ['--install', deb]);
+  // A configuration file the package ships (it ships none today) is never asked about: the board's own copy is kept.
+  const r = await runTool('dpkg', ['--force-confdef', '--force-confold', '--install', deb]);
   if (r.code !== 0) throw new DoorAgentError(`dpkg --install ${deb} failed (exit ${r.code}): ${tail(r)}`);
 }

@@ -1,10 +1,10 @@
-import { lstatSync, mkdirSync, mkdtempSync, readdirSync, renameSync, rmSync } from 'node:fs';
+import { lstatSync, mkdirSync, readdirSync, renameSync, rmSync } from 'node:fs';
 import { basename, join } from 'node:path';
 import type { SignedRelease } from '../../api/fleet.js';
 import { DoorAgentError, describeFsError } from '../../util/errors.js';
 import { checkPackageFields, extractPackage, packageEntry } from './bundlePackage.js';
 import { installedPackage, installPackage } from './dpkg.js';
-import type { ProgramSwitch } from './programSwitch.js';
+import { type ProgramSwitch, SwitchStranded } from './programSwitch.js';
 import { repackInstalled } from './repackInstalled.js';
 import { BundleRefused } from './verify.js';
 
@@ -14,7 +14,11 @@ export const PACKAGE_COMMAND = '/usr/bin/door-agent';
 /** Root's own directory for a package update: the bundle's copy, the new package, the installed one rebuilt, the one kept. */
 const PACKAGE_UPDATE_DIR = '/var/cache/door-agent-update';
 
-/** The directory made (0700) or found: root's, and not a link (root writes packages there that it installs). */
+/**
+ * The directory made (0700) or found: root's, and not a link (root writes packages there that it installs). What an
+ * update that was cut short (a power cut, a kill) left in it is removed: this one starts from a package dpkg has
+ * fully installed, so the way back it kept is no longer needed.
+ */
 function updateDir(): string {
   mkdirSync(PACKAGE_UPDATE_DIR, { recursive: true, mode: 0o700 });
   const stat = lstatSync(PACKAGE_UPDATE_DIR);
@@ -23,6 +27,9 @@ function updateDir(): string {
       `${PACKAGE_UPDATE_DIR} must be a directory of root's that only root enters (it is ${stat.isDirectory() ? `uid ${stat.uid}, mode ${(stat.mode & 0o777).toString(8)}` : 'not a directory'}): remove it and update again`,
     );
   }
+  for (const name of readdirSync(PACKAGE_UPDATE_DIR)) {
+    if (name === 'update' || name.startsWith('bundle-')) rmSync(join(PACKAGE_UPDATE_DIR, name), { recursive: true, force: true });
+  }
   return PACKAGE_UPDATE_DIR;
 }
 
@@ -30,8 +37,9 @@ function updateDir(): string {
  * A board installed from the Debian package (docs/fleet.md, "A board installed from the package"): the release's
  * own package (the bundle's `.package/door-agent_<version>_<arch>.deb`, checked to be that release) installed with
  * dpkg while the daemon is stopped; the way back is the installed version's package, rebuilt from dpkg's records
- * before anything is replaced (repackInstalled.ts) and installed again. Once the new version is healthy, that copy
- * is kept as `/var/cache/door-agent-update/door-agent_<version>_<arch>.deb` (only the last one).
+ * before anything is replaced (repackInstalled.ts) into `/var/cache/door-agent-update/update/`, and installed again.
+ * Once the new version is healthy, that copy is kept as `/var/cache/door-agent-update/door-agent_<version>_<arch>.deb`
+ * (only the last one).
  */
 export function packageSwitch(pkg: { version: string; arch: string; status: string }): ProgramSwitch {
   if (pkg.status !== 'ii') {
@@ -41,25 +49,23 @@ export function packageSwitch(pkg: { version: string; arch: string; status: stri
   }
   const dir = updateDir();
   const installed = pkg.version;
-  let work: string | null = null;
+  const work = join(dir, 'update');
+  const previous = join(work, `door-agent_${installed}_${pkg.arch}.deb`);
   /** The copy of the installed version is all that is left of it: never removed. */
   let stranded = false;
   let next = '';
   let version = '';
-  const previous = () => join(work ?? dir, 'installed.deb');
   const removeWork = () => {
-    if (work === null || stranded) return;
-    rmSync(work, { recursive: true, force: true });
-    work = null;
+    if (!stranded) rmSync(work, { recursive: true, force: true });
   };
-  const byHand = () => `sudo dpkg --install ${previous()}`;
+  const byHand = () => `sudo dpkg --install ${previous}`;
   return {
     installed,
     incomingPrefix: join(dir, 'bundle-'),
     prepare: async (bundle: string, signed: SignedRelease) => {
       const { manifest } = signed;
       version = manifest.version;
-      work = mkdtempSync(join(dir, 'update-'));
+      mkdirSync(work, { mode: 0o700 });
       const entry = packageEntry(manifest);
       next = join(work, basename(entry));
       if (!(await extractPackage(bundle, manifest, next))) {
@@ -68,8 +74,8 @@ export function packageSwitch(pkg: { version: string; arch: string; status: stri
         );
       }
       await checkPackageFields(next, manifest, `the bundle's ${entry}`);
-      await repackInstalled(installed, work, previous());
-      return `the bundle's ${entry} is ${version} for ${manifest.arch}; the installed ${installed} rebuilt from dpkg's records for the way back`;
+      await repackInstalled(installed, work, previous);
+      return `the bundle's ${entry} is ${version} for ${manifest.arch}; the installed ${installed} rebuilt from dpkg's records as ${previous}, the way back`;
     },
     discard: removeWork,
     forward: async () => {
@@ -80,10 +86,10 @@ export function packageSwitch(pkg: { version: string; arch: string; status: stri
         if (now?.status === 'ii' && now.version === installed)
           throw new DoorAgentError(`${(err as Error).message}; dpkg left ${installed} installed`, { cause: err });
         try {
-          await installPackage(previous());
+          await installPackage(previous);
         } catch (again) {
           stranded = true;
-          throw new DoorAgentError(`${(err as Error).message}; installing ${installed} again failed too: ${(again as Error).message} (by hand: ${byHand()})`, {
+          throw new SwitchStranded(`${(err as Error).message}; installing ${installed} again failed too: ${(again as Error).message} (by hand: ${byHand()})`, {
             cause: err,
           });
         }
@@ -92,10 +98,10 @@ export function packageSwitch(pkg: { version: string; arch: string; status: stri
       return `dpkg installed ${version} (/usr/lib/door-agent)`;
     },
     keep: () => {
-      const kept = join(dir, `door-agent_${installed}_${pkg.arch}.deb`);
+      const kept = join(dir, basename(previous));
       try {
         for (const name of readdirSync(dir)) if (/^door-agent_.*\.deb$/.test(name)) rmSync(join(dir, name), { force: true });
-        renameSync(previous(), kept);
+        renameSync(previous, kept);
       } catch (err) {
         // The new version runs and is healthy: only the way back by hand is lost.
         removeWork();
@@ -106,7 +112,7 @@ export function packageSwitch(pkg: { version: string; arch: string; status: stri
     },
     back: async () => {
       try {
-        await installPackage(previous());
+        await installPackage(previous);
       } catch (err) {
         stranded = true;
         throw err;
@@ -114,6 +120,6 @@ export function packageSwitch(pkg: { version: string; arch: string; status: stri
       removeWork();
       return `dpkg installed ${installed} again, from its copy`;
     },
-    byHand: byHand,
+    byHand,
   };
 }

@@ -1,4 +1,5 @@
 import type { SignedRelease } from '../../api/fleet.js';
+import { DoorAgentError } from '../../util/errors.js';
 
 /**
  * How one layout of the program is replaced by a release and put back (docs/fleet.md, "Signed updates"): the
@@ -15,7 +16,10 @@ export interface ProgramSwitch {
   prepare(bundle: string, signed: SignedRelease): Promise<string>;
   /** What prepare made, removed (the update ends before its switch). */
   discard(): void;
-  /** The daemon stopped: the new version in place. When it fails, the program is as it was (or as near as the message says). */
+  /**
+   * The daemon stopped: the new version in place. When it fails, the program is as it was; or, when even that
+   * failed, a SwitchStranded saying how to put it back by hand (the daemon is then left stopped).
+   */
   forward(): Promise<string>;
   /** The new version is healthy: what it replaced kept for a switch back by hand. Returns where. */
   keep(): string;
@@ -23,4 +27,12 @@ export interface ProgramSwitch {
   back(): Promise<string>;
   /** How an operator switches back by hand when `back` failed. */
   byHand(): string;
+}
+
+/** A switch that could neither go forward nor undo itself: the program is half replaced, and the daemon must stay stopped. */
+export class SwitchStranded extends DoorAgentError {
+  constructor(message: string, options: { cause?: unknown } = {}) {
+    super(message, options);
+    this.name = 'SwitchStranded';
+  }
 }

@@ -45,7 +45,10 @@ export async function repackInstalled(version: string, work: string, out: string
   }
   const stage = join(work, 'installed');
   rmSync(stage, { recursive: true, force: true });
-  mkdirSync(join(stage, 'DEBIAN'), { recursive: true, mode: 0o755 });
+  mkdirSync(join(stage, 'DEBIAN'), { recursive: true });
+  // dpkg-deb takes a control directory of 0755 only, whatever the umask of the root that runs this (sudo keeps the caller's).
+  chmodSync(stage, 0o755);
+  chmodSync(join(stage, 'DEBIAN'), 0o755);
   try {
     const paths = (await query('--listfiles', 'door-agent')).split('\n').filter((p) => p.startsWith('/') && p !== '/.');
     // A path with others under it is a directory of the package, even where the system has a link (/lib on a
