@@ -6,6 +6,9 @@
 #   build_in_stage STAGE         the sources copied into STAGE, npm ci (or the cache), npm run build, npm prune
 #   assemble_program STAGE DEST  only what runs (plus the manuals, examples, units, self-test) into DEST
 #   write_wrapper BIN NODE APP   the door-agent command: APP's program run by that node
+#   require_assembled DIR HINT PATH...  exits naming the PATH an assembled program DIR lacks (a PATH ending in / is a directory)
+#   addon_abi DIR                the Node.js ABI DIR's native addons are built for (empty if not found)
+#   missing_package_tool         the first tool a Debian package's build needs that is missing (empty if none)
 . "$SRC/scripts/node-headers.sh"
 
 check_build_tools() {
@@ -145,4 +148,35 @@ write_wrapper() {
 exec "$node" "$app/dist/cli/door-agent.js" "\$@"
 WRAPPER
   chmod 0755 "$bin.tmp" && mv -f "$bin.tmp" "$bin"
+}
+
+# An assembled program (scripts/install.sh's /opt/door-agent, release-bundle.sh's build): each PATH there, or the
+# script stops, naming it and where to look instead (HINT).
+require_assembled() {
+  local dir=$1 hint=$2 path
+  shift 2
+  for path in "$@"; do
+    case "$path" in
+      */) [ -d "$dir/$path" ] && continue ;;
+      *) [ -f "$dir/$path" ] && continue ;;
+    esac
+    echo "$PROG: $dir is not an assembled program (${path%/} is missing): $hint" >&2
+    exit 1
+  done
+}
+
+# better-sqlite3 registers itself as node_register_module_v<ABI>: the ABI of the Node.js that built the addons.
+addon_abi() {
+  grep -aoE 'node_register_module_v[0-9]+' "$1/node_modules/better-sqlite3/build/Release/better_sqlite3.node" 2>/dev/null | head -n 1 | sed 's/.*_v//' || true
+}
+
+# dpkg-deb builds the package, dpkg-shlibdeps finds the addons' libraries, strip trims the addons (dpkg-dev, binutils).
+missing_package_tool() {
+  local tool
+  for tool in dpkg-deb dpkg-shlibdeps strip; do
+    if ! command -v "$tool" >/dev/null 2>&1; then
+      echo "$tool"
+      return
+    fi
+  done
 }

@@ -39,24 +39,18 @@ BUILD_CACHE=$SRC/.cache/package-build
 say() { printf 'door-agent package: %s\n' "$*"; }
 . "$SRC/scripts/build-program.sh"
 
-for tool in dpkg-deb dpkg-shlibdeps strip; do
-  if ! command -v "$tool" >/dev/null 2>&1; then
-    echo "package-deb.sh: $tool is missing: sudo apt-get install -y dpkg-dev binutils" >&2
-    exit 1
-  fi
-done
+missing=$(missing_package_tool)
+if [ -n "$missing" ]; then
+  echo "package-deb.sh: $missing is missing: sudo apt-get install -y dpkg-dev binutils" >&2
+  exit 1
+fi
 if [ -z "$PROGRAM" ]; then
   check_build_tools
 else
   PROGRAM=$(cd "$PROGRAM" && pwd)
-  for f in package.json dist/cli/door-agent.js README.md docs; do
-    if [ ! -e "$PROGRAM/$f" ]; then
-      echo "package-deb.sh: $PROGRAM is not an assembled program ($f is missing): give the directory install.sh or release-bundle.sh made" >&2
-      exit 1
-    fi
-  done
+  require_assembled "$PROGRAM" 'give the directory install.sh or release-bundle.sh made' package.json dist/cli/door-agent.js README.md docs/
   # The package's Depends name this node's major version: the addons must be built for it.
-  abi=$(grep -aoE 'node_register_module_v[0-9]+' "$PROGRAM/node_modules/better-sqlite3/build/Release/better_sqlite3.node" 2>/dev/null | head -n 1 | sed 's/.*_v//' || true)
+  abi=$(addon_abi "$PROGRAM")
   if [ -n "$abi" ] && [ "$abi" != "$(node -p process.versions.modules)" ]; then
     echo "package-deb.sh: $PROGRAM's native addons are built for Node.js ABI $abi, this node ($(node --version)) is ABI $(node -p process.versions.modules): package it with the Node.js major version that built it" >&2
     exit 1

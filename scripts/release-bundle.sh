@@ -45,13 +45,10 @@ trap 'rm -rf "$WORK"' EXIT
 if [ -z "$PACKAGE" ]; then
   if [ -z "$PROGRAM" ]; then PACKAGE=yes; else PACKAGE=no; fi
 fi
-if [ "$PACKAGE" = yes ]; then
-  for tool in dpkg-deb dpkg-shlibdeps strip; do
-    if ! command -v "$tool" >/dev/null 2>&1; then
-      echo "release-bundle.sh: the bundle carries the Debian package, and $tool is missing: sudo apt-get install -y dpkg-dev binutils (or --no-package: boards installed from the package then refuse the bundle)" >&2
-      exit 1
-    fi
-  done
+missing=$(missing_package_tool)
+if [ "$PACKAGE" = yes ] && [ -n "$missing" ]; then
+  echo "release-bundle.sh: the bundle carries the Debian package, and $missing is missing: sudo apt-get install -y dpkg-dev binutils (or --no-package: boards installed from the package then refuse the bundle)" >&2
+  exit 1
 fi
 if [ -z "$PROGRAM" ]; then
   check_build_tools
@@ -61,12 +58,7 @@ if [ -z "$PROGRAM" ]; then
   assemble_program "$WORK/stage" "$PROGRAM"
 else
   PROGRAM=$(cd "$PROGRAM" && pwd)
-  for f in package.json dist/cli/door-agent.js; do
-    if [ ! -f "$PROGRAM/$f" ]; then
-      echo "release-bundle.sh: $PROGRAM is not an assembled program ($f is missing): give the directory install.sh made (/opt/door-agent)" >&2
-      exit 1
-    fi
-  done
+  require_assembled "$PROGRAM" 'give the directory install.sh made (/opt/door-agent)' package.json dist/cli/door-agent.js
 fi
 
 VERSION=$(node -p 'require(process.argv[1]).version' "$PROGRAM/package.json")
@@ -75,8 +67,8 @@ if command -v dpkg >/dev/null 2>&1; then
 else
   ARCH=$(node -p '({ x64: "amd64", arm64: "arm64", arm: "armhf", ia32: "i386" })[process.arch] ?? process.arch')
 fi
-# The ABI the addons were built for (better-sqlite3 registers itself as node_register_module_v<ABI>), else this node's.
-ABI=$(grep -aoE 'node_register_module_v[0-9]+' "$PROGRAM/node_modules/better-sqlite3/build/Release/better_sqlite3.node" 2>/dev/null | head -n 1 | sed 's/.*_v//' || true)
+# The ABI the addons were built for, else this node's.
+ABI=$(addon_abi "$PROGRAM")
 ABI=${ABI:-$(node -p process.versions.modules)}
 mkdir -p "$WORK/meta"
 node -e 'process.stdout.write(JSON.stringify({ version: process.argv[1], arch: process.argv[2], node_abi: process.argv[3] }, null, 2) + "\n")' \

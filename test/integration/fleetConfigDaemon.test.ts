@@ -81,25 +81,14 @@ async function unlockAndTimeRelock(limitMs: number): Promise<number> {
 
 /** The relay read every 20 ms while `work` runs: never unlocked. */
 async function neverUnlockedDuring(work: () => Promise<void>): Promise<void> {
-  const seen = new Set<string>();
-  let watching = true;
-  const watcher = (async () => {
-    while (watching) {
-      try {
-        seen.add(readLevel(relay));
-      } catch {
-        seen.add('absent');
-      }
-      await sleep(20);
-    }
-  })();
+  const samples = sampleRelay();
+  let seen: string[] = [];
   try {
     await work();
   } finally {
-    watching = false;
-    await watcher;
+    seen = await samples.stop();
   }
-  expect(seen.has('1')).toBe(false);
+  expect(seen).not.toContain('1');
 }
 
 /** The relay read every 20 ms until `stop`: each reading in order ('absent' while its file is not there). */
